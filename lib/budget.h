@@ -1,0 +1,65 @@
+/*
+ * budget.h: millisecond budgets and timeouts (seed 000).
+ *
+ * Every duration given by a user is a positive integer of milliseconds no
+ * greater than 2^31-1.  The daemon's restore budget, the client's restore
+ * timeout and the web watchdog are derived here, in one place, so that the
+ * programs and the tests agree.
+ */
+#ifndef QWEN_BUDGET_H
+#define QWEN_BUDGET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BUDGET_MAX_MS			2147483647LL	/* 2^31-1 */
+#define BUDGET_RESTORE_DEFAULT_MS	60000LL
+#define BUDGET_INITIALIZE_DEFAULT_MS	10000LL
+#define BUDGET_CLIENT_HEADROOM_MS	10000LL
+#define BUDGET_CLIENT_FALLBACK_MS	70000LL
+#define BUDGET_WATCHDOG_HEADROOM_MS	15000LL
+#define BUDGET_WATCHDOG_FALLBACK_MS	75000LL
+#define BUDGET_ATTACH_WATCHDOG_MS	30000LL
+
+/*
+ * Parse a millisecond value given for flag (used only in the message):
+ * decimal digits only, 1..2^31-1 (allow_zero: 0 too).  Returns 0 and sets
+ * *out, or -1 and writes a message such as
+ * "--session-restore-timeout-ms: must be a positive integer of milliseconds
+ * no greater than 2147483647, not '0'" into err.
+ */
+int	budget_parse_ms(const char *flag, const char *text, int allow_zero,
+	    int64_t *out, char *err, size_t errlen);
+
+/*
+ * The daemon's restore budget.  restore_ms / init_ms are the values given
+ * on the command line, or -1 when not given.  An explicit restore timeout
+ * wins outright (also below the default); else an explicit initialize
+ * timeout larger than the default raises it; an initialize budget never
+ * lowers it.
+ */
+int64_t	budget_restore_ms(int64_t restore_ms, int64_t init_ms);
+
+/*
+ * The client's restore timeout in ms, or 0 for "no timer".  Each input is
+ * -1 when absent.  Order: per-request value (0 = no timer), then an
+ * explicitly given global fetch timeout, then cached capability + 10 s,
+ * then 70 s.  A result above 2^31-1 also means no timer (returned as 0 with
+ * *disabled set), never a wrapped value.
+ */
+int64_t	budget_client_restore_ms(int64_t per_request_ms, int64_t fetch_timeout_ms,
+	    int64_t cached_capability_ms, int *disabled);
+
+/*
+ * Watchdog delay for a web client: budget + 15 s, or 75 s without a
+ * published budget (-1).  Above 2^31-1 the timer is disabled: returns 0.
+ */
+int64_t	budget_watchdog_ms(int64_t server_budget_ms);
+
+/* The request timeout a web client passes for load/resume: budget + 10 s. */
+int64_t	budget_web_request_ms(int64_t server_budget_ms);
+
+/* Retry-After seconds for a budget: clamp(ceil(ms / 1000), 5, 120). */
+int	budget_retry_after_s(int64_t budget_ms);
+
+#endif

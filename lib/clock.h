@@ -1,0 +1,27 @@
+/*
+ * clock.h: the two clocks libqwen uses.
+ *
+ * Deadlines and durations use CLOCK_MONOTONIC so that a wall-clock step never
+ * fires or postpones a timer; timestamps that leave the process (spans, event
+ * envelopes, lease files) use the wall clock.
+ */
+#ifndef QWEN_CLOCK_H
+#define QWEN_CLOCK_H
+
+#include <stdint.h>
+
+/* Monotonic time in milliseconds / nanoseconds since an arbitrary origin. */
+uint64_t	clock_mono_ms(void);
+uint64_t	clock_mono_ns(void);
+
+/* Wall time since the Unix epoch in milliseconds / nanoseconds. */
+uint64_t	clock_wall_ms(void);
+uint64_t	clock_wall_ns(void);
+
+/*
+ * Milliseconds left until deadline_ms (a clock_mono_ms() value), 0 when it
+ * has passed.
+ */
+uint64_t	clock_remaining_ms(uint64_t deadline_ms);
+
+#endif

@@ -1,0 +1,1 @@
+/* errors.c: placeholder until implemented. */

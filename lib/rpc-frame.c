@@ -1,0 +1,1 @@
+/* rpc-frame.c: placeholder until implemented. */

@@ -1,0 +1,137 @@
+/*
+ * rpc-frame.h: NDJSON JSON-RPC 2.0 framing.
+ *
+ * A reader takes a byte stream in pieces of any size and yields one message
+ * per '\n'-terminated line (a '\r' before the '\n' is dropped; blank lines
+ * are skipped).  Any split of the input, one byte at a time included, yields
+ * the same messages.  A line longer than the frame cap, one that is not JSON,
+ * or one that is not a JSON-RPC 2.0 message yields a "bad frame" carrying the
+ * JSON-RPC error to answer with (-32700 parse error, -32600 invalid request);
+ * the reader then resynchronises at the next newline and loses nothing after
+ * it.  The writer side builds messages and encodes each as one compact line.
+ */
+#ifndef QWEN_RPC_FRAME_H
+#define QWEN_RPC_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#define RPC_PARSE_ERROR		(-32700)
+#define RPC_INVALID_REQUEST	(-32600)
+#define RPC_METHOD_NOT_FOUND	(-32601)
+#define RPC_INVALID_PARAMS	(-32602)
+#define RPC_INTERNAL_ERROR	(-32603)
+#define RPC_RESOURCE_NOT_FOUND	(-32002)
+#define RPC_WRITER_CONFLICT	(-32020)
+
+#define RPC_DEFAULT_MAX_FRAME	(64u * 1024 * 1024)
+#define RPC_MAX_DEPTH		64
+
+enum rpc_kind {
+	RPC_REQUEST,		/* method and id */
+	RPC_NOTIFICATION,	/* method, no id */
+	RPC_RESULT,		/* id and result */
+	RPC_ERROR,		/* id (maybe null) and error */
+};
+
+/*
+ * One parsed message.  root is owned by the message (rpc_msg_clear() puts it);
+ * every other pointer is borrowed from root.
+ */
+struct rpc_msg {
+	enum rpc_kind	 kind;
+	json_object	*root;
+	json_object	*id;		/* NULL for notifications; json null allowed for errors */
+	const char	*method;	/* requests and notifications */
+	json_object	*params;	/* may be NULL */
+	json_object	*result;	/* RPC_RESULT */
+	json_object	*error;		/* RPC_ERROR: {code, message, data?} */
+	int		 error_code;	/* RPC_ERROR: error.code */
+	size_t		 line_no;	/* 1-based line number in the stream */
+};
+
+/*
+ * A line that could not be taken as a message.  id is a new reference to the
+ * offending request's id when it could be recovered, else NULL (answer with
+ * id null).  message is a static string.  rpc_bad_clear() puts id.
+ */
+struct rpc_bad {
+	int		 code;		/* RPC_PARSE_ERROR or RPC_INVALID_REQUEST */
+	const char	*message;
+	json_object	*id;
+	size_t		 line_no;
+};
+
+enum rpc_read_status {
+	RPC_READ_MORE,		/* need more bytes */
+	RPC_READ_MSG,		/* *msg filled */
+	RPC_READ_BAD,		/* *bad filled */
+};
+
+struct rpc_reader;
+
+/* max_frame 0 means RPC_DEFAULT_MAX_FRAME.  NULL on allocation failure. */
+struct rpc_reader	*rpc_reader_new(size_t max_frame);
+void			 rpc_reader_free(struct rpc_reader *);	/* NULL-safe */
+
+/* Append bytes.  Returns 0, or -1 (ENOMEM) with the reader unchanged. */
+int	rpc_reader_feed(struct rpc_reader *, const void *buf, size_t len);
+
+/*
+ * Take the next message or bad frame.  Call it until it answers
+ * RPC_READ_MORE after each feed.  An oversize line is reported as soon as
+ * it crosses the cap (before its newline arrives); its remaining bytes are
+ * discarded up to the newline.
+ */
+enum rpc_read_status rpc_reader_next(struct rpc_reader *, struct rpc_msg *msg,
+	    struct rpc_bad *bad);
+
+/*
+ * At end of stream: an unterminated last line is taken as a whole line.
+ * Returns RPC_READ_MORE when nothing was left.
+ */
+enum rpc_read_status rpc_reader_finish(struct rpc_reader *, struct rpc_msg *msg,
+	    struct rpc_bad *bad);
+
+/* Bytes buffered and not yet returned (for back-pressure accounting). */
+size_t	rpc_reader_pending(const struct rpc_reader *);
+
+/*
+ * Parse and classify one complete message held in buf (no newline needed),
+ * as for an HTTP body or a WebSocket frame.
+ */
+enum rpc_read_status rpc_parse(const char *buf, size_t len, struct rpc_msg *msg,
+	    struct rpc_bad *bad);
+
+/* Classify an already parsed object; takes ownership of root either way. */
+enum rpc_read_status rpc_classify(json_object *root, struct rpc_msg *msg,
+	    struct rpc_bad *bad);
+
+void	rpc_msg_clear(struct rpc_msg *);	/* NULL-safe, idempotent */
+void	rpc_bad_clear(struct rpc_bad *);	/* NULL-safe, idempotent */
+
+/*
+ * Builders.  Each takes ownership of the json arguments it is given (id,
+ * params, result, data may be NULL) and returns a new message object.
+ */
+json_object	*rpc_new_request(json_object *id, const char *method, json_object *params);
+json_object	*rpc_new_notification(const char *method, json_object *params);
+json_object	*rpc_new_result(json_object *id, json_object *result);
+json_object	*rpc_new_error(json_object *id, int code, const char *message,
+		    json_object *data);
+
+/* The JSON-RPC error for a bad frame; takes bad->id. */
+json_object	*rpc_new_bad_error(struct rpc_bad *bad);
+
+/*
+ * Encode msg as one compact line ending in '\n' (PLAIN, no slash escapes).
+ * Returns a malloc'd buffer the caller frees and sets *lenp, or NULL.
+ */
+char	*rpc_encode(json_object *msg, size_t *lenp);
+
+/* Write the whole encoded line to a blocking fd.  0 or -1 with errno. */
+int	 rpc_write_fd(int fd, json_object *msg);
+
+#endif

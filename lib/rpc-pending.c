@@ -1,0 +1,1 @@
+/* rpc-pending.c: placeholder until implemented. */

@@ -1,0 +1,1 @@
+/* trace.c: placeholder until implemented. */

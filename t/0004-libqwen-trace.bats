@@ -1,0 +1,3 @@
+#!/usr/bin/env bats
+load test_helper
+@test "placeholder" { skip "not yet"; }
