@@ -284,7 +284,10 @@ on_out_event(struct bufferevent *bev, short what, void *arg)
 
 	(void)bev;
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-		log_warnx("child %ld closed its stdout", (long)ch->pid);
+		if (ch->state == CH_DYING)
+			log_debug("child %ld closed its stdout", (long)ch->pid);
+		else
+			log_warnx("child %ld closed its stdout", (long)ch->pid);
 		bufferevent_disable(ch->out, EV_READ);
 		channel_end(ch, 1);
 	}

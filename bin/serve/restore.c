@@ -250,7 +250,7 @@ restore_start(struct inflight *op)
 static json_object *
 state_of(json_object *result)
 {
-	json_object *st = json_object_new_object(), *v, *meta;
+	json_object *st = json_object_new_object(), *v, *meta = NULL;
 	static const char *const keys[] = { "models", "modes", "configOptions", NULL };
 
 	for (size_t i = 0; keys[i] != NULL; i++)

@@ -406,7 +406,7 @@ session_prompt_admit(struct session *s, json_object *body, const char *client_id
 	struct session_ext *x = (struct session_ext *)s;
 	struct timeval now = { 0, 0 };
 	struct prompt *p;
-	json_object *params;
+	json_object *params = NULL;
 
 	if (!prompt_valid(body)) {
 		*err = "bad_prompt";
