@@ -280,6 +280,47 @@ http_conn_count(void)
 
 /* ---- requests ----------------------------------------------------------- */
 
+/*
+ * json-c's STRICT mode still takes 'single quoted' strings, NaN and
+ * Infinity: outside strings only the literals true, false and null (and
+ * exponents after a digit) may use letters, and no quote but '"'.
+ */
+static int
+json_text_strict(const char *p, size_t len)
+{
+	int in_str = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = p[i];
+
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = 0;
+			continue;
+		}
+		if (c == '"')
+			in_str = 1;
+		else if (c == '\'')
+			return 0;
+		else if (isalpha((unsigned char)c)) {
+			size_t j = i;
+
+			if ((c == 'e' || c == 'E') && i > 0 && isdigit((unsigned char)p[i - 1]))
+				continue;
+			while (j < len && isalpha((unsigned char)p[j]))
+				j++;
+			if (!((j - i == 4 && (memcmp(p + i, "true", 4) == 0 ||
+			    memcmp(p + i, "null", 4) == 0)) ||
+			    (j - i == 5 && memcmp(p + i, "false", 5) == 0)))
+				return 0;
+			i = j - 1;
+		}
+	}
+	return 1;
+}
+
 /* Parse the body as a JSON object; non-objects count as {}.  -1: malformed. */
 static int
 parse_body(struct evhttp_request *req, json_object **out)
@@ -296,6 +337,7 @@ parse_body(struct evhttp_request *req, json_object **out)
 		return 0;
 	}
 	if ((p = (const char *)evbuffer_pullup(in, -1)) == NULL ||
+	    !json_text_strict(p, len) ||
 	    (tok = json_tokener_new_ex(RPC_MAX_DEPTH)) == NULL)
 		return -1;
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
