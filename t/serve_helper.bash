@@ -58,7 +58,7 @@ req() {
 	shift 2
 	[ $# -gt 0 ] && shift
 	local args=(-s -X "$m" -o "$BATS_TEST_TMPDIR/body" -D "$BATS_TEST_TMPDIR/hdrs"
-	    -w '%{http_code}')
+	    -w '%{http_code}' --path-as-is)
 	[ -n "$d" ] && args+=(--data-binary "$d" -H 'Content-Type: application/json')
 	if [ "${TRANSPORT:-unix}" = tcp ]; then
 		code=$(curl "${args[@]}" "$@" "http://127.0.0.1:$PORT$p")

@@ -209,8 +209,7 @@ http_error_rpc(struct evhttp_request *req, json_object *rpc_error,
 		return;
 	}
 	if (c.def != NULL && c.def->status != 0 && strcmp(c.def->code, "internal") != 0) {
-		e = qerr_new(c.def->code, "%s", c.message != NULL ? c.message :
-		    "ACP error");
+		e = qerr_new(c.def->code, NULL);
 		if (e != NULL && session_id != NULL)
 			qerr_set_str(e, "sessionId", session_id);
 		if (e != NULL && c.reason != NULL)
