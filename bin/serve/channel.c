@@ -33,6 +33,7 @@
 
 #define CHAN_KILL_GRACE_MS	2000
 #define CHAN_STDERR_LINE	8192
+#define CHAN_BATCH		8
 
 enum chan_state { CH_IDLE, CH_STARTING, CH_READY, CH_DYING };
 
@@ -60,6 +61,7 @@ struct channel {
 	struct event		*deadline_ev;
 	struct event		*idle_ev;
 	struct event		*kill_ev;
+	struct event		*more_ev;
 	int			 kill_stage;
 	int			 killed;	/* we ended it */
 	TAILQ_HEAD(, chan_req)	 waiting;
@@ -245,36 +247,56 @@ handle_msg(struct channel *ch, struct rpc_msg *m)
 	}
 }
 
+/*
+ * Take at most CHAN_BATCH messages, then let the loop run (and the SSE
+ * streams drain) before the next batch: a child that floods us must not
+ * starve the clients.
+ */
 static void
 on_out_read(struct bufferevent *bev, void *arg)
 {
 	struct channel *ch = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
+	struct timeval zero = { 0, 0 };
 	struct rpc_msg m;
 	struct rpc_bad bad;
-	size_t len;
+	size_t len, done = 0;
 
-	while ((len = evbuffer_get_length(in)) > 0) {
-		size_t n = len > 65536 ? 65536 : len;
+	while (ch->rd != NULL) {
+		enum rpc_read_status st = rpc_reader_next(ch->rd, &m, &bad);
 
-		if (rpc_reader_feed(ch->rd, evbuffer_pullup(in, (ssize_t)n), n) == -1)
-			break;
-		evbuffer_drain(in, n);
-		for (;;) {
-			enum rpc_read_status st = rpc_reader_next(ch->rd, &m, &bad);
-
-			if (st == RPC_READ_MORE)
-				break;
-			if (st == RPC_READ_BAD) {
-				log_warnx("child %ld: bad frame on line %zu: %s",
-				    (long)ch->pid, bad.line_no, bad.message);
-				rpc_bad_clear(&bad);
-				continue;
-			}
-			handle_msg(ch, &m);
-			rpc_msg_clear(&m);
+		if (st == RPC_READ_MORE) {
+			if ((len = evbuffer_get_length(in)) == 0)
+				return;
+			len = len > 65536 ? 65536 : len;
+			if (rpc_reader_feed(ch->rd, evbuffer_pullup(in, (ssize_t)len), len) == -1)
+				return;
+			evbuffer_drain(in, len);
+			continue;
+		}
+		if (st == RPC_READ_BAD) {
+			log_warnx("child %ld: bad frame on line %zu: %s",
+			    (long)ch->pid, bad.line_no, bad.message);
+			rpc_bad_clear(&bad);
+			continue;
+		}
+		handle_msg(ch, &m);
+		rpc_msg_clear(&m);
+		if (++done == CHAN_BATCH) {
+			event_add(ch->more_ev, &zero);
+			return;
 		}
 	}
+}
+
+static void
+on_more(evutil_socket_t fd, short what, void *arg)
+{
+	struct channel *ch = arg;
+
+	(void)fd; (void)what;
+	if (ch->out != NULL)
+		on_out_read(ch->out, ch);
 }
 
 static void
@@ -581,7 +603,15 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 
 		while (evbuffer_read(ib, ofd, 65536) > 0)
 			;
-		on_out_read(ch->out, ch);
+		event_del(ch->more_ev);
+		while (evbuffer_get_length(ib) > 0 || rpc_reader_pending(ch->rd) > 0) {
+			size_t before = evbuffer_get_length(ib) + rpc_reader_pending(ch->rd);
+
+			on_out_read(ch->out, ch);
+			if (evbuffer_get_length(ib) + rpc_reader_pending(ch->rd) == before)
+				break;
+		}
+		event_del(ch->more_ev);
 	}
 	pipeline_wait_all(ch->p, &st, &n);
 	if (n > 0 && WIFEXITED(st[0]))
@@ -667,6 +697,7 @@ channel_get(const char *workspace)
 	ch->pidfd = -1;
 	TAILQ_INIT(&ch->waiting);
 	ch->idle_ev = evtimer_new(serve_base, on_idle, ch);
+	ch->more_ev = evtimer_new(serve_base, on_more, ch);
 	TAILQ_INSERT_TAIL(&channels, ch, entry);
 	return ch;
 }
@@ -732,6 +763,8 @@ channels_free(void)
 			event_free(ch->idle_ev);
 		if (ch->kill_ev != NULL)
 			event_free(ch->kill_ev);
+		if (ch->more_ev != NULL)
+			event_free(ch->more_ev);
 		free(ch->workspace);
 		free(ch);
 	}

@@ -29,6 +29,8 @@
 #define SERVE_SSE_QUEUE_BYTES	(2u * 1024 * 1024)
 #define SERVE_SSE_REPLAY_BYTES	(8u * 1024 * 1024)
 #define SERVE_TOMBSTONE_MS	60000
+/* A prompt goes to the child this long after its 202 was queued. */
+#define SERVE_PROMPT_DISPATCH_MS	5
 
 /* Options, filled by main.c and read everywhere. */
 struct serve_conf {

@@ -404,7 +404,7 @@ session_prompt_admit(struct session *s, json_object *body, const char *client_id
     const char **err)
 {
 	struct session_ext *x = (struct session_ext *)s;
-	struct timeval now = { 0, 0 };
+	struct timeval now = { 0, SERVE_PROMPT_DISPATCH_MS * 1000 };
 	struct prompt *p;
 	json_object *params = NULL;
 

@@ -32,10 +32,11 @@ struct sse_sub {
 	struct bus		*bus;
 	struct evhttp_request	*req;
 	struct event		*hb;
-	size_t			 queued;	/* frames since the buffer last drained */
 	size_t			 max_queued;
-	size_t			 baseline;	/* replay bytes not counted as queue */
 	int			 warned;
+	/* Sizes of the live frames still in the output buffer, oldest first. */
+	size_t			*fifo;
+	size_t			 fcap, fhead, fcount, fbytes;
 };
 
 struct bus {
@@ -73,7 +74,7 @@ bus_new(const char *session_id, size_t ring_size)
 void
 bus_free(struct bus *b)
 {
-	struct sse_sub *s;
+	struct sse_sub *s = NULL;
 
 	if (b == NULL)
 		return;
@@ -157,28 +158,43 @@ sub_out_bytes(struct sse_sub *s)
 	    evhttp_connection_get_bufferevent(evcon)));
 }
 
+/*
+ * Forget the frames the kernel has taken: the output buffer holds the
+ * newest out bytes, so a front frame is gone when the rest still cover
+ * them.  What remains is the subscriber's queue.
+ */
 static void
-sub_drained(struct evhttp_connection *evcon, void *arg)
+sub_account(struct sse_sub *s)
 {
-	struct sse_sub *s = arg;
+	size_t out = sub_out_bytes(s);
 
-	(void)evcon;
-	s->queued = 0;
-	s->baseline = 0;
-	s->warned = 0;
+	while (s->fcount > 0 && s->fbytes - s->fifo[s->fhead] >= out) {
+		s->fbytes -= s->fifo[s->fhead];
+		s->fhead = (s->fhead + 1) % s->fcap;
+		s->fcount--;
+	}
 }
 
 static void
-sub_write(struct sse_sub *s, const char *frame, size_t len)
+sub_write(struct sse_sub *s, const char *frame, size_t len, int live)
 {
 	struct evbuffer *buf = evbuffer_new();
+	size_t sz = len + 12;	/* chunk size line and CRLF */
 
 	if (buf == NULL)
 		return;
 	evbuffer_add(buf, frame, len);
-	evhttp_send_reply_chunk_with_cb(s->req, buf, sub_drained, s);
+	evhttp_send_reply_chunk(s->req, buf);
 	evbuffer_free(buf);
-	s->queued++;
+	if (!live)
+		return;
+	sub_account(s);
+	if (s->fcount < s->fcap) {
+		s->fifo[(s->fhead + s->fcount) % s->fcap] = sz;
+		s->fcount++;
+		s->fbytes += sz;
+	} else
+		s->fcount = s->fcap + 1;	/* overflow: evicted by the check */
 }
 
 /* A synthetic (id-less) event to one subscriber. */
@@ -190,7 +206,7 @@ sub_synthetic(struct sse_sub *s, const char *type, json_object *data)
 	char *f = frame_of(env, 0, type, &len);
 
 	if (f != NULL)
-		sub_write(s, f, len);
+		sub_write(s, f, len, 0);
 	free(f);
 	json_object_put(env);
 }
@@ -199,31 +215,37 @@ sub_synthetic(struct sse_sub *s, const char *type, json_object *data)
 static int
 sub_check_queue(struct sse_sub *s)
 {
-	size_t bytes = sub_out_bytes(s);
+	size_t queued, bytes, out;
 	json_object *d;
 
-	bytes = bytes > s->baseline ? bytes - s->baseline : 0;
-	if (s->queued > s->max_queued || bytes > SERVE_SSE_QUEUE_BYTES) {
+	sub_account(s);
+	queued = s->fcount;
+	out = sub_out_bytes(s);
+	bytes = out < s->fbytes ? out : s->fbytes;
+	if (queued > s->max_queued || bytes > SERVE_SSE_QUEUE_BYTES) {
 		d = json_object_new_object();
 		json_object_object_add(d, "reason", json_object_new_string(
-		    s->queued > s->max_queued ? "queue_overflow" : "queue_bytes_overflow"));
+		    queued > s->max_queued ? "queue_overflow" : "queue_bytes_overflow"));
 		json_object_object_add(d, "droppedAfter",
 		    json_object_new_int64((int64_t)bus_last_id(s->bus)));
-		json_object_object_add(d, "queueSize", json_object_new_int64((int64_t)s->queued));
+		json_object_object_add(d, "queueSize", json_object_new_int64((int64_t)queued));
 		json_object_object_add(d, "maxQueued", json_object_new_int64((int64_t)s->max_queued));
 		json_object_object_add(d, "queuedBytes", json_object_new_int64((int64_t)bytes));
 		json_object_object_add(d, "maxQueuedBytes", json_object_new_int64(SERVE_SSE_QUEUE_BYTES));
 		log_info("session %s: evicting a slow SSE client (%zu frames, %zu bytes)",
-		    s->bus->session_id, s->queued, bytes);
+		    s->bus->session_id, queued, bytes);
 		sub_synthetic(s, "client_evicted", d);
 		sub_end(s);
 		return -1;
 	}
-	if (!s->warned && (s->queued * 4 >= s->max_queued * 3 ||
+	if (s->warned && queued * 8 < s->max_queued * 3 &&
+	    bytes * 8 < (size_t)SERVE_SSE_QUEUE_BYTES * 3)
+		s->warned = 0;
+	if (!s->warned && (queued * 4 >= s->max_queued * 3 ||
 	    bytes * 4 >= (size_t)SERVE_SSE_QUEUE_BYTES * 3)) {
 		s->warned = 1;
 		d = json_object_new_object();
-		json_object_object_add(d, "queueSize", json_object_new_int64((int64_t)s->queued));
+		json_object_object_add(d, "queueSize", json_object_new_int64((int64_t)queued));
 		json_object_object_add(d, "maxQueued", json_object_new_int64((int64_t)s->max_queued));
 		json_object_object_add(d, "queuedBytes", json_object_new_int64((int64_t)bytes));
 		json_object_object_add(d, "lastEventId",
@@ -243,6 +265,7 @@ sub_end(struct sse_sub *s)
 	s->bus->nsubs--;
 	if (s->hb != NULL)
 		event_free(s->hb);
+	free(s->fifo);
 	http_conn_set_sub(s->req, NULL);
 	if (evcon != NULL)
 		evhttp_connection_set_timeout(evcon, 30);
@@ -264,7 +287,7 @@ sub_heartbeat(evutil_socket_t fd, short what, void *arg)
 	static const char hb[] = ": heartbeat\n\n";
 
 	(void)fd; (void)what;
-	sub_write(s, hb, sizeof(hb) - 1);
+	sub_write(s, hb, sizeof(hb) - 1, 1);
 	(void)sub_check_queue(s);
 }
 
@@ -305,7 +328,7 @@ bus_publish(struct bus *b, const char *type, json_object *data,
 		return;
 	ring_push(b, id, f, len);
 	TAILQ_FOREACH_SAFE(s, &b->subs, entry, next) {
-		sub_write(s, f, len);
+		sub_write(s, f, len, 1);
 		if (terminal)
 			sub_end(s);
 		else
@@ -372,7 +395,7 @@ sub_replay(struct sse_sub *s, int64_t last, const char *epoch)
 			return;
 		}
 		bytes += e->len;
-		sub_write(s, e->frame, e->len);
+		sub_write(s, e->frame, e->len, 0);
 		last_replayed = e->id;
 		n++;
 	}
@@ -408,7 +431,7 @@ bus_subscribe(struct bus *b, struct evhttp_request *req, int64_t last_event_id,
 {
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 	struct timeval tv;
-	struct sse_sub *s;
+	struct sse_sub *s = NULL;
 	char retry[32];
 	struct qerr *e;
 
@@ -420,10 +443,13 @@ bus_subscribe(struct bus *b, struct evhttp_request *req, int64_t last_event_id,
 		http_send_qerr(req, e);
 		return;
 	}
-	if (evcon == NULL || (s = calloc(1, sizeof(*s))) == NULL) {
+	if (evcon == NULL || (s = calloc(1, sizeof(*s))) == NULL ||
+	    (s->fifo = calloc((size_t)max_queued + 8, sizeof(*s->fifo))) == NULL) {
+		free(s);
 		http_error(req, "internal", NULL);
 		return;
 	}
+	s->fcap = (size_t)max_queued + 8;
 	s->bus = b;
 	s->req = req;
 	s->max_queued = (size_t)max_queued;
@@ -435,12 +461,9 @@ bus_subscribe(struct bus *b, struct evhttp_request *req, int64_t last_event_id,
 	evhttp_send_reply_start(req, 200, "OK");
 	http_conn_set_sub(req, s);
 	snprintf(retry, sizeof(retry), "retry: %d\n\n", SERVE_SSE_RETRY_MS);
-	sub_write(s, retry, strlen(retry));
+	sub_write(s, retry, strlen(retry), 0);
 	if (last_event_id >= 0)
 		sub_replay(s, last_event_id, epoch);
-	/* The replay has its own budget; the live queue starts here. */
-	s->queued = 0;
-	s->baseline = sub_out_bytes(s);
 	if (conf.sse_heartbeat_ms > 0) {
 		tv.tv_sec = conf.sse_heartbeat_ms / 1000;
 		tv.tv_usec = (conf.sse_heartbeat_ms % 1000) * 1000;
