@@ -28,5 +28,11 @@ void chain_clear(struct tx_chain *);                        /* frees rec[], zero
 /* Count of model-history entries per upstream rules (checkpoint + later non-system messages,
    mid-turn merge); parses only the checkpoint onward. -1 + cause on failure. */
 int64_t chain_model_history(struct transcript *, const struct tx_chain *, char **cause);
+/* Is rec a turn-start user record (type user, subtype not goal_runtime, notification,
+   cron, mid_turn_user_message or realtime_message)? */
+int chain_is_turn_start(const struct transcript *, uint32_t rec);
+/* Is rec a chat_compression checkpoint (truthy systemPayload.compressedHistory)?
+   Parses rec only when it is a chat_compression record. 1, 0, or -1 + cause. */
+int chain_is_checkpoint(struct transcript *, uint32_t rec, char **cause);
 
 #endif /* QWEN_ACP_CHAIN_H */

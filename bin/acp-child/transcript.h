@@ -56,4 +56,20 @@ json_object *transcript_load_record(struct transcript *, uint32_t rec, char **ca
 /* Find a record by uuid; -1 if absent. */
 int64_t transcript_find(const struct transcript *, const char *uuid);
 
+/* Index details used by chain.c, replay.c and inspect.c (additions to the shared API). */
+#define TX_F_CONVERSATION	0x01	/* not session_artifact_*, session_sources_snapshot, managed_session_* */
+#define TX_F_MESSAGE		0x02	/* first fragment has a non-empty message object */
+#define TX_F_ROLE_USER		0x04	/* ... whose role is "user" */
+unsigned transcript_flags(const struct transcript *, uint32_t rec);
+/* Parent of rec among the indexed conversation records: 1 and *parent when found,
+   0 when parentUuid is null/absent/empty (a root), -1 when missing (a gap). */
+int transcript_parent(const struct transcript *, uint32_t rec, uint32_t *parent);
+/* Last conversation record in file order, -1 if none. */
+int64_t transcript_leaf(const struct transcript *);
+/* The uuid of rec without length limit: points into buf (binary uuids, formatted) or
+   into the index (other strings; valid until the next refresh). *len set. */
+const char *transcript_uuid_ref(const struct transcript *, uint32_t rec, char buf[37], size_t *len);
+/* Bytes after the last indexed newline (a torn or still-being-written last line). */
+uint64_t transcript_pending_bytes(const struct transcript *);
+
 #endif /* QWEN_ACP_TRANSCRIPT_H */
