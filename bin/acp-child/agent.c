@@ -1,4 +1,6 @@
 /* agent.c: per-prompt agent processes (libpipeline) and the echo agent. */
+#include "config.h"
+
 #include <sys/pidfd.h>
 #include <sys/types.h>
 

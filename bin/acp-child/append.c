@@ -1,4 +1,6 @@
 /* append.c: whole-record appends with truncate-back on failure. */
+#include "config.h"
+
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -11,7 +13,6 @@
 #include <unistd.h>
 
 #include "append.h"
-#include "config.h"
 #include "paths.h"
 #include "rpc-frame.h"
 

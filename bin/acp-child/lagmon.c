@@ -1,4 +1,6 @@
 /* lagmon.c: how late a periodic timer fires, over a ring of samples. */
+#include "config.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

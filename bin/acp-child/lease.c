@@ -1,4 +1,6 @@
 /* lease.c: exclusive writer lock files with dead-owner reclaim. */
+#include "config.h"
+
 #include <sys/file.h>
 #include <sys/stat.h>
 
@@ -12,7 +14,6 @@
 
 #include <json-c/json.h>
 
-#include "config.h"
 #include "lease.h"
 #include "paths.h"
 

@@ -1,4 +1,6 @@
 /* loadwork.c: a small pthread pool feeding results back to libevent. */
+#include "config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

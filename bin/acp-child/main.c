@@ -10,6 +10,8 @@
  * cancelled, running loads finish and are answered, leases are released,
  * the output is flushed and the exit status is 0.
  */
+#include "config.h"
+
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -29,7 +31,6 @@
 
 #include "child.h"
 #include "clock.h"
-#include "config.h"
 #include "lagmon.h"
 #include "loadwork.h"
 #include "log.h"
@@ -42,7 +43,7 @@
 #define LAG_INTERVAL_MS	50
 #define LAG_WINDOW	1024
 
-int	inspect_main(const char *path);
+#include "inspect.h"
 
 static void	child_begin_shutdown(struct child *);
 static void	child_in_resume(struct child *);

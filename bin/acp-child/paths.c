@@ -1,4 +1,6 @@
 /* paths.c: transcript and lease locations, session id rules, uuids. */
+#include "config.h"
+
 #include <sys/stat.h>
 
 #include <errno.h>

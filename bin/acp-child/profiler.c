@@ -1,4 +1,6 @@
 /* profiler.c: stage timings of a restore, ended as one span. */
+#include "config.h"
+
 #include <stdio.h>
 #include <string.h>
 

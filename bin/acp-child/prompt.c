@@ -9,6 +9,8 @@
  * (stopReason "cancelled") and answers the queued ones the same way.  A
  * failed or cancelled turn appends no assistant record.
  */
+#include "config.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -9,9 +9,12 @@
  * (session_register) and queues the bytes.  A session already loaded is
  * answered from its kept index, refreshed by the appended bytes only.
  */
+#include "config.h"
+
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -7,12 +7,13 @@
  * wait in its queue.  Unknown methods get -32601; notifications other
  * than session/cancel and replies to nothing are ignored.
  */
+#include "config.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "child.h"
-#include "config.h"
 #include "lagmon.h"
 #include "log.h"
 #include "paths.h"

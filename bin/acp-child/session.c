@@ -1,4 +1,6 @@
 /* session.c: the session table and per-session request queues. */
+#include "config.h"
+
 #include <stdlib.h>
 #include <string.h>
 

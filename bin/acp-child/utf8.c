@@ -1,4 +1,6 @@
 /* utf8.c: validate UTF-8 across read boundaries. */
+#include "config.h"
+
 #include <stdlib.h>
 #include <string.h>
 
