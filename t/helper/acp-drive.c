@@ -18,6 +18,7 @@
  *   hwm                  report "#hwm KB" (the child's VmHWM)
  *   pid                  report "#pid PID"
  *   kill SIG             send signal number SIG to the child
+ *   shell CMD            run CMD with sh -c (fail: exit 4)
  *   close                close the child's stdin
  *   exit                 wait for the child to exit, report "#exit STATUS"
  * At the end of the script stdin is closed and the child waited for.
@@ -415,7 +416,14 @@ run_command(char *cmd)
 		printf("#pid %ld\n", (long)child);
 	else if (strcmp(cmd, "kill") == 0 && arg != NULL)
 		kill(child, atoi(arg));
-	else if (strcmp(cmd, "close") == 0)
+	else if (strcmp(cmd, "shell") == 0 && arg != NULL) {
+		fflush(stdout);
+		if (system(arg) != 0) {
+			fprintf(stderr, "acp-drive: shell command failed: %s\n", arg);
+			kill(child, SIGKILL);
+			exit(4);
+		}
+	} else if (strcmp(cmd, "close") == 0)
 		close_stdin();
 	else if (strcmp(cmd, "exit") == 0)
 		wait_exit();
