@@ -79,3 +79,8 @@ make_transcript() {	# make_transcript SID TURNS
 		parent="\"$a\""
 	done >"$CHATS/$sid.jsonl"
 }
+
+# proc_gone PID: the process no longer runs (a zombie waiting to be reaped counts).
+proc_gone() {
+	[ ! -e "/proc/$1" ] || grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
+}

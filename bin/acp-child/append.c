@@ -76,7 +76,7 @@ appender_create(struct appender *a, char **cause)
 		return appender_fail(cause, "cannot create directory for", a->path, e);
 	}
 	free(dir);
-	a->fd = open(a->path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	a->fd = open(a->path, O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (a->fd == -1)
 		return appender_fail(cause, "cannot create transcript", a->path, errno);
 	a->create = 0;
@@ -90,7 +90,7 @@ appender_open(struct appender *a, char **cause)
 		return 0;
 	if (a->create)
 		return appender_create(a, cause);
-	a->fd = open(a->path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	a->fd = open(a->path, O_RDWR | O_APPEND | O_CLOEXEC);
 	if (a->fd == -1)
 		return appender_fail(cause, "cannot open transcript", a->path, errno);
 	return 0;
