@@ -99,6 +99,7 @@ add_record(struct transcript *t, const struct txscan *s, uint64_t off,
 	int type, conv;
 	int64_t dup;
 	uint32_t sub;
+	size_t slot = 0;
 
 	if (u->kind != TXK_STR || u->len == 0 ||
 	    (pa->kind != TXK_ABSENT && pa->kind != TXK_NULL && pa->kind != TXK_STR) ||
@@ -115,7 +116,9 @@ add_record(struct transcript *t, const struct txscan *s, uint64_t off,
 		return -1;
 	conv = !(type == TX_SYSTEM && (t->subflags[sub] & TX_SUB_NONCONV));
 	tx_key_text(&key, u->p, u->len);
-	if (conv && (dup = tx_ht_find(t, &key)) >= 0) {
+	if (conv && tx_ht_reserve(t) == -1)
+		return -1;
+	if (conv && (dup = tx_ht_probe(t, &key, &slot)) >= 0) {
 		t->st.duplicates++;
 		t->leaf = dup;
 		return add_fragment(t, (uint32_t)dup, off, (uint32_t)len);
@@ -141,8 +144,7 @@ add_record(struct transcript *t, const struct txscan *s, uint64_t off,
 	}
 	if (conv) {
 		t->leaf = (int64_t)(t->nrec - 1);
-		if (tx_ht_insert(t, (uint32_t)(t->nrec - 1), &key) == -1)
-			return -1;
+		tx_ht_set(t, slot, (uint32_t)(t->nrec - 1));
 	}
 	return 0;
 }
@@ -268,6 +270,7 @@ index_pass(struct transcript *t, char **cause)
 
 	if ((buf = malloc(cap)) == NULL)
 		goto nomem;
+	(void)posix_fadvise(t->fd, (off_t)off, 0, POSIX_FADV_SEQUENTIAL);
 	for (;;) {
 		if (cap - len < CHUNK / 2) {
 			if ((nb = realloc(buf, cap * 2)) == NULL)

@@ -202,30 +202,50 @@ ht_place(uint32_t *ht, size_t mask, uint64_t h, uint32_t rec)
 }
 
 int
-tx_ht_insert(struct transcript *t, uint32_t rec, const struct tx_key *k)
+tx_ht_reserve(struct transcript *t)
 {
 	struct tx_key rk;
 	uint32_t *nh;
 	size_t i, n;
 
-	if ((t->htused + 1) * 2 > t->htmask + 1) {
-		n = (t->htmask + 1) * 2;
-		if ((nh = calloc(n, sizeof *nh)) == NULL)
-			return -1;
-		for (i = 0; i <= t->htmask; i++) {
-			if (t->ht[i] == 0)
-				continue;
-			key_stored(t, t->rec[t->ht[i] - 1].id,
-			    t->rec[t->ht[i] - 1].kflags & TXR_ID_STR, &rk);
-			ht_place(nh, n - 1, rk.h, t->ht[i] - 1);
-		}
-		free(t->ht);
-		t->ht = nh;
-		t->htmask = n - 1;
+	if ((t->htused + 1) * 2 <= t->htmask + 1)
+		return 0;
+	n = (t->htmask + 1) * 2;
+	if ((nh = calloc(n, sizeof *nh)) == NULL)
+		return -1;
+	for (i = 0; i <= t->htmask; i++) {
+		if (t->ht[i] == 0)
+			continue;
+		key_stored(t, t->rec[t->ht[i] - 1].id,
+		    t->rec[t->ht[i] - 1].kflags & TXR_ID_STR, &rk);
+		ht_place(nh, n - 1, rk.h, t->ht[i] - 1);
 	}
-	ht_place(t->ht, t->htmask, k->h, rec);
-	t->htused++;
+	free(t->ht);
+	t->ht = nh;
+	t->htmask = n - 1;
 	return 0;
+}
+
+int64_t
+tx_ht_probe(const struct transcript *t, const struct tx_key *k, size_t *slot)
+{
+	size_t i = k->h & t->htmask;
+	uint32_t v;
+
+	while ((v = t->ht[i]) != 0) {
+		if (rec_is(t, &t->rec[v - 1], k))
+			return v - 1;
+		i = (i + 1) & t->htmask;
+	}
+	*slot = i;
+	return -1;
+}
+
+void
+tx_ht_set(struct transcript *t, size_t slot, uint32_t rec)
+{
+	t->ht[slot] = rec + 1;
+	t->htused++;
 }
 
 struct tx_rec *

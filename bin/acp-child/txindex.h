@@ -85,7 +85,10 @@ void tx_index_free(struct transcript *);
 void tx_key_text(struct tx_key *, const char *, size_t);
 int tx_key_store(struct transcript *, const struct tx_key *, uint8_t dst[16], uint8_t *kflags, uint8_t strflag);
 int64_t tx_ht_find(const struct transcript *, const struct tx_key *);
-int tx_ht_insert(struct transcript *, uint32_t rec, const struct tx_key *);
+/* Insertion: reserve room for one more, probe (-1 + the free slot), then set. */
+int tx_ht_reserve(struct transcript *);
+int64_t tx_ht_probe(const struct transcript *, const struct tx_key *, size_t *slot);
+void tx_ht_set(struct transcript *, size_t slot, uint32_t rec);
 struct tx_rec *tx_rec_new(struct transcript *);
 int tx_intern_sub(struct transcript *, const char *, size_t, uint32_t *id);
 json_object *tx_json_parse(struct transcript *, const char *, size_t, int *valid);

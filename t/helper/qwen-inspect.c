@@ -4,6 +4,7 @@
  *   qwen-inspect FILE                      the --inspect summary
  *   qwen-inspect --replay [--max-bytes N] [--max-updates N] FILE
  *                                          the bulk replay envelope
+ *   qwen-inspect --chain FILE              the active chain's uuids, oldest first
  */
 #include "config.h"
 
@@ -21,8 +22,8 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: %s FILE\n"
-	    "       %s --replay [--max-bytes N] [--max-updates N] FILE\n",
-	    getprogname(), getprogname());
+	    "       %s --replay [--max-bytes N] [--max-updates N] FILE\n"
+	    "       %s --chain FILE\n", getprogname(), getprogname(), getprogname());
 	exit(2);
 }
 
@@ -60,16 +61,40 @@ replay_main(const char *path, size_t max_bytes, size_t max_updates)
 	return 0;
 }
 
+/* Print the chain's uuids, one per line. */
+static int
+chain_main(const char *path)
+{
+	struct transcript *t;
+	struct tx_chain c;
+	char *cause = NULL, u[64];
+	size_t i;
+
+	if ((t = transcript_open(path, NULL, &cause)) == NULL)
+		errx(1, "%s", cause);
+	if (chain_build(t, &c, &cause) == -1)
+		errx(1, "%s", cause);
+	for (i = 0; i < c.len; i++) {
+		transcript_uuid(t, c.rec[i], u);
+		printf("%s\n", u);
+	}
+	chain_clear(&c);
+	transcript_free(t);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	size_t max_bytes = 0, max_updates = 0;
 	const char *e;
-	int i, replay = 0;
+	int i, replay = 0, chain = 0;
 
 	for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
 		if (strcmp(argv[i], "--replay") == 0) {
 			replay = 1;
+		} else if (strcmp(argv[i], "--chain") == 0) {
+			chain = 1;
 		} else if (strcmp(argv[i], "--max-bytes") == 0 && i + 1 < argc) {
 			max_bytes = strtonum(argv[++i], 1, INT64_MAX, &e);
 			if (e != NULL)
@@ -84,6 +109,8 @@ main(int argc, char **argv)
 	}
 	if (i != argc - 1)
 		usage();
+	if (chain)
+		return chain_main(argv[i]);
 	if (replay)
 		return replay_main(argv[i], max_bytes, max_updates);
 	return inspect_main(argv[i]);
