@@ -19,11 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/buffer.h>
-
 #include "append.h"
 #include "chain.h"
 #include "child.h"
+#include "jsonw.h"
 #include "clock.h"
 #include "lagmon.h"
 #include "lease.h"
@@ -237,44 +236,36 @@ rj_replay_meta(const struct replay_result *rr, json_object *updates)
 	return o;
 }
 
-/* Append one encoded message to the job's output buffer. */
-static int
-rj_emit(struct restore_job *j, struct evbuffer *eb, json_object *msg)
+/* Append one message (taken) as a line. */
+static void
+rj_emit(struct jbuf *b, json_object *msg)
 {
-	char *line;
-	size_t len;
-	int rc;
-
-	line = rpc_encode(msg, &len);
+	jsonw_value(b, msg);
+	jbuf_put(b, "\n", 1);
 	json_object_put(msg);
-	if (line == NULL)
-		return -1;
-	rc = evbuffer_add(eb, line, len);
-	free(line);
-	(void)j;
-	return rc;
 }
 
-/* Notifications (legacy mode) then the answer, all into eb. */
-static int
-rj_build(struct restore_job *j, struct replay_result *rr, struct evbuffer *eb)
+/* Notifications (legacy mode) then the answer, all into b. */
+static void
+rj_build(struct restore_job *j, struct replay_result *rr, struct jbuf *b)
 {
-	json_object *result, *meta, *params, *updates = NULL;
+	json_object *result, *meta, *updates = NULL;
 	size_t i, n;
 
 	if (j->kind == RJ_NEW) {
 		result = json_object_new_object();
 		json_object_object_add(result, "sessionId", json_object_new_string(j->sid));
-		return rj_emit(j, eb, rpc_new_result(json_object_get(j->req_id), result));
+		rj_emit(b, rpc_new_result(json_object_get(j->req_id), result));
+		return;
 	}
 	n = rr->updates != NULL ? json_object_array_length(rr->updates) : 0;
-	for (i = 0; !j->bulk && i < n; i++) {
-		params = json_object_new_object();
-		json_object_object_add(params, "sessionId", json_object_new_string(j->sid));
-		json_object_object_add(params, "update",
-		    json_object_get(json_object_array_get_idx(rr->updates, i)));
-		if (rj_emit(j, eb, rpc_new_notification("session/update", params)) == -1)
-			return -1;
+	for (i = 0; !j->bulk && i < n && !b->oom; i++) {
+		jbuf_puts(b, "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\","
+		    "\"params\":{\"sessionId\":");
+		jsonw_string(b, j->sid, strlen(j->sid));
+		jbuf_puts(b, ",\"update\":");
+		jsonw_value(b, json_object_array_get_idx(rr->updates, i));
+		jbuf_puts(b, "}}\n");
 	}
 	result = json_object_new_object();
 	meta = json_object_new_object();
@@ -288,7 +279,7 @@ rj_build(struct restore_job *j, struct replay_result *rr, struct evbuffer *eb)
 		    "qwen.session.replayInfo", rj_replay_meta(rr, updates));
 	}
 	json_object_object_add(result, "_meta", meta);
-	return rj_emit(j, eb, rpc_new_result(json_object_get(j->req_id), result));
+	rj_emit(b, rpc_new_result(json_object_get(j->req_id), result));
 }
 
 /* history_replay and response_build. */
@@ -297,9 +288,8 @@ rj_answer(struct restore_job *j)
 {
 	struct replay_opts ro = { j->replay_max_bytes, 10000 };
 	struct replay_result rr;
-	struct evbuffer *eb;
+	struct jbuf b = { NULL, 0, 0, 0 };
 	char *cause = NULL;
-	int rc;
 
 	memset(&rr, 0, sizeof(rr));
 	prof_begin(&j->prof, PROF_HISTORY_REPLAY);
@@ -315,22 +305,15 @@ rj_answer(struct restore_job *j)
 	j->prof.truncated_records = rr.truncated_records;
 	j->prof.partial_replay = rr.partial;
 	prof_begin(&j->prof, PROF_RESPONSE_BUILD);
-	if ((eb = evbuffer_new()) == NULL)
-		rc = -1;
-	else
-		rc = rj_build(j, &rr, eb);
+	rj_build(j, &rr, &b);
 	replay_result_clear(&rr);
-	if (rc == 0) {
-		j->out_len = evbuffer_get_length(eb);
-		if ((j->out = malloc(j->out_len)) == NULL)
-			rc = -1;
-		else
-			evbuffer_remove(eb, j->out, j->out_len);
-	}
-	evbuffer_free(eb);
-	if (rc == -1)
+	if (b.oom) {
+		jbuf_free(&b);
 		return rj_fail(j, RPC_INTERNAL_ERROR, "internal",
 		    "cannot build the answer: out of memory");
+	}
+	j->out = b.p;
+	j->out_len = b.len;
 	prof_end(&j->prof, 1);
 	return 0;
 }

@@ -164,6 +164,8 @@ rpc_drop_session(struct child *c, struct session *s)
 	session_free(s);
 }
 
+static void	rpc_forget_session(struct child *, struct session *);
+
 static void
 rpc_close(struct child *c, struct rpc_msg *m, struct session *s)
 {
@@ -172,7 +174,7 @@ rpc_close(struct child *c, struct rpc_msg *m, struct session *s)
 	json_object_object_add(res, "sessionId", json_object_new_string(s->id));
 	json_object_object_add(res, "closed", json_object_new_boolean(1));
 	child_send_result(c, m->id, res);
-	rpc_drop_session(c, s);
+	rpc_forget_session(c, s);
 }
 
 /*
@@ -244,50 +246,55 @@ rpc_session_request(struct child *c, struct rpc_msg *m)
 	rpc_session_run(c, m, s, sid);
 }
 
-/* Answer what is queued with an error (shutting down or session gone). */
+/* Dispatch what was queued for a session that is gone, in order. */
 static void
-rpc_flush_queue(struct child *c, struct session *s, int redispatch)
+rpc_flush_queue(struct child *c, struct session *s)
 {
 	struct rpc_msg m;
 
 	while (session_dequeue(s, &m) == 0) {
-		if (redispatch)
-			rpc_dispatch(c, &m);
-		else
-			child_send_error(c, m.id, RPC_INTERNAL_ERROR,
-			    "qwen-acp-child is shutting down",
-			    rpc_error_data("shutting_down"));
+		rpc_dispatch(c, &m);
 		rpc_msg_clear(&m);
 	}
+}
+
+/* Drop s; requests queued behind it are dispatched again, in order. */
+static void
+rpc_forget_session(struct child *c, struct session *s)
+{
+	struct session_op *op;
+	struct session tmp;
+
+	TAILQ_INIT(&tmp.queue);
+	tmp.nqueue = 0;
+	while ((op = TAILQ_FIRST(&s->queue)) != NULL) {
+		TAILQ_REMOVE(&s->queue, op, entry);
+		TAILQ_INSERT_TAIL(&tmp.queue, op, entry);
+		tmp.nqueue++;
+	}
+	s->nqueue = 0;
+	rpc_drop_session(c, s);
+	rpc_flush_queue(c, &tmp);
 }
 
 void
 session_idle(struct child *c, struct session *s)
 {
-	struct session_op *op;
 	struct rpc_msg m;
 
 	if (!s->registered && !s->busy) {
 		/* The first restore failed: requests behind it start over. */
-		struct session tmp;
-		TAILQ_INIT(&tmp.queue);
-		tmp.nqueue = 0;
-		while ((op = TAILQ_FIRST(&s->queue)) != NULL) {
-			TAILQ_REMOVE(&s->queue, op, entry);
-			TAILQ_INSERT_TAIL(&tmp.queue, op, entry);
-			tmp.nqueue++;
-		}
-		s->nqueue = 0;
-		rpc_drop_session(c, s);
-		rpc_flush_queue(c, &tmp, !c->closing);
+		rpc_forget_session(c, s);
 		child_check_done(c);
 		return;
 	}
 	while (!s->busy && session_dequeue(s, &m) == 0) {
-		if (c->closing) {
-			child_send_error(c, m.id, RPC_INTERNAL_ERROR,
-			    "qwen-acp-child is shutting down",
-			    rpc_error_data("shutting_down"));
+		/* Shutting down: what was queued still runs, but no new turn. */
+		if (c->closing && strcmp(m.method, "session/prompt") == 0) {
+			json_object *res = json_object_new_object();
+			json_object_object_add(res, "stopReason",
+			    json_object_new_string("cancelled"));
+			child_send_result(c, m.id, res);
 			rpc_msg_clear(&m);
 			continue;
 		}
@@ -324,9 +331,6 @@ rpc_dispatch(struct child *c, struct rpc_msg *m)
 		log_debug("ignoring a reply to nothing (line %zu)", m->line_no);
 	} else if (m->kind == RPC_NOTIFICATION) {
 		rpc_notification(c, m);
-	} else if (c->closing) {
-		child_send_error(c, m->id, RPC_INTERNAL_ERROR,
-		    "qwen-acp-child is shutting down", rpc_error_data("shutting_down"));
 	} else if (strcmp(m->method, "initialize") == 0) {
 		rpc_initialize(c, m);
 	} else if (c->denied) {
@@ -348,20 +352,15 @@ rpc_dispatch(struct child *c, struct rpc_msg *m)
 	rpc_msg_clear(m);
 }
 
-/* At shutdown: cancel prompts, answer queued requests, free idle sessions. */
+/*
+ * At shutdown: cancel running and queued prompts; other queued requests
+ * still run (session_idle), and sessions are freed at teardown.
+ */
 void
 rpc_shutdown_sessions(struct child *c)
 {
-	struct session *s, *next;
+	struct session *s;
 
-	for (s = RB_MIN(session_tree, &c->sessions); s != NULL; s = next) {
-		next = RB_NEXT(session_tree, &c->sessions, s);
-		if (s->busy) {
-			prompt_cancel(c, s);
-			rpc_flush_queue(c, s, 0);
-			continue;
-		}
-		rpc_flush_queue(c, s, 0);
-		rpc_drop_session(c, s);
-	}
+	RB_FOREACH(s, session_tree, &c->sessions)
+		prompt_cancel(c, s);
 }
