@@ -311,3 +311,25 @@ EOF
 	[ "$(jq .records <<<"$output")" = 6 ]
 	[ "$(jq .activeChainLength <<<"$output")" = 6 ]
 }
+
+@test "requests queued behind a close run after it, and stdin EOF still answers them" {
+	make_transcript "$SID1" 30
+	run drive <<EOF
+$INIT
+batch 4
+{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"$SID1"}}
+{"jsonrpc":"2.0","id":2,"method":"qwen/control/session/close","params":{"sessionId":"$SID1"}}
+{"jsonrpc":"2.0","id":3,"method":"session/resume","params":{"sessionId":"$SID1"}}
+{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"$SID1","prompt":[{"type":"text","text":"late"}]}}
+close
+exit
+EOF
+	[[ "$output" == *"#exit 0"* ]]
+	[ "$(resp 1 | jq '.result._meta["qwen.session.restore"].chainRecords')" = 60 ]
+	[ "$(resp 2 | jq .result.closed)" = true ]
+	[ "$(resp 3 | jq '.result._meta["qwen.session.restore"].refreshed')" = false ]
+	# A turn queued when stdin closes is not started.
+	[ "$(resp 4 | jq -r .result.stopReason)" = cancelled ]
+	[ "$(wc -l <"$CHATS/$SID1.jsonl")" -eq 60 ]
+	[ -z "$(ls "$LOCKS")" ]
+}

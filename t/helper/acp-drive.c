@@ -7,6 +7,7 @@
  * driver's own reports are lines starting with '#'.  Script commands, one
  * per line on stdin:
  *   send LINE            write LINE and '\n' to the child
+ *   batch N              send the next N script lines in one write()
  *   big ID N             send a request with id ID padded to N bytes
  *   wait ID              wait for the answer to id ID (JSON text: 5, "a")
  *   waitfor TEXT         wait for a line containing TEXT (each line matches once)
@@ -95,6 +96,29 @@ die_timeout(const char *what)
 	exit(3);
 }
 
+/*
+ * Parse a line; for a long answer only its head ({"jsonrpc","id"} before
+ * "result"/"error"), so that megabyte answers do not slow the driver.
+ */
+static json_object *
+parse_head(const char *line)
+{
+	const char *cut;
+	char head[512];
+	size_t n;
+
+	if (strlen(line) < 65536)
+		return json_tokener_parse(line);
+	if ((cut = strstr(line, ",\"result\":")) == NULL || cut - line > 400)
+		if ((cut = strstr(line, ",\"error\":")) == NULL || cut - line > 400)
+			return NULL;
+	n = (size_t)(cut - line);
+	memcpy(head, line, n);
+	head[n] = '}';
+	head[n + 1] = '\0';
+	return json_tokener_parse(head);
+}
+
 /* One line from the child: print, note answers, keep for waitfor. */
 static void
 got_line(char *line)
@@ -104,7 +128,7 @@ got_line(char *line)
 
 	if (!quiet)
 		printf("%s\n", line);
-	o = json_tokener_parse(line);
+	o = parse_head(line);
 	if (o != NULL && json_object_object_get_ex(o, "id", &id) &&
 	    !json_object_object_get_ex(o, "method", &m)) {
 		r = id_find(json_object_to_json_string_ext(id, JSON_C_TO_STRING_PLAIN), 1);
@@ -152,13 +176,12 @@ pump(int ms)
 	return 1;
 }
 
+/* Remember when the request in line (if any) was sent. */
 static void
-send_line(const char *line, size_t len)
+note_sent(const char *line)
 {
 	json_object *o, *id;
 	struct idrec *r;
-	size_t off = 0;
-	ssize_t n;
 
 	o = json_tokener_parse(line);
 	if (o != NULL && json_object_object_get_ex(o, "id", &id)) {
@@ -169,6 +192,14 @@ send_line(const char *line, size_t len)
 		}
 	}
 	json_object_put(o);
+}
+
+static void
+write_all(const char *line, size_t len)
+{
+	size_t off = 0;
+	ssize_t n;
+
 	while (off < len) {
 		struct pollfd pfd[2] = { { to_child, POLLOUT, 0 }, { from_child, POLLIN, 0 } };
 		if (poll(pfd, child_eof ? 1 : 2, 1000) <= 0)
@@ -189,6 +220,13 @@ send_line(const char *line, size_t len)
 		if (n > 0)
 			off += (size_t)n;
 	}
+}
+
+static void
+send_line(const char *line, size_t len)
+{
+	note_sent(line);
+	write_all(line, len);
 }
 
 static void
@@ -375,6 +413,27 @@ spawn(char **argv, const char *errfile)
 }
 
 static void
+send_batch(long n)
+{
+	char *line = NULL, *all = NULL;
+	size_t cap = 0, len = 0;
+	ssize_t k;
+
+	while (n-- > 0 && (k = getline(&line, &cap, stdin)) != -1) {
+		note_sent(line);
+		all = realloc(all, len + (size_t)k + 2);
+		memcpy(all + len, line, (size_t)k);
+		len += (size_t)k;
+		if (all[len - 1] != '\n')
+			all[len++] = '\n';
+	}
+	if (len > 0)
+		write_all(all, len);
+	free(all);
+	free(line);
+}
+
+static void
 run_command(char *cmd)
 {
 	char *arg = strchr(cmd, ' '), *a2, *a3, *a4;
@@ -383,6 +442,8 @@ run_command(char *cmd)
 		*arg++ = '\0';
 	if (strcmp(cmd, "send") == 0 && arg != NULL)
 		send_text(arg);
+	else if (strcmp(cmd, "batch") == 0 && arg != NULL)
+		send_batch(strtol(arg, NULL, 10));
 	else if (strcmp(cmd, "big") == 0 && arg != NULL &&
 	    (a2 = strchr(arg, ' ')) != NULL) {
 		*a2++ = '\0';
