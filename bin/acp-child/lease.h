@@ -2,7 +2,7 @@
  * lease.h: the session writer lease.
  *
  * <data-dir>/tmp/session-writer-locks/<id>.lock is created exclusively (a
- * fsynced temp file hard-linked into place; EEXIST means someone holds it)
+ * temp file hard-linked into place; EEXIST means someone holds it)
  * and holds JSON {schema_version, state, session_id, owner_id, pid,
  * process_start_identity, hostname, process_kind, acquired_at,
  * qwen_version}.  A lock whose owner is provably dead on this host (no such
