@@ -271,7 +271,10 @@ parse_with(struct json_tokener *tok, const char *buf, size_t len,
 		root = json_tokener_parse_ex(tok, " ", 1);
 		used = 1;
 	}
-	if (root == NULL || json_tokener_get_parse_end(tok) != used) {
+	/* json-c returns NULL with success for a JSON null. */
+	if ((root == NULL &&
+	    json_tokener_get_error(tok) != json_tokener_success) ||
+	    json_tokener_get_parse_end(tok) != used) {
 		json_object_put(root);
 		json_tokener_reset(tok);
 		return bad_set(bad, RPC_PARSE_ERROR, msg_parse, NULL);

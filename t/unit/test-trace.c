@@ -574,16 +574,18 @@ writer_run(void *arg)
 	for (i = 0; i < w->n; i++) {
 		sp = span_start("worker", SPAN_KIND_INTERNAL, NULL);
 		span_set_int(sp, "i", i);
-		span_set_str(sp, "pad", w->pad + (i * 97) % 2000);
+		span_set_str(sp, "pad", w->pad + sizeof(w->pad) - 1 -
+		    (size_t)(i * 97) % 1500);
 		span_add_event(sp, "tick");
-		span_event_set_str(sp, "pad", w->pad + (i * 31) % 1000);
+		span_event_set_str(sp, "pad", w->pad + sizeof(w->pad) - 1 -
+		    (size_t)(i * 31) % 100);
 		if (span_end(sp, w->sink) != 0)
 			w->failed++;
 	}
 	return NULL;
 }
 
-/* 4 threads and another process append 250 spans to one file. */
+/* 4 threads and another process append 500 spans to one file. */
 static void
 test_sink_concurrent(void)
 {
@@ -598,14 +600,13 @@ test_sink_concurrent(void)
 	sink = trace_sink_open(path, "svc");
 	for (i = 0; i < 4; i++) {
 		w[i].sink = sink;
-		w[i].n = 50;
+		w[i].n = 100;
 		w[i].failed = 0;
 		memset(w[i].pad, 'a' + i, sizeof(w[i].pad) - 1);
 		w[i].pad[sizeof(w[i].pad) - 1] = '\0';
 	}
 	fflush(stdout);
 	if ((pid = fork()) == 0) {
-		w[0].n = 50;
 		writer_run(&w[0]);
 		_exit(w[0].failed ? 1 : 0);
 	}
@@ -618,8 +619,8 @@ test_sink_concurrent(void)
 	ok(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
 	    WEXITSTATUS(status) == 0, "the other process wrote its spans");
 	is_int(failed, 0, "no span_end failed");
-	is_int(count_valid_lines(path), 250,
-	    "250 spans from 4 threads and 2 processes: 250 whole lines");
+	is_int(count_valid_lines(path), 500,
+	    "500 spans from 4 threads and 2 processes: 500 whole lines");
 	trace_sink_close(sink);
 }
 
@@ -672,8 +673,8 @@ test_sink_reopen(void)
 		w[i].sink = sink;
 		w[i].n = 150;
 		w[i].failed = 0;
-		memset(w[i].pad, 'p', 100);
-		w[i].pad[100] = '\0';
+		memset(w[i].pad, 'p', sizeof(w[i].pad) - 1);
+		w[i].pad[sizeof(w[i].pad) - 1] = '\0';
 		pthread_create(&th[i], NULL, writer_run, &w[i]);
 	}
 	for (i = 1; i <= 5; i++) {

@@ -1,0 +1,560 @@
+/*
+ * txindex.c: uuid keys, the uuid hash, subtype interning, record access and
+ * fragment-merging record loads for the transcript index.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "txindex.h"
+
+static const char *const nonconv_subtypes[] = {
+	"session_sources_snapshot", "managed_session_header_v1",
+	"managed_session_event_v1", "managed_session_commit_v1",
+	"session_artifact_event", "session_artifact_snapshot", NULL
+};
+
+/* Final mixer (splitmix64). */
+static inline uint64_t
+mix(uint64_t h)
+{
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebULL;
+	return h ^ (h >> 31);
+}
+
+static uint64_t
+hash_bytes(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	while (n-- > 0)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
+	return mix(h ^ 0x5bd1e995ULL);
+}
+
+static int
+hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Canonical lowercase 8-4-4-4-12 uuid text to 16 bytes. */
+static int
+uuid_parse(const char *s, size_t n, uint8_t out[16])
+{
+	int i, j, hi, lo;
+
+	if (n != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-')
+		return -1;
+	for (i = 0, j = 0; i < 16; i++, j += 2) {
+		if (j == 8 || j == 13 || j == 18 || j == 23)
+			j++;
+		if ((hi = hexval(s[j])) < 0 || (lo = hexval(s[j + 1])) < 0)
+			return -1;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+static void
+uuid_format(const uint8_t b[16], char out[37])
+{
+	static const char hex[] = "0123456789abcdef";
+	int i, j;
+
+	for (i = 0, j = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[j++] = '-';
+		out[j++] = hex[b[i] >> 4];
+		out[j++] = hex[b[i] & 15];
+	}
+	out[j] = '\0';
+}
+
+static uint64_t
+hash_bin(const uint8_t b[16])
+{
+	uint64_t x, y;
+
+	memcpy(&x, b, 8);
+	memcpy(&y, b + 8, 8);
+	return mix(x ^ mix(y));
+}
+
+void
+tx_key_text(struct tx_key *k, const char *s, size_t n)
+{
+	if (uuid_parse(s, n, k->bin) == 0) {
+		k->str = 0;
+		k->h = hash_bin(k->bin);
+	} else {
+		k->str = 1;
+		k->s = s;
+		k->len = n;
+		k->h = hash_bytes(s, n);
+	}
+}
+
+/* The key stored in a record's id[]/par[] slot. */
+static void
+key_stored(const struct transcript *t, const uint8_t v[16], int str,
+    struct tx_key *k)
+{
+	uint64_t off;
+	uint32_t len;
+
+	k->str = str;
+	if (!str) {
+		memcpy(k->bin, v, 16);
+		k->h = hash_bin(v);
+		return;
+	}
+	memcpy(&off, v, 8);
+	memcpy(&len, v + 8, 4);
+	k->s = t->pool + off;
+	k->len = len;
+	k->h = hash_bytes(k->s, len);
+}
+
+int
+tx_key_store(struct transcript *t, const struct tx_key *k, uint8_t dst[16],
+    uint8_t *kflags, uint8_t strflag)
+{
+	uint64_t off;
+	uint32_t len;
+	char *np;
+	size_t cap;
+
+	if (!k->str) {
+		memcpy(dst, k->bin, 16);
+		return 0;
+	}
+	if (t->npool + k->len > t->cappool) {
+		cap = t->cappool ? t->cappool : 4096;
+		while (cap < t->npool + k->len)
+			cap *= 2;
+		if ((np = realloc(t->pool, cap)) == NULL)
+			return -1;
+		t->pool = np;
+		t->cappool = cap;
+	}
+	memcpy(t->pool + t->npool, k->s, k->len);
+	off = t->npool;
+	len = (uint32_t)k->len;
+	t->npool += k->len;
+	memset(dst, 0, 16);
+	memcpy(dst, &off, 8);
+	memcpy(dst + 8, &len, 4);
+	*kflags |= strflag;
+	return 0;
+}
+
+/* Does record r carry uuid k? */
+static int
+rec_is(const struct transcript *t, const struct tx_rec *r, const struct tx_key *k)
+{
+	uint64_t off;
+	uint32_t len;
+
+	if (!k->str)
+		return !(r->kflags & TXR_ID_STR) && memcmp(r->id, k->bin, 16) == 0;
+	if (!(r->kflags & TXR_ID_STR))
+		return 0;
+	memcpy(&off, r->id, 8);
+	memcpy(&len, r->id + 8, 4);
+	return len == k->len && memcmp(t->pool + off, k->s, len) == 0;
+}
+
+int64_t
+tx_ht_find(const struct transcript *t, const struct tx_key *k)
+{
+	size_t i = k->h & t->htmask;
+	uint32_t v;
+
+	while ((v = t->ht[i]) != 0) {
+		if (rec_is(t, &t->rec[v - 1], k))
+			return v - 1;
+		i = (i + 1) & t->htmask;
+	}
+	return -1;
+}
+
+/* Place rec in a table of mask+1 slots. */
+static void
+ht_place(uint32_t *ht, size_t mask, uint64_t h, uint32_t rec)
+{
+	size_t i = h & mask;
+
+	while (ht[i] != 0)
+		i = (i + 1) & mask;
+	ht[i] = rec + 1;
+}
+
+int
+tx_ht_reserve(struct transcript *t)
+{
+	struct tx_key rk;
+	uint32_t *nh;
+	size_t i, n;
+
+	if ((t->htused + 1) * 2 <= t->htmask + 1)
+		return 0;
+	n = (t->htmask + 1) * 2;
+	if ((nh = calloc(n, sizeof *nh)) == NULL)
+		return -1;
+	for (i = 0; i <= t->htmask; i++) {
+		if (t->ht[i] == 0)
+			continue;
+		key_stored(t, t->rec[t->ht[i] - 1].id,
+		    t->rec[t->ht[i] - 1].kflags & TXR_ID_STR, &rk);
+		ht_place(nh, n - 1, rk.h, t->ht[i] - 1);
+	}
+	free(t->ht);
+	t->ht = nh;
+	t->htmask = n - 1;
+	return 0;
+}
+
+int64_t
+tx_ht_probe(const struct transcript *t, const struct tx_key *k, size_t *slot)
+{
+	size_t i = k->h & t->htmask;
+	uint32_t v;
+
+	while ((v = t->ht[i]) != 0) {
+		if (rec_is(t, &t->rec[v - 1], k))
+			return v - 1;
+		i = (i + 1) & t->htmask;
+	}
+	*slot = i;
+	return -1;
+}
+
+void
+tx_ht_set(struct transcript *t, size_t slot, uint32_t rec)
+{
+	t->ht[slot] = rec + 1;
+	t->htused++;
+}
+
+struct tx_rec *
+tx_rec_new(struct transcript *t)
+{
+	struct tx_rec *r;
+	size_t n;
+
+	if (t->nrec == UINT32_MAX - 1)
+		return NULL;
+	if (t->nrec == t->caprec) {
+		n = t->caprec ? t->caprec * 2 : 1024;
+		if ((r = reallocarray(t->rec, n, sizeof *r)) == NULL)
+			return NULL;
+		t->rec = r;
+		t->caprec = n;
+	}
+	r = &t->rec[t->nrec++];
+	memset(r, 0, sizeof *r);
+	return r;
+}
+
+/* Grow the subtype table and its hash when full. */
+static int
+sub_grow(struct transcript *t)
+{
+	char **ns;
+	uint8_t *nf;
+	uint32_t *nh;
+	size_t i, n = t->capsub * 2;
+
+	if ((ns = reallocarray(t->subs, n, sizeof *ns)) == NULL)
+		return -1;
+	t->subs = ns;
+	if ((nf = realloc(t->subflags, n)) == NULL)
+		return -1;
+	t->subflags = nf;
+	t->capsub = n;
+	if ((nh = calloc(n * 2, sizeof *nh)) == NULL)
+		return -1;
+	for (i = 1; i < t->nsub; i++)
+		ht_place(nh, n * 2 - 1, hash_bytes(t->subs[i], strlen(t->subs[i])),
+		    (uint32_t)i);
+	free(t->sht);
+	t->sht = nh;
+	t->shtmask = n * 2 - 1;
+	return 0;
+}
+
+int
+tx_intern_sub(struct transcript *t, const char *s, size_t n, uint32_t *id)
+{
+	uint64_t h = hash_bytes(s, n);
+	size_t i = h & t->shtmask;
+	const char *const *p;
+	uint32_t v;
+
+	while ((v = t->sht[i]) != 0) {
+		if (strncmp(t->subs[v - 1], s, n) == 0 && t->subs[v - 1][n] == '\0') {
+			*id = v - 1;
+			return 0;
+		}
+		i = (i + 1) & t->shtmask;
+	}
+	if (t->nsub == t->capsub && sub_grow(t) == -1)
+		return -1;
+	if ((t->subs[t->nsub] = strndup(s, n)) == NULL)
+		return -1;
+	t->subflags[t->nsub] = 0;
+	for (p = nonconv_subtypes; *p != NULL; p++)
+		if (strlen(*p) == n && memcmp(*p, s, n) == 0)
+			t->subflags[t->nsub] = TX_SUB_NONCONV;
+	ht_place(t->sht, t->shtmask, hash_bytes(t->subs[t->nsub],
+	    strlen(t->subs[t->nsub])), (uint32_t)t->nsub);
+	*id = (uint32_t)t->nsub++;
+	return 0;
+}
+
+int
+tx_index_init(struct transcript *t)
+{
+	t->htmask = 1023;
+	t->capsub = 64;
+	t->shtmask = 127;
+	t->ht = calloc(t->htmask + 1, sizeof *t->ht);
+	t->subs = calloc(t->capsub, sizeof *t->subs);
+	t->subflags = calloc(t->capsub, 1);
+	t->sht = calloc(t->shtmask + 1, sizeof *t->sht);
+	if (t->ht == NULL || t->subs == NULL || t->subflags == NULL ||
+	    t->sht == NULL || (t->subs[0] = strdup("")) == NULL)
+		return -1;
+	t->nsub = 1;
+	return 0;
+}
+
+void
+tx_index_free(struct transcript *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nsub; i++)
+		free(t->subs[i]);
+	free(t->subs);
+	free(t->subflags);
+	free(t->sht);
+	free(t->ht);
+	free(t->rec);
+	free(t->frag);
+	free(t->pool);
+}
+
+size_t
+transcript_count(const struct transcript *t)
+{
+	return t->nrec;
+}
+
+enum tx_type
+transcript_type(const struct transcript *t, uint32_t rec)
+{
+	return (enum tx_type)t->rec[rec].type;
+}
+
+const char *
+transcript_subtype(const struct transcript *t, uint32_t rec)
+{
+	return t->subs[t->rec[rec].sub];
+}
+
+unsigned
+transcript_flags(const struct transcript *t, uint32_t rec)
+{
+	return t->rec[rec].flags;
+}
+
+const char *
+transcript_uuid_ref(const struct transcript *t, uint32_t rec, char buf[37],
+    size_t *len)
+{
+	const struct tx_rec *r = &t->rec[rec];
+	struct tx_key k;
+
+	if (r->kflags & TXR_ID_STR) {
+		key_stored(t, r->id, 1, &k);
+		*len = k.len;
+		return k.s;
+	}
+	uuid_format(r->id, buf);
+	*len = 36;
+	return buf;
+}
+
+void
+transcript_uuid(const struct transcript *t, uint32_t rec, char out[64])
+{
+	char buf[37];
+	const char *s;
+	size_t n;
+
+	s = transcript_uuid_ref(t, rec, buf, &n);
+	if (n > 63)
+		n = 63;
+	memcpy(out, s, n);
+	out[n] = '\0';
+}
+
+uint64_t
+transcript_raw_len(const struct transcript *t, uint32_t rec)
+{
+	const struct tx_rec *r = &t->rec[rec];
+	uint64_t n = r->len;
+	uint32_t f;
+
+	for (f = r->frag; f != 0; f = t->frag[f - 1].next)
+		n += t->frag[f - 1].len;
+	return n;
+}
+
+int64_t
+transcript_find(const struct transcript *t, const char *uuid)
+{
+	struct tx_key k;
+
+	tx_key_text(&k, uuid, strlen(uuid));
+	return tx_ht_find(t, &k);
+}
+
+int
+transcript_parent(const struct transcript *t, uint32_t rec, uint32_t *parent)
+{
+	const struct tx_rec *r = &t->rec[rec];
+	struct tx_key k;
+	int64_t p;
+
+	if (r->kflags & TXR_PAR_NULL)
+		return 0;
+	key_stored(t, r->par, r->kflags & TXR_PAR_STR, &k);
+	if ((p = tx_ht_find(t, &k)) < 0)
+		return -1;
+	*parent = (uint32_t)p;
+	return 1;
+}
+
+/* pread exactly n bytes at off. */
+static int
+read_at(const struct transcript *t, char *buf, size_t n, uint64_t off,
+    char **cause)
+{
+	ssize_t r;
+	size_t got = 0;
+
+	while (got < n) {
+		r = pread(t->fd, buf + got, n - got, (off_t)(off + got));
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1) {
+			tx_cause(cause, "read %s: %s", t->path, strerror(errno));
+			return -1;
+		}
+		if (r == 0) {
+			tx_cause(cause, "read %s: file shrank under the index", t->path);
+			return -1;
+		}
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+/* Parse one fragment. */
+static json_object *
+load_fragment(struct transcript *t, uint64_t off, uint32_t len, char **cause)
+{
+	json_object *obj;
+	char *buf;
+	int valid;
+
+	if ((buf = malloc(len ? len : 1)) == NULL) {
+		tx_cause(cause, "out of memory");
+		return NULL;
+	}
+	if (read_at(t, buf, len, off, cause) == -1) {
+		free(buf);
+		return NULL;
+	}
+	obj = tx_json_parse(t, buf, len, &valid);
+	free(buf);
+	if (!valid || !json_object_is_type(obj, json_type_object)) {
+		json_object_put(obj);
+		tx_cause(cause, "%s: record at offset %llu no longer parses",
+		    t->path, (unsigned long long)off);
+		return NULL;
+	}
+	return obj;
+}
+
+/* Merge a later fragment into base: parts appended, usage last, timestamp max. */
+static void
+merge_fragment(json_object *base, json_object *frag)
+{
+	json_object *bm, *fm, *bp, *fp, *v, *bt;
+	size_t i;
+
+	if (json_object_object_get_ex(frag, "message", &fm) &&
+	    json_object_object_get_ex(fm, "parts", &fp) &&
+	    json_object_is_type(fp, json_type_array)) {
+		if (!json_object_object_get_ex(base, "message", &bm) ||
+		    !json_object_is_type(bm, json_type_object)) {
+			json_object_object_add(base, "message", json_object_get(fm));
+		} else if (!json_object_object_get_ex(bm, "parts", &bp) ||
+		    !json_object_is_type(bp, json_type_array)) {
+			json_object_object_add(bm, "parts", json_object_get(fp));
+		} else {
+			for (i = 0; i < json_object_array_length(fp); i++)
+				json_object_array_add(bp,
+				    json_object_get(json_object_array_get_idx(fp, i)));
+		}
+	}
+	if (json_object_object_get_ex(frag, "usageMetadata", &v))
+		json_object_object_add(base, "usageMetadata", json_object_get(v));
+	if (json_object_object_get_ex(frag, "timestamp", &v) &&
+	    json_object_is_type(v, json_type_string) &&
+	    (!json_object_object_get_ex(base, "timestamp", &bt) ||
+	    !json_object_is_type(bt, json_type_string) ||
+	    strcmp(json_object_get_string(v), json_object_get_string(bt)) > 0))
+		json_object_object_add(base, "timestamp", json_object_get(v));
+}
+
+json_object *
+transcript_load_record(struct transcript *t, uint32_t rec, char **cause)
+{
+	const struct tx_rec *r;
+	json_object *base, *more;
+	uint32_t f;
+
+	if (rec >= t->nrec) {
+		tx_cause(cause, "no record %u", rec);
+		return NULL;
+	}
+	r = &t->rec[rec];
+	if ((base = load_fragment(t, r->off, r->len, cause)) == NULL)
+		return NULL;
+	for (f = r->frag; f != 0; f = t->frag[f - 1].next) {
+		more = load_fragment(t, t->frag[f - 1].off, t->frag[f - 1].len, cause);
+		if (more == NULL) {
+			json_object_put(base);
+			return NULL;
+		}
+		merge_fragment(base, more);
+		json_object_put(more);
+	}
+	return base;
+}
