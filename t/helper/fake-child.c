@@ -10,10 +10,17 @@
  * daemon starts the child with fixed arguments), comma-separated:
  *   delay=METHOD:MS    answer METHOD after MS milliseconds
  *   hang=METHOD        never answer METHOD
- *   fail=METHOD:CODE   answer METHOD with JSON-RPC error CODE
+ *   fail=METHOD:CODE   answer METHOD with JSON-RPC error CODE (after its
+ *                      delay=, if any: a late failure)
  *   crash-after=N      exit(3) after reading N lines
  *   crash-on=METHOD    SIGKILL itself when METHOD arrives
  *   close-stdout-after=N   close stdout after reading N lines
+ *   close-stdout-on=METHOD close stdout when METHOD arrives (and go on)
+ *   close-held=ID      qwen/control/session/close of ID answers closed:false
+ *   log=PATH           append "<pid> <method> <sessionId|->" per message read
+ * METHOD in delay, hang, fail, crash-on and close-stdout-on may carry
+ * "@ID": the knob then applies to messages for session ID only
+ * (params.sessionId), e.g. hang=session/load@<id>.
  *   wrong-id           session/new answers a different id than asked
  *   chunks=N           prompt streams N agent_message_chunk (default 2)
  *   chunk-delay=MS     between chunks (default 0)
@@ -43,17 +50,19 @@
 #define MAX_SESS	1024
 #define MAX_OUT		65536
 
-struct knob { char method[64]; long val; };
+/* METHOD[@ID] and a value. */
+struct knob { char method[64]; char id[132]; long val; };
 
 static struct {
-	struct knob	 delay[MAX_KNOB], fail[MAX_KNOB];
-	char		 hang[MAX_KNOB][64], crash_on[MAX_KNOB][64];
-	size_t		 ndelay, nfail, nhang, ncrash;
+	struct knob	 delay[MAX_KNOB], fail[MAX_KNOB], hang[MAX_KNOB];
+	struct knob	 crash_on[MAX_KNOB], close_on[MAX_KNOB];
+	size_t		 ndelay, nfail, nhang, ncrash, nclose_on;
 	long		 crash_after, close_after, chunks, chunk_delay, replay, replay_bytes;
 	int		 wrong_id;
-	char		*known[MAX_KNOB];
-	size_t		 nknown;
+	char		*known[MAX_KNOB], *held[MAX_KNOB];
+	size_t		 nknown, nheld;
 	char		*data_dir, *workspace;
+	FILE		*log;
 } cf = { .crash_after = -1, .close_after = -1, .chunks = 2, .replay = 3,
     .replay_bytes = 16 };
 
@@ -70,6 +79,18 @@ static size_t nouts;
 static char *sessions[MAX_SESS];
 static int stdout_open = 1;
 
+/* Fill k from "METHOD[@ID]" (len bytes of s) and val. */
+static void
+knob_set(struct knob *k, const char *s, size_t len, long val)
+{
+	const char *at = memchr(s, '@', len);
+
+	snprintf(k->method, sizeof(k->method), "%.*s", (int)(at ? (size_t)(at - s) : len), s);
+	snprintf(k->id, sizeof(k->id), "%.*s", at ? (int)(len - (size_t)(at - s) - 1) : 0,
+	    at ? at + 1 : "");
+	k->val = val;
+}
+
 static void
 parse_knobs(const char *env)
 {
@@ -82,17 +103,22 @@ parse_knobs(const char *env)
 		if (eq != NULL)
 			*eq = '\0';
 		colon = strrchr(v, ':');
-		if (strcmp(tok, "delay") == 0 && colon && cf.ndelay < MAX_KNOB) {
-			snprintf(cf.delay[cf.ndelay].method, 64, "%.*s", (int)(colon - v), v);
-			cf.delay[cf.ndelay++].val = atol(colon + 1);
-		} else if (strcmp(tok, "fail") == 0 && colon && cf.nfail < MAX_KNOB) {
-			snprintf(cf.fail[cf.nfail].method, 64, "%.*s", (int)(colon - v), v);
-			cf.fail[cf.nfail++].val = atol(colon + 1);
-		} else if (strcmp(tok, "hang") == 0 && cf.nhang < MAX_KNOB)
-			snprintf(cf.hang[cf.nhang++], 64, "%s", v);
+		if (strcmp(tok, "delay") == 0 && colon && cf.ndelay < MAX_KNOB)
+			knob_set(&cf.delay[cf.ndelay++], v, (size_t)(colon - v), atol(colon + 1));
+		else if (strcmp(tok, "fail") == 0 && colon && cf.nfail < MAX_KNOB)
+			knob_set(&cf.fail[cf.nfail++], v, (size_t)(colon - v), atol(colon + 1));
+		else if (strcmp(tok, "hang") == 0 && cf.nhang < MAX_KNOB)
+			knob_set(&cf.hang[cf.nhang++], v, strlen(v), 1);
 		else if (strcmp(tok, "crash-on") == 0 && cf.ncrash < MAX_KNOB)
-			snprintf(cf.crash_on[cf.ncrash++], 64, "%s", v);
-		else if (strcmp(tok, "crash-after") == 0)
+			knob_set(&cf.crash_on[cf.ncrash++], v, strlen(v), 1);
+		else if (strcmp(tok, "close-stdout-on") == 0 && cf.nclose_on < MAX_KNOB)
+			knob_set(&cf.close_on[cf.nclose_on++], v, strlen(v), 1);
+		else if (strcmp(tok, "close-held") == 0 && cf.nheld < MAX_KNOB)
+			cf.held[cf.nheld++] = strdup(v);
+		else if (strcmp(tok, "log") == 0 && cf.log == NULL) {
+			if ((cf.log = fopen(v, "a")) != NULL)
+				setvbuf(cf.log, NULL, _IOLBF, 0);
+		} else if (strcmp(tok, "crash-after") == 0)
 			cf.crash_after = atol(v);
 		else if (strcmp(tok, "close-stdout-after") == 0)
 			cf.close_after = atol(v);
@@ -112,22 +138,15 @@ parse_knobs(const char *env)
 	free(dup);
 }
 
+/* The value of the first knob for method (and sid, when it is scoped). */
 static long
-knob_of(struct knob *k, size_t n, const char *method, long dflt)
+knob_of(struct knob *k, size_t n, const char *method, const char *sid, long dflt)
 {
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(k[i].method, method) == 0)
+		if (strcmp(k[i].method, method) == 0 &&
+		    (k[i].id[0] == '\0' || (sid != NULL && strcmp(k[i].id, sid) == 0)))
 			return k[i].val;
 	return dflt;
-}
-
-static int
-listed(char list[][64], size_t n, const char *method)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(list[i], method) == 0)
-			return 1;
-	return 0;
 }
 
 /* Queue msg (taken) to be written at now + delay_ms. */
@@ -400,6 +419,13 @@ m_close(struct rpc_msg *m, long delay)
 	(void)delay;
 	if (sid == NULL || (i = sess_find(sid)) < 0)
 		return not_found(m->id, sid);
+	for (size_t k = 0; k < cf.nheld; k++)
+		if (strcmp(cf.held[k], sid) == 0) {
+			r = obj("sessionId", json_object_new_string(sid));
+			json_object_object_add(r, "closed", json_object_new_boolean(0));
+			json_object_object_add(r, "holds", json_object_new_array());
+			return rpc_new_result(json_object_get(m->id), r);
+		}
 	free(sessions[i]);
 	sessions[i] = NULL;
 	r = obj("sessionId", json_object_new_string(sid));
@@ -426,14 +452,23 @@ static const struct method {
 static void
 dispatch(struct rpc_msg *m)
 {
-	long delay = knob_of(cf.delay, cf.ndelay, m->method, 0);
-	long code = knob_of(cf.fail, cf.nfail, m->method, 0);
+	const char *sid = param_str(m->params, "sessionId");
+	long delay = knob_of(cf.delay, cf.ndelay, m->method, sid, 0);
+	long code = knob_of(cf.fail, cf.nfail, m->method, sid, 0);
 	json_object *reply = NULL;
 	size_t i;
 
-	if (listed(cf.crash_on, cf.ncrash, m->method))
+	if (m->method == NULL)
+		return;		/* an answer: we send no requests */
+	if (cf.log != NULL)
+		fprintf(cf.log, "%ld %s %s\n", (long)getpid(), m->method, sid ? sid : "-");
+	if (knob_of(cf.crash_on, cf.ncrash, m->method, sid, 0))
 		raise(SIGKILL);
-	if (listed(cf.hang, cf.nhang, m->method))
+	if (knob_of(cf.close_on, cf.nclose_on, m->method, sid, 0) && stdout_open) {
+		close(1);
+		stdout_open = 0;
+	}
+	if (knob_of(cf.hang, cf.nhang, m->method, sid, 0))
 		return;
 	if (code != 0 && m->kind == RPC_REQUEST) {
 		emit(rpc_new_error(json_object_get(m->id), (int)code, "Injected failure",
