@@ -453,13 +453,14 @@ static void
 dispatch(struct rpc_msg *m)
 {
 	const char *sid = param_str(m->params, "sessionId");
-	long delay = knob_of(cf.delay, cf.ndelay, m->method, sid, 0);
-	long code = knob_of(cf.fail, cf.nfail, m->method, sid, 0);
+	long delay, code;
 	json_object *reply = NULL;
 	size_t i;
 
 	if (m->method == NULL)
 		return;		/* an answer: we send no requests */
+	delay = knob_of(cf.delay, cf.ndelay, m->method, sid, 0);
+	code = knob_of(cf.fail, cf.nfail, m->method, sid, 0);
 	if (cf.log != NULL)
 		fprintf(cf.log, "%ld %s %s\n", (long)getpid(), m->method, sid ? sid : "-");
 	if (knob_of(cf.crash_on, cf.ncrash, m->method, sid, 0))
