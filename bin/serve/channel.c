@@ -67,7 +67,11 @@ struct channel {
 	TAILQ_HEAD(, chan_req)	 waiting;
 	size_t			 nsessions;
 	char			 secret[48];
+	unsigned		 serial;	/* of the current child */
+	int			 retired;	/* ending: new work goes elsewhere */
 };
+
+static unsigned chan_serial;
 
 static TAILQ_HEAD(, channel) channels = TAILQ_HEAD_INITIALIZER(channels);
 
@@ -511,6 +515,7 @@ channel_start(struct channel *ch)
 	ch->pidfd = (int)syscall(SYS_pidfd_open, ch->pid, 0);
 	ch->killed = 0;
 	ch->kill_stage = 0;
+	ch->serial = ++chan_serial;
 	ch->in = wrap_fd(in[1], NULL, on_in_event, ch);
 	ch->out = wrap_fd(out[0], on_out_read, on_out_event, ch);
 	ch->err = wrap_fd(err[0], on_err_read, on_err_event, ch);
@@ -566,6 +571,7 @@ channel_end(struct channel *ch, int hard)
 	if (ch->state != CH_DYING)
 		log_info("ending child %ld%s", (long)ch->pid, hard ? " (failed)" : "");
 	ch->state = CH_DYING;
+	ch->retired = 1;	/* the next request gets a fresh channel */
 	ch->killed = !hard;
 	if (ch->in != NULL) {
 		bufferevent_free(ch->in);
@@ -625,6 +631,7 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 	fail_waiting(ch, CHAN_CLOSED);
 	rpc_pending_drain(ch->pending, drain_one, NULL);
 	sessions_channel_died(ch, code, sig, killed);
+	restore_channel_exited(ch);
 	pipeline_free(ch->p);
 	ch->p = NULL;
 	ch->pid = 0;
@@ -662,14 +669,36 @@ on_idle(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-/* The idle policy: with no session and no request, end the child. */
+/*
+ * The idle policy, after the derived condemnation of seed 000: a drained
+ * channel with an unsettled abandoned restore or a quarantine is recycled
+ * at once; otherwise, with no session and no request, the configured idle
+ * policy ends the child.
+ */
 static void
 channel_check_idle(struct channel *ch)
 {
+	struct rfsm_chan_view v;
 	struct timeval tv;
 
-	if (ch->state != CH_READY || ch->nsessions > 0 ||
-	    rpc_pending_count(ch->pending) > 0)
+	if (ch->state != CH_READY)
+		return;
+	restore_chan_view(ch, &v);
+	switch (rfsm_chan_reap(&v)) {
+	case RFSM_REAP_KEEP:
+		return;
+	case RFSM_REAP_NOW:
+		if (v.unsettled > 0 || v.quarantined > 0) {
+			log_info("child %ld drained with an unsettled restore: recycling it",
+			    (long)ch->pid);
+			channel_end(ch, 0);
+			return;
+		}
+		break;
+	case RFSM_REAP_IDLE_POLICY:
+		break;
+	}
+	if (ch->nsessions > 0 || rpc_pending_count(ch->pending) > 0)
 		return;
 	if (conf.channel_idle_timeout_ms == 0) {
 		on_idle(-1, 0, ch);
@@ -680,14 +709,32 @@ channel_check_idle(struct channel *ch)
 	event_add(ch->idle_ev, &tv);
 }
 
+/* A retired channel whose child has exited is referenced by nothing. */
+static void
+channel_free(struct channel *ch)
+{
+	TAILQ_REMOVE(&channels, ch, entry);
+	if (ch->idle_ev != NULL)
+		event_free(ch->idle_ev);
+	if (ch->kill_ev != NULL)
+		event_free(ch->kill_ev);
+	if (ch->more_ev != NULL)
+		event_free(ch->more_ev);
+	free(ch->workspace);
+	free(ch);
+}
+
 struct channel *
 channel_get(const char *workspace)
 {
-	struct channel *ch;
+	struct channel *ch, *next;
 
-	TAILQ_FOREACH(ch, &channels, entry)
-		if (strcmp(ch->workspace, workspace) == 0)
+	TAILQ_FOREACH_SAFE(ch, &channels, entry, next) {
+		if (ch->retired && ch->state == CH_IDLE && ch->nsessions == 0)
+			channel_free(ch);
+		else if (!ch->retired && strcmp(ch->workspace, workspace) == 0)
 			return ch;
+	}
 	if ((ch = calloc(1, sizeof(*ch))) == NULL)
 		return NULL;
 	if ((ch->workspace = strdup(workspace)) == NULL) {
@@ -715,6 +762,44 @@ channel_session_removed(struct channel *ch)
 	if (ch->nsessions > 0)
 		ch->nsessions--;
 	channel_check_idle(ch);
+}
+
+/* Condemnation may have changed (restore-fsm): apply the policy again. */
+void
+channel_reconsider(struct channel *ch)
+{
+	channel_check_idle(ch);
+}
+
+/* Mark ch dying now; its child gets TERM now and KILL after a grace. */
+void
+channel_kill(struct channel *ch)
+{
+	if (ch->state == CH_IDLE || ch->state == CH_DYING) {
+		ch->retired = 1;
+		return;
+	}
+	log_info("child %ld: nothing else on it, ending it", (long)ch->pid);
+	channel_end(ch, 1);
+	ch->killed = 1;
+}
+
+size_t
+channel_nsessions(const struct channel *ch)
+{
+	return ch->nsessions;
+}
+
+int
+channel_idle_pending(const struct channel *ch)
+{
+	return ch->idle_ev != NULL && evtimer_pending(ch->idle_ev, NULL);
+}
+
+unsigned
+channel_serial(const struct channel *ch)
+{
+	return ch->serial;
 }
 
 int
@@ -757,15 +842,6 @@ channels_free(void)
 {
 	struct channel *ch;
 
-	while ((ch = TAILQ_FIRST(&channels)) != NULL) {
-		TAILQ_REMOVE(&channels, ch, entry);
-		if (ch->idle_ev != NULL)
-			event_free(ch->idle_ev);
-		if (ch->kill_ev != NULL)
-			event_free(ch->kill_ev);
-		if (ch->more_ev != NULL)
-			event_free(ch->more_ev);
-		free(ch->workspace);
-		free(ch);
-	}
+	while ((ch = TAILQ_FIRST(&channels)) != NULL)
+		channel_free(ch);
 }

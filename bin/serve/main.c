@@ -316,8 +316,12 @@ generate_token(void)
 static void
 stop_check(evutil_socket_t fd, short what, void *arg)
 {
+	size_t active, unsettled, overdue, quarantined;
+
 	(void)fd; (void)what; (void)arg;
-	if (channels_running() == 0)
+	/* Each real settlement, raced with its channel's exit. */
+	restore_stats(&active, &unsettled, &overdue, &quarantined);
+	if (channels_running() == 0 && active + unsettled == 0)
 		event_base_loopexit(serve_base, NULL);
 }
 

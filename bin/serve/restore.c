@@ -1,10 +1,12 @@
 /*
  * restore.c: in-flight spawns (session/new) and restores (session/load,
  * session/resume).  One entry per session id; callers of the same action
- * coalesce onto it, a different action gets 409 restore_in_progress.
- * restore_start() is the one place a restore goes to the child and
- * restore_settle() the one place it ends, so that the deadline and
- * lifecycle machinery of seed 000 can wrap exactly these two.
+ * and shape coalesce onto it, anything else gets 409 restore_in_progress.
+ * restore_start() is the one place a restore goes to the child; from there
+ * the lifecycle machine of restore-fsm.c owns it: the deadline, the public
+ * result, the abandoned settlement (one close, quarantine), the fence on
+ * the id and the capacity slot.  The callbacks at the end of this file
+ * are the machine's world.
  */
 #include "config.h"
 
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/event.h>
 #include <event2/http.h>
 
 #include "budget.h"
@@ -29,8 +32,25 @@ struct op_waiter {
 	char			 client_id[SERVE_CLIENT_ID_MAX + 1];
 };
 
+/*
+ * A fenced id: late notifications for it on ch are dropped.  It outlives
+ * the restore until a new registration for the id takes ownership or the
+ * channel exits.
+ */
+struct fence {
+	TAILQ_ENTRY(fence)	 entry;
+	struct channel		*ch;
+	char			 id[SERVE_SESSION_ID_MAX + 1];
+};
+
+#define EARLY_MAX	10000	/* buffered early updates per restore */
+
 static TAILQ_HEAD(, inflight) ops = TAILQ_HEAD_INITIALIZER(ops);
+static TAILQ_HEAD(, fence) fences = TAILQ_HEAD_INITIALIZER(fences);
 static size_t nops;
+static const struct rfsm_ops fsm_ops;
+
+static void	on_timer(evutil_socket_t, short, void *);
 
 const char *
 op_action_name(enum op_action a)
@@ -135,19 +155,113 @@ op_new(enum op_action action, const char *id, struct evhttp_request *req,
 }
 
 static void
-op_free(struct inflight *op)
+waiters_free(struct inflight *op)
 {
 	struct op_waiter *w;
 
-	TAILQ_REMOVE(&ops, op, entry);
-	nops--;
-	sessions_inflight_add(-1);
 	while ((w = TAILQ_FIRST(&op->waiters)) != NULL) {
 		TAILQ_REMOVE(&op->waiters, w, entry);
 		free(w);
 	}
+}
+
+static void
+op_free(struct inflight *op)
+{
+	TAILQ_REMOVE(&ops, op, entry);
+	nops--;
+	if (!op->released)
+		sessions_inflight_add(-1);
+	waiters_free(op);
+	if (op->timer != NULL)
+		event_free(op->timer);
+	channel_forget(op->req);
+	channel_forget(op->close_req);
+	json_object_put(op->answer);
+	json_object_put(op->early);
 	json_object_put(op->body);
 	free(op);
+}
+
+/* ---- fences and early events --------------------------------------------- */
+
+static struct fence *
+fence_find(struct channel *ch, const char *id)
+{
+	struct fence *f;
+
+	TAILQ_FOREACH(f, &fences, entry)
+		if ((ch == NULL || f->ch == ch) && strcmp(f->id, id) == 0)
+			return f;
+	return NULL;
+}
+
+static void
+fence_add(struct channel *ch, const char *id)
+{
+	struct fence *f;
+
+	if (fence_find(ch, id) != NULL || (f = calloc(1, sizeof(*f))) == NULL)
+		return;
+	f->ch = ch;
+	strlcpy(f->id, id, sizeof(f->id));
+	TAILQ_INSERT_TAIL(&fences, f, entry);
+}
+
+/* A new registration for id takes ownership: its fences go. */
+static void
+fence_take(const char *id)
+{
+	struct fence *f;
+
+	while ((f = fence_find(NULL, id)) != NULL) {
+		TAILQ_REMOVE(&fences, f, entry);
+		free(f);
+	}
+}
+
+int
+restore_route_early(struct channel *ch, const char *id, json_object *params)
+{
+	struct inflight *op = inflight_find(id);
+
+	if (op != NULL && op->ch == ch &&
+	    (!op->has_fsm || op->fsm.state == RFSM_ACTIVE)) {
+		if (op->early == NULL)
+			op->early = json_object_new_array();
+		if (json_object_array_length(op->early) < EARLY_MAX)
+			json_object_array_add(op->early, json_object_get(params));
+		return 1;
+	}
+	if (fence_find(ch, id) != NULL) {
+		log_debug("update for fenced session %s dropped", id);
+		return 1;
+	}
+	return 0;
+}
+
+/* The buffered early updates go to the new session, in order. */
+static void
+early_drain(struct inflight *op, struct session *s)
+{
+	size_t n = op->early != NULL ? json_object_array_length(op->early) : 0;
+
+	for (size_t i = 0; i < n; i++)
+		bus_publish(s->bus, "session_update",
+		    json_object_get(json_object_array_get_idx(op->early, i)),
+		    NULL, NULL, 0);
+	json_object_put(op->early);
+	op->early = NULL;
+}
+
+/* A failed attempt: its early updates go, the id is tombstoned again. */
+static void
+early_purge(struct inflight *op)
+{
+	json_object_put(op->early);
+	op->early = NULL;
+	if (op->id[0] != '\0' && sessions_find(op->id) == NULL)
+		session_tombstone(op->id);
 }
 
 /* _meta with the trace context of op's span. */
@@ -167,13 +281,38 @@ op_meta(struct inflight *op)
 	return meta;
 }
 
+/*
+ * The ACP answer.  A spawn ends here; a restore's answer is an event for
+ * its machine: in time it is the public result, after the deadline it is
+ * the late result that the cleanup settles.
+ */
 static void
 on_answer(void *arg, enum chan_outcome o, json_object *payload)
 {
 	struct inflight *op = arg;
+	enum rfsm_event ev;
 
 	op->req = NULL;
-	restore_settle(op, o, payload);
+	if (!op->has_fsm) {
+		restore_settle(op, o, payload);
+		return;
+	}
+	if (op->fsm.state == RFSM_ACTIVE) {
+		op->answer_o = o;
+		op->answer = json_object_get(payload);
+		ev = o == CHAN_RESULT ? RFSM_EV_ANSWER_OK :
+		    o == CHAN_CLOSED ? RFSM_EV_TRANSPORT_CLOSED : RFSM_EV_ANSWER_ERR;
+	} else if (o == CHAN_CLOSED || o == CHAN_INIT_TIMEOUT)
+		ev = RFSM_EV_TRANSPORT_CLOSED;
+	else if (sessions_find(op->id) != NULL)
+		ev = RFSM_EV_ID_RECLAIMED;
+	else
+		ev = o == CHAN_RESULT ? RFSM_EV_ANSWER_OK : RFSM_EV_ANSWER_ERR;
+	if (op->fsm.state != RFSM_ACTIVE)
+		log_info("session %s: late %s %s after %llu ms", op->id,
+		    op_action_name(op->action), ev == RFSM_EV_ANSWER_OK ? "success" :
+		    rfsm_event_name(ev), (unsigned long long)(clock_mono_ms() - op->started_ms));
+	rfsm_feed(&op->fsm, ev);
 }
 
 void
@@ -185,6 +324,8 @@ spawn_start(const char *id, int is_default, struct evhttp_request *req,
 
 	if (op == NULL)
 		return;
+	if (id != NULL)
+		fence_take(id);	/* the registration owns the id from now on */
 	op->is_default = is_default;
 	op->span = span_start("qwen-code.daemon.bridge", SPAN_KIND_CLIENT, NULL);
 	span_set_str(op->span, "qwen-code.daemon.operation", "session.new");
@@ -203,6 +344,64 @@ spawn_start(const char *id, int is_default, struct evhttp_request *req,
 		restore_settle(op, CHAN_CLOSED, NULL);
 }
 
+/*
+ * The coalescing key of a restore: load's historyPageSize and
+ * hideInheritedHistory; *summary: compactedReplayMode is "summary".
+ */
+static void
+restore_shape(enum op_action action, json_object *body, char *out, size_t size,
+    int *summary)
+{
+	json_object *v;
+	int64_t hps = 0;
+	int hide = 0;
+
+	*summary = 0;
+	if (action != OP_LOAD) {
+		snprintf(out, size, "resume");
+		return;
+	}
+	if (json_object_object_get_ex(body, "historyPageSize", &v) &&
+	    json_object_is_type(v, json_type_int))
+		hps = json_object_get_int64(v);
+	if (json_object_object_get_ex(body, "hideInheritedHistory", &v))
+		hide = json_object_get_boolean(v);
+	if (json_object_object_get_ex(body, "compactedReplayMode", &v) &&
+	    json_object_is_type(v, json_type_string))
+		*summary = strcmp(json_object_get_string(v), "summary") == 0;
+	snprintf(out, size, "load:%lld:%d", (long long)hps, hide);
+}
+
+static enum rfsm_action
+fsm_action(enum op_action a)
+{
+	return a == OP_LOAD ? RFSM_LOAD : a == OP_RESUME ? RFSM_RESUME : RFSM_SPAWN;
+}
+
+void
+restore_join(struct inflight *op, struct evhttp_request *req, const char *client_id,
+    enum op_action action, json_object *body)
+{
+	char shape[sizeof(op->shape)];
+	enum rfsm_join j;
+	int summary, same;
+
+	if (!op->has_fsm) {
+		restore_in_progress(req, op, action);
+		return;
+	}
+	restore_shape(action, body, shape, sizeof(shape), &summary);
+	same = strcmp(shape, op->shape) == 0 && !(op->summary && !summary);
+	j = rfsm_join(&op->fsm, fsm_action(action), same);
+	if (j == RFSM_JOIN_COALESCE) {
+		inflight_join(op, req, client_id);
+		return;
+	}
+	log_info("session %s: %s refused: %s %s", op->id, op_action_name(action),
+	    op_action_name(op->action), rfsm_state_name(op->fsm.state));
+	http_send_qerr(req, rfsm_err_in_progress(&op->fsm, fsm_action(action), j));
+}
+
 void
 restore_begin(enum op_action action, const char *id, json_object *body,
     struct evhttp_request *req, const char *client_id)
@@ -212,6 +411,7 @@ restore_begin(enum op_action action, const char *id, json_object *body,
 	if (op == NULL)
 		return;
 	op->body = json_object_get(body);
+	restore_shape(action, body, op->shape, sizeof(op->shape), &op->summary);
 	restore_start(op);
 }
 
@@ -221,6 +421,9 @@ restore_start(struct inflight *op)
 	json_object *p, *meta;
 	int load = op->action == OP_LOAD;
 
+	fence_take(op->id);	/* ownership moves here, before the ACP call */
+	op->has_fsm = 1;
+	op->timer = evtimer_new(serve_base, on_timer, op);
 	op->span = span_start("qwen-code.daemon.bridge", SPAN_KIND_CLIENT, NULL);
 	span_set_str(op->span, "qwen-code.daemon.operation", "session.restore");
 	span_set_str(op->span, "qwen-code.daemon.bridge.operation",
@@ -237,11 +440,17 @@ restore_start(struct inflight *op)
 	json_object_object_add(p, "cwd", json_object_new_string(conf.workspace));
 	json_object_object_add(p, "mcpServers", json_object_new_array());
 	json_object_object_add(p, "_meta", meta);
-	log_info("session %s: %s requested", op->id, op_action_name(op->action));
+	log_info("session %s: %s requested (budget %lld ms)", op->id,
+	    op_action_name(op->action), (long long)conf.restore_timeout_ms);
+	rfsm_init(&op->fsm, &fsm_ops, op, fsm_action(op->action), op->id,
+	    conf.restore_timeout_ms);
 	op->req = channel_request(op->ch, load ? "session/load" : "session/resume",
 	    p, 0, on_answer, op);
-	if (op->req == NULL)
-		restore_settle(op, CHAN_CLOSED, NULL);
+	span_set_int(op->span, "qwen-code.daemon.channel.id", channel_serial(op->ch));
+	if (op->req == NULL) {
+		op->answer_o = CHAN_CLOSED;
+		rfsm_feed(&op->fsm, RFSM_EV_TRANSPORT_CLOSED);
+	}
 }
 
 /* ---- answers ------------------------------------------------------------ */
@@ -434,8 +643,9 @@ spawn_id_ok(struct inflight *op, const char *got)
 	return 1;
 }
 
-void
-restore_settle(struct inflight *op, enum chan_outcome o, json_object *payload)
+/* The public result: register the session and answer, or fail everyone. */
+static void
+op_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
 {
 	struct op_waiter *w;
 	struct session *s;
@@ -443,6 +653,43 @@ restore_settle(struct inflight *op, enum chan_outcome o, json_object *payload)
 	const char *id = op->id, *cid;
 	int first = 1;
 
+	log_info("session %s: %s %s after %llu ms", id[0] ? id : "(new)",
+	    op_action_name(op->action), o == CHAN_RESULT ? "succeeded" : "failed",
+	    (unsigned long long)(clock_mono_ms() - op->started_ms));
+	if (o != CHAN_RESULT) {
+		if (!op->has_fsm)
+			early_purge(op);
+		reply_error_all(op, o, payload);
+		return;
+	}
+	if (op->action == OP_SPAWN) {
+		id = json_object_object_get_ex(payload, "sessionId", &v) ?
+		    json_object_get_string(v) : NULL;
+		if (!spawn_id_ok(op, id))
+			return;
+	}
+	if ((s = session_new(id, op->ch)) == NULL) {
+		TAILQ_FOREACH(w, &op->waiters, entry)
+			http_error(w->req, "internal", NULL);
+		return;
+	}
+	s->is_default = op->is_default;
+	s->state = state_of(payload);
+	if (op->action == OP_LOAD)
+		seed_replay(s, payload);
+	early_drain(op, s);
+	TAILQ_FOREACH(w, &op->waiters, entry) {
+		cid = clients_register(&s->clients, w->client_id[0] ? w->client_id : NULL);
+		s->attach_count++;
+		restore_reply(w->req, s, op->action, !first, cid);
+		first = 0;
+	}
+}
+
+/* A spawn ends here (restores end in fsm_finish). */
+void
+restore_settle(struct inflight *op, enum chan_outcome o, json_object *payload)
+{
 	span_add_event(op->span, "session.restore.public_result");
 	span_event_set_str(op->span, "result", o == CHAN_RESULT ? "success" :
 	    o == CHAN_TIMEOUT || o == CHAN_INIT_TIMEOUT ? "timeout" : "failure");
@@ -450,37 +697,271 @@ restore_settle(struct inflight *op, enum chan_outcome o, json_object *payload)
 	    (int64_t)(clock_mono_ms() - op->started_ms));
 	span_end(op->span, serve_trace);
 	op->span = NULL;
-	log_info("session %s: %s %s after %llu ms", id[0] ? id : "(new)",
-	    op_action_name(op->action), o == CHAN_RESULT ? "succeeded" : "failed",
-	    (unsigned long long)(clock_mono_ms() - op->started_ms));
-	if (o != CHAN_RESULT) {
-		reply_error_all(op, o, payload);
-		op_free(op);
-		return;
-	}
-	if (op->action == OP_SPAWN) {
-		id = json_object_object_get_ex(payload, "sessionId", &v) ?
-		    json_object_get_string(v) : NULL;
-		if (!spawn_id_ok(op, id)) {
-			op_free(op);
-			return;
-		}
-	}
-	if ((s = session_new(id, op->ch)) == NULL) {
-		TAILQ_FOREACH(w, &op->waiters, entry)
-			http_error(w->req, "internal", NULL);
-		op_free(op);
-		return;
-	}
-	s->is_default = op->is_default;
-	s->state = state_of(payload);
-	if (op->action == OP_LOAD)
-		seed_replay(s, payload);
-	TAILQ_FOREACH(w, &op->waiters, entry) {
-		cid = clients_register(&s->clients, w->client_id[0] ? w->client_id : NULL);
-		s->attach_count++;
-		restore_reply(w->req, s, op->action, !first, cid);
-		first = 0;
-	}
+	op_reply(op, o, payload);
 	op_free(op);
 }
+
+/* ---- the channel, seen by the restores ------------------------------------ */
+
+void
+restore_chan_view(struct channel *ch, struct rfsm_chan_view *v)
+{
+	struct inflight *op;
+
+	memset(v, 0, sizeof(*v));
+	v->live_sessions = (unsigned)channel_nsessions(ch);
+	v->empty_reap_pending = channel_idle_pending(ch);
+	TAILQ_FOREACH(op, &ops, entry) {
+		if (op->ch != ch)
+			continue;
+		if (op->has_fsm)
+			rfsm_chan_view_add(v, &op->fsm);
+		else
+			v->pending_spawns++;
+	}
+}
+
+int
+restore_admit(struct evhttp_request *req, struct channel *ch)
+{
+	struct rfsm_chan_view v;
+	const char *reason;
+	int64_t budget;
+
+	if (ch == NULL)
+		return 0;
+	restore_chan_view(ch, &v);
+	if ((reason = rfsm_chan_unavailable(&v, &budget)) == NULL)
+		return 0;
+	log_info("fresh work refused: %s", reason);
+	http_send_qerr(req, rfsm_err_unavailable(reason, budget));
+	return -1;
+}
+
+void
+restore_channel_exited(struct channel *ch)
+{
+	struct inflight *op, *next;
+	struct fence *f, *fnext;
+
+	TAILQ_FOREACH_SAFE(f, &fences, entry, fnext)
+		if (f->ch == ch) {
+			TAILQ_REMOVE(&fences, f, entry);
+			free(f);
+		}
+	TAILQ_FOREACH_SAFE(op, &ops, entry, next)
+		if (op->ch == ch && op->has_fsm && rfsm_unsettled(op->fsm.state))
+			rfsm_feed(&op->fsm, RFSM_EV_TRANSPORT_CLOSED);	/* may free op */
+}
+
+void
+restore_stats(size_t *active, size_t *unsettled, size_t *overdue, size_t *quarantined)
+{
+	struct inflight *op;
+
+	*active = *unsettled = *overdue = *quarantined = 0;
+	TAILQ_FOREACH(op, &ops, entry) {
+		if (!op->has_fsm)
+			continue;
+		*active += op->fsm.state == RFSM_ACTIVE;
+		*unsettled += rfsm_unsettled(op->fsm.state);
+		*overdue += rfsm_unsettled(op->fsm.state) && op->fsm.overdue;
+		*quarantined += op->fsm.state == RFSM_QUARANTINED;
+	}
+}
+
+/* ---- the machine's world (struct rfsm_ops) -------------------------------- */
+
+static void
+on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct inflight *op = arg;
+	int ev = rfsm_timer_event(&op->fsm);
+
+	(void)fd; (void)what;
+	if (ev >= 0)
+		rfsm_feed(&op->fsm, (enum rfsm_event)ev);
+}
+
+static uint64_t
+fsm_now(void *ctx)
+{
+	(void)ctx;
+	return clock_mono_ms();
+}
+
+static void
+fsm_public(void *ctx, enum rfsm_result r)
+{
+	struct inflight *op = ctx;
+	struct op_waiter *w;
+
+	if (r == RFSM_RESULT_TIMEOUT) {
+		log_warnx("session %s: %s timed out after %lld ms", op->id,
+		    op_action_name(op->action), (long long)op->fsm.budget_ms);
+		TAILQ_FOREACH(w, &op->waiters, entry)
+			http_send_qerr(w->req, rfsm_err_timeout(&op->fsm));
+	} else
+		op_reply(op, op->answer_o, op->answer);
+	waiters_free(op);
+	json_object_put(op->answer);
+	op->answer = NULL;
+}
+
+static void
+on_close(void *arg, enum chan_outcome o, json_object *payload)
+{
+	struct inflight *op = arg;
+	enum rfsm_event ev = RFSM_EV_CLOSE_FAILED;
+	json_object *v;
+
+	op->close_req = NULL;
+	switch (o) {
+	case CHAN_RESULT:
+		if (json_object_object_get_ex(payload, "closed", &v) &&
+		    json_object_get_boolean(v))
+			ev = RFSM_EV_CLOSE_OK;
+		break;
+	case CHAN_ERROR:
+		if (json_object_object_get_ex(payload, "code", &v) &&
+		    json_object_get_int(v) == QERR_RPC_RESOURCE_NOT_FOUND)
+			ev = RFSM_EV_CLOSE_NOT_FOUND;
+		break;
+	case CHAN_TIMEOUT:
+		ev = RFSM_EV_CLOSE_TIMEOUT;
+		break;
+	default:
+		ev = RFSM_EV_TRANSPORT_CLOSED;
+		break;
+	}
+	log_info("session %s: cleanup close: %s", op->id, rfsm_event_name(ev));
+	rfsm_feed(&op->fsm, ev);
+}
+
+/* Exactly one qwen/control/session/close for the late restore. */
+static void
+fsm_close(void *ctx)
+{
+	struct inflight *op = ctx;
+	json_object *p = json_object_new_object();
+
+	json_object_object_add(p, "sessionId", json_object_new_string(op->id));
+	json_object_object_add(p, "drainTimeoutMs",
+	    json_object_new_int64(conf.init_timeout_ms * 8 / 10));
+	op->close_req = channel_request(op->ch, "qwen/control/session/close", p,
+	    (uint64_t)conf.init_timeout_ms, on_close, op);
+	if (op->close_req == NULL)
+		rfsm_feed(&op->fsm, RFSM_EV_TRANSPORT_CLOSED);	/* queued */
+}
+
+static void
+fsm_kill(void *ctx)
+{
+	struct inflight *op = ctx;
+
+	log_info("session %s: abandoned on an empty channel: ending its child", op->id);
+	channel_kill(op->ch);
+}
+
+static void
+fsm_arm(void *ctx, uint64_t ms)
+{
+	struct inflight *op = ctx;
+	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
+
+	evtimer_add(op->timer, &tv);
+}
+
+static void
+fsm_cancel(void *ctx)
+{
+	struct inflight *op = ctx;
+
+	if (op->timer != NULL)
+		evtimer_del(op->timer);
+}
+
+static void
+fsm_release(void *ctx)
+{
+	struct inflight *op = ctx;
+
+	if (!op->released)
+		sessions_inflight_add(-1);
+	op->released = 1;
+}
+
+/* Abandoned: out of the pending set, early events gone, the id fenced. */
+static void
+fsm_fence(void *ctx)
+{
+	struct inflight *op = ctx;
+
+	json_object_put(op->early);
+	op->early = NULL;
+	fence_add(op->ch, op->id);
+}
+
+static void
+fsm_purge(void *ctx)
+{
+	early_purge(ctx);
+}
+
+static void
+fsm_view(void *ctx, struct rfsm_chan_view *v)
+{
+	restore_chan_view(((struct inflight *)ctx)->ch, v);
+}
+
+static void
+fsm_changed(void *ctx)
+{
+	channel_reconsider(((struct inflight *)ctx)->ch);
+}
+
+static void
+fsm_trace(void *ctx, const char *event, const char *key, const char *value)
+{
+	struct inflight *op = ctx;
+
+	span_add_event(op->span, event);
+	if (key != NULL)
+		span_event_set_str(op->span, key, value);
+}
+
+static void
+fsm_finish(void *ctx, enum rfsm_state st)
+{
+	struct inflight *op = ctx;
+
+	if (st == RFSM_SETTLED)
+		log_info("session %s: abandoned %s settled after %llu ms", op->id,
+		    op_action_name(op->action),
+		    (unsigned long long)(clock_mono_ms() - op->started_ms));
+	span_set_str(op->span, "qwen-code.daemon.session_restore.final_state",
+	    rfsm_state_name(st));
+	span_set_int(op->span, "qwen-code.daemon.duration_ms",
+	    (int64_t)(clock_mono_ms() - op->started_ms));
+	if (st != RFSM_SUCCEEDED)
+		span_set_status(op->span, SPAN_STATUS_ERROR, rfsm_state_name(st));
+	span_end(op->span, serve_trace);
+	op->span = NULL;
+	op_free(op);
+}
+
+static const struct rfsm_ops fsm_ops = {
+	.now_ms = fsm_now,
+	.public_result = fsm_public,
+	.send_close = fsm_close,
+	.kill_channel_async = fsm_kill,
+	.arm_timer = fsm_arm,
+	.cancel_timer = fsm_cancel,
+	.release_capacity = fsm_release,
+	.fence_on = fsm_fence,
+	.purge_early = fsm_purge,
+	.chan_view = fsm_view,
+	.channel_changed = fsm_changed,
+	.trace = fsm_trace,
+	.finish = fsm_finish,
+};

@@ -121,6 +121,7 @@ route_health(struct http_ctx *ctx)
 {
 	json_object *o = json_object_new_object();
 	const char *deep = evhttp_find_header(ctx->query, "deep");
+	size_t active, unsettled, overdue, quarantined;
 
 	json_object_object_add(o, "status", json_object_new_string("ok"));
 	if (deep != NULL && strcmp(deep, "1") == 0) {
@@ -132,6 +133,17 @@ route_health(struct http_ctx *ctx)
 		    json_object_new_boolean(channels_running() > 0));
 		json_object_object_add(o, "connections",
 		    json_object_new_int64((int64_t)http_conn_count()));
+		restore_stats(&active, &unsettled, &overdue, &quarantined);
+		json_object_object_add(o, "restoresActive",
+		    json_object_new_int64((int64_t)active));
+		json_object_object_add(o, "restoresUnsettled",
+		    json_object_new_int64((int64_t)unsettled));
+		json_object_object_add(o, "restoresOverdue",
+		    json_object_new_int64((int64_t)overdue));
+		json_object_object_add(o, "restoresQuarantined",
+		    json_object_new_int64((int64_t)quarantined));
+		json_object_object_add(o, "inFlight",
+		    json_object_new_int64((int64_t)inflight_count()));
 	}
 	http_reply_json(ctx->req, 200, o);
 }
@@ -282,6 +294,12 @@ route_session_create(struct http_ctx *ctx)
 	}
 	if (id[0] != '\0') {
 		scope = "thread";
+		if (sessions_find(id) == NULL && (op = inflight_find(id)) != NULL &&
+		    op->has_fsm) {
+			/* A restore of the id, active or awaiting its cleanup. */
+			restore_join(op, ctx->req, ctx->client_id, OP_SPAWN, ctx->body);
+			return;
+		}
 		if (sessions_find(id) != NULL)
 			conflict = "live";
 		else if (inflight_find(id) != NULL)
@@ -305,6 +323,8 @@ route_session_create(struct http_ctx *ctx)
 			return;
 		}
 	}
+	if (restore_admit(ctx->req, channel_get(conf.workspace)) == -1)
+		return;
 	if (sessions_capacity_left() == 0) {
 		limit_error(ctx);
 		return;
@@ -344,12 +364,11 @@ restore_route(struct http_ctx *ctx, enum op_action action)
 		return;
 	}
 	if ((op = inflight_find(ctx->path_id)) != NULL) {
-		if (op->action == action)
-			inflight_join(op, ctx->req, ctx->client_id);
-		else
-			restore_in_progress(ctx->req, op, action);
+		restore_join(op, ctx->req, ctx->client_id, action, ctx->body);
 		return;
 	}
+	if (restore_admit(ctx->req, channel_get(conf.workspace)) == -1)
+		return;
 	if (sessions_capacity_left() == 0) {
 		limit_error(ctx);
 		return;

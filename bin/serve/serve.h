@@ -19,6 +19,8 @@
 #include <event2/http.h>
 #include <json-c/json.h>
 
+#include "restore-fsm.h"
+
 #define SERVE_MAX_BODY		(10u * 1024 * 1024)
 #define SERVE_MAX_HEADERS	(64u * 1024)
 #define SERVE_SESSION_ID_MAX	128
@@ -198,6 +200,13 @@ void	channel_session_added(struct channel *);
 void	channel_session_removed(struct channel *);
 int	channel_alive(const struct channel *);
 long	channel_pid(const struct channel *);
+size_t	channel_nsessions(const struct channel *);
+int	channel_idle_pending(const struct channel *);	/* idle reap armed */
+unsigned channel_serial(const struct channel *);	/* of the current child */
+/* Apply the idle/condemnation policy again (restore state changed). */
+void	channel_reconsider(struct channel *);
+/* Mark dying now, TERM the child now and KILL it after a grace. */
+void	channel_kill(struct channel *);
 /* Shutdown: end every child; returns the number still running. */
 size_t	channels_shutdown(void);
 size_t	channels_running(void);
@@ -257,6 +266,7 @@ void	sessions_channel_died(struct channel *, int exit_code, int signal_code,
 /* A session/update notification from the child. */
 void	sessions_route_update(struct channel *, json_object *params);
 int	session_tombstoned(const char *id);
+void	session_tombstone(const char *id);	/* (re)start the 60 s tombstone */
 /* Admit a prompt: returns its id (borrowed), or NULL with *err set. */
 const char *session_prompt_admit(struct session *, json_object *body,
 	    const char *client_id, const char **err);
@@ -291,6 +301,17 @@ struct inflight {
 	json_object		*body;		/* the first caller's body */
 	struct span		*span;
 	uint64_t		 started_ms;
+	/* Restores (load/resume) run under the seed-000 lifecycle machine. */
+	int			 has_fsm;
+	struct rfsm		 fsm;
+	struct event		*timer;		/* deadline, then grace */
+	json_object		*answer;	/* the in-time ACP answer */
+	enum chan_outcome	 answer_o;
+	struct chan_req		*close_req;
+	json_object		*early;		/* buffered session/update params */
+	char			 shape[64];	/* coalescing key of a load */
+	int			 summary;	/* compactedReplayMode summary */
+	int			 released;	/* capacity given back */
 };
 
 const char	*op_action_name(enum op_action);
@@ -314,5 +335,27 @@ void	restore_start(struct inflight *);
 void	restore_settle(struct inflight *, enum chan_outcome, json_object *payload);
 size_t	inflight_count(void);
 int	routes_check_cwd(struct http_ctx *);
+/*
+ * A same-id load/resume/spawn while op owns the id: coalesce (same action
+ * and shape, op active) or 409 restore_in_progress (reason
+ * restore_in_progress or awaiting_abandoned_cleanup).  body borrowed.
+ */
+void	restore_join(struct inflight *, struct evhttp_request *, const char *client_id,
+	    enum op_action, json_object *body);
+/*
+ * Fresh spawn/load/resume on ch: 0, or -1 after sending 503
+ * acp_channel_unavailable (quarantine, overdue settlement).  Checked
+ * before capacity.
+ */
+int	restore_admit(struct evhttp_request *, struct channel *);
+/* What ch holds, for rfsm_chan_reap() (visible work, abandoned restores). */
+void	restore_chan_view(struct channel *, struct rfsm_chan_view *);
+/* An update for an id with no live session: 1 when buffered or fenced. */
+int	restore_route_early(struct channel *, const char *id, json_object *params);
+/* ch's child exited: every restore on it settles; its fences go. */
+void	restore_channel_exited(struct channel *);
+/* Restores not yet settled (active or abandoned), and other counts. */
+void	restore_stats(size_t *active, size_t *unsettled, size_t *overdue,
+	    size_t *quarantined);
 
 #endif

@@ -46,6 +46,7 @@ static int inflight;
 static struct event *reaper;
 
 static void	session_pump(struct session *);
+static void	tombstone_add(const char *);
 
 /* ---- map and tombstones ------------------------------------------------- */
 
@@ -111,6 +112,19 @@ session_tombstoned(const char *id)
 		if (strcmp(t->id, id) == 0)
 			return 1;
 	return 0;
+}
+
+void
+session_tombstone(const char *id)
+{
+	struct tombstone *t;
+
+	TAILQ_FOREACH(t, &tombstones, entry)
+		if (strcmp(t->id, id) == 0) {
+			t->expires_ms = clock_mono_ms() + SERVE_TOMBSTONE_MS;
+			return;
+		}
+	tombstone_add(id);
 }
 
 static void
@@ -287,6 +301,8 @@ sessions_route_update(struct channel *ch, json_object *params)
 	    (id = json_object_get_string(v)) == NULL)
 		return;
 	if ((s = sessions_find(id)) == NULL || s->channel != ch) {
+		if (restore_route_early(ch, id, params))
+			return;
 		log_debug("update for %s session %s dropped",
 		    session_tombstoned(id) ? "closed" : "unknown", id);
 		return;

@@ -17,7 +17,9 @@
  *   close-stdout-after=N   close stdout after reading N lines
  *   close-stdout-on=METHOD close stdout when METHOD arrives (and go on)
  *   close-held=ID      qwen/control/session/close of ID answers closed:false
- *   log=PATH           append "<pid> <method> <sessionId|->" per message read
+ *   log=PATH           append "<pid> <method> <sessionId|-> <traceparent|->"
+ *                      per message read (_meta["qwen.telemetry.traceparent"])
+ *   ignore-term        ignore SIGTERM (only SIGKILL ends it)
  * METHOD in delay, hang, fail, crash-on and close-stdout-on may carry
  * "@ID": the knob then applies to messages for session ID only
  * (params.sessionId), e.g. hang=session/load@<id>.
@@ -122,6 +124,8 @@ parse_knobs(const char *env)
 			cf.crash_after = atol(v);
 		else if (strcmp(tok, "close-stdout-after") == 0)
 			cf.close_after = atol(v);
+		else if (strcmp(tok, "ignore-term") == 0)
+			signal(SIGTERM, SIG_IGN);
 		else if (strcmp(tok, "wrong-id") == 0)
 			cf.wrong_id = 1;
 		else if (strcmp(tok, "chunks") == 0)
@@ -461,8 +465,15 @@ dispatch(struct rpc_msg *m)
 		return;		/* an answer: we send no requests */
 	delay = knob_of(cf.delay, cf.ndelay, m->method, sid, 0);
 	code = knob_of(cf.fail, cf.nfail, m->method, sid, 0);
-	if (cf.log != NULL)
-		fprintf(cf.log, "%ld %s %s\n", (long)getpid(), m->method, sid ? sid : "-");
+	if (cf.log != NULL) {
+		json_object *meta = NULL;
+		const char *tp = NULL;
+
+		if (m->params != NULL && json_object_object_get_ex(m->params, "_meta", &meta))
+			tp = param_str(meta, "qwen.telemetry.traceparent");
+		fprintf(cf.log, "%ld %s %s %s\n", (long)getpid(), m->method,
+		    sid ? sid : "-", tp ? tp : "-");
+	}
 	if (knob_of(cf.crash_on, cf.ncrash, m->method, sid, 0))
 		raise(SIGKILL);
 	if (knob_of(cf.close_on, cf.nclose_on, m->method, sid, 0) && stdout_open) {
