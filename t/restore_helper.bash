@@ -30,6 +30,13 @@ calls() {
 	fi
 }
 
+# calls_are N METHOD [ID]: exactly N such messages (for wait_for).
+calls_are() {
+	local n=$1
+	shift
+	[ "$(calls "$@")" -eq "$n" ]
+}
+
 # health_has JQ-CONDITION: GET /health?deep=1 satisfies it.
 health_has() {
 	curl -s --unix-socket "$SOCK" 'http://localhost/health?deep=1' |

@@ -20,6 +20,11 @@
  *   log=PATH           append "<pid> <method> <sessionId|-> <traceparent|->"
  *                      per message read (_meta["qwen.telemetry.traceparent"])
  *   ignore-term        ignore SIGTERM (only SIGKILL ends it)
+ *   early-update       load/resume send one session/update for the id at
+ *                      once, before their (possibly delayed) answer
+ *   late-update=MS     ... and one MS after their answer
+ *   linger             do not exit when stdin closes (with ignore-term: a
+ *                      child that only SIGKILL ends)
  * METHOD in delay, hang, fail, crash-on and close-stdout-on may carry
  * "@ID": the knob then applies to messages for session ID only
  * (params.sessionId), e.g. hang=session/load@<id>.
@@ -60,7 +65,8 @@ static struct {
 	struct knob	 crash_on[MAX_KNOB], close_on[MAX_KNOB];
 	size_t		 ndelay, nfail, nhang, ncrash, nclose_on;
 	long		 crash_after, close_after, chunks, chunk_delay, replay, replay_bytes;
-	int		 wrong_id;
+	int		 wrong_id, linger, early_update;
+	long		 late_update;
 	char		*known[MAX_KNOB], *held[MAX_KNOB];
 	size_t		 nknown, nheld;
 	char		*data_dir, *workspace;
@@ -124,6 +130,12 @@ parse_knobs(const char *env)
 			cf.crash_after = atol(v);
 		else if (strcmp(tok, "close-stdout-after") == 0)
 			cf.close_after = atol(v);
+		else if (strcmp(tok, "early-update") == 0)
+			cf.early_update = 1;
+		else if (strcmp(tok, "late-update") == 0)
+			cf.late_update = atol(v);
+		else if (strcmp(tok, "linger") == 0)
+			cf.linger = 1;
 		else if (strcmp(tok, "ignore-term") == 0)
 			signal(SIGTERM, SIG_IGN);
 		else if (strcmp(tok, "wrong-id") == 0)
@@ -482,6 +494,16 @@ dispatch(struct rpc_msg *m)
 	}
 	if (knob_of(cf.hang, cf.nhang, m->method, sid, 0))
 		return;
+	if (sid != NULL && (strcmp(m->method, "session/load") == 0 ||
+	    strcmp(m->method, "session/resume") == 0)) {
+		if (cf.early_update)
+			emit(rpc_new_notification("session/update",
+			    update(sid, "agent_message_chunk", "early")), 0, NULL, 0, NULL);
+		if (cf.late_update > 0)
+			emit(rpc_new_notification("session/update",
+			    update(sid, "agent_message_chunk", "late")),
+			    delay + cf.late_update, NULL, 0, NULL);
+	}
 	if (code != 0 && m->kind == RPC_REQUEST) {
 		emit(rpc_new_error(json_object_get(m->id), (int)code, "Injected failure",
 		    NULL), delay, NULL, 0, NULL);
@@ -571,11 +593,13 @@ main(int argc, char **argv)
 	if (getenv("FAKE_CHILD") != NULL)
 		parse_knobs(getenv("FAKE_CHILD"));
 	fprintf(stderr, "fake-child: started\n");
-	while (!eof || nouts > 0) {
+	while (!eof || nouts > 0 || cf.linger) {
 		int to = next_timeout();
 
-		if (eof && to < 0)
+		if (eof && to < 0 && !cf.linger)
 			break;
+		if (eof && to < 0)
+			to = 1000;
 		if (poll(&pfd, eof ? 0 : 1, to) > 0 && (pfd.revents & (POLLIN | POLLHUP))) {
 			ssize_t n = read(0, buf, sizeof(buf));
 
