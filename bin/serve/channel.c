@@ -115,7 +115,9 @@ req_send(struct channel *ch, struct chan_req *r)
 	size_t len;
 	char *line;
 
-	if (id < 0) {
+	if (id < 0 || ch->in == NULL) {
+		if (id >= 0)
+			(void)rpc_pending_take(ch->pending, id, NULL);
 		req_finish(r, CHAN_CLOSED, NULL);
 		return;
 	}
@@ -376,6 +378,11 @@ on_initialized(void *arg, enum chan_outcome o, json_object *payload)
 	struct chan_req *r;
 
 	(void)payload;
+	if (ch->state == CH_DYING) {
+		/* Ended while starting (an abandoned restore's kill): no sends. */
+		fail_waiting(ch, CHAN_CLOSED);
+		return;
+	}
 	if (o != CHAN_RESULT) {
 		log_warnx("child %ld: initialize %s", (long)ch->pid,
 		    o == CHAN_TIMEOUT ? "timed out" : "failed");
@@ -433,14 +440,26 @@ new_secret(char *out, size_t size)
 
 struct err_dup { int fd; };
 
-/* In the child, before exec: stderr goes to our pipe. */
+/*
+ * In the child, before exec: stderr goes to our pipe, and the signals we
+ * handle get their default action back before they are unblocked.  Until
+ * exec the child shares libevent's signal socket with us: a TERM caught by
+ * the inherited handler (an abandoned restore ends a child that has only
+ * just been forked) would be read by our loop as our own TERM.
+ */
 static void
 child_stderr(void *data)
 {
 	struct err_dup *d = data;
+	sigset_t none;
 
 	if (d->fd != 2)
 		dup2(d->fd, 2);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
 static pipecmd *
@@ -494,6 +513,7 @@ channel_start(struct channel *ch)
 	int in[2], out[2], err[2];
 	struct chan_req *r;
 	struct err_dup d;
+	sigset_t block, old;
 	pipecmd *cmd;
 
 	if (pipe2(in, O_CLOEXEC) == -1 || pipe2(out, O_CLOEXEC) == -1 ||
@@ -509,7 +529,13 @@ channel_start(struct channel *ch)
 	pipeline_ignore_signals(ch->p, 0);
 	pipeline_want_in(ch->p, in[0]);
 	pipeline_want_out(ch->p, out[1]);
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, &old);
 	pipeline_start(ch->p);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(err[1]);
 	ch->pid = pipeline_get_pid(ch->p, 0);
 	ch->pidfd = (int)syscall(SYS_pidfd_open, ch->pid, 0);
