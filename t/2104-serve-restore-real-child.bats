@@ -24,6 +24,9 @@ real_serve() {
 @test "real child, 1 ms budget: the restore crosses its deadline, one close, the sibling stays" {
 	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
 	real_serve --session-restore-timeout-ms 1 --trace-file "$TRACE"
+	# A transcript big enough that its load cannot beat a 1 ms timer.
+	qwen-gen-transcript --mib 4 --seed 7 --session-id "$SID" --data-dir "$DATA" \
+	    --workspace "$WS" >/dev/null
 	req POST /session '{}'
 	expect 200
 	local sib=$(jq -r .sessionId <<<"$body") pid=$(child_pid)
