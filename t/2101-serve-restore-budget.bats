@@ -6,7 +6,7 @@
 load restore_helper
 
 teardown() {
-	serve_teardown
+	rteardown
 }
 
 budget_is() {

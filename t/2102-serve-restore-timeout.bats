@@ -6,7 +6,7 @@
 load restore_helper
 
 teardown() {
-	serve_teardown
+	rteardown
 }
 
 @test "504 session_restore_timeout: exact shape and Retry-After; the daemon lives" {

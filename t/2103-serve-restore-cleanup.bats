@@ -6,7 +6,7 @@
 load restore_helper
 
 teardown() {
-	serve_teardown
+	rteardown
 }
 
 S3=33333333-3333-4333-8333-333333333333

@@ -12,7 +12,7 @@ setup() {
 
 teardown() {
 	[ -n "${STOPPED:-}" ] && kill -CONT "$STOPPED" 2>/dev/null
-	serve_teardown
+	rteardown
 }
 
 real_serve() {

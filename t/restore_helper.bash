@@ -81,3 +81,17 @@ restore_spans() {
 	    | select(.attrs["qwen-code.daemon.operation"] == "session.restore")' \
 	    "$TRACE" 2>/dev/null | jq -c -s .
 }
+
+# rteardown: stop everything; the daemon must have exited cleanly, with no
+# sanitizer report (ASan/UBSan/LSan builds).
+rteardown() {
+	local st=0
+	serve_teardown
+	[ -f "$BATS_TEST_TMPDIR/err" ] || return 0
+	if grep -q 'Sanitizer\|runtime error:' "$BATS_TEST_TMPDIR/err"; then
+		grep -A30 'Sanitizer\|runtime error:' "$BATS_TEST_TMPDIR/err" >&2
+		st=1
+	fi
+	[ "${SERVE_STATUS:-0}" -eq 0 ] || { echo "qwen-serve exited $SERVE_STATUS" >&2; st=1; }
+	return $st
+}
