@@ -42,6 +42,9 @@ int	trace_parse_traceparent(const char *s, struct trace_ctx *ctx);
 /* Write "00-<trace>-<span>-<flags>" and a NUL into buf (>= 56 bytes). */
 void	trace_format_traceparent(const struct trace_ctx *, char *buf, size_t size);
 
+/* Whether ctx is non-NULL with non-zero trace and span ids. */
+int	trace_ctx_valid(const struct trace_ctx *ctx);
+
 /* Lowercase hex of n bytes into buf (>= 2n+1 bytes). */
 void	trace_hex(const uint8_t *bytes, size_t n, char *buf);
 
