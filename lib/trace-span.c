@@ -184,8 +184,10 @@ span_now_ns(const struct span *sp)
 	return sp->start_ns + (clock_mono_ns() - sp->start_mono_ns);
 }
 
+/* A new span starting now, root or child of parent; caller ends or frees. */
 struct span *
-span_start(const char *name, enum span_kind kind, const struct trace_ctx *parent)
+span_start(const char *name, enum span_kind kind,
+    const struct trace_ctx *parent)
 {
 	struct span *sp;
 
@@ -211,6 +213,7 @@ span_start(const char *name, enum span_kind kind, const struct trace_ctx *parent
 	return sp;
 }
 
+/* The span's own context, for traceparent propagation. */
 void
 span_context(const struct span *sp, struct trace_ctx *out)
 {
@@ -222,6 +225,7 @@ span_context(const struct span *sp, struct trace_ctx *out)
 		*out = sp->ctx;
 }
 
+/* Fix the end time at now, once. */
 void
 span_mark_end(struct span *sp)
 {
@@ -229,6 +233,7 @@ span_mark_end(struct span *sp)
 		sp->end_ns = span_now_ns(sp);
 }
 
+/* Set a string attribute (copied, cleaned, capped). */
 void
 span_set_str(struct span *sp, const char *key, const char *value)
 {
@@ -238,6 +243,7 @@ span_set_str(struct span *sp, const char *key, const char *value)
 		attr_put(sp, &sp->attrs, key, &a);
 }
 
+/* Set an int attribute (a decimal string in OTLP/JSON). */
 void
 span_set_int(struct span *sp, const char *key, int64_t value)
 {
@@ -247,6 +253,7 @@ span_set_int(struct span *sp, const char *key, int64_t value)
 		attr_put(sp, &sp->attrs, key, &a);
 }
 
+/* Set a bool attribute. */
 void
 span_set_bool(struct span *sp, const char *key, int value)
 {
@@ -256,6 +263,7 @@ span_set_bool(struct span *sp, const char *key, int value)
 		attr_put(sp, &sp->attrs, key, &a);
 }
 
+/* Set a double attribute. */
 void
 span_set_double(struct span *sp, const char *key, double value)
 {
@@ -265,6 +273,7 @@ span_set_double(struct span *sp, const char *key, double value)
 		attr_put(sp, &sp->attrs, key, &a);
 }
 
+/* Add an event at now; it takes the span_event_set_* calls that follow. */
 void
 span_add_event(struct span *sp, const char *name)
 {
@@ -297,6 +306,7 @@ drop:
 	sp->dropped_events++;
 }
 
+/* Set a string attribute on the last event (none if it was dropped). */
 void
 span_event_set_str(struct span *sp, const char *key, const char *value)
 {
@@ -306,6 +316,7 @@ span_event_set_str(struct span *sp, const char *key, const char *value)
 		attr_put(sp, &sp->events[sp->nevents - 1].attrs, key, &a);
 }
 
+/* Set an int attribute on the last event (none if it was dropped). */
 void
 span_event_set_int(struct span *sp, const char *key, int64_t value)
 {
@@ -315,6 +326,7 @@ span_event_set_int(struct span *sp, const char *key, int64_t value)
 		attr_put(sp, &sp->events[sp->nevents - 1].attrs, key, &a);
 }
 
+/* Set the status code and message (copied; NULL clears it). */
 void
 span_set_status(struct span *sp, enum span_status status, const char *message)
 {
@@ -326,6 +338,7 @@ span_set_status(struct span *sp, enum span_status status, const char *message)
 	sp->status_msg = message != NULL ? span_str(sp, message) : NULL;
 }
 
+/* Free without writing.  NULL-safe. */
 void
 span_free(struct span *sp)
 {

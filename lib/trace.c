@@ -49,6 +49,7 @@ random_nonzero(uint8_t *b, size_t n)
 	while (bytes_zero(b, n));
 }
 
+/* A fresh sampled root context. */
 void
 trace_ctx_new_root(struct trace_ctx *ctx)
 {
@@ -59,6 +60,7 @@ trace_ctx_new_root(struct trace_ctx *ctx)
 	ctx->flags = 0x01;
 }
 
+/* A fresh non-zero span id. */
 void
 trace_new_span_id(uint8_t span_id[8])
 {
@@ -66,6 +68,7 @@ trace_new_span_id(uint8_t span_id[8])
 		random_nonzero(span_id, 8);
 }
 
+/* Whether both ids are set (W3C forbids all-zero ids). */
 int
 trace_ctx_valid(const struct trace_ctx *ctx)
 {
@@ -73,6 +76,7 @@ trace_ctx_valid(const struct trace_ctx *ctx)
 	    !bytes_zero(ctx->span_id, sizeof(ctx->span_id));
 }
 
+/* Lowercase hex, as W3C and OTLP/JSON want ids. */
 void
 trace_hex(const uint8_t *bytes, size_t n, char *buf)
 {
@@ -113,6 +117,7 @@ hex_decode(const char *s, uint8_t *out, size_t n)
 	return 0;
 }
 
+/* Strict W3C traceparent parse; *ctx is only written on success. */
 int
 trace_parse_traceparent(const char *s, struct trace_ctx *ctx)
 {
@@ -145,6 +150,7 @@ trace_parse_traceparent(const char *s, struct trace_ctx *ctx)
 	return 0;
 }
 
+/* Version-00 traceparent of ctx, truncated to size like snprintf. */
 void
 trace_format_traceparent(const struct trace_ctx *ctx, char *buf, size_t size)
 {
@@ -355,6 +361,7 @@ enc_request(struct enc *e, const struct span *sp, const char *service)
 	return req;
 }
 
+/* One ExportTraceServiceRequest line for sp; caller frees. */
 char *
 span_encode(const struct span *sp, const char *service_name, size_t *lenp)
 {
@@ -401,6 +408,7 @@ sink_write(struct trace_sink *sink, const char *line, size_t len)
 	return 0;
 }
 
+/* End sp, write it with one write() when there is a sink, free it. */
 int
 span_end(struct span *sp, struct trace_sink *sink)
 {
@@ -434,6 +442,7 @@ sink_open_fd(const char *path)
 	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 }
 
+/* Open the append-only trace file; caller closes. */
 struct trace_sink *
 trace_sink_open(const char *path, const char *service_name)
 {
@@ -459,6 +468,7 @@ trace_sink_open(const char *path, const char *service_name)
 	return sink;
 }
 
+/* Reopen the path after rotation (SIGHUP); async-signal-safe. */
 int
 trace_sink_reopen(struct trace_sink *sink)
 {
@@ -481,6 +491,7 @@ trace_sink_reopen(struct trace_sink *sink)
 	return 0;
 }
 
+/* Close and free the sink.  NULL-safe. */
 void
 trace_sink_close(struct trace_sink *sink)
 {
@@ -493,6 +504,7 @@ trace_sink_close(struct trace_sink *sink)
 	free(sink);
 }
 
+/* The path given to trace_sink_open (borrowed). */
 const char *
 trace_sink_path(const struct trace_sink *sink)
 {

@@ -84,7 +84,10 @@ struct span;
  * the resource attributes.  NULL with errno set on failure.
  */
 struct trace_sink	*trace_sink_open(const char *path, const char *service_name);
-/* Reopen the same path (for SIGHUP).  0 or -1 with the old fd kept. */
+/*
+ * Reopen the same path (for SIGHUP, after rotation).  0, or -1 with errno
+ * set and the old fd kept.  Only open, dup3 and close: async-signal-safe.
+ */
 int			 trace_sink_reopen(struct trace_sink *);
 void			 trace_sink_close(struct trace_sink *);	/* NULL-safe */
 const char		*trace_sink_path(const struct trace_sink *);
