@@ -106,12 +106,14 @@ take_string(json_object *o)
 	return s;
 }
 
+/* Does o have member key? */
 static int
 has(json_object *o, const char *key)
 {
 	return json_object_object_get_ex(o, key, NULL);
 }
 
+/* String member key of o, or NULL. */
 static const char *
 str(json_object *o, const char *key)
 {
@@ -123,6 +125,7 @@ str(json_object *o, const char *key)
 	return json_object_get_string(v);
 }
 
+/* Integer member key of o, or -999. */
 static int64_t
 num(json_object *o, const char *key)
 {
@@ -134,6 +137,7 @@ num(json_object *o, const char *key)
 	return json_object_get_int64(v);
 }
 
+/* The rows, and the invariants of the whole table. */
 static void
 test_table(void)
 {
@@ -186,6 +190,7 @@ test_table(void)
 	ok(qerr_lookup_rpc(-32603) == NULL, "-32603 names no single entry");
 }
 
+/* Every reason row names a catalogued code. */
 static void
 test_reasons(void)
 {
@@ -214,6 +219,7 @@ ra_of(const char *code, const char *reason, int64_t budget)
 	return ra;
 }
 
+/* Retry-After rules, the clamp edges and the overrides. */
 static void
 test_retry_after(void)
 {
@@ -304,6 +310,7 @@ test_rest_bodies(void)
 	}
 }
 
+/* Byte-exact REST bodies of the restore-critical shapes. */
 static void
 test_rest_exact(void)
 {
@@ -568,6 +575,7 @@ check_http(int status, const char *body, const char *ra, const char *code,
 	qerr_class_clear(&c);
 }
 
+/* Garbage and upstream code-less HTTP answers. */
 static void
 test_garbage_http(void)
 {
@@ -658,6 +666,7 @@ check_rpc(const char *text, const char *code, int status, int retryable,
 	json_object_put(o);
 }
 
+/* Garbage and upstream JSON-RPC errors. */
 static void
 test_garbage_rpc(void)
 {
@@ -694,6 +703,7 @@ test_garbage_rpc(void)
 	    -1, "data not an object");
 }
 
+/* The error value: templates, extras, reserved keys, exit classes. */
 static void
 test_value(void)
 {
@@ -756,6 +766,7 @@ test_value(void)
 	qerr_free(e);
 }
 
+/* The Retry-After header parser. */
 static void
 test_parse_retry_after(void)
 {
@@ -772,6 +783,7 @@ test_parse_retry_after(void)
 	is_int(qerr_parse_retry_after("99999999999999999999"), -1, "overflow");
 }
 
+/* The classification's JSON form. */
 static void
 test_class_json(void)
 {
@@ -791,6 +803,7 @@ test_class_json(void)
 	qerr_class_clear(&c);
 }
 
+/* Run every group; the exit status says whether all passed. */
 int
 main(void)
 {
