@@ -804,6 +804,75 @@ test_class_json(void)
 }
 
 /* Run every group; the exit status says whether all passed. */
+/* A deterministic xorshift, so a failure can be replayed. */
+static uint32_t
+rnd(uint32_t *st)
+{
+	*st ^= *st << 13;
+	*st ^= *st >> 17;
+	*st ^= *st << 5;
+	return *st;
+}
+
+/* Is x one of the exit classes? */
+static int
+valid_exit(int x)
+{
+	return x == 1 || x == 2 || x == 3 || x == 69 || x == 75;
+}
+
+/*
+ * Random bytes and randomly cut real answers: every classification has a
+ * code, a message and a valid exit class (and ASan sees no fault).
+ */
+static void
+test_random(void)
+{
+	static const char *pieces[] = {
+		"{", "}", "[", "]", ",", ":", "\"code\"", "\"error\"",
+		"\"session_not_found\"", "\"restore_in_progress\"", "-32603",
+		"\"data\"", "\"retryAfterSeconds\"", "99999999999999999999",
+		"\"reason\"", "null", "true", "\"httpStatus\"", "\"timeoutMs\"",
+		"-1", "1e999", "\"\\u0000\"", "\"errorKind\"", "\"x\"",
+	};
+	struct qerr_class c;
+	json_object *o;
+	uint32_t st = 0x9e3779b9;
+	char buf[512];
+	size_t len, k;
+	int i, bad = 0;
+
+	for (i = 0; i < 4000; i++) {
+		len = 0;
+		if (i % 2 == 0) {
+			for (k = rnd(&st) % 64; k > 0; k--)
+				buf[len++] = (char)(rnd(&st) & 0xff);
+		} else {
+			for (k = rnd(&st) % 24; k > 0; k--) {
+				const char *p = pieces[rnd(&st) %
+				    (sizeof(pieces) / sizeof(pieces[0]))];
+				if (len + strlen(p) >= sizeof(buf))
+					break;
+				memcpy(buf + len, p, strlen(p));
+				len += strlen(p);
+			}
+		}
+		buf[len] = '\0';
+		qerr_classify_http(&c, 100 + (int)(rnd(&st) % 500), buf, len,
+		    i % 3 == 0 ? buf : NULL);
+		bad |= c.code == NULL || c.message == NULL ||
+		    !valid_exit(c.exit_class);
+		qerr_class_clear(&c);
+		o = json_tokener_parse(buf);
+		qerr_classify_rpc(&c, o);
+		bad |= c.code == NULL || c.message == NULL ||
+		    !valid_exit(c.exit_class);
+		qerr_class_clear(&c);
+		json_object_put(o);
+	}
+	ok(!bad, "4000 random answers classify cleanly");
+}
+
 int
 main(void)
 {
@@ -821,5 +890,6 @@ main(void)
 	test_value();
 	test_parse_retry_after();
 	test_class_json();
+	test_random();
 	return done_testing();
 }
