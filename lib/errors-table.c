@@ -177,7 +177,12 @@ static const struct qerr_def qerr_table[] = {
 	  "Unexpected answer from the daemon" },
 };
 
-/* Reasons with their own Retry-After rule, and the known reasons. */
+/*
+ * Reasons with their own Retry-After rule, and the known reasons.  The
+ * caller passes the budget of the operation that timed out: the restore
+ * budget, or the initialize budget for new_session_* reasons and for an
+ * abandoned cleanup whose owner was a caller-supplied-id spawn.
+ */
 static const struct qerr_reason qerr_reason_table[] = {
 	{ "restore_in_progress", "restore_in_progress", F, 5 },
 	{ "restore_in_progress", "awaiting_abandoned_cleanup", B, 0 },
