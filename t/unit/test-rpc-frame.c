@@ -284,6 +284,8 @@ static const struct bad_case bad_cases[] = {
 	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\",}", RPC_PARSE_ERROR, "null" },
 	{ "{\"jsonrpc\":\"2.0\",\"id\":01,\"method\":\"a\"}", RPC_PARSE_ERROR, "null" },
 	{ "{'jsonrpc':'2.0','id':1,'method':'a'}", RPC_PARSE_ERROR, "null" },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\",\"params\":{\"a\\\\\":1,'b':2}}", RPC_PARSE_ERROR, "null" },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\",\"params\":{\"it's\":{'b':2}}}", RPC_PARSE_ERROR, "null" },
 	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\",\"params\":[NaN]}", RPC_PARSE_ERROR, "null" },
 	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\",\"params\":{\"x\":-Infinity}}", RPC_PARSE_ERROR, "null" },
 	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}", RPC_PARSE_ERROR, "null" },
@@ -323,6 +325,7 @@ static const struct bad_case bad_cases[] = {
 	/* These are messages: strings may say NaN or hold quotes, 1e400 is JSON. */
 	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\",\"params\":[\"NaN\",\"it's\",\"Infinity\"]}", 0, "1" },
 	{ "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"a\",\"params\":[1e400,\"\\\"'\"]}", 0, "2" },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"a\",\"params\":[\"x\\\"'y\\\\\",\"it's\"]}", 0, "3" },
 	{ "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"a\",\"params\":null}", 0, "null" },
 	{ "{\"jsonrpc\":\"2.0\",\"id\":-3,\"result\":null,\"extra\":1}", 0, "-3" },
 	{ "  {\"jsonrpc\":\"2.0\",\"id\":\"\",\"method\":\"a\"}  ", 0, "\"\"" },
