@@ -27,7 +27,7 @@ static const char msg_version[] = "Invalid Request: jsonrpc must be \"2.0\"";
 static const char msg_id[] =
     "Invalid Request: id must be a string, an integer or null";
 static const char msg_method[] =
-    "Invalid Request: method must be a non-empty string";
+    "Invalid Request: method must be a non-empty string without NUL";
 static const char msg_mixed[] =
     "Invalid Request: a request cannot carry result or error";
 static const char msg_params[] =
@@ -73,8 +73,11 @@ classify_call(json_object *root, json_object *method, struct rpc_msg *msg,
 	json_object *params = NULL, *id = NULL;
 	int has_id;
 
+	/* A NUL inside would let "m\u0000x" pass for "m". */
 	if (!json_object_is_type(method, json_type_string) ||
-	    json_object_get_string_len(method) == 0)
+	    json_object_get_string_len(method) == 0 ||
+	    strlen(json_object_get_string(method)) !=
+	    (size_t)json_object_get_string_len(method))
 		return classify_bad(root, msg_method, bad);
 	if (json_object_object_get_ex(root, "result", NULL) ||
 	    json_object_object_get_ex(root, "error", NULL))

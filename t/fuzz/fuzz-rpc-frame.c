@@ -144,6 +144,7 @@ run(const uint8_t *in, size_t len, size_t cap, int sep, size_t chunk)
 	return t.s;
 }
 
+/* One input: three ways of feeding must agree. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

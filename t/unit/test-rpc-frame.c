@@ -27,6 +27,7 @@ struct text {
 	size_t	 len, size;
 };
 
+/* Append s. */
 static void
 text_add(struct text *t, const char *s)
 {
@@ -158,6 +159,7 @@ check_splits(const char *name, const char *in, size_t max_frame,
 	free(got);
 }
 
+/* Every kind, CRLF, blank lines, bad lines, an unterminated last line. */
 static const char mixed_in[] =
     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a/b\",\"params\":{\"x\":\"y\\nz\"}}\r\n"
     "\n"
@@ -308,6 +310,7 @@ static const struct bad_case bad_cases[] = {
 	{ "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"\"}", RPC_INVALID_REQUEST, "9" },
 	{ "{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"method\":5}", RPC_INVALID_REQUEST, "\"q\"" },
 	{ "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":null}", RPC_INVALID_REQUEST, "9" },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"a\\u0000b\"}", RPC_INVALID_REQUEST, "9" },
 	{ "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"a\",\"params\":3}", RPC_INVALID_REQUEST, "10" },
 	{ "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"a\",\"params\":\"s\"}", RPC_INVALID_REQUEST, "10" },
 	{ "{\"jsonrpc\":\"2.0\",\"id\":17,\"method\":\"a\",\"result\":1}", RPC_INVALID_REQUEST, "17" },
@@ -708,6 +711,7 @@ pipe_read_all(void *arg)
 
 static volatile sig_atomic_t alarms;
 
+/* Count SIGALRMs; being there at all makes write() return EINTR or short. */
 static void
 on_alarm(int sig)
 {
