@@ -1,4 +1,8 @@
 /* log.c: levelled logging to stderr or a file, journald-aware. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"	/* _GNU_SOURCE, for dup3 */
+#endif
+
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -11,6 +15,8 @@
 #include <unistd.h>
 
 #include "log.h"
+
+#define LOG_PROG_MAX	64	/* bytes of progname shown */
 
 static const char *log_prog = "qwen";
 static enum log_level log_level_max = LOG_LEVEL_INFO;
@@ -71,6 +77,8 @@ log_level_parse(const char *name)
 {
 	size_t i;
 
+	if (name == NULL)
+		return -1;
 	for (i = 0; i < sizeof(log_names) / sizeof(log_names[0]); i++)
 		if (strcmp(name, log_names[i].name) == 0)
 			return (int)log_names[i].level;
@@ -119,20 +127,29 @@ log_open_file(const char *path)
 	return 0;
 }
 
+/*
+ * Reopen the log file for rotation.  dup3 swaps the descriptor atomically,
+ * so a thread logging meanwhile writes to the old or the new file, never to
+ * a closed descriptor or to whatever reused its number.
+ */
 int
 log_reopen(void)
 {
-	char *path;
-	int rc;
+	int fd, saved;
 
 	if (log_path == NULL)
 		return 0;
-	/* log_open_file frees log_path, so hand it a copy. */
-	if ((path = strdup(log_path)) == NULL)
+	fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd == -1)
 		return -1;
-	rc = log_open_file(path);
-	free(path);
-	return rc;
+	if (dup3(fd, log_fd, O_CLOEXEC) == -1) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	close(fd);
+	return 0;
 }
 
 int
@@ -141,37 +158,62 @@ log_is_journal(void)
 	return log_journal;
 }
 
-/* Format the line in one buffer so that one write() keeps it whole. */
+/* Advance *n by an snprintf result, clamped to what fit in size bytes. */
+static void
+log_advance(size_t *n, int rc, size_t size)
+{
+	if (rc > 0)
+		*n += (size_t)rc < size - *n ? (size_t)rc : size - *n - 1;
+}
+
+/* Write the "<N>" or "TIME PROG[PID] LEVEL: " prefix; its length. */
+static size_t
+log_prefix(enum log_level level, char *buf, size_t size)
+{
+	struct timespec ts;
+	struct tm tm;
+	size_t n;
+
+	if (log_journal) {
+		n = 0;
+		log_advance(&n, snprintf(buf, size, "<%d>", (int)level), size);
+		return n;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+	/* Cap the progname so that a long one cannot crowd out the message. */
+	log_advance(&n, snprintf(buf + n, size - n, ".%03ldZ %.*s[%ld] %s: ",
+	    ts.tv_nsec / 1000000L, LOG_PROG_MAX, log_prog, (long)getpid(),
+	    log_level_name(level)), size);
+	return n;
+}
+
+/*
+ * Format the line in one buffer so that one write() keeps it whole.  Control
+ * characters in the message (a newline from a peer's string) become '?', so
+ * one call is always one line and nobody can forge a log line.
+ */
 void
 log_vmsg(enum log_level level, const char *fmt, va_list ap)
 {
 	char line[2048];
-	int n = 0, m;
-	struct timespec ts;
-	struct tm tm;
+	size_t n, i, size = sizeof(line) - 1;	/* room for the '\n' */
+	int saved = errno;
 
 	if (level > log_level_max)
 		return;
-	if (log_journal) {
-		n = snprintf(line, sizeof(line), "<%d>", (int)level);
-	} else {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		gmtime_r(&ts.tv_sec, &tm);
-		n = (int)strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
-		n += snprintf(line + n, sizeof(line) - n, ".%03ldZ %s[%ld] %s: ",
-		    ts.tv_nsec / 1000000L, log_prog, (long)getpid(),
-		    log_level_name(level));
-	}
-	m = vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
-	if (m < 0)
-		m = 0;
-	n += m;
-	if (n > (int)sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
+	n = log_prefix(level, line, size);
+	i = n;
+	log_advance(&n, vsnprintf(line + n, size - n, fmt, ap), size);
+	for (; i < n; i++)
+		if ((unsigned char)line[i] < 0x20 && line[i] != '\t')
+			line[i] = '?';
 	line[n++] = '\n';
 	/* A failed log write has nowhere to be reported; ignore it. */
-	if (write(log_fd, line, (size_t)n) < 0)
-		return;
+	if (write(log_fd, line, n) < 0) {
+	}
+	errno = saved;
 }
 
 void

@@ -1,1 +1,879 @@
-/* trace.c: placeholder until implemented. */
+/* trace.c: W3C trace context and the OTLP/JSON span recorder. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"	/* _GNU_SOURCE, for dup3 */
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "clock.h"
+#include "trace.h"
+
+enum attr_type {
+	ATTR_STR,
+	ATTR_INT,
+	ATTR_BOOL,
+	ATTR_DOUBLE,
+};
+
+struct span_attr {
+	char		*key;
+	enum attr_type	 type;
+	union {
+		char	*s;
+		int64_t	 i;
+		int	 b;
+		double	 d;
+	} v;
+};
+
+struct attr_list {
+	struct span_attr *v;
+	size_t		 n;
+	size_t		 cap;
+	size_t		 max;
+	uint32_t	 dropped;
+};
+
+struct span_event {
+	char		*name;
+	uint64_t	 time_ns;
+	struct attr_list attrs;
+};
+
+struct span {
+	struct trace_ctx ctx;
+	uint8_t		 parent_id[8];
+	int		 has_parent;
+	char		*name;
+	enum span_kind	 kind;
+	uint64_t	 start_ns;	/* wall clock */
+	uint64_t	 start_mono_ns;
+	uint64_t	 end_ns;	/* wall clock; 0 while open */
+	struct attr_list attrs;
+	struct span_event *events;
+	size_t		 nevents;
+	size_t		 evcap;
+	int		 cur_event;	/* last event accepts attributes */
+	uint32_t	 dropped_events;
+	enum span_status status;
+	char		*status_msg;
+	size_t		 bytes;		/* string bytes held */
+};
+
+struct trace_sink {
+	int		 fd;
+	char		*path;
+	char		*service;
+};
+
+#define TRACE_SCOPE		"qwen-serve"
+#define TRACE_NO_SERVICE	"unknown_service"
+
+/* Whether all n bytes are zero (an invalid W3C id). */
+static int
+bytes_zero(const uint8_t *b, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (b[i] != 0)
+			return 0;
+	return 1;
+}
+
+/* Random bytes that are not all zero. */
+static void
+random_nonzero(uint8_t *b, size_t n)
+{
+	do
+		arc4random_buf(b, n);
+	while (bytes_zero(b, n));
+}
+
+void
+trace_ctx_new_root(struct trace_ctx *ctx)
+{
+	if (ctx == NULL)
+		return;
+	random_nonzero(ctx->trace_id, sizeof(ctx->trace_id));
+	random_nonzero(ctx->span_id, sizeof(ctx->span_id));
+	ctx->flags = 0x01;
+}
+
+void
+trace_new_span_id(uint8_t span_id[8])
+{
+	if (span_id != NULL)
+		random_nonzero(span_id, 8);
+}
+
+void
+trace_hex(const uint8_t *bytes, size_t n, char *buf)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		buf[2 * i] = digits[bytes[i] >> 4];
+		buf[2 * i + 1] = digits[bytes[i] & 0x0f];
+	}
+	buf[2 * n] = '\0';
+}
+
+/* Value of one lowercase hex digit, -1 for anything else. */
+static int
+hex_nibble(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Decode 2n lowercase hex digits into n bytes. */
+static int
+hex_decode(const char *s, uint8_t *out, size_t n)
+{
+	size_t i;
+	int hi, lo;
+
+	for (i = 0; i < n; i++) {
+		if ((hi = hex_nibble(s[2 * i])) == -1 ||
+		    (lo = hex_nibble(s[2 * i + 1])) == -1)
+			return -1;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+int
+trace_parse_traceparent(const char *s, struct trace_ctx *ctx)
+{
+	struct trace_ctx c;
+	uint8_t version;
+	size_t len;
+
+	if (s == NULL || ctx == NULL)
+		return -1;
+	len = strnlen(s, TRACEPARENT_LEN + 1);
+	if (len < TRACEPARENT_LEN)
+		return -1;
+	if (hex_decode(s, &version, 1) == -1 || version == 0xff)
+		return -1;
+	/* Version 00 is exactly 55; later ones may append "-more". */
+	if (version == 0 && len != TRACEPARENT_LEN)
+		return -1;
+	if (len > TRACEPARENT_LEN && s[TRACEPARENT_LEN] != '-')
+		return -1;
+	if (s[2] != '-' || s[35] != '-' || s[52] != '-')
+		return -1;
+	if (hex_decode(s + 3, c.trace_id, sizeof(c.trace_id)) == -1 ||
+	    hex_decode(s + 36, c.span_id, sizeof(c.span_id)) == -1 ||
+	    hex_decode(s + 53, &c.flags, 1) == -1)
+		return -1;
+	if (bytes_zero(c.trace_id, sizeof(c.trace_id)) ||
+	    bytes_zero(c.span_id, sizeof(c.span_id)))
+		return -1;
+	*ctx = c;
+	return 0;
+}
+
+void
+trace_format_traceparent(const struct trace_ctx *ctx, char *buf, size_t size)
+{
+	char tid[33], sid[17], flags[3];
+
+	if (buf == NULL || size == 0)
+		return;
+	if (ctx == NULL) {
+		buf[0] = '\0';
+		return;
+	}
+	trace_hex(ctx->trace_id, sizeof(ctx->trace_id), tid);
+	trace_hex(ctx->span_id, sizeof(ctx->span_id), sid);
+	trace_hex(&ctx->flags, 1, flags);
+	snprintf(buf, size, "00-%s-%s-%s", tid, sid, flags);
+}
+
+/* Length of the valid UTF-8 sequence at s (avail bytes), 0 if invalid. */
+static size_t
+utf8_seq_len(const unsigned char *s, size_t avail)
+{
+	uint32_t cp;
+	size_t len, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		len = 2;
+		cp = s[0] & 0x1f;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		len = 3;
+		cp = s[0] & 0x0f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		len = 4;
+		cp = s[0] & 0x07;
+	} else
+		return 0;
+	if (avail < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff)))
+		return 0;
+	if (len == 4 && (cp < 0x10000 || cp > 0x10ffff))
+		return 0;
+	return len;
+}
+
+/*
+ * Copy in as valid UTF-8 of at most SPAN_MAX_STR bytes into out (NULL: only
+ * measure), cutting on a character boundary; invalid bytes become U+FFFD.
+ */
+static size_t
+str_clean(const char *in, char *out)
+{
+	const unsigned char *s = (const unsigned char *)in, *src;
+	size_t o = 0, len, adv;
+
+	while (*s != '\0') {
+		adv = len = utf8_seq_len(s, strnlen((const char *)s, 4));
+		src = s;
+		if (len == 0) {
+			src = (const unsigned char *)"\xef\xbf\xbd";
+			len = 3;
+			adv = 1;
+		}
+		if (o + len > SPAN_MAX_STR)
+			break;
+		if (out != NULL)
+			memcpy(out + o, src, len);
+		o += len;
+		s += adv;
+	}
+	if (out != NULL)
+		out[o] = '\0';
+	return o;
+}
+
+/* A cleaned copy of s charged to the span's budget; NULL when over it. */
+static char *
+span_str(struct span *sp, const char *s)
+{
+	size_t len = str_clean(s, NULL);
+	char *copy;
+
+	if (sp->bytes + len + 1 > SPAN_MAX_BYTES)
+		return NULL;
+	if ((copy = malloc(len + 1)) == NULL)
+		return NULL;
+	str_clean(s, copy);
+	sp->bytes += len + 1;
+	return copy;
+}
+
+/* Free a string made by span_str and give its bytes back. */
+static void
+span_unstr(struct span *sp, char *s)
+{
+	if (s == NULL)
+		return;
+	sp->bytes -= strlen(s) + 1;
+	free(s);
+}
+
+/* The attribute with this key, or NULL. */
+static struct span_attr *
+attr_find(struct attr_list *l, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (strcmp(l->v[i].key, key) == 0)
+			return &l->v[i];
+	return NULL;
+}
+
+/* A new slot at the end of l, or NULL when full or out of memory. */
+static struct span_attr *
+attr_append(struct span *sp, struct attr_list *l, const char *key)
+{
+	struct span_attr *v;
+	size_t cap;
+	char *k;
+
+	if (l->n >= l->max)
+		return NULL;
+	if (l->n == l->cap) {
+		cap = l->cap == 0 ? 8 : l->cap * 2;
+		if ((v = reallocarray(l->v, cap, sizeof(*v))) == NULL)
+			return NULL;
+		l->v = v;
+		l->cap = cap;
+	}
+	if ((k = span_str(sp, key)) == NULL)
+		return NULL;
+	l->v[l->n].key = k;
+	l->v[l->n].type = ATTR_INT;
+	return &l->v[l->n++];
+}
+
+/* Set key to val in l (replacing an old value); count a drop on failure. */
+static void
+attr_put(struct span *sp, struct attr_list *l, const char *key,
+    const struct span_attr *val)
+{
+	struct span_attr *a;
+	char *s = NULL;
+
+	if (key == NULL || (val->type == ATTR_STR && val->v.s == NULL))
+		return;
+	if (val->type == ATTR_STR && (s = span_str(sp, val->v.s)) == NULL) {
+		l->dropped++;
+		return;
+	}
+	if ((a = attr_find(l, key)) == NULL &&
+	    (a = attr_append(sp, l, key)) == NULL) {
+		span_unstr(sp, s);
+		l->dropped++;
+		return;
+	}
+	if (a->type == ATTR_STR)
+		span_unstr(sp, a->v.s);
+	a->type = val->type;
+	a->v = val->v;
+	if (s != NULL)
+		a->v.s = s;
+}
+
+/* Free the attributes of l. */
+static void
+attr_list_free(struct attr_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++) {
+		free(l->v[i].key);
+		if (l->v[i].type == ATTR_STR)
+			free(l->v[i].v.s);
+	}
+	free(l->v);
+}
+
+/* Wall time now, measured as start plus elapsed monotonic time. */
+static uint64_t
+span_now_ns(const struct span *sp)
+{
+	return sp->start_ns + (clock_mono_ns() - sp->start_mono_ns);
+}
+
+struct span *
+span_start(const char *name, enum span_kind kind, const struct trace_ctx *parent)
+{
+	struct span *sp;
+
+	if ((sp = calloc(1, sizeof(*sp))) == NULL)
+		return NULL;
+	sp->attrs.max = SPAN_MAX_ATTRS;
+	if ((sp->name = span_str(sp, name != NULL ? name : "unnamed")) == NULL) {
+		free(sp);
+		return NULL;
+	}
+	if (parent != NULL && !bytes_zero(parent->trace_id, 16) &&
+	    !bytes_zero(parent->span_id, 8)) {
+		memcpy(sp->ctx.trace_id, parent->trace_id, 16);
+		memcpy(sp->parent_id, parent->span_id, 8);
+		sp->ctx.flags = parent->flags;
+		sp->has_parent = 1;
+		trace_new_span_id(sp->ctx.span_id);
+	} else
+		trace_ctx_new_root(&sp->ctx);
+	sp->kind = kind >= SPAN_KIND_INTERNAL && kind <= SPAN_KIND_CONSUMER ?
+	    kind : SPAN_KIND_INTERNAL;
+	sp->start_ns = clock_wall_ns();
+	sp->start_mono_ns = clock_mono_ns();
+	return sp;
+}
+
+void
+span_context(const struct span *sp, struct trace_ctx *out)
+{
+	if (out == NULL)
+		return;
+	if (sp == NULL)
+		memset(out, 0, sizeof(*out));
+	else
+		*out = sp->ctx;
+}
+
+void
+span_mark_end(struct span *sp)
+{
+	if (sp != NULL && sp->end_ns == 0)
+		sp->end_ns = span_now_ns(sp);
+}
+
+void
+span_set_str(struct span *sp, const char *key, const char *value)
+{
+	struct span_attr a = { .type = ATTR_STR, .v.s = (char *)value };
+
+	if (sp != NULL)
+		attr_put(sp, &sp->attrs, key, &a);
+}
+
+void
+span_set_int(struct span *sp, const char *key, int64_t value)
+{
+	struct span_attr a = { .type = ATTR_INT, .v.i = value };
+
+	if (sp != NULL)
+		attr_put(sp, &sp->attrs, key, &a);
+}
+
+void
+span_set_bool(struct span *sp, const char *key, int value)
+{
+	struct span_attr a = { .type = ATTR_BOOL, .v.b = value != 0 };
+
+	if (sp != NULL)
+		attr_put(sp, &sp->attrs, key, &a);
+}
+
+void
+span_set_double(struct span *sp, const char *key, double value)
+{
+	struct span_attr a = { .type = ATTR_DOUBLE, .v.d = value };
+
+	if (sp != NULL)
+		attr_put(sp, &sp->attrs, key, &a);
+}
+
+void
+span_add_event(struct span *sp, const char *name)
+{
+	struct span_event *ev;
+	size_t cap;
+	char *n;
+
+	if (sp == NULL)
+		return;
+	sp->cur_event = 0;
+	if (sp->nevents >= SPAN_MAX_EVENTS)
+		goto drop;
+	if (sp->nevents == sp->evcap) {
+		cap = sp->evcap == 0 ? 4 : sp->evcap * 2;
+		if ((ev = reallocarray(sp->events, cap, sizeof(*ev))) == NULL)
+			goto drop;
+		sp->events = ev;
+		sp->evcap = cap;
+	}
+	if ((n = span_str(sp, name != NULL ? name : "unnamed")) == NULL)
+		goto drop;
+	ev = &sp->events[sp->nevents++];
+	memset(ev, 0, sizeof(*ev));
+	ev->name = n;
+	ev->time_ns = span_now_ns(sp);
+	ev->attrs.max = SPAN_MAX_EVENT_ATTRS;
+	sp->cur_event = 1;
+	return;
+drop:
+	sp->dropped_events++;
+}
+
+void
+span_event_set_str(struct span *sp, const char *key, const char *value)
+{
+	struct span_attr a = { .type = ATTR_STR, .v.s = (char *)value };
+
+	if (sp != NULL && sp->cur_event)
+		attr_put(sp, &sp->events[sp->nevents - 1].attrs, key, &a);
+}
+
+void
+span_event_set_int(struct span *sp, const char *key, int64_t value)
+{
+	struct span_attr a = { .type = ATTR_INT, .v.i = value };
+
+	if (sp != NULL && sp->cur_event)
+		attr_put(sp, &sp->events[sp->nevents - 1].attrs, key, &a);
+}
+
+void
+span_set_status(struct span *sp, enum span_status status, const char *message)
+{
+	if (sp == NULL)
+		return;
+	sp->status = (unsigned)status <= SPAN_STATUS_ERROR ? status :
+	    SPAN_STATUS_ERROR;
+	span_unstr(sp, sp->status_msg);
+	sp->status_msg = message != NULL ? span_str(sp, message) : NULL;
+}
+
+void
+span_free(struct span *sp)
+{
+	size_t i;
+
+	if (sp == NULL)
+		return;
+	for (i = 0; i < sp->nevents; i++) {
+		free(sp->events[i].name);
+		attr_list_free(&sp->events[i].attrs);
+	}
+	free(sp->events);
+	attr_list_free(&sp->attrs);
+	free(sp->status_msg);
+	free(sp->name);
+	free(sp);
+}
+
+/*
+ * JSON building that remembers a failed allocation, so that encoding checks
+ * once at the end instead of after every json-c call.
+ */
+struct enc {
+	int	failed;
+};
+
+/* Add val (ownership taken) to obj under key. */
+static void
+enc_add(struct enc *e, json_object *obj, const char *key, json_object *val)
+{
+	if (obj == NULL || val == NULL ||
+	    json_object_object_add(obj, key, val) != 0) {
+		json_object_put(val);
+		e->failed = 1;
+	}
+}
+
+/* Append val (ownership taken) to the array arr. */
+static void
+enc_push(struct enc *e, json_object *arr, json_object *val)
+{
+	if (arr == NULL || val == NULL ||
+	    json_object_array_add(arr, val) != 0) {
+		json_object_put(val);
+		e->failed = 1;
+	}
+}
+
+/* A JSON string holding a decimal uint64 (OTLP/JSON's int64 form). */
+static json_object *
+enc_u64(uint64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	return json_object_new_string(buf);
+}
+
+/* A double in its shortest round-trip form; NaN and infinities as strings. */
+static json_object *
+enc_double(double d)
+{
+	char buf[40];
+	int prec;
+
+	if (isnan(d))
+		return json_object_new_string("NaN");
+	if (isinf(d))
+		return json_object_new_string(d > 0 ? "Infinity" : "-Infinity");
+	for (prec = 15; prec < 17; prec++) {
+		snprintf(buf, sizeof(buf), "%.*g", prec, d);
+		if (strtod(buf, NULL) == d)
+			break;
+	}
+	snprintf(buf, sizeof(buf), "%.*g", prec, d);
+	return json_object_new_double_s(d, buf);
+}
+
+/* {"key":K,"value":{TYPE:V}} for one attribute. */
+static json_object *
+enc_attr(struct enc *e, const struct span_attr *a)
+{
+	json_object *kv = json_object_new_object(), *v = json_object_new_object();
+	char buf[24];
+
+	switch (a->type) {
+	case ATTR_STR:
+		enc_add(e, v, "stringValue", json_object_new_string(a->v.s));
+		break;
+	case ATTR_INT:
+		snprintf(buf, sizeof(buf), "%" PRId64, a->v.i);
+		enc_add(e, v, "intValue", json_object_new_string(buf));
+		break;
+	case ATTR_BOOL:
+		enc_add(e, v, "boolValue", json_object_new_boolean(a->v.b));
+		break;
+	case ATTR_DOUBLE:
+		enc_add(e, v, "doubleValue", enc_double(a->v.d));
+		break;
+	}
+	enc_add(e, kv, "key", json_object_new_string(a->key));
+	enc_add(e, kv, "value", v);
+	return kv;
+}
+
+/* Add "attributes" (and a non-zero "droppedAttributesCount") to obj. */
+static void
+enc_attrs(struct enc *e, json_object *obj, const struct attr_list *l)
+{
+	json_object *arr = json_object_new_array();
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		enc_push(e, arr, enc_attr(e, &l->v[i]));
+	enc_add(e, obj, "attributes", arr);
+	if (l->dropped > 0)
+		enc_add(e, obj, "droppedAttributesCount",
+		    json_object_new_int64(l->dropped));
+}
+
+/* {"key":K,"value":{"stringValue":V}}. */
+static json_object *
+enc_str_attr(struct enc *e, const char *key, const char *value)
+{
+	struct span_attr a = { .key = (char *)key, .type = ATTR_STR,
+	    .v.s = (char *)value };
+
+	return enc_attr(e, &a);
+}
+
+/* The events array of sp. */
+static json_object *
+enc_events(struct enc *e, const struct span *sp)
+{
+	json_object *arr = json_object_new_array(), *ev;
+	size_t i;
+
+	for (i = 0; i < sp->nevents; i++) {
+		ev = json_object_new_object();
+		enc_add(e, ev, "timeUnixNano", enc_u64(sp->events[i].time_ns));
+		enc_add(e, ev, "name", json_object_new_string(sp->events[i].name));
+		enc_attrs(e, ev, &sp->events[i].attrs);
+		enc_push(e, arr, ev);
+	}
+	return arr;
+}
+
+/* The OTLP Span object for sp. */
+static json_object *
+enc_span(struct enc *e, const struct span *sp)
+{
+	json_object *o = json_object_new_object(), *st;
+	char hex[33];
+
+	trace_hex(sp->ctx.trace_id, 16, hex);
+	enc_add(e, o, "traceId", json_object_new_string(hex));
+	trace_hex(sp->ctx.span_id, 8, hex);
+	enc_add(e, o, "spanId", json_object_new_string(hex));
+	if (sp->has_parent) {
+		trace_hex(sp->parent_id, 8, hex);
+		enc_add(e, o, "parentSpanId", json_object_new_string(hex));
+	}
+	enc_add(e, o, "name", json_object_new_string(sp->name));
+	enc_add(e, o, "kind", json_object_new_int(sp->kind));
+	enc_add(e, o, "startTimeUnixNano", enc_u64(sp->start_ns));
+	enc_add(e, o, "endTimeUnixNano",
+	    enc_u64(sp->end_ns != 0 ? sp->end_ns : span_now_ns(sp)));
+	enc_attrs(e, o, &sp->attrs);
+	enc_add(e, o, "events", enc_events(e, sp));
+	if (sp->dropped_events > 0)
+		enc_add(e, o, "droppedEventsCount",
+		    json_object_new_int64(sp->dropped_events));
+	st = json_object_new_object();
+	enc_add(e, st, "code", json_object_new_int(sp->status));
+	if (sp->status_msg != NULL)
+		enc_add(e, st, "message", json_object_new_string(sp->status_msg));
+	enc_add(e, o, "status", st);
+	return o;
+}
+
+/* The ExportTraceServiceRequest object holding sp alone. */
+static json_object *
+enc_request(struct enc *e, const struct span *sp, const char *service)
+{
+	json_object *req, *rs, *res, *rattrs, *ss, *scope, *spans, *arr;
+	rattrs = json_object_new_array();
+	enc_push(e, rattrs, enc_str_attr(e, "service.name", service));
+	enc_push(e, rattrs, enc_attr(e, &(struct span_attr){
+	    .key = (char *)"process.pid", .type = ATTR_INT,
+	    .v.i = (int64_t)getpid() }));
+	res = json_object_new_object();
+	enc_add(e, res, "attributes", rattrs);
+	scope = json_object_new_object();
+	enc_add(e, scope, "name", json_object_new_string(TRACE_SCOPE));
+	spans = json_object_new_array();
+	enc_push(e, spans, enc_span(e, sp));
+	ss = json_object_new_object();
+	enc_add(e, ss, "scope", scope);
+	enc_add(e, ss, "spans", spans);
+	arr = json_object_new_array();
+	enc_push(e, arr, ss);
+	rs = json_object_new_object();
+	enc_add(e, rs, "resource", res);
+	enc_add(e, rs, "scopeSpans", arr);
+	arr = json_object_new_array();
+	enc_push(e, arr, rs);
+	req = json_object_new_object();
+	enc_add(e, req, "resourceSpans", arr);
+	return req;
+}
+
+char *
+span_encode(const struct span *sp, const char *service_name, size_t *lenp)
+{
+	struct enc e = { 0 };
+	json_object *req;
+	const char *s;
+	char *line = NULL;
+	size_t len;
+
+	if (sp == NULL)
+		return NULL;
+	req = enc_request(&e, sp, service_name != NULL ? service_name :
+	    TRACE_NO_SERVICE);
+	if (!e.failed && (s = json_object_to_json_string_length(req,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
+	    &len)) != NULL && (line = malloc(len + 2)) != NULL) {
+		memcpy(line, s, len);
+		line[len] = '\n';
+		line[len + 1] = '\0';
+		if (lenp != NULL)
+			*lenp = len + 1;
+	}
+	json_object_put(req);
+	if (line == NULL)
+		errno = ENOMEM;
+	return line;
+}
+
+/* Write the whole line with one write(); a short write is an error. */
+static int
+sink_write(struct trace_sink *sink, const char *line, size_t len)
+{
+	ssize_t n;
+
+	do
+		n = write(sink->fd, line, len);
+	while (n == -1 && errno == EINTR);
+	if (n == -1)
+		return -1;
+	if ((size_t)n != len) {
+		errno = EIO;
+		return -1;
+	}
+	return 0;
+}
+
+int
+span_end(struct span *sp, struct trace_sink *sink)
+{
+	char *line;
+	size_t len;
+	int rc = 0, saved;
+
+	if (sp == NULL)
+		return 0;
+	span_mark_end(sp);
+	if (sink != NULL) {
+		if ((line = span_encode(sp, sink->service, &len)) == NULL)
+			rc = -1;
+		else {
+			rc = sink_write(sink, line, len);
+			saved = errno;
+			free(line);
+			errno = saved;
+		}
+	}
+	saved = errno;
+	span_free(sp);
+	errno = saved;
+	return rc;
+}
+
+/* Open path for appending spans. */
+static int
+sink_open_fd(const char *path)
+{
+	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+}
+
+struct trace_sink *
+trace_sink_open(const char *path, const char *service_name)
+{
+	struct trace_sink *sink;
+	int saved;
+
+	if (path == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((sink = calloc(1, sizeof(*sink))) == NULL)
+		return NULL;
+	sink->fd = -1;
+	if ((sink->path = strdup(path)) == NULL ||
+	    (sink->service = strdup(service_name != NULL ? service_name :
+	    TRACE_NO_SERVICE)) == NULL ||
+	    (sink->fd = sink_open_fd(path)) == -1) {
+		saved = errno;
+		trace_sink_close(sink);
+		errno = saved;
+		return NULL;
+	}
+	return sink;
+}
+
+int
+trace_sink_reopen(struct trace_sink *sink)
+{
+	int fd, saved;
+
+	if (sink == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((fd = sink_open_fd(sink->path)) == -1)
+		return -1;
+	/* dup3 swaps atomically: a concurrent span_end never sees a gap. */
+	if (dup3(fd, sink->fd, O_CLOEXEC) == -1) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+void
+trace_sink_close(struct trace_sink *sink)
+{
+	if (sink == NULL)
+		return;
+	if (sink->fd != -1)
+		close(sink->fd);
+	free(sink->path);
+	free(sink->service);
+	free(sink);
+}
+
+const char *
+trace_sink_path(const struct trace_sink *sink)
+{
+	return sink != NULL ? sink->path : NULL;
+}

@@ -7,6 +7,12 @@
  * write() on an O_APPEND descriptor, so several processes and threads can
  * share one trace file without interleaving.  Never put transcript content
  * in an attribute.
+ *
+ * A span belongs to one thread at a time; the span functions use no global
+ * state (ids come from arc4random), so spans can be built on worker threads.
+ * A sink may be shared by threads: span_end() only reads it, and
+ * trace_sink_reopen() swaps the descriptor atomically (dup3), so a
+ * concurrent write lands in either the old or the new file, never elsewhere.
  */
 #ifndef QWEN_TRACE_H
 #define QWEN_TRACE_H
@@ -39,10 +45,13 @@ void	trace_format_traceparent(const struct trace_ctx *, char *buf, size_t size);
 /* Lowercase hex of n bytes into buf (>= 2n+1 bytes). */
 void	trace_hex(const uint8_t *bytes, size_t n, char *buf);
 
+/* OTLP SpanKind values (enums are written as ints in OTLP/JSON). */
 enum span_kind {
 	SPAN_KIND_INTERNAL = 1,
 	SPAN_KIND_SERVER = 2,
 	SPAN_KIND_CLIENT = 3,
+	SPAN_KIND_PRODUCER = 4,
+	SPAN_KIND_CONSUMER = 5,
 };
 
 enum span_status {
@@ -50,6 +59,19 @@ enum span_status {
 	SPAN_STATUS_OK = 1,
 	SPAN_STATUS_ERROR = 2,
 };
+
+/*
+ * Limits that keep a bad caller from blowing memory.  Attributes and events
+ * beyond them are dropped and counted (droppedAttributesCount,
+ * droppedEventsCount); strings (names, keys, values, status message) are cut
+ * to SPAN_MAX_STR bytes on a UTF-8 boundary, and invalid UTF-8 becomes U+FFFD.
+ * Setting a key that is already there replaces its value.
+ */
+#define SPAN_MAX_ATTRS		128	/* per span */
+#define SPAN_MAX_EVENTS		128	/* per span */
+#define SPAN_MAX_EVENT_ATTRS	32	/* per event */
+#define SPAN_MAX_STR		4096	/* bytes per string */
+#define SPAN_MAX_BYTES		(512 * 1024)	/* strings per span, in all */
 
 struct trace_sink;
 struct span;
@@ -73,8 +95,14 @@ const char		*trace_sink_path(const struct trace_sink *);
 struct span	*span_start(const char *name, enum span_kind kind,
 		    const struct trace_ctx *parent);
 
-/* The span's own context (trace id, its span id), for propagation. */
+/*
+ * The span's own context (trace id, its span id), for propagation.  A NULL
+ * span zeroes *out, which formats as an invalid traceparent.
+ */
 void	span_context(const struct span *, struct trace_ctx *out);
+
+/* Set the end time to now unless already set; span_end() then keeps it. */
+void	span_mark_end(struct span *);
 
 void	span_set_str(struct span *, const char *key, const char *value);
 void	span_set_int(struct span *, const char *key, int64_t value);
@@ -100,8 +128,9 @@ void	span_free(struct span *);
 
 /*
  * Encode the span as one OTLP/JSON ExportTraceServiceRequest line ending in
- * '\n' (for tests and for sinks of other kinds).  Caller frees; NULL on
- * allocation failure.
+ * '\n' (for tests and for sinks of other kinds); an open span is encoded
+ * with "now" as its end time.  service_name NULL means "unknown_service".
+ * Caller frees; NULL on allocation failure or a NULL span.
  */
 char	*span_encode(const struct span *, const char *service_name, size_t *lenp);
 
