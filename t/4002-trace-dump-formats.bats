@@ -116,3 +116,18 @@ on_tty() {
 	PAGER="sh -c 'echo LESS=\$LESS >$p'" run on_tty qwen-trace-dump "$TD/fast.jsonl"
 	[ "$(cat "$p")" = LESS=FRX ]
 }
+
+@test "the manual page lints clean and documents every option" {
+	command -v mandoc >/dev/null || skip "mandoc not installed"
+	man="$QWEN_TOP_SRCDIR/man/qwen-trace-dump.1"
+	mandoc -Tlint -Wwarning "$man"
+	for o in follow format max-pending no-pager result session since \
+	    slowest summary trace help; do
+		grep -q "^\.It Fl \\\\-$o" "$man" || { echo "undocumented: --$o"; false; }
+		qwen-trace-dump --help | grep -q -- "--$o" ||
+			{ echo "not in usage: --$o"; false; }
+	done
+	for s in "EXIT STATUS" ENVIRONMENT FILES EXAMPLES; do
+		grep -q "^\.Sh $s" "$man"
+	done
+}

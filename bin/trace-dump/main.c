@@ -38,7 +38,7 @@ usage(int status)
 	    "usage: %s [--summary] [--format text|json|chrome] [--session ID]\n"
 	    "       [--trace ID] [--since TIME] [--result timeout|failure|success]\n"
 	    "       [--slowest N] [--follow] [--no-pager] [--max-pending N] "
-	    "[FILE...]\n", getprogname());
+	    "[--help]\n       [FILE...]\n", getprogname());
 	exit(status);
 }
 
