@@ -42,92 +42,6 @@ usage(int status)
 	exit(status);
 }
 
-/* Parse "[+-]HH[:]MM" after a time into seconds east of UTC; -1 if bad. */
-static int
-parse_zone(const char *s, long *off)
-{
-	int h, m;
-
-	if (strcmp(s, "Z") == 0 || strcmp(s, "z") == 0 || *s == '\0') {
-		*off = 0;
-		return 0;
-	}
-	if ((*s != '+' && *s != '-') ||
-	    (sscanf(s + 1, "%2d:%2d", &h, &m) != 2 &&
-	    sscanf(s + 1, "%2d%2d", &h, &m) != 2) || h > 23 || m > 59)
-		return -1;
-	*off = (h * 3600L + m * 60L) * (*s == '-' ? -1 : 1);
-	return 0;
-}
-
-/* ISO 8601: YYYY-MM-DD[(T| )HH:MM[:SS[.frac]]][Z|+HH:MM]; UTC by default. */
-static int
-parse_iso(const char *s, uint64_t *out)
-{
-	struct tm tm;
-	int n = 0, len = (int)strlen(s);
-	double sec = 0;
-	long off;
-	time_t t;
-	char *end;
-
-	memset(&tm, 0, sizeof(tm));
-	if (sscanf(s, "%4d-%2d-%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-	    &n) != 3 || n != 10)
-		return -1;
-	s += n;
-	if (*s == 'T' || *s == 't' || *s == ' ') {
-		if (sscanf(s + 1, "%2d:%2d%n", &tm.tm_hour, &tm.tm_min, &n) != 2 ||
-		    n != 5)
-			return -1;
-		s += 1 + n;
-		if (*s == ':') {
-			sec = strtod(s + 1, &end);
-			if (end == s + 1 || !isdigit((unsigned char)s[1]) || sec >= 61)
-				return -1;
-			s = end;
-		}
-	} else if (n != len && *s != 'Z' && *s != '+' && *s != '-')
-		return -1;
-	if (parse_zone(s, &off) == -1 || tm.tm_mon < 1 || tm.tm_mon > 12 ||
-	    tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59)
-		return -1;
-	tm.tm_year -= 1900;
-	tm.tm_mon--;
-	if ((t = timegm(&tm)) == (time_t)-1 || t - off < 0)
-		return -1;
-	*out = (uint64_t)(t - off) * 1000000000ULL + (uint64_t)(sec * 1e9);
-	return 0;
-}
-
-/* Parse ISO 8601 or a relative "10m" (before now_ns) into epoch ns. */
-int
-parse_since(const char *s, uint64_t now_ns, uint64_t *out)
-{
-	char *end;
-	unsigned long long n;
-	uint64_t unit;
-
-	if (isdigit((unsigned char)s[0]) && strchr(s, '-') == NULL) {
-		errno = 0;
-		n = strtoull(s, &end, 10);
-		if (errno != 0 || end[0] == '\0' || end[1] != '\0')
-			return -1;
-		switch (*end) {
-		case 's': unit = 1; break;
-		case 'm': unit = 60; break;
-		case 'h': unit = 3600; break;
-		case 'd': unit = 86400; break;
-		default: return -1;
-		}
-		if (n > now_ns / 1000000000ULL / unit)
-			return -1;
-		*out = now_ns - n * unit * 1000000000ULL;
-		return 0;
-	}
-	return parse_iso(s, out);
-}
-
 /* Parse the options into opts; exits 2 on a usage error. */
 static int
 parse_options(int argc, char **argv, struct td_opts *opts, size_t *cap)
@@ -226,11 +140,15 @@ struct run {
 	int		  status;
 };
 
-/* Reader callback: into the join. */
+/* Reader callback: into the join; stop when our reader has gone. */
 static void
 on_span(struct tspan *sp, void *arg)
 {
-	join_add(arg, sp);
+	struct run *rn = arg;
+
+	join_add(rn->join, sp);
+	if (output_closed(rn->out))
+		stop = 1;
 }
 
 /* Read every input once; with follow, keep polling the growing ones. */
@@ -247,7 +165,7 @@ run_inputs(struct run *rn, int follow)
 		for (size_t i = 0; i < rn->nreaders && !stop; i++) {
 			if (done[i])
 				continue;
-			if (reader_run(rn->readers[i], follow, on_span, rn->join) == -1) {
+			if (reader_run(rn->readers[i], follow, on_span, rn) == -1) {
 				warn("%s", reader_name(rn->readers[i]));
 				rn->status = 1;
 				done[i] = 1;
@@ -295,6 +213,7 @@ open_inputs(struct run *rn, int argc, char **argv)
 			rn->status = 1;
 			continue;
 		}
+		reader_set_stop(r, &stop);
 		rn->readers[rn->nreaders++] = r;
 	}
 }

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,6 +34,7 @@ struct reader {
 	unsigned long	 lineno;
 	unsigned long	 malformed;
 	int		 skipping;	/* inside an overlong line */
+	volatile sig_atomic_t *stop;	/* set: return early */
 	json_tokener	*tok;
 };
 
@@ -83,6 +85,13 @@ const char *
 reader_name(const struct reader *r)
 {
 	return r->name;
+}
+
+/* Return from reader_run early once *flag is set. */
+void
+reader_set_stop(struct reader *r, volatile sig_atomic_t *flag)
+{
+	r->stop = flag;
 }
 
 /* Can the input grow (a regular file)? */
@@ -276,6 +285,8 @@ reader_run(struct reader *r, int follow, reader_span_fn *fn, void *arg)
 	ssize_t n;
 
 	for (;;) {
+		if (r->stop != NULL && *r->stop)
+			return 0;
 		if (r->cap - r->len < READ_CHUNK) {
 			size_t ncap = r->cap == 0 ? 2 * READ_CHUNK : r->cap * 2;
 			char *nbuf = realloc(r->buf, ncap);

@@ -10,6 +10,7 @@
 #ifndef QWEN_TRACE_DUMP_H
 #define QWEN_TRACE_DUMP_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -83,9 +84,11 @@ const char	*reader_name(const struct reader *);
 /*
  * Read what is available.  With follow, a last line without its newline is
  * kept for later (not yet written); otherwise it is parsed at EOF.
- * Returns 1 at EOF, -1 on a read error (errno).
+ * Returns 1 at EOF, 0 when stopped (reader_set_stop), -1 on a read error.
  */
 int		 reader_run(struct reader *, int follow, reader_span_fn *, void *);
+/* Return from reader_run early once *flag is set (signal, closed pager). */
+void		 reader_set_stop(struct reader *, volatile sig_atomic_t *flag);
 /* Can the input grow (a regular file), so --follow waits on it? */
 int		 reader_growable(const struct reader *);
 unsigned long	 reader_malformed(const struct reader *);
@@ -216,7 +219,7 @@ void		 output_flush(struct output *);
 void		 output_finish(struct output *, unsigned long malformed,
 		    unsigned long evicted);
 
-/* --- main.c: time parsing (also used by tests) --------------------------- */
+/* --- since.c ------------------------------------------------------------ */
 
 /* Parse ISO 8601 or a relative "10m" (before now_ns) into epoch ns. */
 int	parse_since(const char *s, uint64_t now_ns, uint64_t *out);
