@@ -31,6 +31,7 @@ on_signal(int sig)
 	stop = 1;
 }
 
+/* Print the usage and exit with status. */
 static __attribute__((noreturn)) void
 usage(int status)
 {
@@ -218,6 +219,7 @@ open_inputs(struct run *rn, int argc, char **argv)
 	}
 }
 
+/* Read, join, filter and show; exit 0, 1 (unreadable input) or 2 (usage). */
 int
 main(int argc, char **argv)
 {

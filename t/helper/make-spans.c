@@ -124,6 +124,7 @@ restore(struct trace_sink *ds, struct trace_sink *cs, long i, enum scenario sc,
 		err(1, "span_end");
 }
 
+/* Parse the options and write COUNT restores to FILE. */
 int
 main(int argc, char **argv)
 {

@@ -66,6 +66,7 @@ parse(json_tokener *tok, const char *spans, char *why, size_t whysize)
 	return rc;
 }
 
+/* OTLP/JSON lines into spans; malformed lines with reasons. */
 static void
 test_reader(json_tokener *tok)
 {
@@ -162,6 +163,7 @@ one(json_tokener *tok, char *json)
 static struct restore *restores[8];
 static size_t nrestores, nspans;
 
+/* Join callback: keep the restores. */
 static void
 on_restore(struct restore *r, void *arg)
 {
@@ -172,6 +174,7 @@ on_restore(struct restore *r, void *arg)
 		restore_free(r);
 }
 
+/* Join callback: count generic spans. */
 static void
 on_generic(struct tspan *sp, void *arg)
 {
@@ -180,6 +183,7 @@ on_generic(struct tspan *sp, void *arg)
 	tspan_free(sp);
 }
 
+/* A daemon restore span with span id sid. */
 static struct tspan *
 daemon_span(json_tokener *tok, const char *sid)
 {
@@ -189,6 +193,7 @@ daemon_span(json_tokener *tok, const char *sid)
 	    IATTR(P "timeout_ms", "1500") "," SATTR("session.id", "S")));
 }
 
+/* Grouping, the cap, and the restore model. */
 static void
 test_join(json_tokener *tok)
 {
@@ -244,6 +249,7 @@ test_join(json_tokener *tok)
 	join_free(j);
 }
 
+/* Nearest-rank percentiles. */
 static void
 test_percentile(void)
 {
@@ -260,6 +266,7 @@ test_percentile(void)
 	    "p90 of 10 is the 9th, p99 the 10th");
 }
 
+/* --since: ISO 8601 forms and relative times. */
 static void
 test_since(void)
 {
@@ -289,6 +296,7 @@ test_since(void)
 	ok(parse_since("99999999999d", now, &t) == -1, "before the epoch rejected");
 }
 
+/* Run every group of checks. */
 int
 main(void)
 {
