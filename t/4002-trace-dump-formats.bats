@@ -16,6 +16,9 @@ TD="${TESTDATA:-$BATS_TEST_DIRNAME/data}/trace-dump"
 	[ "$(jq -r '.child.stages.transcript_read' <<<"$q")" = 400 ]
 	[ "$(jq -r '.child.loopLag.p99Ms' <<<"$q")" = 4.25 ]
 	[ "$(jq -r '.elapsedMs' <<<"$q")" = 500 ]
+	tq=$(grep 5e7d0f2a-0002 <<<"$output")
+	[ "$(jq -r '.child.partialReplay' <<<"$tq")" = true ]
+	[ "$(jq -r '.child | has("partialReplay")' <<<"$q")" = false ]
 	k=$(grep 5e7d0f2a-0004 <<<"$output")
 	[ "$(jq -r '.child' <<<"$k")" = null ]
 	[ "$(jq -r '.cleanupResult' <<<"$k")" = transport_closed ]
@@ -115,6 +118,10 @@ on_tty() {
 	# LESS=FRX is set for the pager unless the user has LESS.
 	PAGER="sh -c 'echo LESS=\$LESS >$p'" run on_tty qwen-trace-dump "$TD/fast.jsonl"
 	[ "$(cat "$p")" = LESS=FRX ]
+	# A pager that cannot run is an error (exit 1), not silent success.
+	PAGER=/nonexistent/pager run on_tty 'qwen-trace-dump '"$TD/fast.jsonl"'; echo "rc=$?"'
+	[[ "$output" == *"the pager failed"* ]]
+	[[ "$output" == *"rc=1"* ]]
 }
 
 @test "the manual page lints clean and documents every option" {

@@ -88,6 +88,9 @@ json_child(const struct restore *r)
 	put_num(c, "replayRecords", r->replay_records, 0);
 	put_num(c, "replayBytes", r->replay_bytes, 0);
 	put_num(c, "malformedLines", r->malformed_lines, 0);
+	if (r->partial_replay >= 0)
+		json_object_object_add(c, "partialReplay",
+		    json_object_new_boolean(r->partial_replay));
 	put_num(lag, "meanMs", r->lag_mean, 3);
 	put_num(lag, "p50Ms", r->lag_p50, 3);
 	put_num(lag, "p99Ms", r->lag_p99, 3);

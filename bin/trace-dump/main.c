@@ -248,7 +248,10 @@ main(int argc, char **argv)
 		reader_free(rn.readers[i]);
 	}
 	free(rn.readers);
-	output_finish(rn.out, malformed, evicted);
+	if (output_finish(rn.out, malformed, evicted) != 0) {
+		warnx("the pager failed");
+		rn.status = 1;
+	}
 	join_free(rn.join);
 	if (malformed > 0)
 		warnx("%lu malformed line%s skipped", malformed,

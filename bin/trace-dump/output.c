@@ -242,10 +242,12 @@ cmp_slowest(const void *a, const void *b)
 	return (x < y) - (x > y);
 }
 
-/* Emit what is held and free everything. */
-void
+/* Emit what is held, wait for the pager, free; the pager's status. */
+int
 output_finish(struct output *o, unsigned long malformed, unsigned long evicted)
 {
+	int status = 0;
+
 	if (o->heap != NULL) {
 		qsort(o->heap, o->nheap, sizeof(*o->heap), cmp_slowest);
 		for (size_t i = 0; i < o->nheap; i++) {
@@ -260,8 +262,9 @@ output_finish(struct output *o, unsigned long malformed, unsigned long evicted)
 	chrome_finish(o->chrome);
 	fflush(o->f);
 	if (o->pager != NULL) {
-		pipeline_wait(o->pager);
+		status = pipeline_wait(o->pager);
 		pipeline_free(o->pager);
 	}
 	free(o);
+	return status;
 }

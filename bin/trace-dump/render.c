@@ -183,8 +183,9 @@ render_figures(FILE *f, const struct restore *r)
 		fputc('\n', f);
 	}
 	if (r->replay_records >= 0 || r->replay_bytes >= 0)
-		fprintf(f, "  replay     %.0f records, %.0f bytes\n",
-		    r->replay_records, r->replay_bytes);
+		fprintf(f, "  replay     %.0f records, %.0f bytes%s\n",
+		    r->replay_records, r->replay_bytes,
+		    r->partial_replay == 1 ? ", partial" : "");
 }
 
 /* One block for a restore. */

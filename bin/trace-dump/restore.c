@@ -149,6 +149,7 @@ restore_child(struct restore *r, const struct tspan *c)
 {
 	static const char *const action_keys[] = {
 		TD_RESTORE_PREFIX "action", "qwen-code.daemon.operation", NULL };
+	const struct tattr *a;
 
 	if (r->action == NULL)
 		r->action = action_name(first_str(c, action_keys));
@@ -159,6 +160,9 @@ restore_child(struct restore *r, const struct tspan *c)
 	r->replay_records = num_or(c, TD_RESTORE_PREFIX "replay_records");
 	r->replay_bytes = num_or(c, TD_RESTORE_PREFIX "replay_bytes");
 	r->malformed_lines = num_or(c, TD_RESTORE_PREFIX "malformed_lines");
+	if ((a = tspan_attr(c, TD_RESTORE_PREFIX "partial_replay")) != NULL &&
+	    (a->type == TATTR_BOOL || a->type == TATTR_INT))
+		r->partial_replay = a->i != 0;
 	r->lag_mean = lag_get(c, "mean");
 	r->lag_p50 = lag_get(c, "p50");
 	r->lag_p99 = lag_get(c, "p99");
@@ -215,6 +219,7 @@ restore_build(struct tspan *daemon, struct tspan *child)
 	r->transcript_bytes = r->chain_records = r->replay_records = -1;
 	r->replay_bytes = r->malformed_lines = -1;
 	r->lag_mean = r->lag_p50 = r->lag_p99 = r->lag_max = -1;
+	r->partial_replay = -1;
 	if (daemon != NULL)
 		restore_daemon(r, daemon);
 	if (child != NULL)

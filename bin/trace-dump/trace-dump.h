@@ -125,6 +125,7 @@ struct restore {
 	const char	*late_result;
 	const char	*cleanup_result;
 	int		 overdue;
+	int		 partial_replay;	/* -1: not reported */
 	const char	*failed_stage;
 	const char	*result;	/* classification for --result */
 	struct stage	 stages[TD_MAX_STAGES];
@@ -215,8 +216,11 @@ void		 output_span(struct tspan *, void *output);
 /* Has the reader of our output gone (pager quit)? */
 int		 output_closed(const struct output *);
 void		 output_flush(struct output *);
-/* Emit what is held (--slowest, --summary, chrome trailer) and free. */
-void		 output_finish(struct output *, unsigned long malformed,
+/*
+ * Emit what is held (--slowest, --summary, chrome trailer), wait for the
+ * pager and free.  Returns the pager's exit status (0 without one).
+ */
+int		 output_finish(struct output *, unsigned long malformed,
 		    unsigned long evicted);
 
 /* --- since.c ------------------------------------------------------------ */

@@ -119,7 +119,7 @@ tid, dsid, d = daemon(n, "resume", sess, 1000, 20000, 21800, [
     (21790, "session.restore.cleanup", [("cleanup_result", "closed")])])
 c = child(tid, dsid, n, "resume", sess, 20001, list(zip(
     STAGES, [2, 0.5, 900, 300, 450, 3, 1, 1, 0, 1])),
-    sizes(83886080, 120000, 0, 0, 2))
+    sizes(83886080, 120000, 0, 0, 2) + [(P + "partial_replay", True)])
 out["timeout.jsonl"] = [c, d]
 n, sess = 3, "5e7d0f2a-0003-4000-8000-000000000003"
 tid, dsid, d = daemon(n, "load", sess, 500, 30000, 31600, [
