@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -557,6 +558,8 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 	}
 	for (x.pos = start; rc == 0 && x.pos < c->len; x.pos++) {
 		if ((r = transcript_load_record(t, c->rec[x.pos], cause)) == NULL) {
+			if (errno == EBADMSG)
+				continue;	/* indexed but json-c refuses it: skip */
 			rc = -1;
 			break;
 		}

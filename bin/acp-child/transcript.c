@@ -218,9 +218,15 @@ recover_slice(void *arg, const char *p, const char *e)
 
 	if (c->rc == -1)
 		return;
-	if (txscan_object(p, e, &s) == TXSCAN_OK) {
+	switch (txscan_object(p, e, &s)) {
+	case TXSCAN_OK:
 		c->rc = add_record(c->t, &s, off, e - p, 1);
 		return;
+	case TXSCAN_BAD:
+	case TXSCAN_TRAIL:
+		return;
+	case TXSCAN_FALLBACK:
+		break;
 	}
 	obj = tx_json_parse(c->t, p, e - p, &valid);
 	if (valid && add_json(c->t, obj, off, e - p, 1) == -1)
@@ -244,11 +250,19 @@ index_line(struct transcript *t, uint64_t off, const char *p, const char *e)
 	if (p == e)
 		return 0;
 	off += (uint64_t)(p - b);
-	if (txscan_object(p, e, &s) == TXSCAN_OK)
+	switch (txscan_object(p, e, &s)) {
+	case TXSCAN_OK:
 		return add_record(t, &s, off, e - p, 0);
-	obj = tx_json_parse(t, p, e - p, &valid);
-	if (valid)
-		return add_json(t, obj, off, e - p, 0);
+	case TXSCAN_FALLBACK:
+		/* Escaped keys, deep nesting, not an object: json-c decides. */
+		obj = tx_json_parse(t, p, e - p, &valid);
+		if (valid)
+			return add_json(t, obj, off, e - p, 0);
+		break;
+	case TXSCAN_BAD:
+	case TXSCAN_TRAIL:
+		break;
+	}
 	t->st.malformed_lines++;
 	rc.t = t;
 	rc.base = p;

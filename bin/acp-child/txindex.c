@@ -355,6 +355,7 @@ tx_index_free(struct transcript *t)
 	free(t->rec);
 	free(t->frag);
 	free(t->pool);
+	free(t->rbuf);
 }
 
 size_t
@@ -474,28 +475,35 @@ read_at(const struct transcript *t, char *buf, size_t n, uint64_t off,
 	return 0;
 }
 
-/* Parse one fragment. */
+/* Parse one fragment (read into the transcript's reusable buffer). */
 static json_object *
 load_fragment(struct transcript *t, uint64_t off, uint32_t len, char **cause)
 {
 	json_object *obj;
-	char *buf;
+	char *nb;
 	int valid;
 
-	if ((buf = malloc(len ? len : 1)) == NULL) {
-		tx_cause(cause, "out of memory");
-		return NULL;
+	if (len > t->rcap) {
+		if ((nb = realloc(t->rbuf, len)) == NULL) {
+			tx_cause(cause, "out of memory");
+			return NULL;
+		}
+		t->rbuf = nb;
+		t->rcap = len;
 	}
-	if (read_at(t, buf, len, off, cause) == -1) {
-		free(buf);
+	if (read_at(t, t->rbuf, len, off, cause) == -1)
 		return NULL;
+	obj = tx_json_parse(t, t->rbuf, len, &valid);
+	if (t->rcap > TX_RBUF_KEEP) {
+		free(t->rbuf);
+		t->rbuf = NULL;
+		t->rcap = 0;
 	}
-	obj = tx_json_parse(t, buf, len, &valid);
-	free(buf);
 	if (!valid || !json_object_is_type(obj, json_type_object)) {
 		json_object_put(obj);
-		tx_cause(cause, "%s: record at offset %llu no longer parses",
+		tx_cause(cause, "%s: record at offset %llu does not parse",
 		    t->path, (unsigned long long)off);
+		errno = EBADMSG;
 		return NULL;
 	}
 	return obj;

@@ -14,6 +14,7 @@
 #include "transcript.h"
 
 #define TX_JSON_DEPTH	1024
+#define TX_RBUF_KEEP	(4u << 20)
 
 #define TX_SUB_NONCONV	0x01		/* subtype of a non-conversation record */
 
@@ -78,6 +79,8 @@ struct transcript {
 	size_t shtmask;
 
 	json_tokener *tok;
+	char *rbuf;			/* record read buffer, kept up to TX_RBUF_KEEP */
+	size_t rcap;
 };
 
 int tx_index_init(struct transcript *);

@@ -25,85 +25,175 @@ ws(const char *p, const char *e)
 	return p;
 }
 
-/* p is just after an opening quote: return just after the closing one. */
+static inline int
+is_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* p is just after an opening quote: return just after the closing one.
+   Escapes are validated; the common string without any is two memchr(). */
 static inline const char *
 skip_str(const char *p, const char *e)
 {
 	const char *q, *b;
 
 	for (;;) {
-		q = memchr(p, '"', e - p);
-		if (q == NULL)
+		if ((q = memchr(p, '"', e - p)) == NULL)
 			return NULL;
-		/* The opening quote bounds the backslash run. */
-		for (b = q; b[-1] == '\\'; b--)
-			;
-		if (((q - b) & 1) == 0)
+		while ((b = memchr(p, '\\', q - p)) != NULL) {
+			if (b + 1 >= e)
+				return NULL;
+			switch (b[1]) {
+			case '"': case '\\': case '/': case 'b': case 'f': case 'n':
+			case 'r': case 't':
+				p = b + 2;
+				break;
+			case 'u':
+				if (e - b < 6 || !is_hex(b[2]) || !is_hex(b[3]) ||
+				    !is_hex(b[4]) || !is_hex(b[5]))
+					return NULL;
+				p = b + 6;
+				break;
+			default:
+				return NULL;
+			}
+			if (p > q)
+				break;		/* the escape was \" : look further */
+		}
+		if (b == NULL)
 			return q + 1;
-		p = q + 1;
 	}
 }
 
-/* Skip an object or array starting at p; *deep set when too deep. */
+/* Digits [0-9]+ at p; NULL when none. */
+static inline const char *
+digits(const char *p, const char *e)
+{
+	const char *s = p;
+
+	while (p < e && *p >= '0' && *p <= '9')
+		p++;
+	return p > s ? p : NULL;
+}
+
+/* A number, literal, NaN or Infinity at p (Python's json accepts the last two). */
+static const char *
+skip_scalar(const char *p, const char *e)
+{
+	static const char *const lits[] = { "true", "false", "null", "NaN",
+	    "Infinity", "-Infinity", NULL };
+	size_t n;
+	int i;
+
+	for (i = 0; lits[i] != NULL; i++) {
+		n = strlen(lits[i]);
+		if ((size_t)(e - p) >= n && memcmp(p, lits[i], n) == 0)
+			return p + n;
+	}
+	if (p < e && *p == '-')
+		p++;
+	if (p < e && *p == '0')
+		p++;
+	else if ((p = digits(p, e)) == NULL)
+		return NULL;
+	if (p < e && *p == '.' && (p = digits(p + 1, e)) == NULL)
+		return NULL;
+	if (p < e && (*p == 'e' || *p == 'E')) {
+		p++;
+		if (p < e && (*p == '+' || *p == '-'))
+			p++;
+		if ((p = digits(p, e)) == NULL)
+			return NULL;
+	}
+	return p;
+}
+
+enum { S_VALUE, S_VALUE_OR_END, S_KEY, S_KEY_OR_END, S_COLON, S_NEXT };
+
+/* Validate and skip an object or array starting at p; *deep set when too deep. */
 static const char *
 skip_nested(const char *p, const char *e, int *deep)
 {
 	uint64_t arrays = 0;
-	int depth = 0;
+	int depth = 0, state = S_VALUE, arr;
 	char c;
 
-	while (p < e) {
+	for (;;) {
+		p = ws(p, e);
+		if (p >= e)
+			return NULL;
 		c = *p;
-		if (c == '"') {
-			if ((p = skip_str(p + 1, e)) == NULL)
+		arr = depth > 0 && ((arrays >> (depth - 1)) & 1);
+		switch (state) {
+		case S_KEY_OR_END:
+			if (c == '}')
+				goto close;
+			/* FALLTHROUGH */
+		case S_KEY:
+			if (c != '"' || (p = skip_str(p + 1, e)) == NULL)
 				return NULL;
+			state = S_COLON;
+			continue;
+		case S_COLON:
+			if (c != ':')
+				return NULL;
+			p++;
+			state = S_VALUE;
+			continue;
+		case S_NEXT:
+			if (c == ',') {
+				p++;
+				state = arr ? S_VALUE : S_KEY;
+				continue;
+			}
+			if (c == (arr ? ']' : '}'))
+				goto close;
+			return NULL;
+		case S_VALUE_OR_END:
+			if (c == ']')
+				goto close;
+			/* FALLTHROUGH */
+		case S_VALUE:
+			if (c == '{' || c == '[') {
+				if (depth == MAX_DEPTH) {
+					*deep = 1;
+					return NULL;
+				}
+				if (c == '[')
+					arrays |= 1ull << depth;
+				else
+					arrays &= ~(1ull << depth);
+				depth++;
+				p++;
+				state = c == '[' ? S_VALUE_OR_END : S_KEY_OR_END;
+				continue;
+			}
+			if (depth == 0)
+				return NULL;
+			p = c == '"' ? skip_str(p + 1, e) : skip_scalar(p, e);
+			if (p == NULL)
+				return NULL;
+			state = S_NEXT;
 			continue;
 		}
+close:
 		p++;
-		if (c == '{' || c == '[') {
-			if (depth == MAX_DEPTH) {
-				*deep = 1;
-				return NULL;
-			}
-			if (c == '[')
-				arrays |= 1ull << depth;
-			else
-				arrays &= ~(1ull << depth);
-			depth++;
-		} else if (c == '}' || c == ']') {
-			if (depth == 0)
-				return NULL;
-			depth--;
-			if ((int)((arrays >> depth) & 1) != (c == ']'))
-				return NULL;
-			if (depth == 0)
-				return p;
-		}
+		if (--depth == 0)
+			return p;
+		state = S_NEXT;
 	}
-	return NULL;
 }
 
 /* Skip one value at p (not whitespace). */
 static const char *
 skip_value(const char *p, const char *e, int *deep)
 {
-	const char *s = p;
-
 	if (*p == '"')
 		return skip_str(p + 1, e);
 	if (*p == '{' || *p == '[')
 		return skip_nested(p, e, deep);
-	if (*p == '\0' || strchr("-0123456789tfnNI", *p) == NULL)
-		return NULL;
-	while (p < e && *p != '\0' && strchr(",}] \t\r\n", *p) == NULL)
-		p++;
-	if (*s == 't' && (p - s != 4 || memcmp(s, "true", 4) != 0))
-		return NULL;
-	if (*s == 'f' && (p - s != 5 || memcmp(s, "false", 5) != 0))
-		return NULL;
-	if (*s == 'n' && (p - s != 4 || memcmp(s, "null", 4) != 0))
-		return NULL;
-	return p;
+	return skip_scalar(p, e);
 }
 
 enum { KEY_OTHER = TXF_N, KEY_MESSAGE, KEY_ROLE };

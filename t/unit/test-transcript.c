@@ -494,6 +494,98 @@ test_replay(void)
 	unlink(path);
 }
 
+/* A record damaged after indexing is skipped by the replay, not fatal. */
+static void
+test_damaged(void)
+{
+	struct replay_result rr;
+	struct transcript *t;
+	struct tx_chain c;
+	char path[512], *l1, *l2, *cause = NULL;
+	int fd;
+
+	snprintf(path, sizeof path, "%s/dmg.jsonl", tmpdir);
+	l1 = line("dmg", U(1), NULL, "user", 10);
+	l2 = line("dmg", U(2), U(1), "assistant", 10);
+	put_file(path, l1, strlen(l1), 1);
+	put_file(path, l2, strlen(l2), 0);
+	t = transcript_open(path, NULL, &cause);
+	if (t == NULL || chain_build(t, &c, &cause) == -1) {
+		ok(0, "damaged: open: %s", cause);
+		free(cause);
+		transcript_free(t);
+		return;
+	}
+	fd = open(path, O_WRONLY);
+	if (fd == -1 || pwrite(fd, "X", 1, (off_t)strlen(l1)) != 1)
+		diag("pwrite failed");
+	close(fd);
+	errno = 0;
+	ok(transcript_load_record(t, 1, &cause) == NULL && errno == EBADMSG,
+	    "damaged: load_record says EBADMSG");
+	ok(replay_build(t, &c, NULL, &rr, &cause) == 0, "damaged: replay still builds");
+	is_int(json_object_array_length(rr.updates), 1, "damaged: the damaged record is skipped");
+	replay_result_clear(&rr);
+	chain_clear(&c);
+	transcript_free(t);
+	free(cause);
+	free(l1);
+	free(l2);
+	unlink(path);
+}
+
+/* Hostile lines: deep nesting, NULs, stray quotes and braces, mutated records. */
+static void
+test_hostile(void)
+{
+	struct replay_result rr;
+	struct transcript *t;
+	struct tx_chain c;
+	char path[512], *l, *cause = NULL, *m;
+	size_t n, i, k;
+	unsigned seed = 7;
+	int iter, crashes = 0;
+
+	snprintf(path, sizeof path, "%s/h.jsonl", tmpdir);
+	put_file(path, "", 0, 1);
+	for (i = 0; i < 2000; i++)
+		put_file(path, "[", 1, 0);
+	put_file(path, "\n{\"uuid\":\"x\",\"a\":", 17, 0);
+	for (i = 0; i < 100; i++)
+		put_file(path, "[", 1, 0);
+	for (i = 0; i < 100; i++)
+		put_file(path, "]", 1, 0);
+	put_file(path, ",\"sessionId\":\"h\",\"type\":\"user\"}\n", 32, 0);
+	put_file(path, "}}}{{{\"\\\n\"abc\\\n\0\0{\"a\n{\"uuid\":\"y\"}{\"uuid\n", 40, 0);
+	l = line("h", U(1), NULL, "user", 200);
+	n = strlen(l);
+	m = malloc(n);
+	for (iter = 0; iter < 3000; iter++) {
+		memcpy(m, l, n);
+		for (k = 0; k < 1 + (unsigned)iter % 4; k++) {
+			seed = seed * 1103515245 + 12345;
+			m[seed % (n - 1)] = "{}[]\":,\\x\n\0 "[(seed >> 16) % 13];
+		}
+		put_file(path, m, n, 0);
+	}
+	free(m);
+	free(l);
+	if ((t = transcript_open(path, NULL, &cause)) != NULL &&
+	    chain_build(t, &c, &cause) == 0) {
+		ok(transcript_stats(t)->records >= 2, "hostile: deep but valid records kept");
+		ok(transcript_stats(t)->malformed_lines > 2, "hostile: junk counted");
+		if (replay_build(t, &c, NULL, &rr, &cause) == 0)
+			replay_result_clear(&rr);
+		chain_clear(&c);
+	} else {
+		crashes++;
+	}
+	ok(crashes == 0, "hostile: loads without crashing (%s)", cause ? cause : "ok");
+	free(cause);
+	transcript_free(t);
+	unlink(path);
+}
+
 static void
 cleanup(void)
 {
@@ -520,6 +612,8 @@ main(void)
 	test_compression();
 	test_io();
 	test_replay();
+	test_hostile();
+	test_damaged();
 	cleanup();
 	return done_testing();
 }
