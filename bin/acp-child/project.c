@@ -138,6 +138,18 @@ chunk(struct pctx *x, const char *kind, const char *text, json_object *meta)
 	return emit(x, u, meta);
 }
 
+/* A text chunk sharing a parsed string (takes a reference to text). */
+static int
+chunk_obj(struct pctx *x, const char *kind, json_object *text)
+{
+	json_object *u = update(kind), *content = json_object_new_object();
+
+	json_object_object_add(content, "type", json_object_new_string("text"));
+	json_object_object_add(content, "text", json_object_get(text));
+	json_object_object_add(u, "content", content);
+	return emit(x, u, NULL);
+}
+
 /* A user image part. */
 static int
 image_chunk(struct pctx *x, json_object *inl)
@@ -161,7 +173,7 @@ project_user(struct pctx *x, json_object *r)
 	json_object *sp = get_typed(r, "systemPayload", json_type_object);
 	json_object *msg = get_typed(r, "message", json_type_object);
 	json_object *parts = get_typed(msg, "parts", json_type_array), *part, *v;
-	const char *sub = get_str(r, "subtype"), *display, *text;
+	const char *sub = get_str(r, "subtype"), *display;
 	size_t i;
 	int k;
 
@@ -173,8 +185,8 @@ project_user(struct pctx *x, json_object *r)
 		return chunk(x, "user_message_chunk", display, NULL);
 	for (i = 0; parts && i < json_object_array_length(parts); i++) {
 		part = json_object_array_get_idx(parts, i);
-		if ((text = get_str(part, "text")) != NULL) {
-			if (chunk(x, "user_message_chunk", text, NULL) == -1)
+		if ((v = get_typed(part, "text", json_type_string)) != NULL) {
+			if (chunk_obj(x, "user_message_chunk", v) == -1)
 				return -1;
 		} else if ((v = get_typed(part, "inlineData", json_type_object)) != NULL) {
 			if (image_chunk(x, v) == -1)
@@ -269,8 +281,7 @@ project_assistant(struct pctx *x, json_object *r)
 {
 	json_object *msg = get_typed(r, "message", json_type_object);
 	json_object *parts = get_typed(msg, "parts", json_type_array), *part, *fc, *v;
-	json_object *usage = get_typed(r, "usageMetadata", json_type_object);
-	const char *text;
+	json_object *usage = get_typed(r, "usageMetadata", json_type_object), *text;
 	size_t i;
 	int rc = 0;
 
@@ -283,10 +294,10 @@ project_assistant(struct pctx *x, json_object *r)
 			}
 			if (rc == 0)
 				rc = tool_call(x, fc, i);
-		} else if ((text = get_str(part, "text")) != NULL) {
+		} else if ((text = get_typed(part, "text", json_type_string)) != NULL) {
 			v = get_typed(part, "thought", json_type_boolean);
-			rc = chunk(x, v && json_object_get_boolean(v) ?
-			    "agent_thought_chunk" : "agent_message_chunk", text, NULL);
+			rc = chunk_obj(x, v && json_object_get_boolean(v) ?
+			    "agent_thought_chunk" : "agent_message_chunk", text);
 		}
 	}
 	if (rc == 0 && usage != NULL)
@@ -343,12 +354,23 @@ plan_update(struct pctx *x, json_object *display)
 	return emit(x, u, NULL);
 }
 
+/* A string member as a new reference, or a new empty string / null. */
+static json_object *
+str_ref(json_object *obj, const char *key, int null_if_absent)
+{
+	json_object *v = get_typed(obj, key, json_type_string);
+
+	if (v != NULL)
+		return json_object_get(v);
+	return null_if_absent ? NULL : json_object_new_string("");
+}
+
 /* The content blocks of a tool result: a diff, or the output/error text. */
 static json_object *
 result_content(json_object *display, json_object *resp)
 {
-	json_object *arr = json_object_new_array(), *b, *inner, *v;
-	const char *s, *path;
+	json_object *arr = json_object_new_array(), *b, *inner, *v, *text = NULL;
+	const char *path;
 
 	if (display && get_str(display, "fileDiff") != NULL) {
 		b = json_object_new_object();
@@ -357,24 +379,23 @@ result_content(json_object *display, json_object *resp)
 			path = get_str(display, "fileName");
 		json_object_object_add(b, "type", json_object_new_string("diff"));
 		json_object_object_add(b, "path", json_object_new_string(path ? path : ""));
-		s = get_str(display, "originalContent");
-		json_object_object_add(b, "oldText", s ? json_object_new_string(s) : NULL);
-		s = get_str(display, "newContent");
-		json_object_object_add(b, "newText", json_object_new_string(s ? s : ""));
+		json_object_object_add(b, "oldText", str_ref(display, "originalContent", 1));
+		json_object_object_add(b, "newText", str_ref(display, "newContent", 0));
 		json_object_array_add(arr, b);
 		return arr;
 	}
-	s = resp ? get_str(resp, "output") : NULL;
-	if (s == NULL && resp != NULL) {
-		s = get_str(resp, "error");
-		if (s == NULL && (v = get_typed(resp, "error", json_type_object)))
-			s = get_str(v, "message");
+	if (resp != NULL) {
+		text = str_ref(resp, "output", 1);
+		if (text == NULL)
+			text = str_ref(resp, "error", 1);
+		if (text == NULL && (v = get_typed(resp, "error", json_type_object)))
+			text = str_ref(v, "message", 1);
 	}
-	if (s == NULL)
+	if (text == NULL)
 		return arr;
 	inner = json_object_new_object();
 	json_object_object_add(inner, "type", json_object_new_string("text"));
-	json_object_object_add(inner, "text", json_object_new_string(s));
+	json_object_object_add(inner, "text", text);
 	b = json_object_new_object();
 	json_object_object_add(b, "type", json_object_new_string("content"));
 	json_object_object_add(b, "content", inner);

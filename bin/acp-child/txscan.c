@@ -16,11 +16,11 @@ txscan_isspace(unsigned char c)
 	return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
 }
 
-/* Skip JSON whitespace. */
+/* Skip JSON whitespace; '\n' is never skipped: it ends the line. */
 static inline const char *
 ws(const char *p, const char *e)
 {
-	while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+	while (p < e && (*p == ' ' || *p == '\t' || *p == '\r'))
 		p++;
 	return p;
 }
@@ -31,33 +31,79 @@ is_hex(char c)
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* First '"', '\\' or '\n' in [p, e), or e: 32 bytes per step. */
+__attribute__((target("avx2"))) static const char *
+find_special_avx2(const char *p, const char *e)
+{
+	const __m256i q = _mm256_set1_epi8('"'), b = _mm256_set1_epi8('\\');
+	const __m256i n = _mm256_set1_epi8('\n');
+	__m256i v;
+	unsigned m;
+
+	for (; e - p >= 32; p += 32) {
+		v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+		m = (unsigned)_mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(
+		    _mm256_cmpeq_epi8(v, q), _mm256_cmpeq_epi8(v, b)),
+		    _mm256_cmpeq_epi8(v, n)));
+		if (m != 0)
+			return p + __builtin_ctz(m);
+	}
+	while (p < e && *p != '"' && *p != '\\' && *p != '\n')
+		p++;
+	return p;
+}
+#define HAVE_AVX2_PATH 1
+#endif
+
+/* Validate one escape at b (a backslash); the byte after it, or NULL. */
+static inline const char *
+escape_end(const char *b, const char *e)
+{
+	if (b + 1 >= e)
+		return NULL;
+	switch (b[1]) {
+	case '"': case '\\': case '/': case 'b': case 'f': case 'n':
+	case 'r': case 't':
+		return b + 2;
+	case 'u':
+		if (e - b < 6 || !is_hex(b[2]) || !is_hex(b[3]) ||
+		    !is_hex(b[4]) || !is_hex(b[5]))
+			return NULL;
+		return b + 6;
+	}
+	return NULL;
+}
+
 /* p is just after an opening quote: return just after the closing one.
-   Escapes are validated; the common string without any is two memchr(). */
+   Escapes are validated.  With AVX2, one pass finds quotes and backslashes;
+   otherwise a string without escapes costs two memchr(). */
 static inline const char *
 skip_str(const char *p, const char *e)
 {
 	const char *q, *b;
 
+#ifdef HAVE_AVX2_PATH
+	if (__builtin_cpu_supports("avx2")) {
+		for (;;) {
+			p = find_special_avx2(p, e);
+			if (p >= e || *p == '\n')
+				return NULL;	/* unterminated in this line */
+			if (*p == '"')
+				return p + 1;
+			if ((p = escape_end(p, e)) == NULL)
+				return NULL;
+		}
+	}
+#endif
 	for (;;) {
 		if ((q = memchr(p, '"', e - p)) == NULL)
 			return NULL;
 		while ((b = memchr(p, '\\', q - p)) != NULL) {
-			if (b + 1 >= e)
+			if ((p = escape_end(b, e)) == NULL)
 				return NULL;
-			switch (b[1]) {
-			case '"': case '\\': case '/': case 'b': case 'f': case 'n':
-			case 'r': case 't':
-				p = b + 2;
-				break;
-			case 'u':
-				if (e - b < 6 || !is_hex(b[2]) || !is_hex(b[3]) ||
-				    !is_hex(b[4]) || !is_hex(b[5]))
-					return NULL;
-				p = b + 6;
-				break;
-			default:
-				return NULL;
-			}
 			if (p > q)
 				break;		/* the escape was \" : look further */
 		}
@@ -334,37 +380,81 @@ scan_message(const char **pp, const char *e, struct txscan *s, int *deep)
 	return TXSCAN_OK;
 }
 
-enum txscan_result
-txscan_object(const char *p, const char *e, struct txscan *s)
+/* Scan one object at p; *end is set just after its closing brace. */
+static enum txscan_result
+scan_object(const char *p, const char *e, struct txscan *s, const char **end)
 {
 	struct txscan_field scratch;
 	int id, r, more, deep = 0;
 
-	memset(s, 0, sizeof *s);
+	memset(s->f, 0, sizeof s->f);
+	s->message = s->role_user = 0;
 	if (p >= e || *p != '{')
 		return TXSCAN_FALLBACK;
 	p = ws(p + 1, e);
 	if (p < e && *p == '}') {
-		p++;
-		goto end;
+		*end = p + 1;
+		return TXSCAN_OK;
 	}
 	do {
 		if ((id = member_key(&p, e)) < 0)
 			return id == -2 ? TXSCAN_FALLBACK : TXSCAN_BAD;
 		if (id == KEY_MESSAGE)
 			r = scan_message(&p, e, s, &deep);
-		else if (id < TXF_N)
+		else if (id < TXF_N) {
 			r = field_value(&p, e, &s->f[id], &deep);
-		else
+			if (id == TXF_UUID && r == TXSCAN_OK && s->uuid_hook != NULL &&
+			    s->f[id].kind == TXK_STR)
+				s->uuid_hook(s->hook_arg, s->f[id].p, s->f[id].len);
+		} else
 			r = field_value(&p, e, &scratch, &deep);
 		if (r != TXSCAN_OK)
 			return r;
 		if ((more = member_end(&p, e)) < 0)
 			return TXSCAN_BAD;
 	} while (more);
-end:
-	p = ws(p, e);
-	return p == e ? TXSCAN_OK : TXSCAN_TRAIL;
+	*end = p;
+	return TXSCAN_OK;
+}
+
+enum txscan_result
+txscan_object(const char *p, const char *e, struct txscan *s)
+{
+	enum txscan_result r;
+	const char *end;
+
+	if ((r = scan_object(p, e, s, &end)) != TXSCAN_OK)
+		return r;
+	return ws(end, e) == e ? TXSCAN_OK : TXSCAN_TRAIL;
+}
+
+int
+txscan_line(const char *p, const char *e, struct txscan *s, const char **obj_end,
+    const char **nl)
+{
+	const char *end;
+
+#ifdef HAVE_AVX2_PATH
+	if (!__builtin_cpu_supports("avx2"))
+		return 0;
+	if (scan_object(p, e, s, &end) != TXSCAN_OK)
+		return 0;
+	*obj_end = end;
+	while (end < e && *end != '\n' && txscan_isspace((unsigned char)*end))
+		end++;
+	if (end >= e || *end != '\n')
+		return 0;
+	*nl = end;
+	return 1;
+#else
+	(void)p;
+	(void)e;
+	(void)s;
+	(void)obj_end;
+	(void)nl;
+	(void)end;
+	return 0;
+#endif
 }
 
 /* One field from a json-c member. */

@@ -108,15 +108,26 @@ cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* One resume (replay 0) or load (replay 1); wall ms. */
+/* CPU ms (user + system) used so far. */
 static double
-bench_once(const char *path, int replay)
+cpu_ms(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+	    (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+/* One resume (replay 0) or load (replay 1); wall ms, CPU ms in *cpu. */
+static double
+bench_once(const char *path, int replay, double *cpu)
 {
 	struct replay_result rr;
 	struct transcript *t;
 	struct tx_chain c;
 	char *cause = NULL;
-	double t0 = now_ms();
+	double t0 = now_ms(), c0 = cpu_ms();
 
 	if ((t = transcript_open(path, NULL, &cause)) == NULL ||
 	    chain_build(t, &c, &cause) == -1 ||
@@ -129,30 +140,31 @@ bench_once(const char *path, int replay)
 	}
 	chain_clear(&c);
 	transcript_free(t);
+	*cpu = cpu_ms() - c0;
 	return now_ms() - t0;
 }
 
-/* Print {"resumeMs":median,"loadMs":median,"maxRssKiB":...}. */
+/* Print {"resumeMs", "loadMs", "resumeCpuMs", "loadCpuMs" (medians), "maxRssKiB"}. */
 static int
 bench_main(const char *path, size_t n)
 {
-	double *rs = calloc(n, sizeof *rs), *ld = calloc(n, sizeof *ld);
+	double *v = calloc(4 * n, sizeof *v);
 	struct rusage ru;
 	size_t i;
 
-	if (rs == NULL || ld == NULL)
+	if (v == NULL)
 		err(1, "calloc");
 	for (i = 0; i < n; i++) {
-		rs[i] = bench_once(path, 0);
-		ld[i] = bench_once(path, 1);
+		v[i] = bench_once(path, 0, &v[2 * n + i]);
+		v[n + i] = bench_once(path, 1, &v[3 * n + i]);
 	}
-	qsort(rs, n, sizeof *rs, cmp_double);
-	qsort(ld, n, sizeof *ld, cmp_double);
+	for (i = 0; i < 4; i++)
+		qsort(v + i * n, n, sizeof *v, cmp_double);
 	getrusage(RUSAGE_SELF, &ru);
-	printf("{\"resumeMs\":%.1f,\"loadMs\":%.1f,\"maxRssKiB\":%ld}\n", rs[n / 2],
-	    ld[n / 2], ru.ru_maxrss);
-	free(rs);
-	free(ld);
+	printf("{\"resumeMs\":%.1f,\"loadMs\":%.1f,\"resumeCpuMs\":%.1f,"
+	    "\"loadCpuMs\":%.1f,\"maxRssKiB\":%ld}\n", v[n / 2], v[n + n / 2],
+	    v[2 * n + n / 2], v[3 * n + n / 2], ru.ru_maxrss);
+	free(v);
 	return 0;
 }
 
