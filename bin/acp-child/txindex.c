@@ -62,7 +62,7 @@ uuid_parse(const char *s, size_t n, uint8_t out[16])
 		hi = hexval[(unsigned char)s[pos[i]]];
 		lo = hexval[(unsigned char)s[pos[i] + 1]];
 		bad |= (hi == 0) | (lo == 0);
-		out[i] = (uint8_t)((hi - 1) << 4 | (lo - 1));
+		out[i] = (uint8_t)(((unsigned)(hi - 1) & 15) << 4 | ((unsigned)(lo - 1) & 15));
 	}
 	return bad ? -1 : 0;
 }
