@@ -64,8 +64,8 @@ type_of(const struct txscan_field *f)
 }
 
 /* Append a fragment to logical record r. */
-static int
-add_fragment(struct transcript *t, uint32_t r, uint64_t off, uint32_t len)
+int
+tx_add_fragment(struct transcript *t, uint32_t r, uint64_t off, uint32_t len)
 {
 	struct tx_frag *f;
 	uint32_t *link;
@@ -125,7 +125,7 @@ add_record(struct transcript *t, const struct txscan *s, uint64_t off,
 	if (conv && (dup = tx_ht_probe(t, &key, &slot)) >= 0) {
 		t->st.duplicates++;
 		t->leaf = dup;
-		return add_fragment(t, (uint32_t)dup, off, (uint32_t)len);
+		return tx_add_fragment(t, (uint32_t)dup, off, (uint32_t)len);
 	}
 	if ((r = tx_rec_new(t)) == NULL)
 		return -1;
@@ -309,9 +309,9 @@ fast_line(struct transcript *t, uint64_t off, const char *buf, size_t start,
 	return (size_t)(nl - buf) + 1;
 }
 
-/* Index whole lines from t->indexed to the end of the file. */
-static int
-index_pass(struct transcript *t, char **cause)
+/* Index whole lines from t->indexed to the end of the file (or t->limit). */
+int
+tx_index_pass(struct transcript *t, char **cause)
 {
 	char *buf, *nb, *nl;
 	size_t cap = CHUNK, len = 0, scan = 0, start, want, next;
@@ -330,7 +330,9 @@ index_pass(struct transcript *t, char **cause)
 			cap *= 2;
 		}
 		want = cap - len > CHUNK ? CHUNK : cap - len;
-		n = pread(t->fd, buf + len, want, (off_t)(off + len));
+		if (t->limit != 0 && want > t->limit - (off + len))
+			want = (size_t)(t->limit - (off + len));
+		n = want == 0 ? 0 : pread(t->fd, buf + len, want, (off_t)(off + len));
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1) {
@@ -441,7 +443,7 @@ transcript_open(const char *path, const char *session_id, char **cause)
 		tx_cause(cause, "out of memory");
 		goto fail;
 	}
-	if (index_pass(t, cause) == -1)
+	if (tx_index_split(t, (uint64_t)sb.st_size, cause) == -1)
 		goto fail;
 	return t;
 fail:
@@ -468,7 +470,7 @@ transcript_refresh(struct transcript *t, char **cause)
 	}
 	if ((uint64_t)sb.st_size == t->indexed + t->pending)
 		return 0;
-	return index_pass(t, cause);
+	return tx_index_pass(t, cause);
 }
 
 void

@@ -107,8 +107,8 @@ tx_key_text(struct tx_key *k, const char *s, size_t n)
 }
 
 /* The key stored in a record's id[]/par[] slot. */
-static void
-key_stored(const struct transcript *t, const uint8_t v[16], int str,
+void
+tx_key_stored(const struct transcript *t, const uint8_t v[16], int str,
     struct tx_key *k)
 {
 	uint64_t off;
@@ -424,7 +424,7 @@ transcript_uuid_ref(const struct transcript *t, uint32_t rec, char buf[37],
 	struct tx_key k;
 
 	if (r->kflags & TXR_ID_STR) {
-		key_stored(t, r->id, 1, &k);
+		tx_key_stored(t, r->id, 1, &k);
 		*len = k.len;
 		return k.s;
 	}
@@ -488,7 +488,7 @@ transcript_parent(const struct transcript *t, uint32_t rec, uint32_t *parent)
 			return 1;
 		}
 	}
-	key_stored(t, r->par, r->kflags & TXR_PAR_STR, &k);
+	tx_key_stored(t, r->par, r->kflags & TXR_PAR_STR, &k);
 	if ((p = tx_ht_find(t, &k)) < 0)
 		return -1;
 	*parent = (uint32_t)p;

@@ -68,6 +68,7 @@ struct transcript {
 	struct tx_stats st;
 	uint64_t indexed;		/* offset of the first unindexed byte */
 	uint64_t pending;		/* bytes after it (torn tail) at the last pass */
+	uint64_t limit;			/* a pass stops here (0: end of file) */
 	int64_t leaf;
 
 	struct tx_rec *rec;
@@ -104,6 +105,11 @@ void tx_ht_set(struct transcript *, size_t slot, uint32_t rec, const struct tx_k
 struct tx_rec *tx_rec_new(struct transcript *);
 int tx_intern_sub(struct transcript *, const char *, size_t, uint32_t *id);
 json_object *tx_json_parse(struct transcript *, const char *, size_t, int *valid);
+int tx_index_pass(struct transcript *, char **cause);
+int tx_add_fragment(struct transcript *, uint32_t rec, uint64_t off, uint32_t len);
+void tx_key_stored(const struct transcript *, const uint8_t v[16], int str, struct tx_key *);
+/* The first pass of a big file: two threads, one per half, then a merge (txsplit.c). */
+int tx_index_split(struct transcript *, uint64_t size, char **cause);
 void tx_cause(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif /* QWEN_ACP_TXINDEX_H */

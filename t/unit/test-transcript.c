@@ -534,6 +534,86 @@ test_damaged(void)
 	unlink(path);
 }
 
+/* Compare two indexes of the same file record by record. */
+static int
+same_index(struct transcript *a, struct transcript *b)
+{
+	char ua[64], ub[64];
+	uint32_t i, pa = 0, pb = 0;
+	int same = transcript_count(a) == transcript_count(b) &&
+	    transcript_leaf(a) == transcript_leaf(b) &&
+	    memcmp(transcript_stats(a), transcript_stats(b), sizeof(struct tx_stats)) == 0 &&
+	    transcript_size(a) == transcript_size(b) &&
+	    transcript_pending_bytes(a) == transcript_pending_bytes(b);
+
+	for (i = 0; same && i < transcript_count(a); i++) {
+		transcript_uuid(a, i, ua);
+		transcript_uuid(b, i, ub);
+		same = strcmp(ua, ub) == 0 && transcript_type(a, i) == transcript_type(b, i) &&
+		    strcmp(transcript_subtype(a, i), transcript_subtype(b, i)) == 0 &&
+		    transcript_flags(a, i) == transcript_flags(b, i) &&
+		    transcript_raw_len(a, i) == transcript_raw_len(b, i) &&
+		    transcript_parent(a, i, &pa) == transcript_parent(b, i, &pb) && pa == pb;
+		if (!same)
+			diag("record %u differs", i);
+	}
+	return same;
+}
+
+/* The two-thread first pass gives the same index as one sequential pass. */
+static void
+test_split(void)
+{
+	struct transcript *one, *two;
+	char path[512], uuid[64], parent[64], *l, *cause = NULL;
+	const char *sub;
+	int i;
+
+	snprintf(path, sizeof path, "%s/split.jsonl", tmpdir);
+	put_file(path, "", 0, 1);
+	for (i = 0; i < 400; i++) {
+		/* string ids, canonical ids, a uuid repeated across the halves,
+		   a subtype first seen late, glued records, non-conversation tail */
+		if (i % 3 == 0)
+			snprintf(uuid, sizeof uuid, "id-%d", i);
+		else
+			snprintf(uuid, sizeof uuid, "00000000-0000-4000-8000-%012d", i);
+		if (i == 350)
+			snprintf(uuid, sizeof uuid, "00000000-0000-4000-8000-%012d", 10);
+		snprintf(parent, sizeof parent, "%s", i ? "id-0" : "");
+		sub = i > 300 && i % 7 == 0 ? "late_subtype" : NULL;
+		l = line("split", uuid, i ? parent : NULL, i % 2 ? "assistant" : "user", 50 + i % 40);
+		if (sub != NULL) {
+			char *m = NULL;
+			if (asprintf(&m, "{\"subtype\":\"%s\",%s", sub, l + 1) > 0) {
+				free(l);
+				l = m;
+			}
+		}
+		if (i == 200 || i == 201)
+			l[strlen(l) - 1] = '\0';	/* glue to the next record */
+		put_file(path, l, strlen(l), 0);
+		free(l);
+	}
+	put_file(path, "{\"uuid\":\"art\",\"parentUuid\":null,\"sessionId\":\"split\","
+	    "\"type\":\"system\",\"subtype\":\"session_artifact_event\"}\n", 103, 0);
+	put_file(path, "{\"uuid\":\"torn", 13, 0);
+	setenv("QWEN_TX_SPLIT_MIN", "1099511627776", 1);
+	one = transcript_open(path, NULL, &cause);
+	setenv("QWEN_TX_SPLIT_MIN", "1", 1);
+	two = transcript_open(path, NULL, &cause);
+	unsetenv("QWEN_TX_SPLIT_MIN");
+	if (ok(one != NULL && two != NULL, "split: both indexes open")) {
+		ok(transcript_stats(one)->duplicates == 1, "split: a cross-half duplicate exists");
+		ok(transcript_stats(one)->recovered_records >= 2, "split: glued records exist");
+		ok(same_index(one, two), "split: two-thread index equals the sequential one");
+	}
+	transcript_free(one);
+	transcript_free(two);
+	free(cause);
+	unlink(path);
+}
+
 /* Hostile lines: deep nesting, NULs, stray quotes and braces, mutated records. */
 static void
 test_hostile(void)
@@ -614,6 +694,7 @@ main(void)
 	test_replay();
 	test_hostile();
 	test_damaged();
+	test_split();
 	cleanup();
 	return done_testing();
 }
