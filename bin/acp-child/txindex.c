@@ -1,6 +1,6 @@
 /*
  * txindex.c: uuid keys, the uuid hash, subtype interning and record access
- * fragment-merging record loads for the transcript index.
+ * for the transcript index.
  */
 #include "config.h"
 
