@@ -317,6 +317,13 @@ test_refresh(void)
 	ok(chain_build(t, &c, &cause) == 0 && c.len == 3 && c.leaf == 2,
 	    "refresh: chain extends to the new leaf");
 	chain_clear(&c);
+	/* A writer truncating its own torn tail away is not a truncation. */
+	put_file(path, "{\"uuid\":\"torn", 13, 0);
+	ok(transcript_refresh(t, &cause) == 0 && transcript_pending_bytes(t) == 13,
+	    "refresh: torn tail pending");
+	if (truncate(path, (off_t)transcript_size(t)) == 0)
+		ok(transcript_refresh(t, &cause) == 0 && transcript_pending_bytes(t) == 0 &&
+		    transcript_stats(t)->records == 3, "refresh: torn tail truncated back is fine");
 	if (truncate(path, (off_t)strlen(l1)) == 0)
 		ok(transcript_refresh(t, &cause) == -1 && cause != NULL,
 		    "refresh: truncation below the index is an error");
@@ -339,6 +346,33 @@ test_refresh(void)
 	free(l3);
 }
 
+/* An empty transcript: no records, no leaf, empty chain and replay. */
+static void
+test_empty(void)
+{
+	struct replay_result rr;
+	struct transcript *t;
+	struct tx_chain c;
+	char path[512], *cause = NULL;
+
+	snprintf(path, sizeof path, "%s/empty.jsonl", tmpdir);
+	put_file(path, "", 0, 1);
+	if ((t = transcript_open(path, NULL, &cause)) == NULL) {
+		ok(0, "empty: open: %s", cause);
+		free(cause);
+		return;
+	}
+	is_int(transcript_count(t), 0, "empty: no records");
+	ok(chain_build(t, &c, &cause) == 0 && c.len == 0 && c.leaf == -1, "empty: no chain");
+	is_int(chain_model_history(t, &c, &cause), 0, "empty: no model history");
+	ok(replay_build(t, &c, NULL, &rr, &cause) == 0 &&
+	    json_object_array_length(rr.updates) == 0 && !rr.has_more, "empty: empty replay");
+	replay_result_clear(&rr);
+	chain_clear(&c);
+	transcript_free(t);
+	unlink(path);
+}
+
 static void
 test_io(void)
 {
@@ -356,6 +390,7 @@ test_io(void)
 	free(cause);
 	cause = NULL;
 	test_refresh();
+	test_empty();
 	/* A 3 MiB line spans several 1 MiB reads. */
 	snprintf(path, sizeof path, "%s/big.jsonl", tmpdir);
 	l1 = line("big", U(1), NULL, "user", 10);
