@@ -1,0 +1,137 @@
+/*
+ * inspect.c: `qwen-acp-child --inspect FILE`, a JSON summary of what the
+ * loader makes of a transcript (the same figures as the shared generator's
+ * manifest, so the two can be compared).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <sys/types.h>
+#include <sha2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chain.h"
+#include "inspect.h"
+#include "transcript.h"
+
+/* A json string of rec's uuid. */
+static json_object *
+uuid_json(const struct transcript *t, uint32_t rec)
+{
+	char buf[37];
+	const char *s;
+	size_t n;
+
+	s = transcript_uuid_ref(t, rec, buf, &n);
+	return json_object_new_string_len(s, (int)n);
+}
+
+/* sha256 of the chain uuids joined by "\n", in hex. */
+static json_object *
+chain_digest(const struct transcript *t, const struct tx_chain *c)
+{
+	char buf[37], hex[SHA256_DIGEST_STRING_LENGTH];
+	SHA2_CTX ctx;
+	const char *s;
+	size_t i, n;
+
+	SHA256Init(&ctx);
+	for (i = 0; i < c->len; i++) {
+		if (i > 0)
+			SHA256Update(&ctx, (const uint8_t *)"\n", 1);
+		s = transcript_uuid_ref(t, c->rec[i], buf, &n);
+		SHA256Update(&ctx, (const uint8_t *)s, n);
+	}
+	SHA256End(&ctx, hex);
+	return json_object_new_string(hex);
+}
+
+/* Uuids of the checkpoints (truthy compressedHistory) on the chain, oldest first. */
+static json_object *
+checkpoints(struct transcript *t, const struct tx_chain *c, char **cause)
+{
+	json_object *arr = json_object_new_array();
+	size_t i;
+	int yes;
+
+	for (i = 0; i < c->len; i++) {
+		if ((yes = chain_is_checkpoint(t, c->rec[i], cause)) == -1) {
+			json_object_put(arr);
+			return NULL;
+		}
+		if (yes)
+			json_object_array_add(arr, uuid_json(t, c->rec[i]));
+	}
+	return arr;
+}
+
+/* Build the summary object (caller puts); NULL + cause on failure. */
+static json_object *
+summary(struct transcript *t, char **cause)
+{
+	const struct tx_stats *st = transcript_stats(t);
+	struct tx_chain c;
+	json_object *o, *comp;
+	int64_t hist;
+
+	if (chain_build(t, &c, cause) == -1)
+		return NULL;
+	if ((hist = chain_model_history(t, &c, cause)) < 0 ||
+	    (comp = checkpoints(t, &c, cause)) == NULL) {
+		chain_clear(&c);
+		return NULL;
+	}
+	o = json_object_new_object();
+	json_object_object_add(o, "bytes", json_object_new_uint64(st->bytes));
+	json_object_object_add(o, "records", json_object_new_uint64(st->records));
+	json_object_object_add(o, "malformedLines",
+	    json_object_new_uint64(st->malformed_lines));
+	json_object_object_add(o, "recoveredRecords",
+	    json_object_new_uint64(st->recovered_records));
+	json_object_object_add(o, "leafUuid",
+	    c.leaf >= 0 ? uuid_json(t, (uint32_t)c.leaf) : NULL);
+	json_object_object_add(o, "activeChainLength", json_object_new_uint64(c.len));
+	json_object_object_add(o, "gaps", json_object_new_uint64(c.gaps));
+	json_object_object_add(o, "cycles", json_object_new_uint64(c.cycles));
+	json_object_object_add(o, "compressions", comp);
+	json_object_object_add(o, "lastActiveCompressionUuid", c.last_compression >= 0 ?
+	    uuid_json(t, c.rec[c.last_compression]) : NULL);
+	json_object_object_add(o, "activeChainSha256", chain_digest(t, &c));
+	json_object_object_add(o, "modelHistoryEntries", json_object_new_int64(hist));
+	json_object_object_add(o, "turnStarts", json_object_new_uint64(c.turn_starts));
+	json_object_object_add(o, "deadRecords",
+	    json_object_new_uint64(st->records - c.len));
+	json_object_object_add(o, "duplicates", json_object_new_uint64(st->duplicates));
+	json_object_object_add(o, "tornTailBytes",
+	    json_object_new_uint64(transcript_pending_bytes(t)));
+	chain_clear(&c);
+	return o;
+}
+
+int
+inspect_main(const char *path)
+{
+	struct transcript *t;
+	json_object *o;
+	char *cause = NULL;
+
+	if (path == NULL || *path == '\0') {
+		fprintf(stderr, "usage: %s --inspect FILE\n", getprogname());
+		return 2;
+	}
+	if ((t = transcript_open(path, NULL, &cause)) == NULL ||
+	    (o = summary(t, &cause)) == NULL) {
+		fprintf(stderr, "%s: cannot inspect %s: %s\n", getprogname(), path,
+		    cause ? cause : "unknown error");
+		free(cause);
+		transcript_free(t);
+		return 1;
+	}
+	printf("%s\n", json_object_to_json_string_ext(o,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	transcript_free(t);
+	return fflush(stdout) == 0 ? 0 : 1;
+}

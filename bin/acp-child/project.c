@@ -1,0 +1,335 @@
+/*
+ * project.c: chain records to ACP SessionUpdate objects, per
+ * upstream-transcript.md 3.8.  Every update carries _meta.timestamp (epoch
+ * ms, when the record has a valid one) and
+ * _meta.qwenTranscript.sourceRecordIds = [uuid].
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "project.h"
+#include "project-int.h"
+#include "txindex.h"
+
+#define GAP_NOTICE "Earlier history could not be restored: a parent record is " \
+	"missing from the saved transcript."
+
+/* Member of obj as a string, or NULL. */
+const char *
+pj_get_str(json_object *obj, const char *key)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(obj, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+/* Member of obj of the given type, or NULL (borrowed). */
+json_object *
+pj_get_typed(json_object *obj, const char *key, enum json_type type)
+{
+	json_object *v;
+
+	if (obj == NULL || !json_object_object_get_ex(obj, key, &v) ||
+	    !json_object_is_type(v, type))
+		return NULL;
+	return v;
+}
+
+/* ISO-8601 UTC "YYYY-MM-DDTHH:MM:SS[.mmm]Z" to epoch ms, -1 when invalid. */
+static int64_t
+parse_ts(const char *s)
+{
+	int y, mo, d, h, mi, sec, ms = 0, n = 0;
+	struct tm tm;
+	time_t tt;
+
+	if (s == NULL || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h,
+	    &mi, &sec, &n) != 6 || n != 19)
+		return -1;
+	s += n;
+	if (*s == '.') {
+		if (sscanf(s + 1, "%3d%n", &ms, &n) != 1 || n != 3)
+			return -1;
+		s += 4;
+	}
+	if (strcmp(s, "Z") != 0 || mo < 1 || mo > 12 || d < 1 || d > 31 ||
+	    h > 23 || mi > 59 || sec > 60)
+		return -1;
+	memset(&tm, 0, sizeof tm);
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	if ((tt = timegm(&tm)) == (time_t)-1)
+		return -1;
+	return (int64_t)tt * 1000 + ms;
+}
+
+/* Add _meta to u and append it to the projection (takes u). */
+int
+pj_emit(struct pctx *x, json_object *u, json_object *extra_meta)
+{
+	struct projection *p = x->p;
+	json_object *meta, *qt, *ids;
+	size_t *no;
+
+	meta = extra_meta ? extra_meta : json_object_new_object();
+	if (x->ts >= 0)
+		json_object_object_add(meta, "timestamp", json_object_new_int64(x->ts));
+	qt = json_object_new_object();
+	ids = json_object_new_array();
+	json_object_array_add(ids, json_object_get(x->uuid));
+	json_object_object_add(qt, "sourceRecordIds", ids);
+	json_object_object_add(meta, "qwenTranscript", qt);
+	json_object_object_add(u, "_meta", meta);
+	if (json_object_array_length(p->updates) == p->cap) {
+		if ((no = reallocarray(p->origin, p->cap * 2 + 64, sizeof *no)) == NULL) {
+			json_object_put(u);
+			return -1;
+		}
+		p->origin = no;
+		p->cap = p->cap * 2 + 64;
+	}
+	p->origin[json_object_array_length(p->updates)] = x->pos;
+	json_object_array_add(p->updates, u);
+	return 0;
+}
+
+/* A new update of the given kind. */
+json_object *
+pj_update(const char *kind)
+{
+	json_object *u = json_object_new_object();
+
+	json_object_object_add(u, "sessionUpdate", json_object_new_string(kind));
+	return u;
+}
+
+/* A text chunk update (text borrowed; copied). */
+static int
+chunk(struct pctx *x, const char *kind, const char *text, json_object *meta)
+{
+	json_object *u = pj_update(kind), *content = json_object_new_object();
+
+	json_object_object_add(content, "type", json_object_new_string("text"));
+	json_object_object_add(content, "text", json_object_new_string(text));
+	json_object_object_add(u, "content", content);
+	return pj_emit(x, u, meta);
+}
+
+/* A text chunk sharing a parsed string (takes a reference to text). */
+static int
+chunk_obj(struct pctx *x, const char *kind, json_object *text)
+{
+	json_object *u = pj_update(kind), *content = json_object_new_object();
+
+	json_object_object_add(content, "type", json_object_new_string("text"));
+	json_object_object_add(content, "text", json_object_get(text));
+	json_object_object_add(u, "content", content);
+	return pj_emit(x, u, NULL);
+}
+
+/* A user image part. */
+static int
+image_chunk(struct pctx *x, json_object *inl)
+{
+	json_object *u = pj_update("user_message_chunk"), *content = json_object_new_object();
+	const char *mime = pj_get_str(inl, "mimeType"), *data = pj_get_str(inl, "data");
+
+	json_object_object_add(content, "type", json_object_new_string("image"));
+	json_object_object_add(content, "mimeType", json_object_new_string(mime ? mime : ""));
+	json_object_object_add(content, "data", json_object_new_string(data ? data : ""));
+	json_object_object_add(u, "content", content);
+	return pj_emit(x, u, NULL);
+}
+
+/* user records (3.8): text parts, images, or the displayText of tagged kinds. */
+static int
+project_user(struct pctx *x, json_object *r)
+{
+	static const char *const tagged[] = { "notification", "cron",
+	    "mid_turn_user_message", "goal_runtime", NULL };
+	json_object *sp = pj_get_typed(r, "systemPayload", json_type_object);
+	json_object *msg = pj_get_typed(r, "message", json_type_object);
+	json_object *parts = pj_get_typed(msg, "parts", json_type_array), *part, *v;
+	const char *sub = pj_get_str(r, "subtype"), *display;
+	size_t i;
+	int k;
+
+	display = sp ? pj_get_str(sp, "displayText") : NULL;
+	for (k = 0; sub != NULL && tagged[k] != NULL; k++)
+		if (strcmp(sub, tagged[k]) == 0)
+			return display ? chunk(x, "user_message_chunk", display, NULL) : 0;
+	if (display && json_object_object_get_ex(sp, "hookContext", &v))
+		return chunk(x, "user_message_chunk", display, NULL);
+	for (i = 0; parts && i < json_object_array_length(parts); i++) {
+		part = json_object_array_get_idx(parts, i);
+		if ((v = pj_get_typed(part, "text", json_type_string)) != NULL) {
+			if (chunk_obj(x, "user_message_chunk", v) == -1)
+				return -1;
+		} else if ((v = pj_get_typed(part, "inlineData", json_type_object)) != NULL) {
+			if (image_chunk(x, v) == -1)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* The empty agent chunk carrying usageMetadata. */
+static int
+usage_chunk(struct pctx *x, json_object *usage)
+{
+	json_object *meta = json_object_new_object();
+
+	json_object_object_add(meta, "usage", json_object_get(usage));
+	return chunk(x, "agent_message_chunk", "", meta);
+}
+
+/* assistant records: thoughts, text, tool calls, usage. */
+static int
+project_assistant(struct pctx *x, json_object *r)
+{
+	json_object *msg = pj_get_typed(r, "message", json_type_object);
+	json_object *parts = pj_get_typed(msg, "parts", json_type_array), *part, *fc, *v;
+	json_object *usage = pj_get_typed(r, "usageMetadata", json_type_object), *text;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; rc == 0 && parts && i < json_object_array_length(parts); i++) {
+		part = json_object_array_get_idx(parts, i);
+		if ((fc = pj_get_typed(part, "functionCall", json_type_object)) != NULL) {
+			if (usage != NULL) {
+				rc = usage_chunk(x, usage);
+				usage = NULL;
+			}
+			if (rc == 0)
+				rc = pj_tool_call(x, fc, i);
+		} else if ((text = pj_get_typed(part, "text", json_type_string)) != NULL) {
+			v = pj_get_typed(part, "thought", json_type_boolean);
+			rc = chunk_obj(x, v && json_object_get_boolean(v) ?
+			    "agent_thought_chunk" : "agent_message_chunk", text);
+		}
+	}
+	if (rc == 0 && usage != NULL)
+		rc = usage_chunk(x, usage);
+	return rc;
+}
+
+/* system records: slash_command results and cancelled turns. */
+static int
+project_system(struct pctx *x, json_object *r)
+{
+	json_object *sp = pj_get_typed(r, "systemPayload", json_type_object);
+	json_object *items, *meta;
+	const char *sub = pj_get_str(r, "subtype"), *s;
+	size_t i;
+
+	if (sub == NULL || sp == NULL)
+		return 0;
+	if (strcmp(sub, "slash_command") == 0 && (s = pj_get_str(sp, "phase")) != NULL &&
+	    strcmp(s, "result") == 0 &&
+	    (items = pj_get_typed(sp, "outputHistoryItems", json_type_array)) != NULL) {
+		for (i = 0; i < json_object_array_length(items); i++) {
+			s = pj_get_str(json_object_array_get_idx(items, i), "text");
+			if (s != NULL && chunk(x, "agent_message_chunk", s, NULL) == -1)
+				return -1;
+		}
+	} else if (strcmp(sub, "turn_result") == 0 &&
+	    (s = pj_get_str(sp, "state")) != NULL && strcmp(s, "cancelled") == 0) {
+		meta = json_object_new_object();
+		json_object_object_add(meta, "promptCancelled", json_object_new_boolean(1));
+		return chunk(x, "agent_message_chunk", "", meta);
+	} else if (strcmp(sub, "background_task_completed") == 0 &&
+	    (s = pj_get_str(sp, "displayText")) != NULL) {
+		return chunk(x, "agent_message_chunk", s, NULL);
+	}
+	return 0;
+}
+
+/* Project one record. */
+static int
+project_record(struct pctx *x, json_object *r)
+{
+	switch (transcript_type(x->t, x->c->rec[x->pos])) {
+	case TX_USER:
+		return project_user(x, r);
+	case TX_ASSISTANT:
+		return project_assistant(x, r);
+	case TX_TOOL_RESULT:
+		return pj_tool_result(x, r);
+	case TX_SYSTEM:
+		return project_system(x, r);
+	}
+	return 0;
+}
+
+/* Set the per-record context (uuid, timestamp). */
+static void
+record_context(struct pctx *x, json_object *r)
+{
+	char buf[37];
+	const char *s;
+	size_t n;
+
+	json_object_put(x->uuid);
+	s = transcript_uuid_ref(x->t, x->c->rec[x->pos], buf, &n);
+	x->uuid = json_object_new_string_len(s, (int)n);
+	x->ts = r ? parse_ts(pj_get_str(r, "timestamp")) : -1;
+}
+
+int
+project_window(struct transcript *t, const struct tx_chain *c, size_t start,
+    struct projection *p, char **cause)
+{
+	struct pctx x = { t, c, p, start, NULL, -1, NULL };
+	json_object *r;
+	int rc = 0;
+
+	project_clear(p);
+	p->updates = json_object_new_array();
+	x.pending = json_object_new_array();
+	if (start == 0 && c->gaps && c->len > 0) {
+		record_context(&x, NULL);
+		json_object *meta = json_object_new_object();
+		json_object_object_add(meta, "qwenDiscreteMessage", json_object_new_boolean(1));
+		rc = chunk(&x, "agent_message_chunk", GAP_NOTICE, meta);
+	}
+	for (x.pos = start; rc == 0 && x.pos < c->len; x.pos++) {
+		if ((r = transcript_load_record(t, c->rec[x.pos], cause)) == NULL) {
+			if (errno == EBADMSG)
+				continue;	/* indexed but json-c refuses it: skip */
+			rc = -1;
+			break;
+		}
+		record_context(&x, r);
+		rc = project_record(&x, r);
+		json_object_put(r);
+		if (rc == -1)
+			tx_cause(cause, "replay: out of memory");
+	}
+	if (rc == 0)
+		rc = pj_fail_pending(&x);
+	json_object_put(x.uuid);
+	json_object_put(x.pending);
+	if (rc == -1)
+		project_clear(p);
+	return rc;
+}
+
+void
+project_clear(struct projection *p)
+{
+	json_object_put(p->updates);
+	free(p->origin);
+	memset(p, 0, sizeof *p);
+}

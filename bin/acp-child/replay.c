@@ -1,0 +1,192 @@
+/*
+ * replay.c: the session/load replay (upstream-transcript.md 3.8).
+ *
+ * The window is the newest turns whose source bytes fit max_bytes (aligned
+ * to a turn start); only those records are parsed and projected (project.c).
+ * When the encoded updates still exceed max_bytes or max_updates, the
+ * oldest turns are dropped from the projection (each update knows the record
+ * it came from; a missing-result failure belongs to the record that opened
+ * the call, so it goes with it) until both fit.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "chain.h"
+#include "project.h"
+#include "replay.h"
+#include "txindex.h"
+
+/* Estimated encoded update bytes of a record from its source bytes: tool
+   results and assistant turns project to about 1.08x their size (content plus
+   rawOutput/rawInput and _meta), users to less; most system records to nothing.
+   An overshoot costs parsing records that are then dropped; an undershoot a
+   window a little smaller than the budget. */
+static uint64_t
+estimate(const struct transcript *t, uint32_t rec)
+{
+	uint64_t raw = transcript_raw_len(t, rec);
+	const char *sub;
+
+	switch (transcript_type(t, rec)) {
+	case TX_SYSTEM:
+		sub = transcript_subtype(t, rec);
+		if (strcmp(sub, "slash_command") != 0 && strcmp(sub, "turn_result") != 0)
+			return 0;
+		return raw;
+	case TX_ASSISTANT:
+	case TX_TOOL_RESULT:
+		return raw + raw / 8;
+	default:
+		return raw;
+	}
+}
+
+/* The earliest window start from which sizes[start..len) fit the budget:
+   a turn start if one fits, else the longest record suffix that fits. */
+static size_t
+fit_start(const struct transcript *t, const struct tx_chain *c,
+    const uint64_t *sizes, size_t from, uint64_t budget)
+{
+	size_t i, best = c->len, rec_best = c->len;
+	uint64_t sum = 0;
+
+	for (i = c->len; i-- > from;) {
+		sum += sizes ? sizes[i] : estimate(t, c->rec[i]);
+		if (sum > budget)
+			break;
+		rec_best = i;
+		if (chain_is_turn_start(t, c->rec[i]))
+			best = i;
+	}
+	return best < c->len ? best : rec_best;
+}
+
+/* Per-record encoded sizes and update counts of a projection. */
+static int
+measure(struct projection *p, const struct tx_chain *c, uint64_t *sizes,
+    uint64_t *counts, uint64_t *total, char **cause)
+{
+	size_t i, n = json_object_array_length(p->updates), len;
+	json_object *u;
+
+	memset(sizes, 0, c->len * sizeof *sizes);
+	memset(counts, 0, c->len * sizeof *counts);
+	*total = 2;
+	for (i = 0; i < n; i++) {
+		u = json_object_array_get_idx(p->updates, i);
+		if (json_object_to_json_string_length(u, PROJECT_JSON_FLAGS, &len) == NULL) {
+			tx_cause(cause, "replay: out of memory");
+			return -1;
+		}
+		sizes[p->origin[i]] += len + 1;
+		counts[p->origin[i]]++;
+		*total += len + (i > 0);
+	}
+	return 0;
+}
+
+/* Window start that fits both limits given measured sizes and counts. */
+static size_t
+shrink(const struct transcript *t, const struct tx_chain *c, size_t start,
+    const uint64_t *sizes, const uint64_t *counts, size_t max_bytes,
+    size_t max_updates)
+{
+	size_t s1, s2, i;
+	uint64_t n = 0;
+
+	s1 = fit_start(t, c, sizes, start, max_bytes > 2 ? max_bytes - 2 : 0);
+	s2 = c->len;
+	for (i = c->len; i-- > start;) {
+		n += counts[i];
+		if (n > max_updates)
+			break;
+		if (chain_is_turn_start(t, c->rec[i]) || s2 == c->len)
+			s2 = i;
+	}
+	if (s1 < start)
+		s1 = start;
+	s1 = s1 > s2 ? s1 : s2;
+	return s1 > start ? s1 : start + 1;
+}
+
+/* Keep only the updates that come from records at or after start. */
+static void
+keep_from(struct projection *p, size_t start)
+{
+	json_object *kept = json_object_new_array();
+	size_t i, j, n = json_object_array_length(p->updates);
+
+	for (i = 0, j = 0; i < n; i++) {
+		if (p->origin[i] < start)
+			continue;
+		json_object_array_add(kept,
+		    json_object_get(json_object_array_get_idx(p->updates, i)));
+		p->origin[j++] = p->origin[i];
+	}
+	json_object_put(p->updates);
+	p->updates = kept;
+}
+
+int
+replay_build(struct transcript *t, const struct tx_chain *c,
+    const struct replay_opts *opts, struct replay_result *res, char **cause)
+{
+	size_t max_bytes = opts && opts->max_bytes ? opts->max_bytes :
+	    REPLAY_DEFAULT_MAX_BYTES;
+	size_t max_updates = opts && opts->max_updates ? opts->max_updates :
+	    REPLAY_DEFAULT_MAX_UPDATES;
+	struct projection p;
+	uint64_t *sizes = NULL, *counts = NULL, total = 2, n;
+	size_t start, i;
+
+	memset(res, 0, sizeof *res);
+	memset(&p, 0, sizeof p);
+	if ((sizes = calloc(c->len + 1, sizeof *sizes)) == NULL ||
+	    (counts = calloc(c->len + 1, sizeof *counts)) == NULL) {
+		tx_cause(cause, "replay: out of memory");
+		goto fail;
+	}
+	start = fit_start(t, c, NULL, 0, max_bytes);
+	if (project_window(t, c, start, &p, cause) == -1 ||
+	    measure(&p, c, sizes, counts, &total, cause) == -1)
+		goto fail;
+	while ((total > max_bytes ||
+	    json_object_array_length(p.updates) > max_updates) && start < c->len) {
+		start = shrink(t, c, start, sizes, counts, max_bytes, max_updates);
+		for (i = 0, total = 2, n = 0; i < c->len; i++) {
+			if (i < start)
+				sizes[i] = counts[i] = 0;
+			total += sizes[i];
+			n += counts[i];
+		}
+		total -= n > 0;		/* sizes carry one separator per update */
+		keep_from(&p, start);
+	}
+	res->updates = p.updates;
+	p.updates = NULL;
+	res->records = c->len - start;
+	res->truncated_records = start;
+	res->has_more = start > 0 || c->gaps > 0;
+	res->partial = start > 0;
+	res->bytes = total;
+	project_clear(&p);
+	free(sizes);
+	free(counts);
+	return 0;
+fail:
+	project_clear(&p);
+	free(sizes);
+	free(counts);
+	return -1;
+}
+
+void
+replay_result_clear(struct replay_result *r)
+{
+	if (r == NULL)
+		return;
+	json_object_put(r->updates);
+	memset(r, 0, sizeof *r);
+}

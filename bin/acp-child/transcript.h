@@ -1,0 +1,76 @@
+/*
+ * transcript.h: fast index of a qwen-code JSONL session transcript.
+ *
+ * One read() pass in 1 MiB chunks finds each line, a string-aware scanner
+ * pulls the top-level keys (uuid, parentUuid, sessionId, type, subtype) and
+ * json-c is used only for lines the scanner cannot handle.  Only the index
+ * (about 60-90 bytes per record) is kept in memory, never the file.
+ *
+ * Thread rules: a struct transcript is used by one thread at a time; no
+ * globals, no static buffers.
+ */
+#ifndef QWEN_ACP_TRANSCRIPT_H
+#define QWEN_ACP_TRANSCRIPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+enum tx_type { TX_USER = 1, TX_ASSISTANT, TX_TOOL_RESULT, TX_SYSTEM };
+
+struct tx_stats {
+	uint64_t bytes;              /* bytes indexed (whole lines only; a torn tail is not counted) */
+	uint64_t records;            /* valid records (after recovery, before duplicate merge) */
+	uint64_t malformed_lines;    /* non-blank lines that are not one JSON value
+	                                (the reference loader's definition: glued and
+	                                torn lines count, a valid JSON non-record does not) */
+	uint64_t recovered_records;  /* records recovered from `}{`-glued lines */
+	uint64_t duplicates;         /* records whose uuid was seen before (merged as fragments) */
+};
+
+struct transcript;
+
+/* Index path; records must carry sessionId == session_id (NULL: basename of path without .jsonl).
+   NULL + *cause (caller frees) on open/read failure; ENOENT keeps errno so callers can map it to -32002. */
+struct transcript *transcript_open(const char *path, const char *session_id, char **cause);
+/* Index bytes appended since the last pass (a torn tail is re-read once completed).
+   Detects truncation/replacement (size shrank or inode changed) and returns -1 with a cause. */
+int transcript_refresh(struct transcript *, char **cause);
+void transcript_free(struct transcript *);                 /* NULL-safe */
+const struct tx_stats *transcript_stats(const struct transcript *);
+uint64_t transcript_size(const struct transcript *);        /* bytes of whole lines indexed so far */
+const char *transcript_path(const struct transcript *);
+const char *transcript_session_id(const struct transcript *);
+
+/* Logical records (duplicates merged: first occurrence gives parent/type/subtype). */
+size_t transcript_count(const struct transcript *);
+enum tx_type transcript_type(const struct transcript *, uint32_t rec);
+const char *transcript_subtype(const struct transcript *, uint32_t rec);  /* interned; "" when none */
+void transcript_uuid(const struct transcript *, uint32_t rec, char out[64]);
+/* Sum of the raw bytes of all fragments of rec. */
+uint64_t transcript_raw_len(const struct transcript *, uint32_t rec);
+/* Parse rec with json-c (all fragments merged per upstream rules: message.parts concatenated,
+   usageMetadata last wins, timestamp max). Caller puts. NULL + cause on I/O or parse failure;
+   errno is EBADMSG when the bytes are there but json-c does not accept them. */
+json_object *transcript_load_record(struct transcript *, uint32_t rec, char **cause);
+/* Find a record by uuid; -1 if absent. */
+int64_t transcript_find(const struct transcript *, const char *uuid);
+
+/* Index details used by chain.c, replay.c and inspect.c (additions to the shared API). */
+#define TX_F_CONVERSATION	0x01	/* not session_artifact_*, session_sources_snapshot, managed_session_* */
+#define TX_F_MESSAGE		0x02	/* first fragment has a non-empty message object */
+#define TX_F_ROLE_USER		0x04	/* ... whose role is "user" */
+unsigned transcript_flags(const struct transcript *, uint32_t rec);
+/* Parent of rec among the indexed conversation records: 1 and *parent when found,
+   0 when parentUuid is null/absent/empty (a root), -1 when missing (a gap). */
+int transcript_parent(const struct transcript *, uint32_t rec, uint32_t *parent);
+/* Last conversation record in file order, -1 if none. */
+int64_t transcript_leaf(const struct transcript *);
+/* The uuid of rec without length limit: points into buf (binary uuids, formatted) or
+   into the index (other strings; valid until the next refresh). *len set. */
+const char *transcript_uuid_ref(const struct transcript *, uint32_t rec, char buf[37], size_t *len);
+/* Bytes after the last indexed newline (a torn or still-being-written last line). */
+uint64_t transcript_pending_bytes(const struct transcript *);
+
+#endif /* QWEN_ACP_TRANSCRIPT_H */

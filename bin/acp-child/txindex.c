@@ -1,0 +1,496 @@
+/*
+ * txindex.c: uuid keys, the uuid hash, subtype interning and record access
+ * for the transcript index.
+ */
+#include "config.h"
+
+#include <sys/mman.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "txindex.h"
+
+static const char *const nonconv_subtypes[] = {
+	"session_sources_snapshot", "managed_session_header_v1",
+	"managed_session_event_v1", "managed_session_commit_v1",
+	"session_artifact_event", "session_artifact_snapshot", NULL
+};
+
+/* Final mixer (splitmix64). */
+static inline uint64_t
+mix(uint64_t h)
+{
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebULL;
+	return h ^ (h >> 31);
+}
+
+static uint64_t
+hash_bytes(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	while (n-- > 0)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
+	return mix(h ^ 0x5bd1e995ULL);
+}
+
+/* Hex digit values (lowercase only: canonical uuids), -1 otherwise. */
+static const int8_t hexval[256] = {
+	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6,
+	['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12,
+	['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16
+};	/* value + 1; 0 = not a digit */
+
+/* Canonical lowercase 8-4-4-4-12 uuid text to 16 bytes. */
+static int
+uuid_parse(const char *s, size_t n, uint8_t out[16])
+{
+	static const uint8_t pos[16] = { 0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24,
+	    26, 28, 30, 32, 34 };
+	int i, hi, lo, bad = 0;
+
+	if (n != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-')
+		return -1;
+	for (i = 0; i < 16; i++) {
+		hi = hexval[(unsigned char)s[pos[i]]];
+		lo = hexval[(unsigned char)s[pos[i] + 1]];
+		bad |= (hi == 0) | (lo == 0);
+		out[i] = (uint8_t)(((unsigned)(hi - 1) & 15) << 4 | ((unsigned)(lo - 1) & 15));
+	}
+	return bad ? -1 : 0;
+}
+
+static void
+uuid_format(const uint8_t b[16], char out[37])
+{
+	static const char hex[] = "0123456789abcdef";
+	int i, j;
+
+	for (i = 0, j = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[j++] = '-';
+		out[j++] = hex[b[i] >> 4];
+		out[j++] = hex[b[i] & 15];
+	}
+	out[j] = '\0';
+}
+
+static uint64_t
+hash_bin(const uint8_t b[16])
+{
+	uint64_t x, y;
+
+	memcpy(&x, b, 8);
+	memcpy(&y, b + 8, 8);
+	return mix(x ^ mix(y));
+}
+
+void
+tx_key_text(struct tx_key *k, const char *s, size_t n)
+{
+	if (uuid_parse(s, n, k->bin) == 0) {
+		k->str = 0;
+		k->h = hash_bin(k->bin);
+	} else {
+		k->str = 1;
+		k->s = s;
+		k->len = n;
+		k->h = hash_bytes(s, n);
+	}
+}
+
+/* The key stored in a record's id[]/par[] slot. */
+void
+tx_key_stored(const struct transcript *t, const uint8_t v[16], int str,
+    struct tx_key *k)
+{
+	uint64_t off;
+	uint32_t len;
+
+	k->str = str;
+	if (!str) {
+		memcpy(k->bin, v, 16);
+		k->h = hash_bin(v);
+		return;
+	}
+	memcpy(&off, v, 8);
+	memcpy(&len, v + 8, 4);
+	k->s = t->pool + off;
+	k->len = len;
+	k->h = hash_bytes(k->s, len);
+}
+
+int
+tx_key_store(struct transcript *t, const struct tx_key *k, uint8_t dst[16],
+    uint8_t *kflags, uint8_t strflag)
+{
+	uint64_t off;
+	uint32_t len;
+	char *np;
+	size_t cap;
+
+	if (!k->str) {
+		memcpy(dst, k->bin, 16);
+		return 0;
+	}
+	if (t->npool + k->len > t->cappool) {
+		cap = t->cappool ? t->cappool : 4096;
+		while (cap < t->npool + k->len)
+			cap *= 2;
+		if ((np = realloc(t->pool, cap)) == NULL)
+			return -1;
+		t->pool = np;
+		t->cappool = cap;
+	}
+	memcpy(t->pool + t->npool, k->s, k->len);
+	off = t->npool;
+	len = (uint32_t)k->len;
+	t->npool += k->len;
+	memset(dst, 0, 16);
+	memcpy(dst, &off, 8);
+	memcpy(dst + 8, &len, 4);
+	*kflags |= strflag;
+	return 0;
+}
+
+/* Does record r carry uuid k? */
+static int
+rec_is(const struct transcript *t, const struct tx_rec *r, const struct tx_key *k)
+{
+	uint64_t off;
+	uint32_t len;
+
+	if (!k->str)
+		return !(r->kflags & TXR_ID_STR) && memcmp(r->id, k->bin, 16) == 0;
+	if (!(r->kflags & TXR_ID_STR))
+		return 0;
+	memcpy(&off, r->id, 8);
+	memcpy(&len, r->id + 8, 4);
+	return len == k->len && memcmp(t->pool + off, k->s, len) == 0;
+}
+
+int64_t
+tx_ht_find(const struct transcript *t, const struct tx_key *k)
+{
+	size_t slot;
+
+	return tx_ht_probe(t, k, &slot);
+}
+
+/* Place rec in a table of mask+1 slots. */
+static void
+ht_place(uint32_t *ht, size_t mask, uint64_t h, uint32_t rec)
+{
+	size_t i = h & mask;
+
+	while (ht[i] != 0)
+		i = (i + 1) & mask;
+	ht[i] = rec + 1;
+}
+
+/* A zeroed slot table; big ones on transparent huge pages, since every probe
+   is a random access and TLB misses dominate otherwise. */
+static struct tx_slot *
+ht_alloc(size_t n)
+{
+	size_t bytes = n * sizeof(struct tx_slot), huge = 2u << 20;
+	void *p;
+
+	if (bytes < huge)
+		return calloc(n, sizeof(struct tx_slot));
+	if (posix_memalign(&p, huge, bytes) != 0)
+		return NULL;
+	(void)madvise(p, bytes, MADV_HUGEPAGE);
+	memset(p, 0, bytes);
+	return p;
+}
+
+int
+tx_ht_reserve(struct transcript *t)
+{
+	struct tx_slot *nh;
+	size_t i, j, n;
+
+	if ((t->htused + 1) * 2 <= t->htmask + 1)
+		return 0;
+	n = (t->htmask + 1) * 2;
+	if ((nh = ht_alloc(n)) == NULL)
+		return -1;
+	for (i = 0; i <= t->htmask; i++) {
+		if (t->ht[i].rec == 0)
+			continue;
+		/* The tag holds the low hash bits: the home slot. */
+		for (j = t->ht[i].tag & (n - 1); nh[j].rec != 0; j = (j + 1) & (n - 1))
+			;
+		nh[j] = t->ht[i];
+	}
+	free(t->ht);
+	t->ht = nh;
+	t->htmask = n - 1;
+	return 0;
+}
+
+int64_t
+tx_ht_probe(const struct transcript *t, const struct tx_key *k, size_t *slot)
+{
+	size_t i = k->h & t->htmask;
+	uint32_t tag = (uint32_t)k->h;
+	const struct tx_slot *s;
+
+	for (; (s = &t->ht[i])->rec != 0; i = (i + 1) & t->htmask)
+		if (s->tag == tag && rec_is(t, &t->rec[s->rec - 1], k))
+			return s->rec - 1;
+	*slot = i;
+	return -1;
+}
+
+void
+tx_ht_set(struct transcript *t, size_t slot, uint32_t rec, const struct tx_key *k)
+{
+	t->ht[slot].rec = rec + 1;
+	t->ht[slot].tag = (uint32_t)k->h;
+	t->htused++;
+}
+
+/* realloc for the record array: past 2 MiB, a copy onto transparent huge
+   pages (one fault per 2 MiB instead of 512). */
+static void *
+big_realloc(void *old, size_t used, size_t bytes)
+{
+	size_t huge = 2u << 20;
+	void *p;
+
+	if (bytes < huge || bytes > SIZE_MAX / 2)
+		return realloc(old, bytes);
+	if (posix_memalign(&p, huge, bytes) != 0)
+		return NULL;
+	(void)madvise(p, bytes, MADV_HUGEPAGE);
+	memcpy(p, old, used);
+	free(old);
+	return p;
+}
+
+struct tx_rec *
+tx_rec_new(struct transcript *t)
+{
+	struct tx_rec *r;
+	size_t n;
+
+	if (t->nrec == UINT32_MAX - 1)
+		return NULL;
+	if (t->nrec == t->caprec) {
+		n = t->caprec ? t->caprec * 2 : 1024;
+		if ((r = big_realloc(t->rec, t->nrec * sizeof *r, n * sizeof *r)) == NULL)
+			return NULL;
+		t->rec = r;
+		t->caprec = n;
+	}
+	r = &t->rec[t->nrec++];
+	memset(r, 0, sizeof *r);
+	return r;
+}
+
+/* Grow the subtype table and its hash when full. */
+static int
+sub_grow(struct transcript *t)
+{
+	char **ns;
+	uint8_t *nf;
+	uint32_t *nh;
+	size_t i, n = t->capsub * 2;
+
+	if ((ns = reallocarray(t->subs, n, sizeof *ns)) == NULL)
+		return -1;
+	t->subs = ns;
+	if ((nf = realloc(t->subflags, n)) == NULL)
+		return -1;
+	t->subflags = nf;
+	t->capsub = n;
+	if ((nh = calloc(n * 2, sizeof *nh)) == NULL)
+		return -1;
+	for (i = 1; i < t->nsub; i++)
+		ht_place(nh, n * 2 - 1, hash_bytes(t->subs[i], strlen(t->subs[i])),
+		    (uint32_t)i);
+	free(t->sht);
+	t->sht = nh;
+	t->shtmask = n * 2 - 1;
+	return 0;
+}
+
+int
+tx_intern_sub(struct transcript *t, const char *s, size_t n, uint32_t *id)
+{
+	uint64_t h = hash_bytes(s, n);
+	size_t i = h & t->shtmask;
+	const char *const *p;
+	uint32_t v;
+
+	while ((v = t->sht[i]) != 0) {
+		if (strncmp(t->subs[v - 1], s, n) == 0 && t->subs[v - 1][n] == '\0') {
+			*id = v - 1;
+			return 0;
+		}
+		i = (i + 1) & t->shtmask;
+	}
+	if (t->nsub == t->capsub && sub_grow(t) == -1)
+		return -1;
+	if ((t->subs[t->nsub] = strndup(s, n)) == NULL)
+		return -1;
+	t->subflags[t->nsub] = 0;
+	for (p = nonconv_subtypes; *p != NULL; p++)
+		if (strlen(*p) == n && memcmp(*p, s, n) == 0)
+			t->subflags[t->nsub] = TX_SUB_NONCONV;
+	ht_place(t->sht, t->shtmask, hash_bytes(t->subs[t->nsub],
+	    strlen(t->subs[t->nsub])), (uint32_t)t->nsub);
+	*id = (uint32_t)t->nsub++;
+	return 0;
+}
+
+int
+tx_index_init(struct transcript *t, uint64_t size_hint)
+{
+	size_t slots = 1024;
+
+	/* Records average a few KiB: size the uuid hash for the file. */
+	while (slots < (1u << 26) && slots / 2 < size_hint / 2048)
+		slots *= 2;
+	t->htmask = slots - 1;
+	t->capsub = 64;
+	t->shtmask = 127;
+	t->ht = ht_alloc(t->htmask + 1);
+	t->subs = calloc(t->capsub, sizeof *t->subs);
+	t->subflags = calloc(t->capsub, 1);
+	t->sht = calloc(t->shtmask + 1, sizeof *t->sht);
+	if (t->ht == NULL || t->subs == NULL || t->subflags == NULL ||
+	    t->sht == NULL || (t->subs[0] = strdup("")) == NULL)
+		return -1;
+	t->nsub = 1;
+	return 0;
+}
+
+void
+tx_index_free(struct transcript *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nsub; i++)
+		free(t->subs[i]);
+	free(t->subs);
+	free(t->subflags);
+	free(t->sht);
+	free(t->ht);
+	free(t->rec);
+	free(t->frag);
+	free(t->pool);
+	free(t->rbuf);
+}
+
+size_t
+transcript_count(const struct transcript *t)
+{
+	return t->nrec;
+}
+
+enum tx_type
+transcript_type(const struct transcript *t, uint32_t rec)
+{
+	return (enum tx_type)t->rec[rec].type;
+}
+
+const char *
+transcript_subtype(const struct transcript *t, uint32_t rec)
+{
+	return t->subs[t->rec[rec].sub];
+}
+
+unsigned
+transcript_flags(const struct transcript *t, uint32_t rec)
+{
+	return t->rec[rec].flags;
+}
+
+const char *
+transcript_uuid_ref(const struct transcript *t, uint32_t rec, char buf[37],
+    size_t *len)
+{
+	const struct tx_rec *r = &t->rec[rec];
+	struct tx_key k;
+
+	if (r->kflags & TXR_ID_STR) {
+		tx_key_stored(t, r->id, 1, &k);
+		*len = k.len;
+		return k.s;
+	}
+	uuid_format(r->id, buf);
+	*len = 36;
+	return buf;
+}
+
+void
+transcript_uuid(const struct transcript *t, uint32_t rec, char out[64])
+{
+	char buf[37];
+	const char *s;
+	size_t n;
+
+	s = transcript_uuid_ref(t, rec, buf, &n);
+	if (n > 63)
+		n = 63;
+	memcpy(out, s, n);
+	out[n] = '\0';
+}
+
+uint64_t
+transcript_raw_len(const struct transcript *t, uint32_t rec)
+{
+	const struct tx_rec *r = &t->rec[rec];
+	uint64_t n = r->len;
+	uint32_t f;
+
+	for (f = r->frag; f != 0; f = t->frag[f - 1].next)
+		n += t->frag[f - 1].len;
+	return n;
+}
+
+int64_t
+transcript_find(const struct transcript *t, const char *uuid)
+{
+	struct tx_key k;
+
+	tx_key_text(&k, uuid, strlen(uuid));
+	return tx_ht_find(t, &k);
+}
+
+int
+transcript_parent(const struct transcript *t, uint32_t rec, uint32_t *parent)
+{
+	const struct tx_rec *r = &t->rec[rec];
+	struct tx_key k;
+	uint32_t i;
+	int64_t p;
+
+	if (r->kflags & TXR_PAR_NULL)
+		return 0;
+	/* The parent is nearly always one of the few records just before. */
+	for (i = rec; i > 0 && i + 4 > rec; i--) {
+		const struct tx_rec *q = &t->rec[i - 1];
+		if ((q->flags & TX_F_CONVERSATION) &&
+		    (q->kflags & TXR_ID_STR) == 0 && (r->kflags & TXR_PAR_STR) == 0 &&
+		    memcmp(q->id, r->par, 16) == 0) {
+			*parent = i - 1;
+			return 1;
+		}
+	}
+	tx_key_stored(t, r->par, r->kflags & TXR_PAR_STR, &k);
+	if ((p = tx_ht_find(t, &k)) < 0)
+		return -1;
+	*parent = (uint32_t)p;
+	return 1;
+}

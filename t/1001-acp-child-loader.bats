@@ -1,0 +1,173 @@
+#!/usr/bin/env bats
+# qwen-acp-child loader: fixtures and generated transcripts against the
+# independent reference loader of ../shared/tools/gen-transcript, the
+# project's own generator, the replay window and --inspect's exit codes.
+load test_helper
+
+FIXTURES="$TESTDATA/transcripts"
+ORACLE="$SHARED_DIR/tools/gen-transcript"
+
+# agree INSPECT_JSON MANIFEST_JSON: the loader and the oracle agree.
+agree() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+o, m = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+torn = 1 if o["tornTailBytes"] > 0 else 0
+checks = [("leafUuid", o["leafUuid"], m["leafUuid"]),
+          ("activeChainLength", o["activeChainLength"], m["activeChainLength"]),
+          ("activeChainSha256", o["activeChainSha256"], m["activeChainSha256"]),
+          ("lastActiveCompressionUuid", o["lastActiveCompressionUuid"],
+           m["lastActiveCompressionUuid"]),
+          ("modelHistoryEntries", o["modelHistoryEntries"], m["modelHistoryEntries"]),
+          ("turnStarts", o["turnStarts"], m["turnStarts"]),
+          ("deadRecords", o["deadRecords"], m["deadRecords"]),
+          ("records", o["records"], m["physicalRecords"]),
+          ("gaps", o["gaps"], m["historyGaps"]),
+          # the oracle parses the torn last line (and counts it malformed);
+          # the loader leaves it for later as not yet written
+          ("malformedLines", o["malformedLines"] + torn, m["malformedLines"])]
+bad = [c for c in checks if c[1] != c[2]]
+for name, got, want in bad:
+    print("mismatch %s: loader %r, oracle %r" % (name, got, want))
+last = m["lastActiveCompressionUuid"]
+if (last is None) != (not o["compressions"]) or (last and o["compressions"][-1] != last):
+    bad.append(1)
+    print("compressions %r do not end with %r" % (o["compressions"], last))
+sys.exit(1 if bad else 0)
+PY
+}
+
+@test "inspect: usage is exit 2, an unreadable file exit 1 with a message" {
+	run qwen-inspect
+	[ "$status" -eq 2 ]
+	run qwen-inspect "$BATS_TEST_TMPDIR/nope.jsonl"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"nope.jsonl"*"No such file"* ]]
+	run qwen-inspect "$BATS_TEST_TMPDIR"
+	[ "$status" -eq 1 ]
+}
+
+@test "inspect: fixture summaries (leaf, chain, gaps, cycles, recovery)" {
+	run qwen-inspect "$FIXTURES/branched.jsonl"
+	[ "$status" -eq 0 ]
+	[ "$(jq -r .leafUuid <<<"$output")" = A4-UPPER ]
+	[ "$(jq .activeChainLength <<<"$output")" = 7 ]
+	[ "$(jq .deadRecords <<<"$output")" = 3 ]
+	run qwen-inspect "$FIXTURES/gap.jsonl"
+	[ "$(jq .gaps <<<"$output")" = 1 ]
+	run qwen-inspect "$FIXTURES/cycle.jsonl"
+	[ "$(jq .cycles <<<"$output")" = 1 ]
+	run qwen-inspect "$FIXTURES/glued.jsonl"
+	[ "$(jq .malformedLines <<<"$output")" = 3 ]
+	[ "$(jq .recoveredRecords <<<"$output")" = 3 ]
+	run qwen-inspect "$FIXTURES/compression.jsonl"
+	[ "$(jq -c .compressions <<<"$output")" = '["00000000-0000-4000-8000-000000000003"]' ]
+	[ "$(jq -r .lastActiveCompressionUuid <<<"$output")" = 00000000-0000-4000-8000-000000000003 ]
+	run qwen-inspect "$FIXTURES/linear.jsonl"
+	[ "$(jq .lastActiveCompressionUuid <<<"$output")" = null ]
+	[ "$(jq .bytes <<<"$output")" = "$(stat -c %s "$FIXTURES/linear.jsonl")" ]
+}
+
+@test "oracle: every fixture agrees with the reference loader" {
+	require_shared
+	for f in "$FIXTURES"/*.jsonl; do
+		# the reference loader does not check sessionId against the file name
+		[ "$(basename "$f")" = bad-session.jsonl ] && continue
+		o=$(qwen-inspect "$f")
+		m=$("$ORACLE" --verify "$f")
+		agree "$o" "$m" || { echo "fixture $f"; false; }
+	done
+}
+
+@test "oracle: manifests of seeds with rewinds, compressions, glued records, torn tails" {
+	require_shared
+	for args in "--seed 1 --mib 1 --branches 2 --compressions 1 --glued 2 --torn-tail" \
+	    "--seed 2 --mib 2 --branches 4 --compressions 3 --glued 3" \
+	    "--seed 3 --mib 1.5 --branches 1 --compressions 2 --torn-tail" \
+	    "--seed 4 --mib 1 --branches 3 --glued 1 --no-title"; do
+		dir="$BATS_TEST_TMPDIR/oracle-$RANDOM"
+		# shellcheck disable=SC2086
+		"$ORACLE" $args --out "$dir/" >/dev/null
+		f=$(ls "$dir"/*.jsonl)
+		agree "$(qwen-inspect "$f")" "$(cat "$f.manifest.json")" ||
+			{ echo "oracle args: $args"; false; }
+	done
+}
+
+@test "generator: deterministic per seed, prints the path" {
+	run qwen-gen-transcript --mib 0.5 --seed 9 --branches 1 --compressions 1 --out "$BATS_TEST_TMPDIR/a"
+	[ "$status" -eq 0 ]
+	a=$output
+	[ -s "$a" ]
+	b=$(qwen-gen-transcript --mib 0.5 --seed 9 --branches 1 --compressions 1 --out "$BATS_TEST_TMPDIR/b")
+	cmp "$a" "$b"
+	c=$(qwen-gen-transcript --mib 0.5 --seed 10 --out "$BATS_TEST_TMPDIR/c")
+	! cmp -s "$a" "$c"
+	run qwen-gen-transcript --mib 1
+	[ "$status" -eq 2 ]
+}
+
+@test "generator: --data-dir/--workspace writes the qwen-code layout" {
+	run qwen-gen-transcript --mib 0.2 --seed 5 --data-dir "$BATS_TEST_TMPDIR/home" \
+	    --workspace "/home/dev/my proj.v2" --session-id 6ca613de-dd80-4a4b-a95c-b6f902cad22f
+	[ "$status" -eq 0 ]
+	[ "$output" = "$BATS_TEST_TMPDIR/home/projects/-home-dev-my-proj-v2/chats/6ca613de-dd80-4a4b-a95c-b6f902cad22f.jsonl" ]
+	[ "$(head -n1 "$output" | jq -r .cwd)" = "/home/dev/my proj.v2" ]
+	[ "$(qwen-inspect "$output" | jq .records)" -gt 10 ]
+}
+
+@test "generator: the reference loader accepts our output and agrees with us" {
+	require_shared
+	for args in "--seed 11 --mib 2 --branches 3 --compressions 2 --glued 2 --torn-tail" \
+	    "--seed 12 --mib 1 --branches 5 --compressions 4" \
+	    "--seed 13 --mib 1 --glued 3 --no-title"; do
+		# shellcheck disable=SC2086
+		f=$(qwen-gen-transcript $args --out "$BATS_TEST_TMPDIR/gen-$RANDOM")
+		m=$("$ORACLE" --verify "$f")
+		[ "$(jq .physicalRecords <<<"$m")" -gt 100 ]
+		agree "$(qwen-inspect "$f")" "$m" || { echo "generator args: $args"; false; }
+	done
+}
+
+@test "oracle: a deleted chain record is a gap, agreed with the reference loader" {
+	require_shared
+	f=$(qwen-gen-transcript --seed 21 --mib 1 --branches 1 --out "$BATS_TEST_TMPDIR/g")
+	victim=$(qwen-inspect --chain "$f" | tail -n 101 | head -n 1)
+	grep -v "\"uuid\":\"$victim\"" "$f" >"$f.new"
+	mv "$f.new" "$f"
+	o=$(qwen-inspect "$f")
+	[ "$(jq .gaps <<<"$o")" = 1 ]
+	[ "$(jq .activeChainLength <<<"$o")" = 100 ]
+	agree "$o" "$("$ORACLE" --verify "$f")"
+}
+
+@test "oracle: a parent cycle stops cleanly, agreed with the reference loader" {
+	require_shared
+	f=$(qwen-gen-transcript --seed 22 --mib 0.5 --out "$BATS_TEST_TMPDIR/c")
+	root=$(qwen-inspect --chain "$f" | head -n 1)
+	mid=$(qwen-inspect --chain "$f" | sed -n 50p)
+	sed -i "1s/\"parentUuid\":null/\"parentUuid\":\"$mid\"/" "$f"
+	[ "$(head -n1 "$f" | jq -r .uuid)" = "$root" ]
+	o=$(qwen-inspect "$f")
+	[ "$(jq .cycles <<<"$o")" = 1 ]
+	agree "$o" "$("$ORACLE" --verify "$f")"
+}
+
+@test "replay: bulk window within max bytes, aligned to a turn, says what it dropped" {
+	f=$(qwen-gen-transcript --seed 31 --mib 2 --branches 1 --compressions 1 --out "$BATS_TEST_TMPDIR/r")
+	run qwen-inspect --replay --max-bytes 300000 "$f"
+	[ "$status" -eq 0 ]
+	[ "$(jq .bytes <<<"$output")" -le 300000 ]
+	[ "$(jq -r '.updates[0].sessionUpdate' <<<"$output")" = user_message_chunk ]
+	[ "$(jq .partial <<<"$output")" = true ]
+	[ "$(jq .hasMore <<<"$output")" = true ]
+	[ "$(jq '.truncatedRecords + .records' <<<"$output")" = \
+	    "$(qwen-inspect "$f" | jq .activeChainLength)" ]
+	[ "$(jq -c '.updates | length' <<<"$output")" -gt 10 ]
+	[ "$(jq '[.updates[] | select(._meta.qwenTranscript.sourceRecordIds | length == 1)] | length' <<<"$output")" = \
+	    "$(jq '.updates | length' <<<"$output")" ]
+	run qwen-inspect --replay --max-updates 50 "$f"
+	[ "$(jq '.updates | length' <<<"$output")" -le 50 ]
+	run qwen-inspect --replay "$f"
+	[ "$(jq .bytes <<<"$output")" -le 4194304 ]
+}
