@@ -422,8 +422,11 @@ child_setup_io(struct child *c)
 	c->out_direct = !child_pollable(STDOUT_FILENO);
 	if (!c->in_direct)
 		fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
-	if (!c->out_direct)
+	if (!c->out_direct) {
 		fcntl(STDOUT_FILENO, F_SETFL, fcntl(STDOUT_FILENO, F_GETFL) | O_NONBLOCK);
+		/* A bulk answer is megabytes: move it in fewer, larger pieces. */
+		fcntl(STDOUT_FILENO, F_SETPIPE_SZ, 1 << 20);
+	}
 	c->ev_in = c->in_direct ? evtimer_new(c->base, child_in_cb, c) :
 	    event_new(c->base, STDIN_FILENO, EV_READ | EV_PERSIST, child_in_cb, c);
 	c->ev_out = event_new(c->base, STDOUT_FILENO, EV_WRITE | EV_PERSIST,
