@@ -1,0 +1,38 @@
+/*
+ * lease.h: the session writer lease.
+ *
+ * <data-dir>/tmp/session-writer-locks/<id>.lock is created exclusively (a
+ * temp file hard-linked into place; EEXIST means someone holds it)
+ * and holds JSON {schema_version, state, session_id, owner_id, pid,
+ * process_start_identity, hostname, process_kind, acquired_at,
+ * qwen_version}.  A lock whose owner is provably dead on this host (no such
+ * pid, or the pid now belongs to a process that started later) is
+ * reclaimed under an flock(2) on a side file, so two reclaimers cannot both
+ * win.  Release removes the lock only while it is still ours.
+ */
+#ifndef ACP_LEASE_H
+#define ACP_LEASE_H
+
+struct lease;
+
+enum lease_result {
+	LEASE_OK,
+	LEASE_CONFLICT,		/* a live owner holds it: -32020 */
+	LEASE_ERROR,		/* I/O failure */
+};
+
+/*
+ * Acquire the lease on session_id (a valid id) for owner_id.  On
+ * LEASE_OK *out is the new lease (lease_release() frees it); otherwise
+ * *cause is a message naming the holder or the failure (caller frees).
+ * Reentrant; safe on a worker thread.
+ */
+enum lease_result lease_acquire(const char *data_dir, const char *session_id,
+	    const char *owner_id, struct lease **out, char **cause);
+
+/* Remove the lock file if it is still ours, and free.  NULL-safe. */
+void	lease_release(struct lease *);
+
+const char *lease_path(const struct lease *);
+
+#endif

@@ -1,0 +1,301 @@
+/*
+ * main.c: qwen-acp-child, an ACP agent over stdin/stdout that hosts many
+ * sessions of qwen-code transcripts.
+ *
+ * One libevent loop: stdin is read into the NDJSON reader, answers and
+ * notifications queue in a bounded output buffer (past its high-water
+ * mark stdin and agent output are no longer read until it drains), loads
+ * run on worker threads, agents are libpipeline children watched by
+ * pidfd.  stdin EOF, SIGTERM or SIGINT end the child cleanly: prompts are
+ * cancelled, running loads finish and are answered, leases are released,
+ * the output is flushed and the exit status is 0.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "child.h"
+#include "clock.h"
+#include "inspect.h"
+#include "lagmon.h"
+#include "loadwork.h"
+#include "log.h"
+#include "paths.h"
+#include "trace.h"
+
+#define WORKERS		2
+#define LAG_INTERVAL_MS	50
+#define LAG_WINDOW	1024
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+	    "usage: %s [--data-dir DIR] [--workspace DIR] [--agent-command CMD]\n"
+	    "       [--trace-file FILE] [--replay-max-bytes N] [--fsync always|never]\n"
+	    "       [--max-frame-bytes N] [--log-level LEVEL]\n"
+	    "       %s --inspect FILE\n", getprogname(), getprogname());
+	exit(2);
+}
+
+/* Whether anything still holds the loop: a load, a prompt, pending output. */
+static int
+child_busy(struct child *c)
+{
+	struct session *s;
+
+	if (loadwork_inflight(c->work) > 0)
+		return 1;
+	RB_FOREACH(s, session_tree, &c->sessions)
+		if (s->busy)
+			return 1;
+	return 0;
+}
+
+void
+child_check_done(struct child *c)
+{
+	if (!c->closing || child_busy(c))
+		return;
+	if (!c->out_dead && evbuffer_get_length(c->out) > 0)
+		return;		/* the write callback calls us again */
+	event_base_loopbreak(c->base);
+}
+
+void
+child_begin_shutdown(struct child *c)
+{
+	if (c->closing) {
+		child_check_done(c);
+		return;
+	}
+	c->closing = 1;
+	if (!c->in_eof)
+		event_del(c->ev_in);
+	rpc_shutdown_sessions(c);
+	child_check_done(c);
+}
+
+static void
+child_signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct child *c = arg;
+
+	(void)what;
+	if (sig == SIGHUP) {
+		if (c->trace != NULL && trace_sink_reopen(c->trace) == -1)
+			log_warn("reopen trace file");
+		return;
+	}
+	log_info("signal %d: shutting down", (int)sig);
+	child_begin_shutdown(c);
+}
+
+/* A positive byte count for flag (1 .. 2^40). */
+static size_t
+parse_size(const char *flag, const char *text)
+{
+	const char *errstr;
+	long long v;
+
+	v = strtonum(text, 1, 1LL << 40, &errstr);
+	if (errstr != NULL) {
+		fprintf(stderr, "%s: %s: a byte count from 1 to 2^40, not '%s'\n",
+		    getprogname(), flag, text);
+		usage();
+	}
+	return (size_t)v;
+}
+
+static void
+parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
+{
+	static const struct option longopts[] = {
+		{ "data-dir", required_argument, NULL, 'd' },
+		{ "workspace", required_argument, NULL, 'w' },
+		{ "agent-command", required_argument, NULL, 'a' },
+		{ "trace-file", required_argument, NULL, 't' },
+		{ "replay-max-bytes", required_argument, NULL, 'r' },
+		{ "fsync", required_argument, NULL, 'f' },
+		{ "max-frame-bytes", required_argument, NULL, 'm' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "inspect", required_argument, NULL, 'i' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *data_dir = NULL, *workspace = ".";
+	char resolved[PATH_MAX];
+	int ch, level;
+
+	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'd': data_dir = optarg; break;
+		case 'w': workspace = optarg; break;
+		case 'a': o->agent_command = optarg; break;
+		case 't': o->trace_file = optarg; break;
+		case 'r': o->replay_max_bytes = parse_size("--replay-max-bytes", optarg); break;
+		case 'm': o->max_frame = parse_size("--max-frame-bytes", optarg); break;
+		case 'i': *inspect = optarg; break;
+		case 'f':
+			if (strcmp(optarg, "always") == 0)
+				o->do_fsync = 1;
+			else if (strcmp(optarg, "never") == 0)
+				o->do_fsync = 0;
+			else {
+				fprintf(stderr, "%s: --fsync: always or never, not '%s'\n",
+				    getprogname(), optarg);
+				usage();
+			}
+			break;
+		case 'l':
+			if ((level = log_level_parse(optarg)) == -1) {
+				fprintf(stderr, "%s: --log-level: error, warn, notice, "
+				    "info or debug, not '%s'\n", getprogname(), optarg);
+				usage();
+			}
+			log_set_level((enum log_level)level);
+			break;
+		case 'V':
+			printf("qwen-acp-child %s\n", PACKAGE_VERSION);
+			exit(0);
+		default:
+			usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	if (*inspect != NULL)
+		return;
+	if (realpath(workspace, resolved) == NULL) {
+		fprintf(stderr, "%s: --workspace %s: %s\n", getprogname(), workspace,
+		    strerror(errno));
+		exit(1);
+	}
+	if ((o->workspace = strdup(resolved)) == NULL ||
+	    (o->data_dir = paths_data_dir(data_dir)) == NULL) {
+		fprintf(stderr, "%s: out of memory\n", getprogname());
+		exit(1);
+	}
+	if (o->trace_file == NULL && getenv("QWEN_TRACE_FILE") != NULL &&
+	    *getenv("QWEN_TRACE_FILE") != '\0')
+		o->trace_file = getenv("QWEN_TRACE_FILE");
+	o->parent_capability = getenv("QWEN_ACP_PARENT_CAPABILITY");
+	if (o->parent_capability != NULL && *o->parent_capability == '\0')
+		o->parent_capability = NULL;
+}
+
+static int
+child_setup(struct child *c)
+{
+	struct event_config *cfg;
+
+	signal(SIGPIPE, SIG_IGN);
+	RB_INIT(&c->sessions);
+	paths_new_uuid(c->owner_id);
+	if ((cfg = event_config_new()) == NULL)
+		return -1;
+	/* The lag monitor needs a precise clock, not CLOCK_MONOTONIC_COARSE. */
+	event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+	c->base = event_base_new_with_config(cfg);
+	event_config_free(cfg);
+	if (c->base == NULL ||
+	    (c->out = evbuffer_new()) == NULL ||
+	    (c->reader = rpc_reader_new(c->opts.max_frame)) == NULL ||
+	    (c->lag = lagmon_new(c->base, LAG_INTERVAL_MS, LAG_WINDOW)) == NULL ||
+	    (c->work = loadwork_new(c->base, WORKERS)) == NULL)
+		return -1;
+	c->ev_term = evsignal_new(c->base, SIGTERM, child_signal_cb, c);
+	c->ev_int = evsignal_new(c->base, SIGINT, child_signal_cb, c);
+	c->ev_exit = evsignal_new(c->base, SIGHUP, child_signal_cb, c);
+	if (c->ev_term == NULL || c->ev_int == NULL || c->ev_exit == NULL ||
+	    event_add(c->ev_term, NULL) == -1 || event_add(c->ev_int, NULL) == -1 ||
+	    event_add(c->ev_exit, NULL) == -1)
+		return -1;
+	return child_setup_io(c);
+}
+
+/* Everything is idle: free sessions (releasing leases) and the rest. */
+static void
+child_teardown(struct child *c)
+{
+	struct session *s;
+
+	loadwork_free(c->work);	/* runs done() of loads that finished late */
+	while ((s = RB_MIN(session_tree, &c->sessions)) != NULL) {
+		RB_REMOVE(session_tree, &c->sessions, s);
+		session_free(s);
+	}
+	if (!c->out_dead) {
+		fcntl(STDOUT_FILENO, F_SETFL, fcntl(STDOUT_FILENO, F_GETFL) & ~O_NONBLOCK);
+		c->out_direct = 1;
+		child_flush(c);
+	}
+	lagmon_free(c->lag);
+	if (c->ev_in != NULL)
+		event_free(c->ev_in);
+	if (c->ev_out != NULL)
+		event_free(c->ev_out);
+	if (c->ev_term != NULL)
+		event_free(c->ev_term);
+	if (c->ev_int != NULL)
+		event_free(c->ev_int);
+	if (c->ev_exit != NULL)
+		event_free(c->ev_exit);
+	evbuffer_free(c->out);
+	rpc_reader_free(c->reader);
+	trace_sink_close(c->trace);
+	event_base_free(c->base);
+	free(c->opts.data_dir);
+	free(c->opts.workspace);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct child c;
+	const char *inspect = NULL;
+
+	memset(&c, 0, sizeof(c));
+	log_init(getprogname(), LOG_LEVEL_INFO);
+	/*
+	 * Keep freed memory for the next load instead of returning it: first
+	 * touch of a fresh page costs microseconds on a VM, and a load or a
+	 * bulk answer touches tens of megabytes.  The peak is the same.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 64 * 1024 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024);
+	c.opts.replay_max_bytes = 4u * 1024 * 1024;
+	c.opts.do_fsync = 1;
+	parse_options(argc, argv, &c.opts, &inspect);
+	if (inspect != NULL)
+		return inspect_main(inspect);
+	if (c.opts.trace_file != NULL &&
+	    (c.trace = trace_sink_open(c.opts.trace_file, "qwen-acp-child")) == NULL) {
+		fprintf(stderr, "%s: trace file %s: %s\n", getprogname(),
+		    c.opts.trace_file, strerror(errno));
+		return 1;
+	}
+	if (child_setup(&c) == -1) {
+		log_warn("cannot set up the event loop");
+		return 1;
+	}
+	log_debug("ready: data dir %s, workspace %s", c.opts.data_dir,
+	    c.opts.workspace);
+	event_base_dispatch(c.base);
+	child_teardown(&c);
+	return c.exit_code;
+}

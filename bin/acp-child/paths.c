@@ -1,0 +1,153 @@
+/* paths.c: transcript and lease locations, session id rules, uuids. */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <pwd.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "paths.h"
+
+/* Only hex digits and dashes, 32 to 36 of them, as upstream's file filter. */
+int
+paths_valid_session_id(const char *id)
+{
+	size_t n;
+
+	if (id == NULL)
+		return 0;
+	n = strspn(id, "0123456789abcdefABCDEF-");
+	return id[n] == '\0' && n >= 32 && n <= 36;
+}
+
+/* RFC 4122 version 4 from arc4random. */
+void
+paths_new_uuid(char out[37])
+{
+	uint8_t b[16];
+	int i, o = 0;
+
+	arc4random_buf(b, sizeof(b));
+	b[6] = (b[6] & 0x0f) | 0x40;
+	b[8] = (b[8] & 0x3f) | 0x80;
+	for (i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[o++] = '-';
+		o += snprintf(out + o, 3, "%02x", b[i]);
+	}
+	out[o] = '\0';
+}
+
+/* The first of --data-dir, $QWEN_HOME, ~/.qwen. */
+char *
+paths_data_dir(const char *dir)
+{
+	const char *home;
+	struct passwd *pw;
+	char *out;
+
+	if (dir != NULL && *dir != '\0')
+		return strdup(dir);
+	if ((home = getenv("QWEN_HOME")) != NULL && *home != '\0')
+		return strdup(home);
+	if ((home = getenv("HOME")) == NULL || *home == '\0') {
+		pw = getpwuid(getuid());
+		home = pw != NULL ? pw->pw_dir : "/tmp";
+	}
+	if (asprintf(&out, "%s/.qwen", home) == -1)
+		return NULL;
+	return out;
+}
+
+/* Every byte outside [A-Za-z0-9] becomes '-'. */
+char *
+paths_chats_dir(const char *data_dir, const char *cwd)
+{
+	char *san, *out, *p;
+
+	if ((san = strdup(cwd)) == NULL)
+		return NULL;
+	for (p = san; *p != '\0'; p++) {
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9')))
+			*p = '-';
+	}
+	if (asprintf(&out, "%s/projects/%s/chats", data_dir, san) == -1)
+		out = NULL;
+	free(san);
+	return out;
+}
+
+/* The transcript path; NULL (EINVAL) for an id that may not name a file. */
+char *
+paths_transcript(const char *data_dir, const char *cwd, const char *id)
+{
+	char *dir, *out;
+
+	if (!paths_valid_session_id(id)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((dir = paths_chats_dir(data_dir, cwd)) == NULL)
+		return NULL;
+	if (asprintf(&out, "%s/%s.jsonl", dir, id) == -1)
+		out = NULL;
+	free(dir);
+	return out;
+}
+
+/* Where writer leases live, as upstream. */
+char *
+paths_lock_dir(const char *data_dir)
+{
+	char *out;
+
+	if (asprintf(&out, "%s/tmp/session-writer-locks", data_dir) == -1)
+		return NULL;
+	return out;
+}
+
+/* Create each missing component; an existing directory is fine. */
+int
+paths_mkdir_p(const char *path, unsigned mode)
+{
+	char *buf, *p;
+	int rc = 0;
+
+	if ((buf = strdup(path)) == NULL)
+		return -1;
+	for (p = buf + 1; rc == 0; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char saved = *p;
+		*p = '\0';
+		if (mkdir(buf, mode) == -1 && errno != EEXIST)
+			rc = -1;
+		*p = saved;
+		if (saved == '\0')
+			break;
+	}
+	free(buf);
+	return rc;
+}
+
+/* JavaScript's toISOString() shape. */
+void
+paths_iso_now(char out[32])
+{
+	uint64_t ms = clock_wall_ms();
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	size_t n;
+
+	gmtime_r(&t, &tm);
+	n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + n, 32 - n, ".%03uZ", (unsigned)(ms % 1000));
+}

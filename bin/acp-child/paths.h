@@ -1,0 +1,41 @@
+/*
+ * paths.h: where qwen-code keeps transcripts and leases, and which session
+ * ids may name a file.
+ *
+ * The layout is the real qwen-code one, so a user's existing sessions load
+ * as they are: <data-dir>/projects/<sanitized cwd>/chats/<id>.jsonl, with
+ * every byte of the cwd outside [A-Za-z0-9] turned into '-'.
+ */
+#ifndef ACP_PATHS_H
+#define ACP_PATHS_H
+
+#include <stddef.h>
+
+/* Upstream's file-name rule: ^[0-9a-fA-F-]{32,36}$.  1 when valid. */
+int	paths_valid_session_id(const char *id);
+
+/* A fresh random UUID v4 (lowercase) into out[37]. */
+void	paths_new_uuid(char out[37]);
+
+/*
+ * The data directory: dir when non-NULL, else $QWEN_HOME, else ~/.qwen
+ * ($HOME unset: the password entry, else /tmp/.qwen).  Caller frees.
+ */
+char	*paths_data_dir(const char *dir);
+
+/* <data>/projects/<sanitized cwd>/chats.  Caller frees. */
+char	*paths_chats_dir(const char *data_dir, const char *cwd);
+
+/* <chats dir>/<id>.jsonl; id must be valid.  Caller frees. */
+char	*paths_transcript(const char *data_dir, const char *cwd, const char *id);
+
+/* <data>/tmp/session-writer-locks.  Caller frees. */
+char	*paths_lock_dir(const char *data_dir);
+
+/* mkdir -p with mode for each created component.  0 or -1 with errno. */
+int	paths_mkdir_p(const char *path, unsigned mode);
+
+/* ISO 8601 UTC with milliseconds ("2026-08-01T15:01:13.619Z") into out[32]. */
+void	paths_iso_now(char out[32]);
+
+#endif

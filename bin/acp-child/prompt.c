@@ -1,0 +1,242 @@
+/*
+ * prompt.c: session/prompt and session/cancel.
+ *
+ * A prompt appends the user record, runs the agent (agent.h), streams
+ * its output as agent_message_chunk notifications, and on a clean exit
+ * appends the assistant record (parentUuid = the user record) and
+ * answers {stopReason:"end_turn"}.  One prompt runs at a time per session;
+ * later ones wait in the session's queue.  Cancel stops the running one
+ * (stopReason "cancelled") and answers the queued ones the same way.  A
+ * failed or cancelled turn appends no assistant record.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "append.h"
+#include "child.h"
+#include "log.h"
+
+struct prompt {
+	struct child	*c;
+	struct session	*s;
+	json_object	*req_id;	/* private copy */
+	struct agent	*agent;
+	char		*text;		/* the agent's answer so far */
+	size_t		 len, cap;
+	int		 paused;
+};
+
+/* The text blocks of params.prompt joined by blank lines.  Caller frees. */
+static char *
+prompt_text(json_object *params, size_t *lenp)
+{
+	json_object *arr, *blk, *type, *text;
+	char *out = NULL, *p;
+	size_t i, n, len = 0, tl;
+
+	if (params == NULL || !json_object_object_get_ex(params, "prompt", &arr) ||
+	    !json_object_is_type(arr, json_type_array))
+		return NULL;
+	n = json_object_array_length(arr);
+	for (i = 0; i < n; i++) {
+		blk = json_object_array_get_idx(arr, i);
+		if (!json_object_is_type(blk, json_type_object) ||
+		    !json_object_object_get_ex(blk, "type", &type) ||
+		    strcmp(json_object_get_string(type), "text") != 0 ||
+		    !json_object_object_get_ex(blk, "text", &text) ||
+		    !json_object_is_type(text, json_type_string))
+			continue;
+		tl = (size_t)json_object_get_string_len(text);
+		if ((p = realloc(out, len + tl + 3)) == NULL) {
+			free(out);
+			return NULL;
+		}
+		out = p;
+		if (len > 0) {
+			memcpy(out + len, "\n\n", 2);
+			len += 2;
+		}
+		memcpy(out + len, json_object_get_string(text), tl);
+		len += tl;
+		out[len] = '\0';
+	}
+	*lenp = len;
+	return out;
+}
+
+/* Append one record of this session; 0, or -1 after answering the error. */
+static int
+prompt_append(struct child *c, struct session *s, json_object *id,
+    const char *type, const char *text, size_t len)
+{
+	char uuid[37], *cause = NULL;
+	json_object *rec;
+	int rc;
+
+	rec = append_record_new(type, s->tail, s->id, s->cwd,
+	    c->opts.agent_command != NULL ? "agent-command" : "echo", text, len, uuid);
+	rc = appender_append(s->app, rec, &cause);
+	json_object_put(rec);
+	if (rc == -1) {
+		log_warnx("session %s: %s", s->id, cause != NULL ? cause : "append failed");
+		child_send_error(c, id, RPC_INTERNAL_ERROR, cause != NULL ? cause :
+		    "cannot append to the transcript",
+		    rpc_error_data("transcript_write_failed"));
+		free(cause);
+		return -1;
+	}
+	free(s->tail);
+	s->tail = strdup(uuid);
+	return 0;
+}
+
+static void
+prompt_chunk(void *arg, const char *text, size_t len)
+{
+	struct prompt *p = arg;
+	json_object *params, *update, *content;
+	char *nb;
+
+	if (p->len + len + 1 > p->cap) {
+		size_t cap = (p->len + len + 1) * 2;
+		if ((nb = realloc(p->text, cap)) == NULL)
+			return;
+		p->text = nb;
+		p->cap = cap;
+	}
+	memcpy(p->text + p->len, text, len);
+	p->len += len;
+	content = json_object_new_object();
+	json_object_object_add(content, "type", json_object_new_string("text"));
+	json_object_object_add(content, "text", json_object_new_string_len(text, (int)len));
+	update = json_object_new_object();
+	json_object_object_add(update, "sessionUpdate",
+	    json_object_new_string("agent_message_chunk"));
+	json_object_object_add(update, "content", content);
+	params = json_object_new_object();
+	json_object_object_add(params, "sessionId", json_object_new_string(p->s->id));
+	json_object_object_add(params, "update", update);
+	child_send(p->c, rpc_new_notification("session/update", params));
+	if (child_out_full(p->c) && !p->paused) {
+		p->paused = 1;
+		agent_pause(p->agent, 1);
+	}
+}
+
+static json_object *
+prompt_stop(const char *reason)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "stopReason", json_object_new_string(reason));
+	return o;
+}
+
+static void
+prompt_done(void *arg, enum agent_end end, int status, const char *message)
+{
+	struct prompt *p = arg;
+	struct child *c = p->c;
+	struct session *s = p->s;
+	json_object *data;
+	char msg[128];
+
+	p->agent = NULL;
+	if (end == AGENT_END_OK) {
+		if (prompt_append(c, s, p->req_id, "assistant", p->text != NULL ?
+		    p->text : "", p->len) == 0)
+			child_send_result(c, p->req_id, prompt_stop("end_turn"));
+	} else if (end == AGENT_END_CANCELLED) {
+		child_send_result(c, p->req_id, prompt_stop("cancelled"));
+	} else {
+		data = rpc_error_data("agent_failed");
+		json_object_object_add(data, "exitStatus", json_object_new_int(status));
+		snprintf(msg, sizeof(msg), "%s (status %d)",
+		    message != NULL ? message : "agent failed", status);
+		child_send_error(c, p->req_id, RPC_INTERNAL_ERROR, msg, data);
+	}
+	s->prompt = NULL;
+	s->busy = 0;
+	json_object_put(p->req_id);
+	free(p->text);
+	free(p);
+	session_idle(c, s);
+}
+
+void
+prompt_start(struct child *c, struct rpc_msg *m, struct session *s)
+{
+	static const struct agent_cbs cbs = { prompt_chunk, prompt_done };
+	struct prompt *p;
+	char *text, *cause = NULL;
+	size_t len = 0;
+
+	if ((text = prompt_text(m->params, &len)) == NULL) {
+		child_send_error(c, m->id, RPC_INVALID_PARAMS,
+		    "session/prompt needs params.prompt with at least one text block",
+		    NULL);
+		return;
+	}
+	if (prompt_append(c, s, m->id, "user", text, len) == -1) {
+		free(text);
+		return;
+	}
+	if ((p = calloc(1, sizeof(*p))) == NULL) {
+		free(text);
+		child_send_error(c, m->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+		return;
+	}
+	p->c = c;
+	p->s = s;
+	json_object_deep_copy(m->id, &p->req_id, NULL);
+	p->agent = agent_start(c->base, c->opts.agent_command, text, len, s->id,
+	    s->path, &cbs, p, &cause);
+	free(text);
+	if (p->agent == NULL) {
+		child_send_error(c, m->id, RPC_INTERNAL_ERROR, cause != NULL ? cause :
+		    "cannot start the agent", rpc_error_data("agent_failed"));
+		free(cause);
+		json_object_put(p->req_id);
+		free(p);
+		return;
+	}
+	s->prompt = p;
+	s->busy = 1;
+}
+
+void
+prompt_cancel(struct child *c, struct session *s)
+{
+	struct session_op *op, *next;
+
+	if (s->prompt != NULL && s->prompt->agent != NULL)
+		agent_cancel(s->prompt->agent);
+	for (op = TAILQ_FIRST(&s->queue); op != NULL; op = next) {
+		next = TAILQ_NEXT(op, entry);
+		if (strcmp(op->msg.method, "session/prompt") != 0)
+			continue;
+		TAILQ_REMOVE(&s->queue, op, entry);
+		s->nqueue--;
+		child_send_result(c, op->msg.id, prompt_stop("cancelled"));
+		rpc_msg_clear(&op->msg);
+		free(op);
+	}
+}
+
+void
+prompt_pause_all(struct child *c, int paused)
+{
+	struct session *s;
+
+	RB_FOREACH(s, session_tree, &c->sessions) {
+		if (s->prompt == NULL || s->prompt->agent == NULL ||
+		    s->prompt->paused == paused)
+			continue;
+		s->prompt->paused = paused;
+		agent_pause(s->prompt->agent, paused);
+	}
+}

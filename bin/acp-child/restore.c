@@ -1,0 +1,589 @@
+/*
+ * restore.c: session/new, session/load and session/resume.
+ *
+ * The main thread parses the request (settings_load), then a worker runs
+ * the file work (existence_check, transcript_read, chain_reconstruct,
+ * config_setup, auth = writer lease, file_system_setup, history_replay,
+ * response_build: the whole answer, replay notifications included, is
+ * encoded on the worker) and the main thread registers the session
+ * (session_register) and queues the bytes.  A session already loaded is
+ * answered from its kept index, refreshed by the appended bytes only.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "append.h"
+#include "chain.h"
+#include "child.h"
+#include "jsonw.h"
+#include "clock.h"
+#include "lagmon.h"
+#include "lease.h"
+#include "loadwork.h"
+#include "log.h"
+#include "paths.h"
+#include "profiler.h"
+#include "replay.h"
+#include "restore.h"
+#include "trace.h"
+#include "transcript.h"
+
+/* Jobs reading less than this go to the fast lane (loadwork.h). */
+#define RJ_SMALL_BYTES	(16u * 1024 * 1024)
+
+/* Fill the job's error (message copied); returns -1 for the caller. */
+static int
+rj_fail(struct restore_job *j, int code, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int
+rj_fail(struct restore_job *j, int code, const char *kind, const char *fmt, ...)
+{
+	va_list ap;
+
+	prof_end(&j->prof, 0);
+	j->err_code = code;
+	j->err_kind = kind;
+	free(j->err_msg);
+	va_start(ap, fmt);
+	if (vasprintf(&j->err_msg, fmt, ap) == -1)
+		j->err_msg = NULL;
+	va_end(ap);
+	return -1;
+}
+
+/* existence_check: does the transcript exist, and may it (new)? */
+static int
+rj_exists(struct restore_job *j)
+{
+	struct stat st;
+
+	prof_begin(&j->prof, PROF_EXISTENCE_CHECK);
+	if (stat(j->path, &st) == -1) {
+		if (errno != ENOENT)
+			return rj_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
+			    "cannot stat transcript of session %s: %s", j->sid,
+			    strerror(errno));
+		if (j->kind != RJ_NEW && !j->fresh)
+			return rj_fail(j, RPC_RESOURCE_NOT_FOUND, "session_not_found",
+			    "Resource not found: session:%s", j->sid);
+		j->exists = 0;
+	} else if (j->kind == RJ_NEW) {
+		return rj_fail(j, RPC_INVALID_PARAMS, "session_exists",
+		    "session %s already has a transcript; use session/load", j->sid);
+	} else if (!S_ISREG(st.st_mode)) {
+		return rj_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
+		    "transcript of session %s is not a regular file", j->sid);
+	} else
+		j->exists = 1;
+	prof_end(&j->prof, 1);
+	return 0;
+}
+
+/* transcript_read: index the file, or only what was appended since. */
+static int
+rj_read(struct restore_job *j)
+{
+	char *cause = NULL;
+	const struct tx_stats *st;
+
+	prof_begin(&j->prof, PROF_TRANSCRIPT_READ);
+	if (j->tx != NULL && transcript_refresh(j->tx, &cause) == -1) {
+		log_info("session %s: transcript changed under us (%s); reindexing",
+		    j->sid, cause != NULL ? cause : "?");
+		free(cause);
+		cause = NULL;
+		transcript_free(j->tx);
+		j->tx = NULL;
+	}
+	if (j->tx == NULL && (j->tx = transcript_open(j->path, j->sid, &cause)) == NULL) {
+		int e = errno;
+		rj_fail(j, e == ENOENT ? RPC_RESOURCE_NOT_FOUND : RPC_INTERNAL_ERROR,
+		    e == ENOENT ? "session_not_found" : "transcript_unreadable",
+		    e == ENOENT ? "Resource not found: session:%s" :
+		    "cannot read transcript of session %s", j->sid);
+		log_warnx("session %s: %s", j->sid, cause != NULL ? cause : "open failed");
+		free(cause);
+		return -1;
+	}
+	st = transcript_stats(j->tx);
+	j->prof.transcript_bytes = transcript_size(j->tx);
+	j->prof.malformed_lines = st->malformed_lines;
+	j->records = transcript_count(j->tx);
+	prof_end(&j->prof, 1);
+	return 0;
+}
+
+/* chain_reconstruct and config_setup (model history from the checkpoint). */
+static int
+rj_chain(struct restore_job *j)
+{
+	char *cause = NULL, uuid[64];
+
+	prof_begin(&j->prof, PROF_CHAIN_RECONSTRUCT);
+	if (chain_build(j->tx, &j->chain, &cause) == -1) {
+		log_warnx("session %s: chain: %s", j->sid, cause != NULL ? cause : "?");
+		free(cause);
+		return rj_fail(j, RPC_INTERNAL_ERROR, "transcript_corrupt",
+		    "cannot reconstruct the history of session %s", j->sid);
+	}
+	j->have_chain = 1;
+	j->prof.chain_records = j->chain.len;
+	prof_begin(&j->prof, PROF_CONFIG_SETUP);
+	if ((j->model_history = chain_model_history(j->tx, &j->chain, &cause)) < 0) {
+		log_warnx("session %s: model history: %s", j->sid,
+		    cause != NULL ? cause : "?");
+		free(cause);
+		return rj_fail(j, RPC_INTERNAL_ERROR, "transcript_corrupt",
+		    "cannot restore the model context of session %s", j->sid);
+	}
+	if (j->chain.leaf >= 0) {
+		transcript_uuid(j->tx, (uint32_t)j->chain.leaf, uuid);
+		j->tail = strdup(uuid);
+	}
+	prof_end(&j->prof, 1);
+	return 0;
+}
+
+/* auth (the writer lease) and file_system_setup (the append descriptor). */
+static int
+rj_writer(struct restore_job *j)
+{
+	char *cause = NULL;
+	enum lease_result r;
+
+	prof_begin(&j->prof, PROF_AUTH);
+	if (!j->have_lease) {
+		r = lease_acquire(j->data_dir, j->sid, j->owner_id, &j->lease, &cause);
+		if (r != LEASE_OK) {
+			rj_fail(j, r == LEASE_CONFLICT ? RPC_WRITER_CONFLICT : -32023,
+			    r == LEASE_CONFLICT ? "session_writer_conflict" :
+			    "session_writer_unavailable", "%s",
+			    cause != NULL ? cause : "writer lease unavailable");
+			free(cause);
+			return -1;
+		}
+	}
+	prof_begin(&j->prof, PROF_FILE_SYSTEM_SETUP);
+	if (!j->have_app) {
+		j->app = appender_new(j->path, j->do_fsync, !j->exists);
+		if (j->app == NULL)
+			return rj_fail(j, RPC_INTERNAL_ERROR, "internal", "out of memory");
+		if (j->exists && appender_open(j->app, &cause) == -1) {
+			rj_fail(j, RPC_INTERNAL_ERROR, "transcript_unwritable",
+			    "cannot open the transcript of session %s for appending: %s",
+			    j->sid, strerror(errno));
+			free(cause);
+			return -1;
+		}
+	}
+	prof_end(&j->prof, 1);
+	return 0;
+}
+
+/* Summary counters a client may show or test; ids and numbers only. */
+static json_object *
+rj_stats(struct restore_job *j)
+{
+	json_object *o = json_object_new_object();
+	const struct tx_stats *st = j->tx != NULL ? transcript_stats(j->tx) : NULL;
+
+	json_object_object_add(o, "v", json_object_new_int(1));
+	json_object_object_add(o, "transcriptBytes",
+	    json_object_new_int64((int64_t)j->prof.transcript_bytes));
+	json_object_object_add(o, "records", json_object_new_int64((int64_t)j->records));
+	json_object_object_add(o, "chainRecords",
+	    json_object_new_int64((int64_t)j->prof.chain_records));
+	json_object_object_add(o, "modelHistoryEntries",
+	    json_object_new_int64(j->model_history));
+	json_object_object_add(o, "malformedLines",
+	    json_object_new_int64((int64_t)j->prof.malformed_lines));
+	json_object_object_add(o, "recoveredRecords",
+	    json_object_new_int64(st != NULL ? (int64_t)st->recovered_records : 0));
+	json_object_object_add(o, "gaps", json_object_new_int64(
+	    j->have_chain ? (int64_t)j->chain.gaps : 0));
+	json_object_object_add(o, "cycles", json_object_new_int64(
+	    j->have_chain ? (int64_t)j->chain.cycles : 0));
+	json_object_object_add(o, "leafUuid",
+	    j->tail != NULL ? json_object_new_string(j->tail) : NULL);
+	json_object_object_add(o, "refreshed", json_object_new_boolean(j->refresh));
+	return o;
+}
+
+/* The replay summary; with updates (taken) in bulk mode. */
+static json_object *
+rj_replay_meta(const struct replay_result *rr, json_object *updates)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "v", json_object_new_int(1));
+	if (updates != NULL)
+		json_object_object_add(o, "updates", updates);
+	else
+		json_object_object_add(o, "count", json_object_new_int64(
+		    rr->updates != NULL ? (int64_t)json_object_array_length(rr->updates) : 0));
+	if (rr->partial)
+		json_object_object_add(o, "partial", json_object_new_boolean(1));
+	if (rr->truncated_records > 0)
+		json_object_object_add(o, "truncatedRecords",
+		    json_object_new_int64((int64_t)rr->truncated_records));
+	if (rr->has_more)
+		json_object_object_add(o, "hasMore", json_object_new_boolean(1));
+	return o;
+}
+
+/* Append one message (taken) as a line. */
+static void
+rj_emit(struct jbuf *b, json_object *msg)
+{
+	jsonw_value(b, msg);
+	jbuf_put(b, "\n", 1);
+	json_object_put(msg);
+}
+
+/* Notifications (legacy mode) then the answer, all into b. */
+static void
+rj_build(struct restore_job *j, struct replay_result *rr, struct jbuf *b)
+{
+	json_object *result, *meta, *updates = NULL;
+	size_t i, n;
+
+	if (j->kind == RJ_NEW) {
+		result = json_object_new_object();
+		json_object_object_add(result, "sessionId", json_object_new_string(j->sid));
+		rj_emit(b, rpc_new_result(json_object_get(j->req_id), result));
+		return;
+	}
+	n = rr->updates != NULL ? json_object_array_length(rr->updates) : 0;
+	for (i = 0; !j->bulk && i < n && !b->oom; i++) {
+		jbuf_puts(b, "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\","
+		    "\"params\":{\"sessionId\":");
+		jsonw_string(b, j->sid, strlen(j->sid));
+		jbuf_puts(b, ",\"update\":");
+		jsonw_value(b, json_object_array_get_idx(rr->updates, i));
+		jbuf_puts(b, "}}\n");
+	}
+	result = json_object_new_object();
+	meta = json_object_new_object();
+	json_object_object_add(meta, "qwen.session.restore", rj_stats(j));
+	if (j->kind == RJ_LOAD) {
+		if (j->bulk) {
+			updates = rr->updates != NULL ? rr->updates : json_object_new_array();
+			rr->updates = NULL;
+		}
+		json_object_object_add(meta, j->bulk ? "qwen.session.loadReplay" :
+		    "qwen.session.replayInfo", rj_replay_meta(rr, updates));
+	}
+	json_object_object_add(result, "_meta", meta);
+	rj_emit(b, rpc_new_result(json_object_get(j->req_id), result));
+}
+
+/* history_replay and response_build. */
+static int
+rj_answer(struct restore_job *j)
+{
+	struct replay_opts ro = { j->replay_max_bytes, 10000 };
+	struct replay_result rr;
+	struct jbuf b = { NULL, 0, 0, 0 };
+	char *cause = NULL;
+
+	memset(&rr, 0, sizeof(rr));
+	prof_begin(&j->prof, PROF_HISTORY_REPLAY);
+	if (j->kind == RJ_LOAD && j->tx != NULL &&
+	    replay_build(j->tx, &j->chain, &ro, &rr, &cause) == -1) {
+		log_warnx("session %s: replay: %s", j->sid, cause != NULL ? cause : "?");
+		free(cause);
+		return rj_fail(j, RPC_INTERNAL_ERROR, "replay_failed",
+		    "cannot replay the history of session %s", j->sid);
+	}
+	j->prof.replay_records = rr.records;
+	j->prof.replay_bytes = rr.bytes;
+	j->prof.truncated_records = rr.truncated_records;
+	j->prof.partial_replay = rr.partial;
+	prof_begin(&j->prof, PROF_RESPONSE_BUILD);
+	rj_build(j, &rr, &b);
+	replay_result_clear(&rr);
+	if (b.oom) {
+		jbuf_free(&b);
+		return rj_fail(j, RPC_INTERNAL_ERROR, "internal",
+		    "cannot build the answer: out of memory");
+	}
+	j->out = b.p;
+	j->out_len = b.len;
+	prof_end(&j->prof, 1);
+	return 0;
+}
+
+/* Worker thread: everything that touches files. */
+static void
+rj_run(struct lw_job *lw)
+{
+	struct restore_job *j = (struct restore_job *)lw;
+
+	if (rj_exists(j) == -1)
+		return;
+	if (j->exists && j->kind != RJ_NEW &&
+	    (rj_read(j) == -1 || rj_chain(j) == -1))
+		return;
+	if (rj_writer(j) == -1)
+		return;
+	rj_answer(j);
+}
+
+static const char *
+rj_operation(const struct restore_job *j)
+{
+	switch (j->kind) {
+	case RJ_NEW:
+		return "acp_session_new";
+	case RJ_LOAD:
+		return "acp_session_load";
+	default:
+		return "acp_session_resume";
+	}
+}
+
+static void
+rj_free(struct restore_job *j)
+{
+	json_object_put(j->req_id);
+	free(j->path);
+	free(j->tail);
+	free(j->out);
+	free(j->err_msg);
+	if (j->have_chain)
+		chain_clear(&j->chain);
+	lease_release(j->lease);
+	appender_free(j->app);
+	transcript_free(j->tx);
+	free(j);
+}
+
+/* session_register: hand the results to the session.  0 or -1. */
+static int
+rj_register(struct child *c, struct restore_job *j)
+{
+	struct session *s = j->s;
+
+	(void)c;
+	prof_begin(&j->prof, PROF_SESSION_REGISTER);
+	s->tx = j->tx;
+	j->tx = NULL;
+	if (j->lease != NULL) {
+		s->lease = j->lease;
+		j->lease = NULL;
+	}
+	if (j->app != NULL) {
+		s->app = j->app;
+		j->app = NULL;
+	}
+	if (j->kind == RJ_NEW)
+		s->fresh = 1;
+	else if (j->exists) {
+		free(s->tail);
+		s->tail = j->tail;
+		j->tail = NULL;
+	}
+	s->registered = 1;
+	prof_end(&j->prof, 1);
+	return 0;
+}
+
+/* Loop thread: answer, register or drop the session, end the span. */
+static void
+rj_done(struct lw_job *lw)
+{
+	struct restore_job *j = (struct restore_job *)lw;
+	struct child *c = j->c;
+	struct session *s = j->s;
+	struct lag_snapshot lag;
+	json_object *data;
+
+	s->busy = 0;
+	if (j->err_code == 0 && rj_register(c, j) == 0) {
+		child_send_raw(c, j->out, j->out_len);
+		j->out = NULL;
+	} else {
+		/* Give the kept index back; a failed first restore drops the session. */
+		if (s->registered && s->tx == NULL) {
+			s->tx = j->tx;
+			j->tx = NULL;
+		}
+		data = json_object_new_object();
+		json_object_object_add(data, "errorKind",
+		    json_object_new_string(j->err_kind != NULL ? j->err_kind : "internal"));
+		if (j->err_code == RPC_RESOURCE_NOT_FOUND) {
+			char uri[64];
+			snprintf(uri, sizeof(uri), "session:%s", j->sid);
+			json_object_object_add(data, "uri", json_object_new_string(uri));
+		}
+		json_object_object_add(data, "sessionId", json_object_new_string(j->sid));
+		child_send_error(c, j->req_id, j->err_code != 0 ? j->err_code :
+		    RPC_INTERNAL_ERROR, j->err_msg != NULL ? j->err_msg :
+		    "Internal error", data);
+	}
+	lagmon_snapshot(c->lag, &lag);
+	prof_span_finish(j->span, &j->prof, &lag, c->trace, rj_operation(j),
+	    j->refresh ? "refresh" : j->kind == RJ_NEW ? "create" : "restore",
+	    j->sid, j->err_code != 0 ? j->err_kind : NULL);
+	j->span = NULL;
+	rj_free(j);
+	session_idle(c, s);
+}
+
+/*
+ * Whether the job is quick: a new session, or a transcript whose unindexed
+ * part is small (an open index only reads what was appended).
+ */
+static int
+rj_small(struct restore_job *j)
+{
+	struct stat st;
+	uint64_t done = j->tx != NULL ? transcript_size(j->tx) : 0;
+
+	if (j->kind == RJ_NEW || stat(j->path, &st) == -1)
+		return 1;
+	return (uint64_t)st.st_size < done + RJ_SMALL_BYTES;
+}
+
+/* settings_load on the loop thread, then hand the job to a worker. */
+static void
+rj_submit(struct child *c, struct rpc_msg *m, struct session *s,
+    enum rj_kind kind, json_object *meta)
+{
+	struct restore_job *j;
+	json_object *v;
+
+	if ((j = calloc(1, sizeof(*j))) == NULL ||
+	    (j->path = strdup(s->path)) == NULL) {
+		free(j);
+		child_send_error(c, m->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+		session_idle(c, s);
+		return;
+	}
+	prof_init(&j->prof);
+	prof_begin(&j->prof, PROF_SETTINGS_LOAD);
+	j->span = prof_span_start(kind == RJ_NEW ? "qwen-code.daemon.session_start" :
+	    "qwen-code.daemon.session_restore", meta);
+	j->lw.run = rj_run;
+	j->lw.done = rj_done;
+	j->c = c;
+	j->s = s;
+	j->kind = kind;
+	json_object_deep_copy(m->id, &j->req_id, NULL);
+	strlcpy(j->sid, s->id, sizeof(j->sid));
+	j->data_dir = c->opts.data_dir;
+	j->owner_id = c->owner_id;
+	j->do_fsync = c->opts.do_fsync;
+	j->replay_max_bytes = c->opts.replay_max_bytes;
+	j->bulk = meta != NULL &&
+	    json_object_object_get_ex(meta, "qwen.session.loadReplayMode", &v) &&
+	    json_object_is_type(v, json_type_string) &&
+	    strcmp(json_object_get_string(v), "bulk") == 0;
+	j->refresh = s->registered;
+	j->fresh = s->fresh;
+	j->have_lease = s->lease != NULL;
+	j->have_app = s->app != NULL;
+	j->tx = s->tx;
+	s->tx = NULL;
+	s->busy = 1;
+	j->lw.small = rj_small(j);
+	prof_end(&j->prof, 1);
+	loadwork_submit(c->work, &j->lw);
+}
+
+/* The cwd of the request when it gives an absolute one, else ours. */
+static const char *
+rj_cwd(struct child *c, json_object *params)
+{
+	json_object *v;
+	const char *cwd;
+
+	if (params != NULL && json_object_object_get_ex(params, "cwd", &v) &&
+	    json_object_is_type(v, json_type_string) &&
+	    (cwd = json_object_get_string(v))[0] == '/')
+		return cwd;
+	return c->opts.workspace;
+}
+
+static json_object *
+rj_meta(json_object *params)
+{
+	json_object *v;
+
+	if (params != NULL && json_object_object_get_ex(params, "_meta", &v) &&
+	    json_object_is_type(v, json_type_object))
+		return v;
+	return NULL;
+}
+
+/* A new table entry for sid; NULL after answering the error. */
+static struct session *
+rj_session(struct child *c, struct rpc_msg *m, const char *sid)
+{
+	struct session *s;
+	const char *cwd = rj_cwd(c, m->params);
+	char *path;
+
+	if (c->nsessions >= CHILD_MAX_SESSIONS) {
+		child_send_error(c, m->id, RPC_INTERNAL_ERROR,
+		    "too many sessions in this process",
+		    rpc_error_data("session_limit_exceeded"));
+		return NULL;
+	}
+	if ((path = paths_transcript(c->opts.data_dir, cwd, sid)) == NULL ||
+	    (s = session_new(sid, cwd, path)) == NULL) {
+		free(path);
+		child_send_error(c, m->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+		return NULL;
+	}
+	free(path);
+	RB_INSERT(session_tree, &c->sessions, s);
+	c->nsessions++;
+	return s;
+}
+
+void
+restore_start(struct child *c, struct rpc_msg *m, struct session *s,
+    const char *sid, int resume)
+{
+	if (s == NULL && (s = rj_session(c, m, sid)) == NULL)
+		return;
+	rj_submit(c, m, s, resume ? RJ_RESUME : RJ_LOAD, rj_meta(m->params));
+}
+
+void
+restore_new(struct child *c, struct rpc_msg *m)
+{
+	json_object *meta = rj_meta(m->params), *v;
+	struct session *s;
+	char sid[37];
+
+	if (meta != NULL && json_object_object_get_ex(meta, "qwen-code/sessionId", &v)) {
+		if (!json_object_is_type(v, json_type_string) ||
+		    !paths_valid_session_id(json_object_get_string(v))) {
+			json_object *data = rpc_error_data("invalid_session_id");
+			json_object_object_add(data, "httpStatus", json_object_new_int(400));
+			child_send_error(c, m->id, RPC_INVALID_PARAMS,
+			    "Invalid session id: expected 32-36 hex digits and dashes", data);
+			return;
+		}
+		strlcpy(sid, json_object_get_string(v), sizeof(sid));
+	} else
+		paths_new_uuid(sid);
+	if (session_find(&c->sessions, sid) != NULL) {
+		child_send_error(c, m->id, RPC_INVALID_PARAMS,
+		    "session already exists in this process",
+		    rpc_error_data("session_exists"));
+		return;
+	}
+	if ((s = rj_session(c, m, sid)) != NULL)
+		rj_submit(c, m, s, RJ_NEW, meta);
+}

@@ -1,0 +1,64 @@
+/*
+ * restore.h: one session/new, session/load or session/resume in flight.
+ *
+ * Built on the loop thread, run (file work) on a worker, finished on the
+ * loop thread.  Between submit and done() the worker owns everything in
+ * the job, the transcript index included.
+ */
+#ifndef ACP_RESTORE_H
+#define ACP_RESTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "chain.h"
+#include "loadwork.h"
+#include "profiler.h"
+
+struct appender;
+struct child;
+struct lease;
+struct session;
+struct span;
+struct transcript;
+
+enum rj_kind { RJ_NEW, RJ_LOAD, RJ_RESUME };
+
+struct restore_job {
+	struct lw_job		 lw;		/* first: the worker's handle */
+	struct child		*c;		/* loop thread only */
+	struct session		*s;		/* loop thread only */
+	enum rj_kind		 kind;
+	int			 bulk;		/* replay inside the result */
+	int			 refresh;	/* the session was loaded before */
+	json_object		*req_id;	/* a private copy */
+	char			 sid[37];
+	char			*path;
+	const char		*data_dir;	/* immutable for the process */
+	const char		*owner_id;
+	int			 do_fsync;
+	size_t			 replay_max_bytes;
+	/* Handed to the worker and back. */
+	struct transcript	*tx;
+	int			 fresh, have_lease, have_app;
+	/* Results. */
+	int			 exists;
+	struct lease		*lease;
+	struct appender		*app;
+	struct tx_chain		 chain;
+	int			 have_chain;
+	int64_t			 model_history;
+	uint64_t		 records;
+	char			*tail;
+	char			*out;		/* encoded answer (and notifications) */
+	size_t			 out_len;
+	int			 err_code;	/* 0: success */
+	const char		*err_kind;
+	char			*err_msg;
+	struct prof		 prof;
+	struct span		*span;
+};
+
+#endif

@@ -1,0 +1,366 @@
+/*
+ * rpc.c: JSON-RPC dispatch of the ACP methods.
+ *
+ * initialize must come first (and pass the private parent capability
+ * check when QWEN_ACP_PARENT_CAPABILITY is set; a failed check refuses
+ * every later request for good).  Session requests for a busy session
+ * wait in its queue.  Unknown methods get -32601; notifications other
+ * than session/cancel and replies to nothing are ignored.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "child.h"
+#include "lagmon.h"
+#include "log.h"
+#include "paths.h"
+
+#define CAP_KEY		"qwen-code/private-parent-capability"
+#define CAP_MESSAGE	"Invalid private ACP parent capability"
+
+json_object *
+rpc_error_data(const char *kind)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "errorKind", json_object_new_string(kind));
+	return o;
+}
+
+void
+rpc_send_not_found(struct child *c, json_object *id, const char *sid)
+{
+	char msg[96], uri[64];
+	json_object *data;
+
+	snprintf(uri, sizeof(uri), "session:%s", sid);
+	snprintf(msg, sizeof(msg), "Resource not found: %s", uri);
+	data = json_object_new_object();
+	json_object_object_add(data, "uri", json_object_new_string(uri));
+	child_send_error(c, id, RPC_RESOURCE_NOT_FOUND, msg, data);
+}
+
+/* Equal strings, in time that does not depend on where they differ. */
+static int
+rpc_secret_equal(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i;
+	unsigned char d = la != lb;
+
+	for (i = 0; i < la && i < lb; i++)
+		d |= (unsigned char)(a[i] ^ b[i]);
+	return d == 0;
+}
+
+static json_object *
+rpc_obj(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (o != NULL && json_object_object_get_ex(o, key, &v) &&
+	    json_object_is_type(v, json_type_object))
+		return v;
+	return NULL;
+}
+
+static const char *
+rpc_str(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (o != NULL && json_object_object_get_ex(o, key, &v) &&
+	    json_object_is_type(v, json_type_string))
+		return json_object_get_string(v);
+	return NULL;
+}
+
+static json_object *
+rpc_capabilities(void)
+{
+	json_object *caps = json_object_new_object(), *o, *meta;
+
+	json_object_object_add(caps, "loadSession", json_object_new_boolean(1));
+	o = json_object_new_object();
+	json_object_object_add(o, "image", json_object_new_boolean(0));
+	json_object_object_add(o, "audio", json_object_new_boolean(0));
+	json_object_object_add(o, "embeddedContext", json_object_new_boolean(0));
+	json_object_object_add(caps, "promptCapabilities", o);
+	o = json_object_new_object();
+	json_object_object_add(o, "resume", json_object_new_object());
+	json_object_object_add(caps, "sessionCapabilities", o);
+	o = json_object_new_object();
+	json_object_object_add(o, "http", json_object_new_boolean(0));
+	json_object_object_add(o, "sse", json_object_new_boolean(0));
+	json_object_object_add(caps, "mcpCapabilities", o);
+	meta = json_object_new_object();
+	o = json_object_new_object();
+	json_object_object_add(o, "v", json_object_new_int(1));
+	json_object_object_add(meta, "qwen.session.loadReplay", o);
+	o = json_object_new_object();
+	json_object_object_add(o, "v", json_object_new_int(1));
+	json_object_object_add(meta, "qwen.status.loopLag", o);
+	json_object_object_add(caps, "_meta", meta);
+	return caps;
+}
+
+static void
+rpc_initialize(struct child *c, struct rpc_msg *m)
+{
+	json_object *res, *info;
+	const char *cap;
+
+	if (c->opts.parent_capability != NULL) {
+		cap = rpc_str(rpc_obj(m->params, "_meta"), CAP_KEY);
+		if (c->denied || cap == NULL ||
+		    !rpc_secret_equal(cap, c->opts.parent_capability)) {
+			c->denied = 1;
+			c->initialized = 0;
+			log_warnx("initialize: %s", CAP_MESSAGE);
+			child_send_error(c, m->id, RPC_INVALID_PARAMS, CAP_MESSAGE, NULL);
+			return;
+		}
+	}
+	c->initialized = 1;
+	res = json_object_new_object();
+	json_object_object_add(res, "protocolVersion", json_object_new_int(1));
+	info = json_object_new_object();
+	json_object_object_add(info, "name", json_object_new_string("qwen-acp-child"));
+	json_object_object_add(info, "title", json_object_new_string("qwen-serve ACP child"));
+	json_object_object_add(info, "version", json_object_new_string(PACKAGE_VERSION));
+	json_object_object_add(res, "agentInfo", info);
+	json_object_object_add(res, "authMethods", json_object_new_array());
+	json_object_object_add(res, "agentCapabilities", rpc_capabilities());
+	child_send_result(c, m->id, res);
+}
+
+static void
+rpc_loop_lag(struct child *c, struct rpc_msg *m)
+{
+	struct lag_snapshot ls;
+	json_object *o = json_object_new_object();
+
+	lagmon_snapshot(c->lag, &ls);
+	json_object_object_add(o, "v", json_object_new_int(1));
+	json_object_object_add(o, "intervalMs", json_object_new_int((int)ls.interval_ms));
+	json_object_object_add(o, "samples", json_object_new_int64((int64_t)ls.samples));
+	json_object_object_add(o, "window", json_object_new_int64((int64_t)ls.window));
+	json_object_object_add(o, "meanMs", json_object_new_double(ls.mean_ms));
+	json_object_object_add(o, "p50Ms", json_object_new_double(ls.p50_ms));
+	json_object_object_add(o, "p99Ms", json_object_new_double(ls.p99_ms));
+	json_object_object_add(o, "maxMs", json_object_new_double(ls.max_ms));
+	json_object_object_add(o, "sessions", json_object_new_int64((int64_t)c->nsessions));
+	child_send_result(c, m->id, o);
+}
+
+/* Remove s from the table and free it (it must not be busy). */
+static void
+rpc_drop_session(struct child *c, struct session *s)
+{
+	RB_REMOVE(session_tree, &c->sessions, s);
+	c->nsessions--;
+	session_free(s);
+}
+
+static void	rpc_forget_session(struct child *, struct session *);
+
+static void
+rpc_close(struct child *c, struct rpc_msg *m, struct session *s)
+{
+	json_object *res = json_object_new_object();
+
+	json_object_object_add(res, "sessionId", json_object_new_string(s->id));
+	json_object_object_add(res, "closed", json_object_new_boolean(1));
+	child_send_result(c, m->id, res);
+	rpc_forget_session(c, s);
+}
+
+/*
+ * Run a session request now (s idle, or NULL when unknown).  Returns 1
+ * when s was freed.
+ */
+static int
+rpc_session_run(struct child *c, struct rpc_msg *m, struct session *s,
+    const char *sid)
+{
+	const char *method = m->method;
+
+	if (strcmp(method, "session/load") == 0) {
+		restore_start(c, m, s, sid, 0);
+		return 0;
+	}
+	if (strcmp(method, "session/resume") == 0 ||
+	    strcmp(method, "unstable_resumeSession") == 0) {
+		restore_start(c, m, s, sid, 1);
+		return 0;
+	}
+	if (s == NULL || !s->registered) {
+		rpc_send_not_found(c, m->id, sid);
+		return 0;
+	}
+	if (strcmp(method, "session/prompt") == 0) {
+		prompt_start(c, m, s);
+		return 0;
+	}
+	rpc_close(c, m, s);
+	return 1;
+}
+
+static int
+rpc_is_session_method(const char *method)
+{
+	return strcmp(method, "session/load") == 0 ||
+	    strcmp(method, "session/resume") == 0 ||
+	    strcmp(method, "unstable_resumeSession") == 0 ||
+	    strcmp(method, "session/prompt") == 0 ||
+	    strcmp(method, "qwen/control/session/close") == 0;
+}
+
+/* Validate the session id, then run now or wait behind the busy session. */
+static void
+rpc_session_request(struct child *c, struct rpc_msg *m)
+{
+	const char *sid = rpc_str(m->params, "sessionId");
+	struct session *s;
+
+	if (sid == NULL || !paths_valid_session_id(sid)) {
+		json_object *data = rpc_error_data("invalid_session_id");
+		json_object_object_add(data, "httpStatus", json_object_new_int(400));
+		child_send_error(c, m->id, RPC_INVALID_PARAMS, sid == NULL ?
+		    "params.sessionId (a string) is required" :
+		    "Invalid session id: expected 32-36 hex digits and dashes", data);
+		return;
+	}
+	s = session_find(&c->sessions, sid);
+	if (s != NULL && s->busy) {
+		if (strcmp(m->method, "qwen/control/session/close") == 0)
+			prompt_cancel(c, s);
+		if (session_enqueue(s, m, CHILD_MAX_QUEUED) == -1)
+			child_send_error(c, m->id, RPC_INTERNAL_ERROR,
+			    "too many requests queued for this session",
+			    rpc_error_data("prompt_queue_full"));
+		return;
+	}
+	rpc_session_run(c, m, s, sid);
+}
+
+/* Dispatch what was queued for a session that is gone, in order. */
+static void
+rpc_flush_queue(struct child *c, struct session *s)
+{
+	struct rpc_msg m;
+
+	while (session_dequeue(s, &m) == 0) {
+		rpc_dispatch(c, &m);
+		rpc_msg_clear(&m);
+	}
+}
+
+/* Drop s; requests queued behind it are dispatched again, in order. */
+static void
+rpc_forget_session(struct child *c, struct session *s)
+{
+	struct session_op *op;
+	struct session tmp;
+
+	TAILQ_INIT(&tmp.queue);
+	tmp.nqueue = 0;
+	while ((op = TAILQ_FIRST(&s->queue)) != NULL) {
+		TAILQ_REMOVE(&s->queue, op, entry);
+		TAILQ_INSERT_TAIL(&tmp.queue, op, entry);
+		tmp.nqueue++;
+	}
+	s->nqueue = 0;
+	rpc_drop_session(c, s);
+	rpc_flush_queue(c, &tmp);
+}
+
+void
+session_idle(struct child *c, struct session *s)
+{
+	struct rpc_msg m;
+
+	if (!s->registered && !s->busy) {
+		/* The first restore failed: requests behind it start over. */
+		rpc_forget_session(c, s);
+		child_check_done(c);
+		return;
+	}
+	while (!s->busy && session_dequeue(s, &m) == 0) {
+		/* Shutting down: what was queued still runs, but no new turn. */
+		if (c->closing && strcmp(m.method, "session/prompt") == 0) {
+			json_object *res = json_object_new_object();
+			json_object_object_add(res, "stopReason",
+			    json_object_new_string("cancelled"));
+			child_send_result(c, m.id, res);
+			rpc_msg_clear(&m);
+			continue;
+		}
+		int freed = rpc_session_run(c, &m, s, s->id);
+		rpc_msg_clear(&m);
+		if (freed)
+			break;
+	}
+	child_check_done(c);
+}
+
+static void
+rpc_notification(struct child *c, struct rpc_msg *m)
+{
+	const char *sid;
+	struct session *s;
+
+	if (strcmp(m->method, "session/cancel") != 0) {
+		log_debug("ignoring notification %s", m->method);
+		return;
+	}
+	if (!c->initialized)
+		return;
+	if ((sid = rpc_str(m->params, "sessionId")) == NULL ||
+	    (s = session_find(&c->sessions, sid)) == NULL)
+		return;
+	prompt_cancel(c, s);
+}
+
+void
+rpc_dispatch(struct child *c, struct rpc_msg *m)
+{
+	if (m->kind == RPC_RESULT || m->kind == RPC_ERROR) {
+		log_debug("ignoring a reply to nothing (line %zu)", m->line_no);
+	} else if (m->kind == RPC_NOTIFICATION) {
+		rpc_notification(c, m);
+	} else if (strcmp(m->method, "initialize") == 0) {
+		rpc_initialize(c, m);
+	} else if (c->denied) {
+		child_send_error(c, m->id, RPC_INVALID_PARAMS, CAP_MESSAGE, NULL);
+	} else if (!c->initialized) {
+		child_send_error(c, m->id, RPC_INVALID_REQUEST,
+		    "Not initialized: send initialize first", NULL);
+	} else if (strcmp(m->method, "session/new") == 0) {
+		restore_new(c, m);
+	} else if (rpc_is_session_method(m->method)) {
+		rpc_session_request(c, m);
+	} else if (strcmp(m->method, "qwen/status/loop_lag") == 0) {
+		rpc_loop_lag(c, m);
+	} else {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "Method not found: %.120s", m->method);
+		child_send_error(c, m->id, RPC_METHOD_NOT_FOUND, msg, NULL);
+	}
+	rpc_msg_clear(m);
+}
+
+/*
+ * At shutdown: cancel running and queued prompts; other queued requests
+ * still run (session_idle), and sessions are freed at teardown.
+ */
+void
+rpc_shutdown_sessions(struct child *c)
+{
+	struct session *s;
+
+	RB_FOREACH(s, session_tree, &c->sessions)
+		prompt_cancel(c, s);
+}

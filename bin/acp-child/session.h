@@ -1,0 +1,62 @@
+/*
+ * session.h: the table of sessions a child hosts.
+ *
+ * A session is registered once its first load/resume/new succeeds.  While
+ * a job holds it (a load running on a worker, which then owns its
+ * transcript index, or a prompt running) it is busy, and further requests
+ * for it wait in its queue, in order, and run when it is idle again.
+ */
+#ifndef ACP_SESSION_H
+#define ACP_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/tree.h>
+
+#include "rpc-frame.h"
+
+struct appender;
+struct lease;
+struct prompt;
+struct transcript;
+
+struct session_op {
+	TAILQ_ENTRY(session_op)	 entry;
+	struct rpc_msg		 msg;
+};
+
+struct session {
+	RB_ENTRY(session)	 node;
+	char			 id[37];
+	char			*cwd;
+	char			*path;		/* transcript */
+	struct transcript	*tx;		/* NULL while a worker has it */
+	char			*tail;		/* uuid new records hang from; NULL: root */
+	struct lease		*lease;
+	struct appender		*app;
+	struct prompt		*prompt;	/* running prompt */
+	int			 registered;	/* in the table */
+	int			 busy;
+	int			 fresh;		/* from session/new: no file until the first append */
+	TAILQ_HEAD(, session_op) queue;
+	size_t			 nqueue;
+};
+
+RB_HEAD(session_tree, session);
+int	session_cmp(struct session *, struct session *);
+RB_PROTOTYPE(session_tree, session, node, session_cmp)
+
+/* A new, unregistered session.  NULL on allocation failure. */
+struct session	*session_new(const char *id, const char *cwd, const char *path);
+/* Release the lease, close the transcript, drop queued requests.  NULL-safe. */
+void		 session_free(struct session *);
+
+struct session	*session_find(struct session_tree *, const char *id);
+
+/* Move msg into the queue (msg is left empty).  -1 when the queue is full. */
+int	session_enqueue(struct session *, struct rpc_msg *msg, size_t max);
+/* Take the oldest queued request into *msg.  0, or -1 when empty. */
+int	session_dequeue(struct session *, struct rpc_msg *msg);
+
+#endif
