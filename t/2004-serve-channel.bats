@@ -148,7 +148,7 @@ EOF
 	expect 204
 	wait_for 10 bash -c "! kill -0 $old 2>/dev/null"
 	serve_stop
-	serve_start --channel-idle-timeout-ms 400
+	serve_start --channel-idle-timeout-ms 3000
 	req POST /session/$SID/load '{}'
 	old=$(child_pid)
 	req DELETE /session/$SID

@@ -65,6 +65,7 @@ struct channel {
 	int			 kill_stage;
 	int			 killed;	/* we ended it */
 	TAILQ_HEAD(, chan_req)	 waiting;
+	TAILQ_HEAD(, chan_req)	 respawn;	/* arrived while an idle child ended */
 	size_t			 nsessions;
 	char			 secret[48];
 };
@@ -133,8 +134,8 @@ channel_request(struct channel *ch, const char *method, json_object *params,
 
 	if (ch->state == CH_IDLE)
 		channel_start(ch);
-	if (ch->state == CH_DYING || ch->state == CH_IDLE ||
-	    (r = calloc(1, sizeof(*r))) == NULL) {
+	if ((ch->state == CH_DYING && !(ch->killed && !serve_shutting_down())) ||
+	    ch->state == CH_IDLE || (r = calloc(1, sizeof(*r))) == NULL) {
 		json_object_put(params);
 		return NULL;
 	}
@@ -147,6 +148,8 @@ channel_request(struct channel *ch, const char *method, json_object *params,
 		event_del(ch->idle_ev);
 	if (ch->state == CH_STARTING)
 		TAILQ_INSERT_TAIL(&ch->waiting, r, entry);
+	else if (ch->state == CH_DYING)
+		TAILQ_INSERT_TAIL(&ch->respawn, r, entry);
 	else
 		req_send(ch, r);
 	return r;
@@ -482,6 +485,7 @@ wrap_fd(int fd, bufferevent_data_cb rd, bufferevent_event_cb ev, void *arg)
 }
 
 static void	on_exit_ready(evutil_socket_t, short, void *);
+static void	respawn(struct channel *);
 
 /* Spawn the child and send initialize. */
 static void
@@ -594,6 +598,7 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 {
 	struct channel *ch = arg;
 	int *st = NULL, n = 0, code = -1, sig = 0, killed = ch->killed;
+	pid_t pid;
 
 	(void)fd; (void)what;
 	/* Take what the child wrote before it exited. */
@@ -614,12 +619,14 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 		event_del(ch->more_ev);
 	}
 	pipeline_wait_all(ch->p, &st, &n);
+	pid = ch->pid;
+	ch->pid = 0;	/* reaped: never signal that number again */
 	if (n > 0 && WIFEXITED(st[0]))
 		code = WEXITSTATUS(st[0]);
 	else if (n > 0 && WIFSIGNALED(st[0]))
 		sig = WTERMSIG(st[0]);
 	free(st);
-	log_info("child %ld exited (%s %d)", (long)ch->pid,
+	log_info("child %ld exited (%s %d)", (long)pid,
 	    sig ? "signal" : "status", sig ? sig : code);
 	ch->state = CH_DYING;
 	fail_waiting(ch, CHAN_CLOSED);
@@ -627,7 +634,6 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 	sessions_channel_died(ch, code, sig, killed);
 	pipeline_free(ch->p);
 	ch->p = NULL;
-	ch->pid = 0;
 	event_free(ch->pid_ev);
 	ch->pid_ev = NULL;
 	close(ch->pidfd);
@@ -647,6 +653,26 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 	if (ch->kill_ev != NULL)
 		event_del(ch->kill_ev);
 	ch->state = CH_IDLE;
+	respawn(ch);
+}
+
+/* Requests that came while an idle child was ending get a fresh one. */
+static void
+respawn(struct channel *ch)
+{
+	struct chan_req *r;
+
+	if (TAILQ_EMPTY(&ch->respawn))
+		return;
+	if (!serve_shutting_down())
+		channel_start(ch);
+	while ((r = TAILQ_FIRST(&ch->respawn)) != NULL) {
+		TAILQ_REMOVE(&ch->respawn, r, entry);
+		if (ch->state == CH_STARTING)
+			TAILQ_INSERT_TAIL(&ch->waiting, r, entry);
+		else
+			req_finish(r, CHAN_CLOSED, NULL);
+	}
 }
 
 static void
@@ -696,6 +722,7 @@ channel_get(const char *workspace)
 	}
 	ch->pidfd = -1;
 	TAILQ_INIT(&ch->waiting);
+	TAILQ_INIT(&ch->respawn);
 	ch->idle_ev = evtimer_new(serve_base, on_idle, ch);
 	ch->more_ev = evtimer_new(serve_base, on_more, ch);
 	TAILQ_INSERT_TAIL(&channels, ch, entry);
