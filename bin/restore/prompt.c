@@ -62,6 +62,8 @@ struct pr {
 	char			*text;		/* buffered (--parallel) */
 	size_t			 text_len;
 	char			 error[512];
+	int			 printed;	/* direct text was printed */
+	int			 ends_nl;	/* and it ended in a newline */
 	pthread_t		 thread;
 };
 
@@ -290,6 +292,9 @@ pr_text(struct pr *p, const char *text, int direct)
 	if (direct) {
 		fputs(text, stdout);
 		fflush(stdout);
+		if (len > 0)
+			p->ends_nl = text[len - 1] == '\n';
+		p->printed |= len > 0;
 		return;
 	}
 	if ((nt = realloc(p->text, p->text_len + len + 1)) == NULL)
@@ -463,8 +468,8 @@ pr_wait(struct rctx *ctx, struct sub *s, struct pr *ps, size_t n)
 			rc = output_fail(ctx, &e);
 		}
 	}
-	if (direct && ps[0].text == NULL && !ps[0].legacy && rc == EXIT_OK)
-		fflush(stdout);
+	if (direct && ps[0].printed && !ps[0].ends_nl)
+		fputc('\n', stdout);
 	return rc;
 }
 

@@ -1,0 +1,2 @@
+#!/usr/bin/env bats
+load restore_helper
