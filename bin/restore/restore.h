@@ -172,7 +172,8 @@ int	state_id_valid(const char *id);
 
 /*
  * The restore timeout for load/resume (0: no timer), its source in *src
- * and whether a value over 2^31-1 disabled the timer in *disabled.  Never
+ * and whether a value over 2^31-1 (not an explicit 0) disabled the timer
+ * in *disabled.  Never
  * makes a request: the capability comes from the cache only.
  */
 int64_t	timeout_restore_ms(const struct rctx *, enum timeout_source *src,

@@ -6,7 +6,8 @@
  * cached limits.sessionRestoreTimeoutMs + 10 s, then 70 s.  The arithmetic
  * is libqwen's budget_client_restore_ms(); the cache is only read here,
  * never fetched, so a restore makes no implicit capability request.
- * Every other request: --timeout-ms, then the fetch timeout, then 30 s.
+ * Every other request: --timeout-ms, then the fetch timeout, then 30 s
+ * (also no timer above 2^31-1).
  */
 #include "config.h"
 
@@ -30,6 +31,11 @@ timeout_restore_ms(const struct rctx *ctx, enum timeout_source *src,
 	}
 	ms = budget_client_restore_ms(ctx->timeout_ms, ctx->fetch_timeout_ms,
 	    cached, disabled);
+	/* *disabled tells "over 2^31-1" apart from an explicit 0. */
+	if ((*src == TIMEOUT_PER_REQUEST && ctx->timeout_ms == 0) ||
+	    ((*src == TIMEOUT_FETCH_FLAG || *src == TIMEOUT_FETCH_ENV) &&
+	    ctx->fetch_timeout_ms == 0))
+		*disabled = 0;
 	return ms;
 }
 
@@ -39,11 +45,12 @@ timeout_fetch_ms(const struct rctx *ctx, enum timeout_source *src)
 {
 	if (ctx->timeout_ms >= 0) {
 		*src = TIMEOUT_PER_REQUEST;
-		return ctx->timeout_ms;
+		return ctx->timeout_ms > BUDGET_MAX_MS ? 0 : ctx->timeout_ms;
 	}
 	if (ctx->fetch_timeout_ms >= 0) {
 		*src = ctx->fetch_source;
-		return ctx->fetch_timeout_ms;
+		return ctx->fetch_timeout_ms > BUDGET_MAX_MS ? 0 :
+		    ctx->fetch_timeout_ms;
 	}
 	*src = TIMEOUT_DEFAULT;
 	return RESTORE_FETCH_DEFAULT_MS;
