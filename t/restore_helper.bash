@@ -1,6 +1,7 @@
 # restore_helper.bash: the scripted fake daemon for the qwen-restore tests.
 
 load test_helper
+bats_require_minimum_version 1.5.0
 
 # Each test gets its own daemon, state and workspace.
 setup() {
