@@ -192,8 +192,14 @@ cmd_new(struct rctx *ctx, char **args)
 	req.body = body;
 	req.last_event_id = -1;
 	req.timeout_ms = timeout_fetch_ms(ctx, &src);
-	if ((rc = run(ctx, &req, &resp, 0)) == 0) {
-		obj = http_resp_json(&resp);
+	if ((rc = run(ctx, &req, &resp, 0)) == 0 &&
+	    (obj = http_resp_json(&resp)) == NULL) {
+		struct rerr e;
+
+		output_local(&e, "protocol_error", EXIT_FAIL,
+		    "the answer is not a JSON object");
+		rc = output_fail(ctx, &e);
+	} else if (rc == 0) {
 		answer_client_id(obj, id, sizeof(id));
 		if (obj != NULL && json_object_object_get_ex(obj, "sessionId",
 		    &v) && json_object_is_type(v, json_type_string) &&
@@ -273,8 +279,12 @@ cmd_restore(struct rctx *ctx, const char *action)
 		}
 		http_resp_clear(&resp);
 	}
-	obj = http_resp_json(&resp);
-	print_session(ctx, &resp, obj);
+	if ((obj = http_resp_json(&resp)) == NULL) {
+		output_local(&e, "protocol_error", EXIT_FAIL,
+		    "the answer is not a JSON object");
+		rc = output_fail(ctx, &e);
+	} else
+		print_session(ctx, &resp, obj);
 	json_object_put(obj);
 	http_resp_clear(&resp);
 	return rc;
