@@ -130,3 +130,21 @@ stored_id() {
 	[ "$status" -eq 0 ]
 	[[ "$stderr" == *"load timeout $((budget + 10000)) ms (cached capability + 10000 ms)"* ]]
 }
+
+@test "list shows the persisted session; status, heartbeat, detach and close work" {
+	make_transcript
+	serve_start
+	run qwen-restore list
+	[ "$status" -eq 0 ]
+	jq -e --arg s "$SID" '.sessions | map(.sessionId) | index($s) != null' <<<"$output"
+	qwen-restore load "$SID" >/dev/null
+	run qwen-restore status "$SID"
+	[ "$status" -eq 0 ]
+	[ "$(jq -r .sessionId <<<"$output")" = "$SID" ]
+	run qwen-restore heartbeat "$SID"
+	[ "$status" -eq 0 ]
+	run qwen-restore close "$SID"
+	[ "$status" -eq 0 ]
+	run qwen-restore status "$SID"
+	[ "$status" -eq 3 ]
+}
