@@ -143,11 +143,13 @@ print_prefix(const struct rctx *ctx)
 static void
 print_line(const struct rctx *ctx, const struct rerr *e)
 {
+	flockfile(stderr);
 	print_prefix(ctx);
 	fputs(e->message, stderr);
 	if (e->retryable && e->retry_after >= 0)
 		fprintf(stderr, " (retry in %d s)", e->retry_after);
 	fputc('\n', stderr);
+	funlockfile(stderr);
 }
 
 /* A synthesised JSON body for a failure without a daemon body. */
@@ -205,11 +207,13 @@ output_verbose(const struct rctx *ctx, const char *fmt, ...)
 
 	if (!ctx->verbose)
 		return;
+	flockfile(stderr);	/* one whole line even from several threads */
 	print_prefix(ctx);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+	funlockfile(stderr);
 }
 
 /* The progress line only on a terminal, and never with -q. */

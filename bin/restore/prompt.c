@@ -65,6 +65,7 @@ struct pr {
 	int			 printed;	/* direct text was printed */
 	int			 ends_nl;	/* and it ended in a newline */
 	pthread_t		 thread;
+	int			 joinable;	/* thread was started */
 };
 
 /* Parse one SSE data payload into a v1 envelope and queue it. */
@@ -403,11 +404,11 @@ pr_admit_all(struct pr *ps, size_t n)
 		if (pthread_create(&ps[i].thread, NULL, pr_admit, &ps[i]) != 0)
 			pr_admit(&ps[i]);
 		else
-			ps[i].admitted = -1;	/* joined below */
+			ps[i].joinable = 1;
 	for (i = 0; i < n; i++)
-		if (ps[i].admitted == -1) {
-			ps[i].admitted = 0;
+		if (ps[i].joinable) {
 			pthread_join(ps[i].thread, NULL);
+			ps[i].joinable = 0;
 		}
 }
 
