@@ -140,18 +140,25 @@ EOF
 	[ "$(stored_client s-1)" = c1 ]
 }
 
-@test "reattach failure propagates: daemon gone during the reattach (69)" {
+@test "reattach failure propagates: the daemon dies during the reattach" {
 	store_client s-1 c1
 	fake_start <<EOF
 POST /session/s-1/prompt 400 $INVALID_C1
 POST /session/s-1/resume 200 delay=5000 $RESUMED
 EOF
 	# The daemon dies while the resume is in flight.
-	( wait_for 10 test "$(count POST /session/s-1/resume)" -eq 1 && kill "$FAKE_PID" ) 3>&- &
+	resume_seen() { [ "$(count POST /session/s-1/resume)" -eq 1 ]; }
+	( wait_for 10 resume_seen && kill "$FAKE_PID" ) 3>&- &
+	killer=$!
+	t0=$(now_ms)
 	run qwen-restore prompt --no-wait s-1 "hi"
-	wait
-	[ "$status" -eq 1 ] || [ "$status" -eq 69 ]
+	t1=$(now_ms)
+	wait "$killer"
+	# The resume's broken answer propagates at once: no retry of the prompt.
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"no answer from the daemon"* ]]
 	[ "$(count POST /session/s-1/prompt)" -eq 1 ]
+	[ $((t1 - t0)) -lt 4500 ]
 }
 
 @test "single-flight in one process: two --parallel prompts, exactly one resume" {

@@ -11,6 +11,8 @@
 #ifndef QWEN_RESTORE_H
 #define QWEN_RESTORE_H
 
+#include <sys/queue.h>
+
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -260,6 +262,48 @@ int	heal_prompt(struct heal *, json_object *body, struct http_resp *resp);
 
 /* The current clientId into buf ("" none). */
 void	heal_client_id(struct heal *, char *buf, size_t len);
+
+/* ---- events.c ------------------------------------------------------------ */
+
+struct qev {
+	TAILQ_ENTRY(qev)	 entry;
+	json_object		*env;	/* the envelope, owned */
+};
+
+/* The subscription: a thread filling a queue of envelopes. */
+struct sub {
+	struct rctx		*ctx;
+	const char		*sid;
+	char			 client_id[RESTORE_ID_MAX + 1];
+	int64_t			 cursor;	/* Last-Event-ID, -1 none */
+	pthread_t		 thread;
+	int			 started;
+	pthread_mutex_t		 mu;
+	pthread_cond_t		 cv;
+	TAILQ_HEAD(, qev)	 q;
+	int			 opened, ended, stop;
+	struct http_resp	 resp;		/* the answer when not opened */
+	int64_t			 last_id;	/* highest envelope id seen */
+	struct sse_parser	*parser;
+	json_tokener		*tok;
+	int			 bad;		/* framing error */
+};
+
+/*
+ * Start a subscription of sid from cursor (-1: live only) and wait until
+ * it is open (0) or failed (-1: s->resp holds the answer).  Either way
+ * sub_stop() frees it.
+ */
+int	sub_start(struct sub *s, struct rctx *ctx, const char *sid,
+	    const char *client_id, int64_t cursor);
+void	sub_stop(struct sub *s);
+/* The next envelope (caller puts), or NULL once the stream ended. */
+json_object *sub_next(struct sub *s);
+/* Whether an envelope ends the session's stream (closed, died, evicted). */
+int	env_session_end(json_object *env);
+/* Borrowed member of obj of that type, or NULL. */
+const char *json_get_str(json_object *obj, const char *key);
+json_object *json_get_obj(json_object *obj, const char *key);
 
 /* ---- prompt.c ------------------------------------------------------------ */
 
