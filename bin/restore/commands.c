@@ -290,6 +290,7 @@ cmd_restore(struct rctx *ctx, const char *action)
 	return rc;
 }
 
+/* load ID: restore with history replay. */
 int
 cmd_load(struct rctx *ctx, char **args)
 {
@@ -297,6 +298,7 @@ cmd_load(struct rctx *ctx, char **args)
 	return cmd_restore(ctx, "load");
 }
 
+/* resume ID: restore without replay. */
 int
 cmd_resume(struct rctx *ctx, char **args)
 {
@@ -304,12 +306,14 @@ cmd_resume(struct rctx *ctx, char **args)
 	return cmd_restore(ctx, "resume");
 }
 
+/* prompt ID [TEXT|-]: see prompt.c. */
 int
 cmd_prompt_args(struct rctx *ctx, char **args)
 {
 	return cmd_prompt(ctx, args[0]);
 }
 
+/* events ID: see events.c. */
 int
 cmd_events_args(struct rctx *ctx, char **args)
 {
@@ -334,6 +338,7 @@ simple(struct rctx *ctx, const char *method, const char *suffix, int body,
 	return rc;
 }
 
+/* cancel ID: POST /session/:id/cancel {}. */
 int
 cmd_cancel(struct rctx *ctx, char **args)
 {
@@ -341,6 +346,7 @@ cmd_cancel(struct rctx *ctx, char **args)
 	return simple(ctx, "POST", "/cancel", 1, 0);
 }
 
+/* heartbeat ID: print the answer. */
 int
 cmd_heartbeat(struct rctx *ctx, char **args)
 {
@@ -348,6 +354,7 @@ cmd_heartbeat(struct rctx *ctx, char **args)
 	return simple(ctx, "POST", "/heartbeat", 1, 1);
 }
 
+/* status ID: print the live status. */
 int
 cmd_status(struct rctx *ctx, char **args)
 {
@@ -371,6 +378,7 @@ forget(struct rctx *ctx, const char *method, const char *suffix)
 	return rc;
 }
 
+/* detach ID: only with a stored clientId. */
 int
 cmd_detach(struct rctx *ctx, char **args)
 {
@@ -386,6 +394,7 @@ cmd_detach(struct rctx *ctx, char **args)
 	return forget(ctx, "POST", "/detach");
 }
 
+/* close ID: DELETE /session/:id. */
 int
 cmd_close(struct rctx *ctx, char **args)
 {

@@ -16,6 +16,7 @@
 
 #include "restore.h"
 
+/* Parse one SSE data payload into a v1 envelope and queue it. */
 static int
 sub_event(void *arg, const struct sse_event *ev)
 {
@@ -51,6 +52,7 @@ sub_event(void *arg, const struct sse_event *ev)
 	return 0;
 }
 
+/* http_stream: the stream is open; wake sub_start(). */
 static void
 sub_open(void *arg)
 {
@@ -62,6 +64,7 @@ sub_open(void *arg)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* http_stream: bytes of the stream, to the SSE parser. */
 static int
 sub_data(void *arg, const char *buf, size_t len)
 {
@@ -74,6 +77,7 @@ sub_data(void *arg, const char *buf, size_t len)
 	return rc == 0 ? 0 : -1;
 }
 
+/* http_stream: polled; sub_stop() asked the thread to end. */
 static int
 sub_should_stop(void *arg)
 {
@@ -208,6 +212,7 @@ json_get_str(json_object *obj, const char *key)
 	return json_object_get_string(v);
 }
 
+/* An object member of obj, or NULL (borrowed). */
 json_object *
 json_get_obj(json_object *obj, const char *key)
 {

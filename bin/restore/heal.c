@@ -26,6 +26,7 @@
 
 #include "restore.h"
 
+/* Start with the clientId stored for sid ("" when none). */
 void
 heal_init(struct heal *h, struct rctx *ctx, const char *sid)
 {
@@ -37,6 +38,7 @@ heal_init(struct heal *h, struct rctx *ctx, const char *sid)
 	state_client_get(ctx->state, sid, h->client_id, sizeof(h->client_id));
 }
 
+/* Free what heal_init() and failed reattaches left. */
 void
 heal_destroy(struct heal *h)
 {
@@ -45,6 +47,7 @@ heal_destroy(struct heal *h)
 	pthread_cond_destroy(&h->cv);
 }
 
+/* The current clientId (threads read it under the mutex). */
 void
 heal_client_id(struct heal *h, char *buf, size_t len)
 {

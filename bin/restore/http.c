@@ -45,6 +45,7 @@ http_global_init(void)
 	return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
 }
 
+/* Undo http_global_init() after the last request. */
 void
 http_global_cleanup(void)
 {
@@ -63,6 +64,7 @@ http_resp_clear(struct http_resp *resp)
 	memset(resp, 0, sizeof(*resp));
 }
 
+/* Whether the answer is a 2xx. */
 int
 http_ok(const struct http_resp *resp)
 {

@@ -272,6 +272,7 @@ static const struct command {
 	{ "status",		1, 0, cmd_status },
 };
 
+/* Parse, open the state, run one command, exit with its code. */
 int
 main(int argc, char **argv)
 {

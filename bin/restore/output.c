@@ -238,6 +238,7 @@ output_progress(const struct rctx *ctx, double elapsed_s, int64_t deadline_ms)
 	fflush(stderr);
 }
 
+/* Erase the progress line. */
 void
 output_progress_end(const struct rctx *ctx)
 {

@@ -45,6 +45,7 @@ sse_new(sse_cb cb, void *arg)
 	return p;
 }
 
+/* NULL-safe. */
 void
 sse_free(struct sse_parser *p)
 {
@@ -57,6 +58,7 @@ sse_free(struct sse_parser *p)
 	free(p);
 }
 
+/* Comment lines seen (for -v and the tests). */
 unsigned long
 sse_comments(const struct sse_parser *p)
 {

@@ -145,6 +145,7 @@ fail:
 	return NULL;
 }
 
+/* NULL-safe. */
 void
 state_free(struct state *st)
 {
@@ -155,6 +156,7 @@ state_free(struct state *st)
 	free(st);
 }
 
+/* DIR/daemons/<key> of this daemon (borrowed). */
 const char *
 state_daemon_dir(const struct state *st)
 {
@@ -352,6 +354,7 @@ state_lock(struct state *st, const char *sid)
 	return fd;
 }
 
+/* Release state_lock() (fd -1: nothing). */
 void
 state_unlock(int fd)
 {

@@ -56,6 +56,7 @@ timeout_fetch_ms(const struct rctx *ctx, enum timeout_source *src)
 	return RESTORE_FETCH_DEFAULT_MS;
 }
 
+/* The source as -v prints it. */
 const char *
 timeout_source_name(enum timeout_source src)
 {

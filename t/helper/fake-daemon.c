@@ -175,6 +175,7 @@ parse_resp(char *line)
 	}
 }
 
+/* Read the whole script before serving. */
 static void
 load_script(const char *path)
 {
@@ -283,6 +284,7 @@ pending_arm(struct pending *p, int ms)
 	evtimer_add(p->ev, &tv);
 }
 
+/* Free an answer whose request is done. */
 static void
 pending_free(struct pending *p)
 {
@@ -427,6 +429,7 @@ listen_unix(const char *path)
 	return fd;
 }
 
+/* SIGTERM: leave the loop, clean up, remove the socket. */
 static void
 on_term(evutil_socket_t fd, short what, void *arg)
 {
@@ -434,6 +437,7 @@ on_term(evutil_socket_t fd, short what, void *arg)
 	event_base_loopbreak(base);
 }
 
+/* Parse the options, listen, serve until SIGTERM. */
 int
 main(int argc, char **argv)
 {
