@@ -200,3 +200,19 @@ EOF
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"not a JSON object"* ]]
 }
+
+@test "events: a stream cut by the daemon is an error" {
+	fake_start <<'EOF2'
+GET /session/s-1/events 200 sse hold
+> {"id":1,"v":1,"type":"session_update","data":{}}
+EOF2
+	qwen-restore events s-1 >"$BATS_TEST_TMPDIR/ev.out" 2>"$BATS_TEST_TMPDIR/ev.err" 3>&- &
+	pid=$!
+	got_one() { [ -s "$BATS_TEST_TMPDIR/ev.out" ]; }
+	wait_for 10 got_one
+	fake_stop
+	rc=0
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 1 ]
+	grep -q "event stream broken" "$BATS_TEST_TMPDIR/ev.err"
+}

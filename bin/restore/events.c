@@ -252,7 +252,7 @@ cmd_events(struct rctx *ctx)
 	struct rerr	 e;
 	json_object	*env;
 	char		 id[RESTORE_ID_MAX + 1];
-	int		 rc = EXIT_OK, end;
+	int		 rc = EXIT_OK, end = 0;
 
 	state_client_get(ctx->state, ctx->session_id, id, sizeof(id));
 	if (sub_start(&s, ctx, ctx->session_id, id, ctx->last_event_id) == -1) {
@@ -279,6 +279,11 @@ cmd_events(struct rctx *ctx)
 	if (s.bad) {
 		output_local(&e, "protocol_error", EXIT_FAIL,
 		    "event frame larger than %u bytes", SSE_MAX_BUFFER);
+		rc = output_fail(ctx, &e);
+	} else if (!end && s.resp.cerr != 0) {
+		/* The thread has ended: s.resp is final. */
+		output_local(&e, "protocol_error", EXIT_FAIL,
+		    "event stream broken: %s", s.resp.errbuf);
 		rc = output_fail(ctx, &e);
 	}
 	output_verbose(ctx, "last event id %" PRId64 ", %lu comments",
