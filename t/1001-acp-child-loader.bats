@@ -5,6 +5,10 @@
 load test_helper
 
 FIXTURES="$TESTDATA/transcripts"
+
+setup() {
+	command -v jq >/dev/null || skip "jq not installed"
+}
 ORACLE="$SHARED_DIR/tools/gen-transcript"
 
 # agree INSPECT_JSON MANIFEST_JSON: the loader and the oracle agree.
