@@ -111,6 +111,13 @@ PY
 	[ "$status" -eq 2 ]
 }
 
+@test "scripts/gen-transcript runs the generator from the build tree" {
+	run "$QWEN_TOP_SRCDIR/scripts/gen-transcript" --mib 0.1 --seed 3 --out "$BATS_TEST_TMPDIR/w"
+	[ "$status" -eq 0 ]
+	[ -s "$output" ]
+	cmp "$output" "$(qwen-gen-transcript --mib 0.1 --seed 3 --out "$BATS_TEST_TMPDIR/w2")"
+}
+
 @test "generator: --data-dir/--workspace writes the qwen-code layout" {
 	run qwen-gen-transcript --mib 0.2 --seed 5 --data-dir "$BATS_TEST_TMPDIR/home" \
 	    --workspace "/home/dev/my proj.v2" --session-id 6ca613de-dd80-4a4b-a95c-b6f902cad22f
