@@ -187,6 +187,8 @@ tx_index_split(struct transcript *t, uint64_t size, char **cause)
 	rc = tx_index_pass(t, cause);
 	t->limit = 0;
 	pthread_join(tid, NULL);
+	free(b->ht);			/* the merge probes t's table only */
+	b->ht = NULL;
 	if (rc == 0 && h.rc == -1) {
 		tx_cause(cause, "%s", h.cause ? h.cause : "index: second half failed");
 		rc = -1;
