@@ -1,0 +1,550 @@
+/*
+ * http.c: the evhttp server, the route table, JSON bodies with limits,
+ * replies and error bodies, and the connection registry (connection cap,
+ * SSE close detection).
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "errors.h"
+#include "log.h"
+#include "rpc-frame.h"
+#include "serve.h"
+
+struct conn {
+	TAILQ_ENTRY(conn)	 entry;
+	struct evhttp_connection *evcon;
+	struct sse_sub		*sub;
+};
+static TAILQ_HEAD(, conn) conns = TAILQ_HEAD_INITIALIZER(conns);
+static size_t nconns;
+
+enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4 };
+
+struct route {
+	enum evhttp_cmd_type	 method;
+	const char		*prefix;	/* path before the id */
+	const char		*suffix;	/* path after the id ("" for none) */
+	int			 flags;
+	void			(*fn)(struct http_ctx *);
+};
+
+static const struct route routes[] = {
+	{ EVHTTP_REQ_GET, "/health", NULL, R_HEALTH, route_health },
+	{ EVHTTP_REQ_GET, "/capabilities", NULL, 0, route_capabilities },
+	{ EVHTTP_REQ_POST, "/session", NULL, R_BODY, route_session_create },
+	{ EVHTTP_REQ_GET, "/workspace/sessions", NULL, 0, route_workspace_sessions },
+	{ EVHTTP_REQ_POST, "/session/", "/load", R_ID | R_BODY, route_session_load },
+	{ EVHTTP_REQ_POST, "/session/", "/resume", R_ID | R_BODY, route_session_resume },
+	{ EVHTTP_REQ_POST, "/session/", "/prompt", R_ID | R_BODY, route_session_prompt },
+	{ EVHTTP_REQ_POST, "/session/", "/cancel", R_ID | R_BODY, route_session_cancel },
+	{ EVHTTP_REQ_POST, "/session/", "/heartbeat", R_ID | R_BODY, route_session_heartbeat },
+	{ EVHTTP_REQ_POST, "/session/", "/detach", R_ID | R_BODY, route_session_detach },
+	{ EVHTTP_REQ_GET, "/session/", "/status", R_ID, route_session_status },
+	{ EVHTTP_REQ_GET, "/session/", "/events", R_ID, route_session_events },
+	{ EVHTTP_REQ_DELETE, "/session/", "", R_ID, route_session_delete },
+};
+
+/* ---- small utilities ---------------------------------------------------- */
+
+void
+serve_uuid4(char out[SERVE_UUID_LEN + 1])
+{
+	unsigned char b[16];
+
+	arc4random_buf(b, sizeof(b));
+	b[6] = (b[6] & 0x0f) | 0x40;
+	b[8] = (b[8] & 0x3f) | 0x80;
+	snprintf(out, SERVE_UUID_LEN + 1,
+	    "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+	    b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
+	    b[11], b[12], b[13], b[14], b[15]);
+}
+
+void
+serve_iso_time(uint64_t wall_ms, char *buf, size_t size)
+{
+	time_t t = (time_t)(wall_ms / 1000);
+	struct tm tm;
+	char base[32];
+
+	gmtime_r(&t, &tm);
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, size, "%s.%03uZ", base, (unsigned)(wall_ms % 1000));
+}
+
+/* UUID v1-v5, any case. */
+int
+serve_is_uuid(const char *s)
+{
+	if (strlen(s) != 36)
+		return 0;
+	for (int i = 0; i < 36; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (s[i] != '-')
+				return 0;
+		} else if (!isxdigit((unsigned char)s[i]))
+			return 0;
+	}
+	if (s[14] < '1' || s[14] > '5')
+		return 0;
+	return strchr("89abAB", s[19]) != NULL;
+}
+
+/* <data-dir>/projects/<sanitized workspace>/chats, or NULL. */
+char *
+serve_transcript_dir(void)
+{
+	const char *home;
+	char *base = NULL, *san, *out = NULL;
+
+	if (conf.data_dir != NULL)
+		base = strdup(conf.data_dir);
+	else if ((home = getenv("QWEN_HOME")) != NULL && home[0] != '\0')
+		base = strdup(home);
+	else if ((home = getenv("HOME")) != NULL)
+		(void)asprintf(&base, "%s/.qwen", home);
+	if (base == NULL || (san = strdup(conf.workspace)) == NULL) {
+		free(base);
+		return NULL;
+	}
+	for (char *p = san; *p != '\0'; p++)
+		if (!isalnum((unsigned char)*p))
+			*p = '-';
+	(void)asprintf(&out, "%s/projects/%s/chats", base, san);
+	free(base);
+	free(san);
+	return out;
+}
+
+/* ---- replies ------------------------------------------------------------ */
+
+void
+http_reply_json(struct evhttp_request *req, int status, json_object *body)
+{
+	struct evbuffer *buf = evbuffer_new();
+	const char *s;
+
+	listen_cors_headers(req);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+	    "application/json");
+	if (body != NULL) {
+		s = json_object_to_json_string_ext(body,
+		    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+		evbuffer_add(buf, s, strlen(s));
+		json_object_put(body);
+	}
+	evhttp_send_reply(req, status, NULL, buf);
+	evbuffer_free(buf);
+}
+
+void
+http_reply_empty(struct evhttp_request *req, int status)
+{
+	listen_cors_headers(req);
+	evhttp_send_reply(req, status, NULL, NULL);
+}
+
+void
+http_set_retry_after(struct evhttp_request *req, int seconds)
+{
+	char v[16];
+
+	snprintf(v, sizeof(v), "%d", seconds);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", v);
+}
+
+void
+http_send_qerr(struct evhttp_request *req, struct qerr *e)
+{
+	json_object *body;
+	int ra;
+
+	if (e == NULL || (body = qerr_rest_body(e)) == NULL) {
+		qerr_free(e);
+		evhttp_send_error(req, 500, NULL);
+		return;
+	}
+	if ((ra = qerr_retry_after(e)) >= 0)
+		http_set_retry_after(req, ra);
+	http_reply_json(req, qerr_status(e), body);
+	qerr_free(e);
+}
+
+void
+http_error(struct evhttp_request *req, const char *code, const char *session_id)
+{
+	struct qerr *e = qerr_new(code, NULL);
+
+	if (e != NULL && session_id != NULL)
+		qerr_set_str(e, "sessionId", session_id);
+	http_send_qerr(req, e);
+}
+
+/*
+ * A JSON-RPC error from the child: a catalogued code (by data.code,
+ * errorKind or JSON-RPC code) keeps its REST shape; anything else is a 500
+ * copying the JSON-RPC code and data.
+ */
+void
+http_error_rpc(struct evhttp_request *req, json_object *rpc_error,
+    const char *session_id)
+{
+	struct qerr_class c;
+	json_object *body, *v;
+	struct qerr *e;
+
+	if (qerr_classify_rpc(&c, rpc_error) == -1) {
+		http_error(req, "internal", NULL);
+		return;
+	}
+	if (c.def != NULL && c.def->status != 0 && strcmp(c.def->code, "internal") != 0) {
+		e = qerr_new(c.def->code, NULL);
+		if (e != NULL && session_id != NULL)
+			qerr_set_str(e, "sessionId", session_id);
+		if (e != NULL && c.reason != NULL)
+			qerr_set_reason(e, c.reason);
+		qerr_class_clear(&c);
+		http_send_qerr(req, e);
+		return;
+	}
+	body = json_object_new_object();
+	json_object_object_add(body, "error", json_object_new_string(
+	    c.message != NULL ? c.message : "Internal error"));
+	if (json_object_object_get_ex(rpc_error, "code", &v))
+		json_object_object_add(body, "code", json_object_get(v));
+	if (json_object_object_get_ex(rpc_error, "data", &v))
+		json_object_object_add(body, "data", json_object_get(v));
+	qerr_class_clear(&c);
+	http_reply_json(req, 500, body);
+}
+
+/* ---- connections -------------------------------------------------------- */
+
+static void
+conn_closed(struct evhttp_connection *evcon, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)evcon;
+	TAILQ_REMOVE(&conns, c, entry);
+	nconns--;
+	if (c->sub != NULL)
+		sse_sub_closed(c->sub);
+	free(c);
+}
+
+static struct conn *
+conn_lookup(struct evhttp_connection *evcon, int create)
+{
+	struct conn *c;
+
+	TAILQ_FOREACH(c, &conns, entry)
+		if (c->evcon == evcon)
+			return c;
+	if (!create || (c = calloc(1, sizeof(*c))) == NULL)
+		return NULL;
+	c->evcon = evcon;
+	TAILQ_INSERT_TAIL(&conns, c, entry);
+	nconns++;
+	evhttp_connection_set_closecb(evcon, conn_closed, c);
+	return c;
+}
+
+void
+http_conn_set_sub(struct evhttp_request *req, struct sse_sub *sub)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct conn *c;
+
+	if (evcon != NULL && (c = conn_lookup(evcon, 0)) != NULL)
+		c->sub = sub;
+}
+
+size_t
+http_conn_count(void)
+{
+	return nconns;
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+/*
+ * json-c's STRICT mode still takes 'single quoted' strings, NaN and
+ * Infinity: outside strings only the literals true, false and null (and
+ * exponents after a digit) may use letters, and no quote but '"'.
+ */
+static int
+json_text_strict(const char *p, size_t len)
+{
+	int in_str = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = p[i];
+
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = 0;
+			continue;
+		}
+		if (c == '"')
+			in_str = 1;
+		else if (c == '\'')
+			return 0;
+		else if (isalpha((unsigned char)c)) {
+			size_t j = i;
+
+			if ((c == 'e' || c == 'E') && i > 0 && isdigit((unsigned char)p[i - 1]))
+				continue;
+			while (j < len && isalpha((unsigned char)p[j]))
+				j++;
+			if (!((j - i == 4 && (memcmp(p + i, "true", 4) == 0 ||
+			    memcmp(p + i, "null", 4) == 0)) ||
+			    (j - i == 5 && memcmp(p + i, "false", 5) == 0)))
+				return 0;
+			i = j - 1;
+		}
+	}
+	return 1;
+}
+
+/* Parse the body as a JSON object; non-objects count as {}.  -1: malformed. */
+static int
+parse_body(struct evhttp_request *req, json_object **out)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	size_t len = evbuffer_get_length(in), end;
+	const char *p;
+	json_tokener *tok;
+	json_object *o;
+
+	*out = NULL;
+	if (len == 0) {
+		*out = json_object_new_object();
+		return 0;
+	}
+	if ((p = (const char *)evbuffer_pullup(in, -1)) == NULL ||
+	    !json_text_strict(p, len) ||
+	    (tok = json_tokener_new_ex(RPC_MAX_DEPTH)) == NULL)
+		return -1;
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, p, (int)len);
+	end = json_tokener_get_parse_end(tok);
+	if (o == NULL && json_tokener_get_error(tok) == json_tokener_continue)
+		o = json_tokener_parse_ex(tok, "", 1);
+	json_tokener_free(tok);
+	while (o != NULL && end < len && isspace((unsigned char)p[end]))
+		end++;
+	if (o == NULL || end < len) {
+		json_object_put(o);
+		return -1;
+	}
+	if (!json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		o = json_object_new_object();
+	}
+	*out = o;
+	return 0;
+}
+
+/*
+ * Decode and check a path session id: 1..128 of [A-Za-z0-9._:-], not
+ * starting with '.', so that it can never name another file.  UUIDs are
+ * lower-cased.  Returns a malloc'd id or NULL.
+ */
+static char *
+decode_session_id(const char *seg, size_t seglen)
+{
+	char *raw, *id;
+	size_t n;
+
+	if ((raw = strndup(seg, seglen)) == NULL)
+		return NULL;
+	id = evhttp_uridecode(raw, 0, &n);
+	free(raw);
+	if (id == NULL)
+		return NULL;
+	if (n == 0 || n > SERVE_SESSION_ID_MAX || strlen(id) != n || id[0] == '.')
+		goto bad;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)id[i]) && strchr("._:-", id[i]) == NULL)
+			goto bad;
+	if (serve_is_uuid(id))
+		for (size_t i = 0; i < n; i++)
+			id[i] = (char)tolower((unsigned char)id[i]);
+	return id;
+bad:
+	free(id);
+	return NULL;
+}
+
+/* Match path against r; *idp gets the id segment (start, length). */
+static int
+route_match(const struct route *r, const char *path, const char **seg, size_t *seglen)
+{
+	size_t plen = strlen(r->prefix), slen, rest;
+	const char *slash;
+
+	if (!(r->flags & R_ID))
+		return strcmp(path, r->prefix) == 0;
+	if (strncmp(path, r->prefix, plen) != 0)
+		return 0;
+	*seg = path + plen;
+	slash = strchr(*seg, '/');
+	*seglen = slash != NULL ? (size_t)(slash - *seg) : strlen(*seg);
+	rest = strlen(*seg + *seglen);
+	slen = strlen(r->suffix);
+	return *seglen > 0 && rest == slen && strcmp(*seg + *seglen, r->suffix) == 0;
+}
+
+static void
+client_id_header(struct evhttp_request *req, struct http_ctx *ctx)
+{
+	const char *v = evhttp_find_header(evhttp_request_get_input_headers(req),
+	    "X-Qwen-Client-Id");
+
+	if (v == NULL || v[0] == '\0')
+		return;
+	ctx->client_id = v;
+	ctx->client_id_bad = !client_id_valid(v);
+}
+
+/* Run the matched route with its context. */
+static void
+dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
+    size_t seglen, const char *query)
+{
+	struct http_ctx ctx = { .req = req };
+	struct evkeyvalq q;
+	char *id = NULL;
+
+	TAILQ_INIT(&q);
+	if (query != NULL && evhttp_parse_query_str(query, &q) == -1) {
+		http_error(req, "bad_request", NULL);
+		return;
+	}
+	ctx.query = &q;
+	client_id_header(req, &ctx);
+	if ((r->flags & R_ID) && (id = decode_session_id(seg, seglen)) == NULL) {
+		struct qerr *e = qerr_new("invalid_session_id", "Invalid session id");
+		char *raw = strndup(seg, seglen);
+
+		if (e != NULL && raw != NULL)
+			qerr_set_str(e, "sessionId", raw);
+		free(raw);
+		http_send_qerr(req, e);
+		goto out;
+	}
+	ctx.path_id = id;
+	if ((r->flags & R_BODY) && parse_body(req, &ctx.body) == -1) {
+		http_error(req, "invalid_json", NULL);
+		goto out;
+	}
+	if (ctx.body == NULL)
+		ctx.body = json_object_new_object();
+	r->fn(&ctx);
+out:
+	json_object_put(ctx.body);
+	evhttp_clear_headers(&q);
+	free(id);
+}
+
+/*
+ * The connection cap.  The catalog has no code for it yet, so this body is
+ * built here: {"error", "code":"connection_limit_exceeded", "limit"}.
+ */
+static void
+too_many(struct evhttp_request *req)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "error", json_object_new_string("Too many connections"));
+	json_object_object_add(o, "code", json_object_new_string("connection_limit_exceeded"));
+	json_object_object_add(o, "limit", json_object_new_int(conf.max_connections));
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+	http_set_retry_after(req, 1);
+	http_reply_json(req, 503, o);
+}
+
+/* The one request callback: connection cap, gates, routing. */
+static void
+on_request(struct evhttp_request *req, void *arg)
+{
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+	enum evhttp_cmd_type method = evhttp_request_get_command(req);
+	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
+	const char *seg = NULL;
+	size_t seglen = 0;
+	int path_known = 0;
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+
+	(void)arg;
+	if (evcon != NULL && conn_lookup(evcon, 1) != NULL &&
+	    nconns > (size_t)conf.max_connections) {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Connection", "close");
+		too_many(req);
+		return;
+	}
+	if (path == NULL || path[0] != '/') {
+		http_error(req, "bad_request", NULL);
+		return;
+	}
+	if (listen_gate(req, strcmp(path, "/health") == 0) == -1)
+		return;
+	if (serve_shutting_down()) {
+		http_error(req, "workspace_draining", NULL);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		if (!route_match(&routes[i], path, &seg, &seglen))
+			continue;
+		path_known = 1;
+		if (routes[i].method == method) {
+			dispatch(req, &routes[i], seg, seglen, evhttp_uri_get_query(uri));
+			return;
+		}
+	}
+	if (path_known && method == EVHTTP_REQ_OPTIONS)
+		http_reply_empty(req, 204);
+	else if (path_known)
+		http_error(req, "method_not_allowed", NULL);
+	else
+		http_error(req, "not_found", NULL);
+}
+
+struct evhttp *
+http_new(struct event_base *base)
+{
+	struct evhttp *http;
+
+	if ((http = evhttp_new(base)) == NULL)
+		return NULL;
+	evhttp_set_max_body_size(http, SERVE_MAX_BODY);
+	evhttp_set_max_headers_size(http, SERVE_MAX_HEADERS);
+	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
+	    EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);
+	evhttp_set_timeout(http, 120);
+	evhttp_set_default_content_type(http, "application/json");
+	evhttp_set_gencb(http, on_request, NULL);
+	return http;
+}
+
+void
+http_free(struct evhttp *http)
+{
+	if (http != NULL)
+		evhttp_free(http);
+}

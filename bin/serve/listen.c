@@ -1,0 +1,410 @@
+/*
+ * listen.c: the Unix socket and loopback TCP listeners, and the gates every
+ * request passes: peer credentials (Unix socket), Host allowlist (loopback
+ * TCP, against DNS rebinding), Origin, and the bearer token.
+ */
+#include "config.h"
+
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+
+#include "errors.h"
+#include "log.h"
+#include "serve.h"
+
+static struct evconnlistener *unix_listener;
+static struct evhttp_bound_socket *tcp_handle;
+static struct evhttp *bound_http;
+static int lock_fd = -1;
+static char *lock_path;
+static int own_socket;
+
+/* Whether host (an address or "localhost") is a loopback address. */
+int
+listen_is_loopback_host(const char *host)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	if (strcasecmp(host, "localhost") == 0)
+		return 1;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, host, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6);
+	return 0;
+}
+
+/*
+ * Check (and for the default location, create) the socket directory:
+ * a real directory (lstat, not a symlink) owned by us, with no group or
+ * other access when we made it the private default, never writable by
+ * others otherwise.
+ */
+static int
+check_socket_dir(const char *dir, int private_dir)
+{
+	struct stat st;
+
+	if (private_dir && mkdir(dir, 0700) == -1 && errno != EEXIST) {
+		log_warn("socket directory %s", dir);
+		return -1;
+	}
+	if (lstat(dir, &st) == -1) {
+		log_warn("socket directory %s", dir);
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		log_warnx("socket directory %s is not a directory (symlinks are refused)", dir);
+		return -1;
+	}
+	if (st.st_uid != geteuid() && !(st.st_uid == 0 && !private_dir)) {
+		log_warnx("socket directory %s is owned by uid %u, not %u", dir,
+		    (unsigned)st.st_uid, (unsigned)geteuid());
+		return -1;
+	}
+	if (private_dir && (st.st_mode & 077) != 0) {
+		log_warnx("socket directory %s has mode %04o, want 0700", dir,
+		    (unsigned)(st.st_mode & 07777));
+		return -1;
+	}
+	if (!private_dir && (st.st_mode & 022) != 0 && !(st.st_mode & S_ISVTX)) {
+		log_warnx("socket directory %s is writable by others", dir);
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether a daemon answers on path (connect succeeds). */
+static int
+socket_is_live(const char *path)
+{
+	struct sockaddr_un sun;
+	int fd, live;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	strlcpy(sun.sun_path, path, sizeof(sun.sun_path));
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return 0;
+	live = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+	close(fd);
+	return live;
+}
+
+/*
+ * Take the lock beside the socket so that two daemons never race for one
+ * path, then deal with what is there: a live daemon is refused, a stale
+ * socket unlinked, anything else that is not a socket refused.
+ */
+static int
+claim_socket_path(const char *path)
+{
+	struct stat st;
+
+	if (asprintf(&lock_path, "%s.lock", path) == -1)
+		return -1;
+	lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lock_fd == -1) {
+		log_warn("%s", lock_path);
+		return -1;
+	}
+	if (flock(lock_fd, LOCK_EX | LOCK_NB) == -1) {
+		log_warnx("%s: another qwen-serve owns this socket", path);
+		return -1;
+	}
+	if (lstat(path, &st) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISSOCK(st.st_mode)) {
+		log_warnx("%s exists and is not a socket; refusing to remove it", path);
+		return -1;
+	}
+	if (socket_is_live(path)) {
+		log_warnx("%s: a daemon is already listening there", path);
+		return -1;
+	}
+	log_info("removing stale socket %s", path);
+	if (unlink(path) == -1 && errno != ENOENT) {
+		log_warn("unlink %s", path);
+		return -1;
+	}
+	return 0;
+}
+
+/* Bind, chmod 0600 and listen on the Unix socket; hand it to evhttp. */
+static int
+listen_unix(struct evhttp *http, const char *path)
+{
+	struct sockaddr_un sun;
+	char dir[sizeof(sun.sun_path)], *slash;
+	mode_t old;
+	int fd, private_dir;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlcpy(sun.sun_path, path, sizeof(sun.sun_path)) >= sizeof(sun.sun_path)) {
+		log_warnx("socket path too long: %s", path);
+		return -1;
+	}
+	strlcpy(dir, path, sizeof(dir));
+	if ((slash = strrchr(dir, '/')) == NULL)
+		strlcpy(dir, ".", sizeof(dir));
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	private_dir = conf.socket_default;
+	if (check_socket_dir(dir, private_dir) == -1 || claim_socket_path(path) == -1)
+		return -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return -1;
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		umask(old);
+		log_warn("bind %s", path);
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	own_socket = 1;
+	if (chmod(path, 0600) == -1 || listen(fd, 128) == -1) {
+		log_warn("listen %s", path);
+		close(fd);
+		return -1;
+	}
+	unix_listener = evconnlistener_new(serve_base, NULL, NULL,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
+	if (unix_listener == NULL || evhttp_bind_listener(http, unix_listener) == NULL) {
+		log_warnx("cannot listen on %s", path);
+		return -1;
+	}
+	printf("qwen-serve: listening on unix:%s\n", path);
+	return 0;
+}
+
+/* Bind the TCP listener and record the port it got. */
+static int
+listen_tcp(struct evhttp *http)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	const char *host = conf.hostname;
+	int fd;
+
+	if (strcasecmp(host, "localhost") == 0)
+		host = "127.0.0.1";	/* resolved and pinned */
+	tcp_handle = evhttp_bind_socket_with_handle(http, host, (ev_uint16_t)conf.port);
+	if (tcp_handle == NULL) {
+		log_warnx("cannot listen on %s port %d", conf.hostname, conf.port);
+		return -1;
+	}
+	fd = evhttp_bound_socket_get_fd(tcp_handle);
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) == -1)
+		return -1;
+	if (ss.ss_family == AF_INET)
+		conf.bound_port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	else
+		conf.bound_port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	printf("qwen-serve: listening on http://%s%s%s:%d\n",
+	    strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+	    conf.bound_port);
+	return 0;
+}
+
+int
+listen_start(struct evhttp *http)
+{
+	bound_http = http;
+	if (!conf.no_socket && listen_unix(http, conf.socket_path) == -1)
+		return -1;
+	if (!conf.no_tcp && listen_tcp(http) == -1)
+		return -1;
+	fflush(stdout);
+	return 0;
+}
+
+/* Stop accepting and remove our socket and lock. */
+void
+listen_stop(void)
+{
+	if (tcp_handle != NULL) {
+		evhttp_del_accept_socket(bound_http, tcp_handle);
+		tcp_handle = NULL;
+	}
+	if (unix_listener != NULL) {
+		evconnlistener_disable(unix_listener);
+		if (own_socket)
+			unlink(conf.socket_path);
+		own_socket = 0;
+	}
+	if (lock_fd != -1) {
+		unlink(lock_path);
+		close(lock_fd);
+		lock_fd = -1;
+	}
+	free(lock_path);
+	lock_path = NULL;
+}
+
+/* The socket's address family (AF_UNIX or AF_INET*), -1 if unknown. */
+static int
+req_family(struct evhttp_request *req, int *fdp)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int fd;
+
+	if (evcon == NULL)
+		return -1;
+	fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon));
+	*fdp = fd;
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) == -1)
+		return -1;
+	return ss.ss_family;
+}
+
+/* SO_PEERCRED: the peer must be our uid or root. */
+static int
+peer_ok(int fd)
+{
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == -1)
+		return 0;
+	return uc.uid == geteuid() || uc.uid == 0;
+}
+
+/* The Host header must name a loopback host and our port. */
+static int
+host_ok(const char *host)
+{
+	const char *names[] = { "localhost", "127.0.0.1", "[::1]",
+	    "host.docker.internal", conf.hostname };
+	char want[300];
+
+	if (host == NULL)
+		return 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(want, sizeof(want), "%s:%d", names[i], conf.bound_port);
+		if (strcasecmp(host, want) == 0)
+			return 1;
+		if ((conf.bound_port == 80 || conf.bound_port == 443) &&
+		    strcasecmp(host, names[i]) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Same-origin loopback (the page is served by us) or --allow-origin. */
+static int
+origin_ok(const char *origin)
+{
+	char self[300];
+
+	if (strcmp(origin, "null") == 0)
+		return 0;
+	for (size_t i = 0; i < conf.n_allow_origin; i++)
+		if (strcasecmp(origin, conf.allow_origin[i]) == 0)
+			return 1;
+	if (conf.bound_port != 0) {
+		snprintf(self, sizeof(self), "http://127.0.0.1:%d", conf.bound_port);
+		if (strcasecmp(origin, self) == 0)
+			return 1;
+		snprintf(self, sizeof(self), "http://localhost:%d", conf.bound_port);
+		if (strcasecmp(origin, self) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Constant-time comparison of the bearer against the token. */
+static int
+token_ok(const char *auth)
+{
+	const char *given;
+	size_t glen, tlen = strlen(conf.token), n;
+	unsigned char diff = 0;
+
+	if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
+		return 0;
+	given = auth + 7;
+	glen = strlen(given);
+	n = glen > tlen ? glen : tlen;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char a = i < glen ? (unsigned char)given[i] : 0;
+		unsigned char b = i < tlen ? (unsigned char)conf.token[i] : 0;
+		diff |= a ^ b;
+	}
+	return diff == 0 && glen == tlen;
+}
+
+int
+listen_gate(struct evhttp_request *req, int is_health)
+{
+	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+	const char *origin = evhttp_find_header(h, "Origin");
+	int fd = -1, fam = req_family(req, &fd);
+
+	if (fam == AF_UNIX && !peer_ok(fd)) {
+		http_send_qerr(req, qerr_new("forbidden_host",
+		    "Peer credentials not allowed"));
+		return -1;
+	}
+	if (fam != AF_UNIX && conf.tcp_loopback &&
+	    !host_ok(evhttp_find_header(h, "Host"))) {
+		http_error(req, "forbidden_host", NULL);
+		return -1;
+	}
+	if (origin != NULL && !origin_ok(origin)) {
+		http_error(req, "origin_forbidden", NULL);
+		return -1;
+	}
+	if (conf.token != NULL && !(is_health && !conf.require_auth) &&
+	    !token_ok(evhttp_find_header(h, "Authorization"))) {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "WWW-Authenticate", "Bearer");
+		http_error(req, "unauthorized", NULL);
+		return -1;
+	}
+	return 0;
+}
+
+void
+listen_cors_headers(struct evhttp_request *req)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+	const char *origin = evhttp_find_header(
+	    evhttp_request_get_input_headers(req), "Origin");
+
+	if (origin == NULL)
+		return;
+	evhttp_add_header(out, "Access-Control-Allow-Origin", origin);
+	evhttp_add_header(out, "Vary", "Origin");
+	evhttp_add_header(out, "Access-Control-Allow-Headers",
+	    "Authorization, Content-Type, X-Qwen-Client-Id, Last-Event-ID, X-Qwen-Event-Epoch");
+	evhttp_add_header(out, "Access-Control-Allow-Methods",
+	    "GET, POST, DELETE, OPTIONS");
+	evhttp_add_header(out, "Access-Control-Expose-Headers",
+	    "Retry-After, X-Qwen-Event-Epoch, X-Qwen-SSE-Stream-Id");
+}

@@ -1,0 +1,414 @@
+/*
+ * main.c: qwen-serve options, signals and lifecycle.
+ *
+ * Parses the command line into conf, binds the listeners, runs the loop,
+ * and on SIGTERM/SIGINT stops accepting, closes the sessions, ends the
+ * children and exits 0.  SIGHUP reopens the log and trace files.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "budget.h"
+#include "clock.h"
+#include "log.h"
+#include "serve.h"
+#include "trace.h"
+
+struct serve_conf conf;
+struct event_base *serve_base;
+struct trace_sink *serve_trace;
+
+static struct evhttp *http;
+static int shutting_down;
+static struct event *stop_timer;
+
+enum {
+	OPT_SOCKET = 256, OPT_HOSTNAME, OPT_PORT, OPT_NO_TCP, OPT_TOKEN,
+	OPT_REQUIRE_AUTH, OPT_ALLOW_ORIGIN, OPT_MAX_CONN, OPT_WORKSPACE,
+	OPT_CHILD, OPT_DATA_DIR, OPT_AGENT_CMD, OPT_LOG_FILE, OPT_LOG_LEVEL,
+	OPT_TRACE_FILE, OPT_INIT_TO, OPT_RESTORE_TO, OPT_CHAN_IDLE,
+	OPT_SESS_IDLE, OPT_SESS_REAP, OPT_SSE_HB, OPT_RING, OPT_REPLAY_MAX,
+	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
+};
+
+static const struct option longopts[] = {
+	{ "socket", required_argument, NULL, OPT_SOCKET },
+	{ "hostname", required_argument, NULL, OPT_HOSTNAME },
+	{ "port", required_argument, NULL, OPT_PORT },
+	{ "no-tcp", no_argument, NULL, OPT_NO_TCP },
+	{ "token", required_argument, NULL, OPT_TOKEN },
+	{ "require-auth", no_argument, NULL, OPT_REQUIRE_AUTH },
+	{ "allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN },
+	{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
+	{ "workspace", required_argument, NULL, OPT_WORKSPACE },
+	{ "child", required_argument, NULL, OPT_CHILD },
+	{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
+	{ "agent-command", required_argument, NULL, OPT_AGENT_CMD },
+	{ "log-file", required_argument, NULL, OPT_LOG_FILE },
+	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+	{ "trace-file", required_argument, NULL, OPT_TRACE_FILE },
+	{ "initialize-timeout-ms", required_argument, NULL, OPT_INIT_TO },
+	{ "session-restore-timeout-ms", required_argument, NULL, OPT_RESTORE_TO },
+	{ "channel-idle-timeout-ms", required_argument, NULL, OPT_CHAN_IDLE },
+	{ "session-idle-timeout-ms", required_argument, NULL, OPT_SESS_IDLE },
+	{ "session-reap-interval-ms", required_argument, NULL, OPT_SESS_REAP },
+	{ "sse-heartbeat-ms", required_argument, NULL, OPT_SSE_HB },
+	{ "event-ring-size", required_argument, NULL, OPT_RING },
+	{ "compacted-replay-max-bytes", required_argument, NULL, OPT_REPLAY_MAX },
+	{ "max-sessions", required_argument, NULL, OPT_MAX_SESS },
+	{ "max-total-sessions", required_argument, NULL, OPT_MAX_TOTAL },
+	{ "max-pending-prompts-per-session", required_argument, NULL, OPT_MAX_PENDING },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void __attribute__((noreturn))
+usage(int status)
+{
+	fprintf(status ? stderr : stdout,
+	    "usage: qwen-serve [--socket PATH] [--hostname HOST] [--port N] [--no-tcp]\n"
+	    "\t[--token TOKEN] [--require-auth] [--allow-origin ORIGIN]...\n"
+	    "\t[--max-connections N] [--workspace DIR] [--child PATH]\n"
+	    "\t[--data-dir DIR] [--agent-command CMD] [--log-file FILE]\n"
+	    "\t[--log-level LEVEL] [--trace-file FILE] [--initialize-timeout-ms MS]\n"
+	    "\t[--session-restore-timeout-ms MS] [--channel-idle-timeout-ms MS]\n"
+	    "\t[--session-idle-timeout-ms MS] [--session-reap-interval-ms MS]\n"
+	    "\t[--sse-heartbeat-ms MS] [--event-ring-size N]\n"
+	    "\t[--compacted-replay-max-bytes N] [--max-sessions N]\n"
+	    "\t[--max-total-sessions N] [--max-pending-prompts-per-session N]\n");
+	exit(status);
+}
+
+/* Parse a bounded integer option or exit 2 naming the flag. */
+static long long
+num_opt(const char *flag, const char *arg, long long min, long long max)
+{
+	const char *errstr;
+	long long v;
+
+	v = strtonum(arg, min, max, &errstr);
+	if (errstr != NULL) {
+		fprintf(stderr, "qwen-serve: --%s: value '%s' is %s (%lld..%lld)\n",
+		    flag, arg, errstr, min, max);
+		exit(2);
+	}
+	return v;
+}
+
+/* Parse a millisecond flag through libqwen's budget rules or exit 2. */
+static int64_t
+ms_opt(const char *flag, const char *arg, int allow_zero)
+{
+	char err[256], name[64];
+	int64_t v;
+
+	snprintf(name, sizeof(name), "--%s", flag);
+	if (budget_parse_ms(name, arg, allow_zero, &v, err, sizeof(err)) == -1) {
+		fprintf(stderr, "qwen-serve: %s\n", err);
+		exit(2);
+	}
+	return v;
+}
+
+static void
+add_origin(const char *o)
+{
+	char **n;
+
+	n = reallocarray(conf.allow_origin, conf.n_allow_origin + 1, sizeof(*n));
+	if (n == NULL || (n[conf.n_allow_origin] = strdup(o)) == NULL) {
+		fprintf(stderr, "qwen-serve: out of memory\n");
+		exit(1);
+	}
+	conf.allow_origin = n;
+	conf.n_allow_origin++;
+}
+
+/* Default socket path: $XDG_RUNTIME_DIR/qwen-serve/ or /tmp/qwen-serve-$UID/. */
+static char *
+default_socket(void)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	char *p = NULL;
+
+	if (xdg != NULL && xdg[0] == '/')
+		(void)asprintf(&p, "%s/qwen-serve/qwen-serve.sock", xdg);
+	else
+		(void)asprintf(&p, "/tmp/qwen-serve-%u/qwen-serve.sock",
+		    (unsigned)geteuid());
+	return p;
+}
+
+/* Find qwen-acp-child next to our own executable, else rely on PATH. */
+static char *
+default_child(void)
+{
+	char self[PATH_MAX], *slash, *p = NULL;
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		if ((slash = strrchr(self, '/')) != NULL) {
+			*slash = '\0';
+			if (asprintf(&p, "%s/qwen-acp-child", self) != -1 &&
+			    access(p, X_OK) == 0)
+				return p;
+			free(p);
+		}
+	}
+	return strdup("qwen-acp-child");
+}
+
+static void
+conf_defaults(void)
+{
+	conf.hostname = strdup("127.0.0.1");
+	conf.port = 4170;
+	conf.max_connections = 256;
+	conf.init_timeout_ms = BUDGET_INITIALIZE_DEFAULT_MS;
+	conf.channel_idle_timeout_ms = 0;
+	conf.session_idle_timeout_ms = 1800000;
+	conf.session_reap_interval_ms = 60000;
+	conf.sse_heartbeat_ms = 15000;
+	conf.event_ring_size = 8000;
+	conf.compacted_replay_max_bytes = 4u * 1024 * 1024;
+	conf.max_sessions = 32;
+	conf.max_total_sessions = 800;
+	conf.max_pending_prompts = 5;
+}
+
+/* Read the options; exits 2 on a usage error. */
+static void
+parse_args(int argc, char **argv)
+{
+	int64_t restore = -1, init = -1;
+	const char *lvl;
+	int ch;
+
+	conf_defaults();
+	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case OPT_SOCKET: free(conf.socket_path); conf.socket_path = strdup(optarg); break;
+		case OPT_HOSTNAME: free(conf.hostname); conf.hostname = strdup(optarg); break;
+		case OPT_PORT: conf.port = (int)num_opt("port", optarg, 0, 65535); break;
+		case OPT_NO_TCP: conf.no_tcp = 1; break;
+		case OPT_TOKEN: free(conf.token); conf.token = strdup(optarg); break;
+		case OPT_REQUIRE_AUTH: conf.require_auth = 1; break;
+		case OPT_ALLOW_ORIGIN: add_origin(optarg); break;
+		case OPT_MAX_CONN: conf.max_connections = (int)num_opt("max-connections", optarg, 1, 65536); break;
+		case OPT_WORKSPACE: free(conf.workspace); conf.workspace = strdup(optarg); break;
+		case OPT_CHILD: free(conf.child_path); conf.child_path = strdup(optarg); break;
+		case OPT_DATA_DIR: free(conf.data_dir); conf.data_dir = strdup(optarg); break;
+		case OPT_AGENT_CMD: free(conf.agent_command); conf.agent_command = strdup(optarg); break;
+		case OPT_LOG_FILE: free(conf.log_file); conf.log_file = strdup(optarg); break;
+		case OPT_LOG_LEVEL:
+			lvl = optarg;
+			if (log_level_parse(lvl) == -1) {
+				fprintf(stderr, "qwen-serve: --log-level: unknown level '%s'\n", lvl);
+				exit(2);
+			}
+			log_set_level((enum log_level)log_level_parse(lvl));
+			break;
+		case OPT_TRACE_FILE: free(conf.trace_file); conf.trace_file = strdup(optarg); break;
+		case OPT_INIT_TO: init = ms_opt("initialize-timeout-ms", optarg, 0); break;
+		case OPT_RESTORE_TO: restore = ms_opt("session-restore-timeout-ms", optarg, 0); break;
+		case OPT_CHAN_IDLE: conf.channel_idle_timeout_ms = ms_opt("channel-idle-timeout-ms", optarg, 1); break;
+		case OPT_SESS_IDLE: conf.session_idle_timeout_ms = ms_opt("session-idle-timeout-ms", optarg, 1); break;
+		case OPT_SESS_REAP: conf.session_reap_interval_ms = ms_opt("session-reap-interval-ms", optarg, 1); break;
+		case OPT_SSE_HB: conf.sse_heartbeat_ms = ms_opt("sse-heartbeat-ms", optarg, 0); break;
+		case OPT_RING: conf.event_ring_size = (size_t)num_opt("event-ring-size", optarg, 1, 1000000); break;
+		case OPT_REPLAY_MAX: conf.compacted_replay_max_bytes = (size_t)num_opt("compacted-replay-max-bytes", optarg, 1, 256LL * 1024 * 1024); break;
+		case OPT_MAX_SESS: conf.max_sessions = (int)num_opt("max-sessions", optarg, 0, 1000000); break;
+		case OPT_MAX_TOTAL: conf.max_total_sessions = (int)num_opt("max-total-sessions", optarg, 0, 1000000); break;
+		case OPT_MAX_PENDING: conf.max_pending_prompts = (int)num_opt("max-pending-prompts-per-session", optarg, 0, 100000); break;
+		case OPT_VERSION: printf("qwen-serve %s\n", PACKAGE_VERSION); exit(0);
+		case 'h': case OPT_HELP: usage(0);
+		default: usage(2);
+		}
+	}
+	if (optind != argc)
+		usage(2);
+	if (init != -1)
+		conf.init_timeout_ms = init;
+	conf.restore_timeout_ms = budget_restore_ms(restore, init);
+}
+
+/* Resolve the workspace, the socket, the child and the token. */
+static void
+resolve_conf(void)
+{
+	char *ws = conf.workspace != NULL ? conf.workspace : ".";
+	char *real;
+	const char *env;
+
+	if ((real = realpath(ws, NULL)) == NULL) {
+		fprintf(stderr, "qwen-serve: --workspace %s: %s\n", ws, strerror(errno));
+		exit(2);
+	}
+	free(conf.workspace);
+	conf.workspace = real;
+	if (conf.socket_path == NULL) {
+		if ((conf.socket_path = default_socket()) == NULL)
+			exit(1);
+		conf.socket_default = 1;
+	}
+	conf.tcp_loopback = listen_is_loopback_host(conf.hostname);
+	if (conf.child_path == NULL)
+		conf.child_path = default_child();
+	if (conf.token == NULL && (env = getenv("QWEN_SERVER_TOKEN")) != NULL) {
+		while (*env == ' ' || *env == '\t')
+			env++;
+		conf.token = strdup(env);
+		for (char *e = conf.token + strlen(conf.token);
+		    e > conf.token && strchr(" \t\r\n", e[-1]) != NULL; e--)
+			e[-1] = '\0';
+		if (conf.token[0] == '\0') {
+			free(conf.token);
+			conf.token = NULL;
+		}
+	} else if (conf.token != NULL && conf.token[0] == '\0') {
+		fprintf(stderr, "qwen-serve: --token: the token must not be empty\n");
+		exit(2);
+	}
+	if (conf.require_auth && conf.token == NULL) {
+		fprintf(stderr, "qwen-serve: --require-auth needs --token or QWEN_SERVER_TOKEN\n");
+		exit(2);
+	}
+}
+
+/* A 128-bit token as 22 URL-safe characters, printed once on stdout. */
+static void
+generate_token(void)
+{
+	static const char b64[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	unsigned char raw[17];
+	char tok[23];
+
+	arc4random_buf(raw, 16);
+	raw[16] = 0;
+	for (int i = 0; i < 22; i++) {
+		int bit = i * 6, byte = bit / 8, off = bit % 8;
+		unsigned v = ((unsigned)raw[byte] << 8 | raw[byte + 1]) >> (10 - off);
+		tok[i] = b64[v & 63];
+	}
+	tok[22] = '\0';
+	conf.token = strdup(tok);
+	printf("qwen-serve: token: %s\n", tok);
+	fflush(stdout);
+}
+
+static void
+stop_check(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd; (void)what; (void)arg;
+	if (channels_running() == 0)
+		event_base_loopexit(serve_base, NULL);
+}
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	(void)what; (void)arg;
+	if (sig == SIGHUP) {
+		log_info("SIGHUP: reopening log and trace files");
+		if (conf.log_file != NULL && log_reopen() == -1)
+			log_warn("reopen %s", conf.log_file);
+		if (serve_trace != NULL && trace_sink_reopen(serve_trace) == -1)
+			log_warn("reopen %s", conf.trace_file);
+		return;
+	}
+	log_info("signal %d: shutting down", (int)sig);
+	serve_request_shutdown();
+}
+
+/* Stop accepting, close sessions, end children; the loop exits when done. */
+void
+serve_request_shutdown(void)
+{
+	struct timeval tv = { 0, 50000 };
+
+	if (shutting_down)
+		return;
+	shutting_down = 1;
+	listen_stop();
+	sessions_close_all("daemon_shutdown");
+	channels_shutdown();
+	stop_timer = event_new(serve_base, -1, EV_PERSIST, stop_check, NULL);
+	event_add(stop_timer, &tv);
+}
+
+int
+serve_shutting_down(void)
+{
+	return shutting_down;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct event *sigs[4];
+	const int signums[4] = { SIGTERM, SIGINT, SIGHUP, 0 };
+
+	log_init("qwen-serve", LOG_LEVEL_INFO);
+	parse_args(argc, argv);
+	resolve_conf();
+	signal(SIGPIPE, SIG_IGN);
+	if (conf.log_file != NULL && log_open_file(conf.log_file) == -1) {
+		fprintf(stderr, "qwen-serve: --log-file %s: %s\n", conf.log_file,
+		    strerror(errno));
+		exit(1);
+	}
+	if (conf.trace_file != NULL &&
+	    (serve_trace = trace_sink_open(conf.trace_file, "qwen-serve")) == NULL) {
+		fprintf(stderr, "qwen-serve: --trace-file %s: %s\n", conf.trace_file,
+		    strerror(errno));
+		exit(1);
+	}
+	if ((serve_base = event_base_new()) == NULL ||
+	    (http = http_new(serve_base)) == NULL) {
+		fprintf(stderr, "qwen-serve: cannot create the event loop\n");
+		exit(1);
+	}
+	if (!conf.no_tcp && !conf.tcp_loopback && conf.token == NULL)
+		generate_token();
+	if (listen_start(http) == -1)
+		exit(1);
+	for (int i = 0; signums[i] != 0; i++) {
+		sigs[i] = evsignal_new(serve_base, signums[i], on_signal, NULL);
+		event_add(sigs[i], NULL);
+	}
+	sessions_start_reaper();
+	printf("qwen-serve: ready\n");
+	fflush(stdout);
+	log_info("serving %s (restore budget %lld ms)", conf.workspace,
+	    (long long)conf.restore_timeout_ms);
+	event_base_dispatch(serve_base);
+
+	log_info("stopped");
+	for (int i = 0; signums[i] != 0; i++)
+		event_free(sigs[i]);
+	if (stop_timer != NULL)
+		event_free(stop_timer);
+	http_free(http);
+	sessions_free();
+	channels_free();
+	event_base_free(serve_base);
+	trace_sink_close(serve_trace);
+	return 0;
+}

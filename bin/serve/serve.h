@@ -1,0 +1,318 @@
+/*
+ * serve.h: qwen-serve internals shared by its files.
+ *
+ * One file per role: main.c (options, signals, lifecycle), listen.c
+ * (sockets and request gates), http.c (routing, bodies, replies),
+ * routes-session.c (session routes), sse.c (event buses), channel.c
+ * (qwen-acp-child processes), clients.c (client registry), sessions.c
+ * (session map, prompts, reaping, tombstones).  Everything runs on one
+ * libevent loop; nothing here is thread-safe.
+ */
+#ifndef QWEN_SERVE_H
+#define QWEN_SERVE_H
+
+#include <sys/queue.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <json-c/json.h>
+
+#define SERVE_MAX_BODY		(10u * 1024 * 1024)
+#define SERVE_MAX_HEADERS	(64u * 1024)
+#define SERVE_SESSION_ID_MAX	128
+#define SERVE_CLIENT_ID_MAX	128
+#define SERVE_UUID_LEN		36
+#define SERVE_MAX_SUBSCRIBERS	64
+#define SERVE_SSE_RETRY_MS	3000
+#define SERVE_SSE_QUEUE_BYTES	(2u * 1024 * 1024)
+#define SERVE_SSE_REPLAY_BYTES	(8u * 1024 * 1024)
+#define SERVE_TOMBSTONE_MS	60000
+/* A prompt goes to the child this long after its 202 was queued. */
+#define SERVE_PROMPT_DISPATCH_MS	5
+
+/* Options, filled by main.c and read everywhere. */
+struct serve_conf {
+	char		*socket_path;	/* NULL with no_socket */
+	int		 no_socket;
+	int		 socket_default;	/* the private default location */
+	char		*hostname;
+	int		 port;
+	int		 no_tcp;
+	char		*token;		/* NULL: no bearer configured */
+	int		 require_auth;
+	char		**allow_origin;
+	size_t		 n_allow_origin;
+	int		 max_connections;
+	char		*workspace;	/* canonical absolute path */
+	char		*child_path;
+	char		*data_dir;	/* NULL: the child's default */
+	char		*agent_command;
+	char		*log_file;
+	char		*trace_file;
+	int64_t		 init_timeout_ms;
+	int64_t		 restore_timeout_ms;	/* effective (budget_restore_ms) */
+	int64_t		 channel_idle_timeout_ms;
+	int64_t		 session_idle_timeout_ms;
+	int64_t		 session_reap_interval_ms;
+	int64_t		 sse_heartbeat_ms;
+	size_t		 event_ring_size;
+	size_t		 compacted_replay_max_bytes;
+	int		 max_sessions;		/* 0: unlimited */
+	int		 max_total_sessions;	/* 0: unlimited */
+	int		 max_pending_prompts;	/* 0: unlimited */
+	int		 tcp_loopback;		/* derived from hostname */
+	int		 bound_port;		/* after listen */
+};
+
+extern struct serve_conf conf;
+extern struct event_base *serve_base;
+
+/* main.c */
+void	serve_request_shutdown(void);
+int	serve_shutting_down(void);
+
+/* util (http.c) */
+void	serve_uuid4(char out[SERVE_UUID_LEN + 1]);
+void	serve_iso_time(uint64_t wall_ms, char *buf, size_t size);
+int	serve_is_uuid(const char *s);
+char	*serve_transcript_dir(void);	/* caller frees; NULL without a data dir */
+
+/* ---- listen.c ---------------------------------------------------------- */
+struct evhttp;
+int	listen_start(struct evhttp *http);
+int	listen_is_loopback_host(const char *host);
+void	listen_stop(void);
+/*
+ * The transport gates for one request: peer credentials, Host allowlist,
+ * Origin, bearer token.  Returns 0 to go on, or sends the error reply and
+ * returns -1.  is_health: the route is GET /health (pre-auth on loopback).
+ */
+int	listen_gate(struct evhttp_request *req, int is_health);
+/* Extra response headers for an allowed cross-origin request. */
+void	listen_cors_headers(struct evhttp_request *req);
+
+/* ---- http.c ------------------------------------------------------------ */
+struct http_ctx {
+	struct evhttp_request	*req;
+	json_object		*body;		/* the parsed object, or {} */
+	const char		*path_id;	/* canonical session id, or NULL */
+	const char		*client_id;	/* header value, NULL if absent */
+	int			 client_id_bad;	/* header present but malformed */
+	struct evkeyvalq	*query;
+};
+
+struct evhttp	*http_new(struct event_base *);
+void		 http_free(struct evhttp *);
+/* Replies.  body: takes ownership; NULL sends an empty body. */
+void	http_reply_json(struct evhttp_request *, int status, json_object *body);
+void	http_reply_empty(struct evhttp_request *, int status);
+void	http_set_retry_after(struct evhttp_request *, int seconds);
+struct qerr;
+/* Send e (takes ownership; NULL: a bare 500) with its status and Retry-After. */
+void	http_send_qerr(struct evhttp_request *, struct qerr *e);
+/* The catalog's error for code with its default message; sessionId extra. */
+void	http_error(struct evhttp_request *, const char *code, const char *session_id);
+/* Map a JSON-RPC error object from the child (borrowed) to a REST reply. */
+void	http_error_rpc(struct evhttp_request *, json_object *rpc_error,
+	    const char *session_id);
+/* Connection registry (for the cap and SSE close detection). */
+struct sse_sub;
+void	http_conn_set_sub(struct evhttp_request *, struct sse_sub *);
+size_t	http_conn_count(void);
+
+/* ---- routes-session.c -------------------------------------------------- */
+void	route_health(struct http_ctx *);
+void	route_capabilities(struct http_ctx *);
+void	route_session_create(struct http_ctx *);
+void	route_session_load(struct http_ctx *);
+void	route_session_resume(struct http_ctx *);
+void	route_session_prompt(struct http_ctx *);
+void	route_session_cancel(struct http_ctx *);
+void	route_session_heartbeat(struct http_ctx *);
+void	route_session_detach(struct http_ctx *);
+void	route_session_delete(struct http_ctx *);
+void	route_session_status(struct http_ctx *);
+void	route_session_events(struct http_ctx *);
+void	route_workspace_sessions(struct http_ctx *);
+json_object *routes_capabilities_json(void);
+
+/* ---- sse.c ------------------------------------------------------------- */
+struct bus;
+struct bus	*bus_new(const char *session_id, size_t ring_size);
+void		 bus_free(struct bus *);	/* ends every subscriber; NULL-safe */
+const char	*bus_epoch(const struct bus *);
+uint64_t	 bus_last_id(const struct bus *);
+size_t		 bus_subscriber_count(const struct bus *);
+/*
+ * Publish an event with the next id.  data: takes ownership.  prompt_id,
+ * client_id may be NULL.  A terminal event ends every stream after it.
+ */
+void	bus_publish(struct bus *, const char *type, json_object *data,
+	    const char *prompt_id, const char *client_id, int terminal);
+/*
+ * Assign the next id to a replayed update without keeping it in the ring
+ * (load's compactedReplay); returns the envelope (caller owns).
+ */
+json_object *bus_seed(struct bus *, const char *type, json_object *data);
+/*
+ * Open a stream on req: headers, retry:, replay from last_event_id (-1 =
+ * none), replay_complete, then live.  epoch: the client's X-Qwen-Event-Epoch
+ * or NULL.  Sends the reply itself (including pre-stream errors).
+ */
+void	bus_subscribe(struct bus *, struct evhttp_request *req, int64_t last_event_id,
+	    const char *epoch, int max_queued);
+/* Connection of sub closed (from http.c). */
+void	sse_sub_closed(struct sse_sub *);
+
+/* ---- channel.c --------------------------------------------------------- */
+enum chan_outcome {
+	CHAN_RESULT,		/* payload: the result */
+	CHAN_ERROR,		/* payload: the JSON-RPC error object */
+	CHAN_TIMEOUT,		/* payload NULL */
+	CHAN_CLOSED,		/* the channel died; payload NULL */
+	CHAN_INIT_TIMEOUT,	/* initialize timed out; payload NULL */
+};
+typedef void	(*chan_cb)(void *arg, enum chan_outcome, json_object *payload);
+
+struct channel;
+struct chan_req;
+
+/* The channel for the workspace, started on demand. */
+struct channel	*channel_get(const char *workspace);
+/*
+ * Send a request (params: takes ownership).  timeout_ms 0: none.  cb is
+ * called exactly once, never before this returns, unless the handle is
+ * forgotten.  Returns a handle, or NULL (then cb is not called) when the
+ * channel cannot take requests.
+ */
+struct chan_req	*channel_request(struct channel *, const char *method,
+		    json_object *params, uint64_t timeout_ms, chan_cb cb, void *arg);
+/* The caller is gone: the answer will be dropped. */
+void	channel_forget(struct chan_req *);
+/* Send a notification (params: takes ownership). */
+void	channel_notify(struct channel *, const char *method, json_object *params);
+/* Session accounting for the idle policy. */
+void	channel_session_added(struct channel *);
+void	channel_session_removed(struct channel *);
+int	channel_alive(const struct channel *);
+long	channel_pid(const struct channel *);
+/* Shutdown: end every child; returns the number still running. */
+size_t	channels_shutdown(void);
+size_t	channels_running(void);
+void	channels_free(void);
+
+/* ---- clients.c --------------------------------------------------------- */
+struct client {
+	TAILQ_ENTRY(client)	 entry;
+	char			 id[SERVE_CLIENT_ID_MAX + 1];
+	unsigned		 refs;
+	uint64_t		 last_seen_ms;	/* wall */
+};
+TAILQ_HEAD(client_list, client);
+
+int	client_id_valid(const char *id);
+/* Register requested (NULL or unknown: mint client_<uuid>); returns the id. */
+const char *clients_register(struct client_list *, const char *requested);
+struct client *clients_find(struct client_list *, const char *id);
+/* Drop one reference; returns 1 when id was registered. */
+int	clients_release(struct client_list *, const char *id);
+size_t	clients_count(const struct client_list *);
+void	clients_clear(struct client_list *);
+
+/* ---- sessions.c -------------------------------------------------------- */
+struct prompt;
+TAILQ_HEAD(prompt_list, prompt);
+
+struct session {
+	TAILQ_ENTRY(session)	 entry;
+	char			 id[SERVE_SESSION_ID_MAX + 1];
+	struct channel		*channel;
+	struct bus		*bus;
+	struct client_list	 clients;
+	unsigned		 attach_count;
+	uint64_t		 created_wall_ms;
+	uint64_t		 last_seen_wall_ms;
+	uint64_t		 last_active_mono_ms;
+	json_object		*state;		/* the restore response state */
+	json_object		*replay;	/* load's compactedReplay (envelopes) */
+	json_object		*replay_flags;	/* partial, replayError, historyHasMore */
+	int			 is_default;
+	struct prompt		*active;
+	struct prompt_list	 queue;
+	size_t			 queued;
+};
+
+struct session	*sessions_find(const char *id);
+size_t		 sessions_count(void);
+size_t		 sessions_active_prompts(void);
+/* Create a live session on ch (registered, counted).  NULL on ENOMEM. */
+struct session	*session_new(const char *id, struct channel *ch);
+/* Publish session_closed (reason) and remove; closes it on the child too. */
+void	session_close(struct session *, const char *reason, const char *closed_by);
+/* The channel died: session_died to each session of ch, then remove. */
+void	sessions_channel_died(struct channel *, int exit_code, int signal_code,
+	    int killed);
+/* A session/update notification from the child. */
+void	sessions_route_update(struct channel *, json_object *params);
+int	session_tombstoned(const char *id);
+/* Admit a prompt: returns its id (borrowed), or NULL with *err set. */
+const char *session_prompt_admit(struct session *, json_object *body,
+	    const char *client_id, const char **err);
+size_t	session_pending_prompts(const struct session *);
+void	session_cancel(struct session *, const char *client_id);
+/* Whether anything still holds the session (clients, subscribers, work). */
+int	session_held(const struct session *);
+struct session *sessions_default(void);
+void	sessions_start_reaper(void);
+void	sessions_close_all(const char *reason);
+/* Capacity: live + in-flight spawns and restores. */
+int	sessions_capacity_left(void);
+void	sessions_inflight_add(int delta);
+void	sessions_free(void);
+
+/* ---- restore.c: in-flight spawns and restores (the seam of issue 5) ---- */
+enum op_action { OP_SPAWN, OP_LOAD, OP_RESUME };
+
+struct op_waiter;
+struct span;
+struct trace_sink;
+extern struct trace_sink *serve_trace;
+
+struct inflight {
+	TAILQ_ENTRY(inflight)	 entry;
+	char			 id[SERVE_SESSION_ID_MAX + 1];	/* "" for an id-less spawn */
+	enum op_action		 action;
+	int			 is_default;
+	TAILQ_HEAD(, op_waiter)	 waiters;
+	struct channel		*ch;
+	struct chan_req		*req;
+	json_object		*body;		/* the first caller's body */
+	struct span		*span;
+	uint64_t		 started_ms;
+};
+
+const char	*op_action_name(enum op_action);
+struct inflight	*inflight_find(const char *id);
+struct inflight	*inflight_default_spawn(void);
+/* Coalesce a caller onto op; it gets op's result with attached:true. */
+void	inflight_join(struct inflight *, struct evhttp_request *, const char *client_id);
+void	restore_in_progress(struct evhttp_request *, struct inflight *,
+	    enum op_action requested);
+/* The 200 body of create/load/resume for s. */
+void	restore_reply(struct evhttp_request *, struct session *, enum op_action,
+	    int attached, const char *client_id);
+int	restore_transcript_exists(const char *id);
+void	spawn_start(const char *id, int is_default, struct evhttp_request *,
+	    const char *client_id);
+/* Admit a load/resume (body borrowed) and dispatch it with restore_start(). */
+void	restore_begin(enum op_action, const char *id, json_object *body,
+	    struct evhttp_request *, const char *client_id);
+/* The one place a restore goes to the child, and the one it ends in. */
+void	restore_start(struct inflight *);
+void	restore_settle(struct inflight *, enum chan_outcome, json_object *payload);
+size_t	inflight_count(void);
+int	routes_check_cwd(struct http_ctx *);
+
+#endif

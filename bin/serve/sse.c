@@ -1,0 +1,474 @@
+/*
+ * sse.c: one event bus per session.  Events get per-session ids from 1
+ * within a bus epoch and are kept in a ring for Last-Event-ID replay;
+ * subscribers are chunked evhttp replies with a queue cap (warning at 75%,
+ * eviction on overflow) and a heartbeat comment.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "clock.h"
+#include "errors.h"
+#include "log.h"
+#include "serve.h"
+
+struct ring_ev {
+	uint64_t	 id;
+	char		*frame;
+	size_t		 len;
+};
+
+struct sse_sub {
+	TAILQ_ENTRY(sse_sub)	 entry;
+	struct bus		*bus;
+	struct evhttp_request	*req;
+	struct event		*hb;
+	size_t			 max_queued;
+	int			 warned;
+	/* Sizes of the live frames still in the output buffer, oldest first. */
+	size_t			*fifo;
+	size_t			 fcap, fhead, fcount, fbytes;
+};
+
+struct bus {
+	char			 session_id[SERVE_SESSION_ID_MAX + 1];
+	char			 epoch[SERVE_UUID_LEN + 1];
+	uint64_t		 next_id;
+	uint64_t		 seeded_hi;	/* highest id handed out by bus_seed */
+	struct ring_ev		*ring;
+	size_t			 cap, head, count;
+	TAILQ_HEAD(, sse_sub)	 subs;
+	size_t			 nsubs;
+};
+
+static void	sub_end(struct sse_sub *);
+
+struct bus *
+bus_new(const char *session_id, size_t ring_size)
+{
+	struct bus *b;
+
+	if ((b = calloc(1, sizeof(*b))) == NULL)
+		return NULL;
+	if ((b->ring = calloc(ring_size, sizeof(*b->ring))) == NULL) {
+		free(b);
+		return NULL;
+	}
+	strlcpy(b->session_id, session_id, sizeof(b->session_id));
+	serve_uuid4(b->epoch);
+	b->next_id = 1;
+	b->cap = ring_size;
+	TAILQ_INIT(&b->subs);
+	return b;
+}
+
+void
+bus_free(struct bus *b)
+{
+	struct sse_sub *s = NULL;
+
+	if (b == NULL)
+		return;
+	while ((s = TAILQ_FIRST(&b->subs)) != NULL)
+		sub_end(s);
+	for (size_t i = 0; i < b->count; i++)
+		free(b->ring[(b->head + i) % b->cap].frame);
+	free(b->ring);
+	free(b);
+}
+
+const char *
+bus_epoch(const struct bus *b)
+{
+	return b->epoch;
+}
+
+uint64_t
+bus_last_id(const struct bus *b)
+{
+	return b->next_id - 1;
+}
+
+size_t
+bus_subscriber_count(const struct bus *b)
+{
+	return b->nsubs;
+}
+
+/* The envelope {id?, v, type, data, promptId?, originatorClientId?, _meta}. */
+static json_object *
+envelope(uint64_t id, const char *type, json_object *data, const char *prompt_id,
+    const char *client_id)
+{
+	json_object *o = json_object_new_object(), *meta = json_object_new_object();
+
+	if (id != 0)
+		json_object_object_add(o, "id", json_object_new_int64((int64_t)id));
+	json_object_object_add(o, "v", json_object_new_int(1));
+	json_object_object_add(o, "type", json_object_new_string(type));
+	json_object_object_add(o, "data", data != NULL ? data : json_object_new_object());
+	if (prompt_id != NULL)
+		json_object_object_add(o, "promptId", json_object_new_string(prompt_id));
+	if (client_id != NULL)
+		json_object_object_add(o, "originatorClientId",
+		    json_object_new_string(client_id));
+	json_object_object_add(meta, "serverTimestamp",
+	    json_object_new_int64((int64_t)clock_wall_ms()));
+	json_object_object_add(o, "_meta", meta);
+	return o;
+}
+
+/* "id: N\nevent: T\ndata: JSON\n\n" (no id line for id 0); caller frees. */
+static char *
+frame_of(json_object *env, uint64_t id, const char *type, size_t *lenp)
+{
+	const char *js = json_object_to_json_string_ext(env,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	char *f = NULL;
+	int n;
+
+	if (id != 0)
+		n = asprintf(&f, "id: %llu\nevent: %s\ndata: %s\n\n",
+		    (unsigned long long)id, type, js);
+	else
+		n = asprintf(&f, "event: %s\ndata: %s\n\n", type, js);
+	if (n < 0)
+		return NULL;
+	*lenp = (size_t)n;
+	return f;
+}
+
+static size_t
+sub_out_bytes(struct sse_sub *s)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(s->req);
+
+	if (evcon == NULL)
+		return 0;
+	return evbuffer_get_length(bufferevent_get_output(
+	    evhttp_connection_get_bufferevent(evcon)));
+}
+
+/*
+ * Forget the frames the kernel has taken: the output buffer holds the
+ * newest out bytes, so a front frame is gone when the rest still cover
+ * them.  What remains is the subscriber's queue.
+ */
+static void
+sub_account(struct sse_sub *s)
+{
+	size_t out = sub_out_bytes(s);
+
+	while (s->fcount > 0 && s->fbytes - s->fifo[s->fhead] >= out) {
+		s->fbytes -= s->fifo[s->fhead];
+		s->fhead = (s->fhead + 1) % s->fcap;
+		s->fcount--;
+	}
+}
+
+static void
+sub_write(struct sse_sub *s, const char *frame, size_t len, int live)
+{
+	struct evbuffer *buf = evbuffer_new();
+	size_t sz = len + 12;	/* chunk size line and CRLF */
+
+	if (buf == NULL)
+		return;
+	evbuffer_add(buf, frame, len);
+	evhttp_send_reply_chunk(s->req, buf);
+	evbuffer_free(buf);
+	if (!live)
+		return;
+	sub_account(s);
+	if (s->fcount < s->fcap) {
+		s->fifo[(s->fhead + s->fcount) % s->fcap] = sz;
+		s->fcount++;
+		s->fbytes += sz;
+	} else
+		s->fcount = s->fcap + 1;	/* overflow: evicted by the check */
+}
+
+/* A synthetic (id-less) event to one subscriber. */
+static void
+sub_synthetic(struct sse_sub *s, const char *type, json_object *data)
+{
+	json_object *env = envelope(0, type, data, NULL, NULL);
+	size_t len;
+	char *f = frame_of(env, 0, type, &len);
+
+	if (f != NULL)
+		sub_write(s, f, len, 0);
+	free(f);
+	json_object_put(env);
+}
+
+/* Queue caps: warn at 75%, evict on overflow.  Returns -1 when evicted. */
+static int
+sub_check_queue(struct sse_sub *s)
+{
+	size_t queued, bytes, out;
+	json_object *d;
+
+	sub_account(s);
+	queued = s->fcount;
+	out = sub_out_bytes(s);
+	bytes = out < s->fbytes ? out : s->fbytes;
+	if (queued > s->max_queued || bytes > SERVE_SSE_QUEUE_BYTES) {
+		d = json_object_new_object();
+		json_object_object_add(d, "reason", json_object_new_string(
+		    queued > s->max_queued ? "queue_overflow" : "queue_bytes_overflow"));
+		json_object_object_add(d, "droppedAfter",
+		    json_object_new_int64((int64_t)bus_last_id(s->bus)));
+		json_object_object_add(d, "queueSize", json_object_new_int64((int64_t)queued));
+		json_object_object_add(d, "maxQueued", json_object_new_int64((int64_t)s->max_queued));
+		json_object_object_add(d, "queuedBytes", json_object_new_int64((int64_t)bytes));
+		json_object_object_add(d, "maxQueuedBytes", json_object_new_int64(SERVE_SSE_QUEUE_BYTES));
+		log_info("session %s: evicting a slow SSE client (%zu frames, %zu bytes)",
+		    s->bus->session_id, queued, bytes);
+		sub_synthetic(s, "client_evicted", d);
+		sub_end(s);
+		return -1;
+	}
+	if (s->warned && queued * 8 < s->max_queued * 3 &&
+	    bytes * 8 < (size_t)SERVE_SSE_QUEUE_BYTES * 3)
+		s->warned = 0;
+	if (!s->warned && (queued * 4 >= s->max_queued * 3 ||
+	    bytes * 4 >= (size_t)SERVE_SSE_QUEUE_BYTES * 3)) {
+		s->warned = 1;
+		d = json_object_new_object();
+		json_object_object_add(d, "queueSize", json_object_new_int64((int64_t)queued));
+		json_object_object_add(d, "maxQueued", json_object_new_int64((int64_t)s->max_queued));
+		json_object_object_add(d, "queuedBytes", json_object_new_int64((int64_t)bytes));
+		json_object_object_add(d, "lastEventId",
+		    json_object_new_int64((int64_t)bus_last_id(s->bus)));
+		sub_synthetic(s, "slow_client_warning", d);
+	}
+	return 0;
+}
+
+/* End the stream and forget the subscriber (the connection may live on). */
+static void
+sub_end(struct sse_sub *s)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(s->req);
+
+	TAILQ_REMOVE(&s->bus->subs, s, entry);
+	s->bus->nsubs--;
+	if (s->hb != NULL)
+		event_free(s->hb);
+	free(s->fifo);
+	http_conn_set_sub(s->req, NULL);
+	if (evcon != NULL)
+		evhttp_connection_set_timeout(evcon, 30);
+	evhttp_send_reply_end(s->req);
+	free(s);
+}
+
+void
+sse_sub_closed(struct sse_sub *s)
+{
+	log_debug("session %s: SSE client went away", s->bus->session_id);
+	sub_end(s);
+}
+
+static void
+sub_heartbeat(evutil_socket_t fd, short what, void *arg)
+{
+	struct sse_sub *s = arg;
+	static const char hb[] = ": heartbeat\n\n";
+
+	(void)fd; (void)what;
+	sub_write(s, hb, sizeof(hb) - 1, 1);
+	(void)sub_check_queue(s);
+}
+
+/* Keep a copy of the frame in the ring, evicting the oldest when full. */
+static void
+ring_push(struct bus *b, uint64_t id, const char *frame, size_t len)
+{
+	struct ring_ev *slot;
+	char *copy;
+
+	if ((copy = malloc(len)) == NULL)
+		return;
+	memcpy(copy, frame, len);
+	if (b->count == b->cap) {
+		free(b->ring[b->head].frame);
+		b->head = (b->head + 1) % b->cap;
+		b->count--;
+	}
+	slot = &b->ring[(b->head + b->count) % b->cap];
+	slot->id = id;
+	slot->frame = copy;
+	slot->len = len;
+	b->count++;
+}
+
+void
+bus_publish(struct bus *b, const char *type, json_object *data,
+    const char *prompt_id, const char *client_id, int terminal)
+{
+	uint64_t id = b->next_id++;
+	json_object *env = envelope(id, type, data, prompt_id, client_id);
+	struct sse_sub *s, *next;
+	size_t len;
+	char *f = frame_of(env, id, type, &len);
+
+	json_object_put(env);
+	if (f == NULL)
+		return;
+	ring_push(b, id, f, len);
+	TAILQ_FOREACH_SAFE(s, &b->subs, entry, next) {
+		sub_write(s, f, len, 1);
+		if (terminal)
+			sub_end(s);
+		else
+			(void)sub_check_queue(s);
+	}
+	free(f);
+}
+
+json_object *
+bus_seed(struct bus *b, const char *type, json_object *data)
+{
+	uint64_t id = b->next_id++;
+
+	b->seeded_hi = id;
+	return envelope(id, type, data, NULL, NULL);
+}
+
+/* state_resync_required {reason, detail?, lastDeliveredId, earliestAvailableId}. */
+static void
+sub_resync(struct sse_sub *s, const char *reason, const char *detail,
+    int64_t last, uint64_t earliest)
+{
+	json_object *d = json_object_new_object();
+
+	json_object_object_add(d, "reason", json_object_new_string(reason));
+	if (detail != NULL)
+		json_object_object_add(d, "detail", json_object_new_string(detail));
+	json_object_object_add(d, "lastDeliveredId", json_object_new_int64(last));
+	json_object_object_add(d, "earliestAvailableId",
+	    json_object_new_int64((int64_t)earliest));
+	sub_synthetic(s, "state_resync_required", d);
+}
+
+/* Replay ring events after last, then replay_complete. */
+static void
+sub_replay(struct sse_sub *s, int64_t last, const char *epoch)
+{
+	struct bus *b = s->bus;
+	uint64_t earliest = b->count > 0 ? b->ring[b->head].id : b->next_id;
+	uint64_t last_replayed = 0;
+	size_t n = 0, bytes = 0;
+	json_object *d;
+
+	if (epoch != NULL && strcmp(epoch, b->epoch) != 0) {
+		sub_resync(s, "epoch_reset", "epoch_mismatch", last, earliest);
+		return;
+	}
+	if ((uint64_t)last > bus_last_id(b)) {
+		sub_resync(s, "epoch_reset", NULL, last, earliest);
+		return;
+	}
+	if ((uint64_t)last + 1 < earliest) {
+		sub_resync(s, b->count == 0 && b->seeded_hi > (uint64_t)last ?
+		    "seeded_replay_not_in_ring" : "ring_evicted", NULL, last, earliest);
+		return;
+	}
+	for (size_t i = 0; i < b->count; i++) {
+		struct ring_ev *e = &b->ring[(b->head + i) % b->cap];
+
+		if (e->id <= (uint64_t)last)
+			continue;
+		if (bytes + e->len > SERVE_SSE_REPLAY_BYTES) {
+			sub_resync(s, "replay_budget_exceeded", NULL, last, earliest);
+			return;
+		}
+		bytes += e->len;
+		sub_write(s, e->frame, e->len, 0);
+		last_replayed = e->id;
+		n++;
+	}
+	d = json_object_new_object();
+	if (n > 0)
+		json_object_object_add(d, "lastReplayedEventId",
+		    json_object_new_int64((int64_t)last_replayed));
+	json_object_object_add(d, "lastEventId",
+	    json_object_new_int64((int64_t)bus_last_id(b)));
+	json_object_object_add(d, "replayedCount", json_object_new_int64((int64_t)n));
+	sub_synthetic(s, "replay_complete", d);
+}
+
+static void
+sse_headers(struct evhttp_request *req, const char *epoch)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	char stream_id[SERVE_UUID_LEN + 1];
+
+	serve_uuid4(stream_id);
+	listen_cors_headers(req);
+	evhttp_add_header(h, "Content-Type", "text/event-stream");
+	evhttp_add_header(h, "Cache-Control", "no-cache, no-transform");
+	evhttp_add_header(h, "Connection", "keep-alive");
+	evhttp_add_header(h, "X-Accel-Buffering", "no");
+	evhttp_add_header(h, "X-Qwen-Event-Epoch", epoch);
+	evhttp_add_header(h, "X-Qwen-SSE-Stream-Id", stream_id);
+}
+
+void
+bus_subscribe(struct bus *b, struct evhttp_request *req, int64_t last_event_id,
+    const char *epoch, int max_queued)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct timeval tv;
+	struct sse_sub *s = NULL;
+	char retry[32];
+	struct qerr *e;
+
+	if (b->nsubs >= SERVE_MAX_SUBSCRIBERS) {
+		if ((e = qerr_new("subscriber_limit_exceeded", NULL)) != NULL) {
+			qerr_set_str(e, "sessionId", b->session_id);
+			qerr_set_int(e, "limit", SERVE_MAX_SUBSCRIBERS);
+		}
+		http_send_qerr(req, e);
+		return;
+	}
+	if (evcon == NULL || (s = calloc(1, sizeof(*s))) == NULL ||
+	    (s->fifo = calloc((size_t)max_queued + 8, sizeof(*s->fifo))) == NULL) {
+		free(s);
+		http_error(req, "internal", NULL);
+		return;
+	}
+	s->fcap = (size_t)max_queued + 8;
+	s->bus = b;
+	s->req = req;
+	s->max_queued = (size_t)max_queued;
+	TAILQ_INSERT_TAIL(&b->subs, s, entry);
+	b->nsubs++;
+	/* The server-wide timeout would kill a quiet stream. */
+	evhttp_connection_set_timeout(evcon, 24 * 3600);
+	sse_headers(req, b->epoch);
+	evhttp_send_reply_start(req, 200, "OK");
+	http_conn_set_sub(req, s);
+	snprintf(retry, sizeof(retry), "retry: %d\n\n", SERVE_SSE_RETRY_MS);
+	sub_write(s, retry, strlen(retry), 0);
+	if (last_event_id >= 0)
+		sub_replay(s, last_event_id, epoch);
+	if (conf.sse_heartbeat_ms > 0) {
+		tv.tv_sec = conf.sse_heartbeat_ms / 1000;
+		tv.tv_usec = (conf.sse_heartbeat_ms % 1000) * 1000;
+		s->hb = event_new(serve_base, -1, EV_PERSIST, sub_heartbeat, s);
+		if (s->hb != NULL)
+			event_add(s->hb, &tv);
+	}
+}

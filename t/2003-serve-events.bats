@@ -1,0 +1,151 @@
+#!/usr/bin/env bats
+# qwen-serve: SSE streams — framing, replay ring, resync, heartbeats,
+# back-pressure, ordering against the prompt's 202.
+
+load serve_helper
+
+teardown() {
+	serve_teardown
+}
+
+P='{"prompt":[{"type":"text","text":"hello"}]}'
+
+loaded() {
+	serve_start "$@"
+	make_transcript
+	req POST /session/$SID/load '{}'
+	expect 200
+}
+
+@test "events: headers, retry:, envelope and SSE lines on both listeners" {
+	loaded
+	for TRANSPORT in unix tcp; do
+		curl -s -N -D "$BATS_TEST_TMPDIR/h$TRANSPORT" -m 1 ${TRANSPORT/unix/--unix-socket $SOCK} \
+		    "$([ $TRANSPORT = tcp ] && echo "http://127.0.0.1:$PORT" || echo http://localhost)/session/$SID/events" \
+		    >"$BATS_TEST_TMPDIR/b$TRANSPORT" 3>&- || true
+		hdrs=$(tr -d '\r' <"$BATS_TEST_TMPDIR/h$TRANSPORT")
+		[ "$(header Content-Type)" = text/event-stream ]
+		[ "$(header Cache-Control)" = "no-cache, no-transform" ]
+		[ "$(header X-Accel-Buffering)" = no ]
+		[ "$(header X-Qwen-Event-Epoch | wc -c)" = 37 ]
+		[[ "$(header X-Qwen-SSE-Stream-Id)" =~ ^[0-9a-f]{8}-[0-9a-f]{4}-4 ]]
+		[ "$(head -c 13 "$BATS_TEST_TMPDIR/b$TRANSPORT")" = "$(printf 'retry: 3000\n\n')" ]
+	done
+	sse_open a /session/$SID/events
+	req POST /session/$SID/prompt "$P"
+	sse_wait a '.type == "turn_complete"'
+	grep -q '^id: 4$' "$BATS_TEST_TMPDIR/a.sse"
+	grep -q '^event: session_update$' "$BATS_TEST_TMPDIR/a.sse"
+	sse_events a | jq -e 'all(.[]; .v == 1 and (._meta.serverTimestamp | type) == "number")' >/dev/null
+	sse_events a | jq -e '[.[] | .id] == [4,5,6]' >/dev/null
+	# Without Last-Event-ID: live only, no replay_complete.
+	! sse_has a '.type == "replay_complete"'
+}
+
+@test "events: 404, invalid maxQueued 400, Last-Event-ID junk ignored" {
+	loaded
+	req GET /session/$SID2/events
+	expect 404 '.code == "session_not_found"'
+	for q in 15 2049 x; do
+		req GET "/session/$SID/events?maxQueued=$q"
+		expect 400 '.code == "invalid_max_queued"'
+	done
+	sse_open a "/session/$SID/events?maxQueued=16" -H 'Last-Event-ID: abc'
+	req POST /session/$SID/prompt "$P"
+	sse_wait a '.type == "turn_complete"'
+	! sse_has a '.type == "replay_complete" or .type == "state_resync_required"'
+}
+
+@test "reconnect with Last-Event-ID replays what was missed, then replay_complete" {
+	loaded
+	req POST /session/$SID/prompt "$P"
+	wait_for 5 bash -c "curl -s --unix-socket '$SOCK' http://localhost/session/$SID/status | jq -e '.lastEventId == 6' >/dev/null"
+	for TRANSPORT in unix tcp; do
+		sse_open r$TRANSPORT /session/$SID/events -H 'Last-Event-ID: 4'
+		sse_wait r$TRANSPORT '.type == "replay_complete" and .data.replayedCount == 2 and .data.lastReplayedEventId == 6 and .data.lastEventId == 6'
+		sse_events r$TRANSPORT | jq -e '[.[] | .id] == [5,6,null]' >/dev/null
+	done
+	sse_open u /session/$SID/events -H 'Last-Event-ID: 6'
+	sse_wait u '.type == "replay_complete" and .data.replayedCount == 0'
+	# Live events follow the replay.
+	req POST /session/$SID/prompt "$P"
+	sse_wait u '.type == "turn_complete" and .id == 9'
+}
+
+@test "resync: epoch mismatch, cursor ahead, evicted ring, seeded replay" {
+	loaded --event-ring-size 2
+	sse_open s /session/$SID/events -H 'Last-Event-ID: 1'
+	sse_wait s '.type == "state_resync_required" and .data.reason == "seeded_replay_not_in_ring" and .data.lastDeliveredId == 1 and .data.earliestAvailableId == 4'
+	req POST /session/$SID/prompt "$P"
+	wait_for 5 bash -c "curl -s --unix-socket '$SOCK' http://localhost/session/$SID/status | jq -e '.lastEventId == 6' >/dev/null"
+	sse_open e /session/$SID/events -H 'Last-Event-ID: 3'
+	sse_wait e '.type == "state_resync_required" and .data.reason == "ring_evicted" and .data.earliestAvailableId == 5'
+	sse_open f /session/$SID/events -H 'Last-Event-ID: 99'
+	sse_wait f '.type == "state_resync_required" and .data.reason == "epoch_reset"'
+	sse_open g /session/$SID/events -H 'Last-Event-ID: 5' -H 'X-Qwen-Event-Epoch: 00000000-0000-4000-8000-000000000000'
+	sse_wait g '.type == "state_resync_required" and .data.reason == "epoch_reset" and .data.detail == "epoch_mismatch"'
+	sse_open h /session/$SID/events -H 'Last-Event-ID: 4'
+	sse_wait h '.type == "replay_complete" and .data.replayedCount == 2'
+	# The streams stay open after a resync.
+	req POST /session/$SID/prompt "$P"
+	sse_wait f '.type == "turn_complete"'
+}
+
+@test "heartbeat comments keep quiet streams alive" {
+	loaded --sse-heartbeat-ms 100
+	sse_open a /session/$SID/events
+	wait_for 5 bash -c "[ \$(grep -c '^: heartbeat' '$BATS_TEST_TMPDIR/a.sse') -ge 3 ]"
+}
+
+@test "subscriber limit: the 65th stream gets 429 subscriber_limit_exceeded" {
+	loaded
+	for i in $(seq 64); do
+		curl -s -N --unix-socket "$SOCK" http://localhost/session/$SID/events \
+		    >/dev/null 3>&- &
+		echo $! >>"$BATS_TEST_TMPDIR/sse.pids"
+	done
+	wait_for 10 bash -c "curl -s --unix-socket '$SOCK' http://localhost/session/$SID/status | jq -e '.subscriberCount == 64' >/dev/null"
+	req GET /session/$SID/events
+	expect 429 ".code == \"subscriber_limit_exceeded\" and .limit == 64 and .sessionId == \"$SID\""
+	[ "$(header Retry-After)" = 5 ]
+	sse_stop_all
+	wait_for 10 bash -c "curl -s --unix-socket '$SOCK' http://localhost/session/$SID/status | jq -e '.subscriberCount == 0' >/dev/null"
+}
+
+@test "the 202 is sent before any event of its prompt" {
+	command -v node >/dev/null || skip "node not installed"
+	loaded
+	run node "$QWEN_TOP_SRCDIR/t/helper/sse-order.js" "$SOCK" "$SID" 30
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"early=0 completed=30"* ]]
+}
+
+@test "a slow subscriber is warned, then evicted; others keep streaming" {
+	command -v node >/dev/null || skip "node not installed"
+	FAKE_CHILD=chunks=4000 loaded
+	node "$QWEN_TOP_SRCDIR/t/helper/sse-slow.js" "$SOCK" "$SID" "$BATS_TEST_TMPDIR/slow" 3>&- &
+	local slow=$!
+	wait_for 5 test -e "$BATS_TEST_TMPDIR/slow.ready"
+	sse_open fast /session/$SID/events
+	req POST /session/$SID/prompt "$P"
+	wait_for 20 grep -q '^event: turn_complete' "$BATS_TEST_TMPDIR/fast.sse"
+	! grep -q '^event: client_evicted' "$BATS_TEST_TMPDIR/fast.sse"
+	touch "$BATS_TEST_TMPDIR/slow.go"
+	wait $slow
+	grep -q '^event: slow_client_warning' "$BATS_TEST_TMPDIR/slow"
+	sed -n 's/^data: //p' "$BATS_TEST_TMPDIR/slow" | jq -e -s 'any(.[]; .type == "client_evicted" and (.data.reason == "queue_overflow" or .data.reason == "queue_bytes_overflow") and .data.maxQueued == 16)' >/dev/null
+	sed -n 's/^data: //p' "$BATS_TEST_TMPDIR/slow" | jq -e -s '.[-1].type == "client_evicted"' >/dev/null
+	[ "$(grep -c '^event: session_update' "$BATS_TEST_TMPDIR/fast.sse")" = 4000 ]
+	req GET /session/$SID/status
+	expect 200 '.subscriberCount == 1'
+}
+
+@test "an aborted stream is cleaned up (subscriber count drops)" {
+	loaded
+	sse_open a /session/$SID/events
+	req GET /session/$SID/status
+	expect 200 '.subscriberCount == 1'
+	sse_stop_all
+	wait_for 5 bash -c "curl -s --unix-socket '$SOCK' http://localhost/session/$SID/status | jq -e '.subscriberCount == 0' >/dev/null"
+}

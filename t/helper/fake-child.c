@@ -1,0 +1,567 @@
+/*
+ * fake-child.c: a scriptable stand-in for qwen-acp-child, for the daemon's
+ * tests.  Speaks the ACP subset qwen-serve uses (NDJSON JSON-RPC 2.0 on
+ * stdin/stdout): initialize, session/new, session/load (bulk or streamed
+ * replay), session/resume, session/prompt (N streamed chunks, then
+ * end_turn), session/cancel, qwen/control/session/close, with an in-memory
+ * session table.
+ *
+ * Faults and knobs come from the FAKE_CHILD environment variable (the
+ * daemon starts the child with fixed arguments), comma-separated:
+ *   delay=METHOD:MS    answer METHOD after MS milliseconds
+ *   hang=METHOD        never answer METHOD
+ *   fail=METHOD:CODE   answer METHOD with JSON-RPC error CODE
+ *   crash-after=N      exit(3) after reading N lines
+ *   crash-on=METHOD    SIGKILL itself when METHOD arrives
+ *   close-stdout-after=N   close stdout after reading N lines
+ *   wrong-id           session/new answers a different id than asked
+ *   chunks=N           prompt streams N agent_message_chunk (default 2)
+ *   chunk-delay=MS     between chunks (default 0)
+ *   replay=N           updates in a load replay (default 3)
+ *   replay-bytes=N     text bytes per replay update (default 16)
+ *   known=ID           a persisted session id (repeatable)
+ * Transcripts under --data-dir (<dir>/projects/<ws>/chats/<id>.jsonl) also
+ * count as persisted.  Methods are a table; issue 5 adds rows and knobs.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "rpc-frame.h"
+
+#define MAX_KNOB	32
+#define MAX_SESS	1024
+#define MAX_OUT		65536
+
+struct knob { char method[64]; long val; };
+
+static struct {
+	struct knob	 delay[MAX_KNOB], fail[MAX_KNOB];
+	char		 hang[MAX_KNOB][64], crash_on[MAX_KNOB][64];
+	size_t		 ndelay, nfail, nhang, ncrash;
+	long		 crash_after, close_after, chunks, chunk_delay, replay, replay_bytes;
+	int		 wrong_id;
+	char		*known[MAX_KNOB];
+	size_t		 nknown;
+	char		*data_dir, *workspace;
+} cf = { .crash_after = -1, .close_after = -1, .chunks = 2, .replay = 3,
+    .replay_bytes = 16 };
+
+/* Output lines due at a time; tag names the session for cancel. */
+struct out {
+	uint64_t	 due;
+	char		*line;
+	char		 tag[130];
+	int		 final;		/* the answer to a prompt */
+	json_object	*id;
+};
+static struct out outs[MAX_OUT];
+static size_t nouts;
+static char *sessions[MAX_SESS];
+static int stdout_open = 1;
+
+static void
+parse_knobs(const char *env)
+{
+	char *dup = strdup(env), *save = NULL, *tok, *colon;
+
+	for (tok = strtok_r(dup, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		const char *v = eq != NULL ? eq + 1 : "";
+
+		if (eq != NULL)
+			*eq = '\0';
+		colon = strrchr(v, ':');
+		if (strcmp(tok, "delay") == 0 && colon && cf.ndelay < MAX_KNOB) {
+			snprintf(cf.delay[cf.ndelay].method, 64, "%.*s", (int)(colon - v), v);
+			cf.delay[cf.ndelay++].val = atol(colon + 1);
+		} else if (strcmp(tok, "fail") == 0 && colon && cf.nfail < MAX_KNOB) {
+			snprintf(cf.fail[cf.nfail].method, 64, "%.*s", (int)(colon - v), v);
+			cf.fail[cf.nfail++].val = atol(colon + 1);
+		} else if (strcmp(tok, "hang") == 0 && cf.nhang < MAX_KNOB)
+			snprintf(cf.hang[cf.nhang++], 64, "%s", v);
+		else if (strcmp(tok, "crash-on") == 0 && cf.ncrash < MAX_KNOB)
+			snprintf(cf.crash_on[cf.ncrash++], 64, "%s", v);
+		else if (strcmp(tok, "crash-after") == 0)
+			cf.crash_after = atol(v);
+		else if (strcmp(tok, "close-stdout-after") == 0)
+			cf.close_after = atol(v);
+		else if (strcmp(tok, "wrong-id") == 0)
+			cf.wrong_id = 1;
+		else if (strcmp(tok, "chunks") == 0)
+			cf.chunks = atol(v);
+		else if (strcmp(tok, "chunk-delay") == 0)
+			cf.chunk_delay = atol(v);
+		else if (strcmp(tok, "replay") == 0)
+			cf.replay = atol(v);
+		else if (strcmp(tok, "replay-bytes") == 0)
+			cf.replay_bytes = atol(v);
+		else if (strcmp(tok, "known") == 0 && cf.nknown < MAX_KNOB)
+			cf.known[cf.nknown++] = strdup(v);
+	}
+	free(dup);
+}
+
+static long
+knob_of(struct knob *k, size_t n, const char *method, long dflt)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(k[i].method, method) == 0)
+			return k[i].val;
+	return dflt;
+}
+
+static int
+listed(char list[][64], size_t n, const char *method)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(list[i], method) == 0)
+			return 1;
+	return 0;
+}
+
+/* Queue msg (taken) to be written at now + delay_ms. */
+static void
+emit(json_object *msg, long delay_ms, const char *tag, int final, json_object *id)
+{
+	size_t len;
+	char *line = rpc_encode(msg, &len);
+
+	json_object_put(msg);
+	if (line == NULL || nouts == MAX_OUT) {
+		free(line);
+		return;
+	}
+	outs[nouts].due = clock_mono_ms() + (uint64_t)(delay_ms > 0 ? delay_ms : 0);
+	outs[nouts].line = line;
+	snprintf(outs[nouts].tag, sizeof(outs[nouts].tag), "%s", tag ? tag : "");
+	outs[nouts].final = final;
+	outs[nouts].id = id != NULL ? json_object_get(id) : NULL;
+	nouts++;
+}
+
+static json_object *
+obj(const char *k1, json_object *v1)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, k1, v1);
+	return o;
+}
+
+static const char *
+param_str(json_object *params, const char *key)
+{
+	json_object *v;
+
+	if (params != NULL && json_object_object_get_ex(params, key, &v) &&
+	    json_object_is_type(v, json_type_string))
+		return json_object_get_string(v);
+	return NULL;
+}
+
+static int
+sess_find(const char *id)
+{
+	for (int i = 0; i < MAX_SESS; i++)
+		if (sessions[i] != NULL && strcmp(sessions[i], id) == 0)
+			return i;
+	return -1;
+}
+
+static void
+sess_add(const char *id)
+{
+	if (sess_find(id) >= 0)
+		return;
+	for (int i = 0; i < MAX_SESS; i++)
+		if (sessions[i] == NULL) {
+			sessions[i] = strdup(id);
+			return;
+		}
+}
+
+/* Persisted: a known= id or a transcript under --data-dir. */
+static int
+persisted(const char *id)
+{
+	char path[4096], *san;
+	struct stat st;
+
+	for (size_t i = 0; i < cf.nknown; i++)
+		if (strcmp(cf.known[i], id) == 0)
+			return 1;
+	if (cf.data_dir == NULL || cf.workspace == NULL || strchr(id, '/') != NULL)
+		return 0;
+	san = strdup(cf.workspace);
+	for (char *p = san; *p; p++)
+		if (!isalnum((unsigned char)*p))
+			*p = '-';
+	snprintf(path, sizeof(path), "%s/projects/%s/chats/%s.jsonl", cf.data_dir, san, id);
+	free(san);
+	return stat(path, &st) == 0;
+}
+
+static json_object *
+not_found(json_object *id, const char *sid)
+{
+	char uri[300];
+
+	snprintf(uri, sizeof(uri), "session:%s", sid ? sid : "");
+	return rpc_new_error(json_object_get(id), RPC_RESOURCE_NOT_FOUND,
+	    "Resource not found", obj("uri", json_object_new_string(uri)));
+}
+
+static json_object *
+update(const char *sid, const char *kind, const char *text)
+{
+	json_object *u = json_object_new_object(), *c = json_object_new_object();
+	json_object *p = json_object_new_object();
+
+	json_object_object_add(c, "type", json_object_new_string("text"));
+	json_object_object_add(c, "text", json_object_new_string(text));
+	json_object_object_add(u, "sessionUpdate", json_object_new_string(kind));
+	json_object_object_add(u, "content", c);
+	json_object_object_add(p, "sessionId", json_object_new_string(sid));
+	json_object_object_add(p, "update", u);
+	return p;
+}
+
+/* ---- methods ------------------------------------------------------------ */
+
+static json_object *
+m_initialize(struct rpc_msg *m, long delay)
+{
+	const char *want = getenv("QWEN_ACP_PARENT_CAPABILITY"), *got = NULL;
+	json_object *r, *caps, *meta;
+
+	(void)delay;
+	if (m->params != NULL && json_object_object_get_ex(m->params, "_meta", &meta))
+		got = param_str(meta, "qwen-code/private-parent-capability");
+	if (want != NULL && (got == NULL || strcmp(want, got) != 0))
+		return rpc_new_error(json_object_get(m->id), RPC_INVALID_PARAMS,
+		    "Invalid private ACP parent capability", NULL);
+	r = json_object_new_object();
+	caps = json_object_new_object();
+	json_object_object_add(r, "protocolVersion", json_object_new_int(1));
+	json_object_object_add(r, "agentInfo", obj("name", json_object_new_string("fake-child")));
+	json_object_object_add(caps, "loadSession", json_object_new_boolean(1));
+	json_object_object_add(caps, "sessionCapabilities",
+	    obj("resume", json_object_new_object()));
+	json_object_object_add(r, "agentCapabilities", caps);
+	return rpc_new_result(json_object_get(m->id), r);
+}
+
+static json_object *
+m_new(struct rpc_msg *m, long delay)
+{
+	json_object *meta;
+	const char *want = NULL;
+	char id[64];
+	unsigned char b[16];
+
+	(void)delay;
+	if (m->params != NULL && json_object_object_get_ex(m->params, "_meta", &meta))
+		want = param_str(meta, "qwen-code/sessionId");
+	if (want != NULL && !cf.wrong_id)
+		snprintf(id, sizeof(id), "%s", want);
+	else {
+		arc4random_buf(b, sizeof(b));
+		snprintf(id, sizeof(id), "%02x%02x%02x%02x-%02x%02x-4%x%02x-8%x%02x-%02x%02x%02x%02x%02x%02x",
+		    b[0], b[1], b[2], b[3], b[4], b[5], b[6] & 15, b[7], b[8] & 15, b[9],
+		    b[10], b[11], b[12], b[13], b[14], b[15]);
+	}
+	sess_add(id);
+	return rpc_new_result(json_object_get(m->id),
+	    obj("sessionId", json_object_new_string(id)));
+}
+
+/* load and resume; load replays (bulk in the result, or as notifications). */
+static json_object *
+restore(struct rpc_msg *m, long delay, int load)
+{
+	const char *sid = param_str(m->params, "sessionId"), *mode = NULL;
+	json_object *meta, *r, *ups, *lr;
+	char *text;
+
+	if (sid == NULL || (sess_find(sid) < 0 && !persisted(sid)))
+		return not_found(m->id, sid);
+	sess_add(sid);
+	r = json_object_new_object();
+	json_object_object_add(r, "modes", obj("currentModeId", json_object_new_string("default")));
+	if (!load)
+		return rpc_new_result(json_object_get(m->id), r);
+	if (json_object_object_get_ex(m->params, "_meta", &meta))
+		mode = param_str(meta, "qwen.session.loadReplayMode");
+	text = malloc((size_t)cf.replay_bytes + 1);
+	memset(text, 'x', (size_t)cf.replay_bytes);
+	text[cf.replay_bytes] = '\0';
+	ups = json_object_new_array();
+	for (long i = 0; i < cf.replay; i++) {
+		json_object *p = update(sid, i % 2 ? "agent_message_chunk" :
+		    "user_message_chunk", text);
+
+		if (mode != NULL && strcmp(mode, "bulk") == 0) {
+			json_object *u = NULL;
+
+			json_object_object_get_ex(p, "update", &u);
+			json_object_array_add(ups, json_object_get(u));
+			json_object_put(p);
+		} else
+			emit(rpc_new_notification("session/update", p), delay, sid, 0, NULL);
+	}
+	free(text);
+	lr = json_object_new_object();
+	json_object_object_add(lr, "v", json_object_new_int(1));
+	json_object_object_add(lr, "updates", ups);
+	json_object_object_add(r, "_meta", obj("qwen.session.loadReplay", lr));
+	return rpc_new_result(json_object_get(m->id), r);
+}
+
+static json_object *
+m_load(struct rpc_msg *m, long delay)
+{
+	return restore(m, delay, 1);
+}
+
+static json_object *
+m_resume(struct rpc_msg *m, long delay)
+{
+	return restore(m, delay, 0);
+}
+
+static json_object *
+m_prompt(struct rpc_msg *m, long delay)
+{
+	const char *sid = param_str(m->params, "sessionId");
+	char text[64];
+	long i;
+
+	if (sid == NULL || sess_find(sid) < 0)
+		return not_found(m->id, sid);
+	for (i = 0; i < cf.chunks; i++) {
+		snprintf(text, sizeof(text), "chunk %ld", i + 1);
+		emit(rpc_new_notification("session/update",
+		    update(sid, "agent_message_chunk", text)),
+		    delay + i * cf.chunk_delay, sid, 0, NULL);
+	}
+	emit(rpc_new_result(json_object_get(m->id),
+	    obj("stopReason", json_object_new_string("end_turn"))),
+	    delay + i * cf.chunk_delay, sid, 1, m->id);
+	return NULL;
+}
+
+/* Drop the session's queued chunks and answer its prompt "cancelled". */
+static json_object *
+m_cancel(struct rpc_msg *m, long delay)
+{
+	const char *sid = param_str(m->params, "sessionId");
+	json_object *ids[64];
+	size_t j = 0, nid = 0;
+
+	(void)delay;
+	for (size_t i = 0; i < nouts; i++) {
+		if (sid != NULL && strcmp(outs[i].tag, sid) == 0) {
+			if (outs[i].final && nid < 64)
+				ids[nid++] = outs[i].id;
+			else
+				json_object_put(outs[i].id);
+			free(outs[i].line);
+			continue;
+		}
+		outs[j++] = outs[i];
+	}
+	nouts = j;
+	for (size_t k = 0; k < nid; k++) {
+		emit(rpc_new_result(json_object_get(ids[k]),
+		    obj("stopReason", json_object_new_string("cancelled"))), 0, NULL, 0, NULL);
+		json_object_put(ids[k]);
+	}
+	return NULL;
+}
+
+static json_object *
+m_close(struct rpc_msg *m, long delay)
+{
+	const char *sid = param_str(m->params, "sessionId");
+	json_object *r;
+	int i;
+
+	(void)delay;
+	if (sid == NULL || (i = sess_find(sid)) < 0)
+		return not_found(m->id, sid);
+	free(sessions[i]);
+	sessions[i] = NULL;
+	r = obj("sessionId", json_object_new_string(sid));
+	json_object_object_add(r, "closed", json_object_new_boolean(1));
+	return rpc_new_result(json_object_get(m->id), r);
+}
+
+static const struct method {
+	const char	*name;
+	json_object	*(*fn)(struct rpc_msg *, long delay);
+} methods[] = {
+	{ "initialize", m_initialize },
+	{ "session/new", m_new },
+	{ "session/load", m_load },
+	{ "session/resume", m_resume },
+	{ "unstable_resumeSession", m_resume },
+	{ "session/prompt", m_prompt },
+	{ "session/cancel", m_cancel },
+	{ "qwen/control/session/close", m_close },
+};
+
+/* ---- loop --------------------------------------------------------------- */
+
+static void
+dispatch(struct rpc_msg *m)
+{
+	long delay = knob_of(cf.delay, cf.ndelay, m->method, 0);
+	long code = knob_of(cf.fail, cf.nfail, m->method, 0);
+	json_object *reply = NULL;
+	size_t i;
+
+	if (listed(cf.crash_on, cf.ncrash, m->method))
+		raise(SIGKILL);
+	if (listed(cf.hang, cf.nhang, m->method))
+		return;
+	if (code != 0 && m->kind == RPC_REQUEST) {
+		emit(rpc_new_error(json_object_get(m->id), (int)code, "Injected failure",
+		    NULL), delay, NULL, 0, NULL);
+		return;
+	}
+	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+		if (strcmp(methods[i].name, m->method) == 0) {
+			reply = methods[i].fn(m, delay);
+			break;
+		}
+	if (i == sizeof(methods) / sizeof(methods[0]) && m->kind == RPC_REQUEST)
+		reply = rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
+		    "Method not found", NULL);
+	if (reply != NULL && m->kind == RPC_REQUEST)
+		emit(reply, delay, param_str(m->params, "sessionId"), 0, NULL);
+	else
+		json_object_put(reply);
+}
+
+/* Write every due line, in order of due time (stable). */
+static void
+flush_due(void)
+{
+	uint64_t now = clock_mono_ms();
+	size_t i, j;
+
+	for (;;) {
+		size_t best = nouts;
+
+		for (i = 0; i < nouts; i++)
+			if (outs[i].due <= now && (best == nouts || outs[i].due < outs[best].due))
+				best = i;
+		if (best == nouts)
+			return;
+		if (stdout_open) {
+			const char *p = outs[best].line;
+			size_t left = strlen(p);
+
+			while (left > 0) {
+				ssize_t n = write(1, p, left);
+
+				if (n <= 0)
+					break;
+				p += n;
+				left -= (size_t)n;
+			}
+		}
+		free(outs[best].line);
+		json_object_put(outs[best].id);
+		for (j = best; j + 1 < nouts; j++)
+			outs[j] = outs[j + 1];
+		nouts--;
+	}
+}
+
+static int
+next_timeout(void)
+{
+	uint64_t now = clock_mono_ms(), best = UINT64_MAX;
+
+	for (size_t i = 0; i < nouts; i++)
+		if (outs[i].due < best)
+			best = outs[i].due;
+	if (best == UINT64_MAX)
+		return -1;
+	return best <= now ? 0 : (int)(best - now);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct rpc_reader *rd = rpc_reader_new(0);
+	struct pollfd pfd = { .fd = 0, .events = POLLIN };
+	struct rpc_msg m;
+	struct rpc_bad bad;
+	char buf[65536];
+	long lines = 0;
+	int eof = 0;
+
+	signal(SIGPIPE, SIG_IGN);
+	for (int i = 1; i + 1 < argc; i++) {
+		if (strcmp(argv[i], "--data-dir") == 0)
+			cf.data_dir = argv[++i];
+		else if (strcmp(argv[i], "--workspace") == 0)
+			cf.workspace = argv[++i];
+	}
+	if (getenv("FAKE_CHILD") != NULL)
+		parse_knobs(getenv("FAKE_CHILD"));
+	fprintf(stderr, "fake-child: started\n");
+	while (!eof || nouts > 0) {
+		int to = next_timeout();
+
+		if (eof && to < 0)
+			break;
+		if (poll(&pfd, eof ? 0 : 1, to) > 0 && (pfd.revents & (POLLIN | POLLHUP))) {
+			ssize_t n = read(0, buf, sizeof(buf));
+
+			if (n <= 0)
+				eof = 1;
+			else
+				rpc_reader_feed(rd, buf, (size_t)n);
+			for (;;) {
+				enum rpc_read_status st = eof ? rpc_reader_finish(rd, &m, &bad) :
+				    rpc_reader_next(rd, &m, &bad);
+
+				if (st == RPC_READ_MORE)
+					break;
+				lines++;
+				if (st == RPC_READ_MSG) {
+					dispatch(&m);
+					rpc_msg_clear(&m);
+				} else {
+					emit(rpc_new_bad_error(&bad), 0, NULL, 0, NULL);
+					rpc_bad_clear(&bad);
+				}
+				if (cf.crash_after >= 0 && lines >= cf.crash_after)
+					_exit(3);
+				if (cf.close_after >= 0 && lines >= cf.close_after && stdout_open) {
+					close(1);
+					stdout_open = 0;
+				}
+				if (eof)
+					break;
+			}
+		}
+		flush_due();
+	}
+	rpc_reader_free(rd);
+	return 0;
+}

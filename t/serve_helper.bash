@@ -1,0 +1,132 @@
+# serve_helper.bash: start/stop qwen-serve and talk to it over either
+# listener.  TRANSPORT=unix (default) or tcp picks the listener for req().
+
+load test_helper
+
+FAKE_CHILD_BIN=${FAKE_CHILD_BIN:-$(command -v fake-child)}
+SID=11111111-1111-4111-8111-111111111111
+SID2=22222222-2222-4222-8222-222222222222
+
+# serve_start [qwen-serve args...]: private socket, --port 0, fake child,
+# data dir and workspace in $BATS_TEST_TMPDIR; waits for "ready".
+serve_start() {
+	WS=$BATS_TEST_TMPDIR/ws
+	DATA=$BATS_TEST_TMPDIR/data
+	SOCK=$BATS_TEST_TMPDIR/s.sock
+	mkdir -p "$WS" "$DATA"
+	WS=$(cd "$WS" && pwd -P)
+	(cd "$WS" && exec qwen-serve --socket "$SOCK" --port 0 \
+	    --child "${SERVE_CHILD:-$FAKE_CHILD_BIN}" --data-dir "$DATA" "$@" \
+	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&-) 3>&- &
+	SERVE_PID=$!
+	wait_for 10 grep -q '^qwen-serve: ready' "$BATS_TEST_TMPDIR/out" || {
+		cat "$BATS_TEST_TMPDIR/err" >&2
+		return 1
+	}
+	PORT=$(sed -n 's|^qwen-serve: listening on http://127.0.0.1:||p' "$BATS_TEST_TMPDIR/out")
+}
+
+# serve_stop: SIGTERM and wait; the exit status is in $SERVE_STATUS.
+serve_stop() {
+	[ -n "${SERVE_PID:-}" ] || return 0
+	kill -TERM "$SERVE_PID" 2>/dev/null || true
+	SERVE_STATUS=0
+	wait "$SERVE_PID" || SERVE_STATUS=$?
+	SERVE_PID=
+}
+
+# Stop everything; a daemon that did not exit 0 on SIGTERM, or that a
+# sanitizer complained about, fails the test.
+serve_teardown() {
+	local was=${SERVE_PID:-}
+	sse_stop_all
+	serve_stop
+	if [ -n "$was" ] && [ "${SERVE_STATUS:-0}" != 0 ]; then
+		echo "qwen-serve exited with status $SERVE_STATUS" >&2
+		tail -20 "$BATS_TEST_TMPDIR/err" >&2
+		return 1
+	fi
+	if [ -f "$BATS_TEST_TMPDIR/err" ] &&
+	    grep -E 'Sanitizer|runtime error:' "$BATS_TEST_TMPDIR/err" >&2; then
+		return 1
+	fi
+}
+
+# A transcript for SID in the data dir (what qwen-acp-child would load).
+make_transcript() {
+	local id=${1:-$SID} san dir
+	san=$(printf '%s' "$WS" | sed 's/[^A-Za-z0-9]/-/g')
+	dir=$DATA/projects/$san/chats
+	mkdir -p "$dir"
+	cat >"$dir/$id.jsonl" <<EOF
+{"uuid":"u1","parentUuid":null,"sessionId":"$id","timestamp":"2026-08-01T15:01:13.619Z","type":"user","cwd":"$WS","version":"0.24.4","message":{"role":"user","parts":[{"text":"Why is loading slow?"}]}}
+{"uuid":"a1","parentUuid":"u1","sessionId":"$id","timestamp":"2026-08-01T15:01:20.678Z","type":"assistant","cwd":"$WS","version":"0.24.4","message":{"role":"model","parts":[{"text":"Because."}]}}
+EOF
+}
+
+# req METHOD PATH [BODY [curl args...]]: $code, $body, $hdrs.
+req() {
+	local m=$1 p=$2 d=${3-}
+	shift 2
+	[ $# -gt 0 ] && shift
+	local args=(-s -X "$m" -o "$BATS_TEST_TMPDIR/body" -D "$BATS_TEST_TMPDIR/hdrs"
+	    -w '%{http_code}' --path-as-is)
+	[ -n "$d" ] && args+=(--data-binary "$d" -H 'Content-Type: application/json')
+	if [ "${TRANSPORT:-unix}" = tcp ]; then
+		code=$(curl "${args[@]}" "$@" "http://127.0.0.1:$PORT$p")
+	else
+		code=$(curl "${args[@]}" --unix-socket "$SOCK" "$@" "http://localhost$p")
+	fi
+	body=$(cat "$BATS_TEST_TMPDIR/body")
+	hdrs=$(tr -d '\r' <"$BATS_TEST_TMPDIR/hdrs")
+}
+
+# expect CODE [JQ-CONDITION]: check the last req().
+expect() {
+	if [ "$code" != "$1" ]; then
+		echo "expected HTTP $1, got $code: $body" >&2
+		return 1
+	fi
+	if [ $# -gt 1 ] && ! jq -e "$2" >/dev/null <<<"$body"; then
+		echo "body does not satisfy $2: $body" >&2
+		return 1
+	fi
+}
+
+header() {
+	sed -n "s/^$1: //Ip" <<<"$hdrs" | head -1
+}
+
+# sse_open NAME PATH [curl args...]: stream into $BATS_TEST_TMPDIR/NAME.sse.
+sse_open() {
+	local name=$1 p=$2
+	shift 2
+	if [ "${TRANSPORT:-unix}" = tcp ]; then
+		curl -s -N "$@" "http://127.0.0.1:$PORT$p" >"$BATS_TEST_TMPDIR/$name.sse" 3>&- &
+	else
+		curl -s -N --unix-socket "$SOCK" "$@" "http://localhost$p" \
+		    >"$BATS_TEST_TMPDIR/$name.sse" 3>&- &
+	fi
+	echo $! >>"$BATS_TEST_TMPDIR/sse.pids"
+	wait_for 5 grep -q '^retry: 3000' "$BATS_TEST_TMPDIR/$name.sse"
+}
+
+sse_stop_all() {
+	[ -f "$BATS_TEST_TMPDIR/sse.pids" ] || return 0
+	while read -r p; do kill "$p" 2>/dev/null || true; done <"$BATS_TEST_TMPDIR/sse.pids"
+	rm -f "$BATS_TEST_TMPDIR/sse.pids"
+}
+
+# sse_has NAME JQ-CONDITION: some data line of NAME satisfies the condition.
+sse_has() {
+	sed -n 's/^data: //p' "$BATS_TEST_TMPDIR/$1.sse" | jq -e -s "any(.[]; $2)" >/dev/null
+}
+
+sse_wait() {
+	wait_for "${3:-5}" sse_has "$1" "$2"
+}
+
+# The envelopes of NAME as a JSON array.
+sse_events() {
+	sed -n 's/^data: //p' "$BATS_TEST_TMPDIR/$1.sse" | jq -c -s .
+}
