@@ -96,7 +96,8 @@ void	restore_start(struct child *, struct rpc_msg *msg, struct session *s,
 
 /* prompt.c: session/prompt and session/cancel. */
 void	prompt_start(struct child *, struct rpc_msg *msg, struct session *s);
-void	prompt_cancel(struct child *, struct session *s);
+/* Cancel the running prompt; queued: answer queued prompts "cancelled" too. */
+void	prompt_cancel(struct child *, struct session *s, int queued);
 void	prompt_pause_all(struct child *, int paused);
 
 #endif
