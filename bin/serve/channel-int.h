@@ -15,6 +15,7 @@
 #define CHAN_KILL_GRACE_MS	2000
 #define CHAN_STDERR_LINE	8192
 #define CHAN_BATCH		8
+#define CHAN_PIPE_SIZE		(1024 * 1024)
 
 enum chan_state { CH_IDLE, CH_STARTING, CH_READY, CH_DYING };
 
@@ -36,7 +37,10 @@ struct channel {
 	pid_t			 pid;
 	int			 pidfd;
 	struct event		*pid_ev;
-	struct bufferevent	*in, *out, *err;
+	struct bufferevent	*in, *err;
+	int			 out_fd;	/* read directly: 2.1's bufferevents read 4 KiB at a time */
+	struct event		*out_ev;
+	int			 out_eof;
 	struct rpc_reader	*rd;
 	struct rpc_pending	*pending;
 	struct event		*deadline_ev;
@@ -55,8 +59,9 @@ void	chan_req_finish(struct chan_req *, enum chan_outcome, json_object *payload)
 void	chan_req_send(struct channel *, struct chan_req *);
 void	chan_arm_deadline(struct channel *);
 void	chan_on_deadline(evutil_socket_t, short, void *);
-void	chan_on_out_read(struct bufferevent *, void *);
-void	chan_on_out_event(struct bufferevent *, short, void *);
+void	chan_on_out_ready(evutil_socket_t, short, void *);
+/* Take everything the child left in the pipe (it has exited). */
+void	chan_out_drain(struct channel *);
 void	chan_on_in_event(struct bufferevent *, short, void *);
 void	chan_on_err_read(struct bufferevent *, void *);
 void	chan_on_err_event(struct bufferevent *, short, void *);

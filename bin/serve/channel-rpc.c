@@ -8,9 +8,12 @@
  */
 #include "config.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -196,33 +199,47 @@ handle_msg(struct channel *ch, struct rpc_msg *m)
 	}
 }
 
-/*
- * Take at most CHAN_BATCH messages, then let the loop run (and the SSE
- * streams drain) before the next batch: a child that floods us must not
- * starve the clients.
- */
-void
-chan_on_out_read(struct bufferevent *bev, void *arg)
+/* Read up to cap bytes of the child's output into the reader. */
+static void
+out_read(struct channel *ch, size_t cap)
 {
-	struct channel *ch = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	struct timeval zero = { 0, 0 };
+	char buf[65536];
+	size_t total = 0;
+	ssize_t n;
+
+	while (!ch->out_eof && total < cap) {
+		n = read(ch->out_fd, buf, sizeof(buf));
+		if (n > 0) {
+			if (rpc_reader_feed(ch->rd, buf, (size_t)n) == -1) {
+				log_warnx("child %ld: out of memory reading its output", (long)ch->pid);
+				ch->out_eof = 1;
+			}
+			total += (size_t)n;
+		} else if (n == -1 && errno == EINTR)
+			continue;
+		else {
+			if (n == 0 || errno != EAGAIN)
+				ch->out_eof = 1;
+			break;
+		}
+	}
+}
+
+/* Handle up to batch messages (0: all).  Returns 1 when more are waiting. */
+static int
+out_process(struct channel *ch, size_t batch)
+{
 	struct rpc_msg m;
 	struct rpc_bad bad;
-	size_t len, done = 0;
+	size_t done = 0;
 
-	while (ch->rd != NULL) {
+	for (;;) {
 		enum rpc_read_status st = rpc_reader_next(ch->rd, &m, &bad);
 
-		if (st == RPC_READ_MORE) {
-			if ((len = evbuffer_get_length(in)) == 0)
-				return;
-			len = len > 65536 ? 65536 : len;
-			if (rpc_reader_feed(ch->rd, evbuffer_pullup(in, (ssize_t)len), len) == -1)
-				return;
-			evbuffer_drain(in, len);
-			continue;
-		}
+		if (st == RPC_READ_MORE && ch->out_eof)
+			st = rpc_reader_finish(ch->rd, &m, &bad);
+		if (st == RPC_READ_MORE)
+			return 0;
 		if (st == RPC_READ_BAD) {
 			log_warnx("child %ld: bad frame on line %zu: %s",
 			    (long)ch->pid, bad.line_no, bad.message);
@@ -231,37 +248,68 @@ chan_on_out_read(struct bufferevent *bev, void *arg)
 		}
 		handle_msg(ch, &m);
 		rpc_msg_clear(&m);
-		if (++done == CHAN_BATCH) {
-			event_add(ch->more_ev, &zero);
-			return;
-		}
+		if (++done == batch)
+			return 1;
 	}
+}
+
+/*
+ * Take at most CHAN_BATCH messages, then let the loop run (and the SSE
+ * streams drain) before the next batch; reading stops while messages wait,
+ * so a child that floods us is held back by its pipe.
+ */
+static void
+out_pump(struct channel *ch)
+{
+	struct timeval zero = { 0, 0 };
+
+	if (ch->rd == NULL)
+		return;
+	if (out_process(ch, CHAN_BATCH)) {
+		event_add(ch->more_ev, &zero);
+		return;
+	}
+	if (ch->out_eof) {
+		if (ch->state == CH_DYING)
+			log_debug("child %ld closed its stdout", (long)ch->pid);
+		else
+			log_warnx("child %ld closed its stdout", (long)ch->pid);
+		chan_end(ch, 1);
+		return;
+	}
+	event_add(ch->out_ev, NULL);
+}
+
+void
+chan_on_out_ready(evutil_socket_t fd, short what, void *arg)
+{
+	struct channel *ch = arg;
+
+	(void)fd; (void)what;
+	if (ch->rd == NULL)
+		return;
+	out_read(ch, CHAN_PIPE_SIZE);
+	out_pump(ch);
 }
 
 void
 chan_on_more(evutil_socket_t fd, short what, void *arg)
 {
-	struct channel *ch = arg;
-
 	(void)fd; (void)what;
-	if (ch->out != NULL)
-		chan_on_out_read(ch->out, ch);
+	out_pump(arg);
 }
 
 void
-chan_on_out_event(struct bufferevent *bev, short what, void *arg)
+chan_out_drain(struct channel *ch)
 {
-	struct channel *ch = arg;
-
-	(void)bev;
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-		if (ch->state == CH_DYING)
-			log_debug("child %ld closed its stdout", (long)ch->pid);
-		else
-			log_warnx("child %ld closed its stdout", (long)ch->pid);
-		bufferevent_disable(ch->out, EV_READ);
-		chan_end(ch, 1);
-	}
+	if (ch->rd == NULL)
+		return;
+	event_del(ch->more_ev);
+	event_del(ch->out_ev);
+	ch->out_eof = 0;
+	out_read(ch, SIZE_MAX);
+	ch->out_eof = 1;
+	(void)out_process(ch, 0);
 }
 
 void

@@ -194,19 +194,26 @@ chan_start(struct channel *ch)
 	ch->killed = 0;
 	ch->kill_stage = 0;
 	ch->in = wrap_fd(in[1], NULL, chan_on_in_event, ch);
-	ch->out = wrap_fd(out[0], chan_on_out_read, chan_on_out_event, ch);
+	/* Big answers (bulk replays) come in big reads, not 4 KiB ones. */
+	(void)fcntl(out[0], F_SETPIPE_SZ, CHAN_PIPE_SIZE);
+	evutil_make_socket_nonblocking(out[0]);
+	ch->out_fd = out[0];
+	ch->out_eof = 0;
+	ch->out_ev = event_new(serve_base, out[0], EV_READ, chan_on_out_ready, ch);
 	ch->err = wrap_fd(err[0], chan_on_err_read, chan_on_err_event, ch);
 	ch->rd = rpc_reader_new(0);
 	ch->pending = rpc_pending_new();
 	ch->deadline_ev = evtimer_new(serve_base, chan_on_deadline, ch);
 	ch->pid_ev = event_new(serve_base, ch->pidfd, EV_READ, on_exit_ready, ch);
-	if (ch->pidfd == -1 || ch->in == NULL || ch->out == NULL ||
+	if (ch->pidfd == -1 || ch->in == NULL || ch->out_ev == NULL ||
 	    ch->rd == NULL || ch->pending == NULL || ch->pid_ev == NULL) {
 		log_warnx("cannot watch child %ld", (long)ch->pid);
 		kill(ch->pid, SIGKILL);
 	}
 	if (ch->pid_ev != NULL)
 		event_add(ch->pid_ev, NULL);
+	if (ch->out_ev != NULL)
+		event_add(ch->out_ev, NULL);
 	bufferevent_enable(ch->in, EV_WRITE);
 	log_info("started %s (pid %ld) for %s", conf.child_path, (long)ch->pid,
 	    ch->workspace);
@@ -245,10 +252,11 @@ chan_end(struct channel *ch, int hard)
 
 	if (ch->state == CH_IDLE)
 		return;
-	if (ch->state != CH_DYING)
+	if (ch->state != CH_DYING) {
 		log_info("ending child %ld%s", (long)ch->pid, hard ? " (failed)" : "");
+		ch->killed = !hard;
+	}
 	ch->state = CH_DYING;
-	ch->killed = !hard;
 	if (ch->in != NULL) {
 		bufferevent_free(ch->in);
 		ch->in = NULL;
@@ -280,22 +288,7 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd; (void)what;
 	/* Take what the child wrote before it exited. */
-	if (ch->out != NULL) {
-		struct evbuffer *ib = bufferevent_get_input(ch->out);
-		int ofd = bufferevent_getfd(ch->out);
-
-		while (evbuffer_read(ib, ofd, 65536) > 0)
-			;
-		event_del(ch->more_ev);
-		while (evbuffer_get_length(ib) > 0 || rpc_reader_pending(ch->rd) > 0) {
-			size_t before = evbuffer_get_length(ib) + rpc_reader_pending(ch->rd);
-
-			chan_on_out_read(ch->out, ch);
-			if (evbuffer_get_length(ib) + rpc_reader_pending(ch->rd) == before)
-				break;
-		}
-		event_del(ch->more_ev);
-	}
+	chan_out_drain(ch);
 	pipeline_wait_all(ch->p, &st, &n);
 	pid = ch->pid;
 	ch->pid = 0;	/* reaped: never signal that number again */
@@ -318,10 +311,14 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 	ch->pidfd = -1;
 	if (ch->in != NULL)
 		bufferevent_free(ch->in);
-	bufferevent_free(ch->out);
+	if (ch->out_ev != NULL)
+		event_free(ch->out_ev);
+	ch->out_ev = NULL;
+	close(ch->out_fd);
+	ch->out_fd = -1;
 	if (ch->err != NULL)
 		bufferevent_free(ch->err);
-	ch->in = ch->out = ch->err = NULL;
+	ch->in = ch->err = NULL;
 	rpc_reader_free(ch->rd);
 	ch->rd = NULL;
 	rpc_pending_free(ch->pending);
@@ -399,6 +396,7 @@ channel_get(const char *workspace)
 		return NULL;
 	}
 	ch->pidfd = -1;
+	ch->out_fd = -1;
 	TAILQ_INIT(&ch->waiting);
 	TAILQ_INIT(&ch->respawn);
 	ch->idle_ev = evtimer_new(serve_base, on_idle, ch);
