@@ -258,3 +258,21 @@ EOF
 	all_lines_parse "$f"
 	[ "$(wc -l <"$f")" -ge 2 ]
 }
+
+@test "a cancel racing the agent's start never signals the child itself" {
+	for i in 1 2 3 4 5; do
+		run drive --agent-command "echo started; sleep 30" <<EOF
+$INIT
+$(new_session "$SID1")
+batch 2
+{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"$SID1","prompt":[{"type":"text","text":"slow"}]}}
+{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"$SID1"}}
+wait 1
+$(req 2 qwen/control/session/close "{\"sessionId\":\"$SID1\"}")
+EOF
+		[ "$(resp 1 | jq -r .result.stopReason)" = cancelled ]
+		[ "$(resp 2 | jq .result.closed)" = true ]
+		! grep -q 'signal 15' "$ERR"
+		rm -rf "$DATA"
+	done
+}

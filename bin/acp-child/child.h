@@ -70,6 +70,12 @@ void	child_send_result(struct child *, json_object *id, json_object *result);
 int	child_out_full(const struct child *);
 /* Re-check shutdown: exit the loop once nothing is left in flight. */
 void	child_check_done(struct child *);
+/* Stop reading, cancel prompts, exit the loop once the rest is done. */
+void	child_begin_shutdown(struct child *);
+/* io.c: events for stdin and stdout.  0 or -1. */
+int	child_setup_io(struct child *);
+/* io.c: write queued output now; -1 when stdout is gone. */
+int	child_flush(struct child *);
 
 /* rpc.c: handle one message read from stdin (takes ownership of msg). */
 void	rpc_dispatch(struct child *, struct rpc_msg *msg);

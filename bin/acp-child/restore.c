@@ -35,6 +35,9 @@
 #include "trace.h"
 #include "transcript.h"
 
+/* Jobs reading less than this go to the fast lane (loadwork.h). */
+#define RJ_SMALL_BYTES	(16u * 1024 * 1024)
+
 /* Fill the job's error (message copied); returns -1 for the caller. */
 static int
 rj_fail(struct restore_job *j, int code, const char *kind, const char *fmt, ...)
@@ -435,6 +438,21 @@ rj_done(struct lw_job *lw)
 	session_idle(c, s);
 }
 
+/*
+ * Whether the job is quick: a new session, or a transcript whose unindexed
+ * part is small (an open index only reads what was appended).
+ */
+static int
+rj_small(struct restore_job *j)
+{
+	struct stat st;
+	uint64_t done = j->tx != NULL ? transcript_size(j->tx) : 0;
+
+	if (j->kind == RJ_NEW || stat(j->path, &st) == -1)
+		return 1;
+	return (uint64_t)st.st_size < done + RJ_SMALL_BYTES;
+}
+
 /* settings_load on the loop thread, then hand the job to a worker. */
 static void
 rj_submit(struct child *c, struct rpc_msg *m, struct session *s,
@@ -476,6 +494,7 @@ rj_submit(struct child *c, struct rpc_msg *m, struct session *s,
 	j->tx = s->tx;
 	s->tx = NULL;
 	s->busy = 1;
+	j->lw.small = rj_small(j);
 	prof_end(&j->prof, 1);
 	loadwork_submit(c->work, &j->lw);
 }
