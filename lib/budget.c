@@ -13,7 +13,8 @@ budget_reject(const char *flag, const char *text, int allow_zero, char *err,
 	if (err == NULL || errlen == 0)
 		return;
 	snprintf(err, errlen, "%s: must be a %s integer of milliseconds "
-	    "no greater than %lld, not '%.40s%s'", flag != NULL ? flag : "value",
+	    "no greater than %lld, not '%.40s%s'",
+	    flag != NULL ? flag : "value",
 	    allow_zero ? "non-negative" : "positive", BUDGET_MAX_MS,
 	    text != NULL ? text : "", text != NULL && strlen(text) > 40 ?
 	    "..." : "");

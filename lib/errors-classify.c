@@ -28,6 +28,7 @@ struct qerr_said {
 	int64_t		 budget_ms;	/* timeoutMs, -1 absent */
 };
 
+/* Decimal seconds only; an HTTP date is not taken (-1). */
 int
 qerr_parse_retry_after(const char *value)
 {
@@ -200,7 +201,8 @@ qerr_finish(struct qerr_class *c, const struct qerr_def *def,
 	c->code = def != NULL ? def->code : "unknown";
 	c->retry_after = header_ra >= 0 ? header_ra : s->retry_after;
 	if (c->retry_after < 0 && def != NULL)
-		c->retry_after = qerr_rule_seconds(def, s->reason, s->budget_ms);
+		c->retry_after = qerr_rule_seconds(def, s->reason,
+		    s->budget_ms);
 	if (s->retryable >= 0)
 		c->retryable = s->retryable;
 	else if (def != NULL)
@@ -279,6 +281,7 @@ qerr_raw_code(struct qerr_class *c, json_object *obj, const char *code)
 	return qerr_dup(&c->raw_code, buf);
 }
 
+/* Classify by body code, else by upstream message, else by status. */
 int
 qerr_classify_http(struct qerr_class *c, int status, const char *body,
     size_t len, const char *retry_after)
@@ -296,8 +299,8 @@ qerr_classify_http(struct qerr_class *c, int status, const char *body,
 	qerr_read_said(&s, root, "error");
 	s.status = 0;
 	msg = s.message;
-	if (status >= 500 && msg != NULL && strcmp(msg, "Internal error") == 0 &&
-	    s.code == NULL)
+	if (status >= 500 && msg != NULL && s.code == NULL &&
+	    strcmp(msg, "Internal error") == 0)
 		msg = qerr_internal_message(root, msg);
 	if (s.code != NULL)
 		def = qerr_lookup(s.code);
@@ -353,6 +356,7 @@ qerr_rpc_status(int rpc_code)
 	}
 }
 
+/* Classify by data.code, data.errorKind, then the JSON-RPC code. */
 int
 qerr_classify_rpc(struct qerr_class *c, json_object *error)
 {
@@ -390,6 +394,7 @@ qerr_classify_rpc(struct qerr_class *c, json_object *error)
 	return qerr_finish(c, def, &s, msg, -1);
 }
 
+/* Free the strings of a classification. */
 void
 qerr_class_clear(struct qerr_class *c)
 {
@@ -430,6 +435,7 @@ qerr_add_int(json_object *obj, const char *key, int val, int nullable)
 	return 0;
 }
 
+/* The classification as one JSON object (the tool prints it). */
 json_object *
 qerr_class_json(const struct qerr_class *c)
 {

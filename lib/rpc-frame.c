@@ -194,25 +194,36 @@ is_blank(const char *buf, size_t len)
 	return 1;
 }
 
-/* Whether a '\'' stands outside every double-quoted string in buf. */
+/*
+ * Whether a '\'' stands outside every double-quoted string in buf (json-c
+ * STRICT still takes {'a':1}).  Strings are skipped with memchr; the
+ * backslashes before each '"' are counted to see whether it is escaped.
+ */
 static int
 has_single_quote(const char *buf, size_t len)
 {
-	size_t i;
-	int in_str = 0;
+	const char *q;
+	size_t i = 0, k;
 
 	if (memchr(buf, '\'', len) == NULL)
 		return 0;
-	for (i = 0; i < len; i++) {
-		if (in_str) {
-			if (buf[i] == '\\')
-				i++;
-			else if (buf[i] == '"')
-				in_str = 0;
-		} else if (buf[i] == '"')
-			in_str = 1;
-		else if (buf[i] == '\'')
+	while (i < len) {
+		while (i < len && buf[i] != '"' && buf[i] != '\'')
+			i++;
+		if (i == len)
+			return 0;
+		if (buf[i++] == '\'')
 			return 1;
+		/* Inside a string: find the '"' that closes it. */
+		for (;;) {
+			if ((q = memchr(buf + i, '"', len - i)) == NULL)
+				return 0;
+			for (k = (size_t)(q - buf); k > i && buf[k - 1] == '\\'; k--)
+				;
+			i = (size_t)(q - buf) + 1;
+			if (((size_t)(q - buf) - k) % 2 == 0)
+				break;
+		}
 	}
 	return 0;
 }

@@ -9,6 +9,13 @@
  * JSON-RPC error to answer with (-32700 parse error, -32600 invalid request);
  * the reader then resynchronises at the next newline and loses nothing after
  * it.  The writer side builds messages and encodes each as one compact line.
+ *
+ * JSON is what json-c accepts with JSON_TOKENER_STRICT and
+ * JSON_TOKENER_VALIDATE_UTF8, nested at most RPC_MAX_DEPTH deep, minus
+ * single-quoted strings and the NaN/Infinity literals (rejected here as
+ * -32700).  Still accepted: raw control characters inside strings, and
+ * integers beyond 64 bits, which json-c clamps.  Batches (top-level arrays)
+ * are -32600.
  */
 #ifndef QWEN_RPC_FRAME_H
 #define QWEN_RPC_FRAME_H
@@ -55,7 +62,9 @@ struct rpc_msg {
 /*
  * A line that could not be taken as a message.  id is a new reference to the
  * offending request's id when it could be recovered, else NULL (answer with
- * id null).  message is a static string.  rpc_bad_clear() puts id.
+ * id null).  A malformed response also carries its id, but responses are
+ * never answered.  message is a static string starting with "Parse error" or
+ * "Invalid Request".  rpc_bad_clear() puts id.
  */
 struct rpc_bad {
 	int		 code;		/* RPC_PARSE_ERROR or RPC_INVALID_REQUEST */
@@ -72,7 +81,12 @@ enum rpc_read_status {
 
 struct rpc_reader;
 
-/* max_frame 0 means RPC_DEFAULT_MAX_FRAME.  NULL on allocation failure. */
+/*
+ * max_frame 0 means RPC_DEFAULT_MAX_FRAME; it counts the bytes before the
+ * '\n' (a '\r' included) and is clamped to INT_MAX.  The reader owns one
+ * json-c tokener and a buffer that holds at most the bytes fed since the
+ * last RPC_READ_MORE plus one partial line.  NULL on allocation failure.
+ */
 struct rpc_reader	*rpc_reader_new(size_t max_frame);
 void			 rpc_reader_free(struct rpc_reader *);	/* NULL-safe */
 
@@ -83,14 +97,16 @@ int	rpc_reader_feed(struct rpc_reader *, const void *buf, size_t len);
  * Take the next message or bad frame.  Call it until it answers
  * RPC_READ_MORE after each feed.  An oversize line is reported as soon as
  * it crosses the cap (before its newline arrives); its remaining bytes are
- * discarded up to the newline.
+ * discarded up to the newline.  Both *msg and *bad are zeroed first (so
+ * clearing both is always safe); the caller clears the one filled.
  */
 enum rpc_read_status rpc_reader_next(struct rpc_reader *, struct rpc_msg *msg,
 	    struct rpc_bad *bad);
 
 /*
- * At end of stream: an unterminated last line is taken as a whole line.
- * Returns RPC_READ_MORE when nothing was left.
+ * At end of stream: returns the complete lines still buffered, then an
+ * unterminated last line taken as a whole line; call it until it answers
+ * RPC_READ_MORE.
  */
 enum rpc_read_status rpc_reader_finish(struct rpc_reader *, struct rpc_msg *msg,
 	    struct rpc_bad *bad);
@@ -99,8 +115,9 @@ enum rpc_read_status rpc_reader_finish(struct rpc_reader *, struct rpc_msg *msg,
 size_t	rpc_reader_pending(const struct rpc_reader *);
 
 /*
- * Parse and classify one complete message held in buf (no newline needed),
- * as for an HTTP body or a WebSocket frame.
+ * Parse and classify one complete message held in buf (no newline needed,
+ * no NUL needed), as for an HTTP body or a WebSocket frame.  Uses a tokener
+ * of its own per call.  No size cap: the caller bounds len.
  */
 enum rpc_read_status rpc_parse(const char *buf, size_t len, struct rpc_msg *msg,
 	    struct rpc_bad *bad);
@@ -126,12 +143,17 @@ json_object	*rpc_new_error(json_object *id, int code, const char *message,
 json_object	*rpc_new_bad_error(struct rpc_bad *bad);
 
 /*
- * Encode msg as one compact line ending in '\n' (PLAIN, no slash escapes).
- * Returns a malloc'd buffer the caller frees and sets *lenp, or NULL.
+ * Encode msg as one compact line ending in '\n' (PLAIN, no slash escapes;
+ * json-c escapes newlines inside strings).  Returns a malloc'd,
+ * NUL-terminated buffer the caller frees and sets *lenp (without the NUL),
+ * or NULL.  json-c also keeps a copy of the text in msg until msg is freed.
  */
 char	*rpc_encode(json_object *msg, size_t *lenp);
 
-/* Write the whole encoded line to a blocking fd.  0 or -1 with errno. */
+/*
+ * Write the whole encoded line to a blocking fd (writev, no copy), retrying
+ * on EINTR and short writes.  0 or -1 with errno.
+ */
 int	 rpc_write_fd(int fd, json_object *msg);
 
 #endif

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -26,7 +27,7 @@ static const char msg_version[] = "Invalid Request: jsonrpc must be \"2.0\"";
 static const char msg_id[] =
     "Invalid Request: id must be a string, an integer or null";
 static const char msg_method[] =
-    "Invalid Request: method must be a non-empty string";
+    "Invalid Request: method must be a non-empty string without NUL";
 static const char msg_mixed[] =
     "Invalid Request: a request cannot carry result or error";
 static const char msg_params[] =
@@ -72,8 +73,11 @@ classify_call(json_object *root, json_object *method, struct rpc_msg *msg,
 	json_object *params = NULL, *id = NULL;
 	int has_id;
 
+	/* A NUL inside would let "m\u0000x" pass for "m". */
 	if (!json_object_is_type(method, json_type_string) ||
-	    json_object_get_string_len(method) == 0)
+	    json_object_get_string_len(method) == 0 ||
+	    strlen(json_object_get_string(method)) !=
+	    (size_t)json_object_get_string_len(method))
 		return classify_bad(root, msg_method, bad);
 	if (json_object_object_get_ex(root, "result", NULL) ||
 	    json_object_object_get_ex(root, "error", NULL))
@@ -303,28 +307,43 @@ rpc_encode(json_object *msg, size_t *lenp)
 	return out;
 }
 
-/* Write the encoded line to a blocking fd, through EINTR and short writes. */
+/*
+ * Write msg and its '\n' to a blocking fd with writev, through EINTR and
+ * short writes, without copying the encoded text.
+ */
 int
 rpc_write_fd(int fd, json_object *msg)
 {
-	size_t len, off = 0;
-	ssize_t n;
-	char *line;
-	int saved;
+	struct iovec iov[2];
+	const char *s;
+	size_t len, n;
+	ssize_t w;
+	int i = 0;
 
-	if ((line = rpc_encode(msg, &len)) == NULL)
+	if (msg == NULL) {
+		errno = EINVAL;
 		return -1;
-	while (off < len) {
-		if ((n = write(fd, line + off, len - off)) == -1) {
+	}
+	if ((s = json_object_to_json_string_length(msg, ENCODE_FLAGS, &len)) == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	iov[0].iov_base = (void *)(uintptr_t)s;
+	iov[0].iov_len = len;
+	iov[1].iov_base = (void *)(uintptr_t)"\n";
+	iov[1].iov_len = 1;
+	while (i < 2) {
+		if ((w = writev(fd, iov + i, 2 - i)) == -1) {
 			if (errno == EINTR)
 				continue;
-			saved = errno;
-			free(line);
-			errno = saved;
 			return -1;
 		}
-		off += (size_t)n;
+		for (n = (size_t)w; i < 2 && n >= iov[i].iov_len; i++)
+			n -= iov[i].iov_len;
+		if (i < 2) {
+			iov[i].iov_base = (char *)iov[i].iov_base + n;
+			iov[i].iov_len -= n;
+		}
 	}
-	free(line);
 	return 0;
 }

@@ -5,6 +5,10 @@
  * Each entry carries an opaque pointer and an optional deadline on the
  * monotonic millisecond clock; the table never calls back on its own, the
  * owner asks it for the next deadline and expires entries from its loop.
+ * Cancelling a request is rpc_pending_take.  Add, take and has are O(1)
+ * expected plus O(log n) for an entry with a deadline (a hash of ids and a
+ * min-heap of deadlines); next_deadline is O(1); expire is O(k log n) for k
+ * expired entries.  Not thread-safe.
  */
 #ifndef QWEN_RPC_PENDING_H
 #define QWEN_RPC_PENDING_H
@@ -43,14 +47,16 @@ uint64_t rpc_pending_next_deadline(const struct rpc_pending *);
 
 /*
  * Remove every entry whose deadline is <= now_ms, calling fn(id, arg, ctx)
- * for each, earliest deadline first.  fn may add or take other entries.
- * Returns the number expired.
+ * for each, earliest deadline first (ties by id), each entry removed before
+ * its call.  fn may add or take other entries; an entry added from fn is not
+ * expired by this call even when already due.  Returns the number expired.
  */
 size_t	 rpc_pending_expire(struct rpc_pending *, uint64_t now_ms,
 	    void (*fn)(int64_t id, void *arg, void *ctx), void *ctx);
 
 /*
- * Remove every entry, calling fn for each (for a transport that closed).
+ * Remove every entry, calling fn for each (for a transport that closed),
+ * in no particular order; fn may be NULL.  Entries added from fn stay.
  * Returns the number removed.
  */
 size_t	 rpc_pending_drain(struct rpc_pending *,

@@ -42,6 +42,9 @@ int	trace_parse_traceparent(const char *s, struct trace_ctx *ctx);
 /* Write "00-<trace>-<span>-<flags>" and a NUL into buf (>= 56 bytes). */
 void	trace_format_traceparent(const struct trace_ctx *, char *buf, size_t size);
 
+/* Whether ctx is non-NULL with non-zero trace and span ids. */
+int	trace_ctx_valid(const struct trace_ctx *ctx);
+
 /* Lowercase hex of n bytes into buf (>= 2n+1 bytes). */
 void	trace_hex(const uint8_t *bytes, size_t n, char *buf);
 
@@ -81,7 +84,10 @@ struct span;
  * the resource attributes.  NULL with errno set on failure.
  */
 struct trace_sink	*trace_sink_open(const char *path, const char *service_name);
-/* Reopen the same path (for SIGHUP).  0 or -1 with the old fd kept. */
+/*
+ * Reopen the same path (for SIGHUP, after rotation).  0, or -1 with errno
+ * set and the old fd kept.  Only open, dup3 and close: async-signal-safe.
+ */
 int			 trace_sink_reopen(struct trace_sink *);
 void			 trace_sink_close(struct trace_sink *);	/* NULL-safe */
 const char		*trace_sink_path(const struct trace_sink *);

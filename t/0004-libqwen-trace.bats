@@ -2,6 +2,10 @@
 # libqwen trace context and OTLP/JSON span recorder, through qwen-test-tool.
 load test_helper
 
+setup() {
+	command -v jq >/dev/null || skip "jq not installed (Debian package jq)"
+}
+
 TP_RE='^00-[0-9a-f]{32}-[0-9a-f]{16}-01$'
 
 # jq program: true when the line is one ExportTraceServiceRequest with one span.

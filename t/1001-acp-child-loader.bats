@@ -5,6 +5,10 @@
 load test_helper
 
 FIXTURES="$TESTDATA/transcripts"
+
+setup() {
+	command -v jq >/dev/null || skip "jq not installed"
+}
 ORACLE="$SHARED_DIR/tools/gen-transcript"
 
 # agree INSPECT_JSON MANIFEST_JSON: the loader and the oracle agree.
@@ -105,6 +109,13 @@ PY
 	! cmp -s "$a" "$c"
 	run qwen-gen-transcript --mib 1
 	[ "$status" -eq 2 ]
+}
+
+@test "scripts/gen-transcript runs the generator from the build tree" {
+	run "$QWEN_TOP_SRCDIR/scripts/gen-transcript" --mib 0.1 --seed 3 --out "$BATS_TEST_TMPDIR/w"
+	[ "$status" -eq 0 ]
+	[ -s "$output" ]
+	cmp "$output" "$(qwen-gen-transcript --mib 0.1 --seed 3 --out "$BATS_TEST_TMPDIR/w2")"
 }
 
 @test "generator: --data-dir/--workspace writes the qwen-code layout" {

@@ -333,3 +333,13 @@ EOF
 	[ "$(wc -l <"$CHATS/$SID1.jsonl")" -eq 60 ]
 	[ -z "$(ls "$LOCKS")" ]
 }
+
+@test "--log-level: debug lines appear, a bad level is a usage error" {
+	run drive --log-level debug <<EOF
+$INIT
+EOF
+	grep -q 'debug: ready' "$ERR"
+	run qwen-acp-child --log-level loud
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--log-level"* ]]
+}

@@ -110,25 +110,28 @@ EOF
 	[ "$(jq -rs '[.[].type] | join(",")' "$f")" = user ]
 }
 
-@test "cancel stops a slow agent: stopReason cancelled and its processes are gone" {
+@test "cancel stops a slow agent: cancelled, its processes gone; a queued prompt still runs" {
 	pidf="$BATS_TEST_TMPDIR/agent.pid"
-	run drive --agent-command "echo \$\$ >$pidf; echo started; sleep 30 & echo \$! >>$pidf; wait" <<EOF
+	run drive --agent-command "read -r l; echo \$\$ >>$pidf; echo \"started \$l\"; case \$l in slow) sleep 30 & echo \$! >>$pidf; wait;; esac" <<EOF
 $INIT
 $(new_session "$SID1")
 send {"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"$SID1","prompt":[{"type":"text","text":"slow"}]}}
 send {"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"$SID1","prompt":[{"type":"text","text":"queued"}]}}
-waitfor started
+waitfor started slow
 send {"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"$SID1"}}
 wait 1
 wait 2
 $(req 3 qwen/status/loop_lag '{}')
 EOF
 	[ "$(resp 1 | jq -r .result.stopReason)" = cancelled ]
-	[ "$(resp 2 | jq -r .result.stopReason)" = cancelled ]
+	[ "$(resp 2 | jq -r .result.stopReason)" = end_turn ]
 	[ "$(resp 3 | jq .result.v)" = 1 ]
+	[ "$(line_no '.id == 1')" -lt "$(line_no '.id == 2')" ]
 	for pid in $(cat "$pidf"); do
 		wait_for 5 proc_gone "$pid"
 	done
+	# The cancelled turn left its user record only; the queued one both.
+	jq -s -e '[.[].type] == ["user","user","assistant"]' "$CHATS/$SID1.jsonl"
 }
 
 @test "cancel: an agent that ignores SIGTERM is killed after the grace" {
@@ -257,4 +260,22 @@ EOF
 	f="$BATS_TEST_TMPDIR/projects/$(basename "$(dirname "$CHATS")")/chats/$SID1.jsonl"
 	all_lines_parse "$f"
 	[ "$(wc -l <"$f")" -ge 2 ]
+}
+
+@test "a cancel racing the agent's start never signals the child itself" {
+	for i in 1 2 3 4 5; do
+		run drive --agent-command "echo started; sleep 30" <<EOF
+$INIT
+$(new_session "$SID1")
+batch 2
+{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"$SID1","prompt":[{"type":"text","text":"slow"}]}}
+{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"$SID1"}}
+wait 1
+$(req 2 qwen/control/session/close "{\"sessionId\":\"$SID1\"}")
+EOF
+		[ "$(resp 1 | jq -r .result.stopReason)" = cancelled ]
+		[ "$(resp 2 | jq .result.closed)" = true ]
+		! grep -q 'signal 15' "$ERR"
+		rm -rf "$DATA"
+	done
 }

@@ -103,3 +103,19 @@ EOF
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"trace file"* ]]
 }
+
+@test "SIGHUP reopens the trace file (rotation)" {
+	make_transcript "$SID1" 1
+	run drive --trace-file "$TRACE" <<EOF
+$INIT
+$(req 1 session/resume "{\"sessionId\":\"$SID1\"}")
+shell mv "$TRACE" "$TRACE.1"
+kill 1
+shell i=0; while [ ! -e "$TRACE" ] && [ \$i -lt 250 ]; do sleep 0.02; i=\$((i + 1)); done; [ -e "$TRACE" ]
+$(req 2 qwen/status/loop_lag '{}')
+$(req 3 session/resume "{\"sessionId\":\"$SID1\"}")
+EOF
+	[ "$(resp 3 | jq '.result._meta["qwen.session.restore"].refreshed')" = true ]
+	[ "$(jq -s length "$TRACE.1")" = 1 ]
+	[ "$(jq -s length "$TRACE")" = 1 ]
+}

@@ -203,7 +203,7 @@ open(sys.argv[1] + ".up", "w").close(); time.sleep(30)' "$BATS_TEST_TMPDIR/l.soc
 	expect 200
 }
 
-@test "bodies: malformed JSON 400, over 10 MiB 413, non-objects are {}" {
+@test "bodies: malformed JSON 400, over 10 MiB 413, headers over 64 KiB 400" {
 	serve_start
 	head -c $((10 * 1024 * 1024 + 10)) /dev/zero | tr '\0' ' ' >"$BATS_TEST_TMPDIR/big"
 	for TRANSPORT in unix tcp; do
@@ -213,6 +213,8 @@ open(sys.argv[1] + ".up", "w").close(); time.sleep(30)' "$BATS_TEST_TMPDIR/l.soc
 		done
 		req POST /session '' --data-binary @"$BATS_TEST_TMPDIR/big" -H 'Content-Type: application/json'
 		[ "$code" = 413 ]
+		req GET /health '' -H "X-Big: $(head -c 70000 /dev/zero | tr '\0' a)"
+		[ "$code" = 400 ]
 		printf '\xff\xfe' >"$BATS_TEST_TMPDIR/badutf"
 		req POST /session '' --data-binary @"$BATS_TEST_TMPDIR/badutf"
 		expect 400 '.code == "invalid_json"'

@@ -226,8 +226,8 @@ P='{"prompt":[{"type":"text","text":"hello"}]}'
 	expect 200 '.pendingPrompts == 0 and .lastEventId == 3'
 }
 
-@test "prompt: per-session FIFO and prompt_queue_full" {
-	FAKE_CHILD=chunks=2,chunk-delay=500 serve_start --max-pending-prompts-per-session 2
+@test "prompt: per-session FIFO" {
+	FAKE_CHILD=chunks=2,chunk-delay=50 serve_start
 	make_transcript
 	req POST /session/$SID/load '{}'
 	sse_open a /session/$SID/events
@@ -237,9 +237,6 @@ P='{"prompt":[{"type":"text","text":"hello"}]}'
 	req POST /session/$SID/prompt "$P"
 	expect 202
 	local p2=$(jq -r .promptId <<<"$body")
-	req POST /session/$SID/prompt "$P"
-	expect 503 ".code == \"prompt_queue_full\" and .sessionId == \"$SID\" and .limit == 2 and .pendingCount == 2"
-	[ "$(header Retry-After)" = 5 ]
 	sse_wait a ".type == \"turn_complete\" and .data.promptId == \"$p2\""
 	# p1's events all come before p2's.
 	sse_events a | jq -e --arg a "$p1" --arg b "$p2" '
@@ -249,8 +246,23 @@ P='{"prompt":[{"type":"text","text":"hello"}]}'
 	expect 200 '.pendingPrompts == 0 and .hasActivePrompt == false'
 }
 
+@test "prompt: prompt_queue_full counts the running and the queued prompts" {
+	FAKE_CHILD=hang=session/prompt serve_start --max-pending-prompts-per-session 2
+	make_transcript
+	req POST /session/$SID/load '{}'
+	req POST /session/$SID/prompt "$P"
+	expect 202
+	req POST /session/$SID/prompt "$P"
+	expect 202
+	req POST /session/$SID/prompt "$P"
+	expect 503 ".code == \"prompt_queue_full\" and .sessionId == \"$SID\" and .limit == 2 and .pendingCount == 2"
+	[ "$(header Retry-After)" = 5 ]
+	req GET /session/$SID/status
+	expect 200 '.pendingPrompts == 2 and .hasActivePrompt == true'
+}
+
 @test "cancel: 204, prompt_cancelled, turn ends cancelled; queued prompts still run" {
-	FAKE_CHILD=chunks=5,chunk-delay=300 serve_start
+	FAKE_CHILD=chunks=5,chunk-delay=5000 serve_start
 	make_transcript
 	req POST /session/$SID/load '{}'
 	sse_open a /session/$SID/events

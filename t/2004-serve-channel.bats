@@ -148,7 +148,7 @@ EOF
 	expect 204
 	wait_for 10 bash -c "! kill -0 $old 2>/dev/null"
 	serve_stop
-	serve_start --channel-idle-timeout-ms 400
+	serve_start --channel-idle-timeout-ms 3000
 	req POST /session/$SID/load '{}'
 	old=$(child_pid)
 	req DELETE /session/$SID
@@ -162,11 +162,11 @@ EOF
 }
 
 @test "a late notification for a closed session is dropped" {
-	FAKE_CHILD=chunks=3,chunk-delay=200,hang=session/cancel serve_start --log-level debug
+	FAKE_CHILD=chunks=3,chunk-delay=1000,hang=session/cancel serve_start --log-level debug
 	make_transcript
 	req POST /session/$SID/load '{}'
 	req POST /session/$SID/prompt "$P"
 	req DELETE /session/$SID
 	expect 204
-	wait_for 5 grep -q "update for closed session $SID dropped" "$BATS_TEST_TMPDIR/err"
+	wait_for 10 grep -q "update for closed session $SID dropped" "$BATS_TEST_TMPDIR/err"
 }

@@ -3,7 +3,7 @@
 # refusal of bad values at start, publication in capabilities before any
 # child exists.
 
-load restore_helper
+load serve_restore_helper
 
 teardown() {
 	rteardown

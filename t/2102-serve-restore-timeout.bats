@@ -3,7 +3,7 @@
 # the empty-channel reap that does not wait for the kill, sibling survival,
 # same-id fencing, coalescing, capacity retention.  Budgets are small.
 
-load restore_helper
+load serve_restore_helper
 
 teardown() {
 	rteardown

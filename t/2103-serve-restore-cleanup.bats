@@ -3,7 +3,7 @@
 # one close, quarantine, overdue, transport close during cleanup, recovery,
 # shutdown with a hung request, the restore span and its propagation.
 
-load restore_helper
+load serve_restore_helper
 
 teardown() {
 	rteardown

@@ -3,7 +3,7 @@
 # A stopped (SIGSTOP) child stands for a restore that cannot finish in
 # time; a 1 ms budget makes a real restore cross its deadline by itself.
 
-load restore_helper
+load serve_restore_helper
 
 setup() {
 	REAL=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child

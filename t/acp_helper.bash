@@ -84,3 +84,12 @@ make_transcript() {	# make_transcript SID TURNS
 proc_gone() {
 	[ ! -e "/proc/$1" ] || grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
 }
+
+# Sanitizer reports from any child of the test fail it (the child's
+# stderr is $ERR; its exit status is not always what a test checks).
+teardown() {
+	if [ -f "${ERR:-}" ] && grep -q -E 'Sanitizer|runtime error:' "$ERR"; then
+		cat "$ERR" >&2
+		return 1
+	fi
+}

@@ -1,97 +1,97 @@
-# restore_helper.bash: the safe-restore tests (t/21xx-serve-restore-*):
-# a fake child that logs every message, health counters, timing.
+# restore_helper.bash: the scripted fake daemon for the qwen-restore tests.
 
-load serve_helper
+load test_helper
+bats_require_minimum_version 1.5.0
 
-CLOG=$BATS_TEST_TMPDIR/child.log
-P='{"prompt":[{"type":"text","text":"hello"}]}'
-
-# rserve KNOBS [qwen-serve args...]: serve_start with FAKE_CHILD=KNOBS plus
-# the message log, and transcripts for SID and SID2.
-rserve() {
-	local knobs=$1
-	shift
-	FAKE_CHILD="log=$CLOG${knobs:+,$knobs}" serve_start "$@"
-	make_transcript "$SID"
-	make_transcript "$SID2"
+# Each test gets its own daemon, state and workspace.
+setup() {
+	FAKE_SOCK="$BATS_TEST_TMPDIR/d.sock"
+	FAKE_LOG="$BATS_TEST_TMPDIR/requests.log"
+	FAKE_SCRIPT="$BATS_TEST_TMPDIR/script"
+	FAKE_PID=
+	export XDG_STATE_HOME="$BATS_TEST_TMPDIR/state"
+	export QWEN_SERVE_SOCKET="$FAKE_SOCK"
+	unset QWEN_SERVE_URL QWEN_SERVER_TOKEN QWEN_FETCH_TIMEOUT_MS
+	WS="$BATS_TEST_TMPDIR/ws"
+	mkdir -p "$WS"
+	cd "$WS"
 }
 
-# The pid of the newest child, from the daemon log.
-child_pid() {
-	sed -n 's/.*started .* (pid \([0-9]*\)).*/\1/p' "$BATS_TEST_TMPDIR/err" | tail -1
+teardown() {
+	fake_stop
 }
 
-# calls METHOD [ID]: how many METHOD messages (for ID) the children read.
-calls() {
-	if [ $# -gt 1 ]; then
-		awk -v m="$1" -v id="$2" '$2 == m && $3 == id' "$CLOG" 2>/dev/null | wc -l
-	else
-		awk -v m="$1" '$2 == m' "$CLOG" 2>/dev/null | wc -l
+# fake_start: the script comes on stdin (see t/helper/fake-daemon.c).
+fake_start() {
+	cat >"$FAKE_SCRIPT"
+	: >"$FAKE_LOG"
+	rm -f "$FAKE_SOCK"
+	fake-daemon --socket "$FAKE_SOCK" --script "$FAKE_SCRIPT" \
+		--log "$FAKE_LOG" "$@" 3>&- &
+	FAKE_PID=$!
+	wait_for 10 test -S "$FAKE_SOCK"
+}
+
+fake_stop() {
+	if [ -n "$FAKE_PID" ]; then
+		kill "$FAKE_PID" 2>/dev/null || true
+		wait "$FAKE_PID" 2>/dev/null || true
+		FAKE_PID=
 	fi
 }
 
-# calls_are N METHOD [ID]: exactly N such messages (for wait_for).
-calls_are() {
-	local n=$1
+# requests METHOD PATH: the logged requests of a route, one JSON per line.
+requests() {
+	jq -c --arg m "$1" --arg p "$2" \
+		'select(.method == $m and .path == $p)' "$FAKE_LOG"
+}
+
+# count METHOD PATH
+count() {
+	requests "$1" "$2" | wc -l
+}
+
+# The state directory qwen-restore uses for a daemon address.
+daemon_state_dir() {
+	local addr=${1:-unix:$FAKE_SOCK} safe hash
+	safe=$(printf '%s' "${addr:0:64}" | tr -c 'A-Za-z0-9.-' '_')
+	hash=$(printf '%s' "$addr" | sha256sum | cut -c1-16)
+	echo "$XDG_STATE_HOME/qwen-restore/daemons/$safe-$hash"
+}
+
+# store_client SID ID: what an earlier load would have stored.
+store_client() {
+	local d
+	d="$(daemon_state_dir)/sessions"
+	mkdir -p "$d"
+	printf '{"clientId":"%s"}\n' "$2" >"$d/$1.json"
+	chmod 600 "$d/$1.json"
+}
+
+# stored_client SID: the stored clientId, or nothing.
+stored_client() {
+	jq -r '.clientId' "$(daemon_state_dir)/sessions/$1.json" 2>/dev/null
+}
+
+# Canned bodies.
+INVALID_C1='{"error":"Client id \"c1\" is not registered for session s-1","code":"invalid_client_id","sessionId":"s-1","clientId":"c1"}'
+NOT_FOUND='{"error":"No session with id \"s-1\"","code":"session_not_found","sessionId":"s-1"}'
+RESUMED='{"sessionId":"s-1","workspaceCwd":"/w","attached":false,"clientId":"client-2","lastEventId":5,"eventEpoch":"e1"}'
+
+# sse_frames PROMPT_ID TEXT...: chunks then turn_complete, ids from 6.
+sse_frames() {
+	local pid=$1 id=6 t
 	shift
-	[ "$(calls "$@")" -eq "$n" ]
+	for t in "$@"; do
+		printf '> {"id":%d,"v":1,"type":"session_update","promptId":"%s","data":{"sessionId":"s-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"%s"}}}}\n' \
+			"$id" "$pid" "$t"
+		id=$((id + 1))
+	done
+	printf '> {"id":%d,"v":1,"type":"turn_complete","promptId":"%s","data":{"sessionId":"s-1","stopReason":"end_turn","promptId":"%s"}}\n' \
+		"$id" "$pid" "$pid"
 }
 
-# health_has JQ-CONDITION: GET /health?deep=1 satisfies it.
-health_has() {
-	curl -s --unix-socket "$SOCK" 'http://localhost/health?deep=1' |
-	    jq -e "$1" >/dev/null
-}
-
-health_wait() {
-	wait_for "${2:-5}" health_has "$1"
-}
-
-# bg_req NAME METHOD PATH [BODY]: a request in the background; its status
-# goes to NAME.code, its body to NAME.body, its headers to NAME.hdrs.
-bg_req() {
-	local n=$1 m=$2 p=$3 d=${4-}
-	local args=(-s -X "$m" -o "$BATS_TEST_TMPDIR/$n.body" -D "$BATS_TEST_TMPDIR/$n.hdrs"
-	    -w '%{http_code}' --unix-socket "$SOCK")
-	[ -n "$d" ] && args+=(--data-binary "$d" -H 'Content-Type: application/json')
-	(curl "${args[@]}" "http://localhost$p" >"$BATS_TEST_TMPDIR/$n.code.tmp" 3>&-
-	    mv "$BATS_TEST_TMPDIR/$n.code.tmp" "$BATS_TEST_TMPDIR/$n.code") 3>&- &
-}
-
-# bg_wait NAME [TIMEOUT]: wait for bg_req NAME; sets $code, $body, $hdrs.
-bg_wait() {
-	wait_for "${2:-10}" test -s "$BATS_TEST_TMPDIR/$1.code" || return 1
-	code=$(cat "$BATS_TEST_TMPDIR/$1.code")
-	body=$(cat "$BATS_TEST_TMPDIR/$1.body")
-	hdrs=$(tr -d '\r' <"$BATS_TEST_TMPDIR/$1.hdrs")
-}
-
+# now_ms: monotonic-enough wall clock in ms for elapsed-time checks.
 now_ms() {
-	date +%s%3N
-}
-
-# Spans named qwen-code.daemon.bridge with operation session.restore, as
-# one JSON array of {attrs, events:[{name, attrs}], traceId, spanId}.
-restore_spans() {
-	jq -c '.resourceSpans[].scopeSpans[].spans[]
-	    | select(.name == "qwen-code.daemon.bridge")
-	    | {traceId, spanId,
-	       attrs: (reduce .attributes[] as $a ({}; .[$a.key] = ($a.value | .stringValue // .intValue))),
-	       events: [(.events // [])[] | {name, attrs: (reduce (.attributes // [])[] as $a ({}; .[$a.key] = $a.value.stringValue))}]}
-	    | select(.attrs["qwen-code.daemon.operation"] == "session.restore")' \
-	    "$TRACE" 2>/dev/null | jq -c -s .
-}
-
-# rteardown: stop everything; the daemon must have exited cleanly, with no
-# sanitizer report (ASan/UBSan/LSan builds).
-rteardown() {
-	local st=0
-	serve_teardown
-	[ -f "$BATS_TEST_TMPDIR/err" ] || return 0
-	if grep -q 'Sanitizer\|runtime error:' "$BATS_TEST_TMPDIR/err"; then
-		grep -A30 'Sanitizer\|runtime error:' "$BATS_TEST_TMPDIR/err" >&2
-		st=1
-	fi
-	[ "${SERVE_STATUS:-0}" -eq 0 ] || { echo "qwen-serve exited $SERVE_STATUS" >&2; st=1; }
-	return $st
+	echo $(( $(date +%s%N) / 1000000 ))
 }

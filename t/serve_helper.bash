@@ -35,9 +35,21 @@ serve_stop() {
 	SERVE_PID=
 }
 
+# Stop everything; a daemon that did not exit 0 on SIGTERM, or that a
+# sanitizer complained about, fails the test.
 serve_teardown() {
+	local was=${SERVE_PID:-}
 	sse_stop_all
 	serve_stop
+	if [ -n "$was" ] && [ "${SERVE_STATUS:-0}" != 0 ]; then
+		echo "qwen-serve exited with status $SERVE_STATUS" >&2
+		tail -20 "$BATS_TEST_TMPDIR/err" >&2
+		return 1
+	fi
+	if [ -f "$BATS_TEST_TMPDIR/err" ] &&
+	    grep -E 'Sanitizer|runtime error:' "$BATS_TEST_TMPDIR/err" >&2; then
+		return 1
+	fi
 }
 
 # A transcript for SID in the data dir (what qwen-acp-child would load).

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,7 +49,21 @@ struct agent {
 
 static void	agent_finish(struct agent *, enum agent_end, int, const char *);
 
-/* In the forked child before exec: own group, default SIGPIPE, no mask. */
+/*
+ * The signals the loop handles (libevent's handlers write to a socketpair
+ * the forked child shares until exec) are blocked across the fork, so a
+ * cancel that lands before exec cannot reach the parent's loop.
+ */
+static void
+agent_loop_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+}
+
+/* In the forked child before exec: own group, default handlers, no mask. */
 static void
 agent_pre_exec(void *arg)
 {
@@ -56,6 +71,9 @@ agent_pre_exec(void *arg)
 
 	(void)arg;
 	setpgid(0, 0);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -341,6 +359,7 @@ agent_start(struct event_base *base, const char *command, const char *prompt,
 {
 	struct agent *ag;
 	pipecmd *cmd;
+	sigset_t block, saved;
 	int in[2], out[2];
 
 	*cause = NULL;
@@ -367,7 +386,10 @@ agent_start(struct event_base *base, const char *command, const char *prompt,
 	pipeline_ignore_signals(ag->pl, 0);
 	ag->in_fd = in[1];
 	ag->out_fd = out[0];
+	agent_loop_signals(&block);
+	pthread_sigmask(SIG_BLOCK, &block, &saved);
 	pipeline_start(ag->pl);		/* closes in[0] and out[1] here */
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	ag->pid = pipeline_get_pid(ag->pl, 0);
 	if ((ag->pidfd = pidfd_open(ag->pid, 0)) == -1 || agent_events(ag) == -1) {
 		if (asprintf(cause, "cannot watch agent process: %s",

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,7 +86,7 @@ chain_is_checkpoint(struct transcript *t, uint32_t rec, char **cause)
 	if (!is_compression(t, rec))
 		return 0;
 	if ((obj = transcript_load_record(t, rec, cause)) == NULL)
-		return -1;
+		return errno == EBADMSG ? 0 : -1;	/* unparsable: no checkpoint */
 	found = checkpoint_history(obj) != NULL;
 	json_object_put(obj);
 	return found;

@@ -70,6 +70,12 @@ void	child_send_result(struct child *, json_object *id, json_object *result);
 int	child_out_full(const struct child *);
 /* Re-check shutdown: exit the loop once nothing is left in flight. */
 void	child_check_done(struct child *);
+/* Stop reading, cancel prompts, exit the loop once the rest is done. */
+void	child_begin_shutdown(struct child *);
+/* io.c: events for stdin and stdout.  0 or -1. */
+int	child_setup_io(struct child *);
+/* io.c: write queued output now; -1 when stdout is gone. */
+int	child_flush(struct child *);
 
 /* rpc.c: handle one message read from stdin (takes ownership of msg). */
 void	rpc_dispatch(struct child *, struct rpc_msg *msg);
@@ -90,7 +96,8 @@ void	restore_start(struct child *, struct rpc_msg *msg, struct session *s,
 
 /* prompt.c: session/prompt and session/cancel. */
 void	prompt_start(struct child *, struct rpc_msg *msg, struct session *s);
-void	prompt_cancel(struct child *, struct session *s);
+/* Cancel the running prompt; queued: answer queued prompts "cancelled" too. */
+void	prompt_cancel(struct child *, struct session *s, int queued);
 void	prompt_pause_all(struct child *, int paused);
 
 #endif

@@ -17,7 +17,8 @@ TAILQ_HEAD(lw_list, lw_job);
 struct loadwork {
 	pthread_mutex_t	 mu;
 	pthread_cond_t	 cv;
-	struct lw_list	 todo;
+	struct lw_list	 todo_small;
+	struct lw_list	 todo_big;
 	struct lw_list	 finished;
 	pthread_t	*threads;
 	int		 nthreads;
@@ -27,20 +28,42 @@ struct loadwork {
 	size_t		 inflight;
 };
 
+struct lw_thread {
+	struct loadwork	*lw;
+	int		 fast;		/* takes small jobs only */
+};
+
+/* The next job this worker may take, or NULL. */
+static struct lw_job *
+loadwork_pick(struct loadwork *lw, int fast)
+{
+	struct lw_job *job;
+
+	if ((job = TAILQ_FIRST(&lw->todo_small)) != NULL) {
+		TAILQ_REMOVE(&lw->todo_small, job, entry);
+		return job;
+	}
+	if (!fast && (job = TAILQ_FIRST(&lw->todo_big)) != NULL) {
+		TAILQ_REMOVE(&lw->todo_big, job, entry);
+		return job;
+	}
+	return NULL;
+}
+
 static void *
 loadwork_main(void *arg)
 {
-	struct loadwork *lw = arg;
+	struct lw_thread *t = arg;
+	struct loadwork *lw = t->lw;
 	struct lw_job *job;
 	char b = 1;
 
 	pthread_mutex_lock(&lw->mu);
 	for (;;) {
-		while (TAILQ_EMPTY(&lw->todo) && !lw->stopping)
+		while ((job = loadwork_pick(lw, t->fast)) == NULL && !lw->stopping)
 			pthread_cond_wait(&lw->cv, &lw->mu);
-		if ((job = TAILQ_FIRST(&lw->todo)) == NULL)
+		if (job == NULL)
 			break;
-		TAILQ_REMOVE(&lw->todo, job, entry);
 		pthread_mutex_unlock(&lw->mu);
 		job->run(job);
 		pthread_mutex_lock(&lw->mu);
@@ -50,6 +73,7 @@ loadwork_main(void *arg)
 			log_warn("loadwork: wake");
 	}
 	pthread_mutex_unlock(&lw->mu);
+	free(t);
 	return NULL;
 }
 
@@ -91,19 +115,27 @@ loadwork_new(struct event_base *base, int nthreads)
 		return NULL;
 	pthread_mutex_init(&lw->mu, NULL);
 	pthread_cond_init(&lw->cv, NULL);
-	TAILQ_INIT(&lw->todo);
+	TAILQ_INIT(&lw->todo_small);
+	TAILQ_INIT(&lw->todo_big);
 	TAILQ_INIT(&lw->finished);
 	lw->wake[0] = lw->wake[1] = -1;
 	if (pipe2(lw->wake, O_CLOEXEC | O_NONBLOCK) == -1 ||
 	    (lw->ev_wake = event_new(base, lw->wake[0], EV_READ | EV_PERSIST,
 	    loadwork_wake_cb, lw)) == NULL ||
-	    (lw->threads = calloc((size_t)nthreads, sizeof(pthread_t))) == NULL) {
+	    (lw->threads = calloc((size_t)nthreads + 1, sizeof(pthread_t))) == NULL) {
 		loadwork_free(lw);
 		return NULL;
 	}
 	event_add(lw->ev_wake, NULL);
-	for (i = 0; i < nthreads; i++) {
-		if (pthread_create(&lw->threads[i], NULL, loadwork_main, lw) != 0) {
+	for (i = 0; i <= nthreads; i++) {
+		struct lw_thread *t = calloc(1, sizeof(*t));
+		if (t != NULL) {
+			t->lw = lw;
+			t->fast = i == nthreads;
+		}
+		if (t == NULL ||
+		    pthread_create(&lw->threads[i], NULL, loadwork_main, t) != 0) {
+			free(t);
 			loadwork_free(lw);
 			return NULL;
 		}
@@ -142,9 +174,10 @@ void
 loadwork_submit(struct loadwork *lw, struct lw_job *job)
 {
 	pthread_mutex_lock(&lw->mu);
-	TAILQ_INSERT_TAIL(&lw->todo, job, entry);
+	TAILQ_INSERT_TAIL(job->small ? &lw->todo_small : &lw->todo_big, job, entry);
 	lw->inflight++;
-	pthread_cond_signal(&lw->cv);
+	/* Wake all: only some workers may take this job. */
+	pthread_cond_broadcast(&lw->cv);
 	pthread_mutex_unlock(&lw->mu);
 }
 

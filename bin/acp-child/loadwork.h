@@ -18,10 +18,16 @@ struct loadwork;
 struct lw_job {
 	void	(*run)(struct lw_job *);	/* on a worker thread */
 	void	(*done)(struct lw_job *);	/* on the loop thread */
+	int	small;				/* quick job: may use the fast lane */
 	TAILQ_ENTRY(lw_job) entry;
 };
 
-/* Start nthreads workers.  NULL on failure (errno set). */
+/*
+ * Start nthreads workers plus one fast-lane worker that takes small jobs
+ * only, so small sessions are restored even while every other worker is
+ * busy with a huge transcript.  Small jobs also go before big ones.  NULL
+ * on failure (errno set).
+ */
 struct loadwork	*loadwork_new(struct event_base *, int nthreads);
 
 /*

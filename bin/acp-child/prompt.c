@@ -209,13 +209,13 @@ prompt_start(struct child *c, struct rpc_msg *m, struct session *s)
 }
 
 void
-prompt_cancel(struct child *c, struct session *s)
+prompt_cancel(struct child *c, struct session *s, int queued)
 {
 	struct session_op *op, *next;
 
 	if (s->prompt != NULL && s->prompt->agent != NULL)
 		agent_cancel(s->prompt->agent);
-	for (op = TAILQ_FIRST(&s->queue); op != NULL; op = next) {
+	for (op = queued ? TAILQ_FIRST(&s->queue) : NULL; op != NULL; op = next) {
 		next = TAILQ_NEXT(op, entry);
 		if (strcmp(op->msg.method, "session/prompt") != 0)
 			continue;

@@ -4,8 +4,9 @@
  * The window is the newest turns whose source bytes fit max_bytes (aligned
  * to a turn start); only those records are parsed and projected (project.c).
  * When the encoded updates still exceed max_bytes or max_updates, the
- * oldest turns are dropped and the window is projected again, so tool calls
- * pending at the end are those of the final window.
+ * oldest turns are dropped from the projection (each update knows the record
+ * it came from; a missing-result failure belongs to the record that opened
+ * the call, so it goes with it) until both fit.
  */
 #include "config.h"
 
@@ -17,18 +18,29 @@
 #include "replay.h"
 #include "txindex.h"
 
-/* Source bytes of records that can produce updates (an upper estimate). */
+/* Estimated encoded update bytes of a record from its source bytes: tool
+   results and assistant turns project to about 1.08x their size (content plus
+   rawOutput/rawInput and _meta), users to less; most system records to nothing.
+   An overshoot costs parsing records that are then dropped; an undershoot a
+   window a little smaller than the budget. */
 static uint64_t
 estimate(const struct transcript *t, uint32_t rec)
 {
+	uint64_t raw = transcript_raw_len(t, rec);
 	const char *sub;
 
-	if (transcript_type(t, rec) == TX_SYSTEM) {
+	switch (transcript_type(t, rec)) {
+	case TX_SYSTEM:
 		sub = transcript_subtype(t, rec);
 		if (strcmp(sub, "slash_command") != 0 && strcmp(sub, "turn_result") != 0)
 			return 0;
+		return raw;
+	case TX_ASSISTANT:
+	case TX_TOOL_RESULT:
+		return raw + raw / 8;
+	default:
+		return raw;
 	}
-	return transcript_raw_len(t, rec);
 }
 
 /* The earliest window start from which sizes[start..len) fit the budget:
@@ -99,6 +111,24 @@ shrink(const struct transcript *t, const struct tx_chain *c, size_t start,
 	return s1 > start ? s1 : start + 1;
 }
 
+/* Keep only the updates that come from records at or after start. */
+static void
+keep_from(struct projection *p, size_t start)
+{
+	json_object *kept = json_object_new_array();
+	size_t i, j, n = json_object_array_length(p->updates);
+
+	for (i = 0, j = 0; i < n; i++) {
+		if (p->origin[i] < start)
+			continue;
+		json_object_array_add(kept,
+		    json_object_get(json_object_array_get_idx(p->updates, i)));
+		p->origin[j++] = p->origin[i];
+	}
+	json_object_put(p->updates);
+	p->updates = kept;
+}
+
 int
 replay_build(struct transcript *t, const struct tx_chain *c,
     const struct replay_opts *opts, struct replay_result *res, char **cause)
@@ -108,8 +138,8 @@ replay_build(struct transcript *t, const struct tx_chain *c,
 	size_t max_updates = opts && opts->max_updates ? opts->max_updates :
 	    REPLAY_DEFAULT_MAX_UPDATES;
 	struct projection p;
-	uint64_t *sizes = NULL, *counts = NULL, total = 2;
-	size_t start;
+	uint64_t *sizes = NULL, *counts = NULL, total = 2, n;
+	size_t start, i;
 
 	memset(res, 0, sizeof *res);
 	memset(&p, 0, sizeof p);
@@ -119,16 +149,20 @@ replay_build(struct transcript *t, const struct tx_chain *c,
 		goto fail;
 	}
 	start = fit_start(t, c, NULL, 0, max_bytes);
-	for (;;) {
-		if (project_window(t, c, start, &p, cause) == -1 ||
-		    measure(&p, c, sizes, counts, &total, cause) == -1)
-			goto fail;
-		if ((total <= max_bytes &&
-		    json_object_array_length(p.updates) <= max_updates) ||
-		    start >= c->len)
-			break;
+	if (project_window(t, c, start, &p, cause) == -1 ||
+	    measure(&p, c, sizes, counts, &total, cause) == -1)
+		goto fail;
+	while ((total > max_bytes ||
+	    json_object_array_length(p.updates) > max_updates) && start < c->len) {
 		start = shrink(t, c, start, sizes, counts, max_bytes, max_updates);
-		project_clear(&p);
+		for (i = 0, total = 2, n = 0; i < c->len; i++) {
+			if (i < start)
+				sizes[i] = counts[i] = 0;
+			total += sizes[i];
+			n += counts[i];
+		}
+		total -= n > 0;		/* sizes carry one separator per update */
+		keep_from(&p, start);
 	}
 	res->updates = p.updates;
 	p.updates = NULL;

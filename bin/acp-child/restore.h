@@ -61,4 +61,11 @@ struct restore_job {
 	struct span		*span;
 };
 
+struct jbuf;
+struct replay_result;
+
+/* answer.c: append the answer (and legacy notifications) to b; takes
+   rr->updates in bulk mode. */
+void	answer_build(struct restore_job *, struct replay_result *, struct jbuf *);
+
 #endif

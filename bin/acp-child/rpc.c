@@ -236,7 +236,7 @@ rpc_session_request(struct child *c, struct rpc_msg *m)
 	s = session_find(&c->sessions, sid);
 	if (s != NULL && s->busy) {
 		if (strcmp(m->method, "qwen/control/session/close") == 0)
-			prompt_cancel(c, s);
+			prompt_cancel(c, s, 1);
 		if (session_enqueue(s, m, CHILD_MAX_QUEUED) == -1)
 			child_send_error(c, m->id, RPC_INTERNAL_ERROR,
 			    "too many requests queued for this session",
@@ -321,7 +321,7 @@ rpc_notification(struct child *c, struct rpc_msg *m)
 	if ((sid = rpc_str(m->params, "sessionId")) == NULL ||
 	    (s = session_find(&c->sessions, sid)) == NULL)
 		return;
-	prompt_cancel(c, s);
+	prompt_cancel(c, s, 0);
 }
 
 void
@@ -362,5 +362,5 @@ rpc_shutdown_sessions(struct child *c)
 	struct session *s;
 
 	RB_FOREACH(s, session_tree, &c->sessions)
-		prompt_cancel(c, s);
+		prompt_cancel(c, s, 1);
 }

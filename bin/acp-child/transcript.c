@@ -64,8 +64,8 @@ type_of(const struct txscan_field *f)
 }
 
 /* Append a fragment to logical record r. */
-static int
-add_fragment(struct transcript *t, uint32_t r, uint64_t off, uint32_t len)
+int
+tx_add_fragment(struct transcript *t, uint32_t r, uint64_t off, uint32_t len)
 {
 	struct tx_frag *f;
 	uint32_t *link;
@@ -115,13 +115,17 @@ add_record(struct transcript *t, const struct txscan *s, uint64_t off,
 	    tx_intern_sub(t, su->p, su->len, &sub) == -1)
 		return -1;
 	conv = !(type == TX_SYSTEM && (t->subflags[sub] & TX_SUB_NONCONV));
-	tx_key_text(&key, u->p, u->len);
+	if (t->pf_p == u->p && (t->pf_key.str ? t->pf_key.len == u->len : u->len == 36))
+		key = t->pf_key;		/* hashed by prefetch_uuid */
+	else
+		tx_key_text(&key, u->p, u->len);
+	t->pf_p = NULL;
 	if (conv && tx_ht_reserve(t) == -1)
 		return -1;
 	if (conv && (dup = tx_ht_probe(t, &key, &slot)) >= 0) {
 		t->st.duplicates++;
 		t->leaf = dup;
-		return add_fragment(t, (uint32_t)dup, off, (uint32_t)len);
+		return tx_add_fragment(t, (uint32_t)dup, off, (uint32_t)len);
 	}
 	if ((r = tx_rec_new(t)) == NULL)
 		return -1;
@@ -144,7 +148,7 @@ add_record(struct transcript *t, const struct txscan *s, uint64_t off,
 	}
 	if (conv) {
 		t->leaf = (int64_t)(t->nrec - 1);
-		tx_ht_set(t, slot, (uint32_t)(t->nrec - 1));
+		tx_ht_set(t, slot, (uint32_t)(t->nrec - 1), &key);
 	}
 	return 0;
 }
@@ -211,16 +215,22 @@ static void
 recover_slice(void *arg, const char *p, const char *e)
 {
 	struct recover_ctx *c = arg;
-	struct txscan s;
+	struct txscan s = { .uuid_hook = NULL };
 	json_object *obj;
 	uint64_t off = c->off + (uint64_t)(p - c->base);
 	int valid;
 
 	if (c->rc == -1)
 		return;
-	if (txscan_object(p, e, &s) == TXSCAN_OK) {
+	switch (txscan_object(p, e, &s)) {
+	case TXSCAN_OK:
 		c->rc = add_record(c->t, &s, off, e - p, 1);
 		return;
+	case TXSCAN_BAD:
+	case TXSCAN_TRAIL:
+		return;
+	case TXSCAN_FALLBACK:
+		break;
 	}
 	obj = tx_json_parse(c->t, p, e - p, &valid);
 	if (valid && add_json(c->t, obj, off, e - p, 1) == -1)
@@ -232,7 +242,7 @@ static int
 index_line(struct transcript *t, uint64_t off, const char *p, const char *e)
 {
 	struct recover_ctx rc;
-	struct txscan s;
+	struct txscan s = { .uuid_hook = NULL };
 	json_object *obj;
 	const char *b = p;
 	int valid;
@@ -244,11 +254,19 @@ index_line(struct transcript *t, uint64_t off, const char *p, const char *e)
 	if (p == e)
 		return 0;
 	off += (uint64_t)(p - b);
-	if (txscan_object(p, e, &s) == TXSCAN_OK)
+	switch (txscan_object(p, e, &s)) {
+	case TXSCAN_OK:
 		return add_record(t, &s, off, e - p, 0);
-	obj = tx_json_parse(t, p, e - p, &valid);
-	if (valid)
-		return add_json(t, obj, off, e - p, 0);
+	case TXSCAN_FALLBACK:
+		/* Escaped keys, deep nesting, not an object: json-c decides. */
+		obj = tx_json_parse(t, p, e - p, &valid);
+		if (valid)
+			return add_json(t, obj, off, e - p, 0);
+		break;
+	case TXSCAN_BAD:
+	case TXSCAN_TRAIL:
+		break;
+	}
 	t->st.malformed_lines++;
 	rc.t = t;
 	rc.base = p;
@@ -258,15 +276,48 @@ index_line(struct transcript *t, uint64_t off, const char *p, const char *e)
 	return rc.rc;
 }
 
-/* Index whole lines from t->indexed to the end of the file. */
-static int
-index_pass(struct transcript *t, char **cause)
+/* Scanner hook: hash the uuid as soon as it is seen and prefetch its slot,
+   so the probe after the (much longer) rest of the line does not stall. */
+static void
+prefetch_uuid(void *arg, const char *p, size_t n)
+{
+	struct transcript *t = arg;
+
+	tx_key_text(&t->pf_key, p, n);
+	t->pf_p = p;
+	__builtin_prefetch(&t->ht[t->pf_key.h & t->htmask]);
+}
+
+/* Index the line starting at buf[start] in one pass when it is one valid
+   object; returns the offset after its '\n', 0 when the fast path does not
+   apply (then the line is found with memchr and indexed by index_line). */
+static size_t
+fast_line(struct transcript *t, uint64_t off, const char *buf, size_t start,
+    size_t len, int *rc)
+{
+	const char *p = buf + start, *e = buf + len, *end, *nl;
+	struct txscan s = { .uuid_hook = prefetch_uuid, .hook_arg = t };
+
+	while (p < e && *p != '\n' && txscan_isspace((unsigned char)*p))
+		p++;
+	t->pf_p = NULL;
+	if (p >= e || *p != '{' || !txscan_line(p, e, &s, &end, &nl)) {
+		t->pf_p = NULL;		/* never reuse a hash across lines */
+		return 0;
+	}
+	*rc = add_record(t, &s, off + (uint64_t)(p - buf), (size_t)(end - p), 0);
+	return (size_t)(nl - buf) + 1;
+}
+
+/* Index whole lines from t->indexed to the end of the file (or t->limit). */
+int
+tx_index_pass(struct transcript *t, char **cause)
 {
 	char *buf, *nb, *nl;
-	size_t cap = CHUNK, len = 0, scan = 0, start, want;
+	size_t cap = CHUNK, len = 0, scan = 0, start, want, next;
 	uint64_t off = t->indexed;
 	ssize_t n;
-	int skipping = 0;
+	int skipping = 0, rc = 0;
 
 	if ((buf = malloc(cap)) == NULL)
 		goto nomem;
@@ -279,7 +330,9 @@ index_pass(struct transcript *t, char **cause)
 			cap *= 2;
 		}
 		want = cap - len > CHUNK ? CHUNK : cap - len;
-		n = pread(t->fd, buf + len, want, (off_t)(off + len));
+		if (t->limit != 0 && want > t->limit - (off + len))
+			want = (size_t)(t->limit - (off + len));
+		n = want == 0 ? 0 : pread(t->fd, buf + len, want, (off_t)(off + len));
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1) {
@@ -291,7 +344,19 @@ index_pass(struct transcript *t, char **cause)
 			break;
 		len += (size_t)n;
 		start = 0;
-		while ((nl = memchr(buf + scan, '\n', len - scan)) != NULL) {
+		for (;;) {
+			/* A fresh line: try the one-pass scanner first. */
+			if (!skipping && scan <= start &&
+			    (next = fast_line(t, off, buf, start, len, &rc)) != 0) {
+				if (rc == -1)
+					goto nomem;
+				start = scan = next;
+				continue;
+			}
+			if (scan < start)
+				scan = start;
+			if ((nl = memchr(buf + scan, '\n', len - scan)) == NULL)
+				break;
 			if (skipping) {
 				skipping = 0;
 				t->st.malformed_lines++;
@@ -353,7 +418,7 @@ transcript_open(const char *path, const char *session_id, char **cause)
 	t->leaf = -1;
 	t->path = strdup(path);
 	t->sid = session_id ? strdup(session_id) : default_sid(path);
-	if (t->path == NULL || t->sid == NULL || tx_index_init(t) == -1) {
+	if (t->path == NULL || t->sid == NULL) {
 		tx_cause(cause, "out of memory");
 		goto fail;
 	}
@@ -374,7 +439,11 @@ transcript_open(const char *path, const char *session_id, char **cause)
 	}
 	t->dev = sb.st_dev;
 	t->ino = sb.st_ino;
-	if (index_pass(t, cause) == -1)
+	if (tx_index_init(t, (uint64_t)sb.st_size) == -1) {
+		tx_cause(cause, "out of memory");
+		goto fail;
+	}
+	if (tx_index_split(t, (uint64_t)sb.st_size, cause) == -1)
 		goto fail;
 	return t;
 fail:
@@ -401,7 +470,7 @@ transcript_refresh(struct transcript *t, char **cause)
 	}
 	if ((uint64_t)sb.st_size == t->indexed + t->pending)
 		return 0;
-	return index_pass(t, cause);
+	return tx_index_pass(t, cause);
 }
 
 void

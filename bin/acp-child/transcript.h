@@ -51,7 +51,8 @@ void transcript_uuid(const struct transcript *, uint32_t rec, char out[64]);
 /* Sum of the raw bytes of all fragments of rec. */
 uint64_t transcript_raw_len(const struct transcript *, uint32_t rec);
 /* Parse rec with json-c (all fragments merged per upstream rules: message.parts concatenated,
-   usageMetadata last wins, timestamp max). Caller puts. NULL + cause on I/O or parse failure. */
+   usageMetadata last wins, timestamp max). Caller puts. NULL + cause on I/O or parse failure;
+   errno is EBADMSG when the bytes are there but json-c does not accept them. */
 json_object *transcript_load_record(struct transcript *, uint32_t rec, char **cause);
 /* Find a record by uuid; -1 if absent. */
 int64_t transcript_find(const struct transcript *, const char *uuid);

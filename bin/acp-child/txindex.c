@@ -1,8 +1,10 @@
 /*
- * txindex.c: uuid keys, the uuid hash, subtype interning, record access and
- * fragment-merging record loads for the transcript index.
+ * txindex.c: uuid keys, the uuid hash, subtype interning and record access
+ * for the transcript index.
  */
 #include "config.h"
+
+#include <sys/mman.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -39,32 +41,30 @@ hash_bytes(const char *s, size_t n)
 	return mix(h ^ 0x5bd1e995ULL);
 }
 
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
+/* Hex digit values (lowercase only: canonical uuids), -1 otherwise. */
+static const int8_t hexval[256] = {
+	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6,
+	['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12,
+	['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16
+};	/* value + 1; 0 = not a digit */
 
 /* Canonical lowercase 8-4-4-4-12 uuid text to 16 bytes. */
 static int
 uuid_parse(const char *s, size_t n, uint8_t out[16])
 {
-	int i, j, hi, lo;
+	static const uint8_t pos[16] = { 0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24,
+	    26, 28, 30, 32, 34 };
+	int i, hi, lo, bad = 0;
 
 	if (n != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-')
 		return -1;
-	for (i = 0, j = 0; i < 16; i++, j += 2) {
-		if (j == 8 || j == 13 || j == 18 || j == 23)
-			j++;
-		if ((hi = hexval(s[j])) < 0 || (lo = hexval(s[j + 1])) < 0)
-			return -1;
-		out[i] = (uint8_t)(hi << 4 | lo);
+	for (i = 0; i < 16; i++) {
+		hi = hexval[(unsigned char)s[pos[i]]];
+		lo = hexval[(unsigned char)s[pos[i] + 1]];
+		bad |= (hi == 0) | (lo == 0);
+		out[i] = (uint8_t)(((unsigned)(hi - 1) & 15) << 4 | ((unsigned)(lo - 1) & 15));
 	}
-	return 0;
+	return bad ? -1 : 0;
 }
 
 static void
@@ -107,8 +107,8 @@ tx_key_text(struct tx_key *k, const char *s, size_t n)
 }
 
 /* The key stored in a record's id[]/par[] slot. */
-static void
-key_stored(const struct transcript *t, const uint8_t v[16], int str,
+void
+tx_key_stored(const struct transcript *t, const uint8_t v[16], int str,
     struct tx_key *k)
 {
 	uint64_t off;
@@ -179,15 +179,9 @@ rec_is(const struct transcript *t, const struct tx_rec *r, const struct tx_key *
 int64_t
 tx_ht_find(const struct transcript *t, const struct tx_key *k)
 {
-	size_t i = k->h & t->htmask;
-	uint32_t v;
+	size_t slot;
 
-	while ((v = t->ht[i]) != 0) {
-		if (rec_is(t, &t->rec[v - 1], k))
-			return v - 1;
-		i = (i + 1) & t->htmask;
-	}
-	return -1;
+	return tx_ht_probe(t, k, &slot);
 }
 
 /* Place rec in a table of mask+1 slots. */
@@ -201,24 +195,41 @@ ht_place(uint32_t *ht, size_t mask, uint64_t h, uint32_t rec)
 	ht[i] = rec + 1;
 }
 
+/* A zeroed slot table; big ones on transparent huge pages, since every probe
+   is a random access and TLB misses dominate otherwise. */
+static struct tx_slot *
+ht_alloc(size_t n)
+{
+	size_t bytes = n * sizeof(struct tx_slot), huge = 2u << 20;
+	void *p;
+
+	if (bytes < huge)
+		return calloc(n, sizeof(struct tx_slot));
+	if (posix_memalign(&p, huge, bytes) != 0)
+		return NULL;
+	(void)madvise(p, bytes, MADV_HUGEPAGE);
+	memset(p, 0, bytes);
+	return p;
+}
+
 int
 tx_ht_reserve(struct transcript *t)
 {
-	struct tx_key rk;
-	uint32_t *nh;
-	size_t i, n;
+	struct tx_slot *nh;
+	size_t i, j, n;
 
 	if ((t->htused + 1) * 2 <= t->htmask + 1)
 		return 0;
 	n = (t->htmask + 1) * 2;
-	if ((nh = calloc(n, sizeof *nh)) == NULL)
+	if ((nh = ht_alloc(n)) == NULL)
 		return -1;
 	for (i = 0; i <= t->htmask; i++) {
-		if (t->ht[i] == 0)
+		if (t->ht[i].rec == 0)
 			continue;
-		key_stored(t, t->rec[t->ht[i] - 1].id,
-		    t->rec[t->ht[i] - 1].kflags & TXR_ID_STR, &rk);
-		ht_place(nh, n - 1, rk.h, t->ht[i] - 1);
+		/* The tag holds the low hash bits: the home slot. */
+		for (j = t->ht[i].tag & (n - 1); nh[j].rec != 0; j = (j + 1) & (n - 1))
+			;
+		nh[j] = t->ht[i];
 	}
 	free(t->ht);
 	t->ht = nh;
@@ -230,22 +241,40 @@ int64_t
 tx_ht_probe(const struct transcript *t, const struct tx_key *k, size_t *slot)
 {
 	size_t i = k->h & t->htmask;
-	uint32_t v;
+	uint32_t tag = (uint32_t)k->h;
+	const struct tx_slot *s;
 
-	while ((v = t->ht[i]) != 0) {
-		if (rec_is(t, &t->rec[v - 1], k))
-			return v - 1;
-		i = (i + 1) & t->htmask;
-	}
+	for (; (s = &t->ht[i])->rec != 0; i = (i + 1) & t->htmask)
+		if (s->tag == tag && rec_is(t, &t->rec[s->rec - 1], k))
+			return s->rec - 1;
 	*slot = i;
 	return -1;
 }
 
 void
-tx_ht_set(struct transcript *t, size_t slot, uint32_t rec)
+tx_ht_set(struct transcript *t, size_t slot, uint32_t rec, const struct tx_key *k)
 {
-	t->ht[slot] = rec + 1;
+	t->ht[slot].rec = rec + 1;
+	t->ht[slot].tag = (uint32_t)k->h;
 	t->htused++;
+}
+
+/* realloc for the record array: past 2 MiB, a copy onto transparent huge
+   pages (one fault per 2 MiB instead of 512). */
+static void *
+big_realloc(void *old, size_t used, size_t bytes)
+{
+	size_t huge = 2u << 20;
+	void *p;
+
+	if (bytes < huge || bytes > SIZE_MAX / 2)
+		return realloc(old, bytes);
+	if (posix_memalign(&p, huge, bytes) != 0)
+		return NULL;
+	(void)madvise(p, bytes, MADV_HUGEPAGE);
+	memcpy(p, old, used);
+	free(old);
+	return p;
 }
 
 struct tx_rec *
@@ -258,7 +287,7 @@ tx_rec_new(struct transcript *t)
 		return NULL;
 	if (t->nrec == t->caprec) {
 		n = t->caprec ? t->caprec * 2 : 1024;
-		if ((r = reallocarray(t->rec, n, sizeof *r)) == NULL)
+		if ((r = big_realloc(t->rec, t->nrec * sizeof *r, n * sizeof *r)) == NULL)
 			return NULL;
 		t->rec = r;
 		t->caprec = n;
@@ -325,12 +354,17 @@ tx_intern_sub(struct transcript *t, const char *s, size_t n, uint32_t *id)
 }
 
 int
-tx_index_init(struct transcript *t)
+tx_index_init(struct transcript *t, uint64_t size_hint)
 {
-	t->htmask = 1023;
+	size_t slots = 1024;
+
+	/* Records average a few KiB: size the uuid hash for the file. */
+	while (slots < (1u << 26) && slots / 2 < size_hint / 2048)
+		slots *= 2;
+	t->htmask = slots - 1;
 	t->capsub = 64;
 	t->shtmask = 127;
-	t->ht = calloc(t->htmask + 1, sizeof *t->ht);
+	t->ht = ht_alloc(t->htmask + 1);
 	t->subs = calloc(t->capsub, sizeof *t->subs);
 	t->subflags = calloc(t->capsub, 1);
 	t->sht = calloc(t->shtmask + 1, sizeof *t->sht);
@@ -355,6 +389,7 @@ tx_index_free(struct transcript *t)
 	free(t->rec);
 	free(t->frag);
 	free(t->pool);
+	free(t->rbuf);
 }
 
 size_t
@@ -389,7 +424,7 @@ transcript_uuid_ref(const struct transcript *t, uint32_t rec, char buf[37],
 	struct tx_key k;
 
 	if (r->kflags & TXR_ID_STR) {
-		key_stored(t, r->id, 1, &k);
+		tx_key_stored(t, r->id, 1, &k);
 		*len = k.len;
 		return k.s;
 	}
@@ -438,123 +473,24 @@ transcript_parent(const struct transcript *t, uint32_t rec, uint32_t *parent)
 {
 	const struct tx_rec *r = &t->rec[rec];
 	struct tx_key k;
+	uint32_t i;
 	int64_t p;
 
 	if (r->kflags & TXR_PAR_NULL)
 		return 0;
-	key_stored(t, r->par, r->kflags & TXR_PAR_STR, &k);
+	/* The parent is nearly always one of the few records just before. */
+	for (i = rec; i > 0 && i + 4 > rec; i--) {
+		const struct tx_rec *q = &t->rec[i - 1];
+		if ((q->flags & TX_F_CONVERSATION) &&
+		    (q->kflags & TXR_ID_STR) == 0 && (r->kflags & TXR_PAR_STR) == 0 &&
+		    memcmp(q->id, r->par, 16) == 0) {
+			*parent = i - 1;
+			return 1;
+		}
+	}
+	tx_key_stored(t, r->par, r->kflags & TXR_PAR_STR, &k);
 	if ((p = tx_ht_find(t, &k)) < 0)
 		return -1;
 	*parent = (uint32_t)p;
 	return 1;
-}
-
-/* pread exactly n bytes at off. */
-static int
-read_at(const struct transcript *t, char *buf, size_t n, uint64_t off,
-    char **cause)
-{
-	ssize_t r;
-	size_t got = 0;
-
-	while (got < n) {
-		r = pread(t->fd, buf + got, n - got, (off_t)(off + got));
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1) {
-			tx_cause(cause, "read %s: %s", t->path, strerror(errno));
-			return -1;
-		}
-		if (r == 0) {
-			tx_cause(cause, "read %s: file shrank under the index", t->path);
-			return -1;
-		}
-		got += (size_t)r;
-	}
-	return 0;
-}
-
-/* Parse one fragment. */
-static json_object *
-load_fragment(struct transcript *t, uint64_t off, uint32_t len, char **cause)
-{
-	json_object *obj;
-	char *buf;
-	int valid;
-
-	if ((buf = malloc(len ? len : 1)) == NULL) {
-		tx_cause(cause, "out of memory");
-		return NULL;
-	}
-	if (read_at(t, buf, len, off, cause) == -1) {
-		free(buf);
-		return NULL;
-	}
-	obj = tx_json_parse(t, buf, len, &valid);
-	free(buf);
-	if (!valid || !json_object_is_type(obj, json_type_object)) {
-		json_object_put(obj);
-		tx_cause(cause, "%s: record at offset %llu no longer parses",
-		    t->path, (unsigned long long)off);
-		return NULL;
-	}
-	return obj;
-}
-
-/* Merge a later fragment into base: parts appended, usage last, timestamp max. */
-static void
-merge_fragment(json_object *base, json_object *frag)
-{
-	json_object *bm, *fm, *bp, *fp, *v, *bt;
-	size_t i;
-
-	if (json_object_object_get_ex(frag, "message", &fm) &&
-	    json_object_object_get_ex(fm, "parts", &fp) &&
-	    json_object_is_type(fp, json_type_array)) {
-		if (!json_object_object_get_ex(base, "message", &bm) ||
-		    !json_object_is_type(bm, json_type_object)) {
-			json_object_object_add(base, "message", json_object_get(fm));
-		} else if (!json_object_object_get_ex(bm, "parts", &bp) ||
-		    !json_object_is_type(bp, json_type_array)) {
-			json_object_object_add(bm, "parts", json_object_get(fp));
-		} else {
-			for (i = 0; i < json_object_array_length(fp); i++)
-				json_object_array_add(bp,
-				    json_object_get(json_object_array_get_idx(fp, i)));
-		}
-	}
-	if (json_object_object_get_ex(frag, "usageMetadata", &v))
-		json_object_object_add(base, "usageMetadata", json_object_get(v));
-	if (json_object_object_get_ex(frag, "timestamp", &v) &&
-	    json_object_is_type(v, json_type_string) &&
-	    (!json_object_object_get_ex(base, "timestamp", &bt) ||
-	    !json_object_is_type(bt, json_type_string) ||
-	    strcmp(json_object_get_string(v), json_object_get_string(bt)) > 0))
-		json_object_object_add(base, "timestamp", json_object_get(v));
-}
-
-json_object *
-transcript_load_record(struct transcript *t, uint32_t rec, char **cause)
-{
-	const struct tx_rec *r;
-	json_object *base, *more;
-	uint32_t f;
-
-	if (rec >= t->nrec) {
-		tx_cause(cause, "no record %u", rec);
-		return NULL;
-	}
-	r = &t->rec[rec];
-	if ((base = load_fragment(t, r->off, r->len, cause)) == NULL)
-		return NULL;
-	for (f = r->frag; f != 0; f = t->frag[f - 1].next) {
-		more = load_fragment(t, t->frag[f - 1].off, t->frag[f - 1].len, cause);
-		if (more == NULL) {
-			json_object_put(base);
-			return NULL;
-		}
-		merge_fragment(base, more);
-		json_object_put(more);
-	}
-	return base;
 }

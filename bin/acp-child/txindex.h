@@ -14,6 +14,7 @@
 #include "transcript.h"
 
 #define TX_JSON_DEPTH	1024
+#define TX_RBUF_KEEP	(4u << 20)
 
 #define TX_SUB_NONCONV	0x01		/* subtype of a non-conversation record */
 
@@ -33,6 +34,13 @@ struct tx_rec {
 	uint8_t flags;			/* TX_F_* */
 	uint8_t kflags;			/* TXR_* */
 	uint8_t pad;
+};
+
+/* A uuid hash slot: record + 1 (0 empty) and the low 32 hash bits, so probes
+   rarely touch the record array and rehashing never does. */
+struct tx_slot {
+	uint32_t rec;
+	uint32_t tag;
 };
 
 struct tx_frag {
@@ -60,13 +68,14 @@ struct transcript {
 	struct tx_stats st;
 	uint64_t indexed;		/* offset of the first unindexed byte */
 	uint64_t pending;		/* bytes after it (torn tail) at the last pass */
+	uint64_t limit;			/* a pass stops here (0: end of file) */
 	int64_t leaf;
 
 	struct tx_rec *rec;
 	size_t nrec, caprec;
 	struct tx_frag *frag;
 	size_t nfrag, capfrag;
-	uint32_t *ht;			/* uuid -> record + 1 (conversation records) */
+	struct tx_slot *ht;		/* uuid -> record (conversation records) */
 	size_t htmask, htused;
 	char *pool;			/* non-canonical uuid strings */
 	size_t npool, cappool;
@@ -78,9 +87,13 @@ struct transcript {
 	size_t shtmask;
 
 	json_tokener *tok;
+	struct tx_key pf_key;		/* uuid hashed early by the scanner hook */
+	const char *pf_p;
+	char *rbuf;			/* record read buffer, kept up to TX_RBUF_KEEP */
+	size_t rcap;
 };
 
-int tx_index_init(struct transcript *);
+int tx_index_init(struct transcript *, uint64_t size_hint);
 void tx_index_free(struct transcript *);
 void tx_key_text(struct tx_key *, const char *, size_t);
 int tx_key_store(struct transcript *, const struct tx_key *, uint8_t dst[16], uint8_t *kflags, uint8_t strflag);
@@ -88,10 +101,15 @@ int64_t tx_ht_find(const struct transcript *, const struct tx_key *);
 /* Insertion: reserve room for one more, probe (-1 + the free slot), then set. */
 int tx_ht_reserve(struct transcript *);
 int64_t tx_ht_probe(const struct transcript *, const struct tx_key *, size_t *slot);
-void tx_ht_set(struct transcript *, size_t slot, uint32_t rec);
+void tx_ht_set(struct transcript *, size_t slot, uint32_t rec, const struct tx_key *);
 struct tx_rec *tx_rec_new(struct transcript *);
 int tx_intern_sub(struct transcript *, const char *, size_t, uint32_t *id);
 json_object *tx_json_parse(struct transcript *, const char *, size_t, int *valid);
+int tx_index_pass(struct transcript *, char **cause);
+int tx_add_fragment(struct transcript *, uint32_t rec, uint64_t off, uint32_t len);
+void tx_key_stored(const struct transcript *, const uint8_t v[16], int str, struct tx_key *);
+/* The first pass of a big file: two threads, one per half, then a merge (txsplit.c). */
+int tx_index_split(struct transcript *, uint64_t size, char **cause);
 void tx_cause(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif /* QWEN_ACP_TXINDEX_H */

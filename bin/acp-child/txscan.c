@@ -16,94 +16,230 @@ txscan_isspace(unsigned char c)
 	return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
 }
 
-/* Skip JSON whitespace. */
+/* Skip JSON whitespace; '\n' is never skipped: it ends the line. */
 static inline const char *
 ws(const char *p, const char *e)
 {
-	while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+	while (p < e && (*p == ' ' || *p == '\t' || *p == '\r'))
 		p++;
 	return p;
 }
 
-/* p is just after an opening quote: return just after the closing one. */
+static inline int
+is_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* First '"', '\\' or '\n' in [p, e), or e: 32 bytes per step. */
+__attribute__((target("avx2"))) static const char *
+find_special_avx2(const char *p, const char *e)
+{
+	const __m256i q = _mm256_set1_epi8('"'), b = _mm256_set1_epi8('\\');
+	const __m256i n = _mm256_set1_epi8('\n');
+	__m256i v;
+	unsigned m;
+
+	for (; e - p >= 32; p += 32) {
+		v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+		m = (unsigned)_mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(
+		    _mm256_cmpeq_epi8(v, q), _mm256_cmpeq_epi8(v, b)),
+		    _mm256_cmpeq_epi8(v, n)));
+		if (m != 0)
+			return p + __builtin_ctz(m);
+	}
+	while (p < e && *p != '"' && *p != '\\' && *p != '\n')
+		p++;
+	return p;
+}
+#define HAVE_AVX2_PATH 1
+#endif
+
+/* Validate one escape at b (a backslash); the byte after it, or NULL. */
+static inline const char *
+escape_end(const char *b, const char *e)
+{
+	if (b + 1 >= e)
+		return NULL;
+	switch (b[1]) {
+	case '"': case '\\': case '/': case 'b': case 'f': case 'n':
+	case 'r': case 't':
+		return b + 2;
+	case 'u':
+		if (e - b < 6 || !is_hex(b[2]) || !is_hex(b[3]) ||
+		    !is_hex(b[4]) || !is_hex(b[5]))
+			return NULL;
+		return b + 6;
+	}
+	return NULL;
+}
+
+/* p is just after an opening quote: return just after the closing one.
+   Escapes are validated.  With AVX2, one pass finds quotes and backslashes;
+   otherwise a string without escapes costs two memchr(). */
 static inline const char *
 skip_str(const char *p, const char *e)
 {
 	const char *q, *b;
 
+#ifdef HAVE_AVX2_PATH
+	if (__builtin_cpu_supports("avx2")) {
+		for (;;) {
+			p = find_special_avx2(p, e);
+			if (p >= e || *p == '\n')
+				return NULL;	/* unterminated in this line */
+			if (*p == '"')
+				return p + 1;
+			if ((p = escape_end(p, e)) == NULL)
+				return NULL;
+		}
+	}
+#endif
 	for (;;) {
-		q = memchr(p, '"', e - p);
-		if (q == NULL)
+		if ((q = memchr(p, '"', e - p)) == NULL)
 			return NULL;
-		/* The opening quote bounds the backslash run. */
-		for (b = q; b[-1] == '\\'; b--)
-			;
-		if (((q - b) & 1) == 0)
+		while ((b = memchr(p, '\\', q - p)) != NULL) {
+			if ((p = escape_end(b, e)) == NULL)
+				return NULL;
+			if (p > q)
+				break;		/* the escape was \" : look further */
+		}
+		if (b == NULL)
 			return q + 1;
-		p = q + 1;
 	}
 }
 
-/* Skip an object or array starting at p; *deep set when too deep. */
+/* Digits [0-9]+ at p; NULL when none. */
+static inline const char *
+digits(const char *p, const char *e)
+{
+	const char *s = p;
+
+	while (p < e && *p >= '0' && *p <= '9')
+		p++;
+	return p > s ? p : NULL;
+}
+
+/* A number, literal, NaN or Infinity at p (Python's json accepts the last two). */
+static const char *
+skip_scalar(const char *p, const char *e)
+{
+	static const char *const lits[] = { "true", "false", "null", "NaN",
+	    "Infinity", "-Infinity", NULL };
+	size_t n;
+	int i;
+
+	for (i = 0; lits[i] != NULL; i++) {
+		n = strlen(lits[i]);
+		if ((size_t)(e - p) >= n && memcmp(p, lits[i], n) == 0)
+			return p + n;
+	}
+	if (p < e && *p == '-')
+		p++;
+	if (p < e && *p == '0')
+		p++;
+	else if ((p = digits(p, e)) == NULL)
+		return NULL;
+	if (p < e && *p == '.' && (p = digits(p + 1, e)) == NULL)
+		return NULL;
+	if (p < e && (*p == 'e' || *p == 'E')) {
+		p++;
+		if (p < e && (*p == '+' || *p == '-'))
+			p++;
+		if ((p = digits(p, e)) == NULL)
+			return NULL;
+	}
+	return p;
+}
+
+enum { S_VALUE, S_VALUE_OR_END, S_KEY, S_KEY_OR_END, S_COLON, S_NEXT };
+
+/* Validate and skip an object or array starting at p; *deep set when too deep. */
 static const char *
 skip_nested(const char *p, const char *e, int *deep)
 {
 	uint64_t arrays = 0;
-	int depth = 0;
+	int depth = 0, state = S_VALUE, arr;
 	char c;
 
-	while (p < e) {
+	for (;;) {
+		p = ws(p, e);
+		if (p >= e)
+			return NULL;
 		c = *p;
-		if (c == '"') {
-			if ((p = skip_str(p + 1, e)) == NULL)
+		arr = depth > 0 && ((arrays >> (depth - 1)) & 1);
+		switch (state) {
+		case S_KEY_OR_END:
+			if (c == '}')
+				goto close;
+			/* FALLTHROUGH */
+		case S_KEY:
+			if (c != '"' || (p = skip_str(p + 1, e)) == NULL)
 				return NULL;
+			state = S_COLON;
+			continue;
+		case S_COLON:
+			if (c != ':')
+				return NULL;
+			p++;
+			state = S_VALUE;
+			continue;
+		case S_NEXT:
+			if (c == ',') {
+				p++;
+				state = arr ? S_VALUE : S_KEY;
+				continue;
+			}
+			if (c == (arr ? ']' : '}'))
+				goto close;
+			return NULL;
+		case S_VALUE_OR_END:
+			if (c == ']')
+				goto close;
+			/* FALLTHROUGH */
+		case S_VALUE:
+			if (c == '{' || c == '[') {
+				if (depth == MAX_DEPTH) {
+					*deep = 1;
+					return NULL;
+				}
+				if (c == '[')
+					arrays |= 1ull << depth;
+				else
+					arrays &= ~(1ull << depth);
+				depth++;
+				p++;
+				state = c == '[' ? S_VALUE_OR_END : S_KEY_OR_END;
+				continue;
+			}
+			if (depth == 0)
+				return NULL;
+			p = c == '"' ? skip_str(p + 1, e) : skip_scalar(p, e);
+			if (p == NULL)
+				return NULL;
+			state = S_NEXT;
 			continue;
 		}
+close:
 		p++;
-		if (c == '{' || c == '[') {
-			if (depth == MAX_DEPTH) {
-				*deep = 1;
-				return NULL;
-			}
-			if (c == '[')
-				arrays |= 1ull << depth;
-			else
-				arrays &= ~(1ull << depth);
-			depth++;
-		} else if (c == '}' || c == ']') {
-			if (depth == 0)
-				return NULL;
-			depth--;
-			if ((int)((arrays >> depth) & 1) != (c == ']'))
-				return NULL;
-			if (depth == 0)
-				return p;
-		}
+		if (--depth == 0)
+			return p;
+		state = S_NEXT;
 	}
-	return NULL;
 }
 
 /* Skip one value at p (not whitespace). */
 static const char *
 skip_value(const char *p, const char *e, int *deep)
 {
-	const char *s = p;
-
 	if (*p == '"')
 		return skip_str(p + 1, e);
 	if (*p == '{' || *p == '[')
 		return skip_nested(p, e, deep);
-	if (*p == '\0' || strchr("-0123456789tfnNI", *p) == NULL)
-		return NULL;
-	while (p < e && *p != '\0' && strchr(",}] \t\r\n", *p) == NULL)
-		p++;
-	if (*s == 't' && (p - s != 4 || memcmp(s, "true", 4) != 0))
-		return NULL;
-	if (*s == 'f' && (p - s != 5 || memcmp(s, "false", 5) != 0))
-		return NULL;
-	if (*s == 'n' && (p - s != 4 || memcmp(s, "null", 4) != 0))
-		return NULL;
-	return p;
+	return skip_scalar(p, e);
 }
 
 enum { KEY_OTHER = TXF_N, KEY_MESSAGE, KEY_ROLE };
@@ -244,37 +380,81 @@ scan_message(const char **pp, const char *e, struct txscan *s, int *deep)
 	return TXSCAN_OK;
 }
 
-enum txscan_result
-txscan_object(const char *p, const char *e, struct txscan *s)
+/* Scan one object at p; *end is set just after its closing brace. */
+static enum txscan_result
+scan_object(const char *p, const char *e, struct txscan *s, const char **end)
 {
 	struct txscan_field scratch;
 	int id, r, more, deep = 0;
 
-	memset(s, 0, sizeof *s);
+	memset(s->f, 0, sizeof s->f);
+	s->message = s->role_user = 0;
 	if (p >= e || *p != '{')
 		return TXSCAN_FALLBACK;
 	p = ws(p + 1, e);
 	if (p < e && *p == '}') {
-		p++;
-		goto end;
+		*end = p + 1;
+		return TXSCAN_OK;
 	}
 	do {
 		if ((id = member_key(&p, e)) < 0)
 			return id == -2 ? TXSCAN_FALLBACK : TXSCAN_BAD;
 		if (id == KEY_MESSAGE)
 			r = scan_message(&p, e, s, &deep);
-		else if (id < TXF_N)
+		else if (id < TXF_N) {
 			r = field_value(&p, e, &s->f[id], &deep);
-		else
+			if (id == TXF_UUID && r == TXSCAN_OK && s->uuid_hook != NULL &&
+			    s->f[id].kind == TXK_STR)
+				s->uuid_hook(s->hook_arg, s->f[id].p, s->f[id].len);
+		} else
 			r = field_value(&p, e, &scratch, &deep);
 		if (r != TXSCAN_OK)
 			return r;
 		if ((more = member_end(&p, e)) < 0)
 			return TXSCAN_BAD;
 	} while (more);
-end:
-	p = ws(p, e);
-	return p == e ? TXSCAN_OK : TXSCAN_TRAIL;
+	*end = p;
+	return TXSCAN_OK;
+}
+
+enum txscan_result
+txscan_object(const char *p, const char *e, struct txscan *s)
+{
+	enum txscan_result r;
+	const char *end;
+
+	if ((r = scan_object(p, e, s, &end)) != TXSCAN_OK)
+		return r;
+	return ws(end, e) == e ? TXSCAN_OK : TXSCAN_TRAIL;
+}
+
+int
+txscan_line(const char *p, const char *e, struct txscan *s, const char **obj_end,
+    const char **nl)
+{
+	const char *end;
+
+#ifdef HAVE_AVX2_PATH
+	if (!__builtin_cpu_supports("avx2"))
+		return 0;
+	if (scan_object(p, e, s, &end) != TXSCAN_OK)
+		return 0;
+	*obj_end = end;
+	while (end < e && *end != '\n' && txscan_isspace((unsigned char)*end))
+		end++;
+	if (end >= e || *end != '\n')
+		return 0;
+	*nl = end;
+	return 1;
+#else
+	(void)p;
+	(void)e;
+	(void)s;
+	(void)obj_end;
+	(void)nl;
+	(void)end;
+	return 0;
+#endif
 }
 
 /* One field from a json-c member. */

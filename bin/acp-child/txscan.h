@@ -36,10 +36,22 @@ struct txscan {
 	struct txscan_field f[TXF_N];
 	int message;		/* a non-empty message object */
 	int role_user;		/* message.role == "user" */
+	/* Optional, set by the caller and kept by the scan: called as soon as a
+	   top-level uuid string is seen (the index prefetches its hash slot). */
+	void (*uuid_hook)(void *, const char *, size_t);
+	void *hook_arg;
 };
 
-/* Scan [p, e) (already trimmed).  Pointers in *out point into the input. */
+/* Scan [p, e) (already trimmed).  Pointers in *out point into the input.
+   out->uuid_hook is kept (set it or zero it before the call). */
 enum txscan_result txscan_object(const char *p, const char *e, struct txscan *out);
+/* The fast path of the index pass: [p, e) is the rest of the read buffer
+   (p after leading blanks).  Returns 1 when one valid object fills the line
+   that starts at p: *obj_end is just after it and *nl at the line's '\n'.
+   0 means "find the line end and use txscan_object" (malformed or odd line,
+   line not complete in the buffer, or no AVX2 string scanner). */
+int txscan_line(const char *p, const char *e, struct txscan *out,
+    const char **obj_end, const char **nl);
 /* Fill *out from a json-c object (the fallback path); pointers borrow obj. */
 void txscan_from_json(json_object *obj, struct txscan *out);
 /* The reference loader's recovery scan: call cb for every slice of [p, e)

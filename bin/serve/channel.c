@@ -1,11 +1,10 @@
 /*
  * channel.c: one qwen-acp-child per workspace, started on demand through
- * libpipeline (which owns SIGCHLD; exits are watched with a pidfd), spoken
- * to in NDJSON JSON-RPC over its stdin/stdout, its stderr copied into the
- * daemon log.  Requests are multiplexed with lib/rpc-pending; session/update
- * notifications are routed to sessions; the child's death becomes
+ * libpipeline (which owns SIGCHLD; exits are watched with a pidfd) and
+ * initialized with a fresh private-parent secret; its death becomes
  * session_died for each of its sessions and the channel is respawned on
- * next use.
+ * next use; the idle policy ends it when its last session goes.  The
+ * JSON-RPC traffic itself is in channel-rpc.c.
  */
 #include "config.h"
 
@@ -29,334 +28,11 @@
 #include "log.h"
 #include "rpc-frame.h"
 #include "rpc-pending.h"
+#include "channel-int.h"
 #include "serve.h"
 
-#define CHAN_KILL_GRACE_MS	2000
-#define CHAN_STDERR_LINE	8192
-#define CHAN_BATCH		8
-
-enum chan_state { CH_IDLE, CH_STARTING, CH_READY, CH_DYING };
-
-struct chan_req {
-	TAILQ_ENTRY(chan_req)	 entry;		/* waiting for initialize */
-	struct channel		*ch;
-	chan_cb			 cb;
-	void			*arg;
-	json_object		*msg;		/* unsent request */
-	uint64_t		 timeout_ms;
-	int			 forgotten;
-};
-
-struct channel {
-	TAILQ_ENTRY(channel)	 entry;
-	char			*workspace;
-	enum chan_state		 state;
-	pipeline		*p;
-	pid_t			 pid;
-	int			 pidfd;
-	struct event		*pid_ev;
-	struct bufferevent	*in, *out, *err;
-	struct rpc_reader	*rd;
-	struct rpc_pending	*pending;
-	struct event		*deadline_ev;
-	struct event		*idle_ev;
-	struct event		*kill_ev;
-	struct event		*more_ev;
-	int			 kill_stage;
-	int			 killed;	/* we ended it */
-	TAILQ_HEAD(, chan_req)	 waiting;
-	size_t			 nsessions;
-	char			 secret[48];
-	unsigned		 serial;	/* of the current child */
-	int			 retired;	/* ending: new work goes elsewhere */
-};
-
-static unsigned chan_serial;
-
 static TAILQ_HEAD(, channel) channels = TAILQ_HEAD_INITIALIZER(channels);
-
-static void	channel_start(struct channel *);
-static void	channel_end(struct channel *, int hard);
-static void	channel_check_idle(struct channel *);
-
-/* ---- requests ----------------------------------------------------------- */
-
-static void
-arm_deadline(struct channel *ch)
-{
-	uint64_t next = rpc_pending_next_deadline(ch->pending), now = clock_mono_ms();
-	struct timeval tv;
-
-	if (next == 0) {
-		event_del(ch->deadline_ev);
-		return;
-	}
-	next = next > now ? next - now : 0;
-	tv.tv_sec = (time_t)(next / 1000);
-	tv.tv_usec = (suseconds_t)(next % 1000) * 1000;
-	event_add(ch->deadline_ev, &tv);
-}
-
-static void
-req_finish(struct chan_req *r, enum chan_outcome o, json_object *payload)
-{
-	if (!r->forgotten && r->cb != NULL)
-		r->cb(r->arg, o, payload);
-	json_object_put(r->msg);
-	free(r);
-}
-
-/* Put the request on the wire with an id from the pending table. */
-static void
-req_send(struct channel *ch, struct chan_req *r)
-{
-	uint64_t deadline = r->timeout_ms ? clock_mono_ms() + r->timeout_ms : 0;
-	int64_t id = rpc_pending_add(ch->pending, deadline, r);
-	size_t len;
-	char *line;
-
-	if (id < 0 || ch->in == NULL) {
-		if (id >= 0)
-			(void)rpc_pending_take(ch->pending, id, NULL);
-		req_finish(r, CHAN_CLOSED, NULL);
-		return;
-	}
-	json_object_object_add(r->msg, "id", json_object_new_int64(id));
-	if ((line = rpc_encode(r->msg, &len)) != NULL) {
-		bufferevent_write(ch->in, line, len);
-		free(line);
-	}
-	json_object_put(r->msg);
-	r->msg = NULL;
-	arm_deadline(ch);
-}
-
-struct chan_req *
-channel_request(struct channel *ch, const char *method, json_object *params,
-    uint64_t timeout_ms, chan_cb cb, void *arg)
-{
-	struct chan_req *r;
-
-	if (ch->state == CH_IDLE)
-		channel_start(ch);
-	if (ch->state == CH_DYING || ch->state == CH_IDLE ||
-	    (r = calloc(1, sizeof(*r))) == NULL) {
-		json_object_put(params);
-		return NULL;
-	}
-	r->ch = ch;
-	r->cb = cb;
-	r->arg = arg;
-	r->timeout_ms = timeout_ms;
-	r->msg = rpc_new_request(NULL, method, params);
-	if (ch->idle_ev != NULL)
-		event_del(ch->idle_ev);
-	if (ch->state == CH_STARTING)
-		TAILQ_INSERT_TAIL(&ch->waiting, r, entry);
-	else
-		req_send(ch, r);
-	return r;
-}
-
-void
-channel_forget(struct chan_req *r)
-{
-	if (r != NULL)
-		r->forgotten = 1;
-}
-
-void
-channel_notify(struct channel *ch, const char *method, json_object *params)
-{
-	json_object *msg = rpc_new_notification(method, params);
-	size_t len;
-	char *line;
-
-	if (ch->state == CH_READY && (line = rpc_encode(msg, &len)) != NULL) {
-		bufferevent_write(ch->in, line, len);
-		free(line);
-	}
-	json_object_put(msg);
-}
-
-static void
-expire_one(int64_t id, void *arg, void *ctx)
-{
-	(void)id; (void)ctx;
-	req_finish(arg, CHAN_TIMEOUT, NULL);
-}
-
-static void
-on_deadline(evutil_socket_t fd, short what, void *arg)
-{
-	struct channel *ch = arg;
-
-	(void)fd; (void)what;
-	rpc_pending_expire(ch->pending, clock_mono_ms(), expire_one, NULL);
-	arm_deadline(ch);
-	channel_check_idle(ch);
-}
-
-/* ---- messages from the child -------------------------------------------- */
-
-/* Answer a request from the child: we mediate no permissions or files. */
-static void
-answer_child_request(struct channel *ch, struct rpc_msg *m)
-{
-	json_object *reply, *res, *outcome;
-	size_t len;
-	char *line;
-
-	if (strcmp(m->method, "session/request_permission") == 0) {
-		res = json_object_new_object();
-		outcome = json_object_new_object();
-		json_object_object_add(outcome, "outcome", json_object_new_string("cancelled"));
-		json_object_object_add(res, "outcome", outcome);
-		reply = rpc_new_result(json_object_get(m->id), res);
-	} else
-		reply = rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
-		    "Method not found", NULL);
-	if ((line = rpc_encode(reply, &len)) != NULL) {
-		bufferevent_write(ch->in, line, len);
-		free(line);
-	}
-	json_object_put(reply);
-}
-
-static void
-handle_msg(struct channel *ch, struct rpc_msg *m)
-{
-	void *arg;
-
-	switch (m->kind) {
-	case RPC_NOTIFICATION:
-		if (strcmp(m->method, "session/update") == 0 && m->params != NULL)
-			sessions_route_update(ch, m->params);
-		else
-			log_debug("child %ld: notification %s ignored", (long)ch->pid, m->method);
-		break;
-	case RPC_REQUEST:
-		answer_child_request(ch, m);
-		break;
-	case RPC_RESULT:
-	case RPC_ERROR:
-		if (m->id == NULL || rpc_pending_take_json(ch->pending, m->id, &arg) == -1) {
-			log_debug("child %ld: answer to an unknown or expired request",
-			    (long)ch->pid);
-			break;
-		}
-		arm_deadline(ch);
-		req_finish(arg, m->kind == RPC_RESULT ? CHAN_RESULT : CHAN_ERROR,
-		    m->kind == RPC_RESULT ? m->result : m->error);
-		channel_check_idle(ch);
-		break;
-	}
-}
-
-/*
- * Take at most CHAN_BATCH messages, then let the loop run (and the SSE
- * streams drain) before the next batch: a child that floods us must not
- * starve the clients.
- */
-static void
-on_out_read(struct bufferevent *bev, void *arg)
-{
-	struct channel *ch = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	struct timeval zero = { 0, 0 };
-	struct rpc_msg m;
-	struct rpc_bad bad;
-	size_t len, done = 0;
-
-	while (ch->rd != NULL) {
-		enum rpc_read_status st = rpc_reader_next(ch->rd, &m, &bad);
-
-		if (st == RPC_READ_MORE) {
-			if ((len = evbuffer_get_length(in)) == 0)
-				return;
-			len = len > 65536 ? 65536 : len;
-			if (rpc_reader_feed(ch->rd, evbuffer_pullup(in, (ssize_t)len), len) == -1)
-				return;
-			evbuffer_drain(in, len);
-			continue;
-		}
-		if (st == RPC_READ_BAD) {
-			log_warnx("child %ld: bad frame on line %zu: %s",
-			    (long)ch->pid, bad.line_no, bad.message);
-			rpc_bad_clear(&bad);
-			continue;
-		}
-		handle_msg(ch, &m);
-		rpc_msg_clear(&m);
-		if (++done == CHAN_BATCH) {
-			event_add(ch->more_ev, &zero);
-			return;
-		}
-	}
-}
-
-static void
-on_more(evutil_socket_t fd, short what, void *arg)
-{
-	struct channel *ch = arg;
-
-	(void)fd; (void)what;
-	if (ch->out != NULL)
-		on_out_read(ch->out, ch);
-}
-
-static void
-on_out_event(struct bufferevent *bev, short what, void *arg)
-{
-	struct channel *ch = arg;
-
-	(void)bev;
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-		if (ch->state == CH_DYING)
-			log_debug("child %ld closed its stdout", (long)ch->pid);
-		else
-			log_warnx("child %ld closed its stdout", (long)ch->pid);
-		bufferevent_disable(ch->out, EV_READ);
-		channel_end(ch, 1);
-	}
-}
-
-static void
-on_in_event(struct bufferevent *bev, short what, void *arg)
-{
-	struct channel *ch = arg;
-
-	(void)bev;
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-		log_warnx("child %ld: its stdin is gone", (long)ch->pid);
-		channel_end(ch, 1);
-	}
-}
-
-/* Copy the child's stderr lines into our log. */
-static void
-on_err_read(struct bufferevent *bev, void *arg)
-{
-	struct channel *ch = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	size_t n;
-	char *line;
-
-	while ((line = evbuffer_readln(in, &n, EVBUFFER_EOL_LF)) != NULL) {
-		log_info("child %ld: %.*s", (long)ch->pid, (int)n, line);
-		free(line);
-	}
-	if (evbuffer_get_length(in) > CHAN_STDERR_LINE)
-		evbuffer_drain(in, evbuffer_get_length(in));
-}
-
-static void
-on_err_event(struct bufferevent *bev, short what, void *arg)
-{
-	(void)arg;
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
-		bufferevent_disable(bev, EV_READ);
-}
+static unsigned chan_serial;
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
@@ -367,7 +43,7 @@ fail_waiting(struct channel *ch, enum chan_outcome o)
 
 	while ((r = TAILQ_FIRST(&ch->waiting)) != NULL) {
 		TAILQ_REMOVE(&ch->waiting, r, entry);
-		req_finish(r, o, NULL);
+		chan_req_finish(r, o, NULL);
 	}
 }
 
@@ -387,14 +63,14 @@ on_initialized(void *arg, enum chan_outcome o, json_object *payload)
 		log_warnx("child %ld: initialize %s", (long)ch->pid,
 		    o == CHAN_TIMEOUT ? "timed out" : "failed");
 		fail_waiting(ch, o == CHAN_TIMEOUT ? CHAN_INIT_TIMEOUT : CHAN_CLOSED);
-		channel_end(ch, 1);
+		chan_end(ch, 1);
 		return;
 	}
 	log_info("child %ld initialized", (long)ch->pid);
 	ch->state = CH_READY;
 	while ((r = TAILQ_FIRST(&ch->waiting)) != NULL) {
 		TAILQ_REMOVE(&ch->waiting, r, entry);
-		req_send(ch, r);
+		chan_req_send(ch, r);
 	}
 }
 
@@ -505,10 +181,11 @@ wrap_fd(int fd, bufferevent_data_cb rd, bufferevent_event_cb ev, void *arg)
 }
 
 static void	on_exit_ready(evutil_socket_t, short, void *);
+static void	respawn(struct channel *);
 
 /* Spawn the child and send initialize. */
-static void
-channel_start(struct channel *ch)
+void
+chan_start(struct channel *ch)
 {
 	int in[2], out[2], err[2];
 	struct chan_req *r;
@@ -542,20 +219,27 @@ channel_start(struct channel *ch)
 	ch->killed = 0;
 	ch->kill_stage = 0;
 	ch->serial = ++chan_serial;
-	ch->in = wrap_fd(in[1], NULL, on_in_event, ch);
-	ch->out = wrap_fd(out[0], on_out_read, on_out_event, ch);
-	ch->err = wrap_fd(err[0], on_err_read, on_err_event, ch);
+	ch->in = wrap_fd(in[1], NULL, chan_on_in_event, ch);
+	/* Big answers (bulk replays) come in big reads, not 4 KiB ones. */
+	(void)fcntl(out[0], F_SETPIPE_SZ, CHAN_PIPE_SIZE);
+	evutil_make_socket_nonblocking(out[0]);
+	ch->out_fd = out[0];
+	ch->out_eof = 0;
+	ch->out_ev = event_new(serve_base, out[0], EV_READ, chan_on_out_ready, ch);
+	ch->err = wrap_fd(err[0], chan_on_err_read, chan_on_err_event, ch);
 	ch->rd = rpc_reader_new(0);
 	ch->pending = rpc_pending_new();
-	ch->deadline_ev = evtimer_new(serve_base, on_deadline, ch);
+	ch->deadline_ev = evtimer_new(serve_base, chan_on_deadline, ch);
 	ch->pid_ev = event_new(serve_base, ch->pidfd, EV_READ, on_exit_ready, ch);
-	if (ch->pidfd == -1 || ch->in == NULL || ch->out == NULL ||
+	if (ch->pidfd == -1 || ch->in == NULL || ch->out_ev == NULL ||
 	    ch->rd == NULL || ch->pending == NULL || ch->pid_ev == NULL) {
 		log_warnx("cannot watch child %ld", (long)ch->pid);
 		kill(ch->pid, SIGKILL);
 	}
 	if (ch->pid_ev != NULL)
 		event_add(ch->pid_ev, NULL);
+	if (ch->out_ev != NULL)
+		event_add(ch->out_ev, NULL);
 	bufferevent_enable(ch->in, EV_WRITE);
 	log_info("started %s (pid %ld) for %s", conf.child_path, (long)ch->pid,
 	    ch->workspace);
@@ -587,18 +271,18 @@ on_kill_timer(evutil_socket_t fd, short what, void *arg)
  * and KILL after grace periods; hard skips the polite step.  Requests are
  * failed when the exit is seen.
  */
-static void
-channel_end(struct channel *ch, int hard)
+void
+chan_end(struct channel *ch, int hard)
 {
 	struct timeval tv = { CHAN_KILL_GRACE_MS / 1000, 0 };
 
 	if (ch->state == CH_IDLE)
 		return;
-	if (ch->state != CH_DYING)
+	if (ch->state != CH_DYING) {
 		log_info("ending child %ld%s", (long)ch->pid, hard ? " (failed)" : "");
+		ch->killed = !hard;
+	}
 	ch->state = CH_DYING;
-	ch->retired = 1;	/* the next request gets a fresh channel */
-	ch->killed = !hard;
 	if (ch->in != NULL) {
 		bufferevent_free(ch->in);
 		ch->in = NULL;
@@ -617,7 +301,7 @@ static void
 drain_one(int64_t id, void *arg, void *ctx)
 {
 	(void)id; (void)ctx;
-	req_finish(arg, CHAN_CLOSED, NULL);
+	chan_req_finish(arg, CHAN_CLOSED, NULL);
 }
 
 /* The pidfd is readable: reap, fail everything, tell the sessions. */
@@ -626,32 +310,20 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 {
 	struct channel *ch = arg;
 	int *st = NULL, n = 0, code = -1, sig = 0, killed = ch->killed;
+	pid_t pid;
 
 	(void)fd; (void)what;
 	/* Take what the child wrote before it exited. */
-	if (ch->out != NULL) {
-		struct evbuffer *ib = bufferevent_get_input(ch->out);
-		int ofd = bufferevent_getfd(ch->out);
-
-		while (evbuffer_read(ib, ofd, 65536) > 0)
-			;
-		event_del(ch->more_ev);
-		while (evbuffer_get_length(ib) > 0 || rpc_reader_pending(ch->rd) > 0) {
-			size_t before = evbuffer_get_length(ib) + rpc_reader_pending(ch->rd);
-
-			on_out_read(ch->out, ch);
-			if (evbuffer_get_length(ib) + rpc_reader_pending(ch->rd) == before)
-				break;
-		}
-		event_del(ch->more_ev);
-	}
+	chan_out_drain(ch);
 	pipeline_wait_all(ch->p, &st, &n);
+	pid = ch->pid;
+	ch->pid = 0;	/* reaped: never signal that number again */
 	if (n > 0 && WIFEXITED(st[0]))
 		code = WEXITSTATUS(st[0]);
 	else if (n > 0 && WIFSIGNALED(st[0]))
 		sig = WTERMSIG(st[0]);
 	free(st);
-	log_info("child %ld exited (%s %d)", (long)ch->pid,
+	log_info("child %ld exited (%s %d)", (long)pid,
 	    sig ? "signal" : "status", sig ? sig : code);
 	ch->state = CH_DYING;
 	fail_waiting(ch, CHAN_CLOSED);
@@ -660,17 +332,20 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 	restore_channel_exited(ch);
 	pipeline_free(ch->p);
 	ch->p = NULL;
-	ch->pid = 0;
 	event_free(ch->pid_ev);
 	ch->pid_ev = NULL;
 	close(ch->pidfd);
 	ch->pidfd = -1;
 	if (ch->in != NULL)
 		bufferevent_free(ch->in);
-	bufferevent_free(ch->out);
+	if (ch->out_ev != NULL)
+		event_free(ch->out_ev);
+	ch->out_ev = NULL;
+	close(ch->out_fd);
+	ch->out_fd = -1;
 	if (ch->err != NULL)
 		bufferevent_free(ch->err);
-	ch->in = ch->out = ch->err = NULL;
+	ch->in = ch->err = NULL;
 	rpc_reader_free(ch->rd);
 	ch->rd = NULL;
 	rpc_pending_free(ch->pending);
@@ -680,6 +355,26 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 	if (ch->kill_ev != NULL)
 		event_del(ch->kill_ev);
 	ch->state = CH_IDLE;
+	respawn(ch);
+}
+
+/* Requests that came while an idle child was ending get a fresh one. */
+static void
+respawn(struct channel *ch)
+{
+	struct chan_req *r;
+
+	if (TAILQ_EMPTY(&ch->respawn))
+		return;
+	if (!serve_shutting_down())
+		chan_start(ch);
+	while ((r = TAILQ_FIRST(&ch->respawn)) != NULL) {
+		TAILQ_REMOVE(&ch->respawn, r, entry);
+		if (ch->state == CH_STARTING)
+			TAILQ_INSERT_TAIL(&ch->waiting, r, entry);
+		else
+			chan_req_finish(r, CHAN_CLOSED, NULL);
+	}
 }
 
 static void
@@ -691,7 +386,7 @@ on_idle(evutil_socket_t fd, short what, void *arg)
 	if (ch->nsessions == 0 && ch->state == CH_READY &&
 	    rpc_pending_count(ch->pending) == 0) {
 		log_info("child %ld idle: ending it", (long)ch->pid);
-		channel_end(ch, 0);
+		chan_end(ch, 0);
 	}
 }
 
@@ -701,8 +396,8 @@ on_idle(evutil_socket_t fd, short what, void *arg)
  * at once; otherwise, with no session and no request, the configured idle
  * policy ends the child.
  */
-static void
-channel_check_idle(struct channel *ch)
+void
+chan_check_idle(struct channel *ch)
 {
 	struct rfsm_chan_view v;
 	struct timeval tv;
@@ -717,7 +412,7 @@ channel_check_idle(struct channel *ch)
 		if (v.unsettled > 0 || v.quarantined > 0) {
 			log_info("child %ld drained with an unsettled restore: recycling it",
 			    (long)ch->pid);
-			channel_end(ch, 0);
+			chan_end(ch, 0);
 			return;
 		}
 		break;
@@ -735,32 +430,14 @@ channel_check_idle(struct channel *ch)
 	event_add(ch->idle_ev, &tv);
 }
 
-/* A retired channel whose child has exited is referenced by nothing. */
-static void
-channel_free(struct channel *ch)
-{
-	TAILQ_REMOVE(&channels, ch, entry);
-	if (ch->idle_ev != NULL)
-		event_free(ch->idle_ev);
-	if (ch->kill_ev != NULL)
-		event_free(ch->kill_ev);
-	if (ch->more_ev != NULL)
-		event_free(ch->more_ev);
-	free(ch->workspace);
-	free(ch);
-}
-
 struct channel *
 channel_get(const char *workspace)
 {
-	struct channel *ch, *next;
+	struct channel *ch;
 
-	TAILQ_FOREACH_SAFE(ch, &channels, entry, next) {
-		if (ch->retired && ch->state == CH_IDLE && ch->nsessions == 0)
-			channel_free(ch);
-		else if (!ch->retired && strcmp(ch->workspace, workspace) == 0)
+	TAILQ_FOREACH(ch, &channels, entry)
+		if (strcmp(ch->workspace, workspace) == 0)
 			return ch;
-	}
 	if ((ch = calloc(1, sizeof(*ch))) == NULL)
 		return NULL;
 	if ((ch->workspace = strdup(workspace)) == NULL) {
@@ -768,9 +445,11 @@ channel_get(const char *workspace)
 		return NULL;
 	}
 	ch->pidfd = -1;
+	ch->out_fd = -1;
 	TAILQ_INIT(&ch->waiting);
+	TAILQ_INIT(&ch->respawn);
 	ch->idle_ev = evtimer_new(serve_base, on_idle, ch);
-	ch->more_ev = evtimer_new(serve_base, on_more, ch);
+	ch->more_ev = evtimer_new(serve_base, chan_on_more, ch);
 	TAILQ_INSERT_TAIL(&channels, ch, entry);
 	return ch;
 }
@@ -787,26 +466,27 @@ channel_session_removed(struct channel *ch)
 {
 	if (ch->nsessions > 0)
 		ch->nsessions--;
-	channel_check_idle(ch);
+	chan_check_idle(ch);
 }
 
 /* Condemnation may have changed (restore-fsm): apply the policy again. */
 void
 channel_reconsider(struct channel *ch)
 {
-	channel_check_idle(ch);
+	chan_check_idle(ch);
 }
 
-/* Mark ch dying now; its child gets TERM now and KILL after a grace. */
+/*
+ * Mark ch dying now; its child gets TERM now and KILL after a grace.
+ * Requests that come meanwhile go to a fresh child once it has exited.
+ */
 void
 channel_kill(struct channel *ch)
 {
-	if (ch->state == CH_IDLE || ch->state == CH_DYING) {
-		ch->retired = 1;
+	if (ch->state == CH_IDLE || ch->state == CH_DYING)
 		return;
-	}
 	log_info("child %ld: nothing else on it, ending it", (long)ch->pid);
-	channel_end(ch, 1);
+	chan_end(ch, 1);
 	ch->killed = 1;
 }
 
@@ -858,7 +538,7 @@ channels_shutdown(void)
 
 	TAILQ_FOREACH(ch, &channels, entry)
 		if (ch->state != CH_IDLE)
-			channel_end(ch, 0);
+			chan_end(ch, 0);
 	return channels_running();
 }
 
@@ -868,6 +548,15 @@ channels_free(void)
 {
 	struct channel *ch;
 
-	while ((ch = TAILQ_FIRST(&channels)) != NULL)
-		channel_free(ch);
+	while ((ch = TAILQ_FIRST(&channels)) != NULL) {
+		TAILQ_REMOVE(&channels, ch, entry);
+		if (ch->idle_ev != NULL)
+			event_free(ch->idle_ev);
+		if (ch->kill_ev != NULL)
+			event_free(ch->kill_ev);
+		if (ch->more_ev != NULL)
+			event_free(ch->more_ev);
+		free(ch->workspace);
+		free(ch);
+	}
 }

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
@@ -144,6 +145,10 @@ http_reply_json(struct evhttp_request *req, int status, json_object *body)
 		evbuffer_add(buf, s, strlen(s));
 		json_object_put(body);
 	}
+	/* A restore answer can be megabytes: write it in big pieces. */
+	if (evbuffer_get_length(buf) > 65536 && evhttp_request_get_connection(req) != NULL)
+		bufferevent_set_max_single_write(evhttp_connection_get_bufferevent(
+		    evhttp_request_get_connection(req)), 1024 * 1024);
 	evhttp_send_reply(req, status, NULL, buf);
 	evbuffer_free(buf);
 }

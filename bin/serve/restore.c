@@ -843,8 +843,13 @@ static void
 fsm_close(void *ctx)
 {
 	struct inflight *op = ctx;
-	json_object *p = json_object_new_object();
+	json_object *p;
 
+	if (!channel_alive(op->ch)) {
+		rfsm_feed(&op->fsm, RFSM_EV_TRANSPORT_CLOSED);	/* queued */
+		return;
+	}
+	p = json_object_new_object();
 	json_object_object_add(p, "sessionId", json_object_new_string(op->id));
 	json_object_object_add(p, "drainTimeoutMs",
 	    json_object_new_int64(conf.init_timeout_ms * 8 / 10));

@@ -3,10 +3,13 @@
  *
  * One file per role: main.c (options, signals, lifecycle), listen.c
  * (sockets and request gates), http.c (routing, bodies, replies),
- * routes-session.c (session routes), sse.c (event buses), channel.c
- * (qwen-acp-child processes), clients.c (client registry), sessions.c
- * (session map, prompts, reaping, tombstones).  Everything runs on one
- * libevent loop; nothing here is thread-safe.
+ * routes-session.c (session routes), routes-daemon.c (health,
+ * capabilities, workspace listing), restore.c (in-flight spawns and
+ * restores: the seam of the restore state machine), sse.c (event buses),
+ * channel.c and channel-rpc.c (the qwen-acp-child process and its
+ * JSON-RPC traffic), clients.c (client registry), sessions.c (session
+ * map, prompts, reaping, tombstones).  Everything runs on one libevent
+ * loop; nothing here is thread-safe.
  */
 #ifndef QWEN_SERVE_H
 #define QWEN_SERVE_H

@@ -3,7 +3,8 @@
  *
  * usage: acp-drive [-q] [-t SECONDS] [-e STDERR-FILE] -- COMMAND [ARG...]
  *
- * Every line the child writes is copied to stdout (not with -q); the
+ * Every line the child writes is copied to stdout (with -q only lines
+ * shorter than 64 KiB); the
  * driver's own reports are lines starting with '#'.  Script commands, one
  * per line on stdin:
  *   send LINE            write LINE and '\n' to the child
@@ -126,7 +127,7 @@ got_line(char *line)
 	json_object *o, *id, *m;
 	struct idrec *r;
 
-	if (!quiet)
+	if (!quiet || strlen(line) < 65536)
 		printf("%s\n", line);
 	o = parse_head(line);
 	if (o != NULL && json_object_object_get_ex(o, "id", &id) &&
@@ -147,31 +148,39 @@ got_line(char *line)
 static int
 pump(int ms)
 {
+	static size_t scanned;		/* bytes of inbuf known to hold no '\n' */
 	struct pollfd pfd = { from_child, POLLIN, 0 };
-	char buf[65536], *nl;
+	char *nl, *start;
 	ssize_t n;
 
 	if (child_eof)
 		return 0;
 	if (poll(&pfd, 1, ms) <= 0)
 		return 1;
-	n = read(from_child, buf, sizeof(buf));
+	if (incap - inlen < (1u << 20)) {
+		incap = incap * 2 + (1u << 20);
+		inbuf = realloc(inbuf, incap);
+	}
+	n = read(from_child, inbuf + inlen, incap - inlen - 1);
 	if (n <= 0) {
 		child_eof = 1;
 		return 0;
 	}
-	if (inlen + (size_t)n + 1 > incap) {
-		incap = (inlen + (size_t)n + 1) * 2;
-		inbuf = realloc(inbuf, incap);
-	}
-	memcpy(inbuf + inlen, buf, (size_t)n);
 	inlen += (size_t)n;
-	while ((nl = memchr(inbuf, '\n', inlen)) != NULL) {
+	/* Lines are handled in place; only new bytes are scanned. */
+	start = inbuf;
+	while ((nl = memchr(inbuf + scanned, '\n', inlen - scanned)) != NULL) {
 		*nl = '\0';
-		got_line(inbuf);
-		inlen -= (size_t)(nl + 1 - inbuf);
-		memmove(inbuf, nl + 1, inlen);
+		got_line(start);
+		scanned = (size_t)(nl + 1 - inbuf);
+		start = nl + 1;
+		/* Shift out handled lines only when the next one starts fresh. */
+		memmove(inbuf, start, inlen - scanned);
+		inlen -= scanned;
+		scanned = 0;
+		start = inbuf;
 	}
+	scanned = inlen;
 	fflush(stdout);
 	return 1;
 }
@@ -303,7 +312,8 @@ rank(const double *v, size_t n, double pct)
 static void
 probe(const char *pfx, const char *until, const char *method, const char *params)
 {
-	double *rtt = NULL, deadline = now_ms() + timeout_s * 1e3;
+	double *rtt = NULL, deadline = now_ms() + timeout_s * 1e3, start = now_ms();
+	double max = 0, max_at = 0;
 	size_t n = 0, cap = 0;
 	struct idrec *u, *r;
 	char line[4096], idtxt[256];
@@ -324,12 +334,16 @@ probe(const char *pfx, const char *until, const char *method, const char *params
 			rtt = realloc(rtt, cap * sizeof(*rtt));
 		}
 		rtt[n++] = r->answered - r->sent;
+		if (rtt[n - 1] > max) {
+			max = rtt[n - 1];
+			max_at = r->sent - start;
+		}
 		if (now_ms() > deadline)
 			die_timeout(until);
 	}
 	qsort(rtt, n, sizeof(*rtt), cmp_d);
-	printf("#probe n=%zu p50=%.3f p99=%.3f max=%.3f\n", n, rank(rtt, n, 50),
-	    rank(rtt, n, 99), n ? rtt[n - 1] : 0.0);
+	printf("#probe n=%zu p50=%.3f p99=%.3f max=%.3f max_at=%.1f\n", n,
+	    rank(rtt, n, 50), rank(rtt, n, 99), n ? rtt[n - 1] : 0.0, max_at);
 	free(rtt);
 }
 
@@ -409,6 +423,7 @@ spawn(char **argv, const char *errfile)
 	close(out[1]);
 	to_child = in[1];
 	from_child = out[0];
+	fcntl(from_child, F_SETPIPE_SZ, 1 << 20);	/* fewer wake-ups for big answers */
 	fcntl(to_child, F_SETFL, O_NONBLOCK);
 }
 

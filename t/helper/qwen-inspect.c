@@ -5,13 +5,19 @@
  *   qwen-inspect --replay [--max-bytes N] [--max-updates N] FILE
  *                                          the bulk replay envelope
  *   qwen-inspect --chain FILE              the active chain's uuids, oldest first
+ *   qwen-inspect --bench N FILE            median wall ms of N resumes (index +
+ *                                          chain + model history) and N loads
+ *                                          (resume + default bulk replay), peak RSS
  */
 #include "config.h"
+
+#include <sys/resource.h>
 
 #include <err.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "chain.h"
 #include "inspect.h"
@@ -23,7 +29,9 @@ usage(void)
 {
 	fprintf(stderr, "usage: %s FILE\n"
 	    "       %s --replay [--max-bytes N] [--max-updates N] FILE\n"
-	    "       %s --chain FILE\n", getprogname(), getprogname(), getprogname());
+	    "       %s --chain FILE\n"
+	    "       %s --bench N FILE\n", getprogname(), getprogname(), getprogname(),
+	    getprogname());
 	exit(2);
 }
 
@@ -83,11 +91,89 @@ chain_main(const char *path)
 	return 0;
 }
 
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* CPU ms (user + system) used so far. */
+static double
+cpu_ms(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+	    (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+/* One resume (replay 0) or load (replay 1); wall ms, CPU ms in *cpu. */
+static double
+bench_once(const char *path, int replay, double *cpu)
+{
+	struct replay_result rr;
+	struct transcript *t;
+	struct tx_chain c;
+	char *cause = NULL;
+	double t0 = now_ms(), c0 = cpu_ms();
+
+	if ((t = transcript_open(path, NULL, &cause)) == NULL ||
+	    chain_build(t, &c, &cause) == -1 ||
+	    chain_model_history(t, &c, &cause) < 0)
+		errx(1, "%s", cause);
+	if (replay) {
+		if (replay_build(t, &c, NULL, &rr, &cause) == -1)
+			errx(1, "%s", cause);
+		replay_result_clear(&rr);
+	}
+	chain_clear(&c);
+	transcript_free(t);
+	*cpu = cpu_ms() - c0;
+	return now_ms() - t0;
+}
+
+/* Print {"resumeMs", "loadMs", "resumeCpuMs", "loadCpuMs" (medians), "maxRssKiB"}. */
+static int
+bench_main(const char *path, size_t n)
+{
+	double *v = calloc(4 * n, sizeof *v);
+	struct rusage ru;
+	size_t i;
+
+	if (v == NULL)
+		err(1, "calloc");
+	for (i = 0; i < n; i++) {
+		v[i] = bench_once(path, 0, &v[2 * n + i]);
+		v[n + i] = bench_once(path, 1, &v[3 * n + i]);
+	}
+	for (i = 0; i < 4; i++)
+		qsort(v + i * n, n, sizeof *v, cmp_double);
+	getrusage(RUSAGE_SELF, &ru);
+	printf("{\"resumeMs\":%.1f,\"loadMs\":%.1f,\"resumeCpuMs\":%.1f,"
+	    "\"loadCpuMs\":%.1f,\"maxRssKiB\":%ld}\n", v[n / 2], v[n + n / 2],
+	    v[2 * n + n / 2], v[3 * n + n / 2], ru.ru_maxrss);
+	free(v);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	size_t max_bytes = 0, max_updates = 0;
 	const char *e;
+	size_t bench = 0;
 	int i, replay = 0, chain = 0;
 
 	for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
@@ -95,6 +181,10 @@ main(int argc, char **argv)
 			replay = 1;
 		} else if (strcmp(argv[i], "--chain") == 0) {
 			chain = 1;
+		} else if (strcmp(argv[i], "--bench") == 0 && i + 1 < argc) {
+			bench = strtonum(argv[++i], 1, 1000, &e);
+			if (e != NULL)
+				errx(2, "--bench: %s", e);
 		} else if (strcmp(argv[i], "--max-bytes") == 0 && i + 1 < argc) {
 			max_bytes = strtonum(argv[++i], 1, INT64_MAX, &e);
 			if (e != NULL)
@@ -109,6 +199,8 @@ main(int argc, char **argv)
 	}
 	if (i != argc - 1)
 		usage();
+	if (bench)
+		return bench_main(argv[i], bench);
 	if (chain)
 		return chain_main(argv[i]);
 	if (replay)

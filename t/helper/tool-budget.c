@@ -70,6 +70,7 @@ print_timer(int64_t ms)
 	return 0;
 }
 
+/* budget parse FLAG TEXT [--allow-zero]. */
 static int
 cmd_parse(int argc, char **argv)
 {
@@ -78,7 +79,8 @@ cmd_parse(int argc, char **argv)
 	int allow_zero = argc == 3 && strcmp(argv[2], "--allow-zero") == 0;
 
 	if (argc < 2 || (argc == 3 && !allow_zero) || argc > 3) {
-		fprintf(stderr, "usage: budget parse FLAG TEXT [--allow-zero]\n");
+		fprintf(stderr,
+		    "usage: budget parse FLAG TEXT [--allow-zero]\n");
 		return 2;
 	}
 	if (budget_parse_ms(argv[0], argv[1], allow_zero, &v, err,
@@ -102,6 +104,7 @@ one_ms(int argc, char **argv, int64_t *v)
 	return 0;
 }
 
+/* Dispatch the budget subcommands. */
 int
 tool_budget(int argc, char **argv)
 {

@@ -24,7 +24,8 @@
 #include "errors.h"
 #include "tool.h"
 
-#define JSON_OUT	(JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+#define JSON_OUT \
+	(JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 /* Print one JSON value on its own line and put it. */
 static int
@@ -124,6 +125,7 @@ fail:
 	return NULL;
 }
 
+/* errors table: one TSV line per catalog entry. */
 static int
 cmd_table(void)
 {
@@ -141,6 +143,7 @@ cmd_table(void)
 	return 0;
 }
 
+/* errors reasons: the reason rows. */
 static int
 cmd_reasons(void)
 {
@@ -158,6 +161,7 @@ cmd_reasons(void)
 	return 0;
 }
 
+/* errors rest|jsonrpc CODE [k=v ...]. */
 static int
 cmd_build(int argc, char **argv, int rest)
 {
@@ -179,6 +183,7 @@ cmd_build(int argc, char **argv, int rest)
 	return ra;
 }
 
+/* errors classify STATUS BODY [RETRY_AFTER]. */
 static int
 cmd_classify(int argc, char **argv)
 {
@@ -200,6 +205,7 @@ cmd_classify(int argc, char **argv)
 	return r;
 }
 
+/* errors classify-rpc JSON. */
 static int
 cmd_classify_rpc(int argc, char **argv)
 {
@@ -221,6 +227,7 @@ cmd_classify_rpc(int argc, char **argv)
 	return r;
 }
 
+/* Dispatch the errors subcommands. */
 int
 tool_errors(int argc, char **argv)
 {

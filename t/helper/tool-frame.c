@@ -77,6 +77,7 @@ frame_size_arg(const char *name, const char *s)
 	return (size_t)v;
 }
 
+/* The frame subcommand: stdin through a reader, one line per event. */
 int
 tool_frame(int argc, char **argv)
 {

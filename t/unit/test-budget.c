@@ -7,6 +7,7 @@
 
 #define MAX	BUDGET_MAX_MS
 
+/* budget_parse_ms: the brief's reject and accept lists. */
 static void
 test_parse(void)
 {
@@ -65,6 +66,7 @@ test_parse(void)
 	is_int(strlen(err), 19, "message truncated to errlen");
 }
 
+/* The server restore budget order of seed 000. */
 static void
 test_restore(void)
 {
@@ -93,6 +95,7 @@ test_restore(void)
 		    "restore budget: %s", c[i].what);
 }
 
+/* The SDK restore timeout order, with the timer ceiling. */
 static void
 test_client(void)
 {
@@ -136,6 +139,7 @@ test_client(void)
 	    "client: NULL disabled pointer");
 }
 
+/* Web watchdog and request timeouts, with the timer ceiling. */
 static void
 test_web(void)
 {
@@ -153,6 +157,7 @@ test_web(void)
 	is_int(BUDGET_ATTACH_WATCHDOG_MS, 30000, "attach watchdog stays 30 s");
 }
 
+/* clamp(ceil(ms / 1000), 5, 120) at its edges. */
 static void
 test_retry_after(void)
 {
@@ -172,6 +177,7 @@ test_retry_after(void)
 		    "retry-after for %lld ms", (long long)c[i].ms);
 }
 
+/* Run every group; the exit status says whether all passed. */
 int
 main(void)
 {

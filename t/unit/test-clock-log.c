@@ -23,6 +23,7 @@ static void
 test_clock(void)
 {
 	uint64_t a, b, ns0, ms, ns1, wall, deadline, rem, start;
+	struct timespec t0, t1;
 	int i, backwards = 0;
 
 	a = clock_mono_ns();
@@ -37,9 +38,12 @@ test_clock(void)
 	ns1 = clock_mono_ns();
 	ok(ms >= ns0 / 1000000 && ms <= ns1 / 1000000,
 	    "clock_mono_ms is clock_mono_ns in milliseconds");
+	clock_gettime(CLOCK_REALTIME, &t0);
 	wall = clock_wall_ns();
-	ok(wall / 1000000000 >= (uint64_t)time(NULL) - 1 &&
-	    wall / 1000000000 <= (uint64_t)time(NULL), "clock_wall_ns is unix time");
+	clock_gettime(CLOCK_REALTIME, &t1);
+	ok(wall >= (uint64_t)t0.tv_sec * 1000000000 + (uint64_t)t0.tv_nsec &&
+	    wall <= (uint64_t)t1.tv_sec * 1000000000 + (uint64_t)t1.tv_nsec,
+	    "clock_wall_ns is unix time in nanoseconds");
 	ms = clock_wall_ms();
 	ok(ms >= wall / 1000000 && ms - wall / 1000000 < 2000,
 	    "clock_wall_ms is clock_wall_ns in milliseconds");
@@ -48,7 +52,7 @@ test_clock(void)
 	is_int(clock_remaining_ms(clock_mono_ms() - 5), 0,
 	    "a past deadline leaves 0");
 	rem = clock_remaining_ms(clock_mono_ms() + 1000);
-	ok(rem > 900 && rem <= 1000, "a deadline 1 s away leaves ~1000 ms (%llu)",
+	ok(rem > 500 && rem <= 1000, "a deadline 1 s away leaves ~1000 ms (%llu)",
 	    (unsigned long long)rem);
 	ok(clock_remaining_ms(UINT64_MAX) > UINT64_MAX / 2,
 	    "a far deadline does not wrap");

@@ -106,12 +106,14 @@ take_string(json_object *o)
 	return s;
 }
 
+/* Does o have member key? */
 static int
 has(json_object *o, const char *key)
 {
 	return json_object_object_get_ex(o, key, NULL);
 }
 
+/* String member key of o, or NULL. */
 static const char *
 str(json_object *o, const char *key)
 {
@@ -123,6 +125,7 @@ str(json_object *o, const char *key)
 	return json_object_get_string(v);
 }
 
+/* Integer member key of o, or -999. */
 static int64_t
 num(json_object *o, const char *key)
 {
@@ -134,6 +137,7 @@ num(json_object *o, const char *key)
 	return json_object_get_int64(v);
 }
 
+/* The rows, and the invariants of the whole table. */
 static void
 test_table(void)
 {
@@ -186,6 +190,7 @@ test_table(void)
 	ok(qerr_lookup_rpc(-32603) == NULL, "-32603 names no single entry");
 }
 
+/* Every reason row names a catalogued code. */
 static void
 test_reasons(void)
 {
@@ -214,6 +219,7 @@ ra_of(const char *code, const char *reason, int64_t budget)
 	return ra;
 }
 
+/* Retry-After rules, the clamp edges and the overrides. */
 static void
 test_retry_after(void)
 {
@@ -304,6 +310,7 @@ test_rest_bodies(void)
 	}
 }
 
+/* Byte-exact REST bodies of the restore-critical shapes. */
 static void
 test_rest_exact(void)
 {
@@ -568,6 +575,7 @@ check_http(int status, const char *body, const char *ra, const char *code,
 	qerr_class_clear(&c);
 }
 
+/* Garbage and upstream code-less HTTP answers. */
 static void
 test_garbage_http(void)
 {
@@ -658,6 +666,7 @@ check_rpc(const char *text, const char *code, int status, int retryable,
 	json_object_put(o);
 }
 
+/* Garbage and upstream JSON-RPC errors. */
 static void
 test_garbage_rpc(void)
 {
@@ -694,6 +703,7 @@ test_garbage_rpc(void)
 	    -1, "data not an object");
 }
 
+/* The error value: templates, extras, reserved keys, exit classes. */
 static void
 test_value(void)
 {
@@ -756,6 +766,7 @@ test_value(void)
 	qerr_free(e);
 }
 
+/* The Retry-After header parser. */
 static void
 test_parse_retry_after(void)
 {
@@ -772,6 +783,7 @@ test_parse_retry_after(void)
 	is_int(qerr_parse_retry_after("99999999999999999999"), -1, "overflow");
 }
 
+/* The classification's JSON form. */
 static void
 test_class_json(void)
 {
@@ -791,6 +803,76 @@ test_class_json(void)
 	qerr_class_clear(&c);
 }
 
+/* Run every group; the exit status says whether all passed. */
+/* A deterministic xorshift, so a failure can be replayed. */
+static uint32_t
+rnd(uint32_t *st)
+{
+	*st ^= *st << 13;
+	*st ^= *st >> 17;
+	*st ^= *st << 5;
+	return *st;
+}
+
+/* Is x one of the exit classes? */
+static int
+valid_exit(int x)
+{
+	return x == 1 || x == 2 || x == 3 || x == 69 || x == 75;
+}
+
+/*
+ * Random bytes and randomly cut real answers: every classification has a
+ * code, a message and a valid exit class (and ASan sees no fault).
+ */
+static void
+test_random(void)
+{
+	static const char *pieces[] = {
+		"{", "}", "[", "]", ",", ":", "\"code\"", "\"error\"",
+		"\"session_not_found\"", "\"restore_in_progress\"", "-32603",
+		"\"data\"", "\"retryAfterSeconds\"", "99999999999999999999",
+		"\"reason\"", "null", "true", "\"httpStatus\"", "\"timeoutMs\"",
+		"-1", "1e999", "\"\\u0000\"", "\"errorKind\"", "\"x\"",
+	};
+	struct qerr_class c;
+	json_object *o;
+	uint32_t st = 0x9e3779b9;
+	char buf[512];
+	size_t len, k;
+	int i, bad = 0;
+
+	for (i = 0; i < 4000; i++) {
+		len = 0;
+		if (i % 2 == 0) {
+			for (k = rnd(&st) % 64; k > 0; k--)
+				buf[len++] = (char)(rnd(&st) & 0xff);
+		} else {
+			for (k = rnd(&st) % 24; k > 0; k--) {
+				const char *p = pieces[rnd(&st) %
+				    (sizeof(pieces) / sizeof(pieces[0]))];
+				if (len + strlen(p) >= sizeof(buf))
+					break;
+				memcpy(buf + len, p, strlen(p));
+				len += strlen(p);
+			}
+		}
+		buf[len] = '\0';
+		qerr_classify_http(&c, 100 + (int)(rnd(&st) % 500), buf, len,
+		    i % 3 == 0 ? buf : NULL);
+		bad |= c.code == NULL || c.message == NULL ||
+		    !valid_exit(c.exit_class);
+		qerr_class_clear(&c);
+		o = json_tokener_parse(buf);
+		qerr_classify_rpc(&c, o);
+		bad |= c.code == NULL || c.message == NULL ||
+		    !valid_exit(c.exit_class);
+		qerr_class_clear(&c);
+		json_object_put(o);
+	}
+	ok(!bad, "4000 random answers classify cleanly");
+}
+
 int
 main(void)
 {
@@ -808,5 +890,6 @@ main(void)
 	test_value();
 	test_parse_retry_after();
 	test_class_json();
+	test_random();
 	return done_testing();
 }

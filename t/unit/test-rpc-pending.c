@@ -21,6 +21,7 @@ struct calls {
 	int64_t			 added;
 };
 
+/* Note one callback. */
 static void
 record(int64_t id, void *arg, void *ctx)
 {
@@ -172,6 +173,7 @@ take_other(int64_t id, void *arg, void *ctx)
 		rpc_pending_take(c->t, c->added, NULL);
 }
 
+/* Callbacks that add or take entries during expire. */
 static void
 test_expire_reentry(void)
 {

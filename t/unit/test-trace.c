@@ -167,6 +167,12 @@ test_ids(void)
 	is_int(dups, 0, "500 roots have distinct trace and span ids");
 	ok(or == 0xff && and == 0, "every trace id bit varies");
 	is_int(c[0].flags, 1, "a new root is sampled");
+	ok(trace_ctx_valid(&c[0]), "a new root is a valid context");
+	memset(c[1].span_id, 0, 8);
+	ok(!trace_ctx_valid(&c[1]), "a zero span id is not valid");
+	memset(c[2].trace_id, 0, 16);
+	ok(!trace_ctx_valid(&c[2]), "a zero trace id is not valid");
+	ok(!trace_ctx_valid(NULL), "NULL is not valid");
 	trace_new_span_id(sid);
 	ok(memcmp(sid, zero, 8) != 0 && memcmp(sid, c[0].span_id, 8) != 0,
 	    "trace_new_span_id gives a fresh non-zero id");

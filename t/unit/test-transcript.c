@@ -317,6 +317,13 @@ test_refresh(void)
 	ok(chain_build(t, &c, &cause) == 0 && c.len == 3 && c.leaf == 2,
 	    "refresh: chain extends to the new leaf");
 	chain_clear(&c);
+	/* A writer truncating its own torn tail away is not a truncation. */
+	put_file(path, "{\"uuid\":\"torn", 13, 0);
+	ok(transcript_refresh(t, &cause) == 0 && transcript_pending_bytes(t) == 13,
+	    "refresh: torn tail pending");
+	if (truncate(path, (off_t)transcript_size(t)) == 0)
+		ok(transcript_refresh(t, &cause) == 0 && transcript_pending_bytes(t) == 0 &&
+		    transcript_stats(t)->records == 3, "refresh: torn tail truncated back is fine");
 	if (truncate(path, (off_t)strlen(l1)) == 0)
 		ok(transcript_refresh(t, &cause) == -1 && cause != NULL,
 		    "refresh: truncation below the index is an error");
@@ -339,6 +346,33 @@ test_refresh(void)
 	free(l3);
 }
 
+/* An empty transcript: no records, no leaf, empty chain and replay. */
+static void
+test_empty(void)
+{
+	struct replay_result rr;
+	struct transcript *t;
+	struct tx_chain c;
+	char path[512], *cause = NULL;
+
+	snprintf(path, sizeof path, "%s/empty.jsonl", tmpdir);
+	put_file(path, "", 0, 1);
+	if ((t = transcript_open(path, NULL, &cause)) == NULL) {
+		ok(0, "empty: open: %s", cause);
+		free(cause);
+		return;
+	}
+	is_int(transcript_count(t), 0, "empty: no records");
+	ok(chain_build(t, &c, &cause) == 0 && c.len == 0 && c.leaf == -1, "empty: no chain");
+	is_int(chain_model_history(t, &c, &cause), 0, "empty: no model history");
+	ok(replay_build(t, &c, NULL, &rr, &cause) == 0 &&
+	    json_object_array_length(rr.updates) == 0 && !rr.has_more, "empty: empty replay");
+	replay_result_clear(&rr);
+	chain_clear(&c);
+	transcript_free(t);
+	unlink(path);
+}
+
 static void
 test_io(void)
 {
@@ -356,6 +390,7 @@ test_io(void)
 	free(cause);
 	cause = NULL;
 	test_refresh();
+	test_empty();
 	/* A 3 MiB line spans several 1 MiB reads. */
 	snprintf(path, sizeof path, "%s/big.jsonl", tmpdir);
 	l1 = line("big", U(1), NULL, "user", 10);
@@ -494,6 +529,178 @@ test_replay(void)
 	unlink(path);
 }
 
+/* A record damaged after indexing is skipped by the replay, not fatal. */
+static void
+test_damaged(void)
+{
+	struct replay_result rr;
+	struct transcript *t;
+	struct tx_chain c;
+	char path[512], *l1, *l2, *cause = NULL;
+	int fd;
+
+	snprintf(path, sizeof path, "%s/dmg.jsonl", tmpdir);
+	l1 = line("dmg", U(1), NULL, "user", 10);
+	l2 = line("dmg", U(2), U(1), "assistant", 10);
+	put_file(path, l1, strlen(l1), 1);
+	put_file(path, l2, strlen(l2), 0);
+	t = transcript_open(path, NULL, &cause);
+	if (t == NULL || chain_build(t, &c, &cause) == -1) {
+		ok(0, "damaged: open: %s", cause);
+		free(cause);
+		transcript_free(t);
+		return;
+	}
+	fd = open(path, O_WRONLY);
+	if (fd == -1 || pwrite(fd, "X", 1, (off_t)strlen(l1)) != 1)
+		diag("pwrite failed");
+	close(fd);
+	errno = 0;
+	ok(transcript_load_record(t, 1, &cause) == NULL && errno == EBADMSG,
+	    "damaged: load_record says EBADMSG");
+	ok(replay_build(t, &c, NULL, &rr, &cause) == 0, "damaged: replay still builds");
+	is_int(json_object_array_length(rr.updates), 1, "damaged: the damaged record is skipped");
+	replay_result_clear(&rr);
+	chain_clear(&c);
+	transcript_free(t);
+	free(cause);
+	free(l1);
+	free(l2);
+	unlink(path);
+}
+
+/* Compare two indexes of the same file record by record. */
+static int
+same_index(struct transcript *a, struct transcript *b)
+{
+	char ua[64], ub[64];
+	uint32_t i, pa = 0, pb = 0;
+	int same = transcript_count(a) == transcript_count(b) &&
+	    transcript_leaf(a) == transcript_leaf(b) &&
+	    memcmp(transcript_stats(a), transcript_stats(b), sizeof(struct tx_stats)) == 0 &&
+	    transcript_size(a) == transcript_size(b) &&
+	    transcript_pending_bytes(a) == transcript_pending_bytes(b);
+
+	for (i = 0; same && i < transcript_count(a); i++) {
+		transcript_uuid(a, i, ua);
+		transcript_uuid(b, i, ub);
+		same = strcmp(ua, ub) == 0 && transcript_type(a, i) == transcript_type(b, i) &&
+		    strcmp(transcript_subtype(a, i), transcript_subtype(b, i)) == 0 &&
+		    transcript_flags(a, i) == transcript_flags(b, i) &&
+		    transcript_raw_len(a, i) == transcript_raw_len(b, i) &&
+		    transcript_parent(a, i, &pa) == transcript_parent(b, i, &pb) && pa == pb;
+		if (!same)
+			diag("record %u differs", i);
+	}
+	return same;
+}
+
+/* The two-thread first pass gives the same index as one sequential pass. */
+static void
+test_split(void)
+{
+	struct transcript *one, *two;
+	char path[512], uuid[64], parent[64], *l, *cause = NULL;
+	const char *sub;
+	int i;
+
+	snprintf(path, sizeof path, "%s/split.jsonl", tmpdir);
+	put_file(path, "", 0, 1);
+	for (i = 0; i < 400; i++) {
+		/* string ids, canonical ids, a uuid repeated across the halves,
+		   a subtype first seen late, glued records, non-conversation tail */
+		if (i % 3 == 0)
+			snprintf(uuid, sizeof uuid, "id-%d", i);
+		else
+			snprintf(uuid, sizeof uuid, "00000000-0000-4000-8000-%012d", i);
+		if (i == 350)
+			snprintf(uuid, sizeof uuid, "00000000-0000-4000-8000-%012d", 10);
+		snprintf(parent, sizeof parent, "%s", i ? "id-0" : "");
+		sub = i > 300 && i % 7 == 0 ? "late_subtype" : NULL;
+		l = line("split", uuid, i ? parent : NULL, i % 2 ? "assistant" : "user", 50 + i % 40);
+		if (sub != NULL) {
+			char *m = NULL;
+			if (asprintf(&m, "{\"subtype\":\"%s\",%s", sub, l + 1) > 0) {
+				free(l);
+				l = m;
+			}
+		}
+		if (i == 200 || i == 201)
+			l[strlen(l) - 1] = '\0';	/* glue to the next record */
+		put_file(path, l, strlen(l), 0);
+		free(l);
+	}
+	put_file(path, "{\"uuid\":\"art\",\"parentUuid\":null,\"sessionId\":\"split\","
+	    "\"type\":\"system\",\"subtype\":\"session_artifact_event\"}\n", 103, 0);
+	put_file(path, "{\"uuid\":\"torn", 13, 0);
+	setenv("QWEN_TX_SPLIT_MIN", "1099511627776", 1);
+	one = transcript_open(path, NULL, &cause);
+	setenv("QWEN_TX_SPLIT_MIN", "1", 1);
+	two = transcript_open(path, NULL, &cause);
+	unsetenv("QWEN_TX_SPLIT_MIN");
+	if (ok(one != NULL && two != NULL, "split: both indexes open")) {
+		ok(transcript_stats(one)->duplicates == 1, "split: a cross-half duplicate exists");
+		ok(transcript_stats(one)->recovered_records >= 2, "split: glued records exist");
+		ok(same_index(one, two), "split: two-thread index equals the sequential one");
+	}
+	transcript_free(one);
+	transcript_free(two);
+	free(cause);
+	unlink(path);
+}
+
+/* Hostile lines: deep nesting, NULs, stray quotes and braces, mutated records. */
+static void
+test_hostile(void)
+{
+	struct replay_result rr;
+	struct transcript *t;
+	struct tx_chain c;
+	char path[512], *l, *cause = NULL, *m;
+	size_t n, i, k;
+	unsigned seed = 7;
+	int iter, crashes = 0;
+
+	snprintf(path, sizeof path, "%s/h.jsonl", tmpdir);
+	put_file(path, "", 0, 1);
+	for (i = 0; i < 2000; i++)
+		put_file(path, "[", 1, 0);
+	put_file(path, "\n{\"uuid\":\"x\",\"a\":", 17, 0);
+	for (i = 0; i < 100; i++)
+		put_file(path, "[", 1, 0);
+	for (i = 0; i < 100; i++)
+		put_file(path, "]", 1, 0);
+	put_file(path, ",\"sessionId\":\"h\",\"type\":\"user\"}\n", 32, 0);
+	put_file(path, "}}}{{{\"\\\n\"abc\\\n\0\0{\"a\n{\"uuid\":\"y\"}{\"uuid\n", 40, 0);
+	l = line("h", U(1), NULL, "user", 200);
+	n = strlen(l);
+	m = malloc(n);
+	for (iter = 0; iter < 3000; iter++) {
+		memcpy(m, l, n);
+		for (k = 0; k < 1 + (unsigned)iter % 4; k++) {
+			seed = seed * 1103515245 + 12345;
+			m[seed % (n - 1)] = "{}[]\":,\\x\n\0 "[(seed >> 16) % 13];
+		}
+		put_file(path, m, n, 0);
+	}
+	free(m);
+	free(l);
+	if ((t = transcript_open(path, NULL, &cause)) != NULL &&
+	    chain_build(t, &c, &cause) == 0) {
+		ok(transcript_stats(t)->records >= 2, "hostile: deep but valid records kept");
+		ok(transcript_stats(t)->malformed_lines > 2, "hostile: junk counted");
+		if (replay_build(t, &c, NULL, &rr, &cause) == 0)
+			replay_result_clear(&rr);
+		chain_clear(&c);
+	} else {
+		crashes++;
+	}
+	ok(crashes == 0, "hostile: loads without crashing (%s)", cause ? cause : "ok");
+	free(cause);
+	transcript_free(t);
+	unlink(path);
+}
+
 static void
 cleanup(void)
 {
@@ -520,6 +727,9 @@ main(void)
 	test_compression();
 	test_io();
 	test_replay();
+	test_hostile();
+	test_damaged();
+	test_split();
 	cleanup();
 	return done_testing();
 }

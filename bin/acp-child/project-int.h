@@ -1,0 +1,37 @@
+/*
+ * project-int.h: internals shared by project.c and project-tool.c.
+ */
+#ifndef QWEN_ACP_PROJECT_INT_H
+#define QWEN_ACP_PROJECT_INT_H
+
+#include <stdint.h>
+
+#include "project.h"
+#include "txindex.h"
+
+struct pctx {
+	struct transcript *t;
+	const struct tx_chain *c;
+	struct projection *p;
+	size_t pos;			/* chain index of the current record */
+	json_object *uuid;		/* current record's uuid string */
+	int64_t ts;			/* -1: none */
+	json_object *pending;		/* [{id, name, pos, uuid}] */
+};
+
+/* Member of obj as a string (borrowed), or NULL. */
+const char *pj_get_str(json_object *obj, const char *key);
+/* Member of obj of the given type (borrowed), or NULL. */
+json_object *pj_get_typed(json_object *obj, const char *key, enum json_type type);
+/* A new update {"sessionUpdate": kind} (caller owns). */
+json_object *pj_update(const char *kind);
+/* Add _meta (extra_meta taken, may be NULL) to u and append it (takes u). */
+int pj_emit(struct pctx *, json_object *u, json_object *extra_meta);
+/* A functionCall part of an assistant record: a tool_call, tracked as pending. */
+int pj_tool_call(struct pctx *, json_object *fc, size_t part_index);
+/* A tool_result record: tool_call_update, or plan for todo_write. */
+int pj_tool_result(struct pctx *, json_object *r);
+/* Every call still pending at the end of the window failed. */
+int pj_fail_pending(struct pctx *);
+
+#endif /* QWEN_ACP_PROJECT_INT_H */

@@ -1,0 +1,131 @@
+/*
+ * txrecord.c: loading one logical record of the transcript index with
+ * json-c: its fragments read with pread() into a reusable buffer, parsed,
+ * and merged per upstream rules (message.parts concatenated, usageMetadata
+ * last wins, timestamp max; the first fragment gives everything else).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "txindex.h"
+
+/* pread exactly n bytes at off. */
+static int
+read_at(const struct transcript *t, char *buf, size_t n, uint64_t off,
+    char **cause)
+{
+	ssize_t r;
+	size_t got = 0;
+
+	while (got < n) {
+		r = pread(t->fd, buf + got, n - got, (off_t)(off + got));
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1) {
+			tx_cause(cause, "read %s: %s", t->path, strerror(errno));
+			return -1;
+		}
+		if (r == 0) {
+			tx_cause(cause, "read %s: file shrank under the index", t->path);
+			return -1;
+		}
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+/* Parse one fragment (read into the transcript's reusable buffer). */
+static json_object *
+load_fragment(struct transcript *t, uint64_t off, uint32_t len, char **cause)
+{
+	json_object *obj;
+	char *nb;
+	int valid;
+
+	if (len > t->rcap) {
+		if ((nb = realloc(t->rbuf, len)) == NULL) {
+			tx_cause(cause, "out of memory");
+			return NULL;
+		}
+		t->rbuf = nb;
+		t->rcap = len;
+	}
+	if (read_at(t, t->rbuf, len, off, cause) == -1)
+		return NULL;
+	obj = tx_json_parse(t, t->rbuf, len, &valid);
+	if (t->rcap > TX_RBUF_KEEP) {
+		free(t->rbuf);
+		t->rbuf = NULL;
+		t->rcap = 0;
+	}
+	if (!valid || !json_object_is_type(obj, json_type_object)) {
+		json_object_put(obj);
+		tx_cause(cause, "%s: record at offset %llu does not parse",
+		    t->path, (unsigned long long)off);
+		errno = EBADMSG;
+		return NULL;
+	}
+	return obj;
+}
+
+/* Merge a later fragment into base: parts appended, usage last, timestamp max. */
+static void
+merge_fragment(json_object *base, json_object *frag)
+{
+	json_object *bm, *fm, *bp, *fp, *v, *bt;
+	size_t i;
+
+	if (json_object_object_get_ex(frag, "message", &fm) &&
+	    json_object_object_get_ex(fm, "parts", &fp) &&
+	    json_object_is_type(fp, json_type_array)) {
+		if (!json_object_object_get_ex(base, "message", &bm) ||
+		    !json_object_is_type(bm, json_type_object)) {
+			json_object_object_add(base, "message", json_object_get(fm));
+		} else if (!json_object_object_get_ex(bm, "parts", &bp) ||
+		    !json_object_is_type(bp, json_type_array)) {
+			json_object_object_add(bm, "parts", json_object_get(fp));
+		} else {
+			for (i = 0; i < json_object_array_length(fp); i++)
+				json_object_array_add(bp,
+				    json_object_get(json_object_array_get_idx(fp, i)));
+		}
+	}
+	if (json_object_object_get_ex(frag, "usageMetadata", &v))
+		json_object_object_add(base, "usageMetadata", json_object_get(v));
+	if (json_object_object_get_ex(frag, "timestamp", &v) &&
+	    json_object_is_type(v, json_type_string) &&
+	    (!json_object_object_get_ex(base, "timestamp", &bt) ||
+	    !json_object_is_type(bt, json_type_string) ||
+	    strcmp(json_object_get_string(v), json_object_get_string(bt)) > 0))
+		json_object_object_add(base, "timestamp", json_object_get(v));
+}
+
+json_object *
+transcript_load_record(struct transcript *t, uint32_t rec, char **cause)
+{
+	const struct tx_rec *r;
+	json_object *base, *more;
+	uint32_t f;
+
+	if (rec >= t->nrec) {
+		tx_cause(cause, "no record %u", rec);
+		return NULL;
+	}
+	r = &t->rec[rec];
+	if ((base = load_fragment(t, r->off, r->len, cause)) == NULL)
+		return NULL;
+	for (f = r->frag; f != 0; f = t->frag[f - 1].next) {
+		more = load_fragment(t, t->frag[f - 1].off, t->frag[f - 1].len, cause);
+		if (more == NULL) {
+			json_object_put(base);
+			return NULL;
+		}
+		merge_fragment(base, more);
+		json_object_put(more);
+	}
+	return base;
+}

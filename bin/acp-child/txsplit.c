@@ -1,0 +1,206 @@
+/*
+ * txsplit.c: the first index pass of a big transcript on two threads.
+ *
+ * The file is cut at the first newline after its middle; this thread
+ * indexes the first half while a second one indexes the rest into a
+ * scratch index, which is then merged in file order: subtypes re-interned,
+ * string uuids moved into this pool, a uuid already seen in the first half
+ * becomes a fragment of that record, the leaf comes from the second half
+ * when it has conversation records.  The result is the same index as one
+ * sequential pass.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "txindex.h"
+
+#define SPLIT_MIN	(48u << 20)	/* smaller files: one thread */
+
+/* The split threshold; QWEN_TX_SPLIT_MIN (bytes) overrides it for tests. */
+static uint64_t
+split_min(void)
+{
+	const char *s = getenv("QWEN_TX_SPLIT_MIN"), *e;
+	long long v;
+
+	if (s == NULL)
+		return SPLIT_MIN;
+	v = strtonum(s, 1, INT64_MAX, &e);
+	return e == NULL ? (uint64_t)v : SPLIT_MIN;
+}
+
+struct half {
+	struct transcript *t;
+	char *cause;
+	int rc;
+};
+
+static void *
+half_main(void *arg)
+{
+	struct half *h = arg;
+
+	h->rc = tx_index_pass(h->t, &h->cause);
+	return NULL;
+}
+
+/* Offset just after the first '\n' at or after from; 0 when none. */
+static uint64_t
+split_point(int fd, uint64_t from, uint64_t size)
+{
+	char buf[65536], *nl;
+	ssize_t n;
+
+	while (from < size) {
+		n = pread(fd, buf, sizeof buf, (off_t)from);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 0;
+		if ((nl = memchr(buf, '\n', (size_t)n)) != NULL)
+			return from + (uint64_t)(nl - buf) + 1;
+		from += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* Move a string key of b's record slot v into a's pool. */
+static int
+move_key(struct transcript *a, const struct transcript *b, uint8_t v[16],
+    uint8_t *kflags, uint8_t strflag)
+{
+	struct tx_key k;
+
+	tx_key_stored(b, v, 1, &k);
+	*kflags &= (uint8_t)~strflag;
+	return tx_key_store(a, &k, v, kflags, strflag);
+}
+
+/* Add b's record i (and its fragments) to a; *to is its index in a. */
+static int
+merge_record(struct transcript *a, const struct transcript *b, uint32_t i,
+    uint32_t *to)
+{
+	struct tx_rec r = b->rec[i], *nr;
+	struct tx_key k;
+	uint32_t f, sub = 0;
+	size_t slot = 0;
+	int64_t dup = -1;
+
+	if (r.sub != 0 && tx_intern_sub(a, b->subs[r.sub], strlen(b->subs[r.sub]),
+	    &sub) == -1)
+		return -1;
+	r.sub = sub;
+	r.frag = 0;
+	if ((r.kflags & TXR_ID_STR) && move_key(a, b, r.id, &r.kflags, TXR_ID_STR) == -1)
+		return -1;
+	if ((r.kflags & TXR_PAR_STR) &&
+	    move_key(a, b, r.par, &r.kflags, TXR_PAR_STR) == -1)
+		return -1;
+	if (r.flags & TX_F_CONVERSATION) {
+		tx_key_stored(a, r.id, r.kflags & TXR_ID_STR, &k);
+		if (tx_ht_reserve(a) == -1)
+			return -1;
+		dup = tx_ht_probe(a, &k, &slot);
+	}
+	if (dup >= 0) {
+		a->st.duplicates++;
+		*to = (uint32_t)dup;
+		if (tx_add_fragment(a, *to, r.off, r.len) == -1)
+			return -1;
+	} else {
+		if ((nr = tx_rec_new(a)) == NULL)
+			return -1;
+		*nr = r;
+		*to = (uint32_t)(a->nrec - 1);
+		if (r.flags & TX_F_CONVERSATION)
+			tx_ht_set(a, slot, *to, &k);
+	}
+	for (f = b->rec[i].frag; f != 0; f = b->frag[f - 1].next)
+		if (tx_add_fragment(a, *to, b->frag[f - 1].off, b->frag[f - 1].len) == -1)
+			return -1;
+	return 0;
+}
+
+/* Append b's index to a's. */
+static int
+merge(struct transcript *a, const struct transcript *b)
+{
+	uint32_t i, to, leaf = 0;
+
+	for (i = 0; i < b->nrec; i++) {
+		if (merge_record(a, b, i, &to) == -1)
+			return -1;
+		if ((int64_t)i == b->leaf)
+			leaf = to;
+	}
+	if (b->leaf >= 0)
+		a->leaf = leaf;
+	a->st.records += b->st.records;
+	a->st.malformed_lines += b->st.malformed_lines;
+	a->st.recovered_records += b->st.recovered_records;
+	a->st.duplicates += b->st.duplicates;
+	a->indexed = b->indexed;
+	a->pending = b->pending;
+	a->st.bytes = b->st.bytes;
+	return 0;
+}
+
+int
+tx_index_split(struct transcript *t, uint64_t size, char **cause)
+{
+	struct transcript *b;
+	struct half h;
+	pthread_t tid;
+	uint64_t mid;
+	int rc;
+
+	if (size < split_min() || sysconf(_SC_NPROCESSORS_ONLN) < 2 ||
+	    (mid = split_point(t->fd, size / 2, size)) == 0 || mid >= size)
+		return tx_index_pass(t, cause);
+	if ((b = calloc(1, sizeof *b)) == NULL || tx_index_init(b, size - mid) == -1) {
+		if (b != NULL)
+			tx_index_free(b);
+		free(b);
+		return tx_index_pass(t, cause);
+	}
+	b->path = t->path;
+	b->sid = t->sid;
+	b->sidlen = t->sidlen;
+	b->fd = t->fd;
+	b->leaf = -1;
+	b->indexed = mid;
+	h.t = b;
+	h.cause = NULL;
+	h.rc = -1;
+	if (pthread_create(&tid, NULL, half_main, &h) != 0) {
+		tx_index_free(b);
+		free(b);
+		return tx_index_pass(t, cause);
+	}
+	t->limit = mid;
+	rc = tx_index_pass(t, cause);
+	t->limit = 0;
+	pthread_join(tid, NULL);
+	free(b->ht);			/* the merge probes t's table only */
+	b->ht = NULL;
+	if (rc == 0 && h.rc == -1) {
+		tx_cause(cause, "%s", h.cause ? h.cause : "index: second half failed");
+		rc = -1;
+	}
+	if (rc == 0 && merge(t, b) == -1) {
+		tx_cause(cause, "index %s: out of memory", t->path);
+		rc = -1;
+	}
+	free(h.cause);
+	if (b->tok != NULL)
+		json_tokener_free(b->tok);
+	tx_index_free(b);
+	free(b);
+	return rc;
+}

@@ -1,0 +1,403 @@
+/*
+ * commands.c: the request/answer commands of qwen-restore.
+ *
+ * Each runs one request (with --retry), prints the answer (the JSON body,
+ * or with --json always the body) and returns the exit code.  load and
+ * resume use the restore timeout (timeout.c) and store the returned
+ * clientId; new stores the clientId of the new session; detach and close
+ * forget it.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "restore.h"
+
+/* Print a JSON body on stdout as one line. */
+static void
+print_body(const struct http_resp *r)
+{
+	json_object	*obj;
+
+	if ((obj = http_resp_json(r)) != NULL) {
+		puts(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
+		    JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(obj);
+	} else if (r->body != NULL && r->len > 0)
+		fwrite(r->body, 1, r->len, stdout);
+}
+
+/*
+ * One request with --retry.  ok404: a 404 counts as done (close, detach).
+ * Returns 0 on success (resp holds the answer), else the exit code after
+ * the error was reported.
+ */
+static int
+run(struct rctx *ctx, struct http_req *req, struct http_resp *resp,
+    int ok404)
+{
+	struct rerr	e;
+	int		attempt = 0;
+
+	for (;;) {
+		if (http_do(ctx, req, resp) == 0 ||
+		    (ok404 && resp->status == 404))
+			return 0;
+		output_classify(resp, &e);
+		if (!restore_retry_wait(ctx, &e, &attempt))
+			return output_error(ctx, resp, &e);
+		http_resp_clear(resp);
+	}
+}
+
+/* A request of a session command with the stored clientId. */
+static int
+session_call(struct rctx *ctx, const char *method, const char *suffix,
+    json_object *body, int ok404, struct http_resp *resp)
+{
+	struct http_req		 req;
+	enum timeout_source	 src;
+	char			 id[RESTORE_ID_MAX + 1], *path;
+	int			 rc;
+
+	state_client_get(ctx->state, ctx->session_id, id, sizeof(id));
+	if ((path = http_session_path(ctx->session_id, suffix)) == NULL)
+		return EXIT_FAIL;
+	memset(&req, 0, sizeof(req));
+	req.method = method;
+	req.path = path;
+	req.body = body;
+	req.client_id = id;
+	req.last_event_id = -1;
+	req.timeout_ms = timeout_fetch_ms(ctx, &src);
+	rc = run(ctx, &req, resp, ok404);
+	free(path);
+	return rc;
+}
+
+/* capabilities: GET /capabilities and refresh the restore budget cache. */
+int
+cmd_capabilities(struct rctx *ctx, char **args)
+{
+	struct http_req		 req;
+	struct http_resp	 resp;
+	enum timeout_source	 src;
+	json_object		*caps;
+	int			 rc;
+
+	(void)args;
+	memset(&req, 0, sizeof(req));
+	req.method = "GET";
+	req.path = "/capabilities";
+	req.last_event_id = -1;
+	req.timeout_ms = timeout_fetch_ms(ctx, &src);
+	if ((rc = run(ctx, &req, &resp, 0)) != 0)
+		goto out;
+	if ((caps = http_resp_json(&resp)) == NULL) {
+		struct rerr e;
+
+		output_local(&e, "protocol_error", EXIT_FAIL,
+		    "capabilities answer is not a JSON object");
+		rc = output_fail(ctx, &e);
+		goto out;
+	}
+	if (state_cap_store(ctx->state, caps) == -1)
+		output_verbose(ctx, "cannot write the capability cache");
+	output_verbose(ctx, "cached sessionRestoreTimeoutMs: %lld",
+	    (long long)state_cap_restore_ms(ctx->state));
+	json_object_put(caps);
+	print_body(&resp);
+out:
+	http_resp_clear(&resp);
+	return rc;
+}
+
+/* list: the persisted sessions of the workspace. */
+int
+cmd_list(struct rctx *ctx, char **args)
+{
+	struct http_req		 req;
+	struct http_resp	 resp;
+	enum timeout_source	 src;
+	char			*esc, *path = NULL;
+	int			 rc = EXIT_FAIL;
+
+	(void)args;
+	if ((esc = curl_easy_escape(NULL, ctx->cwd, 0)) == NULL ||
+	    asprintf(&path, "/workspace/sessions?cwd=%s", esc) == -1) {
+		curl_free(esc);
+		return EXIT_FAIL;
+	}
+	curl_free(esc);
+	memset(&req, 0, sizeof(req));
+	req.method = "GET";
+	req.path = path;
+	req.last_event_id = -1;
+	req.timeout_ms = timeout_fetch_ms(ctx, &src);
+	if ((rc = run(ctx, &req, &resp, 0)) == 0)
+		print_body(&resp);
+	http_resp_clear(&resp);
+	free(path);
+	return rc;
+}
+
+/* The clientId of a session answer into buf ("" none). */
+static void
+answer_client_id(json_object *obj, char *buf, size_t len)
+{
+	json_object	*v;
+
+	buf[0] = '\0';
+	if (obj != NULL && json_object_object_get_ex(obj, "clientId", &v) &&
+	    json_object_is_type(v, json_type_string) &&
+	    state_id_valid(json_object_get_string(v)))
+		strlcpy(buf, json_object_get_string(v), len);
+}
+
+/* Print a session answer: the body with --json, else its sessionId. */
+static void
+print_session(const struct rctx *ctx, const struct http_resp *r,
+    json_object *obj)
+{
+	json_object	*v;
+
+	if (ctx->json)
+		print_body(r);
+	else if (obj != NULL && json_object_object_get_ex(obj, "sessionId",
+	    &v) && json_object_is_type(v, json_type_string))
+		puts(json_object_get_string(v));
+}
+
+/* new: POST /session in the workspace; store the new clientId. */
+int
+cmd_new(struct rctx *ctx, char **args)
+{
+	struct http_req		 req;
+	struct http_resp	 resp;
+	enum timeout_source	 src;
+	json_object		*body, *obj, *v;
+	char			 id[RESTORE_ID_MAX + 1];
+	int			 rc;
+
+	(void)args;
+	body = json_object_new_object();
+	json_object_object_add(body, "cwd", json_object_new_string(ctx->cwd));
+	memset(&req, 0, sizeof(req));
+	req.method = "POST";
+	req.path = "/session";
+	req.body = body;
+	req.last_event_id = -1;
+	req.timeout_ms = timeout_fetch_ms(ctx, &src);
+	if ((rc = run(ctx, &req, &resp, 0)) == 0 &&
+	    (obj = http_resp_json(&resp)) == NULL) {
+		struct rerr e;
+
+		output_local(&e, "protocol_error", EXIT_FAIL,
+		    "the answer is not a JSON object");
+		rc = output_fail(ctx, &e);
+	} else if (rc == 0) {
+		answer_client_id(obj, id, sizeof(id));
+		if (obj != NULL && json_object_object_get_ex(obj, "sessionId",
+		    &v) && json_object_is_type(v, json_type_string) &&
+		    state_id_valid(json_object_get_string(v)))
+			state_client_put(ctx->state, json_object_get_string(v),
+			    id);
+		print_session(ctx, &resp, obj);
+		json_object_put(obj);
+	}
+	json_object_put(body);
+	http_resp_clear(&resp);
+	return rc;
+}
+
+/* POST /session/sid/<action> under the restore timeout. */
+int
+restore_session(const struct rctx *ctx, const char *action, const char *sid,
+    const char *client_id, struct http_resp *resp, char *new_id,
+    size_t new_id_len)
+{
+	struct http_req		 req;
+	enum timeout_source	 src;
+	json_object		*body, *obj;
+	char			 suffix[16], *path;
+	int			 disabled, rc;
+
+	snprintf(suffix, sizeof(suffix), "/%s", action);
+	if ((path = http_session_path(sid, suffix)) == NULL)
+		return -1;
+	body = json_object_new_object();
+	json_object_object_add(body, "cwd", json_object_new_string(ctx->cwd));
+	memset(&req, 0, sizeof(req));
+	req.method = "POST";
+	req.path = path;
+	req.body = body;
+	req.client_id = client_id;
+	req.last_event_id = -1;
+	req.timeout_ms = timeout_restore_ms(ctx, &src, &disabled);
+	req.progress = 1;
+	if (req.timeout_ms > 0)
+		output_verbose(ctx, "%s timeout %lld ms (%s)", action,
+		    (long long)req.timeout_ms, timeout_source_name(src));
+	else
+		output_verbose(ctx, "%s timeout: no timer (%s%s)", action,
+		    timeout_source_name(src), disabled ? ", over 2^31-1" : "");
+	rc = http_do(ctx, &req, resp);
+	if (rc == 0) {
+		obj = http_resp_json(resp);
+		answer_client_id(obj, new_id, new_id_len);
+		if (state_client_put(ctx->state, sid, new_id) == -1)
+			output_verbose(ctx, "cannot store the clientId");
+		json_object_put(obj);
+	}
+	json_object_put(body);
+	free(path);
+	return rc;
+}
+
+/* load ID / resume ID. */
+static int
+cmd_restore(struct rctx *ctx, const char *action)
+{
+	struct http_resp	 resp;
+	struct rerr		 e;
+	json_object		*obj;
+	char			 id[RESTORE_ID_MAX + 1], new_id[RESTORE_ID_MAX + 1];
+	int			 attempt = 0, rc = EXIT_OK;
+
+	state_client_get(ctx->state, ctx->session_id, id, sizeof(id));
+	while (restore_session(ctx, action, ctx->session_id, id, &resp,
+	    new_id, sizeof(new_id)) == -1) {
+		output_classify(&resp, &e);
+		if (!restore_retry_wait(ctx, &e, &attempt)) {
+			rc = output_error(ctx, &resp, &e);
+			http_resp_clear(&resp);
+			return rc;
+		}
+		http_resp_clear(&resp);
+	}
+	if ((obj = http_resp_json(&resp)) == NULL) {
+		output_local(&e, "protocol_error", EXIT_FAIL,
+		    "the answer is not a JSON object");
+		rc = output_fail(ctx, &e);
+	} else
+		print_session(ctx, &resp, obj);
+	json_object_put(obj);
+	http_resp_clear(&resp);
+	return rc;
+}
+
+/* load ID: restore with history replay. */
+int
+cmd_load(struct rctx *ctx, char **args)
+{
+	(void)args;
+	return cmd_restore(ctx, "load");
+}
+
+/* resume ID: restore without replay. */
+int
+cmd_resume(struct rctx *ctx, char **args)
+{
+	(void)args;
+	return cmd_restore(ctx, "resume");
+}
+
+/* prompt ID [TEXT|-]: see prompt.c. */
+int
+cmd_prompt_args(struct rctx *ctx, char **args)
+{
+	return cmd_prompt(ctx, args[0]);
+}
+
+/* events ID: see events.c. */
+int
+cmd_events_args(struct rctx *ctx, char **args)
+{
+	(void)args;
+	return cmd_events(ctx);
+}
+
+/* A session command printing the answer body. */
+static int
+simple(struct rctx *ctx, const char *method, const char *suffix, int body,
+    int print)
+{
+	struct http_resp	 resp;
+	json_object		*b = body ? json_object_new_object() : NULL;
+	int			 rc;
+
+	if ((rc = session_call(ctx, method, suffix, b, 0, &resp)) == 0 &&
+	    (print || ctx->json))
+		print_body(&resp);
+	json_object_put(b);
+	http_resp_clear(&resp);
+	return rc;
+}
+
+/* cancel ID: POST /session/:id/cancel {}. */
+int
+cmd_cancel(struct rctx *ctx, char **args)
+{
+	(void)args;
+	return simple(ctx, "POST", "/cancel", 1, 0);
+}
+
+/* heartbeat ID: print the answer. */
+int
+cmd_heartbeat(struct rctx *ctx, char **args)
+{
+	(void)args;
+	return simple(ctx, "POST", "/heartbeat", 1, 1);
+}
+
+/* status ID: print the live status. */
+int
+cmd_status(struct rctx *ctx, char **args)
+{
+	(void)args;
+	return simple(ctx, "GET", "/status", 0, 1);
+}
+
+/* detach / close: 204 or 404 is done; the stored clientId is forgotten. */
+static int
+forget(struct rctx *ctx, const char *method, const char *suffix)
+{
+	struct http_resp	 resp;
+	int			 rc;
+
+	if ((rc = session_call(ctx, method, suffix, NULL, 1, &resp)) == 0) {
+		if (resp.status == 404)
+			output_verbose(ctx, "not live (404): nothing to do");
+		state_client_put(ctx->state, ctx->session_id, NULL);
+	}
+	http_resp_clear(&resp);
+	return rc;
+}
+
+/* detach ID: only with a stored clientId. */
+int
+cmd_detach(struct rctx *ctx, char **args)
+{
+	char	id[RESTORE_ID_MAX + 1];
+
+	(void)args;
+	state_client_get(ctx->state, ctx->session_id, id, sizeof(id));
+	if (id[0] == '\0') {
+		/* As the SDK: without a clientId there is nothing to detach. */
+		output_verbose(ctx, "no clientId stored: nothing to detach");
+		return EXIT_OK;
+	}
+	return forget(ctx, "POST", "/detach");
+}
+
+/* close ID: DELETE /session/:id. */
+int
+cmd_close(struct rctx *ctx, char **args)
+{
+	(void)args;
+	return forget(ctx, "DELETE", "");
+}

@@ -1,0 +1,330 @@
+/*
+ * main.c: qwen-restore, the command-line client of qwen-serve.
+ *
+ * Global options, the daemon address, the state directory, and one
+ * function per command.  Options may come before or after the command.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "restore.h"
+
+enum {
+	OPT_SOCKET = 256, OPT_URL, OPT_TOKEN, OPT_CWD, OPT_FETCH, OPT_TIMEOUT,
+	OPT_JSON, OPT_RETRY, OPT_STATE, OPT_NO_AUTO, OPT_NO_WAIT, OPT_PARALLEL,
+	OPT_LAST_ID, OPT_VERSION,
+};
+
+static const struct option longopts[] = {
+	{ "socket",		required_argument, NULL, OPT_SOCKET },
+	{ "url",		required_argument, NULL, OPT_URL },
+	{ "token",		required_argument, NULL, OPT_TOKEN },
+	{ "cwd",		required_argument, NULL, OPT_CWD },
+	{ "fetch-timeout-ms",	required_argument, NULL, OPT_FETCH },
+	{ "timeout-ms",		required_argument, NULL, OPT_TIMEOUT },
+	{ "json",		no_argument,	   NULL, OPT_JSON },
+	{ "retry",		required_argument, NULL, OPT_RETRY },
+	{ "state-dir",		required_argument, NULL, OPT_STATE },
+	{ "no-auto-resume",	no_argument,	   NULL, OPT_NO_AUTO },
+	{ "no-wait",		no_argument,	   NULL, OPT_NO_WAIT },
+	{ "parallel",		no_argument,	   NULL, OPT_PARALLEL },
+	{ "last-event-id",	required_argument, NULL, OPT_LAST_ID },
+	{ "quiet",		no_argument,	   NULL, 'q' },
+	{ "verbose",		no_argument,	   NULL, 'v' },
+	{ "help",		no_argument,	   NULL, 'h' },
+	{ "version",		no_argument,	   NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void __attribute__((noreturn))
+usage(int status)
+{
+	FILE	*f = status == 0 ? stdout : stderr;
+
+	fprintf(f, "usage: %s [--socket path | --url url] [--token token] "
+	    "[--cwd dir]\n"
+	    "\t[--fetch-timeout-ms ms] [--timeout-ms ms] [--json] "
+	    "[--retry n]\n"
+	    "\t[--state-dir dir] [-qv] command [args]\n"
+	    "commands: capabilities, list, new, load ID, resume ID,\n"
+	    "\tprompt ID [TEXT|-] [--no-wait] [--parallel] "
+	    "[--no-auto-resume],\n"
+	    "\tevents ID [--last-event-id n], cancel ID, heartbeat ID, "
+	    "detach ID,\n"
+	    "\tclose ID, status ID\n", getprogname());
+	exit(status);
+}
+
+/* A usage error: one line, exit 2. */
+static void __attribute__((noreturn, format(printf, 1, 2)))
+usage_err(const char *fmt, ...)
+{
+	va_list	ap;
+
+	fprintf(stderr, "%s: ", getprogname());
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(EXIT_USAGE);
+}
+
+/* A non-negative decimal integer option up to max. */
+static int64_t
+parse_num(const char *flag, const char *text, long long max)
+{
+	const char	*errstr;
+	long long	 v;
+
+	if (text[0] < '0' || text[0] > '9')
+		usage_err("%s: must be a non-negative integer, not '%s'", flag,
+		    text);
+	v = strtonum(text, 0, max, &errstr);
+	if (errstr != NULL)
+		usage_err("%s: %s: '%s'", flag, errstr, text);
+	return v;
+}
+
+/* --retry waits. */
+int
+restore_retry_wait(const struct rctx *ctx, const struct rerr *e, int *attempt)
+{
+	int	wait_s;
+
+	if (!e->retryable || *attempt >= ctx->retry)
+		return 0;
+	wait_s = e->retry_after >= 0 ? e->retry_after : 1;
+	(*attempt)++;
+	output_verbose(ctx, "%s: retrying in %d s (retry %d of %d)", e->code,
+	    wait_s, *attempt, ctx->retry);
+	sleep((unsigned)wait_s);
+	return 1;
+}
+
+/* The address: flags, then the environment, then the default socket. */
+static void
+setup_address(struct rctx *ctx, const char *sock, const char *url)
+{
+	const char	*rt;
+	size_t		 len;
+
+	if (sock != NULL && url != NULL)
+		usage_err("--socket and --url are exclusive");
+	if (sock == NULL && url == NULL) {
+		sock = getenv("QWEN_SERVE_SOCKET");
+		url = getenv("QWEN_SERVE_URL");
+		if (sock != NULL && sock[0] == '\0')
+			sock = NULL;
+		if (sock != NULL || (url != NULL && url[0] == '\0'))
+			url = NULL;
+	}
+	if (url != NULL) {
+		if (strncmp(url, "http://", 7) != 0 &&
+		    strncmp(url, "https://", 8) != 0)
+			usage_err("--url: must start with http:// or https://");
+		ctx->base_url = strdup(url);
+		len = strlen(ctx->base_url);
+		while (len > 0 && ctx->base_url[len - 1] == '/')
+			ctx->base_url[--len] = '\0';
+		ctx->addr_key = strdup(ctx->base_url);
+		return;
+	}
+	if (sock != NULL)
+		ctx->socket_path = strdup(sock);
+	else if ((rt = getenv("XDG_RUNTIME_DIR")) != NULL && rt[0] == '/')
+		asprintf(&ctx->socket_path, "%s/qwen-serve/qwen-serve.sock", rt);
+	else
+		asprintf(&ctx->socket_path, "/tmp/qwen-serve-%u/qwen-serve.sock",
+		    (unsigned)getuid());
+	ctx->base_url = strdup("http://localhost");
+	if (ctx->socket_path != NULL)
+		asprintf(&ctx->addr_key, "unix:%s", ctx->socket_path);
+}
+
+/* The workspace: --cwd (made absolute) or the current directory. */
+static void
+setup_cwd(struct rctx *ctx, const char *dir)
+{
+	char	buf[PATH_MAX];
+
+	if (dir == NULL) {
+		if (getcwd(buf, sizeof(buf)) == NULL)
+			usage_err("getcwd: %s", strerror(errno));
+		ctx->cwd = strdup(buf);
+	} else if (realpath(dir, buf) != NULL)
+		ctx->cwd = strdup(buf);
+	else
+		usage_err("--cwd %s: %s", dir, strerror(errno));
+}
+
+/* The token: --token, else QWEN_SERVER_TOKEN (trimmed; empty: none). */
+static void
+setup_token(struct rctx *ctx, const char *flag)
+{
+	const char	*t = flag != NULL ? flag : getenv("QWEN_SERVER_TOKEN");
+	size_t		 len;
+
+	if (t == NULL)
+		return;
+	while (*t == ' ' || *t == '\t' || *t == '\n')
+		t++;
+	ctx->token = strdup(t);
+	len = strlen(ctx->token);
+	while (len > 0 && strchr(" \t\r\n", ctx->token[len - 1]) != NULL)
+		ctx->token[--len] = '\0';
+	if (len == 0) {
+		free(ctx->token);
+		ctx->token = NULL;
+	} else if (strpbrk(ctx->token, "\r\n") != NULL)
+		usage_err("--token: must be one line");
+}
+
+/* QWEN_FETCH_TIMEOUT_MS when --fetch-timeout-ms was not given. */
+static void
+setup_fetch_env(struct rctx *ctx)
+{
+	const char	*v = getenv("QWEN_FETCH_TIMEOUT_MS");
+
+	if (ctx->fetch_timeout_ms >= 0 || v == NULL || v[0] == '\0')
+		return;
+	ctx->fetch_timeout_ms = parse_num("QWEN_FETCH_TIMEOUT_MS", v,
+	    LLONG_MAX);
+	ctx->fetch_source = TIMEOUT_FETCH_ENV;
+}
+
+/* Parse argv into ctx; returns the index of the first operand. */
+static void
+parse_args(struct rctx *ctx, int argc, char **argv)
+{
+	const char	*sock = NULL, *url = NULL, *token = NULL, *cwd = NULL;
+	int		 ch;
+
+	while ((ch = getopt_long(argc, argv, "qvh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case OPT_SOCKET: sock = optarg; break;
+		case OPT_URL: url = optarg; break;
+		case OPT_TOKEN: token = optarg; break;
+		case OPT_CWD: cwd = optarg; break;
+		case OPT_FETCH:
+			ctx->fetch_timeout_ms = parse_num("--fetch-timeout-ms",
+			    optarg, LLONG_MAX);
+			ctx->fetch_source = TIMEOUT_FETCH_FLAG;
+			break;
+		case OPT_TIMEOUT:
+			ctx->timeout_ms = parse_num("--timeout-ms", optarg,
+			    LLONG_MAX);
+			break;
+		case OPT_JSON: ctx->json = 1; break;
+		case OPT_RETRY:
+			ctx->retry = (int)parse_num("--retry", optarg, 100);
+			break;
+		case OPT_STATE: ctx->state_dir = strdup(optarg); break;
+		case OPT_NO_AUTO: ctx->no_auto_resume = 1; break;
+		case OPT_NO_WAIT: ctx->no_wait = 1; break;
+		case OPT_PARALLEL: ctx->parallel = 1; break;
+		case OPT_LAST_ID:
+			ctx->last_event_id = parse_num("--last-event-id",
+			    optarg, 9007199254740991LL);
+			break;
+		case 'q': ctx->quiet = 1; break;
+		case 'v': ctx->verbose = 1; break;
+		case 'h': usage(0);
+		case OPT_VERSION:
+			printf("qwen-restore %s\n", PACKAGE_VERSION);
+			exit(0);
+		default: usage(EXIT_USAGE);
+		}
+	}
+	setup_address(ctx, sock, url);
+	setup_cwd(ctx, cwd);
+	setup_token(ctx, token);
+	setup_fetch_env(ctx);
+	if (ctx->base_url == NULL || ctx->addr_key == NULL || ctx->cwd == NULL)
+		usage_err("out of memory");
+}
+
+/* The command table. */
+static const struct command {
+	const char	*name;
+	int		 takes_id;	/* 1: ID required */
+	int		 max_args;	/* operands after the ID */
+	int		(*fn)(struct rctx *, char **args);
+} commands[] = {
+	{ "capabilities",	0, 0, cmd_capabilities },
+	{ "list",		0, 0, cmd_list },
+	{ "new",		0, 0, cmd_new },
+	{ "load",		1, 0, cmd_load },
+	{ "resume",		1, 0, cmd_resume },
+	{ "prompt",		1, 1, cmd_prompt_args },
+	{ "events",		1, 0, cmd_events_args },
+	{ "cancel",		1, 0, cmd_cancel },
+	{ "heartbeat",		1, 0, cmd_heartbeat },
+	{ "detach",		1, 0, cmd_detach },
+	{ "close",		1, 0, cmd_close },
+	{ "status",		1, 0, cmd_status },
+};
+
+/* Parse, open the state, run one command, exit with its code. */
+int
+main(int argc, char **argv)
+{
+	struct rctx		 ctx;
+	const struct command	*cmd = NULL;
+	char			 err[512];
+	size_t			 i;
+	int			 nargs, rc;
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.fetch_timeout_ms = ctx.timeout_ms = ctx.last_event_id = -1;
+	parse_args(&ctx, argc, argv);
+	if (optind >= argc)
+		usage(EXIT_USAGE);
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[optind], commands[i].name) == 0)
+			cmd = &commands[i];
+	if (cmd == NULL)
+		usage_err("unknown command '%s'", argv[optind]);
+	ctx.command = cmd->name;
+	nargs = argc - optind - 1;
+	if (cmd->takes_id && nargs < 1)
+		usage_err("%s: a session ID is required", cmd->name);
+	if (nargs > cmd->takes_id + cmd->max_args)
+		usage_err("%s: too many arguments", cmd->name);
+	if (cmd->takes_id) {
+		ctx.session_id = argv[optind + 1];
+		if (!state_id_valid(ctx.session_id))
+			usage_err("%s: invalid session ID '%s'", cmd->name,
+			    ctx.session_id);
+	}
+	if ((ctx.state = state_open(ctx.state_dir, ctx.addr_key, err,
+	    sizeof(err))) == NULL) {
+		fprintf(stderr, "%s: %s\n", getprogname(), err);
+		return EXIT_FAIL;
+	}
+	if (http_global_init() == -1) {
+		fprintf(stderr, "%s: cannot initialise libcurl\n",
+		    getprogname());
+		return EXIT_FAIL;
+	}
+	rc = cmd->fn(&ctx, argv + optind + 1 + cmd->takes_id);
+	http_global_cleanup();
+	state_free(ctx.state);
+	free(ctx.socket_path);
+	free(ctx.base_url);
+	free(ctx.addr_key);
+	free(ctx.token);
+	free(ctx.cwd);
+	free(ctx.state_dir);
+	fflush(stdout);
+	if (ferror(stdout) && rc == EXIT_OK)
+		rc = EXIT_FAIL;
+	return rc;
+}

@@ -1,0 +1,74 @@
+/*
+ * channel-int.h: what channel.c (the child's lifecycle) and channel-rpc.c
+ * (the JSON-RPC traffic with it) share.  Private to those two files.
+ */
+#ifndef QWEN_SERVE_CHANNEL_INT_H
+#define QWEN_SERVE_CHANNEL_INT_H
+
+#include <sys/types.h>
+
+#include <event2/bufferevent.h>
+#include <pipeline.h>
+
+#include "serve.h"
+
+#define CHAN_KILL_GRACE_MS	2000
+#define CHAN_STDERR_LINE	8192
+#define CHAN_BATCH		8
+#define CHAN_PIPE_SIZE		(1024 * 1024)
+
+enum chan_state { CH_IDLE, CH_STARTING, CH_READY, CH_DYING };
+
+struct chan_req {
+	TAILQ_ENTRY(chan_req)	 entry;		/* waiting for initialize */
+	struct channel		*ch;
+	chan_cb			 cb;
+	void			*arg;
+	json_object		*msg;		/* unsent request */
+	uint64_t		 timeout_ms;
+	int			 forgotten;
+};
+
+struct channel {
+	TAILQ_ENTRY(channel)	 entry;
+	char			*workspace;
+	enum chan_state		 state;
+	pipeline		*p;
+	pid_t			 pid;
+	int			 pidfd;
+	struct event		*pid_ev;
+	struct bufferevent	*in, *err;
+	int			 out_fd;	/* read directly: 2.1's bufferevents read 4 KiB at a time */
+	struct event		*out_ev;
+	int			 out_eof;
+	struct rpc_reader	*rd;
+	struct rpc_pending	*pending;
+	struct event		*deadline_ev;
+	struct event		*idle_ev;
+	struct event		*kill_ev;
+	struct event		*more_ev;
+	int			 kill_stage;
+	int			 killed;	/* we ended it */
+	TAILQ_HEAD(, chan_req)	 waiting;
+	TAILQ_HEAD(, chan_req)	 respawn;	/* arrived while an idle child ended */
+	size_t			 nsessions;
+	char			 secret[48];
+	unsigned		 serial;	/* of the current child */
+};
+
+void	chan_req_finish(struct chan_req *, enum chan_outcome, json_object *payload);
+void	chan_req_send(struct channel *, struct chan_req *);
+void	chan_arm_deadline(struct channel *);
+void	chan_on_deadline(evutil_socket_t, short, void *);
+void	chan_on_out_ready(evutil_socket_t, short, void *);
+/* Take everything the child left in the pipe (it has exited). */
+void	chan_out_drain(struct channel *);
+void	chan_on_in_event(struct bufferevent *, short, void *);
+void	chan_on_err_read(struct bufferevent *, void *);
+void	chan_on_err_event(struct bufferevent *, short, void *);
+void	chan_on_more(evutil_socket_t, short, void *);
+void	chan_start(struct channel *);
+void	chan_end(struct channel *, int hard);
+void	chan_check_idle(struct channel *);
+
+#endif

@@ -1,0 +1,243 @@
+/*
+ * routes-daemon.c: the routes about the daemon and its workspace rather
+ * than one session: GET /health, GET /capabilities (only what really
+ * works), GET /workspace/sessions (persisted transcripts for a picker).
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "errors.h"
+#include "serve.h"
+
+/* ---- health and capabilities -------------------------------------------- */
+
+void
+route_health(struct http_ctx *ctx)
+{
+	json_object *o = json_object_new_object();
+	const char *deep = evhttp_find_header(ctx->query, "deep");
+	size_t active, unsettled, overdue, quarantined;
+
+	json_object_object_add(o, "status", json_object_new_string("ok"));
+	if (deep != NULL && strcmp(deep, "1") == 0) {
+		json_object_object_add(o, "sessions",
+		    json_object_new_int64((int64_t)sessions_count()));
+		json_object_object_add(o, "activePrompts",
+		    json_object_new_int64((int64_t)sessions_active_prompts()));
+		json_object_object_add(o, "channelAlive",
+		    json_object_new_boolean(channels_running() > 0));
+		json_object_object_add(o, "connections",
+		    json_object_new_int64((int64_t)http_conn_count()));
+		restore_stats(&active, &unsettled, &overdue, &quarantined);
+		json_object_object_add(o, "restoresActive",
+		    json_object_new_int64((int64_t)active));
+		json_object_object_add(o, "restoresUnsettled",
+		    json_object_new_int64((int64_t)unsettled));
+		json_object_object_add(o, "restoresOverdue",
+		    json_object_new_int64((int64_t)overdue));
+		json_object_object_add(o, "restoresQuarantined",
+		    json_object_new_int64((int64_t)quarantined));
+		json_object_object_add(o, "inFlight",
+		    json_object_new_int64((int64_t)inflight_count()));
+	}
+	http_reply_json(ctx->req, 200, o);
+}
+
+static json_object *
+strings(const char *const *v)
+{
+	json_object *a = json_object_new_array();
+
+	for (; *v != NULL; v++)
+		json_object_array_add(a, json_object_new_string(*v));
+	return a;
+}
+
+/* Only what this daemon really implements. */
+json_object *
+routes_capabilities_json(void)
+{
+	static const char *const features[] = { "health", "capabilities",
+	    "session_create", "session_id_override", "session_scope_override",
+	    "session_load", "session_resume", "unstable_session_resume",
+	    "session_prompt", "non_blocking_prompt", "session_cancel",
+	    "session_events", "slow_client_warning", "typed_event_schema",
+	    "client_identity", "client_heartbeat", "session_close",
+	    "session_status", "session_detach", "workspace_session_list", NULL };
+	static const char *const versions[] = { "v1", NULL };
+	static const char *const transports[] = { "rest", NULL };
+	json_object *o = json_object_new_object(), *pv = json_object_new_object();
+	json_object *f = strings(features), *lim = json_object_new_object();
+	json_object *ws = json_object_new_array(), *w = json_object_new_object();
+
+	if (conf.require_auth)
+		json_object_array_add(f, json_object_new_string("require_auth"));
+	if (conf.n_allow_origin > 0)
+		json_object_array_add(f, json_object_new_string("allow_origin"));
+	json_object_object_add(o, "v", json_object_new_int(1));
+	json_object_object_add(pv, "current", json_object_new_string("v1"));
+	json_object_object_add(pv, "supported", strings(versions));
+	json_object_object_add(o, "protocolVersions", pv);
+	json_object_object_add(o, "qwenServeVersion", json_object_new_string(PACKAGE_VERSION));
+	json_object_object_add(o, "mode", json_object_new_string("http-bridge"));
+	json_object_object_add(o, "features", f);
+	json_object_object_add(o, "modelServices", json_object_new_array());
+	json_object_object_add(o, "workspaceCwd", json_object_new_string(conf.workspace));
+	json_object_object_add(o, "transports", strings(transports));
+	json_object_object_add(lim, "maxPendingPromptsPerSession", conf.max_pending_prompts > 0 ?
+	    json_object_new_int(conf.max_pending_prompts) : NULL);
+	json_object_object_add(lim, "sessionRestoreTimeoutMs",
+	    json_object_new_int64(conf.restore_timeout_ms));
+	json_object_object_add(lim, "maxSessionsPerWorkspace", conf.max_sessions > 0 ?
+	    json_object_new_int(conf.max_sessions) : NULL);
+	json_object_object_add(lim, "maxTotalSessions", conf.max_total_sessions > 0 ?
+	    json_object_new_int(conf.max_total_sessions) : NULL);
+	json_object_object_add(lim, "maxEventRingSize",
+	    json_object_new_int64((int64_t)conf.event_ring_size));
+	json_object_object_add(lim, "compactedReplayMaxBytes",
+	    json_object_new_int64((int64_t)conf.compacted_replay_max_bytes));
+	json_object_object_add(o, "limits", lim);
+	json_object_object_add(w, "id", json_object_new_string("primary"));
+	json_object_object_add(w, "cwd", json_object_new_string(conf.workspace));
+	json_object_object_add(w, "primary", json_object_new_boolean(1));
+	json_object_object_add(w, "trusted", json_object_new_boolean(1));
+	json_object_array_add(ws, w);
+	json_object_object_add(o, "workspaces", ws);
+	return o;
+}
+
+void
+route_capabilities(struct http_ctx *ctx)
+{
+	http_reply_json(ctx->req, 200, routes_capabilities_json());
+}
+
+/* ---- persisted sessions of the workspace -------------------------------- */
+
+/* The text of the first user record in the first 64 KiB, or NULL. */
+static json_object *
+first_prompt(const char *path)
+{
+	char buf[65536], *line, *save = NULL;
+	json_object *rec, *v, *parts, *text = NULL;
+	FILE *f;
+	size_t n;
+
+	if ((f = fopen(path, "re")) == NULL)
+		return NULL;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line != NULL && text == NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if ((rec = json_tokener_parse(line)) == NULL)
+			continue;
+		if (json_object_object_get_ex(rec, "type", &v) &&
+		    strcmp(json_object_get_string(v), "user") == 0 &&
+		    json_object_object_get_ex(rec, "message", &v) &&
+		    json_object_object_get_ex(v, "parts", &parts) &&
+		    json_object_is_type(parts, json_type_array))
+			for (size_t i = 0; i < json_object_array_length(parts) && !text; i++)
+				if (json_object_object_get_ex(json_object_array_get_idx(parts, i),
+				    "text", &v) && json_object_is_type(v, json_type_string)) {
+					const char *t = json_object_get_string(v);
+					size_t len = strlen(t);
+
+					/* At most 200 bytes, cut on a character boundary. */
+					if (len > 200)
+						for (len = 200; len > 0 && ((unsigned char)t[len] & 0xc0) == 0x80; len--)
+							;
+					text = json_object_new_string_len(t, (int)len);
+				}
+		json_object_put(rec);
+	}
+	return text;
+}
+
+static int
+by_mtime_desc(const void *a, const void *b)
+{
+	int64_t ma = json_object_get_int64(json_object_object_get(
+	    *(json_object *const *)a, "mtime"));
+	int64_t mb = json_object_get_int64(json_object_object_get(
+	    *(json_object *const *)b, "mtime"));
+
+	return ma < mb ? 1 : ma > mb ? -1 : 0;
+}
+
+static json_object *
+list_entry(const char *dir, const char *name)
+{
+	char path[PATH_MAX], id[SERVE_SESSION_ID_MAX + 1];
+	size_t nlen = strlen(name);
+	struct stat st;
+	json_object *o;
+
+	if (name[0] == '.' || nlen <= 6 || nlen - 6 > SERVE_SESSION_ID_MAX ||
+	    strcmp(name + nlen - 6, ".jsonl") != 0 ||
+	    (nlen > 13 && strcmp(name + nlen - 13, ".ledger.jsonl") == 0))
+		return NULL;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (stat(path, &st) == -1 || !S_ISREG(st.st_mode))
+		return NULL;
+	memcpy(id, name, nlen - 6);
+	id[nlen - 6] = '\0';
+	o = json_object_new_object();
+	json_object_object_add(o, "sessionId", json_object_new_string(id));
+	json_object_object_add(o, "size", json_object_new_int64((int64_t)st.st_size));
+	json_object_object_add(o, "mtime", json_object_new_int64(
+	    (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000));
+	json_object_object_add(o, "firstPrompt", first_prompt(path));
+	json_object_object_add(o, "live", json_object_new_boolean(sessions_find(id) != NULL));
+	return o;
+}
+
+void
+route_workspace_sessions(struct http_ctx *ctx)
+{
+	const char *cwd = evhttp_find_header(ctx->query, "cwd");
+	const char *lim = evhttp_find_header(ctx->query, "limit"), *errstr = NULL;
+	json_object *o, *list = json_object_new_array(), *e;
+	char *dir = serve_transcript_dir();
+	long long max = 100;
+	struct dirent *de;
+	DIR *d;
+
+	if (cwd != NULL) {
+		json_object_object_add(ctx->body, "cwd", json_object_new_string(cwd));
+		if (routes_check_cwd(ctx) == -1)
+			goto out;
+	}
+	if (lim != NULL && ((max = strtonum(lim, 1, 10000, &errstr)), errstr != NULL)) {
+		http_send_qerr(ctx->req, qerr_new("bad_request",
+		    "limit must be an integer from 1 to 10000"));
+		goto out;
+	}
+	if (dir != NULL && (d = opendir(dir)) != NULL) {
+		while ((de = readdir(d)) != NULL)
+			if ((e = list_entry(dir, de->d_name)) != NULL)
+				json_object_array_add(list, e);
+		closedir(d);
+	}
+	json_object_array_sort(list, by_mtime_desc);
+	while (json_object_array_length(list) > (size_t)max)
+		json_object_array_del_idx(list, json_object_array_length(list) - 1, 1);
+	o = json_object_new_object();
+	json_object_object_add(o, "workspaceCwd", json_object_new_string(conf.workspace));
+	json_object_object_add(o, "sessions", list);
+	list = NULL;
+	http_reply_json(ctx->req, 200, o);
+out:
+	json_object_put(list);
+	free(dir);
+}

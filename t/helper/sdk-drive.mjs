@@ -1,0 +1,120 @@
+// sdk-drive.mjs SDK_DIR BASE_URL WORKSPACE SESSION STEP
+// Drives the real @qwen-code/sdk 0.1.14 (DaemonClient, DaemonSessionClient)
+// against qwen-serve.  STEP "main" runs the whole session surface; STEP
+// "before-restart" loads SESSION and writes the stale clientId to stdout;
+// STEP "after-restart CLIENT_ID" proves the self-heal path.  Each check
+// prints "ok - <what>"; the first failure throws (exit 1).
+import { pathToFileURL } from 'node:url';
+import path from 'node:path';
+
+const [sdkDir, baseUrl, workspaceCwd, sessionId, step, staleId] = process.argv.slice(2);
+const sdk = await import(pathToFileURL(path.join(sdkDir,
+    'node_modules/@qwen-code/sdk/dist/daemon/index.js')).href);
+const { DaemonClient, DaemonSessionClient } = sdk;
+
+const traffic = [];
+const recFetch = async (url, init = {}) => {
+	const res = await fetch(url, init);
+	traffic.push(`${init.method ?? 'GET'} ${new URL(url).pathname} ${res.status}`);
+	return res;
+};
+const client = new DaemonClient({ baseUrl, fetch: recFetch });
+
+function check(cond, what) {
+	if (!cond)
+		throw new Error(`not ok - ${what}\ntraffic:\n${traffic.join('\n')}`);
+	console.log(`ok - ${what}`);
+}
+
+// Read events until pred matches or the timeout passes.
+async function until(iter, pred, ms = 10000) {
+	const seen = [];
+	const deadline = Date.now() + ms;
+	while (Date.now() < deadline) {
+		const r = await Promise.race([iter.next(),
+		    new Promise((res) => setTimeout(() => res({ timeout: true }), deadline - Date.now()))]);
+		if (r.timeout || r.done)
+			break;
+		seen.push(r.value);
+		if (pred(r.value))
+			return seen;
+	}
+	throw new Error(`event not seen; got ${JSON.stringify(seen.map((e) => e.type))}`);
+}
+
+async function main() {
+	const health = await client.health();
+	check(health.status === 'ok', 'health');
+	const caps = await client.capabilities();
+	check(caps.v === 1 && caps.features.includes('session_load'), 'capabilities');
+	check(caps.limits.sessionRestoreTimeoutMs === 60000, 'restore budget advertised');
+
+	// createOrAttach, events, prompt to turn_complete.
+	const s = await DaemonSessionClient.createOrAttach(client, { workspaceCwd });
+	check(s.attached === false && s.clientId.startsWith('client_'), 'createOrAttach');
+	const again = await DaemonSessionClient.createOrAttach(client, { workspaceCwd });
+	check(again.attached === true && again.sessionId === s.sessionId, 'createOrAttach attaches');
+	const r1 = await s.prompt({ prompt: [{ type: 'text', text: 'hello' }] });
+	check(r1.stopReason === 'end_turn', 'prompt (temporary SSE) to turn_complete');
+	const ac = new AbortController();
+	const it = s.events({ signal: ac.signal });
+	const p2 = s.prompt({ prompt: [{ type: 'text', text: 'again' }] });
+	const seen = await until(it, (e) => e.type === 'turn_complete');
+	check(seen.some((e) => e.type === 'session_update'), 'events stream session_update');
+	check((await p2).stopReason === 'end_turn', 'prompt (live iterator) to turn_complete');
+	const hb = await s.heartbeat();
+	check(hb.sessionId === s.sessionId && typeof hb.lastSeenAt === 'number', 'heartbeat');
+	ac.abort();
+	await again.detach();
+	check(true, 'detach');
+	await s.close();
+	check(true, 'close');
+	let gone = false;
+	try { await client.heartbeat(s.sessionId); } catch (e) { gone = e.status === 404; }
+	check(gone, 'closed session is gone (404)');
+
+	// load and resume of a persisted transcript.
+	const l = await DaemonSessionClient.load(client, sessionId, { workspaceCwd });
+	const snap = l.consumeReplaySnapshot();
+	check(l.sessionId === sessionId && l.clientId.startsWith('client_'), 'load');
+	check(snap.compactedReplay.length >= 2 && snap.compactedReplay.every((e) => e.v === 1), 'load replay snapshot');
+	const lr = await l.prompt({ prompt: [{ type: 'text', text: 'after load' }] });
+	check(lr.stopReason === 'end_turn', 'prompt after load');
+	await l.close();
+	const r = await DaemonSessionClient.resume(client, sessionId, { workspaceCwd });
+	check(r.sessionId === sessionId && r.attached === false, 'resume');
+	check((await r.prompt({ prompt: [{ type: 'text', text: 'after resume' }] })).stopReason === 'end_turn',
+	    'prompt after resume');
+	await r.detach();
+	check(true, 'last detach');
+}
+
+async function beforeRestart() {
+	const l = await DaemonSessionClient.load(client, sessionId, { workspaceCwd });
+	process.stdout.write(`CLIENT_ID=${l.clientId}\n`);
+}
+
+async function afterRestart() {
+	// The daemon restarted: reload the session (a fresh registration), then
+	// a session client that still holds the old id prompts.
+	const fresh = await client.loadSession(sessionId, { workspaceCwd });
+	check(fresh.clientId !== staleId, 'session restored after restart');
+	const s = new DaemonSessionClient({ client, session: { sessionId, workspaceCwd,
+	    attached: true, clientId: staleId } });
+	const res = await s.prompt({ prompt: [{ type: 'text', text: 'heal' }] });
+	check(res.stopReason === 'end_turn', 'prompt with a stale clientId self-heals');
+	const order = traffic.filter((t) => /prompt|resume/.test(t));
+	check(order[0].endsWith('/prompt 400') && /\/resume 200$/.test(order[1]) &&
+	    order[2].endsWith('/prompt 202'), `400 invalid_client_id -> resume -> 202 (${order.join(', ')})`);
+	check(s.clientId !== staleId && s.clientId.startsWith('client_'), 'new clientId adopted');
+	await s.close();
+	check(true, 'close with the healed id');
+}
+
+if (step === 'main')
+	await main();
+else if (step === 'before-restart')
+	await beforeRestart();
+else
+	await afterRestart();
+process.exit(0);

@@ -1,0 +1,97 @@
+# serve_restore_helper.bash: the safe-restore tests (t/21xx-serve-restore-*):
+# a fake child that logs every message, health counters, timing.
+
+load serve_helper
+
+CLOG=$BATS_TEST_TMPDIR/child.log
+P='{"prompt":[{"type":"text","text":"hello"}]}'
+
+# rserve KNOBS [qwen-serve args...]: serve_start with FAKE_CHILD=KNOBS plus
+# the message log, and transcripts for SID and SID2.
+rserve() {
+	local knobs=$1
+	shift
+	FAKE_CHILD="log=$CLOG${knobs:+,$knobs}" serve_start "$@"
+	make_transcript "$SID"
+	make_transcript "$SID2"
+}
+
+# The pid of the newest child, from the daemon log.
+child_pid() {
+	sed -n 's/.*started .* (pid \([0-9]*\)).*/\1/p' "$BATS_TEST_TMPDIR/err" | tail -1
+}
+
+# calls METHOD [ID]: how many METHOD messages (for ID) the children read.
+calls() {
+	if [ $# -gt 1 ]; then
+		awk -v m="$1" -v id="$2" '$2 == m && $3 == id' "$CLOG" 2>/dev/null | wc -l
+	else
+		awk -v m="$1" '$2 == m' "$CLOG" 2>/dev/null | wc -l
+	fi
+}
+
+# calls_are N METHOD [ID]: exactly N such messages (for wait_for).
+calls_are() {
+	local n=$1
+	shift
+	[ "$(calls "$@")" -eq "$n" ]
+}
+
+# health_has JQ-CONDITION: GET /health?deep=1 satisfies it.
+health_has() {
+	curl -s --unix-socket "$SOCK" 'http://localhost/health?deep=1' |
+	    jq -e "$1" >/dev/null
+}
+
+health_wait() {
+	wait_for "${2:-5}" health_has "$1"
+}
+
+# bg_req NAME METHOD PATH [BODY]: a request in the background; its status
+# goes to NAME.code, its body to NAME.body, its headers to NAME.hdrs.
+bg_req() {
+	local n=$1 m=$2 p=$3 d=${4-}
+	local args=(-s -X "$m" -o "$BATS_TEST_TMPDIR/$n.body" -D "$BATS_TEST_TMPDIR/$n.hdrs"
+	    -w '%{http_code}' --unix-socket "$SOCK")
+	[ -n "$d" ] && args+=(--data-binary "$d" -H 'Content-Type: application/json')
+	(curl "${args[@]}" "http://localhost$p" >"$BATS_TEST_TMPDIR/$n.code.tmp" 3>&-
+	    mv "$BATS_TEST_TMPDIR/$n.code.tmp" "$BATS_TEST_TMPDIR/$n.code") 3>&- &
+}
+
+# bg_wait NAME [TIMEOUT]: wait for bg_req NAME; sets $code, $body, $hdrs.
+bg_wait() {
+	wait_for "${2:-10}" test -s "$BATS_TEST_TMPDIR/$1.code" || return 1
+	code=$(cat "$BATS_TEST_TMPDIR/$1.code")
+	body=$(cat "$BATS_TEST_TMPDIR/$1.body")
+	hdrs=$(tr -d '\r' <"$BATS_TEST_TMPDIR/$1.hdrs")
+}
+
+now_ms() {
+	date +%s%3N
+}
+
+# Spans named qwen-code.daemon.bridge with operation session.restore, as
+# one JSON array of {attrs, events:[{name, attrs}], traceId, spanId}.
+restore_spans() {
+	jq -c '.resourceSpans[].scopeSpans[].spans[]
+	    | select(.name == "qwen-code.daemon.bridge")
+	    | {traceId, spanId,
+	       attrs: (reduce .attributes[] as $a ({}; .[$a.key] = ($a.value | .stringValue // .intValue))),
+	       events: [(.events // [])[] | {name, attrs: (reduce (.attributes // [])[] as $a ({}; .[$a.key] = $a.value.stringValue))}]}
+	    | select(.attrs["qwen-code.daemon.operation"] == "session.restore")' \
+	    "$TRACE" 2>/dev/null | jq -c -s .
+}
+
+# rteardown: stop everything; the daemon must have exited cleanly, with no
+# sanitizer report (ASan/UBSan/LSan builds).
+rteardown() {
+	local st=0
+	serve_teardown
+	[ -f "$BATS_TEST_TMPDIR/err" ] || return 0
+	if grep -q 'Sanitizer\|runtime error:' "$BATS_TEST_TMPDIR/err"; then
+		grep -A30 'Sanitizer\|runtime error:' "$BATS_TEST_TMPDIR/err" >&2
+		st=1
+	fi
+	[ "${SERVE_STATUS:-0}" -eq 0 ] || { echo "qwen-serve exited $SERVE_STATUS" >&2; st=1; }
+	return $st
+}
