@@ -288,3 +288,36 @@ open(sys.argv[1] + ".up", "w").close(); time.sleep(30)' "$BATS_TEST_TMPDIR/l.soc
 	wait_for 5 grep -q "session $SID registered" "$BATS_TEST_TMPDIR/log"
 	! grep -q "session $SID registered" "$BATS_TEST_TMPDIR/log.1"
 }
+
+@test "--trace-file: restore spans without transcript content; SIGHUP reopens the file" {
+	serve_start --trace-file "$BATS_TEST_TMPDIR/trace"
+	make_transcript
+	req POST /session/$SID/load '{}'
+	expect 200
+	wait_for 5 grep -q 'qwen-code.daemon.bridge' "$BATS_TEST_TMPDIR/trace"
+	jq -e -s '[.[].resourceSpans[].scopeSpans[].spans[] | select(.name == "qwen-code.daemon.bridge")]
+	    | length == 1 and (.[0].attributes | any(.key == "qwen-code.daemon.bridge.operation" and .value.stringValue == "session.load"))' \
+	    "$BATS_TEST_TMPDIR/trace" >/dev/null
+	! grep -q 'Why is loading slow' "$BATS_TEST_TMPDIR/trace"
+	mv "$BATS_TEST_TMPDIR/trace" "$BATS_TEST_TMPDIR/trace.1"
+	kill -HUP "$SERVE_PID"
+	wait_for 5 test -e "$BATS_TEST_TMPDIR/trace"
+	req POST /session/$SID2/resume '{}'
+	expect 404
+	wait_for 5 grep -q 'session.resume' "$BATS_TEST_TMPDIR/trace"
+	! grep -q 'session.resume' "$BATS_TEST_TMPDIR/trace.1"
+}
+
+@test "the child's restore span joins the daemon's trace (real qwen-acp-child)" {
+	[ -x "$QWEN_TOP_BUILDDIR/bin/qwen-acp-child" ] || skip "qwen-acp-child not built"
+	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_start --trace-file "$BATS_TEST_TMPDIR/trace"
+	make_transcript
+	req POST /session/$SID/load '{}'
+	expect 200
+	wait_for 5 grep -q 'qwen-code.daemon.session_restore' "$BATS_TEST_TMPDIR/trace"
+	wait_for 5 grep -q 'qwen-code.daemon.bridge' "$BATS_TEST_TMPDIR/trace"
+	jq -e -s '[.[].resourceSpans[].scopeSpans[].spans[]] as $s |
+	    ($s | map(select(.name == "qwen-code.daemon.bridge"))[0]) as $d |
+	    ($s | map(select(.name == "qwen-code.daemon.session_restore"))[0]) as $c |
+	    $d.traceId == $c.traceId and $c.parentSpanId == $d.spanId' "$BATS_TEST_TMPDIR/trace" >/dev/null
+}

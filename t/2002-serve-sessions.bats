@@ -363,6 +363,21 @@ P='{"prompt":[{"type":"text","text":"hello"}]}'
 	grep -q "session $SID closed (idle_timeout)" "$BATS_TEST_TMPDIR/err"
 }
 
+@test "heartbeats keep a session from being reaped" {
+	serve_start --session-idle-timeout-ms 600 --session-reap-interval-ms 50
+	make_transcript
+	req POST /session/$SID/load '{}'
+	local cid=$(jq -r .clientId <<<"$body") t0=$SECONDS
+	while [ $((SECONDS - t0)) -lt 2 ]; do
+		req POST /session/$SID/heartbeat '{}' -H "X-Qwen-Client-Id: $cid"
+		expect 200
+		sleep 0.1
+	done
+	req GET /session/$SID/status
+	expect 200
+	wait_for 5 bash -c "! curl -sf --unix-socket '$SOCK' http://localhost/session/$SID/status >/dev/null"
+}
+
 @test "GET /workspace/sessions lists persisted transcripts with their first prompt" {
 	serve_start
 	make_transcript "$SID"
