@@ -333,8 +333,12 @@ void	spawn_start(const char *id, int is_default, struct evhttp_request *,
 /* Admit a load/resume (body borrowed) and dispatch it with restore_start(). */
 void	restore_begin(enum op_action, const char *id, json_object *body,
 	    struct evhttp_request *, const char *client_id);
-/* The one place a restore goes to the child, and the one it ends in. */
+/*
+ * The one place a restore goes to the child: from there its restore-fsm
+ * machine owns it (deadline, public result, settlement) and frees it.
+ */
 void	restore_start(struct inflight *);
+/* A spawn's answer: reply to its callers and free it. */
 void	restore_settle(struct inflight *, enum chan_outcome, json_object *payload);
 size_t	inflight_count(void);
 int	routes_check_cwd(struct http_ctx *);
