@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "errors.h"
 #include "log.h"
+#include "paths.h"
 #include "rpc-frame.h"
 #include "rpc-pending.h"
 #include "trace.h"

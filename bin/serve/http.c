@@ -19,6 +19,7 @@
 
 #include "errors.h"
 #include "log.h"
+#include "paths.h"
 #include "rpc-frame.h"
 #include "serve.h"
 
@@ -58,18 +59,11 @@ static const struct route routes[] = {
 
 /* ---- small utilities ---------------------------------------------------- */
 
+/* A fresh UUID v4 (the same generator as the child's). */
 void
 serve_uuid4(char out[SERVE_UUID_LEN + 1])
 {
-	unsigned char b[16];
-
-	arc4random_buf(b, sizeof(b));
-	b[6] = (b[6] & 0x0f) | 0x40;
-	b[8] = (b[8] & 0x3f) | 0x80;
-	snprintf(out, SERVE_UUID_LEN + 1,
-	    "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-	    b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
-	    b[11], b[12], b[13], b[14], b[15]);
+	paths_new_uuid(out);
 }
 
 void
@@ -102,29 +96,19 @@ serve_is_uuid(const char *s)
 	return strchr("89abAB", s[19]) != NULL;
 }
 
-/* <data-dir>/projects/<sanitized workspace>/chats, or NULL. */
+/*
+ * <data-dir>/projects/<sanitized workspace>/chats, or NULL: resolved by the
+ * same libqwen code the child uses, so both always look in one place.
+ */
 char *
 serve_transcript_dir(void)
 {
-	const char *home;
-	char *base = NULL, *san, *out = NULL;
+	char *base, *out;
 
-	if (conf.data_dir != NULL)
-		base = strdup(conf.data_dir);
-	else if ((home = getenv("QWEN_HOME")) != NULL && home[0] != '\0')
-		base = strdup(home);
-	else if ((home = getenv("HOME")) != NULL)
-		(void)asprintf(&base, "%s/.qwen", home);
-	if (base == NULL || (san = strdup(conf.workspace)) == NULL) {
-		free(base);
+	if ((base = paths_data_dir(conf.data_dir)) == NULL)
 		return NULL;
-	}
-	for (char *p = san; *p != '\0'; p++)
-		if (!isalnum((unsigned char)*p))
-			*p = '-';
-	(void)asprintf(&out, "%s/projects/%s/chats", base, san);
+	out = paths_chats_dir(base, conf.workspace);
 	free(base);
-	free(san);
 	return out;
 }
 

@@ -1,4 +1,4 @@
-/* paths.c: transcript and lease locations, session id rules, uuids. */
+/* paths.c: qwen-code data locations, session id rules, uuids (daemon and child). */
 #include "config.h"
 
 #include <sys/stat.h>

@@ -6,8 +6,8 @@
  * as they are: <data-dir>/projects/<sanitized cwd>/chats/<id>.jsonl, with
  * every byte of the cwd outside [A-Za-z0-9] turned into '-'.
  */
-#ifndef ACP_PATHS_H
-#define ACP_PATHS_H
+#ifndef QWEN_PATHS_H
+#define QWEN_PATHS_H
 
 #include <stddef.h>
 
