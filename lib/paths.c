@@ -138,16 +138,22 @@ paths_mkdir_p(const char *path, unsigned mode)
 	return rc;
 }
 
-/* JavaScript's toISOString() shape. */
+/* JavaScript's toISOString() shape for a wall-clock time in milliseconds. */
 void
-paths_iso_now(char out[32])
+paths_iso_time(uint64_t wall_ms, char out[32])
 {
-	uint64_t ms = clock_wall_ms();
-	time_t t = (time_t)(ms / 1000);
+	time_t t = (time_t)(wall_ms / 1000);
 	struct tm tm;
 	size_t n;
 
 	gmtime_r(&t, &tm);
 	n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out + n, 32 - n, ".%03uZ", (unsigned)(ms % 1000));
+	snprintf(out + n, 32 - n, ".%03uZ", (unsigned)(wall_ms % 1000));
+}
+
+/* The current wall-clock time as paths_iso_time writes it. */
+void
+paths_iso_now(char out[32])
+{
+	paths_iso_time(clock_wall_ms(), out);
 }

@@ -10,6 +10,7 @@
 #define QWEN_PATHS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Upstream's file-name rule: ^[0-9a-fA-F-]{32,36}$.  1 when valid. */
 int	paths_valid_session_id(const char *id);
@@ -36,6 +37,7 @@ char	*paths_lock_dir(const char *data_dir);
 int	paths_mkdir_p(const char *path, unsigned mode);
 
 /* ISO 8601 UTC with milliseconds ("2026-08-01T15:01:13.619Z") into out[32]. */
+void	paths_iso_time(uint64_t wall_ms, char out[32]);
 void	paths_iso_now(char out[32]);
 
 #endif

@@ -66,16 +66,14 @@ serve_uuid4(char out[SERVE_UUID_LEN + 1])
 	paths_new_uuid(out);
 }
 
+/* ISO 8601 UTC with milliseconds, as the child writes it. */
 void
 serve_iso_time(uint64_t wall_ms, char *buf, size_t size)
 {
-	time_t t = (time_t)(wall_ms / 1000);
-	struct tm tm;
-	char base[32];
+	char iso[32];
 
-	gmtime_r(&t, &tm);
-	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, size, "%s.%03uZ", base, (unsigned)(wall_ms % 1000));
+	paths_iso_time(wall_ms, iso);
+	strlcpy(buf, iso, size);
 }
 
 /* UUID v1-v5, any case. */
