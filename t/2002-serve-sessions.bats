@@ -364,11 +364,13 @@ P='{"prompt":[{"type":"text","text":"hello"}]}'
 }
 
 @test "heartbeats keep a session from being reaped" {
-	serve_start --session-idle-timeout-ms 600 --session-reap-interval-ms 50
+	# The idle timeout leaves room for a slow curl on a loaded machine;
+	# the loop outlives it twice over.
+	serve_start --session-idle-timeout-ms 1500 --session-reap-interval-ms 50
 	make_transcript
 	req POST /session/$SID/load '{}'
 	local cid=$(jq -r .clientId <<<"$body") t0=$SECONDS
-	while [ $((SECONDS - t0)) -lt 2 ]; do
+	while [ $((SECONDS - t0)) -lt 4 ]; do
 		req POST /session/$SID/heartbeat '{}' -H "X-Qwen-Client-Id: $cid"
 		expect 200
 		sleep 0.1
