@@ -22,6 +22,7 @@
 #include "paths.h"
 #include "rpc-frame.h"
 #include "serve.h"
+#include "ws.h"
 
 struct conn {
 	TAILQ_ENTRY(conn)	 entry;
@@ -489,6 +490,11 @@ on_request(struct evhttp_request *req, void *arg)
 	}
 	if (path == NULL || path[0] != '/') {
 		http_error(req, "bad_request", NULL);
+		return;
+	}
+	/* WebSocket upgrades run the gates themselves (bearer subprotocol). */
+	if (strcmp(path, WS_PATH) == 0 && ws_wants_upgrade(req)) {
+		ws_upgrade(req);
 		return;
 	}
 	if (listen_gate(req, strcmp(path, "/health") == 0) == -1)

@@ -27,6 +27,7 @@
 #include "log.h"
 #include "serve.h"
 #include "trace.h"
+#include "ws.h"
 
 struct serve_conf conf;
 struct event_base *serve_base;
@@ -352,6 +353,7 @@ serve_request_shutdown(void)
 		return;
 	shutting_down = 1;
 	listen_stop();
+	ws_shutdown();
 	sessions_close_all("daemon_shutdown");
 	channels_shutdown();
 	stop_timer = event_new(serve_base, -1, EV_PERSIST, stop_check, NULL);
@@ -417,6 +419,7 @@ main(int argc, char **argv)
 		event_free(sigs[i]);
 	if (stop_timer != NULL)
 		event_free(stop_timer);
+	ws_free_all();		/* before evhttp_free() frees their connections */
 	http_free(http);
 	sessions_free();
 	channels_free();

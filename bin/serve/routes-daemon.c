@@ -18,6 +18,7 @@
 
 #include "errors.h"
 #include "serve.h"
+#include "ws.h"
 
 /* ---- health and capabilities -------------------------------------------- */
 
@@ -38,6 +39,8 @@ route_health(struct http_ctx *ctx)
 		    json_object_new_boolean(channels_running() > 0));
 		json_object_object_add(o, "connections",
 		    json_object_new_int64((int64_t)http_conn_count()));
+		json_object_object_add(o, "wsConnections",
+		    json_object_new_int64((int64_t)ws_conn_count()));
 		restore_stats(&active, &unsettled, &overdue, &quarantined);
 		json_object_object_add(o, "restoresActive",
 		    json_object_new_int64((int64_t)active));
@@ -94,6 +97,9 @@ routes_capabilities_json(void)
 	json_object_object_add(o, "modelServices", json_object_new_array());
 	json_object_object_add(o, "workspaceCwd", json_object_new_string(conf.workspace));
 	json_object_object_add(o, "transports", strings(transports));
+	/* ACP over WebSocket (ws.c). */
+	json_object_array_add(json_object_object_get(o, "transports"),
+	    json_object_new_string("acp-ws"));
 	json_object_object_add(lim, "maxPendingPromptsPerSession", conf.max_pending_prompts > 0 ?
 	    json_object_new_int(conf.max_pending_prompts) : NULL);
 	json_object_object_add(lim, "sessionRestoreTimeoutMs",
