@@ -22,6 +22,7 @@
 #include "paths.h"
 #include "rpc-frame.h"
 #include "serve.h"
+#include "acp.h"
 #include "ws.h"
 
 struct conn {
@@ -118,9 +119,14 @@ serve_transcript_dir(void)
 void
 http_reply_json(struct evhttp_request *req, int status, json_object *body)
 {
-	struct evbuffer *buf = evbuffer_new();
+	struct evbuffer *buf;
 	const char *s;
 
+	if (acp_call_capture(req, status, body, NULL)) {	/* an ACP call's */
+		json_object_put(body);
+		return;
+	}
+	buf = evbuffer_new();
 	listen_cors_headers(req);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 	    "application/json");
@@ -141,6 +147,8 @@ http_reply_json(struct evhttp_request *req, int status, json_object *body)
 void
 http_reply_empty(struct evhttp_request *req, int status)
 {
+	if (acp_call_capture(req, status, NULL, NULL))
+		return;
 	listen_cors_headers(req);
 	evhttp_send_reply(req, status, NULL, NULL);
 }
@@ -160,6 +168,10 @@ http_send_qerr(struct evhttp_request *req, struct qerr *e)
 	json_object *body;
 	int ra;
 
+	if (acp_call_capture(req, e != NULL ? qerr_status(e) : 500, NULL, e)) {
+		qerr_free(e);
+		return;
+	}
 	if (e == NULL || (body = qerr_rest_body(e)) == NULL) {
 		qerr_free(e);
 		evhttp_send_error(req, 500, NULL);

@@ -170,6 +170,17 @@ void	bus_subscribe(struct bus *, struct evhttp_request *req, int64_t last_event_
 	    const char *epoch, int max_queued);
 /* Connection of sub closed (from http.c). */
 void	sse_sub_closed(struct sse_sub *);
+/*
+ * In-process listeners (ACP connections): fn gets every published
+ * envelope (borrowed) before the SSE subscribers, with terminal set for
+ * the bus's last event; env NULL when the bus is freed (the listener is
+ * freed right after).  fn must not publish on, free or unlisten other
+ * listeners of this bus; unlistening itself is fine.
+ */
+struct bus_listener;
+typedef void	(*bus_listen_fn)(void *arg, json_object *env, int terminal);
+struct bus_listener *bus_listen(struct bus *, bus_listen_fn fn, void *arg);
+void	bus_unlisten(struct bus_listener *);	/* NULL-safe */
 
 /* ---- channel.c --------------------------------------------------------- */
 enum chan_outcome {

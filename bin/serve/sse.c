@@ -39,6 +39,14 @@ struct sse_sub {
 	size_t			 fcap, fhead, fcount, fbytes;
 };
 
+/* An in-process listener (an ACP connection holding the session). */
+struct bus_listener {
+	TAILQ_ENTRY(bus_listener) entry;
+	struct bus		*bus;
+	bus_listen_fn		 fn;
+	void			*arg;
+};
+
 struct bus {
 	char			 session_id[SERVE_SESSION_ID_MAX + 1];
 	char			 epoch[SERVE_UUID_LEN + 1];
@@ -48,6 +56,7 @@ struct bus {
 	size_t			 cap, head, count;
 	TAILQ_HEAD(, sse_sub)	 subs;
 	size_t			 nsubs;
+	TAILQ_HEAD(, bus_listener) listeners;
 };
 
 static void	sub_end(struct sse_sub *);
@@ -68,6 +77,7 @@ bus_new(const char *session_id, size_t ring_size)
 	b->next_id = 1;
 	b->cap = ring_size;
 	TAILQ_INIT(&b->subs);
+	TAILQ_INIT(&b->listeners);
 	return b;
 }
 
@@ -75,11 +85,17 @@ void
 bus_free(struct bus *b)
 {
 	struct sse_sub *s = NULL;
+	struct bus_listener *l;
 
 	if (b == NULL)
 		return;
 	while ((s = TAILQ_FIRST(&b->subs)) != NULL)
 		sub_end(s);
+	while ((l = TAILQ_FIRST(&b->listeners)) != NULL) {
+		TAILQ_REMOVE(&b->listeners, l, entry);
+		l->fn(l->arg, NULL, 1);	/* the bus is gone */
+		free(l);
+	}
 	for (size_t i = 0; i < b->count; i++)
 		free(b->ring[(b->head + i) % b->cap].frame);
 	free(b->ring);
@@ -319,10 +335,13 @@ bus_publish(struct bus *b, const char *type, json_object *data,
 {
 	uint64_t id = b->next_id++;
 	json_object *env = envelope(id, type, data, prompt_id, client_id);
+	struct bus_listener *l, *lnext;
 	struct sse_sub *s, *next;
 	size_t len;
 	char *f = frame_of(env, id, type, &len);
 
+	TAILQ_FOREACH_SAFE(l, &b->listeners, entry, lnext)
+		l->fn(l->arg, env, terminal);
 	json_object_put(env);
 	if (f == NULL)
 		return;
@@ -335,6 +354,29 @@ bus_publish(struct bus *b, const char *type, json_object *data,
 			(void)sub_check_queue(s);
 	}
 	free(f);
+}
+
+struct bus_listener *
+bus_listen(struct bus *b, bus_listen_fn fn, void *arg)
+{
+	struct bus_listener *l;
+
+	if ((l = calloc(1, sizeof(*l))) == NULL)
+		return NULL;
+	l->bus = b;
+	l->fn = fn;
+	l->arg = arg;
+	TAILQ_INSERT_TAIL(&b->listeners, l, entry);
+	return l;
+}
+
+void
+bus_unlisten(struct bus_listener *l)
+{
+	if (l == NULL)
+		return;
+	TAILQ_REMOVE(&l->bus->listeners, l, entry);
+	free(l);
 }
 
 json_object *
