@@ -2,8 +2,8 @@
  * ws.c: WebSocket connections after the upgrade, driven by wslay on the
  * evhttp connection's bufferevent.
  *
- * Inbound: wslay reassembles fragments and answers pings; a complete text
- * message is checked for UTF-8 and handed to the ACP layer.  Outbound: the
+ * Inbound: wslay reassembles fragments, answers pings and checks text for
+ * UTF-8; a complete text message is handed to the ACP layer.  Outbound: the
  * ACP layer's sink queues one text message per JSON-RPC message; at most
  * WS_OUT_CHUNK bytes sit in the bufferevent at a time, the rest in wslay's
  * queue, and a peer that lets more than ws_queue_cap() bytes pile up is
@@ -57,49 +57,15 @@ ws_conn_count(void)
 	return nconns;
 }
 
+/*
+ * The largest burst a well-behaved peer must absorb is a load's replay
+ * (at most --compacted-replay-max-bytes of updates, each wrapped in a
+ * session/update notification), so the cap follows that bound.
+ */
 size_t
 ws_queue_cap(void)
 {
-	size_t replay = conf.compacted_replay_max_bytes;
-
-	return replay > WS_QUEUE_MIN / 2 ? 2 * replay : WS_QUEUE_MIN;
-}
-
-/* Strict UTF-8 (RFC 3629): no overlongs, surrogates or values past U+10FFFF. */
-static int
-utf8_valid(const uint8_t *s, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		uint8_t c = s[i];
-		size_t len;
-		uint8_t lo = 0x80, hi = 0xbf;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			len = 2;
-		else if (c >= 0xe0 && c <= 0xef) {
-			len = 3;
-			lo = c == 0xe0 ? 0xa0 : 0x80;
-			hi = c == 0xed ? 0x9f : 0xbf;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			len = 4;
-			lo = c == 0xf0 ? 0x90 : 0x80;
-			hi = c == 0xf4 ? 0x8f : 0xbf;
-		} else
-			return 0;
-		if (n - i < len || s[i + 1] < lo || s[i + 1] > hi)
-			return 0;
-		for (size_t k = 2; k < len; k++)
-			if (s[i + k] < 0x80 || s[i + k] > 0xbf)
-				return 0;
-		i += len;
-	}
-	return 1;
+	return 4 * conf.compacted_replay_max_bytes + WS_QUEUE_SLACK;
 }
 
 /* Bytes waiting to go out: wslay's queue plus the bufferevent's. */
@@ -179,7 +145,9 @@ ws_settle(struct ws_conn *c)
 		ws_end_acp(c);
 		ws_flush(c);
 	}
-	if (wslay_event_want_read(c->ctx) || wslay_event_want_write(c->ctx) ||
+	/* wslay keeps read_enabled after a close arrives: that ends reading too. */
+	if ((wslay_event_want_read(c->ctx) && !wslay_event_get_close_received(c->ctx)) ||
+	    wslay_event_want_write(c->ctx) ||
 	    evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
 		return 0;
 	ws_conn_free(c);
@@ -226,7 +194,11 @@ ws_send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len,
 	return (ssize_t)len;
 }
 
-/* A whole message: text goes to ACP; binary is refused with 1003. */
+/*
+ * A whole message: text goes to ACP; binary is refused with 1003.  wslay
+ * 1.1 has already checked that text is UTF-8 (1007 otherwise) and that
+ * the message fits the cap (1009 otherwise).
+ */
 static void
 ws_msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *m,
     void *arg)
@@ -240,10 +212,6 @@ ws_msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg 
 	}
 	if (m->opcode != WSLAY_TEXT_FRAME || c->acp == NULL)
 		return;
-	if (!utf8_valid(m->msg, m->msg_length)) {
-		ws_close(c, WSLAY_CODE_INVALID_FRAME_PAYLOAD_DATA, "invalid UTF-8");
-		return;
-	}
 	/* -1: not a JSON-RPC object; the error went out, the connection stays. */
 	(void)acp_conn_handle(c->acp, (const char *)m->msg, m->msg_length);
 }
@@ -284,7 +252,7 @@ ws_read_cb(struct bufferevent *bev, void *arg)
 	if (!c->overflow && ws_pending(c) > ws_queue_cap())
 		c->overflow = 1;	/* pongs to a peer that does not read */
 	/* Bytes after the close handshake are of no use: drop them. */
-	if (!wslay_event_get_read_enabled(c->ctx))
+	if (!wslay_event_get_read_enabled(c->ctx) || wslay_event_get_close_received(c->ctx))
 		evbuffer_drain(bufferevent_get_input(c->bev),
 		    evbuffer_get_length(bufferevent_get_input(c->bev)));
 	ws_settle(c);

@@ -21,8 +21,8 @@
 #define WS_MAX_MESSAGE		(10u * 1024 * 1024)
 /* What is handed to the socket at once; the rest waits in wslay's queue. */
 #define WS_OUT_CHUNK		(256u * 1024)
-/* The least outbound queue; it grows with --compacted-replay-max-bytes. */
-#define WS_QUEUE_MIN		(16u * 1024 * 1024)
+/* The outbound cap is 4 x --compacted-replay-max-bytes plus this. */
+#define WS_QUEUE_SLACK		(1u * 1024 * 1024)
 /* How long a close we sent waits for the peer's before the socket goes. */
 #define WS_CLOSE_WAIT_MS	5000
 #define WS_PATH			"/acp"
