@@ -24,6 +24,7 @@
  *   wait ID            wait for the reply with id ID (JSON text: 5, "a")
  *   waitfor TEXT       wait for a message containing TEXT (each matches once)
  *   count N TEXT       wait until N messages containing TEXT have arrived
+ *   waitpong N         wait until N pongs have arrived in all
  *   waitclose          wait for the server's close frame or EOF
  *   close [CODE]       send a close frame and wait for the reply and EOF
  *   drop               close the socket at once (an abrupt disconnect)
@@ -51,6 +52,7 @@
 #include <unistd.h>
 
 #include <json-c/json.h>
+#include <sha1.h>
 #include <wslay/wslay.h>
 
 #include "base64.h"
@@ -423,6 +425,15 @@ run(char *line)
 		char *text = strchr(arg, ' ');
 
 		wait_msgs(text != NULL ? text + 1 : "", 0, strtoul(arg, NULL, 10));
+	} else if (strcmp(line, "waitpong") == 0) {
+		unsigned long want = strtoul(arg, NULL, 10);
+		double end = now() + timeout_s;
+
+		while (pongs < want) {
+			if (got_eof || now() >= end)
+				fail_timeout("pong");
+			pump(1, 100);
+		}
 	} else if (strcmp(line, "waitclose") == 0)
 		wait_close();
 	else if (strcmp(line, "close") == 0) {
@@ -462,6 +473,27 @@ connect_to(const char *sock, int port)
 			return -1;
 	}
 	return s;
+}
+
+/* The response's Sec-WebSocket-Accept is base64(SHA-1(key GUID)). */
+static int
+accept_ok(const char *resp, const char *key)
+{
+	static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+	uint8_t digest[SHA1_DIGEST_LENGTH];
+	char want[64], line[128];
+	const char *p = strcasestr(resp, "\r\nSec-WebSocket-Accept: ");
+	SHA1_CTX sha;
+
+	if (p == NULL)
+		return 0;
+	SHA1Init(&sha);
+	SHA1Update(&sha, (const uint8_t *)key, strlen(key));
+	SHA1Update(&sha, (const uint8_t *)guid, strlen(guid));
+	SHA1Final(digest, &sha);
+	base64_encode(BASE64_STD, digest, sizeof(digest), want, sizeof(want));
+	snprintf(line, sizeof(line), "\r\nSec-WebSocket-Accept: %s\r\n", want);
+	return strncasecmp(p, line, strlen(line)) == 0;
 }
 
 /* Write the upgrade request; read the response head (and body on errors). */
@@ -516,6 +548,10 @@ handshake(const char *path, int port, char **hdrs, int nh, const char *protos)
 			json_object_put(o);
 		}
 		return status;
+	}
+	if (!accept_ok(resp, key)) {
+		report_str("bad-accept", NULL, NULL, 0);
+		return -1;
 	}
 	if ((p = strcasestr(resp, "\r\nSec-WebSocket-Protocol: ")) != NULL) {
 		p += 26;
