@@ -272,6 +272,7 @@ text {"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"$SID
 wait 2
 drop
 EOF
+	[ "$ws_status" = 0 ]
 	ws_has idle '.id == 2 and .result != null'
 	health_wait '.sessions == 0 and .wsConnections == 0'
 	ws busy <<EOF
@@ -283,7 +284,9 @@ text {"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"$S
 waitfor started
 drop
 EOF
-	ws_has busy '.method == "session/update"'
+	[ "$ws_status" = 0 ]
+	ws_has busy '.method == "session/update" and
+	    (.params.update.content.text // "" | test("started"))'
 	health_wait '.sessions == 0 and .activePrompts == 0 and .wsConnections == 0' 10
 	# A load still in flight when the peer vanishes: a REST client keeps
 	# the child up with another session, and the child is stopped.
