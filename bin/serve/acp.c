@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,12 @@ acp_conn_id(const struct acp_conn *c)
 	return c->id;
 }
 
+const char *
+acp_conn_transport(const struct acp_conn *c)
+{
+	return c->transport;
+}
+
 int
 acp_conn_initialized(const struct acp_conn *c)
 {
@@ -95,6 +102,28 @@ acp_conn_find(const char *id)
 	return NULL;
 }
 
+/* A session id as the session map keys it (UUIDs lower-cased); -1: bad. */
+int
+acp_canon_id(const char *in, char *out, size_t size)
+{
+	if (in == NULL || strlen(in) >= size || !serve_session_id_ok(in))
+		return -1;
+	strlcpy(out, in, size);
+	if (serve_is_uuid(out))
+		for (char *p = out; *p != '\0'; p++)
+			*p = (char)tolower((unsigned char)*p);
+	return 0;
+}
+
+int
+acp_conn_owns(const struct acp_conn *c, const char *session_id)
+{
+	char id[SERVE_SESSION_ID_MAX + 1];
+
+	return acp_canon_id(session_id, id, sizeof(id)) == 0 &&
+	    acp_sess_find((struct acp_conn *)c, id) != NULL;
+}
+
 size_t
 acp_conn_count(void)
 {
@@ -108,6 +137,12 @@ acp_shutdown(void)
 
 	while ((c = TAILQ_FIRST(&conns)) != NULL)
 		acp_conn_close(c);
+}
+
+void
+acp_free(void)
+{
+	acp_shutdown();
 	acp_calls_free_orphans();
 }
 

@@ -32,7 +32,7 @@ struct conn {
 static TAILQ_HEAD(, conn) conns = TAILQ_HEAD_INITIALIZER(conns);
 static size_t nconns;
 
-enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4 };
+enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4, R_ACP = 8 };
 
 struct route {
 	enum evhttp_cmd_type	 method;
@@ -56,6 +56,9 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/session/", "/status", R_ID, route_session_status },
 	{ EVHTTP_REQ_GET, "/session/", "/events", R_ID, route_session_events },
 	{ EVHTTP_REQ_DELETE, "/session/", "", R_ID, route_session_delete },
+	{ EVHTTP_REQ_POST, "/acp", NULL, R_ACP, route_acp_post },
+	{ EVHTTP_REQ_GET, "/acp", NULL, R_ACP, route_acp_get },
+	{ EVHTTP_REQ_DELETE, "/acp", NULL, R_ACP, route_acp_delete },
 };
 
 /* ---- small utilities ---------------------------------------------------- */
@@ -361,8 +364,24 @@ parse_body(struct evhttp_request *req, json_object **out)
 }
 
 /*
- * Decode and check a path session id: 1..128 of [A-Za-z0-9._:-], not
- * starting with '.', so that it can never name another file.  UUIDs are
+ * A session id from a client: 1..128 of [A-Za-z0-9._:-], not starting
+ * with '.', so that it can never name another file.
+ */
+int
+serve_session_id_ok(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (n == 0 || n > SERVE_SESSION_ID_MAX || id[0] == '.')
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)id[i]) && strchr("._:-", id[i]) == NULL)
+			return 0;
+	return 1;
+}
+
+/*
+ * Decode and check a path session id (serve_session_id_ok()).  UUIDs are
  * lower-cased.  Returns a malloc'd id or NULL.
  */
 static char *
@@ -377,18 +396,14 @@ decode_session_id(const char *seg, size_t seglen)
 	free(raw);
 	if (id == NULL)
 		return NULL;
-	if (n == 0 || n > SERVE_SESSION_ID_MAX || strlen(id) != n || id[0] == '.')
-		goto bad;
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)id[i]) && strchr("._:-", id[i]) == NULL)
-			goto bad;
+	if (strlen(id) != n || !serve_session_id_ok(id)) {
+		free(id);
+		return NULL;
+	}
 	if (serve_is_uuid(id))
 		for (size_t i = 0; i < n; i++)
 			id[i] = (char)tolower((unsigned char)id[i]);
 	return id;
-bad:
-	free(id);
-	return NULL;
 }
 
 /* Match path against r; *idp gets the id segment (start, length). */
@@ -510,7 +525,8 @@ on_request(struct evhttp_request *req, void *arg)
 		return;
 	}
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
-		if (!route_match(&routes[i], path, &seg, &seglen))
+		if (!route_match(&routes[i], path, &seg, &seglen) ||
+		    ((routes[i].flags & R_ACP) && !acp_http_enabled()))
 			continue;
 		path_known = 1;
 		if (routes[i].method == method) {

@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "log.h"
 #include "serve.h"
+#include "acp.h"
 #include "trace.h"
 
 struct serve_conf conf;
@@ -352,6 +353,8 @@ serve_request_shutdown(void)
 		return;
 	shutting_down = 1;
 	listen_stop();
+	acp_http_shutdown();
+	acp_shutdown();
 	sessions_close_all("daemon_shutdown");
 	channels_shutdown();
 	stop_timer = event_new(serve_base, -1, EV_PERSIST, stop_check, NULL);
@@ -418,6 +421,7 @@ main(int argc, char **argv)
 	if (stop_timer != NULL)
 		event_free(stop_timer);
 	http_free(http);
+	acp_free();
 	sessions_free();
 	channels_free();
 	event_base_free(serve_base);
