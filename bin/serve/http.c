@@ -477,21 +477,16 @@ out:
 	free(id);
 }
 
-/*
- * The connection cap.  The catalog has no code for it yet, so this body is
- * built here: {"error", "code":"connection_limit_exceeded", "limit"}.
- */
+/* The connection cap: 503 connection_limit_exceeded {limit}, then close. */
 static void
 too_many(struct evhttp_request *req)
 {
-	json_object *o = json_object_new_object();
+	struct qerr *e = qerr_new("connection_limit_exceeded", NULL);
 
-	json_object_object_add(o, "error", json_object_new_string("Too many connections"));
-	json_object_object_add(o, "code", json_object_new_string("connection_limit_exceeded"));
-	json_object_object_add(o, "limit", json_object_new_int(conf.max_connections));
+	if (e != NULL)
+		qerr_set_int(e, "limit", conf.max_connections);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-	http_set_retry_after(req, 1);
-	http_reply_json(req, 503, o);
+	http_send_qerr(req, e);
 }
 
 /* The one request callback: connection cap, gates, routing. */
