@@ -103,6 +103,11 @@ aserve() {
 	acp_wait_answer r 2
 	jq -e --arg s "$SID2" '.result.sessionId == $s' <<<"$answer"
 	[ "$(acp_msgs r | jq '[.[] | select(.method == "session/update")] | length')" -eq 0 ]
+	# A prompt needs the session attached to the connection.
+	acp_open c2 "" "$ACP_CONN_two"
+	acp_call 9 session/prompt "{\"sessionId\":\"$SID\",\"prompt\":[{\"type\":\"text\",\"text\":\"x\"}]}" "$ACP_CONN_two"
+	acp_wait_answer c2 9
+	jq -e '.error.code == -32602 and (.error.message | test("not attached"))' <<<"$answer"
 	# Each connection may only open the streams of sessions it holds.
 	req GET /acp '' -H "Acp-Connection-Id: $ACP_CONN_two" -H "Acp-Session-Id: $SID"
 	expect 403 '.error.data.code == "acp_stream_forbidden"'

@@ -264,6 +264,12 @@ m_prompt(struct acp_conn *c, struct rpc_msg *m)
 
 	if (session_param(c, m, id, sizeof(id)) == -1)
 		return;
+	if (held_client(c, id) == NULL && sessions_find(id) != NULL) {
+		/* Its end could not be seen here: attach first. */
+		bad_params(c, m, "Invalid params: session is not attached to this "
+		    "connection (session/load or session/resume it first)");
+		return;
+	}
 	if (json_object_deep_copy(m->params, &body, NULL) != 0) {
 		acp_reply_error(c, NULL, m->id, qerr_new("internal", NULL));
 		return;
