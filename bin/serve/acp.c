@@ -211,21 +211,29 @@ acp_reply_rpc(struct acp_conn *c, json_object *id, int code, const char *message
 
 /* ---- inbound ------------------------------------------------------------- */
 
+/* A parsed or refused message: dispatch it, or answer the refusal. */
+static int
+intake(struct acp_conn *c, enum rpc_read_status st, struct rpc_msg *m,
+    struct rpc_bad *bad)
+{
+	int rc = -1;
+
+	if (st == RPC_READ_BAD)
+		acp_send(c, NULL, rpc_new_bad_error(bad));
+	else
+		rc = acp_dispatch(c, m);
+	rpc_bad_clear(bad);
+	rpc_msg_clear(m);
+	return rc;
+}
+
 int
 acp_conn_handle(struct acp_conn *c, const char *msg, size_t len)
 {
 	struct rpc_msg m;
 	struct rpc_bad bad;
-	int rc = 0;
 
-	if (rpc_parse(msg, len, &m, &bad) == RPC_READ_BAD) {
-		acp_send(c, NULL, rpc_new_bad_error(&bad));
-		rpc_bad_clear(&bad);
-		return -1;
-	}
-	rc = acp_dispatch(c, &m);
-	rpc_msg_clear(&m);
-	return rc;
+	return intake(c, rpc_parse(msg, len, &m, &bad), &m, &bad);
 }
 
 int
@@ -233,14 +241,6 @@ acp_conn_handle_json(struct acp_conn *c, json_object *msg)
 {
 	struct rpc_msg m;
 	struct rpc_bad bad;
-	int rc;
 
-	if (rpc_classify(json_object_get(msg), &m, &bad) == RPC_READ_BAD) {
-		acp_send(c, NULL, rpc_new_bad_error(&bad));
-		rpc_bad_clear(&bad);
-		return -1;
-	}
-	rc = acp_dispatch(c, &m);
-	rpc_msg_clear(&m);
-	return rc;
+	return intake(c, rpc_classify(json_object_get(msg), &m, &bad), &m, &bad);
 }
