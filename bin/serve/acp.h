@@ -105,7 +105,12 @@ void		*acp_conn_arg(const struct acp_conn *);
 
 /* Open connections (both transports), for /health and tests. */
 size_t	acp_conn_count(void);
-/* Shutdown: close every connection (their calls in flight are orphaned). */
+/*
+ * Shutdown: close every connection left (their calls in flight are
+ * orphaned).  Transports end their own connections first
+ * (acp_http_shutdown(), the WebSocket's): a transport must not use a
+ * connection this closed.
+ */
 void	acp_shutdown(void);
 /* After the loop: free the calls whose replies never came. */
 void	acp_free(void);
