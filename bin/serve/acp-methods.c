@@ -39,6 +39,17 @@ bad_params(struct acp_conn *c, struct rpc_msg *m, const char *what)
 		    RPC_INVALID_PARAMS, what, NULL));
 }
 
+/* params.sessionId, canonical, into id; -1 after answering -32602. */
+static int
+session_param(struct acp_conn *c, struct rpc_msg *m, char *id, size_t size)
+{
+	if (acp_canon_id(param_str(m->params, "sessionId"), id, size) == -1) {
+		bad_params(c, m, "Invalid params: sessionId must be a session id");
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- initialize ---------------------------------------------------------- */
 
 static void
@@ -82,6 +93,7 @@ state_result(const char *id, json_object *rest)
 	struct session *s = sessions_find(id);
 	json_object *r = json_object_new_object(), *meta = NULL, *q, *v;
 
+	json_object_object_add(r, "sessionId", json_object_new_string(id));
 	if (s != NULL && s->state != NULL) {
 		json_object_object_foreach(s->state, key, val) {
 			if (strcmp(key, "_meta") == 0)
@@ -158,8 +170,10 @@ restore_done(struct acp_call *call, int status, json_object *body, struct qerr *
 	}
 	if (load)
 		replay_snapshot(c, id, body);
+	/* session/new answers on the connection, load/resume on the session. */
 	if (call->rpc_id != NULL)
-		acp_reply(c, id, call->rpc_id, state_result(id, body));
+		acp_reply(c, call->session_id[0] != '\0' ? id : NULL, call->rpc_id,
+		    state_result(id, body));
 }
 
 /* The client id this connection holds on id, or NULL. */
@@ -192,21 +206,14 @@ m_new(struct acp_conn *c, struct rpc_msg *m)
 static void
 m_restore(struct acp_conn *c, struct rpc_msg *m, int load)
 {
-	const char *id = param_str(m->params, "sessionId");
 	json_object *body, *v;
-	char canon[SERVE_SESSION_ID_MAX + 1];
+	char id[SERVE_SESSION_ID_MAX + 1];
 	static const char *const keys[] = { "cwd", "historyPageSize",
 	    "liveReplayMode", "compactedReplayMode", "hideInheritedHistory", NULL };
 
-	if (id == NULL || id[0] == '\0' || strlen(id) > SERVE_SESSION_ID_MAX) {
-		bad_params(c, m, "sessionId must be a session id");
+	if (session_param(c, m, id, sizeof(id)) == -1)
 		return;
-	}
-	strlcpy(canon, id, sizeof(canon));
-	if (serve_is_uuid(canon))
-		for (char *p = canon; *p != '\0'; p++)
-			*p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
-	if (acp_sess_claim(c, canon) == NULL) {
+	if (acp_sess_claim(c, id) == NULL) {
 		bad_params(c, m, "too many sessions on this connection");
 		return;
 	}
@@ -214,8 +221,9 @@ m_restore(struct acp_conn *c, struct rpc_msg *m, int load)
 	for (size_t i = 0; keys[i] != NULL; i++)
 		if (json_object_object_get_ex(m->params, keys[i], &v))
 			json_object_object_add(body, keys[i], json_object_get(v));
-	acp_call_run(c, m->id, canon, load ? route_session_load : route_session_resume,
-	    canon, held_client(c, canon), body, restore_done, ACP_CALL_UNDO | (load ? ACP_CALL_REPLAY : 0));
+	acp_call_run(c, m->id, id, load ? route_session_load : route_session_resume,
+	    id, held_client(c, id), body, restore_done,
+	    ACP_CALL_UNDO | (load ? ACP_CALL_REPLAY : 0));
 	json_object_put(body);
 }
 
@@ -232,19 +240,6 @@ m_resume(struct acp_conn *c, struct rpc_msg *m)
 }
 
 /* ---- session methods on a held session ----------------------------------- */
-
-/* A session-scoped call's session id, or NULL after answering -32602. */
-static const char *
-session_param(struct acp_conn *c, struct rpc_msg *m)
-{
-	const char *id = param_str(m->params, "sessionId");
-
-	if (id == NULL || id[0] == '\0' || strlen(id) > SERVE_SESSION_ID_MAX) {
-		bad_params(c, m, "sessionId must be a session id");
-		return NULL;
-	}
-	return id;
-}
 
 static void
 prompt_done(struct acp_call *call, int status, json_object *body, struct qerr *e)
@@ -264,11 +259,17 @@ prompt_done(struct acp_call *call, int status, json_object *body, struct qerr *e
 static void
 m_prompt(struct acp_conn *c, struct rpc_msg *m)
 {
-	const char *id = session_param(c, m);
-	json_object *body;
+	char id[SERVE_SESSION_ID_MAX + 1];
+	json_object *body = NULL;
 
-	if (id == NULL)
+	if (session_param(c, m, id, sizeof(id)) == -1)
 		return;
+	if (held_client(c, id) == NULL && sessions_find(id) != NULL) {
+		/* Its end could not be seen here: attach first. */
+		bad_params(c, m, "Invalid params: session is not attached to this "
+		    "connection (session/load or session/resume it first)");
+		return;
+	}
 	if (json_object_deep_copy(m->params, &body, NULL) != 0) {
 		acp_reply_error(c, NULL, m->id, qerr_new("internal", NULL));
 		return;
@@ -302,9 +303,9 @@ empty_done(struct acp_call *call, int status, json_object *body, struct qerr *e)
 static void
 m_cancel(struct acp_conn *c, struct rpc_msg *m)
 {
-	const char *id = session_param(c, m);
+	char id[SERVE_SESSION_ID_MAX + 1];
 
-	if (id != NULL)
+	if (session_param(c, m, id, sizeof(id)) == 0)
 		acp_call_run(c, m->id, id, route_session_cancel, id, held_client(c, id),
 		    NULL, empty_done, 0);
 }
@@ -312,9 +313,9 @@ m_cancel(struct acp_conn *c, struct rpc_msg *m)
 static void
 m_close(struct acp_conn *c, struct rpc_msg *m)
 {
-	const char *id = session_param(c, m);
+	char id[SERVE_SESSION_ID_MAX + 1];
 
-	if (id != NULL)
+	if (session_param(c, m, id, sizeof(id)) == 0)
 		acp_call_run(c, m->id, id, route_session_delete, id, held_client(c, id),
 		    NULL, empty_done, ACP_CALL_RELEASES);
 }
@@ -322,10 +323,10 @@ m_close(struct acp_conn *c, struct rpc_msg *m)
 static void
 m_detach(struct acp_conn *c, struct rpc_msg *m)
 {
-	const char *id = session_param(c, m);
+	char id[SERVE_SESSION_ID_MAX + 1];
 	const char *cid;
 
-	if (id == NULL)
+	if (session_param(c, m, id, sizeof(id)) == -1)
 		return;
 	if ((cid = held_client(c, id)) == NULL) {
 		/* Nothing held here: like REST's detach of an unknown id. */
@@ -351,9 +352,9 @@ heartbeat_done(struct acp_call *call, int status, json_object *body, struct qerr
 static void
 m_heartbeat(struct acp_conn *c, struct rpc_msg *m)
 {
-	const char *id = session_param(c, m);
+	char id[SERVE_SESSION_ID_MAX + 1];
 
-	if (id != NULL)
+	if (session_param(c, m, id, sizeof(id)) == 0)
 		acp_call_run(c, m->id, id, route_session_heartbeat, id,
 		    held_client(c, id), NULL, heartbeat_done, 0);
 }

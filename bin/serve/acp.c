@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,12 @@ acp_conn_id(const struct acp_conn *c)
 	return c->id;
 }
 
+const char *
+acp_conn_transport(const struct acp_conn *c)
+{
+	return c->transport;
+}
+
 int
 acp_conn_initialized(const struct acp_conn *c)
 {
@@ -95,6 +102,28 @@ acp_conn_find(const char *id)
 	return NULL;
 }
 
+/* A session id as the session map keys it (UUIDs lower-cased); -1: bad. */
+int
+acp_canon_id(const char *in, char *out, size_t size)
+{
+	if (in == NULL || strlen(in) >= size || !serve_session_id_ok(in))
+		return -1;
+	strlcpy(out, in, size);
+	if (serve_is_uuid(out))
+		for (char *p = out; *p != '\0'; p++)
+			*p = (char)tolower((unsigned char)*p);
+	return 0;
+}
+
+int
+acp_conn_owns(const struct acp_conn *c, const char *session_id)
+{
+	char id[SERVE_SESSION_ID_MAX + 1];
+
+	return acp_canon_id(session_id, id, sizeof(id)) == 0 &&
+	    acp_sess_find((struct acp_conn *)c, id) != NULL;
+}
+
 size_t
 acp_conn_count(void)
 {
@@ -108,6 +137,12 @@ acp_shutdown(void)
 
 	while ((c = TAILQ_FIRST(&conns)) != NULL)
 		acp_conn_close(c);
+}
+
+void
+acp_free(void)
+{
+	acp_shutdown();
 	acp_calls_free_orphans();
 }
 
@@ -176,21 +211,29 @@ acp_reply_rpc(struct acp_conn *c, json_object *id, int code, const char *message
 
 /* ---- inbound ------------------------------------------------------------- */
 
+/* A parsed or refused message: dispatch it, or answer the refusal. */
+static int
+intake(struct acp_conn *c, enum rpc_read_status st, struct rpc_msg *m,
+    struct rpc_bad *bad)
+{
+	int rc = -1;
+
+	if (st == RPC_READ_BAD)
+		acp_send(c, NULL, rpc_new_bad_error(bad));
+	else
+		rc = acp_dispatch(c, m);
+	rpc_bad_clear(bad);
+	rpc_msg_clear(m);
+	return rc;
+}
+
 int
 acp_conn_handle(struct acp_conn *c, const char *msg, size_t len)
 {
 	struct rpc_msg m;
 	struct rpc_bad bad;
-	int rc = 0;
 
-	if (rpc_parse(msg, len, &m, &bad) == RPC_READ_BAD) {
-		acp_send(c, NULL, rpc_new_bad_error(&bad));
-		rpc_bad_clear(&bad);
-		return -1;
-	}
-	rc = acp_dispatch(c, &m);
-	rpc_msg_clear(&m);
-	return rc;
+	return intake(c, rpc_parse(msg, len, &m, &bad), &m, &bad);
 }
 
 int
@@ -198,14 +241,6 @@ acp_conn_handle_json(struct acp_conn *c, json_object *msg)
 {
 	struct rpc_msg m;
 	struct rpc_bad bad;
-	int rc;
 
-	if (rpc_classify(json_object_get(msg), &m, &bad) == RPC_READ_BAD) {
-		acp_send(c, NULL, rpc_new_bad_error(&bad));
-		rpc_bad_clear(&bad);
-		return -1;
-	}
-	rc = acp_dispatch(c, &m);
-	rpc_msg_clear(&m);
-	return rc;
+	return intake(c, rpc_classify(json_object_get(msg), &m, &bad), &m, &bad);
 }

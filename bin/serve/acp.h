@@ -92,6 +92,8 @@ void	acp_conn_close(struct acp_conn *);
 
 /* The connection's id (the Acp-Connection-Id header of ACP over HTTP). */
 const char	*acp_conn_id(const struct acp_conn *);
+/* "http" or "ws", as given to acp_conn_new(). */
+const char	*acp_conn_transport(const struct acp_conn *);
 /* Whether initialize has been answered. */
 int		 acp_conn_initialized(const struct acp_conn *);
 /* Connection by id, or NULL. */
@@ -103,8 +105,15 @@ void		*acp_conn_arg(const struct acp_conn *);
 
 /* Open connections (both transports), for /health and tests. */
 size_t	acp_conn_count(void);
-/* Shutdown: close every connection. */
+/*
+ * Shutdown: close every connection left (their calls in flight are
+ * orphaned).  Transports end their own connections first
+ * (acp_http_shutdown(), the WebSocket's): a transport must not use a
+ * connection this closed.
+ */
 void	acp_shutdown(void);
+/* After the loop: free the calls whose replies never came. */
+void	acp_free(void);
 
 /*
  * The JSON-RPC error member for e (takes ownership of e; NULL: internal).
@@ -132,5 +141,7 @@ int	acp_http_enabled(void);
 void	route_acp_post(struct http_ctx *);
 void	route_acp_get(struct http_ctx *);
 void	route_acp_delete(struct http_ctx *);
+/* Shutdown: end every ACP-over-HTTP connection (before acp_shutdown()). */
+void	acp_http_shutdown(void);
 
 #endif

@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "log.h"
 #include "serve.h"
+#include "acp.h"
 #include "trace.h"
 #include "ws.h"
 
@@ -353,7 +354,9 @@ serve_request_shutdown(void)
 		return;
 	shutting_down = 1;
 	listen_stop();
-	ws_shutdown();
+	ws_shutdown();		/* before acp_shutdown(): ends its own connections */
+	acp_http_shutdown();
+	acp_shutdown();
 	sessions_close_all("daemon_shutdown");
 	channels_shutdown();
 	stop_timer = event_new(serve_base, -1, EV_PERSIST, stop_check, NULL);
@@ -421,6 +424,7 @@ main(int argc, char **argv)
 		event_free(stop_timer);
 	ws_free_all();		/* before evhttp_free() frees their connections */
 	http_free(http);
+	acp_free();
 	sessions_free();
 	channels_free();
 	event_base_free(serve_base);

@@ -52,6 +52,8 @@ struct bus {
 	char			 epoch[SERVE_UUID_LEN + 1];
 	uint64_t		 next_id;
 	uint64_t		 seeded_hi;	/* highest id handed out by bus_seed */
+	int			 raw;		/* bus_new_raw(): a message stream */
+	uint64_t		 delivered;	/* raw: highest id written to a stream */
 	struct ring_ev		*ring;
 	size_t			 cap, head, count;
 	TAILQ_HEAD(, sse_sub)	 subs;
@@ -78,6 +80,16 @@ bus_new(const char *session_id, size_t ring_size)
 	b->cap = ring_size;
 	TAILQ_INIT(&b->subs);
 	TAILQ_INIT(&b->listeners);
+	return b;
+}
+
+struct bus *
+bus_new_raw(const char *name, size_t ring_size)
+{
+	struct bus *b = bus_new(name, ring_size);
+
+	if (b != NULL)
+		b->raw = 1;
 	return b;
 }
 
@@ -217,9 +229,16 @@ sub_write(struct sse_sub *s, const char *frame, size_t len, int live)
 static void
 sub_synthetic(struct sse_sub *s, const char *type, json_object *data)
 {
-	json_object *env = envelope(0, type, data, NULL, NULL);
+	json_object *env;
 	size_t len;
-	char *f = frame_of(env, 0, type, &len);
+	char *f;
+
+	if (s->bus->raw) {	/* a message stream carries messages only */
+		json_object_put(data);
+		return;
+	}
+	env = envelope(0, type, data, NULL, NULL);
+	f = frame_of(env, 0, type, &len);
 
 	if (f != NULL)
 		sub_write(s, f, len, 0);
@@ -329,6 +348,24 @@ ring_push(struct bus *b, uint64_t id, const char *frame, size_t len)
 	b->count++;
 }
 
+/* Keep frame f (event id) in the ring and write it to every stream. */
+static void
+fan_out(struct bus *b, uint64_t id, const char *f, size_t len, int terminal)
+{
+	struct sse_sub *s, *next;
+
+	ring_push(b, id, f, len);
+	if (b->nsubs > 0)
+		b->delivered = id;
+	TAILQ_FOREACH_SAFE(s, &b->subs, entry, next) {
+		sub_write(s, f, len, 1);
+		if (terminal)
+			sub_end(s);
+		else
+			(void)sub_check_queue(s);
+	}
+}
+
 void
 bus_publish(struct bus *b, const char *type, json_object *data,
     const char *prompt_id, const char *client_id, int terminal)
@@ -336,7 +373,6 @@ bus_publish(struct bus *b, const char *type, json_object *data,
 	uint64_t id = b->next_id++;
 	json_object *env = envelope(id, type, data, prompt_id, client_id);
 	struct bus_listener *l, *lnext;
-	struct sse_sub *s, *next;
 	size_t len;
 	char *f = frame_of(env, id, type, &len);
 
@@ -345,14 +381,22 @@ bus_publish(struct bus *b, const char *type, json_object *data,
 	json_object_put(env);
 	if (f == NULL)
 		return;
-	ring_push(b, id, f, len);
-	TAILQ_FOREACH_SAFE(s, &b->subs, entry, next) {
-		sub_write(s, f, len, 1);
-		if (terminal)
-			sub_end(s);
-		else
-			(void)sub_check_queue(s);
-	}
+	fan_out(b, id, f, len, terminal);
+	free(f);
+}
+
+void
+bus_publish_raw(struct bus *b, const char *json, size_t len)
+{
+	uint64_t id = b->next_id++;
+	char *f = NULL;
+	int n;
+
+	n = asprintf(&f, "id: %llu\nevent: message\ndata: %.*s\n\n",
+	    (unsigned long long)id, (int)len, json);
+	if (n < 0)
+		return;
+	fan_out(b, id, f, (size_t)n, 0);
 	free(f);
 }
 
@@ -414,6 +458,8 @@ sub_replay(struct sse_sub *s, int64_t last, const char *epoch)
 	size_t n = 0, bytes = 0;
 	json_object *d;
 
+	if (b->raw && (uint64_t)last + 1 < earliest)
+		last = (int64_t)earliest - 1;	/* a message stream: what is left */
 	if (epoch != NULL && strcmp(epoch, b->epoch) != 0) {
 		sub_resync(s, "epoch_reset", "epoch_mismatch", last, earliest);
 		return;
@@ -441,6 +487,8 @@ sub_replay(struct sse_sub *s, int64_t last, const char *epoch)
 		last_replayed = e->id;
 		n++;
 	}
+	if (last_replayed > b->delivered)
+		b->delivered = last_replayed;
 	d = json_object_new_object();
 	if (n > 0)
 		json_object_object_add(d, "lastReplayedEventId",
@@ -504,6 +552,8 @@ bus_subscribe(struct bus *b, struct evhttp_request *req, int64_t last_event_id,
 	http_conn_set_sub(req, s);
 	snprintf(retry, sizeof(retry), "retry: %d\n\n", SERVE_SSE_RETRY_MS);
 	sub_write(s, retry, strlen(retry), 0);
+	if (b->raw && last_event_id < 0)
+		last_event_id = (int64_t)b->delivered;	/* what nobody got yet */
 	if (last_event_id >= 0)
 		sub_replay(s, last_event_id, epoch);
 	if (conf.sse_heartbeat_ms > 0) {
