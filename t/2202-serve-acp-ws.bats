@@ -4,7 +4,7 @@
 # close handshake, slow readers, abrupt disconnects, and the ACP methods
 # end to end against the real qwen-acp-child.
 
-load serve_restore_helper
+load serve_acp_helper
 
 REAL=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
 KEY=dGhlIHNhbXBsZSBub25jZQ==
@@ -309,28 +309,60 @@ EOF
 	expect 404
 }
 
-@test "forced restore timeout: the WebSocket error is REST's 504 through the one catalog mapping" {
+@test "forced restore timeout: REST, ACP over HTTP and the WebSocket give the same error" {
 	real_serve --session-restore-timeout-ms 1
 	qwen-gen-transcript --mib 4 --seed 7 --session-id "$SID" --data-dir "$DATA" \
 	    --workspace "$WS" >/dev/null
+	local load="{\"sessionId\":\"$SID\",\"cwd\":\"$WS\",\"mcpServers\":[]}"
 	req POST /session/$SID/load '{}'
 	expect 504 '.code == "session_restore_timeout"'
-	local rest=$body ra=$(header Retry-After)
+	local rest=$body view=$(rest_error_view)
+	health_wait '.restoresUnsettled == 0 and .inFlight == 0' 10
+	# ACP over HTTP: a failed load is answered on the connection stream.
+	acp_init
+	acp_open conn
+	acp_call 2 session/load "$load"
+	acp_wait_answer conn 2 15
+	local http=$answer
 	health_wait '.restoresUnsettled == 0 and .inFlight == 0' 10
 	ws t <<EOF
 text $init
 wait 1
-text {"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"$SID","cwd":"$WS","mcpServers":[]}}
+text {"jsonrpc":"2.0","id":2,"method":"session/load","params":$load}
 wait 2
 EOF
-	local err=$(ws_get t 'select(.id == 2) | .error')
-	[ "$err" != null ]
-	# -32603 whose data is the REST body plus httpStatus and retryAfterSeconds.
-	jq -e -n --argjson e "$err" --argjson r "$rest" --argjson ra "$ra" '
+	local wsmsg=$(jq -c -s '[.[] | select(.id == 2)][0]' "$BATS_TEST_TMPDIR/t.ws")
+	# Byte for byte the same JSON-RPC message on both ACP transports.
+	[ "$wsmsg" = "$http" ] || { echo "ws:   $wsmsg" >&2; echo "http: $http" >&2; false; }
+	# -32603 whose data is REST's body with httpStatus and retryAfterSeconds.
+	[ "$(rpc_error_view "$(jq -c .error <<<"$wsmsg")")" = "$view" ]
+	jq -e -n --argjson e "$(jq -c .error <<<"$wsmsg")" --argjson r "$rest" '
 	    $e.code == -32603 and $e.message == $r.error and
-	    $e.data == ($r | del(.error) + {httpStatus: 504, retryAfterSeconds: $ra})' >/dev/null || {
-		echo "ws: $err" >&2; echo "rest: $rest (Retry-After $ra)" >&2; false; }
-	jq -e -n --argjson e "$err" '$e.data | .errorKind == "restore_timeout" and
-	    .retryable == true and .action == "load" and .timeoutMs == 1' >/dev/null
+	    $e.data.errorKind == "restore_timeout" and $e.data.httpStatus == 504 and
+	    $e.data.retryable == true and $e.data.action == "load" and
+	    $e.data.timeoutMs == 1 and $e.data.sessionId == $r.sessionId' >/dev/null
 	health_wait '.restoresUnsettled == 0 and .inFlight == 0 and .sessions == 0' 10
+}
+
+@test "the ACP connection cap (both transports) is a 503 before the upgrade" {
+	serve_start
+	for i in $(seq 64); do acp_init; done
+	ws full </dev/null
+	[ "$ws_status" = 2 ]
+	ws_has full '.ws == "http" and .status == 503 and
+	    (.body | fromjson | .code == "acp_connection_limit_exceeded") and
+	    (.head | test("Retry-After: 5"))'
+	req DELETE /acp '' -H "Acp-Connection-Id: $ACP_CONN"
+	expect 202
+	ws ok <<<"text $init"$'\n'"wait 1"
+	ws_has ok '.id == 1 and .result != null'
+	health_wait '.wsConnections == 0'
+}
+
+@test "an unmasked client frame is a protocol error: 1002" {
+	serve_start
+	# FIN + text, unmasked, 1 byte "a".
+	ws raw <<<$'raw 810161\nwaitclose'
+	ws_has raw '.ws == "close" and .code == 1002'
+	health_wait '.wsConnections == 0'
 }

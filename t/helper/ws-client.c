@@ -17,6 +17,7 @@
  *   frag N JSON        send JSON as one text message in N fragments
  *   binary DATA        send DATA as a binary message
  *   ping [DATA]        send a ping
+ *   raw HEX            write the bytes HEX as they are (a hand-made frame)
  *   badutf8            send a text message with an invalid UTF-8 byte
  *   big N              send a valid JSON-RPC text message of N bytes
  *   flood N            send N 125-byte pings without reading (pongs are
@@ -403,7 +404,16 @@ run(char *line)
 		queue(WSLAY_TEXT_FRAME, arg, strlen(arg));
 	else if (strcmp(line, "binary") == 0)
 		queue(WSLAY_BINARY_FRAME, arg, strlen(arg));
-	else if (strcmp(line, "ping") == 0)
+	else if (strcmp(line, "raw") == 0) {
+		unsigned char b[512];
+		size_t n = 0;
+		unsigned v;
+
+		while (n < sizeof(b) && sscanf(arg + 2 * n, "%2x", &v) == 1)
+			b[n++] = (unsigned char)v;
+		if (write(fd, b, n) != (ssize_t)n)
+			write_dead = 1;
+	} else if (strcmp(line, "ping") == 0)
 		queue(WSLAY_PING, arg, strlen(arg));
 	else if (strcmp(line, "badutf8") == 0) {
 		static const char bad[] = "{\"jsonrpc\":\"2.0\",\"method\":\"\xc3\x28\"}";
