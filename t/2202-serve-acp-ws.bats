@@ -264,7 +264,8 @@ EOF
 }
 
 @test "abrupt disconnects: after a load, mid-prompt and mid-restore nothing is left behind" {
-	real_serve --agent-command 'echo started; exec sleep 30'
+	local gate=$BATS_TEST_TMPDIR/gate
+	real_serve --agent-command "echo started; while [ ! -e '$gate' ]; do sleep 0.02; done"
 	ws idle <<EOF
 text $init
 wait 1
@@ -287,7 +288,12 @@ EOF
 	[ "$ws_status" = 0 ]
 	ws_has busy '.method == "session/update" and
 	    (.params.update.content.text // "" | test("started"))'
-	health_wait '.sessions == 0 and .activePrompts == 0 and .wsConnections == 0' 10
+	# A detach does not cancel: the prompt runs on, and the session goes
+	# when it ends.
+	health_wait '.wsConnections == 0 and .activePrompts == 1' 10
+	touch "$gate"
+	health_wait '.sessions == 0 and .activePrompts == 0' 10
+	grep -q "session $SID closed (last_client_detached)" "$BATS_TEST_TMPDIR/err"
 	# A load still in flight when the peer vanishes: a REST client keeps
 	# the child up with another session, and the child is stopped.
 	req POST /session/$SID2/load '{}'
