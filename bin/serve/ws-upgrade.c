@@ -55,6 +55,7 @@ list_has(const char *value, const char *token)
 	return 0;
 }
 
+/* GET with Upgrade: websocket; other methods keep their HTTP meaning. */
 int
 ws_wants_upgrade(struct evhttp_request *req)
 {
@@ -171,6 +172,7 @@ bearer_from_subprotocol(struct evkeyvalq *h, const char *bearer)
 		log_debug("websocket: unusable bearer subprotocol");
 }
 
+/* Gates, handshake checks, then the 101 and the takeover (ws.c). */
 void
 ws_upgrade(struct evhttp_request *req)
 {

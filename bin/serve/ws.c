@@ -42,6 +42,7 @@ struct ws_conn {
 	struct event		*kick;		/* deferred work, next loop turn */
 	struct event		*timer;		/* our close waits for the peer's */
 	int			 overflow;	/* the outbound queue went over the cap */
+	int			 broken;	/* wslay_event_send() failed */
 };
 
 static TAILQ_HEAD(, ws_conn) conns = TAILQ_HEAD_INITIALIZER(conns);
@@ -51,6 +52,7 @@ static void	ws_sink_send(void *, const char *, const char *, size_t);
 
 static const struct acp_sink ws_sink = { .send = ws_sink_send };
 
+/* For GET /health?deep=1. */
 size_t
 ws_conn_count(void)
 {
@@ -100,6 +102,7 @@ ws_close(struct ws_conn *c, uint16_t status, const char *reason)
 		evtimer_add(c->timer, &tv);
 }
 
+/* The one end of every connection: ACP, wslay, evhttp's connection, us. */
 static void
 ws_conn_free(struct ws_conn *c)
 {
@@ -120,15 +123,14 @@ static void
 ws_flush(struct ws_conn *c)
 {
 	if (wslay_event_want_write(c->ctx) && wslay_event_send(c->ctx) != 0)
-		wslay_event_set_error(c->ctx, WSLAY_ERR_CALLBACK_FAILURE);
+		c->broken = 1;		/* out of memory: nothing sane is left */
 }
 
 /*
  * After any event: close on overflow, flush, and free c once both close
- * frames have passed and the output has drained, or the peer is gone.
- * Returns 1 when c was freed.
+ * frames have passed and the output has drained (or it is broken).
  */
-static int
+static void
 ws_settle(struct ws_conn *c)
 {
 	if (c->overflow == 1) {
@@ -146,12 +148,11 @@ ws_settle(struct ws_conn *c)
 		ws_flush(c);
 	}
 	/* wslay keeps read_enabled after a close arrives: that ends reading too. */
-	if ((wslay_event_want_read(c->ctx) && !wslay_event_get_close_received(c->ctx)) ||
-	    wslay_event_want_write(c->ctx) ||
-	    evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
-		return 0;
+	if (!c->broken && ((wslay_event_want_read(c->ctx) &&
+	    !wslay_event_get_close_received(c->ctx)) || wslay_event_want_write(c->ctx) ||
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) > 0))
+		return;
 	ws_conn_free(c);
-	return 1;
 }
 
 /* wslay wants bytes: from the bufferevent's input. */
@@ -239,6 +240,7 @@ ws_sink_send(void *arg, const char *session_id, const char *json, size_t len)
 	event_active(c->kick, EV_TIMEOUT, 0);
 }
 
+/* Frames arrived: wslay parses them and calls ws_msg_cb per message. */
 static void
 ws_read_cb(struct bufferevent *bev, void *arg)
 {
@@ -258,6 +260,7 @@ ws_read_cb(struct bufferevent *bev, void *arg)
 	ws_settle(c);
 }
 
+/* The socket took some output: move more, or finish a closed connection. */
 static void
 ws_write_cb(struct bufferevent *bev, void *arg)
 {
@@ -332,6 +335,7 @@ ws_take_over(struct ws_conn *c, const char *handshake)
 	event_active(c->kick, EV_TIMEOUT, 0);
 }
 
+/* The ACP connection first, so that its cap is still an HTTP answer. */
 struct ws_conn *
 ws_conn_start(struct evhttp_request *req, const char *handshake)
 {
@@ -367,6 +371,7 @@ ws_conn_start(struct evhttp_request *req, const char *handshake)
 	return c;
 }
 
+/* Every connection says 1001; ACP ends for each before acp_shutdown(). */
 void
 ws_shutdown(void)
 {
@@ -378,6 +383,7 @@ ws_shutdown(void)
 	}
 }
 
+/* After the loop: whatever did not finish its close handshake. */
 void
 ws_free_all(void)
 {

@@ -35,6 +35,7 @@
  */
 #include "config.h"
 
+#include <sys/param.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -539,8 +540,13 @@ handshake(const char *path, int port, char **hdrs, int nh, const char *protos)
 	if (sscanf(resp, "HTTP/1.1 %d", &status) != 1)
 		return -1;
 	if (status != 101) {
-		while (len < sizeof(resp) - 1 && (n = read(fd, resp + len,
-		    sizeof(resp) - 1 - len)) > 0)
+		/* The body: Content-Length bytes (the connection stays open). */
+		size_t head = len, clen = 0;
+
+		if ((p = strcasestr(resp, "\r\nContent-Length: ")) != NULL)
+			clen = strtoul(p + 18, NULL, 10);
+		while (len < sizeof(resp) - 1 && len < head + clen &&
+		    (n = read(fd, resp + len, MIN(head + clen, sizeof(resp) - 1) - len)) > 0)
 			len += (size_t)n;
 		resp[len] = '\0';
 		end = strstr(resp, "\r\n\r\n");
