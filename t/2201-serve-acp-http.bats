@@ -168,7 +168,7 @@ aserve() {
 }
 
 @test "a forced restore timeout is the same error on REST and ACP over HTTP" {
-	aserve --session-restore-timeout-ms 400
+	aserve --session-restore-timeout-ms 2000
 	req POST /session/$SID2/load '{}'
 	expect 200
 	local pid=$(child_pid)
@@ -192,7 +192,7 @@ aserve() {
 	[ -n "$rest" ] && [ "$rest" = "$rpc" ]
 	jq -e --arg s "$SID" '.code == "session_restore_timeout" and .errorKind == "restore_timeout" and
 	    .httpStatus == 504 and .retryable == true and .retryAfterSeconds == 5 and
-	    .sessionId == $s and .action == "load" and .timeoutMs == 400' <<<"$rpc"
+	    .sessionId == $s and .action == "load" and .timeoutMs == 2000' <<<"$rpc"
 	# The retry while it settles: 409 on both, the same too.
 	req POST /session/$SID/resume '{}'
 	expect 409
