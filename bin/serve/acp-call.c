@@ -20,6 +20,7 @@
 
 static TAILQ_HEAD(, acp_call) calls = TAILQ_HEAD_INITIALIZER(calls);
 
+/* Free a call whose request is gone. */
 static void
 call_free(struct acp_call *call)
 {
@@ -27,6 +28,7 @@ call_free(struct acp_call *call)
 	free(call);
 }
 
+/* Build the connection-less request and hand it to the route. */
 void
 acp_call_run(struct acp_conn *c, json_object *rpc_id, const char *session_id,
     void (*route)(struct http_ctx *), const char *path_id, const char *client_id,
@@ -79,6 +81,7 @@ orphan_undo(struct acp_call *call, int status, json_object *body)
 	acp_session_detach(json_object_get_string(sid), json_object_get_string(cid));
 }
 
+/* A reply of one of our calls: hand it over (or undo it) and free the call. */
 int
 acp_call_capture(struct evhttp_request *req, int status, json_object *body,
     struct qerr *e)
@@ -102,6 +105,7 @@ acp_call_capture(struct evhttp_request *req, int status, json_object *body,
 	return 1;
 }
 
+/* c is gone: its calls answer nobody from now on. */
 void
 acp_calls_orphan(struct acp_conn *c)
 {
@@ -112,6 +116,7 @@ acp_calls_orphan(struct acp_conn *c)
 			call->conn = NULL;
 }
 
+/* Calls whose routes never answered (the loop is over). */
 void
 acp_calls_free_orphans(void)
 {

@@ -56,6 +56,7 @@ static const struct acp_sink ah_sink = {
 	.session_gone = ah_session_gone,
 };
 
+/* ACP over HTTP is on unless QWEN_SERVE_ACP_HTTP=0. */
 int
 acp_http_enabled(void)
 {
@@ -64,6 +65,7 @@ acp_http_enabled(void)
 	return v == NULL || strcmp(v, "0") != 0;
 }
 
+/* QWEN_SERVE_ACP_IDLE_MS, or the default when unset or bad. */
 static int64_t
 idle_ms(void)
 {
@@ -78,6 +80,7 @@ idle_ms(void)
 
 /* ---- streams -------------------------------------------------------------- */
 
+/* The stream of session sid, or NULL. */
 static struct ah_stream *
 stream_find(struct ah_conn *a, const char *sid)
 {
@@ -89,6 +92,7 @@ stream_find(struct ah_conn *a, const char *sid)
 	return NULL;
 }
 
+/* The stream for sid (NULL: the connection stream), made on first use. */
 static struct bus *
 stream_get(struct ah_conn *a, const char *sid)
 {
@@ -108,6 +112,7 @@ stream_get(struct ah_conn *a, const char *sid)
 	return st->bus;
 }
 
+/* Drop a session stream; its open GET ends. */
 static void
 stream_free(struct ah_conn *a, struct ah_stream *st)
 {
@@ -116,6 +121,7 @@ stream_free(struct ah_conn *a, struct ah_stream *st)
 	free(st);
 }
 
+/* The sink: initialize's answer is kept for the POST, the rest is streamed. */
 static void
 ah_send(void *arg, const char *sid, const char *json, size_t len)
 {
@@ -130,6 +136,7 @@ ah_send(void *arg, const char *sid, const char *json, size_t len)
 		bus_publish_raw(b, json, len);
 }
 
+/* The connection let go of sid: its stream goes. */
 static void
 ah_session_gone(void *arg, const char *sid)
 {
@@ -142,6 +149,7 @@ ah_session_gone(void *arg, const char *sid)
 
 /* ---- connections ---------------------------------------------------------- */
 
+/* End an HTTP connection: its ACP connection, streams and timer. */
 static void
 ah_free(struct ah_conn *a)
 {
@@ -158,6 +166,7 @@ ah_free(struct ah_conn *a)
 	free(a);
 }
 
+/* Whether a GET is open on any stream of a. */
 static int
 ah_streaming(struct ah_conn *a)
 {
@@ -171,6 +180,7 @@ ah_streaming(struct ah_conn *a)
 	return 0;
 }
 
+/* Activity: restart the idle timer. */
 static void
 ah_touch(struct ah_conn *a)
 {
@@ -196,6 +206,7 @@ on_idle(evutil_socket_t fd, short what, void *arg)
 	ah_free(a);
 }
 
+/* A new HTTP connection with its connection stream, or NULL with *errp. */
 static struct ah_conn *
 ah_new(struct qerr **errp)
 {
@@ -242,6 +253,7 @@ ah_malformed(struct evhttp_request *req, json_object *id, const char *why)
 	http_reply_json(req, 400, rpc_new_error(id, RPC_INVALID_REQUEST, why, NULL));
 }
 
+/* A non-empty request header, or NULL. */
 static const char *
 in_header(struct evhttp_request *req, const char *name)
 {
@@ -293,6 +305,7 @@ first_byte(const char *p, size_t len)
 	return 0;
 }
 
+/* An initialize request. */
 static int
 is_initialize(struct rpc_msg *m)
 {
@@ -323,6 +336,7 @@ post_initialize(struct evhttp_request *req, struct rpc_msg *m, struct ah_conn *a
 	free(reply);
 }
 
+/* POST /acp: one JSON-RPC message. */
 void
 route_acp_post(struct http_ctx *ctx)
 {
@@ -374,6 +388,7 @@ accepts_sse(struct evhttp_request *req)
 	    strstr(v, "*/*") != NULL;
 }
 
+/* GET /acp: the connection stream, or a session stream. */
 void
 route_acp_get(struct http_ctx *ctx)
 {
@@ -401,6 +416,7 @@ route_acp_get(struct http_ctx *ctx)
 	    in_header(req, "X-Qwen-Event-Epoch"), 256);
 }
 
+/* DELETE /acp: end the connection. */
 void
 route_acp_delete(struct http_ctx *ctx)
 {

@@ -52,6 +52,7 @@ session_param(struct acp_conn *c, struct rpc_msg *m, char *id, size_t size)
 
 /* ---- initialize ---------------------------------------------------------- */
 
+/* initialize: capabilities, and the connection may use the rest. */
 static void
 m_initialize(struct acp_conn *c, struct rpc_msg *m)
 {
@@ -185,6 +186,7 @@ held_client(struct acp_conn *c, const char *id)
 	return a != NULL && a->client_id[0] != '\0' ? a->client_id : NULL;
 }
 
+/* session/new: POST /session with a thread scope. */
 static void
 m_new(struct acp_conn *c, struct rpc_msg *m)
 {
@@ -227,12 +229,14 @@ m_restore(struct acp_conn *c, struct rpc_msg *m, int load)
 	json_object_put(body);
 }
 
+/* session/load: the REST load, then the snapshot replay. */
 static void
 m_load(struct acp_conn *c, struct rpc_msg *m)
 {
 	m_restore(c, m, 1);
 }
 
+/* session/resume: the REST resume. */
 static void
 m_resume(struct acp_conn *c, struct rpc_msg *m)
 {
@@ -241,6 +245,7 @@ m_resume(struct acp_conn *c, struct rpc_msg *m)
 
 /* ---- session methods on a held session ----------------------------------- */
 
+/* The prompt was queued: its answer waits for its turn to end. */
 static void
 prompt_done(struct acp_call *call, int status, json_object *body, struct qerr *e)
 {
@@ -256,6 +261,7 @@ prompt_done(struct acp_call *call, int status, json_object *body, struct qerr *e
 		acp_sess_prompt(a, json_object_get_string(v), call->rpc_id);
 }
 
+/* session/prompt: POST /session/:id/prompt on a held session. */
 static void
 m_prompt(struct acp_conn *c, struct rpc_msg *m)
 {
@@ -300,6 +306,7 @@ empty_done(struct acp_call *call, int status, json_object *body, struct qerr *e)
 		acp_reply(call->conn, NULL, call->rpc_id, json_object_new_object());
 }
 
+/* session/cancel (a notification, or a request answered {}). */
 static void
 m_cancel(struct acp_conn *c, struct rpc_msg *m)
 {
@@ -310,6 +317,7 @@ m_cancel(struct acp_conn *c, struct rpc_msg *m)
 		    NULL, empty_done, 0);
 }
 
+/* session/close: DELETE /session/:id. */
 static void
 m_close(struct acp_conn *c, struct rpc_msg *m)
 {
@@ -320,6 +328,7 @@ m_close(struct acp_conn *c, struct rpc_msg *m)
 		    NULL, empty_done, ACP_CALL_RELEASES);
 }
 
+/* _qwen/session/detach: release this connection's client. */
 static void
 m_detach(struct acp_conn *c, struct rpc_msg *m)
 {
@@ -337,6 +346,7 @@ m_detach(struct acp_conn *c, struct rpc_msg *m)
 	acp_call_run(c, m->id, id, route_session_detach, id, cid, NULL, empty_done, ACP_CALL_RELEASES);
 }
 
+/* The heartbeat's REST answer is the result. */
 static void
 heartbeat_done(struct acp_call *call, int status, json_object *body, struct qerr *e)
 {
@@ -349,6 +359,7 @@ heartbeat_done(struct acp_call *call, int status, json_object *body, struct qerr
 		    call->session_id : NULL, call->rpc_id, json_object_get(body));
 }
 
+/* _qwen/session/heartbeat: POST /session/:id/heartbeat. */
 static void
 m_heartbeat(struct acp_conn *c, struct rpc_msg *m)
 {
@@ -376,6 +387,7 @@ static const struct {
 	{ "_qwen/session/detach", m_detach },
 };
 
+/* Run the method of a request or notification; answers are ignored. */
 int
 acp_dispatch(struct acp_conn *c, struct rpc_msg *m)
 {

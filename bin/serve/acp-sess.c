@@ -18,6 +18,7 @@
 
 static void	on_event(void *arg, json_object *env, int terminal);
 
+/* The entry for id on c, or NULL. */
 struct acp_sess *
 acp_sess_find(struct acp_conn *c, const char *id)
 {
@@ -29,6 +30,7 @@ acp_sess_find(struct acp_conn *c, const char *id)
 	return NULL;
 }
 
+/* One more call that may attach id. */
 struct acp_sess *
 acp_sess_claim(struct acp_conn *c, const char *id)
 {
@@ -48,6 +50,7 @@ acp_sess_claim(struct acp_conn *c, const char *id)
 	return a;
 }
 
+/* The session ended: its waiting prompts get an error (not on close). */
 static void
 prompts_fail(struct acp_conn *c, struct acp_sess *a, const char *why)
 {
@@ -66,6 +69,7 @@ prompts_fail(struct acp_conn *c, struct acp_sess *a, const char *why)
 	}
 }
 
+/* Forget the entry: no listener, prompts answered, sink told. */
 void
 acp_sess_drop(struct acp_conn *c, struct acp_sess *a)
 {
@@ -81,6 +85,7 @@ acp_sess_drop(struct acp_conn *c, struct acp_sess *a)
 		c->sink->session_gone(c->arg, id);
 }
 
+/* A claiming call ended; an entry nothing attached goes. */
 void
 acp_sess_unclaim(struct acp_conn *c, const char *id)
 {
@@ -94,6 +99,7 @@ acp_sess_unclaim(struct acp_conn *c, const char *id)
 		acp_sess_drop(c, a);
 }
 
+/* As REST detach: one client reference less, close when unheld. */
 void
 acp_session_detach(const char *id, const char *client_id)
 {
@@ -107,6 +113,7 @@ acp_session_detach(const char *id, const char *client_id)
 		session_close(s, "last_client_detached", client_id);
 }
 
+/* A create/load/resume succeeded: hold the session and listen to it. */
 struct acp_sess *
 acp_sess_attach(struct acp_conn *c, const char *id, const char *client_id)
 {
@@ -134,6 +141,7 @@ acp_sess_attach(struct acp_conn *c, const char *id, const char *client_id)
 	return a;
 }
 
+/* Remember a queued prompt of this connection. */
 void
 acp_sess_prompt(struct acp_sess *a, const char *prompt_id, json_object *rpc_id)
 {
@@ -146,6 +154,7 @@ acp_sess_prompt(struct acp_sess *a, const char *prompt_id, json_object *rpc_id)
 	TAILQ_INSERT_TAIL(&a->prompts, p, entry);
 }
 
+/* The connection ends: detach everything it holds. */
 void
 acp_sessions_release(struct acp_conn *c)
 {
@@ -196,6 +205,7 @@ prompt_end(struct acp_conn *c, struct acp_sess *a, const char *type,
 	free(p);
 }
 
+/* A session event: a notification, maybe a prompt's answer, maybe the end. */
 static void
 on_event(void *arg, json_object *env, int terminal)
 {

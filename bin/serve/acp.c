@@ -21,6 +21,7 @@ static size_t nconns;
 
 /* ---- registry ------------------------------------------------------------ */
 
+/* A connection, counted against the cap. */
 struct acp_conn *
 acp_conn_new(const struct acp_sink *sink, void *arg, const char *transport,
     struct qerr **errp)
@@ -51,6 +52,7 @@ acp_conn_new(const struct acp_sink *sink, void *arg, const char *transport,
 	return c;
 }
 
+/* Orphan its calls, detach its sessions, forget it. */
 void
 acp_conn_close(struct acp_conn *c)
 {
@@ -89,6 +91,7 @@ acp_conn_arg(const struct acp_conn *c)
 	return c->arg;
 }
 
+/* Connection by id. */
 struct acp_conn *
 acp_conn_find(const char *id)
 {
@@ -115,6 +118,7 @@ acp_canon_id(const char *in, char *out, size_t size)
 	return 0;
 }
 
+/* Whether c holds (or is restoring) session_id. */
 int
 acp_conn_owns(const struct acp_conn *c, const char *session_id)
 {
@@ -130,6 +134,7 @@ acp_conn_count(void)
 	return nconns;
 }
 
+/* Close what the transports left. */
 void
 acp_shutdown(void)
 {
@@ -139,6 +144,7 @@ acp_shutdown(void)
 		acp_conn_close(c);
 }
 
+/* After the loop: nothing may answer the calls any more. */
 void
 acp_free(void)
 {
@@ -174,6 +180,7 @@ acp_error_wrap(json_object *id, json_object *err)
 	return m;
 }
 
+/* The JSON-RPC error message of e (the catalog mapping). */
 json_object *
 acp_error_message(json_object *id, struct qerr *e)
 {
@@ -227,6 +234,7 @@ intake(struct acp_conn *c, enum rpc_read_status st, struct rpc_msg *m,
 	return rc;
 }
 
+/* One raw message from the transport. */
 int
 acp_conn_handle(struct acp_conn *c, const char *msg, size_t len)
 {
@@ -236,6 +244,7 @@ acp_conn_handle(struct acp_conn *c, const char *msg, size_t len)
 	return intake(c, rpc_parse(msg, len, &m, &bad), &m, &bad);
 }
 
+/* One parsed message from the transport. */
 int
 acp_conn_handle_json(struct acp_conn *c, json_object *msg)
 {
