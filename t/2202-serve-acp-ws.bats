@@ -67,7 +67,8 @@ EOF
 	ws_has a '.ws == "pong" and .data == "are-you-there"'
 	ws_has a '.ws == "close" and .code == 1000'
 	ws_has a '.ws == "eof"'
-	health_wait '.wsConnections == 0'
+	# Only the health request itself is left.
+	health_wait '.wsConnections == 0 and .acpConnections == 0 and .connections == 1'
 }
 
 @test "handshake: bad requests get 400 before any upgrade" {
@@ -310,7 +311,8 @@ EOF
 	health_wait '.wsConnections == 0 and .restoresActive == 1'
 	kill -CONT "$pid"
 	STOPPED=
-	health_wait '.sessions == 1 and .restoresActive == 0 and .restoresUnsettled == 0 and .inFlight == 0 and .wsConnections == 0' 10
+	health_wait '.sessions == 1 and .restoresActive == 0 and .restoresUnsettled == 0 and
+	    .inFlight == 0 and .wsConnections == 0 and .acpConnections == 0 and .connections == 1' 10
 	req GET /session/$SID/status
 	expect 404
 }
