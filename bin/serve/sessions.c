@@ -376,9 +376,10 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 	/*
 	 * Its last client detached while the prompt ran (a REST detach, an
 	 * ACP connection that went away): once nothing holds it, it goes, as
-	 * it does on a detach with nothing running.
+	 * it does on a detach with nothing running.  (A dead child removes its
+	 * sessions itself, with session_died.)
 	 */
-	if (clients_count(&s->clients) == 0 && !session_held(s))
+	if (o != CHAN_CLOSED && clients_count(&s->clients) == 0 && !session_held(s))
 		session_close(s, "last_client_detached", NULL);
 }
 
