@@ -163,6 +163,8 @@ static const struct qerr_def qerr_table[] = {
 	  "Acp-Connection-Id header required" },
 	{ "acp_connection_not_found", 404, NULL, 0, N, 0, FULL, X_FAIL, 0,
 	  "Unknown ACP connection" },
+	{ "connection_limit_exceeded", 503, NULL, 1, F, 1, FULL, X_TMP, 0,
+	  "Too many connections" },
 	{ "acp_connection_limit_exceeded", 503, NULL, 1, F, 5, FULL, X_TMP, 0,
 	  "Too many ACP connections" },
 	{ "internal", 500, "internal", 0, N, 0, FULL, X_FAIL, 0,

@@ -22,6 +22,8 @@
 #include "paths.h"
 #include "rpc-frame.h"
 #include "serve.h"
+#include "acp.h"
+#include "ws.h"
 
 struct conn {
 	TAILQ_ENTRY(conn)	 entry;
@@ -31,7 +33,7 @@ struct conn {
 static TAILQ_HEAD(, conn) conns = TAILQ_HEAD_INITIALIZER(conns);
 static size_t nconns;
 
-enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4 };
+enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4, R_ACP = 8 };
 
 struct route {
 	enum evhttp_cmd_type	 method;
@@ -55,6 +57,9 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/session/", "/status", R_ID, route_session_status },
 	{ EVHTTP_REQ_GET, "/session/", "/events", R_ID, route_session_events },
 	{ EVHTTP_REQ_DELETE, "/session/", "", R_ID, route_session_delete },
+	{ EVHTTP_REQ_POST, "/acp", NULL, R_ACP, route_acp_post },
+	{ EVHTTP_REQ_GET, "/acp", NULL, R_ACP, route_acp_get },
+	{ EVHTTP_REQ_DELETE, "/acp", NULL, R_ACP, route_acp_delete },
 };
 
 /* ---- small utilities ---------------------------------------------------- */
@@ -115,9 +120,14 @@ serve_transcript_dir(void)
 void
 http_reply_json(struct evhttp_request *req, int status, json_object *body)
 {
-	struct evbuffer *buf = evbuffer_new();
+	struct evbuffer *buf;
 	const char *s;
 
+	if (acp_call_capture(req, status, body, NULL)) {	/* an ACP call's */
+		json_object_put(body);
+		return;
+	}
+	buf = evbuffer_new();
 	listen_cors_headers(req);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 	    "application/json");
@@ -138,6 +148,8 @@ http_reply_json(struct evhttp_request *req, int status, json_object *body)
 void
 http_reply_empty(struct evhttp_request *req, int status)
 {
+	if (acp_call_capture(req, status, NULL, NULL))
+		return;
 	listen_cors_headers(req);
 	evhttp_send_reply(req, status, NULL, NULL);
 }
@@ -157,6 +169,10 @@ http_send_qerr(struct evhttp_request *req, struct qerr *e)
 	json_object *body;
 	int ra;
 
+	if (acp_call_capture(req, e != NULL ? qerr_status(e) : 500, NULL, e)) {
+		qerr_free(e);
+		return;
+	}
 	if (e == NULL || (body = qerr_rest_body(e)) == NULL) {
 		qerr_free(e);
 		evhttp_send_error(req, 500, NULL);
@@ -347,8 +363,24 @@ parse_body(struct evhttp_request *req, json_object **out)
 }
 
 /*
- * Decode and check a path session id: 1..128 of [A-Za-z0-9._:-], not
- * starting with '.', so that it can never name another file.  UUIDs are
+ * A session id from a client: 1..128 of [A-Za-z0-9._:-], not starting
+ * with '.', so that it can never name another file.
+ */
+int
+serve_session_id_ok(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (n == 0 || n > SERVE_SESSION_ID_MAX || id[0] == '.')
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)id[i]) && strchr("._:-", id[i]) == NULL)
+			return 0;
+	return 1;
+}
+
+/*
+ * Decode and check a path session id (serve_session_id_ok()).  UUIDs are
  * lower-cased.  Returns a malloc'd id or NULL.
  */
 static char *
@@ -363,18 +395,14 @@ decode_session_id(const char *seg, size_t seglen)
 	free(raw);
 	if (id == NULL)
 		return NULL;
-	if (n == 0 || n > SERVE_SESSION_ID_MAX || strlen(id) != n || id[0] == '.')
-		goto bad;
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)id[i]) && strchr("._:-", id[i]) == NULL)
-			goto bad;
+	if (strlen(id) != n || !serve_session_id_ok(id)) {
+		free(id);
+		return NULL;
+	}
 	if (serve_is_uuid(id))
 		for (size_t i = 0; i < n; i++)
 			id[i] = (char)tolower((unsigned char)id[i]);
 	return id;
-bad:
-	free(id);
-	return NULL;
 }
 
 /* Match path against r; *idp gets the id segment (start, length). */
@@ -448,21 +476,16 @@ out:
 	free(id);
 }
 
-/*
- * The connection cap.  The catalog has no code for it yet, so this body is
- * built here: {"error", "code":"connection_limit_exceeded", "limit"}.
- */
+/* The connection cap: 503 connection_limit_exceeded {limit}, then close. */
 static void
 too_many(struct evhttp_request *req)
 {
-	json_object *o = json_object_new_object();
+	struct qerr *e = qerr_new("connection_limit_exceeded", NULL);
 
-	json_object_object_add(o, "error", json_object_new_string("Too many connections"));
-	json_object_object_add(o, "code", json_object_new_string("connection_limit_exceeded"));
-	json_object_object_add(o, "limit", json_object_new_int(conf.max_connections));
+	if (e != NULL)
+		qerr_set_int(e, "limit", conf.max_connections);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-	http_set_retry_after(req, 1);
-	http_reply_json(req, 503, o);
+	http_send_qerr(req, e);
 }
 
 /* The one request callback: connection cap, gates, routing. */
@@ -489,6 +512,11 @@ on_request(struct evhttp_request *req, void *arg)
 		http_error(req, "bad_request", NULL);
 		return;
 	}
+	/* WebSocket upgrades run the gates themselves (bearer subprotocol). */
+	if (strcmp(path, WS_PATH) == 0 && ws_wants_upgrade(req)) {
+		ws_upgrade(req);
+		return;
+	}
 	if (listen_gate(req, strcmp(path, "/health") == 0) == -1)
 		return;
 	if (serve_shutting_down()) {
@@ -496,7 +524,8 @@ on_request(struct evhttp_request *req, void *arg)
 		return;
 	}
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
-		if (!route_match(&routes[i], path, &seg, &seglen))
+		if (!route_match(&routes[i], path, &seg, &seglen) ||
+		    ((routes[i].flags & R_ACP) && !acp_http_enabled()))
 			continue;
 		path_known = 1;
 		if (routes[i].method == method) {

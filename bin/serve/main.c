@@ -26,7 +26,9 @@
 #include "clock.h"
 #include "log.h"
 #include "serve.h"
+#include "acp.h"
 #include "trace.h"
+#include "ws.h"
 
 struct serve_conf conf;
 struct event_base *serve_base;
@@ -352,6 +354,9 @@ serve_request_shutdown(void)
 		return;
 	shutting_down = 1;
 	listen_stop();
+	ws_shutdown();		/* before acp_shutdown(): ends its own connections */
+	acp_http_shutdown();
+	acp_shutdown();
 	sessions_close_all("daemon_shutdown");
 	channels_shutdown();
 	stop_timer = event_new(serve_base, -1, EV_PERSIST, stop_check, NULL);
@@ -417,7 +422,9 @@ main(int argc, char **argv)
 		event_free(sigs[i]);
 	if (stop_timer != NULL)
 		event_free(stop_timer);
+	ws_free_all();		/* before evhttp_free() frees their connections */
 	http_free(http);
+	acp_free();
 	sessions_free();
 	channels_free();
 	event_base_free(serve_base);

@@ -18,6 +18,8 @@
 
 #include "errors.h"
 #include "serve.h"
+#include "acp.h"
+#include "ws.h"
 
 /* ---- health and capabilities -------------------------------------------- */
 
@@ -38,6 +40,8 @@ route_health(struct http_ctx *ctx)
 		    json_object_new_boolean(channels_running() > 0));
 		json_object_object_add(o, "connections",
 		    json_object_new_int64((int64_t)http_conn_count()));
+		json_object_object_add(o, "wsConnections",
+		    json_object_new_int64((int64_t)ws_conn_count()));
 		restore_stats(&active, &unsettled, &overdue, &quarantined);
 		json_object_object_add(o, "restoresActive",
 		    json_object_new_int64((int64_t)active));
@@ -49,6 +53,8 @@ route_health(struct http_ctx *ctx)
 		    json_object_new_int64((int64_t)quarantined));
 		json_object_object_add(o, "inFlight",
 		    json_object_new_int64((int64_t)inflight_count()));
+		json_object_object_add(o, "acpConnections",
+		    json_object_new_int64((int64_t)acp_conn_count()));
 	}
 	http_reply_json(ctx->req, 200, o);
 }
@@ -75,10 +81,9 @@ routes_capabilities_json(void)
 	    "client_identity", "client_heartbeat", "session_close",
 	    "session_status", "session_detach", "workspace_session_list", NULL };
 	static const char *const versions[] = { "v1", NULL };
-	static const char *const transports[] = { "rest", NULL };
 	json_object *o = json_object_new_object(), *pv = json_object_new_object();
 	json_object *f = strings(features), *lim = json_object_new_object();
-	json_object *ws = json_object_new_array(), *w = json_object_new_object();
+	json_object *ws = json_object_new_array(), *w = json_object_new_object(), *ts;
 
 	if (conf.require_auth)
 		json_object_array_add(f, json_object_new_string("require_auth"));
@@ -93,7 +98,11 @@ routes_capabilities_json(void)
 	json_object_object_add(o, "features", f);
 	json_object_object_add(o, "modelServices", json_object_new_array());
 	json_object_object_add(o, "workspaceCwd", json_object_new_string(conf.workspace));
-	json_object_object_add(o, "transports", strings(transports));
+	json_object_object_add(o, "transports", ts = json_object_new_array());
+	json_object_array_add(ts, json_object_new_string("rest"));
+	if (acp_http_enabled())
+		json_object_array_add(ts, json_object_new_string("acp-http"));
+	json_object_array_add(ts, json_object_new_string("acp-ws"));	/* ws.c */
 	json_object_object_add(lim, "maxPendingPromptsPerSession", conf.max_pending_prompts > 0 ?
 	    json_object_new_int(conf.max_pending_prompts) : NULL);
 	json_object_object_add(lim, "sessionRestoreTimeoutMs",

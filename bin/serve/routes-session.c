@@ -434,8 +434,8 @@ route_session_status(struct http_ctx *ctx)
 /* ---- events -------------------------------------------------------------- */
 
 /* Last-Event-ID: decimal up to 2^53-1, else ignored (-1). */
-static int64_t
-last_event_id(struct evhttp_request *req)
+int64_t
+routes_last_event_id(struct evhttp_request *req)
 {
 	const char *v = evhttp_find_header(evhttp_request_get_input_headers(req),
 	    "Last-Event-ID");
@@ -472,7 +472,7 @@ route_session_events(struct http_ctx *ctx)
 	    (c = clients_find(&s->clients, ctx->client_id)) != NULL)
 		c->last_seen_ms = clock_wall_ms();
 	s->last_active_mono_ms = clock_mono_ms();
-	bus_subscribe(s->bus, ctx->req, last_event_id(ctx->req),
+	bus_subscribe(s->bus, ctx->req, routes_last_event_id(ctx->req),
 	    evhttp_find_header(evhttp_request_get_input_headers(ctx->req),
 	    "X-Qwen-Event-Epoch"), (int)max);
 }

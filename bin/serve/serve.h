@@ -82,6 +82,7 @@ int	serve_shutting_down(void);
 void	serve_uuid4(char out[SERVE_UUID_LEN + 1]);
 void	serve_iso_time(uint64_t wall_ms, char *buf, size_t size);
 int	serve_is_uuid(const char *s);
+int	serve_session_id_ok(const char *id);	/* 1..128 of [A-Za-z0-9._:-], no leading . */
 char	*serve_transcript_dir(void);	/* caller frees; NULL without a data dir */
 
 /* ---- listen.c ---------------------------------------------------------- */
@@ -142,10 +143,19 @@ void	route_session_status(struct http_ctx *);
 void	route_session_events(struct http_ctx *);
 void	route_workspace_sessions(struct http_ctx *);
 json_object *routes_capabilities_json(void);
+/* The request's Last-Event-ID (decimal up to 2^53-1), else -1. */
+int64_t	routes_last_event_id(struct evhttp_request *);
 
 /* ---- sse.c ------------------------------------------------------------- */
 struct bus;
 struct bus	*bus_new(const char *session_id, size_t ring_size);
+/*
+ * A message stream (ACP over HTTP): frames "id: N\nevent: message\ndata:
+ * <message>" from bus_publish_raw(), no synthetic events; a stream opened
+ * without Last-Event-ID first gets what no stream has been given yet.
+ */
+struct bus	*bus_new_raw(const char *name, size_t ring_size);
+void		 bus_publish_raw(struct bus *, const char *json, size_t len);
 void		 bus_free(struct bus *);	/* ends every subscriber; NULL-safe */
 const char	*bus_epoch(const struct bus *);
 uint64_t	 bus_last_id(const struct bus *);
@@ -170,6 +180,17 @@ void	bus_subscribe(struct bus *, struct evhttp_request *req, int64_t last_event_
 	    const char *epoch, int max_queued);
 /* Connection of sub closed (from http.c). */
 void	sse_sub_closed(struct sse_sub *);
+/*
+ * In-process listeners (ACP connections): fn gets every published
+ * envelope (borrowed) before the SSE subscribers, with terminal set for
+ * the bus's last event; env NULL when the bus is freed (the listener is
+ * freed right after).  fn must not publish on, free or unlisten other
+ * listeners of this bus; unlistening itself is fine.
+ */
+struct bus_listener;
+typedef void	(*bus_listen_fn)(void *arg, json_object *env, int terminal);
+struct bus_listener *bus_listen(struct bus *, bus_listen_fn fn, void *arg);
+void	bus_unlisten(struct bus_listener *);	/* NULL-safe */
 
 /* ---- channel.c --------------------------------------------------------- */
 enum chan_outcome {

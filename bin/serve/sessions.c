@@ -373,6 +373,14 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 		    "channel_closed", "acp_channel_unavailable");
 	prompt_free(p);
 	session_pump(s);
+	/*
+	 * Its last client detached while the prompt ran (a REST detach, an
+	 * ACP connection that went away): once nothing holds it, it goes, as
+	 * it does on a detach with nothing running.  (A dead child removes its
+	 * sessions itself, with session_died.)
+	 */
+	if (o != CHAN_CLOSED && clients_count(&s->clients) == 0 && !session_held(s))
+		session_close(s, "last_client_detached", NULL);
 }
 
 /* Start the next queued prompt when none runs. */

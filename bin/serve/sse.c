@@ -39,15 +39,26 @@ struct sse_sub {
 	size_t			 fcap, fhead, fcount, fbytes;
 };
 
+/* An in-process listener (an ACP connection holding the session). */
+struct bus_listener {
+	TAILQ_ENTRY(bus_listener) entry;
+	struct bus		*bus;
+	bus_listen_fn		 fn;
+	void			*arg;
+};
+
 struct bus {
 	char			 session_id[SERVE_SESSION_ID_MAX + 1];
 	char			 epoch[SERVE_UUID_LEN + 1];
 	uint64_t		 next_id;
 	uint64_t		 seeded_hi;	/* highest id handed out by bus_seed */
+	int			 raw;		/* bus_new_raw(): a message stream */
+	uint64_t		 delivered;	/* raw: highest id written to a stream */
 	struct ring_ev		*ring;
 	size_t			 cap, head, count;
 	TAILQ_HEAD(, sse_sub)	 subs;
 	size_t			 nsubs;
+	TAILQ_HEAD(, bus_listener) listeners;
 };
 
 static void	sub_end(struct sse_sub *);
@@ -68,6 +79,17 @@ bus_new(const char *session_id, size_t ring_size)
 	b->next_id = 1;
 	b->cap = ring_size;
 	TAILQ_INIT(&b->subs);
+	TAILQ_INIT(&b->listeners);
+	return b;
+}
+
+struct bus *
+bus_new_raw(const char *name, size_t ring_size)
+{
+	struct bus *b = bus_new(name, ring_size);
+
+	if (b != NULL)
+		b->raw = 1;
 	return b;
 }
 
@@ -75,11 +97,17 @@ void
 bus_free(struct bus *b)
 {
 	struct sse_sub *s = NULL;
+	struct bus_listener *l;
 
 	if (b == NULL)
 		return;
 	while ((s = TAILQ_FIRST(&b->subs)) != NULL)
 		sub_end(s);
+	while ((l = TAILQ_FIRST(&b->listeners)) != NULL) {
+		TAILQ_REMOVE(&b->listeners, l, entry);
+		l->fn(l->arg, NULL, 1);	/* the bus is gone */
+		free(l);
+	}
 	for (size_t i = 0; i < b->count; i++)
 		free(b->ring[(b->head + i) % b->cap].frame);
 	free(b->ring);
@@ -201,9 +229,16 @@ sub_write(struct sse_sub *s, const char *frame, size_t len, int live)
 static void
 sub_synthetic(struct sse_sub *s, const char *type, json_object *data)
 {
-	json_object *env = envelope(0, type, data, NULL, NULL);
+	json_object *env;
 	size_t len;
-	char *f = frame_of(env, 0, type, &len);
+	char *f;
+
+	if (s->bus->raw) {	/* a message stream carries messages only */
+		json_object_put(data);
+		return;
+	}
+	env = envelope(0, type, data, NULL, NULL);
+	f = frame_of(env, 0, type, &len);
 
 	if (f != NULL)
 		sub_write(s, f, len, 0);
@@ -313,20 +348,15 @@ ring_push(struct bus *b, uint64_t id, const char *frame, size_t len)
 	b->count++;
 }
 
-void
-bus_publish(struct bus *b, const char *type, json_object *data,
-    const char *prompt_id, const char *client_id, int terminal)
+/* Keep frame f (event id) in the ring and write it to every stream. */
+static void
+fan_out(struct bus *b, uint64_t id, const char *f, size_t len, int terminal)
 {
-	uint64_t id = b->next_id++;
-	json_object *env = envelope(id, type, data, prompt_id, client_id);
 	struct sse_sub *s, *next;
-	size_t len;
-	char *f = frame_of(env, id, type, &len);
 
-	json_object_put(env);
-	if (f == NULL)
-		return;
 	ring_push(b, id, f, len);
+	if (b->nsubs > 0)
+		b->delivered = id;
 	TAILQ_FOREACH_SAFE(s, &b->subs, entry, next) {
 		sub_write(s, f, len, 1);
 		if (terminal)
@@ -334,7 +364,63 @@ bus_publish(struct bus *b, const char *type, json_object *data,
 		else
 			(void)sub_check_queue(s);
 	}
+}
+
+void
+bus_publish(struct bus *b, const char *type, json_object *data,
+    const char *prompt_id, const char *client_id, int terminal)
+{
+	uint64_t id = b->next_id++;
+	json_object *env = envelope(id, type, data, prompt_id, client_id);
+	struct bus_listener *l, *lnext;
+	size_t len;
+	char *f = frame_of(env, id, type, &len);
+
+	TAILQ_FOREACH_SAFE(l, &b->listeners, entry, lnext)
+		l->fn(l->arg, env, terminal);
+	json_object_put(env);
+	if (f == NULL)
+		return;
+	fan_out(b, id, f, len, terminal);
 	free(f);
+}
+
+void
+bus_publish_raw(struct bus *b, const char *json, size_t len)
+{
+	uint64_t id = b->next_id++;
+	char *f = NULL;
+	int n;
+
+	n = asprintf(&f, "id: %llu\nevent: message\ndata: %.*s\n\n",
+	    (unsigned long long)id, (int)len, json);
+	if (n < 0)
+		return;
+	fan_out(b, id, f, (size_t)n, 0);
+	free(f);
+}
+
+struct bus_listener *
+bus_listen(struct bus *b, bus_listen_fn fn, void *arg)
+{
+	struct bus_listener *l;
+
+	if ((l = calloc(1, sizeof(*l))) == NULL)
+		return NULL;
+	l->bus = b;
+	l->fn = fn;
+	l->arg = arg;
+	TAILQ_INSERT_TAIL(&b->listeners, l, entry);
+	return l;
+}
+
+void
+bus_unlisten(struct bus_listener *l)
+{
+	if (l == NULL)
+		return;
+	TAILQ_REMOVE(&l->bus->listeners, l, entry);
+	free(l);
 }
 
 json_object *
@@ -372,6 +458,8 @@ sub_replay(struct sse_sub *s, int64_t last, const char *epoch)
 	size_t n = 0, bytes = 0;
 	json_object *d;
 
+	if (b->raw && (uint64_t)last + 1 < earliest)
+		last = (int64_t)earliest - 1;	/* a message stream: what is left */
 	if (epoch != NULL && strcmp(epoch, b->epoch) != 0) {
 		sub_resync(s, "epoch_reset", "epoch_mismatch", last, earliest);
 		return;
@@ -399,6 +487,8 @@ sub_replay(struct sse_sub *s, int64_t last, const char *epoch)
 		last_replayed = e->id;
 		n++;
 	}
+	if (last_replayed > b->delivered)
+		b->delivered = last_replayed;
 	d = json_object_new_object();
 	if (n > 0)
 		json_object_object_add(d, "lastReplayedEventId",
@@ -462,6 +552,8 @@ bus_subscribe(struct bus *b, struct evhttp_request *req, int64_t last_event_id,
 	http_conn_set_sub(req, s);
 	snprintf(retry, sizeof(retry), "retry: %d\n\n", SERVE_SSE_RETRY_MS);
 	sub_write(s, retry, strlen(retry), 0);
+	if (b->raw && last_event_id < 0)
+		last_event_id = (int64_t)b->delivered;	/* what nobody got yet */
 	if (last_event_id >= 0)
 		sub_replay(s, last_event_id, epoch);
 	if (conf.sse_heartbeat_ms > 0) {

@@ -67,6 +67,9 @@ static const struct want {
 	  75 },
 	{ "acp_child_capacity_exhausted", 503, "acp_child_capacity_exhausted",
 	  0, QERR_RETRY_NONE, 0, 1 },
+	{ "connection_limit_exceeded", 503, NULL, 1, QERR_RETRY_FIXED, 1, 75 },
+	{ "acp_connection_limit_exceeded", 503, NULL, 1, QERR_RETRY_FIXED, 5,
+	  75 },
 };
 
 /* A label that is never NULL (keeps gcc's format checker quiet). */
@@ -458,6 +461,141 @@ test_rpc_exact(void)
 	    "\"retryable\":true,\"retryAfterSeconds\":5,\"reason\":"
 	    "\"awaiting_abandoned_cleanup\",\"sessionId\":\"s\"}}",
 	    "restore in progress, exactly");
+	free(s);
+	qerr_free(e);
+}
+
+/*
+ * REST and JSON-RPC of one error agree: the JSON-RPC data (when the shape
+ * has it) carries the REST code, status, retryable, Retry-After and every
+ * extra; a shape without data still names the same message, and its
+ * JSON-RPC code is the catalog's.
+ */
+static void
+agree(struct qerr *e, const char *label)
+{
+	const struct qerr_def *d = qerr_get_def(e);
+	json_object *body = qerr_rest_body(e), *r = qerr_jsonrpc_error(e);
+	json_object *data = json_object_object_get(r, "data"), *v;
+	int ra = qerr_retry_after(e), same = 1;
+
+	is_str(str(r, "message"), str(body, "error"), "%s: one message", label);
+	is_int(num(r, "code"), d->rpc_code, "%s: JSON-RPC code", label);
+	if (d->rpc_shape != QERR_RPC_FULL) {
+		ok(d->rpc_shape == QERR_RPC_FULL || d->status < 500 ||
+		    d->rpc_shape == QERR_RPC_KIND, "%s: a data-less shape is "
+		    "a client error", label);
+		if (data != NULL && has(data, "httpStatus"))
+			is_int(num(data, "httpStatus"), qerr_status(e),
+			    "%s: httpStatus is the REST status", label);
+		json_object_put(body);
+		json_object_put(r);
+		return;
+	}
+	is_str(str(data, "code"), str(body, "code"), "%s: same code", label);
+	is_int(num(data, "httpStatus"), qerr_status(e), "%s: httpStatus is "
+	    "the REST status", label);
+	v = json_object_object_get(body, "retryable");
+	is_int(json_object_get_boolean(json_object_object_get(data,
+	    "retryable")), v != NULL && json_object_get_boolean(v),
+	    "%s: same retryable", label);
+	is_int(num(data, "retryAfterSeconds"), ra >= 0 ? ra : -999,
+	    "%s: retryAfterSeconds is the Retry-After header", label);
+	if (has(body, "retryAfterSeconds"))
+		is_int(num(body, "retryAfterSeconds"), ra, "%s: REST body's "
+		    "retryAfterSeconds too", label);
+	if (has(body, "errorKind"))
+		is_str(str(data, "errorKind"), str(body, "errorKind"),
+		    "%s: same errorKind", label);
+	json_object_object_foreach(body, key, val) {
+		if (strcmp(key, "error") == 0 || strcmp(key, "code") == 0 ||
+		    strcmp(key, "retryable") == 0 || strcmp(key, "errorKind") == 0)
+			continue;
+		if (!json_object_equal(val, json_object_object_get(data, key)))
+			same = 0;
+	}
+	ok(same, "%s: every REST extra is in the JSON-RPC data", label);
+	json_object_put(body);
+	json_object_put(r);
+}
+
+/* Every catalogued error and every reason row, REST against JSON-RPC. */
+static void
+test_rest_rpc_agree(void)
+{
+	const struct qerr_def *tab;
+	const struct qerr_reason *rs;
+	struct qerr *e;
+	char label[128];
+	size_t i, n;
+
+	tab = qerr_catalog(&n);
+	for (i = 0; i < n; i++) {
+		if (tab[i].status == 0)
+			continue;
+		e = sample(&tab[i]);
+		agree(e, tab[i].code);
+		qerr_free(e);
+	}
+	rs = qerr_reasons(&n);
+	for (i = 0; i < n; i++) {
+		e = qerr_new(rs[i].code, NULL);
+		qerr_set_reason(e, rs[i].reason);
+		qerr_set_budget(e, 100500);
+		snprintf(label, sizeof(label), "%s/%s", rs[i].code, rs[i].reason);
+		agree(e, label);
+		qerr_free(e);
+	}
+}
+
+/* Seed 000 and issue 7: the restore errors' JSON-RPC objects, exactly. */
+static void
+test_rpc_seed000(void)
+{
+	struct qerr *e;
+	char *s;
+
+	e = qerr_new("session_restore_timeout", NULL);
+	qerr_set_str(e, "sessionId", "s1");
+	qerr_set_str(e, "action", "load");
+	qerr_set_int(e, "timeoutMs", 60000);
+	s = take_string(qerr_jsonrpc_error(e));
+	is_str(s, "{\"code\":-32603,\"message\":\"AcpSessionBridge session/load "
+	    "timed out after 60000ms\",\"data\":{\"code\":"
+	    "\"session_restore_timeout\",\"errorKind\":\"restore_timeout\","
+	    "\"httpStatus\":504,\"retryable\":true,\"retryAfterSeconds\":60,"
+	    "\"sessionId\":\"s1\",\"action\":\"load\",\"timeoutMs\":60000}}",
+	    "restore timeout as JSON-RPC, exactly");
+	free(s);
+	qerr_free(e);
+	e = qerr_new("acp_channel_unavailable", NULL);
+	qerr_set_reason(e, "restore_cleanup_failed");
+	qerr_set_budget(e, 1000);
+	s = take_string(qerr_jsonrpc_error(e));
+	is_str(s, "{\"code\":-32603,\"message\":\"ACP channel is not accepting "
+	    "new sessions: restore_cleanup_failed\",\"data\":{\"code\":"
+	    "\"acp_channel_unavailable\",\"errorKind\":\"acp_channel_unavailable\","
+	    "\"httpStatus\":503,\"retryable\":true,\"retryAfterSeconds\":5,"
+	    "\"reason\":\"restore_cleanup_failed\"}}",
+	    "channel unavailable as JSON-RPC, exactly");
+	free(s);
+	qerr_free(e);
+	e = qerr_new("session_limit_exceeded", NULL);
+	qerr_set_int(e, "limit", 2);
+	qerr_set_str(e, "scope", "workspace");
+	s = take_string(qerr_jsonrpc_error(e));
+	is_str(s, "{\"code\":-32603,\"message\":\"Session limit reached (2 per "
+	    "workspace)\",\"data\":{\"code\":\"session_limit_exceeded\","
+	    "\"errorKind\":\"session_limit_exceeded\",\"httpStatus\":503,"
+	    "\"retryable\":true,\"retryAfterSeconds\":5,\"limit\":2,"
+	    "\"scope\":\"workspace\"}}", "session limit as JSON-RPC, exactly");
+	free(s);
+	qerr_free(e);
+	e = qerr_new("session_not_found", NULL);
+	qerr_set_str(e, "sessionId", "x");
+	s = take_string(qerr_jsonrpc_error(e));
+	is_str(s, "{\"code\":-32602,\"message\":\"No session with id \\\"x\\\"\"}",
+	    "session not found is -32602 without data");
 	free(s);
 	qerr_free(e);
 }
@@ -885,6 +1023,8 @@ main(void)
 	test_rpc_exact();
 	test_round_trips();
 	test_reason_round_trips();
+	test_rest_rpc_agree();
+	test_rpc_seed000();
 	test_garbage_http();
 	test_garbage_rpc();
 	test_value();

@@ -1,0 +1,418 @@
+/*
+ * acp-methods.c: the ACP method table.  Each method turns its params into
+ * the body of the REST route that does the work, runs it (acp-call.c) and
+ * turns the route's reply into the JSON-RPC result, or its error into the
+ * JSON-RPC error through the catalog's one mapping.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
+#include "log.h"
+#include "rpc-frame.h"
+#include "acp-int.h"
+
+static const char *const method_names[] = { "initialize", "session/new",
+    "session/load", "session/resume", "session/prompt", "session/cancel",
+    "session/close", "_qwen/session/heartbeat", "_qwen/session/detach", NULL };
+
+/* params.key as a string, or NULL. */
+static const char *
+param_str(json_object *params, const char *key)
+{
+	json_object *v;
+
+	if (params == NULL || !json_object_object_get_ex(params, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+/* -32602 for params the REST route could not even be asked about. */
+static void
+bad_params(struct acp_conn *c, struct rpc_msg *m, const char *what)
+{
+	if (m->kind == RPC_REQUEST)
+		acp_send(c, NULL, rpc_new_error(json_object_get(m->id),
+		    RPC_INVALID_PARAMS, what, NULL));
+}
+
+/* params.sessionId, canonical, into id; -1 after answering -32602. */
+static int
+session_param(struct acp_conn *c, struct rpc_msg *m, char *id, size_t size)
+{
+	if (acp_canon_id(param_str(m->params, "sessionId"), id, size) == -1) {
+		bad_params(c, m, "Invalid params: sessionId must be a session id");
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- initialize ---------------------------------------------------------- */
+
+/* initialize: capabilities, and the connection may use the rest. */
+static void
+m_initialize(struct acp_conn *c, struct rpc_msg *m)
+{
+	json_object *r = json_object_new_object(), *caps = json_object_new_object();
+	json_object *pc = json_object_new_object(), *meta = json_object_new_object();
+	json_object *q = json_object_new_object(), *methods = json_object_new_array(), *v;
+	int64_t pv = 1;
+
+	if (m->params != NULL && json_object_object_get_ex(m->params,
+	    "protocolVersion", &v) && json_object_is_type(v, json_type_int))
+		pv = json_object_get_int64(v);
+	pv = pv < 1 ? 1 : pv > 1 ? 1 : pv;
+	for (size_t i = 0; method_names[i] != NULL; i++)
+		json_object_array_add(methods, json_object_new_string(method_names[i]));
+	json_object_object_add(q, "connectionId", json_object_new_string(c->id));
+	json_object_object_add(q, "transport", json_object_new_string(c->transport));
+	json_object_object_add(q, "workspaceCwd", json_object_new_string(conf.workspace));
+	json_object_object_add(q, "methods", methods);
+	json_object_object_add(meta, "qwen", q);
+	json_object_object_add(pc, "image", json_object_new_boolean(0));
+	json_object_object_add(pc, "audio", json_object_new_boolean(0));
+	json_object_object_add(pc, "embeddedContext", json_object_new_boolean(0));
+	json_object_object_add(caps, "loadSession", json_object_new_boolean(1));
+	json_object_object_add(caps, "promptCapabilities", pc);
+	json_object_object_add(caps, "_meta", meta);
+	json_object_object_add(r, "protocolVersion", json_object_new_int64(pv));
+	json_object_object_add(r, "agentCapabilities", caps);
+	json_object_object_add(r, "authMethods", json_object_new_array());
+	c->initialized = 1;
+	acp_reply(c, NULL, m->id, r);
+}
+
+/* ---- new, load, resume --------------------------------------------------- */
+
+/* The ACP state of a live session (models, modes, configOptions, _meta). */
+static json_object *
+state_result(const char *id, json_object *rest)
+{
+	struct session *s = sessions_find(id);
+	json_object *r = json_object_new_object(), *meta = NULL, *q, *v;
+
+	json_object_object_add(r, "sessionId", json_object_new_string(id));
+	if (s != NULL && s->state != NULL) {
+		json_object_object_foreach(s->state, key, val) {
+			if (strcmp(key, "_meta") == 0)
+				meta = json_object_get(val);
+			else
+				json_object_object_add(r, key, json_object_get(val));
+		}
+	}
+	if (meta == NULL)
+		meta = json_object_new_object();
+	q = json_object_new_object();
+	static const char *const keys[] = { "clientId", "attached", "lastEventId",
+	    "eventEpoch", "partial", "replayError", "historyHasMore", NULL };
+	for (size_t i = 0; keys[i] != NULL; i++)
+		if (json_object_object_get_ex(rest, keys[i], &v))
+			json_object_object_add(q, keys[i], json_object_get(v));
+	json_object_object_add(meta, "qwen", q);
+	json_object_object_add(r, "_meta", meta);
+	return r;
+}
+
+/* load's bounded snapshot, replayed as notifications before the result. */
+static void
+replay_snapshot(struct acp_conn *c, const char *id, json_object *rest)
+{
+	static const char *const arrays[] = { "compactedReplay", "liveJournal", NULL };
+	json_object *arr, *env, *type, *data, *p;
+
+	for (size_t k = 0; arrays[k] != NULL; k++) {
+		if (!json_object_object_get_ex(rest, arrays[k], &arr) ||
+		    !json_object_is_type(arr, json_type_array))
+			continue;
+		for (size_t i = 0; i < json_object_array_length(arr); i++) {
+			env = json_object_array_get_idx(arr, i);
+			if (!json_object_object_get_ex(env, "type", &type) ||
+			    !json_object_object_get_ex(env, "data", &data))
+				continue;
+			if (strcmp(json_object_get_string(type), "session_update") == 0) {
+				acp_send(c, id, rpc_new_notification("session/update",
+				    json_object_get(data)));
+				continue;
+			}
+			p = json_object_new_object();
+			json_object_object_add(p, "sessionId", json_object_new_string(id));
+			json_object_object_add(p, "kind", json_object_get(type));
+			json_object_object_add(p, "data", json_object_get(data));
+			acp_send(c, id, rpc_new_notification("_qwen/notify", p));
+		}
+	}
+}
+
+/* A create/load/resume answered: attach, replay (load), then the result. */
+static void
+restore_done(struct acp_call *call, int status, json_object *body, struct qerr *e)
+{
+	struct acp_conn *c = call->conn;
+	json_object *v;
+	const char *id, *cid;
+	int load = (call->flags & ACP_CALL_REPLAY) != 0;
+
+	if (call->session_id[0] != '\0')
+		acp_sess_unclaim(c, call->session_id);
+	if (status != 200 || body == NULL ||
+	    !json_object_object_get_ex(body, "sessionId", &v) ||
+	    (id = json_object_get_string(v)) == NULL ||
+	    !json_object_object_get_ex(body, "clientId", &v) ||
+	    (cid = json_object_get_string(v)) == NULL) {
+		acp_call_fail(call, NULL, status, body, e);
+		return;
+	}
+	if (acp_sess_attach(c, id, cid) == NULL) {
+		acp_call_fail(call, NULL, 500, NULL, NULL);
+		return;
+	}
+	if (load)
+		replay_snapshot(c, id, body);
+	/* session/new answers on the connection, load/resume on the session. */
+	if (call->rpc_id != NULL)
+		acp_reply(c, call->session_id[0] != '\0' ? id : NULL, call->rpc_id,
+		    state_result(id, body));
+}
+
+/* The client id this connection holds on id, or NULL. */
+static const char *
+held_client(struct acp_conn *c, const char *id)
+{
+	struct acp_sess *a = acp_sess_find(c, id);
+
+	return a != NULL && a->client_id[0] != '\0' ? a->client_id : NULL;
+}
+
+/* session/new: POST /session with a thread scope. */
+static void
+m_new(struct acp_conn *c, struct rpc_msg *m)
+{
+	json_object *body = json_object_new_object(), *v, *sid;
+
+	if (m->params != NULL && json_object_object_get_ex(m->params, "cwd", &v))
+		json_object_object_add(body, "cwd", json_object_get(v));
+	if (m->params != NULL && json_object_object_get_ex(m->params, "_meta", &v) &&
+	    json_object_object_get_ex(v, "qwen-code/sessionId", &sid))
+		json_object_object_add(body, "sessionId", json_object_get(sid));
+	/* An ACP session/new is always a fresh session. */
+	json_object_object_add(body, "sessionScope", json_object_new_string("thread"));
+	acp_call_run(c, m->id, NULL, route_session_create, NULL, NULL, body,
+	    restore_done, ACP_CALL_UNDO);
+	json_object_put(body);
+}
+
+/* Load and resume: the REST body from the ACP params. */
+static void
+m_restore(struct acp_conn *c, struct rpc_msg *m, int load)
+{
+	json_object *body, *v;
+	char id[SERVE_SESSION_ID_MAX + 1];
+	static const char *const keys[] = { "cwd", "historyPageSize",
+	    "liveReplayMode", "compactedReplayMode", "hideInheritedHistory", NULL };
+
+	if (session_param(c, m, id, sizeof(id)) == -1)
+		return;
+	if (acp_sess_claim(c, id) == NULL) {
+		bad_params(c, m, "too many sessions on this connection");
+		return;
+	}
+	body = json_object_new_object();
+	for (size_t i = 0; keys[i] != NULL; i++)
+		if (json_object_object_get_ex(m->params, keys[i], &v))
+			json_object_object_add(body, keys[i], json_object_get(v));
+	acp_call_run(c, m->id, id, load ? route_session_load : route_session_resume,
+	    id, held_client(c, id), body, restore_done,
+	    ACP_CALL_UNDO | (load ? ACP_CALL_REPLAY : 0));
+	json_object_put(body);
+}
+
+/* session/load: the REST load, then the snapshot replay. */
+static void
+m_load(struct acp_conn *c, struct rpc_msg *m)
+{
+	m_restore(c, m, 1);
+}
+
+/* session/resume: the REST resume. */
+static void
+m_resume(struct acp_conn *c, struct rpc_msg *m)
+{
+	m_restore(c, m, 0);
+}
+
+/* ---- session methods on a held session ----------------------------------- */
+
+/* The prompt was queued: its answer waits for its turn to end. */
+static void
+prompt_done(struct acp_call *call, int status, json_object *body, struct qerr *e)
+{
+	struct acp_sess *a = acp_sess_find(call->conn, call->session_id);
+	json_object *v;
+
+	if (status != 202 || body == NULL || a == NULL ||
+	    !json_object_object_get_ex(body, "promptId", &v)) {
+		acp_call_fail(call, a != NULL ? a->id : NULL, status, body, e);
+		return;
+	}
+	if (call->rpc_id != NULL)
+		acp_sess_prompt(a, json_object_get_string(v), call->rpc_id);
+}
+
+/* session/prompt: POST /session/:id/prompt on a held session. */
+static void
+m_prompt(struct acp_conn *c, struct rpc_msg *m)
+{
+	char id[SERVE_SESSION_ID_MAX + 1];
+	json_object *body = NULL;
+
+	if (session_param(c, m, id, sizeof(id)) == -1)
+		return;
+	if (held_client(c, id) == NULL && sessions_find(id) != NULL) {
+		/* Its end could not be seen here: attach first. */
+		bad_params(c, m, "Invalid params: session is not attached to this "
+		    "connection (session/load or session/resume it first)");
+		return;
+	}
+	if (json_object_deep_copy(m->params, &body, NULL) != 0) {
+		acp_reply_error(c, NULL, m->id, qerr_new("internal", NULL));
+		return;
+	}
+	json_object_object_del(body, "sessionId");
+	acp_call_run(c, m->id, id, route_session_prompt, id, held_client(c, id),
+	    body, prompt_done, 0);
+	json_object_put(body);
+}
+
+/* Replies with no content (cancel, close, detach): result {} or the error. */
+static void
+empty_done(struct acp_call *call, int status, json_object *body, struct qerr *e)
+{
+	struct acp_sess *a;
+
+	if (status / 100 != 2) {
+		acp_call_fail(call, NULL, status, body, e);
+		return;
+	}
+	if ((call->flags & ACP_CALL_RELEASES) && (a = acp_sess_find(call->conn,
+	    call->session_id)) != NULL) {
+		a->client_id[0] = '\0';	/* released by the route */
+		a->pending = 0;
+		acp_sess_drop(call->conn, a);
+	}
+	if (call->rpc_id != NULL)
+		acp_reply(call->conn, NULL, call->rpc_id, json_object_new_object());
+}
+
+/* session/cancel (a notification, or a request answered {}). */
+static void
+m_cancel(struct acp_conn *c, struct rpc_msg *m)
+{
+	char id[SERVE_SESSION_ID_MAX + 1];
+
+	if (session_param(c, m, id, sizeof(id)) == 0)
+		acp_call_run(c, m->id, id, route_session_cancel, id, held_client(c, id),
+		    NULL, empty_done, 0);
+}
+
+/* session/close: DELETE /session/:id. */
+static void
+m_close(struct acp_conn *c, struct rpc_msg *m)
+{
+	char id[SERVE_SESSION_ID_MAX + 1];
+
+	if (session_param(c, m, id, sizeof(id)) == 0)
+		acp_call_run(c, m->id, id, route_session_delete, id, held_client(c, id),
+		    NULL, empty_done, ACP_CALL_RELEASES);
+}
+
+/* _qwen/session/detach: release this connection's client. */
+static void
+m_detach(struct acp_conn *c, struct rpc_msg *m)
+{
+	char id[SERVE_SESSION_ID_MAX + 1];
+	const char *cid;
+
+	if (session_param(c, m, id, sizeof(id)) == -1)
+		return;
+	if ((cid = held_client(c, id)) == NULL) {
+		/* Nothing held here: like REST's detach of an unknown id. */
+		if (m->kind == RPC_REQUEST)
+			acp_reply(c, NULL, m->id, json_object_new_object());
+		return;
+	}
+	acp_call_run(c, m->id, id, route_session_detach, id, cid, NULL, empty_done, ACP_CALL_RELEASES);
+}
+
+/* The heartbeat's REST answer is the result. */
+static void
+heartbeat_done(struct acp_call *call, int status, json_object *body, struct qerr *e)
+{
+	if (status != 200 || body == NULL) {
+		acp_call_fail(call, NULL, status, body, e);
+		return;
+	}
+	if (call->rpc_id != NULL)
+		acp_reply(call->conn, held_client(call->conn, call->session_id) != NULL ?
+		    call->session_id : NULL, call->rpc_id, json_object_get(body));
+}
+
+/* _qwen/session/heartbeat: POST /session/:id/heartbeat. */
+static void
+m_heartbeat(struct acp_conn *c, struct rpc_msg *m)
+{
+	char id[SERVE_SESSION_ID_MAX + 1];
+
+	if (session_param(c, m, id, sizeof(id)) == 0)
+		acp_call_run(c, m->id, id, route_session_heartbeat, id,
+		    held_client(c, id), NULL, heartbeat_done, 0);
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+static const struct {
+	const char	*name;
+	void		(*fn)(struct acp_conn *, struct rpc_msg *);
+} methods[] = {
+	{ "initialize", m_initialize },
+	{ "session/new", m_new },
+	{ "session/load", m_load },
+	{ "session/resume", m_resume },
+	{ "session/prompt", m_prompt },
+	{ "session/cancel", m_cancel },
+	{ "session/close", m_close },
+	{ "_qwen/session/heartbeat", m_heartbeat },
+	{ "_qwen/session/detach", m_detach },
+};
+
+/* Run the method of a request or notification; answers are ignored. */
+int
+acp_dispatch(struct acp_conn *c, struct rpc_msg *m)
+{
+	size_t i;
+
+	if (m->kind == RPC_RESULT || m->kind == RPC_ERROR)
+		return 0;	/* answers to our requests: none are sent yet */
+	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+		if (strcmp(methods[i].name, m->method) == 0)
+			break;
+	if (i == sizeof(methods) / sizeof(methods[0])) {
+		if (m->kind == RPC_REQUEST)
+			acp_reply_rpc(c, m->id, RPC_METHOD_NOT_FOUND, "Method not found");
+		return 0;
+	}
+	if (!c->initialized && methods[i].fn != m_initialize) {
+		if (m->kind == RPC_REQUEST)
+			acp_reply_rpc(c, m->id, RPC_INVALID_REQUEST,
+			    "Invalid Request: initialize first");
+		return -1;
+	}
+	if (m->params != NULL && !json_object_is_type(m->params, json_type_object)) {
+		bad_params(c, m, "params must be an object");
+		return 0;
+	}
+	methods[i].fn(c, m);
+	return 0;
+}
