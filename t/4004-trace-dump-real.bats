@@ -1,0 +1,209 @@
+#!/usr/bin/env bats
+# qwen-trace-dump on the spans of real qwen-serve and qwen-acp-child runs:
+# a fast restore, a timed-out one, a quarantined one and a child killed
+# mid-restore.  The text, json, --summary and chrome views are compared,
+# normalised (normalise.sh --all: ids, times, measured durations, bars),
+# against t/data/trace-dump/real-*.golden.
+#
+# Regenerate the goldens after a deliberate change of the output or of the
+# spans:  make check TESTS=t/4004-trace-dump-real.bats QWEN_UPDATE_GOLDENS=1
+# (or QWEN_UPDATE_GOLDENS=1 bats t/4004-trace-dump-real.bats from the build
+# tree's environment), then review `git diff t/data/trace-dump`.
+
+load serve_restore_helper
+
+TD="${TESTDATA:-$BATS_TEST_DIRNAME/data}/trace-dump"
+
+setup() {
+	REAL=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
+	[ -x "$REAL" ] || skip "qwen-acp-child not built"
+	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
+	# Big enough that a restore cannot beat a 1 ms deadline, nor its late
+	# answer one more millisecond (overdue); the same size under the
+	# sanitizers, since the goldens keep its byte and record counts.
+	MIB=2
+	STOPPED=()
+}
+
+teardown() {
+	local p
+	for p in "${STOPPED[@]}"; do kill -CONT "$p" 2>/dev/null || true; done
+	rteardown
+}
+
+real_serve() {
+	SERVE_CHILD=$REAL serve_start --trace-file "$TRACE" "$@"
+}
+
+stop() {
+	kill -STOP "$1"
+	STOPPED+=("$1")
+}
+
+cont() {
+	local p keep=()
+	kill -CONT "$1"
+	for p in "${STOPPED[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+	STOPPED=("${keep[@]}")
+}
+
+# big_transcript: a transcript of $MIB MiB for $SID.
+big_transcript() {
+	qwen-gen-transcript --mib "$MIB" --seed 7 --session-id "$SID" \
+	    --data-dir "$DATA" --workspace "$WS" >/dev/null
+}
+
+# nspans NAME: how many spans named NAME for $SID are in the trace file.
+nspans() {
+	jq -s --arg n "$1" --arg s "$SID" '[.[].resourceSpans[].scopeSpans[].spans[] |
+	    select(.name == $n and any(.attributes[]; .key == "session.id" and
+	    .value.stringValue == $s))] | length' "$TRACE" 2>/dev/null
+}
+
+spans_are() {
+	[ "$(nspans "$2")" = "$1" ]
+}
+
+# restore_written N_CHILD: the daemon's restore span for $SID and N_CHILD
+# child restore spans are in the trace file.
+restore_written() {
+	wait_for 20 spans_are 1 qwen-code.daemon.bridge &&
+	    wait_for 20 spans_are "$1" qwen-code.daemon.session_restore
+}
+
+# golden NAME ARGS...: qwen-trace-dump ARGS on the trace file, normalised,
+# equals real-NAME.golden (or replaces it with QWEN_UPDATE_GOLDENS=1).
+golden() {
+	local name=$1 out=$BATS_TEST_TMPDIR/$1.out
+	shift
+	qwen-trace-dump --no-pager "$@" "$TRACE" >"$BATS_TEST_TMPDIR/$name.raw"
+	"$TD/normalise.sh" --all <"$BATS_TEST_TMPDIR/$name.raw" >"$out"
+	if [ -n "${QWEN_UPDATE_GOLDENS:-}" ]; then
+		cp "$out" "$TD/real-$name.golden"
+		return 0
+	fi
+	diff -u "$TD/real-$name.golden" "$out"
+}
+
+# goldens NAME: the four views of $SID's restore against their goldens.
+goldens() {
+	golden "$1" --session "$SID"
+	golden "$1-json" --session "$SID" --format json
+	golden "$1-summary" --session "$SID" --summary
+	golden "$1-chrome" --session "$SID" --format chrome
+	chrome_valid "$BATS_TEST_TMPDIR/$1-chrome.raw"
+}
+
+# chrome_valid FILE: trace-event JSON with a daemon track (pid 1) and,
+# when the child wrote its span, a child track (pid 2) with the stages
+# inside the child span.
+chrome_valid() {
+	jq -e . "$1" >/dev/null
+	[ "$(jq -r '.traceEvents[] | select(.ph=="M" and .name=="process_name" and .pid==1) | .args.name' "$1")" = "qwen-serve (daemon)" ]
+	[ "$(jq '[.traceEvents[] | select(.ph=="X" and .cat=="daemon" and .pid==1)] | length' "$1")" -eq 1 ]
+	jq -e '[.traceEvents[] | select(.ph=="X" and .cat=="child")] as $c |
+	    [.traceEvents[] | select(.ph=="X" and .cat=="stage") | . as $s |
+	     ($c[] | select(.tid==$s.tid)) as $p |
+	     ($s.pid==2 and $s.ts >= $p.ts and $s.ts + $s.dur <= $p.ts + $p.dur + 1)] | all' "$1"
+}
+
+@test "real fast load: both spans joined, every stage, success" {
+	real_serve
+	big_transcript
+	req POST /session/$SID/load '{}'
+	expect 200
+	restore_written 1
+	goldens fast
+	run qwen-trace-dump --session "$SID" "$TRACE"
+	[[ "$output" == *"restore load session $SID  success"* ]]
+	[[ "$output" != *FAILED* ]]
+	[[ "$output" == *"loop lag   mean "* ]]
+	[[ "$output" == *"channel    1"* ]]
+	[ "$(jq '[.traceEvents[] | select(.ph=="X" and .cat=="child" and .pid==2)] | length' \
+	    "$BATS_TEST_TMPDIR/fast-chrome.raw")" -eq 1 ]
+}
+
+@test "real timed-out resume: 504, overdue, the late success closed" {
+	real_serve --session-restore-timeout-ms 1
+	req POST /session '{}'
+	expect 200
+	big_transcript
+	req POST /session/$SID/resume '{}'
+	expect 504 '.code == "session_restore_timeout" and .timeoutMs == 1'
+	health_wait '.restoresUnsettled == 0' 20
+	restore_written 1
+	goldens timeout
+	run qwen-trace-dump --session "$SID" "$TRACE"
+	[[ "$output" == *"result     timeout after "*" ms, late success, cleanup closed, settlement overdue"* ]]
+}
+
+# The child stopped before the request: the deadline wins, and one more
+# budget makes it overdue.  With the daemon stopped the child answers into
+# the pipe; the child stopped again, the daemon reads the late answer and
+# its close times out (--initialize-timeout-ms): quarantined.  Closing the
+# sibling drains the channel, whose end settles the restore.
+@test "real quarantined resume: the cleanup close times out, the drain settles it" {
+	real_serve --session-restore-timeout-ms 1 --initialize-timeout-ms 1500
+	req POST /session '{}'
+	expect 200
+	local sib=$(jq -r .sessionId <<<"$body") cpid=$(child_pid)
+	big_transcript
+	stop "$cpid"
+	bg_req r POST /session/$SID/resume '{}'
+	bg_wait r 20
+	expect 504
+	health_wait '.restoresOverdue == 1' 20
+	stop "$SERVE_PID"
+	cont "$cpid"
+	wait_for 30 spans_are 1 qwen-code.daemon.session_restore
+	wait_for 30 answer_in_pipe "$cpid" "$SERVE_PID"
+	stop "$cpid"
+	cont "$SERVE_PID"
+	health_wait '.restoresQuarantined == 1' 20
+	cont "$cpid"
+	req POST /session/$SID/load '{}'
+	expect 409 '.reason == "awaiting_abandoned_cleanup"'
+	req DELETE /session/$sib
+	expect 204
+	health_wait '.restoresUnsettled == 0' 20
+	restore_written 1
+	goldens quarantined
+	run qwen-trace-dump --session "$SID" "$TRACE"
+	[[ "$output" == *"result     timeout after "*" ms, late success, cleanup quarantined, settled by transport_closed, settlement overdue"* ]]
+}
+
+# answer_in_pipe CHILD DAEMON: bytes wait in the pipe from CHILD's stdout
+# to DAEMON (FIONREAD on it, opened through /proc).  The resume answer is
+# the only message and is written at once (under PIPE_BUF).
+answer_in_pipe() {
+	local pipe fd
+	pipe=$(readlink "/proc/$1/fd/1")
+	for fd in /proc/$2/fd/*; do
+		[ "$(readlink "$fd")" = "$pipe" ] || continue
+		perl -MFcntl -e 'sysopen(my $f, $ARGV[0], O_RDONLY | O_NONBLOCK) or die;
+		    my $n = pack("i", 0); ioctl($f, 0x541B, $n) or die;
+		    exit(unpack("i", $n) > 0 ? 0 : 1)' "$fd" && return 0
+	done
+	return 1
+}
+
+@test "real child killed mid-restore: the daemon span alone" {
+	real_serve
+	req POST /session '{}'
+	expect 200
+	local cpid=$(child_pid)
+	big_transcript
+	stop "$cpid"
+	bg_req r POST /session/$SID/load '{}'
+	wait_for 20 grep -q "session $SID: load requested" "$BATS_TEST_TMPDIR/err"
+	kill -KILL "$cpid"
+	STOPPED=()
+	bg_wait r 20
+	expect 503 '.code == "acp_channel_unavailable" and .reason == "channel_closed"'
+	restore_written 0
+	goldens killed
+	run qwen-trace-dump --session "$SID" "$TRACE"
+	[[ "$output" == *"child      missing (no span: the child did not finish the restore)"* ]]
+	[ "$(jq '[.traceEvents[] | select(.ph=="X" and .pid==2)] | length' \
+	    "$BATS_TEST_TMPDIR/killed-chrome.raw")" -eq 0 ]
+}
