@@ -6,9 +6,9 @@
 # against t/data/trace-dump/real-*.golden.
 #
 # Regenerate the goldens after a deliberate change of the output or of the
-# spans:  make check TESTS=t/4004-trace-dump-real.bats QWEN_UPDATE_GOLDENS=1
-# (or QWEN_UPDATE_GOLDENS=1 bats t/4004-trace-dump-real.bats from the build
-# tree's environment), then review `git diff t/data/trace-dump`.
+# spans, from the build tree, then review `git diff t/data/trace-dump`:
+#     QWEN_UPDATE_GOLDENS=1 make check TESTS=t/4004-trace-dump-real.bats
+# (t/data/trace-dump/README.md says what each scenario does.)
 
 load serve_restore_helper
 
