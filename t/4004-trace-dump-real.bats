@@ -123,14 +123,22 @@ chrome_valid() {
 	    "$BATS_TEST_TMPDIR/fast-chrome.raw")" -eq 1 ]
 }
 
+# The child stopped until the restore is overdue, so that neither the
+# deadline nor the grace budget races its answer on a loaded machine.
 @test "real timed-out resume: 504, overdue, the late success closed" {
 	real_serve --session-restore-timeout-ms 1
 	req POST /session '{}'
 	expect 200
+	local cpid=$(child_pid)
 	big_transcript
-	req POST /session/$SID/resume '{}'
+	stop "$cpid"
+	bg_req r POST /session/$SID/resume '{}'
+	bg_wait r 20
 	expect 504 '.code == "session_restore_timeout" and .timeoutMs == 1'
+	health_wait '.restoresOverdue == 1' 20
+	cont "$cpid"
 	health_wait '.restoresUnsettled == 0' 20
+	grep -q "session $SID: cleanup close: close_ok" "$BATS_TEST_TMPDIR/err"
 	restore_written 1
 	goldens timeout
 	run qwen-trace-dump --session "$SID" "$TRACE"
@@ -138,12 +146,13 @@ chrome_valid() {
 }
 
 # The child stopped before the request: the deadline wins, and one more
-# budget makes it overdue.  With the daemon stopped the child answers into
+# budget makes it overdue (as above).  With the daemon stopped the child answers into
 # the pipe; the child stopped again, the daemon reads the late answer and
-# its close times out (--initialize-timeout-ms): quarantined.  Closing the
+# its close times out (--initialize-timeout-ms, generous for the child's
+# start on a loaded machine): quarantined.  Closing the
 # sibling drains the channel, whose end settles the restore.
 @test "real quarantined resume: the cleanup close times out, the drain settles it" {
-	real_serve --session-restore-timeout-ms 1 --initialize-timeout-ms 1500
+	real_serve --session-restore-timeout-ms 1 --initialize-timeout-ms 3000
 	req POST /session '{}'
 	expect 200
 	local sib=$(jq -r .sessionId <<<"$body") cpid=$(child_pid)
