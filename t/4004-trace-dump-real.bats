@@ -14,14 +14,18 @@ load serve_restore_helper
 
 TD="${TESTDATA:-$BATS_TEST_DIRNAME/data}/trace-dump"
 
+# One transcript for every test: 2 MiB, the same under the sanitizers since
+# the goldens keep its byte and record counts, and the generator's fixed
+# cwd so that they do not depend on the temporary directory's name.
+setup_file() {
+	qwen-gen-transcript --mib 2 --seed 7 --session-id "$SID" \
+	    --out "$BATS_FILE_TMPDIR" >/dev/null
+}
+
 setup() {
 	REAL=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
 	[ -x "$REAL" ] || skip "qwen-acp-child not built"
 	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
-	# Big enough that a restore cannot beat a 1 ms deadline, nor its late
-	# answer one more millisecond (overdue); the same size under the
-	# sanitizers, since the goldens keep its byte and record counts.
-	MIB=2
 	STOPPED=()
 }
 
@@ -47,10 +51,12 @@ cont() {
 	STOPPED=("${keep[@]}")
 }
 
-# big_transcript: a transcript of $MIB MiB for $SID.
+# big_transcript: the transcript for $SID in the data dir.
 big_transcript() {
-	qwen-gen-transcript --mib "$MIB" --seed 7 --session-id "$SID" \
-	    --data-dir "$DATA" --workspace "$WS" >/dev/null
+	local dir
+	dir=$DATA/projects/$(printf '%s' "$WS" | sed 's/[^A-Za-z0-9]/-/g')/chats
+	mkdir -p "$dir"
+	cp "$BATS_FILE_TMPDIR/$SID.jsonl" "$dir/"
 }
 
 # nspans NAME: how many spans named NAME for $SID are in the trace file.
