@@ -77,6 +77,29 @@ restore_written() {
 	    wait_for 20 spans_are "$1" qwen-code.daemon.session_restore
 }
 
+# stopped_beside_sibling [qwen-serve args...]: the daemon, a sibling
+# session ($SIB) on its child ($CPID), the transcript, the child stopped.
+stopped_beside_sibling() {
+	real_serve "$@"
+	req POST /session '{}'
+	expect 200
+	SIB=$(jq -r .sessionId <<<"$body")
+	CPID=$(child_pid)
+	big_transcript
+	stop "$CPID"
+}
+
+# overdue_resume [qwen-serve args...]: a resume against a 1 ms budget with
+# the child stopped: 504, then overdue one budget later.  The child stays
+# stopped, so no timing decides the restore's shape on a loaded machine.
+overdue_resume() {
+	stopped_beside_sibling --session-restore-timeout-ms 1 "$@"
+	bg_req r POST /session/$SID/resume '{}'
+	bg_wait r 20
+	expect 504 '.code == "session_restore_timeout" and .timeoutMs == 1'
+	health_wait '.restoresOverdue == 1' 20
+}
+
 # golden NAME ARGS...: qwen-trace-dump ARGS on the trace file, normalised,
 # equals real-NAME.golden (or replaces it with QWEN_UPDATE_GOLDENS=1).
 golden() {
@@ -129,20 +152,10 @@ chrome_valid() {
 	    "$BATS_TEST_TMPDIR/fast-chrome.raw")" -eq 1 ]
 }
 
-# The child stopped until the restore is overdue, so that neither the
-# deadline nor the grace budget races its answer on a loaded machine.
+# The child stopped until the restore is overdue, then let go.
 @test "real timed-out resume: 504, overdue, the late success closed" {
-	real_serve --session-restore-timeout-ms 1
-	req POST /session '{}'
-	expect 200
-	local cpid=$(child_pid)
-	big_transcript
-	stop "$cpid"
-	bg_req r POST /session/$SID/resume '{}'
-	bg_wait r 20
-	expect 504 '.code == "session_restore_timeout" and .timeoutMs == 1'
-	health_wait '.restoresOverdue == 1' 20
-	cont "$cpid"
+	overdue_resume
+	cont "$CPID"
 	health_wait '.restoresUnsettled == 0' 20
 	grep -q "session $SID: cleanup close: close_ok" "$BATS_TEST_TMPDIR/err"
 	restore_written 1
@@ -151,23 +164,14 @@ chrome_valid() {
 	[[ "$output" == *"result     timeout after "*" ms, late success, cleanup closed, settlement overdue"* ]]
 }
 
-# The child stopped before the request: the deadline wins, and one more
-# budget makes it overdue (as above).  With the daemon stopped the child answers into
+# Overdue as above; then, with the daemon stopped, the child answers into
 # the pipe; the child stopped again, the daemon reads the late answer and
 # its close times out (--initialize-timeout-ms, generous for the child's
-# start on a loaded machine): quarantined.  Closing the
-# sibling drains the channel, whose end settles the restore.
+# start on a loaded machine): quarantined.  Closing the sibling drains the
+# channel, whose end settles the restore.
 @test "real quarantined resume: the cleanup close times out, the drain settles it" {
-	real_serve --session-restore-timeout-ms 1 --initialize-timeout-ms 3000
-	req POST /session '{}'
-	expect 200
-	local sib=$(jq -r .sessionId <<<"$body") cpid=$(child_pid)
-	big_transcript
-	stop "$cpid"
-	bg_req r POST /session/$SID/resume '{}'
-	bg_wait r 20
-	expect 504
-	health_wait '.restoresOverdue == 1' 20
+	overdue_resume --initialize-timeout-ms 3000
+	local cpid=$CPID
 	stop "$SERVE_PID"
 	cont "$cpid"
 	wait_for 30 spans_are 1 qwen-code.daemon.session_restore
@@ -178,7 +182,7 @@ chrome_valid() {
 	cont "$cpid"
 	req POST /session/$SID/load '{}'
 	expect 409 '.reason == "awaiting_abandoned_cleanup"'
-	req DELETE /session/$sib
+	req DELETE /session/$SIB
 	expect 204
 	health_wait '.restoresUnsettled == 0' 20
 	restore_written 1
@@ -203,15 +207,10 @@ answer_in_pipe() {
 }
 
 @test "real child killed mid-restore: the daemon span alone" {
-	real_serve
-	req POST /session '{}'
-	expect 200
-	local cpid=$(child_pid)
-	big_transcript
-	stop "$cpid"
+	stopped_beside_sibling
 	bg_req r POST /session/$SID/load '{}'
 	wait_for 20 grep -q "session $SID: load requested" "$BATS_TEST_TMPDIR/err"
-	kill -KILL "$cpid"
+	kill -KILL "$CPID"
 	STOPPED=()
 	bg_wait r 20
 	expect 503 '.code == "acp_channel_unavailable" and .reason == "channel_closed"'
