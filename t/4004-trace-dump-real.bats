@@ -1,9 +1,9 @@
 #!/usr/bin/env bats
 # qwen-trace-dump on the spans of real qwen-serve and qwen-acp-child runs:
-# a fast restore, a timed-out one, a quarantined one and a child killed
-# mid-restore.  The text, json, --summary and chrome views are compared,
-# normalised (normalise.sh --all: ids, times, measured durations, bars),
-# against t/data/trace-dump/real-*.golden.
+# a fast restore, one the child fails, a timed-out one, a quarantined one
+# and a child killed mid-restore.  The text, json, --summary and chrome
+# views are compared, normalised (normalise.sh --all: ids, times, measured
+# durations, bars), against t/data/trace-dump/real-*.golden.
 #
 # Regenerate the goldens after a deliberate change of the output or of the
 # spans, from the build tree, then review `git diff t/data/trace-dump`:
@@ -158,6 +158,21 @@ chrome_valid() {
 	[[ "$output" != *FAILED* ]]
 	[[ "$output" == *"loop lag   mean "* ]]
 	[[ "$output" == *"channel    1"* ]]
+}
+
+@test "real failed load: no transcript, the child's failed stage marked" {
+	real_serve
+	req POST /session/$SID/load '{}'
+	expect 404 '.code == "session_not_found"'
+	restore_written 1
+	goldens failed 1
+	run qwen-trace-dump --session "$SID" "$TRACE"
+	[[ "$output" == *"restore load session $SID  failure"* ]]
+	[ "$(grep -c FAILED <<<"$output")" -eq 1 ]
+	grep -qE '^    existence_check +[0-9.]+ ms  \|.*\|  FAILED$' <<<"$output"
+	[ "$(jq -r '.child.failedStage' "$BATS_TEST_TMPDIR/failed-json.raw")" = existence_check ]
+	[ "$(jq -r '.traceEvents[] | select(.cat=="stage" and .args.failed) | .name' \
+	    "$BATS_TEST_TMPDIR/failed-chrome.raw")" = existence_check ]
 }
 
 # The child stopped until the restore is overdue, then let go.
