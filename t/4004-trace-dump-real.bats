@@ -128,22 +128,21 @@ goldens() {
 # the same thread, the stages inside the child span, the daemon's events
 # inside its span, in microseconds of real (epoch) time.
 chrome_valid() {
-	local c=$1
-	jq -e . "$c" >/dev/null
-	[ "$(jq -r '.traceEvents[] | select(.ph=="M" and .name=="process_name") | "\(.pid) \(.args.name)"' "$c" | head -2 | tr '\n' ,)" = \
-	    "1 qwen-serve (daemon),2 qwen-acp-child (child)," ]
-	jq -e '[.traceEvents[] | select(.ph=="X" and .cat=="daemon")] |
-	    length == 1 and .[0].pid == 1 and .[0].ts > 1.7e15' "$c" >/dev/null
-	jq -e --argjson n "$2" '[.traceEvents[] | select(.ph=="X" and .cat=="daemon")][0] as $d |
-	    [.traceEvents[] | select(.ph=="X" and .cat=="child")] |
-	    length == $n and all(.pid == 2 and .tid == $d.tid)' "$c" >/dev/null
-	jq -e '[.traceEvents[] | select(.ph=="X" and .cat=="child")] as $c |
-	    [.traceEvents[] | select(.ph=="X" and .cat=="stage") | . as $s |
-	     ($c[] | select(.tid==$s.tid)) as $p |
-	     ($s.pid==2 and $s.ts >= $p.ts and $s.ts + $s.dur <= $p.ts + $p.dur + 1)] | all' "$c" >/dev/null
-	jq -e '[.traceEvents[] | select(.ph=="X" and .cat=="daemon")][0] as $d |
-	    [.traceEvents[] | select(.ph=="i" and .pid==1) |
-	     .ts >= $d.ts - 1 and .ts <= $d.ts + $d.dur + 1] | all' "$c" >/dev/null
+	jq -e --argjson n "$2" '
+	    [.traceEvents[] | select(.ph == "M" and .name == "process_name") |
+	     "\(.pid) \(.args.name)"][:2] ==
+	        ["1 qwen-serve (daemon)", "2 qwen-acp-child (child)"] and
+	    ([.traceEvents[] | select(.ph == "X" and .cat == "daemon")] as $d |
+	     ($d | length == 1 and .[0].pid == 1 and .[0].ts > 1.7e15) and
+	     ([.traceEvents[] | select(.ph == "X" and .cat == "child")] |
+	      length == $n and all(.pid == 2 and .tid == $d[0].tid)) and
+	     ([.traceEvents[] | select(.ph == "i" and .pid == 1) |
+	       .ts >= $d[0].ts - 1 and .ts <= $d[0].ts + $d[0].dur + 1] | all)) and
+	    ([.traceEvents[] | select(.ph == "X" and .cat == "child")] as $c |
+	     [.traceEvents[] | select(.ph == "X" and .cat == "stage") | . as $s |
+	      ($c[] | select(.tid == $s.tid)) as $p |
+	      ($s.pid == 2 and $s.ts >= $p.ts and
+	       $s.ts + $s.dur <= $p.ts + $p.dur + 1)] | all)' "$1" >/dev/null
 }
 
 @test "real fast load: both spans joined, every stage, success" {
@@ -153,7 +152,7 @@ chrome_valid() {
 	expect 200
 	restore_written 1
 	goldens fast 1
-	run qwen-trace-dump --session "$SID" "$TRACE"
+	output=$(cat "$BATS_TEST_TMPDIR/fast.raw")
 	[[ "$output" == *"restore load session $SID  success"* ]]
 	[[ "$output" != *FAILED* ]]
 	[[ "$output" == *"loop lag   mean "* ]]
@@ -166,7 +165,7 @@ chrome_valid() {
 	expect 404 '.code == "session_not_found"'
 	restore_written 1
 	goldens failed 1
-	run qwen-trace-dump --session "$SID" "$TRACE"
+	output=$(cat "$BATS_TEST_TMPDIR/failed.raw")
 	[[ "$output" == *"restore load session $SID  failure"* ]]
 	[ "$(grep -c FAILED <<<"$output")" -eq 1 ]
 	grep -qE '^    existence_check +[0-9.]+ ms  \|.*\|  FAILED$' <<<"$output"
@@ -183,7 +182,7 @@ chrome_valid() {
 	grep -q "session $SID: cleanup close: close_ok" "$BATS_TEST_TMPDIR/err"
 	restore_written 1
 	goldens timeout 1
-	run qwen-trace-dump --session "$SID" "$TRACE"
+	output=$(cat "$BATS_TEST_TMPDIR/timeout.raw")
 	[[ "$output" == *"result     timeout after "*" ms, late success, cleanup closed, settlement overdue"* ]]
 }
 
@@ -210,7 +209,7 @@ chrome_valid() {
 	health_wait '.restoresUnsettled == 0' 20
 	restore_written 1
 	goldens quarantined 1
-	run qwen-trace-dump --session "$SID" "$TRACE"
+	output=$(cat "$BATS_TEST_TMPDIR/quarantined.raw")
 	[[ "$output" == *"result     timeout after "*" ms, late success, cleanup quarantined, settled by transport_closed, settlement overdue"* ]]
 }
 
@@ -239,6 +238,6 @@ answer_in_pipe() {
 	expect 503 '.code == "acp_channel_unavailable" and .reason == "channel_closed"'
 	restore_written 0
 	goldens killed 0
-	run qwen-trace-dump --session "$SID" "$TRACE"
+	output=$(cat "$BATS_TEST_TMPDIR/killed.raw")
 	[[ "$output" == *"child      missing (no span: the child did not finish the restore)"* ]]
 }
