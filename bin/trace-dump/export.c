@@ -119,6 +119,8 @@ export_json_restore(FILE *f, const struct restore *r)
 	put_str(o, "publicResult", r->public_result);
 	put_str(o, "lateResult", r->late_result);
 	put_str(o, "cleanupResult", r->cleanup_result);
+	if (r->settled_by != NULL)
+		put_str(o, "settledBy", r->settled_by);
 	json_object_object_add(o, "overdue", json_object_new_boolean(r->overdue));
 	if (r->daemon != NULL) {
 		d = json_object_new_object();
@@ -269,6 +271,8 @@ chrome_daemon(struct chrome *c, const struct restore *r, const char *label)
 	put_str(args, "publicResult", r->public_result);
 	put_str(args, "lateResult", r->late_result);
 	put_str(args, "cleanupResult", r->cleanup_result);
+	if (r->settled_by != NULL)
+		put_str(args, "settledBy", r->settled_by);
 	json_object_object_add(ev, "args", args);
 	chrome_put(c, ev);
 	for (size_t i = 0; i < d->nevents; i++) {
@@ -279,7 +283,9 @@ chrome_daemon(struct chrome *c, const struct restore *r, const char *label)
 		    json_attrs(d->events[i].attrs, d->events[i].nattrs));
 		chrome_put(c, ev);
 	}
-	if (r->budget_ms >= 0) {
+	/* Only a deadline the span reached: one far beyond it stretches the view. */
+	if (r->budget_ms >= 0 &&
+	    d->start_ns + (uint64_t)(r->budget_ms * 1e6) <= d->end_ns) {
 		ev = chrome_event("i", "deadline", PID_DAEMON, c->tid,
 		    d->start_ns + (uint64_t)(r->budget_ms * 1e6));
 		put_str(ev, "s", "t");

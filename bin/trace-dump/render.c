@@ -76,6 +76,10 @@ render_results(FILE *f, const struct restore *r, const struct render_opts *o)
 		fprintf(f, ", cleanup ");
 		put_color(f, o, result_color(r->cleanup_result), r->cleanup_result);
 	}
+	if (r->settled_by != NULL) {
+		fprintf(f, ", settled by ");
+		put_color(f, o, result_color(r->settled_by), r->settled_by);
+	}
 	if (r->overdue) {
 		fprintf(f, ", ");
 		put_color(f, o, C_RED, "settlement overdue");

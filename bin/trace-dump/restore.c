@@ -7,6 +7,7 @@
  * be missing: a child driven directly has no daemon span, a child killed
  * mid-restore never wrote its span.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +137,9 @@ lag_get(const struct tspan *c, const char *which)
 	snprintf(key, sizeof(key), "%s%s_ms", TD_LAG_PREFIX, which);
 	if (tspan_num(c, key, &v) == 0)
 		return v;
+	snprintf(key, sizeof(key), "qwen-code.daemon.loop_lag.%s_ms", which);
+	if (tspan_num(c, key, &v) == 0)
+		return v;
 	snprintf(key, sizeof(key), "%sloop_lag.%s_ms", TD_RESTORE_PREFIX, which);
 	if (tspan_num(c, key, &v) == 0)
 		return v;
@@ -148,9 +152,13 @@ static void
 restore_child(struct restore *r, const struct tspan *c)
 {
 	static const char *const action_keys[] = {
-		TD_RESTORE_PREFIX "action", "qwen-code.daemon.operation", NULL };
+		"qwen-code.daemon.operation", TD_RESTORE_PREFIX "action", NULL };
 	const struct tattr *a;
 
+	/*
+	 * The operation (acp_session_load) names the action; the child's
+	 * action attribute says restore or refresh, so it comes second.
+	 */
 	if (r->action == NULL)
 		r->action = action_name(first_str(c, action_keys));
 	r->failed_stage = tspan_str(c, TD_RESTORE_PREFIX "failed_stage");
@@ -169,6 +177,23 @@ restore_child(struct restore *r, const struct tspan *c)
 	r->lag_max = lag_get(c, "max");
 }
 
+/*
+ * A quarantined restore is settled later, by the end of its channel: the
+ * last cleanup event when it differs from the first (borrowed), or NULL.
+ */
+static const char *
+settled_by(const struct tspan *d, const char *first)
+{
+	const char *last = NULL, *v;
+
+	for (size_t i = 0; i < d->nevents; i++)
+		if (strcmp(d->events[i].name, "session.restore.cleanup") == 0 &&
+		    (v = tevent_str(&d->events[i], "cleanup_result")) != NULL)
+			last = v;
+	return last != NULL && first != NULL && strcmp(last, first) != 0 ?
+	    last : NULL;
+}
+
 /* Fill in what the daemon span says. */
 static void
 restore_daemon(struct restore *r, const struct tspan *d)
@@ -181,11 +206,43 @@ restore_daemon(struct restore *r, const struct tspan *d)
 	r->late_result = event_result(d, "session.restore.late_result", "result");
 	r->cleanup_result = event_result(d, "session.restore.cleanup",
 	    "cleanup_result");
+	r->settled_by = settled_by(d, r->cleanup_result);
 	r->overdue = tspan_event(d, "session.restore.settlement_overdue") != NULL;
 	if (ev != NULL && ev->time_ns >= d->start_ns)
 		r->elapsed_ms = (double)(ev->time_ns - d->start_ns) / 1e6;
 	else
 		r->elapsed_ms = (double)(d->end_ns - d->start_ns) / 1e6;
+}
+
+/*
+ * The channel id: a string (borrowed) or, as qwen-serve writes it, an
+ * integer (formatted into r->channel_buf).
+ */
+static void
+restore_channel(struct restore *r, const struct tspan *daemon,
+    const struct tspan *child, const char *const *keys)
+{
+	const struct tspan *sps[2] = { daemon, child };
+	const struct tattr *a;
+
+	for (size_t i = 0; i < 2; i++) {
+		if (sps[i] == NULL)
+			continue;
+		for (const char *const *k = keys; *k != NULL; k++) {
+			if ((a = tspan_attr(sps[i], *k)) == NULL)
+				continue;
+			if (a->type == TATTR_STR) {
+				r->channel_id = a->s;
+				return;
+			}
+			if (a->type == TATTR_INT) {
+				snprintf(r->channel_buf, sizeof(r->channel_buf),
+				    "%lld", (long long)a->i);
+				r->channel_id = r->channel_buf;
+				return;
+			}
+		}
+	}
 }
 
 /* Build a restore from its spans (either may be NULL; takes ownership). */
@@ -214,8 +271,7 @@ restore_build(struct tspan *daemon, struct tspan *child)
 	r->elapsed_ms = (double)(any->end_ns - any->start_ns) / 1e6;
 	if ((r->session_id = first_str(daemon, session_keys)) == NULL)
 		r->session_id = first_str(child, session_keys);
-	if ((r->channel_id = first_str(daemon, channel_keys)) == NULL)
-		r->channel_id = first_str(child, channel_keys);
+	restore_channel(r, daemon, child, channel_keys);
 	r->transcript_bytes = r->chain_records = r->replay_records = -1;
 	r->replay_bytes = r->malformed_lines = -1;
 	r->lag_mean = r->lag_p50 = r->lag_p99 = r->lag_max = -1;

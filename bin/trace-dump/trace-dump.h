@@ -19,7 +19,7 @@
 #define TD_DAEMON_SPAN		"qwen-code.daemon.bridge"
 #define TD_CHILD_SPAN		"qwen-code.daemon.session_restore"
 #define TD_RESTORE_PREFIX	"qwen-code.daemon.session_restore."
-#define TD_LAG_PREFIX		"qwen-code.daemon.loop_lag."
+#define TD_LAG_PREFIX		"qwen-code.daemon.event_loop_lag."
 
 enum tattr_type { TATTR_STR, TATTR_INT, TATTR_BOOL, TATTR_DOUBLE, TATTR_OTHER };
 
@@ -116,7 +116,8 @@ struct restore {
 	struct tspan	*child;		/* owned; NULL when the child never ended */
 	const char	*trace_id;
 	const char	*session_id;
-	const char	*channel_id;
+	const char	*channel_id;	/* borrowed, or channel_buf */
+	char		 channel_buf[24];	/* a numeric channel id */
 	const char	*action;	/* "load", "resume" or "?" */
 	double		 budget_ms;	/* < 0 when unknown */
 	uint64_t	 start_ns;
@@ -124,6 +125,7 @@ struct restore {
 	const char	*public_result;	/* success|failure|timeout or NULL */
 	const char	*late_result;
 	const char	*cleanup_result;
+	const char	*settled_by;	/* a later, different cleanup result */
 	int		 overdue;
 	int		 partial_replay;	/* -1: not reported */
 	const char	*failed_stage;

@@ -62,10 +62,10 @@ child_span(struct trace_sink *sink, const struct trace_ctx *parent,
 	span_set_int(c, P "replay_records", 50);
 	span_set_int(c, P "replay_bytes", 4096);
 	span_set_int(c, P "malformed_lines", 0);
-	span_set_double(c, "qwen-code.daemon.loop_lag.mean_ms", 0.5);
-	span_set_double(c, "qwen-code.daemon.loop_lag.p50_ms", 0.25);
-	span_set_double(c, "qwen-code.daemon.loop_lag.p99_ms", 3.5);
-	span_set_double(c, "qwen-code.daemon.loop_lag.max_ms", 9.0);
+	span_set_double(c, "qwen-code.daemon.event_loop_lag.mean_ms", 0.5);
+	span_set_double(c, "qwen-code.daemon.event_loop_lag.p50_ms", 0.25);
+	span_set_double(c, "qwen-code.daemon.event_loop_lag.p99_ms", 3.5);
+	span_set_double(c, "qwen-code.daemon.event_loop_lag.max_ms", 9.0);
 	if (span_end(c, sink) == -1)
 		err(1, "span_end");
 }

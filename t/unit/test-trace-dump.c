@@ -190,7 +190,8 @@ daemon_span(json_tokener *tok, const char *sid)
 	return one(tok, span_json(TD_DAEMON_SPAN, sid, "",
 	    SATTR("qwen-code.daemon.operation", "session.restore") ","
 	    SATTR("qwen-code.daemon.bridge.operation", "session.resume") ","
-	    IATTR(P "timeout_ms", "1500") "," SATTR("session.id", "S")));
+	    IATTR(P "timeout_ms", "1500") "," SATTR("session.id", "S") ","
+	    IATTR("qwen-code.daemon.channel.id", "7")));
 }
 
 /* Grouping, the cap, and the restore model. */
@@ -222,6 +223,7 @@ test_join(json_tokener *tok)
 	    "joined by trace id and parent span id");
 	if (r != NULL) {
 		is_str(r->action, "resume", "action from the bridge operation");
+		is_str(r->channel_id, "7", "an integer channel id (qwen-serve's)");
 		ok(r->budget_ms == 1500, "budget");
 		ok(r->nstages == 3 && strcmp(r->stages[0].name, "settings_load") == 0 &&
 		    strcmp(r->stages[1].name, "auth") == 0 &&
@@ -236,17 +238,69 @@ test_join(json_tokener *tok)
 	join_add(j, one(tok, span_json(TD_DAEMON_SPAN, "e000000000000002", "",
 	    SATTR("qwen-code.daemon.operation", "session.new"))));
 	ok(nspans == 2, "a bridge span of another operation is generic");
+	/* As qwen-acp-child writes it: action restore, the lag snapshot. */
 	join_add(j, one(tok, span_json(TD_CHILD_SPAN, "c000000000000009", "",
-	    SATTR("qwen-code.daemon.operation", "acp_session_load"))));
+	    SATTR("qwen-code.daemon.operation", "acp_session_load") ","
+	    SATTR(P "action", "restore") ","
+	    DATTR("qwen-code.daemon.event_loop_lag.mean_ms", "0.25") ","
+	    DATTR("qwen-code.daemon.event_loop_lag.p50_ms", "0.125") ","
+	    DATTR("qwen-code.daemon.event_loop_lag.p99_ms", "2.5") ","
+	    DATTR("qwen-code.daemon.event_loop_lag.max_ms", "3.5") ","
+	    IATTR("qwen-code.daemon.event_loop_lag.samples", "4"))));
 	ok(nrestores == 3 && restores[2]->daemon == NULL &&
 	    strcmp(restores[2]->action, "load") == 0 &&
 	    strcmp(restores[2]->result, "success") == 0,
 	    "a child span without parent is a restore on its own");
+	ok(nrestores == 3 && restores[2]->lag_mean == 0.25 &&
+	    restores[2]->lag_p50 == 0.125 && restores[2]->lag_p99 == 2.5 &&
+	    restores[2]->lag_max == 3.5, "the child's event_loop_lag snapshot");
+	ok(nrestores == 3 && restores[2]->channel_id == NULL, "no channel id");
 	join_flush(j, 0);
 	ok(nrestores == 4 && join_pending(j) == 0, "flush emits the rest");
+	ok(nrestores == 4 && restores[3]->channel_id != NULL &&
+	    strcmp(restores[3]->channel_id, "7") == 0,
+	    "a flushed daemon span keeps its channel id");
 	for (size_t i = 0; i < nrestores; i++)
 		restore_free(restores[i]);
 	join_free(j);
+}
+
+/* A cleanup event with its result, as OTLP JSON text. */
+#define CLEANUP(t, v) "{\"timeUnixNano\":\"" t "\",\"name\":" \
+	"\"session.restore.cleanup\",\"attributes\":[" \
+	SATTR("cleanup_result", v) "]}"
+
+/* A quarantined restore settled by its channel's end, as qwen-serve writes it. */
+static void
+test_settled(json_tokener *tok)
+{
+	char *js;
+	struct tspan *sp;
+	struct restore *r;
+
+	if (asprintf(&js, "{\"traceId\":\"" TID "\",\"spanId\":\"" DSID "\","
+	    "\"name\":\"" TD_DAEMON_SPAN "\",\"startTimeUnixNano\":\"1000000000\","
+	    "\"endTimeUnixNano\":\"3000000000\",\"attributes\":["
+	    SATTR("qwen-code.daemon.operation", "session.restore") "],"
+	    "\"events\":[" CLEANUP("2000000000", "quarantined") ","
+	    CLEANUP("2500000000", "transport_closed") "]}") == -1)
+		abort();
+	sp = one(tok, js);
+	r = sp != NULL ? restore_build(sp, NULL) : NULL;
+	ok(r != NULL && r->cleanup_result != NULL && r->settled_by != NULL &&
+	    strcmp(r->cleanup_result, "quarantined") == 0 &&
+	    strcmp(r->settled_by, "transport_closed") == 0,
+	    "quarantined, then settled by transport_closed");
+	restore_free(r);
+	if (asprintf(&js, "{\"traceId\":\"" TID "\",\"spanId\":\"" DSID "\","
+	    "\"name\":\"" TD_DAEMON_SPAN "\",\"startTimeUnixNano\":\"1000000000\","
+	    "\"endTimeUnixNano\":\"3000000000\",\"attributes\":[],"
+	    "\"events\":[" CLEANUP("2000000000", "closed") "]}") == -1)
+		abort();
+	sp = one(tok, js);
+	r = sp != NULL ? restore_build(sp, NULL) : NULL;
+	ok(r != NULL && r->settled_by == NULL, "one cleanup: no separate settlement");
+	restore_free(r);
 }
 
 /* Nearest-rank percentiles. */
@@ -305,6 +359,7 @@ main(void)
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
 	test_reader(tok);
 	test_join(tok);
+	test_settled(tok);
 	test_percentile();
 	test_since();
 	json_tokener_free(tok);
