@@ -53,11 +53,33 @@ jsonw_special(unsigned char c)
 }
 
 void
+jsonw_char(struct jbuf *b, unsigned char c)
+{
+	char esc[8];
+
+	if (!jsonw_special(c)) {
+		jbuf_put(b, (const char *)&c, 1);
+		return;
+	}
+	switch (c) {
+	case '"': jbuf_put(b, "\\\"", 2); break;
+	case '\\': jbuf_put(b, "\\\\", 2); break;
+	case '\b': jbuf_put(b, "\\b", 2); break;
+	case '\f': jbuf_put(b, "\\f", 2); break;
+	case '\n': jbuf_put(b, "\\n", 2); break;
+	case '\r': jbuf_put(b, "\\r", 2); break;
+	case '\t': jbuf_put(b, "\\t", 2); break;
+	default:
+		snprintf(esc, sizeof(esc), "\\u00%c%c", "0123456789abcdef"[c >> 4],
+		    "0123456789abcdef"[c & 0xf]);
+		jbuf_put(b, esc, 6);
+	}
+}
+
+void
 jsonw_string(struct jbuf *b, const char *s, size_t n)
 {
 	size_t i = 0, run;
-	char esc[8];
-	unsigned char c;
 
 	jbuf_put(b, "\"", 1);
 	while (i < n) {
@@ -67,20 +89,7 @@ jsonw_string(struct jbuf *b, const char *s, size_t n)
 			jbuf_put(b, s + i, run - i);
 		if (run == n)
 			break;
-		c = (unsigned char)s[run];
-		switch (c) {
-		case '"': jbuf_put(b, "\\\"", 2); break;
-		case '\\': jbuf_put(b, "\\\\", 2); break;
-		case '\b': jbuf_put(b, "\\b", 2); break;
-		case '\f': jbuf_put(b, "\\f", 2); break;
-		case '\n': jbuf_put(b, "\\n", 2); break;
-		case '\r': jbuf_put(b, "\\r", 2); break;
-		case '\t': jbuf_put(b, "\\t", 2); break;
-		default:
-			snprintf(esc, sizeof(esc), "\\u00%c%c", "0123456789abcdef"[c >> 4],
-			    "0123456789abcdef"[c & 0xf]);
-			jbuf_put(b, esc, 6);
-		}
+		jsonw_char(b, (unsigned char)s[run]);
 		i = run + 1;
 	}
 	jbuf_put(b, "\"", 1);

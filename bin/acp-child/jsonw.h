@@ -26,6 +26,8 @@ void	jbuf_puts(struct jbuf *, const char *s);
 void	jsonw_value(struct jbuf *, json_object *o);
 /* Append s as a JSON string (quotes included). */
 void	jsonw_string(struct jbuf *, const char *s, size_t n);
+/* Append byte c of a string value, escaped as jsonw_string() escapes it. */
+void	jsonw_char(struct jbuf *, unsigned char c);
 void	jbuf_free(struct jbuf *);
 
 #endif

@@ -43,9 +43,8 @@ pj_get_typed(json_object *obj, const char *key, enum json_type type)
 	return v;
 }
 
-/* ISO-8601 UTC "YYYY-MM-DDTHH:MM:SS[.mmm]Z" to epoch ms, -1 when invalid. */
-static int64_t
-parse_ts(const char *s)
+int64_t
+pj_parse_ts(const char *s)
 {
 	int y, mo, d, h, mi, sec, ms = 0, n = 0;
 	struct tm tm;
@@ -75,13 +74,31 @@ parse_ts(const char *s)
 	return (int64_t)tt * 1000 + ms;
 }
 
-/* Add _meta to u and append it to the projection (takes u). */
+int
+pj_span(struct pctx *x, size_t off)
+{
+	struct projection *p = x->p;
+	struct pupd *nu;
+
+	if (p->n == p->cap) {
+		if ((nu = reallocarray(p->u, p->cap * 2 + 64, sizeof *nu)) == NULL)
+			return -1;
+		p->u = nu;
+		p->cap = p->cap * 2 + 64;
+	}
+	p->u[p->n].origin = x->pos;
+	p->u[p->n].off = off;
+	p->u[p->n].len = p->enc.len - off;
+	p->n++;
+	return p->enc.oom ? -1 : 0;
+}
+
+/* Add _meta to u, encode it and append it to the projection (takes u). */
 int
 pj_emit(struct pctx *x, json_object *u, json_object *extra_meta)
 {
-	struct projection *p = x->p;
 	json_object *meta, *qt, *ids;
-	size_t *no;
+	size_t off = x->p->enc.len;
 
 	meta = extra_meta ? extra_meta : json_object_new_object();
 	if (x->ts >= 0)
@@ -92,17 +109,9 @@ pj_emit(struct pctx *x, json_object *u, json_object *extra_meta)
 	json_object_object_add(qt, "sourceRecordIds", ids);
 	json_object_object_add(meta, "qwenTranscript", qt);
 	json_object_object_add(u, "_meta", meta);
-	if (json_object_array_length(p->updates) == p->cap) {
-		if ((no = reallocarray(p->origin, p->cap * 2 + 64, sizeof *no)) == NULL) {
-			json_object_put(u);
-			return -1;
-		}
-		p->origin = no;
-		p->cap = p->cap * 2 + 64;
-	}
-	p->origin[json_object_array_length(p->updates)] = x->pos;
-	json_object_array_add(p->updates, u);
-	return 0;
+	jsonw_value(&x->p->enc, u);
+	json_object_put(u);
+	return pj_span(x, off);
 }
 
 /* A new update of the given kind. */
@@ -273,54 +282,109 @@ project_record(struct pctx *x, json_object *r)
 	return 0;
 }
 
-/* Set the per-record context (uuid, timestamp). */
+/* Set the per-record context: uuid, timestamp (ts_str, may be NULL) and
+   the encoded _meta tail the fast path ends its updates with. */
 static void
-record_context(struct pctx *x, json_object *r)
+record_context(struct pctx *x, const char *ts_str)
 {
-	char buf[37];
+	char buf[37], num[32];
 	const char *s;
 	size_t n;
 
 	json_object_put(x->uuid);
 	s = transcript_uuid_ref(x->t, x->c->rec[x->pos], buf, &n);
 	x->uuid = json_object_new_string_len(s, (int)n);
-	x->ts = r ? parse_ts(pj_get_str(r, "timestamp")) : -1;
+	x->ts = ts_str != NULL ? pj_parse_ts(ts_str) : -1;
+	x->sfx.len = 0;
+	if (x->ts >= 0) {
+		snprintf(num, sizeof num, "%lld,", (long long)x->ts);
+		jbuf_puts(&x->sfx, "\"timestamp\":");
+		jbuf_puts(&x->sfx, num);
+	}
+	jbuf_puts(&x->sfx, "\"qwenTranscript\":{\"sourceRecordIds\":[");
+	jsonw_string(&x->sfx, s, n);
+	jbuf_puts(&x->sfx, "]}}}");
+}
+
+/* The current record through json-c; 0 also when json-c refuses it. */
+static int
+record_jsonc(struct pctx *x, char **cause)
+{
+	json_object *r;
+	int rc;
+
+	x->p->jsonc_records++;
+	if ((r = transcript_load_record(x->t, x->c->rec[x->pos], cause)) == NULL)
+		return errno == EBADMSG ? 0 : -1;	/* indexed but refused: skip */
+	record_context(x, pj_get_str(r, "timestamp"));
+	rc = project_record(x, r);
+	json_object_put(r);
+	if (rc == -1)
+		tx_cause(cause, "replay: out of memory");
+	return rc;
+}
+
+/* The current record from its raw bytes when the fast path can read
+   them, else through json-c. */
+static int
+record_one(struct pctx *x, int flags, char **cause)
+{
+	const char *bytes;
+	size_t n;
+	int rc;
+
+	if (flags & PROJECT_JSONC)
+		return record_jsonc(x, cause);
+	rc = transcript_record_bytes(x->t, x->c->rec[x->pos], &bytes, &n, cause);
+	if (rc == -1)
+		return -1;
+	if (rc == 0)
+		rc = JT_BAIL;			/* several fragments: merged by json-c */
+	else if ((rc = jt_parse(&x->tape, bytes, n)) == JT_OOM) {
+		tx_cause(cause, "replay: out of memory");
+		return -1;
+	}
+	if (rc == JT_BAIL || x->tape.n[0].type != JT_OBJ)
+		return record_jsonc(x, cause);
+	x->p->fast_records++;
+	record_context(x, jt_get_str(&x->tape, 0, "timestamp", &x->oom));
+	if (x->oom || pf_record(x) == -1) {
+		tx_cause(cause, "replay: out of memory");
+		return -1;
+	}
+	return 0;
 }
 
 int
 project_window(struct transcript *t, const struct tx_chain *c, size_t start,
-    struct projection *p, char **cause)
+    int flags, struct projection *p, char **cause)
 {
-	struct pctx x = { t, c, p, start, NULL, -1, NULL };
-	json_object *r;
+	struct pctx x;
+	json_object *meta;
 	int rc = 0;
 
+	memset(&x, 0, sizeof x);
+	x.t = t;
+	x.c = c;
+	x.p = p;
+	x.pos = start;
+	x.ts = -1;
 	project_clear(p);
-	p->updates = json_object_new_array();
 	x.pending = json_object_new_array();
 	if (start == 0 && c->gaps && c->len > 0) {
 		record_context(&x, NULL);
-		json_object *meta = json_object_new_object();
+		meta = json_object_new_object();
 		json_object_object_add(meta, "qwenDiscreteMessage", json_object_new_boolean(1));
 		rc = chunk(&x, "agent_message_chunk", GAP_NOTICE, meta);
 	}
-	for (x.pos = start; rc == 0 && x.pos < c->len; x.pos++) {
-		if ((r = transcript_load_record(t, c->rec[x.pos], cause)) == NULL) {
-			if (errno == EBADMSG)
-				continue;	/* indexed but json-c refuses it: skip */
-			rc = -1;
-			break;
-		}
-		record_context(&x, r);
-		rc = project_record(&x, r);
-		json_object_put(r);
-		if (rc == -1)
-			tx_cause(cause, "replay: out of memory");
-	}
-	if (rc == 0)
-		rc = pj_fail_pending(&x);
+	for (x.pos = start; rc == 0 && x.pos < c->len; x.pos++)
+		rc = record_one(&x, flags, cause);
+	if (rc == 0 && (rc = pj_fail_pending(&x)) == -1)
+		tx_cause(cause, "replay: out of memory");
 	json_object_put(x.uuid);
 	json_object_put(x.pending);
+	jt_free(&x.tape);
+	jbuf_free(&x.sfx);
 	if (rc == -1)
 		project_clear(p);
 	return rc;
@@ -329,7 +393,7 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 void
 project_clear(struct projection *p)
 {
-	json_object_put(p->updates);
-	free(p->origin);
+	jbuf_free(&p->enc);
+	free(p->u);
 	memset(p, 0, sizeof *p);
 }

@@ -64,27 +64,20 @@ fit_start(const struct transcript *t, const struct tx_chain *c,
 }
 
 /* Per-record encoded sizes and update counts of a projection. */
-static int
-measure(struct projection *p, const struct tx_chain *c, uint64_t *sizes,
-    uint64_t *counts, uint64_t *total, char **cause)
+static void
+measure(const struct projection *p, const struct tx_chain *c, uint64_t *sizes,
+    uint64_t *counts, uint64_t *total)
 {
-	size_t i, n = json_object_array_length(p->updates), len;
-	json_object *u;
+	size_t i;
 
 	memset(sizes, 0, c->len * sizeof *sizes);
 	memset(counts, 0, c->len * sizeof *counts);
 	*total = 2;
-	for (i = 0; i < n; i++) {
-		u = json_object_array_get_idx(p->updates, i);
-		if (json_object_to_json_string_length(u, PROJECT_JSON_FLAGS, &len) == NULL) {
-			tx_cause(cause, "replay: out of memory");
-			return -1;
-		}
-		sizes[p->origin[i]] += len + 1;
-		counts[p->origin[i]]++;
-		*total += len + (i > 0);
+	for (i = 0; i < p->n; i++) {
+		sizes[p->u[i].origin] += p->u[i].len + 1;
+		counts[p->u[i].origin]++;
+		*total += p->u[i].len + (i > 0);
 	}
-	return 0;
 }
 
 /* Window start that fits both limits given measured sizes and counts. */
@@ -115,18 +108,12 @@ shrink(const struct transcript *t, const struct tx_chain *c, size_t start,
 static void
 keep_from(struct projection *p, size_t start)
 {
-	json_object *kept = json_object_new_array();
-	size_t i, j, n = json_object_array_length(p->updates);
+	size_t i, j;
 
-	for (i = 0, j = 0; i < n; i++) {
-		if (p->origin[i] < start)
-			continue;
-		json_object_array_add(kept,
-		    json_object_get(json_object_array_get_idx(p->updates, i)));
-		p->origin[j++] = p->origin[i];
-	}
-	json_object_put(p->updates);
-	p->updates = kept;
+	for (i = 0, j = 0; i < p->n; i++)
+		if (p->u[i].origin >= start)
+			p->u[j++] = p->u[i];
+	p->n = j;
 }
 
 int
@@ -149,11 +136,10 @@ replay_build(struct transcript *t, const struct tx_chain *c,
 		goto fail;
 	}
 	start = fit_start(t, c, NULL, 0, max_bytes);
-	if (project_window(t, c, start, &p, cause) == -1 ||
-	    measure(&p, c, sizes, counts, &total, cause) == -1)
+	if (project_window(t, c, start, opts ? opts->flags : 0, &p, cause) == -1)
 		goto fail;
-	while ((total > max_bytes ||
-	    json_object_array_length(p.updates) > max_updates) && start < c->len) {
+	measure(&p, c, sizes, counts, &total);
+	while ((total > max_bytes || p.n > max_updates) && start < c->len) {
 		start = shrink(t, c, start, sizes, counts, max_bytes, max_updates);
 		for (i = 0, total = 2, n = 0; i < c->len; i++) {
 			if (i < start)
@@ -164,8 +150,8 @@ replay_build(struct transcript *t, const struct tx_chain *c,
 		total -= n > 0;		/* sizes carry one separator per update */
 		keep_from(&p, start);
 	}
-	res->updates = p.updates;
-	p.updates = NULL;
+	res->p = p;
+	memset(&p, 0, sizeof p);
 	res->records = c->len - start;
 	res->truncated_records = start;
 	res->has_more = start > 0 || c->gaps > 0;
@@ -183,10 +169,39 @@ fail:
 }
 
 void
+replay_result_write(const struct replay_result *r, struct jbuf *b)
+{
+	size_t i;
+
+	jbuf_put(b, "[", 1);
+	for (i = 0; i < r->p.n; i++) {
+		if (i > 0)
+			jbuf_put(b, ",", 1);
+		jbuf_put(b, r->p.enc.p + r->p.u[i].off, r->p.u[i].len);
+	}
+	jbuf_put(b, "]", 1);
+}
+
+json_object *
+replay_result_json(const struct replay_result *r)
+{
+	struct jbuf b = { NULL, 0, 0, 0 };
+	json_tokener *tok = json_tokener_new_ex(TX_JSON_DEPTH);
+	json_object *o = NULL;
+
+	replay_result_write(r, &b);
+	if (tok != NULL && !b.oom)
+		o = json_tokener_parse_ex(tok, b.p, (int)b.len);
+	json_tokener_free(tok);
+	jbuf_free(&b);
+	return o;
+}
+
+void
 replay_result_clear(struct replay_result *r)
 {
 	if (r == NULL)
 		return;
-	json_object_put(r->updates);
+	project_clear(&r->p);
 	memset(r, 0, sizeof *r);
 }

@@ -192,7 +192,7 @@ rj_writer(struct restore_job *j)
 static int
 rj_answer(struct restore_job *j)
 {
-	struct replay_opts ro = { j->replay_max_bytes, 10000 };
+	struct replay_opts ro = { j->replay_max_bytes, 10000, 0 };
 	struct replay_result rr;
 	struct jbuf b = { NULL, 0, 0, 0 };
 	char *cause = NULL;

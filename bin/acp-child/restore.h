@@ -64,8 +64,8 @@ struct restore_job {
 struct jbuf;
 struct replay_result;
 
-/* answer.c: append the answer (and legacy notifications) to b; takes
-   rr->updates in bulk mode. */
+/* answer.c: append the answer (and legacy notifications) to b; rr is
+   borrowed. */
 void	answer_build(struct restore_job *, struct replay_result *, struct jbuf *);
 
 #endif

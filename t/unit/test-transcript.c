@@ -103,7 +103,7 @@ test_gap_cycle(void)
 	struct transcript *t = fixture("gap");
 	struct replay_result rr;
 	struct tx_chain c;
-	json_object *u0, *v;
+	json_object *u0, *v, *ups;
 	char u[64], *cause = NULL;
 
 	if (t != NULL) {
@@ -112,11 +112,13 @@ test_gap_cycle(void)
 		is_int(c.gaps, 1, "gap: one gap");
 		is_str(chain_uuid(t, &c, 0, u), U(3), "gap: never reconnects older records");
 		ok(replay_build(t, &c, NULL, &rr, &cause) == 0, "gap: replay");
-		u0 = json_object_array_get_idx(rr.updates, 0);
+		ups = replay_result_json(&rr);
+		u0 = json_object_array_get_idx(ups, 0);
 		ok(json_object_object_get_ex(u0, "_meta", &v) &&
 		    json_object_object_get_ex(v, "qwenDiscreteMessage", &v),
 		    "gap: replay starts with a gap notice");
 		ok(rr.has_more, "gap: older history exists");
+		json_object_put(ups);
 		replay_result_clear(&rr);
 		chain_clear(&c);
 		transcript_free(t);
@@ -366,7 +368,7 @@ test_empty(void)
 	ok(chain_build(t, &c, &cause) == 0 && c.len == 0 && c.leaf == -1, "empty: no chain");
 	is_int(chain_model_history(t, &c, &cause), 0, "empty: no model history");
 	ok(replay_build(t, &c, NULL, &rr, &cause) == 0 &&
-	    json_object_array_length(rr.updates) == 0 && !rr.has_more, "empty: empty replay");
+	    rr.p.n == 0 && rr.bytes == 2 && !rr.has_more, "empty: empty replay");
 	replay_result_clear(&rr);
 	chain_clear(&c);
 	transcript_free(t);
@@ -426,7 +428,7 @@ test_replay_fixture(void)
 	struct transcript *t = fixture("replay");
 	struct replay_result rr;
 	struct tx_chain c;
-	json_object *u, *v;
+	json_object *u, *v, *ups;
 	char *cause = NULL;
 	size_t i, n;
 	int same = 1;
@@ -434,10 +436,11 @@ test_replay_fixture(void)
 	if (t == NULL || chain_build(t, &c, &cause) == -1)
 		return;
 	ok(replay_build(t, &c, NULL, &rr, &cause) == 0, "replay: built");
-	n = json_object_array_length(rr.updates);
+	ups = replay_result_json(&rr);
+	n = json_object_array_length(ups);
 	is_int(n, 13, "replay: 13 updates");
 	for (i = 0; i < n && i < 13; i++) {
-		u = json_object_array_get_idx(rr.updates, i);
+		u = json_object_array_get_idx(ups, i);
 		json_object_object_get_ex(u, "sessionUpdate", &v);
 		if (strcmp(json_object_get_string(v), want[i]) != 0) {
 			diag("update %zu: %s, want %s", i, json_object_get_string(v), want[i]);
@@ -445,7 +448,7 @@ test_replay_fixture(void)
 		}
 	}
 	ok(same, "replay: kinds in order (todo_write -> plan, missing result last)");
-	u = json_object_array_get_idx(rr.updates, 0);
+	u = json_object_array_get_idx(ups, 0);
 	ok(json_object_object_get_ex(u, "_meta", &v) &&
 	    json_object_object_get_ex(v, "timestamp", &v) &&
 	    json_object_get_int64(v) == 1785571201000LL, "replay: _meta.timestamp in ms");
@@ -454,20 +457,21 @@ test_replay_fixture(void)
 	    json_object_object_get_ex(v, "sourceRecordIds", &v) &&
 	    strcmp(json_object_get_string(json_object_array_get_idx(v, 0)), U(1)) == 0,
 	    "replay: sourceRecordIds");
-	u = json_object_array_get_idx(rr.updates, 5);
+	u = json_object_array_get_idx(ups, 5);
 	ok(strstr(json_object_to_json_string(u), "\"diff\"") != NULL &&
 	    strstr(json_object_to_json_string(u), "completed") != NULL,
 	    "replay: edit result is a completed diff");
-	u = json_object_array_get_idx(rr.updates, 8);
+	u = json_object_array_get_idx(ups, 8);
 	ok(strstr(json_object_to_json_string(u), "failed") != NULL, "replay: error result failed");
-	u = json_object_array_get_idx(rr.updates, 12);
+	u = json_object_array_get_idx(ups, 12);
 	ok(strstr(json_object_to_json_string(u), "\"m1\"") != NULL &&
 	    strstr(json_object_to_json_string(u), "failed") != NULL,
 	    "replay: call without result fails at the end");
 	is_int(rr.records, 9, "replay: all records");
 	ok(!rr.partial && !rr.has_more && rr.truncated_records == 0, "replay: nothing dropped");
-	ok(rr.bytes == strlen(json_object_to_json_string_ext(rr.updates,
+	ok(rr.bytes == strlen(json_object_to_json_string_ext(ups,
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)), "replay: bytes exact");
+	json_object_put(ups);
 	replay_result_clear(&rr);
 	chain_clear(&c);
 	transcript_free(t);
@@ -477,18 +481,21 @@ test_replay_fixture(void)
 static const char *
 first_kind(const struct replay_result *rr)
 {
-	json_object *v;
+	static char kind[64];
+	json_object *ups = replay_result_json(rr), *v;
 
-	if (json_object_array_length(rr->updates) == 0 || !json_object_object_get_ex(
-	    json_object_array_get_idx(rr->updates, 0), "sessionUpdate", &v))
-		return "";
-	return json_object_get_string(v);
+	kind[0] = '\0';
+	if (json_object_array_length(ups) > 0 && json_object_object_get_ex(
+	    json_object_array_get_idx(ups, 0), "sessionUpdate", &v))
+		snprintf(kind, sizeof kind, "%s", json_object_get_string(v));
+	json_object_put(ups);
+	return kind;
 }
 
 static void
 test_replay(void)
 {
-	struct replay_opts opts = { 10000, 0 };
+	struct replay_opts opts = { 10000, 0, 0 };
 	struct replay_result rr;
 	struct transcript *t;
 	struct tx_chain c;
@@ -521,7 +528,7 @@ test_replay(void)
 	opts.max_bytes = 0;
 	opts.max_updates = 7;
 	ok(replay_build(t, &c, &opts, &rr, &cause) == 0, "bounded by updates: built");
-	is_int(json_object_array_length(rr.updates), 6, "bounded by updates: 3 whole turns");
+	is_int(rr.p.n, 6, "bounded by updates: 3 whole turns");
 	is_str(first_kind(&rr), "user_message_chunk", "bounded by updates: turn aligned");
 	replay_result_clear(&rr);
 	chain_clear(&c);
@@ -559,7 +566,7 @@ test_damaged(void)
 	ok(transcript_load_record(t, 1, &cause) == NULL && errno == EBADMSG,
 	    "damaged: load_record says EBADMSG");
 	ok(replay_build(t, &c, NULL, &rr, &cause) == 0, "damaged: replay still builds");
-	is_int(json_object_array_length(rr.updates), 1, "damaged: the damaged record is skipped");
+	is_int(rr.p.n, 1, "damaged: the damaged record is skipped");
 	replay_result_clear(&rr);
 	chain_clear(&c);
 	transcript_free(t);
