@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "chain.h"
+#include "project-int.h"
 #include "replay.h"
 #include "tap.h"
 #include "transcript.h"
@@ -718,6 +720,48 @@ cleanup(void)
 	rmdir(tmpdir);
 }
 
+/* The replay timestamp parser against sscanf + timegm, over many dates
+   (out-of-range days and leap seconds normalise like timegm). */
+static void
+test_parse_ts(void)
+{
+	static const char *const odd[] = { "2026-08-01T10:00:00.5Z",
+	    " 2026-08-01T10:00:00Z", "2026-08-01T10:00:00.000", "2026-8-01T10:00:00Z",
+	    "2026-08-01T10:00:00.000Zx", "1969-12-31T23:59:59Z",
+	    "2026-00-01T00:00:00Z", "2026-08-32T00:00:00Z", "", NULL };
+	struct tm tm;
+	char s[64];
+	int64_t want;
+	time_t tt;
+	int i, bad = 0, y, mo, d, sec;
+
+	for (i = 0; i < 20000 && bad < 5; i++) {
+		y = 1900 + (int)arc4random_uniform(300);
+		mo = 1 + (int)arc4random_uniform(12);
+		d = 1 + (int)arc4random_uniform(31);
+		sec = (int)arc4random_uniform(61);
+		snprintf(s, sizeof s, "%04d-%02d-%02dT%02u:%02u:%02d.%03uZ", y, mo, d,
+		    arc4random_uniform(24), arc4random_uniform(60), sec,
+		    arc4random_uniform(1000));
+		memset(&tm, 0, sizeof tm);
+		sscanf(s, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+		    &tm.tm_hour, &tm.tm_min, &tm.tm_sec);
+		tm.tm_year -= 1900;
+		tm.tm_mon--;
+		tt = timegm(&tm);
+		want = tt == (time_t)-1 ? -1 : (int64_t)tt * 1000 + atoi(s + 20);
+		if (pj_parse_ts(s) != want && bad++ < 5)
+			diag("%s: %lld, want %lld", s, (long long)pj_parse_ts(s), (long long)want);
+	}
+	ok(bad == 0, "timestamps: the fast parser agrees with timegm");
+	for (i = 0, bad = 0; odd[i] != NULL; i++)
+		if (pj_parse_ts(odd[i]) != -1 && bad++ < 5)
+			diag("%s: %lld, want -1", odd[i], (long long)pj_parse_ts(odd[i]));
+	ok(bad == 0, "timestamps: other shapes are invalid");
+	is_int(pj_parse_ts("2024-02-31T00:00:00.000Z"), 1709337600000LL,
+	    "timestamps: Feb 31 is Mar 2 as timegm says");
+}
+
 int
 main(void)
 {
@@ -734,6 +778,7 @@ main(void)
 	test_compression();
 	test_io();
 	test_replay();
+	test_parse_ts();
 	test_hostile();
 	test_damaged();
 	test_split();
