@@ -59,9 +59,10 @@ rj_emit(struct jbuf *b, json_object *msg)
 
 /* The replay summary members after "v" and the updates or their count. */
 static void
-rj_replay_tail(const struct replay_result *rr, struct jbuf *b)
+rj_replay_tail(struct restore_job *j, const struct replay_result *rr,
+    struct jbuf *b)
 {
-	char num[32];
+	char num[32], uuid[64];
 
 	if (rr->partial)
 		jbuf_puts(b, ",\"partial\":true");
@@ -72,6 +73,11 @@ rj_replay_tail(const struct replay_result *rr, struct jbuf *b)
 	}
 	if (rr->has_more)
 		jbuf_puts(b, ",\"hasMore\":true");
+	if (rr->anchor >= 0 && j->tx != NULL && (size_t)rr->anchor < j->chain.len) {
+		transcript_uuid(j->tx, j->chain.rec[rr->anchor], uuid);
+		jbuf_puts(b, ",\"anchorRecordId\":");
+		jsonw_string(b, uuid, strlen(uuid));
+	}
 	jbuf_put(b, "}", 1);
 }
 
@@ -109,12 +115,12 @@ answer_build(struct restore_job *j, struct replay_result *rr, struct jbuf *b)
 	if (j->kind == RJ_LOAD && j->bulk) {
 		jbuf_puts(b, ",\"qwen.session.loadReplay\":{\"v\":1,\"updates\":");
 		replay_result_write(rr, b);
-		rj_replay_tail(rr, b);
+		rj_replay_tail(j, rr, b);
 	} else if (j->kind == RJ_LOAD) {
 		snprintf(num, sizeof num, "%zu", p->n);
 		jbuf_puts(b, ",\"qwen.session.replayInfo\":{\"v\":1,\"count\":");
 		jbuf_puts(b, num);
-		rj_replay_tail(rr, b);
+		rj_replay_tail(j, rr, b);
 	}
 	jbuf_puts(b, "}}}\n");
 }

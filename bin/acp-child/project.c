@@ -360,9 +360,27 @@ record_context(struct pctx *x, const char *ts_str)
 	jbuf_puts(&x->sfx, "]}}}");
 }
 
+/* A json-c record's forkedFrom is set (not null). */
+static int
+jsonc_inherited(json_object *r)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(r, "forkedFrom", &v) && v != NULL;
+}
+
+/* The tape's record has forkedFrom set (not null). */
+static int
+tape_inherited(const struct jtape *tape)
+{
+	int v = jt_get(tape, 0, "forkedFrom");
+
+	return v >= 0 && tape->n[v].type != JT_NULL;
+}
+
 /* The current record through json-c; 0 also when json-c refuses it. */
 static int
-record_jsonc(struct pctx *x, char **cause)
+record_jsonc(struct pctx *x, int flags, char **cause)
 {
 	json_object *r;
 	int rc;
@@ -370,6 +388,10 @@ record_jsonc(struct pctx *x, char **cause)
 	x->p->jsonc_records++;
 	if ((r = transcript_load_record(x->t, x->c->rec[x->pos], cause)) == NULL)
 		return errno == EBADMSG ? 0 : -1;	/* indexed but refused: skip */
+	if ((flags & PROJECT_HIDE_INHERITED) && jsonc_inherited(r)) {
+		json_object_put(r);
+		return 0;
+	}
 	record_context(x, pj_get_str(r, "timestamp"));
 	rc = project_record(x, r);
 	json_object_put(r);
@@ -388,7 +410,7 @@ record_one(struct pctx *x, int flags, char **cause)
 	int rc;
 
 	if (flags & PROJECT_JSONC)
-		return record_jsonc(x, cause);
+		return record_jsonc(x, flags, cause);
 	rc = transcript_record_bytes(x->t, x->c->rec[x->pos], &bytes, &n, cause);
 	if (rc == -1)
 		return -1;
@@ -399,8 +421,10 @@ record_one(struct pctx *x, int flags, char **cause)
 		return -1;
 	}
 	if (rc == JT_BAIL || x->tape.n[0].type != JT_OBJ)
-		return record_jsonc(x, cause);
+		return record_jsonc(x, flags, cause);
 	x->p->fast_records++;
+	if ((flags & PROJECT_HIDE_INHERITED) && tape_inherited(&x->tape))
+		return 0;
 	record_context(x, jt_get_str(&x->tape, 0, "timestamp", &x->oom));
 	if (x->oom || pf_record(x) == -1) {
 		tx_cause(cause, "replay: out of memory");
@@ -441,6 +465,36 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 	jbuf_free(&x.sfx);
 	if (rc == -1)
 		project_clear(p);
+	return rc;
+}
+
+int
+project_inherited(struct transcript *t, uint32_t rec, char **cause)
+{
+	struct jtape tape;
+	const char *bytes;
+	json_object *r;
+	size_t n;
+	int rc;
+
+	memset(&tape, 0, sizeof tape);
+	if ((rc = transcript_record_bytes(t, rec, &bytes, &n, cause)) == -1)
+		return -1;
+	if (rc == 1 && (rc = jt_parse(&tape, bytes, n)) == JT_OK &&
+	    tape.n[0].type == JT_OBJ) {
+		rc = tape_inherited(&tape);
+		jt_free(&tape);
+		return rc;
+	}
+	jt_free(&tape);
+	if (rc == JT_OOM) {
+		tx_cause(cause, "replay: out of memory");
+		return -1;
+	}
+	if ((r = transcript_load_record(t, rec, cause)) == NULL)
+		return errno == EBADMSG ? 0 : -1;
+	rc = jsonc_inherited(r);
+	json_object_put(r);
 	return rc;
 }
 

@@ -31,6 +31,7 @@ struct projection {
 };
 
 #define PROJECT_JSONC	0x01		/* every record through json-c (tests) */
+#define PROJECT_HIDE_INHERITED 0x02	/* skip records with forkedFrom */
 
 /* Project c->rec[start..len) into *p (cleared first) as encoded updates:
    each record straight from its bytes when the fast path can read it, else
@@ -39,5 +40,8 @@ struct projection {
 int project_window(struct transcript *, const struct tx_chain *, size_t start,
     int flags, struct projection *p, char **cause);
 void project_clear(struct projection *);
+/* Whether rec carries forkedFrom (history inherited from a fork parent):
+   1, 0, or -1 + cause on I/O failure. */
+int project_inherited(struct transcript *, uint32_t rec, char **cause);
 
 #endif /* QWEN_ACP_PROJECT_H */

@@ -10,6 +10,8 @@
  */
 #include "config.h"
 
+#include <sys/types.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +118,61 @@ keep_from(struct projection *p, size_t start)
 	p->n = j;
 }
 
+/* The first record not inherited from a fork parent (the inherited ones
+   are the fork's prefix: binary search); -1 on I/O failure. */
+static ssize_t
+first_own(struct transcript *t, const struct tx_chain *c, char **cause)
+{
+	size_t lo = 0, hi = c->len, mid;
+	int inh;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if ((inh = project_inherited(t, c->rec[mid], cause)) == -1)
+			return -1;
+		if (inh)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (ssize_t)lo;
+}
+
+/* The newest page of at most page records from base, aligned to a turn
+   start (forwards first, else backwards), as upstream's recent replay. */
+static size_t
+page_start(const struct transcript *t, const struct tx_chain *c, size_t base,
+    size_t page)
+{
+	size_t s, i;
+
+	if (c->len - base <= page)
+		return base;
+	s = c->len - page;
+	for (i = s; i < c->len; i++)
+		if (chain_is_turn_start(t, c->rec[i]))
+			return i;
+	while (s > base && !chain_is_turn_start(t, c->rec[s]))
+		s--;
+	return s;
+}
+
+/* The first window: the page (or base) unless its estimated size exceeds
+   the byte budget, then the newest turns that fit. */
+static size_t
+first_window(const struct transcript *t, const struct tx_chain *c, size_t base,
+    size_t max_bytes)
+{
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = base; base > 0 && i < c->len && sum <= max_bytes; i++)
+		sum += estimate(t, c->rec[i]);
+	if (base > 0 && sum <= max_bytes)
+		return base;
+	return fit_start(t, c, NULL, base, max_bytes);
+}
+
 int
 replay_build(struct transcript *t, const struct tx_chain *c,
     const struct replay_opts *opts, struct replay_result *res, char **cause)
@@ -124,9 +181,11 @@ replay_build(struct transcript *t, const struct tx_chain *c,
 	    REPLAY_DEFAULT_MAX_BYTES;
 	size_t max_updates = opts && opts->max_updates ? opts->max_updates :
 	    REPLAY_DEFAULT_MAX_UPDATES;
+	int flags = opts ? opts->flags : 0;
 	struct projection p;
 	uint64_t *sizes = NULL, *counts = NULL, total = 2, n;
-	size_t start, i;
+	size_t start, i, own = 0, base;
+	ssize_t f;
 
 	memset(res, 0, sizeof *res);
 	memset(&p, 0, sizeof p);
@@ -135,8 +194,13 @@ replay_build(struct transcript *t, const struct tx_chain *c,
 		tx_cause(cause, "replay: out of memory");
 		goto fail;
 	}
-	start = fit_start(t, c, NULL, 0, max_bytes);
-	if (project_window(t, c, start, opts ? opts->flags : 0, &p, cause) == -1)
+	if ((flags & PROJECT_HIDE_INHERITED) && (f = first_own(t, c, cause)) == -1)
+		goto fail;
+	else if (flags & PROJECT_HIDE_INHERITED)
+		own = (size_t)f;
+	base = opts && opts->page_size ? page_start(t, c, own, opts->page_size) : own;
+	start = first_window(t, c, base, max_bytes);
+	if (project_window(t, c, start, flags, &p, cause) == -1)
 		goto fail;
 	measure(&p, c, sizes, counts, &total);
 	while ((total > max_bytes || p.n > max_updates) && start < c->len) {
@@ -153,11 +217,11 @@ replay_build(struct transcript *t, const struct tx_chain *c,
 	res->p = p;
 	memset(&p, 0, sizeof p);
 	res->records = c->len - start;
-	res->truncated_records = start;
-	res->has_more = start > 0 || c->gaps > 0;
-	res->partial = start > 0;
+	res->truncated_records = start > base ? start - base : 0;
+	res->has_more = start > own || (own == 0 && c->gaps > 0);
+	res->partial = start > base;
 	res->bytes = total;
-	project_clear(&p);
+	res->anchor = opts && opts->page_size && start < c->len ? (ssize_t)start : -1;
 	free(sizes);
 	free(counts);
 	return 0;

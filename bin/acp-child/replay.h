@@ -5,6 +5,8 @@
 #ifndef QWEN_ACP_REPLAY_H
 #define QWEN_ACP_REPLAY_H
 
+#include <sys/types.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,11 +19,14 @@
 
 #define REPLAY_DEFAULT_MAX_BYTES	(4u * 1024 * 1024)
 #define REPLAY_DEFAULT_MAX_UPDATES	10000u
+#define REPLAY_MAX_PAGE_SIZE		500	/* upstream SESSION_TRANSCRIPT_MAX_LIMIT */
 
 struct replay_opts {
 	size_t max_bytes;            /* default 4 MiB (0 = default) */
 	size_t max_updates;          /* default 10000 (0 = default) */
 	int flags;                   /* PROJECT_* (project.h) */
+	size_t page_size;            /* 0, or the newest page of at most this many
+	                                records, turn aligned ("recent" replay) */
 };
 struct replay_result {
 	struct projection p;         /* the kept updates, encoded: p.u[0..p.n) */
@@ -30,6 +35,7 @@ struct replay_result {
 	int partial;                 /* something was dropped */
 	int has_more;                /* older history exists beyond the window */
 	uint64_t bytes;              /* encoded size of the updates array */
+	ssize_t anchor;              /* paged: chain index of the first record, else -1 */
 };
 /* Keep the newest turns within opts (align the window to a turn start), parse only those
    records, project them per upstream-transcript.md §3.8. Caller clears result.

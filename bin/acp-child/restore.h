@@ -40,6 +40,8 @@ struct restore_job {
 	const char		*owner_id;
 	int			 do_fsync;
 	size_t			 replay_max_bytes;
+	size_t			 page_size;	/* loadReplayPageSize, 0: none */
+	int			 hide_inherited; /* loadReplayHideInherited */
 	/* Handed to the worker and back. */
 	struct transcript	*tx;
 	int			 fresh, have_lease, have_app;

@@ -2,7 +2,8 @@
  * qwen-inspect: test driver for the acp-child transcript loader.
  *
  *   qwen-inspect FILE                      the --inspect summary
- *   qwen-inspect --replay [--max-bytes N] [--max-updates N] FILE
+ *   qwen-inspect --replay [--jsonc] [--hide-inherited] [--page-size N]
+ *       [--max-bytes N] [--max-updates N] FILE
  *                                          the bulk replay envelope
  *   qwen-inspect --replay-compare FILE     project the whole chain twice, from
  *                                          the raw bytes and through json-c, and
@@ -35,7 +36,8 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: %s FILE\n"
-	    "       %s --replay [--jsonc] [--max-bytes N] [--max-updates N] FILE\n"
+	    "       %s --replay [--jsonc] [--hide-inherited] [--page-size N]\n"
+	    "           [--max-bytes N] [--max-updates N] FILE\n"
 	    "       %s --replay-compare FILE\n"
 	    "       %s --chain FILE\n"
 	    "       %s --bench N FILE\n", getprogname(), getprogname(), getprogname(),
@@ -45,9 +47,10 @@ usage(void)
 
 /* Print {records, truncatedRecords, partial, hasMore, bytes, updates}. */
 static int
-replay_main(const char *path, size_t max_bytes, size_t max_updates, int flags)
+replay_main(const char *path, size_t max_bytes, size_t max_updates, int flags,
+    size_t page)
 {
-	struct replay_opts opts = { max_bytes, max_updates, flags };
+	struct replay_opts opts = { max_bytes, max_updates, flags, page };
 	struct replay_result rr;
 	struct transcript *t;
 	struct tx_chain c;
@@ -67,6 +70,12 @@ replay_main(const char *path, size_t max_bytes, size_t max_updates, int flags)
 	json_object_object_add(o, "partial", json_object_new_boolean(rr.partial));
 	json_object_object_add(o, "hasMore", json_object_new_boolean(rr.has_more));
 	json_object_object_add(o, "bytes", json_object_new_uint64(rr.bytes));
+	if (rr.anchor >= 0) {
+		char u[64];
+
+		transcript_uuid(t, c.rec[rr.anchor], u);
+		json_object_object_add(o, "anchorRecordId", json_object_new_string(u));
+	}
 	json_object_object_add(o, "updates", replay_result_json(&rr));
 	printf("%s\n", json_object_to_json_string_ext(o,
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -81,7 +90,7 @@ replay_main(const char *path, size_t max_bytes, size_t max_updates, int flags)
 static void
 replay_all(const char *path, int flags, struct replay_result *rr, struct jbuf *b)
 {
-	struct replay_opts opts = { SIZE_MAX, SIZE_MAX, flags };
+	struct replay_opts opts = { SIZE_MAX, SIZE_MAX, flags, 0 };
 	struct transcript *t;
 	struct tx_chain c;
 	char *cause = NULL;
@@ -228,7 +237,7 @@ bench_main(const char *path, size_t n)
 int
 main(int argc, char **argv)
 {
-	size_t max_bytes = 0, max_updates = 0;
+	size_t max_bytes = 0, max_updates = 0, page = 0;
 	const char *e;
 	size_t bench = 0;
 	int i, replay = 0, chain = 0, compare = 0, flags = 0;
@@ -240,6 +249,12 @@ main(int argc, char **argv)
 			compare = 1;
 		} else if (strcmp(argv[i], "--jsonc") == 0) {
 			flags |= PROJECT_JSONC;
+		} else if (strcmp(argv[i], "--hide-inherited") == 0) {
+			flags |= PROJECT_HIDE_INHERITED;
+		} else if (strcmp(argv[i], "--page-size") == 0 && i + 1 < argc) {
+			page = strtonum(argv[++i], 1, 500, &e);
+			if (e != NULL)
+				errx(2, "--page-size: %s", e);
 		} else if (strcmp(argv[i], "--chain") == 0) {
 			chain = 1;
 		} else if (strcmp(argv[i], "--bench") == 0 && i + 1 < argc) {
@@ -267,6 +282,6 @@ main(int argc, char **argv)
 	if (compare)
 		return compare_main(argv[i]);
 	if (replay)
-		return replay_main(argv[i], max_bytes, max_updates, flags);
+		return replay_main(argv[i], max_bytes, max_updates, flags, page);
 	return inspect_main(argv[i]);
 }

@@ -497,7 +497,7 @@ first_kind(const struct replay_result *rr)
 static void
 test_replay(void)
 {
-	struct replay_opts opts = { 10000, 0, 0 };
+	struct replay_opts opts = { 10000, 0, 0, 0 };
 	struct replay_result rr;
 	struct transcript *t;
 	struct tx_chain c;
