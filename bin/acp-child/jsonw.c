@@ -8,28 +8,24 @@
 
 #include "jsonw.h"
 
-void
-jbuf_put(struct jbuf *b, const char *s, size_t n)
+int
+jbuf_grow(struct jbuf *b, size_t n)
 {
 	char *p;
 	size_t cap;
 
 	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		if ((p = realloc(b->p, cap)) == NULL) {
-			b->oom = 1;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
+		return -1;
+	cap = b->cap ? b->cap : 4096;
+	while (cap < b->len + n + 1)
+		cap *= 2;
+	if ((p = realloc(b->p, cap)) == NULL) {
+		b->oom = 1;
+		return -1;
 	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
+	b->p = p;
+	b->cap = cap;
+	return 0;
 }
 
 void
