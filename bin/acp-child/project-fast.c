@@ -145,33 +145,26 @@ pf_usage(struct pctx *x, int usage)
 static int
 pf_tool_call(struct pctx *x, int fc, size_t idx)
 {
-	static const char *const path_keys[] = { "absolute_path", "file_path", "path", NULL };
-	static const char *const title_keys[] = { "absolute_path", "file_path", "path",
-	    "command", "pattern", "url", NULL };
 	int args = jt_get_typed(T, fc, "args", JT_OBJ), i;
 	const char *id = jt_get_str(T, fc, "id", &x->oom);
 	const char *name = jt_get_str(T, fc, "name", &x->oom), *v = NULL;
-	char buf[128], title[256], uuid[64];
+	char buf[128], title[256];
 
 	if (name == NULL)
 		name = "tool";
 	if (strcmp(name, "todo_write") == 0)
 		return 0;			/* its result becomes a plan */
-	if (id == NULL || *id == '\0') {
-		snprintf(uuid, sizeof uuid, "%s", json_object_get_string(x->uuid));
-		snprintf(buf, sizeof buf, "qwen-replay-tool:%s:%zu", uuid, idx);
-		id = buf;
-	}
-	for (i = 0; args >= 0 && title_keys[i] != NULL && v == NULL; i++)
-		v = jt_get_str(T, args, title_keys[i], &x->oom);
+	id = pj_call_id(x, id, idx, buf);
+	for (i = 0; args >= 0 && pj_title_keys[i] != NULL && v == NULL; i++)
+		v = jt_get_str(T, args, pj_title_keys[i], &x->oom);
 	snprintf(title, sizeof title, "%s%s%.200s", name, v ? ": " : "", v ? v : "");
 	pf_begin(x, "tool_call");
 	pf_str(x, "toolCallId", id);
 	pf_str(x, "title", title);
 	pf_str(x, "kind", pj_tool_kind(name));
 	jbuf_puts(E, ",\"status\":\"in_progress\",\"locations\":[");
-	for (i = 0, v = NULL; args >= 0 && path_keys[i] != NULL && v == NULL; i++)
-		v = jt_get_str(T, args, path_keys[i], &x->oom);
+	for (i = 0, v = NULL; args >= 0 && pj_path_keys[i] != NULL && v == NULL; i++)
+		v = jt_get_str(T, args, pj_path_keys[i], &x->oom);
 	if (v != NULL) {
 		jbuf_puts(E, "{\"path\":");
 		jsonw_string(E, v, strlen(v));

@@ -47,6 +47,12 @@ json_object *pj_take_pending(struct pctx *, const char *id, const char *name);
 int pj_span(struct pctx *, size_t off);
 /* ISO-8601 UTC "YYYY-MM-DDTHH:MM:SS[.mmm]Z" to epoch ms, -1 when invalid. */
 int64_t pj_parse_ts(const char *s);
+/* Argument keys giving a tool call's location and its title, in order. */
+extern const char *const pj_path_keys[];
+extern const char *const pj_title_keys[];
+/* The id of a tool call: id itself, or qwen-replay-tool:<uuid>:<idx> in buf
+   when it is NULL or empty. */
+const char *pj_call_id(struct pctx *, const char *id, size_t idx, char buf[128]);
 /* ACP tool kind of a qwen-code tool name. */
 const char *pj_tool_kind(const char *name);
 /* Project the record in x->tape (parsed by the caller); -1 on OOM. */
