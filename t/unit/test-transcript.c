@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "chain.h"
+#include "jtape.h"
 #include "project-int.h"
 #include "replay.h"
 #include "tap.h"
@@ -762,6 +763,66 @@ test_parse_ts(void)
 	    "timestamps: Feb 31 is Mar 2 as timegm says");
 }
 
+/* The fast reader: what it refuses, and what it writes equals json-c's
+   parse written by jsonw_value(). */
+static void
+test_jtape(void)
+{
+	static const char *const good[] = {
+	    "{\"a\":1,\"b\":[true,false,null,-5,0,1.50,1E5,-0.0,1.0e+2],\"c\":{}}",
+	    " {\"s\":\"tab\\t nl\\n q\\\" bs\\\\ sl\\/ u\\u00e9\\u20ac\\u0041\\u001f\\u007f\"} ",
+	    "{\"raw\":\"\x01\x1f\t\x7f\xc3\xa9\xff\",\"\":[],\"n\":123456789012345678}",
+	    "{ \"a\" : [ 1 , { \"b\" : \"c\" } ] }\r\n", NULL };
+	static const char *const bail[] = { "{\"a\":NaN}", "{\"a\":-0}",
+	    "{\"a\":1234567890123456789}", "{\"a\":1,\"a\":2}", "{\"\\u0061\":1}",
+	    "{\"a\":\"\\u0000\"}", "{\"a\":\"\\ud83d\\ude00\"}", "{\"a\":01}",
+	    "{\"a\":1,}", "{\"a\":1}x", "{\"a\":\f1}", "{\"a\":tRue}", "{\"a\":\"\\x\"}",
+	    "{\"a\":\"open}", "[1", NULL };
+	struct jtape t;
+	struct jbuf a = { NULL, 0, 0, 0 }, b = { NULL, 0, 0, 0 };
+	json_object *o;
+	char deep[200];
+	int i, same = 1, bailed = 1;
+
+	memset(&t, 0, sizeof t);
+	for (i = 0; good[i] != NULL; i++) {
+		a.len = b.len = 0;
+		o = json_tokener_parse(good[i]);
+		if (jt_parse(&t, good[i], strlen(good[i])) != JT_OK || o == NULL) {
+			diag("refused: %s", good[i]);
+			same = 0;
+			json_object_put(o);
+			continue;
+		}
+		jt_write(&a, &t, 0);
+		jsonw_value(&b, o);
+		json_object_put(o);
+		if (a.len != b.len || memcmp(a.p, b.p, a.len) != 0) {
+			diag("%s: %.*s vs %.*s", good[i], (int)a.len, a.p, (int)b.len, b.p);
+			same = 0;
+		}
+	}
+	ok(same, "jtape: writes what json-c + jsonw write");
+	for (i = 0; bail[i] != NULL; i++)
+		if (jt_parse(&t, bail[i], strlen(bail[i])) != JT_BAIL) {
+			diag("taken: %s", bail[i]);
+			bailed = 0;
+		}
+	memset(deep, '[', 40);
+	strlcpy(deep + 40, "1", sizeof deep - 40);
+	memset(deep + 41, ']', 40);
+	deep[81] = '\0';
+	ok(bailed && jt_parse(&t, deep, strlen(deep)) == JT_BAIL,
+	    "jtape: leaves odd input to json-c");
+	jt_parse(&t, good[0], strlen(good[0]));
+	is_int(jt_get_typed(&t, 0, "b", JT_ARR), 4, "jtape: member lookup");
+	ok(jt_get(&t, 0, "nope") == -1 && jt_get_typed(&t, 0, "a", JT_STR) == -1,
+	    "jtape: absent or mistyped members");
+	jt_free(&t);
+	jbuf_free(&a);
+	jbuf_free(&b);
+}
+
 int
 main(void)
 {
@@ -779,6 +840,7 @@ main(void)
 	test_io();
 	test_replay();
 	test_parse_ts();
+	test_jtape();
 	test_hostile();
 	test_damaged();
 	test_split();
