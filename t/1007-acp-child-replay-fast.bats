@@ -61,8 +61,8 @@ gen() {
 		f=$(gen "$seed")
 		compare "$f"
 		[ "$(jq .jsoncRecords <<<"$output")" -eq 0 ]
-		[ "$(jq .fastRecords <<<"$output")" -gt 50 ]
-		[ "$(jq .updates <<<"$output")" -gt 50 ]
+		[ "$(jq .fastRecords <<<"$output")" -gt 20 ]
+		[ "$(jq .updates <<<"$output")" -gt 20 ]
 	done
 }
 
@@ -78,7 +78,7 @@ gen() {
 	    -e 's/,"message":{/, "message" : {/' "$f"
 	edge "$f" "$leaf"
 	compare "$f"
-	[ "$(jq .fastRecords <<<"$output")" -gt 50 ]
+	[ "$(jq .fastRecords <<<"$output")" -gt 20 ]
 	# The mutations reached the fast path: escapes re-encoded, not copied.
 	qwen-inspect --replay --max-bytes 100000000 "$f" >"$BATS_TEST_TMPDIR/r"
 	grep -q 'memöry' "$BATS_TEST_TMPDIR/r"
