@@ -127,3 +127,22 @@ EOF
 	[ "$a" = "$b" ]
 	[ "$a" = '["answer 2","question 3","answer 3"]' ]
 }
+
+@test "a window cut between two unanswered calls: only the kept call fails, the answer parses" {
+	make_transcript "$SID1" 30
+	# Turns 1 and 30 end with a tool call that never got a result.
+	sed -i -e '2s/"parts":\[{"text":"answer 1"}\]/"parts":[{"functionCall":{"id":"old-call","name":"glob","args":{"pattern":"*"}}}]/' \
+	    -e '60s/"parts":\[{"text":"answer 30"}\]/"parts":[{"functionCall":{"id":"new-call","name":"glob","args":{"pattern":"*"}}}]/' \
+	    "$CHATS/$SID1.jsonl"
+	run drive --replay-max-bytes 3000 <<EOF
+$INIT
+$(load_req 1 '')
+$(req 2 session/load "{\"sessionId\":\"$SID1\"}")
+EOF
+	r=$(replay 1)
+	[ "$(jq .partial <<<"$r")" = true ]
+	[ "$(jq -c '[.updates[] | select(.sessionUpdate == "tool_call_update") | .toolCallId]' <<<"$r")" = '["new-call"]' ]
+	[ "$(jq -r '.updates[-1].status' <<<"$r")" = failed ]
+	# The same updates as notifications.
+	[ "$(child_lines | jq -s '[.[] | select(.method == "session/update")] | length')" = "$(jq '.updates | length' <<<"$r")" ]
+}

@@ -81,12 +81,58 @@ rj_replay_tail(struct restore_job *j, const struct replay_result *rr,
 	jbuf_put(b, "}", 1);
 }
 
-/* Notifications (legacy mode) then the answer, all into b.  The answer is
+/* Hand b over as the next chunk of the answer; -1 (b freed) on OOM. */
+static int
+rj_out(struct restore_job *j, struct jbuf *b)
+{
+	if (b->oom) {
+		jbuf_free(b);
+		return -1;
+	}
+	j->out[j->nout].base = b->p;
+	j->out[j->nout].off = 0;
+	j->out[j->nout].len = b->len;
+	j->nout++;
+	memset(b, 0, sizeof *b);
+	return 0;
+}
+
+/* A bulk replay's updates after b's "updates": and the rest of the answer:
+   the updates stay in rr's buffer, sent from there, when they lie there in
+   one run; else they are copied. */
+static int
+rj_bulk(struct restore_job *j, struct replay_result *rr, struct jbuf *b)
+{
+	struct jbuf t = { NULL, 0, 0, 0 };
+	const char *body;
+	size_t len;
+
+	if ((body = replay_result_body(rr, &len)) == NULL) {
+		replay_result_write(rr, b);
+	} else {
+		jbuf_put(b, "[", 1);
+		if (rj_out(j, b) == -1)
+			return -1;
+		j->out[j->nout].base = rr->p.enc.p;
+		j->out[j->nout].off = (size_t)(body - rr->p.enc.p);
+		j->out[j->nout].len = len;
+		j->nout++;
+		memset(&rr->p.enc, 0, sizeof rr->p.enc);
+		b = &t;
+		jbuf_put(b, "]", 1);
+	}
+	rj_replay_tail(j, rr, b);
+	jbuf_puts(b, "}}}\n");
+	return rj_out(j, b);
+}
+
+/* Notifications (legacy mode) then the answer, in j->out[].  The answer is
    {"jsonrpc":"2.0","id":ID,"result":{"_meta":{"qwen.session.restore":{...},
    "qwen.session.loadReplay"|"qwen.session.replayInfo":{"v":1,...}}}}. */
-void
-answer_build(struct restore_job *j, struct replay_result *rr, struct jbuf *b)
+int
+answer_build(struct restore_job *j, struct replay_result *rr)
 {
+	struct jbuf b = { NULL, 0, 0, 0 };
 	json_object *result, *stats;
 	const struct projection *p = &rr->p;
 	char num[32];
@@ -95,32 +141,33 @@ answer_build(struct restore_job *j, struct replay_result *rr, struct jbuf *b)
 	if (j->kind == RJ_NEW) {
 		result = json_object_new_object();
 		json_object_object_add(result, "sessionId", json_object_new_string(j->sid));
-		rj_emit(b, rpc_new_result(json_object_get(j->req_id), result));
-		return;
+		rj_emit(&b, rpc_new_result(json_object_get(j->req_id), result));
+		return rj_out(j, &b);
 	}
-	for (i = 0; !j->bulk && i < p->n && !b->oom; i++) {
-		jbuf_puts(b, "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\","
+	for (i = 0; !j->bulk && i < p->n && !b.oom; i++) {
+		jbuf_puts(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\","
 		    "\"params\":{\"sessionId\":");
-		jsonw_string(b, j->sid, strlen(j->sid));
-		jbuf_puts(b, ",\"update\":");
-		jbuf_put(b, p->enc.p + p->u[i].off, p->u[i].len);
-		jbuf_puts(b, "}}\n");
+		jsonw_string(&b, j->sid, strlen(j->sid));
+		jbuf_puts(&b, ",\"update\":");
+		jbuf_put(&b, p->enc.p + p->u[i].off, p->u[i].len);
+		jbuf_puts(&b, "}}\n");
 	}
-	jbuf_puts(b, "{\"jsonrpc\":\"2.0\",\"id\":");
-	jsonw_value(b, j->req_id);
-	jbuf_puts(b, ",\"result\":{\"_meta\":{\"qwen.session.restore\":");
+	jbuf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
+	jsonw_value(&b, j->req_id);
+	jbuf_puts(&b, ",\"result\":{\"_meta\":{\"qwen.session.restore\":");
 	stats = rj_stats(j);
-	jsonw_value(b, stats);
+	jsonw_value(&b, stats);
 	json_object_put(stats);
 	if (j->kind == RJ_LOAD && j->bulk) {
-		jbuf_puts(b, ",\"qwen.session.loadReplay\":{\"v\":1,\"updates\":");
-		replay_result_write(rr, b);
-		rj_replay_tail(j, rr, b);
-	} else if (j->kind == RJ_LOAD) {
-		snprintf(num, sizeof num, "%zu", p->n);
-		jbuf_puts(b, ",\"qwen.session.replayInfo\":{\"v\":1,\"count\":");
-		jbuf_puts(b, num);
-		rj_replay_tail(j, rr, b);
+		jbuf_puts(&b, ",\"qwen.session.loadReplay\":{\"v\":1,\"updates\":");
+		return rj_bulk(j, rr, &b);
 	}
-	jbuf_puts(b, "}}}\n");
+	if (j->kind == RJ_LOAD) {
+		snprintf(num, sizeof num, "%zu", p->n);
+		jbuf_puts(&b, ",\"qwen.session.replayInfo\":{\"v\":1,\"count\":");
+		jbuf_puts(&b, num);
+		rj_replay_tail(j, rr, &b);
+	}
+	jbuf_puts(&b, "}}}\n");
+	return rj_out(j, &b);
 }

@@ -21,7 +21,7 @@
 static void
 pf_begin(struct pctx *x, const char *kind)
 {
-	x->uoff = E->len;
+	x->uoff = pj_sep(x);
 	jbuf_puts(E, "{\"sessionUpdate\":\"");
 	jbuf_puts(E, kind);
 	jbuf_put(E, "\"", 1);

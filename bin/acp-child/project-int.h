@@ -43,6 +43,8 @@ void pj_pending_add(struct pctx *, const char *id, const char *name);
 /* Remove and return (caller puts) the pending call matching id, else the
    only pending call named name; NULL when none. */
 json_object *pj_take_pending(struct pctx *, const char *id, const char *name);
+/* Start an update: a ',' after the previous one; its offset. */
+size_t pj_sep(struct pctx *);
 /* Record one encoded update [off, p->enc.len) of the current record. */
 int pj_span(struct pctx *, size_t off);
 /* ISO-8601 UTC "YYYY-MM-DDTHH:MM:SS[.mmm]Z" to epoch ms, -1 when invalid. */

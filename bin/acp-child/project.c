@@ -147,12 +147,20 @@ pj_span(struct pctx *x, size_t off)
 	return p->enc.oom ? -1 : 0;
 }
 
+size_t
+pj_sep(struct pctx *x)
+{
+	if (x->p->n > 0)
+		jbuf_put(&x->p->enc, ",", 1);
+	return x->p->enc.len;
+}
+
 /* Add _meta to u, encode it and append it to the projection (takes u). */
 int
 pj_emit(struct pctx *x, json_object *u, json_object *extra_meta)
 {
 	json_object *meta, *qt, *ids;
-	size_t off = x->p->enc.len;
+	size_t off = pj_sep(x);
 
 	meta = extra_meta ? extra_meta : json_object_new_object();
 	if (x->ts >= 0)
@@ -439,6 +447,8 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 {
 	struct pctx x;
 	json_object *meta;
+	uint64_t est = 0;
+	size_t i;
 	int rc = 0;
 
 	memset(&x, 0, sizeof x);
@@ -448,6 +458,12 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 	x.pos = start;
 	x.ts = -1;
 	project_clear(p);
+	for (i = start; i < c->len; i++)	/* room for the window: no regrowth */
+		est += transcript_raw_len(t, c->rec[i]);
+	if (jbuf_grow(&p->enc, est + est / 8 + 65536) == -1) {
+		tx_cause(cause, "replay: out of memory");
+		return -1;
+	}
 	x.pending = json_object_new_array();
 	if (start == 0 && c->gaps && c->len > 0) {
 		record_context(&x, NULL);

@@ -23,7 +23,7 @@ struct pupd {
 };
 
 struct projection {
-	struct jbuf enc;		/* the encoded updates, back to back */
+	struct jbuf enc;		/* the encoded updates, ',' between them */
 	struct pupd *u;			/* per update, in order */
 	size_t n, cap;
 	size_t fast_records;		/* records projected from their raw bytes */

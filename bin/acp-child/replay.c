@@ -246,6 +246,21 @@ replay_result_write(const struct replay_result *r, struct jbuf *b)
 	jbuf_put(b, "]", 1);
 }
 
+const char *
+replay_result_body(const struct replay_result *r, size_t *len)
+{
+	const struct projection *p = &r->p;
+	size_t i;
+
+	if (p->n == 0 || p->enc.oom)
+		return NULL;
+	for (i = 1; i < p->n; i++)
+		if (p->u[i].off != p->u[i - 1].off + p->u[i - 1].len + 1)
+			return NULL;
+	*len = p->u[p->n - 1].off + p->u[p->n - 1].len - p->u[0].off;
+	return p->enc.p + p->u[0].off;
+}
+
 json_object *
 replay_result_json(const struct replay_result *r)
 {

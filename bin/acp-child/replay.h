@@ -44,6 +44,9 @@ int replay_build(struct transcript *, const struct tx_chain *, const struct repl
     struct replay_result *, char **cause);
 /* Append the updates as a JSON array to b. */
 void replay_result_write(const struct replay_result *, struct jbuf *b);
+/* The updates as they sit in r->p.enc, ','-separated, when the kept ones
+   are contiguous there (the array without its brackets); else NULL. */
+const char *replay_result_body(const struct replay_result *, size_t *len);
 /* The updates parsed back into a json-c array (tests, tools; caller puts). */
 json_object *replay_result_json(const struct replay_result *);
 void replay_result_clear(struct replay_result *);          /* frees, zeroes */

@@ -195,8 +195,8 @@ rj_answer(struct restore_job *j)
 	struct replay_opts ro = { j->replay_max_bytes, 10000,
 	    j->hide_inherited ? PROJECT_HIDE_INHERITED : 0, j->page_size };
 	struct replay_result rr;
-	struct jbuf b = { NULL, 0, 0, 0 };
 	char *cause = NULL;
+	int rc;
 
 	memset(&rr, 0, sizeof(rr));
 	rr.anchor = -1;
@@ -213,15 +213,11 @@ rj_answer(struct restore_job *j)
 	j->prof.truncated_records = rr.truncated_records;
 	j->prof.partial_replay = rr.partial;
 	prof_begin(&j->prof, PROF_RESPONSE_BUILD);
-	answer_build(j, &rr, &b);
+	rc = answer_build(j, &rr);
 	replay_result_clear(&rr);
-	if (b.oom) {
-		jbuf_free(&b);
+	if (rc == -1)
 		return rj_fail(j, RPC_INTERNAL_ERROR, "internal",
 		    "cannot build the answer: out of memory");
-	}
-	j->out = b.p;
-	j->out_len = b.len;
 	prof_end(&j->prof, 1);
 	return 0;
 }
@@ -258,10 +254,13 @@ rj_operation(const struct restore_job *j)
 static void
 rj_free(struct restore_job *j)
 {
+	int i;
+
 	json_object_put(j->req_id);
 	free(j->path);
 	free(j->tail);
-	free(j->out);
+	for (i = 0; i < j->nout; i++)
+		free(j->out[i].base);
 	free(j->err_msg);
 	if (j->have_chain)
 		chain_clear(&j->chain);
@@ -310,11 +309,13 @@ rj_done(struct lw_job *lw)
 	struct session *s = j->s;
 	struct lag_snapshot lag;
 	json_object *data;
+	int i;
 
 	s->busy = 0;
 	if (j->err_code == 0 && rj_register(c, j) == 0) {
-		child_send_raw(c, j->out, j->out_len);
-		j->out = NULL;
+		for (i = 0; i < j->nout; i++)
+			child_send_ref(c, j->out[i].base, j->out[i].off, j->out[i].len);
+		j->nout = 0;
 	} else {
 		/* Give the kept index back; a failed first restore drops the session. */
 		if (s->registered && s->tx == NULL) {

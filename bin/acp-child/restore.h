@@ -54,8 +54,11 @@ struct restore_job {
 	int64_t			 model_history;
 	uint64_t		 records;
 	char			*tail;
-	char			*out;		/* encoded answer (and notifications) */
-	size_t			 out_len;
+	struct rj_out {
+		char		*base;		/* freed once sent */
+		size_t		 off, len;
+	}			 out[3];	/* the answer (and notifications), in chunks */
+	int			 nout;
 	int			 err_code;	/* 0: success */
 	const char		*err_kind;
 	char			*err_msg;
@@ -63,11 +66,10 @@ struct restore_job {
 	struct span		*span;
 };
 
-struct jbuf;
 struct replay_result;
 
-/* answer.c: append the answer (and legacy notifications) to b; rr is
-   borrowed. */
-void	answer_build(struct restore_job *, struct replay_result *, struct jbuf *);
+/* answer.c: the answer (and legacy notifications) in j->out[]; a bulk
+   replay's encoded updates are taken from rr, not copied.  -1 on OOM. */
+int	answer_build(struct restore_job *, struct replay_result *);
 
 #endif
