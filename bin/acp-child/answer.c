@@ -10,6 +10,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "jsonw.h"
@@ -47,28 +48,6 @@ rj_stats(struct restore_job *j)
 	return o;
 }
 
-/* The replay summary; with updates (taken) in bulk mode. */
-static json_object *
-rj_replay_meta(const struct replay_result *rr, json_object *updates)
-{
-	json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "v", json_object_new_int(1));
-	if (updates != NULL)
-		json_object_object_add(o, "updates", updates);
-	else
-		json_object_object_add(o, "count", json_object_new_int64(
-		    rr->updates != NULL ? (int64_t)json_object_array_length(rr->updates) : 0));
-	if (rr->partial)
-		json_object_object_add(o, "partial", json_object_new_boolean(1));
-	if (rr->truncated_records > 0)
-		json_object_object_add(o, "truncatedRecords",
-		    json_object_new_int64((int64_t)rr->truncated_records));
-	if (rr->has_more)
-		json_object_object_add(o, "hasMore", json_object_new_boolean(1));
-	return o;
-}
-
 /* Append one message (taken) as a line. */
 static void
 rj_emit(struct jbuf *b, json_object *msg)
@@ -78,40 +57,117 @@ rj_emit(struct jbuf *b, json_object *msg)
 	json_object_put(msg);
 }
 
-/* Notifications (legacy mode) then the answer, all into b. */
-void
-answer_build(struct restore_job *j, struct replay_result *rr, struct jbuf *b)
+/* The replay summary members after "v" and the updates or their count. */
+static void
+rj_replay_tail(struct restore_job *j, const struct replay_result *rr,
+    struct jbuf *b)
 {
-	json_object *result, *meta, *updates = NULL;
-	size_t i, n;
+	char num[32], uuid[64];
+
+	if (rr->partial)
+		jbuf_puts(b, ",\"partial\":true");
+	if (rr->truncated_records > 0) {
+		snprintf(num, sizeof num, "%zu", rr->truncated_records);
+		jbuf_puts(b, ",\"truncatedRecords\":");
+		jbuf_puts(b, num);
+	}
+	if (rr->has_more)
+		jbuf_puts(b, ",\"hasMore\":true");
+	if (rr->anchor >= 0 && j->tx != NULL && (size_t)rr->anchor < j->chain.len) {
+		transcript_uuid(j->tx, j->chain.rec[rr->anchor], uuid);
+		jbuf_puts(b, ",\"anchorRecordId\":");
+		jsonw_string(b, uuid, strlen(uuid));
+	}
+	jbuf_put(b, "}", 1);
+}
+
+/* Hand b over as the next chunk of the answer; -1 (b freed) on OOM. */
+static int
+rj_out(struct restore_job *j, struct jbuf *b)
+{
+	if (b->oom) {
+		jbuf_free(b);
+		return -1;
+	}
+	j->out[j->nout].base = b->p;
+	j->out[j->nout].off = 0;
+	j->out[j->nout].len = b->len;
+	j->nout++;
+	memset(b, 0, sizeof *b);
+	return 0;
+}
+
+/* A bulk replay's updates after b's "updates": and the rest of the answer:
+   the updates stay in rr's buffer, sent from there, when they lie there in
+   one run; else they are copied. */
+static int
+rj_bulk(struct restore_job *j, struct replay_result *rr, struct jbuf *b)
+{
+	struct jbuf t = { NULL, 0, 0, 0 };
+	const char *body;
+	size_t len;
+
+	if ((body = replay_result_body(rr, &len)) == NULL) {
+		replay_result_write(rr, b);
+	} else {
+		jbuf_put(b, "[", 1);
+		if (rj_out(j, b) == -1)
+			return -1;
+		j->out[j->nout].base = rr->p.enc.p;
+		j->out[j->nout].off = (size_t)(body - rr->p.enc.p);
+		j->out[j->nout].len = len;
+		j->nout++;
+		memset(&rr->p.enc, 0, sizeof rr->p.enc);
+		b = &t;
+		jbuf_put(b, "]", 1);
+	}
+	rj_replay_tail(j, rr, b);
+	jbuf_puts(b, "}}}\n");
+	return rj_out(j, b);
+}
+
+/* Notifications (legacy mode) then the answer, in j->out[].  The answer is
+   {"jsonrpc":"2.0","id":ID,"result":{"_meta":{"qwen.session.restore":{...},
+   "qwen.session.loadReplay"|"qwen.session.replayInfo":{"v":1,...}}}}. */
+int
+answer_build(struct restore_job *j, struct replay_result *rr)
+{
+	struct jbuf b = { NULL, 0, 0, 0 };
+	json_object *result, *stats;
+	const struct projection *p = &rr->p;
+	char num[32];
+	size_t i;
 
 	if (j->kind == RJ_NEW) {
 		result = json_object_new_object();
 		json_object_object_add(result, "sessionId", json_object_new_string(j->sid));
-		rj_emit(b, rpc_new_result(json_object_get(j->req_id), result));
-		return;
+		rj_emit(&b, rpc_new_result(json_object_get(j->req_id), result));
+		return rj_out(j, &b);
 	}
-	n = rr->updates != NULL ? json_object_array_length(rr->updates) : 0;
-	for (i = 0; !j->bulk && i < n && !b->oom; i++) {
-		jbuf_puts(b, "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\","
+	for (i = 0; !j->bulk && i < p->n && !b.oom; i++) {
+		jbuf_puts(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\","
 		    "\"params\":{\"sessionId\":");
-		jsonw_string(b, j->sid, strlen(j->sid));
-		jbuf_puts(b, ",\"update\":");
-		jsonw_value(b, json_object_array_get_idx(rr->updates, i));
-		jbuf_puts(b, "}}\n");
+		jsonw_string(&b, j->sid, strlen(j->sid));
+		jbuf_puts(&b, ",\"update\":");
+		jbuf_put(&b, p->enc.p + p->u[i].off, p->u[i].len);
+		jbuf_puts(&b, "}}\n");
 	}
-	result = json_object_new_object();
-	meta = json_object_new_object();
-	json_object_object_add(meta, "qwen.session.restore", rj_stats(j));
+	jbuf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
+	jsonw_value(&b, j->req_id);
+	jbuf_puts(&b, ",\"result\":{\"_meta\":{\"qwen.session.restore\":");
+	stats = rj_stats(j);
+	jsonw_value(&b, stats);
+	json_object_put(stats);
+	if (j->kind == RJ_LOAD && j->bulk) {
+		jbuf_puts(&b, ",\"qwen.session.loadReplay\":{\"v\":1,\"updates\":");
+		return rj_bulk(j, rr, &b);
+	}
 	if (j->kind == RJ_LOAD) {
-		if (j->bulk) {
-			updates = rr->updates != NULL ? rr->updates : json_object_new_array();
-			rr->updates = NULL;
-		}
-		json_object_object_add(meta, j->bulk ? "qwen.session.loadReplay" :
-		    "qwen.session.replayInfo", rj_replay_meta(rr, updates));
+		snprintf(num, sizeof num, "%zu", p->n);
+		jbuf_puts(&b, ",\"qwen.session.replayInfo\":{\"v\":1,\"count\":");
+		jbuf_puts(&b, num);
+		rj_replay_tail(j, rr, &b);
 	}
-	json_object_object_add(result, "_meta", meta);
-	rj_emit(b, rpc_new_result(json_object_get(j->req_id), result));
+	jbuf_puts(&b, "}}}\n");
+	return rj_out(j, &b);
 }
-

@@ -61,6 +61,8 @@ struct child {
 void	child_send(struct child *, json_object *msg);
 /* Queue bytes already encoded (whole lines); takes ownership of buf. */
 void	child_send_raw(struct child *, char *buf, size_t len);
+/* Send base[off, off+len) without copying; base is freed once written. */
+void	child_send_ref(struct child *, char *base, size_t off, size_t len);
 /* A JSON-RPC error answer to id (borrowed; may be NULL); data taken. */
 void	child_send_error(struct child *, json_object *id, int code,
 	    const char *message, json_object *data);

@@ -82,17 +82,23 @@ child_out_cb(evutil_socket_t fd, short what, void *arg)
 static void
 child_free_ref(const void *data, size_t len, void *extra)
 {
+	(void)data;
 	(void)len;
-	(void)extra;
-	free((void *)(uintptr_t)data);
+	free(extra);
 }
 
 void
 child_send_raw(struct child *c, char *buf, size_t len)
 {
-	if (c->out_dead || evbuffer_add_reference(c->out, buf, len,
-	    child_free_ref, NULL) == -1) {
-		free(buf);
+	child_send_ref(c, buf, 0, len);
+}
+
+void
+child_send_ref(struct child *c, char *base, size_t off, size_t len)
+{
+	if (c->out_dead || evbuffer_add_reference(c->out, base + off, len,
+	    child_free_ref, base) == -1) {
+		free(base);
 		return;
 	}
 	if (c->out_direct) {

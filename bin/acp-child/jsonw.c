@@ -8,28 +8,24 @@
 
 #include "jsonw.h"
 
-void
-jbuf_put(struct jbuf *b, const char *s, size_t n)
+int
+jbuf_grow(struct jbuf *b, size_t n)
 {
 	char *p;
 	size_t cap;
 
 	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		if ((p = realloc(b->p, cap)) == NULL) {
-			b->oom = 1;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
+		return -1;
+	cap = b->cap ? b->cap : 4096;
+	while (cap < b->len + n + 1)
+		cap *= 2;
+	if ((p = realloc(b->p, cap)) == NULL) {
+		b->oom = 1;
+		return -1;
 	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
+	b->p = p;
+	b->cap = cap;
+	return 0;
 }
 
 void
@@ -53,11 +49,33 @@ jsonw_special(unsigned char c)
 }
 
 void
+jsonw_char(struct jbuf *b, unsigned char c)
+{
+	char esc[8];
+
+	if (!jsonw_special(c)) {
+		jbuf_put(b, (const char *)&c, 1);
+		return;
+	}
+	switch (c) {
+	case '"': jbuf_put(b, "\\\"", 2); break;
+	case '\\': jbuf_put(b, "\\\\", 2); break;
+	case '\b': jbuf_put(b, "\\b", 2); break;
+	case '\f': jbuf_put(b, "\\f", 2); break;
+	case '\n': jbuf_put(b, "\\n", 2); break;
+	case '\r': jbuf_put(b, "\\r", 2); break;
+	case '\t': jbuf_put(b, "\\t", 2); break;
+	default:
+		snprintf(esc, sizeof(esc), "\\u00%c%c", "0123456789abcdef"[c >> 4],
+		    "0123456789abcdef"[c & 0xf]);
+		jbuf_put(b, esc, 6);
+	}
+}
+
+void
 jsonw_string(struct jbuf *b, const char *s, size_t n)
 {
 	size_t i = 0, run;
-	char esc[8];
-	unsigned char c;
 
 	jbuf_put(b, "\"", 1);
 	while (i < n) {
@@ -67,20 +85,7 @@ jsonw_string(struct jbuf *b, const char *s, size_t n)
 			jbuf_put(b, s + i, run - i);
 		if (run == n)
 			break;
-		c = (unsigned char)s[run];
-		switch (c) {
-		case '"': jbuf_put(b, "\\\"", 2); break;
-		case '\\': jbuf_put(b, "\\\\", 2); break;
-		case '\b': jbuf_put(b, "\\b", 2); break;
-		case '\f': jbuf_put(b, "\\f", 2); break;
-		case '\n': jbuf_put(b, "\\n", 2); break;
-		case '\r': jbuf_put(b, "\\r", 2); break;
-		case '\t': jbuf_put(b, "\\t", 2); break;
-		default:
-			snprintf(esc, sizeof(esc), "\\u00%c%c", "0123456789abcdef"[c >> 4],
-			    "0123456789abcdef"[c & 0xf]);
-			jbuf_put(b, esc, 6);
-		}
+		jsonw_char(b, (unsigned char)s[run]);
 		i = run + 1;
 	}
 	jbuf_put(b, "\"", 1);

@@ -10,6 +10,7 @@
 #define ACP_JSONW_H
 
 #include <stddef.h>
+#include <string.h>
 
 #include <json-c/json.h>
 
@@ -20,12 +21,26 @@ struct jbuf {
 	int	 oom;		/* an allocation failed: the content is incomplete */
 };
 
-void	jbuf_put(struct jbuf *, const char *s, size_t n);
+/* Make room for n more bytes (and a NUL); 0, or -1 with b->oom set. */
+int	jbuf_grow(struct jbuf *, size_t n);
 void	jbuf_puts(struct jbuf *, const char *s);
+
+/* Append n bytes of s. */
+static inline void
+jbuf_put(struct jbuf *b, const char *s, size_t n)
+{
+	if (b->len + n + 1 > b->cap && jbuf_grow(b, n) == -1)
+		return;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
 /* Append o (borrowed) as compact JSON. */
 void	jsonw_value(struct jbuf *, json_object *o);
 /* Append s as a JSON string (quotes included). */
 void	jsonw_string(struct jbuf *, const char *s, size_t n);
+/* Append byte c of a string value, escaped as jsonw_string() escapes it. */
+void	jsonw_char(struct jbuf *, unsigned char c);
 void	jbuf_free(struct jbuf *);
 
 #endif

@@ -14,9 +14,8 @@
 #define MISSING_RESULT "Tool result missing from saved history; the tool call " \
 	"did not record a result before the session ended."
 
-/* ACP tool kind of a qwen-code tool name. */
-static const char *
-tool_kind(const char *name)
+const char *
+pj_tool_kind(const char *name)
 {
 	static const char *const map[][2] = {
 		{ "read_file", "read" }, { "read_many_files", "read" },
@@ -34,38 +33,47 @@ tool_kind(const char *name)
 	return "other";
 }
 
+const char *const pj_path_keys[] = { "absolute_path", "file_path", "path", NULL };
+const char *const pj_title_keys[] = { "absolute_path", "file_path", "path",
+    "command", "pattern", "url", NULL };
+
+const char *
+pj_call_id(struct pctx *x, const char *id, size_t idx, char buf[128])
+{
+	char uuid[64];
+
+	if (id != NULL && *id != '\0')
+		return id;
+	snprintf(uuid, sizeof uuid, "%s", json_object_get_string(x->uuid));
+	snprintf(buf, 128, "qwen-replay-tool:%s:%zu", uuid, idx);
+	return buf;
+}
+
 /* A tool_call update for a functionCall part. */
 int
 pj_tool_call(struct pctx *x, json_object *fc, size_t idx)
 {
-	static const char *const path_keys[] = { "absolute_path", "file_path", "path", NULL };
-	static const char *const title_keys[] = { "absolute_path", "file_path", "path",
-	    "command", "pattern", "url", NULL };
-	json_object *args = pj_get_typed(fc, "args", json_type_object), *u, *loc, *locs, *pe;
+	json_object *args = pj_get_typed(fc, "args", json_type_object), *u, *loc, *locs;
 	const char *id = pj_get_str(fc, "id"), *name = pj_get_str(fc, "name"), *v = NULL;
-	char buf[128], title[256], uuid[64];
+	char buf[128], title[256];
 	int i;
 
 	if (name == NULL)
 		name = "tool";
 	if (strcmp(name, "todo_write") == 0)
 		return 0;			/* its result becomes a plan */
-	if (id == NULL || *id == '\0') {
-		snprintf(uuid, sizeof uuid, "%s", json_object_get_string(x->uuid));
-		snprintf(buf, sizeof buf, "qwen-replay-tool:%s:%zu", uuid, idx);
-		id = buf;
-	}
+	id = pj_call_id(x, id, idx, buf);
 	u = pj_update("tool_call");
 	json_object_object_add(u, "toolCallId", json_object_new_string(id));
-	for (i = 0; args && title_keys[i] != NULL && v == NULL; i++)
-		v = pj_get_str(args, title_keys[i]);
+	for (i = 0; args && pj_title_keys[i] != NULL && v == NULL; i++)
+		v = pj_get_str(args, pj_title_keys[i]);
 	snprintf(title, sizeof title, "%s%s%.200s", name, v ? ": " : "", v ? v : "");
 	json_object_object_add(u, "title", json_object_new_string(title));
-	json_object_object_add(u, "kind", json_object_new_string(tool_kind(name)));
+	json_object_object_add(u, "kind", json_object_new_string(pj_tool_kind(name)));
 	json_object_object_add(u, "status", json_object_new_string("in_progress"));
 	locs = json_object_new_array();
-	for (i = 0, v = NULL; args && path_keys[i] != NULL && v == NULL; i++)
-		v = pj_get_str(args, path_keys[i]);
+	for (i = 0, v = NULL; args && pj_path_keys[i] != NULL && v == NULL; i++)
+		v = pj_get_str(args, pj_path_keys[i]);
 	if (v != NULL) {
 		loc = json_object_new_object();
 		json_object_object_add(loc, "path", json_object_new_string(v));
@@ -74,19 +82,24 @@ pj_tool_call(struct pctx *x, json_object *fc, size_t idx)
 	json_object_object_add(u, "locations", locs);
 	json_object_object_add(u, "rawInput", args ? json_object_get(args) :
 	    json_object_new_object());
-	pe = json_object_new_object();
+	pj_pending_add(x, id, name);
+	return pj_emit(x, u, NULL);
+}
+
+void
+pj_pending_add(struct pctx *x, const char *id, const char *name)
+{
+	json_object *pe = json_object_new_object();
+
 	json_object_object_add(pe, "id", json_object_new_string(id));
 	json_object_object_add(pe, "name", json_object_new_string(name));
 	json_object_object_add(pe, "pos", json_object_new_int64((int64_t)x->pos));
 	json_object_object_add(pe, "uuid", json_object_get(x->uuid));
 	json_object_array_add(x->pending, pe);
-	return pj_emit(x, u, NULL);
 }
 
-/* Remove and return (caller puts) the pending call matching id, else the
-   only pending call named name; NULL when none. */
-static json_object *
-take_pending(struct pctx *x, const char *id, const char *name)
+json_object *
+pj_take_pending(struct pctx *x, const char *id, const char *name)
 {
 	size_t i, n = json_object_array_length(x->pending), hit = n, hits = 0;
 	json_object *pe;
@@ -213,7 +226,7 @@ pj_tool_result(struct pctx *x, json_object *r)
 	if (id == NULL && fr != NULL)
 		id = pj_get_str(fr, "id");
 	resp = pj_get_typed(fr, "response", json_type_object);
-	pe = take_pending(x, id, name);
+	pe = pj_take_pending(x, id, name);
 	if (id == NULL && pe != NULL)
 		id = pj_get_str(pe, "id");
 	dt = display ? pj_get_str(display, "type") : NULL;

@@ -6,7 +6,10 @@
  */
 #include "config.h"
 
+#include <sys/mman.h>
+
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,14 +46,67 @@ pj_get_typed(json_object *obj, const char *key, enum json_type type)
 	return v;
 }
 
-/* ISO-8601 UTC "YYYY-MM-DDTHH:MM:SS[.mmm]Z" to epoch ms, -1 when invalid. */
+/* Days from 1970-01-01 to y-m-01 (proleptic Gregorian). */
 static int64_t
-parse_ts(const char *s)
+days_from_civil(int64_t y, int m)
 {
+	int64_t era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+/* n digits at s as a number, -1 unless all are digits. */
+static int
+num_at(const char *s, int n)
+{
+	int v = 0;
+
+	while (n-- > 0) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		v = v * 10 + (*s++ - '0');
+	}
+	return v;
+}
+
+/* The common exact shape "YYYY-MM-DDTHH:MM:SS[.mmm]Z" without sscanf and
+   timegm (the same value timegm gives); -2 when s has another shape. */
+static int64_t
+fast_ts(const char *s)
+{
+	int y, mo, d, h, mi, sec, ms = 0;
+	size_t n = strlen(s);
+	int64_t t;
+
+	if ((n != 20 && n != 24) || s[4] != '-' || s[7] != '-' || s[10] != 'T' ||
+	    s[13] != ':' || s[16] != ':' || s[n - 1] != 'Z' ||
+	    (n == 24 && (s[19] != '.' || (ms = num_at(s + 20, 3)) < 0)) ||
+	    (y = num_at(s, 4)) < 0 || (mo = num_at(s + 5, 2)) < 0 ||
+	    (d = num_at(s + 8, 2)) < 0 || (h = num_at(s + 11, 2)) < 0 ||
+	    (mi = num_at(s + 14, 2)) < 0 || (sec = num_at(s + 17, 2)) < 0)
+		return -2;
+	if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+		return -1;
+	t = (days_from_civil(y, mo) + d - 1) * 86400 + h * 3600 + mi * 60 + sec;
+	return t == -1 ? -1 : t * 1000 + ms;	/* timegm's -1 is its error */
+}
+
+int64_t
+pj_parse_ts(const char *s)
+{
+	int64_t fast;
+
 	int y, mo, d, h, mi, sec, ms = 0, n = 0;
 	struct tm tm;
 	time_t tt;
 
+	if (s != NULL && (fast = fast_ts(s)) != -2)
+		return fast;
 	if (s == NULL || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h,
 	    &mi, &sec, &n) != 6 || n != 19)
 		return -1;
@@ -75,13 +131,39 @@ parse_ts(const char *s)
 	return (int64_t)tt * 1000 + ms;
 }
 
-/* Add _meta to u and append it to the projection (takes u). */
+int
+pj_span(struct pctx *x, size_t off)
+{
+	struct projection *p = x->p;
+	struct pupd *nu;
+
+	if (p->n == p->cap) {
+		if ((nu = reallocarray(p->u, p->cap * 2 + 64, sizeof *nu)) == NULL)
+			return -1;
+		p->u = nu;
+		p->cap = p->cap * 2 + 64;
+	}
+	p->u[p->n].origin = x->pos;
+	p->u[p->n].off = off;
+	p->u[p->n].len = p->enc.len - off;
+	p->n++;
+	return p->enc.oom ? -1 : 0;
+}
+
+size_t
+pj_sep(struct pctx *x)
+{
+	if (x->p->n > 0)
+		jbuf_put(&x->p->enc, ",", 1);
+	return x->p->enc.len;
+}
+
+/* Add _meta to u, encode it and append it to the projection (takes u). */
 int
 pj_emit(struct pctx *x, json_object *u, json_object *extra_meta)
 {
-	struct projection *p = x->p;
 	json_object *meta, *qt, *ids;
-	size_t *no;
+	size_t off = pj_sep(x);
 
 	meta = extra_meta ? extra_meta : json_object_new_object();
 	if (x->ts >= 0)
@@ -92,17 +174,9 @@ pj_emit(struct pctx *x, json_object *u, json_object *extra_meta)
 	json_object_object_add(qt, "sourceRecordIds", ids);
 	json_object_object_add(meta, "qwenTranscript", qt);
 	json_object_object_add(u, "_meta", meta);
-	if (json_object_array_length(p->updates) == p->cap) {
-		if ((no = reallocarray(p->origin, p->cap * 2 + 64, sizeof *no)) == NULL) {
-			json_object_put(u);
-			return -1;
-		}
-		p->origin = no;
-		p->cap = p->cap * 2 + 64;
-	}
-	p->origin[json_object_array_length(p->updates)] = x->pos;
-	json_object_array_add(p->updates, u);
-	return 0;
+	jsonw_value(&x->p->enc, u);
+	json_object_put(u);
+	return pj_span(x, off);
 }
 
 /* A new update of the given kind. */
@@ -273,63 +347,198 @@ project_record(struct pctx *x, json_object *r)
 	return 0;
 }
 
-/* Set the per-record context (uuid, timestamp). */
+/* Set the per-record context: uuid, timestamp (ts_str, may be NULL) and
+   the encoded _meta tail the fast path ends its updates with. */
 static void
-record_context(struct pctx *x, json_object *r)
+record_context(struct pctx *x, const char *ts_str)
 {
-	char buf[37];
+	char buf[37], num[32];
 	const char *s;
 	size_t n;
 
 	json_object_put(x->uuid);
 	s = transcript_uuid_ref(x->t, x->c->rec[x->pos], buf, &n);
 	x->uuid = json_object_new_string_len(s, (int)n);
-	x->ts = r ? parse_ts(pj_get_str(r, "timestamp")) : -1;
+	x->ts = ts_str != NULL ? pj_parse_ts(ts_str) : -1;
+	x->sfx.len = 0;
+	if (x->ts >= 0) {
+		snprintf(num, sizeof num, "%lld,", (long long)x->ts);
+		jbuf_puts(&x->sfx, "\"timestamp\":");
+		jbuf_puts(&x->sfx, num);
+	}
+	jbuf_puts(&x->sfx, "\"qwenTranscript\":{\"sourceRecordIds\":[");
+	jsonw_string(&x->sfx, s, n);
+	jbuf_puts(&x->sfx, "]}}}");
+}
+
+/* A json-c record's forkedFrom is set (not null). */
+static int
+jsonc_inherited(json_object *r)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(r, "forkedFrom", &v) && v != NULL;
+}
+
+/* The tape's record has forkedFrom set (not null). */
+static int
+tape_inherited(const struct jtape *tape)
+{
+	int v = jt_get(tape, 0, "forkedFrom");
+
+	return v >= 0 && tape->n[v].type != JT_NULL;
+}
+
+/* The current record through json-c; 0 also when json-c refuses it. */
+static int
+record_jsonc(struct pctx *x, int flags, char **cause)
+{
+	json_object *r;
+	int rc;
+
+	x->p->jsonc_records++;
+	if ((r = transcript_load_record(x->t, x->c->rec[x->pos], cause)) == NULL)
+		return errno == EBADMSG ? 0 : -1;	/* indexed but refused: skip */
+	if ((flags & PROJECT_HIDE_INHERITED) && jsonc_inherited(r)) {
+		json_object_put(r);
+		return 0;
+	}
+	record_context(x, pj_get_str(r, "timestamp"));
+	rc = project_record(x, r);
+	json_object_put(r);
+	if (rc == -1)
+		tx_cause(cause, "replay: out of memory");
+	return rc;
+}
+
+/* The current record from its raw bytes when the fast path can read
+   them, else through json-c. */
+static int
+record_one(struct pctx *x, int flags, char **cause)
+{
+	const char *bytes;
+	size_t n;
+	int rc;
+
+	if (flags & PROJECT_JSONC)
+		return record_jsonc(x, flags, cause);
+	rc = transcript_record_bytes(x->t, x->c->rec[x->pos], &bytes, &n, cause);
+	if (rc == -1)
+		return -1;
+	if (rc == 0)
+		rc = JT_BAIL;			/* several fragments: merged by json-c */
+	else if ((rc = jt_parse(&x->tape, bytes, n)) == JT_OOM) {
+		tx_cause(cause, "replay: out of memory");
+		return -1;
+	}
+	if (rc == JT_BAIL || x->tape.n[0].type != JT_OBJ)
+		return record_jsonc(x, flags, cause);
+	x->p->fast_records++;
+	if ((flags & PROJECT_HIDE_INHERITED) && tape_inherited(&x->tape))
+		return 0;
+	record_context(x, jt_get_str(&x->tape, 0, "timestamp", &x->oom));
+	if (x->oom || pf_record(x) == -1) {
+		tx_cause(cause, "replay: out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* Fault the pages of a fresh buffer in with one call rather than one trap
+   per page (traps are dear in a VM); advisory, errors ignored. */
+static void
+prefault(void *p, size_t n)
+{
+#ifdef MADV_POPULATE_WRITE
+	uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
+
+	if (n > 65536 && a < (uintptr_t)p + n)
+		(void)madvise((void *)a, ((uintptr_t)p + n - a) & ~(uintptr_t)4095,
+		    MADV_POPULATE_WRITE);
+#else
+	(void)p;
+	(void)n;
+#endif
 }
 
 int
 project_window(struct transcript *t, const struct tx_chain *c, size_t start,
-    struct projection *p, char **cause)
+    int flags, struct projection *p, char **cause)
 {
-	struct pctx x = { t, c, p, start, NULL, -1, NULL };
-	json_object *r;
+	struct pctx x;
+	json_object *meta;
+	uint64_t est = 0;
+	size_t i;
 	int rc = 0;
 
+	memset(&x, 0, sizeof x);
+	x.t = t;
+	x.c = c;
+	x.p = p;
+	x.pos = start;
+	x.ts = -1;
 	project_clear(p);
-	p->updates = json_object_new_array();
+	for (i = start; i < c->len; i++)	/* room for the window: no regrowth */
+		est += transcript_raw_len(t, c->rec[i]);
+	if (jbuf_grow(&p->enc, est + est / 8 + 65536) == -1) {
+		tx_cause(cause, "replay: out of memory");
+		return -1;
+	}
+	prefault(p->enc.p, p->enc.cap);
 	x.pending = json_object_new_array();
 	if (start == 0 && c->gaps && c->len > 0) {
 		record_context(&x, NULL);
-		json_object *meta = json_object_new_object();
+		meta = json_object_new_object();
 		json_object_object_add(meta, "qwenDiscreteMessage", json_object_new_boolean(1));
 		rc = chunk(&x, "agent_message_chunk", GAP_NOTICE, meta);
 	}
-	for (x.pos = start; rc == 0 && x.pos < c->len; x.pos++) {
-		if ((r = transcript_load_record(t, c->rec[x.pos], cause)) == NULL) {
-			if (errno == EBADMSG)
-				continue;	/* indexed but json-c refuses it: skip */
-			rc = -1;
-			break;
-		}
-		record_context(&x, r);
-		rc = project_record(&x, r);
-		json_object_put(r);
-		if (rc == -1)
-			tx_cause(cause, "replay: out of memory");
-	}
-	if (rc == 0)
-		rc = pj_fail_pending(&x);
+	for (x.pos = start; rc == 0 && x.pos < c->len; x.pos++)
+		rc = record_one(&x, flags, cause);
+	if (rc == 0 && (rc = pj_fail_pending(&x)) == -1)
+		tx_cause(cause, "replay: out of memory");
 	json_object_put(x.uuid);
 	json_object_put(x.pending);
+	jt_free(&x.tape);
+	jbuf_free(&x.sfx);
 	if (rc == -1)
 		project_clear(p);
+	return rc;
+}
+
+int
+project_inherited(struct transcript *t, uint32_t rec, char **cause)
+{
+	struct jtape tape;
+	const char *bytes;
+	json_object *r;
+	size_t n;
+	int rc;
+
+	memset(&tape, 0, sizeof tape);
+	if ((rc = transcript_record_bytes(t, rec, &bytes, &n, cause)) == -1)
+		return -1;
+	if (rc == 1 && (rc = jt_parse(&tape, bytes, n)) == JT_OK &&
+	    tape.n[0].type == JT_OBJ) {
+		rc = tape_inherited(&tape);
+		jt_free(&tape);
+		return rc;
+	}
+	jt_free(&tape);
+	if (rc == JT_OOM) {
+		tx_cause(cause, "replay: out of memory");
+		return -1;
+	}
+	if ((r = transcript_load_record(t, rec, cause)) == NULL)
+		return errno == EBADMSG ? 0 : -1;
+	rc = jsonc_inherited(r);
+	json_object_put(r);
 	return rc;
 }
 
 void
 project_clear(struct projection *p)
 {
-	json_object_put(p->updates);
-	free(p->origin);
+	jbuf_free(&p->enc);
+	free(p->u);
 	memset(p, 0, sizeof *p);
 }

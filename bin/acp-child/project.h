@@ -1,6 +1,7 @@
 /*
  * project.h: projection of chain records to ACP SessionUpdate objects
- * (upstream-transcript.md 3.8), used by replay.c.
+ * (upstream-transcript.md 3.8), used by replay.c.  Updates are kept encoded
+ * (compact JSON, as json-c PLAIN | NOSLASHESCAPE writes them).
  */
 #ifndef QWEN_ACP_PROJECT_H
 #define QWEN_ACP_PROJECT_H
@@ -10,19 +11,37 @@
 #include <json-c/json.h>
 
 #include "chain.h"
+#include "jsonw.h"
 
 #define PROJECT_JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
-struct projection {
-	json_object *updates;		/* array of SessionUpdate objects (owned) */
-	size_t *origin;			/* per update: index into chain rec[] */
-	size_t cap;
+/* One encoded update: p->enc.p[off .. off+len), from chain record origin. */
+struct pupd {
+	size_t origin;
+	size_t off;
+	size_t len;
 };
 
-/* Parse and project c->rec[start..len) into *p (cleared first); tool calls
-   still pending at the end get a failed tool_call_update.  -1 + cause. */
+struct projection {
+	struct jbuf enc;		/* the encoded updates, ',' between them */
+	struct pupd *u;			/* per update, in order */
+	size_t n, cap;
+	size_t fast_records;		/* records projected from their raw bytes */
+	size_t jsonc_records;		/* records projected through json-c */
+};
+
+#define PROJECT_JSONC	0x01		/* every record through json-c (tests) */
+#define PROJECT_HIDE_INHERITED 0x02	/* skip records with forkedFrom */
+
+/* Project c->rec[start..len) into *p (cleared first) as encoded updates:
+   each record straight from its bytes when the fast path can read it, else
+   parsed with json-c; tool calls still pending at the end get a failed
+   tool_call_update.  flags: PROJECT_*.  -1 + cause. */
 int project_window(struct transcript *, const struct tx_chain *, size_t start,
-    struct projection *p, char **cause);
+    int flags, struct projection *p, char **cause);
 void project_clear(struct projection *);
+/* Whether rec carries forkedFrom (history inherited from a fork parent):
+   1, 0, or -1 + cause on I/O failure. */
+int project_inherited(struct transcript *, uint32_t rec, char **cause);
 
 #endif /* QWEN_ACP_PROJECT_H */

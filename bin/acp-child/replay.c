@@ -10,6 +10,8 @@
  */
 #include "config.h"
 
+#include <sys/types.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,27 +66,20 @@ fit_start(const struct transcript *t, const struct tx_chain *c,
 }
 
 /* Per-record encoded sizes and update counts of a projection. */
-static int
-measure(struct projection *p, const struct tx_chain *c, uint64_t *sizes,
-    uint64_t *counts, uint64_t *total, char **cause)
+static void
+measure(const struct projection *p, const struct tx_chain *c, uint64_t *sizes,
+    uint64_t *counts, uint64_t *total)
 {
-	size_t i, n = json_object_array_length(p->updates), len;
-	json_object *u;
+	size_t i;
 
 	memset(sizes, 0, c->len * sizeof *sizes);
 	memset(counts, 0, c->len * sizeof *counts);
 	*total = 2;
-	for (i = 0; i < n; i++) {
-		u = json_object_array_get_idx(p->updates, i);
-		if (json_object_to_json_string_length(u, PROJECT_JSON_FLAGS, &len) == NULL) {
-			tx_cause(cause, "replay: out of memory");
-			return -1;
-		}
-		sizes[p->origin[i]] += len + 1;
-		counts[p->origin[i]]++;
-		*total += len + (i > 0);
+	for (i = 0; i < p->n; i++) {
+		sizes[p->u[i].origin] += p->u[i].len + 1;
+		counts[p->u[i].origin]++;
+		*total += p->u[i].len + (i > 0);
 	}
-	return 0;
 }
 
 /* Window start that fits both limits given measured sizes and counts. */
@@ -115,18 +110,67 @@ shrink(const struct transcript *t, const struct tx_chain *c, size_t start,
 static void
 keep_from(struct projection *p, size_t start)
 {
-	json_object *kept = json_object_new_array();
-	size_t i, j, n = json_object_array_length(p->updates);
+	size_t i, j;
 
-	for (i = 0, j = 0; i < n; i++) {
-		if (p->origin[i] < start)
-			continue;
-		json_object_array_add(kept,
-		    json_object_get(json_object_array_get_idx(p->updates, i)));
-		p->origin[j++] = p->origin[i];
+	for (i = 0, j = 0; i < p->n; i++)
+		if (p->u[i].origin >= start)
+			p->u[j++] = p->u[i];
+	p->n = j;
+}
+
+/* The first record not inherited from a fork parent (the inherited ones
+   are the fork's prefix: binary search); -1 on I/O failure. */
+static ssize_t
+first_own(struct transcript *t, const struct tx_chain *c, char **cause)
+{
+	size_t lo = 0, hi = c->len, mid;
+	int inh;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if ((inh = project_inherited(t, c->rec[mid], cause)) == -1)
+			return -1;
+		if (inh)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	json_object_put(p->updates);
-	p->updates = kept;
+	return (ssize_t)lo;
+}
+
+/* The newest page of at most page records from base, aligned to a turn
+   start (forwards first, else backwards), as upstream's recent replay. */
+static size_t
+page_start(const struct transcript *t, const struct tx_chain *c, size_t base,
+    size_t page)
+{
+	size_t s, i;
+
+	if (c->len - base <= page)
+		return base;
+	s = c->len - page;
+	for (i = s; i < c->len; i++)
+		if (chain_is_turn_start(t, c->rec[i]))
+			return i;
+	while (s > base && !chain_is_turn_start(t, c->rec[s]))
+		s--;
+	return s;
+}
+
+/* The first window: the page (or base) unless its estimated size exceeds
+   the byte budget, then the newest turns that fit. */
+static size_t
+first_window(const struct transcript *t, const struct tx_chain *c, size_t base,
+    size_t max_bytes)
+{
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = base; base > 0 && i < c->len && sum <= max_bytes; i++)
+		sum += estimate(t, c->rec[i]);
+	if (base > 0 && sum <= max_bytes)
+		return base;
+	return fit_start(t, c, NULL, base, max_bytes);
 }
 
 int
@@ -137,9 +181,11 @@ replay_build(struct transcript *t, const struct tx_chain *c,
 	    REPLAY_DEFAULT_MAX_BYTES;
 	size_t max_updates = opts && opts->max_updates ? opts->max_updates :
 	    REPLAY_DEFAULT_MAX_UPDATES;
+	int flags = opts ? opts->flags : 0;
 	struct projection p;
 	uint64_t *sizes = NULL, *counts = NULL, total = 2, n;
-	size_t start, i;
+	size_t start, i, own = 0, base;
+	ssize_t f;
 
 	memset(res, 0, sizeof *res);
 	memset(&p, 0, sizeof p);
@@ -148,12 +194,16 @@ replay_build(struct transcript *t, const struct tx_chain *c,
 		tx_cause(cause, "replay: out of memory");
 		goto fail;
 	}
-	start = fit_start(t, c, NULL, 0, max_bytes);
-	if (project_window(t, c, start, &p, cause) == -1 ||
-	    measure(&p, c, sizes, counts, &total, cause) == -1)
+	if ((flags & PROJECT_HIDE_INHERITED) && (f = first_own(t, c, cause)) == -1)
 		goto fail;
-	while ((total > max_bytes ||
-	    json_object_array_length(p.updates) > max_updates) && start < c->len) {
+	else if (flags & PROJECT_HIDE_INHERITED)
+		own = (size_t)f;
+	base = opts && opts->page_size ? page_start(t, c, own, opts->page_size) : own;
+	start = first_window(t, c, base, max_bytes);
+	if (project_window(t, c, start, flags, &p, cause) == -1)
+		goto fail;
+	measure(&p, c, sizes, counts, &total);
+	while ((total > max_bytes || p.n > max_updates) && start < c->len) {
 		start = shrink(t, c, start, sizes, counts, max_bytes, max_updates);
 		for (i = 0, total = 2, n = 0; i < c->len; i++) {
 			if (i < start)
@@ -164,14 +214,14 @@ replay_build(struct transcript *t, const struct tx_chain *c,
 		total -= n > 0;		/* sizes carry one separator per update */
 		keep_from(&p, start);
 	}
-	res->updates = p.updates;
-	p.updates = NULL;
+	res->p = p;
+	memset(&p, 0, sizeof p);
 	res->records = c->len - start;
-	res->truncated_records = start;
-	res->has_more = start > 0 || c->gaps > 0;
-	res->partial = start > 0;
+	res->truncated_records = start > base ? start - base : 0;
+	res->has_more = start > own || (own == 0 && c->gaps > 0);
+	res->partial = start > base;
 	res->bytes = total;
-	project_clear(&p);
+	res->anchor = opts && opts->page_size && start < c->len ? (ssize_t)start : -1;
 	free(sizes);
 	free(counts);
 	return 0;
@@ -183,10 +233,54 @@ fail:
 }
 
 void
+replay_result_write(const struct replay_result *r, struct jbuf *b)
+{
+	size_t i;
+
+	jbuf_put(b, "[", 1);
+	for (i = 0; i < r->p.n; i++) {
+		if (i > 0)
+			jbuf_put(b, ",", 1);
+		jbuf_put(b, r->p.enc.p + r->p.u[i].off, r->p.u[i].len);
+	}
+	jbuf_put(b, "]", 1);
+}
+
+const char *
+replay_result_body(const struct replay_result *r, size_t *len)
+{
+	const struct projection *p = &r->p;
+	size_t i;
+
+	if (p->n == 0 || p->enc.oom)
+		return NULL;
+	for (i = 1; i < p->n; i++)
+		if (p->u[i].off != p->u[i - 1].off + p->u[i - 1].len + 1)
+			return NULL;
+	*len = p->u[p->n - 1].off + p->u[p->n - 1].len - p->u[0].off;
+	return p->enc.p + p->u[0].off;
+}
+
+json_object *
+replay_result_json(const struct replay_result *r)
+{
+	struct jbuf b = { NULL, 0, 0, 0 };
+	json_tokener *tok = json_tokener_new_ex(TX_JSON_DEPTH);
+	json_object *o = NULL;
+
+	replay_result_write(r, &b);
+	if (tok != NULL && !b.oom)
+		o = json_tokener_parse_ex(tok, b.p, (int)b.len);
+	json_tokener_free(tok);
+	jbuf_free(&b);
+	return o;
+}
+
+void
 replay_result_clear(struct replay_result *r)
 {
 	if (r == NULL)
 		return;
-	json_object_put(r->updates);
+	project_clear(&r->p);
 	memset(r, 0, sizeof *r);
 }

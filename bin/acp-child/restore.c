@@ -192,12 +192,14 @@ rj_writer(struct restore_job *j)
 static int
 rj_answer(struct restore_job *j)
 {
-	struct replay_opts ro = { j->replay_max_bytes, 10000 };
+	struct replay_opts ro = { j->replay_max_bytes, 10000,
+	    j->hide_inherited ? PROJECT_HIDE_INHERITED : 0, j->page_size };
 	struct replay_result rr;
-	struct jbuf b = { NULL, 0, 0, 0 };
 	char *cause = NULL;
+	int rc;
 
 	memset(&rr, 0, sizeof(rr));
+	rr.anchor = -1;
 	prof_begin(&j->prof, PROF_HISTORY_REPLAY);
 	if (j->kind == RJ_LOAD && j->tx != NULL &&
 	    replay_build(j->tx, &j->chain, &ro, &rr, &cause) == -1) {
@@ -211,15 +213,11 @@ rj_answer(struct restore_job *j)
 	j->prof.truncated_records = rr.truncated_records;
 	j->prof.partial_replay = rr.partial;
 	prof_begin(&j->prof, PROF_RESPONSE_BUILD);
-	answer_build(j, &rr, &b);
+	rc = answer_build(j, &rr);
 	replay_result_clear(&rr);
-	if (b.oom) {
-		jbuf_free(&b);
+	if (rc == -1)
 		return rj_fail(j, RPC_INTERNAL_ERROR, "internal",
 		    "cannot build the answer: out of memory");
-	}
-	j->out = b.p;
-	j->out_len = b.len;
 	prof_end(&j->prof, 1);
 	return 0;
 }
@@ -256,10 +254,13 @@ rj_operation(const struct restore_job *j)
 static void
 rj_free(struct restore_job *j)
 {
+	int i;
+
 	json_object_put(j->req_id);
 	free(j->path);
 	free(j->tail);
-	free(j->out);
+	for (i = 0; i < j->nout; i++)
+		free(j->out[i].base);
 	free(j->err_msg);
 	if (j->have_chain)
 		chain_clear(&j->chain);
@@ -308,11 +309,13 @@ rj_done(struct lw_job *lw)
 	struct session *s = j->s;
 	struct lag_snapshot lag;
 	json_object *data;
+	int i;
 
 	s->busy = 0;
 	if (j->err_code == 0 && rj_register(c, j) == 0) {
-		child_send_raw(c, j->out, j->out_len);
-		j->out = NULL;
+		for (i = 0; i < j->nout; i++)
+			child_send_ref(c, j->out[i].base, j->out[i].off, j->out[i].len);
+		j->nout = 0;
 	} else {
 		/* Give the kept index back; a failed first restore drops the session. */
 		if (s->registered && s->tx == NULL) {
@@ -357,9 +360,38 @@ rj_small(struct restore_job *j)
 }
 
 /* settings_load on the loop thread, then hand the job to a worker. */
+/* The replay paging options of a load's _meta: 0, or -1 after answering
+   -32602 (the page size is an integer 1..REPLAY_MAX_PAGE_SIZE). */
+static int
+rj_page_opts(struct child *c, struct rpc_msg *m, json_object *meta,
+    size_t *page, int *hide)
+{
+	json_object *v, *data;
+	int64_t n;
+
+	*page = 0;
+	*hide = meta != NULL &&
+	    json_object_object_get_ex(meta, "qwen.session.loadReplayHideInherited", &v) &&
+	    json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+	if (meta == NULL ||
+	    !json_object_object_get_ex(meta, "qwen.session.loadReplayPageSize", &v))
+		return 0;
+	if (json_object_is_type(v, json_type_int) &&
+	    (n = json_object_get_int64(v)) >= 1 && n <= REPLAY_MAX_PAGE_SIZE) {
+		*page = (size_t)n;
+		return 0;
+	}
+	data = rpc_error_data("invalid_transcript_limit");
+	json_object_object_add(data, "maxLimit", json_object_new_int(REPLAY_MAX_PAGE_SIZE));
+	child_send_error(c, m->id, RPC_INVALID_PARAMS,
+	    "Invalid load replay page size; expected 1..500", data);
+	return -1;
+}
+
+/* Start a restore job; page and hide are a load's replay paging options. */
 static void
 rj_submit(struct child *c, struct rpc_msg *m, struct session *s,
-    enum rj_kind kind, json_object *meta)
+    enum rj_kind kind, json_object *meta, size_t page, int hide)
 {
 	struct restore_job *j;
 	json_object *v;
@@ -386,6 +418,8 @@ rj_submit(struct child *c, struct rpc_msg *m, struct session *s,
 	j->owner_id = c->owner_id;
 	j->do_fsync = c->opts.do_fsync;
 	j->replay_max_bytes = c->opts.replay_max_bytes;
+	j->page_size = page;
+	j->hide_inherited = hide;
 	j->bulk = meta != NULL &&
 	    json_object_object_get_ex(meta, "qwen.session.loadReplayMode", &v) &&
 	    json_object_is_type(v, json_type_string) &&
@@ -457,9 +491,14 @@ void
 restore_start(struct child *c, struct rpc_msg *m, struct session *s,
     const char *sid, int resume)
 {
+	size_t page = 0;
+	int hide = 0;
+
+	if (!resume && rj_page_opts(c, m, rj_meta(m->params), &page, &hide) == -1)
+		return;
 	if (s == NULL && (s = rj_session(c, m, sid)) == NULL)
 		return;
-	rj_submit(c, m, s, resume ? RJ_RESUME : RJ_LOAD, rj_meta(m->params));
+	rj_submit(c, m, s, resume ? RJ_RESUME : RJ_LOAD, rj_meta(m->params), page, hide);
 }
 
 void
@@ -488,5 +527,5 @@ restore_new(struct child *c, struct rpc_msg *m)
 		return;
 	}
 	if ((s = rj_session(c, m, sid)) != NULL)
-		rj_submit(c, m, s, RJ_NEW, meta);
+		rj_submit(c, m, s, RJ_NEW, meta, 0, 0);
 }

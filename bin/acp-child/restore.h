@@ -40,6 +40,8 @@ struct restore_job {
 	const char		*owner_id;
 	int			 do_fsync;
 	size_t			 replay_max_bytes;
+	size_t			 page_size;	/* loadReplayPageSize, 0: none */
+	int			 hide_inherited; /* loadReplayHideInherited */
 	/* Handed to the worker and back. */
 	struct transcript	*tx;
 	int			 fresh, have_lease, have_app;
@@ -52,8 +54,11 @@ struct restore_job {
 	int64_t			 model_history;
 	uint64_t		 records;
 	char			*tail;
-	char			*out;		/* encoded answer (and notifications) */
-	size_t			 out_len;
+	struct rj_out {
+		char		*base;		/* freed once sent */
+		size_t		 off, len;
+	}			 out[3];	/* the answer (and notifications), in chunks */
+	int			 nout;
 	int			 err_code;	/* 0: success */
 	const char		*err_kind;
 	char			*err_msg;
@@ -61,11 +66,10 @@ struct restore_job {
 	struct span		*span;
 };
 
-struct jbuf;
 struct replay_result;
 
-/* answer.c: append the answer (and legacy notifications) to b; takes
-   rr->updates in bulk mode. */
-void	answer_build(struct restore_job *, struct replay_result *, struct jbuf *);
+/* answer.c: the answer (and legacy notifications) in j->out[]; a bulk
+   replay's encoded updates are taken from rr, not copied.  -1 on OOM. */
+int	answer_build(struct restore_job *, struct replay_result *);
 
 #endif

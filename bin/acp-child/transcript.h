@@ -54,6 +54,10 @@ uint64_t transcript_raw_len(const struct transcript *, uint32_t rec);
    usageMetadata last wins, timestamp max). Caller puts. NULL + cause on I/O or parse failure;
    errno is EBADMSG when the bytes are there but json-c does not accept them. */
 json_object *transcript_load_record(struct transcript *, uint32_t rec, char **cause);
+/* The raw bytes of rec when it is one fragment: 1 and *bytes (valid until
+   the next call on t), 0 when it has several, -1 + cause on I/O failure. */
+int transcript_record_bytes(struct transcript *, uint32_t rec, const char **bytes,
+    size_t *len, char **cause);
 /* Find a record by uuid; -1 if absent. */
 int64_t transcript_find(const struct transcript *, const char *uuid);
 

@@ -129,3 +129,37 @@ transcript_load_record(struct transcript *t, uint32_t rec, char **cause)
 	}
 	return base;
 }
+
+int
+transcript_record_bytes(struct transcript *t, uint32_t rec, const char **bytes,
+    size_t *len, char **cause)
+{
+	const struct tx_rec *r;
+	char *nb;
+
+	if (rec >= t->nrec) {
+		tx_cause(cause, "no record %u", rec);
+		return -1;
+	}
+	r = &t->rec[rec];
+	if (r->frag != 0)
+		return 0;
+	if (t->rcap > TX_RBUF_KEEP && r->len <= TX_RBUF_KEEP) {
+		free(t->rbuf);		/* the previous record was huge */
+		t->rbuf = NULL;
+		t->rcap = 0;
+	}
+	if (r->len > t->rcap) {
+		if ((nb = realloc(t->rbuf, r->len)) == NULL) {
+			tx_cause(cause, "out of memory");
+			return -1;
+		}
+		t->rbuf = nb;
+		t->rcap = r->len;
+	}
+	if (read_at(t, t->rbuf, r->len, r->off, cause) == -1)
+		return -1;
+	*bytes = t->rbuf;
+	*len = r->len;
+	return 1;
+}

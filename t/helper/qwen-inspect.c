@@ -2,8 +2,13 @@
  * qwen-inspect: test driver for the acp-child transcript loader.
  *
  *   qwen-inspect FILE                      the --inspect summary
- *   qwen-inspect --replay [--max-bytes N] [--max-updates N] FILE
+ *   qwen-inspect --replay [--jsonc] [--hide-inherited] [--page-size N]
+ *       [--max-bytes N] [--max-updates N] FILE
  *                                          the bulk replay envelope
+ *   qwen-inspect --replay-compare FILE     project the whole chain twice, from
+ *                                          the raw bytes and through json-c, and
+ *                                          compare the updates byte for byte
+ *                                          (exit 1 when they differ)
  *   qwen-inspect --chain FILE              the active chain's uuids, oldest first
  *   qwen-inspect --bench N FILE            median wall ms of N resumes (index +
  *                                          chain + model history) and N loads
@@ -14,6 +19,7 @@
 #include <sys/resource.h>
 
 #include <err.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +27,8 @@
 
 #include "chain.h"
 #include "inspect.h"
+#include "jsonw.h"
+#include "project.h"
 #include "replay.h"
 #include "transcript.h"
 
@@ -28,18 +36,21 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: %s FILE\n"
-	    "       %s --replay [--max-bytes N] [--max-updates N] FILE\n"
+	    "       %s --replay [--jsonc] [--hide-inherited] [--page-size N]\n"
+	    "           [--max-bytes N] [--max-updates N] FILE\n"
+	    "       %s --replay-compare FILE\n"
 	    "       %s --chain FILE\n"
 	    "       %s --bench N FILE\n", getprogname(), getprogname(), getprogname(),
-	    getprogname());
+	    getprogname(), getprogname());
 	exit(2);
 }
 
 /* Print {records, truncatedRecords, partial, hasMore, bytes, updates}. */
 static int
-replay_main(const char *path, size_t max_bytes, size_t max_updates)
+replay_main(const char *path, size_t max_bytes, size_t max_updates, int flags,
+    size_t page)
 {
-	struct replay_opts opts = { max_bytes, max_updates };
+	struct replay_opts opts = { max_bytes, max_updates, flags, page };
 	struct replay_result rr;
 	struct transcript *t;
 	struct tx_chain c;
@@ -59,7 +70,13 @@ replay_main(const char *path, size_t max_bytes, size_t max_updates)
 	json_object_object_add(o, "partial", json_object_new_boolean(rr.partial));
 	json_object_object_add(o, "hasMore", json_object_new_boolean(rr.has_more));
 	json_object_object_add(o, "bytes", json_object_new_uint64(rr.bytes));
-	json_object_object_add(o, "updates", json_object_get(rr.updates));
+	if (rr.anchor >= 0) {
+		char u[64];
+
+		transcript_uuid(t, c.rec[rr.anchor], u);
+		json_object_object_add(o, "anchorRecordId", json_object_new_string(u));
+	}
+	json_object_object_add(o, "updates", replay_result_json(&rr));
 	printf("%s\n", json_object_to_json_string_ext(o,
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
@@ -67,6 +84,55 @@ replay_main(const char *path, size_t max_bytes, size_t max_updates)
 	chain_clear(&c);
 	transcript_free(t);
 	return 0;
+}
+
+/* The whole chain's replay with the given projection flags. */
+static void
+replay_all(const char *path, int flags, struct replay_result *rr, struct jbuf *b)
+{
+	struct replay_opts opts = { SIZE_MAX, SIZE_MAX, flags, 0 };
+	struct transcript *t;
+	struct tx_chain c;
+	char *cause = NULL;
+
+	if ((t = transcript_open(path, NULL, &cause)) == NULL ||
+	    chain_build(t, &c, &cause) == -1 ||
+	    replay_build(t, &c, &opts, rr, &cause) == -1)
+		errx(1, "%s", cause);
+	replay_result_write(rr, b);
+	chain_clear(&c);
+	transcript_free(t);
+}
+
+/* Fast and json-c projections must agree byte for byte.  Prints
+   {"updates", "bytes", "fastRecords", "jsoncRecords", "same"}. */
+static int
+compare_main(const char *path)
+{
+	struct replay_result fast, ref;
+	struct jbuf bf = { NULL, 0, 0, 0 }, br = { NULL, 0, 0, 0 };
+	size_t i;
+	int same;
+
+	replay_all(path, 0, &fast, &bf);
+	replay_all(path, PROJECT_JSONC, &ref, &br);
+	same = fast.p.n == ref.p.n && bf.len == br.len && memcmp(bf.p, br.p, bf.len) == 0;
+	for (i = 0; !same && i < fast.p.n && i < ref.p.n; i++)
+		if (fast.p.u[i].len != ref.p.u[i].len || memcmp(fast.p.enc.p +
+		    fast.p.u[i].off, ref.p.enc.p + ref.p.u[i].off, ref.p.u[i].len) != 0) {
+			fprintf(stderr, "update %zu differs:\n fast  %.*s\n jsonc %.*s\n", i,
+			    (int)fast.p.u[i].len, fast.p.enc.p + fast.p.u[i].off,
+			    (int)ref.p.u[i].len, ref.p.enc.p + ref.p.u[i].off);
+			break;
+		}
+	printf("{\"updates\":%zu,\"bytes\":%zu,\"fastRecords\":%zu,"
+	    "\"jsoncRecords\":%zu,\"same\":%s}\n", ref.p.n, br.len,
+	    fast.p.fast_records, fast.p.jsonc_records, same ? "true" : "false");
+	replay_result_clear(&fast);
+	replay_result_clear(&ref);
+	jbuf_free(&bf);
+	jbuf_free(&br);
+	return same ? 0 : 1;
 }
 
 /* Print the chain's uuids, one per line. */
@@ -171,14 +237,24 @@ bench_main(const char *path, size_t n)
 int
 main(int argc, char **argv)
 {
-	size_t max_bytes = 0, max_updates = 0;
+	size_t max_bytes = 0, max_updates = 0, page = 0;
 	const char *e;
 	size_t bench = 0;
-	int i, replay = 0, chain = 0;
+	int i, replay = 0, chain = 0, compare = 0, flags = 0;
 
 	for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
 		if (strcmp(argv[i], "--replay") == 0) {
 			replay = 1;
+		} else if (strcmp(argv[i], "--replay-compare") == 0) {
+			compare = 1;
+		} else if (strcmp(argv[i], "--jsonc") == 0) {
+			flags |= PROJECT_JSONC;
+		} else if (strcmp(argv[i], "--hide-inherited") == 0) {
+			flags |= PROJECT_HIDE_INHERITED;
+		} else if (strcmp(argv[i], "--page-size") == 0 && i + 1 < argc) {
+			page = strtonum(argv[++i], 1, 500, &e);
+			if (e != NULL)
+				errx(2, "--page-size: %s", e);
 		} else if (strcmp(argv[i], "--chain") == 0) {
 			chain = 1;
 		} else if (strcmp(argv[i], "--bench") == 0 && i + 1 < argc) {
@@ -203,7 +279,9 @@ main(int argc, char **argv)
 		return bench_main(argv[i], bench);
 	if (chain)
 		return chain_main(argv[i]);
+	if (compare)
+		return compare_main(argv[i]);
 	if (replay)
-		return replay_main(argv[i], max_bytes, max_updates);
+		return replay_main(argv[i], max_bytes, max_updates, flags, page);
 	return inspect_main(argv[i]);
 }

@@ -10,9 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "chain.h"
+#include "jtape.h"
+#include "project-int.h"
 #include "replay.h"
 #include "tap.h"
 #include "transcript.h"
@@ -103,7 +106,7 @@ test_gap_cycle(void)
 	struct transcript *t = fixture("gap");
 	struct replay_result rr;
 	struct tx_chain c;
-	json_object *u0, *v;
+	json_object *u0, *v, *ups;
 	char u[64], *cause = NULL;
 
 	if (t != NULL) {
@@ -112,11 +115,13 @@ test_gap_cycle(void)
 		is_int(c.gaps, 1, "gap: one gap");
 		is_str(chain_uuid(t, &c, 0, u), U(3), "gap: never reconnects older records");
 		ok(replay_build(t, &c, NULL, &rr, &cause) == 0, "gap: replay");
-		u0 = json_object_array_get_idx(rr.updates, 0);
+		ups = replay_result_json(&rr);
+		u0 = json_object_array_get_idx(ups, 0);
 		ok(json_object_object_get_ex(u0, "_meta", &v) &&
 		    json_object_object_get_ex(v, "qwenDiscreteMessage", &v),
 		    "gap: replay starts with a gap notice");
 		ok(rr.has_more, "gap: older history exists");
+		json_object_put(ups);
 		replay_result_clear(&rr);
 		chain_clear(&c);
 		transcript_free(t);
@@ -366,7 +371,7 @@ test_empty(void)
 	ok(chain_build(t, &c, &cause) == 0 && c.len == 0 && c.leaf == -1, "empty: no chain");
 	is_int(chain_model_history(t, &c, &cause), 0, "empty: no model history");
 	ok(replay_build(t, &c, NULL, &rr, &cause) == 0 &&
-	    json_object_array_length(rr.updates) == 0 && !rr.has_more, "empty: empty replay");
+	    rr.p.n == 0 && rr.bytes == 2 && !rr.has_more, "empty: empty replay");
 	replay_result_clear(&rr);
 	chain_clear(&c);
 	transcript_free(t);
@@ -426,7 +431,7 @@ test_replay_fixture(void)
 	struct transcript *t = fixture("replay");
 	struct replay_result rr;
 	struct tx_chain c;
-	json_object *u, *v;
+	json_object *u, *v, *ups;
 	char *cause = NULL;
 	size_t i, n;
 	int same = 1;
@@ -434,10 +439,11 @@ test_replay_fixture(void)
 	if (t == NULL || chain_build(t, &c, &cause) == -1)
 		return;
 	ok(replay_build(t, &c, NULL, &rr, &cause) == 0, "replay: built");
-	n = json_object_array_length(rr.updates);
+	ups = replay_result_json(&rr);
+	n = json_object_array_length(ups);
 	is_int(n, 13, "replay: 13 updates");
 	for (i = 0; i < n && i < 13; i++) {
-		u = json_object_array_get_idx(rr.updates, i);
+		u = json_object_array_get_idx(ups, i);
 		json_object_object_get_ex(u, "sessionUpdate", &v);
 		if (strcmp(json_object_get_string(v), want[i]) != 0) {
 			diag("update %zu: %s, want %s", i, json_object_get_string(v), want[i]);
@@ -445,7 +451,7 @@ test_replay_fixture(void)
 		}
 	}
 	ok(same, "replay: kinds in order (todo_write -> plan, missing result last)");
-	u = json_object_array_get_idx(rr.updates, 0);
+	u = json_object_array_get_idx(ups, 0);
 	ok(json_object_object_get_ex(u, "_meta", &v) &&
 	    json_object_object_get_ex(v, "timestamp", &v) &&
 	    json_object_get_int64(v) == 1785571201000LL, "replay: _meta.timestamp in ms");
@@ -454,20 +460,21 @@ test_replay_fixture(void)
 	    json_object_object_get_ex(v, "sourceRecordIds", &v) &&
 	    strcmp(json_object_get_string(json_object_array_get_idx(v, 0)), U(1)) == 0,
 	    "replay: sourceRecordIds");
-	u = json_object_array_get_idx(rr.updates, 5);
+	u = json_object_array_get_idx(ups, 5);
 	ok(strstr(json_object_to_json_string(u), "\"diff\"") != NULL &&
 	    strstr(json_object_to_json_string(u), "completed") != NULL,
 	    "replay: edit result is a completed diff");
-	u = json_object_array_get_idx(rr.updates, 8);
+	u = json_object_array_get_idx(ups, 8);
 	ok(strstr(json_object_to_json_string(u), "failed") != NULL, "replay: error result failed");
-	u = json_object_array_get_idx(rr.updates, 12);
+	u = json_object_array_get_idx(ups, 12);
 	ok(strstr(json_object_to_json_string(u), "\"m1\"") != NULL &&
 	    strstr(json_object_to_json_string(u), "failed") != NULL,
 	    "replay: call without result fails at the end");
 	is_int(rr.records, 9, "replay: all records");
 	ok(!rr.partial && !rr.has_more && rr.truncated_records == 0, "replay: nothing dropped");
-	ok(rr.bytes == strlen(json_object_to_json_string_ext(rr.updates,
+	ok(rr.bytes == strlen(json_object_to_json_string_ext(ups,
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)), "replay: bytes exact");
+	json_object_put(ups);
 	replay_result_clear(&rr);
 	chain_clear(&c);
 	transcript_free(t);
@@ -477,18 +484,21 @@ test_replay_fixture(void)
 static const char *
 first_kind(const struct replay_result *rr)
 {
-	json_object *v;
+	static char kind[64];
+	json_object *ups = replay_result_json(rr), *v;
 
-	if (json_object_array_length(rr->updates) == 0 || !json_object_object_get_ex(
-	    json_object_array_get_idx(rr->updates, 0), "sessionUpdate", &v))
-		return "";
-	return json_object_get_string(v);
+	kind[0] = '\0';
+	if (json_object_array_length(ups) > 0 && json_object_object_get_ex(
+	    json_object_array_get_idx(ups, 0), "sessionUpdate", &v))
+		snprintf(kind, sizeof kind, "%s", json_object_get_string(v));
+	json_object_put(ups);
+	return kind;
 }
 
 static void
 test_replay(void)
 {
-	struct replay_opts opts = { 10000, 0 };
+	struct replay_opts opts = { 10000, 0, 0, 0 };
 	struct replay_result rr;
 	struct transcript *t;
 	struct tx_chain c;
@@ -521,7 +531,7 @@ test_replay(void)
 	opts.max_bytes = 0;
 	opts.max_updates = 7;
 	ok(replay_build(t, &c, &opts, &rr, &cause) == 0, "bounded by updates: built");
-	is_int(json_object_array_length(rr.updates), 6, "bounded by updates: 3 whole turns");
+	is_int(rr.p.n, 6, "bounded by updates: 3 whole turns");
 	is_str(first_kind(&rr), "user_message_chunk", "bounded by updates: turn aligned");
 	replay_result_clear(&rr);
 	chain_clear(&c);
@@ -559,7 +569,7 @@ test_damaged(void)
 	ok(transcript_load_record(t, 1, &cause) == NULL && errno == EBADMSG,
 	    "damaged: load_record says EBADMSG");
 	ok(replay_build(t, &c, NULL, &rr, &cause) == 0, "damaged: replay still builds");
-	is_int(json_object_array_length(rr.updates), 1, "damaged: the damaged record is skipped");
+	is_int(rr.p.n, 1, "damaged: the damaged record is skipped");
 	replay_result_clear(&rr);
 	chain_clear(&c);
 	transcript_free(t);
@@ -711,6 +721,108 @@ cleanup(void)
 	rmdir(tmpdir);
 }
 
+/* The replay timestamp parser against sscanf + timegm, over many dates
+   (out-of-range days and leap seconds normalise like timegm). */
+static void
+test_parse_ts(void)
+{
+	static const char *const odd[] = { "2026-08-01T10:00:00.5Z",
+	    " 2026-08-01T10:00:00Z", "2026-08-01T10:00:00.000", "2026-8-01T10:00:00Z",
+	    "2026-08-01T10:00:00.000Zx", "1969-12-31T23:59:59Z",
+	    "2026-00-01T00:00:00Z", "2026-08-32T00:00:00Z", "", NULL };
+	struct tm tm;
+	char s[64];
+	int64_t want;
+	time_t tt;
+	int i, bad = 0, y, mo, d, sec;
+
+	for (i = 0; i < 20000 && bad < 5; i++) {
+		y = 1900 + (int)arc4random_uniform(300);
+		mo = 1 + (int)arc4random_uniform(12);
+		d = 1 + (int)arc4random_uniform(31);
+		sec = (int)arc4random_uniform(61);
+		snprintf(s, sizeof s, "%04d-%02d-%02dT%02u:%02u:%02d.%03uZ", y, mo, d,
+		    arc4random_uniform(24), arc4random_uniform(60), sec,
+		    arc4random_uniform(1000));
+		memset(&tm, 0, sizeof tm);
+		sscanf(s, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+		    &tm.tm_hour, &tm.tm_min, &tm.tm_sec);
+		tm.tm_year -= 1900;
+		tm.tm_mon--;
+		tt = timegm(&tm);
+		want = tt == (time_t)-1 ? -1 : (int64_t)tt * 1000 + atoi(s + 20);
+		if (pj_parse_ts(s) != want && bad++ < 5)
+			diag("%s: %lld, want %lld", s, (long long)pj_parse_ts(s), (long long)want);
+	}
+	ok(bad == 0, "timestamps: the fast parser agrees with timegm");
+	for (i = 0, bad = 0; odd[i] != NULL; i++)
+		if (pj_parse_ts(odd[i]) != -1 && bad++ < 5)
+			diag("%s: %lld, want -1", odd[i], (long long)pj_parse_ts(odd[i]));
+	ok(bad == 0, "timestamps: other shapes are invalid");
+	is_int(pj_parse_ts("2024-02-31T00:00:00.000Z"), 1709337600000LL,
+	    "timestamps: Feb 31 is Mar 2 as timegm says");
+}
+
+/* The fast reader: what it refuses, and what it writes equals json-c's
+   parse written by jsonw_value(). */
+static void
+test_jtape(void)
+{
+	static const char *const good[] = {
+	    "{\"a\":1,\"b\":[true,false,null,-5,0,1.50,1E5,-0.0,1.0e+2],\"c\":{}}",
+	    " {\"s\":\"tab\\t nl\\n q\\\" bs\\\\ sl\\/ u\\u00e9\\u20ac\\u0041\\u001f\\u007f\"} ",
+	    "{\"raw\":\"\x01\x1f\t\x7f\xc3\xa9\xff\",\"\":[],\"n\":123456789012345678}",
+	    "{ \"a\" : [ 1 , { \"b\" : \"c\" } ] }\r\n", NULL };
+	static const char *const bail[] = { "{\"a\":NaN}", "{\"a\":-0}",
+	    "{\"a\":1234567890123456789}", "{\"a\":1,\"a\":2}", "{\"\\u0061\":1}",
+	    "{\"a\":\"\\u0000\"}", "{\"a\":\"\\ud83d\\ude00\"}", "{\"a\":01}",
+	    "{\"a\":1,}", "{\"a\":1}x", "{\"a\":\f1}", "{\"a\":tRue}", "{\"a\":\"\\x\"}",
+	    "{\"a\":\"open}", "[1", NULL };
+	struct jtape t;
+	struct jbuf a = { NULL, 0, 0, 0 }, b = { NULL, 0, 0, 0 };
+	json_object *o;
+	char deep[200];
+	int i, same = 1, bailed = 1;
+
+	memset(&t, 0, sizeof t);
+	for (i = 0; good[i] != NULL; i++) {
+		a.len = b.len = 0;
+		o = json_tokener_parse(good[i]);
+		if (jt_parse(&t, good[i], strlen(good[i])) != JT_OK || o == NULL) {
+			diag("refused: %s", good[i]);
+			same = 0;
+			json_object_put(o);
+			continue;
+		}
+		jt_write(&a, &t, 0);
+		jsonw_value(&b, o);
+		json_object_put(o);
+		if (a.len != b.len || memcmp(a.p, b.p, a.len) != 0) {
+			diag("%s: %.*s vs %.*s", good[i], (int)a.len, a.p, (int)b.len, b.p);
+			same = 0;
+		}
+	}
+	ok(same, "jtape: writes what json-c + jsonw write");
+	for (i = 0; bail[i] != NULL; i++)
+		if (jt_parse(&t, bail[i], strlen(bail[i])) != JT_BAIL) {
+			diag("taken: %s", bail[i]);
+			bailed = 0;
+		}
+	memset(deep, '[', 40);
+	strlcpy(deep + 40, "1", sizeof deep - 40);
+	memset(deep + 41, ']', 40);
+	deep[81] = '\0';
+	ok(bailed && jt_parse(&t, deep, strlen(deep)) == JT_BAIL,
+	    "jtape: leaves odd input to json-c");
+	jt_parse(&t, good[0], strlen(good[0]));
+	is_int(jt_get_typed(&t, 0, "b", JT_ARR), 4, "jtape: member lookup");
+	ok(jt_get(&t, 0, "nope") == -1 && jt_get_typed(&t, 0, "a", JT_STR) == -1,
+	    "jtape: absent or mistyped members");
+	jt_free(&t);
+	jbuf_free(&a);
+	jbuf_free(&b);
+}
+
 int
 main(void)
 {
@@ -727,6 +839,8 @@ main(void)
 	test_compression();
 	test_io();
 	test_replay();
+	test_parse_ts();
+	test_jtape();
 	test_hostile();
 	test_damaged();
 	test_split();

@@ -1,0 +1,556 @@
+/*
+ * jtape.c: the replay fast path's JSON reader and canonical writer.
+ *
+ * The parser is a recursive descent over one record that records each
+ * value as a node; it validates everything json-c would and bails out
+ * (JT_BAIL) wherever json-c's parse-then-serialise would not reproduce the
+ * bytes that jt_write() produces, so callers can always fall back.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "jtape.h"
+
+#define JT_MAX_DEPTH	32
+#define JT_MAX_KEYS	64	/* members checked for duplicates per object */
+#define JT_INT_DIGITS	18	/* longer integers may not fit int64 */
+
+struct jt_block {
+	struct jt_block	*next;
+	size_t		 len, cap;
+	char		 buf[];
+};
+
+struct jt_parser {
+	struct jtape	*t;
+	const char	*p, *e;
+	int		 rc;
+};
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* First '"', '\\' or control byte in [p, e), or e: 32 bytes per step. */
+__attribute__((target("avx2"))) static const char *
+find_special_avx2(const char *p, const char *e)
+{
+	const __m256i q = _mm256_set1_epi8('"'), b = _mm256_set1_epi8('\\');
+	const __m256i c = _mm256_set1_epi8(0x1f);
+	__m256i v;
+	unsigned m;
+
+	for (; e - p >= 32; p += 32) {
+		v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+		m = (unsigned)_mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(
+		    _mm256_cmpeq_epi8(v, q), _mm256_cmpeq_epi8(v, b)),
+		    _mm256_cmpeq_epi8(_mm256_min_epu8(v, c), v)));
+		if (m != 0)
+			return p + __builtin_ctz(m);
+	}
+	while (p < e && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+		p++;
+	return p;
+}
+#define HAVE_AVX2_PATH 1
+#endif
+
+/* First '"', '\\' or control byte in [p, e), or e. */
+static inline const char *
+find_special(const char *p, const char *e)
+{
+#ifdef HAVE_AVX2_PATH
+	if (__builtin_cpu_supports("avx2"))
+		return find_special_avx2(p, e);
+#endif
+	while (p < e && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+		p++;
+	return p;
+}
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* The code unit of the \uXXXX escape at s (s[0] == '\\'), or -1. */
+static long
+uescape(const char *s, const char *e)
+{
+	long v = 0;
+	int i, h;
+
+	if (e - s < 6)
+		return -1;
+	for (i = 2; i < 6; i++) {
+		if ((h = hexval(s[i])) < 0)
+			return -1;
+		v = v * 16 + h;
+	}
+	return v;
+}
+
+/* A new node; -1 on OOM. */
+static int
+node_new(struct jt_parser *ps, enum jt_type type, const char *p)
+{
+	struct jtape *t = ps->t;
+	struct jt_node *nn;
+	size_t cap;
+
+	if (t->len == t->cap) {
+		cap = t->cap ? t->cap * 2 : 256;
+		if ((nn = reallocarray(t->n, cap, sizeof *nn)) == NULL) {
+			ps->rc = JT_OOM;
+			return -1;
+		}
+		t->n = nn;
+		t->cap = cap;
+	}
+	t->n[t->len].p = p;
+	t->n[t->len].len = 0;
+	t->n[t->len].type = (uint8_t)type;
+	t->n[t->len].plain = 1;
+	return (int)t->len++;
+}
+
+static void
+ws(struct jt_parser *ps)
+{
+	while (ps->p < ps->e && (*ps->p == ' ' || *ps->p == '\t' ||
+	    *ps->p == '\n' || *ps->p == '\r'))
+		ps->p++;
+}
+
+/* A string; ps->p is just after the opening quote. */
+static int
+parse_str(struct jt_parser *ps)
+{
+	const char *s = ps->p, *q = s;
+	int i, plain = 1;
+	long v;
+
+	for (;;) {
+		q = find_special(q, ps->e);
+		if (q >= ps->e)
+			return -1;
+		if (*q == '"')
+			break;
+		plain = 0;
+		if (*q != '\\') {
+			if (*q == '\0')
+				return -1;	/* json-c may stop at a NUL */
+			q++;
+			continue;
+		}
+		if (q + 1 >= ps->e)
+			return -1;
+		if (strchr("\"\\/bfnrt", q[1]) != NULL && q[1] != '\0') {
+			q += 2;
+			continue;
+		}
+		if (q[1] != 'u' || (v = uescape(q, ps->e)) <= 0 ||
+		    (v >= 0xd800 && v <= 0xdfff))
+			return -1;	/* \u0000 and surrogates: json-c's business */
+		q += 6;
+	}
+	if ((size_t)(q - s) > UINT32_MAX || (i = node_new(ps, JT_STR, s)) == -1)
+		return -1;
+	ps->t->n[i].len = (uint32_t)(q - s);
+	ps->t->n[i].plain = (uint8_t)plain;
+	ps->t->n[i].next = (uint32_t)ps->t->len;
+	ps->p = q + 1;
+	return i;
+}
+
+static const char *
+digits(const char *p, const char *e)
+{
+	const char *s = p;
+
+	while (p < e && *p >= '0' && *p <= '9')
+		p++;
+	return p > s ? p : NULL;
+}
+
+/* A number json-c prints back as written: doubles keep their text, ints
+   do when they are canonical and fit. */
+static int
+parse_num(struct jt_parser *ps)
+{
+	const char *s = ps->p, *p = s, *d;
+	int i, dbl = 0;
+
+	if (p < ps->e && *p == '-')
+		p++;
+	d = p;
+	if (p < ps->e && *p == '0')
+		p++;
+	else if ((p = digits(p, ps->e)) == NULL)
+		return -1;
+	if (p < ps->e && *p == '.') {
+		if ((p = digits(p + 1, ps->e)) == NULL)
+			return -1;
+		dbl = 1;
+	}
+	if (p < ps->e && (*p == 'e' || *p == 'E')) {
+		p++;
+		if (p < ps->e && (*p == '+' || *p == '-'))
+			p++;
+		if ((p = digits(p, ps->e)) == NULL)
+			return -1;
+		dbl = 1;
+	}
+	if (!dbl && (p - d > JT_INT_DIGITS || (*s == '-' && *d == '0')))
+		return -1;
+	if ((i = node_new(ps, JT_NUM, s)) == -1)
+		return -1;
+	ps->t->n[i].len = (uint32_t)(p - s);
+	ps->t->n[i].next = (uint32_t)ps->t->len;
+	ps->p = p;
+	return i;
+}
+
+/* true, false or null. */
+static int
+parse_lit(struct jt_parser *ps)
+{
+	static const struct { const char *s; enum jt_type t; } lits[] = {
+		{ "true", JT_TRUE }, { "false", JT_FALSE }, { "null", JT_NULL }
+	};
+	size_t k, n;
+	int i;
+
+	for (k = 0; k < 3; k++) {
+		n = strlen(lits[k].s);
+		if ((size_t)(ps->e - ps->p) >= n && memcmp(ps->p, lits[k].s, n) == 0) {
+			if ((i = node_new(ps, lits[k].t, ps->p)) == -1)
+				return -1;
+			ps->t->n[i].len = (uint32_t)n;
+			ps->t->n[i].next = (uint32_t)ps->t->len;
+			ps->p += n;
+			return i;
+		}
+	}
+	return -1;
+}
+
+static int parse_value(struct jt_parser *, int depth);
+
+/* Key node k repeats one of keys[0..nk). */
+static int
+dup_key(const struct jtape *t, const int *keys, int nk, int k)
+{
+	const struct jt_node *a = &t->n[k], *b;
+	int j;
+
+	for (j = 0; j < nk; j++) {
+		b = &t->n[keys[j]];
+		if (b->len == a->len && memcmp(b->p, a->p, a->len) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* An object or array; ps->p is at the opening bracket. */
+static int
+parse_nest(struct jt_parser *ps, int depth)
+{
+	int obj = *ps->p == '{', i, k, keys[JT_MAX_KEYS];
+	uint32_t members = 0;
+	char close = obj ? '}' : ']';
+
+	if (depth >= JT_MAX_DEPTH ||
+	    (i = node_new(ps, obj ? JT_OBJ : JT_ARR, ps->p)) == -1)
+		return -1;
+	ps->p++;
+	ws(ps);
+	if (ps->p < ps->e && *ps->p == close)
+		goto done;
+	for (;;) {
+		if (obj) {
+			if (ps->p >= ps->e || *ps->p != '"' || members == JT_MAX_KEYS)
+				return -1;
+			ps->p++;
+			if ((k = parse_str(ps)) == -1 || !ps->t->n[k].plain ||
+			    dup_key(ps->t, keys, (int)members, k))
+				return -1;
+			keys[members] = k;
+			ws(ps);
+			if (ps->p >= ps->e || *ps->p != ':')
+				return -1;
+			ps->p++;
+			ws(ps);
+		}
+		if (parse_value(ps, depth + 1) == -1)
+			return -1;
+		members++;
+		ws(ps);
+		if (ps->p < ps->e && *ps->p == ',') {
+			ps->p++;
+			ws(ps);
+			continue;
+		}
+		if (ps->p < ps->e && *ps->p == close)
+			break;
+		return -1;
+	}
+done:
+	ps->p++;
+	ps->t->n[i].len = members;
+	ps->t->n[i].next = (uint32_t)ps->t->len;
+	return i;
+}
+
+/* Any value at ps->p (not blank). */
+static int
+parse_value(struct jt_parser *ps, int depth)
+{
+	if (ps->p >= ps->e)
+		return -1;
+	switch (*ps->p) {
+	case '{':
+	case '[':
+		return parse_nest(ps, depth);
+	case '"':
+		ps->p++;
+		return parse_str(ps);
+	case 't':
+	case 'f':
+	case 'n':
+		return parse_lit(ps);
+	default:
+		return parse_num(ps);
+	}
+}
+
+/* Forget the C strings of the previous record (keeps the oldest block). */
+static void
+arena_reset(struct jtape *t)
+{
+	struct jt_block *b;
+
+	while ((b = t->arena) != NULL && b->next != NULL) {
+		t->arena = b->next;
+		free(b);
+	}
+	if (b != NULL)
+		b->len = 0;
+}
+
+int
+jt_parse(struct jtape *t, const char *p, size_t n)
+{
+	struct jt_parser ps = { t, p, p + n, JT_OK };
+
+	t->len = 0;
+	arena_reset(t);
+	if (n >= UINT32_MAX)
+		return JT_BAIL;
+	ws(&ps);
+	if (parse_value(&ps, 0) == -1)
+		return ps.rc == JT_OOM ? JT_OOM : JT_BAIL;
+	ws(&ps);
+	return ps.p == ps.e ? JT_OK : JT_BAIL;
+}
+
+void
+jt_free(struct jtape *t)
+{
+	arena_reset(t);
+	free(t->arena);
+	free(t->n);
+	memset(t, 0, sizeof *t);
+}
+
+int
+jt_get(const struct jtape *t, int obj, const char *key)
+{
+	size_t kl = strlen(key);
+	uint32_t m;
+	int k;
+
+	if (obj < 0 || t->n[obj].type != JT_OBJ)
+		return -1;
+	for (m = 0, k = obj + 1; m < t->n[obj].len; m++, k = (int)t->n[k + 1].next)
+		if (t->n[k].len == kl && memcmp(t->n[k].p, key, kl) == 0)
+			return k + 1;
+	return -1;
+}
+
+int
+jt_get_typed(const struct jtape *t, int obj, const char *key, enum jt_type type)
+{
+	int v = jt_get(t, obj, key);
+
+	return v >= 0 && t->n[v].type == type ? v : -1;
+}
+
+/* Room for n bytes in the arena; NULL on OOM. */
+static char *
+arena_alloc(struct jtape *t, size_t n)
+{
+	struct jt_block *b = t->arena;
+	size_t cap;
+
+	if (b == NULL || b->cap - b->len < n) {
+		cap = n > 65536 ? n : 65536;
+		if ((b = malloc(sizeof *b + cap)) == NULL)
+			return NULL;
+		b->cap = cap;
+		b->len = 0;
+		b->next = t->arena;
+		t->arena = b;
+	}
+	b->len += n;
+	return b->buf + b->len - n;
+}
+
+/* UTF-8 of code point v (< 0x10000, no surrogate) into out; its length. */
+static size_t
+utf8_put(char *out, long v)
+{
+	if (v < 0x80) {
+		out[0] = (char)v;
+		return 1;
+	}
+	if (v < 0x800) {
+		out[0] = (char)(0xc0 | (v >> 6));
+		out[1] = (char)(0x80 | (v & 0x3f));
+		return 2;
+	}
+	out[0] = (char)(0xe0 | (v >> 12));
+	out[1] = (char)(0x80 | ((v >> 6) & 0x3f));
+	out[2] = (char)(0x80 | (v & 0x3f));
+	return 3;
+}
+
+/* The byte an escape stands for (not \u). */
+static char
+unescape(char c)
+{
+	switch (c) {
+	case 'b': return '\b';
+	case 'f': return '\f';
+	case 'n': return '\n';
+	case 'r': return '\r';
+	case 't': return '\t';
+	default: return c;
+	}
+}
+
+const char *
+jt_cstr(struct jtape *t, int i, int *oom)
+{
+	const struct jt_node *s;
+	const char *r, *e;
+	char *out, *o;
+
+	if (i < 0 || t->n[i].type != JT_STR)
+		return NULL;
+	s = &t->n[i];
+	if ((out = arena_alloc(t, (size_t)s->len + 1)) == NULL) {
+		*oom = 1;
+		return NULL;
+	}
+	for (r = s->p, e = s->p + s->len, o = out; r < e;) {
+		if (*r != '\\')
+			*o++ = *r++;
+		else if (r[1] == 'u') {
+			o += utf8_put(o, uescape(r, e));
+			r += 6;
+		} else {
+			*o++ = unescape(r[1]);
+			r += 2;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+const char *
+jt_get_str(struct jtape *t, int obj, const char *key, int *oom)
+{
+	return jt_cstr(t, jt_get_typed(t, obj, key, JT_STR), oom);
+}
+
+/* A string node re-escaped the way jsonw_string() escapes its value. */
+static void
+write_str(struct jbuf *b, const struct jt_node *s)
+{
+	const char *r = s->p, *e = s->p + s->len, *run;
+	char u[3];
+	size_t n;
+
+	if (s->plain) {
+		jbuf_put(b, "\"", 1);
+		jbuf_put(b, s->p, s->len);
+		jbuf_put(b, "\"", 1);
+		return;
+	}
+	jbuf_put(b, "\"", 1);
+	while (r < e) {
+		run = find_special(r, e);
+		jbuf_put(b, r, (size_t)(run - r));
+		if ((r = run) >= e)
+			break;
+		if (*r != '\\') {			/* a raw control byte */
+			jsonw_char(b, (unsigned char)*r++);
+		} else if (r[1] == 'u') {
+			n = utf8_put(u, uescape(r, e));
+			if (n == 1)
+				jsonw_char(b, (unsigned char)u[0]);
+			else
+				jbuf_put(b, u, n);
+			r += 6;
+		} else {
+			jsonw_char(b, (unsigned char)unescape(r[1]));
+			r += 2;
+		}
+	}
+	jbuf_put(b, "\"", 1);
+}
+
+void
+jt_write(struct jbuf *b, const struct jtape *t, int i)
+{
+	const struct jt_node *nd = &t->n[i];
+	uint32_t m;
+	int k;
+
+	switch (nd->type) {
+	case JT_STR:
+		write_str(b, nd);
+		break;
+	case JT_OBJ:
+		jbuf_put(b, "{", 1);
+		for (m = 0, k = i + 1; m < nd->len; m++, k = (int)t->n[k + 1].next) {
+			if (m > 0)
+				jbuf_put(b, ",", 1);
+			write_str(b, &t->n[k]);
+			jbuf_put(b, ":", 1);
+			jt_write(b, t, k + 1);
+		}
+		jbuf_put(b, "}", 1);
+		break;
+	case JT_ARR:
+		jbuf_put(b, "[", 1);
+		for (m = 0, k = i + 1; m < nd->len; m++, k = (int)t->n[k].next) {
+			if (m > 0)
+				jbuf_put(b, ",", 1);
+			jt_write(b, t, k);
+		}
+		jbuf_put(b, "]", 1);
+		break;
+	default:
+		jbuf_put(b, nd->p, nd->len);
+	}
+}
