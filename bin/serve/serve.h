@@ -5,7 +5,9 @@
  * (sockets and request gates), http.c (routing, bodies, replies),
  * routes-session.c (session routes), routes-daemon.c (health,
  * capabilities, workspace listing), restore.c (in-flight spawns and
- * restores: the seam of the restore state machine), sse.c (event buses),
+ * restores: the seam of the restore state machine; restore-fsm.c the
+ * machine, restore-settle.c its world, restore-reply.c the public
+ * answers, restore-fence.c fences and early events), sse.c (event buses),
  * channel.c and channel-rpc.c (the qwen-acp-child process and its
  * JSON-RPC traffic), clients.c (client registry), sessions.c (session
  * map, prompts, reaping, tombstones).  Everything runs on one libevent
