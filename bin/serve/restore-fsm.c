@@ -453,7 +453,8 @@ rfsm_err_timeout(const struct rfsm *m)
 	struct qerr *e;
 
 	if (m->action == RFSM_SPAWN) {
-		if ((e = qerr_new("init_timeout", NULL)) == NULL)
+		if ((e = qerr_new("init_timeout", "AcpSessionBridge session/new "
+		    "timed out after %lldms", (long long)m->budget_ms)) == NULL)
 			return NULL;
 		qerr_set_int(e, "timeoutMs", m->budget_ms);
 		qerr_set_budget(e, m->budget_ms);

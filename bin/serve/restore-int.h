@@ -20,6 +20,8 @@ struct op_waiter {
 /* Unlink op, give back its capacity unless released, and free it. */
 void	op_free(struct inflight *);
 void	op_waiters_free(struct inflight *);
+/* op's session id for the log: "(new)" for an id-less spawn. */
+const char *op_label(const struct inflight *);
 
 /* restore-fence.c */
 void	fence_add(struct channel *, const char *id);

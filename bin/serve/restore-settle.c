@@ -20,9 +20,55 @@
 #include "trace.h"
 
 /*
- * The ACP answer.  A spawn ends here; a restore's answer is an event for
- * its machine: in time it is the public result, after the deadline it is
- * the late result that the cleanup settles.
+ * A late session/new success names the session the child created after
+ * all: that id (not the caller's, when the child picked another) is the
+ * one the cleanup closes.
+ */
+static void
+spawn_late_id(struct inflight *op, json_object *payload)
+{
+	json_object *v;
+	const char *got;
+
+	if (!json_object_object_get_ex(payload, "sessionId", &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return;
+	got = json_object_get_string(v);
+	if (got[0] == '\0' || strlen(got) > SERVE_SESSION_ID_MAX ||
+	    strcmp(got, op->id) == 0)
+		return;
+	strlcpy(op->id, got, sizeof(op->id));
+	strlcpy(op->fsm.id, got, sizeof(op->fsm.id));
+}
+
+/* The event a late answer (after the deadline) means to the machine. */
+static enum rfsm_event
+late_event(struct inflight *op, enum chan_outcome o, json_object *payload)
+{
+	enum rfsm_event ev;
+
+	if (o == CHAN_CLOSED || o == CHAN_INIT_TIMEOUT)
+		ev = RFSM_EV_TRANSPORT_CLOSED;
+	else {
+		if (op->action == OP_SPAWN && o == CHAN_RESULT)
+			spawn_late_id(op, payload);
+		if (op->id[0] != '\0' && sessions_find(op->id) != NULL)
+			ev = RFSM_EV_ID_RECLAIMED;
+		else
+			ev = o == CHAN_RESULT ? RFSM_EV_ANSWER_OK : RFSM_EV_ANSWER_ERR;
+	}
+	log_info("session %s: late %s %s after %llu ms",
+	    op_label(op), op_action_name(op->action),
+	    ev == RFSM_EV_ANSWER_OK ? "success" : rfsm_event_name(ev),
+	    (unsigned long long)(clock_mono_ms() - op->started_ms));
+	return ev;
+}
+
+/*
+ * The ACP answer.  Before its request went out (the channel failed to
+ * start) a spawn ends here; otherwise the answer is an event for the
+ * machine: in time it is the public result, after the deadline it is the
+ * late result that the cleanup settles.
  */
 void
 restore_on_answer(void *arg, enum chan_outcome o, json_object *payload)
@@ -40,16 +86,8 @@ restore_on_answer(void *arg, enum chan_outcome o, json_object *payload)
 		op->answer = json_object_get(payload);
 		ev = o == CHAN_RESULT ? RFSM_EV_ANSWER_OK :
 		    o == CHAN_CLOSED ? RFSM_EV_TRANSPORT_CLOSED : RFSM_EV_ANSWER_ERR;
-	} else if (o == CHAN_CLOSED || o == CHAN_INIT_TIMEOUT)
-		ev = RFSM_EV_TRANSPORT_CLOSED;
-	else if (sessions_find(op->id) != NULL)
-		ev = RFSM_EV_ID_RECLAIMED;
-	else
-		ev = o == CHAN_RESULT ? RFSM_EV_ANSWER_OK : RFSM_EV_ANSWER_ERR;
-	if (op->fsm.state != RFSM_ACTIVE)
-		log_info("session %s: late %s %s after %llu ms", op->id,
-		    op_action_name(op->action), ev == RFSM_EV_ANSWER_OK ? "success" :
-		    rfsm_event_name(ev), (unsigned long long)(clock_mono_ms() - op->started_ms));
+	} else
+		ev = late_event(op, o, payload);
 	rfsm_feed(&op->fsm, ev);
 }
 
@@ -81,7 +119,7 @@ fsm_public(void *ctx, enum rfsm_result r)
 	struct op_waiter *w;
 
 	if (r == RFSM_RESULT_TIMEOUT) {
-		log_warnx("session %s: %s timed out after %lld ms", op->id,
+		log_warnx("session %s: %s timed out after %lld ms", op_label(op),
 		    op_action_name(op->action), (long long)op->fsm.budget_ms);
 		TAILQ_FOREACH(w, &op->waiters, entry)
 			http_send_qerr(w->req, rfsm_err_timeout(&op->fsm));
@@ -118,7 +156,7 @@ on_close(void *arg, enum chan_outcome o, json_object *payload)
 		ev = RFSM_EV_TRANSPORT_CLOSED;
 		break;
 	}
-	log_info("session %s: cleanup close: %s", op->id, rfsm_event_name(ev));
+	log_info("session %s: cleanup close: %s", op_label(op), rfsm_event_name(ev));
 	rfsm_feed(&op->fsm, ev);
 }
 
@@ -129,6 +167,11 @@ fsm_close(void *ctx)
 	struct inflight *op = ctx;
 	json_object *p;
 
+	if (op->id[0] == '\0') {
+		/* An id-less spawn that failed late: the child made nothing. */
+		rfsm_feed(&op->fsm, RFSM_EV_CLOSE_NOT_FOUND);	/* queued */
+		return;
+	}
 	if (!channel_alive(op->ch)) {
 		rfsm_feed(&op->fsm, RFSM_EV_TRANSPORT_CLOSED);	/* queued */
 		return;
@@ -148,7 +191,7 @@ fsm_kill(void *ctx)
 {
 	struct inflight *op = ctx;
 
-	log_info("session %s: abandoned on an empty channel: ending its child", op->id);
+	log_info("session %s: abandoned on an empty channel: ending its child", op_label(op));
 	channel_kill(op->ch);
 }
 
@@ -221,7 +264,7 @@ fsm_finish(void *ctx, enum rfsm_state st)
 	struct inflight *op = ctx;
 
 	if (st == RFSM_SETTLED)
-		log_info("session %s: abandoned %s settled after %llu ms", op->id,
+		log_info("session %s: abandoned %s settled after %llu ms", op_label(op),
 		    op_action_name(op->action),
 		    (unsigned long long)(clock_mono_ms() - op->started_ms));
 	span_set_str(op->span, "qwen-code.daemon.session_restore.final_state",

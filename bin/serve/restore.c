@@ -52,9 +52,16 @@ inflight_default_spawn(void)
 	struct inflight *op;
 
 	TAILQ_FOREACH(op, &ops, entry)
-		if (op->action == OP_SPAWN && op->is_default)
+		if (op->action == OP_SPAWN && op->is_default &&
+		    (!op->has_fsm || op->fsm.state == RFSM_ACTIVE))
 			return op;
 	return NULL;
+}
+
+const char *
+op_label(const struct inflight *op)
+{
+	return op->id[0] != '\0' ? op->id : "(new)";
 }
 
 size_t
@@ -179,6 +186,25 @@ op_meta(struct inflight *op)
 }
 
 
+/*
+ * The session/new is on the wire: from here the lifecycle machine owns the
+ * spawn under the initialize budget, like a restore (the channel's own
+ * start keeps its channel.initialize deadline).
+ */
+static void
+spawn_sent(void *arg)
+{
+	struct inflight *op = arg;
+
+	op->has_fsm = 1;
+	op->timer = evtimer_new(serve_base, restore_on_timer, op);
+	span_set_int(op->span, "qwen-code.daemon.session_new.timeout_ms",
+	    conf.init_timeout_ms);
+	span_set_int(op->span, "qwen-code.daemon.channel.id", channel_serial(op->ch));
+	rfsm_init(&op->fsm, &restore_fsm_ops, op, RFSM_SPAWN, op->id,
+	    conf.init_timeout_ms);
+}
+
 void
 spawn_start(const char *id, int is_default, struct evhttp_request *req,
     const char *client_id)
@@ -202,8 +228,10 @@ spawn_start(const char *id, int is_default, struct evhttp_request *req,
 	json_object_object_add(p, "cwd", json_object_new_string(conf.workspace));
 	json_object_object_add(p, "mcpServers", json_object_new_array());
 	json_object_object_add(p, "_meta", meta);
-	op->req = channel_request(op->ch, "session/new", p,
-	    (uint64_t)conf.init_timeout_ms, restore_on_answer, op);
+	if (id != NULL)
+		span_set_str(op->span, "session.id", id);
+	op->req = channel_request_sent(op->ch, "session/new", p, 0,
+	    restore_on_answer, spawn_sent, op);
 	if (op->req == NULL)
 		restore_settle(op, CHAN_CLOSED, NULL);
 }

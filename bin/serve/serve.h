@@ -196,6 +196,14 @@ struct channel	*channel_get(const char *workspace);
  */
 struct chan_req	*channel_request(struct channel *, const char *method,
 		    json_object *params, uint64_t timeout_ms, chan_cb cb, void *arg);
+/*
+ * As channel_request, and sent(arg) runs once when the request goes on the
+ * wire: at once when the child is ready (before this returns), else after
+ * its initialize.  Budgets of the child's own work start there.
+ */
+struct chan_req	*channel_request_sent(struct channel *, const char *method,
+		    json_object *params, uint64_t timeout_ms, chan_cb cb,
+		    void (*sent)(void *arg), void *arg);
 /* The caller is gone: the answer will be dropped. */
 void	channel_forget(struct chan_req *);
 /* Send a notification (params: takes ownership). */

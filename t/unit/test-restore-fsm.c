@@ -594,6 +594,22 @@ test_errors(void)
 	json_object_put(o);
 	qerr_free(e);
 
+	/* A timed-out session/new: init_timeout, no session or action. */
+	rfsm_init(&m, &ops, &w, RFSM_SPAWN, "", 12000);
+	e = rfsm_err_timeout(&m);
+	is_int(qerr_status(e), 504, "spawn: 504");
+	is_int(qerr_retry_after(e), 12, "spawn: Retry-After of the initialize budget");
+	o = qerr_rest_body(e);
+	is_str(body_get(o, "error"), "AcpSessionBridge session/new timed out after 12000ms",
+	    "spawn: 504 message");
+	is_str(body_get(o, "code"), "init_timeout", "spawn: code");
+	is_str(body_get(o, "errorKind"), "init_timeout", "spawn: errorKind");
+	is_str(body_get(o, "timeoutMs"), "12000", "spawn: timeoutMs");
+	ok(body_get(o, "sessionId") == NULL && body_get(o, "action") == NULL &&
+	    body_get(o, "phase") == NULL, "spawn: no sessionId, action, phase");
+	json_object_put(o);
+	qerr_free(e);
+
 	e = rfsm_err_unavailable("restore_cleanup_failed", 60000);
 	is_int(qerr_status(e), 503, "503");
 	is_int(qerr_retry_after(e), 60, "503 Retry-After clamped budget");
