@@ -25,7 +25,7 @@ spawn_spans() {
 }
 
 @test "active spawn: same-id create is pending, load/resume restore_in_progress; 504 on the deadline" {
-	rserve "hang=session/new@$S3" --initialize-timeout-ms 1500
+	rserve "hang=session/new@$S3" --initialize-timeout-ms 3000
 	req POST /session '{}'
 	expect 200
 	local t0=$(now_ms)
@@ -39,17 +39,17 @@ spawn_spans() {
 	bg_wait owner 15
 	local took=$(( $(now_ms) - t0 ))
 	expect 504 '.code == "init_timeout" and .errorKind == "init_timeout" and
-	    .retryable == true and .timeoutMs == 1500 and
-	    .error == "AcpSessionBridge session/new timed out after 1500ms" and
+	    .retryable == true and .timeoutMs == 3000 and
+	    .error == "AcpSessionBridge session/new timed out after 3000ms" and
 	    (has("phase") | not) and (has("sessionId") | not)'
 	[ "$(header Retry-After)" = 5 ]
-	[ "$took" -ge 1400 ]
+	[ "$took" -ge 2900 ]
 	[ "$(calls session/new "$S3")" -eq 1 ]
 }
 
 @test "late success: exactly one close of the created id, then settled; the spawn span" {
 	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
-	rserve "delay=session/new@$S3:700,chunks=1" --initialize-timeout-ms 300 \
+	rserve "delay=session/new@$S3:1500,chunks=1" --initialize-timeout-ms 300 \
 	    --trace-file "$TRACE"
 	req POST /session '{}'
 	expect 200
@@ -57,7 +57,7 @@ spawn_spans() {
 	req POST /session "{\"sessionId\":\"$S3\"}"
 	expect 504 '.code == "init_timeout" and .timeoutMs == 300'
 	[ "$(header Retry-After)" = 5 ]
-	wait_for 10 calls_are 1 qwen/control/session/close "$S3"
+	wait_for 20 calls_are 1 qwen/control/session/close "$S3"
 	health_wait '.restoresUnsettled == 0 and .inFlight == 0' 10
 	grep -q "session $S3: late spawn success" "$BATS_TEST_TMPDIR/err"
 	grep -q "session $S3: cleanup close: close_ok" "$BATS_TEST_TMPDIR/err"
@@ -86,12 +86,12 @@ spawn_spans() {
 }
 
 @test "an id-less spawn answered late: the id the child created is closed once" {
-	rserve "delay=session/new:700" --initialize-timeout-ms 300
+	rserve "delay=session/new:1500" --initialize-timeout-ms 300
 	req POST /session/$SID/load '{}'
 	expect 200
 	req POST /session '{}'
 	expect 504 '.code == "init_timeout"'
-	wait_for 10 calls_are 1 qwen/control/session/close
+	wait_for 20 calls_are 1 qwen/control/session/close
 	health_wait '.restoresUnsettled == 0 and .inFlight == 0' 10
 	local closed=$(awk '$2 == "qwen/control/session/close" {print $3}' "$CLOG")
 	[[ "$closed" =~ ^[0-9a-f-]{36}$ ]] && [ "$closed" != "$SID" ]
@@ -104,7 +104,7 @@ spawn_spans() {
 }
 
 @test "quarantine: 503 new_session_cleanup_failed before capacity; siblings work; drain recycles" {
-	rserve "delay=session/new@$S3:600,fail=qwen/control/session/close@$S3:-32603,chunks=1" \
+	rserve "delay=session/new@$S3:1500,fail=qwen/control/session/close@$S3:-32603,chunks=1" \
 	    --initialize-timeout-ms 300 --max-sessions 2
 	req POST /session '{}'
 	expect 200
@@ -180,13 +180,11 @@ spawn_spans() {
 
 @test "empty channel: a timed-out spawn ends the child; the 504 does not wait for the kill" {
 	rserve "hang=session/new@$S3,ignore-term,linger" --initialize-timeout-ms 300
-	local t0=$(now_ms)
 	req POST /session "{\"sessionId\":\"$S3\"}"
-	local took=$(( $(now_ms) - t0 ))
 	expect 504 '.code == "init_timeout"'
 	local old=$(child_pid)
+	# It ignores TERM; KILL comes after a grace (2 s): the 504 came first.
 	kill -0 "$old"
-	[ "$took" -lt 1500 ]
 	grep -q "child $old: sending SIGTERM" "$BATS_TEST_TMPDIR/err"
 	wait_for 10 bash -c "! kill -0 $old 2>/dev/null"
 	health_wait '.restoresUnsettled == 0 and .inFlight == 0'
