@@ -27,9 +27,12 @@ state_of(json_object *result)
 		if (json_object_object_get_ex(result, keys[i], &v))
 			json_object_object_add(st, keys[i], json_object_get(v));
 	if (json_object_object_get_ex(result, "_meta", &v) &&
-	    json_object_is_type(v, json_type_object) &&
-	    json_object_deep_copy(v, &meta, NULL) == 0) {
-		json_object_object_del(meta, "qwen.session.loadReplay");
+	    json_object_is_type(v, json_type_object)) {
+		/* Shared values, never the bulk replay (a deep copy cost ~MiBs). */
+		meta = json_object_new_object();
+		json_object_object_foreach(v, key, val)
+			if (strcmp(key, "qwen.session.loadReplay") != 0)
+				json_object_object_add(meta, key, json_object_get(val));
 		json_object_object_add(st, "_meta", meta);
 	}
 	return st;
