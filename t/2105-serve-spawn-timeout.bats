@@ -65,11 +65,7 @@ spawn_spans() {
 	req GET /session/$S3/status
 	expect 404
 	[ "$(child_pid)" = "$pid" ]
-	sse_open a /session/$sib/events
-	req POST /session/$sib/prompt "$P"
-	expect 202
-	local p1=$(jq -r .promptId <<<"$body")
-	sse_wait a ".type == \"turn_complete\" and .data.promptId == \"$p1\""
+	sibling_works "$sib"
 	[ "$(calls qwen/control/session/close "$S3")" -eq 1 ]
 	# Settled cleanly: fresh work is admitted.
 	req POST /session "{\"sessionId\":\"$S4\"}"
@@ -125,20 +121,12 @@ spawn_spans() {
 	expect 409 '.reason == "awaiting_abandoned_cleanup" and .activeAction == "spawn"'
 	[ "$(header Retry-After)" = 5 ]
 	# Existing sessions keep working; attach too.
-	sse_open a /session/$sib/events
-	req POST /session/$sib/prompt "$P"
-	expect 202
-	local p1=$(jq -r .promptId <<<"$body")
-	sse_wait a ".type == \"turn_complete\" and .data.promptId == \"$p1\""
+	sibling_works "$sib"
 	req POST /session '{}'
 	expect 200 ".attached == true and .sessionId == \"$sib\""
 	[ "$(child_pid)" = "$old" ]
 	# Drain: the child is recycled, the quarantine settles, work resumes.
-	sse_stop_all
-	req DELETE /session/$sib
-	expect 204
-	wait_for 10 bash -c "! kill -0 $old 2>/dev/null"
-	health_wait '.restoresUnsettled == 0 and .inFlight == 0'
+	drain_recycles "$sib" "$old"
 	req POST /session "{\"sessionId\":\"$S4\"}"
 	expect 200
 	[ "$(child_pid)" != "$old" ]
@@ -163,16 +151,10 @@ spawn_spans() {
 	req POST /session/$SID2/resume '{}'
 	expect 503 '.reason == "new_session_settlement_overdue"'
 	# Existing sessions keep working.
-	sse_open a /session/$sib/events
-	req POST /session/$sib/prompt "$P"
-	local p1=$(jq -r .promptId <<<"$body")
-	sse_wait a ".type == \"turn_complete\" and .data.promptId == \"$p1\""
+	sibling_works "$sib"
 	[ "$(child_pid)" = "$old" ]
 	# Draining closes the transport: the only lever on a hung request.
-	sse_stop_all
-	req DELETE /session/$sib
-	wait_for 10 bash -c "! kill -0 $old 2>/dev/null"
-	health_wait '.restoresUnsettled == 0 and .restoresOverdue == 0 and .inFlight == 0'
+	drain_recycles "$sib" "$old"
 	req POST /session "{\"sessionId\":\"$S4\"}"
 	expect 200
 	[ "$(calls qwen/control/session/close "$S3")" -eq 0 ]

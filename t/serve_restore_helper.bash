@@ -95,3 +95,23 @@ rteardown() {
 	[ "${SERVE_STATUS:-0}" -eq 0 ] || { echo "qwen-serve exited $SERVE_STATUS" >&2; st=1; }
 	return $st
 }
+
+# sibling_works SID: a prompt on the live session SID completes (seen on an
+# event stream named a, left open).
+sibling_works() {
+	sse_open a "/session/$1/events"
+	req POST "/session/$1/prompt" "$P"
+	expect 202
+	local p=$(jq -r .promptId <<<"$body")
+	sse_wait a ".type == \"turn_complete\" and .data.promptId == \"$p\""
+}
+
+# drain_recycles SID PID: closing SID, the channel's last session, ends
+# the child PID and settles every abandoned spawn or restore.
+drain_recycles() {
+	sse_stop_all
+	req DELETE "/session/$1"
+	expect 204
+	wait_for 10 bash -c "! kill -0 $2 2>/dev/null"
+	health_wait '.restoresUnsettled == 0 and .restoresOverdue == 0 and .inFlight == 0'
+}
