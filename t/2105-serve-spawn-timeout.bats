@@ -49,13 +49,13 @@ spawn_spans() {
 
 @test "late success: exactly one close of the created id, then settled; the spawn span" {
 	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
-	rserve "delay=session/new@$S3:1500,chunks=1" --initialize-timeout-ms 300 \
+	rserve "delay=session/new@$S3:2500,chunks=1" --initialize-timeout-ms 1000 \
 	    --trace-file "$TRACE"
 	req POST /session '{}'
 	expect 200
 	local sib=$(jq -r .sessionId <<<"$body") pid=$(child_pid)
 	req POST /session "{\"sessionId\":\"$S3\"}"
-	expect 504 '.code == "init_timeout" and .timeoutMs == 300'
+	expect 504 '.code == "init_timeout" and .timeoutMs == 1000'
 	[ "$(header Retry-After)" = 5 ]
 	wait_for 20 calls_are 1 qwen/control/session/close "$S3"
 	health_wait '.restoresUnsettled == 0 and .inFlight == 0' 10
@@ -72,7 +72,7 @@ spawn_spans() {
 	expect 200
 	wait_for 5 test "$(spawn_spans | jq length)" -ge 3
 	spawn_spans | jq -e --arg s "$S3" '[.[] | select(.attrs["session.id"] == $s)][0] |
-	    .attrs["qwen-code.daemon.session_new.timeout_ms"] == "300" and
+	    .attrs["qwen-code.daemon.session_new.timeout_ms"] == "1000" and
 	    .attrs["qwen-code.daemon.session_restore.final_state"] == "settled" and
 	    [.events[] | select(.name != "session.restore.settlement_overdue")] as $e |
 	    ([$e[].name] == ["session.restore.public_result",
@@ -82,7 +82,7 @@ spawn_spans() {
 }
 
 @test "an id-less spawn answered late: the id the child created is closed once" {
-	rserve "delay=session/new:1500" --initialize-timeout-ms 300
+	rserve "delay=session/new:2500" --initialize-timeout-ms 1000
 	req POST /session/$SID/load '{}'
 	expect 200
 	req POST /session '{}'
@@ -100,8 +100,8 @@ spawn_spans() {
 }
 
 @test "quarantine: 503 new_session_cleanup_failed before capacity; siblings work; drain recycles" {
-	rserve "delay=session/new@$S3:1500,fail=qwen/control/session/close@$S3:-32603,chunks=1" \
-	    --initialize-timeout-ms 300 --max-sessions 2
+	rserve "delay=session/new@$S3:2500,fail=qwen/control/session/close@$S3:-32603,chunks=1" \
+	    --initialize-timeout-ms 1000 --max-sessions 2
 	req POST /session '{}'
 	expect 200
 	local sib=$(jq -r .sessionId <<<"$body") old=$(child_pid)
@@ -134,7 +134,7 @@ spawn_spans() {
 }
 
 @test "overdue: nothing answers; 503 new_session_settlement_overdue; drain recovers" {
-	rserve "hang=session/new@$S3,chunks=1" --initialize-timeout-ms 300
+	rserve "hang=session/new@$S3,chunks=1" --initialize-timeout-ms 1000
 	req POST /session '{}'
 	local sib=$(jq -r .sessionId <<<"$body") old=$(child_pid)
 	req POST /session "{\"sessionId\":\"$S3\"}"
@@ -161,12 +161,13 @@ spawn_spans() {
 }
 
 @test "empty channel: a timed-out spawn ends the child; the 504 does not wait for the kill" {
-	rserve "hang=session/new@$S3,ignore-term,linger" --initialize-timeout-ms 300
-	req POST /session "{\"sessionId\":\"$S3\"}"
+	rserve "hang=session/new@$S3,ignore-term,linger" --initialize-timeout-ms 1000
+	req_stamp /session "{\"sessionId\":\"$S3\"}"
 	expect 504 '.code == "init_timeout"'
 	local old=$(child_pid)
-	# It ignores TERM; KILL comes after a grace (2 s): the 504 came first.
-	kill -0 "$old"
+	# It ignores TERM; KILL comes after a grace (2 s): the 504 came before.
+	wait_for 10 grep -q "child $old: sending SIGKILL" "$BATS_TEST_TMPDIR/err"
+	[ "$stamp" -lt "$(log_ms "child $old: sending SIGKILL")" ]
 	grep -q "child $old: sending SIGTERM" "$BATS_TEST_TMPDIR/err"
 	wait_for 10 bash -c "! kill -0 $old 2>/dev/null"
 	health_wait '.restoresUnsettled == 0 and .inFlight == 0'

@@ -69,8 +69,7 @@ restore_route_early(struct channel *ch, const char *id, json_object *params)
 {
 	struct inflight *op = inflight_find(id);
 
-	if (op != NULL && op->ch == ch &&
-	    (!op->has_fsm || op->fsm.state == RFSM_ACTIVE)) {
+	if (op != NULL && op->ch == ch && op->fsm.state == RFSM_ACTIVE) {
 		if (op->early == NULL)
 			op->early = json_object_new_array();
 		if (json_object_array_length(op->early) < EARLY_MAX)

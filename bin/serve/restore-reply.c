@@ -221,8 +221,6 @@ op_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
 	    op_action_name(op->action), o == CHAN_RESULT ? "succeeded" : "failed",
 	    (unsigned long long)(clock_mono_ms() - op->started_ms));
 	if (o != CHAN_RESULT) {
-		if (!op->has_fsm)
-			early_purge(op);
 		reply_error_all(op, o, payload);
 		return;
 	}
@@ -248,19 +246,4 @@ op_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
 		restore_reply(w->req, s, op->action, !first, cid);
 		first = 0;
 	}
-}
-
-/* A spawn ends here (restores end in fsm_finish). */
-void
-restore_settle(struct inflight *op, enum chan_outcome o, json_object *payload)
-{
-	span_add_event(op->span, "session.restore.public_result");
-	span_event_set_str(op->span, "result", o == CHAN_RESULT ? "success" :
-	    o == CHAN_TIMEOUT || o == CHAN_INIT_TIMEOUT ? "timeout" : "failure");
-	span_set_int(op->span, "qwen-code.daemon.duration_ms",
-	    (int64_t)(clock_mono_ms() - op->started_ms));
-	span_end(op->span, serve_trace);
-	op->span = NULL;
-	op_reply(op, o, payload);
-	op_free(op);
 }

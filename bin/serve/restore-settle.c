@@ -65,9 +65,8 @@ late_event(struct inflight *op, enum chan_outcome o, json_object *payload)
 }
 
 /*
- * The ACP answer.  Before its request went out (the channel failed to
- * start) a spawn ends here; otherwise the answer is an event for the
- * machine: in time it is the public result, after the deadline it is the
+ * The ACP answer is an event for the machine: in time (also a channel that
+ * failed to start) it is the public result, after the deadline it is the
  * late result that the cleanup settles.
  */
 void
@@ -77,10 +76,6 @@ restore_on_answer(void *arg, enum chan_outcome o, json_object *payload)
 	enum rfsm_event ev;
 
 	op->req = NULL;
-	if (!op->has_fsm) {
-		restore_settle(op, o, payload);
-		return;
-	}
 	if (op->fsm.state == RFSM_ACTIVE) {
 		op->answer_o = o;
 		op->answer = json_object_get(payload);

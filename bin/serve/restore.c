@@ -53,7 +53,7 @@ inflight_default_spawn(void)
 
 	TAILQ_FOREACH(op, &ops, entry)
 		if (op->action == OP_SPAWN && op->is_default &&
-		    (!op->has_fsm || op->fsm.state == RFSM_ACTIVE))
+		    op->fsm.state == RFSM_ACTIVE)
 			return op;
 	return NULL;
 }
@@ -83,21 +83,6 @@ inflight_join(struct inflight *op, struct evhttp_request *req, const char *clien
 	if (client_id != NULL)
 		strlcpy(w->client_id, client_id, sizeof(w->client_id));
 	TAILQ_INSERT_TAIL(&op->waiters, w, entry);
-}
-
-void
-restore_in_progress(struct evhttp_request *req, struct inflight *op,
-    enum op_action requested)
-{
-	struct qerr *e = qerr_new("restore_in_progress", NULL);
-
-	if (e != NULL) {
-		qerr_set_reason(e, "restore_in_progress");
-		qerr_set_str(e, "sessionId", op->id);
-		qerr_set_str(e, "activeAction", op_action_name(op->action));
-		qerr_set_str(e, "requestedAction", op_action_name(requested));
-	}
-	http_send_qerr(req, e);
 }
 
 int
@@ -167,7 +152,6 @@ op_free(struct inflight *op)
 	free(op);
 }
 
-
 /* _meta with the trace context of op's span. */
 static json_object *
 op_meta(struct inflight *op)
@@ -185,24 +169,39 @@ op_meta(struct inflight *op)
 	return meta;
 }
 
+static enum rfsm_action
+fsm_action(enum op_action a)
+{
+	return a == OP_LOAD ? RFSM_LOAD : a == OP_RESUME ? RFSM_RESUME : RFSM_SPAWN;
+}
 
-/*
- * The session/new is on the wire: from here the lifecycle machine owns the
- * spawn under the initialize budget, like a restore (the channel's own
- * start keeps its channel.initialize deadline).
- */
+/* On the wire: the machine's deadline starts (the channel's start has its own). */
 static void
-spawn_sent(void *arg)
+op_sent(void *arg)
 {
 	struct inflight *op = arg;
 
-	op->has_fsm = 1;
-	op->timer = evtimer_new(serve_base, restore_on_timer, op);
-	span_set_int(op->span, "qwen-code.daemon.session_new.timeout_ms",
-	    conf.init_timeout_ms);
 	span_set_int(op->span, "qwen-code.daemon.channel.id", channel_serial(op->ch));
-	rfsm_init(&op->fsm, &restore_fsm_ops, op, RFSM_SPAWN, op->id,
-	    conf.init_timeout_ms);
+	rfsm_dispatched(&op->fsm);
+}
+
+/*
+ * From here op's lifecycle machine owns it: send method (params taken) to
+ * the child under budget_ms, counted from when the request goes out.
+ */
+static void
+op_dispatch(struct inflight *op, const char *method, json_object *params,
+    int64_t budget_ms)
+{
+	op->timer = evtimer_new(serve_base, restore_on_timer, op);
+	rfsm_init_queued(&op->fsm, &restore_fsm_ops, op, fsm_action(op->action),
+	    op->id, budget_ms);
+	op->req = channel_request_sent(op->ch, method, params, 0,
+	    restore_on_answer, op_sent, op);
+	if (op->req == NULL) {
+		op->answer_o = CHAN_CLOSED;
+		rfsm_feed(&op->fsm, RFSM_EV_TRANSPORT_CLOSED);	/* frees op */
+	}
 }
 
 void
@@ -230,10 +229,9 @@ spawn_start(const char *id, int is_default, struct evhttp_request *req,
 	json_object_object_add(p, "_meta", meta);
 	if (id != NULL)
 		span_set_str(op->span, "session.id", id);
-	op->req = channel_request_sent(op->ch, "session/new", p, 0,
-	    restore_on_answer, spawn_sent, op);
-	if (op->req == NULL)
-		restore_settle(op, CHAN_CLOSED, NULL);
+	span_set_int(op->span, "qwen-code.daemon.session_new.timeout_ms",
+	    conf.init_timeout_ms);
+	op_dispatch(op, "session/new", p, conf.init_timeout_ms);
 }
 
 /*
@@ -264,12 +262,6 @@ restore_shape(enum op_action action, json_object *body, char *out, size_t size,
 	snprintf(out, size, "load:%lld:%d", (long long)hps, hide);
 }
 
-static enum rfsm_action
-fsm_action(enum op_action a)
-{
-	return a == OP_LOAD ? RFSM_LOAD : a == OP_RESUME ? RFSM_RESUME : RFSM_SPAWN;
-}
-
 void
 restore_join(struct inflight *op, struct evhttp_request *req, const char *client_id,
     enum op_action action, json_object *body)
@@ -278,10 +270,6 @@ restore_join(struct inflight *op, struct evhttp_request *req, const char *client
 	enum rfsm_join j;
 	int summary, same;
 
-	if (!op->has_fsm) {
-		restore_in_progress(req, op, action);
-		return;
-	}
 	restore_shape(action, body, shape, sizeof(shape), &summary);
 	same = strcmp(shape, op->shape) == 0 && !(op->summary && !summary);
 	j = rfsm_join(&op->fsm, fsm_action(action), same);
@@ -314,8 +302,6 @@ restore_start(struct inflight *op)
 	int load = op->action == OP_LOAD;
 
 	fence_take(op->id);	/* ownership moves here, before the ACP call */
-	op->has_fsm = 1;
-	op->timer = evtimer_new(serve_base, restore_on_timer, op);
 	op->span = span_start("qwen-code.daemon.bridge", SPAN_KIND_CLIENT, NULL);
 	span_set_str(op->span, "qwen-code.daemon.operation", "session.restore");
 	span_set_str(op->span, "qwen-code.daemon.bridge.operation",
@@ -334,17 +320,9 @@ restore_start(struct inflight *op)
 	json_object_object_add(p, "_meta", meta);
 	log_info("session %s: %s requested (budget %lld ms)", op->id,
 	    op_action_name(op->action), (long long)conf.restore_timeout_ms);
-	rfsm_init(&op->fsm, &restore_fsm_ops, op, fsm_action(op->action), op->id,
+	op_dispatch(op, load ? "session/load" : "session/resume", p,
 	    conf.restore_timeout_ms);
-	op->req = channel_request(op->ch, load ? "session/load" : "session/resume",
-	    p, 0, restore_on_answer, op);
-	span_set_int(op->span, "qwen-code.daemon.channel.id", channel_serial(op->ch));
-	if (op->req == NULL) {
-		op->answer_o = CHAN_CLOSED;
-		rfsm_feed(&op->fsm, RFSM_EV_TRANSPORT_CLOSED);
-	}
 }
-
 
 /* ---- the channel, seen by the restores ------------------------------------ */
 
@@ -359,10 +337,7 @@ restore_chan_view(struct channel *ch, struct rfsm_chan_view *v)
 	TAILQ_FOREACH(op, &ops, entry) {
 		if (op->ch != ch)
 			continue;
-		if (op->has_fsm)
-			rfsm_chan_view_add(v, &op->fsm);
-		else
-			v->pending_spawns++;
+		rfsm_chan_view_add(v, &op->fsm);
 	}
 }
 
@@ -390,7 +365,7 @@ restore_channel_exited(struct channel *ch)
 
 	fences_channel_exited(ch);
 	TAILQ_FOREACH_SAFE(op, &ops, entry, next)
-		if (op->ch == ch && op->has_fsm && rfsm_unsettled(op->fsm.state))
+		if (op->ch == ch && rfsm_unsettled(op->fsm.state))
 			rfsm_feed(&op->fsm, RFSM_EV_TRANSPORT_CLOSED);	/* may free op */
 }
 
@@ -401,8 +376,6 @@ restore_stats(size_t *active, size_t *unsettled, size_t *overdue, size_t *quaran
 
 	*active = *unsettled = *overdue = *quarantined = 0;
 	TAILQ_FOREACH(op, &ops, entry) {
-		if (!op->has_fsm)
-			continue;
 		*active += op->fsm.state == RFSM_ACTIVE;
 		*unsettled += rfsm_unsettled(op->fsm.state);
 		*overdue += rfsm_unsettled(op->fsm.state) && op->fsm.overdue;

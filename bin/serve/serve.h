@@ -314,8 +314,7 @@ struct inflight {
 	json_object		*body;		/* the first caller's body */
 	struct span		*span;
 	uint64_t		 started_ms;
-	/* Restores (load/resume) run under the seed-000 lifecycle machine. */
-	int			 has_fsm;
+	/* Spawns and restores run under the seed-000 lifecycle machine. */
 	struct rfsm		 fsm;
 	struct event		*timer;		/* deadline, then grace */
 	json_object		*answer;	/* the in-time ACP answer */
@@ -332,12 +331,14 @@ struct inflight	*inflight_find(const char *id);
 struct inflight	*inflight_default_spawn(void);
 /* Coalesce a caller onto op; it gets op's result with attached:true. */
 void	inflight_join(struct inflight *, struct evhttp_request *, const char *client_id);
-void	restore_in_progress(struct evhttp_request *, struct inflight *,
-	    enum op_action requested);
 /* The 200 body of create/load/resume for s. */
 void	restore_reply(struct evhttp_request *, struct session *, enum op_action,
 	    int attached, const char *client_id);
 int	restore_transcript_exists(const char *id);
+/*
+ * A session/new (id NULL: the child picks it) under the initialize budget
+ * and the same lifecycle machine as a restore.
+ */
 void	spawn_start(const char *id, int is_default, struct evhttp_request *,
 	    const char *client_id);
 /* Admit a load/resume (body borrowed) and dispatch it with restore_start(). */
@@ -348,8 +349,6 @@ void	restore_begin(enum op_action, const char *id, json_object *body,
  * machine owns it (deadline, public result, settlement) and frees it.
  */
 void	restore_start(struct inflight *);
-/* A spawn's answer: reply to its callers and free it. */
-void	restore_settle(struct inflight *, enum chan_outcome, json_object *payload);
 size_t	inflight_count(void);
 int	routes_check_cwd(struct http_ctx *);
 /*
