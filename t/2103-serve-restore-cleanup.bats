@@ -97,8 +97,8 @@ S3=33333333-3333-4333-8333-333333333333
 }
 
 @test "a hung close is uncertain: quarantined after the initialize budget" {
-	rserve "delay=session/load@$SID:500,hang=qwen/control/session/close@$SID" \
-	    --session-restore-timeout-ms 300 --initialize-timeout-ms 400
+	rserve "delay=session/load@$SID:1500,hang=qwen/control/session/close@$SID" \
+	    --session-restore-timeout-ms 300 --initialize-timeout-ms 1000
 	req POST /session '{}'
 	req POST /session/$SID/load '{}'
 	expect 504
@@ -165,7 +165,7 @@ S3=33333333-3333-4333-8333-333333333333
 	serve_stop
 	[ "$SERVE_STATUS" -eq 0 ]
 	[ $(( $(now_ms) - t0 )) -lt 8000 ]
-	bg_wait hung
+	bg_wait hung 20
 	expect 503 '.code == "acp_channel_unavailable"'
 	! kill -0 "$old" 2>/dev/null
 }
