@@ -22,7 +22,7 @@ teardown() {
 	    .retryable == true and .sessionId == \"$SID\" and .action == \"load\" and
 	    .timeoutMs == 300 and (has(\"httpStatus\") | not)"
 	[ "$(header Retry-After)" = 5 ]
-	[ "$took" -ge 280 ] && [ "$took" -lt 3000 ]
+	[ "$took" -ge 280 ] && [ "$took" -lt 20000 ]
 	req GET /health
 	expect 200
 	health_wait '.restoresUnsettled == 1 and .restoresActive == 0'
@@ -30,18 +30,18 @@ teardown() {
 
 @test "empty channel: marked dying and killed; the 504 does not wait for the kill" {
 	rserve "hang=session/load@$SID,ignore-term,linger" --session-restore-timeout-ms 300
-	local t0=$(now_ms)
-	req POST /session/$SID/load '{}'
-	local took=$(( $(now_ms) - t0 ))
+	req_stamp /session/$SID/load '{}'
 	expect 504 '.code == "session_restore_timeout"'
 	local old=$(child_pid)
-	# The child ignores TERM: it is still there, KILL comes after a grace.
-	kill -0 "$old"
-	[ "$took" -lt 1500 ]
-	grep -q "child $old: sending SIGTERM" "$BATS_TEST_TMPDIR/err"
 	# Until the child is gone the abandoned restore holds the id.
 	req POST /session/$SID/resume '{}'
-	expect 409 '.code == "restore_in_progress" and .reason == "awaiting_abandoned_cleanup"'
+	grep -q "child $old exited" "$BATS_TEST_TMPDIR/err" ||
+	    expect 409 '.code == "restore_in_progress" and .reason == "awaiting_abandoned_cleanup"'
+	# The child ignores TERM; KILL comes after a grace (2 s): the 504 came
+	# before it.
+	wait_for 10 grep -q "child $old: sending SIGKILL" "$BATS_TEST_TMPDIR/err"
+	[ "$stamp" -lt "$(log_ms "child $old: sending SIGKILL")" ]
+	grep -q "child $old: sending SIGTERM" "$BATS_TEST_TMPDIR/err"
 	wait_for 10 bash -c "! kill -0 $old 2>/dev/null"
 	health_wait '.restoresUnsettled == 0 and .inFlight == 0'
 	# The daemon keeps running; a fresh child serves the next request.
@@ -51,7 +51,7 @@ teardown() {
 }
 
 @test "siblings: the child stays, siblings keep working during and after the timeout" {
-	rserve "delay=session/load@$SID:2500,chunks=1" --session-restore-timeout-ms 300
+	rserve "delay=session/load@$SID:6000,chunks=1" --session-restore-timeout-ms 300
 	req POST /session/$SID2/load '{}'
 	expect 200
 	local pid=$(child_pid)
@@ -73,7 +73,7 @@ teardown() {
 	[ "$(child_pid)" = "$pid" ]
 	kill -0 "$pid"
 	# The late success is closed; the sibling and the child survive it.
-	health_wait '.restoresUnsettled == 0' 10
+	health_wait '.restoresUnsettled == 0' 20
 	[ "$(calls qwen/control/session/close "$SID")" -eq 1 ]
 	req POST /session/$SID2/prompt "$P"
 	expect 202
@@ -151,7 +151,8 @@ teardown() {
 
 @test "capacity: an abandoned restore keeps its slot until it settles" {
 	local S3=33333333-3333-4333-8333-333333333333 S4=44444444-4444-4444-8444-444444444444
-	rserve "hang=session/load@$SID" --session-restore-timeout-ms 1000 --max-sessions 3
+	# (a budget long enough that the restore is not overdue yet)
+	rserve "hang=session/load@$SID" --session-restore-timeout-ms 5000 --max-sessions 3
 	req POST /session '{}'
 	expect 200
 	local sib=$(jq -r .sessionId <<<"$body")

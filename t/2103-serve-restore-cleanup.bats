@@ -84,20 +84,12 @@ S3=33333333-3333-4333-8333-333333333333
 	req POST /session/$SID/load '{}'
 	expect 409 '.reason == "awaiting_abandoned_cleanup"'
 	# Existing sessions keep working; attach too.
-	sse_open a /session/$sib/events
-	req POST /session/$sib/prompt "$P"
-	expect 202
-	local p1=$(jq -r .promptId <<<"$body")
-	sse_wait a ".type == \"turn_complete\" and .data.promptId == \"$p1\""
+	sibling_works "$sib"
 	req POST /session '{}'
 	expect 200 ".attached == true and .sessionId == \"$sib\""
 	[ "$(child_pid)" = "$old" ]
 	# Drain: the child is recycled, the quarantine settles, work resumes.
-	sse_stop_all
-	req DELETE /session/$sib
-	expect 204
-	wait_for 10 bash -c "! kill -0 $old 2>/dev/null"
-	health_wait '.restoresUnsettled == 0 and .inFlight == 0'
+	drain_recycles "$sib" "$old"
 	req POST /session "{\"sessionId\":\"$S3\"}"
 	expect 200
 	[ "$(child_pid)" != "$old" ]
@@ -105,8 +97,8 @@ S3=33333333-3333-4333-8333-333333333333
 }
 
 @test "a hung close is uncertain: quarantined after the initialize budget" {
-	rserve "delay=session/load@$SID:500,hang=qwen/control/session/close@$SID" \
-	    --session-restore-timeout-ms 300 --initialize-timeout-ms 400
+	rserve "delay=session/load@$SID:1500,hang=qwen/control/session/close@$SID" \
+	    --session-restore-timeout-ms 300 --initialize-timeout-ms 1000
 	req POST /session '{}'
 	req POST /session/$SID/load '{}'
 	expect 504
@@ -133,15 +125,9 @@ S3=33333333-3333-4333-8333-333333333333
 	req POST /session "{\"sessionId\":\"$S3\"}"
 	expect 503 '.reason == "restore_settlement_overdue"'
 	# Existing sessions keep working.
-	sse_open a /session/$sib/events
-	req POST /session/$sib/prompt "$P"
-	local p1=$(jq -r .promptId <<<"$body")
-	sse_wait a ".type == \"turn_complete\" and .data.promptId == \"$p1\""
+	sibling_works "$sib"
 	# Draining closes the transport: the only lever on a hung request.
-	sse_stop_all
-	req DELETE /session/$sib
-	wait_for 10 bash -c "! kill -0 $old 2>/dev/null"
-	health_wait '.restoresUnsettled == 0 and .restoresOverdue == 0'
+	drain_recycles "$sib" "$old"
 	req POST /session/$SID2/load '{}'
 	expect 200
 	[ "$(calls qwen/control/session/close "$SID")" -eq 0 ]
@@ -179,7 +165,7 @@ S3=33333333-3333-4333-8333-333333333333
 	serve_stop
 	[ "$SERVE_STATUS" -eq 0 ]
 	[ $(( $(now_ms) - t0 )) -lt 8000 ]
-	bg_wait hung
+	bg_wait hung 20
 	expect 503 '.code == "acp_channel_unavailable"'
 	! kill -0 "$old" 2>/dev/null
 }

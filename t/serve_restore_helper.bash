@@ -95,3 +95,58 @@ rteardown() {
 	[ "${SERVE_STATUS:-0}" -eq 0 ] || { echo "qwen-serve exited $SERVE_STATUS" >&2; st=1; }
 	return $st
 }
+
+# sibling_works SID: a prompt on the live session SID completes (seen on an
+# event stream named a, left open).
+sibling_works() {
+	sse_open a "/session/$1/events"
+	req POST "/session/$1/prompt" "$P"
+	expect 202
+	local p=$(jq -r .promptId <<<"$body")
+	sse_wait a ".type == \"turn_complete\" and .data.promptId == \"$p\""
+}
+
+# drain_recycles SID PID: closing SID, the channel's last session, ends
+# the child PID and settles every abandoned spawn or restore.
+drain_recycles() {
+	sse_stop_all
+	req DELETE "/session/$1"
+	expect 204
+	wait_for 10 bash -c "! kill -0 $2 2>/dev/null"
+	health_wait '.restoresUnsettled == 0 and .restoresOverdue == 0 and .inFlight == 0'
+}
+
+# req_stamp PATH BODY: POST like req, by a client that notes the wall time
+# (ms) its answer began to arrive in $stamp (no fork between the two, so a
+# loaded machine cannot push it later than the truth by much).
+req_stamp() {
+	local out
+	out=$(python3 - "$SOCK" "$1" "$2" <<'PY'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+b = sys.argv[3].encode()
+s.sendall(b"POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+          b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (sys.argv[2].encode(), len(b), b))
+data, stamp = b"", 0
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    if not data:
+        stamp = int(time.time() * 1000)
+    data += d
+head, _, body = data.partition(b"\r\n\r\n")
+print(head.split()[1].decode(), stamp)
+print(body.decode())
+PY
+)
+	read -r code stamp <<<"$(head -1 <<<"$out")"
+	body=$(tail -n +2 <<<"$out")
+}
+
+# log_ms PATTERN: the wall time (ms) of the first daemon log line matching
+# PATTERN.
+log_ms() {
+	date -d "$(grep -m1 "$1" "$BATS_TEST_TMPDIR/err" | cut -d' ' -f1)" +%s%3N
+}

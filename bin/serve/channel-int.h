@@ -23,6 +23,7 @@ struct chan_req {
 	TAILQ_ENTRY(chan_req)	 entry;		/* waiting for initialize */
 	struct channel		*ch;
 	chan_cb			 cb;
+	void			(*sent)(void *arg);	/* on the wire, or NULL */
 	void			*arg;
 	json_object		*msg;		/* unsent request */
 	uint64_t		 timeout_ms;

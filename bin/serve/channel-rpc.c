@@ -75,11 +75,20 @@ chan_req_send(struct channel *ch, struct chan_req *r)
 	json_object_put(r->msg);
 	r->msg = NULL;
 	chan_arm_deadline(ch);
+	if (r->sent != NULL && !r->forgotten)
+		r->sent(r->arg);
 }
 
 struct chan_req *
 channel_request(struct channel *ch, const char *method, json_object *params,
     uint64_t timeout_ms, chan_cb cb, void *arg)
+{
+	return channel_request_sent(ch, method, params, timeout_ms, cb, NULL, arg);
+}
+
+struct chan_req *
+channel_request_sent(struct channel *ch, const char *method, json_object *params,
+    uint64_t timeout_ms, chan_cb cb, void (*sent)(void *), void *arg)
 {
 	struct chan_req *r;
 
@@ -92,6 +101,7 @@ channel_request(struct channel *ch, const char *method, json_object *params,
 	}
 	r->ch = ch;
 	r->cb = cb;
+	r->sent = sent;
 	r->arg = arg;
 	r->timeout_ms = timeout_ms;
 	r->msg = rpc_new_request(NULL, method, params);

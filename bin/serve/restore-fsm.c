@@ -247,6 +247,14 @@ void
 rfsm_init(struct rfsm *m, const struct rfsm_ops *ops, void *ctx,
     enum rfsm_action action, const char *id, int64_t budget_ms)
 {
+	rfsm_init_queued(m, ops, ctx, action, id, budget_ms);
+	arm_timer(m, (uint64_t)m->budget_ms);
+}
+
+void
+rfsm_init_queued(struct rfsm *m, const struct rfsm_ops *ops, void *ctx,
+    enum rfsm_action action, const char *id, int64_t budget_ms)
+{
 	memset(m, 0, sizeof(*m));
 	m->state = RFSM_ACTIVE;
 	m->action = action;
@@ -256,6 +264,14 @@ rfsm_init(struct rfsm *m, const struct rfsm_ops *ops, void *ctx,
 	m->ops = ops;
 	m->ctx = ctx;
 	m->started_ms = ops->now_ms(ctx);
+}
+
+void
+rfsm_dispatched(struct rfsm *m)
+{
+	if (m->state != RFSM_ACTIVE)
+		return;
+	m->started_ms = m->ops->now_ms(m->ctx);
 	arm_timer(m, (uint64_t)m->budget_ms);
 }
 
@@ -453,7 +469,8 @@ rfsm_err_timeout(const struct rfsm *m)
 	struct qerr *e;
 
 	if (m->action == RFSM_SPAWN) {
-		if ((e = qerr_new("init_timeout", NULL)) == NULL)
+		if ((e = qerr_new("init_timeout", "AcpSessionBridge session/new "
+		    "timed out after %lldms", (long long)m->budget_ms)) == NULL)
 			return NULL;
 		qerr_set_int(e, "timeoutMs", m->budget_ms);
 		qerr_set_budget(e, m->budget_ms);

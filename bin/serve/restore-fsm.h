@@ -2,11 +2,13 @@
  * restore-fsm.h: the lifecycle of one in-flight restore (seed 000), as a
  * table of states by events.
  *
- * One struct rfsm per restoring session id.  It owns the split between the
- * public result (what callers get) and the settlement (the real ACP request
- * plus its cleanup).  The machine is pure: no libevent, no I/O.  Time comes
- * from ops->now_ms, and everything it does to the world goes through the
- * rfsm_ops callbacks, so it is unit-tested on its own with a fake clock.
+ * One struct rfsm per restoring session id (and per session/new, under the
+ * initialize budget, whose reasons are new_session_*).  It owns the split
+ * between the public result (what callers get) and the settlement (the
+ * real ACP request plus its cleanup).  The machine is pure: no libevent,
+ * no I/O.  Time comes from ops->now_ms, and everything it does to the
+ * world goes through the rfsm_ops callbacks, so it is unit-tested on its
+ * own with a fake clock.
  *
  *   ACTIVE --answer ok--> SUCCEEDED            (terminal)
  *   ACTIVE --answer err / transport closed--> FAILED        (terminal)
@@ -132,6 +134,14 @@ struct rfsm {
  */
 void	rfsm_init(struct rfsm *, const struct rfsm_ops *ops, void *ctx,
 	    enum rfsm_action, const char *id, int64_t budget_ms);
+/*
+ * As rfsm_init, for a request still waiting for its channel to start: no
+ * deadline until rfsm_dispatched() (the channel's own start has its own).
+ */
+void	rfsm_init_queued(struct rfsm *, const struct rfsm_ops *ops, void *ctx,
+	    enum rfsm_action, const char *id, int64_t budget_ms);
+/* The request went on the wire: the deadline counts from now (ACTIVE only). */
+void	rfsm_dispatched(struct rfsm *);
 
 /*
  * Feed one event.  Returns 1 when the table moved or acted, 0 when the

@@ -192,8 +192,11 @@ route_session_create(struct http_ctx *ctx)
 	if (id[0] != '\0') {
 		scope = "thread";
 		if (sessions_find(id) == NULL && (op = inflight_find(id)) != NULL &&
-		    op->has_fsm) {
-			/* A restore of the id, active or awaiting its cleanup. */
+		    !(op->action == OP_SPAWN && op->fsm.state == RFSM_ACTIVE)) {
+			/*
+			 * A restore of the id, active or awaiting its
+			 * cleanup, or a spawn awaiting its cleanup.
+			 */
 			restore_join(op, ctx->req, ctx->client_id, OP_SPAWN, ctx->body);
 			return;
 		}

@@ -5,7 +5,9 @@
  * (sockets and request gates), http.c (routing, bodies, replies),
  * routes-session.c (session routes), routes-daemon.c (health,
  * capabilities, workspace listing), restore.c (in-flight spawns and
- * restores: the seam of the restore state machine), sse.c (event buses),
+ * restores: the seam of the restore state machine; restore-fsm.c the
+ * machine, restore-settle.c its world, restore-reply.c the public
+ * answers, restore-fence.c fences and early events), sse.c (event buses),
  * channel.c and channel-rpc.c (the qwen-acp-child process and its
  * JSON-RPC traffic), clients.c (client registry), sessions.c (session
  * map, prompts, reaping, tombstones).  Everything runs on one libevent
@@ -215,6 +217,14 @@ struct channel	*channel_get(const char *workspace);
  */
 struct chan_req	*channel_request(struct channel *, const char *method,
 		    json_object *params, uint64_t timeout_ms, chan_cb cb, void *arg);
+/*
+ * As channel_request, and sent(arg) runs once when the request goes on the
+ * wire: at once when the child is ready (before this returns), else after
+ * its initialize.  Budgets of the child's own work start there.
+ */
+struct chan_req	*channel_request_sent(struct channel *, const char *method,
+		    json_object *params, uint64_t timeout_ms, chan_cb cb,
+		    void (*sent)(void *arg), void *arg);
 /* The caller is gone: the answer will be dropped. */
 void	channel_forget(struct chan_req *);
 /* Send a notification (params: takes ownership). */
@@ -325,8 +335,7 @@ struct inflight {
 	json_object		*body;		/* the first caller's body */
 	struct span		*span;
 	uint64_t		 started_ms;
-	/* Restores (load/resume) run under the seed-000 lifecycle machine. */
-	int			 has_fsm;
+	/* Spawns and restores run under the seed-000 lifecycle machine. */
 	struct rfsm		 fsm;
 	struct event		*timer;		/* deadline, then grace */
 	json_object		*answer;	/* the in-time ACP answer */
@@ -343,12 +352,14 @@ struct inflight	*inflight_find(const char *id);
 struct inflight	*inflight_default_spawn(void);
 /* Coalesce a caller onto op; it gets op's result with attached:true. */
 void	inflight_join(struct inflight *, struct evhttp_request *, const char *client_id);
-void	restore_in_progress(struct evhttp_request *, struct inflight *,
-	    enum op_action requested);
 /* The 200 body of create/load/resume for s. */
 void	restore_reply(struct evhttp_request *, struct session *, enum op_action,
 	    int attached, const char *client_id);
 int	restore_transcript_exists(const char *id);
+/*
+ * A session/new (id NULL: the child picks it) under the initialize budget
+ * and the same lifecycle machine as a restore.
+ */
 void	spawn_start(const char *id, int is_default, struct evhttp_request *,
 	    const char *client_id);
 /* Admit a load/resume (body borrowed) and dispatch it with restore_start(). */
@@ -359,8 +370,6 @@ void	restore_begin(enum op_action, const char *id, json_object *body,
  * machine owns it (deadline, public result, settlement) and frees it.
  */
 void	restore_start(struct inflight *);
-/* A spawn's answer: reply to its callers and free it. */
-void	restore_settle(struct inflight *, enum chan_outcome, json_object *payload);
 size_t	inflight_count(void);
 int	routes_check_cwd(struct http_ctx *);
 /*

@@ -27,7 +27,8 @@
  *                      child that only SIGKILL ends)
  * METHOD in delay, hang, fail, crash-on and close-stdout-on may carry
  * "@ID": the knob then applies to messages for session ID only
- * (params.sessionId), e.g. hang=session/load@<id>.
+ * (params.sessionId; for session/new the id asked for in
+ * _meta["qwen-code/sessionId"]), e.g. hang=session/load@<id>.
  *   wrong-id           session/new answers a different id than asked
  *   chunks=N           prompt streams N agent_message_chunk (default 2)
  *   chunk-delay=MS     between chunks (default 0)
@@ -465,16 +466,30 @@ static const struct method {
 
 /* ---- loop --------------------------------------------------------------- */
 
+/* The session a message is for: params.sessionId, or session/new's asked id. */
+static const char *
+msg_session(struct rpc_msg *m)
+{
+	const char *sid = param_str(m->params, "sessionId");
+	json_object *meta;
+
+	if (sid == NULL && strcmp(m->method, "session/new") == 0 &&
+	    m->params != NULL && json_object_object_get_ex(m->params, "_meta", &meta))
+		sid = param_str(meta, "qwen-code/sessionId");
+	return sid;
+}
+
 static void
 dispatch(struct rpc_msg *m)
 {
-	const char *sid = param_str(m->params, "sessionId");
+	const char *sid;
 	long delay, code;
 	json_object *reply = NULL;
 	size_t i;
 
 	if (m->method == NULL)
 		return;		/* an answer: we send no requests */
+	sid = msg_session(m);
 	delay = knob_of(cf.delay, cf.ndelay, m->method, sid, 0);
 	code = knob_of(cf.fail, cf.nfail, m->method, sid, 0);
 	if (cf.log != NULL) {

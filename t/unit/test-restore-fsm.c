@@ -594,6 +594,22 @@ test_errors(void)
 	json_object_put(o);
 	qerr_free(e);
 
+	/* A timed-out session/new: init_timeout, no session or action. */
+	rfsm_init(&m, &ops, &w, RFSM_SPAWN, "", 12000);
+	e = rfsm_err_timeout(&m);
+	is_int(qerr_status(e), 504, "spawn: 504");
+	is_int(qerr_retry_after(e), 12, "spawn: Retry-After of the initialize budget");
+	o = qerr_rest_body(e);
+	is_str(body_get(o, "error"), "AcpSessionBridge session/new timed out after 12000ms",
+	    "spawn: 504 message");
+	is_str(body_get(o, "code"), "init_timeout", "spawn: code");
+	is_str(body_get(o, "errorKind"), "init_timeout", "spawn: errorKind");
+	is_str(body_get(o, "timeoutMs"), "12000", "spawn: timeoutMs");
+	ok(body_get(o, "sessionId") == NULL && body_get(o, "action") == NULL &&
+	    body_get(o, "phase") == NULL, "spawn: no sessionId, action, phase");
+	json_object_put(o);
+	qerr_free(e);
+
 	e = rfsm_err_unavailable("restore_cleanup_failed", 60000);
 	is_int(qerr_status(e), 503, "503");
 	is_int(qerr_retry_after(e), 60, "503 Retry-After clamped budget");
@@ -663,6 +679,46 @@ test_channel(void)
 	is_int(rfsm_chan_reap(&v), RFSM_REAP_KEEP, "active restore keeps the channel");
 }
 
+/* A request queued behind its channel's start: the deadline counts from dispatch. */
+static void
+test_queued(void)
+{
+	struct world w;
+	struct rfsm m;
+
+	memset(&w, 0, sizeof(w));
+	w.now = 1000;
+	w.m = &m;
+	w.capacity = 1;
+	rfsm_init_queued(&m, &ops, &w, RFSM_SPAWN, "", BUDGET);
+	is_int(m.state, RFSM_ACTIVE, "queued: active");
+	ok(!w.timer_armed, "queued: no deadline while the channel starts");
+	advance(&w, 5 * BUDGET);
+	is_int(m.state, RFSM_ACTIVE, "queued: still active long past the budget");
+	rfsm_dispatched(&m);
+	ok(w.timer_armed && w.timer_due == 1000 + 5 * BUDGET + BUDGET,
+	    "dispatched: the deadline counts from now");
+	advance(&w, BUDGET - 1);
+	is_int(m.state, RFSM_ACTIVE, "1 ms before the dispatched deadline: active");
+	advance(&w, 1);
+	is_int(m.state, RFSM_ABANDONED, "at the dispatched deadline: abandoned");
+	is_int(w.result, RFSM_RESULT_TIMEOUT, "public result timeout");
+	rfsm_dispatched(&m);
+	ok(w.timer_armed && w.timer_due == m.timer_due_ms &&
+	    m.timer_due_ms == 1000 + 6 * BUDGET + BUDGET,
+	    "dispatched again when not active: the grace timer stays");
+
+	/* A channel that fails to start answers before any dispatch. */
+	memset(&w, 0, sizeof(w));
+	w.m = &m;
+	w.capacity = 1;
+	rfsm_init_queued(&m, &ops, &w, RFSM_LOAD, "s-1", BUDGET);
+	is_int(rfsm_feed(&m, RFSM_EV_ANSWER_ERR), 1, "queued, failed start: acts");
+	is_int(m.state, RFSM_FAILED, "queued, failed start: failed");
+	is_int(w.releases, 1, "queued, failed start: capacity released");
+	is_int(w.purges, 1, "queued, failed start: early events purged");
+}
+
 /* Random event sequences: the once-only effects stay once-only. */
 static void
 test_random(void)
@@ -694,6 +750,7 @@ int
 main(void)
 {
 	test_success();
+	test_queued();
 	test_failure();
 	test_equal_time();
 	test_abandon();
