@@ -1,7 +1,9 @@
 // web-drive.mjs: drive the qwen-serve console in headless Chromium.
 // usage: node web-drive.mjs PLAYWRIGHT_DIR BASE_URL MODE [ARGS...]
 //   main SID SID2 BUDGET     list, load with replay, prompt, self-heal
-//   timeout SID CHILD_PID    forced 504: countdown, SIGCONT, retry
+//   timeout SID CHILD_PID BUDGET REQ WD
+//                            the timers, then a forced 504: countdown,
+//                            SIGCONT, retry
 //   timers BUDGET REQ WD     the derived timer values in the DOM
 // Environment: WEB_TOKEN (the daemon's bearer, typed into the page),
 // WEB_ARTIFACTS (screenshots go there).  Prints "ok - ..." lines; exits
@@ -16,8 +18,10 @@ const token = process.env.WEB_TOKEN || '';
 const artifacts = process.env.WEB_ARTIFACTS || '.';
 const T = 20000;
 
+const t0 = Date.now();
+
 function ok(what) {
-	console.log(`ok - ${what}`);
+	console.log(`ok - ${what} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
 }
 
 function check(cond, what) {
@@ -124,8 +128,9 @@ async function modeMain(browser, sidA, sidB, budget) {
 	check(problems.length === 0, `no page errors ${problems.join('; ')}`);
 }
 
-async function modeTimeout(browser, id, pid) {
+async function modeTimeout(browser, id, pid, budget, req, wd) {
 	const { page, problems } = await open(browser);
+	await checkTimers(page, budget, req, wd);
 	await page.waitForSelector(`li[data-session-id="${id}"]`, { timeout: T });
 	await page.click(`li[data-session-id="${id}"] button.load`);
 	await page.waitForSelector('#error[data-kind="restore_timeout"]:not([hidden])',
@@ -148,8 +153,7 @@ async function modeTimeout(browser, id, pid) {
 	check(problems.length === 0, `no page errors ${problems.join('; ')}`);
 }
 
-async function modeTimers(browser, budget, req, wd) {
-	const { page, problems } = await open(browser);
+async function checkTimers(page, budget, req, wd) {
 	const t = await timers(page);
 	check(t.restoreBudgetMs === budget, `budget ${budget} published`);
 	check(t.restoreRequestMs === req, `load/resume timeout ${req}`);
@@ -157,11 +161,17 @@ async function modeTimers(browser, budget, req, wd) {
 	check(t.attachWatchdogMs === '30000', 'attach watchdog 30000');
 	if (req === '0')
 		check(/disabled/.test(t.text), 'shown as disabled');
+}
+
+async function modeTimers(browser, budget, req, wd) {
+	const { page, problems } = await open(browser);
+	await checkTimers(page, budget, req, wd);
 	check(problems.length === 0, `no page errors ${problems.join('; ')}`);
 }
 
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium',
     headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+ok('chromium started');
 let status = 0;
 try {
 	if (mode === 'main')
