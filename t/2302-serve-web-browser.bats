@@ -68,8 +68,25 @@ drive() {
 	[ "$status" -eq 0 ]
 	STOPPED=
 	[[ "$output" == *"ok - watchdog 16500"* ]]
+	[[ "$output" == *"ok - 409 restore_in_progress shown with its reason"* ]]
 	[[ "$output" == *"ok - retry loads the session"* ]]
 	[ -s "$ART/web-console-timeout.png" ]
+}
+
+@test "browser: 503 acp_channel_unavailable on a quarantined channel, with its reason" {
+	FAKE_CHILD="delay=session/load@$SID:600,fail=qwen/control/session/close@$SID:-32603" \
+	    serve_start --web-dir "$QWEN_TOP_SRCDIR/web" --session-restore-timeout-ms 300
+	make_transcript "$SID"
+	make_transcript "$SID2"
+	req POST /session '{}'
+	expect 200
+	req POST /session/$SID/load '{}'
+	expect 504
+	health_wait '.restoresQuarantined == 1' 10
+	run drive unavailable "$SID2"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -s "$ART/web-console-unavailable.png" ]
 }
 
 @test "browser: a budget near 2^31-1 disables the derived timers instead of firing them" {

@@ -238,8 +238,10 @@ async function pollStatus() {
 	const d = $('daemon');
 	if (r.status === 200 && r.body) {
 		const b = r.body;
-		d.dataset.status = b.restoresQuarantined || b.restoresOverdue ? 'degraded' : 'ok';
-		$('daemon-text').textContent = `${b.status}` +
+		const bad = b.restoresQuarantined || b.restoresOverdue;
+		d.dataset.status = bad ? 'degraded' : 'ok';
+		$('daemon-text').textContent = (bad ? `${b.status}, agent refusing fresh ` +
+		    'work' : `${b.status}`) +
 		    (st.caps?.qwenServeVersion ? ` · v${st.caps.qwenServeVersion}` : '');
 		kv($('status'), [
 			['live sessions', b.sessions ?? '?'],
@@ -343,10 +345,13 @@ async function restore(action, id) {
 	const ctrl = new AbortController();
 	let dead = false;
 	setBusy(true, `${what} in progress…`);
+	placeholder(`${what} ${id ?? 'default session'}… (request timeout ` +
+	    `${fmtMs(reqMs)}, watchdog ${fmtMs(wdMs)})`);
 	const wd = armTimer(() => {
 		dead = true;
 		ctrl.abort();
 		setBusy(false, '');
+		placeholder(PICK);
 		showError({ kind: 'watchdog', title: `${what}: watchdog expired`,
 		    detail: `No settled answer within ${wdMs} ms.`, retryAfter: null },
 		    () => restore(action, id));
@@ -358,6 +363,7 @@ async function restore(action, id) {
 		return;
 	setBusy(false, '');
 	if (r.status !== 200 || !r.body) {
+		placeholder(PICK);
 		if (r.status !== 401)
 			showError(failure(r, what), () => restore(action, id));
 		return;
@@ -385,6 +391,14 @@ async function restore(action, id) {
 }
 
 // ---- history rendering -----------------------------------------------------
+
+const PICK = 'Pick a session on the left: Load replays its history, Resume ' +
+    'reattaches without it.';
+
+function placeholder(text) {
+	resetHistory();
+	$('history').append(el('p', 'placeholder', text));
+}
 
 function resetHistory() {
 	$('history').replaceChildren();
@@ -765,9 +779,7 @@ function init() {
 	$('cancel').addEventListener('click', onCancel);
 	window.addEventListener('pagehide', leaveCurrent);
 	showTimers();
-	resetHistory();
-	$('history').append(el('p', 'placeholder', 'Pick a session on the left: Load ' +
-	    'replays its history, Resume reattaches without it.'));
+	placeholder(PICK);
 	setInterval(() => { if (!$('token-form').hidden) return; pollStatus(); },
 	    STATUS_POLL_MS);
 	start();

@@ -69,6 +69,24 @@ export function isInvalidClientId(status, body) {
 	    body.code === 'invalid_client_id';
 }
 
+// What each reason means, for the page.
+const REASONS = {
+	restore_in_progress: 'another load or resume of this session is running',
+	awaiting_abandoned_cleanup: 'an earlier restore of this session timed out ' +
+	    'and has not settled yet',
+	restore_cleanup_failed: 'cleanup of a timed-out restore failed; the agent ' +
+	    'refuses fresh work until it drains',
+	restore_settlement_overdue: 'a timed-out restore has not settled one budget ' +
+	    'after its deadline; the agent refuses fresh work until it drains',
+	new_session_cleanup_failed: 'cleanup of a timed-out new session failed',
+	new_session_settlement_overdue: 'a timed-out new session has not settled',
+};
+
+function reasonText(reason) {
+	const r = typeof reason === 'string' ? reason : 'unknown';
+	return REASONS[r] ? `${REASONS[r]} (reason: ${r})` : `reason: ${r}`;
+}
+
 // A REST error as the page shows it: {kind, title, detail, retryAfter}.
 // kind: restore_timeout | restore_in_progress | channel_unavailable |
 // unauthorized | not_found | error.
@@ -83,12 +101,12 @@ export function describeError(status, body, retryAfterHeader) {
 		    retryAfter: ra ?? 5, code: b.code };
 	if (status === 409 && b.code === 'restore_in_progress')
 		return { kind: 'restore_in_progress', title: 'Restore in progress',
-		    detail: `reason: ${b.reason || 'unknown'}` +
-		    (b.activeAction ? ` (active: ${b.activeAction})` : ''),
+		    detail: reasonText(b.reason) +
+		    (b.activeAction ? `; active: ${b.activeAction}` : ''),
 		    reason: b.reason, retryAfter: ra, code: b.code };
 	if (status === 503 && b.code === 'acp_channel_unavailable')
 		return { kind: 'channel_unavailable', title: 'Agent channel unavailable',
-		    detail: `reason: ${b.reason || 'unknown'}`, reason: b.reason,
+		    detail: reasonText(b.reason), reason: b.reason,
 		    retryAfter: ra, code: b.code };
 	if (status === 401)
 		return { kind: 'unauthorized', title: 'Token required',

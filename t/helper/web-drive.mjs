@@ -4,6 +4,7 @@
 //   timeout SID CHILD_PID BUDGET REQ WD
 //                            the timers, then a forced 504: countdown,
 //                            SIGCONT, retry
+//   unavailable SID          a 503 acp_channel_unavailable and its reason
 //   timers BUDGET REQ WD     the derived timer values in the DOM
 // Environment: WEB_TOKEN (the daemon's bearer, typed into the page),
 // WEB_ARTIFACTS (screenshots go there).  Prints "ok - ..." lines; exits
@@ -141,15 +142,44 @@ async function modeTimeout(browser, id, pid, budget, req, wd) {
 	check(await page.$eval('#error-retry', (e) => e.disabled && !e.hidden),
 	    'retry waits for the countdown');
 	await page.screenshot({ path: path.join(artifacts, 'web-console-timeout.png') });
+	// A second load while the abandoned one is fenced: 409 with its reason.
+	await page.click(`li[data-session-id="${id}"] button.load`);
+	await page.waitForSelector('#error[data-kind="restore_in_progress"]:not([hidden])',
+	    { timeout: T });
+	check(await page.$eval('#error', (e) => e.dataset.reason) === 'awaiting_abandoned_cleanup',
+	    '409 restore_in_progress shown with its reason');
+	check(/awaiting_abandoned_cleanup/.test(await page.$eval('#error-detail',
+	    (e) => e.textContent)), 'the reason is in the text');
+	const s2 = Number(await page.$eval('#error-countdown', (e) => e.dataset.seconds));
+	check(s2 >= 1 && s2 <= 5, `its countdown from Retry-After (${s2} s)`);
 	process.kill(Number(pid), 'SIGCONT');
 	await page.waitForFunction((s) => Number(document.getElementById('error-countdown')
-	    .dataset.seconds) < s, s1, { timeout: T });
+	    .dataset.seconds) < s, s2, { timeout: T });
 	ok('the countdown runs');
 	await page.waitForSelector('#error-retry:not([disabled])', { timeout: T });
 	await page.click('#error-retry');
 	await page.waitForFunction(() => document.body.dataset.state === 'ready' &&
 	    Number(document.getElementById('history').dataset.count) > 0, null, { timeout: T });
 	check(await page.$eval('#error', (e) => e.hidden), 'retry loads the session');
+	check(problems.length === 0, `no page errors ${problems.join('; ')}`);
+}
+
+// A fresh load on a quarantined channel: 503 with its reason.
+async function modeUnavailable(browser, id) {
+	const { page, problems } = await open(browser);
+	await page.waitForSelector(`li[data-session-id="${id}"]`, { timeout: T });
+	await page.click(`li[data-session-id="${id}"] button.load`);
+	await page.waitForSelector('#error[data-kind="channel_unavailable"]:not([hidden])',
+	    { timeout: T });
+	check(await page.$eval('#error', (e) => e.dataset.reason) === 'restore_cleanup_failed',
+	    '503 acp_channel_unavailable shown with its reason');
+	check(/restore_cleanup_failed/.test(await page.$eval('#error-detail',
+	    (e) => e.textContent)), 'the reason is in the text');
+	check(Number(await page.$eval('#error-countdown', (e) => e.dataset.seconds)) >= 1,
+	    'a countdown from Retry-After');
+	check(await page.$eval('#daemon', (e) => e.dataset.status) === 'degraded',
+	    'the daemon status shows the quarantine');
+	await page.screenshot({ path: path.join(artifacts, 'web-console-unavailable.png') });
 	check(problems.length === 0, `no page errors ${problems.join('; ')}`);
 }
 
@@ -178,6 +208,8 @@ try {
 		await modeMain(browser, ...args);
 	else if (mode === 'timeout')
 		await modeTimeout(browser, ...args);
+	else if (mode === 'unavailable')
+		await modeUnavailable(browser, ...args);
 	else if (mode === 'timers')
 		await modeTimers(browser, ...args);
 	else
