@@ -39,7 +39,7 @@ web() {
 	[ -n "$(header ETag)" ]
 	local f t
 	for f in index.html:text/html app.js:text/javascript app.css:text/css \
-	    budget.mjs:text/javascript; do
+	    budget.mjs:text/javascript history.mjs:text/javascript sse.mjs:text/javascript; do
 		t=${f#*:}
 		f=${f%%:*}
 		web "/$f"
@@ -201,6 +201,30 @@ web() {
 	grep -q '^\.It Fl -no-web' "$QWEN_TOP_SRCDIR/man/qwen-serve.8"
 	grep -q '^\.It Fl -web-dir Ar dir' "$QWEN_TOP_SRCDIR/man/qwen-serve.8"
 	grep -q 'QWEN_SERVE_WEB_DIR' "$QWEN_TOP_SRCDIR/man/qwen-serve.8"
+}
+
+@test "web: the SSE parser of sse.mjs in node (split chunks, CRLF, CR, comments)" {
+	command -v node >/dev/null || skip "node not installed"
+	run node "$QWEN_TOP_SRCDIR/t/helper/web-sse-test.mjs" "$WEB"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" != *"not ok"* ]]
+	[[ "$output" == *"1..16"* ]]
+}
+
+@test "web: every file the page imports is served (and nothing it needs is missing)" {
+	serve_start --web-dir "$WEB"
+	local f
+	for f in $(grep -oh "from './[a-z.-]*'" "$WEB"/*.js "$WEB"/*.mjs | sed "s|from './||; s|'||" |
+	    sort -u) $(grep -o '\(src\|href\)="[a-z.-]*\.\(js\|css\|mjs\)"' "$WEB/index.html" |
+	    sed 's/.*="//; s/"//'); do
+		web "/$f"
+		[ "$code" = 200 ] || { echo "/$f: $code" >&2; return 1; }
+	done
+	# And every served file is installed.
+	for f in $(ls "$WEB"); do
+		grep -q "web/$f" "$QWEN_TOP_SRCDIR/Makefile.am"
+	done
 }
 
 @test "web: timer rules of budget.mjs in node (2^31-1 disables, +10 s, +15 s, 30 s)" {

@@ -9,6 +9,8 @@ import {
 	ATTACH_WATCHDOG_MS, OTHER_REQUEST_MS, TIMER_MAX_MS, armTimer,
 	describeError, isInvalidClientId, timerPlan,
 } from './budget.mjs';
+import { History, el } from './history.mjs';
+import { SseParser } from './sse.mjs';
 
 const TOKEN_KEY = 'qwen-serve.token';
 const STATUS_POLL_MS = 5000;
@@ -23,19 +25,10 @@ const st = {
 	healing: null,		// the single reattach in flight (seed 001)
 	busy: false,
 	countdown: null,
-	msgs: null,		// rendering state of the history
+	hist: null,		// the History of #history
 };
 
 // ---- small helpers ---------------------------------------------------------
-
-function el(tag, cls, text) {
-	const e = document.createElement(tag);
-	if (cls)
-		e.className = cls;
-	if (text !== undefined)
-		e.textContent = text;
-	return e;
-}
 
 function log(text) {
 	const li = el('li', '', `${new Date().toLocaleTimeString()} ${text}`);
@@ -345,13 +338,13 @@ async function restore(action, id) {
 	const ctrl = new AbortController();
 	let dead = false;
 	setBusy(true, `${what} in progress…`);
-	placeholder(`${what} ${id ?? 'default session'}… (request timeout ` +
+	st.hist.placeholder(`${what} ${id ?? 'default session'}… (request timeout ` +
 	    `${fmtMs(reqMs)}, watchdog ${fmtMs(wdMs)})`);
 	const wd = armTimer(() => {
 		dead = true;
 		ctrl.abort();
 		setBusy(false, '');
-		placeholder(PICK);
+		st.hist.placeholder(PICK);
 		showError({ kind: 'watchdog', title: `${what}: watchdog expired`,
 		    detail: `No settled answer within ${wdMs} ms.`, retryAfter: null },
 		    () => restore(action, id));
@@ -363,7 +356,7 @@ async function restore(action, id) {
 		return;
 	setBusy(false, '');
 	if (r.status !== 200 || !r.body) {
-		placeholder(PICK);
+		st.hist.placeholder(PICK);
 		if (r.status !== 401)
 			showError(failure(r, what), () => restore(action, id));
 		return;
@@ -373,132 +366,27 @@ async function restore(action, id) {
 	    lastEventId: b.lastEventId ?? null, epoch: b.eventEpoch ?? null,
 	    workspaceCwd: b.workspaceCwd });
 	setBusy(false, '');
-	resetHistory();
+	st.hist.reset();
 	const replay = [...(b.compactedReplay || []), ...(b.liveJournal || [])];
 	for (const env of replay)
 		renderEvent(env, true);
 	if (action !== 'load')
-		note(attach ? `Attached (${b.attached ? 'existing' : 'new'} session).` :
+		st.hist.note(attach ? `Attached (${b.attached ? 'existing' : 'new'} session).` :
 		    'Resumed without history; new events appear below.');
 	else if (replay.length === 0)
-		note('No history to replay.');
+		st.hist.note('No history to replay.');
 	if (b.historyHasMore || b.partial)
-		note('Older history was left out of this replay.');
+		st.hist.note('Older history was left out of this replay.');
 	log(`${what} ${b.sessionId.slice(0, 8)}: ${replay.length} events replayed`);
 	openStream();
 	loadSessions();
 	pollStatus();
 }
 
-// ---- history rendering -----------------------------------------------------
+// ---- history ---------------------------------------------------------------
 
 const PICK = 'Pick a session on the left: Load replays its history, Resume ' +
     'reattaches without it.';
-
-function placeholder(text) {
-	resetHistory();
-	$('history').append(el('p', 'placeholder', text));
-}
-
-function resetHistory() {
-	$('history').replaceChildren();
-	$('history').dataset.count = '0';
-	st.msgs = { last: null, tools: new Map() };
-}
-
-function note(text) {
-	addBlock(el('div', 'note', text));
-	st.msgs.last = null;
-}
-
-function addBlock(node) {
-	const h = $('history');
-	const stick = h.scrollHeight - h.scrollTop - h.clientHeight < 40;
-	h.append(node);
-	h.dataset.count = String(h.querySelectorAll('.msg').length);
-	if (stick)
-		h.scrollTop = h.scrollHeight;
-}
-
-const ROLE = {
-	user_message_chunk: ['user', 'You'],
-	agent_message_chunk: ['agent', 'Agent'],
-	agent_thought_chunk: ['thought', 'Thinking'],
-};
-
-// Adjacent chunks of one kind (and one prompt) join one message.
-function chunk(kind, text, promptId, replayed) {
-	const m = st.msgs;
-	if (m.last && m.last.kind === kind && m.last.promptId === promptId) {
-		m.last.body.textContent += text;
-		scrollIfNear();
-		return;
-	}
-	const [cls, label] = ROLE[kind];
-	const box = el('div', `msg msg-${cls}`);
-	box.dataset.kind = cls;
-	if (promptId)
-		box.dataset.promptId = promptId;
-	if (replayed)
-		box.dataset.replayed = '1';
-	const body = el(cls === 'thought' ? 'div' : 'div', 'msg-body', text);
-	box.append(el('div', 'msg-label', label), body);
-	addBlock(box);
-	m.last = { kind, promptId, body };
-}
-
-function scrollIfNear() {
-	const h = $('history');
-	if (h.scrollHeight - h.scrollTop - h.clientHeight < 120)
-		h.scrollTop = h.scrollHeight;
-}
-
-function tool(u, replayed) {
-	const m = st.msgs;
-	let t = m.tools.get(u.toolCallId);
-	if (!t) {
-		const box = el('div', 'msg msg-tool');
-		box.dataset.kind = 'tool';
-		if (replayed)
-			box.dataset.replayed = '1';
-		const title = el('span', 'tool-title mono', u.title || u.toolCallId || 'tool');
-		const status = el('span', 'badge tool-status', '');
-		box.append(el('div', 'msg-label', u.kind ? `Tool · ${u.kind}` : 'Tool'),
-		    el('div', 'tool-line'));
-		box.lastChild.append(title, status);
-		addBlock(box);
-		t = { box, title, status };
-		if (u.toolCallId)
-			m.tools.set(u.toolCallId, t);
-	}
-	if (u.title)
-		t.title.textContent = u.title;
-	if (u.status) {
-		t.status.textContent = u.status;
-		t.status.dataset.status = u.status;
-	}
-	m.last = null;
-}
-
-function renderUpdate(u, promptId, replayed) {
-	switch (u.sessionUpdate) {
-	case 'user_message_chunk':
-	case 'agent_message_chunk':
-	case 'agent_thought_chunk':
-		if (u.content?.type === 'text')
-			chunk(u.sessionUpdate, u.content.text, promptId, replayed);
-		break;
-	case 'tool_call':
-	case 'tool_call_update':
-		tool(u, replayed);
-		break;
-	case 'plan':
-		note(`Plan: ${(u.entries || []).map((e) => e.content).join(' · ')}`);
-		break;
-	default:
-		break;
-	}
-}
 
 // One event envelope {id?, type, data, promptId?}, replayed or live.
 function renderEvent(env, replayed) {
@@ -506,10 +394,10 @@ function renderEvent(env, replayed) {
 	switch (env.type) {
 	case 'session_update':
 		if (d.update)
-			renderUpdate(d.update, env.promptId || null, replayed);
+			st.hist.update(d.update, env.promptId || null, replayed);
 		break;
 	case 'history_truncated':
-		note('Older history was truncated from this replay.');
+		st.hist.note('Older history was truncated from this replay.');
 		break;
 	case 'turn_complete':
 		turnDone(`turn complete (${d.stopReason || 'done'})`, 'complete');
@@ -522,7 +410,7 @@ function renderEvent(env, replayed) {
 		break;
 	case 'session_closed':
 	case 'session_died':
-		note(`Session ${env.type === 'session_closed' ? 'closed' : 'died'}` +
+		st.hist.note(`Session ${env.type === 'session_closed' ? 'closed' : 'died'}` +
 		    ` (${d.reason || 'unknown'}).`);
 		turnDone('', 'idle');
 		break;
@@ -588,6 +476,10 @@ async function runStream(s, ready) {
 		return streamEnded(s, ready, 'transport_error');
 	}
 	clearTimeout(wd);
+	if (s.closed || st.stream !== s) {
+		ready(false);
+		return;
+	}
 	if (!r.ok) {
 		const body = await r.json().catch(() => null);
 		if (r.status === 401)
@@ -606,6 +498,8 @@ async function runStream(s, ready) {
 	} catch {
 		/* transport error: reconnect below */
 	}
+	if (s.closed || st.stream !== s)
+		return;
 	if (terminal) {
 		setStream('closed', 'closed');
 		return;
@@ -627,45 +521,30 @@ function streamEnded(s, ready, why, retryMs = 3000) {
 	}, retryMs);
 }
 
-// Parse SSE frames until the end; true when a terminal event closed it.
+// Read events until the end; true when a terminal event closed it.
 async function readFrames(reader, s, setRetry) {
-	const dec = new TextDecoder();
-	let buf = '';
+	const dec = new TextDecoder(), parser = new SseParser();
 	for (;;) {
 		const { value, done } = await reader.read();
 		if (done)
 			return false;
-		buf += dec.decode(value, { stream: true });
-		let i;
-		while ((i = buf.search(/\r?\n\r?\n/)) !== -1) {
-			const frame = buf.slice(0, i);
-			buf = buf.slice(i + (buf[i] === '\r' ? 4 : 2));
-			if (onFrame(frame, s, setRetry))
+		for (const ev of parser.push(dec.decode(value, { stream: true }))) {
+			if (ev.retry !== undefined)
+				setRetry(ev.retry);
+			else if (onEvent(ev, s))
 				return true;
 		}
 	}
 }
 
-// One frame; true for a terminal one (session_closed, session_died,
-// client_evicted).
-function onFrame(frame, s, setRetry) {
-	const data = [];
-	for (const line of frame.split(/\r?\n/)) {
-		if (line.startsWith(':'))
-			continue;
-		const c = line.indexOf(':');
-		const f = c === -1 ? line : line.slice(0, c);
-		const v = c === -1 ? '' : line.slice(c + 1).replace(/^ /, '');
-		if (f === 'data')
-			data.push(v);
-		else if (f === 'retry' && /^\d+$/.test(v))
-			setRetry(parseInt(v, 10));
-	}
-	if (data.length === 0 || s.closed)
-		return false;
+// One event; true for a terminal one (session_closed, session_died,
+// client_evicted) or a resync (which reloads the session).
+function onEvent(ev, s) {
+	if (s.closed)
+		return true;
 	let env;
 	try {
-		env = JSON.parse(data.join('\n'));
+		env = JSON.parse(ev.data);
 	} catch {
 		return false;
 	}
@@ -724,9 +603,9 @@ async function onPrompt(ev) {
 	if (!cur || text.trim() === '' || st.busy)
 		return;
 	$('prompt-input').value = '';
-	st.msgs.last = null;
-	chunk('user_message_chunk', text, null, false);
-	st.msgs.last = null;
+	st.hist.cut();
+	st.hist.chunk('user_message_chunk', text, null, false);
+	st.hist.cut();
 	$('turn').textContent = 'sending…';
 	$('turn').dataset.state = 'sending';
 	const r = await admit(cur, { prompt: [{ type: 'text', text }] });
@@ -779,7 +658,8 @@ function init() {
 	$('cancel').addEventListener('click', onCancel);
 	window.addEventListener('pagehide', leaveCurrent);
 	showTimers();
-	placeholder(PICK);
+	st.hist = new History($('history'));
+	st.hist.placeholder(PICK);
 	setInterval(() => { if (!$('token-form').hidden) return; pollStatus(); },
 	    STATUS_POLL_MS);
 	start();

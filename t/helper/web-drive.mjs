@@ -62,7 +62,9 @@ async function open(browser) {
 	}
 	await page.waitForSelector('#token-form[hidden]', { state: 'attached', timeout: T });
 	await page.waitForFunction(() => document.body.dataset.state === 'idle', null,
-	    { timeout: T });
+	    { timeout: T }).catch((e) => {
+		throw new Error(`not ok - the page did not start: ${e.message}; ${problems.join('; ')}`);
+	});
 	return { page, problems };
 }
 
