@@ -203,13 +203,18 @@ web() {
 	grep -q 'QWEN_SERVE_WEB_DIR' "$QWEN_TOP_SRCDIR/man/qwen-serve.8"
 }
 
-@test "web: the SSE parser of sse.mjs in node (split chunks, CRLF, CR, comments)" {
+# node_tap SCRIPT PLAN: a node TAP script over web/ passes all PLAN checks.
+node_tap() {
 	command -v node >/dev/null || skip "node not installed"
-	run node "$QWEN_TOP_SRCDIR/t/helper/web-sse-test.mjs" "$WEB"
+	run node "$QWEN_TOP_SRCDIR/t/helper/$1" "$WEB"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" != *"not ok"* ]]
-	[[ "$output" == *"1..16"* ]]
+	[[ "$output" == *"1..$2"* ]]
+}
+
+@test "web: the SSE parser of sse.mjs in node (split chunks, CRLF, CR, comments)" {
+	node_tap web-sse-test.mjs 16
 }
 
 @test "web: every file the page imports is served (and nothing it needs is missing)" {
@@ -228,10 +233,5 @@ web() {
 }
 
 @test "web: timer rules of budget.mjs in node (2^31-1 disables, +10 s, +15 s, 30 s)" {
-	command -v node >/dev/null || skip "node not installed"
-	run node "$QWEN_TOP_SRCDIR/t/helper/web-budget-test.mjs" "$WEB"
-	echo "$output"
-	[ "$status" -eq 0 ]
-	[[ "$output" != *"not ok"* ]]
-	[[ "$output" == *"1..48"* ]]
+	node_tap web-budget-test.mjs 48
 }

@@ -90,6 +90,20 @@ async function prompt(page, text, what) {
 	ok(what);
 }
 
+// Load id and expect the error box of kind with reason, and a countdown;
+// returns the countdown's seconds.
+async function loadFails(page, id, kind, reason, what) {
+	await page.click(`li[data-session-id="${id}"] button.load`);
+	await page.waitForSelector(`#error[data-kind="${kind}"]:not([hidden])`, { timeout: T });
+	check(await page.$eval('#error', (e) => e.dataset.reason) === reason,
+	    `${what} shown with its reason`);
+	check((await page.$eval('#error-detail', (e) => e.textContent)).includes(reason),
+	    `${what}: the reason is in the text`);
+	const secs = Number(await page.$eval('#error-countdown', (e) => e.dataset.seconds));
+	check(secs >= 1, `${what}: a countdown from Retry-After (${secs} s)`);
+	return secs;
+}
+
 async function modeMain(browser, sidA, sidB, budget) {
 	const { page, problems } = await open(browser);
 	await page.waitForFunction(() => document.querySelectorAll('#sessions li').length >= 2,
@@ -145,15 +159,9 @@ async function modeTimeout(browser, id, pid, budget, req, wd) {
 	    'retry waits for the countdown');
 	await page.screenshot({ path: path.join(artifacts, 'web-console-timeout.png') });
 	// A second load while the abandoned one is fenced: 409 with its reason.
-	await page.click(`li[data-session-id="${id}"] button.load`);
-	await page.waitForSelector('#error[data-kind="restore_in_progress"]:not([hidden])',
-	    { timeout: T });
-	check(await page.$eval('#error', (e) => e.dataset.reason) === 'awaiting_abandoned_cleanup',
-	    '409 restore_in_progress shown with its reason');
-	check(/awaiting_abandoned_cleanup/.test(await page.$eval('#error-detail',
-	    (e) => e.textContent)), 'the reason is in the text');
-	const s2 = Number(await page.$eval('#error-countdown', (e) => e.dataset.seconds));
-	check(s2 >= 1 && s2 <= 5, `its countdown from Retry-After (${s2} s)`);
+	const s2 = await loadFails(page, id, 'restore_in_progress', 'awaiting_abandoned_cleanup',
+	    '409 restore_in_progress');
+	check(s2 <= 5, `the 409 countdown is the clamped budget (${s2} s)`);
 	process.kill(Number(pid), 'SIGCONT');
 	await page.waitForFunction((s) => Number(document.getElementById('error-countdown')
 	    .dataset.seconds) < s, s2, { timeout: T });
@@ -170,15 +178,8 @@ async function modeTimeout(browser, id, pid, budget, req, wd) {
 async function modeUnavailable(browser, id) {
 	const { page, problems } = await open(browser);
 	await page.waitForSelector(`li[data-session-id="${id}"]`, { timeout: T });
-	await page.click(`li[data-session-id="${id}"] button.load`);
-	await page.waitForSelector('#error[data-kind="channel_unavailable"]:not([hidden])',
-	    { timeout: T });
-	check(await page.$eval('#error', (e) => e.dataset.reason) === 'restore_cleanup_failed',
-	    '503 acp_channel_unavailable shown with its reason');
-	check(/restore_cleanup_failed/.test(await page.$eval('#error-detail',
-	    (e) => e.textContent)), 'the reason is in the text');
-	check(Number(await page.$eval('#error-countdown', (e) => e.dataset.seconds)) >= 1,
-	    'a countdown from Retry-After');
+	await loadFails(page, id, 'channel_unavailable', 'restore_cleanup_failed',
+	    '503 acp_channel_unavailable');
 	check(await page.$eval('#daemon', (e) => e.dataset.status) === 'degraded',
 	    'the daemon status shows the quarantine');
 	await page.screenshot({ path: path.join(artifacts, 'web-console-unavailable.png') });
