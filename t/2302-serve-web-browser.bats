@@ -89,10 +89,11 @@ drive() {
 	[ -s "$ART/web-console-unavailable.png" ]
 }
 
-@test "browser: a budget near 2^31-1 disables the derived timers instead of firing them" {
+@test "browser: a budget near 2^31-1 disables the derived timers; attach and resume still work" {
 	web_serve --session-restore-timeout-ms 2147480000
-	run drive timers 2147480000 0 0
+	run drive timers 2147480000 0 0 "$SID"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"ok - shown as disabled"* ]]
+	[[ "$output" == *"ok - a prompt on the resumed session"* ]]
 }

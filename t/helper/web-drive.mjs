@@ -5,7 +5,9 @@
 //                            the timers, then a forced 504: countdown,
 //                            SIGCONT, retry
 //   unavailable SID          a 503 acp_channel_unavailable and its reason
-//   timers BUDGET REQ WD     the derived timer values in the DOM
+//   timers BUDGET REQ WD [SID]
+//                            the derived timer values in the DOM; with
+//                            SID also attach, prompt, resume SID, prompt
 // Environment: WEB_TOKEN (the daemon's bearer, typed into the page),
 // WEB_ARTIFACTS (screenshots go there).  Prints "ok - ..." lines; exits
 // non-zero on the first failure.
@@ -196,9 +198,28 @@ async function checkTimers(page, budget, req, wd) {
 		check(/disabled/.test(t.text), 'shown as disabled');
 }
 
-async function modeTimers(browser, budget, req, wd) {
+// The timers; with sid, then attach (a new default session) and prompt,
+// then resume sid (no history), all with those timers armed or disabled.
+async function modeTimers(browser, budget, req, wd, sid) {
 	const { page, problems } = await open(browser);
 	await checkTimers(page, budget, req, wd);
+	if (sid) {
+		await page.click('#attach');
+		await page.waitForFunction(() => document.body.dataset.state === 'ready' &&
+		    document.getElementById('current').dataset.sessionId !== '', null,
+		    { timeout: T });
+		await page.waitForSelector('#stream[data-state="live"]', { timeout: T });
+		ok('attach opens the default session');
+		await prompt(page, 'on the default session', 'a prompt on the attached session');
+		await page.click(`li[data-session-id="${sid}"] button.resume`);
+		await page.waitForFunction((id) => document.body.dataset.state === 'ready' &&
+		    document.getElementById('current').dataset.sessionId === id, sid,
+		    { timeout: T });
+		await page.waitForSelector('#stream[data-state="live"]', { timeout: T });
+		check(await page.$eval('#history', (e) => e.dataset.count) === '0',
+		    'resume shows no history');
+		await prompt(page, 'after resume', 'a prompt on the resumed session');
+	}
 	check(problems.length === 0, `no page errors ${problems.join('; ')}`);
 }
 
