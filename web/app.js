@@ -233,8 +233,8 @@ async function pollStatus() {
 		const b = r.body;
 		const bad = b.restoresQuarantined || b.restoresOverdue;
 		d.dataset.status = bad ? 'degraded' : 'ok';
-		$('daemon-text').textContent = (bad ? `${b.status}, agent refusing fresh ` +
-		    'work' : `${b.status}`) +
+		$('daemon-text').textContent = `daemon ${b.status}` +
+		    (bad ? ', agent refusing fresh work' : '') +
 		    (st.caps?.qwenServeVersion ? ` · v${st.caps.qwenServeVersion}` : '');
 		kv($('status'), [
 			['live sessions', b.sessions ?? '?'],
