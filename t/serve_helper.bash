@@ -15,6 +15,8 @@ serve_start() {
 	SOCK=$BATS_TEST_TMPDIR/s.sock
 	mkdir -p "$WS" "$DATA"
 	WS=$(cd "$WS" && pwd -P)
+	# A restart must not see the previous daemon's "ready" (or port).
+	rm -f "$BATS_TEST_TMPDIR/out"
 	(cd "$WS" && exec qwen-serve --socket "$SOCK" --port 0 \
 	    --child "${SERVE_CHILD:-$FAKE_CHILD_BIN}" --data-dir "$DATA" "$@" \
 	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&-) 3>&- &

@@ -517,7 +517,10 @@ on_request(struct evhttp_request *req, void *arg)
 		ws_upgrade(req);
 		return;
 	}
-	if (listen_gate(req, strcmp(path, "/health") == 0) == -1)
+	if (web_route(req, path))
+		return;
+	if (listen_gate(req, strcmp(path, "/health") == 0 ? GATE_HEALTH :
+	    GATE_API) == -1)
 		return;
 	if (serve_shutting_down()) {
 		http_error(req, "workspace_draining", NULL);
@@ -550,8 +553,8 @@ http_new(struct event_base *base)
 		return NULL;
 	evhttp_set_max_body_size(http, SERVE_MAX_BODY);
 	evhttp_set_max_headers_size(http, SERVE_MAX_HEADERS);
-	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
-	    EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);
+	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
+	    EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);
 	evhttp_set_timeout(http, 120);
 	evhttp_set_default_content_type(http, "application/json");
 	evhttp_set_gencb(http, on_request, NULL);

@@ -360,7 +360,7 @@ token_ok(const char *auth)
 }
 
 int
-listen_gate(struct evhttp_request *req, int is_health)
+listen_gate(struct evhttp_request *req, enum gate_kind kind)
 {
 	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
 	const char *origin = evhttp_find_header(h, "Origin");
@@ -380,7 +380,8 @@ listen_gate(struct evhttp_request *req, int is_health)
 		http_error(req, "origin_forbidden", NULL);
 		return -1;
 	}
-	if (conf.token != NULL && !(is_health && !conf.require_auth) &&
+	if (conf.token != NULL && kind != GATE_PUBLIC &&
+	    !(kind == GATE_HEALTH && !conf.require_auth) &&
 	    !token_ok(evhttp_find_header(h, "Authorization"))) {
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "WWW-Authenticate", "Bearer");

@@ -45,6 +45,7 @@ enum {
 	OPT_TRACE_FILE, OPT_INIT_TO, OPT_RESTORE_TO, OPT_CHAN_IDLE,
 	OPT_SESS_IDLE, OPT_SESS_REAP, OPT_SSE_HB, OPT_RING, OPT_REPLAY_MAX,
 	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
+	OPT_NO_WEB, OPT_WEB_DIR,
 };
 
 static const struct option longopts[] = {
@@ -74,6 +75,8 @@ static const struct option longopts[] = {
 	{ "max-sessions", required_argument, NULL, OPT_MAX_SESS },
 	{ "max-total-sessions", required_argument, NULL, OPT_MAX_TOTAL },
 	{ "max-pending-prompts-per-session", required_argument, NULL, OPT_MAX_PENDING },
+	{ "no-web", no_argument, NULL, OPT_NO_WEB },
+	{ "web-dir", required_argument, NULL, OPT_WEB_DIR },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -92,7 +95,8 @@ usage(int status)
 	    "\t[--session-idle-timeout-ms MS] [--session-reap-interval-ms MS]\n"
 	    "\t[--sse-heartbeat-ms MS] [--event-ring-size N]\n"
 	    "\t[--compacted-replay-max-bytes N] [--max-sessions N]\n"
-	    "\t[--max-total-sessions N] [--max-pending-prompts-per-session N]\n");
+	    "\t[--max-total-sessions N] [--max-pending-prompts-per-session N]\n"
+	    "\t[--no-web | --web-dir DIR]\n");
 	exit(status);
 }
 
@@ -239,6 +243,8 @@ parse_args(int argc, char **argv)
 		case OPT_MAX_SESS: conf.max_sessions = (int)num_opt("max-sessions", optarg, 0, 1000000); break;
 		case OPT_MAX_TOTAL: conf.max_total_sessions = (int)num_opt("max-total-sessions", optarg, 0, 1000000); break;
 		case OPT_MAX_PENDING: conf.max_pending_prompts = (int)num_opt("max-pending-prompts-per-session", optarg, 0, 100000); break;
+		case OPT_NO_WEB: conf.no_web = 1; break;
+		case OPT_WEB_DIR: free(conf.web_dir); conf.web_dir = strdup(optarg); break;
 		case OPT_VERSION: printf("qwen-serve %s\n", PACKAGE_VERSION); exit(0);
 		case 'h': case OPT_HELP: usage(0);
 		default: usage(2);
@@ -411,6 +417,7 @@ main(int argc, char **argv)
 		event_add(sigs[i], NULL);
 	}
 	sessions_start_reaper();
+	web_check();
 	printf("qwen-serve: ready\n");
 	fflush(stdout);
 	log_info("serving %s (restore budget %lld ms)", conf.workspace,

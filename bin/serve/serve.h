@@ -69,6 +69,8 @@ struct serve_conf {
 	int		 max_sessions;		/* 0: unlimited */
 	int		 max_total_sessions;	/* 0: unlimited */
 	int		 max_pending_prompts;	/* 0: unlimited */
+	int		 no_web;		/* --no-web: no console at / */
+	char		*web_dir;	/* --web-dir; NULL: env or pkgdatadir */
 	int		 tcp_loopback;		/* derived from hostname */
 	int		 bound_port;		/* after listen */
 };
@@ -95,9 +97,11 @@ void	listen_stop(void);
 /*
  * The transport gates for one request: peer credentials, Host allowlist,
  * Origin, bearer token.  Returns 0 to go on, or sends the error reply and
- * returns -1.  is_health: the route is GET /health (pre-auth on loopback).
+ * returns -1.  GATE_HEALTH: GET /health (pre-auth unless --require-auth);
+ * GATE_PUBLIC: the console's static files (never a bearer).
  */
-int	listen_gate(struct evhttp_request *req, int is_health);
+enum gate_kind { GATE_API, GATE_HEALTH, GATE_PUBLIC };
+int	listen_gate(struct evhttp_request *req, enum gate_kind kind);
 /* Extra response headers for an allowed cross-origin request. */
 void	listen_cors_headers(struct evhttp_request *req);
 
@@ -147,6 +151,12 @@ void	route_workspace_sessions(struct http_ctx *);
 json_object *routes_capabilities_json(void);
 /* The request's Last-Event-ID (decimal up to 2^53-1), else -1. */
 int64_t	routes_last_event_id(struct evhttp_request *);
+
+/* ---- web.c: the browser console's static files ------------------------- */
+const char *web_dir(void);	/* --web-dir, QWEN_SERVE_WEB_DIR, pkgdatadir/web */
+void	web_check(void);	/* startup warning when the files are missing */
+/* Answer a console file (1), or 0 when path is not one or --no-web. */
+int	web_route(struct evhttp_request *, const char *path);
 
 /* ---- sse.c ------------------------------------------------------------- */
 struct bus;

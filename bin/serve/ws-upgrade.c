@@ -185,7 +185,7 @@ ws_upgrade(struct evhttp_request *req)
 	subprotocols(h, bearer, sizeof(bearer), chosen, sizeof(chosen));
 	bearer_from_subprotocol(h, bearer);
 	explicit_bzero(bearer, sizeof(bearer));
-	if (listen_gate(req, 0) == -1)
+	if (listen_gate(req, GATE_API) == -1)
 		return;
 	if (serve_shutting_down()) {
 		http_error(req, "workspace_draining", NULL);

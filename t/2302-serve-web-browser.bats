@@ -1,0 +1,99 @@
+#!/usr/bin/env bats
+# qwen-serve's browser console in headless Chromium (Debian's chromium,
+# driven by playwright-core from npm, cached in the build tree's t/web),
+# against the real daemon and the real qwen-acp-child with generated
+# transcripts.  Screenshots go to the build tree's t/artifacts/.
+
+load serve_restore_helper
+
+PW_VERSION=1.64.1
+
+setup() {
+	command -v node >/dev/null || skip "node not installed"
+	[ -x /usr/bin/chromium ] ||
+		skip "Debian's chromium is not installed (apt-get install chromium)"
+	REAL=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
+	[ -x "$REAL" ] || skip "qwen-acp-child not built"
+	PW_DIR=${QWEN_PLAYWRIGHT_DIR:-$QWEN_TOP_BUILDDIR/t/web}
+	if [ ! -f "$PW_DIR/node_modules/playwright-core/package.json" ]; then
+		command -v npm >/dev/null || skip "npm not installed"
+		mkdir -p "$PW_DIR"
+		timeout 180 npm install --no-audit --no-fund --prefix "$PW_DIR" \
+		    "playwright-core@$PW_VERSION" >"$PW_DIR/npm.log" 2>&1 ||
+			skip "npm cannot install playwright-core@$PW_VERSION (registry unreachable?): see $PW_DIR/npm.log"
+	fi
+	ART=$QWEN_TOP_BUILDDIR/t/artifacts
+	mkdir -p "$ART"
+}
+
+teardown() {
+	[ -n "${STOPPED:-}" ] && kill -CONT "$STOPPED" 2>/dev/null
+	rteardown
+}
+
+# web_serve [qwen-serve args...]: the real child, two generated transcripts.
+web_serve() {
+	SERVE_CHILD=$REAL serve_start --web-dir "$QWEN_TOP_SRCDIR/web" "$@"
+	qwen-gen-transcript --mib 0.05 --seed 11 --session-id "$SID" --data-dir "$DATA" \
+	    --workspace "$WS" >/dev/null
+	qwen-gen-transcript --mib 0.02 --seed 12 --session-id "$SID2" --data-dir "$DATA" \
+	    --workspace "$WS" >/dev/null
+}
+
+drive() {
+	WEB_ARTIFACTS=$ART timeout 120 node "$QWEN_TOP_SRCDIR/t/helper/web-drive.mjs" \
+	    "$PW_DIR" "http://127.0.0.1:$PORT" "$@" 3>&-
+}
+
+@test "browser: token, listing, load with replay, streamed prompt, clientId self-heal, screenshot" {
+	web_serve --token s3cret
+	WEB_TOKEN=s3cret run drive main "$SID" "$SID2" 60000
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"ok - the prompt heals its stale clientId (seed 001)"* ]]
+	[ -s "$ART/web-console.png" ]
+	[ -s "$ART/web-console-loaded.png" ]
+}
+
+@test "browser: timers from a 1500 ms budget; forced restore timeout: 504 countdown, retry" {
+	web_serve --session-restore-timeout-ms 1500
+	# A live sibling keeps the child; stopping it makes the load miss 1.5 s.
+	req POST /session/$SID2/load '{}'
+	expect 200
+	local pid=$(child_pid)
+	kill -STOP "$pid"
+	STOPPED=$pid
+	run drive timeout "$SID" "$pid" 1500 11500 16500
+	echo "$output"
+	[ "$status" -eq 0 ]
+	STOPPED=
+	[[ "$output" == *"ok - watchdog 16500"* ]]
+	[[ "$output" == *"ok - 409 restore_in_progress shown with its reason"* ]]
+	[[ "$output" == *"ok - retry loads the session"* ]]
+	[ -s "$ART/web-console-timeout.png" ]
+}
+
+@test "browser: 503 acp_channel_unavailable on a quarantined channel, with its reason" {
+	FAKE_CHILD="delay=session/load@$SID:600,fail=qwen/control/session/close@$SID:-32603" \
+	    serve_start --web-dir "$QWEN_TOP_SRCDIR/web" --session-restore-timeout-ms 300
+	make_transcript "$SID"
+	make_transcript "$SID2"
+	req POST /session '{}'
+	expect 200
+	req POST /session/$SID/load '{}'
+	expect 504
+	health_wait '.restoresQuarantined == 1' 10
+	run drive unavailable "$SID2"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -s "$ART/web-console-unavailable.png" ]
+}
+
+@test "browser: a budget near 2^31-1 disables the derived timers; attach and resume still work" {
+	web_serve --session-restore-timeout-ms 2147480000
+	run drive timers 2147480000 0 0 "$SID"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"ok - shown as disabled"* ]]
+	[[ "$output" == *"ok - a prompt on the resumed session"* ]]
+}
