@@ -49,7 +49,8 @@ existing_ancestor(const char *path)
 	char *p = strdup(path), *slash;
 	struct stat st;
 
-	while (p != NULL && stat(p, &st) == -1 && errno == ENOENT) {
+	while (p != NULL && stat(p, &st) == -1 &&
+	    (errno == ENOENT || errno == ENOTDIR)) {
 		if ((slash = strrchr(p, '/')) == NULL) {
 			strlcpy(p, ".", 2);
 			break;
@@ -171,6 +172,7 @@ static void
 check_socket(void)
 {
 	struct sockaddr_un sun;
+	struct stat st;
 	char *dir, *slash;
 	int fd;
 
@@ -185,7 +187,13 @@ check_socket(void)
 		return;
 	if ((slash = strrchr(dir, '/')) != NULL)
 		slash[slash == dir ? 1 : 0] = '\0';
-	check_dir("--socket directory", slash != NULL ? dir : ".");
+	else
+		strlcpy(dir, ".", 2);
+	/* Only the private default directory is created (one level). */
+	if (stat(dir, &st) == -1 && !(conf.socket_default && errno == ENOENT))
+		complain(1, "--socket directory %s: %s", dir, strerror(errno));
+	else
+		check_dir("--socket directory", dir);
 	free(dir);
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
