@@ -10,25 +10,14 @@ teardown() {
 	serve_teardown
 }
 
-# act_start [sockact args...] -- [qwen-serve args...]: the daemon started
-# by the sockact helper (which execs it: same pid); waits for "ready".
+# act_start [sockact args...] -- [qwen-serve args...]: serve_start under
+# the sockact helper (which execs the daemon: same pid).  The passed
+# listeners replace serve_start's --socket and --port.
 act_start() {
 	local pre=()
-	WS=$BATS_TEST_TMPDIR/ws
-	DATA=$BATS_TEST_TMPDIR/data
-	SOCK=$BATS_TEST_TMPDIR/s.sock
-	mkdir -p "$WS" "$DATA"
-	WS=$(cd "$WS" && pwd -P)
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do pre+=("$1"); shift; done
 	[ $# -gt 0 ] && shift
-	(cd "$WS" && exec sockact "${pre[@]}" -- qwen-serve \
-	    --child "$FAKE_CHILD_BIN" --data-dir "$DATA" "$@" \
-	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&-) 3>&- &
-	SERVE_PID=$!
-	wait_for 10 grep -q '^qwen-serve: ready' "$BATS_TEST_TMPDIR/out" || {
-		cat "$BATS_TEST_TMPDIR/err" >&2
-		return 1
-	}
+	SERVE_WRAP="sockact ${pre[*]} --" serve_start "$@"
 	PORT=$(sed -n 's/^sockact: tcp port //p' "$BATS_TEST_TMPDIR/out")
 }
 
@@ -63,6 +52,17 @@ children_of() {
 	    sed 's|/proc/\([0-9]*\)/status|\1|'
 }
 
+# child_env_lacks REGEX: load a session (starting a child), then check the
+# child's environment has no variable matching REGEX; $child is its pid.
+child_env_lacks() {
+	make_transcript
+	req POST /session/$SID/load '{}'
+	expect 200
+	child=$(children_of "$SERVE_PID" | head -1)
+	[ -n "$child" ]
+	! tr '\0' '\n' <"/proc/$child/environ" | grep -E "$1" || false
+}
+
 @test "socket activation: the Unix socket and the TCP port come from LISTEN_FDS" {
 	act_start -n api:http -l "unix:$BATS_TEST_TMPDIR/s.sock" -l tcp:127.0.0.1:0
 	grep -qx "qwen-serve: listening on unix:$SOCK (from systemd)" "$BATS_TEST_TMPDIR/out"
@@ -76,13 +76,8 @@ children_of() {
 	expect 403
 	# No lock file of ours: systemd owns the socket.
 	[ ! -e "$SOCK.lock" ]
-	make_transcript
-	req POST /session/$SID/load '{}'
-	expect 200
 	# The child inherits neither the variables nor the listeners.
-	child=$(children_of "$SERVE_PID" | head -1)
-	[ -n "$child" ]
-	! tr '\0' '\n' <"/proc/$child/environ" | grep -E '^(LISTEN_(PID|FDS|FDNAMES)|NOTIFY_SOCKET)=' || false
+	child_env_lacks '^(LISTEN_(PID|FDS|FDNAMES)|NOTIFY_SOCKET)='
 	for fd in 3 4; do
 		l=$(readlink "/proc/$SERVE_PID/fd/$fd")
 		[[ "$l" == socket:* ]]
@@ -142,12 +137,7 @@ children_of() {
 	grep -qx "qwen-serve: listening on unix:$SOCK" "$BATS_TEST_TMPDIR/out"
 	req GET /health
 	expect 200
-	make_transcript
-	req POST /session/$SID/load '{}'
-	expect 200
-	child=$(children_of "$SERVE_PID" | head -1)
-	[ -n "$child" ]
-	! tr '\0' '\n' <"/proc/$child/environ" | grep -q '^LISTEN_' || false
+	child_env_lacks '^LISTEN_'
 	run sh -c 'LISTEN_PID=$$ LISTEN_FDS=17 exec qwen-serve --no-tcp --socket "$1/x.sock"' sh "$BATS_TEST_TMPDIR"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"socket activation: LISTEN_FDS=17 is too large (0..16)"* ]]
@@ -168,12 +158,7 @@ children_of() {
 	[ "$probe" -lt "$notified" ]
 	[ "$(grep -c 'READY=1' "$NOTES")" = 1 ]
 	# Children never see NOTIFY_SOCKET.
-	make_transcript
-	req POST /session/$SID/load '{}'
-	expect 200
-	child=$(children_of "$SERVE_PID" | head -1)
-	[ -n "$child" ]
-	! tr '\0' '\n' <"/proc/$child/environ" | grep -q '^NOTIFY_SOCKET=' || false
+	child_env_lacks '^NOTIFY_SOCKET='
 }
 
 @test "sd_notify: STATUS= follows the session count; STOPPING=1 on SIGTERM (abstract socket)" {
