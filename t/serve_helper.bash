@@ -9,6 +9,7 @@ SID2=22222222-2222-4222-8222-222222222222
 
 # serve_start [qwen-serve args...]: private socket, --port 0, fake child,
 # data dir and workspace in $BATS_TEST_TMPDIR; waits for "ready".
+# SERVE_WRAP: a launcher that execs the daemon (e.g. the sockact helper).
 serve_start() {
 	WS=$BATS_TEST_TMPDIR/ws
 	DATA=$BATS_TEST_TMPDIR/data
@@ -17,7 +18,7 @@ serve_start() {
 	WS=$(cd "$WS" && pwd -P)
 	# A restart must not see the previous daemon's "ready" (or port).
 	rm -f "$BATS_TEST_TMPDIR/out"
-	(cd "$WS" && exec qwen-serve --socket "$SOCK" --port 0 \
+	(cd "$WS" && exec ${SERVE_WRAP:-} qwen-serve --socket "$SOCK" --port 0 \
 	    --child "${SERVE_CHILD:-$FAKE_CHILD_BIN}" --data-dir "$DATA" "$@" \
 	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&-) 3>&- &
 	SERVE_PID=$!
@@ -25,7 +26,7 @@ serve_start() {
 		cat "$BATS_TEST_TMPDIR/err" >&2
 		return 1
 	}
-	PORT=$(sed -n 's|^qwen-serve: listening on http://127.0.0.1:||p' "$BATS_TEST_TMPDIR/out")
+	PORT=$(sed -n 's|^qwen-serve: listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$BATS_TEST_TMPDIR/out")
 }
 
 # serve_stop: SIGTERM and wait; the exit status is in $SERVE_STATUS.

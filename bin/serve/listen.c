@@ -149,6 +149,21 @@ claim_socket_path(const char *path)
 	return 0;
 }
 
+/* Serve HTTP on the listening Unix socket fd (ours or systemd's). */
+static int
+listen_unix_fd(struct evhttp *http, int fd, const char *path)
+{
+	unix_listener = evconnlistener_new(serve_base, NULL, NULL,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
+	if (unix_listener == NULL || evhttp_bind_listener(http, unix_listener) == NULL) {
+		log_warnx("cannot listen on %s", path);
+		return -1;
+	}
+	printf("qwen-serve: listening on unix:%s%s\n", path,
+	    fd == conf.act_unix_fd ? " (from systemd)" : "");
+	return 0;
+}
+
 /* Bind, chmod 0600 and listen on the Unix socket; hand it to evhttp. */
 static int
 listen_unix(struct evhttp *http, const char *path)
@@ -191,14 +206,7 @@ listen_unix(struct evhttp *http, const char *path)
 		close(fd);
 		return -1;
 	}
-	unix_listener = evconnlistener_new(serve_base, NULL, NULL,
-	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
-	if (unix_listener == NULL || evhttp_bind_listener(http, unix_listener) == NULL) {
-		log_warnx("cannot listen on %s", path);
-		return -1;
-	}
-	printf("qwen-serve: listening on unix:%s\n", path);
-	return 0;
+	return listen_unix_fd(http, fd, path);
 }
 
 /* Bind the TCP listener and record the port it got. */
@@ -212,7 +220,11 @@ listen_tcp(struct evhttp *http)
 
 	if (strcasecmp(host, "localhost") == 0)
 		host = "127.0.0.1";	/* resolved and pinned */
-	tcp_handle = evhttp_bind_socket_with_handle(http, host, (ev_uint16_t)conf.port);
+	if (conf.act_tcp_fd != -1)
+		tcp_handle = evhttp_accept_socket_with_handle(http, conf.act_tcp_fd);
+	else
+		tcp_handle = evhttp_bind_socket_with_handle(http, host,
+		    (ev_uint16_t)conf.port);
 	if (tcp_handle == NULL) {
 		log_warnx("cannot listen on %s port %d", conf.hostname, conf.port);
 		return -1;
@@ -224,9 +236,9 @@ listen_tcp(struct evhttp *http)
 		conf.bound_port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	else
 		conf.bound_port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-	printf("qwen-serve: listening on http://%s%s%s:%d\n",
+	printf("qwen-serve: listening on http://%s%s%s:%d%s\n",
 	    strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
-	    conf.bound_port);
+	    conf.bound_port, conf.act_tcp_fd != -1 ? " (from systemd)" : "");
 	return 0;
 }
 
@@ -234,12 +246,38 @@ int
 listen_start(struct evhttp *http)
 {
 	bound_http = http;
-	if (!conf.no_socket && listen_unix(http, conf.socket_path) == -1)
+	if (conf.act_unix_fd != -1) {
+		if (listen_unix_fd(http, conf.act_unix_fd, conf.socket_path) == -1)
+			return -1;
+	} else if (!conf.no_socket && listen_unix(http, conf.socket_path) == -1)
 		return -1;
 	if (!conf.no_tcp && listen_tcp(http) == -1)
 		return -1;
 	fflush(stdout);
 	return 0;
+}
+
+int
+listen_probe_addr(struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	int fd;
+
+	if (unix_listener != NULL)
+		fd = evconnlistener_get_fd(unix_listener);
+	else if (tcp_handle != NULL)
+		fd = evhttp_bound_socket_get_fd(tcp_handle);
+	else
+		return -1;
+	memset(ss, 0, sizeof(*ss));
+	if (getsockname(fd, (struct sockaddr *)ss, len) == -1)
+		return -1;
+	if (ss->ss_family == AF_INET && s4->sin_addr.s_addr == htonl(INADDR_ANY))
+		s4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (ss->ss_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
+		s6->sin6_addr = in6addr_loopback;
+	return ss->ss_family;
 }
 
 /* Stop accepting and remove our socket and lock. */

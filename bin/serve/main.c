@@ -46,6 +46,7 @@ enum {
 	OPT_SESS_IDLE, OPT_SESS_REAP, OPT_SSE_HB, OPT_RING, OPT_REPLAY_MAX,
 	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
 	OPT_NO_WEB, OPT_WEB_DIR,
+	OPT_PIDFILE, OPT_CHECK_CONFIG,
 };
 
 static const struct option longopts[] = {
@@ -77,6 +78,8 @@ static const struct option longopts[] = {
 	{ "max-pending-prompts-per-session", required_argument, NULL, OPT_MAX_PENDING },
 	{ "no-web", no_argument, NULL, OPT_NO_WEB },
 	{ "web-dir", required_argument, NULL, OPT_WEB_DIR },
+	{ "pidfile", required_argument, NULL, OPT_PIDFILE },
+	{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -96,7 +99,7 @@ usage(int status)
 	    "\t[--sse-heartbeat-ms MS] [--event-ring-size N]\n"
 	    "\t[--compacted-replay-max-bytes N] [--max-sessions N]\n"
 	    "\t[--max-total-sessions N] [--max-pending-prompts-per-session N]\n"
-	    "\t[--no-web | --web-dir DIR]\n");
+	    "\t[--no-web | --web-dir DIR] [--pidfile FILE] [--check-config]\n");
 	exit(status);
 }
 
@@ -160,7 +163,11 @@ default_socket(void)
 	return p;
 }
 
-/* Find qwen-acp-child next to our own executable, else rely on PATH. */
+/*
+ * The child: installed, qwen-serve runs from $(bindir) and the child is in
+ * $(libexecdir); run from anywhere else (the build tree), the child beside
+ * our own executable comes first.  Else PATH.
+ */
 static char *
 default_child(void)
 {
@@ -172,12 +179,15 @@ default_child(void)
 		self[n] = '\0';
 		if ((slash = strrchr(self, '/')) != NULL) {
 			*slash = '\0';
-			if (asprintf(&p, "%s/qwen-acp-child", self) != -1 &&
+			if (strcmp(self, QWEN_BINDIR) != 0 &&
+			    asprintf(&p, "%s/qwen-acp-child", self) != -1 &&
 			    access(p, X_OK) == 0)
 				return p;
 			free(p);
 		}
 	}
+	if (access(QWEN_LIBEXECDIR "/qwen-acp-child", X_OK) == 0)
+		return strdup(QWEN_LIBEXECDIR "/qwen-acp-child");
 	return strdup("qwen-acp-child");
 }
 
@@ -245,6 +255,8 @@ parse_args(int argc, char **argv)
 		case OPT_MAX_PENDING: conf.max_pending_prompts = (int)num_opt("max-pending-prompts-per-session", optarg, 0, 100000); break;
 		case OPT_NO_WEB: conf.no_web = 1; break;
 		case OPT_WEB_DIR: free(conf.web_dir); conf.web_dir = strdup(optarg); break;
+		case OPT_PIDFILE: free(conf.pidfile); conf.pidfile = strdup(optarg); break;
+		case OPT_CHECK_CONFIG: conf.check_config = 1; break;
 		case OPT_VERSION: printf("qwen-serve %s\n", PACKAGE_VERSION); exit(0);
 		case 'h': case OPT_HELP: usage(0);
 		default: usage(2);
@@ -297,6 +309,29 @@ resolve_conf(void)
 	if (conf.require_auth && conf.token == NULL) {
 		fprintf(stderr, "qwen-serve: --require-auth needs --token or QWEN_SERVER_TOKEN\n");
 		exit(2);
+	}
+}
+
+/*
+ * What a service manager hands us: NOTIFY_SOCKET, the listeners of socket
+ * activation; and the pidfile other supervisors read.  Exits 1 on error.
+ */
+static void
+ops_start(void)
+{
+	char err[512];
+
+	sdnotify_init();
+	if (sockact_take(err, sizeof(err)) == -1) {
+		fprintf(stderr, "qwen-serve: socket activation: %s\n", err);
+		exit(1);
+	}
+	if (conf.pidfile != NULL) {
+		if (pidfile_take(conf.pidfile, err, sizeof(err)) == -1) {
+			fprintf(stderr, "qwen-serve: %s\n", err);
+			exit(1);
+		}
+		atexit(pidfile_release);
 	}
 }
 
@@ -359,6 +394,7 @@ serve_request_shutdown(void)
 	if (shutting_down)
 		return;
 	shutting_down = 1;
+	sdnotify_stopping();
 	listen_stop();
 	ws_shutdown();		/* before acp_shutdown(): ends its own connections */
 	acp_http_shutdown();
@@ -391,6 +427,9 @@ main(int argc, char **argv)
 	mallopt(M_TRIM_THRESHOLD, 128 * 1024 * 1024);
 	parse_args(argc, argv);
 	resolve_conf();
+	if (conf.check_config)
+		exit(checkconf_run());
+	ops_start();
 	signal(SIGPIPE, SIG_IGN);
 	if (conf.log_file != NULL && log_open_file(conf.log_file) == -1) {
 		fprintf(stderr, "qwen-serve: --log-file %s: %s\n", conf.log_file,
@@ -420,6 +459,8 @@ main(int argc, char **argv)
 	web_check();
 	printf("qwen-serve: ready\n");
 	fflush(stdout);
+	if (sdnotify_enabled())
+		ready_probe_start(sdnotify_ready);
 	log_info("serving %s (restore budget %lld ms)", conf.workspace,
 	    (long long)conf.restore_timeout_ms);
 	event_base_dispatch(serve_base);
@@ -430,11 +471,14 @@ main(int argc, char **argv)
 	if (stop_timer != NULL)
 		event_free(stop_timer);
 	ws_free_all();		/* before evhttp_free() frees their connections */
+	ready_probe_free();
+	sdnotify_free();
 	http_free(http);
 	acp_free();
 	sessions_free();
 	channels_free();
 	event_base_free(serve_base);
 	trace_sink_close(serve_trace);
+	pidfile_release();
 	return 0;
 }

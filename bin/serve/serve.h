@@ -17,6 +17,7 @@
 #define QWEN_SERVE_H
 
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -73,6 +74,11 @@ struct serve_conf {
 	char		*web_dir;	/* --web-dir; NULL: env or pkgdatadir */
 	int		 tcp_loopback;		/* derived from hostname */
 	int		 bound_port;		/* after listen */
+	char		*pidfile;		/* --pidfile, or NULL */
+	int		 check_config;		/* --check-config */
+	int		 activated;		/* sockets passed by systemd */
+	int		 act_unix_fd;		/* passed Unix listener, or -1 */
+	int		 act_tcp_fd;		/* passed TCP listener, or -1 */
 };
 
 extern struct serve_conf conf;
@@ -91,7 +97,14 @@ char	*serve_transcript_dir(void);	/* caller frees; NULL without a data dir */
 
 /* ---- listen.c ---------------------------------------------------------- */
 struct evhttp;
+/* Bind (or adopt the systemd-passed) listeners and hand them to http. */
 int	listen_start(struct evhttp *http);
+/*
+ * The address our own listener answers on (the Unix socket, else TCP with
+ * a wildcard turned into loopback), for the readiness probe: its family,
+ * or -1 when there is no listener.
+ */
+int	listen_probe_addr(struct sockaddr_storage *ss, socklen_t *len);
 int	listen_is_loopback_host(const char *host);
 void	listen_stop(void);
 /*
@@ -104,6 +117,42 @@ enum gate_kind { GATE_API, GATE_HEALTH, GATE_PUBLIC };
 int	listen_gate(struct evhttp_request *req, enum gate_kind kind);
 /* Extra response headers for an allowed cross-origin request. */
 void	listen_cors_headers(struct evhttp_request *req);
+
+/* ---- sockact.c: socket activation (LISTEN_FDS) ------------------------ */
+/*
+ * Take the listeners systemd passed (conf.act_unix_fd, conf.act_tcp_fd,
+ * conf.activated, socket path, TCP address) and unset LISTEN_PID,
+ * LISTEN_FDS and LISTEN_FDNAMES.  Returns 1 when activated, 0 when not
+ * (no variables, or meant for another pid), -1 with a message in err.
+ */
+int	sockact_take(char *err, size_t errsize);
+
+/* ---- sdnotify.c: the sd_notify protocol (NOTIFY_SOCKET) ----------------- */
+/* Read and unset NOTIFY_SOCKET: 1 notifying, 0 not asked, -1 unusable. */
+int	sdnotify_init(void);
+int	sdnotify_enabled(void);
+void	sdnotify_send(const char *msg);
+/* READY=1, MAINPID, STATUS=; then STATUS= on each change (rate-limited). */
+void	sdnotify_ready(void);
+void	sdnotify_stopping(void);	/* STOPPING=1 */
+void	sdnotify_free(void);
+
+/* ---- ready.c: the readiness probe (our own GET /capabilities) ---------- */
+/* Probe until the daemon answers 200, then call done once. */
+void	ready_probe_start(void (*done)(void));
+void	ready_probe_free(void);
+
+/* ---- pidfile.c --------------------------------------------------------- */
+/* Write path atomically and keep it locked; -1 with err (a live holder). */
+int	pidfile_take(const char *path, char *err, size_t errsize);
+/* -1 with err when a running daemon holds path (or it cannot be read). */
+int	pidfile_check(const char *path, char *err, size_t errsize);
+/* Remove the pidfile if it is still ours (only in the creating process). */
+void	pidfile_release(void);
+
+/* ---- checkconf.c ------------------------------------------------------- */
+/* --check-config: report on stdout/stderr; the exit status (0 or 1). */
+int	checkconf_run(void);
 
 /* ---- http.c ------------------------------------------------------------ */
 struct http_ctx {
