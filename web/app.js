@@ -26,6 +26,7 @@ const st = {
 	busy: false,
 	countdown: null,
 	hist: null,		// the History of #history
+	settled: new Set(),	// promptIds whose end the stream already showed
 };
 
 // ---- small helpers ---------------------------------------------------------
@@ -400,12 +401,15 @@ function renderEvent(env, replayed) {
 		st.hist.note('Older history was truncated from this replay.');
 		break;
 	case 'turn_complete':
+		settled(env, d);
 		turnDone(`turn complete (${d.stopReason || 'done'})`, 'complete');
 		break;
 	case 'turn_error':
+		settled(env, d);
 		turnDone(`turn failed: ${d.message || d.code || 'error'}`, 'error');
 		break;
 	case 'prompt_cancelled':
+		settled(env, d);
 		turnDone('prompt cancelled', 'cancelled');
 		break;
 	case 'session_closed':
@@ -417,6 +421,16 @@ function renderEvent(env, replayed) {
 	default:
 		break;
 	}
+}
+
+// The end of a prompt can arrive on the stream before its 202 is read.
+function settled(env, d) {
+	const id = env.promptId || d.promptId;
+	if (!id)
+		return;
+	st.settled.add(id);
+	if (st.settled.size > 64)
+		st.settled.delete(st.settled.values().next().value);
 }
 
 function turnDone(text, state) {
@@ -610,6 +624,8 @@ async function onPrompt(ev) {
 	$('turn').dataset.state = 'sending';
 	const r = await admit(cur, { prompt: [{ type: 'text', text }] });
 	if (r.status === 202) {
+		if (st.settled.has(r.body?.promptId))
+			return;
 		$('turn').textContent = 'agent is working…';
 		$('turn').dataset.state = 'running';
 		$('cancel').disabled = false;
