@@ -67,7 +67,9 @@ units_for_verify() {
 @test "systemd units: Type=notify, socket activation and the hardening directives" {
 	local s=$B/contrib/systemd/qwen-serve.service
 	[ -f "$s" ]
-	! grep -q '@bindir@' "$B"/contrib/systemd/*.* "$B"/contrib/systemd/user/* || false
+	for u in qwen-serve.service qwen-serve.socket user/qwen-serve.service user/qwen-serve.socket; do
+		! grep -q '@bindir@' "$B/contrib/systemd/$u" || false
+	done
 	grep -qx 'Type=notify' "$s"
 	grep -qx 'NoNewPrivileges=yes' "$s"
 	grep -qx 'ProtectSystem=strict' "$s"
