@@ -67,9 +67,12 @@ teardown() {
 	echo "# sibling prompt round trip during the restore: $(( $(now_ms) - t0 )) ms" >&3
 	req GET /session/$SID2/status
 	expect 200
-	# ... before the hidden restore has even answered.
-	health_has '.restoresUnsettled == 1'
-	[ "$(calls qwen/control/session/close "$SID")" -eq 0 ]
+	# ... before the hidden restore has even answered (6 s; a machine so
+	# loaded that the late answer came first must show it in the log).
+	if ! { health_has '.restoresUnsettled == 1' &&
+	    [ "$(calls qwen/control/session/close "$SID")" -eq 0 ]; }; then
+		grep -q "session $SID: late load success" "$BATS_TEST_TMPDIR/err"
+	fi
 	[ "$(child_pid)" = "$pid" ]
 	kill -0 "$pid"
 	# The late success is closed; the sibling and the child survive it.
