@@ -56,7 +56,8 @@ on_tty() {
 	for args in "--format xml" "--result slow" "--since yesterday" \
 	    "--since 2026-13-01" "--slowest 0" "--slowest x" "--trace xyz" \
 	    "--follow --summary" "--follow --slowest 2" "--follow --format chrome" \
-	    "--summary --format json" "--max-pending 0" "--bogus"; do
+	    "--summary --format json" "--max-pending 0" "--linger x" "--linger -1" \
+	    "--linger 86400001" "--bogus"; do
 		run qwen-trace-dump $args "$TD/fast.jsonl"
 		[ "$status" -eq 2 ] || { echo "args: $args -> $status"; false; }
 	done
@@ -84,7 +85,8 @@ read_up_to() {
 @test "--follow picks up appended lines, waits for torn lines, survives truncation" {
 	f="$BATS_TEST_TMPDIR/live.jsonl" out="$BATS_TEST_TMPDIR/out" errf="$BATS_TEST_TMPDIR/err"
 	: >"$f"
-	qwen-trace-dump --follow "$f" >"$out" 2>"$errf" 3>&- &
+	# A linger longer than a loaded machine's pause between our writes.
+	qwen-trace-dump --follow --linger 8000 "$f" >"$out" 2>"$errf" 3>&- &
 	pid=$!
 	sed -n 1p "$TD/fast.jsonl" >>"$f"
 	line=$(sed -n 2p "$TD/fast.jsonl")
@@ -99,7 +101,7 @@ read_up_to() {
 	# (child killed) is shown once it has lingered without its child.
 	: >"$f"
 	cat "$TD/killed.jsonl" >>"$f"
-	wait_for 10 grep -q 'restore load session 5e7d0f2a-0004' "$out"
+	wait_for 30 grep -q 'restore load session 5e7d0f2a-0004' "$out"
 	kill -TERM "$pid"
 	wait "$pid"
 	[ "$(grep -c '^restore ' "$out")" -eq 3 ]

@@ -19,7 +19,6 @@
 
 #define DEFAULT_MAX_PENDING	10000
 #define FOLLOW_POLL_MS		100
-#define FOLLOW_LINGER_NS	(2000ULL * 1000000ULL)
 
 static volatile sig_atomic_t stop;
 
@@ -38,8 +37,8 @@ usage(int status)
 	fprintf(status == 0 ? stdout : stderr,
 	    "usage: %s [--summary] [--format text|json|chrome] [--session ID]\n"
 	    "       [--trace ID] [--since TIME] [--result timeout|failure|success]\n"
-	    "       [--slowest N] [--follow] [--no-pager] [--max-pending N] "
-	    "[--help]\n       [FILE...]\n", getprogname());
+	    "       [--slowest N] [--follow] [--linger MS] [--no-pager]\n"
+	    "       [--max-pending N] [--help] [FILE...]\n", getprogname());
 	exit(status);
 }
 
@@ -58,6 +57,7 @@ parse_options(int argc, char **argv, struct td_opts *opts, size_t *cap)
 		{ "follow", no_argument, NULL, 'f' },
 		{ "no-pager", no_argument, NULL, 'P' },
 		{ "max-pending", required_argument, NULL, 'm' },
+		{ "linger", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -118,6 +118,12 @@ parse_options(int argc, char **argv, struct td_opts *opts, size_t *cap)
 			if (errstr != NULL)
 				errx(2, "--max-pending: %s: %s", errstr, optarg);
 			break;
+		case 'L':
+			opts->linger_ms = (uint64_t)strtonum(optarg, 0, 86400000,
+			    &errstr);
+			if (errstr != NULL)
+				errx(2, "--linger: %s: %s", errstr, optarg);
+			break;
 		case 'h':
 			usage(0);
 		default:
@@ -138,6 +144,7 @@ struct run {
 	size_t		  nreaders;
 	struct join	 *join;
 	struct output	 *out;
+	uint64_t	  linger_ns;	/* --follow: wait for a missing half */
 	int		  status;
 };
 
@@ -178,7 +185,7 @@ run_inputs(struct run *rn, int follow)
 		}
 		if (!follow)
 			break;
-		join_flush(rn->join, clock_mono_ns() - FOLLOW_LINGER_NS);
+		join_flush(rn->join, clock_mono_ns() - rn->linger_ns);
 		output_flush(rn->out);
 		if (left > 0 && !stop)
 			nanosleep(&ts, NULL);
@@ -223,7 +230,7 @@ open_inputs(struct run *rn, int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-	struct td_opts opts = { .pager = 1 };
+	struct td_opts opts = { .pager = 1, .linger_ms = 2000 };
 	struct run rn = { 0 };
 	struct join_out jo = { output_restore, output_span, NULL };
 	size_t cap = DEFAULT_MAX_PENDING;
@@ -240,6 +247,7 @@ main(int argc, char **argv)
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);
 	}
+	rn.linger_ns = opts.linger_ms * 1000000ULL;
 	run_inputs(&rn, opts.follow);
 	join_flush(rn.join, 0);
 	evicted = join_evicted(rn.join);

@@ -206,6 +206,7 @@ struct td_opts {
 	enum td_format	 format;
 	int		 summary;
 	int		 follow;
+	uint64_t	 linger_ms;	/* --follow: wait for a missing half */
 	int		 pager;		/* allowed (no --no-pager) */
 };
 
