@@ -1,5 +1,5 @@
 /*
- * jtape.c: the replay fast path's JSON reader and canonical writer.
+ * jtape.c: the replay fast path's JSON reader (strings: jtape-str.c).
  *
  * The parser is a recursive descent over one record that records each
  * value as a node; it validates everything json-c would and bails out
@@ -11,92 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jtape.h"
+#include "jtape-int.h"
 
 #define JT_MAX_DEPTH	32
 #define JT_MAX_KEYS	64	/* members checked for duplicates per object */
 #define JT_INT_DIGITS	18	/* longer integers may not fit int64 */
-
-struct jt_block {
-	struct jt_block	*next;
-	size_t		 len, cap;
-	char		 buf[];
-};
 
 struct jt_parser {
 	struct jtape	*t;
 	const char	*p, *e;
 	int		 rc;
 };
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-
-/* First '"', '\\' or control byte in [p, e), or e: 32 bytes per step. */
-__attribute__((target("avx2"))) static const char *
-find_special_avx2(const char *p, const char *e)
-{
-	const __m256i q = _mm256_set1_epi8('"'), b = _mm256_set1_epi8('\\');
-	const __m256i c = _mm256_set1_epi8(0x1f);
-	__m256i v;
-	unsigned m;
-
-	for (; e - p >= 32; p += 32) {
-		v = _mm256_loadu_si256((const __m256i *)(const void *)p);
-		m = (unsigned)_mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(
-		    _mm256_cmpeq_epi8(v, q), _mm256_cmpeq_epi8(v, b)),
-		    _mm256_cmpeq_epi8(_mm256_min_epu8(v, c), v)));
-		if (m != 0)
-			return p + __builtin_ctz(m);
-	}
-	while (p < e && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
-		p++;
-	return p;
-}
-#define HAVE_AVX2_PATH 1
-#endif
-
-/* First '"', '\\' or control byte in [p, e), or e. */
-static inline const char *
-find_special(const char *p, const char *e)
-{
-#ifdef HAVE_AVX2_PATH
-	if (__builtin_cpu_supports("avx2"))
-		return find_special_avx2(p, e);
-#endif
-	while (p < e && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
-		p++;
-	return p;
-}
-
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* The code unit of the \uXXXX escape at s (s[0] == '\\'), or -1. */
-static long
-uescape(const char *s, const char *e)
-{
-	long v = 0;
-	int i, h;
-
-	if (e - s < 6)
-		return -1;
-	for (i = 2; i < 6; i++) {
-		if ((h = hexval(s[i])) < 0)
-			return -1;
-		v = v * 16 + h;
-	}
-	return v;
-}
 
 /* A new node; -1 on OOM. */
 static int
@@ -332,27 +257,13 @@ parse_value(struct jt_parser *ps, int depth)
 	}
 }
 
-/* Forget the C strings of the previous record (keeps the oldest block). */
-static void
-arena_reset(struct jtape *t)
-{
-	struct jt_block *b;
-
-	while ((b = t->arena) != NULL && b->next != NULL) {
-		t->arena = b->next;
-		free(b);
-	}
-	if (b != NULL)
-		b->len = 0;
-}
-
 int
 jt_parse(struct jtape *t, const char *p, size_t n)
 {
 	struct jt_parser ps = { t, p, p + n, JT_OK };
 
 	t->len = 0;
-	arena_reset(t);
+	jt_arena_reset(t);
 	if (n >= UINT32_MAX)
 		return JT_BAIL;
 	ws(&ps);
@@ -365,7 +276,7 @@ jt_parse(struct jtape *t, const char *p, size_t n)
 void
 jt_free(struct jtape *t)
 {
-	arena_reset(t);
+	jt_arena_reset(t);
 	free(t->arena);
 	free(t->n);
 	memset(t, 0, sizeof *t);
@@ -392,165 +303,4 @@ jt_get_typed(const struct jtape *t, int obj, const char *key, enum jt_type type)
 	int v = jt_get(t, obj, key);
 
 	return v >= 0 && t->n[v].type == type ? v : -1;
-}
-
-/* Room for n bytes in the arena; NULL on OOM. */
-static char *
-arena_alloc(struct jtape *t, size_t n)
-{
-	struct jt_block *b = t->arena;
-	size_t cap;
-
-	if (b == NULL || b->cap - b->len < n) {
-		cap = n > 65536 ? n : 65536;
-		if ((b = malloc(sizeof *b + cap)) == NULL)
-			return NULL;
-		b->cap = cap;
-		b->len = 0;
-		b->next = t->arena;
-		t->arena = b;
-	}
-	b->len += n;
-	return b->buf + b->len - n;
-}
-
-/* UTF-8 of code point v (< 0x10000, no surrogate) into out; its length. */
-static size_t
-utf8_put(char *out, long v)
-{
-	if (v < 0x80) {
-		out[0] = (char)v;
-		return 1;
-	}
-	if (v < 0x800) {
-		out[0] = (char)(0xc0 | (v >> 6));
-		out[1] = (char)(0x80 | (v & 0x3f));
-		return 2;
-	}
-	out[0] = (char)(0xe0 | (v >> 12));
-	out[1] = (char)(0x80 | ((v >> 6) & 0x3f));
-	out[2] = (char)(0x80 | (v & 0x3f));
-	return 3;
-}
-
-/* The byte an escape stands for (not \u). */
-static char
-unescape(char c)
-{
-	switch (c) {
-	case 'b': return '\b';
-	case 'f': return '\f';
-	case 'n': return '\n';
-	case 'r': return '\r';
-	case 't': return '\t';
-	default: return c;
-	}
-}
-
-const char *
-jt_cstr(struct jtape *t, int i, int *oom)
-{
-	const struct jt_node *s;
-	const char *r, *e;
-	char *out, *o;
-
-	if (i < 0 || t->n[i].type != JT_STR)
-		return NULL;
-	s = &t->n[i];
-	if ((out = arena_alloc(t, (size_t)s->len + 1)) == NULL) {
-		*oom = 1;
-		return NULL;
-	}
-	for (r = s->p, e = s->p + s->len, o = out; r < e;) {
-		if (*r != '\\')
-			*o++ = *r++;
-		else if (r[1] == 'u') {
-			o += utf8_put(o, uescape(r, e));
-			r += 6;
-		} else {
-			*o++ = unescape(r[1]);
-			r += 2;
-		}
-	}
-	*o = '\0';
-	return out;
-}
-
-const char *
-jt_get_str(struct jtape *t, int obj, const char *key, int *oom)
-{
-	return jt_cstr(t, jt_get_typed(t, obj, key, JT_STR), oom);
-}
-
-/* A string node re-escaped the way jsonw_string() escapes its value. */
-static void
-write_str(struct jbuf *b, const struct jt_node *s)
-{
-	const char *r = s->p, *e = s->p + s->len, *run;
-	char u[3];
-	size_t n;
-
-	if (s->plain) {
-		jbuf_put(b, "\"", 1);
-		jbuf_put(b, s->p, s->len);
-		jbuf_put(b, "\"", 1);
-		return;
-	}
-	jbuf_put(b, "\"", 1);
-	while (r < e) {
-		run = find_special(r, e);
-		jbuf_put(b, r, (size_t)(run - r));
-		if ((r = run) >= e)
-			break;
-		if (*r != '\\') {			/* a raw control byte */
-			jsonw_char(b, (unsigned char)*r++);
-		} else if (r[1] == 'u') {
-			n = utf8_put(u, uescape(r, e));
-			if (n == 1)
-				jsonw_char(b, (unsigned char)u[0]);
-			else
-				jbuf_put(b, u, n);
-			r += 6;
-		} else {
-			jsonw_char(b, (unsigned char)unescape(r[1]));
-			r += 2;
-		}
-	}
-	jbuf_put(b, "\"", 1);
-}
-
-void
-jt_write(struct jbuf *b, const struct jtape *t, int i)
-{
-	const struct jt_node *nd = &t->n[i];
-	uint32_t m;
-	int k;
-
-	switch (nd->type) {
-	case JT_STR:
-		write_str(b, nd);
-		break;
-	case JT_OBJ:
-		jbuf_put(b, "{", 1);
-		for (m = 0, k = i + 1; m < nd->len; m++, k = (int)t->n[k + 1].next) {
-			if (m > 0)
-				jbuf_put(b, ",", 1);
-			write_str(b, &t->n[k]);
-			jbuf_put(b, ":", 1);
-			jt_write(b, t, k + 1);
-		}
-		jbuf_put(b, "}", 1);
-		break;
-	case JT_ARR:
-		jbuf_put(b, "[", 1);
-		for (m = 0, k = i + 1; m < nd->len; m++, k = (int)t->n[k].next) {
-			if (m > 0)
-				jbuf_put(b, ",", 1);
-			jt_write(b, t, k);
-		}
-		jbuf_put(b, "]", 1);
-		break;
-	default:
-		jbuf_put(b, nd->p, nd->len);
-	}
 }
