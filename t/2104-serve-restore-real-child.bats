@@ -77,6 +77,10 @@ real_serve() {
 
 @test "real child, nothing else on it: killed at the deadline, the daemon lives" {
 	real_serve --session-restore-timeout-ms 1
+	# The deadline counts from dispatch, and the fast loader can answer a
+	# tiny transcript within 1 ms: give it one that it cannot.
+	qwen-gen-transcript --mib 4 --seed 7 --session-id "$SID" --data-dir "$DATA" \
+	    --workspace "$WS" >/dev/null
 	req POST /session/$SID/load '{}'
 	expect 504 '.code == "session_restore_timeout" and .timeoutMs == 1'
 	local pid=$(child_pid)

@@ -24,11 +24,13 @@
 #include <event2/event.h>
 #include <pipeline.h>
 
+#include "base64.h"
 #include "clock.h"
 #include "log.h"
 #include "rpc-frame.h"
 #include "rpc-pending.h"
 #include "channel-int.h"
+#include "base64.h"
 #include "serve.h"
 
 static TAILQ_HEAD(, channel) channels = TAILQ_HEAD_INITIALIZER(channels);
@@ -99,19 +101,11 @@ initialize_params(struct channel *ch)
 static void
 new_secret(char *out, size_t size)
 {
-	static const char b64[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-	unsigned char raw[33];
-	size_t i;
+	unsigned char raw[32];
 
-	arc4random_buf(raw, 32);
-	raw[32] = 0;
-	for (i = 0; i < 43 && i + 1 < size; i++) {
-		size_t bit = i * 6, byte = bit / 8, off = bit % 8;
-		unsigned v = ((unsigned)raw[byte] << 8 | raw[byte + 1]) >> (10 - off);
-		out[i] = b64[v & 63];
-	}
-	out[i] = '\0';
+	arc4random_buf(raw, sizeof(raw));
+	if (base64_encode(BASE64_URL, raw, sizeof(raw), out, size) == -1)
+		out[0] = '\0';
 }
 
 struct err_dup { int fd; };

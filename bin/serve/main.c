@@ -22,6 +22,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
+#include "base64.h"
 #include "budget.h"
 #include "clock.h"
 #include "log.h"
@@ -339,19 +340,11 @@ ops_start(void)
 static void
 generate_token(void)
 {
-	static const char b64[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-	unsigned char raw[17];
+	unsigned char raw[16];
 	char tok[23];
 
-	arc4random_buf(raw, 16);
-	raw[16] = 0;
-	for (int i = 0; i < 22; i++) {
-		int bit = i * 6, byte = bit / 8, off = bit % 8;
-		unsigned v = ((unsigned)raw[byte] << 8 | raw[byte + 1]) >> (10 - off);
-		tok[i] = b64[v & 63];
-	}
-	tok[22] = '\0';
+	arc4random_buf(raw, sizeof(raw));
+	base64_encode(BASE64_URL, raw, sizeof(raw), tok, sizeof(tok));
 	conf.token = strdup(tok);
 	printf("qwen-serve: token: %s\n", tok);
 	fflush(stdout);
