@@ -76,6 +76,16 @@ aserve() {
 	health_has '.sessions == 0'
 }
 
+@test "Acp-Session-Id in any case opens the session's one stream" {
+	local SID=aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee
+	aserve
+	acp_init
+	acp_call 1 session/load "{\"sessionId\":\"$SID\",\"cwd\":\"$WS\",\"mcpServers\":[]}"
+	acp_open s "${SID^^}"
+	acp_wait_answer s 1
+	acp_msgs s | jq -e '[.[] | select(.method == "session/update")] | length == 2' >/dev/null
+}
+
 @test "load replays the bounded snapshot before its result; resume does not" {
 	aserve
 	acp_init

@@ -177,6 +177,16 @@ EOF
 	ws_has after '.id == 1 and .result != null'
 }
 
+@test "empty pings from a peer that does not read are bounded too (1008)" {
+	serve_start --compacted-replay-max-bytes 65536
+	# Empty pongs have no payload, but each costs the queue its bookkeeping:
+	# past the 256 KiB the socket takes, 4 x 64 KiB + 1 MiB at 128 bytes
+	# each is about 10k of them.
+	ws empty <<<$'flood 400000 0\nwaitclose'
+	ws_has empty '.ws == "close" and .code == 1008 and .reason == "outbound queue full"'
+	health_wait '.wsConnections == 0'
+}
+
 @test "shutdown: open connections get 1001 going away" {
 	serve_start
 	(ws-client -t 20 -u "$SOCK" >"$BATS_TEST_TMPDIR/bye.ws" 3>&- <<<"text $init"$'\n'"wait 1"$'\n'"waitclose") 3>&- &

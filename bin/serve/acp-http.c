@@ -393,7 +393,9 @@ void
 route_acp_get(struct http_ctx *ctx)
 {
 	struct evhttp_request *req = ctx->req;
-	const char *sid = in_header(req, "Acp-Session-Id");
+	const char *raw = in_header(req, "Acp-Session-Id");
+	char id[SERVE_SESSION_ID_MAX + 1];
+	const char *sid = NULL;
 	struct ah_conn *a;
 	struct bus *b;
 
@@ -404,10 +406,13 @@ route_acp_get(struct http_ctx *ctx)
 	if ((a = ah_lookup(req)) == NULL)
 		return;
 	ah_touch(a);
-	if (sid != NULL && !acp_conn_owns(a->c, sid)) {
+	if (raw != NULL && !acp_conn_owns(a->c, raw)) {
 		ah_fail(req, qerr_new("acp_stream_forbidden", NULL));
 		return;
 	}
+	/* The stream is keyed as the session is: one stream per session. */
+	if (raw != NULL && acp_canon_id(raw, id, sizeof(id)) == 0)
+		sid = id;
 	if ((b = stream_get(a, sid)) == NULL) {
 		ah_fail(req, qerr_new("internal", NULL));
 		return;

@@ -67,7 +67,6 @@ struct acp_call {
 #define ACP_CALL_RELEASES	4	/* success ends this connection's hold */
 
 /* acp.c */
-int	acp_canon_id(const char *in, char *out, size_t size);
 json_object *acp_error_wrap(json_object *id, json_object *err);
 void	acp_send(struct acp_conn *, const char *session_id, json_object *msg);
 void	acp_reply(struct acp_conn *, const char *session_id, json_object *id,

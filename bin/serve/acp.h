@@ -100,6 +100,8 @@ int		 acp_conn_initialized(const struct acp_conn *);
 struct acp_conn	*acp_conn_find(const char *id);
 /* Whether c has session_id attached (or a load/resume of it pending). */
 int		 acp_conn_owns(const struct acp_conn *, const char *session_id);
+/* A session id as the session map keys it (UUIDs lower-cased); -1: bad. */
+int		 acp_canon_id(const char *in, char *out, size_t size);
 /* The transport's arg of c (as given to acp_conn_new). */
 void		*acp_conn_arg(const struct acp_conn *);
 

@@ -70,11 +70,16 @@ ws_queue_cap(void)
 	return 4 * conf.compacted_replay_max_bytes + WS_QUEUE_SLACK;
 }
 
-/* Bytes waiting to go out: wslay's queue plus the bufferevent's. */
+/*
+ * Bytes waiting to go out: wslay's queue plus the bufferevent's.  Each
+ * queued message also costs wslay's bookkeeping, which its length leaves
+ * out: a peer sending empty pings without reading queues empty pongs.
+ */
 static size_t
 ws_pending(struct ws_conn *c)
 {
 	return wslay_event_get_queued_msg_length(c->ctx) +
+	    wslay_event_get_queued_msg_count(c->ctx) * WS_MSG_OVERHEAD +
 	    evbuffer_get_length(bufferevent_get_output(c->bev));
 }
 
@@ -88,18 +93,25 @@ ws_end_acp(struct ws_conn *c)
 	acp_conn_close(acp);
 }
 
+/* A closing connection is dropped WS_CLOSE_WAIT_MS from now at the latest. */
+static void
+ws_close_deadline(struct ws_conn *c)
+{
+	struct timeval tv = { WS_CLOSE_WAIT_MS / 1000, (WS_CLOSE_WAIT_MS % 1000) * 1000 };
+
+	if (!evtimer_pending(c->timer, NULL))
+		evtimer_add(c->timer, &tv);
+}
+
 /* Start our side of the close handshake; the peer has WS_CLOSE_WAIT_MS. */
 static void
 ws_close(struct ws_conn *c, uint16_t status, const char *reason)
 {
-	struct timeval tv = { WS_CLOSE_WAIT_MS / 1000, (WS_CLOSE_WAIT_MS % 1000) * 1000 };
-
 	ws_end_acp(c);
 	if (!wslay_event_get_close_sent(c->ctx))
 		wslay_event_queue_close(c->ctx, status, (const uint8_t *)reason,
 		    strlen(reason));
-	if (!evtimer_pending(c->timer, NULL))
-		evtimer_add(c->timer, &tv);
+	ws_close_deadline(c);
 }
 
 /* The one end of every connection: ACP, wslay, evhttp's connection, us. */
@@ -150,8 +162,17 @@ ws_settle(struct ws_conn *c)
 	/* wslay keeps read_enabled after a close arrives: that ends reading too. */
 	if (!c->broken && ((wslay_event_want_read(c->ctx) &&
 	    !wslay_event_get_close_received(c->ctx)) || wslay_event_want_write(c->ctx) ||
-	    evbuffer_get_length(bufferevent_get_output(c->bev)) > 0))
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)) {
+		/*
+		 * A close the peer began, or one wslay queued on a protocol
+		 * error, still needs our output drained: a peer that stops
+		 * reading must not hold the connection for ever.
+		 */
+		if (wslay_event_get_close_received(c->ctx) ||
+		    !wslay_event_get_read_enabled(c->ctx))
+			ws_close_deadline(c);
 		return;
+	}
 	ws_conn_free(c);
 }
 

@@ -23,6 +23,8 @@
 #define WS_OUT_CHUNK		(256u * 1024)
 /* The outbound cap is 4 x --compacted-replay-max-bytes plus this. */
 #define WS_QUEUE_SLACK		(1u * 1024 * 1024)
+/* What one queued message costs wslay beyond its payload (a pong: all). */
+#define WS_MSG_OVERHEAD		128u
 /* How long a close we sent waits for the peer's before the socket goes. */
 #define WS_CLOSE_WAIT_MS	5000
 #define WS_PATH			"/acp"

@@ -20,8 +20,9 @@
  *   raw HEX            write the bytes HEX as they are (a hand-made frame)
  *   badutf8            send a text message with an invalid UTF-8 byte
  *   big N              send a valid JSON-RPC text message of N bytes
- *   flood N            send N 125-byte pings without reading (pongs are
- *                      counted, not printed, from then on)
+ *   flood N [SIZE]     send N pings of SIZE bytes (0-125, default 125)
+ *                      without reading (pongs are counted, not printed,
+ *                      from then on)
  *   wait ID            wait for the reply with id ID (JSON text: 5, "a")
  *   waitfor TEXT       wait for a message containing TEXT (each matches once)
  *   count N TEXT       wait until N messages containing TEXT have arrived
@@ -357,10 +358,9 @@ send_big(size_t n)
  * server stops taking them.
  */
 static void
-flood(unsigned long n)
+flood(unsigned long n, size_t size)
 {
-	enum { FRAME = 2 + 4 + 125 };
-	size_t len = n * FRAME, off = 0;
+	size_t frame = 2 + 4 + size, len = n * frame, off = 0;
 	uint8_t *buf = malloc(len ? len : 1), *f;
 	double end = now() + timeout_s;
 	char num[32];
@@ -368,11 +368,11 @@ flood(unsigned long n)
 	if (buf == NULL)
 		exit(1);
 	for (unsigned long i = 0; i < n; i++) {
-		f = buf + i * FRAME;
-		f[0] = 0x89;		/* FIN + ping */
-		f[1] = 0x80 | 125;	/* masked, 125 bytes */
+		f = buf + i * frame;
+		f[0] = 0x89;			/* FIN + ping */
+		f[1] = 0x80 | (uint8_t)size;	/* masked */
 		arc4random_buf(f + 2, 4);
-		for (int k = 0; k < 125; k++)
+		for (size_t k = 0; k < size; k++)
 			f[6 + k] = (uint8_t)('p' ^ f[2 + k % 4]);
 	}
 	quiet_pongs = 1;
@@ -388,7 +388,7 @@ flood(unsigned long n)
 			break;
 	}
 	free(buf);
-	snprintf(num, sizeof(num), "%lu", (unsigned long)(off / FRAME));
+	snprintf(num, sizeof(num), "%lu", (unsigned long)(off / frame));
 	report_str("flood", "pings", num, strlen(num));
 }
 
@@ -426,8 +426,14 @@ run(char *line)
 		char *json = strchr(arg, ' ');
 
 		send_frag(atoi(arg), json != NULL ? json + 1 : "");
-	} else if (strcmp(line, "flood") == 0)
-		flood(strtoul(arg, NULL, 10));
+	} else if (strcmp(line, "flood") == 0) {
+		char *end;
+		unsigned long n = strtoul(arg, &end, 10), size = 125;
+
+		if (*end == ' ')
+			size = strtoul(end + 1, NULL, 10);
+		flood(n, size > 125 ? 125 : (size_t)size);
+	}
 	else if (strcmp(line, "wait") == 0)
 		wait_msgs(arg, 1, 1);
 	else if (strcmp(line, "waitfor") == 0)
