@@ -379,6 +379,7 @@ agent_start(struct event_base *base, const char *command, const char *prompt,
 	pipecmd_setenv(cmd, "QWEN_SESSION_ID", session_id);
 	pipecmd_setenv(cmd, "QWEN_TRANSCRIPT", transcript);
 	pipecmd_unsetenv(cmd, "QWEN_ACP_PARENT_CAPABILITY");
+	pipecmd_unsetenv(cmd, "QWEN_CODE_PRIVATE_ACP_CAPABILITY");
 	pipecmd_pre_exec(cmd, agent_pre_exec, NULL, NULL);
 	ag->pl = pipeline_new_commands(cmd, (void *)NULL);
 	pipeline_want_in(ag->pl, in[0]);

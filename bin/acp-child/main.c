@@ -193,7 +193,10 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 	if (o->trace_file == NULL && getenv("QWEN_TRACE_FILE") != NULL &&
 	    *getenv("QWEN_TRACE_FILE") != '\0')
 		o->trace_file = getenv("QWEN_TRACE_FILE");
-	o->parent_capability = getenv("QWEN_ACP_PARENT_CAPABILITY");
+	/* Upstream's name first (what any qwen serve gives), then ours. */
+	o->parent_capability = getenv("QWEN_CODE_PRIVATE_ACP_CAPABILITY");
+	if (o->parent_capability == NULL || *o->parent_capability == '\0')
+		o->parent_capability = getenv("QWEN_ACP_PARENT_CAPABILITY");
 	if (o->parent_capability != NULL && *o->parent_capability == '\0')
 		o->parent_capability = NULL;
 }

@@ -132,31 +132,6 @@ child_stderr(void *data)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-static pipecmd *
-child_command(struct channel *ch)
-{
-	pipecmd *cmd = pipecmd_new(conf.child_path);
-
-	pipecmd_arg(cmd, "--workspace");
-	pipecmd_arg(cmd, ch->workspace);
-	if (conf.data_dir != NULL) {
-		pipecmd_arg(cmd, "--data-dir");
-		pipecmd_arg(cmd, conf.data_dir);
-	}
-	if (conf.agent_command != NULL) {
-		pipecmd_arg(cmd, "--agent-command");
-		pipecmd_arg(cmd, conf.agent_command);
-	}
-	if (conf.trace_file != NULL) {
-		pipecmd_arg(cmd, "--trace-file");
-		pipecmd_arg(cmd, conf.trace_file);
-	}
-	pipecmd_chdir(cmd, ch->workspace);
-	pipecmd_unsetenv(cmd, "QWEN_SERVER_TOKEN");
-	pipecmd_setenv(cmd, "QWEN_ACP_PARENT_CAPABILITY", ch->secret);
-	return cmd;
-}
-
 static struct bufferevent *
 wrap_fd(int fd, bufferevent_data_cb rd, bufferevent_event_cb ev, void *arg)
 {
@@ -193,7 +168,7 @@ chan_start(struct channel *ch)
 		return;
 	}
 	new_secret(ch->secret, sizeof(ch->secret));
-	cmd = child_command(ch);
+	cmd = child_cmd_new(ch->workspace, ch->secret);
 	d.fd = err[1];
 	pipecmd_pre_exec(cmd, child_stderr, NULL, &d);
 	ch->p = pipeline_new_commands(cmd, (void *)0);
@@ -235,7 +210,8 @@ chan_start(struct channel *ch)
 	if (ch->out_ev != NULL)
 		event_add(ch->out_ev, NULL);
 	bufferevent_enable(ch->in, EV_WRITE);
-	log_info("started %s (pid %ld) for %s", conf.child_path, (long)ch->pid,
+	log_info("started %s (pid %ld) for %s",
+	    conf.child_argv != NULL ? conf.child_argv[0] : conf.child_path, (long)ch->pid,
 	    ch->workspace);
 	ch->state = CH_READY;	/* so that initialize goes out now */
 	r = channel_request(ch, "initialize", initialize_params(ch),

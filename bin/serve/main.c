@@ -47,7 +47,7 @@ enum {
 	OPT_SESS_IDLE, OPT_SESS_REAP, OPT_SSE_HB, OPT_RING, OPT_REPLAY_MAX,
 	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
 	OPT_NO_WEB, OPT_WEB_DIR,
-	OPT_PIDFILE, OPT_CHECK_CONFIG,
+	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_CHILD_CMD,
 };
 
 static const struct option longopts[] = {
@@ -61,6 +61,7 @@ static const struct option longopts[] = {
 	{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
 	{ "workspace", required_argument, NULL, OPT_WORKSPACE },
 	{ "child", required_argument, NULL, OPT_CHILD },
+	{ "child-command", required_argument, NULL, OPT_CHILD_CMD },
 	{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
 	{ "agent-command", required_argument, NULL, OPT_AGENT_CMD },
 	{ "log-file", required_argument, NULL, OPT_LOG_FILE },
@@ -92,7 +93,8 @@ usage(int status)
 	fprintf(status ? stderr : stdout,
 	    "usage: qwen-serve [--socket PATH] [--hostname HOST] [--port N] [--no-tcp]\n"
 	    "\t[--token TOKEN] [--require-auth] [--allow-origin ORIGIN]...\n"
-	    "\t[--max-connections N] [--workspace DIR] [--child PATH]\n"
+	    "\t[--max-connections N] [--workspace DIR]\n"
+	    "\t[--child PATH | --child-command 'CMD ARGS']\n"
 	    "\t[--data-dir DIR] [--agent-command CMD] [--log-file FILE]\n"
 	    "\t[--log-level LEVEL] [--trace-file FILE] [--initialize-timeout-ms MS]\n"
 	    "\t[--session-restore-timeout-ms MS] [--channel-idle-timeout-ms MS]\n"
@@ -210,6 +212,35 @@ conf_defaults(void)
 	conf.max_pending_prompts = 5;
 }
 
+/* --child-command: split now, so that bad quoting is a usage error. */
+static void
+child_command_opt(const char *arg)
+{
+	char err[128];
+
+	if (child_cmd_parse(arg, err, sizeof(err)) == -1) {
+		fprintf(stderr, "qwen-serve: --child-command: %s\n", err);
+		exit(2);
+	}
+}
+
+/* Options that only make sense together with others, or not at all. */
+static void
+check_exclusive(void)
+{
+	if (conf.child_argv == NULL)
+		return;
+	if (conf.child_path != NULL) {
+		fprintf(stderr, "qwen-serve: --child and --child-command are exclusive\n");
+		exit(2);
+	}
+	if (conf.agent_command != NULL) {
+		fprintf(stderr, "qwen-serve: --agent-command is an option of "
+		    "qwen-acp-child; it does not apply to --child-command\n");
+		exit(2);
+	}
+}
+
 /* Read the options; exits 2 on a usage error. */
 static void
 parse_args(int argc, char **argv)
@@ -231,6 +262,7 @@ parse_args(int argc, char **argv)
 		case OPT_MAX_CONN: conf.max_connections = (int)num_opt("max-connections", optarg, 1, 65536); break;
 		case OPT_WORKSPACE: free(conf.workspace); conf.workspace = strdup(optarg); break;
 		case OPT_CHILD: free(conf.child_path); conf.child_path = strdup(optarg); break;
+		case OPT_CHILD_CMD: child_command_opt(optarg); break;
 		case OPT_DATA_DIR: free(conf.data_dir); conf.data_dir = strdup(optarg); break;
 		case OPT_AGENT_CMD: free(conf.agent_command); conf.agent_command = strdup(optarg); break;
 		case OPT_LOG_FILE: free(conf.log_file); conf.log_file = strdup(optarg); break;
@@ -265,6 +297,7 @@ parse_args(int argc, char **argv)
 	}
 	if (optind != argc)
 		usage(2);
+	check_exclusive();
 	if (init != -1)
 		conf.init_timeout_ms = init;
 	conf.restore_timeout_ms = budget_restore_ms(restore, init);

@@ -55,6 +55,7 @@ struct serve_conf {
 	int		 max_connections;
 	char		*workspace;	/* canonical absolute path */
 	char		*child_path;
+	char		**child_argv;	/* --child-command, split; or NULL */
 	char		*data_dir;	/* NULL: the child's default */
 	char		*agent_command;
 	char		*log_file;
@@ -149,6 +150,12 @@ int	pidfile_take(const char *path, char *err, size_t errsize);
 int	pidfile_check(const char *path, char *err, size_t errsize);
 /* Remove the pidfile if it is still ours (only in the creating process). */
 void	pidfile_release(void);
+
+/* ---- child-cmd.c ------------------------------------------------------- */
+/* --child-command: split line into conf.child_argv; -1 with err. */
+int	child_cmd_parse(const char *line, char *err, size_t errlen);
+/* The command a child is started as, for people to read.  Caller frees. */
+char	*child_cmd_describe(void);
 
 /* ---- checkconf.c ------------------------------------------------------- */
 /* --check-config: report on stdout/stderr; the exit status (0 or 1). */
