@@ -69,6 +69,8 @@ struct acp_call {
 /* acp.c */
 json_object *acp_error_wrap(json_object *id, json_object *err);
 void	acp_send(struct acp_conn *, const char *session_id, json_object *msg);
+/* A client's answer (result or error) to one of our permission requests. */
+void	acp_perm_answer(struct acp_conn *, struct rpc_msg *);
 void	acp_reply(struct acp_conn *, const char *session_id, json_object *id,
 	    json_object *result);
 void	acp_reply_error(struct acp_conn *, const char *session_id, json_object *id,

@@ -47,7 +47,7 @@ enum {
 	OPT_SESS_IDLE, OPT_SESS_REAP, OPT_SSE_HB, OPT_RING, OPT_REPLAY_MAX,
 	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
 	OPT_NO_WEB, OPT_WEB_DIR,
-	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_CHILD_CMD,
+	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_CHILD_CMD, OPT_PERM_TO,
 };
 
 static const struct option longopts[] = {
@@ -69,6 +69,7 @@ static const struct option longopts[] = {
 	{ "trace-file", required_argument, NULL, OPT_TRACE_FILE },
 	{ "initialize-timeout-ms", required_argument, NULL, OPT_INIT_TO },
 	{ "session-restore-timeout-ms", required_argument, NULL, OPT_RESTORE_TO },
+	{ "permission-response-timeout-ms", required_argument, NULL, OPT_PERM_TO },
 	{ "channel-idle-timeout-ms", required_argument, NULL, OPT_CHAN_IDLE },
 	{ "session-idle-timeout-ms", required_argument, NULL, OPT_SESS_IDLE },
 	{ "session-reap-interval-ms", required_argument, NULL, OPT_SESS_REAP },
@@ -98,6 +99,7 @@ usage(int status)
 	    "\t[--data-dir DIR] [--agent-command CMD] [--log-file FILE]\n"
 	    "\t[--log-level LEVEL] [--trace-file FILE] [--initialize-timeout-ms MS]\n"
 	    "\t[--session-restore-timeout-ms MS] [--channel-idle-timeout-ms MS]\n"
+	    "\t[--permission-response-timeout-ms MS]\n"
 	    "\t[--session-idle-timeout-ms MS] [--session-reap-interval-ms MS]\n"
 	    "\t[--sse-heartbeat-ms MS] [--event-ring-size N]\n"
 	    "\t[--compacted-replay-max-bytes N] [--max-sessions N]\n"
@@ -277,6 +279,7 @@ parse_args(int argc, char **argv)
 		case OPT_TRACE_FILE: free(conf.trace_file); conf.trace_file = strdup(optarg); break;
 		case OPT_INIT_TO: init = ms_opt("initialize-timeout-ms", optarg, 0); break;
 		case OPT_RESTORE_TO: restore = ms_opt("session-restore-timeout-ms", optarg, 0); break;
+		case OPT_PERM_TO: conf.permission_timeout_ms = ms_opt("permission-response-timeout-ms", optarg, 1); break;
 		case OPT_CHAN_IDLE: conf.channel_idle_timeout_ms = ms_opt("channel-idle-timeout-ms", optarg, 1); break;
 		case OPT_SESS_IDLE: conf.session_idle_timeout_ms = ms_opt("session-idle-timeout-ms", optarg, 1); break;
 		case OPT_SESS_REAP: conf.session_reap_interval_ms = ms_opt("session-reap-interval-ms", optarg, 1); break;

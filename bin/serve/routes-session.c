@@ -402,6 +402,53 @@ route_session_delete(struct http_ctx *ctx)
 	http_reply_empty(ctx->req, 204);
 }
 
+/* A 4xx with upstream's body: {error, code?, sessionId?, requestId, optionId?}. */
+static void
+permission_error(struct http_ctx *ctx, int status, const char *msg,
+    const char *code, const char *sid, json_object *outcome)
+{
+	json_object *o = json_object_new_object(), *v;
+
+	json_object_object_add(o, "error", json_object_new_string(msg));
+	if (code != NULL)
+		json_object_object_add(o, "code", json_object_new_string(code));
+	if (sid != NULL)
+		json_object_object_add(o, "sessionId", json_object_new_string(sid));
+	json_object_object_add(o, "requestId", json_object_new_string(ctx->path_tail));
+	if (outcome != NULL && json_object_object_get_ex(outcome, "optionId", &v))
+		json_object_object_add(o, "optionId", json_object_get(v));
+	http_reply_json(ctx->req, status, o);
+}
+
+/* POST /session/:id/permission/:requestId {outcome}: the first answer wins. */
+void
+route_session_permission(struct http_ctx *ctx)
+{
+	struct session *s;
+	json_object *outcome = NULL;
+
+	if ((s = lookup(ctx)) == NULL || check_client(ctx, s) == -1)
+		return;
+	(void)json_object_object_get_ex(ctx->body, "outcome", &outcome);
+	switch (perm_answer(s->id, ctx->path_tail, outcome, ctx->client_id)) {
+	case PERM_ACCEPTED:
+		http_reply_json(ctx->req, 200, json_object_new_object());
+		break;
+	case PERM_BAD_OUTCOME:
+		permission_error(ctx, 400, "`outcome` must be `{ outcome: \"cancelled\" }` "
+		    "or `{ outcome: \"selected\", optionId: string }`", NULL, NULL, NULL);
+		break;
+	case PERM_BAD_OPTION:
+		permission_error(ctx, 400, "optionId is not one the request offered",
+		    "invalid_option_id", NULL, outcome);
+		break;
+	case PERM_NOT_FOUND:
+		permission_error(ctx, 404, "No pending permission request for session",
+		    NULL, s->id, NULL);
+		break;
+	}
+}
+
 void
 route_session_status(struct http_ctx *ctx)
 {
@@ -424,8 +471,10 @@ route_session_status(struct http_ctx *ctx)
 	json_object_object_add(o, "hasActivePrompt", json_object_new_boolean(s->active != NULL));
 	json_object_object_add(o, "pendingPrompts",
 	    json_object_new_int64((int64_t)session_pending_prompts(s)));
-	json_object_object_add(o, "isWaitingForPermission", json_object_new_boolean(0));
-	json_object_object_add(o, "pendingInteractionCount", json_object_new_int(0));
+	json_object_object_add(o, "isWaitingForPermission",
+	    json_object_new_boolean(perm_pending(s) > 0));
+	json_object_object_add(o, "pendingInteractionCount",
+	    json_object_new_int64((int64_t)perm_pending(s)));
 	json_object_object_add(o, "lastEventId",
 	    json_object_new_int64((int64_t)bus_last_id(s->bus)));
 	json_object_object_add(o, "eventEpoch", json_object_new_string(bus_epoch(s->bus)));

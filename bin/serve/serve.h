@@ -62,6 +62,7 @@ struct serve_conf {
 	char		*trace_file;
 	int64_t		 init_timeout_ms;
 	int64_t		 restore_timeout_ms;	/* effective (budget_restore_ms) */
+	int64_t		 permission_timeout_ms;	/* 0: wait for an answer forever */
 	int64_t		 channel_idle_timeout_ms;
 	int64_t		 session_idle_timeout_ms;
 	int64_t		 session_reap_interval_ms;
@@ -157,6 +158,27 @@ int	child_cmd_parse(const char *line, char *err, size_t errlen);
 /* The command a child is started as, for people to read.  Caller frees. */
 char	*child_cmd_describe(void);
 
+/* ---- permission.c ------------------------------------------------------ */
+struct channel;
+struct session;
+/* The child asks (rpc_id, params borrowed): hold it for the clients. */
+void	perm_request(struct channel *, json_object *rpc_id, json_object *params);
+enum perm_answer { PERM_ACCEPTED, PERM_NOT_FOUND, PERM_BAD_OUTCOME, PERM_BAD_OPTION };
+/*
+ * A client's answer {outcome:"selected",optionId}|{outcome:"cancelled"}
+ * (borrowed) to request_id of session_id (NULL: any session).  voter: the
+ * answering clientId or NULL.
+ */
+enum perm_answer perm_answer(const char *session_id, const char *request_id,
+	    json_object *outcome, const char *voter);
+/* The session a held request belongs to, or NULL. */
+const char *perm_session_of(const char *request_id);
+size_t	perm_pending(const struct session *);
+/* Cancel the session's requests (answering the child if it still runs). */
+void	perm_cancel_session(struct session *, int child_alive);
+/* The session is going: cancel quietly (its bus is ending). */
+void	perm_forget_session(struct session *);
+
 /* ---- checkconf.c ------------------------------------------------------- */
 /* --check-config: report on stdout/stderr; the exit status (0 or 1). */
 int	checkconf_run(void);
@@ -166,6 +188,7 @@ struct http_ctx {
 	struct evhttp_request	*req;
 	json_object		*body;		/* the parsed object, or {} */
 	const char		*path_id;	/* canonical session id, or NULL */
+	const char		*path_tail;	/* R_TAIL routes: the last segment */
 	const char		*client_id;	/* header value, NULL if absent */
 	int			 client_id_bad;	/* header present but malformed */
 	struct evkeyvalq	*query;
@@ -201,6 +224,7 @@ void	route_session_cancel(struct http_ctx *);
 void	route_session_heartbeat(struct http_ctx *);
 void	route_session_detach(struct http_ctx *);
 void	route_session_delete(struct http_ctx *);
+void	route_session_permission(struct http_ctx *);
 void	route_session_status(struct http_ctx *);
 void	route_session_events(struct http_ctx *);
 void	route_workspace_sessions(struct http_ctx *);
@@ -293,6 +317,12 @@ struct chan_req	*channel_request_sent(struct channel *, const char *method,
 		    void (*sent)(void *arg), void *arg);
 /* The caller is gone: the answer will be dropped. */
 void	channel_forget(struct chan_req *);
+/*
+ * Answer a request the child made (id borrowed, result: takes ownership);
+ * dropped when the child that asked (serial) is no longer the one running.
+ */
+void	channel_reply(struct channel *, unsigned serial, json_object *id,
+	    json_object *result);
 /* Send a notification (params: takes ownership). */
 void	channel_notify(struct channel *, const char *method, json_object *params);
 /* Session accounting for the idle policy. */
@@ -371,6 +401,8 @@ void	session_tombstone(const char *id);	/* (re)start the 60 s tombstone */
 const char *session_prompt_admit(struct session *, json_object *body,
 	    const char *client_id, const char **err);
 size_t	session_pending_prompts(const struct session *);
+/* The running prompt's id (and its client, if client_id), or NULL. */
+const char *session_active_prompt(const struct session *, const char **client_id);
 void	session_cancel(struct session *, const char *client_id);
 /* Whether anything still holds the session (clients, subscribers, work). */
 int	session_held(const struct session *);

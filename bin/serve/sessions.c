@@ -210,6 +210,7 @@ session_remove(struct session *s)
 	struct session_ext *x = (struct session_ext *)s;
 	struct prompt *p;
 
+	perm_forget_session(s);
 	TAILQ_REMOVE(&sessions, s, entry);
 	nsessions--;
 	tombstone_add(s->id);
@@ -234,6 +235,7 @@ session_close(struct session *s, const char *reason, const char *closed_by)
 	json_object *d = json_object_new_object(), *p;
 
 	log_info("session %s closed (%s)", s->id, reason);
+	perm_cancel_session(s, 1);
 	if (s->active != NULL) {
 		p = json_object_new_object();
 		json_object_object_add(p, "sessionId", json_object_new_string(s->id));
@@ -285,6 +287,7 @@ sessions_channel_died(struct channel *ch, int exit_code, int signal_code, int ki
 		} else
 			json_object_object_add(d, "signalCode", NULL);
 		log_warnx("session %s died with its child", s->id);
+		perm_cancel_session(s, 0);
 		bus_publish(s->bus, "session_died", d, NULL, NULL, 1);
 		session_remove(s);
 	}
@@ -319,6 +322,15 @@ size_t
 session_pending_prompts(const struct session *s)
 {
 	return s->queued + (s->active != NULL);
+}
+
+const char *
+session_active_prompt(const struct session *s, const char **client_id)
+{
+	if (client_id != NULL)
+		*client_id = s->active != NULL && s->active->client_id[0] ?
+		    s->active->client_id : NULL;
+	return s->active != NULL ? s->active->id : NULL;
 }
 
 static void
@@ -471,6 +483,7 @@ session_cancel(struct session *s, const char *client_id)
 
 	if (s->active == NULL)
 		return;
+	perm_cancel_session(s, 1);
 	p = json_object_new_object();
 	json_object_object_add(p, "sessionId", json_object_new_string(s->id));
 	channel_notify(s->channel, "session/cancel", p);
