@@ -13,16 +13,6 @@ teardown() {
 	agent_teardown
 }
 
-# prompt_and_wait NAME TEXT: prompt SID, wait for its turn_complete on the
-# SSE stream NAME (already open).  PROMPT_ID is the prompt's id.
-prompt_and_wait() {
-	req POST "/session/$SID/prompt" "$(jq -nc --arg t "$2" '{prompt:[{type:"text",text:$t}]}')"
-	expect 202 '.promptId | length > 0'
-	PROMPT_ID=$(jq -r .promptId <<<"$body")
-	sse_wait "$1" "(.type == \"turn_complete\" or .type == \"turn_error\") and .promptId == \"$PROMPT_ID\"" 180
-	sse_has "$1" ".type == \"turn_complete\" and .data.stopReason == \"end_turn\" and .promptId == \"$PROMPT_ID\""
-}
-
 @test "real agent: new, prompt, the model's text streamed as agent_message_chunk, turn_complete" {
 	local answer="The fake model answers the first question, in several chunks."
 	fake_model_start "$(jq -nc --arg a "$answer" '[{when:"first question",text:$a}]')"

@@ -67,11 +67,22 @@ agent_teardown() {
 	fake_model_stop
 }
 
-# new_session: POST /session; SID is the new id.
+# new_session [SCOPE]: POST /session (scope "single", the workspace's
+# default session, or "thread", a new one); SID is its id.
 new_session() {
-	req POST /session "{\"cwd\":\"$WS\"}"
+	req POST /session "{\"cwd\":\"$WS\",\"sessionScope\":\"${1:-single}\"}"
 	expect 200 '.sessionId | length > 0'
 	SID=$(jq -r .sessionId <<<"$body")
+}
+
+# prompt_and_wait NAME TEXT: prompt SID, wait for its turn_complete on the
+# SSE stream NAME (already open).  PROMPT_ID is the prompt's id.
+prompt_and_wait() {
+	req POST "/session/$SID/prompt" "$(jq -nc --arg t "$2" '{prompt:[{type:"text",text:$t}]}')"
+	expect 202 '.promptId | length > 0'
+	PROMPT_ID=$(jq -r .promptId <<<"$body")
+	sse_wait "$1" "(.type == \"turn_complete\" or .type == \"turn_error\") and .promptId == \"$PROMPT_ID\"" 180
+	sse_has "$1" ".type == \"turn_complete\" and .data.stopReason == \"end_turn\" and .promptId == \"$PROMPT_ID\""
 }
 
 # model_request_with TEXT: the first request the model got whose last
