@@ -70,6 +70,17 @@ check_client(struct http_ctx *ctx, struct session *s)
 	return 0;
 }
 
+/* The live session of the path whose client (if any) is registered, or NULL. */
+struct session *
+routes_session(struct http_ctx *ctx)
+{
+	struct session *s;
+
+	if ((s = lookup(ctx)) == NULL || check_client(ctx, s) == -1)
+		return NULL;
+	return s;
+}
+
 /* body.cwd: absent, or an absolute path naming our workspace. */
 int
 routes_check_cwd(struct http_ctx *ctx)
@@ -400,53 +411,6 @@ route_session_delete(struct http_ctx *ctx)
 		return;
 	session_close(s, "client_close", ctx->client_id);
 	http_reply_empty(ctx->req, 204);
-}
-
-/* A 4xx with upstream's body: {error, code?, sessionId?, requestId, optionId?}. */
-static void
-permission_error(struct http_ctx *ctx, int status, const char *msg,
-    const char *code, const char *sid, json_object *outcome)
-{
-	json_object *o = json_object_new_object(), *v;
-
-	json_object_object_add(o, "error", json_object_new_string(msg));
-	if (code != NULL)
-		json_object_object_add(o, "code", json_object_new_string(code));
-	if (sid != NULL)
-		json_object_object_add(o, "sessionId", json_object_new_string(sid));
-	json_object_object_add(o, "requestId", json_object_new_string(ctx->path_tail));
-	if (outcome != NULL && json_object_object_get_ex(outcome, "optionId", &v))
-		json_object_object_add(o, "optionId", json_object_get(v));
-	http_reply_json(ctx->req, status, o);
-}
-
-/* POST /session/:id/permission/:requestId {outcome}: the first answer wins. */
-void
-route_session_permission(struct http_ctx *ctx)
-{
-	struct session *s;
-	json_object *outcome = NULL;
-
-	if ((s = lookup(ctx)) == NULL || check_client(ctx, s) == -1)
-		return;
-	(void)json_object_object_get_ex(ctx->body, "outcome", &outcome);
-	switch (perm_answer(s->id, ctx->path_tail, outcome, ctx->client_id)) {
-	case PERM_ACCEPTED:
-		http_reply_json(ctx->req, 200, json_object_new_object());
-		break;
-	case PERM_BAD_OUTCOME:
-		permission_error(ctx, 400, "`outcome` must be `{ outcome: \"cancelled\" }` "
-		    "or `{ outcome: \"selected\", optionId: string }`", NULL, NULL, NULL);
-		break;
-	case PERM_BAD_OPTION:
-		permission_error(ctx, 400, "optionId is not one the request offered",
-		    "invalid_option_id", NULL, outcome);
-		break;
-	case PERM_NOT_FOUND:
-		permission_error(ctx, 404, "No pending permission request for session",
-		    NULL, s->id, NULL);
-		break;
-	}
 }
 
 void

@@ -224,7 +224,11 @@ void	route_session_cancel(struct http_ctx *);
 void	route_session_heartbeat(struct http_ctx *);
 void	route_session_detach(struct http_ctx *);
 void	route_session_delete(struct http_ctx *);
+/* routes-session.c: the live session of the path, client checked, or NULL. */
+struct session *routes_session(struct http_ctx *);
+/* routes-agent.c */
 void	route_session_permission(struct http_ctx *);
+void	route_session_model(struct http_ctx *);
 void	route_session_status(struct http_ctx *);
 void	route_session_events(struct http_ctx *);
 void	route_workspace_sessions(struct http_ctx *);
