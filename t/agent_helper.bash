@@ -62,6 +62,19 @@ agent_serve_start() {
 	    serve_start --initialize-timeout-ms 120000 "$@"
 }
 
+# agent_delegate_start [qwen-serve args]: our own qwen-acp-child serves
+# loads, and hands prompts to the real agent (--agent-acp).
+agent_delegate_start() {
+	local home=$BATS_TEST_TMPDIR/home
+	DATA=$BATS_TEST_TMPDIR/data
+	mkdir -p "$home" "$DATA"
+	printf '{"tools":{"approvalMode":"%s"}}\n' "${APPROVAL_MODE:-default}" >"$DATA/settings.json"
+	HOME=$home QWEN_HOME=$DATA OPENAI_BASE_URL=http://127.0.0.1:$MODEL_PORT/v1 \
+	OPENAI_API_KEY=sk-fake-test OPENAI_MODEL=fake \
+	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child \
+	    serve_start --agent-acp "$AGENT_NODE $AGENT_CLI --acp" "$@"
+}
+
 agent_teardown() {
 	serve_teardown
 	fake_model_stop
@@ -94,6 +107,11 @@ model_request_with() {
 			break
 		fi
 	done
+}
+
+# model_has_request TEXT: some request's last message contains TEXT.
+model_has_request() {
+	[ -n "$(model_request_with "$1" 2>/dev/null)" ]
 }
 
 # The text an SSE stream's agent_message_chunk updates carry, joined.

@@ -27,7 +27,9 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "argv.h"
 #include "child.h"
+#include "delegate.h"
 #include "clock.h"
 #include "inspect.h"
 #include "lagmon.h"
@@ -85,6 +87,7 @@ child_begin_shutdown(struct child *c)
 	c->closing = 1;
 	if (!c->in_eof)
 		event_del(c->ev_in);
+	(void)delegate_shutdown(c);
 	rpc_shutdown_sessions(c);
 	child_check_done(c);
 }
@@ -120,6 +123,19 @@ parse_size(const char *flag, const char *text)
 	return (size_t)v;
 }
 
+/* --agent-acp 'CMD ARGS': split now (libpipeline's rules, no shell). */
+static void
+agent_acp_opt(struct child_opts *o, const char *arg)
+{
+	char err[128];
+
+	argv_free(o->agent_acp);
+	if (argv_split(arg, &o->agent_acp, err, sizeof(err)) == -1) {
+		fprintf(stderr, "%s: --agent-acp: %s\n", getprogname(), err);
+		exit(2);
+	}
+}
+
 static void
 parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 {
@@ -127,6 +143,7 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 		{ "data-dir", required_argument, NULL, 'd' },
 		{ "workspace", required_argument, NULL, 'w' },
 		{ "agent-command", required_argument, NULL, 'a' },
+		{ "agent-acp", required_argument, NULL, 'A' },
 		{ "trace-file", required_argument, NULL, 't' },
 		{ "replay-max-bytes", required_argument, NULL, 'r' },
 		{ "fsync", required_argument, NULL, 'f' },
@@ -146,6 +163,7 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 		case 'd': data_dir = optarg; break;
 		case 'w': workspace = optarg; break;
 		case 'a': o->agent_command = optarg; break;
+		case 'A': agent_acp_opt(o, optarg); break;
 		case 't': o->trace_file = optarg; break;
 		case 'r': o->replay_max_bytes = parse_size("--replay-max-bytes", optarg); break;
 		case 'm': o->max_frame = parse_size("--max-frame-bytes", optarg); break;
@@ -178,6 +196,11 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 	}
 	if (optind != argc)
 		usage();
+	if (o->agent_acp != NULL && o->agent_command != NULL) {
+		fprintf(stderr, "%s: --agent-acp and --agent-command are exclusive\n",
+		    getprogname());
+		exit(2);
+	}
 	if (*inspect != NULL)
 		return;
 	if (realpath(workspace, resolved) == NULL) {
@@ -263,6 +286,7 @@ child_teardown(struct child *c)
 	trace_sink_close(c->trace);
 	event_base_free(c->base);
 	free(c->opts.data_dir);
+	argv_free(c->opts.agent_acp);
 	free(c->opts.workspace);
 }
 

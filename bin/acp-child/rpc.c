@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "child.h"
+#include "delegate.h"
 #include "lagmon.h"
 #include "log.h"
 #include "paths.h"
@@ -159,6 +160,7 @@ rpc_loop_lag(struct child *c, struct rpc_msg *m)
 static void
 rpc_drop_session(struct child *c, struct session *s)
 {
+	delegate_session_gone(c, s);
 	RB_REMOVE(session_tree, &c->sessions, s);
 	c->nsessions--;
 	session_free(s);
@@ -328,7 +330,8 @@ void
 rpc_dispatch(struct child *c, struct rpc_msg *m)
 {
 	if (m->kind == RPC_RESULT || m->kind == RPC_ERROR) {
-		log_debug("ignoring a reply to nothing (line %zu)", m->line_no);
+		/* Answers to the permission requests of the --agent-acp agent. */
+		delegate_parent_answer(c, m);
 	} else if (m->kind == RPC_NOTIFICATION) {
 		rpc_notification(c, m);
 	} else if (strcmp(m->method, "initialize") == 0) {

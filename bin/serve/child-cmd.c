@@ -79,6 +79,10 @@ acp_child_command(const char *workspace)
 		pipecmd_arg(cmd, "--agent-command");
 		pipecmd_arg(cmd, conf.agent_command);
 	}
+	if (conf.agent_acp != NULL) {
+		pipecmd_arg(cmd, "--agent-acp");
+		pipecmd_arg(cmd, conf.agent_acp);
+	}
 	if (conf.trace_file != NULL) {
 		pipecmd_arg(cmd, "--trace-file");
 		pipecmd_arg(cmd, conf.trace_file);

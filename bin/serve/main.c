@@ -47,7 +47,7 @@ enum {
 	OPT_SESS_IDLE, OPT_SESS_REAP, OPT_SSE_HB, OPT_RING, OPT_REPLAY_MAX,
 	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
 	OPT_NO_WEB, OPT_WEB_DIR,
-	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_CHILD_CMD, OPT_PERM_TO,
+	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_CHILD_CMD, OPT_PERM_TO, OPT_AGENT_ACP,
 };
 
 static const struct option longopts[] = {
@@ -64,6 +64,7 @@ static const struct option longopts[] = {
 	{ "child-command", required_argument, NULL, OPT_CHILD_CMD },
 	{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
 	{ "agent-command", required_argument, NULL, OPT_AGENT_CMD },
+	{ "agent-acp", required_argument, NULL, OPT_AGENT_ACP },
 	{ "log-file", required_argument, NULL, OPT_LOG_FILE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "trace-file", required_argument, NULL, OPT_TRACE_FILE },
@@ -96,7 +97,8 @@ usage(int status)
 	    "\t[--token TOKEN] [--require-auth] [--allow-origin ORIGIN]...\n"
 	    "\t[--max-connections N] [--workspace DIR]\n"
 	    "\t[--child PATH | --child-command 'CMD ARGS']\n"
-	    "\t[--data-dir DIR] [--agent-command CMD] [--log-file FILE]\n"
+	    "\t[--data-dir DIR] [--agent-command CMD | --agent-acp 'CMD ARGS']\n"
+	    "\t[--log-file FILE]\n"
 	    "\t[--log-level LEVEL] [--trace-file FILE] [--initialize-timeout-ms MS]\n"
 	    "\t[--session-restore-timeout-ms MS] [--channel-idle-timeout-ms MS]\n"
 	    "\t[--permission-response-timeout-ms MS]\n"
@@ -230,15 +232,19 @@ child_command_opt(const char *arg)
 static void
 check_exclusive(void)
 {
+	if (conf.agent_acp != NULL && conf.agent_command != NULL) {
+		fprintf(stderr, "qwen-serve: --agent-acp and --agent-command are exclusive\n");
+		exit(2);
+	}
 	if (conf.child_argv == NULL)
 		return;
 	if (conf.child_path != NULL) {
 		fprintf(stderr, "qwen-serve: --child and --child-command are exclusive\n");
 		exit(2);
 	}
-	if (conf.agent_command != NULL) {
-		fprintf(stderr, "qwen-serve: --agent-command is an option of "
-		    "qwen-acp-child; it does not apply to --child-command\n");
+	if (conf.agent_command != NULL || conf.agent_acp != NULL) {
+		fprintf(stderr, "qwen-serve: --agent-command and --agent-acp are "
+		    "options of qwen-acp-child; they do not apply to --child-command\n");
 		exit(2);
 	}
 }
@@ -267,6 +273,7 @@ parse_args(int argc, char **argv)
 		case OPT_CHILD_CMD: child_command_opt(optarg); break;
 		case OPT_DATA_DIR: free(conf.data_dir); conf.data_dir = strdup(optarg); break;
 		case OPT_AGENT_CMD: free(conf.agent_command); conf.agent_command = strdup(optarg); break;
+		case OPT_AGENT_ACP: free(conf.agent_acp); conf.agent_acp = strdup(optarg); break;
 		case OPT_LOG_FILE: free(conf.log_file); conf.log_file = strdup(optarg); break;
 		case OPT_LOG_LEVEL:
 			lvl = optarg;

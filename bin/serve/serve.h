@@ -58,6 +58,7 @@ struct serve_conf {
 	char		**child_argv;	/* --child-command, split; or NULL */
 	char		*data_dir;	/* NULL: the child's default */
 	char		*agent_command;
+	char		*agent_acp;	/* passed to qwen-acp-child */
 	char		*log_file;
 	char		*trace_file;
 	int64_t		 init_timeout_ms;

@@ -356,8 +356,8 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 {
 	struct prompt *p = arg;
 	struct session *s = p->s;
-	json_object *d, *v;
-	const char *stop = "end_turn", *msg = "Prompt failed", *code = NULL;
+	json_object *d, *v, *data = NULL;
+	const char *stop = "end_turn", *msg = "Prompt failed", *code = NULL, *kind = NULL;
 
 	p->req = NULL;
 	s->active = NULL;
@@ -375,11 +375,15 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 	} else if (o == CHAN_ERROR) {
 		if (json_object_object_get_ex(payload, "message", &v))
 			msg = json_object_get_string(v);
-		if (json_object_object_get_ex(payload, "data", &v) &&
-		    json_object_object_get_ex(v, "code", &v) &&
+		(void)json_object_object_get_ex(payload, "data", &data);
+		if (json_object_object_get_ex(data, "code", &v) &&
 		    json_object_is_type(v, json_type_string))
 			code = json_object_get_string(v);
-		turn_error(s, p, msg, code != NULL ? code : "acp_error", NULL);
+		/* The child's classification (agent_failed, ...) goes along. */
+		if (json_object_object_get_ex(data, "errorKind", &v) &&
+		    json_object_is_type(v, json_type_string))
+			kind = json_object_get_string(v);
+		turn_error(s, p, msg, code != NULL ? code : "acp_error", kind);
 	} else
 		turn_error(s, p, "The agent process exited during the prompt",
 		    "channel_closed", "acp_channel_unavailable");

@@ -5,9 +5,11 @@
 // answers, used in order ("once": true entries once each); each answer
 //   { "when": "substring of the last message", "text": "...",
 //     "reasoning": "...", "tool_calls": [{ "name": "...", "arguments": {...} }],
-//     "usage": { "prompt_tokens": N, "completion_tokens": N } }
-// is streamed as SSE chunks (stream: true) or returned whole.  A request
-// that no answer matches gets the text "(no scripted answer)".
+//     "usage": { "prompt_tokens": N, "completion_tokens": N },
+//     "hold": "FILE" }
+// is streamed as SSE chunks (stream: true) or returned whole; with "hold"
+// the answer waits until FILE exists (the test releases it).
+// A request that no answer matches gets the text "(no scripted answer)".
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -112,7 +114,16 @@ const server = http.createServer((req, res) => {
 		const a = pick(body);
 		fs.appendFileSync(path.join(logDir, 'answers.log'),
 		    `${n} ${a.text !== undefined ? 'text' : ''}${a.tool_calls ? ' tools' : ''}\n`);
-		(body.stream ? stream : whole)(res, a);
+		const answer = () => (body.stream ? stream : whole)(res, a);
+		if (!a.hold)
+			return answer();
+		const t = setInterval(() => {
+			if (fs.existsSync(a.hold)) {
+				clearInterval(t);
+				answer();
+			}
+		}, 20);
+		res.on('close', () => clearInterval(t));
 	});
 });
 server.listen(0, '127.0.0.1', () => {
