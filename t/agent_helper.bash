@@ -45,34 +45,31 @@ fake_model_stop() {
 	MODEL_PID=
 }
 
-# agent_serve_start [qwen-serve args]: the daemon with the real agent as
-# its child.  The agent's configuration is its own: an isolated HOME and
-# QWEN_HOME (= the daemon's --data-dir, so both see one transcript
-# directory) and the OPENAI_* variables aimed at the fake model, passed
-# through the daemon's environment.  APPROVAL_MODE (default "default")
-# goes in the agent's settings.
-agent_serve_start() {
-	local home=$BATS_TEST_TMPDIR/home
+# agent_env_serve [qwen-serve args]: serve_start with the agent's
+# configuration, which is its own: an isolated HOME and QWEN_HOME (= the
+# daemon's --data-dir, so both see one transcript directory) and the
+# OPENAI_* variables aimed at the fake model, passed through the daemon's
+# environment.  APPROVAL_MODE (default "default") goes in its settings.
+agent_env_serve() {
 	DATA=$BATS_TEST_TMPDIR/data
-	mkdir -p "$home" "$DATA"
+	mkdir -p "$BATS_TEST_TMPDIR/home" "$DATA"
 	printf '{"tools":{"approvalMode":"%s"}}\n' "${APPROVAL_MODE:-default}" >"$DATA/settings.json"
-	HOME=$home QWEN_HOME=$DATA OPENAI_BASE_URL=http://127.0.0.1:$MODEL_PORT/v1 \
-	OPENAI_API_KEY=sk-fake-test OPENAI_MODEL=fake \
-	SERVE_CHILD_COMMAND="$AGENT_NODE $AGENT_CLI --acp" \
-	    serve_start --initialize-timeout-ms 120000 "$@"
+	local -x HOME=$BATS_TEST_TMPDIR/home QWEN_HOME=$DATA OPENAI_MODEL=fake \
+	    OPENAI_BASE_URL=http://127.0.0.1:$MODEL_PORT/v1 OPENAI_API_KEY=sk-fake-test
+	serve_start "$@"
+}
+
+# agent_serve_start [qwen-serve args]: the real agent as the child.
+agent_serve_start() {
+	local SERVE_CHILD_COMMAND="$AGENT_NODE $AGENT_CLI --acp"
+	agent_env_serve --initialize-timeout-ms 120000 "$@"
 }
 
 # agent_delegate_start [qwen-serve args]: our own qwen-acp-child serves
 # loads, and hands prompts to the real agent (--agent-acp).
 agent_delegate_start() {
-	local home=$BATS_TEST_TMPDIR/home
-	DATA=$BATS_TEST_TMPDIR/data
-	mkdir -p "$home" "$DATA"
-	printf '{"tools":{"approvalMode":"%s"}}\n' "${APPROVAL_MODE:-default}" >"$DATA/settings.json"
-	HOME=$home QWEN_HOME=$DATA OPENAI_BASE_URL=http://127.0.0.1:$MODEL_PORT/v1 \
-	OPENAI_API_KEY=sk-fake-test OPENAI_MODEL=fake \
-	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child \
-	    serve_start --agent-acp "$AGENT_NODE $AGENT_CLI --acp" "$@"
+	local SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
+	agent_env_serve --agent-acp "$AGENT_NODE $AGENT_CLI --acp" "$@"
 }
 
 agent_teardown() {

@@ -63,8 +63,7 @@ agent_loop_signals(sigset_t *set)
 	sigaddset(set, SIGHUP);
 }
 
-/* In the forked child before exec: own group, default handlers, no mask. */
-static void
+void
 agent_pre_exec(void *arg)
 {
 	sigset_t none;

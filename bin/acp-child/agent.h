@@ -53,6 +53,11 @@ void	agent_cancel(struct agent *);
 
 /* Stop / resume reading its output (output back-pressure). */
 void	agent_pause(struct agent *, int paused);
+/*
+ * libpipeline pre-exec hook of every agent process (also the --agent-acp
+ * one): its own process group, default signal handlers, nothing blocked.
+ */
+void	agent_pre_exec(void *);
 
 /* The agent's process id (0 for the echo agent). */
 long	agent_pid(const struct agent *);

@@ -32,6 +32,7 @@
 #include <event2/event.h>
 #include <pipeline.h>
 
+#include "agent.h"
 #include "append.h"
 #include "base64.h"
 #include "child.h"
@@ -161,21 +162,6 @@ tell_state(struct child *c, const char *sid, const char *state)
 
 /* ---- the agent's process ------------------------------------------------ */
 
-static void
-dlg_pre_exec(void *arg)
-{
-	sigset_t none;
-
-	(void)arg;
-	setpgid(0, 0);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	signal(SIGPIPE, SIG_DFL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
 static void	dlg_on_read(struct bufferevent *, void *);
 static void	dlg_on_event(struct bufferevent *, short, void *);
 static void	dlg_on_exit(evutil_socket_t, short, void *);
@@ -211,29 +197,8 @@ dlg_command(struct child *c)
 	pipecmd_setenv(cmd, "QWEN_CODE_PRIVATE_ACP_CAPABILITY", dlg.secret);
 	pipecmd_setenv(cmd, "QWEN_CODE_NO_RELAUNCH", "true");
 	pipecmd_setenv(cmd, "QWEN_HOME", c->opts.data_dir);
-	pipecmd_pre_exec(cmd, dlg_pre_exec, NULL, NULL);
+	pipecmd_pre_exec(cmd, agent_pre_exec, NULL, NULL);
 	return cmd;
-}
-
-static json_object *
-init_params(void)
-{
-	json_object *p = json_object_new_object(), *caps = json_object_new_object();
-	json_object *fs = json_object_new_object(), *meta = json_object_new_object();
-	json_object *ci = json_object_new_object();
-
-	json_object_object_add(p, "protocolVersion", json_object_new_int(1));
-	json_object_object_add(ci, "name", json_object_new_string("qwen-acp-child"));
-	json_object_object_add(ci, "version", json_object_new_string(PACKAGE_VERSION));
-	json_object_object_add(p, "clientInfo", ci);
-	json_object_object_add(fs, "readTextFile", json_object_new_boolean(0));
-	json_object_object_add(fs, "writeTextFile", json_object_new_boolean(0));
-	json_object_object_add(caps, "fs", fs);
-	json_object_object_add(p, "clientCapabilities", caps);
-	json_object_object_add(meta, "qwen-code/private-parent-capability",
-	    json_object_new_string(dlg.secret));
-	json_object_object_add(p, "_meta", meta);
-	return p;
 }
 
 /* Start the agent and send initialize; -1 when it cannot run at all. */
@@ -278,7 +243,8 @@ dlg_start(struct child *c)
 	dlg.state = D_STARTING;
 	log_info("agent %ld started (%s)", (long)dlg.pid, c->opts.agent_acp[0]);
 	if ((k = call_new(CALL_INIT, NULL, NULL, NULL)) != NULL)
-		dlg_call(k, "initialize", init_params());
+		dlg_call(k, "initialize", rpc_acp_initialize_params("qwen-acp-child",
+		    PACKAGE_VERSION, dlg.secret));
 	return 0;
 }
 
@@ -431,18 +397,6 @@ take_call(int64_t id, enum call_kind not_kind)
 	return NULL;
 }
 
-/* The agent's error object (borrowed), as is, to our parent's request pid. */
-static void
-forward_error(struct child *c, json_object *pid, json_object *err)
-{
-	json_object *msg = json_object_new_object();
-
-	json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
-	json_object_object_add(msg, "id", json_object_get(pid));
-	json_object_object_add(msg, "error", json_object_get(err));
-	child_send(c, msg);
-}
-
 /* An answer to one of our requests. */
 static void
 dlg_answer(struct child *c, struct rpc_msg *m)
@@ -482,7 +436,7 @@ dlg_answer(struct child *c, struct rpc_msg *m)
 		if (m->kind == RPC_RESULT)
 			child_send_result(c, k->peer_id, json_object_get(m->result));
 		else
-			forward_error(c, k->peer_id, m->error);
+			child_send(c, rpc_new_error_obj(json_object_get(k->peer_id), m->error));
 		turn_over(c, k->sid);
 		break;
 	case CALL_PERMISSION:
@@ -530,13 +484,8 @@ delegate_parent_answer(struct child *c, struct rpc_msg *m)
 	TAILQ_REMOVE(&dlg.calls, k, entry);
 	if (m->kind == RPC_RESULT)
 		dlg_write(rpc_new_result(json_object_get(k->peer_id), json_object_get(m->result)));
-	else {
-		json_object *msg = json_object_new_object();
-		json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
-		json_object_object_add(msg, "id", json_object_get(k->peer_id));
-		json_object_object_add(msg, "error", json_object_get(m->error));
-		dlg_write(msg);
-	}
+	else
+		dlg_write(rpc_new_error_obj(json_object_get(k->peer_id), m->error));
 	call_free(k);
 }
 

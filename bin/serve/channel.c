@@ -76,27 +76,6 @@ on_initialized(void *arg, enum chan_outcome o, json_object *payload)
 	}
 }
 
-static json_object *
-initialize_params(struct channel *ch)
-{
-	json_object *p = json_object_new_object(), *ci = json_object_new_object();
-	json_object *caps = json_object_new_object(), *fs = json_object_new_object();
-	json_object *meta = json_object_new_object();
-
-	json_object_object_add(p, "protocolVersion", json_object_new_int(1));
-	json_object_object_add(ci, "name", json_object_new_string("qwen-serve-bridge"));
-	json_object_object_add(ci, "version", json_object_new_string(PACKAGE_VERSION));
-	json_object_object_add(p, "clientInfo", ci);
-	json_object_object_add(fs, "readTextFile", json_object_new_boolean(0));
-	json_object_object_add(fs, "writeTextFile", json_object_new_boolean(0));
-	json_object_object_add(caps, "fs", fs);
-	json_object_object_add(p, "clientCapabilities", caps);
-	json_object_object_add(meta, "qwen-code/private-parent-capability",
-	    json_object_new_string(ch->secret));
-	json_object_object_add(p, "_meta", meta);
-	return p;
-}
-
 /* A fresh private-parent secret: 32 random bytes, base64url. */
 static void
 new_secret(char *out, size_t size)
@@ -214,7 +193,8 @@ chan_start(struct channel *ch)
 	    conf.child_argv != NULL ? conf.child_argv[0] : conf.child_path, (long)ch->pid,
 	    ch->workspace);
 	ch->state = CH_READY;	/* so that initialize goes out now */
-	r = channel_request(ch, "initialize", initialize_params(ch),
+	r = channel_request(ch, "initialize",
+	    rpc_acp_initialize_params("qwen-serve-bridge", PACKAGE_VERSION, ch->secret),
 	    (uint64_t)conf.init_timeout_ms, on_initialized, ch);
 	ch->state = r != NULL ? CH_STARTING : CH_DYING;
 }
