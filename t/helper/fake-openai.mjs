@@ -110,7 +110,9 @@ const server = http.createServer((req, res) => {
 			return;
 		}
 		n++;
-		fs.writeFileSync(path.join(logDir, `req-${n}.json`), raw);
+		// Whole or not at all: the tests read these while we run.
+		fs.writeFileSync(path.join(logDir, `.req-${n}.tmp`), raw);
+		fs.renameSync(path.join(logDir, `.req-${n}.tmp`), path.join(logDir, `req-${n}.json`));
 		const a = pick(body);
 		fs.appendFileSync(path.join(logDir, 'answers.log'),
 		    `${n} ${a.text !== undefined ? 'text' : ''}${a.tool_calls ? ' tools' : ''}\n`);
