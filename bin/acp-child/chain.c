@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "chain.h"
-#include "txindex.h"
+#include "transcript-int.h"
 
 /* Does a user record with this subtype start a turn? */
 int

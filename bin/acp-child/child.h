@@ -91,7 +91,7 @@ void	rpc_shutdown_sessions(struct child *);
 /* rpc.c: "Resource not found: session:<id>" with data.uri. */
 void	rpc_send_not_found(struct child *, json_object *id, const char *sid);
 
-/* restore.c: session/new, session/load, session/resume. */
+/* load.c: session/new, session/load, session/resume. */
 void	restore_new(struct child *, struct rpc_msg *msg);
 void	restore_start(struct child *, struct rpc_msg *msg, struct session *s,
 	    const char *sid, int resume);

@@ -8,7 +8,7 @@
 
 #include "jtape.h"
 #include "project.h"
-#include "txindex.h"
+#include "transcript-int.h"
 
 struct pctx {
 	struct transcript *t;

@@ -16,7 +16,7 @@
 
 #include "project.h"
 #include "project-int.h"
-#include "txindex.h"
+#include "transcript-int.h"
 
 #define GAP_NOTICE "Earlier history could not be restored: a parent record is " \
 	"missing from the saved transcript."

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "transcript.h"
-#include "txindex.h"
+#include "transcript-int.h"
 #include "txscan.h"
 
 #define CHUNK		(1u << 20)

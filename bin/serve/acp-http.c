@@ -4,7 +4,7 @@
  * messages name that connection and are acknowledged 202, their answers
  * travelling on GET /acp: the connection stream, or with Acp-Session-Id
  * the stream of a session the connection holds.  Each stream is a message
- * bus of sse.c (ring, Last-Event-ID replay, back-pressure, heartbeat).
+ * bus of bus.c (ring, Last-Event-ID replay, back-pressure, heartbeat).
  * DELETE /acp ends the connection; so does idleness with no stream open
  * (QWEN_SERVE_ACP_IDLE_MS, default 300000).  The gates (bearer, Host,
  * Origin) are http.c's, as for every route.

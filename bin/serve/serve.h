@@ -4,10 +4,10 @@
  * One file per role: main.c (options, signals, lifecycle), listen.c
  * (sockets and request gates), http.c (routing, bodies, replies),
  * routes-session.c (session routes), routes-daemon.c (health,
- * capabilities, workspace listing), restore.c (in-flight spawns and
+ * capabilities, workspace listing), inflight.c (in-flight spawns and
  * restores: the seam of the restore state machine; restore-fsm.c the
- * machine, restore-settle.c its world, restore-reply.c the public
- * answers, restore-fence.c fences and early events), sse.c (event buses),
+ * machine, inflight-ops.c its world, inflight-reply.c the public
+ * answers, inflight-fence.c fences and early events), bus.c (event buses),
  * channel.c and channel-rpc.c (the qwen-acp-child process and its
  * JSON-RPC traffic), clients.c (client registry), sessions.c (session
  * map, prompts, reaping, tombstones).  Everything runs on one libevent
@@ -207,7 +207,7 @@ void	web_check(void);	/* startup warning when the files are missing */
 /* Answer a console file (1), or 0 when path is not one or --no-web. */
 int	web_route(struct evhttp_request *, const char *path);
 
-/* ---- sse.c ------------------------------------------------------------- */
+/* ---- bus.c ------------------------------------------------------------- */
 struct bus;
 struct bus	*bus_new(const char *session_id, size_t ring_size);
 /*
@@ -375,7 +375,7 @@ int	sessions_capacity_left(void);
 void	sessions_inflight_add(int delta);
 void	sessions_free(void);
 
-/* ---- restore.c: in-flight spawns and restores (the seam of issue 5) ---- */
+/* ---- inflight.c: in-flight spawns and restores (the seam of issue 5) ---- */
 enum op_action { OP_SPAWN, OP_LOAD, OP_RESUME };
 
 struct op_waiter;

@@ -1,12 +1,12 @@
 /*
- * restore.c: in-flight spawns (session/new) and restores (session/load,
+ * inflight.c: in-flight spawns (session/new) and restores (session/load,
  * session/resume).  One entry per session id; callers of the same action
  * and shape coalesce onto it, anything else gets 409 restore_in_progress.
  * restore_start() is the one place a restore goes to the child; from there
  * the lifecycle machine of restore-fsm.c owns it: the deadline, the public
  * result, the abandoned settlement (one close, quarantine), the fence on
- * the id and the capacity slot.  Its world is restore-settle.c, the public
- * answers restore-reply.c, the fences and early events restore-fence.c.
+ * the id and the capacity slot.  Its world is inflight-ops.c, the public
+ * answers inflight-reply.c, the fences and early events inflight-fence.c.
  */
 #include "config.h"
 
@@ -23,7 +23,7 @@
 #include "clock.h"
 #include "errors.h"
 #include "log.h"
-#include "restore-int.h"
+#include "inflight-int.h"
 #include "trace.h"
 
 static TAILQ_HEAD(, inflight) ops = TAILQ_HEAD_INITIALIZER(ops);

@@ -1,5 +1,5 @@
 /*
- * answer.c: the bytes a restore answers with, built on the worker.
+ * load-answer.c: the bytes a restore answers with, built on the worker.
  *
  * session/new answers {sessionId}.  load and resume answer with
  * result._meta["qwen.session.restore"] (counters and ids only); a load in
@@ -15,7 +15,7 @@
 
 #include "jsonw.h"
 #include "replay.h"
-#include "restore.h"
+#include "load.h"
 #include "rpc-frame.h"
 #include "transcript.h"
 

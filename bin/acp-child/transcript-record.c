@@ -1,5 +1,5 @@
 /*
- * txrecord.c: loading one logical record of the transcript index with
+ * transcript-record.c: loading one logical record of the transcript index with
  * json-c: its fragments read with pread() into a reusable buffer, parsed,
  * and merged per upstream rules (message.parts concatenated, usageMetadata
  * last wins, timestamp max; the first fragment gives everything else).
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "txindex.h"
+#include "transcript-int.h"
 
 /* pread exactly n bytes at off. */
 static int

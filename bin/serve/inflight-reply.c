@@ -1,5 +1,5 @@
 /*
- * restore-reply.c: the public answers of in-flight spawns and restores.
+ * inflight-reply.c: the public answers of in-flight spawns and restores.
  * A success registers the session (with load's bounded compactedReplay
  * seeded from the child's bulk replay) and answers every coalesced caller;
  * a failure gives every caller the same classified error.
@@ -13,7 +13,7 @@
 #include "clock.h"
 #include "errors.h"
 #include "log.h"
-#include "restore-int.h"
+#include "inflight-int.h"
 #include "trace.h"
 
 /* The ACP state: the result minus the bulk replay. */

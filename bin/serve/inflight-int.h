@@ -1,11 +1,11 @@
 /*
- * restore-int.h: what the files of the in-flight spawns and restores
- * share.  Private to them: restore.c (the registry and the dispatch),
- * restore-fence.c (fenced ids and early events), restore-reply.c (the
- * public answers) and restore-settle.c (the lifecycle machine's world).
+ * inflight-int.h: what the files of the in-flight spawns and restores
+ * share.  Private to them: inflight.c (the registry and the dispatch),
+ * inflight-fence.c (fenced ids and early events), inflight-reply.c (the
+ * public answers) and inflight-ops.c (the lifecycle machine's world).
  */
-#ifndef QWEN_SERVE_RESTORE_INT_H
-#define QWEN_SERVE_RESTORE_INT_H
+#ifndef QWEN_SERVE_INFLIGHT_INT_H
+#define QWEN_SERVE_INFLIGHT_INT_H
 
 #include "serve.h"
 
@@ -16,14 +16,14 @@ struct op_waiter {
 	char			 client_id[SERVE_CLIENT_ID_MAX + 1];
 };
 
-/* restore.c */
+/* inflight.c */
 /* Unlink op, give back its capacity unless released, and free it. */
 void	op_free(struct inflight *);
 void	op_waiters_free(struct inflight *);
 /* op's session id for the log: "(new)" for an id-less spawn. */
 const char *op_label(const struct inflight *);
 
-/* restore-fence.c */
+/* inflight-fence.c */
 void	fence_add(struct channel *, const char *id);
 /* A new registration for id takes ownership: its fences go. */
 void	fence_take(const char *id);
@@ -36,11 +36,11 @@ void	early_purge(struct inflight *);
 /* Abandoned: early updates gone, the id (if known) fenced on op's channel. */
 void	early_fence(struct inflight *);
 
-/* restore-reply.c */
+/* inflight-reply.c */
 /* The public result: register the session and answer, or fail everyone. */
 void	op_reply(struct inflight *, enum chan_outcome, json_object *payload);
 
-/* restore-settle.c */
+/* inflight-ops.c */
 extern const struct rfsm_ops restore_fsm_ops;
 /* The ACP answer of a spawn or restore (chan_cb). */
 void	restore_on_answer(void *op, enum chan_outcome, json_object *payload);

@@ -1,5 +1,5 @@
 /*
- * restore-settle.c: the world of the in-flight lifecycle machine
+ * inflight-ops.c: the world of the in-flight lifecycle machine
  * (restore-fsm.c), as struct rfsm_ops over libevent and the channel.
  * The ACP answer and the machine's timer become its events; its effects
  * are the public result, the one qwen/control/session/close of a late
@@ -16,7 +16,7 @@
 #include "clock.h"
 #include "errors.h"
 #include "log.h"
-#include "restore-int.h"
+#include "inflight-int.h"
 #include "trace.h"
 
 /*

@@ -1,9 +1,9 @@
 /*
- * txindex.h: internals of the transcript index (transcript.c, txindex.c).
+ * transcript-int.h: internals of the transcript index (transcript.c, transcript-index.c).
  * Not for other modules: they use transcript.h.
  */
-#ifndef QWEN_ACP_TXINDEX_H
-#define QWEN_ACP_TXINDEX_H
+#ifndef QWEN_ACP_TRANSCRIPT_INT_H
+#define QWEN_ACP_TRANSCRIPT_INT_H
 
 #include <sys/types.h>
 
@@ -108,8 +108,8 @@ json_object *tx_json_parse(struct transcript *, const char *, size_t, int *valid
 int tx_index_pass(struct transcript *, char **cause);
 int tx_add_fragment(struct transcript *, uint32_t rec, uint64_t off, uint32_t len);
 void tx_key_stored(const struct transcript *, const uint8_t v[16], int str, struct tx_key *);
-/* The first pass of a big file: two threads, one per half, then a merge (txsplit.c). */
+/* The first pass of a big file: two threads, one per half, then a merge (transcript-split.c). */
 int tx_index_split(struct transcript *, uint64_t size, char **cause);
 void tx_cause(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#endif /* QWEN_ACP_TXINDEX_H */
+#endif /* QWEN_ACP_TRANSCRIPT_INT_H */

@@ -1,5 +1,5 @@
 /*
- * txsplit.c: the first index pass of a big transcript on two threads.
+ * transcript-split.c: the first index pass of a big transcript on two threads.
  *
  * The file is cut at the first newline after its middle; this thread
  * indexes the first half while a second one indexes the rest into a
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "txindex.h"
+#include "transcript-int.h"
 
 #define SPLIT_MIN	(48u << 20)	/* smaller files: one thread */
 

@@ -1,5 +1,5 @@
 /*
- * sse.c: one event bus per session.  Events get per-session ids from 1
+ * bus.c: one event bus per session.  Events get per-session ids from 1
  * within a bus epoch and are kept in a ring for Last-Event-ID replay;
  * subscribers are chunked evhttp replies with a queue cap (warning at 75%,
  * eviction on overflow) and a heartbeat comment.

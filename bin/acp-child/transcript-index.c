@@ -1,5 +1,5 @@
 /*
- * txindex.c: uuid keys, the uuid hash, subtype interning and record access
+ * transcript-index.c: uuid keys, the uuid hash, subtype interning and record access
  * for the transcript index.
  */
 #include "config.h"
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "txindex.h"
+#include "transcript-int.h"
 
 static const char *const nonconv_subtypes[] = {
 	"session_sources_snapshot", "managed_session_header_v1",

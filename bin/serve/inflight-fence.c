@@ -1,5 +1,5 @@
 /*
- * restore-fence.c: the session-id fences and early events of in-flight
+ * inflight-fence.c: the session-id fences and early events of in-flight
  * spawns and restores (seed 000).  While a registration for an id is
  * active, session/update notifications for it buffer here and reach the
  * new session in order; a failed attempt purges them and tombstones the
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "restore-int.h"
+#include "inflight-int.h"
 
 /* A fenced id: late notifications for it on ch are dropped. */
 struct fence {

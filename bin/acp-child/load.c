@@ -1,5 +1,5 @@
 /*
- * restore.c: session/new, session/load and session/resume.
+ * load.c: session/new, session/load and session/resume.
  *
  * The main thread parses the request (settings_load), then a worker runs
  * the file work (existence_check, transcript_read, chain_reconstruct,
@@ -31,7 +31,7 @@
 #include "paths.h"
 #include "profiler.h"
 #include "replay.h"
-#include "restore.h"
+#include "load.h"
 #include "trace.h"
 #include "transcript.h"
 
