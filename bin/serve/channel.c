@@ -323,7 +323,7 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 	fail_waiting(ch, CHAN_CLOSED);
 	rpc_pending_drain(ch->pending, drain_one, NULL);
 	sessions_channel_died(ch, code, sig, killed);
-	restore_channel_exited(ch);
+	inflight_channel_exited(ch);
 	pipeline_free(ch->p);
 	ch->p = NULL;
 	event_free(ch->pid_ev);
@@ -398,7 +398,7 @@ chan_check_idle(struct channel *ch)
 
 	if (ch->state != CH_READY)
 		return;
-	restore_chan_view(ch, &v);
+	inflight_chan_view(ch, &v);
 	switch (rfsm_chan_reap(&v)) {
 	case RFSM_REAP_KEEP:
 		return;

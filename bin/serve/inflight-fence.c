@@ -65,7 +65,7 @@ fence_take(const char *id)
 
 /* An update for an id with no live session: buffer it, drop it, or not ours. */
 int
-restore_route_early(struct channel *ch, const char *id, json_object *params)
+inflight_route_early(struct channel *ch, const char *id, json_object *params)
 {
 	struct inflight *op = inflight_find(id);
 

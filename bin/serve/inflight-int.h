@@ -10,18 +10,18 @@
 #include "serve.h"
 
 /* One caller waiting for an in-flight spawn or restore. */
-struct op_waiter {
-	TAILQ_ENTRY(op_waiter)	 entry;
+struct inflight_waiter {
+	TAILQ_ENTRY(inflight_waiter)	 entry;
 	struct evhttp_request	*req;
 	char			 client_id[SERVE_CLIENT_ID_MAX + 1];
 };
 
 /* inflight.c */
 /* Unlink op, give back its capacity unless released, and free it. */
-void	op_free(struct inflight *);
-void	op_waiters_free(struct inflight *);
+void	inflight_free(struct inflight *);
+void	inflight_waiters_free(struct inflight *);
 /* op's session id for the log: "(new)" for an id-less spawn. */
-const char *op_label(const struct inflight *);
+const char *inflight_label(const struct inflight *);
 
 /* inflight-fence.c */
 void	fence_add(struct channel *, const char *id);
@@ -38,13 +38,13 @@ void	early_fence(struct inflight *);
 
 /* inflight-reply.c */
 /* The public result: register the session and answer, or fail everyone. */
-void	op_reply(struct inflight *, enum chan_outcome, json_object *payload);
+void	inflight_reply(struct inflight *, enum chan_outcome, json_object *payload);
 
 /* inflight-ops.c */
-extern const struct rfsm_ops restore_fsm_ops;
+extern const struct rfsm_ops inflight_fsm_ops;
 /* The ACP answer of a spawn or restore (chan_cb). */
-void	restore_on_answer(void *op, enum chan_outcome, json_object *payload);
+void	inflight_on_answer(void *op, enum chan_outcome, json_object *payload);
 /* The machine's one timer fired (libevent callback). */
-void	restore_on_timer(evutil_socket_t, short, void *op);
+void	inflight_on_timer(evutil_socket_t, short, void *op);
 
 #endif

@@ -108,7 +108,7 @@ seed_replay(struct session *s, json_object *result)
 }
 
 void
-restore_reply(struct evhttp_request *req, struct session *s, enum op_action action,
+inflight_reply_session(struct evhttp_request *req, struct session *s, enum inflight_action action,
     int attached, const char *client_id)
 {
 	json_object *o = json_object_new_object();
@@ -147,7 +147,7 @@ restore_reply(struct evhttp_request *req, struct session *s, enum op_action acti
 static void
 reply_error_all(struct inflight *op, enum chan_outcome o, json_object *payload)
 {
-	struct op_waiter *w;
+	struct inflight_waiter *w;
 	struct qerr *e;
 
 	TAILQ_FOREACH(w, &op->waiters, entry) {
@@ -188,7 +188,7 @@ reply_error_all(struct inflight *op, enum chan_outcome o, json_object *payload)
 static int
 spawn_id_ok(struct inflight *op, const char *got)
 {
-	struct op_waiter *w;
+	struct inflight_waiter *w;
 	json_object *p;
 
 	if (got == NULL || got[0] == '\0' || strlen(got) > SERVE_SESSION_ID_MAX ||
@@ -209,16 +209,16 @@ spawn_id_ok(struct inflight *op, const char *got)
 
 /* The public result: register the session and answer, or fail everyone. */
 void
-op_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
+inflight_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
 {
-	struct op_waiter *w;
+	struct inflight_waiter *w;
 	struct session *s;
 	json_object *v;
 	const char *id = op->id, *cid;
 	int first = 1;
 
 	log_info("session %s: %s %s after %llu ms", id[0] ? id : "(new)",
-	    op_action_name(op->action), o == CHAN_RESULT ? "succeeded" : "failed",
+	    inflight_action_name(op->action), o == CHAN_RESULT ? "succeeded" : "failed",
 	    (unsigned long long)(clock_mono_ms() - op->started_ms));
 	if (o != CHAN_RESULT) {
 		reply_error_all(op, o, payload);
@@ -243,7 +243,7 @@ op_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
 	TAILQ_FOREACH(w, &op->waiters, entry) {
 		cid = clients_register(&s->clients, w->client_id[0] ? w->client_id : NULL);
 		s->attach_count++;
-		restore_reply(w->req, s, op->action, !first, cid);
+		inflight_reply_session(w->req, s, op->action, !first, cid);
 		first = 0;
 	}
 }

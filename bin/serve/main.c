@@ -357,7 +357,7 @@ stop_check(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd; (void)what; (void)arg;
 	/* Each real settlement, raced with its channel's exit. */
-	restore_stats(&active, &unsettled, &overdue, &quarantined);
+	inflight_stats(&active, &unsettled, &overdue, &quarantined);
 	if (channels_running() == 0 && active + unsettled == 0)
 		event_base_loopexit(serve_base, NULL);
 }

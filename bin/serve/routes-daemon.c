@@ -42,7 +42,7 @@ route_health(struct http_ctx *ctx)
 		    json_object_new_int64((int64_t)http_conn_count()));
 		json_object_object_add(o, "wsConnections",
 		    json_object_new_int64((int64_t)ws_conn_count()));
-		restore_stats(&active, &unsettled, &overdue, &quarantined);
+		inflight_stats(&active, &unsettled, &overdue, &quarantined);
 		json_object_object_add(o, "restoresActive",
 		    json_object_new_int64((int64_t)active));
 		json_object_object_add(o, "restoresUnsettled",

@@ -197,14 +197,14 @@ route_session_create(struct http_ctx *ctx)
 			 * A restore of the id, active or awaiting its
 			 * cleanup, or a spawn awaiting its cleanup.
 			 */
-			restore_join(op, ctx->req, ctx->client_id, OP_SPAWN, ctx->body);
+			inflight_same_id(op, ctx->req, ctx->client_id, OP_SPAWN, ctx->body);
 			return;
 		}
 		if (sessions_find(id) != NULL)
 			conflict = "live";
 		else if (inflight_find(id) != NULL)
 			conflict = "pending";
-		else if (restore_transcript_exists(id))
+		else if (inflight_transcript_exists(id))
 			conflict = "persisted";
 		if (conflict != NULL) {
 			id_conflict(ctx, id, conflict);
@@ -214,7 +214,7 @@ route_session_create(struct http_ctx *ctx)
 	if (strcmp(scope, "single") == 0) {
 		if ((s = sessions_default()) != NULL) {
 			s->attach_count++;
-			restore_reply(ctx->req, s, OP_SPAWN, 1,
+			inflight_reply_session(ctx->req, s, OP_SPAWN, 1,
 			    clients_register(&s->clients, ctx->client_id));
 			return;
 		}
@@ -223,19 +223,19 @@ route_session_create(struct http_ctx *ctx)
 			return;
 		}
 	}
-	if (restore_admit(ctx->req, channel_get(conf.workspace)) == -1)
+	if (inflight_admit(ctx->req, channel_get(conf.workspace)) == -1)
 		return;
 	if (sessions_capacity_left() == 0) {
 		limit_error(ctx);
 		return;
 	}
-	spawn_start(id[0] != '\0' ? id : NULL, strcmp(scope, "single") == 0,
+	inflight_spawn(id[0] != '\0' ? id : NULL, strcmp(scope, "single") == 0,
 	    ctx->req, ctx->client_id);
 }
 
 /* Load and resume share everything up to the action. */
 static void
-restore_route(struct http_ctx *ctx, enum op_action action)
+restore_route(struct http_ctx *ctx, enum inflight_action action)
 {
 	struct inflight *op;
 	struct session *s;
@@ -259,21 +259,21 @@ restore_route(struct http_ctx *ctx, enum op_action action)
 		return;
 	if ((s = sessions_find(ctx->path_id)) != NULL) {
 		s->attach_count++;
-		restore_reply(ctx->req, s, action, 1,
+		inflight_reply_session(ctx->req, s, action, 1,
 		    clients_register(&s->clients, ctx->client_id));
 		return;
 	}
 	if ((op = inflight_find(ctx->path_id)) != NULL) {
-		restore_join(op, ctx->req, ctx->client_id, action, ctx->body);
+		inflight_same_id(op, ctx->req, ctx->client_id, action, ctx->body);
 		return;
 	}
-	if (restore_admit(ctx->req, channel_get(conf.workspace)) == -1)
+	if (inflight_admit(ctx->req, channel_get(conf.workspace)) == -1)
 		return;
 	if (sessions_capacity_left() == 0) {
 		limit_error(ctx);
 		return;
 	}
-	restore_begin(action, ctx->path_id, ctx->body, ctx->req, ctx->client_id);
+	inflight_restore(action, ctx->path_id, ctx->body, ctx->req, ctx->client_id);
 }
 
 void

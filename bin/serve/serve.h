@@ -376,9 +376,9 @@ void	sessions_inflight_add(int delta);
 void	sessions_free(void);
 
 /* ---- inflight.c: in-flight spawns and restores (the seam of issue 5) ---- */
-enum op_action { OP_SPAWN, OP_LOAD, OP_RESUME };
+enum inflight_action { OP_SPAWN, OP_LOAD, OP_RESUME };
 
-struct op_waiter;
+struct inflight_waiter;
 struct span;
 struct trace_sink;
 extern struct trace_sink *serve_trace;
@@ -386,9 +386,9 @@ extern struct trace_sink *serve_trace;
 struct inflight {
 	TAILQ_ENTRY(inflight)	 entry;
 	char			 id[SERVE_SESSION_ID_MAX + 1];	/* "" for an id-less spawn */
-	enum op_action		 action;
+	enum inflight_action		 action;
 	int			 is_default;
-	TAILQ_HEAD(, op_waiter)	 waiters;
+	TAILQ_HEAD(, inflight_waiter)	 waiters;
 	struct channel		*ch;
 	struct chan_req		*req;
 	json_object		*body;		/* the first caller's body */
@@ -406,29 +406,29 @@ struct inflight {
 	int			 released;	/* capacity given back */
 };
 
-const char	*op_action_name(enum op_action);
+const char	*inflight_action_name(enum inflight_action);
 struct inflight	*inflight_find(const char *id);
 struct inflight	*inflight_default_spawn(void);
 /* Coalesce a caller onto op; it gets op's result with attached:true. */
 void	inflight_join(struct inflight *, struct evhttp_request *, const char *client_id);
 /* The 200 body of create/load/resume for s. */
-void	restore_reply(struct evhttp_request *, struct session *, enum op_action,
+void	inflight_reply_session(struct evhttp_request *, struct session *, enum inflight_action,
 	    int attached, const char *client_id);
-int	restore_transcript_exists(const char *id);
+int	inflight_transcript_exists(const char *id);
 /*
  * A session/new (id NULL: the child picks it) under the initialize budget
  * and the same lifecycle machine as a restore.
  */
-void	spawn_start(const char *id, int is_default, struct evhttp_request *,
+void	inflight_spawn(const char *id, int is_default, struct evhttp_request *,
 	    const char *client_id);
-/* Admit a load/resume (body borrowed) and dispatch it with restore_start(). */
-void	restore_begin(enum op_action, const char *id, json_object *body,
+/* Admit a load/resume (body borrowed) and dispatch it with inflight_start(). */
+void	inflight_restore(enum inflight_action, const char *id, json_object *body,
 	    struct evhttp_request *, const char *client_id);
 /*
  * The one place a restore goes to the child: from there its restore-fsm
  * machine owns it (deadline, public result, settlement) and frees it.
  */
-void	restore_start(struct inflight *);
+void	inflight_start(struct inflight *);
 size_t	inflight_count(void);
 int	routes_check_cwd(struct http_ctx *);
 /*
@@ -436,22 +436,22 @@ int	routes_check_cwd(struct http_ctx *);
  * and shape, op active) or 409 restore_in_progress (reason
  * restore_in_progress or awaiting_abandoned_cleanup).  body borrowed.
  */
-void	restore_join(struct inflight *, struct evhttp_request *, const char *client_id,
-	    enum op_action, json_object *body);
+void	inflight_same_id(struct inflight *, struct evhttp_request *, const char *client_id,
+	    enum inflight_action, json_object *body);
 /*
  * Fresh spawn/load/resume on ch: 0, or -1 after sending 503
  * acp_channel_unavailable (quarantine, overdue settlement).  Checked
  * before capacity.
  */
-int	restore_admit(struct evhttp_request *, struct channel *);
+int	inflight_admit(struct evhttp_request *, struct channel *);
 /* What ch holds, for rfsm_chan_reap() (visible work, abandoned restores). */
-void	restore_chan_view(struct channel *, struct rfsm_chan_view *);
+void	inflight_chan_view(struct channel *, struct rfsm_chan_view *);
 /* An update for an id with no live session: 1 when buffered or fenced. */
-int	restore_route_early(struct channel *, const char *id, json_object *params);
+int	inflight_route_early(struct channel *, const char *id, json_object *params);
 /* ch's child exited: every restore on it settles; its fences go. */
-void	restore_channel_exited(struct channel *);
+void	inflight_channel_exited(struct channel *);
 /* Restores not yet settled (active or abandoned), and other counts. */
-void	restore_stats(size_t *active, size_t *unsettled, size_t *overdue,
+void	inflight_stats(size_t *active, size_t *unsettled, size_t *overdue,
 	    size_t *quarantined);
 
 #endif

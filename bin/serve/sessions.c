@@ -301,7 +301,7 @@ sessions_route_update(struct channel *ch, json_object *params)
 	    (id = json_object_get_string(v)) == NULL)
 		return;
 	if ((s = sessions_find(id)) == NULL || s->channel != ch) {
-		if (restore_route_early(ch, id, params))
+		if (inflight_route_early(ch, id, params))
 			return;
 		log_debug("update for %s session %s dropped",
 		    session_tombstoned(id) ? "closed" : "unknown", id);
