@@ -85,15 +85,15 @@ void	rpc_dispatch(struct child *, struct rpc_msg *msg);
 json_object *rpc_error_data(const char *kind);
 /* rpc.c: the session is no longer busy: run its queue, or drop it if it
    never registered (its queued requests are dispatched again). */
-void	session_idle(struct child *, struct session *s);
+void	rpc_session_idle(struct child *, struct session *s);
 /* rpc.c: at shutdown, cancel prompts and free idle sessions. */
 void	rpc_shutdown_sessions(struct child *);
 /* rpc.c: "Resource not found: session:<id>" with data.uri. */
 void	rpc_send_not_found(struct child *, json_object *id, const char *sid);
 
 /* load.c: session/new, session/load, session/resume. */
-void	restore_new(struct child *, struct rpc_msg *msg);
-void	restore_start(struct child *, struct rpc_msg *msg, struct session *s,
+void	load_new(struct child *, struct rpc_msg *msg);
+void	load_start(struct child *, struct rpc_msg *msg, struct session *s,
 	    const char *sid, int resume);
 
 /* prompt.c: session/prompt and session/cancel. */

@@ -21,7 +21,7 @@
 
 /* Summary counters a client may show or test; ids and numbers only. */
 static json_object *
-rj_stats(struct restore_job *j)
+rj_stats(struct load_job *j)
 {
 	json_object *o = json_object_new_object();
 	const struct tx_stats *st = j->tx != NULL ? transcript_stats(j->tx) : NULL;
@@ -59,7 +59,7 @@ rj_emit(struct jbuf *b, json_object *msg)
 
 /* The replay summary members after "v" and the updates or their count. */
 static void
-rj_replay_tail(struct restore_job *j, const struct replay_result *rr,
+rj_replay_tail(struct load_job *j, const struct replay_result *rr,
     struct jbuf *b)
 {
 	char num[32], uuid[64];
@@ -83,7 +83,7 @@ rj_replay_tail(struct restore_job *j, const struct replay_result *rr,
 
 /* Hand b over as the next chunk of the answer; -1 (b freed) on OOM. */
 static int
-rj_out(struct restore_job *j, struct jbuf *b)
+rj_out(struct load_job *j, struct jbuf *b)
 {
 	if (b->oom) {
 		jbuf_free(b);
@@ -101,7 +101,7 @@ rj_out(struct restore_job *j, struct jbuf *b)
    the updates stay in rr's buffer, sent from there, when they lie there in
    one run; else they are copied. */
 static int
-rj_bulk(struct restore_job *j, struct replay_result *rr, struct jbuf *b)
+rj_bulk(struct load_job *j, struct replay_result *rr, struct jbuf *b)
 {
 	struct jbuf t = { NULL, 0, 0, 0 };
 	const char *body;
@@ -130,7 +130,7 @@ rj_bulk(struct restore_job *j, struct replay_result *rr, struct jbuf *b)
    {"jsonrpc":"2.0","id":ID,"result":{"_meta":{"qwen.session.restore":{...},
    "qwen.session.loadReplay"|"qwen.session.replayInfo":{"v":1,...}}}}. */
 int
-answer_build(struct restore_job *j, struct replay_result *rr)
+load_answer_build(struct load_job *j, struct replay_result *rr)
 {
 	struct jbuf b = { NULL, 0, 0, 0 };
 	json_object *result, *stats;

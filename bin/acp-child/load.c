@@ -40,11 +40,11 @@
 
 /* Fill the job's error (message copied); returns -1 for the caller. */
 static int
-rj_fail(struct restore_job *j, int code, const char *kind, const char *fmt, ...)
+rj_fail(struct load_job *j, int code, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 static int
-rj_fail(struct restore_job *j, int code, const char *kind, const char *fmt, ...)
+rj_fail(struct load_job *j, int code, const char *kind, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -61,7 +61,7 @@ rj_fail(struct restore_job *j, int code, const char *kind, const char *fmt, ...)
 
 /* existence_check: does the transcript exist, and may it (new)? */
 static int
-rj_exists(struct restore_job *j)
+rj_exists(struct load_job *j)
 {
 	struct stat st;
 
@@ -89,7 +89,7 @@ rj_exists(struct restore_job *j)
 
 /* transcript_read: index the file, or only what was appended since. */
 static int
-rj_read(struct restore_job *j)
+rj_read(struct load_job *j)
 {
 	char *cause = NULL;
 	const struct tx_stats *st;
@@ -123,7 +123,7 @@ rj_read(struct restore_job *j)
 
 /* chain_reconstruct and config_setup (model history from the checkpoint). */
 static int
-rj_chain(struct restore_job *j)
+rj_chain(struct load_job *j)
 {
 	char *cause = NULL, uuid[64];
 
@@ -154,7 +154,7 @@ rj_chain(struct restore_job *j)
 
 /* auth (the writer lease) and file_system_setup (the append descriptor). */
 static int
-rj_writer(struct restore_job *j)
+rj_writer(struct load_job *j)
 {
 	char *cause = NULL;
 	enum lease_result r;
@@ -190,7 +190,7 @@ rj_writer(struct restore_job *j)
 
 /* history_replay and response_build. */
 static int
-rj_answer(struct restore_job *j)
+rj_answer(struct load_job *j)
 {
 	struct replay_opts ro = { j->replay_max_bytes, 10000,
 	    j->hide_inherited ? PROJECT_HIDE_INHERITED : 0, j->page_size };
@@ -213,7 +213,7 @@ rj_answer(struct restore_job *j)
 	j->prof.truncated_records = rr.truncated_records;
 	j->prof.partial_replay = rr.partial;
 	prof_begin(&j->prof, PROF_RESPONSE_BUILD);
-	rc = answer_build(j, &rr);
+	rc = load_answer_build(j, &rr);
 	replay_result_clear(&rr);
 	if (rc == -1)
 		return rj_fail(j, RPC_INTERNAL_ERROR, "internal",
@@ -226,7 +226,7 @@ rj_answer(struct restore_job *j)
 static void
 rj_run(struct lw_job *lw)
 {
-	struct restore_job *j = (struct restore_job *)lw;
+	struct load_job *j = (struct load_job *)lw;
 
 	if (rj_exists(j) == -1)
 		return;
@@ -239,7 +239,7 @@ rj_run(struct lw_job *lw)
 }
 
 static const char *
-rj_operation(const struct restore_job *j)
+rj_operation(const struct load_job *j)
 {
 	switch (j->kind) {
 	case RJ_NEW:
@@ -252,7 +252,7 @@ rj_operation(const struct restore_job *j)
 }
 
 static void
-rj_free(struct restore_job *j)
+rj_free(struct load_job *j)
 {
 	int i;
 
@@ -272,7 +272,7 @@ rj_free(struct restore_job *j)
 
 /* session_register: hand the results to the session.  0 or -1. */
 static int
-rj_register(struct child *c, struct restore_job *j)
+rj_register(struct child *c, struct load_job *j)
 {
 	struct session *s = j->s;
 
@@ -304,7 +304,7 @@ rj_register(struct child *c, struct restore_job *j)
 static void
 rj_done(struct lw_job *lw)
 {
-	struct restore_job *j = (struct restore_job *)lw;
+	struct load_job *j = (struct load_job *)lw;
 	struct child *c = j->c;
 	struct session *s = j->s;
 	struct lag_snapshot lag;
@@ -341,7 +341,7 @@ rj_done(struct lw_job *lw)
 	    j->sid, j->err_code != 0 ? j->err_kind : NULL);
 	j->span = NULL;
 	rj_free(j);
-	session_idle(c, s);
+	rpc_session_idle(c, s);
 }
 
 /*
@@ -349,7 +349,7 @@ rj_done(struct lw_job *lw)
  * part is small (an open index only reads what was appended).
  */
 static int
-rj_small(struct restore_job *j)
+rj_small(struct load_job *j)
 {
 	struct stat st;
 	uint64_t done = j->tx != NULL ? transcript_size(j->tx) : 0;
@@ -393,14 +393,14 @@ static void
 rj_submit(struct child *c, struct rpc_msg *m, struct session *s,
     enum rj_kind kind, json_object *meta, size_t page, int hide)
 {
-	struct restore_job *j;
+	struct load_job *j;
 	json_object *v;
 
 	if ((j = calloc(1, sizeof(*j))) == NULL ||
 	    (j->path = strdup(s->path)) == NULL) {
 		free(j);
 		child_send_error(c, m->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
-		session_idle(c, s);
+		rpc_session_idle(c, s);
 		return;
 	}
 	prof_init(&j->prof);
@@ -488,7 +488,7 @@ rj_session(struct child *c, struct rpc_msg *m, const char *sid)
 }
 
 void
-restore_start(struct child *c, struct rpc_msg *m, struct session *s,
+load_start(struct child *c, struct rpc_msg *m, struct session *s,
     const char *sid, int resume)
 {
 	size_t page = 0;
@@ -502,7 +502,7 @@ restore_start(struct child *c, struct rpc_msg *m, struct session *s,
 }
 
 void
-restore_new(struct child *c, struct rpc_msg *m)
+load_new(struct child *c, struct rpc_msg *m)
 {
 	json_object *meta = rj_meta(m->params), *v;
 	struct session *s;

@@ -26,7 +26,7 @@ struct transcript;
 
 enum rj_kind { RJ_NEW, RJ_LOAD, RJ_RESUME };
 
-struct restore_job {
+struct load_job {
 	struct lw_job		 lw;		/* first: the worker's handle */
 	struct child		*c;		/* loop thread only */
 	struct session		*s;		/* loop thread only */
@@ -70,6 +70,6 @@ struct replay_result;
 
 /* load-answer.c: the answer (and legacy notifications) in j->out[]; a bulk
    replay's encoded updates are taken from rr, not copied.  -1 on OOM. */
-int	answer_build(struct restore_job *, struct replay_result *);
+int	load_answer_build(struct load_job *, struct replay_result *);
 
 #endif

@@ -164,7 +164,7 @@ prompt_done(void *arg, enum agent_end end, int status, const char *message)
 	json_object_put(p->req_id);
 	free(p->text);
 	free(p);
-	session_idle(c, s);
+	rpc_session_idle(c, s);
 }
 
 void

@@ -188,12 +188,12 @@ rpc_session_run(struct child *c, struct rpc_msg *m, struct session *s,
 	const char *method = m->method;
 
 	if (strcmp(method, "session/load") == 0) {
-		restore_start(c, m, s, sid, 0);
+		load_start(c, m, s, sid, 0);
 		return 0;
 	}
 	if (strcmp(method, "session/resume") == 0 ||
 	    strcmp(method, "unstable_resumeSession") == 0) {
-		restore_start(c, m, s, sid, 1);
+		load_start(c, m, s, sid, 1);
 		return 0;
 	}
 	if (s == NULL || !s->registered) {
@@ -278,7 +278,7 @@ rpc_forget_session(struct child *c, struct session *s)
 }
 
 void
-session_idle(struct child *c, struct session *s)
+rpc_session_idle(struct child *c, struct session *s)
 {
 	struct rpc_msg m;
 
@@ -339,7 +339,7 @@ rpc_dispatch(struct child *c, struct rpc_msg *m)
 		child_send_error(c, m->id, RPC_INVALID_REQUEST,
 		    "Not initialized: send initialize first", NULL);
 	} else if (strcmp(m->method, "session/new") == 0) {
-		restore_new(c, m);
+		load_new(c, m);
 	} else if (rpc_is_session_method(m->method)) {
 		rpc_session_request(c, m);
 	} else if (strcmp(m->method, "qwen/status/loop_lag") == 0) {
@@ -354,7 +354,7 @@ rpc_dispatch(struct child *c, struct rpc_msg *m)
 
 /*
  * At shutdown: cancel running and queued prompts; other queued requests
- * still run (session_idle), and sessions are freed at teardown.
+ * still run (rpc_session_idle), and sessions are freed at teardown.
  */
 void
 rpc_shutdown_sessions(struct child *c)
