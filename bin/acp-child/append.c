@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include "append.h"
+#include "clock.h"
 #include "paths.h"
 #include "rpc-frame.h"
+#include "uuid.h"
 
 struct appender {
 	char	*path;
@@ -177,8 +179,8 @@ append_record_new(const char *type, const char *parent, const char *session_id,
 	int user = strcmp(type, "user") == 0;
 	char when[32];
 
-	paths_new_uuid(uuid_out);
-	paths_iso_now(when);
+	uuid_new(uuid_out);
+	clock_iso_now(when);
 	rec = json_object_new_object();
 	json_object_object_add(rec, "uuid", json_object_new_string(uuid_out));
 	json_object_object_add(rec, "parentUuid",

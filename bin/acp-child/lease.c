@@ -14,6 +14,8 @@
 
 #include <json-c/json.h>
 
+#include "clock.h"
+#include "json.h"
 #include "lease.h"
 #include "paths.h"
 
@@ -68,7 +70,7 @@ lease_doc(const char *session_id, const char *owner_id)
 	char host[256] = "", when[32], *ident;
 
 	gethostname(host, sizeof(host) - 1);
-	paths_iso_now(when);
+	clock_iso_now(when);
 	ident = lease_start_identity(getpid());
 	json_object_object_add(o, "schema_version", json_object_new_int(2));
 	json_object_object_add(o, "state", json_object_new_string("active"));
@@ -141,17 +143,6 @@ lease_read(const char *path)
 	return json_tokener_parse(buf);
 }
 
-static const char *
-lease_str(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (o != NULL && json_object_object_get_ex(o, key, &v) &&
-	    json_object_is_type(v, json_type_string))
-		return json_object_get_string(v);
-	return NULL;
-}
-
 /*
  * Whether the holder described by doc is provably dead on this host: same
  * hostname, and its pid is gone or now names a process that started at a
@@ -169,14 +160,14 @@ lease_owner_dead(json_object *doc)
 	if (doc == NULL)
 		return 1;
 	gethostname(host, sizeof(host) - 1);
-	if ((h = lease_str(doc, "hostname")) == NULL || strcmp(h, host) != 0)
+	if ((h = json_get_str(doc, "hostname")) == NULL || strcmp(h, host) != 0)
 		return 0;
 	if (!json_object_object_get_ex(doc, "pid", &v) ||
 	    (pid = json_object_get_int64(v)) <= 0 || pid > 0x3fffffff)
 		return 0;
 	if (kill((pid_t)pid, 0) == -1 && errno == ESRCH)
 		return 1;
-	if ((ident = lease_str(doc, "process_start_identity")) == NULL)
+	if ((ident = json_get_str(doc, "process_start_identity")) == NULL)
 		return 0;
 	now = lease_start_identity((pid_t)pid);
 	dead = now != NULL && strcmp(now, ident) != 0;
@@ -189,7 +180,7 @@ static char *
 lease_conflict_cause(const char *session_id, json_object *doc)
 {
 	json_object *v;
-	const char *host = lease_str(doc, "hostname");
+	const char *host = json_get_str(doc, "hostname");
 	long long pid = -1;
 	char *out;
 
@@ -223,7 +214,7 @@ lease_reclaim(const char *lock, const char *tmp, const char *stale_owner)
 		return -1;
 	}
 	doc = lease_read(lock);
-	owner = lease_str(doc, "owner_id");
+	owner = json_get_str(doc, "owner_id");
 	if (doc == NULL ? stale_owner == NULL :
 	    (owner != NULL && stale_owner != NULL && strcmp(owner, stale_owner) == 0)) {
 		if (unlink(lock) == -1 && errno != ENOENT)
@@ -261,8 +252,8 @@ lease_link(const char *lock, const char *tmp, const char *session_id, char **cau
 		json_object_put(doc);
 		return LEASE_CONFLICT;
 	}
-	if (lease_str(doc, "owner_id") != NULL)
-		stale = strdup(lease_str(doc, "owner_id"));
+	if (json_get_str(doc, "owner_id") != NULL)
+		stale = strdup(json_get_str(doc, "owner_id"));
 	json_object_put(doc);
 	rc = lease_reclaim(lock, tmp, stale);
 	free(stale);
@@ -341,7 +332,7 @@ lease_release(struct lease *l)
 	if (l == NULL)
 		return;
 	doc = lease_read(l->path);
-	owner = lease_str(doc, "owner_id");
+	owner = json_get_str(doc, "owner_id");
 	if (owner != NULL && strcmp(owner, l->owner_id) == 0)
 		unlink(l->path);
 	json_object_put(doc);

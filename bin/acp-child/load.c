@@ -34,6 +34,7 @@
 #include "load.h"
 #include "trace.h"
 #include "transcript.h"
+#include "uuid.h"
 
 /* Jobs reading less than this go to the fast lane (loadwork.h). */
 #define RJ_SMALL_BYTES	(16u * 1024 * 1024)
@@ -519,7 +520,7 @@ load_new(struct child *c, struct rpc_msg *m)
 		}
 		strlcpy(sid, json_object_get_string(v), sizeof(sid));
 	} else
-		paths_new_uuid(sid);
+		uuid_new(sid);
 	if (session_find(&c->sessions, sid) != NULL) {
 		child_send_error(c, m->id, RPC_INVALID_PARAMS,
 		    "session already exists in this process",

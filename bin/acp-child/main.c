@@ -35,6 +35,7 @@
 #include "log.h"
 #include "paths.h"
 #include "trace.h"
+#include "uuid.h"
 
 #define WORKERS		2
 #define LAG_INTERVAL_MS	50
@@ -205,7 +206,7 @@ child_setup(struct child *c)
 
 	signal(SIGPIPE, SIG_IGN);
 	RB_INIT(&c->sessions);
-	paths_new_uuid(c->owner_id);
+	uuid_new(c->owner_id);
 	if ((cfg = event_config_new()) == NULL)
 		return -1;
 	/* The lag monitor needs a precise clock, not CLOCK_MONOTONIC_COARSE. */

@@ -21,30 +21,6 @@
 #define GAP_NOTICE "Earlier history could not be restored: a parent record is " \
 	"missing from the saved transcript."
 
-/* Member of obj as a string, or NULL. */
-const char *
-pj_get_str(json_object *obj, const char *key)
-{
-	json_object *v;
-
-	if (!json_object_object_get_ex(obj, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
-/* Member of obj of the given type, or NULL (borrowed). */
-json_object *
-pj_get_typed(json_object *obj, const char *key, enum json_type type)
-{
-	json_object *v;
-
-	if (obj == NULL || !json_object_object_get_ex(obj, key, &v) ||
-	    !json_object_is_type(v, type))
-		return NULL;
-	return v;
-}
-
 int
 pj_span(struct pctx *x, size_t off)
 {
@@ -132,7 +108,7 @@ static int
 image_chunk(struct pctx *x, json_object *inl)
 {
 	json_object *u = pj_update("user_message_chunk"), *content = json_object_new_object();
-	const char *mime = pj_get_str(inl, "mimeType"), *data = pj_get_str(inl, "data");
+	const char *mime = json_get_str(inl, "mimeType"), *data = json_get_str(inl, "data");
 
 	json_object_object_add(content, "type", json_object_new_string("image"));
 	json_object_object_add(content, "mimeType", json_object_new_string(mime ? mime : ""));
@@ -147,14 +123,14 @@ project_user(struct pctx *x, json_object *r)
 {
 	static const char *const tagged[] = { "notification", "cron",
 	    "mid_turn_user_message", "goal_runtime", NULL };
-	json_object *sp = pj_get_typed(r, "systemPayload", json_type_object);
-	json_object *msg = pj_get_typed(r, "message", json_type_object);
-	json_object *parts = pj_get_typed(msg, "parts", json_type_array), *part, *v;
-	const char *sub = pj_get_str(r, "subtype"), *display;
+	json_object *sp = json_get(r, "systemPayload", json_type_object);
+	json_object *msg = json_get(r, "message", json_type_object);
+	json_object *parts = json_get(msg, "parts", json_type_array), *part, *v;
+	const char *sub = json_get_str(r, "subtype"), *display;
 	size_t i;
 	int k;
 
-	display = sp ? pj_get_str(sp, "displayText") : NULL;
+	display = sp ? json_get_str(sp, "displayText") : NULL;
 	for (k = 0; sub != NULL && tagged[k] != NULL; k++)
 		if (strcmp(sub, tagged[k]) == 0)
 			return display ? chunk(x, "user_message_chunk", display, NULL) : 0;
@@ -162,10 +138,10 @@ project_user(struct pctx *x, json_object *r)
 		return chunk(x, "user_message_chunk", display, NULL);
 	for (i = 0; parts && i < json_object_array_length(parts); i++) {
 		part = json_object_array_get_idx(parts, i);
-		if ((v = pj_get_typed(part, "text", json_type_string)) != NULL) {
+		if ((v = json_get(part, "text", json_type_string)) != NULL) {
 			if (chunk_obj(x, "user_message_chunk", v) == -1)
 				return -1;
-		} else if ((v = pj_get_typed(part, "inlineData", json_type_object)) != NULL) {
+		} else if ((v = json_get(part, "inlineData", json_type_object)) != NULL) {
 			if (image_chunk(x, v) == -1)
 				return -1;
 		}
@@ -187,23 +163,23 @@ usage_chunk(struct pctx *x, json_object *usage)
 static int
 project_assistant(struct pctx *x, json_object *r)
 {
-	json_object *msg = pj_get_typed(r, "message", json_type_object);
-	json_object *parts = pj_get_typed(msg, "parts", json_type_array), *part, *fc, *v;
-	json_object *usage = pj_get_typed(r, "usageMetadata", json_type_object), *text;
+	json_object *msg = json_get(r, "message", json_type_object);
+	json_object *parts = json_get(msg, "parts", json_type_array), *part, *fc, *v;
+	json_object *usage = json_get(r, "usageMetadata", json_type_object), *text;
 	size_t i;
 	int rc = 0;
 
 	for (i = 0; rc == 0 && parts && i < json_object_array_length(parts); i++) {
 		part = json_object_array_get_idx(parts, i);
-		if ((fc = pj_get_typed(part, "functionCall", json_type_object)) != NULL) {
+		if ((fc = json_get(part, "functionCall", json_type_object)) != NULL) {
 			if (usage != NULL) {
 				rc = usage_chunk(x, usage);
 				usage = NULL;
 			}
 			if (rc == 0)
 				rc = pj_tool_call(x, fc, i);
-		} else if ((text = pj_get_typed(part, "text", json_type_string)) != NULL) {
-			v = pj_get_typed(part, "thought", json_type_boolean);
+		} else if ((text = json_get(part, "text", json_type_string)) != NULL) {
+			v = json_get(part, "thought", json_type_boolean);
 			rc = chunk_obj(x, v && json_object_get_boolean(v) ?
 			    "agent_thought_chunk" : "agent_message_chunk", text);
 		}
@@ -217,28 +193,28 @@ project_assistant(struct pctx *x, json_object *r)
 static int
 project_system(struct pctx *x, json_object *r)
 {
-	json_object *sp = pj_get_typed(r, "systemPayload", json_type_object);
+	json_object *sp = json_get(r, "systemPayload", json_type_object);
 	json_object *items, *meta;
-	const char *sub = pj_get_str(r, "subtype"), *s;
+	const char *sub = json_get_str(r, "subtype"), *s;
 	size_t i;
 
 	if (sub == NULL || sp == NULL)
 		return 0;
-	if (strcmp(sub, "slash_command") == 0 && (s = pj_get_str(sp, "phase")) != NULL &&
+	if (strcmp(sub, "slash_command") == 0 && (s = json_get_str(sp, "phase")) != NULL &&
 	    strcmp(s, "result") == 0 &&
-	    (items = pj_get_typed(sp, "outputHistoryItems", json_type_array)) != NULL) {
+	    (items = json_get(sp, "outputHistoryItems", json_type_array)) != NULL) {
 		for (i = 0; i < json_object_array_length(items); i++) {
-			s = pj_get_str(json_object_array_get_idx(items, i), "text");
+			s = json_get_str(json_object_array_get_idx(items, i), "text");
 			if (s != NULL && chunk(x, "agent_message_chunk", s, NULL) == -1)
 				return -1;
 		}
 	} else if (strcmp(sub, "turn_result") == 0 &&
-	    (s = pj_get_str(sp, "state")) != NULL && strcmp(s, "cancelled") == 0) {
+	    (s = json_get_str(sp, "state")) != NULL && strcmp(s, "cancelled") == 0) {
 		meta = json_object_new_object();
 		json_object_object_add(meta, "promptCancelled", json_object_new_boolean(1));
 		return chunk(x, "agent_message_chunk", "", meta);
 	} else if (strcmp(sub, "background_task_completed") == 0 &&
-	    (s = pj_get_str(sp, "displayText")) != NULL) {
+	    (s = json_get_str(sp, "displayText")) != NULL) {
 		return chunk(x, "agent_message_chunk", s, NULL);
 	}
 	return 0;
@@ -317,7 +293,7 @@ record_jsonc(struct pctx *x, int flags, char **cause)
 		json_object_put(r);
 		return 0;
 	}
-	record_context(x, pj_get_str(r, "timestamp"));
+	record_context(x, json_get_str(r, "timestamp"));
 	rc = project_record(x, r);
 	json_object_put(r);
 	if (rc == -1)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "child.h"
+#include "json.h"
 #include "lagmon.h"
 #include "log.h"
 #include "paths.h"
@@ -56,28 +57,6 @@ rpc_secret_equal(const char *a, const char *b)
 }
 
 static json_object *
-rpc_obj(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (o != NULL && json_object_object_get_ex(o, key, &v) &&
-	    json_object_is_type(v, json_type_object))
-		return v;
-	return NULL;
-}
-
-static const char *
-rpc_str(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (o != NULL && json_object_object_get_ex(o, key, &v) &&
-	    json_object_is_type(v, json_type_string))
-		return json_object_get_string(v);
-	return NULL;
-}
-
-static json_object *
 rpc_capabilities(void)
 {
 	json_object *caps = json_object_new_object(), *o, *meta;
@@ -113,7 +92,7 @@ rpc_initialize(struct child *c, struct rpc_msg *m)
 	const char *cap;
 
 	if (c->opts.parent_capability != NULL) {
-		cap = rpc_str(rpc_obj(m->params, "_meta"), CAP_KEY);
+		cap = json_get_str(json_get_obj(m->params, "_meta"), CAP_KEY);
 		if (c->denied || cap == NULL ||
 		    !rpc_secret_equal(cap, c->opts.parent_capability)) {
 			c->denied = 1;
@@ -222,7 +201,7 @@ rpc_is_session_method(const char *method)
 static void
 rpc_session_request(struct child *c, struct rpc_msg *m)
 {
-	const char *sid = rpc_str(m->params, "sessionId");
+	const char *sid = json_get_str(m->params, "sessionId");
 	struct session *s;
 
 	if (sid == NULL || !paths_valid_session_id(sid)) {
@@ -318,7 +297,7 @@ rpc_notification(struct child *c, struct rpc_msg *m)
 	}
 	if (!c->initialized)
 		return;
-	if ((sid = rpc_str(m->params, "sessionId")) == NULL ||
+	if ((sid = json_get_str(m->params, "sessionId")) == NULL ||
 	    (s = session_find(&c->sessions, sid)) == NULL)
 		return;
 	prompt_cancel(c, s, 0);

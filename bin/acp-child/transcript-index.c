@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "transcript-int.h"
+#include "uuid.h"
 
 static const char *const nonconv_subtypes[] = {
 	"session_sources_snapshot", "managed_session_header_v1",
@@ -39,47 +40,6 @@ hash_bytes(const char *s, size_t n)
 	while (n-- > 0)
 		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
 	return mix(h ^ 0x5bd1e995ULL);
-}
-
-/* Hex digit values (lowercase only: canonical uuids), -1 otherwise. */
-static const int8_t hexval[256] = {
-	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6,
-	['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12,
-	['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16
-};	/* value + 1; 0 = not a digit */
-
-/* Canonical lowercase 8-4-4-4-12 uuid text to 16 bytes. */
-static int
-uuid_parse(const char *s, size_t n, uint8_t out[16])
-{
-	static const uint8_t pos[16] = { 0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24,
-	    26, 28, 30, 32, 34 };
-	int i, hi, lo, bad = 0;
-
-	if (n != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-')
-		return -1;
-	for (i = 0; i < 16; i++) {
-		hi = hexval[(unsigned char)s[pos[i]]];
-		lo = hexval[(unsigned char)s[pos[i] + 1]];
-		bad |= (hi == 0) | (lo == 0);
-		out[i] = (uint8_t)(((unsigned)(hi - 1) & 15) << 4 | ((unsigned)(lo - 1) & 15));
-	}
-	return bad ? -1 : 0;
-}
-
-static void
-uuid_format(const uint8_t b[16], char out[37])
-{
-	static const char hex[] = "0123456789abcdef";
-	int i, j;
-
-	for (i = 0, j = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			out[j++] = '-';
-		out[j++] = hex[b[i] >> 4];
-		out[j++] = hex[b[i] & 15];
-	}
-	out[j] = '\0';
 }
 
 static uint64_t

@@ -19,6 +19,8 @@
 
 #include <json-c/json.h>
 
+#include "json.h"
+
 #define RESTORE_ID_MAX		128	/* session and client ids */
 #define RESTORE_FETCH_DEFAULT_MS 30000	/* SDK default fetchTimeoutMs */
 
@@ -301,9 +303,6 @@ void	sub_stop(struct sub *s);
 json_object *sub_next(struct sub *s);
 /* Whether an envelope ends the session's stream (closed, died, evicted). */
 int	env_session_end(json_object *env);
-/* Borrowed member of obj of that type, or NULL. */
-const char *json_get_str(json_object *obj, const char *key);
-json_object *json_get_obj(json_object *obj, const char *key);
 
 /* ---- prompt.c ------------------------------------------------------------ */
 

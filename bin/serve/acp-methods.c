@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "errors.h"
+#include "json.h"
 #include "log.h"
 #include "rpc-frame.h"
 #include "acp-int.h"
@@ -17,18 +18,6 @@
 static const char *const method_names[] = { "initialize", "session/new",
     "session/load", "session/resume", "session/prompt", "session/cancel",
     "session/close", "_qwen/session/heartbeat", "_qwen/session/detach", NULL };
-
-/* params.key as a string, or NULL. */
-static const char *
-param_str(json_object *params, const char *key)
-{
-	json_object *v;
-
-	if (params == NULL || !json_object_object_get_ex(params, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
 
 /* -32602 for params the REST route could not even be asked about. */
 static void
@@ -43,7 +32,7 @@ bad_params(struct acp_conn *c, struct rpc_msg *m, const char *what)
 static int
 session_param(struct acp_conn *c, struct rpc_msg *m, char *id, size_t size)
 {
-	if (acp_canon_id(param_str(m->params, "sessionId"), id, size) == -1) {
+	if (acp_canon_id(json_get_str(m->params, "sessionId"), id, size) == -1) {
 		bad_params(c, m, "Invalid params: sessionId must be a session id");
 		return -1;
 	}

@@ -41,7 +41,7 @@ acp_conn_new(const struct acp_sink *sink, void *arg, const char *transport,
 			*errp = qerr_new("internal", NULL);
 		return NULL;
 	}
-	serve_uuid4(c->id);
+	uuid_new(c->id);
 	c->sink = sink;
 	c->arg = arg;
 	strlcpy(c->transport, transport != NULL ? transport : "", sizeof(c->transport));
@@ -109,10 +109,10 @@ acp_conn_find(const char *id)
 int
 acp_canon_id(const char *in, char *out, size_t size)
 {
-	if (in == NULL || strlen(in) >= size || !serve_session_id_ok(in))
+	if (in == NULL || strlen(in) >= size || !names_session_id_ok(in))
 		return -1;
 	strlcpy(out, in, size);
-	if (serve_is_uuid(out))
+	if (uuid_valid(out))
 		for (char *p = out; *p != '\0'; p++)
 			*p = (char)tolower((unsigned char)*p);
 	return 0;

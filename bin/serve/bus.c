@@ -49,7 +49,7 @@ struct bus_listener {
 
 struct bus {
 	char			 session_id[SERVE_SESSION_ID_MAX + 1];
-	char			 epoch[SERVE_UUID_LEN + 1];
+	char			 epoch[UUID_LEN + 1];
 	uint64_t		 next_id;
 	uint64_t		 seeded_hi;	/* highest id handed out by bus_seed */
 	int			 raw;		/* bus_new_raw(): a message stream */
@@ -75,7 +75,7 @@ bus_new(const char *session_id, size_t ring_size)
 		return NULL;
 	}
 	strlcpy(b->session_id, session_id, sizeof(b->session_id));
-	serve_uuid4(b->epoch);
+	uuid_new(b->epoch);
 	b->next_id = 1;
 	b->cap = ring_size;
 	TAILQ_INIT(&b->subs);
@@ -503,9 +503,9 @@ static void
 sse_headers(struct evhttp_request *req, const char *epoch)
 {
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-	char stream_id[SERVE_UUID_LEN + 1];
+	char stream_id[UUID_LEN + 1];
 
-	serve_uuid4(stream_id);
+	uuid_new(stream_id);
 	listen_cors_headers(req);
 	evhttp_add_header(h, "Content-Type", "text/event-stream");
 	evhttp_add_header(h, "Cache-Control", "no-cache, no-transform");

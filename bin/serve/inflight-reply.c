@@ -112,9 +112,9 @@ inflight_reply_session(struct evhttp_request *req, struct session *s, enum infli
     int attached, const char *client_id)
 {
 	json_object *o = json_object_new_object();
-	char iso[40];
+	char iso[CLOCK_ISO_LEN];
 
-	serve_iso_time(s->created_wall_ms, iso, sizeof(iso));
+	clock_iso_time(s->created_wall_ms, iso);
 	json_object_object_add(o, "sessionId", json_object_new_string(s->id));
 	json_object_object_add(o, "workspaceCwd", json_object_new_string(conf.workspace));
 	json_object_object_add(o, "attached", json_object_new_boolean(attached));

@@ -88,7 +88,7 @@ inflight_join(struct inflight *op, struct evhttp_request *req, const char *clien
 int
 inflight_transcript_exists(const char *id)
 {
-	char *dir = serve_transcript_dir(), *path = NULL;
+	char *dir = names_transcript_dir(), *path = NULL;
 	struct stat st;
 	int found = 0;
 

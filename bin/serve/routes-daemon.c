@@ -217,7 +217,7 @@ route_workspace_sessions(struct http_ctx *ctx)
 	const char *cwd = evhttp_find_header(ctx->query, "cwd");
 	const char *lim = evhttp_find_header(ctx->query, "limit"), *errstr = NULL;
 	json_object *o, *list = json_object_new_array(), *e;
-	char *dir = serve_transcript_dir();
+	char *dir = names_transcript_dir();
 	long long max = 100;
 	struct dirent *de;
 	DIR *d;

@@ -157,7 +157,7 @@ body_session_id(struct http_ctx *ctx, char *id, size_t size)
 	if (!json_object_object_get_ex(ctx->body, "sessionId", &v) || v == NULL)
 		return 0;
 	sid = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
-	if (!serve_is_uuid(sid)) {
+	if (!uuid_valid(sid)) {
 		if ((e = qerr_new("invalid_session_id", NULL)) != NULL)
 			qerr_set_str(e, "sessionId", sid);
 		http_send_qerr(ctx->req, e);
@@ -407,11 +407,11 @@ route_session_status(struct http_ctx *ctx)
 {
 	struct session *s;
 	json_object *o;
-	char iso[40];
+	char iso[CLOCK_ISO_LEN];
 
 	if ((s = lookup(ctx)) == NULL)
 		return;
-	serve_iso_time(s->created_wall_ms, iso, sizeof(iso));
+	clock_iso_time(s->created_wall_ms, iso);
 	o = json_object_new_object();
 	json_object_object_add(o, "sessionId", json_object_new_string(s->id));
 	json_object_object_add(o, "workspaceCwd", json_object_new_string(conf.workspace));

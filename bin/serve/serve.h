@@ -26,12 +26,12 @@
 #include <json-c/json.h>
 
 #include "restore-fsm.h"
+#include "uuid.h"
 
 #define SERVE_MAX_BODY		(10u * 1024 * 1024)
 #define SERVE_MAX_HEADERS	(64u * 1024)
 #define SERVE_SESSION_ID_MAX	128
 #define SERVE_CLIENT_ID_MAX	128
-#define SERVE_UUID_LEN		36
 #define SERVE_MAX_SUBSCRIBERS	64
 #define SERVE_SSE_RETRY_MS	3000
 #define SERVE_SSE_QUEUE_BYTES	(2u * 1024 * 1024)
@@ -88,12 +88,9 @@ extern struct event_base *serve_base;
 void	serve_request_shutdown(void);
 int	serve_shutting_down(void);
 
-/* util (http.c) */
-void	serve_uuid4(char out[SERVE_UUID_LEN + 1]);
-void	serve_iso_time(uint64_t wall_ms, char *buf, size_t size);
-int	serve_is_uuid(const char *s);
-int	serve_session_id_ok(const char *id);	/* 1..128 of [A-Za-z0-9._:-], no leading . */
-char	*serve_transcript_dir(void);	/* caller frees; NULL without a data dir */
+/* ---- names.c: session ids and the transcript directory ---------------- */
+int	names_session_id_ok(const char *id);	/* 1..128 of [A-Za-z0-9._:-], no leading . */
+char	*names_transcript_dir(void);	/* caller frees; NULL without a data dir */
 
 /* ---- listen.c ---------------------------------------------------------- */
 struct evhttp;

@@ -21,7 +21,7 @@
 
 struct prompt {
 	TAILQ_ENTRY(prompt)	 entry;
-	char			 id[SERVE_UUID_LEN + 1];
+	char			 id[UUID_LEN + 1];
 	char			 client_id[SERVE_CLIENT_ID_MAX + 1];
 	json_object		*params;
 	struct chan_req		*req;
@@ -451,7 +451,7 @@ session_prompt_admit(struct session *s, json_object *body, const char *client_id
 	json_object_object_del(params, "eventDetailMode");
 	json_object_object_del(params, "delivery");
 	json_object_object_add(params, "sessionId", json_object_new_string(s->id));
-	serve_uuid4(p->id);
+	uuid_new(p->id);
 	if (client_id != NULL)
 		strlcpy(p->client_id, client_id, sizeof(p->client_id));
 	p->params = params;
