@@ -342,7 +342,7 @@ rj_done(struct lw_job *lw)
 	    j->sid, j->err_code != 0 ? j->err_kind : NULL);
 	j->span = NULL;
 	rj_free(j);
-	rpc_session_idle(c, s);
+	child_session_idle(c, s);
 }
 
 /*
@@ -382,7 +382,7 @@ rj_page_opts(struct child *c, struct rpc_msg *m, json_object *meta,
 		*page = (size_t)n;
 		return 0;
 	}
-	data = rpc_error_data("invalid_transcript_limit");
+	data = child_error_data("invalid_transcript_limit");
 	json_object_object_add(data, "maxLimit", json_object_new_int(REPLAY_MAX_PAGE_SIZE));
 	child_send_error(c, m->id, RPC_INVALID_PARAMS,
 	    "Invalid load replay page size; expected 1..500", data);
@@ -401,7 +401,7 @@ rj_submit(struct child *c, struct rpc_msg *m, struct session *s,
 	    (j->path = strdup(s->path)) == NULL) {
 		free(j);
 		child_send_error(c, m->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
-		rpc_session_idle(c, s);
+		child_session_idle(c, s);
 		return;
 	}
 	prof_init(&j->prof);
@@ -473,7 +473,7 @@ rj_session(struct child *c, struct rpc_msg *m, const char *sid)
 	if (c->nsessions >= CHILD_MAX_SESSIONS) {
 		child_send_error(c, m->id, RPC_INTERNAL_ERROR,
 		    "too many sessions in this process",
-		    rpc_error_data("session_limit_exceeded"));
+		    child_error_data("session_limit_exceeded"));
 		return NULL;
 	}
 	if ((path = paths_transcript(c->opts.data_dir, cwd, sid)) == NULL ||
@@ -512,7 +512,7 @@ load_new(struct child *c, struct rpc_msg *m)
 	if (meta != NULL && json_object_object_get_ex(meta, "qwen-code/sessionId", &v)) {
 		if (!json_object_is_type(v, json_type_string) ||
 		    !paths_valid_session_id(json_object_get_string(v))) {
-			json_object *data = rpc_error_data("invalid_session_id");
+			json_object *data = child_error_data("invalid_session_id");
 			json_object_object_add(data, "httpStatus", json_object_new_int(400));
 			child_send_error(c, m->id, RPC_INVALID_PARAMS,
 			    "Invalid session id: expected 32-36 hex digits and dashes", data);
@@ -524,7 +524,7 @@ load_new(struct child *c, struct rpc_msg *m)
 	if (session_find(&c->sessions, sid) != NULL) {
 		child_send_error(c, m->id, RPC_INVALID_PARAMS,
 		    "session already exists in this process",
-		    rpc_error_data("session_exists"));
+		    child_error_data("session_exists"));
 		return;
 	}
 	if ((s = rj_session(c, m, sid)) != NULL)

@@ -85,7 +85,7 @@ prompt_append(struct child *c, struct session *s, json_object *id,
 		log_warnx("session %s: %s", s->id, cause != NULL ? cause : "append failed");
 		child_send_error(c, id, RPC_INTERNAL_ERROR, cause != NULL ? cause :
 		    "cannot append to the transcript",
-		    rpc_error_data("transcript_write_failed"));
+		    child_error_data("transcript_write_failed"));
 		free(cause);
 		return -1;
 	}
@@ -153,7 +153,7 @@ prompt_done(void *arg, enum agent_end end, int status, const char *message)
 	} else if (end == AGENT_END_CANCELLED) {
 		child_send_result(c, p->req_id, prompt_stop("cancelled"));
 	} else {
-		data = rpc_error_data("agent_failed");
+		data = child_error_data("agent_failed");
 		json_object_object_add(data, "exitStatus", json_object_new_int(status));
 		snprintf(msg, sizeof(msg), "%s (status %d)",
 		    message != NULL ? message : "agent failed", status);
@@ -164,7 +164,7 @@ prompt_done(void *arg, enum agent_end end, int status, const char *message)
 	json_object_put(p->req_id);
 	free(p->text);
 	free(p);
-	rpc_session_idle(c, s);
+	child_session_idle(c, s);
 }
 
 void
@@ -198,7 +198,7 @@ prompt_start(struct child *c, struct rpc_msg *m, struct session *s)
 	free(text);
 	if (p->agent == NULL) {
 		child_send_error(c, m->id, RPC_INTERNAL_ERROR, cause != NULL ? cause :
-		    "cannot start the agent", rpc_error_data("agent_failed"));
+		    "cannot start the agent", child_error_data("agent_failed"));
 		free(cause);
 		json_object_put(p->req_id);
 		free(p);

@@ -22,28 +22,6 @@
 #define CAP_KEY		"qwen-code/private-parent-capability"
 #define CAP_MESSAGE	"Invalid private ACP parent capability"
 
-json_object *
-rpc_error_data(const char *kind)
-{
-	json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "errorKind", json_object_new_string(kind));
-	return o;
-}
-
-void
-rpc_send_not_found(struct child *c, json_object *id, const char *sid)
-{
-	char msg[96], uri[64];
-	json_object *data;
-
-	snprintf(uri, sizeof(uri), "session:%s", sid);
-	snprintf(msg, sizeof(msg), "Resource not found: %s", uri);
-	data = json_object_new_object();
-	json_object_object_add(data, "uri", json_object_new_string(uri));
-	child_send_error(c, id, RPC_RESOURCE_NOT_FOUND, msg, data);
-}
-
 /* Equal strings, in time that does not depend on where they differ. */
 static int
 rpc_secret_equal(const char *a, const char *b)
@@ -176,7 +154,7 @@ rpc_session_run(struct child *c, struct rpc_msg *m, struct session *s,
 		return 0;
 	}
 	if (s == NULL || !s->registered) {
-		rpc_send_not_found(c, m->id, sid);
+		child_send_not_found(c, m->id, sid);
 		return 0;
 	}
 	if (strcmp(method, "session/prompt") == 0) {
@@ -205,7 +183,7 @@ rpc_session_request(struct child *c, struct rpc_msg *m)
 	struct session *s;
 
 	if (sid == NULL || !paths_valid_session_id(sid)) {
-		json_object *data = rpc_error_data("invalid_session_id");
+		json_object *data = child_error_data("invalid_session_id");
 		json_object_object_add(data, "httpStatus", json_object_new_int(400));
 		child_send_error(c, m->id, RPC_INVALID_PARAMS, sid == NULL ?
 		    "params.sessionId (a string) is required" :
@@ -219,7 +197,7 @@ rpc_session_request(struct child *c, struct rpc_msg *m)
 		if (session_enqueue(s, m, CHILD_MAX_QUEUED) == -1)
 			child_send_error(c, m->id, RPC_INTERNAL_ERROR,
 			    "too many requests queued for this session",
-			    rpc_error_data("prompt_queue_full"));
+			    child_error_data("prompt_queue_full"));
 		return;
 	}
 	rpc_session_run(c, m, s, sid);
