@@ -341,21 +341,25 @@ inflight_chan_view(struct channel *ch, struct rfsm_chan_view *v)
 	}
 }
 
-int
+enum rfsm_admit
 inflight_admit(struct evhttp_request *req, struct channel *ch)
 {
 	struct rfsm_chan_view v;
+	enum rfsm_admit a;
 	const char *reason;
 	int64_t budget;
 
-	if (ch == NULL)
-		return 0;
-	inflight_chan_view(ch, &v);
-	if ((reason = rfsm_chan_unavailable(&v, &budget)) == NULL)
-		return 0;
-	log_info("fresh work refused: %s", reason);
-	http_send_qerr(req, rfsm_err_unavailable(reason, budget));
-	return -1;
+	if (ch != NULL)
+		inflight_chan_view(ch, &v);
+	else
+		memset(&v, 0, sizeof(v));
+	a = rfsm_admit_fresh(&v, sessions_capacity_left());
+	if (a == RFSM_ADMIT_UNAVAILABLE) {
+		reason = rfsm_chan_unavailable(&v, &budget);
+		log_info("fresh work refused: %s", reason);
+		http_send_qerr(req, rfsm_err_unavailable(reason, budget));
+	}
+	return a;
 }
 
 void

@@ -130,6 +130,22 @@ limit_error(struct http_ctx *ctx)
 	http_send_qerr(ctx->req, e);
 }
 
+/* Fresh work through the daemon's one admission rule; -1: answered. */
+static int
+admit_fresh(struct http_ctx *ctx)
+{
+	switch (inflight_admit(ctx->req, channel_get(conf.workspace))) {
+	case RFSM_ADMIT_OK:
+		return 0;
+	case RFSM_ADMIT_CAPACITY:
+		limit_error(ctx);
+		return -1;
+	case RFSM_ADMIT_UNAVAILABLE:
+		break;
+	}
+	return -1;
+}
+
 static void
 id_conflict(struct http_ctx *ctx, const char *id, const char *conflict)
 {
@@ -223,12 +239,8 @@ route_session_create(struct http_ctx *ctx)
 			return;
 		}
 	}
-	if (inflight_admit(ctx->req, channel_get(conf.workspace)) == -1)
+	if (admit_fresh(ctx) == -1)
 		return;
-	if (sessions_capacity_left() == 0) {
-		limit_error(ctx);
-		return;
-	}
 	inflight_spawn(id[0] != '\0' ? id : NULL, strcmp(scope, "single") == 0,
 	    ctx->req, ctx->client_id);
 }
@@ -267,12 +279,8 @@ restore_route(struct http_ctx *ctx, enum inflight_action action)
 		inflight_same_id(op, ctx->req, ctx->client_id, action, ctx->body);
 		return;
 	}
-	if (inflight_admit(ctx->req, channel_get(conf.workspace)) == -1)
+	if (admit_fresh(ctx) == -1)
 		return;
-	if (sessions_capacity_left() == 0) {
-		limit_error(ctx);
-		return;
-	}
 	inflight_restore(action, ctx->path_id, ctx->body, ctx->req, ctx->client_id);
 }
 

@@ -436,11 +436,12 @@ int	routes_check_cwd(struct http_ctx *);
 void	inflight_same_id(struct inflight *, struct evhttp_request *, const char *client_id,
 	    enum inflight_action, json_object *body);
 /*
- * Fresh spawn/load/resume on ch: 0, or -1 after sending 503
- * acp_channel_unavailable (quarantine, overdue settlement).  Checked
- * before capacity.
+ * Admit a fresh spawn/load/resume on ch (NULL: none yet) by
+ * rfsm_admit_fresh(): the channel's state (quarantine, overdue
+ * settlement; the 503 acp_channel_unavailable is sent here), then
+ * capacity (RFSM_ADMIT_CAPACITY: the caller answers).
  */
-int	inflight_admit(struct evhttp_request *, struct channel *);
+enum rfsm_admit	inflight_admit(struct evhttp_request *, struct channel *);
 /* What ch holds, for rfsm_chan_reap() (visible work, abandoned restores). */
 void	inflight_chan_view(struct channel *, struct rfsm_chan_view *);
 /* An update for an id with no live session: 1 when buffered or fenced. */
