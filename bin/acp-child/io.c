@@ -26,6 +26,7 @@
 
 #include "child.h"
 #include "log.h"
+#include "xmalloc.h"
 
 #define IN_READ_SIZE	65536
 #define IN_READS_PER_CB	16
@@ -141,9 +142,9 @@ child_send_result(struct child *c, json_object *id, json_object *result)
 json_object *
 child_error_data(const char *kind)
 {
-	json_object *o = json_object_new_object();
+	json_object *o = xjson_object_new_object();
 
-	json_object_object_add(o, "errorKind", json_object_new_string(kind));
+	json_object_object_add(o, "errorKind", xjson_object_new_string(kind));
 	return o;
 }
 
@@ -156,8 +157,8 @@ child_send_not_found(struct child *c, json_object *id, const char *sid)
 
 	snprintf(uri, sizeof(uri), "session:%s", sid);
 	snprintf(msg, sizeof(msg), "Resource not found: %s", uri);
-	data = json_object_new_object();
-	json_object_object_add(data, "uri", json_object_new_string(uri));
+	data = xjson_object_new_object();
+	json_object_object_add(data, "uri", xjson_object_new_string(uri));
 	child_send_error(c, id, RPC_RESOURCE_NOT_FOUND, msg, data);
 }
 

@@ -18,6 +18,7 @@
 #include "json.h"
 #include "lease.h"
 #include "paths.h"
+#include "xmalloc.h"
 
 #define LEASE_MAX_FILE	(64 * 1024)
 
@@ -66,26 +67,26 @@ lease_start_identity(pid_t pid)
 static json_object *
 lease_doc(const char *session_id, const char *owner_id)
 {
-	json_object *o = json_object_new_object();
+	json_object *o = xjson_object_new_object();
 	char host[256] = "", when[32], *ident;
 
 	gethostname(host, sizeof(host) - 1);
 	clock_iso_now(when);
 	ident = lease_start_identity(getpid());
-	json_object_object_add(o, "schema_version", json_object_new_int(2));
-	json_object_object_add(o, "state", json_object_new_string("active"));
-	json_object_object_add(o, "session_id", json_object_new_string(session_id));
-	json_object_object_add(o, "owner_id", json_object_new_string(owner_id));
-	json_object_object_add(o, "pid", json_object_new_int64(getpid()));
+	json_object_object_add(o, "schema_version", xjson_object_new_int(2));
+	json_object_object_add(o, "state", xjson_object_new_string("active"));
+	json_object_object_add(o, "session_id", xjson_object_new_string(session_id));
+	json_object_object_add(o, "owner_id", xjson_object_new_string(owner_id));
+	json_object_object_add(o, "pid", xjson_object_new_int64(getpid()));
 	if (ident != NULL)
 		json_object_object_add(o, "process_start_identity",
-		    json_object_new_string(ident));
-	json_object_object_add(o, "hostname", json_object_new_string(host));
+		    xjson_object_new_string(ident));
+	json_object_object_add(o, "hostname", xjson_object_new_string(host));
 	json_object_object_add(o, "process_kind",
-	    json_object_new_string("qwen-acp-child"));
-	json_object_object_add(o, "acquired_at", json_object_new_string(when));
+	    xjson_object_new_string("qwen-acp-child"));
+	json_object_object_add(o, "acquired_at", xjson_object_new_string(when));
 	json_object_object_add(o, "qwen_version",
-	    json_object_new_string(PACKAGE_VERSION));
+	    xjson_object_new_string(PACKAGE_VERSION));
 	free(ident);
 	return o;
 }
@@ -253,7 +254,7 @@ lease_link(const char *lock, const char *tmp, const char *session_id, char **cau
 		return LEASE_CONFLICT;
 	}
 	if (json_get_str(doc, "owner_id") != NULL)
-		stale = strdup(json_get_str(doc, "owner_id"));
+		stale = xstrdup(json_get_str(doc, "owner_id"));
 	json_object_put(doc);
 	rc = lease_reclaim(lock, tmp, stale);
 	free(stale);

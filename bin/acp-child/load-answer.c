@@ -18,33 +18,34 @@
 #include "load.h"
 #include "rpc-frame.h"
 #include "transcript.h"
+#include "xmalloc.h"
 
 /* Summary counters a client may show or test; ids and numbers only. */
 static json_object *
 rj_stats(struct load_job *j)
 {
-	json_object *o = json_object_new_object();
+	json_object *o = xjson_object_new_object();
 	const struct tx_stats *st = j->tx != NULL ? transcript_stats(j->tx) : NULL;
 
-	json_object_object_add(o, "v", json_object_new_int(1));
+	json_object_object_add(o, "v", xjson_object_new_int(1));
 	json_object_object_add(o, "transcriptBytes",
-	    json_object_new_int64((int64_t)j->prof.transcript_bytes));
-	json_object_object_add(o, "records", json_object_new_int64((int64_t)j->records));
+	    xjson_object_new_int64((int64_t)j->prof.transcript_bytes));
+	json_object_object_add(o, "records", xjson_object_new_int64((int64_t)j->records));
 	json_object_object_add(o, "chainRecords",
-	    json_object_new_int64((int64_t)j->prof.chain_records));
+	    xjson_object_new_int64((int64_t)j->prof.chain_records));
 	json_object_object_add(o, "modelHistoryEntries",
-	    json_object_new_int64(j->model_history));
+	    xjson_object_new_int64(j->model_history));
 	json_object_object_add(o, "malformedLines",
-	    json_object_new_int64((int64_t)j->prof.malformed_lines));
+	    xjson_object_new_int64((int64_t)j->prof.malformed_lines));
 	json_object_object_add(o, "recoveredRecords",
-	    json_object_new_int64(st != NULL ? (int64_t)st->recovered_records : 0));
-	json_object_object_add(o, "gaps", json_object_new_int64(
+	    xjson_object_new_int64(st != NULL ? (int64_t)st->recovered_records : 0));
+	json_object_object_add(o, "gaps", xjson_object_new_int64(
 	    j->have_chain ? (int64_t)j->chain.gaps : 0));
-	json_object_object_add(o, "cycles", json_object_new_int64(
+	json_object_object_add(o, "cycles", xjson_object_new_int64(
 	    j->have_chain ? (int64_t)j->chain.cycles : 0));
 	json_object_object_add(o, "leafUuid",
-	    j->tail != NULL ? json_object_new_string(j->tail) : NULL);
-	json_object_object_add(o, "refreshed", json_object_new_boolean(j->refresh));
+	    j->tail != NULL ? xjson_object_new_string(j->tail) : NULL);
+	json_object_object_add(o, "refreshed", xjson_object_new_boolean(j->refresh));
 	return o;
 }
 
@@ -139,8 +140,8 @@ load_answer_build(struct load_job *j, struct replay_result *rr)
 	size_t i;
 
 	if (j->kind == RJ_NEW) {
-		result = json_object_new_object();
-		json_object_object_add(result, "sessionId", json_object_new_string(j->sid));
+		result = xjson_object_new_object();
+		json_object_object_add(result, "sessionId", xjson_object_new_string(j->sid));
 		rj_emit(&b, rpc_new_result(json_object_get(j->req_id), result));
 		return rj_out(j, &b);
 	}

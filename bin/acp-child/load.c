@@ -35,6 +35,7 @@
 #include "trace.h"
 #include "transcript.h"
 #include "uuid.h"
+#include "xmalloc.h"
 
 /* Jobs reading less than this go to the fast lane (loadwork.h). */
 #define RJ_SMALL_BYTES	(16u * 1024 * 1024)
@@ -147,7 +148,7 @@ rj_chain(struct load_job *j)
 	}
 	if (j->chain.leaf >= 0) {
 		transcript_uuid(j->tx, (uint32_t)j->chain.leaf, uuid);
-		j->tail = strdup(uuid);
+		j->tail = xstrdup(uuid);
 	}
 	prof_end(&j->prof, 1);
 	return 0;
@@ -323,15 +324,15 @@ rj_done(struct lw_job *lw)
 			s->tx = j->tx;
 			j->tx = NULL;
 		}
-		data = json_object_new_object();
+		data = xjson_object_new_object();
 		json_object_object_add(data, "errorKind",
-		    json_object_new_string(j->err_kind != NULL ? j->err_kind : "internal"));
+		    xjson_object_new_string(j->err_kind != NULL ? j->err_kind : "internal"));
 		if (j->err_code == RPC_RESOURCE_NOT_FOUND) {
 			char uri[64];
 			snprintf(uri, sizeof(uri), "session:%s", j->sid);
-			json_object_object_add(data, "uri", json_object_new_string(uri));
+			json_object_object_add(data, "uri", xjson_object_new_string(uri));
 		}
-		json_object_object_add(data, "sessionId", json_object_new_string(j->sid));
+		json_object_object_add(data, "sessionId", xjson_object_new_string(j->sid));
 		child_send_error(c, j->req_id, j->err_code != 0 ? j->err_code :
 		    RPC_INTERNAL_ERROR, j->err_msg != NULL ? j->err_msg :
 		    "Internal error", data);
@@ -383,7 +384,7 @@ rj_page_opts(struct child *c, struct rpc_msg *m, json_object *meta,
 		return 0;
 	}
 	data = child_error_data("invalid_transcript_limit");
-	json_object_object_add(data, "maxLimit", json_object_new_int(REPLAY_MAX_PAGE_SIZE));
+	json_object_object_add(data, "maxLimit", xjson_object_new_int(REPLAY_MAX_PAGE_SIZE));
 	child_send_error(c, m->id, RPC_INVALID_PARAMS,
 	    "Invalid load replay page size; expected 1..500", data);
 	return -1;
@@ -513,7 +514,7 @@ load_new(struct child *c, struct rpc_msg *m)
 		if (!json_object_is_type(v, json_type_string) ||
 		    !paths_valid_session_id(json_object_get_string(v))) {
 			json_object *data = child_error_data("invalid_session_id");
-			json_object_object_add(data, "httpStatus", json_object_new_int(400));
+			json_object_object_add(data, "httpStatus", xjson_object_new_int(400));
 			child_send_error(c, m->id, RPC_INVALID_PARAMS,
 			    "Invalid session id: expected 32-36 hex digits and dashes", data);
 			return;

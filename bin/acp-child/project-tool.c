@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "project-int.h"
+#include "xmalloc.h"
 
 #define MISSING_RESULT "Tool result missing from saved history; the tool call " \
 	"did not record a result before the session ended."
@@ -64,24 +65,24 @@ pj_tool_call(struct pctx *x, json_object *fc, size_t idx)
 		return 0;			/* its result becomes a plan */
 	id = pj_call_id(x, id, idx, buf);
 	u = pj_update("tool_call");
-	json_object_object_add(u, "toolCallId", json_object_new_string(id));
+	json_object_object_add(u, "toolCallId", xjson_object_new_string(id));
 	for (i = 0; args && pj_title_keys[i] != NULL && v == NULL; i++)
 		v = json_get_str(args, pj_title_keys[i]);
 	snprintf(title, sizeof title, "%s%s%.200s", name, v ? ": " : "", v ? v : "");
-	json_object_object_add(u, "title", json_object_new_string(title));
-	json_object_object_add(u, "kind", json_object_new_string(pj_tool_kind(name)));
-	json_object_object_add(u, "status", json_object_new_string("in_progress"));
-	locs = json_object_new_array();
+	json_object_object_add(u, "title", xjson_object_new_string(title));
+	json_object_object_add(u, "kind", xjson_object_new_string(pj_tool_kind(name)));
+	json_object_object_add(u, "status", xjson_object_new_string("in_progress"));
+	locs = xjson_object_new_array();
 	for (i = 0, v = NULL; args && pj_path_keys[i] != NULL && v == NULL; i++)
 		v = json_get_str(args, pj_path_keys[i]);
 	if (v != NULL) {
-		loc = json_object_new_object();
-		json_object_object_add(loc, "path", json_object_new_string(v));
+		loc = xjson_object_new_object();
+		json_object_object_add(loc, "path", xjson_object_new_string(v));
 		json_object_array_add(locs, loc);
 	}
 	json_object_object_add(u, "locations", locs);
 	json_object_object_add(u, "rawInput", args ? json_object_get(args) :
-	    json_object_new_object());
+	    xjson_object_new_object());
 	pj_pending_add(x, id, name);
 	return pj_emit(x, u, NULL);
 }
@@ -89,11 +90,11 @@ pj_tool_call(struct pctx *x, json_object *fc, size_t idx)
 void
 pj_pending_add(struct pctx *x, const char *id, const char *name)
 {
-	json_object *pe = json_object_new_object();
+	json_object *pe = xjson_object_new_object();
 
-	json_object_object_add(pe, "id", json_object_new_string(id));
-	json_object_object_add(pe, "name", json_object_new_string(name));
-	json_object_object_add(pe, "pos", json_object_new_int64((int64_t)x->pos));
+	json_object_object_add(pe, "id", xjson_object_new_string(id));
+	json_object_object_add(pe, "name", xjson_object_new_string(name));
+	json_object_object_add(pe, "pos", xjson_object_new_int64((int64_t)x->pos));
 	json_object_object_add(pe, "uuid", json_object_get(x->uuid));
 	json_object_array_add(x->pending, pe);
 }
@@ -127,18 +128,18 @@ static int
 plan_update(struct pctx *x, json_object *display)
 {
 	json_object *todos = json_get(display, "todos", json_type_array);
-	json_object *u = pj_update("plan"), *entries = json_object_new_array(), *e, *td;
+	json_object *u = pj_update("plan"), *entries = xjson_object_new_array(), *e, *td;
 	const char *s;
 	size_t i;
 
 	for (i = 0; todos && i < json_object_array_length(todos); i++) {
 		td = json_object_array_get_idx(todos, i);
-		e = json_object_new_object();
+		e = xjson_object_new_object();
 		s = json_get_str(td, "content");
-		json_object_object_add(e, "content", json_object_new_string(s ? s : ""));
-		json_object_object_add(e, "priority", json_object_new_string("medium"));
+		json_object_object_add(e, "content", xjson_object_new_string(s ? s : ""));
+		json_object_object_add(e, "priority", xjson_object_new_string("medium"));
 		s = json_get_str(td, "status");
-		json_object_object_add(e, "status", json_object_new_string(s ? s : "pending"));
+		json_object_object_add(e, "status", xjson_object_new_string(s ? s : "pending"));
 		json_object_array_add(entries, e);
 	}
 	json_object_object_add(u, "entries", entries);
@@ -153,23 +154,23 @@ str_ref(json_object *obj, const char *key, int null_if_absent)
 
 	if (v != NULL)
 		return json_object_get(v);
-	return null_if_absent ? NULL : json_object_new_string("");
+	return null_if_absent ? NULL : xjson_object_new_string("");
 }
 
 /* The content blocks of a tool result: a diff, or the output/error text. */
 static json_object *
 result_content(json_object *display, json_object *resp)
 {
-	json_object *arr = json_object_new_array(), *b, *inner, *v, *text = NULL;
+	json_object *arr = xjson_object_new_array(), *b, *inner, *v, *text = NULL;
 	const char *path;
 
 	if (display && json_get_str(display, "fileDiff") != NULL) {
-		b = json_object_new_object();
+		b = xjson_object_new_object();
 		path = json_get_str(display, "filePath");
 		if (path == NULL)
 			path = json_get_str(display, "fileName");
-		json_object_object_add(b, "type", json_object_new_string("diff"));
-		json_object_object_add(b, "path", json_object_new_string(path ? path : ""));
+		json_object_object_add(b, "type", xjson_object_new_string("diff"));
+		json_object_object_add(b, "path", xjson_object_new_string(path ? path : ""));
 		json_object_object_add(b, "oldText", str_ref(display, "originalContent", 1));
 		json_object_object_add(b, "newText", str_ref(display, "newContent", 0));
 		json_object_array_add(arr, b);
@@ -184,11 +185,11 @@ result_content(json_object *display, json_object *resp)
 	}
 	if (text == NULL)
 		return arr;
-	inner = json_object_new_object();
-	json_object_object_add(inner, "type", json_object_new_string("text"));
+	inner = xjson_object_new_object();
+	json_object_object_add(inner, "type", xjson_object_new_string("text"));
 	json_object_object_add(inner, "text", text);
-	b = json_object_new_object();
-	json_object_object_add(b, "type", json_object_new_string("content"));
+	b = xjson_object_new_object();
+	json_object_object_add(b, "type", xjson_object_new_string("content"));
 	json_object_object_add(b, "content", inner);
 	json_object_array_add(arr, b);
 	return arr;
@@ -244,8 +245,8 @@ pj_tool_result(struct pctx *x, json_object *r)
 	    (tcr && json_object_object_get_ex(tcr, "error", &v) && v != NULL) ||
 	    (tcr == NULL && resp && json_object_object_get_ex(resp, "error", &v));
 	u = pj_update("tool_call_update");
-	json_object_object_add(u, "toolCallId", json_object_new_string(id));
-	json_object_object_add(u, "status", json_object_new_string(failed ?
+	json_object_object_add(u, "toolCallId", xjson_object_new_string(id));
+	json_object_object_add(u, "status", xjson_object_new_string(failed ?
 	    "failed" : "completed"));
 	json_object_object_add(u, "content", result_content(display, resp));
 	if (display != NULL)
@@ -272,15 +273,15 @@ pj_fail_pending(struct pctx *x)
 		x->ts = -1;
 		u = pj_update("tool_call_update");
 		json_object_object_add(u, "toolCallId",
-		    json_object_new_string(json_get_str(pe, "id")));
-		json_object_object_add(u, "status", json_object_new_string("failed"));
-		inner = json_object_new_object();
-		json_object_object_add(inner, "type", json_object_new_string("text"));
-		json_object_object_add(inner, "text", json_object_new_string(MISSING_RESULT));
-		b = json_object_new_object();
-		json_object_object_add(b, "type", json_object_new_string("content"));
+		    xjson_object_new_string(json_get_str(pe, "id")));
+		json_object_object_add(u, "status", xjson_object_new_string("failed"));
+		inner = xjson_object_new_object();
+		json_object_object_add(inner, "type", xjson_object_new_string("text"));
+		json_object_object_add(inner, "text", xjson_object_new_string(MISSING_RESULT));
+		b = xjson_object_new_object();
+		json_object_object_add(b, "type", xjson_object_new_string("content"));
 		json_object_object_add(b, "content", inner);
-		content = json_object_new_array();
+		content = xjson_object_new_array();
 		json_object_array_add(content, b);
 		json_object_object_add(u, "content", content);
 		if (pj_emit(x, u, NULL) == -1)

@@ -17,6 +17,7 @@
 #include "project.h"
 #include "project-int.h"
 #include "transcript-int.h"
+#include "xmalloc.h"
 
 #define GAP_NOTICE "Earlier history could not be restored: a parent record is " \
 	"missing from the saved transcript."
@@ -55,11 +56,11 @@ pj_emit(struct pctx *x, json_object *u, json_object *extra_meta)
 	json_object *meta, *qt, *ids;
 	size_t off = pj_sep(x);
 
-	meta = extra_meta ? extra_meta : json_object_new_object();
+	meta = extra_meta ? extra_meta : xjson_object_new_object();
 	if (x->ts >= 0)
-		json_object_object_add(meta, "timestamp", json_object_new_int64(x->ts));
-	qt = json_object_new_object();
-	ids = json_object_new_array();
+		json_object_object_add(meta, "timestamp", xjson_object_new_int64(x->ts));
+	qt = xjson_object_new_object();
+	ids = xjson_object_new_array();
 	json_object_array_add(ids, json_object_get(x->uuid));
 	json_object_object_add(qt, "sourceRecordIds", ids);
 	json_object_object_add(meta, "qwenTranscript", qt);
@@ -73,9 +74,9 @@ pj_emit(struct pctx *x, json_object *u, json_object *extra_meta)
 json_object *
 pj_update(const char *kind)
 {
-	json_object *u = json_object_new_object();
+	json_object *u = xjson_object_new_object();
 
-	json_object_object_add(u, "sessionUpdate", json_object_new_string(kind));
+	json_object_object_add(u, "sessionUpdate", xjson_object_new_string(kind));
 	return u;
 }
 
@@ -83,10 +84,10 @@ pj_update(const char *kind)
 static int
 chunk(struct pctx *x, const char *kind, const char *text, json_object *meta)
 {
-	json_object *u = pj_update(kind), *content = json_object_new_object();
+	json_object *u = pj_update(kind), *content = xjson_object_new_object();
 
-	json_object_object_add(content, "type", json_object_new_string("text"));
-	json_object_object_add(content, "text", json_object_new_string(text));
+	json_object_object_add(content, "type", xjson_object_new_string("text"));
+	json_object_object_add(content, "text", xjson_object_new_string(text));
 	json_object_object_add(u, "content", content);
 	return pj_emit(x, u, meta);
 }
@@ -95,9 +96,9 @@ chunk(struct pctx *x, const char *kind, const char *text, json_object *meta)
 static int
 chunk_obj(struct pctx *x, const char *kind, json_object *text)
 {
-	json_object *u = pj_update(kind), *content = json_object_new_object();
+	json_object *u = pj_update(kind), *content = xjson_object_new_object();
 
-	json_object_object_add(content, "type", json_object_new_string("text"));
+	json_object_object_add(content, "type", xjson_object_new_string("text"));
 	json_object_object_add(content, "text", json_object_get(text));
 	json_object_object_add(u, "content", content);
 	return pj_emit(x, u, NULL);
@@ -107,12 +108,12 @@ chunk_obj(struct pctx *x, const char *kind, json_object *text)
 static int
 image_chunk(struct pctx *x, json_object *inl)
 {
-	json_object *u = pj_update("user_message_chunk"), *content = json_object_new_object();
+	json_object *u = pj_update("user_message_chunk"), *content = xjson_object_new_object();
 	const char *mime = json_get_str(inl, "mimeType"), *data = json_get_str(inl, "data");
 
-	json_object_object_add(content, "type", json_object_new_string("image"));
-	json_object_object_add(content, "mimeType", json_object_new_string(mime ? mime : ""));
-	json_object_object_add(content, "data", json_object_new_string(data ? data : ""));
+	json_object_object_add(content, "type", xjson_object_new_string("image"));
+	json_object_object_add(content, "mimeType", xjson_object_new_string(mime ? mime : ""));
+	json_object_object_add(content, "data", xjson_object_new_string(data ? data : ""));
 	json_object_object_add(u, "content", content);
 	return pj_emit(x, u, NULL);
 }
@@ -153,7 +154,7 @@ project_user(struct pctx *x, json_object *r)
 static int
 usage_chunk(struct pctx *x, json_object *usage)
 {
-	json_object *meta = json_object_new_object();
+	json_object *meta = xjson_object_new_object();
 
 	json_object_object_add(meta, "usage", json_object_get(usage));
 	return chunk(x, "agent_message_chunk", "", meta);
@@ -210,8 +211,8 @@ project_system(struct pctx *x, json_object *r)
 		}
 	} else if (strcmp(sub, "turn_result") == 0 &&
 	    (s = json_get_str(sp, "state")) != NULL && strcmp(s, "cancelled") == 0) {
-		meta = json_object_new_object();
-		json_object_object_add(meta, "promptCancelled", json_object_new_boolean(1));
+		meta = xjson_object_new_object();
+		json_object_object_add(meta, "promptCancelled", xjson_object_new_boolean(1));
 		return chunk(x, "agent_message_chunk", "", meta);
 	} else if (strcmp(sub, "background_task_completed") == 0 &&
 	    (s = json_get_str(sp, "displayText")) != NULL) {
@@ -248,7 +249,7 @@ record_context(struct pctx *x, const char *ts_str)
 
 	json_object_put(x->uuid);
 	s = transcript_uuid_ref(x->t, x->c->rec[x->pos], buf, &n);
-	x->uuid = json_object_new_string_len(s, (int)n);
+	x->uuid = xjson_object_new_string_len(s, (int)n);
 	x->ts = ts_str != NULL ? pj_parse_ts(ts_str) : -1;
 	x->sfx.len = 0;
 	if (x->ts >= 0) {
@@ -375,11 +376,11 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 		return -1;
 	}
 	prefault(p->enc.p, p->enc.cap);
-	x.pending = json_object_new_array();
+	x.pending = xjson_object_new_array();
 	if (start == 0 && c->gaps && c->len > 0) {
 		record_context(&x, NULL);
-		meta = json_object_new_object();
-		json_object_object_add(meta, "qwenDiscreteMessage", json_object_new_boolean(1));
+		meta = xjson_object_new_object();
+		json_object_object_add(meta, "qwenDiscreteMessage", xjson_object_new_boolean(1));
 		rc = chunk(&x, "agent_message_chunk", GAP_NOTICE, meta);
 	}
 	for (x.pos = start; rc == 0 && x.pos < c->len; x.pos++)

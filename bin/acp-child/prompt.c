@@ -19,6 +19,7 @@
 #include "append.h"
 #include "child.h"
 #include "log.h"
+#include "xmalloc.h"
 
 struct prompt {
 	struct child	*c;
@@ -90,7 +91,7 @@ prompt_append(struct child *c, struct session *s, json_object *id,
 		return -1;
 	}
 	free(s->tail);
-	s->tail = strdup(uuid);
+	s->tail = xstrdup(uuid);
 	return 0;
 }
 
@@ -110,15 +111,15 @@ prompt_chunk(void *arg, const char *text, size_t len)
 	}
 	memcpy(p->text + p->len, text, len);
 	p->len += len;
-	content = json_object_new_object();
-	json_object_object_add(content, "type", json_object_new_string("text"));
-	json_object_object_add(content, "text", json_object_new_string_len(text, (int)len));
-	update = json_object_new_object();
+	content = xjson_object_new_object();
+	json_object_object_add(content, "type", xjson_object_new_string("text"));
+	json_object_object_add(content, "text", xjson_object_new_string_len(text, (int)len));
+	update = xjson_object_new_object();
 	json_object_object_add(update, "sessionUpdate",
-	    json_object_new_string("agent_message_chunk"));
+	    xjson_object_new_string("agent_message_chunk"));
 	json_object_object_add(update, "content", content);
-	params = json_object_new_object();
-	json_object_object_add(params, "sessionId", json_object_new_string(p->s->id));
+	params = xjson_object_new_object();
+	json_object_object_add(params, "sessionId", xjson_object_new_string(p->s->id));
 	json_object_object_add(params, "update", update);
 	child_send(p->c, rpc_new_notification("session/update", params));
 	if (child_out_full(p->c) && !p->paused) {
@@ -130,9 +131,9 @@ prompt_chunk(void *arg, const char *text, size_t len)
 static json_object *
 prompt_stop(const char *reason)
 {
-	json_object *o = json_object_new_object();
+	json_object *o = xjson_object_new_object();
 
-	json_object_object_add(o, "stopReason", json_object_new_string(reason));
+	json_object_object_add(o, "stopReason", xjson_object_new_string(reason));
 	return o;
 }
 
@@ -154,7 +155,7 @@ prompt_done(void *arg, enum agent_end end, int status, const char *message)
 		child_send_result(c, p->req_id, prompt_stop("cancelled"));
 	} else {
 		data = child_error_data("agent_failed");
-		json_object_object_add(data, "exitStatus", json_object_new_int(status));
+		json_object_object_add(data, "exitStatus", xjson_object_new_int(status));
 		snprintf(msg, sizeof(msg), "%s (status %d)",
 		    message != NULL ? message : "agent failed", status);
 		child_send_error(c, p->req_id, RPC_INTERNAL_ERROR, msg, data);

@@ -18,6 +18,7 @@
 #include "lagmon.h"
 #include "log.h"
 #include "paths.h"
+#include "xmalloc.h"
 
 #define CAP_KEY		"qwen-code/private-parent-capability"
 #define CAP_MESSAGE	"Invalid private ACP parent capability"
@@ -37,27 +38,27 @@ rpc_secret_equal(const char *a, const char *b)
 static json_object *
 rpc_capabilities(void)
 {
-	json_object *caps = json_object_new_object(), *o, *meta;
+	json_object *caps = xjson_object_new_object(), *o, *meta;
 
-	json_object_object_add(caps, "loadSession", json_object_new_boolean(1));
-	o = json_object_new_object();
-	json_object_object_add(o, "image", json_object_new_boolean(0));
-	json_object_object_add(o, "audio", json_object_new_boolean(0));
-	json_object_object_add(o, "embeddedContext", json_object_new_boolean(0));
+	json_object_object_add(caps, "loadSession", xjson_object_new_boolean(1));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "image", xjson_object_new_boolean(0));
+	json_object_object_add(o, "audio", xjson_object_new_boolean(0));
+	json_object_object_add(o, "embeddedContext", xjson_object_new_boolean(0));
 	json_object_object_add(caps, "promptCapabilities", o);
-	o = json_object_new_object();
-	json_object_object_add(o, "resume", json_object_new_object());
+	o = xjson_object_new_object();
+	json_object_object_add(o, "resume", xjson_object_new_object());
 	json_object_object_add(caps, "sessionCapabilities", o);
-	o = json_object_new_object();
-	json_object_object_add(o, "http", json_object_new_boolean(0));
-	json_object_object_add(o, "sse", json_object_new_boolean(0));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "http", xjson_object_new_boolean(0));
+	json_object_object_add(o, "sse", xjson_object_new_boolean(0));
 	json_object_object_add(caps, "mcpCapabilities", o);
-	meta = json_object_new_object();
-	o = json_object_new_object();
-	json_object_object_add(o, "v", json_object_new_int(1));
+	meta = xjson_object_new_object();
+	o = xjson_object_new_object();
+	json_object_object_add(o, "v", xjson_object_new_int(1));
 	json_object_object_add(meta, "qwen.session.loadReplay", o);
-	o = json_object_new_object();
-	json_object_object_add(o, "v", json_object_new_int(1));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "v", xjson_object_new_int(1));
 	json_object_object_add(meta, "qwen.status.loopLag", o);
 	json_object_object_add(caps, "_meta", meta);
 	return caps;
@@ -81,14 +82,14 @@ rpc_initialize(struct child *c, struct rpc_msg *m)
 		}
 	}
 	c->initialized = 1;
-	res = json_object_new_object();
-	json_object_object_add(res, "protocolVersion", json_object_new_int(1));
-	info = json_object_new_object();
-	json_object_object_add(info, "name", json_object_new_string("qwen-acp-child"));
-	json_object_object_add(info, "title", json_object_new_string("qwen-serve ACP child"));
-	json_object_object_add(info, "version", json_object_new_string(PACKAGE_VERSION));
+	res = xjson_object_new_object();
+	json_object_object_add(res, "protocolVersion", xjson_object_new_int(1));
+	info = xjson_object_new_object();
+	json_object_object_add(info, "name", xjson_object_new_string("qwen-acp-child"));
+	json_object_object_add(info, "title", xjson_object_new_string("qwen-serve ACP child"));
+	json_object_object_add(info, "version", xjson_object_new_string(PACKAGE_VERSION));
 	json_object_object_add(res, "agentInfo", info);
-	json_object_object_add(res, "authMethods", json_object_new_array());
+	json_object_object_add(res, "authMethods", xjson_object_new_array());
 	json_object_object_add(res, "agentCapabilities", rpc_capabilities());
 	child_send_result(c, m->id, res);
 }
@@ -97,18 +98,18 @@ static void
 rpc_loop_lag(struct child *c, struct rpc_msg *m)
 {
 	struct lag_snapshot ls;
-	json_object *o = json_object_new_object();
+	json_object *o = xjson_object_new_object();
 
 	lagmon_snapshot(c->lag, &ls);
-	json_object_object_add(o, "v", json_object_new_int(1));
-	json_object_object_add(o, "intervalMs", json_object_new_int((int)ls.interval_ms));
-	json_object_object_add(o, "samples", json_object_new_int64((int64_t)ls.samples));
-	json_object_object_add(o, "window", json_object_new_int64((int64_t)ls.window));
-	json_object_object_add(o, "meanMs", json_object_new_double(ls.mean_ms));
-	json_object_object_add(o, "p50Ms", json_object_new_double(ls.p50_ms));
-	json_object_object_add(o, "p99Ms", json_object_new_double(ls.p99_ms));
-	json_object_object_add(o, "maxMs", json_object_new_double(ls.max_ms));
-	json_object_object_add(o, "sessions", json_object_new_int64((int64_t)c->nsessions));
+	json_object_object_add(o, "v", xjson_object_new_int(1));
+	json_object_object_add(o, "intervalMs", xjson_object_new_int((int)ls.interval_ms));
+	json_object_object_add(o, "samples", xjson_object_new_int64((int64_t)ls.samples));
+	json_object_object_add(o, "window", xjson_object_new_int64((int64_t)ls.window));
+	json_object_object_add(o, "meanMs", xjson_object_new_double(ls.mean_ms));
+	json_object_object_add(o, "p50Ms", xjson_object_new_double(ls.p50_ms));
+	json_object_object_add(o, "p99Ms", xjson_object_new_double(ls.p99_ms));
+	json_object_object_add(o, "maxMs", xjson_object_new_double(ls.max_ms));
+	json_object_object_add(o, "sessions", xjson_object_new_int64((int64_t)c->nsessions));
 	child_send_result(c, m->id, o);
 }
 
@@ -126,10 +127,10 @@ static void	rpc_forget_session(struct child *, struct session *);
 static void
 rpc_close(struct child *c, struct rpc_msg *m, struct session *s)
 {
-	json_object *res = json_object_new_object();
+	json_object *res = xjson_object_new_object();
 
-	json_object_object_add(res, "sessionId", json_object_new_string(s->id));
-	json_object_object_add(res, "closed", json_object_new_boolean(1));
+	json_object_object_add(res, "sessionId", xjson_object_new_string(s->id));
+	json_object_object_add(res, "closed", xjson_object_new_boolean(1));
 	child_send_result(c, m->id, res);
 	rpc_forget_session(c, s);
 }
@@ -184,7 +185,7 @@ rpc_session_request(struct child *c, struct rpc_msg *m)
 
 	if (sid == NULL || !paths_valid_session_id(sid)) {
 		json_object *data = child_error_data("invalid_session_id");
-		json_object_object_add(data, "httpStatus", json_object_new_int(400));
+		json_object_object_add(data, "httpStatus", xjson_object_new_int(400));
 		child_send_error(c, m->id, RPC_INVALID_PARAMS, sid == NULL ?
 		    "params.sessionId (a string) is required" :
 		    "Invalid session id: expected 32-36 hex digits and dashes", data);
@@ -248,9 +249,9 @@ rpc_session_idle(struct child *c, struct session *s)
 	while (!s->busy && session_dequeue(s, &m) == 0) {
 		/* Shutting down: what was queued still runs, but no new turn. */
 		if (c->closing && strcmp(m.method, "session/prompt") == 0) {
-			json_object *res = json_object_new_object();
+			json_object *res = xjson_object_new_object();
 			json_object_object_add(res, "stopReason",
-			    json_object_new_string("cancelled"));
+			    xjson_object_new_string("cancelled"));
 			child_send_result(c, m.id, res);
 			rpc_msg_clear(&m);
 			continue;

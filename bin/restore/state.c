@@ -27,6 +27,7 @@
 
 #include "budget.h"
 #include "restore.h"
+#include "xmalloc.h"
 
 struct state {
 	char	*daemon_dir;	/* DIR/daemons/<key> */
@@ -263,9 +264,9 @@ state_cap_store(struct state *st, json_object *caps)
 		free(path);
 		return rc;
 	}
-	out = json_object_new_object();
+	out = xjson_object_new_object();
 	json_object_object_add(out, "sessionRestoreTimeoutMs",
-	    json_object_new_int64(ms));
+	    xjson_object_new_int64(ms));
 	rc = write_atomic(path, json_object_to_json_string_ext(out,
 	    JSON_C_TO_STRING_PLAIN));
 	json_object_put(out);
@@ -323,8 +324,8 @@ state_client_put(struct state *st, const char *sid, const char *id)
 		free(path);
 		return rc;
 	}
-	out = json_object_new_object();
-	json_object_object_add(out, "clientId", json_object_new_string(id));
+	out = xjson_object_new_object();
+	json_object_object_add(out, "clientId", xjson_object_new_string(id));
 	rc = write_atomic(path, json_object_to_json_string_ext(out,
 	    JSON_C_TO_STRING_PLAIN));
 	json_object_put(out);

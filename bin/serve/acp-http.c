@@ -26,6 +26,7 @@
 #include "rpc-frame.h"
 #include "serve.h"
 #include "acp.h"
+#include "xmalloc.h"
 
 #define AH_RING			4096	/* messages kept per stream */
 #define AH_IDLE_DEFAULT_MS	300000
@@ -129,7 +130,7 @@ ah_send(void *arg, const char *sid, const char *json, size_t len)
 	struct bus *b;
 
 	if (a->capturing && sid == NULL && a->inline_reply == NULL) {
-		a->inline_reply = strndup(json, len);
+		a->inline_reply = xstrndup(json, len);
 		return;
 	}
 	if ((b = stream_get(a, sid)) != NULL)

@@ -15,6 +15,7 @@
 #include "serve.h"
 #include "acp.h"
 #include "acp-int.h"
+#include "xmalloc.h"
 
 static TAILQ_HEAD(, acp_conn) conns = TAILQ_HEAD_INITIALIZER(conns);
 static size_t nconns;
@@ -172,9 +173,9 @@ acp_send(struct acp_conn *c, const char *session_id, json_object *msg)
 json_object *
 acp_error_wrap(json_object *id, json_object *err)
 {
-	json_object *m = json_object_new_object();
+	json_object *m = xjson_object_new_object();
 
-	json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(m, "jsonrpc", xjson_object_new_string("2.0"));
 	json_object_object_add(m, "id", json_object_get(id));
 	json_object_object_add(m, "error", err);
 	return m;

@@ -20,6 +20,7 @@
 #include "errors.h"
 #include "log.h"
 #include "serve.h"
+#include "xmalloc.h"
 
 struct ring_ev {
 	uint64_t	 id;
@@ -137,20 +138,20 @@ static json_object *
 envelope(uint64_t id, const char *type, json_object *data, const char *prompt_id,
     const char *client_id)
 {
-	json_object *o = json_object_new_object(), *meta = json_object_new_object();
+	json_object *o = xjson_object_new_object(), *meta = xjson_object_new_object();
 
 	if (id != 0)
-		json_object_object_add(o, "id", json_object_new_int64((int64_t)id));
-	json_object_object_add(o, "v", json_object_new_int(1));
-	json_object_object_add(o, "type", json_object_new_string(type));
-	json_object_object_add(o, "data", data != NULL ? data : json_object_new_object());
+		json_object_object_add(o, "id", xjson_object_new_int64((int64_t)id));
+	json_object_object_add(o, "v", xjson_object_new_int(1));
+	json_object_object_add(o, "type", xjson_object_new_string(type));
+	json_object_object_add(o, "data", data != NULL ? data : xjson_object_new_object());
 	if (prompt_id != NULL)
-		json_object_object_add(o, "promptId", json_object_new_string(prompt_id));
+		json_object_object_add(o, "promptId", xjson_object_new_string(prompt_id));
 	if (client_id != NULL)
 		json_object_object_add(o, "originatorClientId",
-		    json_object_new_string(client_id));
+		    xjson_object_new_string(client_id));
 	json_object_object_add(meta, "serverTimestamp",
-	    json_object_new_int64((int64_t)clock_wall_ms()));
+	    xjson_object_new_int64((int64_t)clock_wall_ms()));
 	json_object_object_add(o, "_meta", meta);
 	return o;
 }
@@ -258,15 +259,15 @@ sub_check_queue(struct sse_sub *s)
 	out = sub_out_bytes(s);
 	bytes = out < s->fbytes ? out : s->fbytes;
 	if (queued > s->max_queued || bytes > SERVE_SSE_QUEUE_BYTES) {
-		d = json_object_new_object();
-		json_object_object_add(d, "reason", json_object_new_string(
+		d = xjson_object_new_object();
+		json_object_object_add(d, "reason", xjson_object_new_string(
 		    queued > s->max_queued ? "queue_overflow" : "queue_bytes_overflow"));
 		json_object_object_add(d, "droppedAfter",
-		    json_object_new_int64((int64_t)bus_last_id(s->bus)));
-		json_object_object_add(d, "queueSize", json_object_new_int64((int64_t)queued));
-		json_object_object_add(d, "maxQueued", json_object_new_int64((int64_t)s->max_queued));
-		json_object_object_add(d, "queuedBytes", json_object_new_int64((int64_t)bytes));
-		json_object_object_add(d, "maxQueuedBytes", json_object_new_int64(SERVE_SSE_QUEUE_BYTES));
+		    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
+		json_object_object_add(d, "queueSize", xjson_object_new_int64((int64_t)queued));
+		json_object_object_add(d, "maxQueued", xjson_object_new_int64((int64_t)s->max_queued));
+		json_object_object_add(d, "queuedBytes", xjson_object_new_int64((int64_t)bytes));
+		json_object_object_add(d, "maxQueuedBytes", xjson_object_new_int64(SERVE_SSE_QUEUE_BYTES));
 		log_info("session %s: evicting a slow SSE client (%zu frames, %zu bytes)",
 		    s->bus->session_id, queued, bytes);
 		sub_synthetic(s, "client_evicted", d);
@@ -279,12 +280,12 @@ sub_check_queue(struct sse_sub *s)
 	if (!s->warned && (queued * 4 >= s->max_queued * 3 ||
 	    bytes * 4 >= (size_t)SERVE_SSE_QUEUE_BYTES * 3)) {
 		s->warned = 1;
-		d = json_object_new_object();
-		json_object_object_add(d, "queueSize", json_object_new_int64((int64_t)queued));
-		json_object_object_add(d, "maxQueued", json_object_new_int64((int64_t)s->max_queued));
-		json_object_object_add(d, "queuedBytes", json_object_new_int64((int64_t)bytes));
+		d = xjson_object_new_object();
+		json_object_object_add(d, "queueSize", xjson_object_new_int64((int64_t)queued));
+		json_object_object_add(d, "maxQueued", xjson_object_new_int64((int64_t)s->max_queued));
+		json_object_object_add(d, "queuedBytes", xjson_object_new_int64((int64_t)bytes));
 		json_object_object_add(d, "lastEventId",
-		    json_object_new_int64((int64_t)bus_last_id(s->bus)));
+		    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
 		sub_synthetic(s, "slow_client_warning", d);
 	}
 	return 0;
@@ -437,14 +438,14 @@ static void
 sub_resync(struct sse_sub *s, const char *reason, const char *detail,
     int64_t last, uint64_t earliest)
 {
-	json_object *d = json_object_new_object();
+	json_object *d = xjson_object_new_object();
 
-	json_object_object_add(d, "reason", json_object_new_string(reason));
+	json_object_object_add(d, "reason", xjson_object_new_string(reason));
 	if (detail != NULL)
-		json_object_object_add(d, "detail", json_object_new_string(detail));
-	json_object_object_add(d, "lastDeliveredId", json_object_new_int64(last));
+		json_object_object_add(d, "detail", xjson_object_new_string(detail));
+	json_object_object_add(d, "lastDeliveredId", xjson_object_new_int64(last));
 	json_object_object_add(d, "earliestAvailableId",
-	    json_object_new_int64((int64_t)earliest));
+	    xjson_object_new_int64((int64_t)earliest));
 	sub_synthetic(s, "state_resync_required", d);
 }
 
@@ -489,13 +490,13 @@ sub_replay(struct sse_sub *s, int64_t last, const char *epoch)
 	}
 	if (last_replayed > b->delivered)
 		b->delivered = last_replayed;
-	d = json_object_new_object();
+	d = xjson_object_new_object();
 	if (n > 0)
 		json_object_object_add(d, "lastReplayedEventId",
-		    json_object_new_int64((int64_t)last_replayed));
+		    xjson_object_new_int64((int64_t)last_replayed));
 	json_object_object_add(d, "lastEventId",
-	    json_object_new_int64((int64_t)bus_last_id(b)));
-	json_object_object_add(d, "replayedCount", json_object_new_int64((int64_t)n));
+	    xjson_object_new_int64((int64_t)bus_last_id(b)));
+	json_object_object_add(d, "replayedCount", xjson_object_new_int64((int64_t)n));
 	sub_synthetic(s, "replay_complete", d);
 }
 

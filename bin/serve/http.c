@@ -24,6 +24,7 @@
 #include "serve.h"
 #include "acp.h"
 #include "ws.h"
+#include "xmalloc.h"
 
 struct conn {
 	TAILQ_ENTRY(conn)	 entry;
@@ -168,8 +169,8 @@ http_error_rpc(struct evhttp_request *req, json_object *rpc_error,
 		http_send_qerr(req, e);
 		return;
 	}
-	body = json_object_new_object();
-	json_object_object_add(body, "error", json_object_new_string(
+	body = xjson_object_new_object();
+	json_object_object_add(body, "error", xjson_object_new_string(
 	    c.message != NULL ? c.message : "Internal error"));
 	if (json_object_object_get_ex(rpc_error, "code", &v))
 		json_object_object_add(body, "code", json_object_get(v));
@@ -282,7 +283,7 @@ parse_body(struct evhttp_request *req, json_object **out)
 
 	*out = NULL;
 	if (len == 0) {
-		*out = json_object_new_object();
+		*out = xjson_object_new_object();
 		return 0;
 	}
 	if ((p = (const char *)evbuffer_pullup(in, -1)) == NULL ||
@@ -303,7 +304,7 @@ parse_body(struct evhttp_request *req, json_object **out)
 	}
 	if (!json_object_is_type(o, json_type_object)) {
 		json_object_put(o);
-		o = json_object_new_object();
+		o = xjson_object_new_object();
 	}
 	*out = o;
 	return 0;
@@ -398,7 +399,7 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 		goto out;
 	}
 	if (ctx.body == NULL)
-		ctx.body = json_object_new_object();
+		ctx.body = xjson_object_new_object();
 	r->fn(&ctx);
 out:
 	json_object_put(ctx.body);

@@ -14,6 +14,7 @@
 
 #include "log.h"
 #include "inflight-int.h"
+#include "xmalloc.h"
 
 /* A fenced id: late notifications for it on ch are dropped. */
 struct fence {
@@ -71,7 +72,7 @@ inflight_route_early(struct channel *ch, const char *id, json_object *params)
 
 	if (op != NULL && op->ch == ch && op->fsm.state == RFSM_ACTIVE) {
 		if (op->early == NULL)
-			op->early = json_object_new_array();
+			op->early = xjson_object_new_array();
 		if (json_object_array_length(op->early) < EARLY_MAX)
 			json_object_array_add(op->early, json_object_get(params));
 		return 1;

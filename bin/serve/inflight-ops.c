@@ -18,6 +18,7 @@
 #include "log.h"
 #include "inflight-int.h"
 #include "trace.h"
+#include "xmalloc.h"
 
 /*
  * A late session/new success names the session the child created after
@@ -171,10 +172,10 @@ fsm_close(void *ctx)
 		rfsm_feed(&op->fsm, RFSM_EV_TRANSPORT_CLOSED);	/* queued */
 		return;
 	}
-	p = json_object_new_object();
-	json_object_object_add(p, "sessionId", json_object_new_string(op->id));
+	p = xjson_object_new_object();
+	json_object_object_add(p, "sessionId", xjson_object_new_string(op->id));
 	json_object_object_add(p, "drainTimeoutMs",
-	    json_object_new_int64(conf.init_timeout_ms * 8 / 10));
+	    xjson_object_new_int64(conf.init_timeout_ms * 8 / 10));
 	op->close_req = channel_request(op->ch, "qwen/control/session/close", p,
 	    (uint64_t)conf.init_timeout_ms, on_close, op);
 	if (op->close_req == NULL)

@@ -25,6 +25,7 @@
 #include "log.h"
 #include "inflight-int.h"
 #include "trace.h"
+#include "xmalloc.h"
 
 static TAILQ_HEAD(, inflight) ops = TAILQ_HEAD_INITIALIZER(ops);
 static size_t nops;
@@ -156,7 +157,7 @@ inflight_free(struct inflight *op)
 static json_object *
 inflight_meta(struct inflight *op)
 {
-	json_object *meta = json_object_new_object();
+	json_object *meta = xjson_object_new_object();
 	struct trace_ctx tc;
 	char tp[TRACEPARENT_LEN + 1];
 
@@ -164,7 +165,7 @@ inflight_meta(struct inflight *op)
 		span_context(op->span, &tc);
 		trace_format_traceparent(&tc, tp, sizeof(tp));
 		json_object_object_add(meta, "qwen.telemetry.traceparent",
-		    json_object_new_string(tp));
+		    xjson_object_new_string(tp));
 	}
 	return meta;
 }
@@ -220,12 +221,12 @@ inflight_spawn(const char *id, int is_default, struct evhttp_request *req,
 	span_set_str(op->span, "qwen-code.daemon.operation", "session.new");
 	meta = inflight_meta(op);
 	json_object_object_add(meta, "qwen.daemon.sessionInitializationDeadlineMs",
-	    json_object_new_int64((int64_t)(clock_wall_ms() + (uint64_t)conf.init_timeout_ms)));
+	    xjson_object_new_int64((int64_t)(clock_wall_ms() + (uint64_t)conf.init_timeout_ms)));
 	if (id != NULL)
-		json_object_object_add(meta, "qwen-code/sessionId", json_object_new_string(id));
-	p = json_object_new_object();
-	json_object_object_add(p, "cwd", json_object_new_string(conf.workspace));
-	json_object_object_add(p, "mcpServers", json_object_new_array());
+		json_object_object_add(meta, "qwen-code/sessionId", xjson_object_new_string(id));
+	p = xjson_object_new_object();
+	json_object_object_add(p, "cwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(p, "mcpServers", xjson_object_new_array());
 	json_object_object_add(p, "_meta", meta);
 	if (id != NULL)
 		span_set_str(op->span, "session.id", id);
@@ -312,11 +313,11 @@ inflight_start(struct inflight *op)
 	meta = inflight_meta(op);
 	if (load)
 		json_object_object_add(meta, "qwen.session.loadReplayMode",
-		    json_object_new_string("bulk"));
-	p = json_object_new_object();
-	json_object_object_add(p, "sessionId", json_object_new_string(op->id));
-	json_object_object_add(p, "cwd", json_object_new_string(conf.workspace));
-	json_object_object_add(p, "mcpServers", json_object_new_array());
+		    xjson_object_new_string("bulk"));
+	p = xjson_object_new_object();
+	json_object_object_add(p, "sessionId", xjson_object_new_string(op->id));
+	json_object_object_add(p, "cwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(p, "mcpServers", xjson_object_new_array());
 	json_object_object_add(p, "_meta", meta);
 	log_info("session %s: %s requested (budget %lld ms)", op->id,
 	    inflight_action_name(op->action), (long long)conf.restore_timeout_ms);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "serve.h"
+#include "xmalloc.h"
 
 static char *pid_path;
 static int pid_fd = -1;
@@ -134,7 +135,7 @@ pidfile_take(const char *path, char *err, size_t errsize)
 		goto fail;
 	}
 	free(tmp);
-	pid_path = strdup(path);
+	pid_path = xstrdup(path);
 	pid_fd = fd;
 	pid_owner = getpid();
 	return 0;

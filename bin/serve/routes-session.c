@@ -22,6 +22,7 @@
 #include "errors.h"
 #include "log.h"
 #include "serve.h"
+#include "xmalloc.h"
 
 /* ---- shared checks ------------------------------------------------------ */
 
@@ -326,10 +327,10 @@ route_session_prompt(struct http_ctx *ctx)
 	if ((s = lookup(ctx)) == NULL || check_client(ctx, s) == -1 ||
 	    check_prompt_options(ctx) == -1)
 		return;
-	o = json_object_new_object();
+	o = xjson_object_new_object();
 	json_object_object_add(o, "lastEventId",
-	    json_object_new_int64((int64_t)bus_last_id(s->bus)));
-	json_object_object_add(o, "eventEpoch", json_object_new_string(bus_epoch(s->bus)));
+	    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
+	json_object_object_add(o, "eventEpoch", xjson_object_new_string(bus_epoch(s->bus)));
 	if ((pid = session_prompt_admit(s, ctx->body, ctx->client_id, &err)) == NULL) {
 		json_object_put(o);
 		if (strcmp(err, "prompt_queue_full") == 0) {
@@ -347,7 +348,7 @@ route_session_prompt(struct http_ctx *ctx)
 		http_send_qerr(ctx->req, e);
 		return;
 	}
-	json_object_object_add(o, "promptId", json_object_new_string(pid));
+	json_object_object_add(o, "promptId", xjson_object_new_string(pid));
 	http_reply_json(ctx->req, 202, o);
 }
 
@@ -375,12 +376,12 @@ route_session_heartbeat(struct http_ctx *ctx)
 	s->last_active_mono_ms = clock_mono_ms();
 	if (ctx->client_id != NULL && (c = clients_find(&s->clients, ctx->client_id)) != NULL)
 		c->last_seen_ms = s->last_seen_wall_ms;
-	o = json_object_new_object();
-	json_object_object_add(o, "sessionId", json_object_new_string(s->id));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "sessionId", xjson_object_new_string(s->id));
 	if (c != NULL)
-		json_object_object_add(o, "clientId", json_object_new_string(c->id));
+		json_object_object_add(o, "clientId", xjson_object_new_string(c->id));
 	json_object_object_add(o, "lastSeenAt",
-	    json_object_new_int64((int64_t)s->last_seen_wall_ms));
+	    xjson_object_new_int64((int64_t)s->last_seen_wall_ms));
 	http_reply_json(ctx->req, 200, o);
 }
 
@@ -420,25 +421,25 @@ route_session_status(struct http_ctx *ctx)
 	if ((s = lookup(ctx)) == NULL)
 		return;
 	clock_iso_time(s->created_wall_ms, iso);
-	o = json_object_new_object();
-	json_object_object_add(o, "sessionId", json_object_new_string(s->id));
-	json_object_object_add(o, "workspaceCwd", json_object_new_string(conf.workspace));
-	json_object_object_add(o, "createdAt", json_object_new_string(iso));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "sessionId", xjson_object_new_string(s->id));
+	json_object_object_add(o, "workspaceCwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(o, "createdAt", xjson_object_new_string(iso));
 	json_object_object_add(o, "clientCount",
-	    json_object_new_int64((int64_t)clients_count(&s->clients)));
-	json_object_object_add(o, "attachCount", json_object_new_int64(s->attach_count));
+	    xjson_object_new_int64((int64_t)clients_count(&s->clients)));
+	json_object_object_add(o, "attachCount", xjson_object_new_int64(s->attach_count));
 	json_object_object_add(o, "subscriberCount",
-	    json_object_new_int64((int64_t)bus_subscriber_count(s->bus)));
-	json_object_object_add(o, "hasActivePrompt", json_object_new_boolean(s->active != NULL));
+	    xjson_object_new_int64((int64_t)bus_subscriber_count(s->bus)));
+	json_object_object_add(o, "hasActivePrompt", xjson_object_new_boolean(s->active != NULL));
 	json_object_object_add(o, "pendingPrompts",
-	    json_object_new_int64((int64_t)session_pending_prompts(s)));
-	json_object_object_add(o, "isWaitingForPermission", json_object_new_boolean(0));
-	json_object_object_add(o, "pendingInteractionCount", json_object_new_int(0));
+	    xjson_object_new_int64((int64_t)session_pending_prompts(s)));
+	json_object_object_add(o, "isWaitingForPermission", xjson_object_new_boolean(0));
+	json_object_object_add(o, "pendingInteractionCount", xjson_object_new_int(0));
 	json_object_object_add(o, "lastEventId",
-	    json_object_new_int64((int64_t)bus_last_id(s->bus)));
-	json_object_object_add(o, "eventEpoch", json_object_new_string(bus_epoch(s->bus)));
+	    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
+	json_object_object_add(o, "eventEpoch", xjson_object_new_string(bus_epoch(s->bus)));
 	json_object_object_add(o, "lastSeenAt",
-	    json_object_new_int64((int64_t)s->last_seen_wall_ms));
+	    xjson_object_new_int64((int64_t)s->last_seen_wall_ms));
 	http_reply_json(ctx->req, 200, o);
 }
 

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "serve.h"
+#include "xmalloc.h"
 
 #define SD_LISTEN_FDS_START	3
 #define SOCKACT_MAX_FDS		16
@@ -73,9 +74,9 @@ sockact_unix(int fd, const struct sockaddr_storage *ss, socklen_t len)
 	char *path = NULL;
 
 	if (n > 0 && sun->sun_path[0] == '\0')
-		(void)asprintf(&path, "@%.*s", (int)n - 1, sun->sun_path + 1);
+		xasprintf(&path, "@%.*s", (int)n - 1, sun->sun_path + 1);
 	else
-		(void)asprintf(&path, "%.*s", (int)strnlen(sun->sun_path, n),
+		xasprintf(&path, "%.*s", (int)strnlen(sun->sun_path, n),
 		    sun->sun_path);
 	free(conf.socket_path);
 	conf.socket_path = path;
@@ -109,7 +110,7 @@ sockact_tcp(int fd, const char *name, const struct sockaddr_storage *ss,
 		return -1;
 	}
 	free(conf.hostname);
-	conf.hostname = strdup(addr);
+	conf.hostname = xstrdup(addr);
 	conf.port = port;
 	conf.act_tcp_fd = fd;
 	return 0;
@@ -208,9 +209,9 @@ sockact_take(char *err, size_t errsize)
 	if (getenv("LISTEN_PID") != NULL)
 		pid_s = strdup(getenv("LISTEN_PID"));
 	if (getenv("LISTEN_FDS") != NULL)
-		fds_s = strdup(getenv("LISTEN_FDS"));
+		fds_s = xstrdup(getenv("LISTEN_FDS"));
 	if (getenv("LISTEN_FDNAMES") != NULL)
-		names = strdup(getenv("LISTEN_FDNAMES"));
+		names = xstrdup(getenv("LISTEN_FDNAMES"));
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDS");
 	unsetenv("LISTEN_FDNAMES");

@@ -17,6 +17,7 @@
 
 #include "json.h"
 #include "trace-dump.h"
+#include "xmalloc.h"
 
 /* Free the attributes of an array. */
 static void
@@ -272,7 +273,7 @@ status_parse(json_object *obj, struct tspan *sp)
 	}
 	if ((v = json_get(st, "message", json_type_string)) != NULL &&
 	    json_object_get_string_len(v) > 0)
-		sp->status_msg = strdup(json_object_get_string(v));
+		sp->status_msg = xstrdup(json_object_get_string(v));
 }
 
 /*

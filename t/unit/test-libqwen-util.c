@@ -1,15 +1,21 @@
-/* test-libqwen-util.c: libqwen's uuid.c, json.c getters and ISO time. */
+/* test-libqwen-util.c: libqwen's uuid.c, json.c getters, ISO time; xmalloc.c. */
 #include "config.h"
 
+#include <sys/wait.h>
+
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "clock.h"
 #include "json.h"
+#include "log.h"
 #include "tap.h"
 #include "uuid.h"
+#include "xmalloc.h"
 
 static void
 uuids(void)
@@ -82,11 +88,73 @@ iso(void)
 	ok(strlen(out) == 24 && out[23] == 'Z', "now: %s", out);
 }
 
+/* Run fn in a child with stderr captured: its exit status, its output. */
+static int
+in_child(void (*fn)(void), char *out, size_t size)
+{
+	int fds[2], status;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	if (pipe(fds) == -1 || (pid = fork()) == -1)
+		return -1;
+	if (pid == 0) {
+		dup2(fds[1], STDERR_FILENO);
+		close(fds[0]);
+		fn();
+		_exit(0);
+	}
+	close(fds[1]);
+	while ((size_t)got < size - 1 &&
+	    (n = read(fds[0], out + got, size - 1 - (size_t)got)) > 0)
+		got += n;
+	out[got] = '\0';
+	close(fds[0]);
+	if (waitpid(pid, &status, 0) == -1 || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+static void
+call_fatalx(void)
+{
+	log_init("test", LOG_LEVEL_INFO);
+	fatalx("boom %d", 7);
+}
+
+static void
+null_json(void)
+{
+	log_init("test", LOG_LEVEL_INFO);
+	(void)xjson_checked(NULL);
+}
+
+static void
+allocation(void)
+{
+	char out[512], *s, *p;
+
+	is_int(in_child(call_fatalx, out, sizeof(out)), 1, "fatalx exits 1");
+	ok(strstr(out, "fatal: boom 7") != NULL, "fatalx logs its message");
+	is_int(in_child(null_json, out, sizeof(out)), 1,
+	    "a NULL json-c result is fatal");
+	ok(strstr(out, "out of memory") != NULL, "... and says so");
+	s = xstrdup("abc");
+	is_str(s, "abc", "xstrdup");
+	free(s);
+	ok((p = xmalloc(0)) != NULL, "xmalloc(0) is not NULL");
+	free(p);
+	is_int(xasprintf(&s, "%s-%d", "x", 2), 3, "xasprintf length");
+	is_str(s, "x-2", "xasprintf text");
+	free(s);
+}
+
 int
 main(void)
 {
 	uuids();
 	getters();
 	iso();
+	allocation();
 	return done_testing();
 }
