@@ -4,8 +4,8 @@
  * Everything here is used on the event-loop thread only; worker threads
  * see nothing but their job (loadwork.h).
  */
-#ifndef ACP_CHILD_H
-#define ACP_CHILD_H
+#ifndef QWEN_ACP_CHILD_H
+#define QWEN_ACP_CHILD_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -341,9 +341,3 @@ lease_release(struct lease *l)
 	free(l->owner_id);
 	free(l);
 }
-
-const char *
-lease_path(const struct lease *l)
-{
-	return l->path;
-}

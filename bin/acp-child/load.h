@@ -5,8 +5,8 @@
  * loop thread.  Between submit and done() the worker owns everything in
  * the job, the transcript index included.
  */
-#ifndef ACP_LOAD_H
-#define ACP_LOAD_H
+#ifndef QWEN_ACP_LOAD_H
+#define QWEN_ACP_LOAD_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -57,4 +57,4 @@ const char *pj_tool_kind(const char *name);
 /* Project the record in x->tape (parsed by the caller); -1 on OOM. */
 int pf_record(struct pctx *);
 
-#endif /* QWEN_ACP_PROJECT_INT_H */
+#endif

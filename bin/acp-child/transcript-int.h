@@ -112,4 +112,4 @@ void tx_key_stored(const struct transcript *, const uint8_t v[16], int str, stru
 int tx_index_split(struct transcript *, uint64_t size, char **cause);
 void tx_cause(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#endif /* QWEN_ACP_TRANSCRIPT_INT_H */
+#endif

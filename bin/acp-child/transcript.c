@@ -512,12 +512,6 @@ transcript_path(const struct transcript *t)
 	return t->path;
 }
 
-const char *
-transcript_session_id(const struct transcript *t)
-{
-	return t->sid;
-}
-
 int64_t
 transcript_leaf(const struct transcript *t)
 {

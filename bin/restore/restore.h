@@ -153,7 +153,6 @@ unsigned long sse_comments(const struct sse_parser *);
 struct state *state_open(const char *dir, const char *addr_key, char *err,
 	    size_t errlen);
 void	state_free(struct state *);
-const char *state_daemon_dir(const struct state *);
 
 /* The cached restore budget in ms, or -1 when none is cached. */
 int64_t	state_cap_restore_ms(struct state *);

@@ -157,13 +157,6 @@ state_free(struct state *st)
 	free(st);
 }
 
-/* DIR/daemons/<key> of this daemon (borrowed). */
-const char *
-state_daemon_dir(const struct state *st)
-{
-	return st->daemon_dir;
-}
-
 /* Replace path with text atomically, mode 0600. */
 static int
 write_atomic(const char *path, const char *text)

@@ -80,12 +80,6 @@ acp_conn_transport(const struct acp_conn *c)
 	return c->transport;
 }
 
-int
-acp_conn_initialized(const struct acp_conn *c)
-{
-	return c->initialized;
-}
-
 void *
 acp_conn_arg(const struct acp_conn *c)
 {

@@ -509,12 +509,6 @@ channel_alive(const struct channel *ch)
 	return ch->state == CH_READY || ch->state == CH_STARTING;
 }
 
-long
-channel_pid(const struct channel *ch)
-{
-	return (long)ch->pid;
-}
-
 size_t
 channels_running(void)
 {

@@ -289,7 +289,6 @@ void	channel_notify(struct channel *, const char *method, json_object *params);
 void	channel_session_added(struct channel *);
 void	channel_session_removed(struct channel *);
 int	channel_alive(const struct channel *);
-long	channel_pid(const struct channel *);
 size_t	channel_nsessions(const struct channel *);
 int	channel_idle_pending(const struct channel *);	/* idle reap armed */
 unsigned channel_serial(const struct channel *);	/* of the current child */
@@ -372,7 +371,7 @@ int	sessions_capacity_left(void);
 void	sessions_inflight_add(int delta);
 void	sessions_free(void);
 
-/* ---- inflight.c: in-flight spawns and restores (the seam of issue 5) ---- */
+/* ---- inflight.c: in-flight spawns and restores (the lifecycle seam) --- */
 enum inflight_action { OP_SPAWN, OP_LOAD, OP_RESUME };
 
 struct inflight_waiter;

@@ -9,6 +9,8 @@
  * stages are laid out one after another from the child span's start, in
  * execution order, as complete ("X") events nested in the child's.
  */
+#include "config.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -7,6 +7,8 @@
  * be missing: a child driven directly has no daemon span, a child killed
  * mid-restore never wrote its span.
  */
+#include "config.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -8,6 +8,8 @@
  * status {code, message}.  Everything kept is copied, so the document can be
  * freed as soon as the line is done.
  */
+#include "config.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>

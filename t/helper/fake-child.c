@@ -36,7 +36,7 @@
  *   replay-bytes=N     text bytes per replay update (default 16)
  *   known=ID           a persisted session id (repeatable)
  * Transcripts under --data-dir (<dir>/projects/<ws>/chats/<id>.jsonl) also
- * count as persisted.  Methods are a table; issue 5 adds rows and knobs.
+ * count as persisted.  Methods are a table: a new behaviour is a row and a knob.
  */
 #include "config.h"
 
