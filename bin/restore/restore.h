@@ -303,11 +303,13 @@ json_object *sub_next(struct sub *s);
 /* Whether an envelope ends the session's stream (closed, died, evicted). */
 int	env_session_end(json_object *env);
 
+/* events ID: return the exit code. */
+int	cmd_events(struct rctx *);
+
 /* ---- prompt.c ------------------------------------------------------------ */
 
-/* prompt ID [TEXT|-] and events ID: return the exit code. */
+/* prompt ID [TEXT|-]: return the exit code. */
 int	cmd_prompt(struct rctx *, const char *text);
-int	cmd_events(struct rctx *);
 
 /* ---- commands.c: one function per command, returning the exit code ----- */
 
@@ -323,6 +325,14 @@ int	cmd_heartbeat(struct rctx *, char **args);
 int	cmd_detach(struct rctx *, char **args);
 int	cmd_close(struct rctx *, char **args);
 int	cmd_status(struct rctx *, char **args);
+/*
+ * POST /session/sid/<action> (load or resume) with the workspace cwd and
+ * client_id (NULL: none), under the restore timeout; stores the returned
+ * clientId.  0 on 2xx, -1 otherwise (*resp holds the answer).
+ */
+int	restore_session(const struct rctx *, const char *action,
+	    const char *sid, const char *client_id, struct http_resp *resp,
+	    char *new_id, size_t new_id_len);
 
 /* ---- main.c: shared with heal.c and prompt.c ---------------------------- */
 
@@ -334,13 +344,5 @@ int	cmd_status(struct rctx *, char **args);
 int	restore_retry_wait(const struct rctx *, const struct rerr *,
 	    int *attempt);
 
-/*
- * POST /session/sid/<action> (load or resume) with the workspace cwd and
- * client_id (NULL: none), under the restore timeout; stores the returned
- * clientId.  0 on 2xx, -1 otherwise (*resp holds the answer).
- */
-int	restore_session(const struct rctx *, const char *action,
-	    const char *sid, const char *client_id, struct http_resp *resp,
-	    char *new_id, size_t new_id_len);
 
 #endif

@@ -1,17 +1,21 @@
 /*
  * serve.h: qwen-serve internals shared by its files.
  *
- * One file per role: main.c (options, signals, lifecycle), listen.c
- * (sockets and request gates), http.c (routing, bodies, replies),
- * routes-session.c (session routes), routes-daemon.c (health,
- * capabilities, workspace listing), inflight.c (in-flight spawns and
+ * One file per role: main.c (options, signals, lifecycle), checkconf.c
+ * (--check-config), pidfile.c, sockact.c (socket activation), sdnotify.c
+ * and ready.c (readiness), listen.c (sockets and request gates), http.c
+ * (routing, bodies, replies), names.c (session ids, the transcript
+ * directory), routes-session.c (session routes), routes-daemon.c (health,
+ * capabilities, workspace listing), web.c (the console's files), bus.c
+ * (event buses and SSE subscribers), inflight.c (in-flight spawns and
  * restores: the seam of the restore state machine; restore-fsm.c the
- * machine, inflight-ops.c its world, inflight-reply.c the public
- * answers, inflight-fence.c fences and early events), bus.c (event buses),
- * channel.c and channel-rpc.c (the qwen-acp-child process and its
- * JSON-RPC traffic), clients.c (client registry), sessions.c (session
- * map, prompts, reaping, tombstones).  Everything runs on one libevent
- * loop; nothing here is thread-safe.
+ * machine, inflight-ops.c its callbacks, inflight-reply.c the public
+ * answers, inflight-fence.c fences and early events), channel.c and
+ * channel-rpc.c (the qwen-acp-child process and its JSON-RPC traffic),
+ * clients.c (client registry), sessions.c (session map, prompts, reaping,
+ * tombstones), acp*.c (ACP over HTTP and WebSocket: acp.h), ws.c and
+ * ws-upgrade.c (WebSocket: ws.h).  Everything runs on one libevent loop;
+ * nothing here is thread-safe.
  */
 #ifndef QWEN_SERVE_H
 #define QWEN_SERVE_H
@@ -85,6 +89,8 @@ extern struct serve_conf conf;
 extern struct event_base *serve_base;
 
 /* main.c */
+struct trace_sink;
+extern struct trace_sink *serve_trace;
 void	serve_request_shutdown(void);
 int	serve_shutting_down(void);
 
@@ -181,8 +187,6 @@ void	http_conn_set_sub(struct evhttp_request *, struct sse_sub *);
 size_t	http_conn_count(void);
 
 /* ---- routes-session.c -------------------------------------------------- */
-void	route_health(struct http_ctx *);
-void	route_capabilities(struct http_ctx *);
 void	route_session_create(struct http_ctx *);
 void	route_session_load(struct http_ctx *);
 void	route_session_resume(struct http_ctx *);
@@ -193,10 +197,16 @@ void	route_session_detach(struct http_ctx *);
 void	route_session_delete(struct http_ctx *);
 void	route_session_status(struct http_ctx *);
 void	route_session_events(struct http_ctx *);
-void	route_workspace_sessions(struct http_ctx *);
-json_object *routes_capabilities_json(void);
 /* The request's Last-Event-ID (decimal up to 2^53-1), else -1. */
 int64_t	routes_last_event_id(struct evhttp_request *);
+/* Refuse a body cwd other than the workspace: 0, or -1 after the reply. */
+int	routes_check_cwd(struct http_ctx *);
+
+/* ---- routes-daemon.c --------------------------------------------------- */
+void	route_health(struct http_ctx *);
+void	route_capabilities(struct http_ctx *);
+void	route_workspace_sessions(struct http_ctx *);
+json_object *routes_capabilities_json(void);
 
 /* ---- web.c: the browser console's static files ------------------------- */
 const char *web_dir(void);	/* --web-dir, QWEN_SERVE_WEB_DIR, pkgdatadir/web */
@@ -265,6 +275,8 @@ struct chan_req;
 
 /* The channel for the workspace, started on demand. */
 struct channel	*channel_get(const char *workspace);
+
+/* ---- channel-rpc.c ---------------------------------------------------- */
 /*
  * Send a request (params: takes ownership).  timeout_ms 0: none.  cb is
  * called exactly once, never before this returns, unless the handle is
@@ -285,6 +297,8 @@ struct chan_req	*channel_request_sent(struct channel *, const char *method,
 void	channel_forget(struct chan_req *);
 /* Send a notification (params: takes ownership). */
 void	channel_notify(struct channel *, const char *method, json_object *params);
+
+/* ---- channel.c (continued) ------------------------------------------- */
 /* Session accounting for the idle policy. */
 void	channel_session_added(struct channel *);
 void	channel_session_removed(struct channel *);
@@ -376,13 +390,10 @@ enum inflight_action { OP_SPAWN, OP_LOAD, OP_RESUME };
 
 struct inflight_waiter;
 struct span;
-struct trace_sink;
-extern struct trace_sink *serve_trace;
-
 struct inflight {
 	TAILQ_ENTRY(inflight)	 entry;
 	char			 id[SERVE_SESSION_ID_MAX + 1];	/* "" for an id-less spawn */
-	enum inflight_action		 action;
+	enum inflight_action	 action;
 	int			 is_default;
 	TAILQ_HEAD(, inflight_waiter)	 waiters;
 	struct channel		*ch;
@@ -407,9 +418,6 @@ struct inflight	*inflight_find(const char *id);
 struct inflight	*inflight_default_spawn(void);
 /* Coalesce a caller onto op; it gets op's result with attached:true. */
 void	inflight_join(struct inflight *, struct evhttp_request *, const char *client_id);
-/* The 200 body of create/load/resume for s. */
-void	inflight_reply_session(struct evhttp_request *, struct session *, enum inflight_action,
-	    int attached, const char *client_id);
 int	inflight_transcript_exists(const char *id);
 /*
  * A session/new (id NULL: the child picks it) under the initialize budget
@@ -426,7 +434,6 @@ void	inflight_restore(enum inflight_action, const char *id, json_object *body,
  */
 void	inflight_start(struct inflight *);
 size_t	inflight_count(void);
-int	routes_check_cwd(struct http_ctx *);
 /*
  * A same-id load/resume/spawn while op owns the id: coalesce (same action
  * and shape, op active) or 409 restore_in_progress (reason
@@ -443,12 +450,19 @@ void	inflight_same_id(struct inflight *, struct evhttp_request *, const char *cl
 enum rfsm_admit	inflight_admit(struct evhttp_request *, struct channel *);
 /* What ch holds, for rfsm_chan_reap() (visible work, abandoned restores). */
 void	inflight_chan_view(struct channel *, struct rfsm_chan_view *);
-/* An update for an id with no live session: 1 when buffered or fenced. */
-int	inflight_route_early(struct channel *, const char *id, json_object *params);
 /* ch's child exited: every restore on it settles; its fences go. */
 void	inflight_channel_exited(struct channel *);
 /* Restores not yet settled (active or abandoned), and other counts. */
 void	inflight_stats(size_t *active, size_t *unsettled, size_t *overdue,
 	    size_t *quarantined);
+
+/* ---- inflight-reply.c -------------------------------------------------- */
+/* The 200 body of create/load/resume for s. */
+void	inflight_reply_session(struct evhttp_request *, struct session *,
+	    enum inflight_action, int attached, const char *client_id);
+
+/* ---- inflight-fence.c -------------------------------------------------- */
+/* An update for an id with no live session: 1 when buffered or fenced. */
+int	inflight_route_early(struct channel *, const char *id, json_object *params);
 
 #endif
