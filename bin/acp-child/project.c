@@ -298,7 +298,7 @@ record_jsonc(struct pctx *x, int flags, char **cause)
 	rc = project_record(x, r);
 	json_object_put(r);
 	if (rc == -1)
-		tx_cause(cause, "replay: out of memory");
+		transcript_cause(cause, "replay: out of memory");
 	return rc;
 }
 
@@ -319,7 +319,7 @@ record_one(struct pctx *x, int flags, char **cause)
 	if (rc == 0)
 		rc = JT_BAIL;			/* several fragments: merged by json-c */
 	else if ((rc = jt_parse(&x->tape, bytes, n)) == JT_OOM) {
-		tx_cause(cause, "replay: out of memory");
+		transcript_cause(cause, "replay: out of memory");
 		return -1;
 	}
 	if (rc == JT_BAIL || x->tape.n[0].type != JT_OBJ)
@@ -329,7 +329,7 @@ record_one(struct pctx *x, int flags, char **cause)
 		return 0;
 	record_context(x, jt_get_str(&x->tape, 0, "timestamp", &x->oom));
 	if (x->oom || pf_record(x) == -1) {
-		tx_cause(cause, "replay: out of memory");
+		transcript_cause(cause, "replay: out of memory");
 		return -1;
 	}
 	return 0;
@@ -372,7 +372,7 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 	for (i = start; i < c->len; i++)	/* room for the window: no regrowth */
 		est += transcript_raw_len(t, c->rec[i]);
 	if (jbuf_grow(&p->enc, est + est / 8 + 65536) == -1) {
-		tx_cause(cause, "replay: out of memory");
+		transcript_cause(cause, "replay: out of memory");
 		return -1;
 	}
 	prefault(p->enc.p, p->enc.cap);
@@ -386,7 +386,7 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 	for (x.pos = start; rc == 0 && x.pos < c->len; x.pos++)
 		rc = record_one(&x, flags, cause);
 	if (rc == 0 && (rc = pj_fail_pending(&x)) == -1)
-		tx_cause(cause, "replay: out of memory");
+		transcript_cause(cause, "replay: out of memory");
 	json_object_put(x.uuid);
 	json_object_put(x.pending);
 	jt_free(&x.tape);
@@ -416,7 +416,7 @@ project_inherited(struct transcript *t, uint32_t rec, char **cause)
 	}
 	jt_free(&tape);
 	if (rc == JT_OOM) {
-		tx_cause(cause, "replay: out of memory");
+		transcript_cause(cause, "replay: out of memory");
 		return -1;
 	}
 	if ((r = transcript_load_record(t, rec, cause)) == NULL)

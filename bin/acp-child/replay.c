@@ -191,7 +191,7 @@ replay_build(struct transcript *t, const struct tx_chain *c,
 	memset(&p, 0, sizeof p);
 	if ((sizes = calloc(c->len + 1, sizeof *sizes)) == NULL ||
 	    (counts = calloc(c->len + 1, sizeof *counts)) == NULL) {
-		tx_cause(cause, "replay: out of memory");
+		transcript_cause(cause, "replay: out of memory");
 		goto fail;
 	}
 	if ((flags & PROJECT_HIDE_INHERITED) && (f = first_own(t, c, cause)) == -1)
