@@ -1,6 +1,8 @@
 /*
- * transcript-int.h: internals of the transcript index (transcript.c, transcript-index.c).
- * Not for other modules: they use transcript.h.
+ * transcript-int.h: internals of the transcript index (transcript.c,
+ * transcript-index.c, transcript-record.c, transcript-split.c), also read
+ * by the loader's walkers (chain.c, replay.c, project*.c); the rest of the
+ * child uses transcript.h.
  */
 #ifndef QWEN_ACP_TRANSCRIPT_INT_H
 #define QWEN_ACP_TRANSCRIPT_INT_H
