@@ -279,7 +279,7 @@ main(int argc, char **argv)
 {
 	struct rctx		 ctx;
 	const struct command	*cmd = NULL;
-	char			 err[512];
+	char			*cause = NULL;
 	size_t			 i;
 	int			 nargs, rc;
 
@@ -305,9 +305,10 @@ main(int argc, char **argv)
 			usage_err("%s: invalid session ID '%s'", cmd->name,
 			    ctx.session_id);
 	}
-	if ((ctx.state = state_open(ctx.state_dir, ctx.addr_key, err,
-	    sizeof(err))) == NULL) {
-		fprintf(stderr, "%s: %s\n", getprogname(), err);
+	if ((ctx.state = state_open(ctx.state_dir, ctx.addr_key,
+	    &cause)) == NULL) {
+		fprintf(stderr, "%s: %s\n", getprogname(), cause);
+		free(cause);
 		return EXIT_FAIL;
 	}
 	if (http_global_init() == -1) {

@@ -149,9 +149,8 @@ unsigned long sse_comments(const struct sse_parser *);
 
 /* ---- state.c ------------------------------------------------------------ */
 
-/* Open (creating, 0700) the state for ctx's daemon.  NULL + message. */
-struct state *state_open(const char *dir, const char *addr_key, char *err,
-	    size_t errlen);
+/* Open (creating, 0700) the state for ctx's daemon.  NULL + *cause. */
+struct state *state_open(const char *dir, const char *addr_key, char **cause);
 void	state_free(struct state *);
 
 /* The cached restore budget in ms, or -1 when none is cached. */

@@ -112,7 +112,7 @@ state_key(const char *addr)
 
 /* Open the state of addr_key under dir (NULL: the default). */
 struct state *
-state_open(const char *dir, const char *addr_key, char *err, size_t errlen)
+state_open(const char *dir, const char *addr_key, char **cause)
 {
 	struct state	*st;
 	char		*root = NULL, *key = NULL;
@@ -121,7 +121,7 @@ state_open(const char *dir, const char *addr_key, char *err, size_t errlen)
 		goto nomem;
 	root = dir != NULL ? strdup(dir) : state_default_dir();
 	if (root == NULL) {
-		snprintf(err, errlen, "no state directory: set --state-dir, "
+		xasprintf(cause, "no state directory: set --state-dir, "
 		    "XDG_STATE_HOME or HOME");
 		goto fail;
 	}
@@ -130,7 +130,7 @@ state_open(const char *dir, const char *addr_key, char *err, size_t errlen)
 	    asprintf(&st->sessions_dir, "%s/sessions", st->daemon_dir) == -1)
 		goto nomem;
 	if (mkdir_p(st->sessions_dir) == -1) {
-		snprintf(err, errlen, "state directory %s: %s", root,
+		xasprintf(cause, "state directory %s: %s", root,
 		    strerror(errno));
 		goto fail;
 	}
@@ -138,7 +138,7 @@ state_open(const char *dir, const char *addr_key, char *err, size_t errlen)
 	free(key);
 	return st;
 nomem:
-	snprintf(err, errlen, "out of memory");
+	xasprintf(cause, "out of memory");
 fail:
 	free(root);
 	free(key);

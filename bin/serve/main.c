@@ -321,16 +321,16 @@ resolve_conf(void)
 static void
 ops_start(void)
 {
-	char err[512];
+	char *cause = NULL;
 
 	sdnotify_init();
-	if (sockact_take(err, sizeof(err)) == -1) {
-		fprintf(stderr, "qwen-serve: socket activation: %s\n", err);
+	if (sockact_take(&cause) == -1) {
+		fprintf(stderr, "qwen-serve: socket activation: %s\n", cause);
 		exit(1);
 	}
 	if (conf.pidfile != NULL) {
-		if (pidfile_take(conf.pidfile, err, sizeof(err)) == -1) {
-			fprintf(stderr, "qwen-serve: %s\n", err);
+		if (pidfile_take(conf.pidfile, &cause) == -1) {
+			fprintf(stderr, "qwen-serve: %s\n", cause);
 			exit(1);
 		}
 		atexit(pidfile_release);

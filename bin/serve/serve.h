@@ -126,9 +126,9 @@ void	listen_cors_headers(struct evhttp_request *req);
  * Take the listeners systemd passed (conf.act_unix_fd, conf.act_tcp_fd,
  * conf.activated, socket path, TCP address) and unset LISTEN_PID,
  * LISTEN_FDS and LISTEN_FDNAMES.  Returns 1 when activated, 0 when not
- * (no variables, or meant for another pid), -1 with a message in err.
+ * (no variables, or meant for another pid), -1 with *cause (caller frees).
  */
-int	sockact_take(char *err, size_t errsize);
+int	sockact_take(char **cause);
 
 /* ---- sdnotify.c: the sd_notify protocol (NOTIFY_SOCKET) ----------------- */
 /* Read and unset NOTIFY_SOCKET: 1 notifying, 0 not asked, -1 unusable. */
@@ -146,10 +146,10 @@ void	ready_probe_start(void (*done)(void));
 void	ready_probe_free(void);
 
 /* ---- pidfile.c --------------------------------------------------------- */
-/* Write path atomically and keep it locked; -1 with err (a live holder). */
-int	pidfile_take(const char *path, char *err, size_t errsize);
-/* -1 with err when a running daemon holds path (or it cannot be read). */
-int	pidfile_check(const char *path, char *err, size_t errsize);
+/* Write path atomically and keep it locked; -1 with *cause (caller frees). */
+int	pidfile_take(const char *path, char **cause);
+/* -1 with *cause when a running daemon holds path (or it is unreadable). */
+int	pidfile_check(const char *path, char **cause);
 /* Remove the pidfile if it is still ours (only in the creating process). */
 void	pidfile_release(void);
 
