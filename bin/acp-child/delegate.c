@@ -133,14 +133,14 @@ turn_over(struct child *c, const char *sid)
 	if (s == NULL)
 		return;
 	s->busy = 0;
-	session_idle(c, s);
+	child_session_idle(c, s);
 }
 
 /* Fail the parent's prompt with a classified error and end the turn. */
 static void
 fail_turn(struct child *c, const char *sid, json_object *pid, const char *msg)
 {
-	child_send_error(c, pid, RPC_INTERNAL_ERROR, msg, rpc_error_data("agent_failed"));
+	child_send_error(c, pid, RPC_INTERNAL_ERROR, msg, child_error_data("agent_failed"));
 	turn_over(c, sid);
 }
 

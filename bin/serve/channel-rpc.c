@@ -24,6 +24,7 @@
 #include "log.h"
 #include "rpc-frame.h"
 #include "rpc-pending.h"
+#include "xmalloc.h"
 
 /* ---- requests ----------------------------------------------------------- */
 
@@ -67,7 +68,7 @@ chan_req_send(struct channel *ch, struct chan_req *r)
 		chan_req_finish(r, CHAN_CLOSED, NULL);
 		return;
 	}
-	json_object_object_add(r->msg, "id", json_object_new_int64(id));
+	json_object_object_add(r->msg, "id", xjson_object_new_int64(id));
 	if ((line = rpc_encode(r->msg, &len)) != NULL) {
 		bufferevent_write(ch->in, line, len);
 		free(line);

@@ -32,6 +32,7 @@
 #include "channel-int.h"
 #include "base64.h"
 #include "serve.h"
+#include "xmalloc.h"
 
 static TAILQ_HEAD(, channel) channels = TAILQ_HEAD_INITIALIZER(channels);
 static unsigned chan_serial;
@@ -279,7 +280,7 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 	fail_waiting(ch, CHAN_CLOSED);
 	rpc_pending_drain(ch->pending, drain_one, NULL);
 	sessions_channel_died(ch, code, sig, killed);
-	restore_channel_exited(ch);
+	inflight_channel_exited(ch);
 	pipeline_free(ch->p);
 	ch->p = NULL;
 	event_free(ch->pid_ev);
@@ -354,7 +355,7 @@ chan_check_idle(struct channel *ch)
 
 	if (ch->state != CH_READY)
 		return;
-	restore_chan_view(ch, &v);
+	inflight_chan_view(ch, &v);
 	switch (rfsm_chan_reap(&v)) {
 	case RFSM_REAP_KEEP:
 		return;
@@ -462,12 +463,6 @@ int
 channel_alive(const struct channel *ch)
 {
 	return ch->state == CH_READY || ch->state == CH_STARTING;
-}
-
-long
-channel_pid(const struct channel *ch)
-{
-	return (long)ch->pid;
 }
 
 size_t

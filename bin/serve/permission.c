@@ -24,9 +24,9 @@
 
 struct perm {
 	TAILQ_ENTRY(perm)	 entry;
-	char			 request_id[SERVE_UUID_LEN + 1];
+	char			 request_id[UUID_LEN + 1];
 	char			 session_id[SERVE_SESSION_ID_MAX + 1];
-	char			 prompt_id[SERVE_UUID_LEN + 1];	/* "" none */
+	char			 prompt_id[UUID_LEN + 1];	/* "" none */
 	struct session		*s;
 	struct channel		*ch;
 	unsigned		 serial;	/* of the child that asked */
@@ -174,7 +174,7 @@ perm_request(struct channel *ch, json_object *rpc_id, json_object *params)
 		channel_reply(ch, channel_serial(ch), rpc_id, v);
 		return;
 	}
-	serve_uuid4(p->request_id);
+	uuid_new(p->request_id);
 	strlcpy(p->session_id, s->id, sizeof(p->session_id));
 	strlcpy(p->prompt_id, session_active_prompt(s, NULL) != NULL ?
 	    session_active_prompt(s, NULL) : "", sizeof(p->prompt_id));
