@@ -17,20 +17,22 @@ teardown() {
 @test "real agent, 1 ms restore budget: 504, the restore settles, the sibling keeps answering" {
 	fake_model_start '[{"when":"first question","text":"ANSWER-ONE."},
 	    {"when":"sibling question","text":"SIBLING-ANSWER."}]'
-	agent_serve_start --session-restore-timeout-ms 1
+	# A transcript the agent wrote, then a fresh daemon with a 1 ms budget.
+	agent_serve_start
 	new_session
-	local a=$SID
+	local a=$SID sib pid
 	sse_open ev "/session/$a/events"
 	prompt_and_wait ev "A first question"
+	sse_stop_all
+	serve_stop
+	agent_serve_start --session-restore-timeout-ms 1
 	new_session thread
-	local sib=$SID pid
+	sib=$SID
 	pid=$(child_pid)
-	req DELETE "/session/$a"
-	expect 204
 	req POST "/session/$a/load" "{\"cwd\":\"$WS\"}"
 	expect 504 ".code == \"session_restore_timeout\" and .timeoutMs == 1 and .sessionId == \"$a\""
 	# The late answer is cleaned up on the child: the restore settles.
-	health_wait '.restoresUnsettled == 0 and .inFlight == 0' 120
+	health_wait '.restoresUnsettled == 0 and .inFlight == 0' 60
 	grep -q "session $a: cleanup close: close_ok" "$BATS_TEST_TMPDIR/err"
 	# The same child still serves the sibling.
 	[ "$(child_pid)" = "$pid" ]

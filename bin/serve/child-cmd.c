@@ -37,16 +37,39 @@ is_loader_var(const char *entry)
 	return strncmp(entry, "LD_", 3) == 0 || strncmp(entry, "DYLD_", 5) == 0;
 }
 
-int
-child_cmd_parse(const char *line, char *err, size_t errlen)
+void
+child_cmd_option(const char *line)
 {
-	char **v;
+	char err[128], **v;
 
-	if (argv_split(line, &v, err, errlen) == -1)
-		return -1;
+	if (argv_split(line, &v, err, sizeof(err)) == -1) {
+		fprintf(stderr, "qwen-serve: --child-command: %s\n", err);
+		exit(2);
+	}
 	argv_free(conf.child_argv);
 	conf.child_argv = v;
-	return 0;
+}
+
+/* One line on stderr and exit 2. */
+static void __attribute__((noreturn))
+usage_conflict(const char *what)
+{
+	fprintf(stderr, "qwen-serve: %s\n", what);
+	exit(2);
+}
+
+void
+child_cmd_check(void)
+{
+	if (conf.agent_acp != NULL && conf.agent_command != NULL)
+		usage_conflict("--agent-acp and --agent-command are exclusive");
+	if (conf.child_argv == NULL)
+		return;
+	if (conf.child_path != NULL)
+		usage_conflict("--child and --child-command are exclusive");
+	if (conf.agent_command != NULL || conf.agent_acp != NULL)
+		usage_conflict("--agent-command and --agent-acp are options of "
+		    "qwen-acp-child; they do not apply to --child-command");
 }
 
 char *

@@ -217,39 +217,6 @@ conf_defaults(void)
 	conf.max_pending_prompts = 5;
 }
 
-/* --child-command: split now, so that bad quoting is a usage error. */
-static void
-child_command_opt(const char *arg)
-{
-	char err[128];
-
-	if (child_cmd_parse(arg, err, sizeof(err)) == -1) {
-		fprintf(stderr, "qwen-serve: --child-command: %s\n", err);
-		exit(2);
-	}
-}
-
-/* Options that only make sense together with others, or not at all. */
-static void
-check_exclusive(void)
-{
-	if (conf.agent_acp != NULL && conf.agent_command != NULL) {
-		fprintf(stderr, "qwen-serve: --agent-acp and --agent-command are exclusive\n");
-		exit(2);
-	}
-	if (conf.child_argv == NULL)
-		return;
-	if (conf.child_path != NULL) {
-		fprintf(stderr, "qwen-serve: --child and --child-command are exclusive\n");
-		exit(2);
-	}
-	if (conf.agent_command != NULL || conf.agent_acp != NULL) {
-		fprintf(stderr, "qwen-serve: --agent-command and --agent-acp are "
-		    "options of qwen-acp-child; they do not apply to --child-command\n");
-		exit(2);
-	}
-}
-
 /* Read the options; exits 2 on a usage error. */
 static void
 parse_args(int argc, char **argv)
@@ -271,7 +238,7 @@ parse_args(int argc, char **argv)
 		case OPT_MAX_CONN: conf.max_connections = (int)num_opt("max-connections", optarg, 1, 65536); break;
 		case OPT_WORKSPACE: free(conf.workspace); conf.workspace = xstrdup(optarg); break;
 		case OPT_CHILD: free(conf.child_path); conf.child_path = xstrdup(optarg); break;
-		case OPT_CHILD_CMD: child_command_opt(optarg); break;
+		case OPT_CHILD_CMD: child_cmd_option(optarg); break;
 		case OPT_DATA_DIR: free(conf.data_dir); conf.data_dir = xstrdup(optarg); break;
 		case OPT_AGENT_CMD: free(conf.agent_command); conf.agent_command = xstrdup(optarg); break;
 		case OPT_AGENT_ACP: free(conf.agent_acp); conf.agent_acp = xstrdup(optarg); break;
@@ -308,7 +275,7 @@ parse_args(int argc, char **argv)
 	}
 	if (optind != argc)
 		usage(2);
-	check_exclusive();
+	child_cmd_check();
 	if (init != -1)
 		conf.init_timeout_ms = init;
 	conf.restore_timeout_ms = budget_restore_ms(restore, init);

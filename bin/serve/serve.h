@@ -157,8 +157,10 @@ int	pidfile_check(const char *path, char **cause);
 void	pidfile_release(void);
 
 /* ---- child-cmd.c ------------------------------------------------------- */
-/* --child-command: split line into conf.child_argv; -1 with err. */
-int	child_cmd_parse(const char *line, char *err, size_t errlen);
+/* --child-command: split line into conf.child_argv, or exit 2. */
+void	child_cmd_option(const char *line);
+/* Options that exclude each other (--child, --child-command, --agent-*): exit 2. */
+void	child_cmd_check(void);
 /* The command a child is started as, for people to read.  Caller frees. */
 char	*child_cmd_describe(void);
 
