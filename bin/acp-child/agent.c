@@ -316,7 +316,7 @@ agent_start_echo(struct agent *ag, char **cause)
 	return ag;
 }
 
-static int
+int
 agent_pipes(int in[2], int out[2])
 {
 	if (pipe2(in, O_CLOEXEC) == -1)

@@ -58,6 +58,8 @@ void	agent_pause(struct agent *, int paused);
  * one): its own process group, default signal handlers, nothing blocked.
  */
 void	agent_pre_exec(void *);
+/* An agent's stdin and stdout pipes (CLOEXEC; our ends non-blocking); 0 or -1. */
+int	agent_pipes(int in[2], int out[2]);
 
 
 #endif

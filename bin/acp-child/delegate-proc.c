@@ -8,7 +8,6 @@
 
 #include <sys/pidfd.h>
 
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,13 +125,8 @@ dlg_start(struct child *c)
 	sigset_t block, saved;
 	struct call *k;
 
-	if (pipe2(in, O_CLOEXEC) == -1)
+	if (agent_pipes(in, out) == -1)
 		return -1;
-	if (pipe2(out, O_CLOEXEC) == -1) {
-		close(in[0]);
-		close(in[1]);
-		return -1;
-	}
 	dlg.pl = pipeline_new_commands(dlg_command(c), (void *)NULL);
 	pipeline_want_in(dlg.pl, in[0]);
 	pipeline_want_out(dlg.pl, out[1]);
