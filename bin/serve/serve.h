@@ -49,6 +49,8 @@ struct serve_conf {
 	int		 port;
 	int		 no_tcp;
 	char		*token;		/* NULL: no bearer configured */
+	char		*token_file;	/* --token-file, or NULL */
+	int		 token_generated;	/* made by us: gates TCP only */
 	int		 require_auth;
 	char		**allow_origin;
 	size_t		 n_allow_origin;
@@ -107,6 +109,8 @@ int	listen_start(struct evhttp *http);
 int	listen_probe_addr(struct sockaddr_storage *ss, socklen_t *len);
 int	listen_is_loopback_host(const char *host);
 void	listen_stop(void);
+void	listen_fd_freed(void);	/* a connection closed: resume accepting */
+void	listen_accepted(void);	/* a connection was accepted */
 /*
  * The transport gates for one request: peer credentials, Host allowlist,
  * Origin, bearer token.  Returns 0 to go on, or sends the error reply and
@@ -115,8 +119,25 @@ void	listen_stop(void);
  */
 enum gate_kind { GATE_API, GATE_HEALTH, GATE_PUBLIC };
 int	listen_gate(struct evhttp_request *req, enum gate_kind kind);
+/* Answer an allowed CORS preflight without the bearer; 1 when answered. */
+int	listen_preflight(struct evhttp_request *req);
 /* Extra response headers for an allowed cross-origin request. */
 void	listen_cors_headers(struct evhttp_request *req);
+
+/* ---- token.c: the bearer token --------------------------------------- */
+/* --token's value (caller frees), wiped from argv, with a warning. */
+char	*token_from_argv(char *arg);
+/* --token-file, --token (takes ownership), credential, env; exits 2. */
+char	*token_resolve(const char *file, char *flag);
+void	 token_set(const char *token);	/* keep its digest */
+int	 token_check(const char *auth);	/* the Authorization value */
+void	 token_generate(void);	/* TCP with no token: make and write one */
+void	 token_unlink(void);
+
+/* ---- peer.c: who is on the other end ----------------------------------- */
+int	 peer_unix_trusted(int fd);	/* SO_PEERCRED: us or root */
+long	 peer_tcp_uid(int fd);		/* sock_diag; -1 when unknown */
+int	 peer_tcp_trusted(int fd);	/* loopback peer runs as us or root */
 
 /* ---- sockact.c: socket activation (LISTEN_FDS) ------------------------ */
 /*
@@ -180,7 +201,14 @@ void	http_error_rpc(struct evhttp_request *, json_object *rpc_error,
 	    const char *session_id);
 /* Connection registry (for the cap and SSE close detection). */
 struct sse_sub;
+/* ---- connguard.c: every connection from its accept on ------------------ */
+void	guard_init(void);	/* raise RLIMIT_NOFILE, derive the cap */
+int	guard_limit(void);	/* the connection cap in force */
+void	guard_install(struct evhttp *);
+void	guard_request(struct evhttp_request *);	/* a whole request arrived */
 void	http_conn_set_sub(struct evhttp_request *, struct sse_sub *);
+void	http_conn_streaming(struct evhttp_request *);	/* input discarded */
+void	http_conn_taken(struct evhttp_request *);	/* WebSocket takeover */
 size_t	http_conn_count(void);
 
 /* ---- routes-session.c -------------------------------------------------- */
