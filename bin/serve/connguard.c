@@ -44,8 +44,13 @@
 #define GUARD_CHUNK_SLACK	(SERVE_MAX_BODY / 8)
 /* Descriptors kept free for the Unix socket, children, logs and traces. */
 #define GUARD_FD_RESERVE	64
-/* After a refusal, what the peer still sends is read and dropped this long. */
+/* After a refusal, what the peer still sends is read and dropped this long, */
 #define GUARD_LINGER_SEC	2
+/* by this many connections at most (the others are closed at once). */
+#define GUARD_LINGER_MAX	16
+/* What the Unix socket (the operator's way in) may have beyond the
+ * descriptor-derived cap. */
+#define GUARD_UNIX_EXTRA	8
 
 enum guard_phase {
 	G_HEAD,		/* reading a request head (deadline running) */
@@ -74,8 +79,8 @@ struct guard {
 };
 
 static TAILQ_HEAD(, guard) guards = TAILQ_HEAD_INITIALIZER(guards);
-static size_t nguards;
-static int guard_cap;
+static size_t nguards, nlinger;
+static int guard_cap, unix_cap;	/* TCP, and the Unix socket */
 
 static void guard_input(struct evbuffer *, const struct evbuffer_cb_info *, void *);
 
@@ -97,7 +102,7 @@ guard_init(void)
 	struct rlimit rl;
 	long room;
 
-	guard_cap = conf.max_connections;
+	guard_cap = unix_cap = conf.max_connections;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
 		return;
 	if (rl.rlim_cur < rl.rlim_max) {
@@ -114,6 +119,8 @@ guard_init(void)
 		    (long)rl.rlim_cur, room);
 		guard_cap = (int)room;
 	}
+	if (room + GUARD_UNIX_EXTRA < unix_cap)
+		unix_cap = (int)room + GUARD_UNIX_EXTRA;
 }
 
 size_t
@@ -128,6 +135,8 @@ guard_free(struct guard *g)
 {
 	TAILQ_REMOVE(&guards, g, entry);
 	nguards--;
+	if (g->refusal == R_CLOSING)
+		nlinger--;
 	event_free(g->ev);
 	free(g);
 	listen_fd_freed();
@@ -194,12 +203,28 @@ guard_refuse(struct guard *g, const char *code)
 	}
 	json_object_put(body);
 	qerr_free(e);
+	if (nlinger >= GUARD_LINGER_MAX) {
+		evhttp_connection_free(g->evcon);	/* calls guard_closed */
+		return;
+	}
 	shutdown(bufferevent_getfd(g->bev), SHUT_WR);
+	nlinger++;
 	g->phase = G_STREAM;
 	g->refusal = R_CLOSING;
 	evbuffer_drain(bufferevent_get_input(g->bev),
 	    evbuffer_get_length(bufferevent_get_input(g->bev)));
 	guard_deadline(g, GUARD_LINGER_SEC);
+}
+
+/* Whether g came in on the Unix socket. */
+static int
+guard_is_unix(struct guard *g)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	return getsockname(bufferevent_getfd(g->bev), (struct sockaddr *)&ss,
+	    &len) == 0 && ss.ss_family == AF_UNIX;
 }
 
 /*
@@ -222,7 +247,7 @@ guard_attach(struct guard *g)
 	g->evcon = arg;
 	bufferevent_decref(g->bev);
 	evhttp_connection_set_closecb(g->evcon, guard_closed, g);
-	if (nguards > (size_t)guard_cap)
+	if (nguards > (size_t)(guard_is_unix(g) ? unix_cap : guard_cap))
 		guard_refuse(g, "connection_limit_exceeded");
 	else
 		evtimer_add(g->ev, &tv);

@@ -49,7 +49,8 @@ token_trim(char *s)
 }
 
 /*
- * Read a token file: a regular file, not a link, owned by us (or root)
+ * Read a token file: a regular file (a link to one is fine: mounted
+ * secrets are links), owned by us (or root)
  * and, when strict, not readable by group or others (as ssh refuses a
  * key).  Exits 2 with a message otherwise.
  */
@@ -61,7 +62,7 @@ token_read_file(const char *path, int strict)
 	ssize_t n;
 	int fd;
 
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) == -1 ||
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) == -1 ||
 	    fstat(fd, &st) == -1) {
 		fprintf(stderr, "qwen-serve: token file %s: %s\n", path, strerror(errno));
 		exit(2);
