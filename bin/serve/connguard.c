@@ -41,7 +41,7 @@
 /* Bytes that may wait behind a request being answered (pipelining). */
 #define GUARD_PENDING_MAX	(256u * 1024)
 /* Chunked framing on top of the body cap before the guard says 413. */
-#define GUARD_CHUNK_SLACK	(SERVE_MAX_BODY / 8)
+#define GUARD_CHUNK_SLACK	(SERVE_MAX_BODY / 64)
 /* Descriptors kept free for the Unix socket, children, logs and traces. */
 #define GUARD_FD_RESERVE	64
 /* After a refusal, what the peer still sends is read and dropped this long, */
@@ -113,7 +113,7 @@ guard_init(void)
 	room = rl.rlim_cur == RLIM_INFINITY ? 65536 :
 	    (long)rl.rlim_cur - GUARD_FD_RESERVE;
 	if (room < (long)rl.rlim_cur / 2)
-		room = (long)rl.rlim_cur / 2;
+		room = (long)rl.rlim_cur / 4;	/* a tiny limit: lingering ones too */
 	if (room < guard_cap) {
 		log_info("descriptor limit %ld: at most %ld connections",
 		    (long)rl.rlim_cur, room);
@@ -446,7 +446,9 @@ guard_bevcb(struct event_base *base, void *arg)
 		free(g);
 		return bev;
 	}
-	listen_accepted();
+	/* Well under the cap again: a descriptor shortage, if any, is over. */
+	if (nguards < (size_t)guard_cap / 2)
+		listen_accepted();
 	g->bev = bev;
 	g->phase = G_HEAD;
 	TAILQ_INSERT_TAIL(&guards, g, entry);

@@ -432,6 +432,11 @@ on_request(struct evhttp_request *req, void *arg)
 
 	(void)arg;
 	guard_request(req);
+	/* A chunked body is only measured whole (connguard.c cuts it early). */
+	if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) > SERVE_MAX_BODY) {
+		http_error(req, "payload_too_large", NULL);
+		return;
+	}
 	if (path == NULL || path[0] != '/') {
 		http_error(req, "bad_request", NULL);
 		return;

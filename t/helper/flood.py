@@ -5,6 +5,8 @@
                                       into it; prints how much was sent
   flood.py half HOST PORT N          open N connections, each sending half
                                       a request head, hold them until killed
+  flood.py trickle HOST PORT SECS    send a request head a byte every 0.2 s
+                                      for at most SECS; says when it was cut
 """
 import socket
 import sys
@@ -49,8 +51,30 @@ def half(host, port, n):
     time.sleep(3600)
 
 
+def trickle(host, port, secs):
+    s = socket.create_connection((host, port))
+    head = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 4096
+    start = time.monotonic()
+    s.settimeout(0.2)
+    for i in range(len(head)):
+        if time.monotonic() - start > secs:
+            print("never cut off")
+            return
+        try:
+            s.send(head[i:i + 1])
+            if s.recv(1) == b"":
+                break
+        except socket.timeout:
+            continue
+        except OSError:
+            break
+    print("closed after %.0f s" % (time.monotonic() - start))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "sse":
         sse(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif sys.argv[1] == "trickle":
+        trickle(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:
         half(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))

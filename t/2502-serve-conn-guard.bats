@@ -1,0 +1,123 @@
+#!/usr/bin/env bats
+# qwen-serve: connections from their accept on (issue 16, 2, 3 and 8):
+# the cap at accept, descriptors running out, deadlines, bytes sent into
+# a stream, the 413 body and the CORS preflight.
+load serve_helper
+
+teardown() {
+	[ -z "${FLOOD_PID:-}" ] || kill "$FLOOD_PID" 2>/dev/null || true
+	serve_teardown
+}
+
+# rss_kb PID: resident set size in KiB.
+rss_kb() {
+	sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$1/status"
+}
+
+# cpu_ticks PID: user + system clock ticks so far.
+cpu_ticks() {
+	awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
+@test "413 is the catalog's JSON, with or without a Content-Length, on both listeners" {
+	serve_start
+	head -c $((10 * 1024 * 1024 + 10)) /dev/zero | tr '\0' ' ' >"$BATS_TEST_TMPDIR/big"
+	for TRANSPORT in unix tcp; do
+		req POST /session '' --data-binary @"$BATS_TEST_TMPDIR/big" -H 'Content-Type: application/json'
+		expect 413 '.code == "payload_too_large"'
+		[ "$(header Content-Type)" = application/json ]
+		req POST /session '' --data-binary @"$BATS_TEST_TMPDIR/big" \
+		    -H 'Content-Type: application/json' -H 'Transfer-Encoding: chunked'
+		expect 413 '.code == "payload_too_large"'
+	done
+	req POST /session '{}'
+	expect 200
+}
+
+@test "CORS preflight from an allowed origin is answered without the bearer" {
+	serve_start --token s3cret-0123456789 --allow-origin http://app.example
+	for TRANSPORT in unix tcp; do
+		req OPTIONS /session '' -H 'Origin: http://app.example' \
+		    -H 'Access-Control-Request-Method: POST' \
+		    -H 'Access-Control-Request-Headers: authorization, content-type'
+		[ "$code" = 204 ]
+		[ "$(header Access-Control-Allow-Origin)" = http://app.example ]
+		[[ "$(header Access-Control-Allow-Headers)" == *Authorization* ]]
+		# Another origin gets nothing from it.
+		req OPTIONS /session '' -H 'Origin: http://evil.example' \
+		    -H 'Access-Control-Request-Method: POST'
+		expect 403 '.code == "origin_forbidden"'
+		# The real request still needs the bearer.
+		req POST /session '{}' -H 'Origin: http://app.example'
+		expect 401
+	done
+}
+
+@test "a connection over the cap gets 503 at accept, before it sends a byte" {
+	serve_start --max-connections 1
+	# One silent connection holds the only slot.
+	flood.py half 127.0.0.1 "$PORT" 1 >"$BATS_TEST_TMPDIR/flood" 3>&- &
+	FLOOD_PID=$!
+	wait_for 5 grep -q opened "$BATS_TEST_TMPDIR/flood"
+	wait_for 5 bash -c "curl -s --unix-socket '$SOCK' http://localhost/health | grep -q connection_limit_exceeded"
+	req GET /health
+	expect 503 '.code == "connection_limit_exceeded" and .limit == 1'
+	[ "$(header Retry-After)" = 1 ]
+	kill "$FLOOD_PID"
+	wait "$FLOOD_PID" 2>/dev/null || true
+	FLOOD_PID=
+	wait_for 5 bash -c "curl -s --unix-socket '$SOCK' http://localhost/health | grep -q ok"
+}
+
+@test "200 MiB sent into an SSE stream: RSS grows by less than 32 MiB, the daemon serves on" {
+	serve_start
+	make_transcript
+	req POST /session/$SID/load '{}'
+	expect 200
+	local before after
+	before=$(rss_kb "$SERVE_PID")
+	run flood.py sse "$SOCK" "/session/$SID/events" 200
+	[ "$status" -eq 0 ]
+	after=$(rss_kb "$SERVE_PID")
+	echo "RSS $before -> $after KiB; $output" >&2
+	[ $((after - before)) -lt $((32 * 1024)) ]
+	req GET /health
+	expect 200
+}
+
+@test "ulimit -n 64 and 200 half-sent requests: the Unix socket answers, the CPU stays idle" {
+	command -v prlimit >/dev/null || skip "needs prlimit (util-linux)"
+	SERVE_WRAP="prlimit --nofile=64:64" serve_start
+	flood.py half 127.0.0.1 "$PORT" 200 >"$BATS_TEST_TMPDIR/flood" 3>&- &
+	FLOOD_PID=$!
+	wait_for 60 grep -q opened "$BATS_TEST_TMPDIR/flood"
+	local t0 t1 w0 w1
+	t0=$(cpu_ticks "$SERVE_PID")
+	w0=$(date +%s%N)
+	# The Unix socket is the operator's way in: it answers meanwhile.
+	req GET /health '' --max-time 30
+	expect 200
+	sleep 2		# a window to measure the daemon's CPU time over
+	t1=$(cpu_ticks "$SERVE_PID")
+	w1=$(date +%s%N)
+	local ticks=$((t1 - t0)) wall_ticks=$(((w1 - w0) / 10000000))
+	echo "CPU $ticks ticks over $wall_ticks ticks of wall time" >&2
+	# A spinning accept loop burns all of it; an idle daemon almost none.
+	[ "$ticks" -lt $((wall_ticks / 4)) ]
+	# "Error from accept" never floods the log.
+	[ "$(grep -c 'accept' "$BATS_TEST_TMPDIR/err")" -lt 5 ]
+	kill "$FLOOD_PID"
+	wait "$FLOOD_PID" 2>/dev/null || true
+	FLOOD_PID=
+	wait_for 30 bash -c "curl -s http://127.0.0.1:$PORT/health | grep -q ok"
+}
+
+@test "a request head that trickles in is cut off at its deadline" {
+	serve_start
+	run flood.py trickle 127.0.0.1 "$PORT" 40
+	[ "$status" -eq 0 ]
+	echo "$output" >&2
+	[[ "$output" == "closed after "* ]]
+	req GET /health
+	expect 200
+}
