@@ -76,10 +76,12 @@ cpu_ticks() {
 	expect 200
 	local before after
 	before=$(rss_kb "$SERVE_PID")
-	run flood.py sse "$SOCK" "/session/$SID/events" 200
-	[ "$status" -eq 0 ]
+	flood.py sse "$SOCK" "/session/$SID/events" 200 >"$BATS_TEST_TMPDIR/flood" 3>&- &
+	FLOOD_PID=$!
+	# Measured while the stream is still open.
+	wait_for 120 grep -q "sent 200 MiB" "$BATS_TEST_TMPDIR/flood"
 	after=$(rss_kb "$SERVE_PID")
-	echo "RSS $before -> $after KiB; $output" >&2
+	echo "RSS $before -> $after KiB" >&2
 	[ $((after - before)) -lt $((32 * 1024)) ]
 	req GET /health
 	expect 200
@@ -121,3 +123,23 @@ cpu_ticks() {
 	req GET /health
 	expect 200
 }
+
+@test "the event ring is bounded in bytes: 24 MiB of agent output keeps the newest 16 MiB" {
+	local real=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
+	SERVE_CHILD=$real serve_start --agent-command 'head -c 25165824 /dev/zero | tr "\0" x'
+	make_transcript
+	req POST /session/$SID/load '{}'
+	expect 200
+	req POST /session/$SID/prompt '{"prompt":[{"type":"text","text":"go"}]}'
+	expect 202
+	# The turn is over when the child has appended the answer.
+	local tx
+	tx=$(echo "$DATA"/projects/*/chats/$SID.jsonl)
+	wait_for 120 bash -c "[ \$(wc -l <'$tx') -ge 4 ]"
+	req GET /session/$SID/status
+	expect 200 '.lastEventId > 100'
+	# The oldest chunks left the ring: a reconnect from the start is told so.
+	sse_open b /session/$SID/events -H 'Last-Event-ID: 3'
+	sse_wait b '.type == "state_resync_required" and .data.reason == "ring_evicted" and .data.earliestAvailableId > 20'
+}
+

@@ -36,6 +36,8 @@
 #define SERVE_SSE_RETRY_MS	3000
 #define SERVE_SSE_QUEUE_BYTES	(2u * 1024 * 1024)
 #define SERVE_SSE_REPLAY_BYTES	(8u * 1024 * 1024)
+/* A bus's replay ring (and an ACP stream's queue) in bytes. */
+#define SERVE_RING_BYTES	(2 * SERVE_SSE_REPLAY_BYTES)
 #define SERVE_TOMBSTONE_MS	60000
 /* A prompt goes to the child this long after its 202 was queued. */
 #define SERVE_PROMPT_DISPATCH_MS	5

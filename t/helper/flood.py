@@ -2,7 +2,8 @@
 """flood.py: hostile clients for t/2501.
 
   flood.py sse UNIX-SOCKET PATH MIB   open an SSE stream, then send MIB MiB
-                                      into it; prints how much was sent
+                                      into it; prints how much was sent and
+                                      holds the stream open until killed
   flood.py half HOST PORT N          open N connections, each sending half
                                       a request head, hold them until killed
   flood.py trickle HOST PORT SECS    send a request head a byte every 0.2 s
@@ -31,9 +32,10 @@ def sse(sock_path, path, mib):
             s.sendall(block)
             sent += 1
     except OSError as e:
-        print("closed after %d MiB: %s" % (sent, e))
+        print("closed after %d MiB: %s" % (sent, e), flush=True)
         return
-    print("sent %d MiB" % sent)
+    print("sent %d MiB" % sent, flush=True)
+    time.sleep(3600)
 
 
 def half(host, port, n):
