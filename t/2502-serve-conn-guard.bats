@@ -143,3 +143,23 @@ cpu_ticks() {
 	sse_wait b '.type == "state_resync_required" and .data.reason == "ring_evicted" and .data.earliestAvailableId > 20'
 }
 
+@test "clients per session are bounded: the least recently seen makes room" {
+	serve_start
+	make_transcript
+	req POST /session/$SID/load '{}'
+	expect 200
+	local first
+	first=$(jq -r .clientId <<<"$body")
+	for i in $(seq 300); do
+		curl -s -o /dev/null --unix-socket "$SOCK" -X POST -d '{}' \
+		    "http://localhost/session/$SID/load"
+	done
+	req GET /session/$SID/status
+	expect 200 '.clientCount == 256'
+	# The oldest was pushed out; it heals as a stale client does.
+	req POST /session/$SID/heartbeat '{}' -H "X-Qwen-Client-Id: $first"
+	[ "$code" != 200 ]
+	req POST /session/$SID/load '{}'
+	expect 200 '.clientId | startswith("client_")'
+}
+

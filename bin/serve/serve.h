@@ -31,6 +31,8 @@
 #define SERVE_MAX_HEADERS	(64u * 1024)
 #define SERVE_SESSION_ID_MAX	128
 #define SERVE_CLIENT_ID_MAX	128
+/* Clients registered per session; the least recently seen makes room. */
+#define SERVE_MAX_CLIENTS	256
 #define SERVE_UUID_LEN		36
 #define SERVE_MAX_SUBSCRIBERS	64
 #define SERVE_SSE_RETRY_MS	3000
