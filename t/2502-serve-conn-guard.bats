@@ -5,8 +5,16 @@
 load serve_helper
 
 teardown() {
-	[ -z "${FLOOD_PID:-}" ] || kill "$FLOOD_PID" 2>/dev/null || true
+	flood_stop
 	serve_teardown
+}
+
+# flood_stop: end the flood.py client, if one runs.
+flood_stop() {
+	[ -n "${FLOOD_PID:-}" ] || return 0
+	kill "$FLOOD_PID" 2>/dev/null || true
+	wait "$FLOOD_PID" 2>/dev/null || true
+	FLOOD_PID=
 }
 
 # rss_kb PID: resident set size in KiB.
@@ -63,9 +71,7 @@ cpu_ticks() {
 	req GET /health
 	expect 503 '.code == "connection_limit_exceeded" and .limit == 1'
 	[ "$(header Retry-After)" = 1 ]
-	kill "$FLOOD_PID"
-	wait "$FLOOD_PID" 2>/dev/null || true
-	FLOOD_PID=
+	flood_stop
 	wait_for 5 bash -c "curl -s --unix-socket '$SOCK' http://localhost/health | grep -q ok"
 }
 
@@ -108,9 +114,7 @@ cpu_ticks() {
 	[ "$ticks" -lt $((wall_ticks / 4)) ]
 	# "Error from accept" never floods the log.
 	[ "$(grep -c 'accept' "$BATS_TEST_TMPDIR/err")" -lt 5 ]
-	kill "$FLOOD_PID"
-	wait "$FLOOD_PID" 2>/dev/null || true
-	FLOOD_PID=
+	flood_stop
 	wait_for 30 bash -c "curl -s http://127.0.0.1:$PORT/health | grep -q ok"
 }
 
