@@ -114,6 +114,7 @@ peer_tcp_uid(int fd)
 	struct sockaddr_storage self, peer;
 	socklen_t slen = sizeof(self), plen = sizeof(peer);
 	struct timeval tv = { 1, 0 };
+	static int warned;
 	long uid;
 	int nl;
 
@@ -124,7 +125,11 @@ peer_tcp_uid(int fd)
 		return -1;
 	nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (nl == -1) {
-		log_debug("sock_diag: %s", strerror(errno));
+		/* Closed, not open: every TCP peer then needs the bearer. */
+		if (!warned)
+			log_warn("sock_diag (RestrictAddressFamilies= needs "
+			    "AF_NETLINK): loopback TCP peers need the token");
+		warned = 1;
 		return -1;
 	}
 	/* The kernel answers at once; never let the loop wait on it. */
