@@ -2,7 +2,9 @@
  * serve.h: qwen-serve internals shared by its files.
  *
  * One file per role: main.c (options, signals, lifecycle), listen.c
- * (sockets and request gates), http.c (routing, bodies, replies),
+ * (sockets), gate.c (request gates), peer.c (who the peer is), token.c
+ * (the bearer), connguard.c (connections from their accept on), http.c
+ * (routing, bodies, replies),
  * routes-session.c (session routes), routes-daemon.c (health,
  * capabilities, workspace listing), restore.c (in-flight spawns and
  * restores: the seam of the restore state machine; restore-fsm.c the
@@ -115,11 +117,16 @@ int	listen_is_loopback_host(const char *host);
 void	listen_stop(void);
 void	listen_fd_freed(void);	/* a connection closed: resume accepting */
 void	listen_accepted(void);	/* a connection was accepted */
+
+/* ---- gate.c ------------------------------------------------------------ */
 /*
  * The transport gates for one request: peer credentials, Host allowlist,
  * Origin, bearer token.  Returns 0 to go on, or sends the error reply and
  * returns -1.  GATE_HEALTH: GET /health (pre-auth unless --require-auth);
- * GATE_PUBLIC: the console's static files (never a bearer).
+ * GATE_PUBLIC: the console's static files (no bearer, but for a TCP peer
+ * that is not the daemon's user when the token is the generated one).
+ * A loopback TCP peer running as the daemon's user needs no generated
+ * token.
  */
 enum gate_kind { GATE_API, GATE_HEALTH, GATE_PUBLIC };
 int	listen_gate(struct evhttp_request *req, enum gate_kind kind);
