@@ -96,6 +96,9 @@ cpu_ticks() {
 @test "ulimit -n 64 and 200 half-sent requests: the Unix socket answers, the CPU stays idle" {
 	command -v prlimit >/dev/null || skip "needs prlimit (util-linux)"
 	SERVE_WRAP="prlimit --nofile=64:64" serve_start
+	# The cap leaves room for the children, logs and traces.
+	req GET '/health?deep=1'
+	expect 200 '.maxConnections == 16'
 	flood.py half 127.0.0.1 "$PORT" 200 >"$BATS_TEST_TMPDIR/flood" 3>&- &
 	FLOOD_PID=$!
 	wait_for 60 grep -q opened "$BATS_TEST_TMPDIR/flood"
