@@ -23,6 +23,7 @@
 #include "base64.h"
 #include "log.h"
 #include "serve.h"
+#include "xmalloc.h"
 
 #define TOKEN_FILE_MAX	4096
 #define TOKEN_CRED_NAME	"qwen-serve-token"
@@ -95,7 +96,7 @@ token_read_file(const char *path, int strict)
 		    strpbrk(buf, "\r\n") != NULL ? "more than one line" : "empty");
 		exit(2);
 	}
-	return strdup(buf);
+	return xstrdup(buf);
 }
 
 /*
@@ -105,7 +106,7 @@ token_read_file(const char *path, int strict)
 char *
 token_from_argv(char *arg)
 {
-	char *t = strdup(arg);
+	char *t = xstrdup(arg);
 
 	explicit_bzero(arg, strlen(arg));
 	fprintf(stderr, "qwen-serve: warning: --token is visible to other users "
@@ -131,8 +132,7 @@ token_resolve(const char *file, char *flag)
 	if (flag != NULL)
 		return flag;
 	if ((dir = getenv("CREDENTIALS_DIRECTORY")) != NULL && dir[0] == '/') {
-		if (asprintf(&path, "%s/%s", dir, TOKEN_CRED_NAME) == -1)
-			return NULL;
+		xasprintf(&path, "%s/%s", dir, TOKEN_CRED_NAME);
 		/* systemd guards the directory; the file is ours alone. */
 		t = access(path, F_OK) == 0 ? token_read_file(path, 0) : NULL;
 		free(path);
@@ -140,7 +140,7 @@ token_resolve(const char *file, char *flag)
 			return t;
 	}
 	if ((env = getenv("QWEN_SERVER_TOKEN")) != NULL) {
-		if ((t = strdup(env)) != NULL && token_trim(t) == NULL) {
+		if (token_trim(t = xstrdup(env)) == NULL) {
 			free(t);
 			t = NULL;
 		}
@@ -222,9 +222,8 @@ token_write(const char *token)
 	if (conf.socket_path == NULL)
 		return;
 	socket_dir(dir, sizeof(dir));
-	if (asprintf(&tmp, "%s/.token.XXXXXX", dir) == -1 ||
-	    asprintf(&path, "%s/token", dir) == -1)
-		goto fail;
+	xasprintf(&tmp, "%s/.token.XXXXXX", dir);
+	xasprintf(&path, "%s/token", dir);
 	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1)
 		goto fail;
 	if (fchmod(fd, 0600) == -1 || dprintf(fd, "%s\n", token) < 0 ||
@@ -260,7 +259,7 @@ token_generate(void)
 	arc4random_buf(raw, sizeof(raw));
 	base64_encode(BASE64_URL, raw, sizeof(raw), tok, sizeof(tok));
 	explicit_bzero(raw, sizeof(raw));
-	conf.token = strdup(tok);
+	conf.token = xstrdup(tok);
 	conf.token_generated = 1;
 	token_set(tok);
 	token_write(tok);
