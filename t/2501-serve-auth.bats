@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# qwen-serve: who may connect over loopback TCP (issue 16, 1): the kernel's
+# qwen-serve: who may connect over loopback TCP: the kernel's
 # word on the peer's uid, or the bearer; where the token comes from.
 load serve_helper
 

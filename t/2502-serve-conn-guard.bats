@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# qwen-serve: connections from their accept on (issue 16, 2, 3 and 8):
+# qwen-serve: connections from their accept on:
 # the cap at accept, descriptors running out, deadlines, bytes sent into
 # a stream, the 413 body and the CORS preflight.
 load serve_helper

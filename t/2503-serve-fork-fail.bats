@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # A fork that fails (RLIMIT_NPROC, memory) while starting a child or an
 # agent: libpipeline would end the process; the request gets a retryable
-# error instead, and the daemon and the child live on (issue 16, 7).
+# error instead, and the daemon and the child live on.
 # t/helper/failfork.so makes fork() fail while $FAILFORK_FILE exists.
 load serve_helper
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # qwen-acp-child: the agent's fork fails (RLIMIT_NPROC, memory): that
-# prompt fails retryably, and the child and its session live on (issue 16,
-# 7; t/2503 has the daemon's half).  t/helper/failfork.so makes fork()
-# fail while $FAILFORK_FILE exists.
+# prompt fails retryably, and the child and its session live on (t/2503
+# has the daemon's half).  t/helper/failfork.so makes fork() fail while
+# $FAILFORK_FILE exists.
 load acp_helper
 
 SHIM=$QWEN_TOP_BUILDDIR/t/helper/failfork.so
