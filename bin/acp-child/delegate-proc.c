@@ -22,6 +22,7 @@
 #include "child.h"
 #include "delegate.h"
 #include "delegate-int.h"
+#include "forkslot.h"
 #include "log.h"
 
 struct delegate dlg = {
@@ -124,9 +125,17 @@ dlg_start(struct child *c)
 	int in[2], out[2];
 	sigset_t block, saved;
 	struct call *k;
+	pid_t slot;
 
-	if (agent_pipes(in, out) == -1)
+	/* libpipeline would exit on a failed fork: find out first. */
+	if (forkslot_take(&slot) == -1) {
+		log_warn("agent: cannot fork");
 		return -1;
+	}
+	if (agent_pipes(in, out) == -1) {
+		forkslot_release(slot);
+		return -1;
+	}
 	dlg.pl = pipeline_new_commands(dlg_command(c), (void *)NULL);
 	pipeline_want_in(dlg.pl, in[0]);
 	pipeline_want_out(dlg.pl, out[1]);
@@ -136,6 +145,7 @@ dlg_start(struct child *c)
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &block, &saved);
+	forkslot_release(slot);
 	pipeline_start(dlg.pl);		/* closes in[0] and out[1] */
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	dlg.pid = pipeline_get_pid(dlg.pl, 0);
