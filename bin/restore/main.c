@@ -6,6 +6,8 @@
  */
 #include "config.h"
 
+#include <sys/ioctl.h>
+
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -113,7 +115,6 @@ restore_retry_wait(const struct rctx *ctx, const struct rerr *e, int *attempt)
 static void
 setup_address(struct rctx *ctx, const char *sock, const char *url)
 {
-	const char	*rt;
 	size_t		 len;
 
 	if (sock != NULL && url != NULL)
@@ -139,11 +140,8 @@ setup_address(struct rctx *ctx, const char *sock, const char *url)
 	}
 	if (sock != NULL)
 		ctx->socket_path = strdup(sock);
-	else if ((rt = getenv("XDG_RUNTIME_DIR")) != NULL && rt[0] == '/')
-		asprintf(&ctx->socket_path, "%s/qwen-serve/qwen-serve.sock", rt);
 	else
-		asprintf(&ctx->socket_path, "/tmp/qwen-serve-%u/qwen-serve.sock",
-		    (unsigned)getuid());
+		address_default_socket(ctx);
 	ctx->base_url = strdup("http://localhost");
 	if (ctx->socket_path != NULL)
 		asprintf(&ctx->addr_key, "unix:%s", ctx->socket_path);
@@ -251,6 +249,43 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 		usage_err("out of memory");
 }
 
+/* Options that belong to one command only: a usage error elsewhere. */
+static void
+check_options(const struct rctx *ctx, const char *cmd)
+{
+	const char	*bad = NULL;
+
+	if (strcmp(cmd, "prompt") != 0) {
+		if (ctx->no_wait)
+			bad = "--no-wait";
+		else if (ctx->parallel)
+			bad = "--parallel";
+		else if (ctx->no_auto_resume)
+			bad = "--no-auto-resume";
+		if (bad != NULL)
+			usage_err("%s: only for prompt, not %s", bad, cmd);
+	}
+	if (strcmp(cmd, "events") != 0 && ctx->last_event_id >= 0)
+		usage_err("--last-event-id: only for events, not %s", cmd);
+}
+
+/* The width tables are cut to: the terminal's, else $COLUMNS, else none. */
+static int
+output_width(void)
+{
+	struct winsize	 ws;
+	const char	*c, *errstr;
+	int		 n;
+
+	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 &&
+	    ws.ws_col > 0)
+		return ws.ws_col;
+	if ((c = getenv("COLUMNS")) != NULL &&
+	    (n = (int)strtonum(c, 20, 10000, &errstr), errstr == NULL))
+		return n;
+	return 0;
+}
+
 /* The command table. */
 static const struct command {
 	const char	*name;
@@ -285,6 +320,7 @@ main(int argc, char **argv)
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.fetch_timeout_ms = ctx.timeout_ms = ctx.last_event_id = -1;
 	parse_args(&ctx, argc, argv);
+	ctx.cols = output_width();
 	if (optind >= argc)
 		usage(EXIT_USAGE);
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
@@ -298,6 +334,10 @@ main(int argc, char **argv)
 		usage_err("%s: a session ID is required", cmd->name);
 	if (nargs > cmd->takes_id + cmd->max_args)
 		usage_err("%s: too many arguments", cmd->name);
+	check_options(&ctx, cmd->name);
+	if (ctx.parallel && nargs > 1 && strcmp(argv[optind + 2], "-") != 0)
+		usage_err("prompt: --parallel reads the prompts from standard "
+		    "input");
 	if (cmd->takes_id) {
 		ctx.session_id = argv[optind + 1];
 		if (!state_id_valid(ctx.session_id))
@@ -318,6 +358,7 @@ main(int argc, char **argv)
 	http_global_cleanup();
 	state_free(ctx.state);
 	free(ctx.socket_path);
+	free(ctx.socket_tried);
 	free(ctx.base_url);
 	free(ctx.addr_key);
 	free(ctx.token);
