@@ -158,3 +158,27 @@ SCRIPT
 	[ "$status" -eq 0 ]
 	[ "$(jq -r .status <<<"$output")" = 404 ]
 }
+
+# complete_words WORD...: the qwen-restore completion for the last word.
+complete_words() {
+	bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+	    _qwen_restore; printf "%s\n" "${COMPREPLY[@]}"' sh \
+	    "$QWEN_TOP_SRCDIR/contrib/bash-completion/qwen-restore" "$@"
+}
+
+@test "completion: global options after the command, session ids from the daemon" {
+	fake_start <<'SCRIPT'
+GET /workspace/sessions 200 {"sessions":[{"sessionId":"s-1"},{"sessionId":"s-22"},{"sessionId":"t-3"}]}
+GET /workspace/sessions 200 {"sessions":[{"sessionId":"s-1"},{"sessionId":"s-22"},{"sessionId":"t-3"}]}
+SCRIPT
+	[ "$(complete_words qwen-restore status s-1 --ve)" = "--verbose
+--version" ]
+	[ "$(complete_words qwen-restore load --js)" = --json ]
+	[ "$(complete_words qwen-restore prompt s-1 --no-w)" = --no-wait ]
+	[ "$(complete_words qwen-restore --cwd "$WS" load s- | sort | tr '\n' ' ')" = "s-1 s-22 " ]
+	[ "$(requests GET /workspace/sessions | jq -r .query)" = "cwd=$(jq -rn --arg c "$WS" '$c | @uri')" ]
+	[ "$(complete_words qwen-restore --socket "$FAKE_SOCK" status t)" = t-3 ]
+	# No second id, and nothing from a daemon that is not there.
+	[ -z "$(complete_words qwen-restore status s-1 s)" ]
+	[ -z "$(complete_words qwen-restore --socket "$BATS_TEST_TMPDIR/none" load s)" ]
+}

@@ -33,6 +33,7 @@
 #include "lagmon.h"
 #include "loadwork.h"
 #include "log.h"
+#include "outflush.h"
 #include "paths.h"
 #include "trace.h"
 
@@ -40,15 +41,34 @@
 #define LAG_INTERVAL_MS	50
 #define LAG_WINDOW	1024
 
-static void
-usage(void)
+/* Exit with status once stdout is written; a write error exits 1. */
+static void __attribute__((noreturn))
+exit_flushed(int status)
 {
-	fprintf(stderr,
+	if (outflush(stdout) == -1) {
+		fprintf(stderr, "%s: write error: %s\n", getprogname(),
+		    strerror(errno));
+		exit(1);
+	}
+	exit(status);
+}
+
+/* The usage: on stdout with exit 0 for --help, else on stderr, exit 2. */
+static void __attribute__((noreturn))
+usage_status(int status)
+{
+	fprintf(status == 0 ? stdout : stderr,
 	    "usage: %s [--data-dir DIR] [--workspace DIR] [--agent-command CMD]\n"
 	    "       [--trace-file FILE] [--replay-max-bytes N] [--fsync always|never]\n"
-	    "       [--max-frame-bytes N] [--log-level LEVEL]\n"
+	    "       [--max-frame-bytes N] [--log-level LEVEL] [--help] [--version]\n"
 	    "       %s --inspect FILE\n", getprogname(), getprogname());
-	exit(2);
+	exit_flushed(status);
+}
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	usage_status(2);
 }
 
 /* Whether anything still holds the loop: a load, a prompt, pending output. */
@@ -171,7 +191,9 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 			break;
 		case 'V':
 			printf("qwen-acp-child %s\n", PACKAGE_VERSION);
-			exit(0);
+			exit_flushed(0);
+		case 'h':
+			usage_status(0);
 		default:
 			usage();
 		}

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "outflush.h"
 #include "restore.h"
 
 enum {
@@ -46,6 +47,18 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* Exit with status once stdout is written; a write error exits 1. */
+static void __attribute__((noreturn))
+exit_flushed(int status)
+{
+	if (outflush(stdout) == -1) {
+		fprintf(stderr, "%s: write error: %s\n", getprogname(),
+		    strerror(errno));
+		exit(EXIT_FAIL);
+	}
+	exit(status);
+}
+
 static void __attribute__((noreturn))
 usage(int status)
 {
@@ -55,14 +68,14 @@ usage(int status)
 	    "[--cwd dir]\n"
 	    "\t[--fetch-timeout-ms ms] [--timeout-ms ms] [--json] "
 	    "[--retry n]\n"
-	    "\t[--state-dir dir] [-qv] command [args]\n"
+	    "\t[--state-dir dir] [-qv] [--help] [--version] command [args]\n"
 	    "commands: capabilities, list, new, load ID, resume ID,\n"
 	    "\tprompt ID [TEXT|-] [--no-wait] [--parallel] "
 	    "[--no-auto-resume],\n"
 	    "\tevents ID [--last-event-id n], cancel ID, heartbeat ID, "
 	    "detach ID,\n"
 	    "\tclose ID, status ID\n", getprogname());
-	exit(status);
+	exit_flushed(status);
 }
 
 /* A usage error: one line, exit 2. */
@@ -237,7 +250,7 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 		case 'h': usage(0);
 		case OPT_VERSION:
 			printf("qwen-restore %s\n", PACKAGE_VERSION);
-			exit(0);
+			exit_flushed(0);
 		default: usage(EXIT_USAGE);
 		}
 	}
@@ -364,8 +377,11 @@ main(int argc, char **argv)
 	free(ctx.token);
 	free(ctx.cwd);
 	free(ctx.state_dir);
-	fflush(stdout);
-	if (ferror(stdout) && rc == EXIT_OK)
-		rc = EXIT_FAIL;
+	if (outflush(stdout) == -1) {
+		fprintf(stderr, "%s: write error: %s\n", getprogname(),
+		    strerror(errno));
+		if (rc == EXIT_OK)
+			rc = EXIT_FAIL;
+	}
 	return rc;
 }

@@ -26,6 +26,7 @@
 #include "budget.h"
 #include "clock.h"
 #include "log.h"
+#include "outflush.h"
 #include "serve.h"
 #include "acp.h"
 #include "trace.h"
@@ -86,6 +87,17 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* Exit with status once stdout is written; a write error exits 1. */
+static void __attribute__((noreturn))
+exit_flushed(int status)
+{
+	if (outflush(stdout) == -1) {
+		fprintf(stderr, "qwen-serve: write error: %s\n", strerror(errno));
+		exit(1);
+	}
+	exit(status);
+}
+
 static void __attribute__((noreturn))
 usage(int status)
 {
@@ -100,8 +112,9 @@ usage(int status)
 	    "\t[--sse-heartbeat-ms MS] [--event-ring-size N]\n"
 	    "\t[--compacted-replay-max-bytes N] [--max-sessions N]\n"
 	    "\t[--max-total-sessions N] [--max-pending-prompts-per-session N]\n"
-	    "\t[--no-web | --web-dir DIR] [--pidfile FILE] [--check-config]\n");
-	exit(status);
+	    "\t[--no-web | --web-dir DIR] [--pidfile FILE] [--check-config]\n"
+	    "\t[--help] [--version]\n");
+	exit_flushed(status);
 }
 
 /* Parse a bounded integer option or exit 2 naming the flag. */
@@ -258,13 +271,17 @@ parse_args(int argc, char **argv)
 		case OPT_WEB_DIR: free(conf.web_dir); conf.web_dir = strdup(optarg); break;
 		case OPT_PIDFILE: free(conf.pidfile); conf.pidfile = strdup(optarg); break;
 		case OPT_CHECK_CONFIG: conf.check_config = 1; break;
-		case OPT_VERSION: printf("qwen-serve %s\n", PACKAGE_VERSION); exit(0);
+		case OPT_VERSION: printf("qwen-serve %s\n", PACKAGE_VERSION); exit_flushed(0);
 		case 'h': case OPT_HELP: usage(0);
 		default: usage(2);
 		}
 	}
 	if (optind != argc)
 		usage(2);
+	/* The same trace file as the child's, unless --trace-file names one. */
+	if (conf.trace_file == NULL && getenv("QWEN_TRACE_FILE") != NULL &&
+	    *getenv("QWEN_TRACE_FILE") != '\0')
+		conf.trace_file = strdup(getenv("QWEN_TRACE_FILE"));
 	if (init != -1)
 		conf.init_timeout_ms = init;
 	conf.restore_timeout_ms = budget_restore_ms(restore, init);
