@@ -33,6 +33,7 @@
 #include "lagmon.h"
 #include "loadwork.h"
 #include "log.h"
+#include "otlp.h"
 #include "outflush.h"
 #include "paths.h"
 #include "trace.h"
@@ -59,7 +60,8 @@ usage_status(int status)
 {
 	fprintf(status == 0 ? stdout : stderr,
 	    "usage: %s [--data-dir DIR] [--workspace DIR] [--agent-command CMD]\n"
-	    "       [--trace-file FILE] [--replay-max-bytes N] [--fsync always|never]\n"
+	    "       [--trace-file FILE] [--otlp-endpoint URL]\n"
+	    "       [--replay-max-bytes N] [--fsync always|never]\n"
 	    "       [--max-frame-bytes N] [--log-level LEVEL] [--help] [--version]\n"
 	    "       %s --inspect FILE\n", getprogname(), getprogname());
 	exit_flushed(status);
@@ -148,6 +150,7 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 		{ "workspace", required_argument, NULL, 'w' },
 		{ "agent-command", required_argument, NULL, 'a' },
 		{ "trace-file", required_argument, NULL, 't' },
+		{ "otlp-endpoint", required_argument, NULL, 'o' },
 		{ "replay-max-bytes", required_argument, NULL, 'r' },
 		{ "fsync", required_argument, NULL, 'f' },
 		{ "max-frame-bytes", required_argument, NULL, 'm' },
@@ -167,6 +170,7 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 		case 'w': workspace = optarg; break;
 		case 'a': o->agent_command = optarg; break;
 		case 't': o->trace_file = optarg; break;
+		case 'o': o->otlp_endpoint = optarg; break;
 		case 'r': o->replay_max_bytes = parse_size("--replay-max-bytes", optarg); break;
 		case 'm': o->max_frame = parse_size("--max-frame-bytes", optarg); break;
 		case 'i': *inspect = optarg; break;
@@ -279,10 +283,45 @@ child_teardown(struct child *c)
 		event_free(c->ev_exit);
 	evbuffer_free(c->out);
 	rpc_reader_free(c->reader);
+	if (c->otlp != NULL) {
+		trace_sink_set_export(c->trace, NULL, NULL);
+		otlp_stop(c->otlp);
+	}
 	trace_sink_close(c->trace);
 	event_base_free(c->base);
 	free(c->opts.data_dir);
 	free(c->opts.workspace);
+}
+
+/*
+ * --otlp-endpoint and the OTEL_* variables: spans also go to an OTLP/HTTP
+ * collector from a worker thread.  0, or -1 after a message.
+ */
+static int
+otlp_setup(struct child *c)
+{
+	char	 err[512], *url;
+
+	if (otlp_endpoint(c->opts.otlp_endpoint, &url, err, sizeof(err)) == -1) {
+		fprintf(stderr, "%s: %s\n", getprogname(), err);
+		return -1;
+	}
+	if (url == NULL)
+		return 0;
+	c->otlp = otlp_start(url, "qwen-acp-child", err, sizeof(err));
+	free(url);
+	if (c->otlp == NULL) {
+		fprintf(stderr, "%s: %s\n", getprogname(), err);
+		return -1;
+	}
+	if (c->trace == NULL &&
+	    (c->trace = trace_sink_open(NULL, "qwen-acp-child")) == NULL) {
+		fprintf(stderr, "%s: trace sink: %s\n", getprogname(),
+		    strerror(errno));
+		return -1;
+	}
+	trace_sink_set_export(c->trace, otlp_enqueue, c->otlp);
+	return 0;
 }
 
 int
@@ -311,6 +350,8 @@ main(int argc, char **argv)
 		    c.opts.trace_file, strerror(errno));
 		return 1;
 	}
+	if (otlp_setup(&c) == -1)
+		return 1;
 	if (child_setup(&c) == -1) {
 		log_warn("cannot set up the event loop");
 		return 1;

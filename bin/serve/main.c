@@ -26,6 +26,7 @@
 #include "budget.h"
 #include "clock.h"
 #include "log.h"
+#include "otlp.h"
 #include "outflush.h"
 #include "serve.h"
 #include "acp.h"
@@ -35,6 +36,7 @@
 struct serve_conf conf;
 struct event_base *serve_base;
 struct trace_sink *serve_trace;
+struct otlp *serve_otlp;
 
 static struct evhttp *http;
 static int shutting_down;
@@ -48,7 +50,7 @@ enum {
 	OPT_SESS_IDLE, OPT_SESS_REAP, OPT_SSE_HB, OPT_RING, OPT_REPLAY_MAX,
 	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
 	OPT_NO_WEB, OPT_WEB_DIR,
-	OPT_PIDFILE, OPT_CHECK_CONFIG,
+	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_OTLP,
 };
 
 static const struct option longopts[] = {
@@ -67,6 +69,7 @@ static const struct option longopts[] = {
 	{ "log-file", required_argument, NULL, OPT_LOG_FILE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "trace-file", required_argument, NULL, OPT_TRACE_FILE },
+	{ "otlp-endpoint", required_argument, NULL, OPT_OTLP },
 	{ "initialize-timeout-ms", required_argument, NULL, OPT_INIT_TO },
 	{ "session-restore-timeout-ms", required_argument, NULL, OPT_RESTORE_TO },
 	{ "channel-idle-timeout-ms", required_argument, NULL, OPT_CHAN_IDLE },
@@ -87,6 +90,36 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/*
+ * --otlp-endpoint and the OTEL_* variables: export spans over OTLP/HTTP
+ * from a worker thread, beside the trace file (or without one).
+ */
+static void
+otlp_setup(void)
+{
+	char	 err[512], *url;
+
+	if (otlp_endpoint(conf.otlp_endpoint, &url, err, sizeof(err)) == -1) {
+		fprintf(stderr, "qwen-serve: %s\n", err);
+		exit(1);
+	}
+	if (url == NULL)
+		return;
+	if ((serve_otlp = otlp_start(url, "qwen-serve", err,
+	    sizeof(err))) == NULL) {
+		fprintf(stderr, "qwen-serve: %s\n", err);
+		exit(1);
+	}
+	if (serve_trace == NULL &&
+	    (serve_trace = trace_sink_open(NULL, "qwen-serve")) == NULL) {
+		fprintf(stderr, "qwen-serve: trace sink: %s\n", strerror(errno));
+		exit(1);
+	}
+	trace_sink_set_export(serve_trace, otlp_enqueue, serve_otlp);
+	log_info("exporting spans to %s (OTLP/HTTP JSON)", url);
+	free(url);
+}
+
 /* Exit with status once stdout is written; a write error exits 1. */
 static void __attribute__((noreturn))
 exit_flushed(int status)
@@ -106,7 +139,8 @@ usage(int status)
 	    "\t[--token TOKEN] [--require-auth] [--allow-origin ORIGIN]...\n"
 	    "\t[--max-connections N] [--workspace DIR] [--child PATH]\n"
 	    "\t[--data-dir DIR] [--agent-command CMD] [--log-file FILE]\n"
-	    "\t[--log-level LEVEL] [--trace-file FILE] [--initialize-timeout-ms MS]\n"
+	    "\t[--log-level LEVEL] [--trace-file FILE] [--otlp-endpoint URL]\n"
+	    "\t[--initialize-timeout-ms MS]\n"
 	    "\t[--session-restore-timeout-ms MS] [--channel-idle-timeout-ms MS]\n"
 	    "\t[--session-idle-timeout-ms MS] [--session-reap-interval-ms MS]\n"
 	    "\t[--sse-heartbeat-ms MS] [--event-ring-size N]\n"
@@ -256,6 +290,7 @@ parse_args(int argc, char **argv)
 			log_set_level((enum log_level)log_level_parse(lvl));
 			break;
 		case OPT_TRACE_FILE: free(conf.trace_file); conf.trace_file = strdup(optarg); break;
+		case OPT_OTLP: free(conf.otlp_endpoint); conf.otlp_endpoint = strdup(optarg); break;
 		case OPT_INIT_TO: init = ms_opt("initialize-timeout-ms", optarg, 0); break;
 		case OPT_RESTORE_TO: restore = ms_opt("session-restore-timeout-ms", optarg, 0); break;
 		case OPT_CHAN_IDLE: conf.channel_idle_timeout_ms = ms_opt("channel-idle-timeout-ms", optarg, 1); break;
@@ -452,6 +487,7 @@ main(int argc, char **argv)
 		    strerror(errno));
 		exit(1);
 	}
+	otlp_setup();
 	if ((serve_base = event_base_new()) == NULL ||
 	    (http = http_new(serve_base)) == NULL) {
 		fprintf(stderr, "qwen-serve: cannot create the event loop\n");
@@ -488,6 +524,10 @@ main(int argc, char **argv)
 	sessions_free();
 	channels_free();
 	event_base_free(serve_base);
+	if (serve_otlp != NULL) {
+		trace_sink_set_export(serve_trace, NULL, NULL);
+		otlp_stop(serve_otlp);
+	}
 	trace_sink_close(serve_trace);
 	pidfile_release();
 	return 0;

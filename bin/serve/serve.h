@@ -59,6 +59,7 @@ struct serve_conf {
 	char		*agent_command;
 	char		*log_file;
 	char		*trace_file;
+	char		*otlp_endpoint;		/* --otlp-endpoint, or NULL */
 	int64_t		 init_timeout_ms;
 	int64_t		 restore_timeout_ms;	/* effective (budget_restore_ms) */
 	int64_t		 channel_idle_timeout_ms;
@@ -382,6 +383,7 @@ struct op_waiter;
 struct span;
 struct trace_sink;
 extern struct trace_sink *serve_trace;
+extern struct otlp *serve_otlp;		/* NULL: no OTLP export */
 
 struct inflight {
 	TAILQ_ENTRY(inflight)	 entry;
