@@ -47,7 +47,7 @@ static __attribute__((noreturn)) void
 usage(int status)
 {
 	fprintf(status == 0 ? stdout : stderr,
-	    "usage: %s [--summary] [--format text|json|chrome] [--session ID]\n"
+	    "usage: %s [--summary] [--format text|json|chrome|svg] [--session ID]\n"
 	    "       [--trace ID] [--since TIME] [--result timeout|failure|success]\n"
 	    "       [--slowest N] [--follow] [--linger MS] [--no-pager]\n"
 	    "       [--max-pending N] [--help] [--version] [FILE...]\n",
@@ -114,9 +114,11 @@ parse_options(int argc, char **argv, struct td_opts *opts, size_t *cap)
 				opts->format = FORMAT_JSON;
 			else if (strcmp(optarg, "chrome") == 0)
 				opts->format = FORMAT_CHROME;
+			else if (strcmp(optarg, "svg") == 0)
+				opts->format = FORMAT_SVG;
 			else
-				errx(2, "--format: must be text, json or chrome: %s",
-				    optarg);
+				errx(2, "--format: must be text, json, chrome or "
+				    "svg: %s", optarg);
 			break;
 		case 'u':
 			opts->summary = 1;
@@ -148,9 +150,9 @@ parse_options(int argc, char **argv, struct td_opts *opts, size_t *cap)
 		}
 	}
 	if (opts->follow && (opts->summary || opts->slowest > 0 ||
-	    opts->format == FORMAT_CHROME))
+	    opts->format == FORMAT_CHROME || opts->format == FORMAT_SVG))
 		errx(2, "--follow cannot be combined with --summary, --slowest "
-		    "or --format chrome");
+		    "or --format chrome or svg");
 	if (opts->summary && opts->format != FORMAT_TEXT)
 		errx(2, "--summary is text only");
 	return optind;

@@ -33,6 +33,7 @@ struct output {
 	struct render_opts	 ro;
 	struct summary		*summary;
 	struct chrome		*chrome;
+	struct svg		*svg;
 	struct restore		**heap;		/* --slowest: min-heap by elapsed */
 	size_t			 nheap;
 };
@@ -77,6 +78,9 @@ out_begin(struct output *o)
 	if (o->summary == NULL && o->opts.format == FORMAT_CHROME &&
 	    o->chrome == NULL)
 		o->chrome = chrome_new(o->f);
+	if (o->summary == NULL && o->opts.format == FORMAT_SVG &&
+	    o->svg == NULL && (o->svg = svg_new(o->f)) == NULL)
+		err(1, "svg");
 }
 
 /* Start the output on stdout, through $PAGER when on a terminal. */
@@ -152,6 +156,8 @@ emit_restore(struct output *o, const struct restore *r)
 		export_json_restore(o->f, r);
 	else if (o->opts.format == FORMAT_CHROME)
 		chrome_restore(o->chrome, r);
+	else if (o->opts.format == FORMAT_SVG)
+		svg_restore(o->svg, r);
 	else
 		render_restore(o->f, r, &o->ro);
 }
@@ -250,6 +256,8 @@ output_span(struct tspan *sp, void *arg)
 		export_json_span(o->f, sp);
 	else if (op->format == FORMAT_CHROME)
 		chrome_span(o->chrome, sp);
+	else if (op->format == FORMAT_SVG)
+		;	/* the picture is of restores */
 	else
 		render_span(o->f, sp, &o->ro);
 	tspan_free(sp);
@@ -303,6 +311,7 @@ output_finish(struct output *o, unsigned long malformed, unsigned long evicted)
 		summary_print(o->f, o->summary, malformed, evicted);
 	summary_free(o->summary);
 	chrome_finish(o->chrome);
+	svg_finish(o->svg);
 	status = finish_stream(o);
 	if (o->pager != NULL) {
 		int ps = pipeline_wait(o->pager);
