@@ -11,7 +11,6 @@
 load serve_helper
 bats_require_minimum_version 1.5.0
 
-OTLP_PKG=@opentelemetry/otlp-proto-exporter-base@0.51.1
 SID3=33333333-3333-4333-8333-333333333333
 
 setup() {
@@ -19,13 +18,7 @@ setup() {
 	REAL=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
 	[ -x "$REAL" ] || skip "qwen-acp-child not built"
 	OTLP_DIR=${QWEN_OTLP_DIR:-$QWEN_TOP_BUILDDIR/t/otlp}
-	if [ ! -f "$OTLP_DIR/node_modules/@opentelemetry/otlp-proto-exporter-base/package.json" ]; then
-		command -v npm >/dev/null || skip "npm not installed"
-		mkdir -p "$OTLP_DIR"
-		timeout 180 npm install --no-audit --no-fund --ignore-scripts \
-		    --prefix "$OTLP_DIR" "$OTLP_PKG" >"$OTLP_DIR/npm.log" 2>&1 ||
-			skip "npm cannot install $OTLP_PKG (registry unreachable?): see $OTLP_DIR/npm.log"
-	fi
+	npm_cached "$OTLP_DIR" @opentelemetry/otlp-proto-exporter-base 0.51.1
 	RLOG=$BATS_TEST_TMPDIR/received.jsonl
 	: >"$RLOG"
 	RECV_PID=

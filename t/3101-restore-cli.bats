@@ -64,16 +64,6 @@ stale_socket() {
 	[[ "$output" == *": no such file: /run/user/$uid/qwen-serve/qwen-serve.sock, /tmp/"* ]]
 }
 
-@test "default lookup: the first place that has a socket wins" {
-	unset QWEN_SERVE_SOCKET
-	mkdir -p "$BATS_TEST_TMPDIR/run/qwen-serve"
-	FAKE_SOCK="$BATS_TEST_TMPDIR/run/qwen-serve/qwen-serve.sock"
-	fake_start <<<'GET /session/s-1/status 200 {"sessionId":"s-1"}'
-	XDG_RUNTIME_DIR="$BATS_TEST_TMPDIR/run" run qwen-restore status s-1
-	[ "$status" -eq 0 ]
-	[ "$(count GET /session/s-1/status)" -eq 1 ]
-}
-
 @test "status and capabilities: aligned key/value lines; --json: the body" {
 	fake_start <<'SCRIPT'
 GET /session/s-1/status 200 {"sessionId":"s-1","hasActivePrompt":false,"clientCount":2,"lastSeenAt":1764600000000}
