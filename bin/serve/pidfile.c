@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "serve.h"
+#include "xmalloc.h"
 
 static struct pidfh *pid_fh;
 static pid_t pid_owner;
@@ -60,17 +61,17 @@ pidfile_held(const char *path, long *pid)
 }
 
 int
-pidfile_check(const char *path, char *err, size_t errsize)
+pidfile_check(const char *path, char **cause)
 {
 	long pid;
 	int held;
 
 	if ((held = pidfile_held(path, &pid)) == -1) {
-		snprintf(err, errsize, "--pidfile %s: %s", path, strerror(errno));
+		xasprintf(cause, "--pidfile %s: %s", path, strerror(errno));
 		return -1;
 	}
 	if (held) {
-		snprintf(err, errsize, "--pidfile %s: held by a running qwen-serve "
+		xasprintf(cause, "--pidfile %s: held by a running qwen-serve "
 		    "(pid %ld)", path, pid);
 		return -1;
 	}
@@ -78,25 +79,25 @@ pidfile_check(const char *path, char *err, size_t errsize)
 }
 
 int
-pidfile_take(const char *path, char *err, size_t errsize)
+pidfile_take(const char *path, char **cause)
 {
 	pid_t other = 0;
 	int fd;
 
-	err[0] = '\0';
+	*cause = NULL;
 	if ((pid_fh = pidfile_open(path, 0644, &other)) == NULL) {
 		if (errno == EEXIST)
-			snprintf(err, errsize, "--pidfile %s: held by a running "
+			xasprintf(cause, "--pidfile %s: held by a running "
 			    "qwen-serve (pid %ld)", path, (long)other);
 		else
-			snprintf(err, errsize, "--pidfile %s: %s", path,
+			xasprintf(cause, "--pidfile %s: %s", path,
 			    strerror(errno));
 		return -1;
 	}
 	fd = pidfile_fileno(pid_fh);
 	if (fcntl(fd, F_SETFD, FD_CLOEXEC) == -1 ||
 	    pidfile_write(pid_fh) == -1 || fsync(fd) == -1) {
-		snprintf(err, errsize, "--pidfile %s: %s", path, strerror(errno));
+		xasprintf(cause, "--pidfile %s: %s", path, strerror(errno));
 		pidfile_remove(pid_fh);
 		pid_fh = NULL;
 		return -1;
