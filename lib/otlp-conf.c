@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +25,21 @@ env_first(const char *a, const char *b)
 	return NULL;
 }
 
+/* A message for the caller (the error policy's char **cause). */
 int
-otlp_endpoint(const char *flag, char **url, char *err, size_t errlen)
+otlp_cause(char **cause, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(cause, fmt, ap) == -1)
+		*cause = NULL;
+	va_end(ap);
+	return -1;
+}
+
+int
+otlp_endpoint(const char *flag, char **url, char **cause)
 {
 	const char	*v, *what = "--otlp-endpoint";
 	size_t		 len;
@@ -41,9 +55,8 @@ otlp_endpoint(const char *flag, char **url, char *err, size_t errlen)
 			return 0;
 	}
 	if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) {
-		snprintf(err, errlen, "%s %s: must start with http:// or "
+		return otlp_cause(cause, "%s %s: must start with http:// or "
 		    "https://", what, v);
-		return -1;
 	}
 	len = strlen(v);
 	while (base && len > 0 && v[len - 1] == '/')
@@ -54,10 +67,8 @@ otlp_endpoint(const char *flag, char **url, char *err, size_t errlen)
 			*url = NULL;
 	} else
 		*url = strndup(v, len);
-	if (*url == NULL) {
-		snprintf(err, errlen, "%s: out of memory", what);
-		return -1;
-	}
+	if (*url == NULL)
+		return otlp_cause(cause, "%s: out of memory", what);
 	return 0;
 }
 
@@ -132,7 +143,7 @@ add_attr(void *arg, const char *k, const char *v)
 /* A numeric OTEL_* setting in [min, max], else dflt; -1 when malformed. */
 static int
 env_num(const char *a, const char *b, long long min, long long max,
-    long long dflt, long long *out, char *err, size_t errlen)
+    long long dflt, long long *out, char **cause)
 {
 	const char	*v = env_first(a, b), *errstr;
 
@@ -140,65 +151,57 @@ env_num(const char *a, const char *b, long long min, long long max,
 	if (v == NULL)
 		return 0;
 	*out = strtonum(v, min, max, &errstr);
-	if (errstr != NULL) {
-		snprintf(err, errlen, "%s=%s: %s (%lld to %lld)", a, v, errstr,
-		    min, max);
-		return -1;
-	}
+	if (errstr != NULL)
+		return otlp_cause(cause, "%s=%s: %s (%lld to %lld)", a, v,
+		    errstr, min, max);
 	return 0;
 }
 
 /* The batching settings of the OTel batch span processor's variables. */
 static int
-otlp_limits(struct otlp *o, char *err, size_t errlen)
+otlp_limits(struct otlp *o, char **cause)
 {
 	long long	v;
 
 	if (env_num("OTEL_BSP_MAX_QUEUE_SIZE", NULL, 1, 1000000,
-	    OTLP_QUEUE_MAX, &v, err, errlen) == -1)
+	    OTLP_QUEUE_MAX, &v, cause) == -1)
 		return -1;
 	o->qmax = (size_t)v;
 	if (env_num("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", NULL, 1, OTLP_BATCH_MAX,
-	    OTLP_BATCH_MAX, &v, err, errlen) == -1)
+	    OTLP_BATCH_MAX, &v, cause) == -1)
 		return -1;
 	o->batch_max = (size_t)v;
 	if (env_num("OTEL_BSP_SCHEDULE_DELAY", NULL, 0, 3600000,
-	    OTLP_BATCH_DELAY_MS, &v, err, errlen) == -1)
+	    OTLP_BATCH_DELAY_MS, &v, cause) == -1)
 		return -1;
 	o->delay_ms = (long)v;
 	if (env_num("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
-	    "OTEL_EXPORTER_OTLP_TIMEOUT", 1, 3600000, OTLP_TIMEOUT_MS, &v, err,
-	    errlen) == -1)
+	    "OTEL_EXPORTER_OTLP_TIMEOUT", 1, 3600000, OTLP_TIMEOUT_MS, &v,
+	    cause) == -1)
 		return -1;
 	o->timeout_ms = (long)v;
 	return 0;
 }
 
-/* The settings of o from the environment (see otlp.h).  0 or -1 + err. */
+/* The settings of o from the environment (see otlp.h).  0, or -1 + *cause. */
 int
-otlp_conf_load(struct otlp *o, const char *service, char *err, size_t errlen)
+otlp_conf_load(struct otlp *o, const char *service, char **cause)
 {
 	const char	*sn;
 
-	if (otlp_limits(o, err, errlen) == -1)
+	if (otlp_limits(o, cause) == -1)
 		return -1;
 	o->headers = curl_slist_append(NULL, "Content-Type: application/json");
 	if (o->headers == NULL || kv_list(env_first(
 	    "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"),
-	    add_header, o) == -1) {
-		snprintf(err, errlen, "OTEL_EXPORTER_OTLP_HEADERS: not a "
+	    add_header, o) == -1)
+		return otlp_cause(cause, "OTEL_EXPORTER_OTLP_HEADERS: not a "
 		    "list of key=value pairs");
-		return -1;
-	}
-	if (kv_list(getenv("OTEL_RESOURCE_ATTRIBUTES"), add_attr, o) == -1) {
-		snprintf(err, errlen, "OTEL_RESOURCE_ATTRIBUTES: not a list of "
-		    "key=value pairs");
-		return -1;
-	}
+	if (kv_list(getenv("OTEL_RESOURCE_ATTRIBUTES"), add_attr, o) == -1)
+		return otlp_cause(cause, "OTEL_RESOURCE_ATTRIBUTES: not a list "
+		    "of key=value pairs");
 	sn = env_first("OTEL_SERVICE_NAME", NULL);
-	if ((o->service = strdup(sn != NULL ? sn : service)) == NULL) {
-		snprintf(err, errlen, "OTLP export: out of memory");
-		return -1;
-	}
+	if ((o->service = strdup(sn != NULL ? sn : service)) == NULL)
+		return otlp_cause(cause, "OTLP export: out of memory");
 	return 0;
 }

@@ -48,8 +48,10 @@ struct otlp {
 	char			 last_err[CURL_ERROR_SIZE];
 };
 
-/* The settings of o from the environment (see otlp.h).  0 or -1 + err. */
-int	otlp_conf_load(struct otlp *o, const char *service, char *err,
-	    size_t errlen);
+/* The settings of o from the environment (see otlp.h).  0, or -1 + *cause. */
+int	otlp_conf_load(struct otlp *o, const char *service, char **cause);
+/* *cause = the formatted message (NULL when memory ran out); returns -1. */
+int	otlp_cause(char **cause, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
 
 #endif

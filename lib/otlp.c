@@ -24,28 +24,29 @@ static void	*otlp_worker(void *);
 
 /* Start the exporter (see otlp.h); caller frees with otlp_stop(). */
 struct otlp *
-otlp_start(const char *url, const char *service, char *err, size_t errlen)
+otlp_start(const char *url, const char *service, char **cause)
 {
 	struct otlp	*o;
 
 	/* Before any thread of ours: libcurl's global state is not safe. */
+	*cause = NULL;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		snprintf(err, errlen, "OTLP export: cannot initialise libcurl");
+		otlp_cause(cause, "OTLP export: cannot initialise libcurl");
 		return NULL;
 	}
 	if ((o = calloc(1, sizeof(*o))) == NULL ||
 	    (o->url = strdup(url)) == NULL ||
 	    (o->attrs = json_object_new_array()) == NULL) {
-		snprintf(err, errlen, "OTLP export: out of memory");
+		otlp_cause(cause, "OTLP export: out of memory");
 		goto fail;
 	}
 	TAILQ_INIT(&o->q);
-	if (otlp_conf_load(o, service, err, errlen) == -1)
+	if (otlp_conf_load(o, service, cause) == -1)
 		goto fail;
 	pthread_mutex_init(&o->mu, NULL);
 	pthread_cond_init(&o->cv, NULL);
 	if (pthread_create(&o->thread, NULL, otlp_worker, o) != 0) {
-		snprintf(err, errlen, "OTLP export: %s", strerror(errno));
+		otlp_cause(cause, "OTLP export: %s", strerror(errno));
 		pthread_mutex_destroy(&o->mu);
 		pthread_cond_destroy(&o->cv);
 		goto fail;

@@ -40,17 +40,17 @@ struct otlp_stats {
 /*
  * The traces URL from flag (NULL: none) and the environment into *url
  * (caller frees; NULL when no export is configured).  0, or -1 with a
- * message in err for a URL that is not http(s).
+ * message in *cause (caller frees) for a URL that is not http(s).
  */
-int	otlp_endpoint(const char *flag, char **url, char *err, size_t errlen);
+int	otlp_endpoint(const char *flag, char **url, char **cause);
 
 /*
  * Start exporting to url (borrowed) on a worker thread; service is the
- * default service.name.  NULL with a message in err on failure (a bad
- * header or attribute list, no thread).  Caller frees with otlp_stop().
+ * default service.name.  NULL with a message in *cause (caller frees) on
+ * failure (a bad header or attribute list, no thread).  Caller frees the
+ * exporter with otlp_stop().
  */
-struct otlp *otlp_start(const char *url, const char *service, char *err,
-	    size_t errlen);
+struct otlp *otlp_start(const char *url, const char *service, char **cause);
 
 /* Queue one OTLP/JSON line (trace_export_fn): never blocks on the network. */
 void	otlp_enqueue(void *otlp, const char *line, size_t len);

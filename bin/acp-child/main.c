@@ -180,20 +180,16 @@ static const struct child_ops ops = {
 static int
 otlp_setup(struct child *c)
 {
-	char	 err[512], *url;
+	char	*cause, *url;
 
-	if (otlp_endpoint(c->opts.otlp_endpoint, &url, err, sizeof(err)) == -1) {
-		fprintf(stderr, "%s: %s\n", getprogname(), err);
-		return -1;
-	}
+	if (otlp_endpoint(c->opts.otlp_endpoint, &url, &cause) == -1)
+		goto fail;
 	if (url == NULL)
 		return 0;
-	c->otlp = otlp_start(url, "qwen-acp-child", err, sizeof(err));
+	c->otlp = otlp_start(url, "qwen-acp-child", &cause);
 	free(url);
-	if (c->otlp == NULL) {
-		fprintf(stderr, "%s: %s\n", getprogname(), err);
-		return -1;
-	}
+	if (c->otlp == NULL)
+		goto fail;
 	if (c->trace == NULL &&
 	    (c->trace = trace_sink_open(NULL, "qwen-acp-child")) == NULL) {
 		fprintf(stderr, "%s: trace sink: %s\n", getprogname(),
@@ -202,6 +198,11 @@ otlp_setup(struct child *c)
 	}
 	trace_sink_set_export(c->trace, otlp_enqueue, c->otlp);
 	return 0;
+fail:
+	fprintf(stderr, "%s: %s\n", getprogname(), cause != NULL ? cause :
+	    "out of memory");
+	free(cause);
+	return -1;
 }
 
 int

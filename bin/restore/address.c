@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "restore.h"
+#include "xmalloc.h"
 
 #define SYSTEM_SOCKET	"/run/qwen-serve/qwen-serve.sock"
 
@@ -33,8 +34,6 @@ cand_add(char **cand, size_t *n, char *path)
 {
 	size_t	i;
 
-	if (path == NULL)
-		return;
 	for (i = 0; i < *n; i++)
 		if (strcmp(cand[i], path) == 0) {
 			free(path);
@@ -52,14 +51,15 @@ cand_fill(char **cand)
 	char		*p;
 	size_t		 n = 0;
 
-	if (rt != NULL && rt[0] == '/' &&
-	    asprintf(&p, "%s/qwen-serve/qwen-serve.sock", rt) != -1)
+	if (rt != NULL && rt[0] == '/') {
+		xasprintf(&p, "%s/qwen-serve/qwen-serve.sock", rt);
 		cand_add(cand, &n, p);
-	if (asprintf(&p, "/run/user/%u/qwen-serve/qwen-serve.sock", uid) != -1)
-		cand_add(cand, &n, p);
-	if (asprintf(&p, "/tmp/qwen-serve-%u/qwen-serve.sock", uid) != -1)
-		cand_add(cand, &n, p);
-	cand_add(cand, &n, strdup(SYSTEM_SOCKET));
+	}
+	xasprintf(&p, "/run/user/%u/qwen-serve/qwen-serve.sock", uid);
+	cand_add(cand, &n, p);
+	xasprintf(&p, "/tmp/qwen-serve-%u/qwen-serve.sock", uid);
+	cand_add(cand, &n, p);
+	cand_add(cand, &n, xstrdup(SYSTEM_SOCKET));
 	return n;
 }
 
@@ -79,15 +79,14 @@ address_default_socket(struct rctx *ctx)
 		if (pick == NULL && stat(cand[i], &st) == 0 &&
 		    S_ISSOCK(st.st_mode))
 			pick = cand[i];
-		if (asprintf(&t, "%s%s%s", tried ? tried : "", tried ? ", " :
-		    "", cand[i]) != -1) {
-			free(tried);
-			tried = t;
-		}
+		xasprintf(&t, "%s%s%s", tried ? tried : "", tried ? ", " : "",
+		    cand[i]);
+		free(tried);
+		tried = t;
 	}
-	if (pick == NULL && n > 0)
-		pick = cand[0];
-	ctx->socket_path = pick != NULL ? strdup(pick) : NULL;
+	if (pick == NULL)
+		pick = cand[0];	/* never empty: the system socket is last */
+	ctx->socket_path = xstrdup(pick);
 	ctx->socket_tried = tried;
 	for (i = 0; i < n; i++)
 		free(cand[i]);

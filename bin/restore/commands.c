@@ -36,12 +36,12 @@ print_body(const struct http_resp *r)
 static void
 print_done(const struct rctx *ctx, const struct http_resp *r)
 {
-	json_object	*o = json_object_new_object();
+	json_object	*o = xjson_object_new_object();
 
 	if (ctx->session_id != NULL)
 		json_object_object_add(o, "sessionId",
-		    json_object_new_string(ctx->session_id));
-	json_object_object_add(o, "status", json_object_new_int((int)r->status));
+		    xjson_object_new_string(ctx->session_id));
+	json_object_object_add(o, "status", xjson_object_new_int((int)r->status));
 	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "json.h"
 #include "restore.h"
 
 #define KEY_MAX	128
@@ -79,12 +80,7 @@ fmt_size(int64_t n, char *buf, size_t len)
 static int64_t
 get_i64(json_object *o, const char *key)
 {
-	json_object	*v;
-
-	if (json_object_object_get_ex(o, key, &v) &&
-	    json_object_is_type(v, json_type_int))
-		return json_object_get_int64(v);
-	return 0;
+	return json_object_get_int64(json_get(o, key, json_type_int));
 }
 
 /* list: the table. */

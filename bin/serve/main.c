@@ -95,22 +95,19 @@ static const struct option longopts[] = {
  * --otlp-endpoint and the OTEL_* variables: export spans over OTLP/HTTP
  * from a worker thread, beside the trace file (or without one).
  */
+static void __attribute__((noreturn)) fatal_cause(char *);
+
 static void
 otlp_setup(void)
 {
-	char	 err[512], *url;
+	char	*cause, *url;
 
-	if (otlp_endpoint(conf.otlp_endpoint, &url, err, sizeof(err)) == -1) {
-		fprintf(stderr, "qwen-serve: %s\n", err);
-		exit(1);
-	}
+	if (otlp_endpoint(conf.otlp_endpoint, &url, &cause) == -1)
+		fatal_cause(cause);
 	if (url == NULL)
 		return;
-	if ((serve_otlp = otlp_start(url, "qwen-serve", err,
-	    sizeof(err))) == NULL) {
-		fprintf(stderr, "qwen-serve: %s\n", err);
-		exit(1);
-	}
+	if ((serve_otlp = otlp_start(url, "qwen-serve", &cause)) == NULL)
+		fatal_cause(cause);
 	if (serve_trace == NULL &&
 	    (serve_trace = trace_sink_open(NULL, "qwen-serve")) == NULL) {
 		fprintf(stderr, "qwen-serve: trace sink: %s\n", strerror(errno));
@@ -119,6 +116,16 @@ otlp_setup(void)
 	trace_sink_set_export(serve_trace, otlp_enqueue, serve_otlp);
 	log_info("exporting spans to %s (OTLP/HTTP JSON)", url);
 	free(url);
+}
+
+/* Print cause (from the OTLP setup), free it, exit 1. */
+static void __attribute__((noreturn))
+fatal_cause(char *cause)
+{
+	fprintf(stderr, "qwen-serve: %s\n", cause != NULL ? cause :
+	    "out of memory");
+	free(cause);
+	exit(1);
 }
 
 /* Exit with status once stdout is written; a write error exits 1. */

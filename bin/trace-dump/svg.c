@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "trace-dump.h"
+#include "xmalloc.h"
 
 #define SVG_MAX_ROWS	1000
 #define SVG_WIDTH	960
@@ -63,8 +64,7 @@ svg_new(FILE *out)
 {
 	struct svg	*s;
 
-	if ((s = calloc(1, sizeof(*s))) == NULL)
-		return NULL;
+	s = xcalloc(1, sizeof(*s));
 	s->out = out;
 	if ((s->rows = open_memstream(&s->buf, &s->len)) == NULL) {
 		free(s);

@@ -195,7 +195,7 @@ void		 chrome_finish(struct chrome *);
 
 /* --- svg.c: --format svg, the restore timeline as one SVG picture ------- */
 struct svg;
-struct svg	*svg_new(FILE *);	/* NULL on ENOMEM */
+struct svg	*svg_new(FILE *);	/* NULL without a memory stream */
 void		 svg_restore(struct svg *, const struct restore *);
 /* Write the document (the rows are held until now) and free.  NULL-safe. */
 void		 svg_finish(struct svg *);
