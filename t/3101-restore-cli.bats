@@ -172,3 +172,22 @@ SCRIPT
 	[ -z "$(complete_words qwen-restore status s-1 s)" ]
 	[ -z "$(complete_words qwen-restore --socket "$BATS_TEST_TMPDIR/none" load s)" ]
 }
+
+@test "--url on loopback: the daemon's token file is looked for in the socket lookup order" {
+	fake_start --port-file "$BATS_TEST_TMPDIR/port" <<<'GET /session/s-1/status 200 {"sessionId":"s-1"}'
+	wait_for 5 test -s "$BATS_TEST_TMPDIR/port"
+	port=$(cat "$BATS_TEST_TMPDIR/port")
+	unset QWEN_SERVE_SOCKET
+	mkdir -p "$BATS_TEST_TMPDIR/run/qwen-serve"
+	printf 'tok-xdg\n' >"$BATS_TEST_TMPDIR/run/qwen-serve/token"
+	chmod 600 "$BATS_TEST_TMPDIR/run/qwen-serve/token"
+	XDG_RUNTIME_DIR="$BATS_TEST_TMPDIR/run" run qwen-restore --url "http://127.0.0.1:$port" status s-1
+	[ "$status" -eq 0 ]
+	# No XDG_RUNTIME_DIR and no token in the other places: none is sent.
+	XDG_RUNTIME_DIR= run qwen-restore --url "http://127.0.0.1:$port" status s-1
+	[ "$status" -eq 0 ]
+	[ "$(jq -r .auth "$FAKE_LOG" | head -1)" = "Bearer tok-xdg" ]
+	if [ ! -e "/run/user/$(id -u)/qwen-serve/token" ] && [ ! -e "/tmp/qwen-serve-$(id -u)/token" ]; then
+		[ "$(jq -r .auth "$FAKE_LOG" | sed -n 2p)" = null ]
+	fi
+}

@@ -92,6 +92,31 @@ address_default_socket(struct rctx *ctx)
 		free(cand[i]);
 }
 
+/*
+ * The token file the local daemon writes beside its socket, in the first
+ * default place that has one (the socket lookup order); caller frees,
+ * NULL when there is none.
+ */
+char *
+address_default_token(void)
+{
+	char	*cand[4], *path = NULL, *p, *slash;
+	size_t	 n, i;
+
+	n = cand_fill(cand);
+	for (i = 0; i < n; i++) {
+		if (path == NULL && (slash = strrchr(cand[i], '/')) != NULL) {
+			xasprintf(&p, "%.*s/token", (int)(slash - cand[i]), cand[i]);
+			if (access(p, F_OK) == 0)
+				path = p;
+			else
+				free(p);
+		}
+		free(cand[i]);
+	}
+	return path;
+}
+
 /* Try connecting to path ourselves; 0, or -1 with errno. */
 static int
 try_connect(const char *path)

@@ -229,7 +229,7 @@ url_is_loopback(const char *url)
 static void
 setup_token_file(struct rctx *ctx)
 {
-	const char *sock = getenv("QWEN_SERVE_SOCKET"), *rt = getenv("XDG_RUNTIME_DIR");
+	const char *sock = getenv("QWEN_SERVE_SOCKET");
 	const char *slash;
 	char *path = NULL, buf[4096];
 	struct stat st;
@@ -241,10 +241,8 @@ setup_token_file(struct rctx *ctx)
 		return;
 	if (sock != NULL && (slash = strrchr(sock, '/')) != NULL)
 		xasprintf(&path, "%.*s/token", (int)(slash - sock), sock);
-	else if (rt != NULL && rt[0] == '/')
-		xasprintf(&path, "%s/qwen-serve/token", rt);
-	else
-		xasprintf(&path, "/tmp/qwen-serve-%u/token", (unsigned)getuid());
+	else if ((path = address_default_token()) == NULL)
+		return;
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) == -1) {
 		free(path);
 		return;

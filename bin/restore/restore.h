@@ -136,6 +136,8 @@ void	address_explain(const char *path, const char *tried, char *buf,
 	    size_t len);
 void	address_explain_url(const char *url, int os_errno,
 	    const char *curlmsg, char *buf, size_t len);
+/* <dir>/token beside the first default socket place with one, or NULL. */
+char	*address_default_token(void);
 
 /* ---- human.c ------------------------------------------------------------ */
 
