@@ -106,6 +106,10 @@ acp_child_command(const char *workspace)
 		pipecmd_arg(cmd, "--agent-acp");
 		pipecmd_arg(cmd, conf.agent_acp);
 	}
+	if (conf.otlp_endpoint != NULL) {
+		pipecmd_arg(cmd, "--otlp-endpoint");
+		pipecmd_arg(cmd, conf.otlp_endpoint);
+	}
 	if (conf.trace_file != NULL) {
 		pipecmd_arg(cmd, "--trace-file");
 		pipecmd_arg(cmd, conf.trace_file);
