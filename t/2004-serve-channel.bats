@@ -58,7 +58,7 @@ EOF
 	req GET /session/$SID/status
 	expect 404
 	wait_for 5 bash -c "curl -s --unix-socket '$SOCK' 'http://localhost/health?deep=1' | jq -e '.channelAlive == false' >/dev/null"
-	! kill -0 "$old" 2>/dev/null
+	! kill -0 "$old" 2>/dev/null || false
 	req POST /session/$SID/load '{}'
 	expect 200 '.attached == false'
 	[ "$(child_pid)" != "$old" ]

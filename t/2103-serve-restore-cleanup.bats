@@ -43,7 +43,7 @@ S3=33333333-3333-4333-8333-333333333333
 	    $e[2].attrs.cleanup_result == "closed"' <<<"$span" >/dev/null
 	local tp=$(awk -v id="$SID" '$2 == "session/load" && $3 == id {print $4}' "$CLOG")
 	[[ "$tp" == "00-$(jq -r .traceId <<<"$span")-$(jq -r .spanId <<<"$span")-"?? ]]
-	! grep -q 'Why is loading slow' "$TRACE"
+	! grep -q 'Why is loading slow' "$TRACE" || false
 }
 
 @test "late failure: exactly one close; not found counts as clean" {
@@ -167,7 +167,7 @@ S3=33333333-3333-4333-8333-333333333333
 	[ $(( $(now_ms) - t0 )) -lt 8000 ]
 	bg_wait hung 20
 	expect 503 '.code == "acp_channel_unavailable"'
-	! kill -0 "$old" 2>/dev/null
+	! kill -0 "$old" 2>/dev/null || false
 }
 
 @test "shutdown with an abandoned hung restore: waits for its settlement" {
@@ -178,7 +178,7 @@ S3=33333333-3333-4333-8333-333333333333
 	expect 504
 	serve_stop
 	[ "$SERVE_STATUS" -eq 0 ]
-	! kill -0 "$old" 2>/dev/null
+	! kill -0 "$old" 2>/dev/null || false
 	grep -q "session $SID: abandoned load settled" "$BATS_TEST_TMPDIR/err"
 }
 
@@ -211,7 +211,7 @@ S3=33333333-3333-4333-8333-333333333333
 	req POST /session/$SID/resume '{}'
 	expect 500
 	wait_for 5 grep -q "update for closed session $SID dropped" "$BATS_TEST_TMPDIR/err"
-	! grep -q "update for fenced session $SID" "$BATS_TEST_TMPDIR/err"
+	! grep -q "update for fenced session $SID" "$BATS_TEST_TMPDIR/err" || false
 	req GET /session/$SID/status
 	expect 404
 }

@@ -90,7 +90,8 @@ spawn_spans() {
 	wait_for 20 calls_are 1 qwen/control/session/close
 	health_wait '.restoresUnsettled == 0 and .inFlight == 0' 10
 	local closed=$(awk '$2 == "qwen/control/session/close" {print $3}' "$CLOG")
-	[[ "$closed" =~ ^[0-9a-f-]{36}$ ]] && [ "$closed" != "$SID" ]
+	[[ "$closed" =~ ^[0-9a-f-]{36}$ ]]
+	[ "$closed" != "$SID" ]
 	grep -q "session $closed: late spawn success" "$BATS_TEST_TMPDIR/err"
 	req GET "/health?deep=1"
 	expect 200 '.sessions == 1'

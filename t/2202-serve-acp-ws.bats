@@ -115,7 +115,7 @@ EOF
 	ws_has sub '.id == 1 and .result != null'
 	ws both -P "qwen-bearer.$(b64url s3cr3t-t0ken), qwen-ws" <<<"text $init"$'\n'"wait 1"
 	ws_has both '.ws == "open" and .protocol == "qwen-ws"'
-	! grep -q s3cr3t "$BATS_TEST_TMPDIR/err"
+	! grep -q s3cr3t "$BATS_TEST_TMPDIR/err" || false
 }
 
 @test "Host and Origin gates run before the upgrade (TCP)" {
@@ -247,8 +247,8 @@ EOF
 	ws_has e2e '.id == 4 and .result.stopReason == "end_turn"'
 	ws_has e2e '.id == 5 and .result != null'
 	# Resume restores without replay.
-	! jq -e -s --arg sid "$SID2" 'any(.[]; .method == "session/update" and
-	    .params.sessionId == $sid and .params.update.sessionUpdate == "user_message_chunk")' "$f" >/dev/null
+	run ! jq -e -s --arg sid "$SID2" 'any(.[]; .method == "session/update" and
+	    .params.sessionId == $sid and .params.update.sessionUpdate == "user_message_chunk")' "$f"
 	ws_has e2e '.id == 6 and .result != null'
 	ws_has e2e '.id == 7 and .result != null'
 	ws_has e2e '.id == 8 and .result != null'

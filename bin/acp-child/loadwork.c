@@ -50,6 +50,30 @@ loadwork_pick(struct loadwork *lw, int fast)
 	return NULL;
 }
 
+/*
+ * Test hook: with QWEN_ACP_TEST_LOAD_GATE=FIFO a worker reads one byte from
+ * FIFO before each big job, so a test holds a load as long as it wants (it
+ * keeps the FIFO open read-write and writes a byte per job to release)
+ * instead of hoping a large transcript takes long enough.
+ */
+static void
+loadwork_gate(void)
+{
+	const char *path = getenv("QWEN_ACP_TEST_LOAD_GATE");
+	char b;
+	int fd;
+
+	if (path == NULL || *path == '\0')
+		return;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		log_warn("loadwork: gate %s", path);
+		return;
+	}
+	while (read(fd, &b, 1) == -1 && errno == EINTR)
+		;
+	close(fd);
+}
+
 static void *
 loadwork_main(void *arg)
 {
@@ -65,6 +89,8 @@ loadwork_main(void *arg)
 		if (job == NULL)
 			break;
 		pthread_mutex_unlock(&lw->mu);
+		if (!job->small)
+			loadwork_gate();
 		job->run(job);
 		pthread_mutex_lock(&lw->mu);
 		TAILQ_INSERT_TAIL(&lw->finished, job, entry);
