@@ -383,9 +383,12 @@ P='{"prompt":[{"type":"text","text":"hello"}]}'
 @test "GET /workspace/sessions lists persisted transcripts with their first prompt" {
 	serve_start
 	make_transcript "$SID"
-	sleep 0.01
 	make_transcript "$SID2"
-	touch "$DATA/projects/$(printf '%s' "$WS" | sed 's/[^A-Za-z0-9]/-/g')/chats/.hidden.jsonl"
+	local chats=$DATA/projects/$(printf '%s' "$WS" | sed 's/[^A-Za-z0-9]/-/g')/chats
+	# Newest first: the order is set, not left to the clock's resolution.
+	touch -d '2026-01-01 10:00:00' "$chats/$SID.jsonl"
+	touch -d '2026-01-01 10:00:01' "$chats/$SID2.jsonl"
+	touch "$chats/.hidden.jsonl"
 	req POST /session/$SID/load '{}'
 	for TRANSPORT in unix tcp; do
 		req GET /workspace/sessions

@@ -94,16 +94,6 @@ teardown() {
 	fi
 }
 
-# gate_open: a FIFO the child's workers read one byte from before each big
-# load (QWEN_ACP_TEST_LOAD_GATE).  The test holds it open read-write, so a
-# big load waits until the test writes a byte, however fast the machine.
-gate_open() {
-	GATE=$BATS_TEST_TMPDIR/gate
-	mkfifo "$GATE"
-	exec {GATE_FD}<>"$GATE"
-	export QWEN_ACP_TEST_LOAD_GATE=$GATE
-}
-
 # sib_script N: N resumes of SID1 (ids "sib-K"), each answered before the next.
 sib_script() {
 	local k
