@@ -51,6 +51,8 @@ route_health(struct http_ctx *ctx)
 		    json_object_new_int64((int64_t)overdue));
 		json_object_object_add(o, "restoresQuarantined",
 		    json_object_new_int64((int64_t)quarantined));
+		json_object_object_add(o, "restoresFenced",
+		    json_object_new_int64((int64_t)fences_count()));
 		json_object_object_add(o, "inFlight",
 		    json_object_new_int64((int64_t)inflight_count()));
 		json_object_object_add(o, "acpConnections",

@@ -450,6 +450,8 @@ void	restore_chan_view(struct channel *, struct rfsm_chan_view *);
 int	restore_route_early(struct channel *, const char *id, json_object *params);
 /* ch's child exited: every restore on it settles; its fences go. */
 void	restore_channel_exited(struct channel *);
+/* Session ids fenced against late notifications (restore-fence.c). */
+size_t	fences_count(void);
 /* Restores not yet settled (active or abandoned), and other counts. */
 void	restore_stats(size_t *active, size_t *unsettled, size_t *overdue,
 	    size_t *quarantined);
