@@ -4,17 +4,12 @@
 load test_helper
 
 LINT=$QWEN_TOP_SRCDIR/scripts/lint-tests
+: "${TESTDATA:=$QWEN_TOP_SRCDIR/t/data}"
 
 setup() {
 	command -v python3 >/dev/null || skip "python3 not installed"
 	F=$BATS_TEST_TMPDIR/t
 	mkdir -p "$F"
-}
-
-# fixture FILE: a bats file from stdin ("@TEST" keeps bats from reading
-# the fixture's tests as this file's own).
-fixture() {
-	sed 's/^@TEST/@test/' >"$1"
 }
 
 @test "every bats assertion can fail and every test number is used once" {
@@ -25,17 +20,7 @@ fixture() {
 }
 
 @test "lint-tests: a mid-test '!' line is reported, run ! and || false are not" {
-	fixture "$F/0001-a.bats" <<'EOF'
-@TEST "x" {
-	! grep -q root /etc/passwd
-	run ! true
-	! false || false
-	for f in a b; do
-		! test -e "$f"
-	done
-	true
-}
-EOF
+	cp "$TESTDATA/lint-tests/bang.fixture" "$F/0001-a.bats"
 	run python3 "$LINT" "$F"
 	[ "$status" -eq 1 ]
 	[ "${#lines[@]}" -eq 3 ]
@@ -45,20 +30,7 @@ EOF
 }
 
 @test "lint-tests: an && list is reported unless it is control flow or the last command" {
-	fixture "$F/0001-a.bats" <<'EOF'
-@TEST "x" {
-	[ 1 = 2 ] && [ 1 = 1 ]
-	cd / &&
-	    true
-	[[ -n a && -n b ]]
-	[ -n "" ] && skip "nothing"
-	if [ 1 = 1 ] && true; then :; fi
-	x=$(true && false || true)
-	[ -n "$x" ] || [ 1 = 1 ] && true || false
-	echo '[ 1 = 2 ] && true'
-	[ 1 = 1 ] && [ 2 = 2 ]
-}
-EOF
+	cp "$TESTDATA/lint-tests/and-list.fixture" "$F/0001-a.bats"
 	run python3 "$LINT" "$F"
 	[ "$status" -eq 1 ]
 	[ "${#lines[@]}" -eq 3 ]
@@ -68,19 +40,7 @@ EOF
 }
 
 @test "lint-tests: heredoc bodies and multi-line quotes are not commands" {
-	fixture "$F/0001-a.bats" <<'EOF'
-@TEST "x" {
-	cat >f <<'END'
-! true
-[ 1 = 2 ] && [ 1 = 1 ]
-END
-	run ! jq -e 'true and
-	    true' f
-	! jq -e 'true and
-	    false' f
-	true
-}
-EOF
+	cp "$TESTDATA/lint-tests/heredoc.fixture" "$F/0001-a.bats"
 	run python3 "$LINT" "$F"
 	[ "$status" -eq 1 ]
 	[ "${#lines[@]}" -eq 2 ]
@@ -88,7 +48,7 @@ EOF
 }
 
 @test "lint-tests: a test number used by two files is reported" {
-	printf '@TEST "x" {\n\ttrue\n}\n' | fixture "$F/3001-a.bats"
+	printf '@%s "x" {\n\ttrue\n}\n' test >"$F/3001-a.bats"
 	cp "$F/3001-a.bats" "$F/3001-b.bats"
 	cp "$F/3001-a.bats" "$F/3002-c.bats"
 	run python3 "$LINT" "$F"
