@@ -73,6 +73,22 @@ drive() {
 	[ -s "$ART/web-console-timeout.png" ]
 }
 
+@test "browser: the 30 s attach watchdog ends an attach the stopped child cannot answer" {
+	# The daemon would wait 10 min for the child's initialize: only the
+	# console's watchdog (on Playwright's clock) can end the attach.
+	web_serve --initialize-timeout-ms 600000
+	req POST /session/$SID2/load '{}'
+	expect 200
+	local pid=$(child_pid)
+	kill -STOP "$pid"
+	STOPPED=$pid
+	run drive attach "$pid"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	STOPPED=
+	[[ "$output" == *"ok - the attach watchdog fired at 30000 ms"* ]]
+}
+
 @test "browser: 503 acp_channel_unavailable on a quarantined channel, with its reason" {
 	FAKE_CHILD="delay=session/load@$SID:600,fail=qwen/control/session/close@$SID:-32603" \
 	    serve_start --web-dir "$QWEN_TOP_SRCDIR/web" --session-restore-timeout-ms 300
