@@ -90,7 +90,9 @@ drive() {
 }
 
 @test "browser: 503 acp_channel_unavailable on a quarantined channel, with its reason" {
-	FAKE_CHILD="delay=session/load@$SID:600,fail=qwen/control/session/close@$SID:-32603" \
+	# The load is held past its deadline, then released: its late success
+	# gets a close that fails, and that quarantines the channel.
+	FAKE_CHILD="hold=session/load@$SID,fail=qwen/control/session/close@$SID:-32603" \
 	    serve_start --web-dir "$QWEN_TOP_SRCDIR/web" --session-restore-timeout-ms 300
 	make_transcript "$SID"
 	make_transcript "$SID2"
@@ -98,6 +100,7 @@ drive() {
 	expect 200
 	req POST /session/$SID/load '{}'
 	expect 504
+	kill -USR1 "$(child_pid)"
 	health_wait '.restoresQuarantined == 1' 10
 	run drive unavailable "$SID2"
 	echo "$output"
