@@ -13,11 +13,12 @@ S3=33333333-3333-4333-8333-333333333333
 
 @test "late success: exactly one close, then settled; the restore span" {
 	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
-	rserve "delay=session/load@$SID:500" --session-restore-timeout-ms 300 \
+	rserve "hold=session/load@$SID" --session-restore-timeout-ms 300 \
 	    --trace-file "$TRACE" --log-level debug
 	req POST /session '{}'
 	req POST /session/$SID/load '{}'
 	expect 504
+	kill -USR1 "$(child_pid)"	# the held load answers now, late
 	health_wait '.restoresUnsettled == 0' 10
 	[ "$(calls qwen/control/session/close "$SID")" -eq 1 ]
 	grep -q "session $SID: late load success" "$BATS_TEST_TMPDIR/err"
@@ -48,11 +49,12 @@ S3=33333333-3333-4333-8333-333333333333
 
 @test "late failure: exactly one close; not found counts as clean" {
 	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
-	rserve "delay=session/load@$SID:500,fail=session/load@$SID:-32603" \
+	rserve "hold=session/load@$SID,fail=session/load@$SID:-32603" \
 	    --session-restore-timeout-ms 300 --trace-file "$TRACE"
 	req POST /session '{}'
 	req POST /session/$SID/load '{}'
 	expect 504
+	kill -USR1 "$(child_pid)"	# the held load answers now, late
 	health_wait '.restoresUnsettled == 0' 10
 	[ "$(calls qwen/control/session/close "$SID")" -eq 1 ]
 	grep -q "cleanup close: close_not_found" "$BATS_TEST_TMPDIR/err"
@@ -65,13 +67,14 @@ S3=33333333-3333-4333-8333-333333333333
 }
 
 @test "quarantine: 503 restore_cleanup_failed before capacity; siblings work; drain recycles" {
-	rserve "delay=session/load@$SID:600,fail=qwen/control/session/close@$SID:-32603,chunks=1" \
+	rserve "hold=session/load@$SID,fail=qwen/control/session/close@$SID:-32603,chunks=1" \
 	    --session-restore-timeout-ms 300 --max-sessions 2
 	req POST /session '{}'
 	expect 200
 	local sib=$(jq -r .sessionId <<<"$body") old=$(child_pid)
 	req POST /session/$SID/load '{}'
 	expect 504
+	kill -USR1 "$(child_pid)"	# the held load answers now, late
 	health_wait '.restoresQuarantined == 1' 10
 	[ "$(calls qwen/control/session/close "$SID")" -eq 1 ]
 	# Fresh work: the channel's state, not the (also full) capacity.
@@ -97,11 +100,12 @@ S3=33333333-3333-4333-8333-333333333333
 }
 
 @test "a hung close is uncertain: quarantined after the initialize budget" {
-	rserve "delay=session/load@$SID:1500,hang=qwen/control/session/close@$SID" \
+	rserve "hold=session/load@$SID,hang=qwen/control/session/close@$SID" \
 	    --session-restore-timeout-ms 300 --initialize-timeout-ms 1000
 	req POST /session '{}'
 	req POST /session/$SID/load '{}'
 	expect 504
+	kill -USR1 "$(child_pid)"	# the held load answers now, late
 	health_wait '.restoresQuarantined == 1' 10
 	grep -q "cleanup close: close_timeout" "$BATS_TEST_TMPDIR/err"
 	req POST /session/$SID2/resume '{}'
@@ -140,12 +144,13 @@ S3=33333333-3333-4333-8333-333333333333
 @test "transport closes during cleanup: settled as transport_closed" {
 	local knob
 	for knob in crash-on close-stdout-on; do
-		rserve "delay=session/load@$SID:600,$knob=qwen/control/session/close@$SID" \
+		rserve "hold=session/load@$SID,$knob=qwen/control/session/close@$SID" \
 		    --session-restore-timeout-ms 300
 		req POST /session '{}'
 		local old=$(child_pid)
 		req POST /session/$SID/load '{}'
 		expect 504
+		kill -USR1 "$(child_pid)"	# the held load answers now, late
 		wait_for 10 calls_are 1 qwen/control/session/close "$SID"
 		wait_for 10 bash -c "! kill -0 $old 2>/dev/null"
 		health_wait '.restoresUnsettled == 0 and .inFlight == 0'
@@ -191,18 +196,25 @@ S3=33333333-3333-4333-8333-333333333333
 }
 
 @test "late notifications of an abandoned restore are fenced, also after settlement" {
-	rserve "delay=session/load@$SID:450,late-update=400" --session-restore-timeout-ms 300 \
+	# Each SIGUSR1 releases the held load and sends an update for SID.
+	rserve "hold=session/load@$SID,poke=$SID" --session-restore-timeout-ms 300 \
 	    --log-level debug
 	req POST /session '{}'
+	local pid=$(child_pid)
 	req POST /session/$SID/load '{}'
 	expect 504
+	kill -USR1 "$pid"
 	health_wait '.restoresUnsettled == 0' 10
 	wait_for 5 grep -q "update for fenced session $SID dropped" "$BATS_TEST_TMPDIR/err"
+	# Settled: a late update is still fenced.
+	kill -USR1 "$pid"
+	wait_for 5 test "$(grep -c "update for fenced session $SID dropped" "$BATS_TEST_TMPDIR/err")" -eq 2
 	# A new registration takes ownership: its own updates flow again.
 	req POST /session/$SID/resume '{}'
 	expect 200
 	sse_open a /session/$SID/events -H 'Last-Event-ID: 0'
-	sse_wait a ".type == \"session_update\" and .data.update.content.text == \"late\""
+	kill -USR1 "$pid"
+	sse_wait a ".type == \"session_update\" and .data.update.content.text == \"poke\""
 }
 
 @test "a failed attempt purges its early events and restores the tombstone" {

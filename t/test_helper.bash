@@ -4,6 +4,8 @@
 : "${QWEN_TOP_BUILDDIR:=$QWEN_TOP_SRCDIR}"
 export PATH="$QWEN_TOP_BUILDDIR/bin:$QWEN_TOP_BUILDDIR/t/helper:$PATH"
 SHARED_DIR="${QWEN_SHARED_DIR:-$QWEN_TOP_SRCDIR/../shared}"
+# run ! and run --separate-stderr.
+bats_require_minimum_version 1.5.0
 
 # Skip the test when ../shared (the independent oracle) is not beside us.
 require_shared() {
