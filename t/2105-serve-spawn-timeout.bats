@@ -49,13 +49,14 @@ spawn_spans() {
 
 @test "late success: exactly one close of the created id, then settled; the spawn span" {
 	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
-	rserve "delay=session/new@$S3:2500,chunks=1" --initialize-timeout-ms 1000 \
+	rserve "hold=session/new@$S3,chunks=1" --initialize-timeout-ms 1000 \
 	    --trace-file "$TRACE"
 	req POST /session '{}'
 	expect 200
 	local sib=$(jq -r .sessionId <<<"$body") pid=$(child_pid)
 	req POST /session "{\"sessionId\":\"$S3\"}"
 	expect 504 '.code == "init_timeout" and .timeoutMs == 1000'
+	kill -USR1 "$(child_pid)"	# the held spawn answers now, late
 	[ "$(header Retry-After)" = 5 ]
 	wait_for 20 calls_are 1 qwen/control/session/close "$S3"
 	health_wait '.restoresUnsettled == 0 and .inFlight == 0' 10
@@ -82,11 +83,12 @@ spawn_spans() {
 }
 
 @test "an id-less spawn answered late: the id the child created is closed once" {
-	rserve "delay=session/new:2500" --initialize-timeout-ms 1000
+	rserve "hold=session/new" --initialize-timeout-ms 1000
 	req POST /session/$SID/load '{}'
 	expect 200
 	req POST /session '{}'
 	expect 504 '.code == "init_timeout"'
+	kill -USR1 "$(child_pid)"	# the held spawn answers now, late
 	wait_for 20 calls_are 1 qwen/control/session/close
 	health_wait '.restoresUnsettled == 0 and .inFlight == 0' 10
 	local closed=$(awk '$2 == "qwen/control/session/close" {print $3}' "$CLOG")
@@ -101,13 +103,14 @@ spawn_spans() {
 }
 
 @test "quarantine: 503 new_session_cleanup_failed before capacity; siblings work; drain recycles" {
-	rserve "delay=session/new@$S3:2500,fail=qwen/control/session/close@$S3:-32603,chunks=1" \
+	rserve "hold=session/new@$S3,fail=qwen/control/session/close@$S3:-32603,chunks=1" \
 	    --initialize-timeout-ms 1000 --max-sessions 2
 	req POST /session '{}'
 	expect 200
 	local sib=$(jq -r .sessionId <<<"$body") old=$(child_pid)
 	req POST /session "{\"sessionId\":\"$S3\"}"
 	expect 504
+	kill -USR1 "$(child_pid)"	# the held spawn answers now, late
 	health_wait '.restoresQuarantined == 1' 10
 	[ "$(calls qwen/control/session/close "$S3")" -eq 1 ]
 	grep -q "session $S3: cleanup close: close_failed" "$BATS_TEST_TMPDIR/err"
