@@ -47,6 +47,14 @@ setup() {
 	[[ "${lines[0]}" == "$F/0001-a.bats:8: '!' line"* ]]
 }
 
+@test "lint-tests: wait_for retrying a test of a value expanded once is reported" {
+	cp "$TESTDATA/lint-tests/wait.fixture" "$F/0001-a.bats"
+	run python3 "$LINT" "$F"
+	[ "$status" -eq 1 ]
+	[ "${#lines[@]}" -eq 2 ]
+	[[ "${lines[0]}" == "$F/0001-a.bats:2: wait_for retries"* ]]
+}
+
 @test "lint-tests: a test number used by two files is reported" {
 	printf '@%s "x" {\n\ttrue\n}\n' test >"$F/3001-a.bats"
 	cp "$F/3001-a.bats" "$F/3001-b.bats"

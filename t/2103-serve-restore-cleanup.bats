@@ -28,7 +28,7 @@ S3=33333333-3333-4333-8333-333333333333
 	expect 200 '.attached == false'
 	[ "$(calls qwen/control/session/close "$SID")" -eq 1 ]
 	# The restore span: attributes, events, and its context in the load.
-	wait_for 5 test "$(restore_spans | jq length)" -ge 2
+	wait_for 5 cond '[ "$(restore_spans | jq length)" -ge 2 ]'
 	local span=$(restore_spans | jq -c '.[0]')
 	jq -e --arg s "$SID" '
 	    .attrs["qwen-code.daemon.bridge.operation"] == "session.load" and
@@ -58,7 +58,7 @@ S3=33333333-3333-4333-8333-333333333333
 	health_wait '.restoresUnsettled == 0' 10
 	[ "$(calls qwen/control/session/close "$SID")" -eq 1 ]
 	grep -q "cleanup close: close_not_found" "$BATS_TEST_TMPDIR/err"
-	wait_for 5 test "$(restore_spans | jq length)" -ge 1
+	wait_for 5 cond '[ "$(restore_spans | jq length)" -ge 1 ]'
 	restore_spans | jq -e '.[0] |
 	    [.events[] | select(.name != "session.restore.settlement_overdue")] as $e |
 	    $e[1].attrs.result == "failure" and $e[2].attrs.cleanup_result == "not_found"' >/dev/null
@@ -135,7 +135,7 @@ S3=33333333-3333-4333-8333-333333333333
 	req POST /session/$SID2/load '{}'
 	expect 200
 	[ "$(calls qwen/control/session/close "$SID")" -eq 0 ]
-	wait_for 5 test "$(restore_spans | jq length)" -ge 1
+	wait_for 5 cond '[ "$(restore_spans | jq length)" -ge 1 ]'
 	restore_spans | jq -e '.[0] | [.events[].name] == ["session.restore.public_result",
 	    "session.restore.settlement_overdue", "session.restore.cleanup"] and
 	    .events[2].attrs.cleanup_result == "transport_closed"' >/dev/null
@@ -195,6 +195,11 @@ S3=33333333-3333-4333-8333-333333333333
 	sse_wait a ".type == \"session_update\" and .data.sessionId == \"$SID\" and .data.update.content.text == \"early\""
 }
 
+# fenced_drops N: the daemon dropped N updates for SID as fenced.
+fenced_drops() {
+	[ "$(grep -c "update for fenced session $SID dropped" "$BATS_TEST_TMPDIR/err")" -eq "$1" ]
+}
+
 @test "late notifications of an abandoned restore are fenced, also after settlement" {
 	# Each SIGUSR1 releases the held load and sends an update for SID.
 	rserve "hold=session/load@$SID,poke=$SID" --session-restore-timeout-ms 300 \
@@ -208,7 +213,7 @@ S3=33333333-3333-4333-8333-333333333333
 	wait_for 5 grep -q "update for fenced session $SID dropped" "$BATS_TEST_TMPDIR/err"
 	# Settled: a late update is still fenced.
 	kill -USR1 "$pid"
-	wait_for 5 test "$(grep -c "update for fenced session $SID dropped" "$BATS_TEST_TMPDIR/err")" -eq 2
+	wait_for 5 fenced_drops 2
 	# A new registration takes ownership: its own updates flow again.
 	req POST /session/$SID/resume '{}'
 	expect 200

@@ -71,7 +71,7 @@ spawn_spans() {
 	# Settled cleanly: fresh work is admitted.
 	req POST /session "{\"sessionId\":\"$S4\"}"
 	expect 200
-	wait_for 5 test "$(spawn_spans | jq length)" -ge 3
+	wait_for 5 cond '[ "$(spawn_spans | jq length)" -ge 3 ]'
 	spawn_spans | jq -e --arg s "$S3" '[.[] | select(.attrs["session.id"] == $s)][0] |
 	    .attrs["qwen-code.daemon.session_new.timeout_ms"] == "1000" and
 	    .attrs["qwen-code.daemon.session_restore.final_state"] == "settled" and

@@ -14,6 +14,12 @@ log_count() {
 	grep -cF -- "$1" "$BATS_TEST_TMPDIR/err" || true
 }
 
+# log_has N TEXT: exactly N lines of the daemon log contain TEXT (for
+# wait_for, which runs it again each time).
+log_has() {
+	[ "$(log_count "$2")" -eq "$1" ]
+}
+
 @test "derived condemnation: a settled abandoned restore returns its channel to the idle policy" {
 	rserve "hold=session/load@$SID" --session-restore-timeout-ms 300 \
 	    --channel-idle-timeout-ms 600000
@@ -118,11 +124,11 @@ log_count() {
 	expect 204
 	# A late notification after the close: dropped as closed...
 	kill -USR1 "$pid"
-	wait_for 5 test "$(log_count "update for closed session $SID dropped")" -eq 1
+	wait_for 5 log_has 1 "update for closed session $SID dropped"
 	# ...still 1 ms before the 60 s are up...
 	echo 60999 >"$QWEN_SERVE_TEST_CLOCK_FILE"
 	kill -USR1 "$pid"
-	wait_for 5 test "$(log_count "update for closed session $SID dropped")" -eq 2
+	wait_for 5 log_has 2 "update for closed session $SID dropped"
 	# ...and the tombstone is gone at 60 s: the id is unknown again.
 	echo 61000 >"$QWEN_SERVE_TEST_CLOCK_FILE"
 	kill -USR1 "$pid"

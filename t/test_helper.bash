@@ -28,6 +28,12 @@ wait_for() {
 	done
 }
 
+# cond SHELL: evaluate SHELL now, for wait_for (whose own arguments,
+# $(...) included, are expanded once, before the first try).
+cond() {
+	eval "$1"
+}
+
 # json_get FILE-OR-STRING JQ-FILTER
 json_get() {
 	jq -r "$2" <<<"$1"
