@@ -19,40 +19,37 @@ setup() {
 	[ "${lines[-1]}" = "0 dead assertions, 0 duplicate test numbers" ]
 }
 
-@test "lint-tests: a mid-test '!' line is reported, run ! and || false are not" {
-	cp "$TESTDATA/lint-tests/bang.fixture" "$F/0001-a.bats"
+# lint_fixture NAME FINDING...: lint-tests on t/data/lint-tests/NAME.fixture
+# reports exactly these findings ("LINE: start of the reason"), in order.
+lint_fixture() {
+	local name=$1 i=0 want
+	shift
+	cp "$TESTDATA/lint-tests/$name.fixture" "$F/0001-a.bats"
 	run python3 "$LINT" "$F"
+	echo "$output"
 	[ "$status" -eq 1 ]
-	[ "${#lines[@]}" -eq 3 ]
-	[[ "${lines[0]}" == "$F/0001-a.bats:2: '!' line"* ]]
-	[[ "${lines[1]}" == "$F/0001-a.bats:6: '!' line"* ]]
-	[ "${lines[2]}" = "2 dead assertions, 0 duplicate test numbers" ]
+	[ "${#lines[@]}" -eq $(($# + 1)) ]
+	for want in "$@"; do
+		[[ "${lines[$i]}" == "$F/0001-a.bats:$want"* ]]
+		i=$((i + 1))
+	done
+	[ "${lines[$i]}" = "$# dead assertions, 0 duplicate test numbers" ]
+}
+
+@test "lint-tests: a mid-test '!' line is reported, run ! and || false are not" {
+	lint_fixture bang "2: '!' line" "6: '!' line"
 }
 
 @test "lint-tests: an && list is reported unless it is control flow or the last command" {
-	cp "$TESTDATA/lint-tests/and-list.fixture" "$F/0001-a.bats"
-	run python3 "$LINT" "$F"
-	[ "$status" -eq 1 ]
-	[ "${#lines[@]}" -eq 3 ]
-	[[ "${lines[0]}" == "$F/0001-a.bats:2: '&&' list"* ]]
-	[[ "${lines[1]}" == "$F/0001-a.bats:3: '&&' list"* ]]
-	[ "${lines[2]}" = "2 dead assertions, 0 duplicate test numbers" ]
+	lint_fixture and-list "2: '&&' list" "3: '&&' list"
 }
 
 @test "lint-tests: heredoc bodies and multi-line quotes are not commands" {
-	cp "$TESTDATA/lint-tests/heredoc.fixture" "$F/0001-a.bats"
-	run python3 "$LINT" "$F"
-	[ "$status" -eq 1 ]
-	[ "${#lines[@]}" -eq 2 ]
-	[[ "${lines[0]}" == "$F/0001-a.bats:8: '!' line"* ]]
+	lint_fixture heredoc "8: '!' line"
 }
 
 @test "lint-tests: wait_for retrying a test of a value expanded once is reported" {
-	cp "$TESTDATA/lint-tests/wait.fixture" "$F/0001-a.bats"
-	run python3 "$LINT" "$F"
-	[ "$status" -eq 1 ]
-	[ "${#lines[@]}" -eq 2 ]
-	[[ "${lines[0]}" == "$F/0001-a.bats:2: wait_for retries"* ]]
+	lint_fixture wait "2: wait_for retries"
 }
 
 @test "lint-tests: a test number used by two files is reported" {

@@ -20,15 +20,22 @@ log_has() {
 	[ "$(log_count "$2")" -eq "$1" ]
 }
 
-@test "derived condemnation: a settled abandoned restore returns its channel to the idle policy" {
+# abandon_beside_sibling: a live sibling ($sib) on a child ($pid) kept 10 min
+# when idle, and a load of SID held past its 300 ms deadline: 504, fenced.
+abandon_beside_sibling() {
 	rserve "hold=session/load@$SID" --session-restore-timeout-ms 300 \
 	    --channel-idle-timeout-ms 600000
 	req POST /session '{}'
 	expect 200
-	local sib=$(jq -r .sessionId <<<"$body") pid=$(child_pid)
+	sib=$(jq -r .sessionId <<<"$body")
+	pid=$(child_pid)
 	req POST /session/$SID/load '{}'
 	expect 504 '.code == "session_restore_timeout"'
 	health_has '.restoresUnsettled == 1 and .restoresFenced == 1'
+}
+
+@test "derived condemnation: a settled abandoned restore returns its channel to the idle policy" {
+	abandon_beside_sibling
 	# The late success, released now: one close, and the restore settles.
 	kill -USR1 "$pid"
 	health_wait '.restoresUnsettled == 0' 10
@@ -47,14 +54,7 @@ log_has() {
 }
 
 @test "derived condemnation: drained while unsettled, the child is recycled and the fence lifted" {
-	rserve "hold=session/load@$SID" --session-restore-timeout-ms 300 \
-	    --channel-idle-timeout-ms 600000
-	req POST /session '{}'
-	expect 200
-	local sib=$(jq -r .sessionId <<<"$body") pid=$(child_pid)
-	req POST /session/$SID/load '{}'
-	expect 504
-	health_has '.restoresUnsettled == 1 and .restoresFenced == 1'
+	abandon_beside_sibling
 	# The sibling kept the child; without it the unsettled restore
 	# condemns the channel despite the 10 min idle policy.
 	req DELETE /session/$sib
