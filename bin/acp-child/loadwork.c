@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -54,24 +55,33 @@ loadwork_pick(struct loadwork *lw, int fast)
  * Test hook: with QWEN_ACP_TEST_LOAD_GATE=FIFO a worker reads one byte from
  * FIFO before each big job, so a test holds a load as long as it wants (it
  * keeps the FIFO open read-write and writes a byte per job to release)
- * instead of hoping a large transcript takes long enough.
+ * instead of hoping a large transcript takes long enough.  The wait polls,
+ * so that loadwork_free() (a clean exit) does not hang on a held worker.
  */
 static void
-loadwork_gate(void)
+loadwork_gate(struct loadwork *lw)
 {
 	const char *path = getenv("QWEN_ACP_TEST_LOAD_GATE");
+	struct pollfd pfd;
+	int stopping;
 	char b;
-	int fd;
 
 	if (path == NULL || *path == '\0')
 		return;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	if ((pfd.fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1) {
 		log_warn("loadwork: gate %s", path);
 		return;
 	}
-	while (read(fd, &b, 1) == -1 && errno == EINTR)
-		;
-	close(fd);
+	pfd.events = POLLIN;
+	for (;;) {
+		pthread_mutex_lock(&lw->mu);
+		stopping = lw->stopping;
+		pthread_mutex_unlock(&lw->mu);
+		if (stopping || (poll(&pfd, 1, 100) > 0 &&
+		    (read(pfd.fd, &b, 1) == 1 || (pfd.revents & POLLHUP))))
+			break;	/* else another worker took the byte */
+	}
+	close(pfd.fd);
 }
 
 static void *
@@ -90,7 +100,7 @@ loadwork_main(void *arg)
 			break;
 		pthread_mutex_unlock(&lw->mu);
 		if (!job->small)
-			loadwork_gate();
+			loadwork_gate(lw);
 		job->run(job);
 		pthread_mutex_lock(&lw->mu);
 		TAILQ_INSERT_TAIL(&lw->finished, job, entry);
