@@ -205,7 +205,9 @@ EOF
 	fake_start <"$BATS_TEST_TMPDIR/s.in"
 	run qwen-restore prompt --parallel s-1 - <<<$'q1\nq2'
 	[ "$status" -eq 0 ]
-	[ "$(sort <<<"$output" | tr '\n' '|')" = "answer one|answer two|" ]
+	# Each answer under the label of its prompt, in the prompts' order.
+	[ "$(grep '^==>' <<<"$output" | tr '\n' '|')" = "==> [1/2] q1 <==|==> [2/2] q2 <==|" ]
+	[ "$(grep '^answer' <<<"$output" | sort | tr '\n' '|')" = "answer one|answer two|" ]
 	[ "$(count POST /session/s-1/resume)" -eq 1 ]
 }
 

@@ -8,7 +8,7 @@ LOADED='{"sessionId":"s-1","workspaceCwd":"/w","attached":false,"clientId":"clie
 
 @test "exit 0: success" {
 	fake_start <<<'GET /session/s-1/status 200 {"sessionId":"s-1","clientCount":1}'
-	run qwen-restore status s-1
+	run qwen-restore --json status s-1
 	[ "$status" -eq 0 ]
 	[ "$(jq -r .clientCount <<<"$output")" = 1 ]
 }

@@ -32,7 +32,7 @@ GET /capabilities 200 {"v":1,"features":[],"limits":{}}
 POST /session/s-1/load 200 $LOADED
 EOF
 	[ "$(chosen load)" = " 70000 ms (default)" ]
-	run qwen-restore capabilities
+	run qwen-restore --json capabilities
 	[ "$status" -eq 0 ]
 	[ "$(jq -r .limits.sessionRestoreTimeoutMs <<<"$output")" = 60000 ]
 	[ "$(chosen load)" = " 70000 ms (cached capability + 10000 ms)" ]

@@ -71,6 +71,7 @@ struct serve_conf {
 	char		*agent_command;
 	char		*log_file;
 	char		*trace_file;
+	char		*otlp_endpoint;		/* --otlp-endpoint, or NULL */
 	int64_t		 init_timeout_ms;
 	int64_t		 restore_timeout_ms;	/* effective (budget_restore_ms) */
 	int64_t		 channel_idle_timeout_ms;
@@ -99,6 +100,7 @@ extern struct event_base *serve_base;
 /* main.c */
 struct trace_sink;
 extern struct trace_sink *serve_trace;
+extern struct otlp *serve_otlp;		/* NULL: no OTLP export */
 void	serve_request_shutdown(void);
 int	serve_shutting_down(void);
 
