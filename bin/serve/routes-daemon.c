@@ -78,6 +78,8 @@ route_health(struct http_ctx *ctx)
 		    xjson_object_new_int64((int64_t)overdue));
 		json_object_object_add(o, "restoresQuarantined",
 		    xjson_object_new_int64((int64_t)quarantined));
+		json_object_object_add(o, "restoresFenced",
+		    xjson_object_new_int64((int64_t)inflight_fences_count()));
 		json_object_object_add(o, "inFlight",
 		    xjson_object_new_int64((int64_t)inflight_count()));
 		json_object_object_add(o, "acpConnections",

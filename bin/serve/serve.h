@@ -551,5 +551,7 @@ void	inflight_reply_session(struct evhttp_request *, struct session *,
 /* ---- inflight-fence.c -------------------------------------------------- */
 /* An update for an id with no live session: 1 when buffered or fenced. */
 int	inflight_route_early(struct channel *, const char *id, json_object *params);
+/* Session ids fenced against late notifications, on every channel. */
+size_t	inflight_fences_count(void);
 
 #endif
