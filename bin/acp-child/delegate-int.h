@@ -2,8 +2,8 @@
  * delegate-int.h: what delegate.c (the sessions and turns at the
  * --agent-acp agent) and delegate-proc.c (its process and wire) share.
  */
-#ifndef ACP_DELEGATE_INT_H
-#define ACP_DELEGATE_INT_H
+#ifndef QWEN_ACP_DELEGATE_INT_H
+#define QWEN_ACP_DELEGATE_INT_H
 
 #include <sys/queue.h>
 #include <sys/types.h>

@@ -7,8 +7,8 @@
  * gets its prompts, cancels and permission answers, and writes its
  * transcript itself (the child holds no writer lease on it meanwhile).
  */
-#ifndef ACP_DELEGATE_H
-#define ACP_DELEGATE_H
+#ifndef QWEN_ACP_DELEGATE_H
+#define QWEN_ACP_DELEGATE_H
 
 #include "rpc-frame.h"
 

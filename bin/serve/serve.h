@@ -269,17 +269,18 @@ void	route_session_cancel(struct http_ctx *);
 void	route_session_heartbeat(struct http_ctx *);
 void	route_session_detach(struct http_ctx *);
 void	route_session_delete(struct http_ctx *);
-/* routes-session.c: the live session of the path, client checked, or NULL. */
-struct session *routes_session(struct http_ctx *);
-/* routes-agent.c */
-void	route_session_permission(struct http_ctx *);
-void	route_session_model(struct http_ctx *);
 void	route_session_status(struct http_ctx *);
 void	route_session_events(struct http_ctx *);
 /* The request's Last-Event-ID (decimal up to 2^53-1), else -1. */
 int64_t	routes_last_event_id(struct evhttp_request *);
 /* Refuse a body cwd other than the workspace: 0, or -1 after the reply. */
 int	routes_check_cwd(struct http_ctx *);
+/* The live session of the path, client checked, or NULL (replied). */
+struct session *routes_session(struct http_ctx *);
+
+/* ---- routes-agent.c ---------------------------------------------------- */
+void	route_session_permission(struct http_ctx *);
+void	route_session_model(struct http_ctx *);
 
 /* ---- routes-daemon.c --------------------------------------------------- */
 void	route_health(struct http_ctx *);
