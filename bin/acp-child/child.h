@@ -32,6 +32,7 @@ struct child_opts {
 	char		*data_dir;	/* resolved */
 	char		*workspace;	/* realpath */
 	const char	*agent_command;	/* NULL: echo agent */
+	char		**agent_acp;	/* --agent-acp argv, or NULL */
 	const char	*trace_file;	/* NULL: no spans */
 	const char	*otlp_endpoint;	/* --otlp-endpoint, or NULL */
 	size_t		 replay_max_bytes;

@@ -51,7 +51,8 @@ enum {
 	OPT_SESS_IDLE, OPT_SESS_REAP, OPT_SSE_HB, OPT_RING, OPT_REPLAY_MAX,
 	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
 	OPT_NO_WEB, OPT_WEB_DIR,
-	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_OTLP, OPT_TOKEN_FILE,
+	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_OTLP, OPT_TOKEN_FILE, OPT_CHILD_CMD,
+	OPT_PERM_TO, OPT_AGENT_ACP,
 };
 
 static const struct option longopts[] = {
@@ -66,14 +67,17 @@ static const struct option longopts[] = {
 	{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
 	{ "workspace", required_argument, NULL, OPT_WORKSPACE },
 	{ "child", required_argument, NULL, OPT_CHILD },
+	{ "child-command", required_argument, NULL, OPT_CHILD_CMD },
 	{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
 	{ "agent-command", required_argument, NULL, OPT_AGENT_CMD },
+	{ "agent-acp", required_argument, NULL, OPT_AGENT_ACP },
 	{ "log-file", required_argument, NULL, OPT_LOG_FILE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "trace-file", required_argument, NULL, OPT_TRACE_FILE },
 	{ "otlp-endpoint", required_argument, NULL, OPT_OTLP },
 	{ "initialize-timeout-ms", required_argument, NULL, OPT_INIT_TO },
 	{ "session-restore-timeout-ms", required_argument, NULL, OPT_RESTORE_TO },
+	{ "permission-response-timeout-ms", required_argument, NULL, OPT_PERM_TO },
 	{ "channel-idle-timeout-ms", required_argument, NULL, OPT_CHAN_IDLE },
 	{ "session-idle-timeout-ms", required_argument, NULL, OPT_SESS_IDLE },
 	{ "session-reap-interval-ms", required_argument, NULL, OPT_SESS_REAP },
@@ -146,11 +150,14 @@ usage(int status)
 	fprintf(status ? stderr : stdout,
 	    "usage: qwen-serve [--socket PATH] [--hostname HOST] [--port N] [--no-tcp]\n"
 	    "\t[--token-file FILE | --token TOKEN] [--require-auth] [--allow-origin ORIGIN]...\n"
-	    "\t[--max-connections N] [--workspace DIR] [--child PATH]\n"
-	    "\t[--data-dir DIR] [--agent-command CMD] [--log-file FILE]\n"
+	    "\t[--max-connections N] [--workspace DIR]\n"
+	    "\t[--child PATH | --child-command 'CMD ARGS']\n"
+	    "\t[--data-dir DIR] [--agent-command CMD | --agent-acp 'CMD ARGS']\n"
+	    "\t[--log-file FILE]\n"
 	    "\t[--log-level LEVEL] [--trace-file FILE] [--otlp-endpoint URL]\n"
 	    "\t[--initialize-timeout-ms MS]\n"
 	    "\t[--session-restore-timeout-ms MS] [--channel-idle-timeout-ms MS]\n"
+	    "\t[--permission-response-timeout-ms MS]\n"
 	    "\t[--session-idle-timeout-ms MS] [--session-reap-interval-ms MS]\n"
 	    "\t[--sse-heartbeat-ms MS] [--event-ring-size N]\n"
 	    "\t[--compacted-replay-max-bytes N] [--max-sessions N]\n"
@@ -288,8 +295,10 @@ parse_args(int argc, char **argv)
 		case OPT_MAX_CONN: conf.max_connections = (int)num_opt("max-connections", optarg, 1, 65536); break;
 		case OPT_WORKSPACE: free(conf.workspace); conf.workspace = xstrdup(optarg); break;
 		case OPT_CHILD: free(conf.child_path); conf.child_path = xstrdup(optarg); break;
+		case OPT_CHILD_CMD: child_cmd_option(optarg); break;
 		case OPT_DATA_DIR: free(conf.data_dir); conf.data_dir = xstrdup(optarg); break;
 		case OPT_AGENT_CMD: free(conf.agent_command); conf.agent_command = xstrdup(optarg); break;
+		case OPT_AGENT_ACP: free(conf.agent_acp); conf.agent_acp = xstrdup(optarg); break;
 		case OPT_LOG_FILE: free(conf.log_file); conf.log_file = xstrdup(optarg); break;
 		case OPT_LOG_LEVEL:
 			lvl = optarg;
@@ -303,6 +312,7 @@ parse_args(int argc, char **argv)
 		case OPT_OTLP: free(conf.otlp_endpoint); conf.otlp_endpoint = xstrdup(optarg); break;
 		case OPT_INIT_TO: init = ms_opt("initialize-timeout-ms", optarg, 0); break;
 		case OPT_RESTORE_TO: restore = ms_opt("session-restore-timeout-ms", optarg, 0); break;
+		case OPT_PERM_TO: conf.permission_timeout_ms = ms_opt("permission-response-timeout-ms", optarg, 1); break;
 		case OPT_CHAN_IDLE: conf.channel_idle_timeout_ms = ms_opt("channel-idle-timeout-ms", optarg, 1); break;
 		case OPT_SESS_IDLE: conf.session_idle_timeout_ms = ms_opt("session-idle-timeout-ms", optarg, 1); break;
 		case OPT_SESS_REAP: conf.session_reap_interval_ms = ms_opt("session-reap-interval-ms", optarg, 1); break;
@@ -323,6 +333,7 @@ parse_args(int argc, char **argv)
 	}
 	if (optind != argc)
 		usage(2);
+	child_cmd_check();
 	/* The same trace file as the child's, unless --trace-file names one. */
 	if (conf.trace_file == NULL && getenv("QWEN_TRACE_FILE") != NULL &&
 	    *getenv("QWEN_TRACE_FILE") != '\0')
