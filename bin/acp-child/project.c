@@ -49,13 +49,80 @@ pj_sep(struct pctx *x)
 	return x->p->enc.len;
 }
 
-/* Add _meta to u, encode it and append it to the projection (takes u). */
+int
+pj_text_lane(const char *kind, int nonempty)
+{
+	if (!nonempty)
+		return PJ_LANE_NONE;
+	if (strcmp(kind, "user_message_chunk") == 0)
+		return PJ_LANE_USER;
+	if (strcmp(kind, "agent_thought_chunk") == 0)
+		return PJ_LANE_THOUGHT;
+	return PJ_LANE_AGENT;
+}
+
+void
+pj_segment(struct pctx *x, int lane, int boundary)
+{
+	int o = x->ord++;
+
+	if (lane != PJ_LANE_NONE) {
+		if (lane != x->lane || x->seg < 0) {
+			x->lane = lane;
+			x->seg = o;
+		}
+		x->useg = x->seg;
+		return;
+	}
+	x->useg = -1;
+	if (boundary) {
+		x->lane = PJ_LANE_NONE;
+		x->seg = -1;
+	}
+}
+
+/* The lane of an update built with json-c, and whether it ends a run. */
+static void
+jsonc_segment(struct pctx *x, json_object *u)
+{
+	const char *kind = json_get_str(u, "sessionUpdate"), *type;
+	json_object *content = json_get(u, "content", json_type_object), *text;
+
+	if (strcmp(kind, "user_message_chunk") != 0 &&
+	    strcmp(kind, "agent_message_chunk") != 0 &&
+	    strcmp(kind, "agent_thought_chunk") != 0) {
+		pj_segment(x, PJ_LANE_NONE, 1);
+		return;
+	}
+	type = json_get_str(content, "type");
+	if (type != NULL && strcmp(type, "image") == 0) {
+		pj_segment(x, PJ_LANE_IMAGE, 0);
+		return;
+	}
+	text = json_get(content, "text", json_type_string);
+	pj_segment(x, pj_text_lane(kind, text && json_object_get_string_len(text) > 0), 0);
+}
+
+/* Add _meta to u, encode it and append it to the projection (takes u):
+   the record's timestamp, ids and segment, and the timestamp again at the
+   top level, where the agent lifts it. */
 int
 pj_emit(struct pctx *x, json_object *u, json_object *extra_meta)
 {
-	json_object *meta, *qt, *ids;
-	size_t off = pj_sep(x);
+	return pj_emit_raw(x, u, extra_meta, 0, NULL);
+}
 
+/* pj_emit, with rawOutput (raw borrowed, may be json-c's null) after
+   _meta when has_raw. */
+int
+pj_emit_raw(struct pctx *x, json_object *u, json_object *extra_meta, int has_raw,
+    json_object *raw)
+{
+	json_object *meta, *qt, *ids, *v;
+	size_t off = pj_sep(x);
+	char seg[160];
+
+	jsonc_segment(x, u);
 	meta = extra_meta ? extra_meta : xjson_object_new_object();
 	if (x->ts >= 0)
 		json_object_object_add(meta, "timestamp", xjson_object_new_int64(x->ts));
@@ -63,11 +130,52 @@ pj_emit(struct pctx *x, json_object *u, json_object *extra_meta)
 	ids = xjson_object_new_array();
 	json_object_array_add(ids, json_object_get(x->uuid));
 	json_object_object_add(qt, "sourceRecordIds", ids);
+	if (x->useg >= 0) {
+		snprintf(seg, sizeof seg, "%.128s:%d", json_object_get_string(x->uuid), x->useg);
+		json_object_object_add(qt, "segmentId", xjson_object_new_string(seg));
+	}
 	json_object_object_add(meta, "qwenTranscript", qt);
+	json_object_object_add(meta, "qwen.session.recordId", json_object_get(x->uuid));
+	if ((v = json_get(meta, "qwenDiscreteMessage", json_type_boolean)) != NULL &&
+	    json_object_get_boolean(v)) {
+		x->lane = PJ_LANE_NONE;
+		x->seg = -1;
+	}
 	json_object_object_add(u, "_meta", meta);
+	if (has_raw)
+		json_object_object_add(u, "rawOutput", json_object_get(raw));
+	if (x->ts >= 0)
+		json_object_object_add(u, "timestamp", xjson_object_new_int64(x->ts));
 	jsonw_value(&x->p->enc, u);
 	json_object_put(u);
 	return pj_span(x, off);
+}
+
+void
+pj_tail(struct pctx *x)
+{
+	pj_tail_meta(x);
+	pj_tail_top(x);
+}
+
+void
+pj_tail_top(struct pctx *x)
+{
+	jbuf_put(&x->p->enc, x->sfx3.p, x->sfx3.len);
+}
+
+void
+pj_tail_meta(struct pctx *x)
+{
+	char seg[160];
+
+	jbuf_put(&x->p->enc, x->sfx.p, x->sfx.len);
+	if (x->useg >= 0) {
+		snprintf(seg, sizeof seg, "%.128s:%d", json_object_get_string(x->uuid), x->useg);
+		jbuf_puts(&x->p->enc, ",\"segmentId\":");
+		jsonw_string(&x->p->enc, seg, strlen(seg));
+	}
+	jbuf_put(&x->p->enc, x->sfx2.p, x->sfx2.len);
 }
 
 /* A new update of the given kind. */
@@ -140,7 +248,8 @@ project_user(struct pctx *x, json_object *r)
 	for (i = 0; parts && i < json_object_array_length(parts); i++) {
 		part = json_object_array_get_idx(parts, i);
 		if ((v = json_get(part, "text", json_type_string)) != NULL) {
-			if (chunk_obj(x, "user_message_chunk", v) == -1)
+			if (json_object_get_string_len(v) > 0 &&
+			    chunk_obj(x, "user_message_chunk", v) == -1)
 				return -1;
 		} else if ((v = json_get(part, "inlineData", json_type_object)) != NULL) {
 			if (image_chunk(x, v) == -1)
@@ -150,13 +259,34 @@ project_user(struct pctx *x, json_object *r)
 	return 0;
 }
 
-/* The empty agent chunk carrying usageMetadata. */
+/* usageMetadata under ACP's names (the agent's mapping): input, output
+   and total default to 0, thought and cached-read only when present. */
+const char *const pj_usage_keys[][2] = {
+	{ "promptTokenCount", "inputTokens" },
+	{ "candidatesTokenCount", "outputTokens" },
+	{ "totalTokenCount", "totalTokens" },
+	{ "thoughtsTokenCount", "thoughtTokens" },
+	{ "cachedContentTokenCount", "cachedReadTokens" },
+	{ NULL, NULL }
+};
+
+/* The empty agent chunk carrying the record's usage. */
 static int
 usage_chunk(struct pctx *x, json_object *usage)
 {
-	json_object *meta = xjson_object_new_object();
+	json_object *meta = xjson_object_new_object(), *acp = xjson_object_new_object(), *v;
+	int i;
 
-	json_object_object_add(meta, "usage", json_object_get(usage));
+	for (i = 0; pj_usage_keys[i][0] != NULL; i++) {
+		v = NULL;
+		json_object_object_get_ex(usage, pj_usage_keys[i][0], &v);
+		if (json_object_is_type(v, json_type_int) ||
+		    json_object_is_type(v, json_type_double))
+			json_object_object_add(acp, pj_usage_keys[i][1], json_object_get(v));
+		else if (i < 3)
+			json_object_object_add(acp, pj_usage_keys[i][1], xjson_object_new_int(0));
+	}
+	json_object_object_add(meta, "usage", acp);
 	return chunk(x, "agent_message_chunk", "", meta);
 }
 
@@ -179,7 +309,8 @@ project_assistant(struct pctx *x, json_object *r)
 			}
 			if (rc == 0)
 				rc = pj_tool_call(x, fc, i);
-		} else if ((text = json_get(part, "text", json_type_string)) != NULL) {
+		} else if ((text = json_get(part, "text", json_type_string)) != NULL &&
+		    json_object_get_string_len(text) > 0) {
 			v = json_get(part, "thought", json_type_boolean);
 			rc = chunk_obj(x, v && json_object_get_boolean(v) ?
 			    "agent_thought_chunk" : "agent_message_chunk", text);
@@ -243,23 +374,47 @@ project_record(struct pctx *x, json_object *r)
 static void
 record_context(struct pctx *x, const char *ts_str)
 {
-	char buf[37], num[32];
+	char buf[37];
 	const char *s;
 	size_t n;
 
 	json_object_put(x->uuid);
 	s = transcript_uuid_ref(x->t, x->c->rec[x->pos], buf, &n);
 	x->uuid = xjson_object_new_string_len(s, (int)n);
-	x->ts = ts_str != NULL ? pj_parse_ts(ts_str) : -1;
+	pj_set_ts(x, ts_str != NULL ? pj_parse_ts(ts_str) : -1);
+}
+
+void
+pj_set_ts(struct pctx *x, int64_t ts)
+{
+	const char *s = json_object_get_string(x->uuid);
+	size_t n = (size_t)json_object_get_string_len(x->uuid);
+	char num[32];
+
+	x->ts = ts;
+	x->ord = 0;
+	x->lane = PJ_LANE_NONE;
+	x->seg = -1;
 	x->sfx.len = 0;
+	x->sfx2.len = 0;
+	x->sfx3.len = 0;
 	if (x->ts >= 0) {
-		snprintf(num, sizeof num, "%lld,", (long long)x->ts);
+		snprintf(num, sizeof num, "%lld", (long long)x->ts);
 		jbuf_puts(&x->sfx, "\"timestamp\":");
 		jbuf_puts(&x->sfx, num);
+		jbuf_put(&x->sfx, ",", 1);
 	}
 	jbuf_puts(&x->sfx, "\"qwenTranscript\":{\"sourceRecordIds\":[");
 	jsonw_string(&x->sfx, s, n);
-	jbuf_puts(&x->sfx, "]}}}");
+	jbuf_puts(&x->sfx, "]");
+	jbuf_puts(&x->sfx2, "},\"qwen.session.recordId\":");
+	jsonw_string(&x->sfx2, s, n);
+	jbuf_put(&x->sfx2, "}", 1);
+	if (x->ts >= 0) {
+		jbuf_puts(&x->sfx3, ",\"timestamp\":");
+		jbuf_puts(&x->sfx3, num);
+	}
+	jbuf_put(&x->sfx3, "}", 1);
 }
 
 /* A json-c record's forkedFrom is set (not null). */
@@ -295,7 +450,9 @@ record_jsonc(struct pctx *x, int flags, char **cause)
 		return 0;
 	}
 	record_context(x, json_get_str(r, "timestamp"));
+	x->cwd = json_get_str(r, "cwd");
 	rc = project_record(x, r);
+	x->cwd = NULL;
 	json_object_put(r);
 	if (rc == -1)
 		transcript_cause(cause, "replay: out of memory");
@@ -328,6 +485,7 @@ record_one(struct pctx *x, int flags, char **cause)
 	if ((flags & PROJECT_HIDE_INHERITED) && tape_inherited(&x->tape))
 		return 0;
 	record_context(x, jt_get_str(&x->tape, 0, "timestamp", &x->oom));
+	x->cwd = jt_get_str(&x->tape, 0, "cwd", &x->oom);
 	if (x->oom || pf_record(x) == -1) {
 		transcript_cause(cause, "replay: out of memory");
 		return -1;
@@ -368,6 +526,7 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 	x.p = p;
 	x.pos = start;
 	x.ts = -1;
+	x.seg = -1;
 	project_clear(p);
 	for (i = start; i < c->len; i++)	/* room for the window: no regrowth */
 		est += transcript_raw_len(t, c->rec[i]);
@@ -391,6 +550,8 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 	json_object_put(x.pending);
 	jt_free(&x.tape);
 	jbuf_free(&x.sfx);
+	jbuf_free(&x.sfx2);
+	jbuf_free(&x.sfx3);
 	if (rc == -1)
 		project_clear(p);
 	return rc;
