@@ -3,7 +3,9 @@
  * replay: "DisplayName: description" titles, ACP kinds and locations, as
  * qwen-code 0.24.4's tools describe themselves.  Paths are shown relative
  * to the record's working directory, as the agent shows them relative to
- * its workspace.
+ * its workspace.  A tool the agent's registry lacks is titled with its
+ * name, kind "other": list_directory by default (the agent registers its
+ * ls tool only when configured to).
  */
 #include "config.h"
 
@@ -12,7 +14,7 @@
 
 #include "project-int.h"
 
-enum pres { P_NONE, P_SHELL, P_READ, P_WRITE, P_EDIT, P_LS, P_GLOB, P_GREP };
+enum pres { P_NONE, P_SHELL, P_READ, P_WRITE, P_EDIT, P_GLOB, P_GREP };
 
 static const struct tool {
 	const char	*name;
@@ -25,7 +27,6 @@ static const struct tool {
 	{ "write_file", "WriteFile", "edit", P_WRITE },
 	{ "edit", "Edit", "edit", P_EDIT },
 	{ "replace", "Edit", "edit", P_EDIT },
-	{ "list_directory", "ListFiles", "search", P_LS },
 	{ "glob", "Glob", "search", P_GLOB },
 	{ "grep_search", "Grep", "search", P_GREP },
 	{ "search_file_content", "Grep", "search", P_GREP },
@@ -173,11 +174,6 @@ describe(const struct tool *t, const struct pj_args *a, const char *cwd,
 			snprintf(d, n, "No file changes to %s", relative(fp, cwd));
 		else
 			snprintf(d, n, "%s", relative(fp, cwd));
-		return 0;
-	case P_LS:
-		if ((s = a->str(a->arg, "path")) == NULL || s[0] != '/')
-			return -1;
-		snprintf(d, n, "%s", relative(s, cwd));
 		return 0;
 	case P_GLOB:
 	case P_GREP:
