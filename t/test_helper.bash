@@ -4,6 +4,9 @@
 : "${QWEN_TOP_BUILDDIR:=$QWEN_TOP_SRCDIR}"
 export PATH="$QWEN_TOP_BUILDDIR/bin:$QWEN_TOP_BUILDDIR/t/helper:$PATH"
 SHARED_DIR="${QWEN_SHARED_DIR:-$QWEN_TOP_SRCDIR/../shared}"
+# Kept transcript indexes go below the test run, never into ~/.cache.
+unset CACHE_DIRECTORY
+export XDG_CACHE_HOME="${BATS_RUN_TMPDIR:-${TMPDIR:-/tmp}}/xdg-cache"
 
 # Skip the test when ../shared (the independent oracle) is not beside us.
 require_shared() {

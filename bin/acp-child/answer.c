@@ -45,6 +45,11 @@ rj_stats(struct restore_job *j)
 	json_object_object_add(o, "leafUuid",
 	    j->tail != NULL ? json_object_new_string(j->tail) : NULL);
 	json_object_object_add(o, "refreshed", json_object_new_boolean(j->refresh));
+	/* What the restore cost: the index's origin and the bytes it read. */
+	json_object_object_add(o, "index",
+	    json_object_new_string(j->prof.index != NULL ? j->prof.index : "none"));
+	json_object_object_add(o, "bytesRead",
+	    json_object_new_int64((int64_t)j->prof.bytes_read));
 	return o;
 }
 

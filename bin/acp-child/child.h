@@ -29,6 +29,7 @@ struct trace_sink;
 
 struct child_opts {
 	char		*data_dir;	/* resolved */
+	char		*cache_dir;	/* resolved: kept transcript indexes */
 	char		*workspace;	/* realpath */
 	const char	*agent_command;	/* NULL: echo agent */
 	const char	*trace_file;	/* NULL: no spans */

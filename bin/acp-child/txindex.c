@@ -197,8 +197,8 @@ ht_place(uint32_t *ht, size_t mask, uint64_t h, uint32_t rec)
 
 /* A zeroed slot table; big ones on transparent huge pages, since every probe
    is a random access and TLB misses dominate otherwise. */
-static struct tx_slot *
-ht_alloc(size_t n)
+struct tx_slot *
+tx_ht_alloc(size_t n)
 {
 	size_t bytes = n * sizeof(struct tx_slot), huge = 2u << 20;
 	void *p;
@@ -221,7 +221,7 @@ tx_ht_reserve(struct transcript *t)
 	if ((t->htused + 1) * 2 <= t->htmask + 1)
 		return 0;
 	n = (t->htmask + 1) * 2;
-	if ((nh = ht_alloc(n)) == NULL)
+	if ((nh = tx_ht_alloc(n)) == NULL)
 		return -1;
 	for (i = 0; i <= t->htmask; i++) {
 		if (t->ht[i].rec == 0)
@@ -364,7 +364,7 @@ tx_index_init(struct transcript *t, uint64_t size_hint)
 	t->htmask = slots - 1;
 	t->capsub = 64;
 	t->shtmask = 127;
-	t->ht = ht_alloc(t->htmask + 1);
+	t->ht = tx_ht_alloc(t->htmask + 1);
 	t->subs = calloc(t->capsub, sizeof *t->subs);
 	t->subflags = calloc(t->capsub, 1);
 	t->sht = calloc(t->shtmask + 1, sizeof *t->sht);

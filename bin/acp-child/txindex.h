@@ -91,9 +91,18 @@ struct transcript {
 	const char *pf_p;
 	char *rbuf;			/* record read buffer, kept up to TX_RBUF_KEEP */
 	size_t rcap;
+
+	uint64_t bytes_read;		/* transcript bytes read so far (tests, spans) */
+	enum tx_index_state istate;	/* where the index came from (txcache.c) */
+	const char *ireason;		/* why a kept index was not used (static) */
+	uint64_t cached;		/* indexed as loaded from or saved to the cache */
 };
 
+struct stat;
+struct transcript *tx_new(const char *path, const char *sid, struct stat *, char **cause);
+int tx_index_full(struct transcript *, uint64_t size, char **cause);
 int tx_index_init(struct transcript *, uint64_t size_hint);
+struct tx_slot *tx_ht_alloc(size_t n);
 void tx_index_free(struct transcript *);
 void tx_key_text(struct tx_key *, const char *, size_t);
 int tx_key_store(struct transcript *, const struct tx_key *, uint8_t dst[16], uint8_t *kflags, uint8_t strflag);

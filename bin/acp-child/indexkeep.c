@@ -1,0 +1,74 @@
+/*
+ * indexkeep.c: write a session's transcript index to the cache directory
+ * after its restore answered (transcript.h: transcript_save).
+ *
+ * The worker owns the index while it writes, as during a restore: the
+ * session is busy, so a load or prompt for it waits, and gets the index
+ * back when the write is done.  A failed write only costs the next cold
+ * restore a full pass; it is logged, never answered.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "child.h"
+#include "indexkeep.h"
+#include "loadwork.h"
+#include "log.h"
+#include "session.h"
+#include "transcript.h"
+
+struct keep_job {
+	struct lw_job		 lw;		/* first: the worker's handle */
+	struct child		*c;
+	struct session		*s;
+	struct transcript	*tx;
+	const char		*dir;
+	char			*cause;
+	int			 rc;
+};
+
+static void
+keep_run(struct lw_job *lw)
+{
+	struct keep_job *k = (struct keep_job *)lw;
+
+	k->rc = transcript_save(k->tx, k->dir, TX_CACHE_MAX_BYTES,
+	    TX_CACHE_MAX_FILES, &k->cause);
+}
+
+static void
+keep_done(struct lw_job *lw)
+{
+	struct keep_job *k = (struct keep_job *)lw;
+	struct session *s = k->s;
+	struct child *c = k->c;
+
+	if (k->rc == -1)
+		log_warnx("session %s: cannot keep the index: %s", s->id,
+		    k->cause != NULL ? k->cause : "?");
+	s->tx = k->tx;
+	s->busy = 0;
+	free(k->cause);
+	free(k);
+	session_idle(c, s);
+}
+
+void
+indexkeep_start(struct child *c, struct session *s)
+{
+	struct keep_job *k;
+
+	if (s->tx == NULL || s->busy || c->opts.cache_dir == NULL ||
+	    !transcript_index_dirty(s->tx) || (k = calloc(1, sizeof *k)) == NULL)
+		return;
+	k->lw.run = keep_run;
+	k->lw.done = keep_done;
+	k->c = c;
+	k->s = s;
+	k->tx = s->tx;
+	k->dir = c->opts.cache_dir;
+	s->tx = NULL;
+	s->busy = 1;
+	loadwork_submit(c->work, &k->lw);
+}

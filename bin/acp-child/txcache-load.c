@@ -1,0 +1,292 @@
+/*
+ * txcache-load.c: opening a transcript from its kept index (txcache.c).
+ *
+ * Order of the checks, cheapest first: header layout and version, the
+ * file's device and inode, its size against the indexed size, the digests
+ * of the first and last indexed bytes (8 KiB read), then the sections are
+ * read straight into the index arrays while the checksum runs over them,
+ * and every offset and link is bounds-checked before the index is used.
+ * The first check that fails names the reason and the caller indexes the
+ * whole file.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "transcript.h"
+#include "txcache.h"
+#include "txindex.h"
+
+/* What a kept index holds, before it is handed to the transcript. */
+struct txc_load {
+	struct txc_head	 h;
+	char		*path, *sid, *subs;
+	struct tx_rec	*rec;
+	struct tx_frag	*frag;
+	char		*pool;
+	struct tx_slot	*ht;
+};
+
+static void
+load_clear(struct txc_load *l)
+{
+	free(l->path);
+	free(l->sid);
+	free(l->subs);
+	free(l->rec);
+	free(l->frag);
+	free(l->pool);
+	free(l->ht);
+	memset(l, 0, sizeof *l);
+}
+
+/* The header's counts agree with the layout and the index file's size. */
+static int
+head_ok(const struct txc_head *h, uint64_t fsize)
+{
+	struct txc_head want;
+	uint64_t sz = fsize, total = sizeof *h;
+	uint64_t part[TXC_NSEC] = { h->pathlen, h->sidlen, h->subbytes,
+	    h->nrec, h->nfrag, h->npool, h->nslot };
+	uint64_t unit[TXC_NSEC] = { 1, 1, 1, sizeof(struct tx_rec),
+	    sizeof(struct tx_frag), 1, sizeof(struct tx_slot) };
+	int i;
+
+	txc_layout(&want);
+	if (memcmp(h->magic, want.magic, sizeof h->magic) != 0 ||
+	    h->version != want.version || h->recsize != want.recsize ||
+	    h->fragsize != want.fragsize || h->slotsize != want.slotsize ||
+	    h->statsize != want.statsize)
+		return 0;
+	for (i = 0; i < TXC_NSEC; i++) {
+		if (part[i] > sz / unit[i])
+			return 0;
+		total += part[i] * unit[i];
+		if (total > sz)
+			return 0;
+	}
+	return total == fsize && h->nslot >= 2 && (h->nslot & (h->nslot - 1)) == 0 &&
+	    h->nrec < UINT32_MAX - 1 && h->nfrag < UINT32_MAX &&
+	    h->nsub >= 1 && h->nsub <= h->subbytes + 1 && h->htused < h->nslot &&
+	    h->leaf >= -1 && h->leaf < (int64_t)h->nrec && h->st.bytes == h->indexed;
+}
+
+/* Read the sections at the header's sizes; the checksum must match. */
+static int
+load_sections(int fd, struct txc_load *l)
+{
+	const struct txc_head *h = &l->h;
+	struct txc_sec sec[TXC_NSEC];
+	uint64_t off = sizeof *h;
+	int i;
+
+	l->path = malloc(h->pathlen + 1);
+	l->sid = malloc(h->sidlen + 1);
+	l->subs = malloc(h->subbytes + 1);
+	l->rec = malloc(h->nrec * sizeof *l->rec + 1);
+	l->frag = malloc(h->nfrag * sizeof *l->frag + 1);
+	l->pool = malloc(h->npool + 1);
+	l->ht = tx_ht_alloc(h->nslot);
+	if (!l->path || !l->sid || !l->subs || !l->rec || !l->frag || !l->pool || !l->ht)
+		return -1;
+	sec[0] = (struct txc_sec){ l->path, h->pathlen };
+	sec[1] = (struct txc_sec){ l->sid, h->sidlen };
+	sec[2] = (struct txc_sec){ l->subs, h->subbytes };
+	sec[3] = (struct txc_sec){ l->rec, h->nrec * sizeof *l->rec };
+	sec[4] = (struct txc_sec){ l->frag, h->nfrag * sizeof *l->frag };
+	sec[5] = (struct txc_sec){ l->pool, h->npool };
+	sec[6] = (struct txc_sec){ l->ht, h->nslot * sizeof *l->ht };
+	for (i = 0; i < TXC_NSEC; i++) {
+		if (txc_pread(fd, sec[i].p, (size_t)sec[i].len, off) == -1)
+			return -1;
+		off += sec[i].len;
+	}
+	l->path[h->pathlen] = '\0';
+	l->sid[h->sidlen] = '\0';
+	l->subs[h->subbytes] = '\0';
+	return txc_sum(h, sec) == h->sum ? 0 : -1;
+}
+
+/* A stored key slot points inside the pool. */
+static int
+key_ok(const struct txc_load *l, const uint8_t v[16], int str)
+{
+	uint64_t off;
+	uint32_t len;
+
+	if (!str)
+		return 1;
+	memcpy(&off, v, 8);
+	memcpy(&len, v + 8, 4);
+	return off <= l->h.npool && len <= l->h.npool - off;
+}
+
+/* Every record, fragment and slot link stays inside the index and every
+   byte range inside the indexed part of the file. */
+static int
+bounds_ok(const struct txc_load *l)
+{
+	const struct txc_head *h = &l->h;
+	const struct tx_rec *r;
+	const struct tx_frag *f;
+	uint64_t i, used = 0;
+
+	for (i = 0; i < h->nrec; i++) {
+		r = &l->rec[i];
+		if (r->frag > h->nfrag || r->sub >= h->nsub || r->type < TX_USER ||
+		    r->type > TX_SYSTEM || r->off > h->indexed ||
+		    r->len > h->indexed - r->off ||
+		    !key_ok(l, r->id, r->kflags & TXR_ID_STR) ||
+		    !key_ok(l, r->par, r->kflags & TXR_PAR_STR))
+			return 0;
+	}
+	for (i = 0; i < h->nfrag; i++) {
+		f = &l->frag[i];
+		/* Links only go forward: no walk can loop. */
+		if ((f->next != 0 && (f->next <= i + 1 || f->next > h->nfrag)) ||
+		    f->off > h->indexed || f->len > h->indexed - f->off)
+			return 0;
+	}
+	for (i = 0; i < h->nslot; i++) {
+		if (l->ht[i].rec > h->nrec)
+			return 0;
+		used += l->ht[i].rec != 0;
+	}
+	return used == h->htused;
+}
+
+/* Hand the loaded arrays to t; the subtypes are interned again in order. */
+static int
+adopt(struct transcript *t, struct txc_load *l)
+{
+	const struct txc_head *h = &l->h;
+	const char *p = l->subs, *e = l->subs + h->subbytes;
+	uint32_t id;
+	size_t n;
+
+	if (tx_index_init(t, 0) == -1)
+		return -1;
+	for (n = 1; n < h->nsub; n++) {
+		if (p >= e || tx_intern_sub(t, p, strlen(p), &id) == -1 || id != n)
+			return -1;		/* missing or repeated */
+		p += strlen(p) + 1;
+	}
+	if (p != e)
+		return -1;
+	free(t->ht);
+	t->ht = l->ht;
+	t->htmask = h->nslot - 1;
+	t->htused = h->htused;
+	t->rec = l->rec;
+	t->nrec = t->caprec = h->nrec;
+	t->frag = l->frag;
+	t->nfrag = t->capfrag = h->nfrag;
+	t->pool = l->pool;
+	t->npool = t->cappool = h->npool;
+	l->ht = NULL;
+	l->rec = NULL;
+	l->frag = NULL;
+	l->pool = NULL;
+	t->st = h->st;
+	t->leaf = h->leaf;
+	t->indexed = t->cached = h->indexed;
+	t->pending = h->pending;
+	return 0;
+}
+
+/* Check the kept index of t against its file (stat in *sb) and use it.
+   0: in use; 1: none kept (t untouched); -1: not usable, *why says why,
+   and t may hold part of it (the caller opens the file again). */
+static int
+txc_load_index(struct transcript *t, const char *dir, const struct stat *sb,
+    const char **why)
+{
+	struct txc_load l;
+	struct stat ist;
+	uint64_t head, tail;
+	char *file;
+	int fd, rc = -1;
+
+	memset(&l, 0, sizeof l);
+	if ((file = txc_file(dir, t->path)) == NULL)
+		return 1;
+	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	free(file);
+	if (fd == -1)
+		return errno == ENOENT || errno == ENOTDIR ? 1 :
+		    (*why = "unreadable", -1);
+	*why = "format";
+	if (fstat(fd, &ist) == -1 || !S_ISREG(ist.st_mode) ||
+	    txc_pread(fd, &l.h, sizeof l.h, 0) == -1 ||
+	    !head_ok(&l.h, (uint64_t)ist.st_size))
+		goto out;
+	*why = "replaced";
+	if (l.h.dev != (uint64_t)sb->st_dev || l.h.ino != (uint64_t)sb->st_ino)
+		goto out;
+	*why = "truncated";
+	if ((uint64_t)sb->st_size < l.h.indexed)
+		goto out;
+	*why = "digest";
+	if (txc_digest(t, l.h.indexed, &head, &tail) == -1 || head != l.h.head ||
+	    tail != l.h.tail)
+		goto out;
+	*why = "checksum";
+	if (load_sections(fd, &l) == -1)
+		goto out;
+	*why = "format";
+	if (strcmp(l.path, t->path) != 0 || strcmp(l.sid, t->sid) != 0 ||
+	    !bounds_ok(&l))
+		goto out;
+	if (adopt(t, &l) == -1)
+		goto out;		/* t half built: the caller starts over */
+	/* The mtime of an index is its last use: pruning keeps what is used. */
+	(void)futimens(fd, NULL);
+	*why = NULL;
+	rc = 0;
+out:
+	load_clear(&l);
+	close(fd);
+	return rc;
+}
+
+struct transcript *
+transcript_open_cached(const char *path, const char *session_id,
+    const char *cache_dir, char **cause)
+{
+	struct transcript *t;
+	struct stat sb;
+	const char *why = NULL;
+	int rc;
+
+	if (cache_dir == NULL)
+		return transcript_open(path, session_id, cause);
+	if ((t = tx_new(path, session_id, &sb, cause)) == NULL)
+		return NULL;
+	if ((rc = txc_load_index(t, cache_dir, &sb, &why)) == 0) {
+		t->istate = TX_INDEX_WARM;
+		/* Appended since: index those bytes only. */
+		if ((uint64_t)sb.st_size != t->indexed + t->pending &&
+		    tx_index_pass(t, cause) == -1)
+			goto fail;
+		return t;
+	}
+	if (rc == -1) {
+		transcript_free(t);
+		if ((t = tx_new(path, session_id, &sb, cause)) == NULL)
+			return NULL;
+	}
+	t->istate = rc == 1 ? TX_INDEX_COLD : TX_INDEX_RESCAN;
+	t->ireason = why;
+	if (tx_index_full(t, (uint64_t)sb.st_size, cause) == -1)
+		goto fail;
+	return t;
+fail:
+	transcript_free(t);
+	return NULL;
+}
