@@ -143,6 +143,10 @@ child_command(struct channel *ch)
 		pipecmd_arg(cmd, "--data-dir");
 		pipecmd_arg(cmd, conf.data_dir);
 	}
+	if (conf.cache_dir != NULL) {
+		pipecmd_arg(cmd, "--cache-dir");
+		pipecmd_arg(cmd, conf.cache_dir);
+	}
 	if (conf.agent_command != NULL) {
 		pipecmd_arg(cmd, "--agent-command");
 		pipecmd_arg(cmd, conf.agent_command);

@@ -42,7 +42,7 @@ static struct event *stop_timer;
 enum {
 	OPT_SOCKET = 256, OPT_HOSTNAME, OPT_PORT, OPT_NO_TCP, OPT_TOKEN,
 	OPT_REQUIRE_AUTH, OPT_ALLOW_ORIGIN, OPT_MAX_CONN, OPT_WORKSPACE,
-	OPT_CHILD, OPT_DATA_DIR, OPT_AGENT_CMD, OPT_LOG_FILE, OPT_LOG_LEVEL,
+	OPT_CHILD, OPT_DATA_DIR, OPT_CACHE_DIR, OPT_AGENT_CMD, OPT_LOG_FILE, OPT_LOG_LEVEL,
 	OPT_TRACE_FILE, OPT_INIT_TO, OPT_RESTORE_TO, OPT_CHAN_IDLE,
 	OPT_SESS_IDLE, OPT_SESS_REAP, OPT_SSE_HB, OPT_RING, OPT_REPLAY_MAX,
 	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
@@ -62,6 +62,7 @@ static const struct option longopts[] = {
 	{ "workspace", required_argument, NULL, OPT_WORKSPACE },
 	{ "child", required_argument, NULL, OPT_CHILD },
 	{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
+	{ "cache-dir", required_argument, NULL, OPT_CACHE_DIR },
 	{ "agent-command", required_argument, NULL, OPT_AGENT_CMD },
 	{ "log-file", required_argument, NULL, OPT_LOG_FILE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
@@ -93,11 +94,15 @@ usage(int status)
 	    "usage: qwen-serve [--socket PATH] [--hostname HOST] [--port N] [--no-tcp]\n"
 	    "\t[--token TOKEN] [--require-auth] [--allow-origin ORIGIN]...\n"
 	    "\t[--max-connections N] [--workspace DIR] [--child PATH]\n"
-	    "\t[--data-dir DIR] [--agent-command CMD] [--log-file FILE]\n"
-	    "\t[--log-level LEVEL] [--trace-file FILE] [--initialize-timeout-ms MS]\n"
-	    "\t[--session-restore-timeout-ms MS] [--channel-idle-timeout-ms MS]\n"
-	    "\t[--session-idle-timeout-ms MS] [--session-reap-interval-ms MS]\n"
-	    "\t[--sse-heartbeat-ms MS] [--event-ring-size N]\n"
+	    "\t[--data-dir DIR] [--cache-dir DIR] [--agent-command CMD]\n"
+	    "\t[--log-file FILE]"
+	    " [--log-level LEVEL] [--trace-file FILE]\n"
+	    "\t[--initialize-timeout-ms MS]"
+	    " [--session-restore-timeout-ms MS]\n"
+	    "\t[--channel-idle-timeout-ms MS]"
+	    " [--session-idle-timeout-ms MS]\n"
+	    "\t[--session-reap-interval-ms MS]"
+	    " [--sse-heartbeat-ms MS] [--event-ring-size N]\n"
 	    "\t[--compacted-replay-max-bytes N] [--max-sessions N]\n"
 	    "\t[--max-total-sessions N] [--max-pending-prompts-per-session N]\n"
 	    "\t[--no-web | --web-dir DIR] [--pidfile FILE] [--check-config]\n");
@@ -232,6 +237,7 @@ parse_args(int argc, char **argv)
 		case OPT_WORKSPACE: free(conf.workspace); conf.workspace = strdup(optarg); break;
 		case OPT_CHILD: free(conf.child_path); conf.child_path = strdup(optarg); break;
 		case OPT_DATA_DIR: free(conf.data_dir); conf.data_dir = strdup(optarg); break;
+		case OPT_CACHE_DIR: free(conf.cache_dir); conf.cache_dir = strdup(optarg); break;
 		case OPT_AGENT_CMD: free(conf.agent_command); conf.agent_command = strdup(optarg); break;
 		case OPT_LOG_FILE: free(conf.log_file); conf.log_file = strdup(optarg); break;
 		case OPT_LOG_LEVEL:

@@ -56,6 +56,7 @@ struct serve_conf {
 	char		*workspace;	/* canonical absolute path */
 	char		*child_path;
 	char		*data_dir;	/* NULL: the child's default */
+	char		*cache_dir;	/* likewise (kept transcript indexes) */
 	char		*agent_command;
 	char		*log_file;
 	char		*trace_file;
