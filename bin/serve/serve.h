@@ -233,6 +233,8 @@ void	bus_publish(struct bus *, const char *type, json_object *data,
  * (load's compactedReplay); returns the envelope (caller owns).
  */
 json_object *bus_seed(struct bus *, const char *type, json_object *data);
+/* Just the next id of a seeded update (its envelope made elsewhere). */
+uint64_t	 bus_seed_id(struct bus *);
 /*
  * Open a stream on req: headers, retry:, replay from last_event_id (-1 =
  * none), replay_complete, then live.  epoch: the client's X-Qwen-Event-Epoch
