@@ -225,6 +225,19 @@ one_index() {
 	[ ! -e "$CACHE/.tx-AAAAAA" ]
 }
 
+@test "a cache directory others may write to is not used" {
+	f=$(gen 10)
+	cached "$f" >/dev/null
+	chmod 777 "$CACHE"
+	run --separate-stderr qwen-inspect --cache-dir "$CACHE" "$f"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"not private"* ]]
+	[ "$(state "$output")" = "rescan unsafe" ]
+	fresh_agrees "$f" "$output"
+	chmod 700 "$CACHE"
+	[ "$(state "$(cached "$f")")" = "warm null" ]
+}
+
 @test "an unwritable cache directory costs a full pass, not an answer" {
 	f=$(gen 9)
 	: >"$BATS_TEST_TMPDIR/notadir"

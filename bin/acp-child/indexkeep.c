@@ -18,6 +18,9 @@
 #include "session.h"
 #include "transcript.h"
 
+/* Like restore.c's RJ_SMALL_BYTES: the fast lane's share. */
+#define KEEP_SMALL_BYTES	(16u * 1024 * 1024)
+
 struct keep_job {
 	struct lw_job		 lw;		/* first: the worker's handle */
 	struct child		*c;
@@ -64,6 +67,8 @@ indexkeep_start(struct child *c, struct session *s)
 		return;
 	k->lw.run = keep_run;
 	k->lw.done = keep_done;
+	/* A small session's index is small: it must not wait behind big loads. */
+	k->lw.small = transcript_size(s->tx) < KEEP_SMALL_BYTES;
 	k->c = c;
 	k->s = s;
 	k->tx = s->tx;

@@ -214,6 +214,10 @@ txc_load_index(struct transcript *t, const char *dir, const struct stat *sb,
 	int fd, rc = -1;
 
 	memset(&l, 0, sizeof l);
+	if (txc_dir_private(dir) == 0) {
+		*why = "unsafe";	/* another user could have written it */
+		return -1;
+	}
 	if ((file = txc_file(dir, t->path)) == NULL)
 		return 1;
 	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

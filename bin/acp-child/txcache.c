@@ -108,6 +108,18 @@ txc_digest(struct transcript *t, uint64_t indexed, uint64_t *head, uint64_t *tai
 	return 0;
 }
 
+int
+txc_dir_private(const char *dir)
+{
+	struct stat st;
+
+	if (lstat(dir, &st) == -1)
+		return errno == ENOENT ? 1 : -1;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) != 0)
+		return 0;
+	return 1;
+}
+
 /* <dir>/tx-<hash of path>.idx (caller frees), or NULL. */
 char *
 txc_file(const char *dir, const char *path)
@@ -346,6 +358,11 @@ transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
 	if (paths_mkdir_p(dir, 0700) == -1 || (dst = txc_file(dir, t->path)) == NULL ||
 	    (subs = txc_subs(t, &sublen)) == NULL) {
 		tx_cause(cause, "index cache %s: %s", dir, strerror(errno));
+		goto out;
+	}
+	/* Others must not plant or read indexes: ours alone, or not used. */
+	if (txc_dir_private(dir) != 1) {
+		tx_cause(cause, "index cache %s: not private (owner or mode)", dir);
 		goto out;
 	}
 	h.subbytes = sublen;

@@ -43,6 +43,9 @@ uint64_t txc_sum64(uint64_t h, const void *p, size_t n);
 int txc_pread(int fd, void *buf, size_t n, uint64_t off);
 /* Digests of the first and last of the indexed bytes of t's file. */
 int txc_digest(struct transcript *, uint64_t indexed, uint64_t *head, uint64_t *tail);
+/* Whether dir is ours alone (owned by us, no group or other write): 1
+   (or missing), 0 not, -1 on error. */
+int txc_dir_private(const char *dir);
 /* The index file of transcript path in dir (caller frees), or NULL. */
 char *txc_file(const char *dir, const char *path);
 /* The checksum of the header (after its sum) and the sections. */
