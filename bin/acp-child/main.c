@@ -35,7 +35,6 @@
 #include "log.h"
 #include "paths.h"
 #include "trace.h"
-#include "transcript.h"
 
 #define WORKERS		2
 #define LAG_INTERVAL_MS	50
@@ -191,7 +190,7 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 	}
 	if ((o->workspace = strdup(resolved)) == NULL ||
 	    (o->data_dir = paths_data_dir(data_dir)) == NULL ||
-	    (o->cache_dir = transcript_cache_dir(cache_dir)) == NULL) {
+	    (o->cache_dir = paths_cache_dir(cache_dir)) == NULL) {
 		fprintf(stderr, "%s: out of memory\n", getprogname());
 		exit(1);
 	}

@@ -110,8 +110,5 @@ enum tx_index_state transcript_index_state(const struct transcript *);
 const char *transcript_index_state_name(enum tx_index_state);
 /* Why a kept index was not used ("checksum", "digest", ...), or NULL. */
 const char *transcript_index_reason(const struct transcript *);
-/* The cache directory: dir, else $CACHE_DIRECTORY (its first entry), else
-   $XDG_CACHE_HOME/qwen-serve, else ~/.cache/qwen-serve.  Caller frees. */
-char *transcript_cache_dir(const char *dir);
 
 #endif /* QWEN_ACP_TRANSCRIPT_H */

@@ -20,7 +20,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -409,33 +408,4 @@ const char *
 transcript_index_reason(const struct transcript *t)
 {
 	return t->ireason;
-}
-
-char *
-transcript_cache_dir(const char *dir)
-{
-	const char *v;
-	struct passwd *pw;
-	char *out;
-
-	if (dir != NULL && *dir != '\0')
-		return strdup(dir);
-	/* systemd's CacheDirectory=: a colon-separated list, ours first. */
-	if ((v = getenv("CACHE_DIRECTORY")) != NULL && *v == '/') {
-		if ((out = strdup(v)) != NULL)
-			out[strcspn(out, ":")] = '\0';
-		return out;
-	}
-	if ((v = getenv("XDG_CACHE_HOME")) != NULL && *v == '/') {
-		if (asprintf(&out, "%s/qwen-serve", v) == -1)
-			return NULL;
-		return out;
-	}
-	if ((v = getenv("HOME")) == NULL || *v == '\0') {
-		pw = getpwuid(getuid());
-		v = pw != NULL ? pw->pw_dir : "/tmp";
-	}
-	if (asprintf(&out, "%s/.cache/qwen-serve", v) == -1)
-		return NULL;
-	return out;
 }
