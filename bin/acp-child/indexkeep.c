@@ -9,7 +9,12 @@
  */
 #include "config.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+
+#include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "child.h"
 #include "indexkeep.h"
@@ -31,13 +36,36 @@ struct keep_job {
 	int			 rc;
 };
 
+static void *
+keep_save(void *arg)
+{
+	struct keep_job *k = arg;
+
+	k->rc = transcript_save(k->tx, k->dir, TX_CACHE_MAX_BYTES,
+	    TX_CACHE_MAX_FILES, &k->cause);
+	return NULL;
+}
+
+/* The write is background work: a thread of its own at the lowest
+   priority, so the loop and other loads get the CPU first (a worker's
+   priority, once lowered, could not be raised again). */
+static void *
+keep_low(void *arg)
+{
+	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+	return keep_save(arg);
+}
+
 static void
 keep_run(struct lw_job *lw)
 {
 	struct keep_job *k = (struct keep_job *)lw;
+	pthread_t tid;
 
-	k->rc = transcript_save(k->tx, k->dir, TX_CACHE_MAX_BYTES,
-	    TX_CACHE_MAX_FILES, &k->cause);
+	if (pthread_create(&tid, NULL, keep_low, k) != 0)
+		keep_save(k);
+	else
+		pthread_join(tid, NULL);
 }
 
 static void
