@@ -18,6 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "rpc-frame.h"
 #include "rpc-frame-int.h"
 
@@ -74,14 +78,42 @@ canon_escape(const unsigned char *p, const unsigned char *e)
 
 	if (e - p < 2)
 		return 0;
-	if (strchr("\"\\bfnrt", p[1]) != NULL && p[1] != '\0')
+	switch (p[1]) {
+	case '"': case '\\': case 'b': case 'f': case 'n': case 'r': case 't':
 		return 2;
+	}
 	if (p[1] != 'u' || e - p < 6 || p[2] != '0' || p[3] != '0' ||
 	    (p[4] != '0' && p[4] != '1') || p[5] == '\0' ||
 	    (h = strchr(hex, p[5])) == NULL)
 		return 0;
 	v = (unsigned)(p[4] - '0') << 4 | (unsigned)(h - hex);
 	return v == '\b' || v == '\t' || v == '\n' || v == '\f' || v == '\r' ? 0 : 6;
+}
+
+/* The first byte at or after p that is not plain string text (or e):
+   16 at a time where SSE2 is there, since strings are most of the bytes. */
+static const unsigned char *
+plain_run(const unsigned char *p, const unsigned char *e)
+{
+#ifdef __SSE2__
+	const __m128i quote = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
+	const __m128i space = _mm_set1_epi8(0x20);
+	__m128i v;
+	int m;
+
+	for (; e - p >= 16; p += 16) {
+		v = _mm_loadu_si128((const __m128i *)(const void *)p);
+		/* Signed: below 0x20 is a control byte or a non-ASCII one. */
+		m = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(
+		    _mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bs)),
+		    _mm_cmplt_epi8(v, space)));
+		if (m != 0)
+			return p + __builtin_ctz((unsigned)m);
+	}
+#endif
+	while (p < e && strclass[*p] == 0)
+		p++;
+	return p;
 }
 
 static int
@@ -91,8 +123,7 @@ canon_string(struct canon *c)
 	size_t n;
 
 	for (;;) {
-		while (p < e && strclass[*p] == 0)
-			p++;
+		p = plain_run(p, e);
 		if (p >= e)
 			return -1;
 		switch (strclass[*p]) {

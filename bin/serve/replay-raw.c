@@ -34,8 +34,9 @@ struct raw_env {
 	uint32_t	 magic;
 	struct rpc_raw	*raw;
 	size_t		 i;
-	char		 head[320];	/* {"id":..,"data":{"sessionId":..,"update": */
+	char		*head;		/* {"id":..,"data":{"sessionId":..,"update": */
 	char		 tail[64];	/* },"_meta":{..}} */
+	int		 nhead, ntail;
 };
 
 void
@@ -55,9 +56,9 @@ env_to_string(json_object *o, struct printbuf *pb, int level, int flags)
 
 	(void)level;
 	(void)flags;
-	printbuf_memappend(pb, e->head, (int)strlen(e->head));
+	printbuf_memappend(pb, e->head, e->nhead);
 	printbuf_memappend(pb, e->raw->bytes + el->off, (int)el->len);
-	printbuf_memappend(pb, e->tail, (int)strlen(e->tail));
+	printbuf_memappend(pb, e->tail, e->ntail);
 	return 0;
 }
 
@@ -68,6 +69,7 @@ env_delete(json_object *o, void *arg)
 
 	(void)o;
 	rpc_raw_unref(e->raw);
+	free(e->head);
 	free(e);
 }
 
@@ -78,17 +80,21 @@ replay_raw_envelope(struct rpc_raw *raw, size_t i, uint64_t id,
 	json_object *o, *sid;
 	struct raw_env *e;
 
-	if ((e = calloc(1, sizeof *e)) == NULL || (o = json_object_new_object()) == NULL) {
-		free(e);
+	if ((e = calloc(1, sizeof *e)) == NULL)
 		return NULL;
-	}
 	sid = json_object_new_string(session_id);
-	snprintf(e->head, sizeof e->head, "{\"id\":%" PRIu64 ",\"v\":1,"
+	e->nhead = asprintf(&e->head, "{\"id\":%" PRIu64 ",\"v\":1,"
 	    "\"type\":\"session_update\",\"data\":{\"sessionId\":%s,\"update\":", id,
 	    json_object_to_json_string_ext(sid, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(sid);
-	snprintf(e->tail, sizeof e->tail, "},\"_meta\":{\"serverTimestamp\":%" PRIu64 "}}",
+	if (e->nhead < 0 || (o = json_object_new_object()) == NULL) {
+		if (e->nhead >= 0)
+			free(e->head);
+		free(e);
+		return NULL;
+	}
+	e->ntail = snprintf(e->tail, sizeof e->tail, "},\"_meta\":{\"serverTimestamp\":%" PRIu64 "}}",
 	    wall_ms);
 	e->magic = RAW_ENV_MAGIC;
 	e->raw = rpc_raw_ref(raw);

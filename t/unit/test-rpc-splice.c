@@ -111,6 +111,14 @@ main(void)
 	    "{\"t\":\"caf\xc3\xa9 \\\"q\\\" \\\\ \\n \\u001f \\u0000 /\x7f\"},"
 	    "1.50e+1,-3,0,1e400,\"\",[],{}", "", 1);
 	check("no updates", "", "", 1);
+	/* Long strings: escapes and non-ASCII on and across 16-byte blocks. */
+	check("long strings", "\"0123456789abcd\\n0123456789abcdef\xc3\xa9" "0123456789abc"
+	    "\xe2\x82\xac" "0123456789abcdef0123456789abcde\\\"\",\"0123456789abcdef"
+	    "0123456789abcdef\"", "", 1);
+	check("control byte after a long run", "\"0123456789abcdef0123456789abcdef"
+	    "0\x01" "\"", "", 0);
+	check("invalid UTF-8 after a long run", "\"0123456789abcdef0123456789abc"
+	    "\xe2\x82" "\"", "", 0);
 	check("one update", "{\"sessionUpdate\":\"x\"}", "", 1);
 	check("whitespace", "{\"a\": 1}", "", 0);
 	check("escaped slash", "\"a\\/b\"", "", 0);
