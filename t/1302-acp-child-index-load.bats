@@ -128,3 +128,38 @@ EOF
 	[ "$(find "$BATS_TEST_TMPDIR/sd" -name 'tx-*.idx' | wc -l)" -eq 1 ]
 	[ ! -e "$BATS_TEST_TMPDIR/other" ]
 }
+
+@test "a big transcript with a kept index is restored on the fast lane, not behind big loads" {
+	mib=120
+	[ "${QWEN_SANITIZED:-0}" = 1 ] && mib=12
+	B1=66666666-7777-4888-8999-aaaaaaaaaaa1
+	B2=66666666-7777-4888-8999-aaaaaaaaaaa2
+	B3=66666666-7777-4888-8999-aaaaaaaaaaa3
+	for s in 1 2 3; do
+		qwen-gen-transcript --mib "$mib" --seed "$((50 + s))" --data-dir "$DATA" \
+		    --workspace "$WS" --session-id "66666666-7777-4888-8999-aaaaaaaaaaa$s" >/dev/null
+	done
+	run drive --cache-dir "$CACHE" <<EOF
+$INIT
+$(req 1 session/resume "{\"sessionId\":\"$B3\",\"cwd\":\"$WS\"}")
+EOF
+	[ "$(stats 1 | jq -r .index)" = cold ]
+	# Both workers busy with cold passes; B3 reads only its index.
+	run acp-drive -q -t 60 -e "$ERR" -- qwen-acp-child --data-dir "$DATA" \
+	    --workspace "$WS" --cache-dir "$CACHE" <<EOF
+$INIT
+batch 3
+{"jsonrpc":"2.0","id":"b1","method":"session/resume","params":{"sessionId":"$B1"}}
+{"jsonrpc":"2.0","id":"b2","method":"session/resume","params":{"sessionId":"$B2"}}
+{"jsonrpc":"2.0","id":"w","method":"session/resume","params":{"sessionId":"$B3"}}
+wait "b1"
+wait "b2"
+wait "w"
+EOF
+	[ "$status" -eq 0 ]
+	[ "$(resp '"w"' | jq -r '.result._meta["qwen.session.restore"].index')" = warm ]
+	[ "$(resp '"b1"' | jq -r '.result._meta["qwen.session.restore"].index')" = cold ]
+	w=$(line_no '.id == "w"')
+	[ "$w" -lt "$(line_no '.id == "b1"')" ]
+	[ "$w" -lt "$(line_no '.id == "b2"')" ]
+}

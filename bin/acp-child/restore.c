@@ -372,13 +372,14 @@ rj_done(struct lw_job *lw)
 
 /*
  * Whether the job is quick: a new session, or a transcript whose unindexed
- * part is small (an open index only reads what was appended).
+ * part is small (an open or kept index only reads what was appended).
  */
 static int
 rj_small(struct restore_job *j)
 {
 	struct stat st;
-	uint64_t done = j->tx != NULL ? transcript_size(j->tx) : 0;
+	uint64_t done = j->tx != NULL ? transcript_size(j->tx) :
+	    transcript_cached_size(j->cache_dir, j->path);
 
 	if (j->kind == RJ_NEW || stat(j->path, &st) == -1)
 		return 1;

@@ -104,6 +104,9 @@ struct transcript *transcript_open_cached(const char *path, const char *session_
    directory's indexes, oldest first, to max_bytes and max_files.  0 or -1 + cause. */
 int transcript_save(struct transcript *, const char *cache_dir, uint64_t max_bytes,
     size_t max_files, char **cause);
+/* The size a kept index of path says it covers, unchecked (0: none): how
+   much a restore will have to read, for scheduling only. */
+uint64_t transcript_cached_size(const char *cache_dir, const char *path);
 /* Whether the kept index lags behind this one (a save would change it). */
 int transcript_index_dirty(const struct transcript *);
 enum tx_index_state transcript_index_state(const struct transcript *);

@@ -294,3 +294,25 @@ fail:
 	transcript_free(t);
 	return NULL;
 }
+
+uint64_t
+transcript_cached_size(const char *cache_dir, const char *path)
+{
+	struct txc_head h, want;
+	char *file;
+	int fd;
+	uint64_t n = 0;
+
+	if (cache_dir == NULL || (file = txc_file(cache_dir, path)) == NULL)
+		return 0;
+	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	free(file);
+	if (fd == -1)
+		return 0;
+	txc_layout(&want);
+	if (txc_pread(fd, &h, sizeof h, 0) == 0 &&
+	    memcmp(h.magic, want.magic, sizeof h.magic) == 0 && h.version == want.version)
+		n = h.indexed;
+	close(fd);
+	return n;
+}
