@@ -17,11 +17,11 @@
 #include <unistd.h>
 
 #include "child.h"
-#include "indexkeep.h"
 #include "loadwork.h"
 #include "log.h"
 #include "session.h"
 #include "transcript.h"
+#include "xmalloc.h"
 
 /* Like restore.c's RJ_SMALL_BYTES: the fast lane's share. */
 #define KEEP_SMALL_BYTES	(16u * 1024 * 1024)
@@ -82,7 +82,7 @@ keep_done(struct lw_job *lw)
 	s->busy = 0;
 	free(k->cause);
 	free(k);
-	session_idle(c, s);
+	child_session_idle(c, s);
 }
 
 void
@@ -91,8 +91,9 @@ indexkeep_start(struct child *c, struct session *s)
 	struct keep_job *k;
 
 	if (s->tx == NULL || s->busy || c->opts.cache_dir == NULL ||
-	    !transcript_index_dirty(s->tx) || (k = calloc(1, sizeof *k)) == NULL)
+	    !transcript_index_dirty(s->tx))
 		return;
+	k = xcalloc(1, sizeof *k);
 	k->lw.run = keep_run;
 	k->lw.done = keep_done;
 	/* A small session's index is small: it must not wait behind big loads. */

@@ -28,4 +28,4 @@ struct transcript;
 void inspect_index_info(struct transcript *, json_object *o,
     const struct inspect_cache *ic);
 
-#endif /* QWEN_ACP_INSPECT_H */
+#endif

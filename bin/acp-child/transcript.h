@@ -41,7 +41,6 @@ void transcript_free(struct transcript *);                 /* NULL-safe */
 const struct tx_stats *transcript_stats(const struct transcript *);
 uint64_t transcript_size(const struct transcript *);        /* bytes of whole lines indexed so far */
 const char *transcript_path(const struct transcript *);
-const char *transcript_session_id(const struct transcript *);
 
 /* Logical records (duplicates merged: first occurrence gives parent/type/subtype). */
 size_t transcript_count(const struct transcript *);
@@ -81,7 +80,7 @@ uint64_t transcript_pending_bytes(const struct transcript *);
 uint64_t transcript_bytes_read(const struct transcript *);
 
 /*
- * The persistent index (txcache.c): a cache of what a pass derived, kept in
+ * The persistent index (transcript-cache.c): a cache of what a pass derived, kept in
  * cache_dir and checked against the transcript on every use (device, inode,
  * size, digests of the first and last indexed bytes, format version,
  * checksum, bounds); bytes appended since are indexed on top.  Anything
@@ -114,4 +113,4 @@ const char *transcript_index_state_name(enum tx_index_state);
 /* Why a kept index was not used ("checksum", "digest", ...), or NULL. */
 const char *transcript_index_reason(const struct transcript *);
 
-#endif /* QWEN_ACP_TRANSCRIPT_H */
+#endif

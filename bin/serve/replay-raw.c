@@ -18,8 +18,9 @@
 #include <json-c/printbuf.h>
 
 #include "clock.h"
-#include "replay-raw.h"
+#include "serve.h"
 #include "rpc-frame.h"
+#include "xmalloc.h"
 
 /* Where the child's answer holds the updates (bin/acp-child/answer.c). */
 static const char marker[] = "\"qwen.session.loadReplay\":{\"v\":1,\"updates\":[";
@@ -80,20 +81,14 @@ replay_raw_envelope(struct rpc_raw *raw, size_t i, uint64_t id,
 	json_object *o, *sid;
 	struct raw_env *e;
 
-	if ((e = calloc(1, sizeof *e)) == NULL)
-		return NULL;
-	sid = json_object_new_string(session_id);
-	e->nhead = asprintf(&e->head, "{\"id\":%" PRIu64 ",\"v\":1,"
+	e = xcalloc(1, sizeof *e);
+	sid = xjson_object_new_string(session_id);
+	e->nhead = xasprintf(&e->head, "{\"id\":%" PRIu64 ",\"v\":1,"
 	    "\"type\":\"session_update\",\"data\":{\"sessionId\":%s,\"update\":", id,
 	    json_object_to_json_string_ext(sid, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(sid);
-	if (e->nhead < 0 || (o = json_object_new_object()) == NULL) {
-		if (e->nhead >= 0)
-			free(e->head);
-		free(e);
-		return NULL;
-	}
+	o = xjson_object_new_object();
 	e->ntail = snprintf(e->tail, sizeof e->tail, "},\"_meta\":{\"serverTimestamp\":%" PRIu64 "}}",
 	    wall_ms);
 	e->magic = RAW_ENV_MAGIC;

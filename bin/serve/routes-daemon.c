@@ -20,41 +20,42 @@
 #include "serve.h"
 #include "acp.h"
 #include "ws.h"
+#include "xmalloc.h"
 
 /* ---- health and capabilities -------------------------------------------- */
 
 void
 route_health(struct http_ctx *ctx)
 {
-	json_object *o = json_object_new_object();
+	json_object *o = xjson_object_new_object();
 	const char *deep = evhttp_find_header(ctx->query, "deep");
 	size_t active, unsettled, overdue, quarantined;
 
-	json_object_object_add(o, "status", json_object_new_string("ok"));
+	json_object_object_add(o, "status", xjson_object_new_string("ok"));
 	if (deep != NULL && strcmp(deep, "1") == 0) {
 		json_object_object_add(o, "sessions",
-		    json_object_new_int64((int64_t)sessions_count()));
+		    xjson_object_new_int64((int64_t)sessions_count()));
 		json_object_object_add(o, "activePrompts",
-		    json_object_new_int64((int64_t)sessions_active_prompts()));
+		    xjson_object_new_int64((int64_t)sessions_active_prompts()));
 		json_object_object_add(o, "channelAlive",
-		    json_object_new_boolean(channels_running() > 0));
+		    xjson_object_new_boolean(channels_running() > 0));
 		json_object_object_add(o, "connections",
-		    json_object_new_int64((int64_t)http_conn_count()));
+		    xjson_object_new_int64((int64_t)http_conn_count()));
 		json_object_object_add(o, "wsConnections",
-		    json_object_new_int64((int64_t)ws_conn_count()));
-		restore_stats(&active, &unsettled, &overdue, &quarantined);
+		    xjson_object_new_int64((int64_t)ws_conn_count()));
+		inflight_stats(&active, &unsettled, &overdue, &quarantined);
 		json_object_object_add(o, "restoresActive",
-		    json_object_new_int64((int64_t)active));
+		    xjson_object_new_int64((int64_t)active));
 		json_object_object_add(o, "restoresUnsettled",
-		    json_object_new_int64((int64_t)unsettled));
+		    xjson_object_new_int64((int64_t)unsettled));
 		json_object_object_add(o, "restoresOverdue",
-		    json_object_new_int64((int64_t)overdue));
+		    xjson_object_new_int64((int64_t)overdue));
 		json_object_object_add(o, "restoresQuarantined",
-		    json_object_new_int64((int64_t)quarantined));
+		    xjson_object_new_int64((int64_t)quarantined));
 		json_object_object_add(o, "inFlight",
-		    json_object_new_int64((int64_t)inflight_count()));
+		    xjson_object_new_int64((int64_t)inflight_count()));
 		json_object_object_add(o, "acpConnections",
-		    json_object_new_int64((int64_t)acp_conn_count()));
+		    xjson_object_new_int64((int64_t)acp_conn_count()));
 	}
 	http_reply_json(ctx->req, 200, o);
 }
@@ -62,10 +63,10 @@ route_health(struct http_ctx *ctx)
 static json_object *
 strings(const char *const *v)
 {
-	json_object *a = json_object_new_array();
+	json_object *a = xjson_object_new_array();
 
 	for (; *v != NULL; v++)
-		json_object_array_add(a, json_object_new_string(*v));
+		json_object_array_add(a, xjson_object_new_string(*v));
 	return a;
 }
 
@@ -81,45 +82,45 @@ routes_capabilities_json(void)
 	    "client_identity", "client_heartbeat", "session_close",
 	    "session_status", "session_detach", "workspace_session_list", NULL };
 	static const char *const versions[] = { "v1", NULL };
-	json_object *o = json_object_new_object(), *pv = json_object_new_object();
-	json_object *f = strings(features), *lim = json_object_new_object();
-	json_object *ws = json_object_new_array(), *w = json_object_new_object(), *ts;
+	json_object *o = xjson_object_new_object(), *pv = xjson_object_new_object();
+	json_object *f = strings(features), *lim = xjson_object_new_object();
+	json_object *ws = xjson_object_new_array(), *w = xjson_object_new_object(), *ts;
 
 	if (conf.require_auth)
-		json_object_array_add(f, json_object_new_string("require_auth"));
+		json_object_array_add(f, xjson_object_new_string("require_auth"));
 	if (conf.n_allow_origin > 0)
-		json_object_array_add(f, json_object_new_string("allow_origin"));
-	json_object_object_add(o, "v", json_object_new_int(1));
-	json_object_object_add(pv, "current", json_object_new_string("v1"));
+		json_object_array_add(f, xjson_object_new_string("allow_origin"));
+	json_object_object_add(o, "v", xjson_object_new_int(1));
+	json_object_object_add(pv, "current", xjson_object_new_string("v1"));
 	json_object_object_add(pv, "supported", strings(versions));
 	json_object_object_add(o, "protocolVersions", pv);
-	json_object_object_add(o, "qwenServeVersion", json_object_new_string(PACKAGE_VERSION));
-	json_object_object_add(o, "mode", json_object_new_string("http-bridge"));
+	json_object_object_add(o, "qwenServeVersion", xjson_object_new_string(PACKAGE_VERSION));
+	json_object_object_add(o, "mode", xjson_object_new_string("http-bridge"));
 	json_object_object_add(o, "features", f);
-	json_object_object_add(o, "modelServices", json_object_new_array());
-	json_object_object_add(o, "workspaceCwd", json_object_new_string(conf.workspace));
-	json_object_object_add(o, "transports", ts = json_object_new_array());
-	json_object_array_add(ts, json_object_new_string("rest"));
+	json_object_object_add(o, "modelServices", xjson_object_new_array());
+	json_object_object_add(o, "workspaceCwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(o, "transports", ts = xjson_object_new_array());
+	json_object_array_add(ts, xjson_object_new_string("rest"));
 	if (acp_http_enabled())
-		json_object_array_add(ts, json_object_new_string("acp-http"));
-	json_object_array_add(ts, json_object_new_string("acp-ws"));	/* ws.c */
+		json_object_array_add(ts, xjson_object_new_string("acp-http"));
+	json_object_array_add(ts, xjson_object_new_string("acp-ws"));	/* ws.c */
 	json_object_object_add(lim, "maxPendingPromptsPerSession", conf.max_pending_prompts > 0 ?
-	    json_object_new_int(conf.max_pending_prompts) : NULL);
+	    xjson_object_new_int(conf.max_pending_prompts) : NULL);
 	json_object_object_add(lim, "sessionRestoreTimeoutMs",
-	    json_object_new_int64(conf.restore_timeout_ms));
+	    xjson_object_new_int64(conf.restore_timeout_ms));
 	json_object_object_add(lim, "maxSessionsPerWorkspace", conf.max_sessions > 0 ?
-	    json_object_new_int(conf.max_sessions) : NULL);
+	    xjson_object_new_int(conf.max_sessions) : NULL);
 	json_object_object_add(lim, "maxTotalSessions", conf.max_total_sessions > 0 ?
-	    json_object_new_int(conf.max_total_sessions) : NULL);
+	    xjson_object_new_int(conf.max_total_sessions) : NULL);
 	json_object_object_add(lim, "maxEventRingSize",
-	    json_object_new_int64((int64_t)conf.event_ring_size));
+	    xjson_object_new_int64((int64_t)conf.event_ring_size));
 	json_object_object_add(lim, "compactedReplayMaxBytes",
-	    json_object_new_int64((int64_t)conf.compacted_replay_max_bytes));
+	    xjson_object_new_int64((int64_t)conf.compacted_replay_max_bytes));
 	json_object_object_add(o, "limits", lim);
-	json_object_object_add(w, "id", json_object_new_string("primary"));
-	json_object_object_add(w, "cwd", json_object_new_string(conf.workspace));
-	json_object_object_add(w, "primary", json_object_new_boolean(1));
-	json_object_object_add(w, "trusted", json_object_new_boolean(1));
+	json_object_object_add(w, "id", xjson_object_new_string("primary"));
+	json_object_object_add(w, "cwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(w, "primary", xjson_object_new_boolean(1));
+	json_object_object_add(w, "trusted", xjson_object_new_boolean(1));
 	json_object_array_add(ws, w);
 	json_object_object_add(o, "workspaces", ws);
 	return o;
@@ -166,7 +167,7 @@ first_prompt(const char *path)
 					if (len > 200)
 						for (len = 200; len > 0 && ((unsigned char)t[len] & 0xc0) == 0x80; len--)
 							;
-					text = json_object_new_string_len(t, (int)len);
+					text = xjson_object_new_string_len(t, (int)len);
 				}
 		json_object_put(rec);
 	}
@@ -201,13 +202,13 @@ list_entry(const char *dir, const char *name)
 		return NULL;
 	memcpy(id, name, nlen - 6);
 	id[nlen - 6] = '\0';
-	o = json_object_new_object();
-	json_object_object_add(o, "sessionId", json_object_new_string(id));
-	json_object_object_add(o, "size", json_object_new_int64((int64_t)st.st_size));
-	json_object_object_add(o, "mtime", json_object_new_int64(
+	o = xjson_object_new_object();
+	json_object_object_add(o, "sessionId", xjson_object_new_string(id));
+	json_object_object_add(o, "size", xjson_object_new_int64((int64_t)st.st_size));
+	json_object_object_add(o, "mtime", xjson_object_new_int64(
 	    (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000));
 	json_object_object_add(o, "firstPrompt", first_prompt(path));
-	json_object_object_add(o, "live", json_object_new_boolean(sessions_find(id) != NULL));
+	json_object_object_add(o, "live", xjson_object_new_boolean(sessions_find(id) != NULL));
 	return o;
 }
 
@@ -216,14 +217,14 @@ route_workspace_sessions(struct http_ctx *ctx)
 {
 	const char *cwd = evhttp_find_header(ctx->query, "cwd");
 	const char *lim = evhttp_find_header(ctx->query, "limit"), *errstr = NULL;
-	json_object *o, *list = json_object_new_array(), *e;
-	char *dir = serve_transcript_dir();
+	json_object *o, *list = xjson_object_new_array(), *e;
+	char *dir = names_transcript_dir();
 	long long max = 100;
 	struct dirent *de;
 	DIR *d;
 
 	if (cwd != NULL) {
-		json_object_object_add(ctx->body, "cwd", json_object_new_string(cwd));
+		json_object_object_add(ctx->body, "cwd", xjson_object_new_string(cwd));
 		if (routes_check_cwd(ctx) == -1)
 			goto out;
 	}
@@ -241,8 +242,8 @@ route_workspace_sessions(struct http_ctx *ctx)
 	json_object_array_sort(list, by_mtime_desc);
 	while (json_object_array_length(list) > (size_t)max)
 		json_object_array_del_idx(list, json_object_array_length(list) - 1, 1);
-	o = json_object_new_object();
-	json_object_object_add(o, "workspaceCwd", json_object_new_string(conf.workspace));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "workspaceCwd", xjson_object_new_string(conf.workspace));
 	json_object_object_add(o, "sessions", list);
 	list = NULL;
 	http_reply_json(ctx->req, 200, o);

@@ -1,5 +1,6 @@
 /*
- * txcache-load.c: opening a transcript from its kept index (txcache.c).
+ * transcript-cache-load.c: opening a transcript from its kept index
+ * (transcript-cache.c).
  *
  * Order of the checks, cheapest first: header layout and version, the
  * file's device and inode, its size against the indexed size, the digests
@@ -20,12 +21,11 @@
 #include <unistd.h>
 
 #include "transcript.h"
-#include "txcache.h"
-#include "txindex.h"
+#include "transcript-int.h"
 
 /* What a kept index holds, before it is handed to the transcript. */
-struct txc_load {
-	struct txc_head	 h;
+struct tx_cache_load {
+	struct tx_cache_head	 h;
 	char		*path, *sid, *subs;
 	struct tx_rec	*rec;
 	struct tx_frag	*frag;
@@ -34,7 +34,7 @@ struct txc_load {
 };
 
 static void
-load_clear(struct txc_load *l)
+load_clear(struct tx_cache_load *l)
 {
 	free(l->path);
 	free(l->sid);
@@ -48,23 +48,23 @@ load_clear(struct txc_load *l)
 
 /* The header's counts agree with the layout and the index file's size. */
 static int
-head_ok(const struct txc_head *h, uint64_t fsize)
+head_ok(const struct tx_cache_head *h, uint64_t fsize)
 {
-	struct txc_head want;
+	struct tx_cache_head want;
 	uint64_t sz = fsize, total = sizeof *h;
-	uint64_t part[TXC_NSEC] = { h->pathlen, h->sidlen, h->subbytes,
+	uint64_t part[TX_CACHE_NSEC] = { h->pathlen, h->sidlen, h->subbytes,
 	    h->nrec, h->nfrag, h->npool, h->nslot };
-	uint64_t unit[TXC_NSEC] = { 1, 1, 1, sizeof(struct tx_rec),
+	uint64_t unit[TX_CACHE_NSEC] = { 1, 1, 1, sizeof(struct tx_rec),
 	    sizeof(struct tx_frag), 1, sizeof(struct tx_slot) };
 	int i;
 
-	txc_layout(&want);
+	transcript_cache_layout(&want);
 	if (memcmp(h->magic, want.magic, sizeof h->magic) != 0 ||
 	    h->version != want.version || h->recsize != want.recsize ||
 	    h->fragsize != want.fragsize || h->slotsize != want.slotsize ||
 	    h->statsize != want.statsize)
 		return 0;
-	for (i = 0; i < TXC_NSEC; i++) {
+	for (i = 0; i < TX_CACHE_NSEC; i++) {
 		if (part[i] > sz / unit[i])
 			return 0;
 		total += part[i] * unit[i];
@@ -79,10 +79,10 @@ head_ok(const struct txc_head *h, uint64_t fsize)
 
 /* Read the sections at the header's sizes; the checksum must match. */
 static int
-load_sections(int fd, struct txc_load *l)
+load_sections(int fd, struct tx_cache_load *l)
 {
-	const struct txc_head *h = &l->h;
-	struct txc_sec sec[TXC_NSEC];
+	const struct tx_cache_head *h = &l->h;
+	struct tx_cache_sec sec[TX_CACHE_NSEC];
 	uint64_t off = sizeof *h;
 	int i;
 
@@ -92,30 +92,30 @@ load_sections(int fd, struct txc_load *l)
 	l->rec = malloc(h->nrec * sizeof *l->rec + 1);
 	l->frag = malloc(h->nfrag * sizeof *l->frag + 1);
 	l->pool = malloc(h->npool + 1);
-	l->ht = tx_ht_alloc(h->nslot);
+	l->ht = transcript_ht_alloc(h->nslot);
 	if (!l->path || !l->sid || !l->subs || !l->rec || !l->frag || !l->pool || !l->ht)
 		return -1;
-	sec[0] = (struct txc_sec){ l->path, h->pathlen };
-	sec[1] = (struct txc_sec){ l->sid, h->sidlen };
-	sec[2] = (struct txc_sec){ l->subs, h->subbytes };
-	sec[3] = (struct txc_sec){ l->rec, h->nrec * sizeof *l->rec };
-	sec[4] = (struct txc_sec){ l->frag, h->nfrag * sizeof *l->frag };
-	sec[5] = (struct txc_sec){ l->pool, h->npool };
-	sec[6] = (struct txc_sec){ l->ht, h->nslot * sizeof *l->ht };
-	for (i = 0; i < TXC_NSEC; i++) {
-		if (txc_pread(fd, sec[i].p, (size_t)sec[i].len, off) == -1)
+	sec[0] = (struct tx_cache_sec){ l->path, h->pathlen };
+	sec[1] = (struct tx_cache_sec){ l->sid, h->sidlen };
+	sec[2] = (struct tx_cache_sec){ l->subs, h->subbytes };
+	sec[3] = (struct tx_cache_sec){ l->rec, h->nrec * sizeof *l->rec };
+	sec[4] = (struct tx_cache_sec){ l->frag, h->nfrag * sizeof *l->frag };
+	sec[5] = (struct tx_cache_sec){ l->pool, h->npool };
+	sec[6] = (struct tx_cache_sec){ l->ht, h->nslot * sizeof *l->ht };
+	for (i = 0; i < TX_CACHE_NSEC; i++) {
+		if (transcript_cache_pread(fd, sec[i].p, (size_t)sec[i].len, off) == -1)
 			return -1;
 		off += sec[i].len;
 	}
 	l->path[h->pathlen] = '\0';
 	l->sid[h->sidlen] = '\0';
 	l->subs[h->subbytes] = '\0';
-	return txc_sum(h, sec) == h->sum ? 0 : -1;
+	return transcript_cache_sum(h, sec) == h->sum ? 0 : -1;
 }
 
 /* A stored key slot points inside the pool. */
 static int
-key_ok(const struct txc_load *l, const uint8_t v[16], int str)
+key_ok(const struct tx_cache_load *l, const uint8_t v[16], int str)
 {
 	uint64_t off;
 	uint32_t len;
@@ -130,9 +130,9 @@ key_ok(const struct txc_load *l, const uint8_t v[16], int str)
 /* Every record, fragment and slot link stays inside the index and every
    byte range inside the indexed part of the file. */
 static int
-bounds_ok(const struct txc_load *l)
+bounds_ok(const struct tx_cache_load *l)
 {
-	const struct txc_head *h = &l->h;
+	const struct tx_cache_head *h = &l->h;
 	const struct tx_rec *r;
 	const struct tx_frag *f;
 	uint64_t i, used = 0;
@@ -163,17 +163,17 @@ bounds_ok(const struct txc_load *l)
 
 /* Hand the loaded arrays to t; the subtypes are interned again in order. */
 static int
-adopt(struct transcript *t, struct txc_load *l)
+adopt(struct transcript *t, struct tx_cache_load *l)
 {
-	const struct txc_head *h = &l->h;
+	const struct tx_cache_head *h = &l->h;
 	const char *p = l->subs, *e = l->subs + h->subbytes;
 	uint32_t id;
 	size_t n;
 
-	if (tx_index_init(t, 0) == -1)
+	if (transcript_index_init(t, 0) == -1)
 		return -1;
 	for (n = 1; n < h->nsub; n++) {
-		if (p >= e || tx_intern_sub(t, p, strlen(p), &id) == -1 || id != n)
+		if (p >= e || transcript_intern_sub(t, p, strlen(p), &id) == -1 || id != n)
 			return -1;		/* missing or repeated */
 		p += strlen(p) + 1;
 	}
@@ -204,21 +204,21 @@ adopt(struct transcript *t, struct txc_load *l)
    0: in use; 1: none kept (t untouched); -1: not usable, *why says why,
    and t may hold part of it (the caller opens the file again). */
 static int
-txc_load_index(struct transcript *t, const char *dir, const struct stat *sb,
+transcript_cache_load_index(struct transcript *t, const char *dir, const struct stat *sb,
     const char **why)
 {
-	struct txc_load l;
+	struct tx_cache_load l;
 	struct stat ist;
 	uint64_t head, tail;
 	char *file;
 	int fd, rc = -1;
 
 	memset(&l, 0, sizeof l);
-	if (txc_dir_private(dir) == 0) {
+	if (transcript_cache_dir_private(dir) == 0) {
 		*why = "unsafe";	/* another user could have written it */
 		return -1;
 	}
-	if ((file = txc_file(dir, t->path)) == NULL)
+	if ((file = transcript_cache_file(dir, t->path)) == NULL)
 		return 1;
 	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	free(file);
@@ -227,7 +227,7 @@ txc_load_index(struct transcript *t, const char *dir, const struct stat *sb,
 		    (*why = "unreadable", -1);
 	*why = "format";
 	if (fstat(fd, &ist) == -1 || !S_ISREG(ist.st_mode) ||
-	    txc_pread(fd, &l.h, sizeof l.h, 0) == -1 ||
+	    transcript_cache_pread(fd, &l.h, sizeof l.h, 0) == -1 ||
 	    !head_ok(&l.h, (uint64_t)ist.st_size))
 		goto out;
 	*why = "replaced";
@@ -237,7 +237,7 @@ txc_load_index(struct transcript *t, const char *dir, const struct stat *sb,
 	if ((uint64_t)sb->st_size < l.h.indexed)
 		goto out;
 	*why = "digest";
-	if (txc_digest(t, l.h.indexed, &head, &tail) == -1 || head != l.h.head ||
+	if (transcript_cache_digest(t, l.h.indexed, &head, &tail) == -1 || head != l.h.head ||
 	    tail != l.h.tail)
 		goto out;
 	*why = "checksum";
@@ -270,24 +270,24 @@ transcript_open_cached(const char *path, const char *session_id,
 
 	if (cache_dir == NULL)
 		return transcript_open(path, session_id, cause);
-	if ((t = tx_new(path, session_id, &sb, cause)) == NULL)
+	if ((t = transcript_file_open(path, session_id, &sb, cause)) == NULL)
 		return NULL;
-	if ((rc = txc_load_index(t, cache_dir, &sb, &why)) == 0) {
+	if ((rc = transcript_cache_load_index(t, cache_dir, &sb, &why)) == 0) {
 		t->istate = TX_INDEX_WARM;
 		/* Appended since: index those bytes only. */
 		if ((uint64_t)sb.st_size != t->indexed + t->pending &&
-		    tx_index_pass(t, cause) == -1)
+		    transcript_index_pass(t, cause) == -1)
 			goto fail;
 		return t;
 	}
 	if (rc == -1) {
 		transcript_free(t);
-		if ((t = tx_new(path, session_id, &sb, cause)) == NULL)
+		if ((t = transcript_file_open(path, session_id, &sb, cause)) == NULL)
 			return NULL;
 	}
 	t->istate = rc == 1 ? TX_INDEX_COLD : TX_INDEX_RESCAN;
 	t->ireason = why;
-	if (tx_index_full(t, (uint64_t)sb.st_size, cause) == -1)
+	if (transcript_index_full(t, (uint64_t)sb.st_size, cause) == -1)
 		goto fail;
 	return t;
 fail:
@@ -298,19 +298,19 @@ fail:
 uint64_t
 transcript_cached_size(const char *cache_dir, const char *path)
 {
-	struct txc_head h, want;
+	struct tx_cache_head h, want;
 	char *file;
 	int fd;
 	uint64_t n = 0;
 
-	if (cache_dir == NULL || (file = txc_file(cache_dir, path)) == NULL)
+	if (cache_dir == NULL || (file = transcript_cache_file(cache_dir, path)) == NULL)
 		return 0;
 	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	free(file);
 	if (fd == -1)
 		return 0;
-	txc_layout(&want);
-	if (txc_pread(fd, &h, sizeof h, 0) == 0 &&
+	transcript_cache_layout(&want);
+	if (transcript_cache_pread(fd, &h, sizeof h, 0) == 0 &&
 	    memcmp(h.magic, want.magic, sizeof h.magic) == 0 && h.version == want.version)
 		n = h.indexed;
 	close(fd);

@@ -1,5 +1,5 @@
 /*
- * txcache.c: the persistent transcript index.
+ * transcript-cache.c: the persistent transcript index.
  *
  * One file per transcript, <cache>/tx-<hash of its path>.idx: a header,
  * then the path, session id, subtypes, records, fragments, uuid pool and
@@ -29,8 +29,7 @@
 
 #include "paths.h"
 #include "transcript.h"
-#include "txcache.h"
-#include "txindex.h"
+#include "transcript-int.h"
 
 static inline uint64_t
 rotl(uint64_t x, int r)
@@ -47,7 +46,7 @@ rotl(uint64_t x, int r)
 /* A 64-bit checksum of [p, p+n) chained from h (xxh64's rounds: a few GB/s,
    so a 40 MiB index costs milliseconds). */
 uint64_t
-txc_sum64(uint64_t h, const void *p, size_t n)
+transcript_cache_sum64(uint64_t h, const void *p, size_t n)
 {
 	const unsigned char *s = p;
 	uint64_t v[4] = { h + P1 + P2, h + P2, h, h - P1 }, w;
@@ -74,7 +73,7 @@ txc_sum64(uint64_t h, const void *p, size_t n)
 
 /* pread(2) until n bytes are in. */
 int
-txc_pread(int fd, void *buf, size_t n, uint64_t off)
+transcript_cache_pread(int fd, void *buf, size_t n, uint64_t off)
 {
 	ssize_t r;
 	size_t got = 0;
@@ -92,23 +91,23 @@ txc_pread(int fd, void *buf, size_t n, uint64_t off)
 
 /* Digests of the first and last indexed bytes of the transcript. */
 int
-txc_digest(struct transcript *t, uint64_t indexed, uint64_t *head, uint64_t *tail)
+transcript_cache_digest(struct transcript *t, uint64_t indexed, uint64_t *head, uint64_t *tail)
 {
-	char buf[TXC_DIGEST];
-	size_t n = indexed < TXC_DIGEST ? (size_t)indexed : TXC_DIGEST;
+	char buf[TX_CACHE_DIGEST];
+	size_t n = indexed < TX_CACHE_DIGEST ? (size_t)indexed : TX_CACHE_DIGEST;
 
-	if (txc_pread(t->fd, buf, n, 0) == -1)
+	if (transcript_cache_pread(t->fd, buf, n, 0) == -1)
 		return -1;
-	*head = txc_sum64(indexed, buf, n);
-	if (txc_pread(t->fd, buf, n, indexed - n) == -1)
+	*head = transcript_cache_sum64(indexed, buf, n);
+	if (transcript_cache_pread(t->fd, buf, n, indexed - n) == -1)
 		return -1;
-	*tail = txc_sum64(indexed, buf, n);
+	*tail = transcript_cache_sum64(indexed, buf, n);
 	t->bytes_read += 2 * n;
 	return 0;
 }
 
 int
-txc_dir_private(const char *dir)
+transcript_cache_dir_private(const char *dir)
 {
 	struct stat st;
 
@@ -121,37 +120,37 @@ txc_dir_private(const char *dir)
 
 /* <dir>/tx-<hash of path>.idx (caller frees), or NULL. */
 char *
-txc_file(const char *dir, const char *path)
+transcript_cache_file(const char *dir, const char *path)
 {
 	char *out;
 
 	if (asprintf(&out, "%s/tx-%016llx.idx", dir,
-	    (unsigned long long)txc_sum64(0, path, strlen(path))) == -1)
+	    (unsigned long long)transcript_cache_sum64(0, path, strlen(path))) == -1)
 		return NULL;
 	return out;
 }
 
 /* The checksum of the header (after its sum) and the sections. */
 uint64_t
-txc_sum(const struct txc_head *h, const struct txc_sec *sec)
+transcript_cache_sum(const struct tx_cache_head *h, const struct tx_cache_sec *sec)
 {
-	size_t skip = offsetof(struct txc_head, sum) + sizeof h->sum;
+	size_t skip = offsetof(struct tx_cache_head, sum) + sizeof h->sum;
 	uint64_t s;
 	int i;
 
-	s = txc_sum64(TXC_VERSION, (const char *)h + skip, sizeof *h - skip);
-	for (i = 0; i < TXC_NSEC; i++)
-		s = txc_sum64(s, sec[i].p, (size_t)sec[i].len);
+	s = transcript_cache_sum64(TX_CACHE_VERSION, (const char *)h + skip, sizeof *h - skip);
+	for (i = 0; i < TX_CACHE_NSEC; i++)
+		s = transcript_cache_sum64(s, sec[i].p, (size_t)sec[i].len);
 	return s;
 }
 
 /* The layout fields of a header. */
 void
-txc_layout(struct txc_head *h)
+transcript_cache_layout(struct tx_cache_head *h)
 {
 	memset(h, 0, sizeof *h);
-	memcpy(h->magic, TXC_MAGIC, sizeof h->magic);
-	h->version = TXC_VERSION;
+	memcpy(h->magic, TX_CACHE_MAGIC, sizeof h->magic);
+	h->version = TX_CACHE_VERSION;
 	h->recsize = sizeof(struct tx_rec);
 	h->fragsize = sizeof(struct tx_frag);
 	h->slotsize = sizeof(struct tx_slot);
@@ -160,7 +159,7 @@ txc_layout(struct txc_head *h)
 
 /* The subtypes after "" as NUL-terminated strings (caller frees). */
 static char *
-txc_subs(const struct transcript *t, uint64_t *len)
+transcript_cache_subs(const struct transcript *t, uint64_t *len)
 {
 	size_t i, n = 0, k;
 	char *b;
@@ -197,8 +196,8 @@ write_all(int fd, const void *p, size_t n)
 
 /* Write header and sections to a temporary file, fsync, rename onto dst. */
 static int
-txc_write(const char *dir, const char *dst, const struct txc_head *h,
-    const struct txc_sec *sec)
+transcript_cache_write(const char *dir, const char *dst, const struct tx_cache_head *h,
+    const struct tx_cache_sec *sec)
 {
 	char *tmp;
 	int fd, i, rc = -1, dfd;
@@ -211,7 +210,7 @@ txc_write(const char *dir, const char *dst, const struct txc_head *h,
 	}
 	if (write_all(fd, h, sizeof *h) == -1)
 		goto out;
-	for (i = 0; i < TXC_NSEC; i++)
+	for (i = 0; i < TX_CACHE_NSEC; i++)
 		if (write_all(fd, sec[i].p, (size_t)sec[i].len) == -1)
 			goto out;
 	if (fsync(fd) == -1 || close(fd) == -1) {
@@ -238,18 +237,18 @@ out:
 
 /* Fill the section table from the transcript (subs is the subtype block). */
 static void
-txc_sections(struct transcript *t, char *subs, uint64_t sublen, struct txc_sec *sec)
+transcript_cache_sections(struct transcript *t, char *subs, uint64_t sublen, struct tx_cache_sec *sec)
 {
-	sec[0] = (struct txc_sec){ t->path, strlen(t->path) };
-	sec[1] = (struct txc_sec){ t->sid, t->sidlen };
-	sec[2] = (struct txc_sec){ subs, sublen };
-	sec[3] = (struct txc_sec){ t->rec, t->nrec * sizeof *t->rec };
-	sec[4] = (struct txc_sec){ t->frag, t->nfrag * sizeof *t->frag };
-	sec[5] = (struct txc_sec){ t->pool, t->npool };
-	sec[6] = (struct txc_sec){ t->ht, (t->htmask + 1) * sizeof *t->ht };
+	sec[0] = (struct tx_cache_sec){ t->path, strlen(t->path) };
+	sec[1] = (struct tx_cache_sec){ t->sid, t->sidlen };
+	sec[2] = (struct tx_cache_sec){ subs, sublen };
+	sec[3] = (struct tx_cache_sec){ t->rec, t->nrec * sizeof *t->rec };
+	sec[4] = (struct tx_cache_sec){ t->frag, t->nfrag * sizeof *t->frag };
+	sec[5] = (struct tx_cache_sec){ t->pool, t->npool };
+	sec[6] = (struct tx_cache_sec){ t->ht, (t->htmask + 1) * sizeof *t->ht };
 }
 
-struct txc_ent {
+struct tx_cache_ent {
 	char		 name[64];
 	uint64_t	 size;
 	struct timespec	 used;
@@ -258,7 +257,7 @@ struct txc_ent {
 static int
 ent_cmp(const void *a, const void *b)
 {
-	const struct txc_ent *x = a, *y = b;
+	const struct tx_cache_ent *x = a, *y = b;
 
 	if (x->used.tv_sec != y->used.tv_sec)
 		return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
@@ -268,10 +267,10 @@ ent_cmp(const void *a, const void *b)
 }
 
 /* Collect the tx-*.idx files of dir (mtime = last use); drop stale temporaries. */
-static struct txc_ent *
-txc_list(DIR *d, size_t *n)
+static struct tx_cache_ent *
+transcript_cache_list(DIR *d, size_t *n)
 {
-	struct txc_ent *e = NULL, *ne;
+	struct tx_cache_ent *e = NULL, *ne;
 	struct dirent *de;
 	struct stat st;
 	size_t cap = 0;
@@ -304,16 +303,16 @@ txc_list(DIR *d, size_t *n)
 
 /* Remove the least recently used indexes (never keep) over the bounds. */
 static void
-txc_prune(const char *dir, const char *keep, uint64_t max_bytes, size_t max_files)
+transcript_cache_prune(const char *dir, const char *keep, uint64_t max_bytes, size_t max_files)
 {
-	struct txc_ent *e;
+	struct tx_cache_ent *e;
 	uint64_t total = 0;
 	size_t i, n, left;
 	DIR *d;
 
 	if ((d = opendir(dir)) == NULL)
 		return;
-	e = txc_list(d, &n);
+	e = transcript_cache_list(d, &n);
 	for (i = 0; i < n; i++)
 		total += e[i].size;
 	qsort(e, n, sizeof *e, ent_cmp);
@@ -333,13 +332,13 @@ int
 transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
     size_t max_files, char **cause)
 {
-	struct txc_sec sec[TXC_NSEC];
-	struct txc_head h;
+	struct tx_cache_sec sec[TX_CACHE_NSEC];
+	struct tx_cache_head h;
 	char *subs = NULL, *dst = NULL;
 	uint64_t sublen = 0;
 	int rc = -1;
 
-	txc_layout(&h);
+	transcript_cache_layout(&h);
 	h.dev = (uint64_t)t->dev;
 	h.ino = (uint64_t)t->ino;
 	h.indexed = t->indexed;
@@ -354,29 +353,29 @@ transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
 	h.htused = t->htused;
 	h.pathlen = strlen(t->path);
 	h.sidlen = t->sidlen;
-	if (paths_mkdir_p(dir, 0700) == -1 || (dst = txc_file(dir, t->path)) == NULL ||
-	    (subs = txc_subs(t, &sublen)) == NULL) {
-		tx_cause(cause, "index cache %s: %s", dir, strerror(errno));
+	if (paths_mkdir_p(dir, 0700) == -1 || (dst = transcript_cache_file(dir, t->path)) == NULL ||
+	    (subs = transcript_cache_subs(t, &sublen)) == NULL) {
+		transcript_cause(cause, "index cache %s: %s", dir, strerror(errno));
 		goto out;
 	}
 	/* Others must not plant or read indexes: ours alone, or not used. */
-	if (txc_dir_private(dir) != 1) {
-		tx_cause(cause, "index cache %s: not private (owner or mode)", dir);
+	if (transcript_cache_dir_private(dir) != 1) {
+		transcript_cause(cause, "index cache %s: not private (owner or mode)", dir);
 		goto out;
 	}
 	h.subbytes = sublen;
-	if (txc_digest(t, t->indexed, &h.head, &h.tail) == -1) {
-		tx_cause(cause, "read %s: %s", t->path, strerror(errno));
+	if (transcript_cache_digest(t, t->indexed, &h.head, &h.tail) == -1) {
+		transcript_cause(cause, "read %s: %s", t->path, strerror(errno));
 		goto out;
 	}
-	txc_sections(t, subs, sublen, sec);
-	h.sum = txc_sum(&h, sec);
-	if (txc_write(dir, dst, &h, sec) == -1) {
-		tx_cause(cause, "index cache %s: %s", dir, strerror(errno));
+	transcript_cache_sections(t, subs, sublen, sec);
+	h.sum = transcript_cache_sum(&h, sec);
+	if (transcript_cache_write(dir, dst, &h, sec) == -1) {
+		transcript_cause(cause, "index cache %s: %s", dir, strerror(errno));
 		goto out;
 	}
 	t->cached = t->indexed;
-	txc_prune(dir, strrchr(dst, '/') + 1, max_bytes, max_files);
+	transcript_cache_prune(dir, strrchr(dst, '/') + 1, max_bytes, max_files);
 	rc = 0;
 out:
 	free(subs);
