@@ -93,7 +93,8 @@ load_sections(int fd, struct tx_cache_load *l)
 	l->frag = malloc(h->nfrag * sizeof *l->frag + 1);
 	l->pool = malloc(h->npool + 1);
 	l->ht = transcript_ht_alloc(h->nslot);
-	if (!l->path || !l->sid || !l->subs || !l->rec || !l->frag || !l->pool || !l->ht)
+	if (l->path == NULL || l->sid == NULL || l->subs == NULL || l->rec == NULL ||
+	    l->frag == NULL || l->pool == NULL || l->ht == NULL)
 		return -1;
 	sec[0] = (struct tx_cache_sec){ l->path, h->pathlen };
 	sec[1] = (struct tx_cache_sec){ l->sid, h->sidlen };
@@ -173,7 +174,8 @@ adopt(struct transcript *t, struct tx_cache_load *l)
 	if (transcript_index_init(t, 0) == -1)
 		return -1;
 	for (n = 1; n < h->nsub; n++) {
-		if (p >= e || transcript_intern_sub(t, p, strlen(p), &id) == -1 || id != n)
+		if (p >= e || transcript_intern_sub(t, p, strlen(p), &id) == -1 ||
+		    id != n)
 			return -1;		/* missing or repeated */
 		p += strlen(p) + 1;
 	}
@@ -200,50 +202,51 @@ adopt(struct transcript *t, struct tx_cache_load *l)
 	return 0;
 }
 
-/* Check the kept index of t against its file (stat in *sb) and use it.
-   0: in use; 1: none kept (t untouched); -1: not usable, *why says why,
-   and t may hold part of it (the caller opens the file again). */
-static int
-transcript_cache_load_index(struct transcript *t, const char *dir, const struct stat *sb,
-    const char **why)
+/* What load_index answers when no index is kept. */
+static const char no_index[] = "none";
+
+/* Check the kept index of t against its file (stat in *sb) and use it:
+   NULL when in use; no_index (t untouched); else why it is not usable
+   (a static word), and t may hold part of it (the caller opens the file
+   again). */
+static const char *
+load_index(struct transcript *t, const char *dir, const struct stat *sb)
 {
 	struct tx_cache_load l;
 	struct stat ist;
 	uint64_t head, tail;
+	const char *why;
 	char *file;
-	int fd, rc = -1;
+	int fd;
 
 	memset(&l, 0, sizeof l);
-	if (transcript_cache_dir_private(dir) == 0) {
-		*why = "unsafe";	/* another user could have written it */
-		return -1;
-	}
+	if (transcript_cache_dir_private(dir) == 0)
+		return "unsafe";	/* another user could have written it */
 	if ((file = transcript_cache_file(dir, t->path)) == NULL)
-		return 1;
+		return no_index;
 	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	free(file);
 	if (fd == -1)
-		return errno == ENOENT || errno == ENOTDIR ? 1 :
-		    (*why = "unreadable", -1);
-	*why = "format";
+		return errno == ENOENT || errno == ENOTDIR ? no_index : "unreadable";
+	why = "format";
 	if (fstat(fd, &ist) == -1 || !S_ISREG(ist.st_mode) ||
 	    transcript_cache_pread(fd, &l.h, sizeof l.h, 0) == -1 ||
 	    !head_ok(&l.h, (uint64_t)ist.st_size))
 		goto out;
-	*why = "replaced";
+	why = "replaced";
 	if (l.h.dev != (uint64_t)sb->st_dev || l.h.ino != (uint64_t)sb->st_ino)
 		goto out;
-	*why = "truncated";
+	why = "truncated";
 	if ((uint64_t)sb->st_size < l.h.indexed)
 		goto out;
-	*why = "digest";
-	if (transcript_cache_digest(t, l.h.indexed, &head, &tail) == -1 || head != l.h.head ||
-	    tail != l.h.tail)
+	why = "digest";
+	if (transcript_cache_digest(t, l.h.indexed, &head, &tail) == -1 ||
+	    head != l.h.head || tail != l.h.tail)
 		goto out;
-	*why = "checksum";
+	why = "checksum";
 	if (load_sections(fd, &l) == -1)
 		goto out;
-	*why = "format";
+	why = "format";
 	if (strcmp(l.path, t->path) != 0 || strcmp(l.sid, t->sid) != 0 ||
 	    !bounds_ok(&l))
 		goto out;
@@ -251,12 +254,11 @@ transcript_cache_load_index(struct transcript *t, const char *dir, const struct 
 		goto out;		/* t half built: the caller starts over */
 	/* The mtime of an index is its last use: pruning keeps what is used. */
 	(void)futimens(fd, NULL);
-	*why = NULL;
-	rc = 0;
+	why = NULL;
 out:
 	load_clear(&l);
 	close(fd);
-	return rc;
+	return why;
 }
 
 struct transcript *
@@ -265,14 +267,13 @@ transcript_open_cached(const char *path, const char *session_id,
 {
 	struct transcript *t;
 	struct stat sb;
-	const char *why = NULL;
-	int rc;
+	const char *why;
 
 	if (cache_dir == NULL)
 		return transcript_open(path, session_id, cause);
 	if ((t = transcript_file_open(path, session_id, &sb, cause)) == NULL)
 		return NULL;
-	if ((rc = transcript_cache_load_index(t, cache_dir, &sb, &why)) == 0) {
+	if ((why = load_index(t, cache_dir, &sb)) == NULL) {
 		t->istate = TX_INDEX_WARM;
 		/* Appended since: index those bytes only. */
 		if ((uint64_t)sb.st_size != t->indexed + t->pending &&
@@ -280,13 +281,14 @@ transcript_open_cached(const char *path, const char *session_id,
 			goto fail;
 		return t;
 	}
-	if (rc == -1) {
+	if (why != no_index) {
 		transcript_free(t);
 		if ((t = transcript_file_open(path, session_id, &sb, cause)) == NULL)
 			return NULL;
-	}
-	t->istate = rc == 1 ? TX_INDEX_COLD : TX_INDEX_RESCAN;
-	t->ireason = why;
+		t->istate = TX_INDEX_RESCAN;
+		t->ireason = why;
+	} else
+		t->istate = TX_INDEX_COLD;
 	if (transcript_index_full(t, (uint64_t)sb.st_size, cause) == -1)
 		goto fail;
 	return t;
@@ -303,7 +305,8 @@ transcript_cached_size(const char *cache_dir, const char *path)
 	int fd;
 	uint64_t n = 0;
 
-	if (cache_dir == NULL || (file = transcript_cache_file(cache_dir, path)) == NULL)
+	if (cache_dir == NULL ||
+	    (file = transcript_cache_file(cache_dir, path)) == NULL)
 		return 0;
 	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	free(file);
@@ -311,7 +314,8 @@ transcript_cached_size(const char *cache_dir, const char *path)
 		return 0;
 	transcript_cache_layout(&want);
 	if (transcript_cache_pread(fd, &h, sizeof h, 0) == 0 &&
-	    memcmp(h.magic, want.magic, sizeof h.magic) == 0 && h.version == want.version)
+	    memcmp(h.magic, want.magic, sizeof h.magic) == 0 &&
+	    h.version == want.version)
 		n = h.indexed;
 	close(fd);
 	return n;

@@ -91,7 +91,8 @@ transcript_cache_pread(int fd, void *buf, size_t n, uint64_t off)
 
 /* Digests of the first and last indexed bytes of the transcript. */
 int
-transcript_cache_digest(struct transcript *t, uint64_t indexed, uint64_t *head, uint64_t *tail)
+transcript_cache_digest(struct transcript *t, uint64_t indexed, uint64_t *head,
+    uint64_t *tail)
 {
 	char buf[TX_CACHE_DIGEST];
 	size_t n = indexed < TX_CACHE_DIGEST ? (size_t)indexed : TX_CACHE_DIGEST;
@@ -132,13 +133,15 @@ transcript_cache_file(const char *dir, const char *path)
 
 /* The checksum of the header (after its sum) and the sections. */
 uint64_t
-transcript_cache_sum(const struct tx_cache_head *h, const struct tx_cache_sec *sec)
+transcript_cache_sum(const struct tx_cache_head *h,
+    const struct tx_cache_sec *sec)
 {
 	size_t skip = offsetof(struct tx_cache_head, sum) + sizeof h->sum;
 	uint64_t s;
 	int i;
 
-	s = transcript_cache_sum64(TX_CACHE_VERSION, (const char *)h + skip, sizeof *h - skip);
+	s = transcript_cache_sum64(TX_CACHE_VERSION, (const char *)h + skip,
+	    sizeof *h - skip);
 	for (i = 0; i < TX_CACHE_NSEC; i++)
 		s = transcript_cache_sum64(s, sec[i].p, (size_t)sec[i].len);
 	return s;
@@ -196,8 +199,8 @@ write_all(int fd, const void *p, size_t n)
 
 /* Write header and sections to a temporary file, fsync, rename onto dst. */
 static int
-transcript_cache_write(const char *dir, const char *dst, const struct tx_cache_head *h,
-    const struct tx_cache_sec *sec)
+transcript_cache_write(const char *dir, const char *dst,
+    const struct tx_cache_head *h, const struct tx_cache_sec *sec)
 {
 	char *tmp;
 	int fd, i, rc = -1, dfd;
@@ -237,7 +240,8 @@ out:
 
 /* Fill the section table from the transcript (subs is the subtype block). */
 static void
-transcript_cache_sections(struct transcript *t, char *subs, uint64_t sublen, struct tx_cache_sec *sec)
+transcript_cache_sections(struct transcript *t, char *subs, uint64_t sublen,
+    struct tx_cache_sec *sec)
 {
 	sec[0] = (struct tx_cache_sec){ t->path, strlen(t->path) };
 	sec[1] = (struct tx_cache_sec){ t->sid, t->sidlen };
@@ -303,7 +307,8 @@ transcript_cache_list(DIR *d, size_t *n)
 
 /* Remove the least recently used indexes (never keep) over the bounds. */
 static void
-transcript_cache_prune(const char *dir, const char *keep, uint64_t max_bytes, size_t max_files)
+transcript_cache_prune(const char *dir, const char *keep, uint64_t max_bytes,
+    size_t max_files)
 {
 	struct tx_cache_ent *e;
 	uint64_t total = 0;
@@ -353,14 +358,16 @@ transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
 	h.htused = t->htused;
 	h.pathlen = strlen(t->path);
 	h.sidlen = t->sidlen;
-	if (paths_mkdir_p(dir, 0700) == -1 || (dst = transcript_cache_file(dir, t->path)) == NULL ||
+	if (paths_mkdir_p(dir, 0700) == -1 ||
+	    (dst = transcript_cache_file(dir, t->path)) == NULL ||
 	    (subs = transcript_cache_subs(t, &sublen)) == NULL) {
 		transcript_cause(cause, "index cache %s: %s", dir, strerror(errno));
 		goto out;
 	}
 	/* Others must not plant or read indexes: ours alone, or not used. */
 	if (transcript_cache_dir_private(dir) != 1) {
-		transcript_cause(cause, "index cache %s: not private (owner or mode)", dir);
+		transcript_cause(cause, "index cache %s: not private (owner or mode)",
+		    dir);
 		goto out;
 	}
 	h.subbytes = sublen;
@@ -375,7 +382,8 @@ transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
 		goto out;
 	}
 	t->cached = t->indexed;
-	transcript_cache_prune(dir, strrchr(dst, '/') + 1, max_bytes, max_files);
+	transcript_cache_prune(dir, strrchr(dst, '/') + 1, max_bytes,
+	    max_files);
 	rc = 0;
 out:
 	free(subs);

@@ -89,8 +89,8 @@ replay_raw_envelope(struct rpc_raw *raw, size_t i, uint64_t id,
 	    JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(sid);
 	o = xjson_object_new_object();
-	e->ntail = snprintf(e->tail, sizeof e->tail, "},\"_meta\":{\"serverTimestamp\":%" PRIu64 "}}",
-	    wall_ms);
+	e->ntail = snprintf(e->tail, sizeof e->tail,
+	    "},\"_meta\":{\"serverTimestamp\":%" PRIu64 "}}", wall_ms);
 	e->magic = RAW_ENV_MAGIC;
 	e->raw = rpc_raw_ref(raw);
 	e->i = i;
