@@ -4,7 +4,6 @@
 # project's own generator, the replay window and --inspect's exit codes.
 load test_helper
 load oracle_helper
-bats_require_minimum_version 1.5.0
 
 FIXTURES="$TESTDATA/transcripts"
 
@@ -78,7 +77,7 @@ ORACLE="$SHARED_DIR/tools/gen-transcript"
 	b=$(qwen-gen-transcript --mib 0.5 --seed 9 --branches 1 --compressions 1 --out "$BATS_TEST_TMPDIR/b")
 	cmp "$a" "$b"
 	c=$(qwen-gen-transcript --mib 0.5 --seed 10 --out "$BATS_TEST_TMPDIR/c")
-	run ! cmp -s "$a" "$c"
+	! cmp -s "$a" "$c" || false
 	run qwen-gen-transcript --mib 1
 	[ "$status" -eq 2 ]
 }

@@ -7,7 +7,6 @@
 # loader (../shared/tools/gen-transcript, when present) answer.
 load test_helper
 load oracle_helper
-bats_require_minimum_version 1.5.0
 
 ORACLE="$SHARED_DIR/tools/gen-transcript"
 
