@@ -98,6 +98,7 @@ indexkeep_start(struct child *c, struct session *s)
 	k->lw.done = keep_done;
 	/* A small session's index is small: it must not wait behind big loads. */
 	k->lw.small = transcript_size(s->tx) < KEEP_SMALL_BYTES;
+	k->lw.background = 1;
 	k->c = c;
 	k->s = s;
 	k->tx = s->tx;
