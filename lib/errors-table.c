@@ -104,6 +104,8 @@ static const struct qerr_def qerr_table[] = {
 	{ "session_writer_unavailable", 503, "session_writer_unavailable", 0, N,
 	  0, QERR_RPC_WRITER_UNAVAILABLE, QERR_RPC_KIND, X_FAIL, 0,
 	  "Writer lease unavailable for session {sessionId}" },
+	{ "transcript_unreadable", 500, "transcript_unreadable", 0, N, 0, FULL,
+	  X_FAIL, 0, "Transcript of session {sessionId} cannot be read" },
 	{ "session_id_not_honored", 500, NULL, 0, N, 0, FULL, X_FAIL, 0,
 	  "ACP child did not honour session id {sessionId}" },
 	{ "ambiguous_session_owner", 500, NULL, 0, N, 0, FULL, X_FAIL, 0,

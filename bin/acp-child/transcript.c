@@ -423,9 +423,15 @@ transcript_open(const char *path, const char *session_id, char **cause)
 		goto fail;
 	}
 	t->sidlen = strlen(t->sid);
-	if ((t->fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	/*
+	 * Not through a symlink, and without blocking on a FIFO someone put
+	 * in the chats directory: fstat below refuses anything not regular.
+	 */
+	if ((t->fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1) {
 		saved = errno;
-		tx_cause(cause, "open %s: %s", path, strerror(errno));
+		tx_cause(cause, "open %s: %s", path, saved == ELOOP ?
+		    "a symbolic link" : strerror(saved));
 		transcript_free(t);
 		errno = saved;
 		return NULL;
@@ -460,7 +466,7 @@ transcript_refresh(struct transcript *t, char **cause)
 		tx_cause(cause, "stat %s: %s", t->path, strerror(errno));
 		return -1;
 	}
-	if (stat(t->path, &pb) == -1 || pb.st_dev != t->dev || pb.st_ino != t->ino) {
+	if (lstat(t->path, &pb) == -1 || pb.st_dev != t->dev || pb.st_ino != t->ino) {
 		tx_cause(cause, "%s was replaced or removed", t->path);
 		return -1;
 	}
