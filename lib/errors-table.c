@@ -169,6 +169,8 @@ static const struct qerr_def qerr_table[] = {
 	  "Too many connections" },
 	{ "acp_connection_limit_exceeded", 503, NULL, 1, F, 5, FULL, X_TMP, 0,
 	  "Too many ACP connections" },
+	{ "acp_child_protocol_error", 502, "acp_child_protocol_error", 0, N, 0,
+	  FULL, X_FAIL, 0, "The ACP child's answer could not be read" },
 	{ "internal", 500, "internal", 0, N, 0, FULL, X_FAIL, 0,
 	  "Internal error" },
 

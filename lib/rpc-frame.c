@@ -323,8 +323,11 @@ reader_line(struct rpc_reader *r, const char *line, size_t len,
 	}
 	if (st == RPC_READ_MSG)
 		msg->line_no = r->line_no;
-	else
+	else {
 		bad->line_no = r->line_no;
+		if (bad->id == NULL)
+			bad->frame_id = rpc_frame_scan_id(line, len);
+	}
 	return st;
 }
 
@@ -347,6 +350,8 @@ rpc_reader_next(struct rpc_reader *r, struct rpc_msg *msg, struct rpc_bad *bad)
 			if (r->end - r->start <= r->max_frame)
 				return RPC_READ_MORE;
 			/* Report now, drop the rest up to the newline. */
+			bad->frame_id = rpc_frame_scan_id(r->buf + r->start,
+			    r->end - r->start);
 			r->start = r->end;
 			reader_settle(r);
 			r->discarding = 1;
