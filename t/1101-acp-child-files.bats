@@ -118,3 +118,18 @@ EOF
 	all_lines_parse "$BATS_TEST_TMPDIR/moved.jsonl"
 	grep -q '"again"' "$BATS_TEST_TMPDIR/moved.jsonl"
 }
+
+@test "a replay bound past the frame cap is lowered: the answer fits, partial" {
+	make_transcript "$SID1" 1500
+	[ "$(stat -c %s "$CHATS/$SID1.jsonl")" -gt 600000 ]
+	run drive --max-frame-bytes 262144 --replay-max-bytes 100000000 <<EOF
+$INIT
+$(req 1 session/load "{\"sessionId\":\"$SID1\",$BULK}")
+EOF
+	[ "$status" -eq 0 ]
+	child_lines >"$BATS_TEST_TMPDIR/out"
+	[ "$(awk '{ if (length($0) > m) m = length($0) } END { print m }' "$BATS_TEST_TMPDIR/out")" -le 262144 ]
+	[ "$(resp 1 | jq '.result._meta["qwen.session.loadReplay"].partial')" = true ]
+	[ "$(resp 1 | jq '.result._meta["qwen.session.loadReplay"].updates | length')" -gt 100 ]
+	grep -q 'lowered to 196608' "$ERR"
+}

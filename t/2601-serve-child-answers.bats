@@ -92,3 +92,9 @@ real_serve() {
 	[ "$code" -ge 400 ]
 	[ "$(cksum <"$BATS_TEST_TMPDIR/victim.jsonl")" = "$before" ]
 }
+
+@test "--compacted-replay-max-bytes cannot exceed what one child frame carries" {
+	run qwen-serve --compacted-replay-max-bytes 268435456 --socket "$BATS_TEST_TMPDIR/x.sock"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"67043328"* ]]
+}
