@@ -303,6 +303,23 @@ parse_with(struct json_tokener *tok, const char *buf, size_t len,
 }
 
 /*
+ * json-c's reset keeps a high surrogate a failed parse was holding: the
+ * next line's first \u escape would decode to U+FFFD plus the character.
+ * After a failure on a line with a \u escape the reader takes a new
+ * tokener (keeping the old one if there is no memory for it).
+ */
+static void
+reader_fresh_tokener(struct rpc_reader *r)
+{
+	struct json_tokener *tok;
+
+	if ((tok = tokener_new()) == NULL)
+		return;
+	json_tokener_free(r->tok);
+	r->tok = tok;
+}
+
+/*
  * Handle one complete line (without its '\n'); RPC_READ_MORE means it was
  * blank.  line points into the reader's buffer, which stays put meanwhile.
  */
@@ -327,6 +344,8 @@ reader_line(struct rpc_reader *r, const char *line, size_t len,
 		bad->line_no = r->line_no;
 		if (bad->id == NULL)
 			bad->frame_id = rpc_frame_scan_id(line, len);
+		if (bad->code == RPC_PARSE_ERROR && memmem(line, len, "\\u", 2))
+			reader_fresh_tokener(r);
 	}
 	return st;
 }

@@ -153,6 +153,21 @@ add_record(struct transcript *t, const struct txscan *s, uint64_t off,
 	return 0;
 }
 
+/*
+ * Drop the tokener after a failed parse of bytes with a \u escape: json-c's
+ * reset keeps a high surrogate the failure left pending, and the next
+ * record's first \u escape would then decode with a U+FFFD in front (found
+ * by fuzz-jtape).  Malformed lines without one keep the tokener.
+ */
+static void
+tx_json_forget(struct transcript *t, const char *p, size_t n)
+{
+	if (memmem(p, n, "\\u", 2) == NULL)
+		return;
+	json_tokener_free(t->tok);
+	t->tok = NULL;
+}
+
 /* Parse [p, e) with json-c; the object (caller puts) or NULL when invalid. */
 json_object *
 tx_json_parse(struct transcript *t, const char *p, size_t n, int *valid)
@@ -176,11 +191,13 @@ tx_json_parse(struct transcript *t, const char *p, size_t n, int *valid)
 			return obj;
 		}
 		json_object_put(obj);
+		tx_json_forget(t, p, n);
 		return NULL;
 	}
 	if (json_tokener_get_error(t->tok) != json_tokener_success ||
 	    json_tokener_get_parse_end(t->tok) != n) {
 		json_object_put(obj);
+		tx_json_forget(t, p, n);
 		return NULL;
 	}
 	*valid = 1;

@@ -2,8 +2,9 @@
  * fuzz-jtape.c: libFuzzer harness, the replay fast path's record reader
  * (jtape) against json-c.
  *
- * The input is one record.  When jt_parse() takes it, json-c (as the
- * reference loader runs it: STRICT, depth TX_JSON_DEPTH) must take it too,
+ * The input is one record.  When jt_parse() takes it, json-c (through the
+ * reference loader's tx_json_parse(), whose tokener lives on from input to
+ * input as it does from record to record) must take it too,
  * jt_write() must give the bytes jsonw_value() gives for json-c's parse,
  * and every top-level string member must decode (jt_get_str) to json-c's
  * string.  Whatever json-c takes, jsonw_value() must write valid UTF-8.
@@ -21,30 +22,6 @@
 #include "utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
-
-/* json-c's parse of [p, p+n) as tx_json_parse() does it; NULL if refused. */
-static json_object *
-ref_parse(json_tokener *tok, const char *p, size_t n)
-{
-	json_object *o;
-
-	json_tokener_reset(tok);
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-	o = json_tokener_parse_ex(tok, p, (int)n);
-	if (json_tokener_get_error(tok) == json_tokener_continue) {
-		o = json_tokener_parse_ex(tok, "", 1);
-		if (json_tokener_get_error(tok) == json_tokener_success)
-			return o;
-		json_object_put(o);
-		return NULL;
-	}
-	if (json_tokener_get_error(tok) != json_tokener_success ||
-	    json_tokener_get_parse_end(tok) != n) {
-		json_object_put(o);
-		return NULL;
-	}
-	return o;
-}
 
 /* Every string member of the root decodes as json-c decoded it. */
 static void
@@ -74,27 +51,27 @@ check_members(struct jtape *t, json_object *o)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static json_tokener *tok;
+	static struct transcript *tx;
 	struct jtape t;
 	struct jbuf fast = { NULL, 0, 0, 0 }, ref = { NULL, 0, 0, 0 };
 	const char *p = (const char *)data;
 	json_object *o;
-	int rc;
+	int rc, valid;
 
 	if (size > (1u << 20))
 		return 0;
-	if (tok == NULL && (tok = json_tokener_new_ex(TX_JSON_DEPTH)) == NULL)
+	if (tx == NULL && (tx = calloc(1, sizeof *tx)) == NULL)
 		abort();
 	memset(&t, 0, sizeof t);
 	rc = jt_parse(&t, p, size);
-	o = ref_parse(tok, p, size);
-	if (o != NULL || json_tokener_get_error(tok) == json_tokener_success) {
+	o = tx_json_parse(tx, p, size, &valid);
+	if (valid) {
 		jsonw_value(&ref, o);
 		if (!ref.oom && !utf8_valid(ref.p, ref.len))
 			abort();
 	}
 	if (rc == JT_OK) {
-		if (o == NULL && json_tokener_get_error(tok) != json_tokener_success)
+		if (!valid)
 			abort();	/* jtape took what json-c refuses */
 		jt_write(&fast, &t, 0);
 		if (!fast.oom && !ref.oom && (fast.len != ref.len ||

@@ -813,6 +813,8 @@ test_scan_id(void)
 		{ "{\"id\":", NULL },
 		{ "", NULL },
 	};
+	const char *torn = "{\"a\":\"\\ud800\\u\n{\"jsonrpc\":\"2.0\",\"method\":"
+	    "\"m\",\"params\":{\"x\":\"\\u00e9\"}}\n";
 	struct rpc_reader *r;
 	struct rpc_msg msg;
 	struct rpc_bad bad;
@@ -838,6 +840,17 @@ test_scan_id(void)
 	ok(bad.id == NULL && bad.frame_id != NULL &&
 	    json_object_get_int64(bad.frame_id) == 9, "oversize answer: frame id 9");
 	rpc_bad_clear(&bad);
+	rpc_reader_free(r);
+	/* A torn surrogate in a bad line does not leak into the next one. */
+	r = rpc_reader_new(0);
+	rpc_reader_feed(r, torn, strlen(torn));
+	is_int(rpc_reader_next(r, &msg, &bad), RPC_READ_BAD, "torn surrogate: bad");
+	rpc_bad_clear(&bad);
+	is_int(rpc_reader_next(r, &msg, &bad), RPC_READ_MSG, "next line: a message");
+	json_object_object_get_ex(msg.params, "x", &o);
+	is_str(o != NULL ? json_object_get_string(o) : "(none)", "\xc3\xa9",
+	    "next line: its \\u escape decodes alone");
+	rpc_msg_clear(&msg);
 	rpc_reader_free(r);
 }
 

@@ -19,6 +19,7 @@
 #include "replay.h"
 #include "tap.h"
 #include "transcript.h"
+#include "txindex.h"
 
 #define U(n) "00000000-0000-4000-8000-00000000000" #n
 
@@ -771,13 +772,14 @@ test_jtape(void)
 	static const char *const good[] = {
 	    "{\"a\":1,\"b\":[true,false,null,-5,0,1.50,1E5,-0.0,1.0e+2],\"c\":{}}",
 	    " {\"s\":\"tab\\t nl\\n q\\\" bs\\\\ sl\\/ u\\u00e9\\u20ac\\u0041\\u001f\\u007f\"} ",
-	    "{\"raw\":\"\x01\x1f\t\x7f\xc3\xa9\xff\",\"\":[],\"n\":123456789012345678}",
+	    "{\"raw\":\"\x01\x1f\t\x7f\xc3\xa9\",\"\":[],\"n\":123456789012345678}",
 	    "{ \"a\" : [ 1 , { \"b\" : \"c\" } ] }\r\n", NULL };
 	static const char *const bail[] = { "{\"a\":NaN}", "{\"a\":-0}",
 	    "{\"a\":1234567890123456789}", "{\"a\":1,\"a\":2}", "{\"\\u0061\":1}",
 	    "{\"a\":\"\\u0000\"}", "{\"a\":\"\\ud83d\\ude00\"}", "{\"a\":01}",
 	    "{\"a\":1,}", "{\"a\":1}x", "{\"a\":\f1}", "{\"a\":tRue}", "{\"a\":\"\\x\"}",
-	    "{\"a\":\"open}", "[1", NULL };
+	    "{\"a\":\"open}", "[1", "{\"a\":\"\xff\"}", "{\"a\":\"\xe2\x82\"}",
+	    "{\"\xc0\xaf\":1}", NULL };
 	struct jtape t;
 	struct jbuf a = { NULL, 0, 0, 0 }, b = { NULL, 0, 0, 0 };
 	json_object *o;
@@ -823,6 +825,34 @@ test_jtape(void)
 	jbuf_free(&b);
 }
 
+/* Bytes that are not UTF-8 become U+FFFD; a failed parse leaves json-c's
+   tokener no half surrogate for the next record (fuzz-jtape found that). */
+static void
+test_bad_utf8(void)
+{
+	struct jbuf b = { NULL, 0, 0, 0 };
+	struct transcript *t;
+	json_object *o, *x = NULL;
+	const char *bad = "{\"a\":\"\\ud800\\u", *next = "{\"x\":\"\\u00e9\"}";
+	int valid;
+
+	jsonw_string(&b, "a\xff\xc3\xa9\xe2\x82", 6);
+	is_str(b.p, "\"a\xef\xbf\xbd\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd\"",
+	    "jsonw: invalid UTF-8 as U+FFFD");
+	jbuf_free(&b);
+	if ((t = calloc(1, sizeof *t)) == NULL)
+		return;
+	o = tx_json_parse(t, bad, strlen(bad), &valid);
+	ok(o == NULL && !valid, "tx_json_parse: a torn surrogate fails");
+	o = tx_json_parse(t, next, strlen(next), &valid);
+	json_object_object_get_ex(o, "x", &x);
+	is_str(x != NULL ? json_object_get_string(x) : "(none)", "\xc3\xa9",
+	    "tx_json_parse: the next record's \\u escape decodes alone");
+	json_object_put(o);
+	json_tokener_free(t->tok);
+	free(t);
+}
+
 int
 main(void)
 {
@@ -841,6 +871,7 @@ main(void)
 	test_replay();
 	test_parse_ts();
 	test_jtape();
+	test_bad_utf8();
 	test_hostile();
 	test_damaged();
 	test_split();
