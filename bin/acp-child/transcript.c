@@ -68,7 +68,7 @@ int
 tx_add_fragment(struct transcript *t, uint32_t r, uint64_t off, uint32_t len)
 {
 	struct tx_frag *f;
-	uint32_t *link;
+	uint32_t *link, head;
 
 	if (t->nfrag == t->capfrag) {
 		size_t n = t->capfrag ? t->capfrag * 2 : 16;
@@ -77,13 +77,18 @@ tx_add_fragment(struct transcript *t, uint32_t r, uint64_t off, uint32_t len)
 		t->frag = f;
 		t->capfrag = n;
 	}
-	for (link = &t->rec[r].frag; *link != 0; link = &t->frag[*link - 1].next)
-		;
+	/* Append after the last fragment, known to the first: a uuid repeated
+	   N times costs O(N), not O(N^2). */
+	head = t->rec[r].frag;
+	link = head == 0 ? &t->rec[r].frag : &t->frag[t->frag[head - 1].last - 1].next;
 	f = &t->frag[t->nfrag++];
 	f->off = off;
 	f->len = len;
 	f->next = 0;
+	f->last = (uint32_t)t->nfrag;
 	*link = (uint32_t)t->nfrag;
+	if (head != 0)
+		t->frag[head - 1].last = (uint32_t)t->nfrag;
 	return 0;
 }
 

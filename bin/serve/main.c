@@ -472,6 +472,7 @@ main(int argc, char **argv)
 	ready_probe_free();
 	sdnotify_free();
 	http_free(http);
+	listing_free_all();
 	acp_free();
 	sessions_free();
 	channels_free();

@@ -197,6 +197,10 @@ void	route_session_delete(struct http_ctx *);
 void	route_session_status(struct http_ctx *);
 void	route_session_events(struct http_ctx *);
 void	route_workspace_sessions(struct http_ctx *);
+/* listing.c: answer req with the newest max persisted sessions, a slice
+   per loop turn (never blocking the loop). */
+void	listing_start(struct evhttp_request *req, size_t max);
+void	listing_free_all(void);
 json_object *routes_capabilities_json(void);
 /* The request's Last-Event-ID (decimal up to 2^53-1), else -1. */
 int64_t	routes_last_event_id(struct evhttp_request *);
