@@ -353,6 +353,42 @@ test_refresh(void)
 }
 
 /* An empty transcript: no records, no leaf, empty chain and replay. */
+/* A uuid repeated many times: every fragment kept, in file order (the
+   index appends after the last fragment without walking the list). */
+static void
+test_many_duplicates(void)
+{
+	struct transcript *t;
+	json_object *r, *v, *parts;
+	char path[512], *cause = NULL, *l;
+	size_t i, n = 1000, ordered = 1;
+
+	snprintf(path, sizeof path, "%s/dups.jsonl", tmpdir);
+	put_file(path, "", 0, 1);
+	for (i = 0; i < n; i++) {
+		l = line("dups", U(1), NULL, "user", i % 7 + 1);
+		put_file(path, l, strlen(l), 0);
+		free(l);
+	}
+	if ((t = transcript_open(path, NULL, &cause)) == NULL) {
+		ok(0, "many duplicates: open (%s)", cause ? cause : "?");
+		free(cause);
+		return;
+	}
+	is_int(transcript_count(t), 1, "many duplicates: one logical record");
+	is_int(transcript_stats(t)->duplicates, n - 1, "many duplicates: all counted");
+	r = transcript_load_record(t, 0, &cause);
+	ok(r != NULL && json_object_object_get_ex(r, "message", &v) &&
+	    json_object_object_get_ex(v, "parts", &parts) &&
+	    json_object_array_length(parts) == n, "many duplicates: all parts merged");
+	for (i = 0; r != NULL && i < n && ordered; i++)
+		ordered = json_object_get_string_len(json_object_object_get(
+		    json_object_array_get_idx(parts, i), "text")) == (int)(i % 7 + 1);
+	ok(ordered, "many duplicates: parts in file order");
+	json_object_put(r);
+	transcript_free(t);
+}
+
 static void
 test_empty(void)
 {
@@ -865,6 +901,7 @@ main(void)
 	test_glued();
 	test_torn_crlf_session();
 	test_fragments();
+	test_many_duplicates();
 	test_escaped_nonconv();
 	test_compression();
 	test_io();
