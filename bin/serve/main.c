@@ -409,6 +409,24 @@ serve_shutting_down(void)
 	return shutting_down;
 }
 
+#ifdef QWEN_FUZZ_HTTP
+struct evhttp	*serve_fuzz_http(int, char **);
+int		 serve_main(int, char **);
+
+/* t/fuzz/fuzz-http: the options resolved, the loop and the HTTP server
+   made, nothing bound nor started; the harness hands it connections. */
+struct evhttp *
+serve_fuzz_http(int argc, char **argv)
+{
+	parse_args(argc, argv);
+	resolve_conf();
+	if ((serve_base = event_base_new()) == NULL)
+		return NULL;
+	return http = http_new(serve_base);
+}
+#define main serve_main
+#endif
+
 int
 main(int argc, char **argv)
 {
