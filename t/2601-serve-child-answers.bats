@@ -94,7 +94,8 @@ real_serve() {
 }
 
 @test "--compacted-replay-max-bytes cannot exceed what one child frame carries" {
-	run qwen-serve --compacted-replay-max-bytes 268435456 --socket "$BATS_TEST_TMPDIR/x.sock"
+	run timeout 20 qwen-serve --compacted-replay-max-bytes 268435456 \
+	    --socket "$BATS_TEST_TMPDIR/x.sock" --no-tcp
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"67043328"* ]]
 }
