@@ -74,3 +74,20 @@ chats() {
 	req GET '/workspace/sessions?limit=5'
 	expect 200 '[.sessions[].firstPrompt] == ["Why is loading slow?", "Why is loading slow?", "Why is loading SLOW?", "Why is loading SLOW?", "Why is loading SLOW?"]'
 }
+
+@test "listings past the running cap wait their turn and are all answered" {
+	serve_start
+	local i pids=()
+	for i in 1 2 3 4 5 6 7 8 9; do
+		make_transcript "6666666$i-6666-4666-8666-666666666666"
+	done
+	for i in $(seq 1 12); do
+		(curl -s --max-time 30 --unix-socket "$SOCK" http://localhost/workspace/sessions \
+		    >"$BATS_TEST_TMPDIR/l$i.json" 3>&-) 3>&- &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	for i in $(seq 1 12); do
+		jq -e '(.sessions | length) == 9' "$BATS_TEST_TMPDIR/l$i.json" >/dev/null
+	done
+}

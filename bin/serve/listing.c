@@ -36,6 +36,7 @@
 #define LIST_HEAD_BYTES		65536	/* where a first prompt is looked for */
 #define LIST_PROMPT_BYTES	200
 #define LIST_CACHE_MAX		65536	/* cached first prompts */
+#define LIST_MAX_RUNNING	4	/* jobs at once; later ones wait their turn */
 
 struct list_ent {
 	char		 id[SERVE_SESSION_ID_MAX + 1];
@@ -51,7 +52,7 @@ struct listing {
 	DIR			*dir;
 	struct list_ent		*e;
 	size_t			 n, cap, max, next;
-	int			 scanning;
+	int			 running, scanning;
 	json_object		*list;
 };
 
@@ -70,6 +71,9 @@ RB_PROTOTYPE(prompt_tree, prompt_cache, entry, prompt_cmp)
 static struct prompt_tree prompts = RB_INITIALIZER(&prompts);
 static size_t nprompts;
 static TAILQ_HEAD(, listing) listings = TAILQ_HEAD_INITIALIZER(listings);
+static int nrunning;
+
+static void	listing_run(struct listing *);
 
 int
 prompt_cmp(const struct prompt_cache *a, const struct prompt_cache *b)
@@ -187,10 +191,25 @@ prompt_of(int dfd, const struct list_ent *e)
 	return p->text;
 }
 
+/* Start the oldest waiting job, if there is one. */
+static void
+listing_next(void)
+{
+	struct listing *l;
+
+	TAILQ_FOREACH(l, &listings, entry)
+		if (!l->running) {
+			listing_run(l);
+			return;
+		}
+}
+
 static void
 listing_free(struct listing *l)
 {
 	TAILQ_REMOVE(&listings, l, entry);
+	if (l->running)
+		nrunning--;
 	if (l->ev != NULL)
 		event_free(l->ev);
 	if (l->dir != NULL)
@@ -296,6 +315,7 @@ listing_reply(struct listing *l)
 	l->list = NULL;
 	http_reply_json(l->req, 200, o);
 	listing_free(l);
+	listing_next();
 }
 
 /* A loop turn of the job: one slice, then let the loop run. */
@@ -316,18 +336,34 @@ listing_step(evutil_socket_t fd, short what, void *arg)
 	event_add(l->ev, &zero);
 }
 
+/* Open the directory and take the job's first slice on the next turn. */
+static void
+listing_run(struct listing *l)
+{
+	struct timeval zero = { 0, 0 };
+	char *dir = serve_transcript_dir();
+
+	l->running = 1;
+	nrunning++;
+	if (dir == NULL || (l->dir = opendir(dir)) == NULL)
+		l->scanning = 0;	/* no chats directory yet: no sessions */
+	free(dir);
+	event_add(l->ev, &zero);
+}
+
+/*
+ * A listing holds a directory and up to 10000 entries: a few run at once,
+ * the others wait (a little memory each) rather than all growing together.
+ */
 void
 listing_start(struct evhttp_request *req, size_t max)
 {
-	struct timeval zero = { 0, 0 };
 	struct listing *l;
-	char *dir = serve_transcript_dir();
 
 	if ((l = calloc(1, sizeof *l)) != NULL)
 		TAILQ_INSERT_TAIL(&listings, l, entry);
 	if (l == NULL || (l->list = json_object_new_array()) == NULL ||
 	    (l->ev = evtimer_new(serve_base, listing_step, l)) == NULL) {
-		free(dir);
 		if (l != NULL)
 			listing_free(l);
 		http_send_qerr(req, qerr_new("internal", NULL));
@@ -336,13 +372,8 @@ listing_start(struct evhttp_request *req, size_t max)
 	l->req = req;
 	l->max = max;
 	l->scanning = 1;
-	if (dir == NULL || (l->dir = opendir(dir)) == NULL) {
-		free(dir);
-		listing_reply(l);	/* no chats directory yet: no sessions */
-		return;
-	}
-	free(dir);
-	event_add(l->ev, &zero);
+	if (nrunning < LIST_MAX_RUNNING)
+		listing_run(l);
 }
 
 /* At exit, after the HTTP server is gone: jobs and cache. */
