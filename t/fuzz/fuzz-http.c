@@ -123,6 +123,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static int ready;
+	struct linger nolinger = { 1, 0 };
 	int fd, one = 1, i;
 	size_t off = 0;
 	ssize_t n;
@@ -134,8 +135,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
 		abort();
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == -1)
+	/* Close with a reset: thousands of connections a second would
+	   otherwise use up the ephemeral ports in TIME_WAIT. */
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &nolinger, sizeof nolinger);
+	if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == -1) {
+		fprintf(stderr, "fuzz-http: connect: %s\n", strerror(errno));
 		abort();
+	}
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	while (off < size) {
 		n = write(fd, data + off, size - off);
