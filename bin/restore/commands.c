@@ -16,6 +16,7 @@
 #include <curl/curl.h>
 
 #include "restore.h"
+#include "xmalloc.h"
 
 /* Print a JSON body on stdout as one line. */
 static void
@@ -184,8 +185,8 @@ cmd_new(struct rctx *ctx, char **args)
 	int			 rc;
 
 	(void)args;
-	body = json_object_new_object();
-	json_object_object_add(body, "cwd", json_object_new_string(ctx->cwd));
+	body = xjson_object_new_object();
+	json_object_object_add(body, "cwd", xjson_object_new_string(ctx->cwd));
 	memset(&req, 0, sizeof(req));
 	req.method = "POST";
 	req.path = "/session";
@@ -229,8 +230,8 @@ restore_session(const struct rctx *ctx, const char *action, const char *sid,
 	snprintf(suffix, sizeof(suffix), "/%s", action);
 	if ((path = http_session_path(sid, suffix)) == NULL)
 		return -1;
-	body = json_object_new_object();
-	json_object_object_add(body, "cwd", json_object_new_string(ctx->cwd));
+	body = xjson_object_new_object();
+	json_object_object_add(body, "cwd", xjson_object_new_string(ctx->cwd));
 	memset(&req, 0, sizeof(req));
 	req.method = "POST";
 	req.path = path;
@@ -327,7 +328,7 @@ simple(struct rctx *ctx, const char *method, const char *suffix, int body,
     int print)
 {
 	struct http_resp	 resp;
-	json_object		*b = body ? json_object_new_object() : NULL;
+	json_object		*b = body ? xjson_object_new_object() : NULL;
 	int			 rc;
 
 	if ((rc = session_call(ctx, method, suffix, b, 0, &resp)) == 0 &&

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "restore.h"
+#include "xmalloc.h"
 
 /* One prompt of this invocation. */
 struct pr {
@@ -299,11 +300,11 @@ pr_body(const char *text)
 {
 	json_object	*body, *arr, *block;
 
-	body = json_object_new_object();
-	arr = json_object_new_array();
-	block = json_object_new_object();
-	json_object_object_add(block, "type", json_object_new_string("text"));
-	json_object_object_add(block, "text", json_object_new_string(text));
+	body = xjson_object_new_object();
+	arr = xjson_object_new_array();
+	block = xjson_object_new_object();
+	json_object_object_add(block, "type", xjson_object_new_string("text"));
+	json_object_object_add(block, "text", xjson_object_new_string(text));
 	json_object_array_add(arr, block);
 	json_object_object_add(body, "prompt", arr);
 	return body;

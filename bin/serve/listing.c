@@ -30,6 +30,7 @@
 #include "errors.h"
 #include "log.h"
 #include "serve.h"
+#include "xmalloc.h"
 
 #define LIST_SCAN_SLICE		256	/* directory entries per loop turn */
 #define LIST_READ_SLICE		16	/* transcripts read per loop turn */
@@ -127,7 +128,7 @@ prompt_in(char *buf)
 					for (len = LIST_PROMPT_BYTES; len > 0 &&
 					    ((unsigned char)t[len] & 0xc0) == 0x80; len--)
 						;
-				text = strndup(t, len);
+				text = xstrndup(t, len);
 			}
 		json_object_put(rec);
 	}
@@ -152,7 +153,8 @@ prompt_read(int dfd, const struct list_ent *e)
 	if (fd == -1)
 		return NULL;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_ino == e->ino &&
-	    st.st_dev == e->dev && (buf = malloc(LIST_HEAD_BYTES)) != NULL) {
+	    st.st_dev == e->dev) {
+		buf = xmalloc(LIST_HEAD_BYTES);
 		if ((n = pread(fd, buf, LIST_HEAD_BYTES - 1, 0)) > 0) {
 			buf[n] = '\0';
 			text = prompt_in(buf);
@@ -177,8 +179,7 @@ prompt_of(int dfd, const struct list_ent *e)
 	if (p == NULL) {
 		if (nprompts >= LIST_CACHE_MAX)
 			listing_cache_clear();
-		if ((p = calloc(1, sizeof *p)) == NULL)
-			return NULL;
+		p = xcalloc(1, sizeof *p);
 		p->dev = e->dev;
 		p->ino = e->ino;
 		RB_INSERT(prompt_tree, &prompts, p);
@@ -235,11 +236,8 @@ scan_one(struct listing *l, const char *name)
 	    !S_ISREG(st.st_mode))
 		return;
 	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 256;
-		if ((e = reallocarray(l->e, cap, sizeof *e)) == NULL)
-			return;
-		l->e = e;
-		l->cap = cap;
+		l->cap = l->cap ? l->cap * 2 : 256;
+		l->e = xreallocarray(l->e, l->cap, sizeof *l->e);
 	}
 	e = &l->e[l->n++];
 	memcpy(e->id, name, nlen - 6);
@@ -291,14 +289,14 @@ read_slice(struct listing *l)
 	for (i = 0; i < LIST_READ_SLICE && l->next < l->n; i++) {
 		e = &l->e[l->next++];
 		text = prompt_of(dirfd(l->dir), e);
-		o = json_object_new_object();
-		json_object_object_add(o, "sessionId", json_object_new_string(e->id));
-		json_object_object_add(o, "size", json_object_new_int64(e->size));
-		json_object_object_add(o, "mtime", json_object_new_int64(e->mtime_ms));
+		o = xjson_object_new_object();
+		json_object_object_add(o, "sessionId", xjson_object_new_string(e->id));
+		json_object_object_add(o, "size", xjson_object_new_int64(e->size));
+		json_object_object_add(o, "mtime", xjson_object_new_int64(e->mtime_ms));
 		json_object_object_add(o, "firstPrompt",
-		    text != NULL ? json_object_new_string(text) : NULL);
+		    text != NULL ? xjson_object_new_string(text) : NULL);
 		json_object_object_add(o, "live",
-		    json_object_new_boolean(sessions_find(e->id) != NULL));
+		    xjson_object_new_boolean(sessions_find(e->id) != NULL));
 		json_object_array_add(l->list, o);
 	}
 	return l->next == l->n;
@@ -308,9 +306,9 @@ read_slice(struct listing *l)
 static void
 listing_reply(struct listing *l)
 {
-	json_object *o = json_object_new_object();
+	json_object *o = xjson_object_new_object();
 
-	json_object_object_add(o, "workspaceCwd", json_object_new_string(conf.workspace));
+	json_object_object_add(o, "workspaceCwd", xjson_object_new_string(conf.workspace));
 	json_object_object_add(o, "sessions", l->list);
 	l->list = NULL;
 	http_reply_json(l->req, 200, o);
@@ -341,7 +339,7 @@ static void
 listing_run(struct listing *l)
 {
 	struct timeval zero = { 0, 0 };
-	char *dir = serve_transcript_dir();
+	char *dir = names_transcript_dir();
 
 	l->running = 1;
 	nrunning++;
@@ -360,12 +358,11 @@ listing_start(struct evhttp_request *req, size_t max)
 {
 	struct listing *l;
 
-	if ((l = calloc(1, sizeof *l)) != NULL)
-		TAILQ_INSERT_TAIL(&listings, l, entry);
-	if (l == NULL || (l->list = json_object_new_array()) == NULL ||
-	    (l->ev = evtimer_new(serve_base, listing_step, l)) == NULL) {
-		if (l != NULL)
-			listing_free(l);
+	l = xcalloc(1, sizeof *l);
+	TAILQ_INSERT_TAIL(&listings, l, entry);
+	l->list = xjson_object_new_array();
+	if ((l->ev = evtimer_new(serve_base, listing_step, l)) == NULL) {
+		listing_free(l);
 		http_send_qerr(req, qerr_new("internal", NULL));
 		return;
 	}

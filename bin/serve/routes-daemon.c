@@ -19,41 +19,42 @@
 #include "serve.h"
 #include "acp.h"
 #include "ws.h"
+#include "xmalloc.h"
 
 /* ---- health and capabilities -------------------------------------------- */
 
 void
 route_health(struct http_ctx *ctx)
 {
-	json_object *o = json_object_new_object();
+	json_object *o = xjson_object_new_object();
 	const char *deep = evhttp_find_header(ctx->query, "deep");
 	size_t active, unsettled, overdue, quarantined;
 
-	json_object_object_add(o, "status", json_object_new_string("ok"));
+	json_object_object_add(o, "status", xjson_object_new_string("ok"));
 	if (deep != NULL && strcmp(deep, "1") == 0) {
 		json_object_object_add(o, "sessions",
-		    json_object_new_int64((int64_t)sessions_count()));
+		    xjson_object_new_int64((int64_t)sessions_count()));
 		json_object_object_add(o, "activePrompts",
-		    json_object_new_int64((int64_t)sessions_active_prompts()));
+		    xjson_object_new_int64((int64_t)sessions_active_prompts()));
 		json_object_object_add(o, "channelAlive",
-		    json_object_new_boolean(channels_running() > 0));
+		    xjson_object_new_boolean(channels_running() > 0));
 		json_object_object_add(o, "connections",
-		    json_object_new_int64((int64_t)http_conn_count()));
+		    xjson_object_new_int64((int64_t)http_conn_count()));
 		json_object_object_add(o, "wsConnections",
-		    json_object_new_int64((int64_t)ws_conn_count()));
-		restore_stats(&active, &unsettled, &overdue, &quarantined);
+		    xjson_object_new_int64((int64_t)ws_conn_count()));
+		inflight_stats(&active, &unsettled, &overdue, &quarantined);
 		json_object_object_add(o, "restoresActive",
-		    json_object_new_int64((int64_t)active));
+		    xjson_object_new_int64((int64_t)active));
 		json_object_object_add(o, "restoresUnsettled",
-		    json_object_new_int64((int64_t)unsettled));
+		    xjson_object_new_int64((int64_t)unsettled));
 		json_object_object_add(o, "restoresOverdue",
-		    json_object_new_int64((int64_t)overdue));
+		    xjson_object_new_int64((int64_t)overdue));
 		json_object_object_add(o, "restoresQuarantined",
-		    json_object_new_int64((int64_t)quarantined));
+		    xjson_object_new_int64((int64_t)quarantined));
 		json_object_object_add(o, "inFlight",
-		    json_object_new_int64((int64_t)inflight_count()));
+		    xjson_object_new_int64((int64_t)inflight_count()));
 		json_object_object_add(o, "acpConnections",
-		    json_object_new_int64((int64_t)acp_conn_count()));
+		    xjson_object_new_int64((int64_t)acp_conn_count()));
 	}
 	http_reply_json(ctx->req, 200, o);
 }
@@ -61,10 +62,10 @@ route_health(struct http_ctx *ctx)
 static json_object *
 strings(const char *const *v)
 {
-	json_object *a = json_object_new_array();
+	json_object *a = xjson_object_new_array();
 
 	for (; *v != NULL; v++)
-		json_object_array_add(a, json_object_new_string(*v));
+		json_object_array_add(a, xjson_object_new_string(*v));
 	return a;
 }
 
@@ -80,45 +81,45 @@ routes_capabilities_json(void)
 	    "client_identity", "client_heartbeat", "session_close",
 	    "session_status", "session_detach", "workspace_session_list", NULL };
 	static const char *const versions[] = { "v1", NULL };
-	json_object *o = json_object_new_object(), *pv = json_object_new_object();
-	json_object *f = strings(features), *lim = json_object_new_object();
-	json_object *ws = json_object_new_array(), *w = json_object_new_object(), *ts;
+	json_object *o = xjson_object_new_object(), *pv = xjson_object_new_object();
+	json_object *f = strings(features), *lim = xjson_object_new_object();
+	json_object *ws = xjson_object_new_array(), *w = xjson_object_new_object(), *ts;
 
 	if (conf.require_auth)
-		json_object_array_add(f, json_object_new_string("require_auth"));
+		json_object_array_add(f, xjson_object_new_string("require_auth"));
 	if (conf.n_allow_origin > 0)
-		json_object_array_add(f, json_object_new_string("allow_origin"));
-	json_object_object_add(o, "v", json_object_new_int(1));
-	json_object_object_add(pv, "current", json_object_new_string("v1"));
+		json_object_array_add(f, xjson_object_new_string("allow_origin"));
+	json_object_object_add(o, "v", xjson_object_new_int(1));
+	json_object_object_add(pv, "current", xjson_object_new_string("v1"));
 	json_object_object_add(pv, "supported", strings(versions));
 	json_object_object_add(o, "protocolVersions", pv);
-	json_object_object_add(o, "qwenServeVersion", json_object_new_string(PACKAGE_VERSION));
-	json_object_object_add(o, "mode", json_object_new_string("http-bridge"));
+	json_object_object_add(o, "qwenServeVersion", xjson_object_new_string(PACKAGE_VERSION));
+	json_object_object_add(o, "mode", xjson_object_new_string("http-bridge"));
 	json_object_object_add(o, "features", f);
-	json_object_object_add(o, "modelServices", json_object_new_array());
-	json_object_object_add(o, "workspaceCwd", json_object_new_string(conf.workspace));
-	json_object_object_add(o, "transports", ts = json_object_new_array());
-	json_object_array_add(ts, json_object_new_string("rest"));
+	json_object_object_add(o, "modelServices", xjson_object_new_array());
+	json_object_object_add(o, "workspaceCwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(o, "transports", ts = xjson_object_new_array());
+	json_object_array_add(ts, xjson_object_new_string("rest"));
 	if (acp_http_enabled())
-		json_object_array_add(ts, json_object_new_string("acp-http"));
-	json_object_array_add(ts, json_object_new_string("acp-ws"));	/* ws.c */
+		json_object_array_add(ts, xjson_object_new_string("acp-http"));
+	json_object_array_add(ts, xjson_object_new_string("acp-ws"));	/* ws.c */
 	json_object_object_add(lim, "maxPendingPromptsPerSession", conf.max_pending_prompts > 0 ?
-	    json_object_new_int(conf.max_pending_prompts) : NULL);
+	    xjson_object_new_int(conf.max_pending_prompts) : NULL);
 	json_object_object_add(lim, "sessionRestoreTimeoutMs",
-	    json_object_new_int64(conf.restore_timeout_ms));
+	    xjson_object_new_int64(conf.restore_timeout_ms));
 	json_object_object_add(lim, "maxSessionsPerWorkspace", conf.max_sessions > 0 ?
-	    json_object_new_int(conf.max_sessions) : NULL);
+	    xjson_object_new_int(conf.max_sessions) : NULL);
 	json_object_object_add(lim, "maxTotalSessions", conf.max_total_sessions > 0 ?
-	    json_object_new_int(conf.max_total_sessions) : NULL);
+	    xjson_object_new_int(conf.max_total_sessions) : NULL);
 	json_object_object_add(lim, "maxEventRingSize",
-	    json_object_new_int64((int64_t)conf.event_ring_size));
+	    xjson_object_new_int64((int64_t)conf.event_ring_size));
 	json_object_object_add(lim, "compactedReplayMaxBytes",
-	    json_object_new_int64((int64_t)conf.compacted_replay_max_bytes));
+	    xjson_object_new_int64((int64_t)conf.compacted_replay_max_bytes));
 	json_object_object_add(o, "limits", lim);
-	json_object_object_add(w, "id", json_object_new_string("primary"));
-	json_object_object_add(w, "cwd", json_object_new_string(conf.workspace));
-	json_object_object_add(w, "primary", json_object_new_boolean(1));
-	json_object_object_add(w, "trusted", json_object_new_boolean(1));
+	json_object_object_add(w, "id", xjson_object_new_string("primary"));
+	json_object_object_add(w, "cwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(w, "primary", xjson_object_new_boolean(1));
+	json_object_object_add(w, "trusted", xjson_object_new_boolean(1));
 	json_object_array_add(ws, w);
 	json_object_object_add(o, "workspaces", ws);
 	return o;
@@ -140,7 +141,7 @@ route_workspace_sessions(struct http_ctx *ctx)
 	long long max = 100;
 
 	if (cwd != NULL) {
-		json_object_object_add(ctx->body, "cwd", json_object_new_string(cwd));
+		json_object_object_add(ctx->body, "cwd", xjson_object_new_string(cwd));
 		if (routes_check_cwd(ctx) == -1)
 			return;
 	}

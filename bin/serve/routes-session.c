@@ -22,6 +22,7 @@
 #include "errors.h"
 #include "log.h"
 #include "serve.h"
+#include "xmalloc.h"
 
 /* ---- shared checks ------------------------------------------------------ */
 
@@ -130,6 +131,22 @@ limit_error(struct http_ctx *ctx)
 	http_send_qerr(ctx->req, e);
 }
 
+/* Fresh work through the daemon's one admission rule; -1: answered. */
+static int
+admit_fresh(struct http_ctx *ctx)
+{
+	switch (inflight_admit(ctx->req, channel_get(conf.workspace))) {
+	case RFSM_ADMIT_OK:
+		return 0;
+	case RFSM_ADMIT_CAPACITY:
+		limit_error(ctx);
+		return -1;
+	case RFSM_ADMIT_UNAVAILABLE:
+		break;
+	}
+	return -1;
+}
+
 static void
 id_conflict(struct http_ctx *ctx, const char *id, const char *conflict)
 {
@@ -157,7 +174,7 @@ body_session_id(struct http_ctx *ctx, char *id, size_t size)
 	if (!json_object_object_get_ex(ctx->body, "sessionId", &v) || v == NULL)
 		return 0;
 	sid = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
-	if (!serve_is_uuid(sid)) {
+	if (!uuid_valid(sid)) {
 		if ((e = qerr_new("invalid_session_id", NULL)) != NULL)
 			qerr_set_str(e, "sessionId", sid);
 		http_send_qerr(ctx->req, e);
@@ -197,14 +214,14 @@ route_session_create(struct http_ctx *ctx)
 			 * A restore of the id, active or awaiting its
 			 * cleanup, or a spawn awaiting its cleanup.
 			 */
-			restore_join(op, ctx->req, ctx->client_id, OP_SPAWN, ctx->body);
+			inflight_same_id(op, ctx->req, ctx->client_id, OP_SPAWN, ctx->body);
 			return;
 		}
 		if (sessions_find(id) != NULL)
 			conflict = "live";
 		else if (inflight_find(id) != NULL)
 			conflict = "pending";
-		else if (restore_transcript_exists(id))
+		else if (inflight_transcript_exists(id))
 			conflict = "persisted";
 		if (conflict != NULL) {
 			id_conflict(ctx, id, conflict);
@@ -214,7 +231,7 @@ route_session_create(struct http_ctx *ctx)
 	if (strcmp(scope, "single") == 0) {
 		if ((s = sessions_default()) != NULL) {
 			s->attach_count++;
-			restore_reply(ctx->req, s, OP_SPAWN, 1,
+			inflight_reply_session(ctx->req, s, OP_SPAWN, 1,
 			    clients_register(&s->clients, ctx->client_id));
 			return;
 		}
@@ -223,19 +240,15 @@ route_session_create(struct http_ctx *ctx)
 			return;
 		}
 	}
-	if (restore_admit(ctx->req, channel_get(conf.workspace)) == -1)
+	if (admit_fresh(ctx) == -1)
 		return;
-	if (sessions_capacity_left() == 0) {
-		limit_error(ctx);
-		return;
-	}
-	spawn_start(id[0] != '\0' ? id : NULL, strcmp(scope, "single") == 0,
+	inflight_spawn(id[0] != '\0' ? id : NULL, strcmp(scope, "single") == 0,
 	    ctx->req, ctx->client_id);
 }
 
 /* Load and resume share everything up to the action. */
 static void
-restore_route(struct http_ctx *ctx, enum op_action action)
+restore_route(struct http_ctx *ctx, enum inflight_action action)
 {
 	struct inflight *op;
 	struct session *s;
@@ -259,21 +272,17 @@ restore_route(struct http_ctx *ctx, enum op_action action)
 		return;
 	if ((s = sessions_find(ctx->path_id)) != NULL) {
 		s->attach_count++;
-		restore_reply(ctx->req, s, action, 1,
+		inflight_reply_session(ctx->req, s, action, 1,
 		    clients_register(&s->clients, ctx->client_id));
 		return;
 	}
 	if ((op = inflight_find(ctx->path_id)) != NULL) {
-		restore_join(op, ctx->req, ctx->client_id, action, ctx->body);
+		inflight_same_id(op, ctx->req, ctx->client_id, action, ctx->body);
 		return;
 	}
-	if (restore_admit(ctx->req, channel_get(conf.workspace)) == -1)
+	if (admit_fresh(ctx) == -1)
 		return;
-	if (sessions_capacity_left() == 0) {
-		limit_error(ctx);
-		return;
-	}
-	restore_begin(action, ctx->path_id, ctx->body, ctx->req, ctx->client_id);
+	inflight_restore(action, ctx->path_id, ctx->body, ctx->req, ctx->client_id);
 }
 
 void
@@ -318,10 +327,10 @@ route_session_prompt(struct http_ctx *ctx)
 	if ((s = lookup(ctx)) == NULL || check_client(ctx, s) == -1 ||
 	    check_prompt_options(ctx) == -1)
 		return;
-	o = json_object_new_object();
+	o = xjson_object_new_object();
 	json_object_object_add(o, "lastEventId",
-	    json_object_new_int64((int64_t)bus_last_id(s->bus)));
-	json_object_object_add(o, "eventEpoch", json_object_new_string(bus_epoch(s->bus)));
+	    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
+	json_object_object_add(o, "eventEpoch", xjson_object_new_string(bus_epoch(s->bus)));
 	if ((pid = session_prompt_admit(s, ctx->body, ctx->client_id, &err)) == NULL) {
 		json_object_put(o);
 		if (strcmp(err, "prompt_queue_full") == 0) {
@@ -339,7 +348,7 @@ route_session_prompt(struct http_ctx *ctx)
 		http_send_qerr(ctx->req, e);
 		return;
 	}
-	json_object_object_add(o, "promptId", json_object_new_string(pid));
+	json_object_object_add(o, "promptId", xjson_object_new_string(pid));
 	http_reply_json(ctx->req, 202, o);
 }
 
@@ -367,12 +376,12 @@ route_session_heartbeat(struct http_ctx *ctx)
 	s->last_active_mono_ms = clock_mono_ms();
 	if (ctx->client_id != NULL && (c = clients_find(&s->clients, ctx->client_id)) != NULL)
 		c->last_seen_ms = s->last_seen_wall_ms;
-	o = json_object_new_object();
-	json_object_object_add(o, "sessionId", json_object_new_string(s->id));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "sessionId", xjson_object_new_string(s->id));
 	if (c != NULL)
-		json_object_object_add(o, "clientId", json_object_new_string(c->id));
+		json_object_object_add(o, "clientId", xjson_object_new_string(c->id));
 	json_object_object_add(o, "lastSeenAt",
-	    json_object_new_int64((int64_t)s->last_seen_wall_ms));
+	    xjson_object_new_int64((int64_t)s->last_seen_wall_ms));
 	http_reply_json(ctx->req, 200, o);
 }
 
@@ -407,30 +416,30 @@ route_session_status(struct http_ctx *ctx)
 {
 	struct session *s;
 	json_object *o;
-	char iso[40];
+	char iso[CLOCK_ISO_LEN];
 
 	if ((s = lookup(ctx)) == NULL)
 		return;
-	serve_iso_time(s->created_wall_ms, iso, sizeof(iso));
-	o = json_object_new_object();
-	json_object_object_add(o, "sessionId", json_object_new_string(s->id));
-	json_object_object_add(o, "workspaceCwd", json_object_new_string(conf.workspace));
-	json_object_object_add(o, "createdAt", json_object_new_string(iso));
+	clock_iso_time(s->created_wall_ms, iso);
+	o = xjson_object_new_object();
+	json_object_object_add(o, "sessionId", xjson_object_new_string(s->id));
+	json_object_object_add(o, "workspaceCwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(o, "createdAt", xjson_object_new_string(iso));
 	json_object_object_add(o, "clientCount",
-	    json_object_new_int64((int64_t)clients_count(&s->clients)));
-	json_object_object_add(o, "attachCount", json_object_new_int64(s->attach_count));
+	    xjson_object_new_int64((int64_t)clients_count(&s->clients)));
+	json_object_object_add(o, "attachCount", xjson_object_new_int64(s->attach_count));
 	json_object_object_add(o, "subscriberCount",
-	    json_object_new_int64((int64_t)bus_subscriber_count(s->bus)));
-	json_object_object_add(o, "hasActivePrompt", json_object_new_boolean(s->active != NULL));
+	    xjson_object_new_int64((int64_t)bus_subscriber_count(s->bus)));
+	json_object_object_add(o, "hasActivePrompt", xjson_object_new_boolean(s->active != NULL));
 	json_object_object_add(o, "pendingPrompts",
-	    json_object_new_int64((int64_t)session_pending_prompts(s)));
-	json_object_object_add(o, "isWaitingForPermission", json_object_new_boolean(0));
-	json_object_object_add(o, "pendingInteractionCount", json_object_new_int(0));
+	    xjson_object_new_int64((int64_t)session_pending_prompts(s)));
+	json_object_object_add(o, "isWaitingForPermission", xjson_object_new_boolean(0));
+	json_object_object_add(o, "pendingInteractionCount", xjson_object_new_int(0));
 	json_object_object_add(o, "lastEventId",
-	    json_object_new_int64((int64_t)bus_last_id(s->bus)));
-	json_object_object_add(o, "eventEpoch", json_object_new_string(bus_epoch(s->bus)));
+	    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
+	json_object_object_add(o, "eventEpoch", xjson_object_new_string(bus_epoch(s->bus)));
 	json_object_object_add(o, "lastSeenAt",
-	    json_object_new_int64((int64_t)s->last_seen_wall_ms));
+	    xjson_object_new_int64((int64_t)s->last_seen_wall_ms));
 	http_reply_json(ctx->req, 200, o);
 }
 

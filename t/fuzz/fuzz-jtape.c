@@ -3,7 +3,7 @@
  * (jtape) against json-c.
  *
  * The input is one record.  When jt_parse() takes it, json-c (through the
- * reference loader's tx_json_parse(), whose tokener lives on from input to
+ * reference loader's transcript_json_parse(), whose tokener lives on from input to
  * input as it does from record to record) must take it too,
  * jt_write() must give the bytes jsonw_value() gives for json-c's parse,
  * and every top-level string member must decode (jt_get_str) to json-c's
@@ -18,7 +18,7 @@
 
 #include "jsonw.h"
 #include "jtape.h"
-#include "txindex.h"
+#include "transcript-int.h"
 #include "utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -64,7 +64,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	memset(&t, 0, sizeof t);
 	rc = jt_parse(&t, p, size);
-	o = tx_json_parse(tx, p, size, &valid);
+	o = transcript_json_parse(tx, p, size, &valid);
 	if (valid) {
 		jsonw_value(&ref, o);
 		if (!ref.oom && !utf8_valid(ref.p, ref.len))

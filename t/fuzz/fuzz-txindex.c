@@ -22,7 +22,7 @@
 #include "jsonw.h"
 #include "replay.h"
 #include "transcript.h"
-#include "txindex.h"
+#include "transcript-int.h"
 #include "txscan.h"
 #include "utf8.h"
 

@@ -19,7 +19,7 @@
 #include "replay.h"
 #include "tap.h"
 #include "transcript.h"
-#include "txindex.h"
+#include "transcript-int.h"
 
 #define U(n) "00000000-0000-4000-8000-00000000000" #n
 
@@ -878,12 +878,12 @@ test_bad_utf8(void)
 	jbuf_free(&b);
 	if ((t = calloc(1, sizeof *t)) == NULL)
 		return;
-	o = tx_json_parse(t, bad, strlen(bad), &valid);
-	ok(o == NULL && !valid, "tx_json_parse: a torn surrogate fails");
-	o = tx_json_parse(t, next, strlen(next), &valid);
+	o = transcript_json_parse(t, bad, strlen(bad), &valid);
+	ok(o == NULL && !valid, "transcript_json_parse: a torn surrogate fails");
+	o = transcript_json_parse(t, next, strlen(next), &valid);
 	json_object_object_get_ex(o, "x", &x);
 	is_str(x != NULL ? json_object_get_string(x) : "(none)", "\xc3\xa9",
-	    "tx_json_parse: the next record's \\u escape decodes alone");
+	    "transcript_json_parse: the next record's \\u escape decodes alone");
 	json_object_put(o);
 	json_tokener_free(t->tok);
 	free(t);

@@ -1,12 +1,12 @@
 /*
- * restore.c: in-flight spawns (session/new) and restores (session/load,
+ * inflight.c: in-flight spawns (session/new) and restores (session/load,
  * session/resume).  One entry per session id; callers of the same action
  * and shape coalesce onto it, anything else gets 409 restore_in_progress.
- * restore_start() is the one place a restore goes to the child; from there
+ * inflight_start() is the one place a restore goes to the child; from there
  * the lifecycle machine of restore-fsm.c owns it: the deadline, the public
  * result, the abandoned settlement (one close, quarantine), the fence on
- * the id and the capacity slot.  Its world is restore-settle.c, the public
- * answers restore-reply.c, the fences and early events restore-fence.c.
+ * the id and the capacity slot.  Its world is inflight-ops.c, the public
+ * answers inflight-reply.c, the fences and early events inflight-fence.c.
  */
 #include "config.h"
 
@@ -23,14 +23,15 @@
 #include "clock.h"
 #include "errors.h"
 #include "log.h"
-#include "restore-int.h"
+#include "inflight-int.h"
 #include "trace.h"
+#include "xmalloc.h"
 
 static TAILQ_HEAD(, inflight) ops = TAILQ_HEAD_INITIALIZER(ops);
 static size_t nops;
 
 const char *
-op_action_name(enum op_action a)
+inflight_action_name(enum inflight_action a)
 {
 	return a == OP_LOAD ? "load" : a == OP_RESUME ? "resume" : "spawn";
 }
@@ -59,7 +60,7 @@ inflight_default_spawn(void)
 }
 
 const char *
-op_label(const struct inflight *op)
+inflight_label(const struct inflight *op)
 {
 	return op->id[0] != '\0' ? op->id : "(new)";
 }
@@ -73,7 +74,7 @@ inflight_count(void)
 void
 inflight_join(struct inflight *op, struct evhttp_request *req, const char *client_id)
 {
-	struct op_waiter *w;
+	struct inflight_waiter *w;
 
 	if ((w = calloc(1, sizeof(*w))) == NULL) {
 		http_error(req, "internal", NULL);
@@ -86,9 +87,9 @@ inflight_join(struct inflight *op, struct evhttp_request *req, const char *clien
 }
 
 int
-restore_transcript_exists(const char *id)
+inflight_transcript_exists(const char *id)
 {
-	char *dir = serve_transcript_dir(), *path = NULL;
+	char *dir = names_transcript_dir(), *path = NULL;
 	struct stat st;
 	int found = 0;
 
@@ -100,7 +101,7 @@ restore_transcript_exists(const char *id)
 }
 
 static struct inflight *
-op_new(enum op_action action, const char *id, struct evhttp_request *req,
+inflight_new(enum inflight_action action, const char *id, struct evhttp_request *req,
     const char *client_id)
 {
 	struct inflight *op;
@@ -124,9 +125,9 @@ op_new(enum op_action action, const char *id, struct evhttp_request *req,
 }
 
 void
-op_waiters_free(struct inflight *op)
+inflight_waiters_free(struct inflight *op)
 {
-	struct op_waiter *w;
+	struct inflight_waiter *w;
 
 	while ((w = TAILQ_FIRST(&op->waiters)) != NULL) {
 		TAILQ_REMOVE(&op->waiters, w, entry);
@@ -135,13 +136,13 @@ op_waiters_free(struct inflight *op)
 }
 
 void
-op_free(struct inflight *op)
+inflight_free(struct inflight *op)
 {
 	TAILQ_REMOVE(&ops, op, entry);
 	nops--;
 	if (!op->released)
 		sessions_inflight_add(-1);
-	op_waiters_free(op);
+	inflight_waiters_free(op);
 	if (op->timer != NULL)
 		event_free(op->timer);
 	channel_forget(op->req);
@@ -154,9 +155,9 @@ op_free(struct inflight *op)
 
 /* _meta with the trace context of op's span. */
 static json_object *
-op_meta(struct inflight *op)
+inflight_meta(struct inflight *op)
 {
-	json_object *meta = json_object_new_object();
+	json_object *meta = xjson_object_new_object();
 	struct trace_ctx tc;
 	char tp[TRACEPARENT_LEN + 1];
 
@@ -164,20 +165,20 @@ op_meta(struct inflight *op)
 		span_context(op->span, &tc);
 		trace_format_traceparent(&tc, tp, sizeof(tp));
 		json_object_object_add(meta, "qwen.telemetry.traceparent",
-		    json_object_new_string(tp));
+		    xjson_object_new_string(tp));
 	}
 	return meta;
 }
 
 static enum rfsm_action
-fsm_action(enum op_action a)
+fsm_action(enum inflight_action a)
 {
 	return a == OP_LOAD ? RFSM_LOAD : a == OP_RESUME ? RFSM_RESUME : RFSM_SPAWN;
 }
 
 /* On the wire: the machine's deadline starts (the channel's start has its own). */
 static void
-op_sent(void *arg)
+inflight_sent(void *arg)
 {
 	struct inflight *op = arg;
 
@@ -190,14 +191,14 @@ op_sent(void *arg)
  * the child under budget_ms, counted from when the request goes out.
  */
 static void
-op_dispatch(struct inflight *op, const char *method, json_object *params,
+inflight_dispatch(struct inflight *op, const char *method, json_object *params,
     int64_t budget_ms)
 {
-	op->timer = evtimer_new(serve_base, restore_on_timer, op);
-	rfsm_init_queued(&op->fsm, &restore_fsm_ops, op, fsm_action(op->action),
+	op->timer = evtimer_new(serve_base, inflight_on_timer, op);
+	rfsm_init_queued(&op->fsm, &inflight_fsm_ops, op, fsm_action(op->action),
 	    op->id, budget_ms);
 	op->req = channel_request_sent(op->ch, method, params, 0,
-	    restore_on_answer, op_sent, op);
+	    inflight_on_answer, inflight_sent, op);
 	if (op->req == NULL) {
 		op->answer_o = CHAN_CLOSED;
 		rfsm_feed(&op->fsm, RFSM_EV_TRANSPORT_CLOSED);	/* frees op */
@@ -205,10 +206,10 @@ op_dispatch(struct inflight *op, const char *method, json_object *params,
 }
 
 void
-spawn_start(const char *id, int is_default, struct evhttp_request *req,
+inflight_spawn(const char *id, int is_default, struct evhttp_request *req,
     const char *client_id)
 {
-	struct inflight *op = op_new(OP_SPAWN, id, req, client_id);
+	struct inflight *op = inflight_new(OP_SPAWN, id, req, client_id);
 	json_object *p, *meta;
 
 	if (op == NULL)
@@ -218,20 +219,20 @@ spawn_start(const char *id, int is_default, struct evhttp_request *req,
 	op->is_default = is_default;
 	op->span = span_start("qwen-code.daemon.bridge", SPAN_KIND_CLIENT, NULL);
 	span_set_str(op->span, "qwen-code.daemon.operation", "session.new");
-	meta = op_meta(op);
+	meta = inflight_meta(op);
 	json_object_object_add(meta, "qwen.daemon.sessionInitializationDeadlineMs",
-	    json_object_new_int64((int64_t)(clock_wall_ms() + (uint64_t)conf.init_timeout_ms)));
+	    xjson_object_new_int64((int64_t)(clock_wall_ms() + (uint64_t)conf.init_timeout_ms)));
 	if (id != NULL)
-		json_object_object_add(meta, "qwen-code/sessionId", json_object_new_string(id));
-	p = json_object_new_object();
-	json_object_object_add(p, "cwd", json_object_new_string(conf.workspace));
-	json_object_object_add(p, "mcpServers", json_object_new_array());
+		json_object_object_add(meta, "qwen-code/sessionId", xjson_object_new_string(id));
+	p = xjson_object_new_object();
+	json_object_object_add(p, "cwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(p, "mcpServers", xjson_object_new_array());
 	json_object_object_add(p, "_meta", meta);
 	if (id != NULL)
 		span_set_str(op->span, "session.id", id);
 	span_set_int(op->span, "qwen-code.daemon.session_new.timeout_ms",
 	    conf.init_timeout_ms);
-	op_dispatch(op, "session/new", p, conf.init_timeout_ms);
+	inflight_dispatch(op, "session/new", p, conf.init_timeout_ms);
 }
 
 /*
@@ -239,7 +240,7 @@ spawn_start(const char *id, int is_default, struct evhttp_request *req,
  * hideInheritedHistory; *summary: compactedReplayMode is "summary".
  */
 static void
-restore_shape(enum op_action action, json_object *body, char *out, size_t size,
+inflight_shape(enum inflight_action action, json_object *body, char *out, size_t size,
     int *summary)
 {
 	json_object *v;
@@ -263,40 +264,40 @@ restore_shape(enum op_action action, json_object *body, char *out, size_t size,
 }
 
 void
-restore_join(struct inflight *op, struct evhttp_request *req, const char *client_id,
-    enum op_action action, json_object *body)
+inflight_same_id(struct inflight *op, struct evhttp_request *req, const char *client_id,
+    enum inflight_action action, json_object *body)
 {
 	char shape[sizeof(op->shape)];
 	enum rfsm_join j;
 	int summary, same;
 
-	restore_shape(action, body, shape, sizeof(shape), &summary);
+	inflight_shape(action, body, shape, sizeof(shape), &summary);
 	same = strcmp(shape, op->shape) == 0 && !(op->summary && !summary);
 	j = rfsm_join(&op->fsm, fsm_action(action), same);
 	if (j == RFSM_JOIN_COALESCE) {
 		inflight_join(op, req, client_id);
 		return;
 	}
-	log_info("session %s: %s refused: %s %s", op->id, op_action_name(action),
-	    op_action_name(op->action), rfsm_state_name(op->fsm.state));
+	log_info("session %s: %s refused: %s %s", op->id, inflight_action_name(action),
+	    inflight_action_name(op->action), rfsm_state_name(op->fsm.state));
 	http_send_qerr(req, rfsm_err_in_progress(&op->fsm, fsm_action(action), j));
 }
 
 void
-restore_begin(enum op_action action, const char *id, json_object *body,
+inflight_restore(enum inflight_action action, const char *id, json_object *body,
     struct evhttp_request *req, const char *client_id)
 {
-	struct inflight *op = op_new(action, id, req, client_id);
+	struct inflight *op = inflight_new(action, id, req, client_id);
 
 	if (op == NULL)
 		return;
 	op->body = json_object_get(body);
-	restore_shape(action, body, op->shape, sizeof(op->shape), &op->summary);
-	restore_start(op);
+	inflight_shape(action, body, op->shape, sizeof(op->shape), &op->summary);
+	inflight_start(op);
 }
 
 void
-restore_start(struct inflight *op)
+inflight_start(struct inflight *op)
 {
 	json_object *p, *meta;
 	int load = op->action == OP_LOAD;
@@ -309,25 +310,25 @@ restore_start(struct inflight *op)
 	span_set_str(op->span, "session.id", op->id);
 	span_set_int(op->span, "qwen-code.daemon.session_restore.timeout_ms",
 	    conf.restore_timeout_ms);
-	meta = op_meta(op);
+	meta = inflight_meta(op);
 	if (load)
 		json_object_object_add(meta, "qwen.session.loadReplayMode",
-		    json_object_new_string("bulk"));
-	p = json_object_new_object();
-	json_object_object_add(p, "sessionId", json_object_new_string(op->id));
-	json_object_object_add(p, "cwd", json_object_new_string(conf.workspace));
-	json_object_object_add(p, "mcpServers", json_object_new_array());
+		    xjson_object_new_string("bulk"));
+	p = xjson_object_new_object();
+	json_object_object_add(p, "sessionId", xjson_object_new_string(op->id));
+	json_object_object_add(p, "cwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(p, "mcpServers", xjson_object_new_array());
 	json_object_object_add(p, "_meta", meta);
 	log_info("session %s: %s requested (budget %lld ms)", op->id,
-	    op_action_name(op->action), (long long)conf.restore_timeout_ms);
-	op_dispatch(op, load ? "session/load" : "session/resume", p,
+	    inflight_action_name(op->action), (long long)conf.restore_timeout_ms);
+	inflight_dispatch(op, load ? "session/load" : "session/resume", p,
 	    conf.restore_timeout_ms);
 }
 
 /* ---- the channel, seen by the restores ------------------------------------ */
 
 void
-restore_chan_view(struct channel *ch, struct rfsm_chan_view *v)
+inflight_chan_view(struct channel *ch, struct rfsm_chan_view *v)
 {
 	struct inflight *op;
 
@@ -341,25 +342,29 @@ restore_chan_view(struct channel *ch, struct rfsm_chan_view *v)
 	}
 }
 
-int
-restore_admit(struct evhttp_request *req, struct channel *ch)
+enum rfsm_admit
+inflight_admit(struct evhttp_request *req, struct channel *ch)
 {
 	struct rfsm_chan_view v;
+	enum rfsm_admit a;
 	const char *reason;
 	int64_t budget;
 
-	if (ch == NULL)
-		return 0;
-	restore_chan_view(ch, &v);
-	if ((reason = rfsm_chan_unavailable(&v, &budget)) == NULL)
-		return 0;
-	log_info("fresh work refused: %s", reason);
-	http_send_qerr(req, rfsm_err_unavailable(reason, budget));
-	return -1;
+	if (ch != NULL)
+		inflight_chan_view(ch, &v);
+	else
+		memset(&v, 0, sizeof(v));
+	a = rfsm_admit_fresh(&v, sessions_capacity_left());
+	if (a == RFSM_ADMIT_UNAVAILABLE) {
+		reason = rfsm_chan_unavailable(&v, &budget);
+		log_info("fresh work refused: %s", reason);
+		http_send_qerr(req, rfsm_err_unavailable(reason, budget));
+	}
+	return a;
 }
 
 void
-restore_channel_exited(struct channel *ch)
+inflight_channel_exited(struct channel *ch)
 {
 	struct inflight *op, *next;
 
@@ -370,7 +375,7 @@ restore_channel_exited(struct channel *ch)
 }
 
 void
-restore_stats(size_t *active, size_t *unsettled, size_t *overdue, size_t *quarantined)
+inflight_stats(size_t *active, size_t *unsettled, size_t *overdue, size_t *quarantined)
 {
 	struct inflight *op;
 
