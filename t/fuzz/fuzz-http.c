@@ -119,6 +119,31 @@ run_until_closed(int fd, uint64_t deadline)
 	}
 }
 
+/*
+ * Connect the non-blocking fd to the daemon: the kernel completes a
+ * loopback handshake by itself, but the daemon's children end with a
+ * SIGCHLD that may interrupt the wait.  0, or -1 with errno.
+ */
+static int
+connect_loopback(int fd)
+{
+	struct pollfd p = { fd, POLLOUT, 0 };
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0)
+		return 0;
+	if (errno != EINPROGRESS && errno != EINTR)
+		return -1;
+	while (poll(&p, 1, 1000) == -1)
+		if (errno != EINTR)
+			return -1;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		return -1;
+	errno = err;
+	return err == 0 ? 0 : -1;
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -138,11 +163,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Close with a reset: thousands of connections a second would
 	   otherwise use up the ephemeral ports in TIME_WAIT. */
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &nolinger, sizeof nolinger);
-	if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == -1) {
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	if (connect_loopback(fd) == -1) {
 		fprintf(stderr, "fuzz-http: connect: %s\n", strerror(errno));
 		abort();
 	}
-	fcntl(fd, F_SETFL, O_NONBLOCK);
 	while (off < size) {
 		n = write(fd, data + off, size - off);
 		if (n > 0)
