@@ -24,6 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 
@@ -38,6 +40,7 @@
 #define LIST_PROMPT_BYTES	200
 #define LIST_CACHE_MAX		65536	/* cached first prompts */
 #define LIST_MAX_RUNNING	4	/* jobs at once; later ones wait their turn */
+#define LIST_JSON_FLAGS		(JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 struct list_ent {
 	char		 id[SERVE_SESSION_ID_MAX + 1];
@@ -54,7 +57,7 @@ struct listing {
 	struct list_ent		*e;
 	size_t			 n, cap, max, next;
 	int			 running, scanning;
-	json_object		*list;
+	struct evbuffer		*out;		/* the sessions array, encoded */
 };
 
 /* A cached first prompt: valid while the file keeps its size and mtime. */
@@ -215,7 +218,8 @@ listing_free(struct listing *l)
 		event_free(l->ev);
 	if (l->dir != NULL)
 		closedir(l->dir);
-	json_object_put(l->list);
+	if (l->out != NULL)
+		evbuffer_free(l->out);
 	free(l->e);
 	free(l);
 }
@@ -277,27 +281,38 @@ scan_slice(struct listing *l)
 	return 0;
 }
 
+/* Append entry e to the encoded array (a 10000-entry tree encoded at the
+   end would hold the loop for a while). */
+static void
+encode_entry(struct listing *l, const struct list_ent *e, const char *text)
+{
+	json_object *o = xjson_object_new_object();
+	const char *s;
+
+	json_object_object_add(o, "sessionId", xjson_object_new_string(e->id));
+	json_object_object_add(o, "size", xjson_object_new_int64(e->size));
+	json_object_object_add(o, "mtime", xjson_object_new_int64(e->mtime_ms));
+	json_object_object_add(o, "firstPrompt",
+	    text != NULL ? xjson_object_new_string(text) : NULL);
+	json_object_object_add(o, "live",
+	    xjson_object_new_boolean(sessions_find(e->id) != NULL));
+	s = json_object_to_json_string_ext(o, LIST_JSON_FLAGS);
+	if (evbuffer_get_length(l->out) > 0)
+		evbuffer_add(l->out, ",", 1);
+	evbuffer_add(l->out, s, strlen(s));
+	json_object_put(o);
+}
+
 /* One slice of the kept entries; 1 when the list is complete. */
 static int
 read_slice(struct listing *l)
 {
 	const struct list_ent *e;
-	const char *text;
-	json_object *o;
 	int i;
 
 	for (i = 0; i < LIST_READ_SLICE && l->next < l->n; i++) {
 		e = &l->e[l->next++];
-		text = prompt_of(dirfd(l->dir), e);
-		o = xjson_object_new_object();
-		json_object_object_add(o, "sessionId", xjson_object_new_string(e->id));
-		json_object_object_add(o, "size", xjson_object_new_int64(e->size));
-		json_object_object_add(o, "mtime", xjson_object_new_int64(e->mtime_ms));
-		json_object_object_add(o, "firstPrompt",
-		    text != NULL ? xjson_object_new_string(text) : NULL);
-		json_object_object_add(o, "live",
-		    xjson_object_new_boolean(sessions_find(e->id) != NULL));
-		json_object_array_add(l->list, o);
+		encode_entry(l, e, prompt_of(dirfd(l->dir), e));
 	}
 	return l->next == l->n;
 }
@@ -306,12 +321,25 @@ read_slice(struct listing *l)
 static void
 listing_reply(struct listing *l)
 {
-	json_object *o = xjson_object_new_object();
+	struct evbuffer *buf = evbuffer_new();
+	json_object *ws = xjson_object_new_string(conf.workspace);
+	const char *s = json_object_to_json_string_ext(ws, LIST_JSON_FLAGS);
+	struct evhttp_connection *evcon;
 
-	json_object_object_add(o, "workspaceCwd", xjson_object_new_string(conf.workspace));
-	json_object_object_add(o, "sessions", l->list);
-	l->list = NULL;
-	http_reply_json(l->req, 200, o);
+	if (buf == NULL)
+		fatalx("out of memory (evbuffer)");
+	evbuffer_add_printf(buf, "{\"workspaceCwd\":%s,\"sessions\":[", s);
+	json_object_put(ws);
+	evbuffer_add_buffer(buf, l->out);
+	evbuffer_add(buf, "]}", 2);
+	listen_cors_headers(l->req);
+	evhttp_add_header(evhttp_request_get_output_headers(l->req),
+	    "Content-Type", "application/json");
+	if ((evcon = evhttp_request_get_connection(l->req)) != NULL)
+		bufferevent_set_max_single_write(
+		    evhttp_connection_get_bufferevent(evcon), 1024 * 1024);
+	evhttp_send_reply(l->req, 200, NULL, buf);
+	evbuffer_free(buf);
 	listing_free(l);
 	listing_next();
 }
@@ -360,8 +388,8 @@ listing_start(struct evhttp_request *req, size_t max)
 
 	l = xcalloc(1, sizeof *l);
 	TAILQ_INSERT_TAIL(&listings, l, entry);
-	l->list = xjson_object_new_array();
-	if ((l->ev = evtimer_new(serve_base, listing_step, l)) == NULL) {
+	if ((l->out = evbuffer_new()) == NULL ||
+	    (l->ev = evtimer_new(serve_base, listing_step, l)) == NULL) {
 		listing_free(l);
 		http_send_qerr(req, qerr_new("internal", NULL));
 		return;
