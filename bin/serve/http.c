@@ -1,7 +1,6 @@
 /*
  * http.c: the evhttp server, the route table, JSON bodies with limits,
- * replies and error bodies, and the connection registry (connection cap,
- * SSE close detection).
+ * replies and error bodies.
  */
 #include "config.h"
 
@@ -25,14 +24,6 @@
 #include "acp.h"
 #include "ws.h"
 #include "xmalloc.h"
-
-struct conn {
-	TAILQ_ENTRY(conn)	 entry;
-	struct evhttp_connection *evcon;
-	struct sse_sub		*sub;
-};
-static TAILQ_HEAD(, conn) conns = TAILQ_HEAD_INITIALIZER(conns);
-static size_t nconns;
 
 enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4, R_ACP = 8 };
 
@@ -178,54 +169,6 @@ http_error_rpc(struct evhttp_request *req, json_object *rpc_error,
 		json_object_object_add(body, "data", json_object_get(v));
 	qerr_class_clear(&c);
 	http_reply_json(req, 500, body);
-}
-
-/* ---- connections -------------------------------------------------------- */
-
-static void
-conn_closed(struct evhttp_connection *evcon, void *arg)
-{
-	struct conn *c = arg;
-
-	(void)evcon;
-	TAILQ_REMOVE(&conns, c, entry);
-	nconns--;
-	if (c->sub != NULL)
-		sse_sub_closed(c->sub);
-	free(c);
-}
-
-static struct conn *
-conn_lookup(struct evhttp_connection *evcon, int create)
-{
-	struct conn *c;
-
-	TAILQ_FOREACH(c, &conns, entry)
-		if (c->evcon == evcon)
-			return c;
-	if (!create || (c = calloc(1, sizeof(*c))) == NULL)
-		return NULL;
-	c->evcon = evcon;
-	TAILQ_INSERT_TAIL(&conns, c, entry);
-	nconns++;
-	evhttp_connection_set_closecb(evcon, conn_closed, c);
-	return c;
-}
-
-void
-http_conn_set_sub(struct evhttp_request *req, struct sse_sub *sub)
-{
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-	struct conn *c;
-
-	if (evcon != NULL && (c = conn_lookup(evcon, 0)) != NULL)
-		c->sub = sub;
-}
-
-size_t
-http_conn_count(void)
-{
-	return nconns;
 }
 
 /* ---- requests ----------------------------------------------------------- */
@@ -407,19 +350,7 @@ out:
 	free(id);
 }
 
-/* The connection cap: 503 connection_limit_exceeded {limit}, then close. */
-static void
-too_many(struct evhttp_request *req)
-{
-	struct qerr *e = qerr_new("connection_limit_exceeded", NULL);
-
-	if (e != NULL)
-		qerr_set_int(e, "limit", conf.max_connections);
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-	http_send_qerr(req, e);
-}
-
-/* The one request callback: connection cap, gates, routing. */
+/* The one request callback: gates, routing (connguard.c counted it). */
 static void
 on_request(struct evhttp_request *req, void *arg)
 {
@@ -429,14 +360,12 @@ on_request(struct evhttp_request *req, void *arg)
 	const char *seg = NULL;
 	size_t seglen = 0;
 	int path_known = 0;
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 
 	(void)arg;
-	if (evcon != NULL && conn_lookup(evcon, 1) != NULL &&
-	    nconns > (size_t)conf.max_connections) {
-		evhttp_add_header(evhttp_request_get_output_headers(req),
-		    "Connection", "close");
-		too_many(req);
+	guard_request(req);
+	/* A chunked body is only measured whole (connguard.c cuts it early). */
+	if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) > SERVE_MAX_BODY) {
+		http_error(req, "payload_too_large", NULL);
 		return;
 	}
 	if (path == NULL || path[0] != '/') {
@@ -448,7 +377,7 @@ on_request(struct evhttp_request *req, void *arg)
 		ws_upgrade(req);
 		return;
 	}
-	if (web_route(req, path))
+	if (listen_preflight(req) || web_route(req, path))
 		return;
 	if (listen_gate(req, strcmp(path, "/health") == 0 ? GATE_HEALTH :
 	    GATE_API) == -1)
@@ -482,7 +411,7 @@ http_new(struct event_base *base)
 
 	if ((http = evhttp_new(base)) == NULL)
 		return NULL;
-	evhttp_set_max_body_size(http, SERVE_MAX_BODY);
+	guard_install(http);
 	evhttp_set_max_headers_size(http, SERVE_MAX_HEADERS);
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
 	    EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);
