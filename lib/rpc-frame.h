@@ -150,6 +150,17 @@ json_object	*rpc_new_result(json_object *id, json_object *result);
 json_object	*rpc_new_error(json_object *id, int code, const char *message,
 		    json_object *data);
 
+/* A response with an error object as received (err borrowed); takes id. */
+json_object	*rpc_new_error_obj(json_object *id, json_object *err);
+
+/*
+ * ACP initialize params as a parent sends them: protocol 1, clientInfo
+ * {name, version}, no fs capabilities (we mediate no files), and the
+ * private-parent secret in _meta["qwen-code/private-parent-capability"].
+ */
+json_object	*rpc_acp_initialize_params(const char *name, const char *version,
+		    const char *secret);
+
 /* The JSON-RPC error for a bad frame; takes bad->id. */
 json_object	*rpc_new_bad_error(struct rpc_bad *bad);
 

@@ -10,6 +10,7 @@ import {
 	describeError, isInvalidClientId, timerPlan,
 } from './budget.mjs';
 import { History, el } from './history.mjs';
+import { LiveChart, RestoreBars } from './charts.mjs';
 import { SseParser } from './sse.mjs';
 
 const TOKEN_KEY = 'qwen-serve.token';
@@ -27,6 +28,8 @@ const st = {
 	countdown: null,
 	hist: null,		// the History of #history
 	settled: new Set(),	// promptIds whose end the stream already showed
+	bars: null,		// RestoreBars of #restores
+	chart: null,		// LiveChart of #live-chart
 };
 
 // ---- small helpers ---------------------------------------------------------
@@ -237,6 +240,7 @@ async function pollStatus() {
 		$('daemon-text').textContent = `daemon ${b.status}` +
 		    (bad ? ', agent refusing fresh work' : '') +
 		    (st.caps?.qwenServeVersion ? ` · v${st.caps.qwenServeVersion}` : '');
+		st.chart.push(b);
 		kv($('status'), [
 			['live sessions', b.sessions ?? '?'],
 			['active prompts', b.activePrompts ?? '?'],
@@ -285,10 +289,14 @@ function sessionItem(s) {
 	const load = el('button', 'load', 'Load');
 	load.type = 'button';
 	load.title = 'Restore with the replayed history';
+	load.setAttribute('aria-label', `Load session ${s.sessionId.slice(0, 8)}: ` +
+	    (s.firstPrompt || 'no prompt text').slice(0, 60));
 	load.onclick = () => restore('load', s.sessionId);
 	const res = el('button', 'resume ghost', 'Resume');
 	res.type = 'button';
 	res.title = 'Restore without history';
+	res.setAttribute('aria-label', `Resume session ${s.sessionId.slice(0, 8)}: ` +
+	    (s.firstPrompt || 'no prompt text').slice(0, 60));
 	res.onclick = () => restore('resume', s.sessionId);
 	acts.append(load, res);
 	li.append(head, text, acts);
@@ -339,11 +347,13 @@ async function restore(action, id) {
 	const ctrl = new AbortController();
 	let dead = false;
 	setBusy(true, `${what} in progress…`);
+	const bar = st.bars.start(what, id, st.plan, reqMs, wdMs);
 	st.hist.placeholder(`${what} ${id ?? 'default session'}… (request timeout ` +
 	    `${fmtMs(reqMs)}, watchdog ${fmtMs(wdMs)})`);
 	const wd = armTimer(() => {
 		dead = true;
 		ctrl.abort();
+		st.bars.finish(bar, 'watchdog');
 		setBusy(false, '');
 		st.hist.placeholder(PICK);
 		showError({ kind: 'watchdog', title: `${what}: watchdog expired`,
@@ -357,11 +367,15 @@ async function restore(action, id) {
 		return;
 	setBusy(false, '');
 	if (r.status !== 200 || !r.body) {
+		const f = failure(r, what);
+		st.bars.finish(bar, f.kind === 'restore_timeout' ? 'timeout' : 'error',
+		    f.retryAfter);
 		st.hist.placeholder(PICK);
 		if (r.status !== 401)
-			showError(failure(r, what), () => restore(action, id));
+			showError(f, () => restore(action, id));
 		return;
 	}
+	st.bars.finish(bar, 'success');
 	const b = r.body;
 	setCurrent({ id: b.sessionId, clientId: b.clientId, action,
 	    lastEventId: b.lastEventId ?? null, epoch: b.eventEpoch ?? null,
@@ -399,6 +413,12 @@ function renderEvent(env, replayed) {
 		break;
 	case 'history_truncated':
 		st.hist.note('Older history was truncated from this replay.');
+		break;
+	case 'permission_request':
+		st.hist.permission(d, answerPermission);
+		break;
+	case 'permission_resolved':
+		st.hist.resolved(d.requestId, d.outcome);
 		break;
 	case 'turn_complete':
 		settled(env, d);
@@ -636,6 +656,19 @@ async function onPrompt(ev) {
 		showError(failure(r, 'Prompt'), null);
 }
 
+// A click on Allow / Deny: the first answer wins; a late one shows why.
+async function answerPermission(requestId, outcome) {
+	const cur = st.cur;
+	if (!cur)
+		return;
+	const r = await api('POST', `/session/${sid(cur.id)}/permission/${sid(requestId)}`,
+	    { body: { outcome }, clientId: cur.clientId });
+	if (r.status === 404)
+		log('permission: already answered or cancelled');
+	else if (r.status >= 300)
+		showError(failure(r, 'Permission'), null);
+}
+
 async function onCancel() {
 	const cur = st.cur;
 	if (!cur)
@@ -675,6 +708,8 @@ function init() {
 	window.addEventListener('pagehide', leaveCurrent);
 	showTimers();
 	st.hist = new History($('history'));
+	st.bars = new RestoreBars($('restores'));
+	st.chart = new LiveChart($('live-chart'));
 	st.hist.placeholder(PICK);
 	setInterval(() => { if (!$('token-form').hidden) return; pollStatus(); },
 	    STATUS_POLL_MS);

@@ -17,10 +17,12 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "argv.h"
 #include "child.h"
 #include "lagmon.h"
 #include "loadwork.h"
 #include "log.h"
+#include "otlp.h"
 #include "trace.h"
 #include "uuid.h"
 
@@ -145,10 +147,15 @@ child_teardown(struct child *c)
 		event_free(c->ev_exit);
 	evbuffer_free(c->out);
 	rpc_reader_free(c->reader);
+	if (c->otlp != NULL) {
+		trace_sink_set_export(c->trace, NULL, NULL);
+		otlp_stop(c->otlp);
+	}
 	trace_sink_close(c->trace);
 	event_base_free(c->base);
 	free(c->opts.data_dir);
 	free(c->opts.workspace);
+	argv_free(c->opts.agent_acp);
 }
 
 /* The session is no longer busy (its owner's policy: rpc.c). */

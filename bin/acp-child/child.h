@@ -34,7 +34,9 @@ struct child_opts {
 	char		*data_dir;	/* resolved */
 	char		*workspace;	/* realpath */
 	const char	*agent_command;	/* NULL: echo agent */
+	char		**agent_acp;	/* --agent-acp argv, or NULL */
 	const char	*trace_file;	/* NULL: no spans */
+	const char	*otlp_endpoint;	/* --otlp-endpoint, or NULL */
 	size_t		 replay_max_bytes;
 	size_t		 max_frame;
 	int		 do_fsync;
@@ -71,6 +73,7 @@ struct child {
 	struct loadwork		*work;
 	struct lagmon		*lag;
 	struct trace_sink	*trace;
+	struct otlp		*otlp;		/* NULL: no OTLP export */
 	char			 owner_id[37];
 	int			 exit_code;
 };

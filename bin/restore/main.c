@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -19,13 +20,14 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "outflush.h"
 #include "restore.h"
 #include "xmalloc.h"
 
 enum {
 	OPT_SOCKET = 256, OPT_URL, OPT_TOKEN, OPT_CWD, OPT_FETCH, OPT_TIMEOUT,
 	OPT_JSON, OPT_RETRY, OPT_STATE, OPT_NO_AUTO, OPT_NO_WAIT, OPT_PARALLEL,
-	OPT_LAST_ID, OPT_VERSION,
+	OPT_LAST_ID, OPT_VERSION, OPT_APPROVE,
 };
 
 static const struct option longopts[] = {
@@ -42,12 +44,25 @@ static const struct option longopts[] = {
 	{ "no-wait",		no_argument,	   NULL, OPT_NO_WAIT },
 	{ "parallel",		no_argument,	   NULL, OPT_PARALLEL },
 	{ "last-event-id",	required_argument, NULL, OPT_LAST_ID },
+	{ "approve",		required_argument, NULL, OPT_APPROVE },
 	{ "quiet",		no_argument,	   NULL, 'q' },
 	{ "verbose",		no_argument,	   NULL, 'v' },
 	{ "help",		no_argument,	   NULL, 'h' },
 	{ "version",		no_argument,	   NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* Exit with status once stdout is written; a write error exits 1. */
+static void __attribute__((noreturn))
+exit_flushed(int status)
+{
+	if (outflush(stdout) == -1) {
+		fprintf(stderr, "%s: write error: %s\n", getprogname(),
+		    strerror(errno));
+		exit(EXIT_FAIL);
+	}
+	exit(status);
+}
 
 static void __attribute__((noreturn))
 usage(int status)
@@ -58,14 +73,16 @@ usage(int status)
 	    "[--cwd dir]\n"
 	    "\t[--fetch-timeout-ms ms] [--timeout-ms ms] [--json] "
 	    "[--retry n]\n"
-	    "\t[--state-dir dir] [-qv] command [args]\n"
+	    "\t[--state-dir dir] [-qv] [--help] [--version] command [args]\n"
 	    "commands: capabilities, list, new, load ID, resume ID,\n"
 	    "\tprompt ID [TEXT|-] [--no-wait] [--parallel] "
-	    "[--no-auto-resume],\n"
+	    "[--no-auto-resume]\n"
+	    "\t    [--approve ask|all|none],\n"
+	    "\tpermission ID REQUEST-ID allow|deny,\n"
 	    "\tevents ID [--last-event-id n], cancel ID, heartbeat ID, "
 	    "detach ID,\n"
 	    "\tclose ID, status ID\n", getprogname());
-	exit(status);
+	exit_flushed(status);
 }
 
 /* A usage error: one line, exit 2. */
@@ -118,7 +135,6 @@ restore_retry_wait(const struct rctx *ctx, const struct rerr *e, int *attempt)
 static void
 setup_address(struct rctx *ctx, const char *sock, const char *url)
 {
-	const char	*rt;
 	size_t		 len;
 
 	if (sock != NULL && url != NULL)
@@ -144,11 +160,8 @@ setup_address(struct rctx *ctx, const char *sock, const char *url)
 	}
 	if (sock != NULL)
 		ctx->socket_path = xstrdup(sock);
-	else if ((rt = getenv("XDG_RUNTIME_DIR")) != NULL && rt[0] == '/')
-		xasprintf(&ctx->socket_path, "%s/qwen-serve/qwen-serve.sock", rt);
 	else
-		xasprintf(&ctx->socket_path, "/tmp/qwen-serve-%u/qwen-serve.sock",
-		    (unsigned)getuid());
+		address_default_socket(ctx);
 	ctx->base_url = xstrdup("http://localhost");
 	if (ctx->socket_path != NULL)
 		xasprintf(&ctx->addr_key, "unix:%s", ctx->socket_path);
@@ -219,7 +232,7 @@ url_is_loopback(const char *url)
 static void
 setup_token_file(struct rctx *ctx)
 {
-	const char *sock = getenv("QWEN_SERVE_SOCKET"), *rt = getenv("XDG_RUNTIME_DIR");
+	const char *sock = getenv("QWEN_SERVE_SOCKET");
 	const char *slash;
 	char *path = NULL, buf[4096];
 	struct stat st;
@@ -231,10 +244,8 @@ setup_token_file(struct rctx *ctx)
 		return;
 	if (sock != NULL && (slash = strrchr(sock, '/')) != NULL)
 		xasprintf(&path, "%.*s/token", (int)(slash - sock), sock);
-	else if (rt != NULL && rt[0] == '/')
-		xasprintf(&path, "%s/qwen-serve/token", rt);
-	else
-		xasprintf(&path, "/tmp/qwen-serve-%u/token", (unsigned)getuid());
+	else if ((path = address_default_token()) == NULL)
+		return;
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) == -1) {
 		free(path);
 		return;
@@ -269,7 +280,7 @@ static void
 parse_args(struct rctx *ctx, int argc, char **argv)
 {
 	const char	*sock = NULL, *url = NULL, *token = NULL, *cwd = NULL;
-	int		 ch;
+	int		 ch, approve_set = 0;
 
 	while ((ch = getopt_long(argc, argv, "qvh", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -298,15 +309,25 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 			ctx->last_event_id = parse_num("--last-event-id",
 			    optarg, 9007199254740991LL);
 			break;
+		case OPT_APPROVE:
+			if ((ctx->approve = approve_parse(optarg)) == -1)
+				usage_err("--approve: ask, all or none, not '%s'", optarg);
+			approve_set = 1;
+			break;
 		case 'q': ctx->quiet = 1; break;
 		case 'v': ctx->verbose = 1; break;
 		case 'h': usage(0);
 		case OPT_VERSION:
 			printf("qwen-restore %s\n", PACKAGE_VERSION);
-			exit(0);
+			exit_flushed(0);
 		default: usage(EXIT_USAGE);
 		}
 	}
+	/* Ask only where someone can answer: never hang a cron job. */
+	if (!approve_set)
+		ctx->approve = isatty(STDIN_FILENO) ? APPROVE_ASK : APPROVE_NONE;
+	else if (ctx->approve == APPROVE_ASK && !isatty(STDIN_FILENO))
+		ctx->approve = APPROVE_NONE;
 	setup_address(ctx, sock, url);
 	setup_cwd(ctx, cwd);
 	setup_token(ctx, token);
@@ -314,6 +335,43 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 	setup_fetch_env(ctx);
 	if (ctx->base_url == NULL || ctx->addr_key == NULL || ctx->cwd == NULL)
 		usage_err("out of memory");
+}
+
+/* Options that belong to one command only: a usage error elsewhere. */
+static void
+check_options(const struct rctx *ctx, const char *cmd)
+{
+	const char	*bad = NULL;
+
+	if (strcmp(cmd, "prompt") != 0) {
+		if (ctx->no_wait)
+			bad = "--no-wait";
+		else if (ctx->parallel)
+			bad = "--parallel";
+		else if (ctx->no_auto_resume)
+			bad = "--no-auto-resume";
+		if (bad != NULL)
+			usage_err("%s: only for prompt, not %s", bad, cmd);
+	}
+	if (strcmp(cmd, "events") != 0 && ctx->last_event_id >= 0)
+		usage_err("--last-event-id: only for events, not %s", cmd);
+}
+
+/* The width tables are cut to: the terminal's, else $COLUMNS, else none. */
+static int
+output_width(void)
+{
+	struct winsize	 ws;
+	const char	*c, *errstr;
+	int		 n;
+
+	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 &&
+	    ws.ws_col > 0)
+		return ws.ws_col;
+	if ((c = getenv("COLUMNS")) != NULL &&
+	    (n = (int)strtonum(c, 20, 10000, &errstr), errstr == NULL))
+		return n;
+	return 0;
 }
 
 /* The command table. */
@@ -335,6 +393,7 @@ static const struct command {
 	{ "detach",		1, 0, cmd_detach },
 	{ "close",		1, 0, cmd_close },
 	{ "status",		1, 0, cmd_status },
+	{ "permission",		1, 2, cmd_permission },
 };
 
 /* Parse, open the state, run one command, exit with its code. */
@@ -350,6 +409,7 @@ main(int argc, char **argv)
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.fetch_timeout_ms = ctx.timeout_ms = ctx.last_event_id = -1;
 	parse_args(&ctx, argc, argv);
+	ctx.cols = output_width();
 	if (optind >= argc)
 		usage(EXIT_USAGE);
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
@@ -363,6 +423,10 @@ main(int argc, char **argv)
 		usage_err("%s: a session ID is required", cmd->name);
 	if (nargs > cmd->takes_id + cmd->max_args)
 		usage_err("%s: too many arguments", cmd->name);
+	check_options(&ctx, cmd->name);
+	if (ctx.parallel && nargs > 1 && strcmp(argv[optind + 2], "-") != 0)
+		usage_err("prompt: --parallel reads the prompts from standard "
+		    "input");
 	if (cmd->takes_id) {
 		ctx.session_id = argv[optind + 1];
 		if (!state_id_valid(ctx.session_id))
@@ -384,13 +448,17 @@ main(int argc, char **argv)
 	http_global_cleanup();
 	state_free(ctx.state);
 	free(ctx.socket_path);
+	free(ctx.socket_tried);
 	free(ctx.base_url);
 	free(ctx.addr_key);
 	free(ctx.token);
 	free(ctx.cwd);
 	free(ctx.state_dir);
-	fflush(stdout);
-	if (ferror(stdout) && rc == EXIT_OK)
-		rc = EXIT_FAIL;
+	if (outflush(stdout) == -1) {
+		fprintf(stderr, "%s: write error: %s\n", getprogname(),
+		    strerror(errno));
+		if (rc == EXIT_OK)
+			rc = EXIT_FAIL;
+	}
 	return rc;
 }

@@ -38,6 +38,7 @@ enum timeout_source {
 /* The global options and what every command shares. */
 struct rctx {
 	char		*socket_path;	/* NULL when talking to base_url */
+	char		*socket_tried;	/* the default places looked at */
 	char		*base_url;	/* no trailing slash */
 	char		*addr_key;	/* "unix:PATH" or the URL: state key */
 	char		*token;		/* NULL: no Authorization */
@@ -54,6 +55,8 @@ struct rctx {
 	int		 no_auto_resume;
 	int		 no_wait;
 	int		 parallel;
+	int		 approve;	/* enum approve_mode */
+	int		 cols;		/* output width, 0: no limit */
 	const char	*command;
 	const char	*session_id;	/* NULL for capabilities/list/new */
 	struct state	*state;
@@ -72,6 +75,10 @@ struct http_resp {
 	char		 errbuf[256];	/* libcurl's message for cerr */
 	int		 timed_out;	/* our deadline fired */
 	int64_t		 timeout_ms;	/* the deadline that applied, 0 none */
+	int		 os_errno;	/* of a failed connect, 0 none */
+	const char	*socket_path;	/* borrowed from the rctx: what was */
+	const char	*socket_tried;	/* tried, for the error message */
+	const char	*url;
 };
 
 /* Streaming callbacks: on_open once the 2xx event-stream headers are in. */
@@ -120,6 +127,25 @@ char	*http_session_path(const char *id, const char *suffix);
 
 /* The body parsed as a JSON object, or NULL; caller puts. */
 json_object *http_resp_json(const struct http_resp *);
+
+/* ---- address.c --------------------------------------------------------- */
+
+/* The first default socket that exists (ctx->socket_path, socket_tried). */
+void	address_default_socket(struct rctx *);
+/* Why a socket or a URL cannot be reached, as one message into buf. */
+void	address_explain(const char *path, const char *tried, char *buf,
+	    size_t len);
+void	address_explain_url(const char *url, int os_errno,
+	    const char *curlmsg, char *buf, size_t len);
+/* <dir>/token beside the first default socket place with one, or NULL. */
+char	*address_default_token(void);
+
+/* ---- human.c ------------------------------------------------------------ */
+
+/* list: an aligned table of the sessions answer (borrowed). */
+void	human_list(const struct rctx *, json_object *answer);
+/* status, capabilities, heartbeat: "key  value" lines of obj (borrowed). */
+void	human_keyvalue(json_object *obj);
 
 /* ---- sse.c -------------------------------------------------------------- */
 
@@ -304,6 +330,18 @@ int	env_session_end(json_object *env);
 
 /* events ID: return the exit code. */
 int	cmd_events(struct rctx *);
+
+/* ---- approve.c ----------------------------------------------------------- */
+
+enum approve_mode { APPROVE_NONE, APPROVE_ALL, APPROVE_ASK };
+/* "ask", "all", "none" or -1. */
+int	approve_parse(const char *);
+/* Answer a permission_request envelope (borrowed) by ctx->approve. */
+void	approve_request(struct rctx *, const char *client_id, json_object *env);
+/* -v: thoughts and tool calls of a session/update (borrowed) on stderr. */
+void	approve_show_update(const struct rctx *, json_object *update);
+/* permission ID REQUEST-ID allow|deny. */
+int	cmd_permission(struct rctx *, char **args);
 
 /* ---- prompt.c ------------------------------------------------------------ */
 

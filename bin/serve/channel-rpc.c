@@ -158,28 +158,42 @@ chan_on_deadline(evutil_socket_t fd, short what, void *arg)
 
 /* ---- messages from the child -------------------------------------------- */
 
-/* Answer a request from the child: we mediate no permissions or files. */
 static void
-answer_child_request(struct channel *ch, struct rpc_msg *m)
+write_msg(struct channel *ch, json_object *msg)
 {
-	json_object *reply, *res, *outcome;
 	size_t len;
 	char *line;
 
-	if (strcmp(m->method, "session/request_permission") == 0) {
-		res = xjson_object_new_object();
-		outcome = xjson_object_new_object();
-		json_object_object_add(outcome, "outcome", xjson_object_new_string("cancelled"));
-		json_object_object_add(res, "outcome", outcome);
-		reply = rpc_new_result(json_object_get(m->id), res);
-	} else
-		reply = rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
-		    "Method not found", NULL);
-	if ((line = rpc_encode(reply, &len)) != NULL) {
+	if (ch->in != NULL && ch->state != CH_IDLE &&
+	    (line = rpc_encode(msg, &len)) != NULL) {
 		bufferevent_write(ch->in, line, len);
 		free(line);
 	}
-	json_object_put(reply);
+	json_object_put(msg);
+}
+
+void
+channel_reply(struct channel *ch, unsigned serial, json_object *id, json_object *result)
+{
+	if (ch->serial != serial || ch->pid <= 0) {
+		json_object_put(result);
+		return;
+	}
+	write_msg(ch, rpc_new_result(json_object_get(id), result));
+}
+
+/*
+ * A request from the child: permissions go to the clients (permission.c);
+ * files we do not mediate (initialize told it so).
+ */
+static void
+answer_child_request(struct channel *ch, struct rpc_msg *m)
+{
+	if (strcmp(m->method, "session/request_permission") == 0)
+		perm_request(ch, m->id, m->params);
+	else
+		write_msg(ch, rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
+		    "Method not found", NULL));
 }
 
 static void

@@ -26,6 +26,8 @@
 #include "budget.h"
 #include "clock.h"
 #include "log.h"
+#include "otlp.h"
+#include "outflush.h"
 #include "rpc-frame.h"
 #include "serve.h"
 #include "acp.h"
@@ -36,6 +38,7 @@
 struct serve_conf conf;
 struct event_base *serve_base;
 struct trace_sink *serve_trace;
+struct otlp *serve_otlp;
 
 static struct evhttp *http;
 static int shutting_down;
@@ -49,7 +52,8 @@ enum {
 	OPT_SESS_IDLE, OPT_SESS_REAP, OPT_SSE_HB, OPT_RING, OPT_REPLAY_MAX,
 	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
 	OPT_NO_WEB, OPT_WEB_DIR,
-	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_TOKEN_FILE,
+	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_OTLP, OPT_TOKEN_FILE, OPT_CHILD_CMD,
+	OPT_PERM_TO, OPT_AGENT_ACP,
 };
 
 static const struct option longopts[] = {
@@ -64,13 +68,17 @@ static const struct option longopts[] = {
 	{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
 	{ "workspace", required_argument, NULL, OPT_WORKSPACE },
 	{ "child", required_argument, NULL, OPT_CHILD },
+	{ "child-command", required_argument, NULL, OPT_CHILD_CMD },
 	{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
 	{ "agent-command", required_argument, NULL, OPT_AGENT_CMD },
+	{ "agent-acp", required_argument, NULL, OPT_AGENT_ACP },
 	{ "log-file", required_argument, NULL, OPT_LOG_FILE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "trace-file", required_argument, NULL, OPT_TRACE_FILE },
+	{ "otlp-endpoint", required_argument, NULL, OPT_OTLP },
 	{ "initialize-timeout-ms", required_argument, NULL, OPT_INIT_TO },
 	{ "session-restore-timeout-ms", required_argument, NULL, OPT_RESTORE_TO },
+	{ "permission-response-timeout-ms", required_argument, NULL, OPT_PERM_TO },
 	{ "channel-idle-timeout-ms", required_argument, NULL, OPT_CHAN_IDLE },
 	{ "session-idle-timeout-ms", required_argument, NULL, OPT_SESS_IDLE },
 	{ "session-reap-interval-ms", required_argument, NULL, OPT_SESS_REAP },
@@ -89,22 +97,75 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/*
+ * --otlp-endpoint and the OTEL_* variables: export spans over OTLP/HTTP
+ * from a worker thread, beside the trace file (or without one).
+ */
+static void __attribute__((noreturn)) fatal_cause(char *);
+
+static void
+otlp_setup(void)
+{
+	char	*cause, *url;
+
+	if (otlp_endpoint(conf.otlp_endpoint, &url, &cause) == -1)
+		fatal_cause(cause);
+	if (url == NULL)
+		return;
+	if ((serve_otlp = otlp_start(url, "qwen-serve", &cause)) == NULL)
+		fatal_cause(cause);
+	if (serve_trace == NULL &&
+	    (serve_trace = trace_sink_open(NULL, "qwen-serve")) == NULL) {
+		fprintf(stderr, "qwen-serve: trace sink: %s\n", strerror(errno));
+		exit(1);
+	}
+	trace_sink_set_export(serve_trace, otlp_enqueue, serve_otlp);
+	log_info("exporting spans to %s (OTLP/HTTP JSON)", url);
+	free(url);
+}
+
+/* Print cause (from the OTLP setup), free it, exit 1. */
+static void __attribute__((noreturn))
+fatal_cause(char *cause)
+{
+	fprintf(stderr, "qwen-serve: %s\n", cause != NULL ? cause :
+	    "out of memory");
+	free(cause);
+	exit(1);
+}
+
+/* Exit with status once stdout is written; a write error exits 1. */
+static void __attribute__((noreturn))
+exit_flushed(int status)
+{
+	if (outflush(stdout) == -1) {
+		fprintf(stderr, "qwen-serve: write error: %s\n", strerror(errno));
+		exit(1);
+	}
+	exit(status);
+}
+
 static void __attribute__((noreturn))
 usage(int status)
 {
 	fprintf(status ? stderr : stdout,
 	    "usage: qwen-serve [--socket PATH] [--hostname HOST] [--port N] [--no-tcp]\n"
 	    "\t[--token-file FILE | --token TOKEN] [--require-auth] [--allow-origin ORIGIN]...\n"
-	    "\t[--max-connections N] [--workspace DIR] [--child PATH]\n"
-	    "\t[--data-dir DIR] [--agent-command CMD] [--log-file FILE]\n"
-	    "\t[--log-level LEVEL] [--trace-file FILE] [--initialize-timeout-ms MS]\n"
+	    "\t[--max-connections N] [--workspace DIR]\n"
+	    "\t[--child PATH | --child-command 'CMD ARGS']\n"
+	    "\t[--data-dir DIR] [--agent-command CMD | --agent-acp 'CMD ARGS']\n"
+	    "\t[--log-file FILE]\n"
+	    "\t[--log-level LEVEL] [--trace-file FILE] [--otlp-endpoint URL]\n"
+	    "\t[--initialize-timeout-ms MS]\n"
 	    "\t[--session-restore-timeout-ms MS] [--channel-idle-timeout-ms MS]\n"
+	    "\t[--permission-response-timeout-ms MS]\n"
 	    "\t[--session-idle-timeout-ms MS] [--session-reap-interval-ms MS]\n"
 	    "\t[--sse-heartbeat-ms MS] [--event-ring-size N]\n"
 	    "\t[--compacted-replay-max-bytes N] [--max-sessions N]\n"
 	    "\t[--max-total-sessions N] [--max-pending-prompts-per-session N]\n"
-	    "\t[--no-web | --web-dir DIR] [--pidfile FILE] [--check-config]\n");
-	exit(status);
+	    "\t[--no-web | --web-dir DIR] [--pidfile FILE] [--check-config]\n"
+	    "\t[--help] [--version]\n");
+	exit_flushed(status);
 }
 
 /* Parse a bounded integer option or exit 2 naming the flag. */
@@ -239,8 +300,10 @@ parse_args(int argc, char **argv)
 		case OPT_MAX_CONN: conf.max_connections = (int)num_opt("max-connections", optarg, 1, 65536); break;
 		case OPT_WORKSPACE: free(conf.workspace); conf.workspace = xstrdup(optarg); break;
 		case OPT_CHILD: free(conf.child_path); conf.child_path = xstrdup(optarg); break;
+		case OPT_CHILD_CMD: child_cmd_option(optarg); break;
 		case OPT_DATA_DIR: free(conf.data_dir); conf.data_dir = xstrdup(optarg); break;
 		case OPT_AGENT_CMD: free(conf.agent_command); conf.agent_command = xstrdup(optarg); break;
+		case OPT_AGENT_ACP: free(conf.agent_acp); conf.agent_acp = xstrdup(optarg); break;
 		case OPT_LOG_FILE: free(conf.log_file); conf.log_file = xstrdup(optarg); break;
 		case OPT_LOG_LEVEL:
 			lvl = optarg;
@@ -251,8 +314,10 @@ parse_args(int argc, char **argv)
 			log_set_level((enum log_level)log_level_parse(lvl));
 			break;
 		case OPT_TRACE_FILE: free(conf.trace_file); conf.trace_file = xstrdup(optarg); break;
+		case OPT_OTLP: free(conf.otlp_endpoint); conf.otlp_endpoint = xstrdup(optarg); break;
 		case OPT_INIT_TO: init = ms_opt("initialize-timeout-ms", optarg, 0); break;
 		case OPT_RESTORE_TO: restore = ms_opt("session-restore-timeout-ms", optarg, 0); break;
+		case OPT_PERM_TO: conf.permission_timeout_ms = ms_opt("permission-response-timeout-ms", optarg, 1); break;
 		case OPT_CHAN_IDLE: conf.channel_idle_timeout_ms = ms_opt("channel-idle-timeout-ms", optarg, 1); break;
 		case OPT_SESS_IDLE: conf.session_idle_timeout_ms = ms_opt("session-idle-timeout-ms", optarg, 1); break;
 		case OPT_SESS_REAP: conf.session_reap_interval_ms = ms_opt("session-reap-interval-ms", optarg, 1); break;
@@ -266,13 +331,18 @@ parse_args(int argc, char **argv)
 		case OPT_WEB_DIR: free(conf.web_dir); conf.web_dir = xstrdup(optarg); break;
 		case OPT_PIDFILE: free(conf.pidfile); conf.pidfile = xstrdup(optarg); break;
 		case OPT_CHECK_CONFIG: conf.check_config = 1; break;
-		case OPT_VERSION: printf("qwen-serve %s\n", PACKAGE_VERSION); exit(0);
+		case OPT_VERSION: printf("qwen-serve %s\n", PACKAGE_VERSION); exit_flushed(0);
 		case 'h': case OPT_HELP: usage(0);
 		default: usage(2);
 		}
 	}
 	if (optind != argc)
 		usage(2);
+	child_cmd_check();
+	/* The same trace file as the child's, unless --trace-file names one. */
+	if (conf.trace_file == NULL && getenv("QWEN_TRACE_FILE") != NULL &&
+	    *getenv("QWEN_TRACE_FILE") != '\0')
+		conf.trace_file = xstrdup(getenv("QWEN_TRACE_FILE"));
 	if (init != -1)
 		conf.init_timeout_ms = init;
 	conf.restore_timeout_ms = budget_restore_ms(restore, init);
@@ -443,6 +513,7 @@ main(int argc, char **argv)
 		exit(1);
 	}
 	guard_init();
+	otlp_setup();
 	if ((serve_base = event_base_new()) == NULL ||
 	    (http = http_new(serve_base)) == NULL) {
 		fprintf(stderr, "qwen-serve: cannot create the event loop\n");
@@ -480,6 +551,10 @@ main(int argc, char **argv)
 	sessions_free();
 	channels_free();
 	event_base_free(serve_base);
+	if (serve_otlp != NULL) {
+		trace_sink_set_export(serve_trace, NULL, NULL);
+		otlp_stop(serve_otlp);
+	}
 	trace_sink_close(serve_trace);
 	pidfile_release();
 	token_unlink();
