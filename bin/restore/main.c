@@ -27,7 +27,7 @@
 enum {
 	OPT_SOCKET = 256, OPT_URL, OPT_TOKEN, OPT_CWD, OPT_FETCH, OPT_TIMEOUT,
 	OPT_JSON, OPT_RETRY, OPT_STATE, OPT_NO_AUTO, OPT_NO_WAIT, OPT_PARALLEL,
-	OPT_LAST_ID, OPT_VERSION,
+	OPT_LAST_ID, OPT_VERSION, OPT_APPROVE,
 };
 
 static const struct option longopts[] = {
@@ -44,6 +44,7 @@ static const struct option longopts[] = {
 	{ "no-wait",		no_argument,	   NULL, OPT_NO_WAIT },
 	{ "parallel",		no_argument,	   NULL, OPT_PARALLEL },
 	{ "last-event-id",	required_argument, NULL, OPT_LAST_ID },
+	{ "approve",		required_argument, NULL, OPT_APPROVE },
 	{ "quiet",		no_argument,	   NULL, 'q' },
 	{ "verbose",		no_argument,	   NULL, 'v' },
 	{ "help",		no_argument,	   NULL, 'h' },
@@ -75,7 +76,9 @@ usage(int status)
 	    "\t[--state-dir dir] [-qv] [--help] [--version] command [args]\n"
 	    "commands: capabilities, list, new, load ID, resume ID,\n"
 	    "\tprompt ID [TEXT|-] [--no-wait] [--parallel] "
-	    "[--no-auto-resume],\n"
+	    "[--no-auto-resume]\n"
+	    "\t    [--approve ask|all|none],\n"
+	    "\tpermission ID REQUEST-ID allow|deny,\n"
 	    "\tevents ID [--last-event-id n], cancel ID, heartbeat ID, "
 	    "detach ID,\n"
 	    "\tclose ID, status ID\n", getprogname());
@@ -277,7 +280,7 @@ static void
 parse_args(struct rctx *ctx, int argc, char **argv)
 {
 	const char	*sock = NULL, *url = NULL, *token = NULL, *cwd = NULL;
-	int		 ch;
+	int		 ch, approve_set = 0;
 
 	while ((ch = getopt_long(argc, argv, "qvh", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -306,6 +309,11 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 			ctx->last_event_id = parse_num("--last-event-id",
 			    optarg, 9007199254740991LL);
 			break;
+		case OPT_APPROVE:
+			if ((ctx->approve = approve_parse(optarg)) == -1)
+				usage_err("--approve: ask, all or none, not '%s'", optarg);
+			approve_set = 1;
+			break;
 		case 'q': ctx->quiet = 1; break;
 		case 'v': ctx->verbose = 1; break;
 		case 'h': usage(0);
@@ -315,6 +323,11 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 		default: usage(EXIT_USAGE);
 		}
 	}
+	/* Ask only where someone can answer: never hang a cron job. */
+	if (!approve_set)
+		ctx->approve = isatty(STDIN_FILENO) ? APPROVE_ASK : APPROVE_NONE;
+	else if (ctx->approve == APPROVE_ASK && !isatty(STDIN_FILENO))
+		ctx->approve = APPROVE_NONE;
 	setup_address(ctx, sock, url);
 	setup_cwd(ctx, cwd);
 	setup_token(ctx, token);
@@ -380,6 +393,7 @@ static const struct command {
 	{ "detach",		1, 0, cmd_detach },
 	{ "close",		1, 0, cmd_close },
 	{ "status",		1, 0, cmd_status },
+	{ "permission",		1, 2, cmd_permission },
 };
 
 /* Parse, open the state, run one command, exit with its code. */

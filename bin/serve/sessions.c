@@ -233,6 +233,7 @@ session_remove(struct session *s)
 	struct session_ext *x = (struct session_ext *)s;
 	struct prompt *p;
 
+	perm_forget_session(s);
 	TAILQ_REMOVE(&sessions, s, entry);
 	nsessions--;
 	tombstone_add(s->id);
@@ -257,6 +258,7 @@ session_close(struct session *s, const char *reason, const char *closed_by)
 	json_object *d = xjson_object_new_object(), *p;
 
 	log_info("session %s closed (%s)", s->id, reason);
+	perm_cancel_session(s, 1);
 	if (s->active != NULL) {
 		p = xjson_object_new_object();
 		json_object_object_add(p, "sessionId", xjson_object_new_string(s->id));
@@ -308,6 +310,7 @@ sessions_channel_died(struct channel *ch, int exit_code, int signal_code, int ki
 		} else
 			json_object_object_add(d, "signalCode", NULL);
 		log_warnx("session %s died with its child", s->id);
+		perm_cancel_session(s, 0);
 		bus_publish(s->bus, "session_died", d, NULL, NULL, 1);
 		session_remove(s);
 	}
@@ -344,6 +347,15 @@ session_pending_prompts(const struct session *s)
 	return s->queued + (s->active != NULL);
 }
 
+const char *
+session_active_prompt(const struct session *s, const char **client_id)
+{
+	if (client_id != NULL)
+		*client_id = s->active != NULL && s->active->client_id[0] ?
+		    s->active->client_id : NULL;
+	return s->active != NULL ? s->active->id : NULL;
+}
+
 static void
 turn_error(struct session *s, struct prompt *p, const char *message,
     const char *code, const char *kind)
@@ -367,8 +379,8 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 {
 	struct prompt *p = arg;
 	struct session *s = p->s;
-	json_object *d, *v;
-	const char *stop = "end_turn", *msg = "Prompt failed", *code = NULL;
+	json_object *d, *v, *data = NULL;
+	const char *stop = "end_turn", *msg = "Prompt failed", *code = NULL, *kind = NULL;
 
 	p->req = NULL;
 	s->active = NULL;
@@ -386,11 +398,15 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 	} else if (o == CHAN_ERROR) {
 		if (json_object_object_get_ex(payload, "message", &v))
 			msg = json_object_get_string(v);
-		if (json_object_object_get_ex(payload, "data", &v) &&
-		    json_object_object_get_ex(v, "code", &v) &&
+		(void)json_object_object_get_ex(payload, "data", &data);
+		if (json_object_object_get_ex(data, "code", &v) &&
 		    json_object_is_type(v, json_type_string))
 			code = json_object_get_string(v);
-		turn_error(s, p, msg, code != NULL ? code : "acp_error", NULL);
+		/* The child's classification (agent_failed, ...) goes along. */
+		if (json_object_object_get_ex(data, "errorKind", &v) &&
+		    json_object_is_type(v, json_type_string))
+			kind = json_object_get_string(v);
+		turn_error(s, p, msg, code != NULL ? code : "acp_error", kind);
 	} else
 		turn_error(s, p, "The agent process exited during the prompt",
 		    "channel_closed", "acp_channel_unavailable");
@@ -494,6 +510,7 @@ session_cancel(struct session *s, const char *client_id)
 
 	if (s->active == NULL)
 		return;
+	perm_cancel_session(s, 1);
 	p = xjson_object_new_object();
 	json_object_object_add(p, "sessionId", xjson_object_new_string(s->id));
 	channel_notify(s->channel, "session/cancel", p);
