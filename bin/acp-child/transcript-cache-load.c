@@ -30,7 +30,6 @@ struct tx_cache_load {
 	struct tx_rec	*rec;
 	struct tx_frag	*frag;
 	char		*pool;
-	struct tx_slot	*ht;
 };
 
 static void
@@ -42,7 +41,6 @@ load_clear(struct tx_cache_load *l)
 	free(l->rec);
 	free(l->frag);
 	free(l->pool);
-	free(l->ht);
 	memset(l, 0, sizeof *l);
 }
 
@@ -53,9 +51,9 @@ head_ok(const struct tx_cache_head *h, uint64_t fsize)
 	struct tx_cache_head want;
 	uint64_t sz = fsize, total = sizeof *h;
 	uint64_t part[TX_CACHE_NSEC] = { h->pathlen, h->sidlen, h->subbytes,
-	    h->nrec, h->nfrag, h->npool, h->nslot };
+	    h->nrec, h->nfrag, h->npool };
 	uint64_t unit[TX_CACHE_NSEC] = { 1, 1, 1, sizeof(struct tx_rec),
-	    sizeof(struct tx_frag), 1, sizeof(struct tx_slot) };
+	    sizeof(struct tx_frag), 1 };
 	int i;
 
 	transcript_cache_layout(&want);
@@ -71,9 +69,9 @@ head_ok(const struct tx_cache_head *h, uint64_t fsize)
 		if (total > sz)
 			return 0;
 	}
-	return total == fsize && h->nslot >= 2 && (h->nslot & (h->nslot - 1)) == 0 &&
+	return total == fsize &&
 	    h->nrec < UINT32_MAX - 1 && h->nfrag < UINT32_MAX &&
-	    h->nsub >= 1 && h->nsub <= h->subbytes + 1 && h->htused < h->nslot &&
+	    h->nsub >= 1 && h->nsub <= h->subbytes + 1 &&
 	    h->leaf >= -1 && h->leaf < (int64_t)h->nrec && h->st.bytes == h->indexed;
 }
 
@@ -92,9 +90,8 @@ load_sections(int fd, struct tx_cache_load *l)
 	l->rec = malloc(h->nrec * sizeof *l->rec + 1);
 	l->frag = malloc(h->nfrag * sizeof *l->frag + 1);
 	l->pool = malloc(h->npool + 1);
-	l->ht = transcript_ht_alloc(h->nslot);
 	if (l->path == NULL || l->sid == NULL || l->subs == NULL || l->rec == NULL ||
-	    l->frag == NULL || l->pool == NULL || l->ht == NULL)
+	    l->frag == NULL || l->pool == NULL)
 		return -1;
 	sec[0] = (struct tx_cache_sec){ l->path, h->pathlen };
 	sec[1] = (struct tx_cache_sec){ l->sid, h->sidlen };
@@ -102,7 +99,6 @@ load_sections(int fd, struct tx_cache_load *l)
 	sec[3] = (struct tx_cache_sec){ l->rec, h->nrec * sizeof *l->rec };
 	sec[4] = (struct tx_cache_sec){ l->frag, h->nfrag * sizeof *l->frag };
 	sec[5] = (struct tx_cache_sec){ l->pool, h->npool };
-	sec[6] = (struct tx_cache_sec){ l->ht, h->nslot * sizeof *l->ht };
 	for (i = 0; i < TX_CACHE_NSEC; i++) {
 		if (transcript_cache_pread(fd, sec[i].p, (size_t)sec[i].len, off) == -1)
 			return -1;
@@ -136,7 +132,7 @@ bounds_ok(const struct tx_cache_load *l)
 	const struct tx_cache_head *h = &l->h;
 	const struct tx_rec *r;
 	const struct tx_frag *f;
-	uint64_t i, used = 0;
+	uint64_t i;
 
 	for (i = 0; i < h->nrec; i++) {
 		r = &l->rec[i];
@@ -151,15 +147,32 @@ bounds_ok(const struct tx_cache_load *l)
 		f = &l->frag[i];
 		/* Links only go forward: no walk can loop. */
 		if ((f->next != 0 && (f->next <= i + 1 || f->next > h->nfrag)) ||
+		    f->last <= i || f->last > h->nfrag ||
 		    f->off > h->indexed || f->len > h->indexed - f->off)
 			return 0;
 	}
-	for (i = 0; i < h->nslot; i++) {
-		if (l->ht[i].rec > h->nrec)
-			return 0;
-		used += l->ht[i].rec != 0;
+	return 1;
+}
+
+/* The uuid hash again (its seed is this process's): every conversation
+   record, each uuid once.  -1 on a repeat or no memory. */
+static int
+rehash(struct transcript *t)
+{
+	struct tx_key k;
+	size_t slot = 0;
+	uint32_t i;
+
+	for (i = 0; i < t->nrec; i++) {
+		if (!(t->rec[i].flags & TX_F_CONVERSATION))
+			continue;
+		transcript_key_stored(t, t->rec[i].id, t->rec[i].kflags & TXR_ID_STR, &k);
+		if (transcript_ht_reserve(t) == -1 ||
+		    transcript_ht_probe(t, &k, &slot) >= 0)
+			return -1;
+		transcript_ht_set(t, slot, i, &k);
 	}
-	return used == h->htused;
+	return 0;
 }
 
 /* Hand the loaded arrays to t; the subtypes are interned again in order. */
@@ -171,7 +184,7 @@ adopt(struct transcript *t, struct tx_cache_load *l)
 	uint32_t id;
 	size_t n;
 
-	if (transcript_index_init(t, 0) == -1)
+	if (transcript_index_init(t, h->indexed) == -1)
 		return -1;
 	for (n = 1; n < h->nsub; n++) {
 		if (p >= e || transcript_intern_sub(t, p, strlen(p), &id) == -1 ||
@@ -181,17 +194,12 @@ adopt(struct transcript *t, struct tx_cache_load *l)
 	}
 	if (p != e)
 		return -1;
-	free(t->ht);
-	t->ht = l->ht;
-	t->htmask = h->nslot - 1;
-	t->htused = h->htused;
 	t->rec = l->rec;
 	t->nrec = t->caprec = h->nrec;
 	t->frag = l->frag;
 	t->nfrag = t->capfrag = h->nfrag;
 	t->pool = l->pool;
 	t->npool = t->cappool = h->npool;
-	l->ht = NULL;
 	l->rec = NULL;
 	l->frag = NULL;
 	l->pool = NULL;
@@ -199,7 +207,7 @@ adopt(struct transcript *t, struct tx_cache_load *l)
 	t->leaf = h->leaf;
 	t->indexed = t->cached = h->indexed;
 	t->pending = h->pending;
-	return 0;
+	return rehash(t);
 }
 
 /* What load_index answers when no index is kept. */

@@ -2,9 +2,10 @@
  * transcript-cache.c: the persistent transcript index.
  *
  * One file per transcript, <cache>/tx-<hash of its path>.idx: a header,
- * then the path, session id, subtypes, records, fragments, uuid pool and
- * uuid hash slots exactly as they sit in memory, so loading is a few
- * read()s and no parsing.  The layout is native: the header carries the
+ * then the path, session id, subtypes, records, fragments and uuid pool
+ * exactly as they sit in memory, so loading is a few read()s and no
+ * parsing.  The uuid hash is not kept: its seed is per process, so the
+ * loader inserts the records again.  The layout is native: the header carries the
  * format version and the struct sizes, and any difference is a miss.  The
  * checksum covers everything after it and the bounds are checked anyway,
  * so a damaged file means a full pass, never a crash or a wrong answer.
@@ -249,7 +250,6 @@ transcript_cache_sections(struct transcript *t, char *subs, uint64_t sublen,
 	sec[3] = (struct tx_cache_sec){ t->rec, t->nrec * sizeof *t->rec };
 	sec[4] = (struct tx_cache_sec){ t->frag, t->nfrag * sizeof *t->frag };
 	sec[5] = (struct tx_cache_sec){ t->pool, t->npool };
-	sec[6] = (struct tx_cache_sec){ t->ht, (t->htmask + 1) * sizeof *t->ht };
 }
 
 struct tx_cache_ent {
@@ -354,8 +354,6 @@ transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
 	h.nfrag = t->nfrag;
 	h.npool = t->npool;
 	h.nsub = t->nsub;
-	h.nslot = t->htmask + 1;
-	h.htused = t->htused;
 	h.pathlen = strlen(t->path);
 	h.sidlen = t->sidlen;
 	if (paths_mkdir_p(dir, 0700) == -1 ||

@@ -129,9 +129,9 @@ void transcript_cause(char **cause, const char *fmt, ...) __attribute__((format(
 
 /* transcript-cache.c: the persistent index (transcript-cache-load.c reads it). */
 #define TX_CACHE_MAGIC	"qwtxidx\n"
-#define TX_CACHE_VERSION	1u
+#define TX_CACHE_VERSION	2u
 #define TX_CACHE_DIGEST	4096u		/* bytes digested at each end */
-#define TX_CACHE_NSEC	7		/* sections after the header */
+#define TX_CACHE_NSEC	6		/* sections after the header */
 
 struct tx_cache_head {
 	char		magic[8];
@@ -142,7 +142,7 @@ struct tx_cache_head {
 	uint64_t	dev, ino, indexed, pending;
 	int64_t		leaf;
 	struct tx_stats	st;
-	uint64_t	nrec, nfrag, npool, nsub, subbytes, nslot, htused;
+	uint64_t	nrec, nfrag, npool, nsub, subbytes;
 	uint64_t	pathlen, sidlen;
 	uint64_t	head, tail;	/* digests of the first and last indexed bytes */
 };
