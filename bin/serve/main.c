@@ -47,7 +47,7 @@ enum {
 	OPT_SESS_IDLE, OPT_SESS_REAP, OPT_SSE_HB, OPT_RING, OPT_REPLAY_MAX,
 	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
 	OPT_NO_WEB, OPT_WEB_DIR,
-	OPT_PIDFILE, OPT_CHECK_CONFIG,
+	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_PROMPT_DEADLINE, OPT_WRITER_IDLE,
 };
 
 static const struct option longopts[] = {
@@ -81,6 +81,8 @@ static const struct option longopts[] = {
 	{ "web-dir", required_argument, NULL, OPT_WEB_DIR },
 	{ "pidfile", required_argument, NULL, OPT_PIDFILE },
 	{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
+	{ "prompt-deadline-ms", required_argument, NULL, OPT_PROMPT_DEADLINE },
+	{ "writer-idle-timeout-ms", required_argument, NULL, OPT_WRITER_IDLE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -100,6 +102,7 @@ usage(int status)
 	    "\t[--sse-heartbeat-ms MS] [--event-ring-size N]\n"
 	    "\t[--compacted-replay-max-bytes N] [--max-sessions N]\n"
 	    "\t[--max-total-sessions N] [--max-pending-prompts-per-session N]\n"
+	    "\t[--prompt-deadline-ms MS] [--writer-idle-timeout-ms MS]\n"
 	    "\t[--no-web | --web-dir DIR] [--pidfile FILE] [--check-config]\n");
 	exit(status);
 }
@@ -208,6 +211,30 @@ conf_defaults(void)
 	conf.max_sessions = 32;
 	conf.max_total_sessions = 800;
 	conf.max_pending_prompts = 5;
+	conf.prompt_deadline_ms = -1;		/* unset: the environment decides */
+	conf.writer_idle_timeout_ms = -1;
+}
+
+/*
+ * A millisecond guard from the environment when its flag was not given
+ * (upstream's names); unset or 0 turns it off.  Exits 2 on a bad value.
+ */
+static int64_t
+env_ms(int64_t flag_value, const char *var)
+{
+	const char *v = getenv(var);
+	char err[256];
+	int64_t ms;
+
+	if (flag_value >= 0)
+		return flag_value;
+	if (v == NULL || *v == '\0')
+		return 0;
+	if (budget_parse_ms(var, v, 1, &ms, err, sizeof(err)) == -1) {
+		fprintf(stderr, "qwen-serve: %s\n", err);
+		exit(2);
+	}
+	return ms;
 }
 
 /* Read the options; exits 2 on a usage error. */
@@ -258,6 +285,8 @@ parse_args(int argc, char **argv)
 		case OPT_WEB_DIR: free(conf.web_dir); conf.web_dir = strdup(optarg); break;
 		case OPT_PIDFILE: free(conf.pidfile); conf.pidfile = strdup(optarg); break;
 		case OPT_CHECK_CONFIG: conf.check_config = 1; break;
+		case OPT_PROMPT_DEADLINE: conf.prompt_deadline_ms = ms_opt("prompt-deadline-ms", optarg, 1); break;
+		case OPT_WRITER_IDLE: conf.writer_idle_timeout_ms = ms_opt("writer-idle-timeout-ms", optarg, 1); break;
 		case OPT_VERSION: printf("qwen-serve %s\n", PACKAGE_VERSION); exit(0);
 		case 'h': case OPT_HELP: usage(0);
 		default: usage(2);
@@ -268,6 +297,10 @@ parse_args(int argc, char **argv)
 	if (init != -1)
 		conf.init_timeout_ms = init;
 	conf.restore_timeout_ms = budget_restore_ms(restore, init);
+	conf.prompt_deadline_ms = env_ms(conf.prompt_deadline_ms,
+	    "QWEN_SERVE_PROMPT_DEADLINE_MS");
+	conf.writer_idle_timeout_ms = env_ms(conf.writer_idle_timeout_ms,
+	    "QWEN_SERVE_WRITER_IDLE_TIMEOUT_MS");
 }
 
 /* Resolve the workspace, the socket, the child and the token. */

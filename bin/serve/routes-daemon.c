@@ -89,6 +89,10 @@ routes_capabilities_json(void)
 		json_object_array_add(f, json_object_new_string("require_auth"));
 	if (conf.n_allow_origin > 0)
 		json_object_array_add(f, json_object_new_string("allow_origin"));
+	if (conf.prompt_deadline_ms > 0)
+		json_object_array_add(f, json_object_new_string("prompt_absolute_deadline"));
+	if (conf.writer_idle_timeout_ms > 0)
+		json_object_array_add(f, json_object_new_string("writer_idle_timeout"));
 	json_object_object_add(o, "v", json_object_new_int(1));
 	json_object_object_add(pv, "current", json_object_new_string("v1"));
 	json_object_object_add(pv, "supported", strings(versions));

@@ -39,6 +39,8 @@
 #define SERVE_TOMBSTONE_MS	60000
 /* A prompt goes to the child this long after its 202 was queued. */
 #define SERVE_PROMPT_DISPATCH_MS	5
+/* How long a prompt past its deadline may take to end after its cancel. */
+#define SERVE_PROMPT_CANCEL_GRACE_MS	5000
 
 /* Options, filled by main.c and read everywhere. */
 struct serve_conf {
@@ -65,6 +67,8 @@ struct serve_conf {
 	int64_t		 session_idle_timeout_ms;
 	int64_t		 session_reap_interval_ms;
 	int64_t		 sse_heartbeat_ms;
+	int64_t		 prompt_deadline_ms;	/* 0: no absolute prompt deadline */
+	int64_t		 writer_idle_timeout_ms;	/* 0: stalled streams stay */
 	size_t		 event_ring_size;
 	size_t		 compacted_replay_max_bytes;
 	int		 max_sessions;		/* 0: unlimited */

@@ -26,6 +26,8 @@ struct prompt {
 	json_object		*params;
 	struct chan_req		*req;
 	struct session		*s;
+	int64_t			 deadline_ms;	/* 0: none */
+	struct event		*deadline_ev;
 };
 
 struct tombstone {
@@ -37,6 +39,13 @@ struct tombstone {
 struct session_ext {
 	struct session		 pub;
 	struct event		*pump_ev;
+	/*
+	 * A prompt past its deadline that the child was told to cancel: until
+	 * the child answers it (or the grace ends) the next prompt waits and
+	 * the session's updates, late output of the expired one, are dropped.
+	 */
+	struct prompt		*expired;
+	struct event		*grace_ev;
 };
 
 static TAILQ_HEAD(, session) sessions = TAILQ_HEAD_INITIALIZER(sessions);
@@ -47,6 +56,7 @@ static struct event *reaper;
 
 static void	session_pump(struct session *);
 static void	tombstone_add(const char *);
+static void	on_expired_grace(evutil_socket_t, short, void *);
 
 /* ---- map and tombstones ------------------------------------------------- */
 
@@ -176,7 +186,10 @@ session_new(const char *id, struct channel *ch)
 	s = &x->pub;
 	strlcpy(s->id, id, sizeof(s->id));
 	if ((s->bus = bus_new(id, conf.event_ring_size)) == NULL ||
-	    (x->pump_ev = evtimer_new(serve_base, on_pump, s)) == NULL) {
+	    (x->pump_ev = evtimer_new(serve_base, on_pump, s)) == NULL ||
+	    (x->grace_ev = evtimer_new(serve_base, on_expired_grace, s)) == NULL) {
+		if (x->pump_ev != NULL)
+			event_free(x->pump_ev);
 		bus_free(s->bus);
 		free(x);
 		return NULL;
@@ -199,6 +212,8 @@ prompt_free(struct prompt *p)
 	if (p == NULL)
 		return;
 	channel_forget(p->req);
+	if (p->deadline_ev != NULL)
+		event_free(p->deadline_ev);
 	json_object_put(p->params);
 	free(p);
 }
@@ -214,11 +229,13 @@ session_remove(struct session *s)
 	nsessions--;
 	tombstone_add(s->id);
 	prompt_free(s->active);
+	prompt_free(x->expired);
 	while ((p = TAILQ_FIRST(&s->queue)) != NULL) {
 		TAILQ_REMOVE(&s->queue, p, entry);
 		prompt_free(p);
 	}
 	event_free(x->pump_ev);
+	event_free(x->grace_ev);
 	bus_free(s->bus);
 	clients_clear(&s->clients);
 	json_object_put(s->state);
@@ -307,6 +324,10 @@ sessions_route_update(struct channel *ch, json_object *params)
 		    session_tombstoned(id) ? "closed" : "unknown", id);
 		return;
 	}
+	if (((struct session_ext *)s)->expired != NULL) {
+		log_debug("session %s: late output of an expired prompt dropped", id);
+		return;
+	}
 	s->last_active_mono_ms = clock_mono_ms();
 	bus_publish(s->bus, "session_update", json_object_get(params),
 	    s->active != NULL ? s->active->id : NULL,
@@ -321,11 +342,12 @@ session_pending_prompts(const struct session *s)
 	return s->queued + (s->active != NULL);
 }
 
+/* turn_error for p; extra: more data fields (takes ownership, NULL-safe). */
 static void
-turn_error(struct session *s, struct prompt *p, const char *message,
-    const char *code, const char *kind)
+turn_error_ex(struct session *s, struct prompt *p, const char *message,
+    const char *code, const char *kind, json_object *extra)
 {
-	json_object *d = json_object_new_object();
+	json_object *d = extra != NULL ? extra : json_object_new_object();
 
 	json_object_object_add(d, "sessionId", json_object_new_string(s->id));
 	json_object_object_add(d, "message", json_object_new_string(message));
@@ -338,6 +360,75 @@ turn_error(struct session *s, struct prompt *p, const char *message,
 	    p->client_id[0] ? p->client_id : NULL, 0);
 }
 
+static void
+turn_error(struct session *s, struct prompt *p, const char *message,
+    const char *code, const char *kind)
+{
+	turn_error_ex(s, p, message, code, kind, NULL);
+}
+
+/* The expired prompt is over (answered or given up on): take the next. */
+static void
+expired_settled(struct session *s, int may_close)
+{
+	struct session_ext *x = (struct session_ext *)s;
+
+	evtimer_del(x->grace_ev);
+	prompt_free(x->expired);
+	x->expired = NULL;
+	s->last_active_mono_ms = clock_mono_ms();
+	session_pump(s);
+	if (may_close && clients_count(&s->clients) == 0 && !session_held(s))
+		session_close(s, "last_client_detached", NULL);
+}
+
+/* The child never answered the cancel of an expired prompt. */
+static void
+on_expired_grace(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+
+	(void)fd; (void)what;
+	log_warnx("session %s: the agent did not end an expired prompt; "
+	    "its answer will be dropped", s->id);
+	expired_settled(s, 1);
+}
+
+/*
+ * The running prompt is past its absolute deadline: every subscriber gets
+ * turn_error prompt_deadline_exceeded, the child is told to cancel, and
+ * the session moves on once the child lets go of it (or after a grace).
+ */
+static void
+on_prompt_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct prompt *p = arg;
+	struct session *s = p->s;
+	struct session_ext *x = (struct session_ext *)s;
+	struct timeval tv = { SERVE_PROMPT_CANCEL_GRACE_MS / 1000,
+	    (SERVE_PROMPT_CANCEL_GRACE_MS % 1000) * 1000 };
+	json_object *c, *d;
+	char msg[128];
+
+	(void)fd; (void)what;
+	if (s->active != p)
+		return;
+	log_warnx("session %s: a prompt exceeded its %lld ms deadline", s->id,
+	    (long long)p->deadline_ms);
+	snprintf(msg, sizeof(msg), "Prompt exceeded its deadline of %lld ms",
+	    (long long)p->deadline_ms);
+	d = json_object_new_object();
+	json_object_object_add(d, "deadlineMs", json_object_new_int64(p->deadline_ms));
+	turn_error_ex(s, p, msg, "prompt_deadline_exceeded",
+	    "prompt_deadline_exceeded", d);
+	c = json_object_new_object();
+	json_object_object_add(c, "sessionId", json_object_new_string(s->id));
+	channel_notify(s->channel, "session/cancel", c);
+	s->active = NULL;
+	x->expired = p;
+	evtimer_add(x->grace_ev, &tv);
+}
+
 /* The child answered session/prompt (or could not). */
 static void
 on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
@@ -348,6 +439,10 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 	const char *stop = "end_turn", *msg = "Prompt failed", *code = NULL;
 
 	p->req = NULL;
+	if (p == ((struct session_ext *)s)->expired) {
+		expired_settled(s, o != CHAN_CLOSED);	/* its turn_error is out */
+		return;
+	}
 	s->active = NULL;
 	s->last_active_mono_ms = clock_mono_ms();
 	if (o == CHAN_RESULT) {
@@ -383,13 +478,28 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 		session_close(s, "last_client_detached", NULL);
 }
 
-/* Start the next queued prompt when none runs. */
+/* Arm p's absolute deadline as it goes to the child. */
+static void
+prompt_arm_deadline(struct prompt *p)
+{
+	struct timeval tv;
+
+	if (p->deadline_ms <= 0 ||
+	    (p->deadline_ev = evtimer_new(serve_base, on_prompt_deadline, p)) == NULL)
+		return;
+	tv.tv_sec = p->deadline_ms / 1000;
+	tv.tv_usec = (p->deadline_ms % 1000) * 1000;
+	evtimer_add(p->deadline_ev, &tv);
+}
+
+/* Start the next queued prompt when none runs (nor an expired one). */
 static void
 session_pump(struct session *s)
 {
 	struct prompt *p;
 
-	while (s->active == NULL && (p = TAILQ_FIRST(&s->queue)) != NULL) {
+	while (s->active == NULL && ((struct session_ext *)s)->expired == NULL &&
+	    (p = TAILQ_FIRST(&s->queue)) != NULL) {
 		TAILQ_REMOVE(&s->queue, p, entry);
 		s->queued--;
 		s->active = p;
@@ -401,7 +511,8 @@ session_pump(struct session *s)
 			turn_error(s, p, "The agent process is not available",
 			    "acp_channel_unavailable", "acp_channel_unavailable");
 			prompt_free(p);
-		}
+		} else
+			prompt_arm_deadline(p);
 	}
 }
 
@@ -430,7 +541,7 @@ session_prompt_admit(struct session *s, json_object *body, const char *client_id
 	struct session_ext *x = (struct session_ext *)s;
 	struct timeval now = { 0, SERVE_PROMPT_DISPATCH_MS * 1000 };
 	struct prompt *p;
-	json_object *params = NULL;
+	json_object *params = NULL, *v;
 
 	if (!prompt_valid(body)) {
 		*err = "bad_prompt";
@@ -456,6 +567,11 @@ session_prompt_admit(struct session *s, json_object *body, const char *client_id
 		strlcpy(p->client_id, client_id, sizeof(p->client_id));
 	p->params = params;
 	p->s = s;
+	/* deadlineMs (checked by the route) can only shorten the flag's. */
+	p->deadline_ms = conf.prompt_deadline_ms;
+	if (json_object_object_get_ex(body, "deadlineMs", &v) && v != NULL &&
+	    (p->deadline_ms <= 0 || json_object_get_int64(v) < p->deadline_ms))
+		p->deadline_ms = json_object_get_int64(v);
 	TAILQ_INSERT_TAIL(&s->queue, p, entry);
 	s->queued++;
 	s->last_active_mono_ms = clock_mono_ms();
@@ -484,7 +600,8 @@ int
 session_held(const struct session *s)
 {
 	return clients_count(&s->clients) > 0 || bus_subscriber_count(s->bus) > 0 ||
-	    s->active != NULL || s->queued > 0;
+	    s->active != NULL || s->queued > 0 ||
+	    ((const struct session_ext *)s)->expired != NULL;
 }
 
 /* ---- idle reaping ------------------------------------------------------- */
@@ -500,7 +617,7 @@ on_reap(evutil_socket_t fd, short what, void *arg)
 		return;
 	TAILQ_FOREACH_SAFE(s, &sessions, entry, next) {
 		if (bus_subscriber_count(s->bus) > 0 || s->active != NULL ||
-		    s->queued > 0)
+		    s->queued > 0 || ((struct session_ext *)s)->expired != NULL)
 			continue;
 		if (now - s->last_active_mono_ms >= (uint64_t)conf.session_idle_timeout_ms)
 			session_close(s, "idle_timeout", NULL);
