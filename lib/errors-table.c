@@ -64,6 +64,11 @@ static const struct qerr_def qerr_table[] = {
 	  "Session source type is reserved" },
 	{ "invalid_transcript_limit", 400, NULL, 0, N, 0, FULL, X_USE, 0,
 	  "historyPageSize must be an integer from 1 to {maxLimit}" },
+	{ "invalid_transcript_cursor", 400, NULL, 0, N, 0, FULL, X_USE, 0,
+	  "Invalid transcript cursor" },
+	{ "transcript_read_timeout", 504, "transcript_read_timeout", 1, F, 5,
+	  FULL, X_TMP, 0, "Reading the transcript of session {sessionId} timed "
+	  "out after {timeoutMs}ms" },
 	{ "invalid_live_replay_mode", 400, NULL, 0, N, 0, FULL, X_USE, 0,
 	  "liveReplayMode must be \"full\" or \"summary\"" },
 	{ "invalid_compacted_replay_mode", 400, NULL, 0, N, 0, FULL, X_USE, 0,

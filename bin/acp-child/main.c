@@ -28,6 +28,7 @@
 #include <event2/event.h>
 
 #include "child.h"
+#include "txpage.h"
 #include "clock.h"
 #include "inspect.h"
 #include "lagmon.h"
@@ -235,6 +236,7 @@ child_teardown(struct child *c)
 	struct session *s;
 
 	loadwork_free(c->work);	/* runs done() of loads that finished late */
+	txpage_free();
 	while ((s = RB_MIN(session_tree, &c->sessions)) != NULL) {
 		RB_REMOVE(session_tree, &c->sessions, s);
 		session_free(s);

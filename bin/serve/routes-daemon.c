@@ -76,6 +76,7 @@ routes_capabilities_json(void)
 	static const char *const features[] = { "health", "capabilities",
 	    "session_create", "session_id_override", "session_scope_override",
 	    "session_load", "session_resume", "unstable_session_resume",
+	    "session_transcript",
 	    "session_prompt", "non_blocking_prompt", "session_cancel",
 	    "session_events", "slow_client_warning", "typed_event_schema",
 	    "client_identity", "client_heartbeat", "session_close",

@@ -201,6 +201,8 @@ void	route_session_delete(struct http_ctx *);
 void	route_session_status(struct http_ctx *);
 void	route_session_events(struct http_ctx *);
 void	route_workspace_sessions(struct http_ctx *);
+/* routes-history.c */
+void	route_session_transcript(struct http_ctx *);
 json_object *routes_capabilities_json(void);
 /* The request's Last-Event-ID (decimal up to 2^53-1), else -1. */
 int64_t	routes_last_event_id(struct evhttp_request *);

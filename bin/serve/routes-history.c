@@ -1,0 +1,181 @@
+/*
+ * routes-history.c: GET /session/:id/transcript, paged history of a
+ * session (live or not) without loading it.  The query is checked here
+ * with upstream's rules and errors; the page comes from the workspace's
+ * child (_qwen/session/transcript), which answers from its kept index of
+ * the transcript, so a page costs what its records cost.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "errors.h"
+#include "log.h"
+#include "serve.h"
+
+#define TRANSCRIPT_MAX_LIMIT		500	/* SESSION_TRANSCRIPT_MAX_LIMIT */
+#define TRANSCRIPT_CURSOR_MAX_BYTES	(64 * 1024)
+#define TRANSCRIPT_RECORD_ID_MAX	200
+
+struct page_req {
+	struct evhttp_request	*req;
+	char			 id[SERVE_SESSION_ID_MAX + 1];
+};
+
+static void
+bad_query(struct evhttp_request *req, const char *code, const char *msg)
+{
+	http_send_qerr(req, qerr_new(code, "%s", msg));
+}
+
+/* The child went away (or cannot take requests) before the page. */
+static void
+unavailable(struct evhttp_request *req)
+{
+	struct qerr *e = qerr_new("acp_channel_unavailable",
+	    "The agent process is not available");
+
+	if (e != NULL)
+		qerr_set_reason(e, "channel_closed");
+	http_send_qerr(req, e);
+}
+
+/* limit: digits only, 1..500.  0, or -1 after the 400. */
+static int
+page_limit(struct http_ctx *ctx, json_object *params)
+{
+	const char *s = evhttp_find_header(ctx->query, "limit");
+	struct qerr *e;
+	long long n;
+
+	if (s == NULL)
+		return 0;
+	if (s[0] == '\0' || strspn(s, "0123456789") != strlen(s)) {
+		bad_query(ctx->req, "invalid_transcript_limit",
+		    "`limit` must be a positive integer");
+		return -1;
+	}
+	n = strlen(s) > 6 ? 0 : atoll(s);
+	if (n < 1 || n > TRANSCRIPT_MAX_LIMIT) {
+		e = qerr_new("invalid_transcript_limit", "`limit` must be between 1 and %d",
+		    TRANSCRIPT_MAX_LIMIT);
+		if (e != NULL)
+			qerr_set_int(e, "maxLimit", TRANSCRIPT_MAX_LIMIT);
+		http_send_qerr(ctx->req, e);
+		return -1;
+	}
+	json_object_object_add(params, "limit", json_object_new_int((int)n));
+	return 0;
+}
+
+/*
+ * cursor, direction, beforeRecordId: their shapes and combinations (a
+ * cursor carries its own direction; beforeRecordId starts a backward
+ * page).  0, or -1 after the 400 invalid_transcript_cursor.
+ */
+static int
+page_anchor(struct http_ctx *ctx, json_object *params)
+{
+	const char *cur = evhttp_find_header(ctx->query, "cursor");
+	const char *dir = evhttp_find_header(ctx->query, "direction");
+	const char *before = evhttp_find_header(ctx->query, "beforeRecordId");
+	const char *mode = evhttp_find_header(ctx->query, "compactedReplayMode");
+	const char *msg = NULL;
+
+	if (cur != NULL && (cur[0] == '\0' || strlen(cur) > TRANSCRIPT_CURSOR_MAX_BYTES))
+		msg = "`cursor` must be a non-empty string";
+	else if (dir != NULL && strcmp(dir, "backward") != 0)
+		msg = "`direction` must be `backward`";
+	else if (before != NULL && (before[0] == '\0' ||
+	    strlen(before) > TRANSCRIPT_RECORD_ID_MAX))
+		msg = "`beforeRecordId` must be a non-empty record id";
+	else if ((dir != NULL && (cur != NULL || before != NULL)) ||
+	    (cur != NULL && before != NULL))
+		msg = "`direction`, `cursor` and `beforeRecordId` cannot be combined";
+	else if (evhttp_find_header(ctx->query, "atRecordId") != NULL ||
+	    evhttp_find_header(ctx->query, "snapshot") != NULL)
+		msg = "`atRecordId` and `snapshot` anchors are not supported";
+	if (msg != NULL) {
+		bad_query(ctx->req, "invalid_transcript_cursor", msg);
+		return -1;
+	}
+	if (mode != NULL && strcmp(mode, "full") != 0 && strcmp(mode, "summary") != 0) {
+		http_error(ctx->req, "invalid_compacted_replay_mode", NULL);
+		return -1;
+	}
+	if (cur != NULL)
+		json_object_object_add(params, "cursor", json_object_new_string(cur));
+	if (dir != NULL)
+		json_object_object_add(params, "direction", json_object_new_string(dir));
+	if (before != NULL)
+		json_object_object_add(params, "beforeRecordId", json_object_new_string(before));
+	return 0;
+}
+
+/* The child's page: {v, sessionId, events, hasMore, nextCursor?}. */
+static void
+on_page(void *arg, enum chan_outcome o, json_object *payload)
+{
+	struct page_req *pr = arg;
+	json_object *body, *v;
+	struct qerr *e;
+
+	if (o == CHAN_RESULT && json_object_is_type(payload, json_type_object)) {
+		body = json_object_new_object();
+		json_object_object_add(body, "v", json_object_new_int(1));
+		json_object_object_add(body, "sessionId", json_object_new_string(pr->id));
+		json_object_object_add(body, "events",
+		    json_object_object_get_ex(payload, "events", &v) ?
+		    json_object_get(v) : json_object_new_array());
+		json_object_object_add(body, "hasMore", json_object_new_boolean(
+		    json_object_object_get_ex(payload, "hasMore", &v) &&
+		    json_object_get_boolean(v)));
+		if (json_object_object_get_ex(payload, "nextCursor", &v))
+			json_object_object_add(body, "nextCursor", json_object_get(v));
+		http_reply_json(pr->req, 200, body);
+	} else if (o == CHAN_ERROR)
+		http_error_rpc(pr->req, payload, pr->id);
+	else if (o == CHAN_TIMEOUT) {
+		if ((e = qerr_new("transcript_read_timeout", NULL)) != NULL) {
+			qerr_set_str(e, "sessionId", pr->id);
+			qerr_set_int(e, "timeoutMs", conf.restore_timeout_ms);
+		}
+		http_send_qerr(pr->req, e);
+	} else
+		unavailable(pr->req);
+	free(pr);
+}
+
+void
+route_session_transcript(struct http_ctx *ctx)
+{
+	json_object *params = json_object_new_object();
+	struct session *s = sessions_find(ctx->path_id);
+	struct channel *ch;
+	struct page_req *pr;
+
+	if (page_limit(ctx, params) == -1 || page_anchor(ctx, params) == -1) {
+		json_object_put(params);
+		return;
+	}
+	json_object_object_add(params, "sessionId", json_object_new_string(ctx->path_id));
+	json_object_object_add(params, "cwd", json_object_new_string(conf.workspace));
+	ch = s != NULL ? s->channel : channel_get(conf.workspace);
+	if (ch == NULL || (pr = calloc(1, sizeof(*pr))) == NULL) {
+		json_object_put(params);
+		http_error(ctx->req, "internal", NULL);
+		return;
+	}
+	pr->req = ctx->req;
+	strlcpy(pr->id, ctx->path_id, sizeof(pr->id));
+	if (channel_request(ch, "_qwen/session/transcript", params,
+	    (uint64_t)conf.restore_timeout_ms, on_page, pr) == NULL) {
+		free(pr);
+		unavailable(ctx->req);
+	}
+}
