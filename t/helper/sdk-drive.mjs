@@ -2,7 +2,9 @@
 // Drives the real @qwen-code/sdk 0.1.14 (DaemonClient, DaemonSessionClient)
 // against qwen-serve.  STEP "main" runs the whole session surface; STEP
 // "before-restart" loads SESSION and writes the stale clientId to stdout;
-// STEP "after-restart CLIENT_ID" proves the self-heal path.  Each check
+// STEP "after-restart CLIENT_ID" proves the self-heal path; STEP
+// "transcript" pages SESSION's history both ways through
+// getSessionTranscriptPage and prints EVENTS=<n> for the caller to compare.  Each check
 // prints "ok - <what>"; the first failure throws (exit 1).
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
@@ -111,8 +113,48 @@ async function afterRestart() {
 	check(true, 'close with the healed id');
 }
 
+// Every page of the history in one direction: the events, oldest first.
+async function allPages(opts) {
+	const events = [];
+	let page = await client.getSessionTranscriptPage(sessionId, opts);
+	for (;;) {
+		check(page.v === 1 && page.sessionId === sessionId && Array.isArray(page.events),
+		    `page of ${page.events.length} events`);
+		if (opts.direction)
+			events.unshift(...page.events);
+		else
+			events.push(...page.events);
+		if (!page.hasMore)
+			return events;
+		check(typeof page.nextCursor === 'string', 'nextCursor while hasMore');
+		page = await client.getSessionTranscriptPage(sessionId,
+		    { limit: opts.limit, cursor: page.nextCursor });
+	}
+}
+
+async function transcript() {
+	const caps = await client.capabilities();
+	check(caps.features.includes('session_transcript'), 'session_transcript advertised');
+	const fwd = await allPages({ limit: 100 });
+	const back = await allPages({ limit: 100, direction: 'backward' });
+	check(fwd.length > 0 && JSON.stringify(fwd) === JSON.stringify(back),
+	    'forward and backward pages give the same history');
+	check(fwd.every((e) => e.v === 1 && e.type === 'session_update' && e.id === undefined &&
+	    typeof e.data.sessionUpdate === 'string'), 'id-less session_update frames, flat data');
+	try {
+		await client.getSessionTranscriptPage(sessionId, { limit: 501 });
+		check(false, 'limit 501 refused');
+	} catch (e) {
+		check(e.status === 400 && e.body.code === 'invalid_transcript_limit' &&
+		    e.body.maxLimit === 500, 'limit 501: 400 invalid_transcript_limit');
+	}
+	process.stdout.write(`EVENTS=${fwd.length}\n`);
+}
+
 if (step === 'main')
 	await main();
+else if (step === 'transcript')
+	await transcript();
 else if (step === 'before-restart')
 	await beforeRestart();
 else
