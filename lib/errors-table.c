@@ -64,6 +64,8 @@ static const struct qerr_def qerr_table[] = {
 	  "Session source type is reserved" },
 	{ "invalid_transcript_limit", 400, NULL, 0, N, 0, FULL, X_USE, 0,
 	  "historyPageSize must be an integer from 1 to {maxLimit}" },
+	{ "invalid_detail", 400, NULL, 0, N, 0, FULL, X_USE, 0,
+	  "detail must be one of: summary, full" },
 	{ "invalid_transcript_cursor", 400, NULL, 0, N, 0, FULL, X_USE, 0,
 	  "Invalid transcript cursor" },
 	{ "transcript_read_timeout", 504, "transcript_read_timeout", 1, F, 5,

@@ -451,6 +451,8 @@ main(int argc, char **argv)
 	 */
 	mallopt(M_MMAP_THRESHOLD, 64 * 1024 * 1024);
 	mallopt(M_TRIM_THRESHOLD, 128 * 1024 * 1024);
+	conf.started_mono_ms = clock_mono_ms();
+	conf.started_wall_ms = clock_wall_ms();
 	parse_args(argc, argv);
 	resolve_conf();
 	if (conf.check_config)

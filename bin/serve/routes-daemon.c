@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "clock.h"
 #include "errors.h"
 #include "serve.h"
 #include "acp.h"
@@ -82,9 +84,10 @@ routes_capabilities_json(void)
 	    "client_identity", "client_heartbeat", "session_close",
 	    "session_status", "session_detach", "workspace_session_list", NULL };
 	static const char *const versions[] = { "v1", NULL };
+	static const char *const languages[] = { "en", NULL };
 	json_object *o = json_object_new_object(), *pv = json_object_new_object();
 	json_object *f = strings(features), *lim = json_object_new_object();
-	json_object *ws = json_object_new_array(), *w = json_object_new_object(), *ts;
+	json_object *ws = json_object_new_array(), *w = json_object_new_object(), *ts, *pol;
 
 	if (conf.require_auth)
 		json_object_array_add(f, json_object_new_string("require_auth"));
@@ -123,11 +126,175 @@ routes_capabilities_json(void)
 	json_object_object_add(o, "limits", lim);
 	json_object_object_add(w, "id", json_object_new_string("primary"));
 	json_object_object_add(w, "cwd", json_object_new_string(conf.workspace));
+	json_object_object_add(w, "displayName", json_object_new_string(
+	    strrchr(conf.workspace, '/')[1] != '\0' ? strrchr(conf.workspace, '/') + 1 :
+	    conf.workspace));
 	json_object_object_add(w, "primary", json_object_new_boolean(1));
 	json_object_object_add(w, "trusted", json_object_new_boolean(1));
+	json_object_object_add(w, "workflowsEnabled", json_object_new_boolean(0));
+	json_object_object_add(w, "removable", json_object_new_boolean(0));
 	json_object_array_add(ws, w);
 	json_object_object_add(o, "workspaces", ws);
+	/* The daemon answers every permission request of the agent "cancelled". */
+	pol = json_object_new_object();
+	json_object_object_add(pol, "permission", json_object_new_string("cancel"));
+	json_object_object_add(o, "policy", pol);
+	/* The console and every message are English only. */
+	json_object_object_add(o, "supportedLanguages", strings(languages));
+	json_object_object_add(o, "sessionLiveStatePollIntervalMs",
+	    json_object_new_int(SERVE_LIVE_STATE_POLL_MS));
 	return o;
+}
+
+/* {code, severity, message} when restores are fenced or quarantined. */
+static json_object *
+status_issues(const char **level)
+{
+	json_object *a = json_object_new_array(), *i;
+	size_t active, unsettled, overdue, quarantined;
+
+	*level = "ok";
+	restore_stats(&active, &unsettled, &overdue, &quarantined);
+	if (overdue + quarantined == 0)
+		return a;
+	*level = "warning";
+	i = json_object_new_object();
+	json_object_object_add(i, "code", json_object_new_string(quarantined > 0 ?
+	    "restore_cleanup_failed" : "restore_settlement_overdue"));
+	json_object_object_add(i, "severity", json_object_new_string("warning"));
+	json_object_object_add(i, "message", json_object_new_string(
+	    "a timed-out restore has not settled: fresh sessions are refused "
+	    "on its child until it does"));
+	json_object_object_add(i, "section", json_object_new_string("runtime.restores"));
+	json_object_array_add(a, i);
+	return a;
+}
+
+static void
+add_ms_or_null(json_object *o, const char *key, int64_t ms)
+{
+	json_object_object_add(o, key, ms > 0 ? json_object_new_int64(ms) : NULL);
+}
+
+static json_object *
+status_limits(void)
+{
+	json_object *l = json_object_new_object();
+
+	json_object_object_add(l, "maxSessions", conf.max_sessions > 0 ?
+	    json_object_new_int(conf.max_sessions) : NULL);
+	json_object_object_add(l, "maxTotalSessions", conf.max_total_sessions > 0 ?
+	    json_object_new_int(conf.max_total_sessions) : NULL);
+	json_object_object_add(l, "maxPendingPromptsPerSession", conf.max_pending_prompts > 0 ?
+	    json_object_new_int(conf.max_pending_prompts) : NULL);
+	json_object_object_add(l, "listenerMaxConnections",
+	    json_object_new_int(conf.max_connections));
+	json_object_object_add(l, "eventRingSize",
+	    json_object_new_int64((int64_t)conf.event_ring_size));
+	add_ms_or_null(l, "promptDeadlineMs", conf.prompt_deadline_ms);
+	add_ms_or_null(l, "writerIdleTimeoutMs", conf.writer_idle_timeout_ms);
+	json_object_object_add(l, "channelIdleTimeoutMs",
+	    json_object_new_int64(conf.channel_idle_timeout_ms));
+	json_object_object_add(l, "sessionIdleTimeoutMs",
+	    json_object_new_int64(conf.session_idle_timeout_ms));
+	json_object_object_add(l, "sessionRestoreTimeoutMs",
+	    json_object_new_int64(conf.restore_timeout_ms));
+	json_object_object_add(l, "compactedReplayMaxBytes",
+	    json_object_new_int64((int64_t)conf.compacted_replay_max_bytes));
+	return l;
+}
+
+static json_object *
+status_runtime(void)
+{
+	json_object *r = json_object_new_object(), *o, *acp;
+
+	o = json_object_new_object();
+	json_object_object_add(o, "active", json_object_new_int64((int64_t)sessions_count()));
+	json_object_object_add(o, "activePrompts",
+	    json_object_new_int64((int64_t)sessions_active_prompts()));
+	json_object_object_add(r, "sessions", o);
+	o = json_object_new_object();
+	json_object_object_add(o, "pending", json_object_new_int(0));
+	json_object_object_add(o, "policy", json_object_new_string("cancel"));
+	json_object_object_add(r, "permissions", o);
+	o = json_object_new_object();
+	json_object_object_add(o, "live", json_object_new_boolean(channels_running() > 0));
+	json_object_object_add(r, "channel", o);
+	o = json_object_new_object();
+	json_object_object_add(o, "restSseActive",
+	    json_object_new_int64((int64_t)sessions_subscribers()));
+	acp = json_object_new_object();
+	json_object_object_add(acp, "enabled", json_object_new_boolean(acp_http_enabled()));
+	json_object_object_add(acp, "connections",
+	    json_object_new_int64((int64_t)acp_conn_count()));
+	json_object_object_add(acp, "wsConnections",
+	    json_object_new_int64((int64_t)ws_conn_count()));
+	json_object_object_add(o, "acp", acp);
+	json_object_object_add(r, "transport", o);
+	o = json_object_new_object();
+	json_object_object_add(o, "enabled", json_object_new_boolean(0));
+	json_object_object_add(o, "rejectedSinceStart", json_object_new_object());
+	json_object_object_add(r, "rateLimit", o);
+	return r;
+}
+
+/*
+ * GET /daemon/status[?detail=summary|full]: upstream's triage report, with
+ * the parts this daemon has (both details are the same report here).
+ */
+void
+route_daemon_status(struct http_ctx *ctx)
+{
+	const char *detail = evhttp_find_header(ctx->query, "detail"), *level;
+	json_object *o, *d, *sec, *caps = routes_capabilities_json(), *v;
+	char when[64];
+
+	if (detail != NULL && strcmp(detail, "summary") != 0 && strcmp(detail, "full") != 0) {
+		json_object_put(caps);
+		http_error(ctx->req, "invalid_detail", NULL);
+		return;
+	}
+	o = json_object_new_object();
+	json_object_object_add(o, "v", json_object_new_int(1));
+	json_object_object_add(o, "detail", json_object_new_string(detail ? detail : "summary"));
+	serve_iso_time(clock_wall_ms(), when, sizeof(when));
+	json_object_object_add(o, "generatedAt", json_object_new_string(when));
+	d = status_issues(&level);
+	json_object_object_add(o, "status", json_object_new_string(level));
+	json_object_object_add(o, "issues", d);
+	d = json_object_new_object();
+	json_object_object_add(d, "pid", json_object_new_int((int)getpid()));
+	json_object_object_add(d, "uptimeMs",
+	    json_object_new_int64((int64_t)(clock_mono_ms() - conf.started_mono_ms)));
+	json_object_object_add(d, "mode", json_object_new_string("http-bridge"));
+	json_object_object_add(d, "workspaceCwd", json_object_new_string(conf.workspace));
+	json_object_object_add(d, "qwenServeVersion", json_object_new_string(PACKAGE_VERSION));
+	serve_iso_time(conf.started_wall_ms, when, sizeof(when));
+	json_object_object_add(d, "startedAt", json_object_new_string(when));
+	json_object_object_add(o, "daemon", d);
+	sec = json_object_new_object();
+	json_object_object_add(sec, "tokenConfigured", json_object_new_boolean(conf.token != NULL));
+	json_object_object_add(sec, "requireAuth", json_object_new_boolean(conf.require_auth));
+	json_object_object_add(sec, "loopbackBind", json_object_new_boolean(conf.tcp_loopback));
+	json_object_object_add(sec, "allowOriginConfigured",
+	    json_object_new_boolean(conf.n_allow_origin > 0));
+	json_object_object_add(sec, "allowOriginMode", json_object_new_string(
+	    conf.n_allow_origin > 0 ? "list" : "none"));
+	json_object_object_add(sec, "sessionShellCommandEnabled", json_object_new_boolean(0));
+	json_object_object_add(o, "security", sec);
+	json_object_object_add(o, "limits", status_limits());
+	d = json_object_new_object();
+	json_object_object_get_ex(caps, "protocolVersions", &v);
+	json_object_object_add(d, "protocolVersions", json_object_get(v));
+	json_object_object_get_ex(caps, "features", &v);
+	json_object_object_add(d, "features", json_object_get(v));
+	json_object_object_add(o, "capabilities", d);
+	json_object_object_get_ex(caps, "workspaces", &v);
+	json_object_object_add(o, "workspaces", json_object_get(v));
+	json_object_object_add(o, "runtime", status_runtime());
+	json_object_put(caps);
+	http_reply_json(ctx->req, 200, o);
 }
 
 void

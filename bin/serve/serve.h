@@ -39,6 +39,8 @@
 #define SERVE_TOMBSTONE_MS	60000
 /* A prompt goes to the child this long after its 202 was queued. */
 #define SERVE_PROMPT_DISPATCH_MS	5
+/* How often clients may poll a session's live state (capabilities). */
+#define SERVE_LIVE_STATE_POLL_MS	5000
 /* How long a prompt past its deadline may take to end after its cancel. */
 #define SERVE_PROMPT_CANCEL_GRACE_MS	5000
 
@@ -83,6 +85,8 @@ struct serve_conf {
 	int		 activated;		/* sockets passed by systemd */
 	int		 act_unix_fd;		/* passed Unix listener, or -1 */
 	int		 act_tcp_fd;		/* passed TCP listener, or -1 */
+	uint64_t	 started_mono_ms;	/* for uptime */
+	uint64_t	 started_wall_ms;
 };
 
 extern struct serve_conf conf;
@@ -204,6 +208,7 @@ void	route_workspace_sessions(struct http_ctx *);
 /* routes-history.c */
 void	route_session_transcript(struct http_ctx *);
 json_object *routes_capabilities_json(void);
+void	route_daemon_status(struct http_ctx *);
 /* The request's Last-Event-ID (decimal up to 2^53-1), else -1. */
 int64_t	routes_last_event_id(struct evhttp_request *);
 
@@ -355,6 +360,7 @@ struct session {
 struct session	*sessions_find(const char *id);
 size_t		 sessions_count(void);
 size_t		 sessions_active_prompts(void);
+size_t		 sessions_subscribers(void);	/* SSE streams of every session */
 /* Create a live session on ch (registered, counted).  NULL on ENOMEM. */
 struct session	*session_new(const char *id, struct channel *ch);
 /* Publish session_closed (reason) and remove; closes it on the child too. */

@@ -88,6 +88,17 @@ sessions_active_prompts(void)
 	return n;
 }
 
+size_t
+sessions_subscribers(void)
+{
+	struct session *s;
+	size_t n = 0;
+
+	TAILQ_FOREACH(s, &sessions, entry)
+		n += bus_subscriber_count(s->bus);
+	return n;
+}
+
 struct session *
 sessions_default(void)
 {

@@ -151,8 +151,26 @@ async function transcript() {
 	process.stdout.write(`EVENTS=${fwd.length}\n`);
 }
 
+// Capability fields and GET /daemon/status through the SDK.
+async function status() {
+	const caps = await client.capabilities();
+	check(caps.sessionLiveStatePollIntervalMs === 5000 &&
+	    Array.isArray(caps.supportedLanguages) && caps.policy.permission === 'cancel' &&
+	    caps.workspaces[0].cwd === workspaceCwd && caps.workspaces[0].primary === true,
+	    'capability fields');
+	const st = await client.daemonStatus();
+	check(st.v === 1 && st.detail === 'summary' && st.status === 'ok' &&
+	    st.daemon.workspaceCwd === workspaceCwd && st.daemon.uptimeMs >= 0 &&
+	    st.capabilities.features.includes('session_transcript') &&
+	    st.runtime.sessions.active === 0, 'daemonStatus()');
+	const full = await client.daemonStatus('full');
+	check(full.detail === 'full', "daemonStatus('full')");
+}
+
 if (step === 'main')
 	await main();
+else if (step === 'status')
+	await status();
 else if (step === 'transcript')
 	await transcript();
 else if (step === 'before-restart')
