@@ -97,6 +97,11 @@ static const struct qerr_def qerr_table[] = {
 	  "Session {sessionId} is being archived" },
 	{ "session_busy", 409, "session_busy", 1, F, 5, FULL, X_TMP, 0,
 	  "Session {sessionId} is busy" },
+	{ "branch_point_invalid", 409, NULL, 0, N, 0, FULL, X_FAIL, 0,
+	  "The branch point is not a record of session {sessionId}'s active "
+	  "history" },
+	{ "invalid_turn_anchor", 400, NULL, 0, N, 0, FULL, X_USE, 0,
+	  "atRecordId must be a non-empty record id" },
 	{ "branch_while_prompt_active", 409, NULL, 0, N, 0, FULL, X_FAIL, 0,
 	  "Cannot branch session {sessionId} while a prompt is active" },
 	{ "session_writer_conflict", 409, "session_writer_conflict", 0, N, 0,

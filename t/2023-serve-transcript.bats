@@ -156,3 +156,21 @@ walk() {
 	walk "?limit=100" 100
 	[[ "$output" == *"EVENTS=$(jq -s 'add | length' "$BATS_TEST_TMPDIR/walk")"* ]]
 }
+
+@test "load historyPageSize: a short replay, historyHasMore and its anchor; the rest pages from the anchor" {
+	gen
+	req POST /session/$SID/load '{"historyPageSize":20}'
+	expect 200 '.historyHasMore == true and (.historyAnchorRecordId | type) == "string"'
+	local anchor n
+	anchor=$(jq -r .historyAnchorRecordId <<<"$body")
+	n=$(jq '.compactedReplay | length' <<<"$body")
+	req DELETE /session/$SID
+	expect 204
+	req POST /session/$SID/load '{}'
+	expect 200
+	[ "$n" -lt "$(jq '.compactedReplay | length' <<<"$body")" ]
+	# What the short replay left out: the page before its anchor.
+	page "?limit=20&beforeRecordId=$anchor"
+	expect 200 '(.events | length) > 0'
+	run ! grep -qx "$anchor" <(record_ids)
+}

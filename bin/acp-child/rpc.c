@@ -343,7 +343,8 @@ rpc_dispatch(struct child *c, struct rpc_msg *m)
 		restore_new(c, m);
 	} else if (rpc_is_session_method(m->method)) {
 		rpc_session_request(c, m);
-	} else if (strcmp(m->method, "_qwen/session/transcript") == 0) {
+	} else if (strcmp(m->method, "_qwen/session/transcript") == 0 ||
+	    strcmp(m->method, "_qwen/session/branch") == 0) {
 		txpage_request(c, m);
 	} else if (strcmp(m->method, "qwen/status/loop_lag") == 0) {
 		rpc_loop_lag(c, m);

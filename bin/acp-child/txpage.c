@@ -32,28 +32,11 @@
 #include "project.h"
 #include "transcript.h"
 #include "txpage.h"
+#include "txpage-int.h"
 
 #define TXP_KEEP		4	/* indexes kept */
 #define TXP_DEFAULT_LIMIT	100
 #define TXP_MAX_LIMIT		500
-
-struct txp_wait {
-	TAILQ_ENTRY(txp_wait)	 entry;
-	struct rpc_msg		 msg;
-};
-
-struct txp_entry {
-	TAILQ_ENTRY(txp_entry)	 entry;
-	char			*path;
-	char			 sid[37];
-	struct transcript	*tx;
-	struct tx_chain		 chain;
-	uint32_t		*pos;		/* record -> chain index + 1 */
-	size_t			 npos;
-	uint64_t		 chained;	/* transcript size the chain is of */
-	int			 busy;
-	TAILQ_HEAD(, txp_wait)	 waits;
-};
 
 struct txp_job {
 	struct lw_job		 lw;
@@ -74,6 +57,7 @@ static TAILQ_HEAD(txp_cache, txp_entry) cache = TAILQ_HEAD_INITIALIZER(cache);
 static size_t ncache;
 
 static void	txp_start(struct child *, struct txp_entry *, struct rpc_msg *);
+static void	txp_dispatch(struct child *, struct txp_entry *, struct rpc_msg *);
 
 static void
 txp_entry_free(struct txp_entry *e)
@@ -138,11 +122,29 @@ txp_fail(struct txp_job *j, int code, const char *kind, const char *msg)
 	return -1;
 }
 
-/* Worker: the index up to date with the file, and its chain. */
 static int
 txp_index(struct txp_job *j)
 {
-	struct txp_entry *e = j->e;
+	if (txp_entry_index(j->e, &j->err_code, &j->err_kind, j->err_msg,
+	    sizeof(j->err_msg)) == -1)
+		return -1;
+	return 0;
+}
+
+static int
+txe_fail(int *code, const char **kind, char *msg, size_t size, int c,
+    const char *k, const char *m)
+{
+	*code = c;
+	*kind = k;
+	strlcpy(msg, m, size);
+	return -1;
+}
+
+int
+txp_entry_index(struct txp_entry *e, int *code, const char **kind, char *msg,
+    size_t msgsize)
+{
 	char *cause = NULL;
 	size_t i, n;
 
@@ -156,9 +158,9 @@ txp_index(struct txp_job *j)
 	if (e->tx == NULL && (e->tx = transcript_open(e->path, e->sid, &cause)) == NULL) {
 		free(cause);
 		if (errno == ENOENT)
-			return txp_fail(j, RPC_RESOURCE_NOT_FOUND, "session_not_found",
+			return txe_fail(code, kind, msg, msgsize, RPC_RESOURCE_NOT_FOUND, "session_not_found",
 			    "Resource not found");
-		return txp_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
+		return txe_fail(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "transcript_unreadable",
 		    "cannot read the transcript");
 	}
 	if (e->chain.rec != NULL && e->chained == transcript_size(e->tx))
@@ -166,13 +168,13 @@ txp_index(struct txp_job *j)
 	chain_clear(&e->chain);
 	if (chain_build(e->tx, &e->chain, &cause) == -1) {
 		free(cause);
-		return txp_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
+		return txe_fail(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "transcript_unreadable",
 		    "cannot reconstruct the transcript's history");
 	}
 	n = transcript_count(e->tx);
 	free(e->pos);
 	if ((e->pos = calloc(n + 1, sizeof(*e->pos))) == NULL)
-		return txp_fail(j, RPC_INTERNAL_ERROR, "internal", "out of memory");
+		return txe_fail(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "internal", "out of memory");
 	e->npos = n;
 	for (i = 0; i < e->chain.len; i++)
 		e->pos[e->chain.rec[i]] = (uint32_t)i + 1;
@@ -259,7 +261,6 @@ txp_done(struct lw_job *lw)
 	struct txp_job *j = (struct txp_job *)lw;
 	struct txp_entry *e = j->e;
 	struct child *c = j->c;
-	struct txp_wait *w;
 	json_object *data;
 	const char *id;
 	char *line = NULL;
@@ -284,14 +285,23 @@ txp_done(struct lw_job *lw)
 		else
 			child_send_error(c, j->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
 	}
-	e->busy = 0;
 	json_object_put(j->id);
 	jbuf_free(&j->out);
 	free(j->before);
 	free(j);
-	if ((w = TAILQ_FIRST(&e->waits)) != NULL) {
+	txp_entry_release(c, e);
+}
+
+void
+txp_entry_release(struct child *c, struct txp_entry *e)
+{
+	struct txp_wait *w;
+
+	e->busy = 0;
+	/* A request refused before it took e leaves it idle for the next. */
+	while (!e->busy && (w = TAILQ_FIRST(&e->waits)) != NULL) {
 		TAILQ_REMOVE(&e->waits, w, entry);
-		txp_start(c, e, &w->msg);
+		txp_dispatch(c, e, &w->msg);
 		rpc_msg_clear(&w->msg);
 		free(w);
 	}
@@ -371,6 +381,16 @@ txp_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 	loadwork_submit(c->work, &j->lw);
 }
 
+/* A page or a branch, on the idle entry e. */
+static void
+txp_dispatch(struct child *c, struct txp_entry *e, struct rpc_msg *m)
+{
+	if (strcmp(m->method, "_qwen/session/branch") == 0)
+		txbranch_start(c, e, m);
+	else
+		txp_start(c, e, m);
+}
+
 void
 txpage_request(struct child *c, struct rpc_msg *m)
 {
@@ -394,7 +414,7 @@ txpage_request(struct child *c, struct rpc_msg *m)
 	}
 	free(path);
 	if (!e->busy) {
-		txp_start(c, e, m);
+		txp_dispatch(c, e, m);
 		return;
 	}
 	if ((w = calloc(1, sizeof(*w))) == NULL) {

@@ -103,6 +103,9 @@ seed_replay(struct session *s, json_object *result)
 	if (lr != NULL && json_object_object_get_ex(lr, "hasMore", &v) &&
 	    json_object_get_boolean(v))
 		json_object_object_add(flags, "historyHasMore", json_object_new_boolean(1));
+	if (lr != NULL && json_object_object_get_ex(lr, "anchorRecordId", &v) &&
+	    json_object_is_type(v, json_type_string))
+		json_object_object_add(flags, "historyAnchorRecordId", json_object_get(v));
 	s->replay = out;
 	s->replay_flags = flags;
 }

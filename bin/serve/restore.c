@@ -262,6 +262,25 @@ restore_shape(enum op_action action, json_object *body, char *out, size_t size,
 	snprintf(out, size, "load:%lld:%d", (long long)hps, hide);
 }
 
+/*
+ * A load's paging options to the child: historyPageSize (checked by the
+ * route) and hideInheritedHistory (a branch without what it inherited).
+ */
+static void
+restore_replay_opts(json_object *body, json_object *meta)
+{
+	json_object *v;
+
+	if (json_object_object_get_ex(body, "historyPageSize", &v) &&
+	    json_object_is_type(v, json_type_int))
+		json_object_object_add(meta, "qwen.session.loadReplayPageSize",
+		    json_object_new_int64(json_object_get_int64(v)));
+	if (json_object_object_get_ex(body, "hideInheritedHistory", &v) &&
+	    json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v))
+		json_object_object_add(meta, "qwen.session.loadReplayHideInherited",
+		    json_object_new_boolean(1));
+}
+
 void
 restore_join(struct inflight *op, struct evhttp_request *req, const char *client_id,
     enum op_action action, json_object *body)
@@ -313,6 +332,8 @@ restore_start(struct inflight *op)
 	if (load)
 		json_object_object_add(meta, "qwen.session.loadReplayMode",
 		    json_object_new_string("bulk"));
+	if (load)
+		restore_replay_opts(op->body, meta);
 	p = json_object_new_object();
 	json_object_object_add(p, "sessionId", json_object_new_string(op->id));
 	json_object_object_add(p, "cwd", json_object_new_string(conf.workspace));

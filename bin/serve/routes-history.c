@@ -1,9 +1,11 @@
 /*
- * routes-history.c: GET /session/:id/transcript, paged history of a
- * session (live or not) without loading it.  The query is checked here
- * with upstream's rules and errors; the page comes from the workspace's
- * child (_qwen/session/transcript), which answers from its kept index of
- * the transcript, so a page costs what its records cost.
+ * routes-history.c: a session's history without loading it.
+ * GET /session/:id/transcript pages it (live or not); the query is
+ * checked here with upstream's rules and errors, and the page comes from
+ * the workspace's child (_qwen/session/transcript), which answers from
+ * its kept index of the transcript, so a page costs what its records
+ * cost.  POST /session/:id/branch forks it into a new session whose
+ * transcript the child writes whole (_qwen/session/branch).
  */
 #include "config.h"
 
@@ -25,6 +27,8 @@
 struct page_req {
 	struct evhttp_request	*req;
 	char			 id[SERVE_SESSION_ID_MAX + 1];
+	char			 new_id[SERVE_UUID_LEN + 1];	/* a branch */
+	char			*name;				/* a branch */
 };
 
 static void
@@ -175,6 +179,123 @@ route_session_transcript(struct http_ctx *ctx)
 	strlcpy(pr->id, ctx->path_id, sizeof(pr->id));
 	if (channel_request(ch, "_qwen/session/transcript", params,
 	    (uint64_t)conf.restore_timeout_ms, on_page, pr) == NULL) {
+		free(pr);
+		unavailable(ctx->req);
+	}
+}
+
+/* ---- POST /session/:id/branch ------------------------------------------ */
+
+/* The source's name for forkedFrom.displayName: its id, shortened. */
+static json_object *
+short_name(const char *id)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "Session %.8s", id);
+	return json_object_new_string(buf);
+}
+
+/* {sessionId, displayName, forkedFrom: {sessionId, displayName}}. */
+static void
+on_branch(void *arg, enum chan_outcome o, json_object *payload)
+{
+	struct page_req *pr = arg;
+	json_object *body, *ff;
+	char buf[96];
+
+	if (o == CHAN_RESULT) {
+		body = json_object_new_object();
+		json_object_object_add(body, "sessionId", json_object_new_string(pr->new_id));
+		if (pr->name == NULL)
+			snprintf(buf, sizeof(buf), "Branch of %.8s", pr->id);
+		json_object_object_add(body, "displayName",
+		    json_object_new_string(pr->name != NULL ? pr->name : buf));
+		ff = json_object_new_object();
+		json_object_object_add(ff, "sessionId", json_object_new_string(pr->id));
+		json_object_object_add(ff, "displayName", short_name(pr->id));
+		json_object_object_add(body, "forkedFrom", ff);
+		log_info("session %s branched into %s", pr->id, pr->new_id);
+		http_reply_json(pr->req, 200, body);
+	} else if (o == CHAN_ERROR)
+		http_error_rpc(pr->req, payload, pr->id);
+	else if (o == CHAN_TIMEOUT) {
+		struct qerr *e = qerr_new("transcript_read_timeout", NULL);
+
+		if (e != NULL) {
+			qerr_set_str(e, "sessionId", pr->id);
+			qerr_set_int(e, "timeoutMs", conf.restore_timeout_ms);
+		}
+		http_send_qerr(pr->req, e);
+	} else
+		unavailable(pr->req);
+	free(pr->name);
+	free(pr);
+}
+
+/* name (a string) and atRecordId (a record id): 0, or -1 after the 400. */
+static int
+branch_body(struct http_ctx *ctx, const char **name, const char **at)
+{
+	json_object *v;
+
+	*name = *at = NULL;
+	if (json_object_object_get_ex(ctx->body, "name", &v) && v != NULL) {
+		if (!json_object_is_type(v, json_type_string) ||
+		    json_object_get_string_len(v) > 256) {
+			bad_query(ctx->req, "bad_request", "`name` must be a string");
+			return -1;
+		}
+		*name = json_object_get_string(v);
+	}
+	if (json_object_object_get_ex(ctx->body, "atRecordId", &v) && v != NULL) {
+		if (!json_object_is_type(v, json_type_string) ||
+		    json_object_get_string_len(v) == 0 ||
+		    json_object_get_string_len(v) > TRANSCRIPT_RECORD_ID_MAX) {
+			http_error(ctx->req, "invalid_turn_anchor", NULL);
+			return -1;
+		}
+		*at = json_object_get_string(v);
+	}
+	return 0;
+}
+
+void
+route_session_branch(struct http_ctx *ctx)
+{
+	struct session *s = sessions_find(ctx->path_id);
+	const char *name, *at;
+	json_object *params;
+	struct channel *ch;
+	struct page_req *pr = NULL;
+
+	if (branch_body(ctx, &name, &at) == -1)
+		return;
+	/* A running or queued prompt is still writing the history. */
+	if (s != NULL && session_pending_prompts(s) > 0) {
+		http_error(ctx->req, "branch_while_prompt_active", s->id);
+		return;
+	}
+	ch = s != NULL ? s->channel : channel_get(conf.workspace);
+	if (ch == NULL || (pr = calloc(1, sizeof(*pr))) == NULL ||
+	    (name != NULL && (pr->name = strdup(name)) == NULL)) {
+		if (ch != NULL && pr != NULL)
+			free(pr);
+		http_error(ctx->req, "internal", NULL);
+		return;
+	}
+	pr->req = ctx->req;
+	strlcpy(pr->id, ctx->path_id, sizeof(pr->id));
+	serve_uuid4(pr->new_id);
+	params = json_object_new_object();
+	json_object_object_add(params, "sessionId", json_object_new_string(ctx->path_id));
+	json_object_object_add(params, "cwd", json_object_new_string(conf.workspace));
+	json_object_object_add(params, "newSessionId", json_object_new_string(pr->new_id));
+	if (at != NULL)
+		json_object_object_add(params, "atRecordId", json_object_new_string(at));
+	if (channel_request(ch, "_qwen/session/branch", params,
+	    (uint64_t)conf.restore_timeout_ms, on_branch, pr) == NULL) {
+		free(pr->name);
 		free(pr);
 		unavailable(ctx->req);
 	}

@@ -207,6 +207,7 @@ void	route_session_events(struct http_ctx *);
 void	route_workspace_sessions(struct http_ctx *);
 /* routes-history.c */
 void	route_session_transcript(struct http_ctx *);
+void	route_session_branch(struct http_ctx *);
 json_object *routes_capabilities_json(void);
 void	route_daemon_status(struct http_ctx *);
 /* The request's Last-Event-ID (decimal up to 2^53-1), else -1. */

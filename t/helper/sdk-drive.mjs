@@ -167,8 +167,28 @@ async function status() {
 	check(full.detail === 'full', "daemonStatus('full')");
 }
 
+// branchSession at a record (STALE_ID here carries the record id).
+async function branch() {
+	const b = await client.branchSession(sessionId, { name: 'sdk branch', atRecordId: staleId });
+	check(typeof b.sessionId === 'string' && b.sessionId !== sessionId &&
+	    b.displayName === 'sdk branch' && b.forkedFrom.sessionId === sessionId,
+	    'branchSession answer');
+	const l = await client.loadSession(b.sessionId, { workspaceCwd });
+	check(l.sessionId === b.sessionId && Array.isArray(l.compactedReplay), 'the branch loads at once');
+	try {
+		await client.branchSession(sessionId, { atRecordId: 'no-such-record' });
+		check(false, 'a bad record refused');
+	} catch (e) {
+		check(e.status === 409 && e.body.code === 'branch_point_invalid',
+		    'bad record: 409 branch_point_invalid');
+	}
+	process.stdout.write(`NEW=${b.sessionId}\n`);
+}
+
 if (step === 'main')
 	await main();
+else if (step === 'branch')
+	await branch();
 else if (step === 'status')
 	await status();
 else if (step === 'transcript')
