@@ -18,7 +18,7 @@ teardown() {
 	[ "$(stat -c %a "$XDG_RUNTIME_DIR/qwen-serve/qwen-serve.sock")" = 600 ]
 	run curl -s --unix-socket "$XDG_RUNTIME_DIR/qwen-serve/qwen-serve.sock" http://localhost/health
 	[ "$output" = '{"status":"ok"}' ]
-	! grep -q 'listening on http' "$BATS_TEST_TMPDIR/out"
+	! grep -q 'listening on http' "$BATS_TEST_TMPDIR/out" || false
 	serve_stop
 	[ "$SERVE_STATUS" = 0 ]
 	[ ! -e "$XDG_RUNTIME_DIR/qwen-serve/qwen-serve.sock" ]
@@ -79,7 +79,8 @@ open(sys.argv[1] + ".up", "w").close(); time.sleep(30)' "$BATS_TEST_TMPDIR/l.soc
 
 @test "--port 0 prints the chosen port; both listeners answer" {
 	serve_start
-	[ -n "$PORT" ] && [ "$PORT" -gt 0 ]
+	[ -n "$PORT" ]
+	[ "$PORT" -gt 0 ]
 	for TRANSPORT in unix tcp; do
 		req GET /health
 		expect 200 '. == {"status":"ok"}'
@@ -263,7 +264,7 @@ open(sys.argv[1] + ".up", "w").close(); time.sleep(30)' "$BATS_TEST_TMPDIR/l.soc
 	serve_stop
 	[ "$SERVE_STATUS" = 0 ]
 	[ ! -e "$SOCK" ]
-	! kill -0 "$child" 2>/dev/null
+	! kill -0 "$child" 2>/dev/null || false
 	grep -q '"reason":"daemon_shutdown"' "$BATS_TEST_TMPDIR/a.sse"
 }
 
@@ -298,7 +299,7 @@ open(sys.argv[1] + ".up", "w").close(); time.sleep(30)' "$BATS_TEST_TMPDIR/l.soc
 	jq -e -s '[.[].resourceSpans[].scopeSpans[].spans[] | select(.name == "qwen-code.daemon.bridge")]
 	    | length == 1 and (.[0].attributes | any(.key == "qwen-code.daemon.bridge.operation" and .value.stringValue == "session.load"))' \
 	    "$BATS_TEST_TMPDIR/trace" >/dev/null
-	! grep -q 'Why is loading slow' "$BATS_TEST_TMPDIR/trace"
+	! grep -q 'Why is loading slow' "$BATS_TEST_TMPDIR/trace" || false
 	mv "$BATS_TEST_TMPDIR/trace" "$BATS_TEST_TMPDIR/trace.1"
 	kill -HUP "$SERVE_PID"
 	wait_for 5 test -e "$BATS_TEST_TMPDIR/trace"

@@ -186,6 +186,14 @@ cmd_new(struct rctx *ctx, char **args)
 	(void)args;
 	body = json_object_new_object();
 	json_object_object_add(body, "cwd", json_object_new_string(ctx->cwd));
+	if (ctx->new_id != NULL)
+		json_object_object_add(body, "sessionId", json_object_new_string(ctx->new_id));
+	if (ctx->approval_mode != NULL)
+		json_object_object_add(body, "approvalMode",
+		    json_object_new_string(ctx->approval_mode));
+	if (ctx->model_service != NULL)
+		json_object_object_add(body, "modelServiceId",
+		    json_object_new_string(ctx->model_service));
 	memset(&req, 0, sizeof(req));
 	req.method = "POST";
 	req.path = "/session";
@@ -231,6 +239,15 @@ restore_session(const struct rctx *ctx, const char *action, const char *sid,
 		return -1;
 	body = json_object_new_object();
 	json_object_object_add(body, "cwd", json_object_new_string(ctx->cwd));
+	if (strcmp(action, "load") == 0 && ctx->page_size > 0)
+		json_object_object_add(body, "historyPageSize",
+		    json_object_new_int64(ctx->page_size));
+	if (strcmp(action, "load") == 0 && ctx->replay_mode != NULL) {
+		json_object_object_add(body, "compactedReplayMode",
+		    json_object_new_string(ctx->replay_mode));
+		json_object_object_add(body, "liveReplayMode",
+		    json_object_new_string(ctx->replay_mode));
+	}
 	memset(&req, 0, sizeof(req));
 	req.method = "POST";
 	req.path = path;

@@ -114,6 +114,33 @@ check_mode(struct http_ctx *ctx, const char *key, const char *code)
 	return -1;
 }
 
+/* approvalMode: absent, or one of upstream's modes (400 with allowed). */
+static int
+check_approval_mode(struct http_ctx *ctx)
+{
+	static const char *const modes[] = { "plan", "default", "auto-edit", "auto",
+	    "yolo", NULL };
+	json_object *v, *allowed;
+	const char *m;
+	struct qerr *e;
+	size_t i;
+
+	if (!json_object_object_get_ex(ctx->body, "approvalMode", &v) || v == NULL)
+		return 0;
+	m = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+	for (i = 0; modes[i] != NULL; i++)
+		if (strcmp(m, modes[i]) == 0)
+			return 0;
+	if ((e = qerr_new("invalid_approval_mode", NULL)) != NULL) {
+		allowed = json_object_new_array();
+		for (i = 0; modes[i] != NULL; i++)
+			json_object_array_add(allowed, json_object_new_string(modes[i]));
+		qerr_set_json(e, "allowed", allowed);
+	}
+	http_send_qerr(ctx->req, e);
+	return -1;
+}
+
 /* ---- create, load, resume ----------------------------------------------- */
 
 static void
@@ -179,7 +206,7 @@ route_session_create(struct http_ctx *ctx)
 	json_object *v;
 
 	if (check_client_shape(ctx, NULL) == -1 || routes_check_cwd(ctx) == -1 ||
-	    body_session_id(ctx, id, sizeof(id)) == -1)
+	    body_session_id(ctx, id, sizeof(id)) == -1 || check_approval_mode(ctx) == -1)
 		return;
 	if (json_object_object_get_ex(ctx->body, "sessionScope", &v) && v != NULL) {
 		scope = json_object_is_type(v, json_type_string) ?
@@ -243,7 +270,8 @@ restore_route(struct http_ctx *ctx, enum op_action action)
 	struct qerr *e;
 	int64_t n;
 
-	if (check_client_shape(ctx, ctx->path_id) == -1 || routes_check_cwd(ctx) == -1)
+	if (check_client_shape(ctx, ctx->path_id) == -1 || routes_check_cwd(ctx) == -1 ||
+	    check_approval_mode(ctx) == -1)
 		return;
 	if (action == OP_LOAD &&
 	    json_object_object_get_ex(ctx->body, "historyPageSize", &v) && v != NULL &&
