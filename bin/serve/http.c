@@ -109,13 +109,30 @@ serve_is_uuid(const char *s)
 char *
 serve_transcript_dir(void)
 {
+	return serve_transcript_dir_ws(conf.workspace);
+}
+
+char *
+serve_transcript_dir_ws(const char *workspace)
+{
 	char *base, *out;
 
 	if ((base = paths_data_dir(conf.data_dir)) == NULL)
 		return NULL;
-	out = paths_chats_dir(base, conf.workspace);
+	out = paths_chats_dir(base, workspace);
 	free(base);
 	return out;
+}
+
+const char *
+serve_workspace(const char *dir)
+{
+	size_t i;
+
+	for (i = 0; i < conf.n_workspaces; i++)
+		if (strcmp(conf.workspaces[i], dir) == 0)
+			return conf.workspaces[i];
+	return NULL;
 }
 
 /* ---- replies ------------------------------------------------------------ */

@@ -138,6 +138,51 @@ ms_opt(const char *flag, const char *arg, int allow_zero)
 	return v;
 }
 
+/* --workspace is repeatable: kept as given until resolve_conf(). */
+static void
+add_workspace(const char *w)
+{
+	char **n;
+
+	n = reallocarray(conf.workspaces, conf.n_workspaces + 1, sizeof(*n));
+	if (n == NULL || (n[conf.n_workspaces] = strdup(w)) == NULL) {
+		fprintf(stderr, "qwen-serve: out of memory\n");
+		exit(1);
+	}
+	conf.workspaces = n;
+	conf.n_workspaces++;
+}
+
+/*
+ * Every workspace made canonical (the first is the primary; "." when none
+ * was given); a directory named twice is one workspace.  Exits 2.
+ */
+static void
+resolve_workspaces(void)
+{
+	size_t i, j, n = 0;
+	char *real;
+
+	if (conf.n_workspaces == 0)
+		add_workspace(".");
+	for (i = 0; i < conf.n_workspaces; i++) {
+		if ((real = realpath(conf.workspaces[i], NULL)) == NULL) {
+			fprintf(stderr, "qwen-serve: --workspace %s: %s\n",
+			    conf.workspaces[i], strerror(errno));
+			exit(2);
+		}
+		free(conf.workspaces[i]);
+		for (j = 0; j < n && strcmp(conf.workspaces[j], real) != 0; j++)
+			;
+		if (j < n)
+			free(real);
+		else
+			conf.workspaces[n++] = real;
+	}
+	conf.n_workspaces = n;
+	conf.workspace = conf.workspaces[0];
+}
+
 static void
 add_origin(const char *o)
 {
@@ -256,7 +301,7 @@ parse_args(int argc, char **argv)
 		case OPT_REQUIRE_AUTH: conf.require_auth = 1; break;
 		case OPT_ALLOW_ORIGIN: add_origin(optarg); break;
 		case OPT_MAX_CONN: conf.max_connections = (int)num_opt("max-connections", optarg, 1, 65536); break;
-		case OPT_WORKSPACE: free(conf.workspace); conf.workspace = strdup(optarg); break;
+		case OPT_WORKSPACE: add_workspace(optarg); break;
 		case OPT_CHILD: free(conf.child_path); conf.child_path = strdup(optarg); break;
 		case OPT_DATA_DIR: free(conf.data_dir); conf.data_dir = strdup(optarg); break;
 		case OPT_AGENT_CMD: free(conf.agent_command); conf.agent_command = strdup(optarg); break;
@@ -307,16 +352,9 @@ parse_args(int argc, char **argv)
 static void
 resolve_conf(void)
 {
-	char *ws = conf.workspace != NULL ? conf.workspace : ".";
-	char *real;
 	const char *env;
 
-	if ((real = realpath(ws, NULL)) == NULL) {
-		fprintf(stderr, "qwen-serve: --workspace %s: %s\n", ws, strerror(errno));
-		exit(2);
-	}
-	free(conf.workspace);
-	conf.workspace = real;
+	resolve_workspaces();
 	if (conf.socket_path == NULL) {
 		if ((conf.socket_path = default_socket()) == NULL)
 			exit(1);

@@ -119,7 +119,8 @@ restore_reply(struct evhttp_request *req, struct session *s, enum op_action acti
 
 	serve_iso_time(s->created_wall_ms, iso, sizeof(iso));
 	json_object_object_add(o, "sessionId", json_object_new_string(s->id));
-	json_object_object_add(o, "workspaceCwd", json_object_new_string(conf.workspace));
+	json_object_object_add(o, "workspaceCwd",
+	    json_object_new_string(channel_workspace(s->channel)));
 	json_object_object_add(o, "attached", json_object_new_boolean(attached));
 	json_object_object_add(o, "clientId", client_id != NULL ?
 	    json_object_new_string(client_id) : NULL);

@@ -47,15 +47,28 @@ inflight_find(const char *id)
 }
 
 struct inflight *
-inflight_default_spawn(void)
+inflight_default_spawn(const char *workspace)
 {
 	struct inflight *op;
 
 	TAILQ_FOREACH(op, &ops, entry)
 		if (op->action == OP_SPAWN && op->is_default &&
-		    op->fsm.state == RFSM_ACTIVE)
+		    op->fsm.state == RFSM_ACTIVE &&
+		    strcmp(channel_workspace(op->ch), workspace) == 0)
 			return op;
 	return NULL;
+}
+
+/* Spawns and restores not yet given back to capacity, in workspace. */
+size_t
+inflight_count_ws(const char *workspace)
+{
+	struct inflight *op;
+	size_t n = 0;
+
+	TAILQ_FOREACH(op, &ops, entry)
+		n += !op->released && strcmp(channel_workspace(op->ch), workspace) == 0;
+	return n;
 }
 
 const char *
@@ -85,28 +98,34 @@ inflight_join(struct inflight *op, struct evhttp_request *req, const char *clien
 	TAILQ_INSERT_TAIL(&op->waiters, w, entry);
 }
 
+/* A transcript of id in any workspace of the daemon. */
 int
 restore_transcript_exists(const char *id)
 {
-	char *dir = serve_transcript_dir(), *path = NULL;
+	char *dir, *path;
 	struct stat st;
 	int found = 0;
+	size_t i;
 
-	if (dir != NULL && asprintf(&path, "%s/%s.jsonl", dir, id) != -1)
-		found = stat(path, &st) == 0;
-	free(path);
-	free(dir);
+	for (i = 0; !found && i < conf.n_workspaces; i++) {
+		dir = serve_transcript_dir_ws(conf.workspaces[i]);
+		path = NULL;
+		if (dir != NULL && asprintf(&path, "%s/%s.jsonl", dir, id) != -1)
+			found = stat(path, &st) == 0;
+		free(path);
+		free(dir);
+	}
 	return found;
 }
 
 static struct inflight *
-op_new(enum op_action action, const char *id, struct evhttp_request *req,
-    const char *client_id)
+op_new(const char *workspace, enum op_action action, const char *id,
+    struct evhttp_request *req, const char *client_id)
 {
 	struct inflight *op;
 
 	if ((op = calloc(1, sizeof(*op))) == NULL ||
-	    (op->ch = channel_get(conf.workspace)) == NULL) {
+	    (op->ch = channel_get(workspace)) == NULL) {
 		free(op);
 		http_error(req, "internal", NULL);
 		return NULL;
@@ -205,10 +224,10 @@ op_dispatch(struct inflight *op, const char *method, json_object *params,
 }
 
 void
-spawn_start(const char *id, int is_default, struct evhttp_request *req,
-    const char *client_id)
+spawn_start(const char *workspace, const char *id, int is_default,
+    struct evhttp_request *req, const char *client_id)
 {
-	struct inflight *op = op_new(OP_SPAWN, id, req, client_id);
+	struct inflight *op = op_new(workspace, OP_SPAWN, id, req, client_id);
 	json_object *p, *meta;
 
 	if (op == NULL)
@@ -224,7 +243,7 @@ spawn_start(const char *id, int is_default, struct evhttp_request *req,
 	if (id != NULL)
 		json_object_object_add(meta, "qwen-code/sessionId", json_object_new_string(id));
 	p = json_object_new_object();
-	json_object_object_add(p, "cwd", json_object_new_string(conf.workspace));
+	json_object_object_add(p, "cwd", json_object_new_string(channel_workspace(op->ch)));
 	json_object_object_add(p, "mcpServers", json_object_new_array());
 	json_object_object_add(p, "_meta", meta);
 	if (id != NULL)
@@ -302,10 +321,10 @@ restore_join(struct inflight *op, struct evhttp_request *req, const char *client
 }
 
 void
-restore_begin(enum op_action action, const char *id, json_object *body,
-    struct evhttp_request *req, const char *client_id)
+restore_begin(const char *workspace, enum op_action action, const char *id,
+    json_object *body, struct evhttp_request *req, const char *client_id)
 {
-	struct inflight *op = op_new(action, id, req, client_id);
+	struct inflight *op = op_new(workspace, action, id, req, client_id);
 
 	if (op == NULL)
 		return;
@@ -336,7 +355,7 @@ restore_start(struct inflight *op)
 		restore_replay_opts(op->body, meta);
 	p = json_object_new_object();
 	json_object_object_add(p, "sessionId", json_object_new_string(op->id));
-	json_object_object_add(p, "cwd", json_object_new_string(conf.workspace));
+	json_object_object_add(p, "cwd", json_object_new_string(channel_workspace(op->ch)));
 	json_object_object_add(p, "mcpServers", json_object_new_array());
 	json_object_object_add(p, "_meta", meta);
 	log_info("session %s: %s requested (budget %lld ms)", op->id,

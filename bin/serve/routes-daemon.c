@@ -61,6 +61,30 @@ route_health(struct http_ctx *ctx)
 	http_reply_json(ctx->req, 200, o);
 }
 
+/* {id, cwd, displayName, primary, trusted, workflowsEnabled, removable}. */
+static json_object *
+workspace_json(size_t i)
+{
+	const char *cwd = conf.workspaces[i], *base = strrchr(cwd, '/');
+	json_object *w = json_object_new_object();
+	char id[32];
+
+	if (i == 0)
+		strlcpy(id, "primary", sizeof(id));
+	else
+		snprintf(id, sizeof(id), "ws%zu", i);
+	json_object_object_add(w, "id", json_object_new_string(id));
+	json_object_object_add(w, "cwd", json_object_new_string(cwd));
+	json_object_object_add(w, "displayName", json_object_new_string(
+	    base != NULL && base[1] != '\0' ? base + 1 : cwd));
+	json_object_object_add(w, "primary", json_object_new_boolean(i == 0));
+	/* --workspace is the operator's word: every one is trusted. */
+	json_object_object_add(w, "trusted", json_object_new_boolean(1));
+	json_object_object_add(w, "workflowsEnabled", json_object_new_boolean(0));
+	json_object_object_add(w, "removable", json_object_new_boolean(0));
+	return w;
+}
+
 static json_object *
 strings(const char *const *v)
 {
@@ -87,7 +111,7 @@ routes_capabilities_json(void)
 	static const char *const languages[] = { "en", NULL };
 	json_object *o = json_object_new_object(), *pv = json_object_new_object();
 	json_object *f = strings(features), *lim = json_object_new_object();
-	json_object *ws = json_object_new_array(), *w = json_object_new_object(), *ts, *pol;
+	json_object *ws = json_object_new_array(), *ts, *pol;
 
 	if (conf.require_auth)
 		json_object_array_add(f, json_object_new_string("require_auth"));
@@ -97,6 +121,8 @@ routes_capabilities_json(void)
 		json_object_array_add(f, json_object_new_string("prompt_absolute_deadline"));
 	if (conf.writer_idle_timeout_ms > 0)
 		json_object_array_add(f, json_object_new_string("writer_idle_timeout"));
+	if (conf.n_workspaces > 1)
+		json_object_array_add(f, json_object_new_string("multi_workspace_sessions"));
 	json_object_object_add(o, "v", json_object_new_int(1));
 	json_object_object_add(pv, "current", json_object_new_string("v1"));
 	json_object_object_add(pv, "supported", strings(versions));
@@ -124,16 +150,8 @@ routes_capabilities_json(void)
 	json_object_object_add(lim, "compactedReplayMaxBytes",
 	    json_object_new_int64((int64_t)conf.compacted_replay_max_bytes));
 	json_object_object_add(o, "limits", lim);
-	json_object_object_add(w, "id", json_object_new_string("primary"));
-	json_object_object_add(w, "cwd", json_object_new_string(conf.workspace));
-	json_object_object_add(w, "displayName", json_object_new_string(
-	    strrchr(conf.workspace, '/')[1] != '\0' ? strrchr(conf.workspace, '/') + 1 :
-	    conf.workspace));
-	json_object_object_add(w, "primary", json_object_new_boolean(1));
-	json_object_object_add(w, "trusted", json_object_new_boolean(1));
-	json_object_object_add(w, "workflowsEnabled", json_object_new_boolean(0));
-	json_object_object_add(w, "removable", json_object_new_boolean(0));
-	json_object_array_add(ws, w);
+	for (size_t i = 0; i < conf.n_workspaces; i++)
+		json_object_array_add(ws, workspace_json(i));
 	json_object_object_add(o, "workspaces", ws);
 	/* The daemon answers every permission request of the agent "cancelled". */
 	pol = json_object_new_object();
@@ -389,16 +407,16 @@ route_workspace_sessions(struct http_ctx *ctx)
 	const char *cwd = evhttp_find_header(ctx->query, "cwd");
 	const char *lim = evhttp_find_header(ctx->query, "limit"), *errstr = NULL;
 	json_object *o, *list = json_object_new_array(), *e;
-	char *dir = serve_transcript_dir();
+	char *dir = NULL;
 	long long max = 100;
 	struct dirent *de;
 	DIR *d;
 
-	if (cwd != NULL) {
+	if (cwd != NULL)
 		json_object_object_add(ctx->body, "cwd", json_object_new_string(cwd));
-		if (routes_check_cwd(ctx) == -1)
-			goto out;
-	}
+	if (routes_check_cwd(ctx) == -1)
+		goto out;
+	dir = serve_transcript_dir_ws(ctx->workspace);
 	if (lim != NULL && ((max = strtonum(lim, 1, 10000, &errstr)), errstr != NULL)) {
 		http_send_qerr(ctx->req, qerr_new("bad_request",
 		    "limit must be an integer from 1 to 10000"));
@@ -414,7 +432,7 @@ route_workspace_sessions(struct http_ctx *ctx)
 	while (json_object_array_length(list) > (size_t)max)
 		json_object_array_del_idx(list, json_object_array_length(list) - 1, 1);
 	o = json_object_new_object();
-	json_object_object_add(o, "workspaceCwd", json_object_new_string(conf.workspace));
+	json_object_object_add(o, "workspaceCwd", json_object_new_string(ctx->workspace));
 	json_object_object_add(o, "sessions", list);
 	list = NULL;
 	http_reply_json(ctx->req, 200, o);

@@ -163,13 +163,20 @@ route_session_transcript(struct http_ctx *ctx)
 	struct channel *ch;
 	struct page_req *pr;
 
-	if (page_limit(ctx, params) == -1 || page_anchor(ctx, params) == -1) {
+	const char *cwd = evhttp_find_header(ctx->query, "cwd");
+
+	if (cwd != NULL)
+		json_object_object_add(ctx->body, "cwd", json_object_new_string(cwd));
+	if (routes_check_cwd(ctx) == -1 || page_limit(ctx, params) == -1 ||
+	    page_anchor(ctx, params) == -1) {
 		json_object_put(params);
 		return;
 	}
+	/* A live session is read where it lives. */
+	ch = s != NULL ? s->channel : channel_get(ctx->workspace);
 	json_object_object_add(params, "sessionId", json_object_new_string(ctx->path_id));
-	json_object_object_add(params, "cwd", json_object_new_string(conf.workspace));
-	ch = s != NULL ? s->channel : channel_get(conf.workspace);
+	json_object_object_add(params, "cwd", json_object_new_string(
+	    ch != NULL ? channel_workspace(ch) : ctx->workspace));
 	if (ch == NULL || (pr = calloc(1, sizeof(*pr))) == NULL) {
 		json_object_put(params);
 		http_error(ctx->req, "internal", NULL);
@@ -269,14 +276,14 @@ route_session_branch(struct http_ctx *ctx)
 	struct channel *ch;
 	struct page_req *pr = NULL;
 
-	if (branch_body(ctx, &name, &at) == -1)
+	if (routes_check_cwd(ctx) == -1 || branch_body(ctx, &name, &at) == -1)
 		return;
 	/* A running or queued prompt is still writing the history. */
 	if (s != NULL && session_pending_prompts(s) > 0) {
 		http_error(ctx->req, "branch_while_prompt_active", s->id);
 		return;
 	}
-	ch = s != NULL ? s->channel : channel_get(conf.workspace);
+	ch = s != NULL ? s->channel : channel_get(ctx->workspace);
 	if (ch == NULL || (pr = calloc(1, sizeof(*pr))) == NULL ||
 	    (name != NULL && (pr->name = strdup(name)) == NULL)) {
 		if (ch != NULL && pr != NULL)
@@ -289,7 +296,7 @@ route_session_branch(struct http_ctx *ctx)
 	serve_uuid4(pr->new_id);
 	params = json_object_new_object();
 	json_object_object_add(params, "sessionId", json_object_new_string(ctx->path_id));
-	json_object_object_add(params, "cwd", json_object_new_string(conf.workspace));
+	json_object_object_add(params, "cwd", json_object_new_string(channel_workspace(ch)));
 	json_object_object_add(params, "newSessionId", json_object_new_string(pr->new_id));
 	if (at != NULL)
 		json_object_object_add(params, "atRecordId", json_object_new_string(at));

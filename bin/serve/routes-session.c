@@ -70,29 +70,52 @@ check_client(struct http_ctx *ctx, struct session *s)
 	return 0;
 }
 
-/* body.cwd: absent, or an absolute path naming our workspace. */
+/*
+ * body.cwd picks the workspace (ctx->workspace): absent, the primary;
+ * else an absolute path naming one of ours, or 400 workspace_mismatch.
+ */
 int
 routes_check_cwd(struct http_ctx *ctx)
 {
 	json_object *v;
-	const char *cwd;
+	const char *cwd, *ws = NULL;
 	char *real = NULL;
 	struct qerr *e;
-	int ok;
 
+	ctx->workspace = conf.workspace;
 	if (!json_object_object_get_ex(ctx->body, "cwd", &v) || v == NULL)
 		return 0;
 	cwd = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
 	if (cwd[0] == '/')
 		real = realpath(cwd, NULL);
-	ok = strcmp(real != NULL ? real : cwd, conf.workspace) == 0;
+	ws = serve_workspace(real != NULL ? real : cwd);
 	free(real);
-	if (ok)
+	if (ws != NULL) {
+		ctx->workspace = ws;
 		return 0;
+	}
 	if ((e = qerr_new("workspace_mismatch", NULL)) != NULL) {
 		qerr_set_str(e, "boundWorkspace", conf.workspace);
 		qerr_set_str(e, "requestedWorkspace", cwd);
-		qerr_set_int(e, "workspaceCount", 1);
+		qerr_set_int(e, "workspaceCount", (int64_t)conf.n_workspaces);
+	}
+	http_send_qerr(ctx->req, e);
+	return -1;
+}
+
+/* 409 session_workspace_conflict: s is live in another workspace. */
+static int
+check_live_workspace(struct http_ctx *ctx, struct session *s)
+{
+	const char *live = channel_workspace(s->channel);
+	struct qerr *e;
+
+	if (strcmp(live, ctx->workspace) == 0)
+		return 0;
+	if ((e = qerr_new("session_workspace_conflict", NULL)) != NULL) {
+		qerr_set_str(e, "sessionId", s->id);
+		qerr_set_str(e, "workspaceCwd", ctx->workspace);
+		qerr_set_str(e, "liveWorkspaceCwd", live);
 	}
 	http_send_qerr(ctx->req, e);
 	return -1;
@@ -144,11 +167,9 @@ check_approval_mode(struct http_ctx *ctx)
 /* ---- create, load, resume ----------------------------------------------- */
 
 static void
-limit_error(struct http_ctx *ctx)
+limit_error(struct http_ctx *ctx, int total)
 {
 	struct qerr *e = qerr_new("session_limit_exceeded", NULL);
-	int total = conf.max_total_sessions > 0 &&
-	    (conf.max_sessions == 0 || conf.max_total_sessions < conf.max_sessions);
 
 	if (e != NULL) {
 		qerr_set_int(e, "limit", total ? conf.max_total_sessions : conf.max_sessions);
@@ -166,7 +187,8 @@ id_conflict(struct http_ctx *ctx, const char *id, const char *conflict)
 		qerr_set_str(e, "sessionId", id);
 		qerr_set_str(e, "conflict", conflict);
 		if (strcmp(conflict, "live") == 0)
-			qerr_set_str(e, "liveWorkspaceCwd", conf.workspace);
+			qerr_set_str(e, "liveWorkspaceCwd",
+			    channel_workspace(sessions_find(id)->channel));
 	}
 	http_send_qerr(ctx->req, e);
 }
@@ -204,6 +226,7 @@ route_session_create(struct http_ctx *ctx)
 	struct inflight *op;
 	struct session *s;
 	json_object *v;
+	int total;
 
 	if (check_client_shape(ctx, NULL) == -1 || routes_check_cwd(ctx) == -1 ||
 	    body_session_id(ctx, id, sizeof(id)) == -1 || check_approval_mode(ctx) == -1)
@@ -239,25 +262,25 @@ route_session_create(struct http_ctx *ctx)
 		}
 	}
 	if (strcmp(scope, "single") == 0) {
-		if ((s = sessions_default()) != NULL) {
+		if ((s = sessions_default(ctx->workspace)) != NULL) {
 			s->attach_count++;
 			restore_reply(ctx->req, s, OP_SPAWN, 1,
 			    clients_register(&s->clients, ctx->client_id));
 			return;
 		}
-		if ((op = inflight_default_spawn()) != NULL) {
+		if ((op = inflight_default_spawn(ctx->workspace)) != NULL) {
 			inflight_join(op, ctx->req, ctx->client_id);
 			return;
 		}
 	}
-	if (restore_admit(ctx->req, channel_get(conf.workspace)) == -1)
+	if (restore_admit(ctx->req, channel_get(ctx->workspace)) == -1)
 		return;
-	if (sessions_capacity_left() == 0) {
-		limit_error(ctx);
+	if (sessions_capacity_left(ctx->workspace, &total) == 0) {
+		limit_error(ctx, total);
 		return;
 	}
-	spawn_start(id[0] != '\0' ? id : NULL, strcmp(scope, "single") == 0,
-	    ctx->req, ctx->client_id);
+	spawn_start(ctx->workspace, id[0] != '\0' ? id : NULL,
+	    strcmp(scope, "single") == 0, ctx->req, ctx->client_id);
 }
 
 /* Load and resume share everything up to the action. */
@@ -269,6 +292,7 @@ restore_route(struct http_ctx *ctx, enum op_action action)
 	json_object *v;
 	struct qerr *e;
 	int64_t n;
+	int total;
 
 	if (check_client_shape(ctx, ctx->path_id) == -1 || routes_check_cwd(ctx) == -1 ||
 	    check_approval_mode(ctx) == -1)
@@ -286,6 +310,8 @@ restore_route(struct http_ctx *ctx, enum op_action action)
 	    check_mode(ctx, "compactedReplayMode", "invalid_compacted_replay_mode") == -1)
 		return;
 	if ((s = sessions_find(ctx->path_id)) != NULL) {
+		if (check_live_workspace(ctx, s) == -1)
+			return;
 		s->attach_count++;
 		restore_reply(ctx->req, s, action, 1,
 		    clients_register(&s->clients, ctx->client_id));
@@ -295,13 +321,14 @@ restore_route(struct http_ctx *ctx, enum op_action action)
 		restore_join(op, ctx->req, ctx->client_id, action, ctx->body);
 		return;
 	}
-	if (restore_admit(ctx->req, channel_get(conf.workspace)) == -1)
+	if (restore_admit(ctx->req, channel_get(ctx->workspace)) == -1)
 		return;
-	if (sessions_capacity_left() == 0) {
-		limit_error(ctx);
+	if (sessions_capacity_left(ctx->workspace, &total) == 0) {
+		limit_error(ctx, total);
 		return;
 	}
-	restore_begin(action, ctx->path_id, ctx->body, ctx->req, ctx->client_id);
+	restore_begin(ctx->workspace, action, ctx->path_id, ctx->body, ctx->req,
+	    ctx->client_id);
 }
 
 void
@@ -442,7 +469,8 @@ route_session_status(struct http_ctx *ctx)
 	serve_iso_time(s->created_wall_ms, iso, sizeof(iso));
 	o = json_object_new_object();
 	json_object_object_add(o, "sessionId", json_object_new_string(s->id));
-	json_object_object_add(o, "workspaceCwd", json_object_new_string(conf.workspace));
+	json_object_object_add(o, "workspaceCwd",
+	    json_object_new_string(channel_workspace(s->channel)));
 	json_object_object_add(o, "createdAt", json_object_new_string(iso));
 	json_object_object_add(o, "clientCount",
 	    json_object_new_int64((int64_t)clients_count(&s->clients)));

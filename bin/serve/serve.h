@@ -57,7 +57,9 @@ struct serve_conf {
 	char		**allow_origin;
 	size_t		 n_allow_origin;
 	int		 max_connections;
-	char		*workspace;	/* canonical absolute path */
+	char		*workspace;	/* the primary: workspaces[0] */
+	char		**workspaces;	/* --workspace, canonical, in order */
+	size_t		 n_workspaces;
 	char		*child_path;
 	char		*data_dir;	/* NULL: the child's default */
 	char		*agent_command;
@@ -102,6 +104,9 @@ void	serve_iso_time(uint64_t wall_ms, char *buf, size_t size);
 int	serve_is_uuid(const char *s);
 int	serve_session_id_ok(const char *id);	/* 1..128 of [A-Za-z0-9._:-], no leading . */
 char	*serve_transcript_dir(void);	/* caller frees; NULL without a data dir */
+char	*serve_transcript_dir_ws(const char *workspace);	/* likewise */
+/* The registered workspace path equal to dir (canonical), or NULL. */
+const char *serve_workspace(const char *dir);
 
 /* ---- listen.c ---------------------------------------------------------- */
 struct evhttp;
@@ -168,6 +173,7 @@ struct http_ctx {
 	json_object		*body;		/* the parsed object, or {} */
 	const char		*path_id;	/* canonical session id, or NULL */
 	const char		*client_id;	/* header value, NULL if absent */
+	const char		*workspace;	/* chosen by cwd (routes_check_cwd) */
 	int			 client_id_bad;	/* header present but malformed */
 	struct evkeyvalq	*query;
 };
@@ -306,6 +312,7 @@ void	channel_session_removed(struct channel *);
 int	channel_alive(const struct channel *);
 long	channel_pid(const struct channel *);
 size_t	channel_nsessions(const struct channel *);
+const char *channel_workspace(const struct channel *);
 int	channel_idle_pending(const struct channel *);	/* idle reap armed */
 unsigned channel_serial(const struct channel *);	/* of the current child */
 /* Apply the idle/condemnation policy again (restore state changed). */
@@ -380,11 +387,15 @@ size_t	session_pending_prompts(const struct session *);
 void	session_cancel(struct session *, const char *client_id);
 /* Whether anything still holds the session (clients, subscribers, work). */
 int	session_held(const struct session *);
-struct session *sessions_default(void);
+struct session *sessions_default(const char *workspace);
 void	sessions_start_reaper(void);
 void	sessions_close_all(const char *reason);
-/* Capacity: live + in-flight spawns and restores. */
-int	sessions_capacity_left(void);
+/*
+ * Capacity in workspace: live + in-flight spawns and restores, against
+ * --max-sessions there and --max-total-sessions everywhere.  0 when full,
+ * with *total set when the daemon-wide cap is the one reached.
+ */
+int	sessions_capacity_left(const char *workspace, int *total);
 void	sessions_inflight_add(int delta);
 void	sessions_free(void);
 
@@ -421,7 +432,8 @@ struct inflight {
 
 const char	*op_action_name(enum op_action);
 struct inflight	*inflight_find(const char *id);
-struct inflight	*inflight_default_spawn(void);
+struct inflight	*inflight_default_spawn(const char *workspace);
+size_t		 inflight_count_ws(const char *workspace);
 /* Coalesce a caller onto op; it gets op's result with attached:true. */
 void	inflight_join(struct inflight *, struct evhttp_request *, const char *client_id);
 /* The 200 body of create/load/resume for s. */
@@ -432,11 +444,11 @@ int	restore_transcript_exists(const char *id);
  * A session/new (id NULL: the child picks it) under the initialize budget
  * and the same lifecycle machine as a restore.
  */
-void	spawn_start(const char *id, int is_default, struct evhttp_request *,
-	    const char *client_id);
-/* Admit a load/resume (body borrowed) and dispatch it with restore_start(). */
-void	restore_begin(enum op_action, const char *id, json_object *body,
+void	spawn_start(const char *workspace, const char *id, int is_default,
 	    struct evhttp_request *, const char *client_id);
+/* Admit a load/resume (body borrowed) and dispatch it with restore_start(). */
+void	restore_begin(const char *workspace, enum op_action, const char *id,
+	    json_object *body, struct evhttp_request *, const char *client_id);
 /*
  * The one place a restore goes to the child: from there its restore-fsm
  * machine owns it (deadline, public result, settlement) and frees it.

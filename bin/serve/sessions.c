@@ -100,12 +100,12 @@ sessions_subscribers(void)
 }
 
 struct session *
-sessions_default(void)
+sessions_default(const char *workspace)
 {
 	struct session *s;
 
 	TAILQ_FOREACH(s, &sessions, entry)
-		if (s->is_default)
+		if (s->is_default && strcmp(channel_workspace(s->channel), workspace) == 0)
 			return s;
 	return NULL;
 }
@@ -162,15 +162,22 @@ tombstone_add(const char *id)
 }
 
 int
-sessions_capacity_left(void)
+sessions_capacity_left(const char *workspace, int *total)
 {
-	long used = (long)nsessions + inflight, cap = INT_MAX;
+	long used = (long)nsessions + inflight, here = 0, left = INT_MAX;
+	struct session *s;
 
+	TAILQ_FOREACH(s, &sessions, entry)
+		here += strcmp(channel_workspace(s->channel), workspace) == 0;
+	here += (long)inflight_count_ws(workspace);
+	*total = 0;
 	if (conf.max_sessions > 0)
-		cap = conf.max_sessions;
-	if (conf.max_total_sessions > 0 && conf.max_total_sessions < cap)
-		cap = conf.max_total_sessions;
-	return used >= cap ? 0 : (int)(cap - used);
+		left = conf.max_sessions - here;
+	if (conf.max_total_sessions > 0 && conf.max_total_sessions - used < left) {
+		left = conf.max_total_sessions - used;
+		*total = 1;
+	}
+	return left <= 0 ? 0 : (int)left;
 }
 
 void

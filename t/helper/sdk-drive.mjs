@@ -185,8 +185,29 @@ async function branch() {
 	process.stdout.write(`NEW=${b.sessionId}\n`);
 }
 
+// Two workspaces through cwd (STALE_ID here carries the second one).
+async function workspaces() {
+	const caps = await client.capabilities();
+	check(caps.features.includes('multi_workspace_sessions') && caps.workspaces.length === 2 &&
+	    caps.workspaces[1].cwd === staleId, 'two workspaces advertised');
+	const a = await DaemonSessionClient.createOrAttach(client, { workspaceCwd });
+	const b = await DaemonSessionClient.createOrAttach(client, { workspaceCwd: staleId });
+	check(a.sessionId !== b.sessionId && b.workspaceCwd === staleId &&
+	    a.workspaceCwd === workspaceCwd, 'one default session per workspace');
+	const r = await b.prompt({ prompt: [{ type: 'text', text: 'in b' }] });
+	check(r.stopReason === 'end_turn', 'prompt in the second workspace');
+	try {
+		await client.createOrAttachSession({ workspaceCwd: '/nonexistent-ws' });
+		check(false, 'unknown workspace refused');
+	} catch (e) {
+		check(e.status === 400 && e.body.code === 'workspace_mismatch', '400 workspace_mismatch');
+	}
+}
+
 if (step === 'main')
 	await main();
+else if (step === 'workspaces')
+	await workspaces();
 else if (step === 'branch')
 	await branch();
 else if (step === 'status')

@@ -1,0 +1,153 @@
+#!/usr/bin/env bats
+# qwen-serve with several workspaces (--workspace repeatable): one child
+# per workspace, started on demand; cwd picks the workspace; errors;
+# per-workspace and total capacity; a restore timed out in one workspace
+# while the other loads, prompts and restores normally.
+
+load serve_helper
+bats_require_minimum_version 1.5.0
+
+teardown() {
+	serve_teardown
+}
+
+P='{"prompt":[{"type":"text","text":"hello"}]}'
+
+# Two workspaces: $WS (primary) and $WSB.
+two() {
+	WS=$BATS_TEST_TMPDIR/ws
+	WSB=$BATS_TEST_TMPDIR/wsb
+	mkdir -p "$WS" "$WSB"
+	WS=$(cd "$WS" && pwd -P)
+	WSB=$(cd "$WSB" && pwd -P)
+	serve_start --workspace "$WS" --workspace "$WSB" --workspace "$WS" "$@"
+}
+
+# The pids of the children started so far, one per line.
+child_pids() {
+	sed -n 's/.*started .* (pid \([0-9]*\)) for .*/\1/p' "$BATS_TEST_TMPDIR/err"
+}
+
+@test "capabilities list both (primary first, named twice is once); cwd picks the workspace; one child each" {
+	two
+	req GET /capabilities
+	expect 200 ".workspaces | length == 2 and .[0].cwd == \"$WS\" and .[0].primary and .[1].cwd == \"$WSB\" and (.[1].primary | not)"
+	expect 200 '(.features | index("multi_workspace_sessions")) != null'
+	req POST /session '{}'
+	expect 200 ".workspaceCwd == \"$WS\" and .attached == false"
+	local a b
+	a=$(jq -r .sessionId <<<"$body")
+	req POST /session "{\"cwd\":\"$WSB\"}"
+	expect 200 ".workspaceCwd == \"$WSB\" and .attached == false"
+	b=$(jq -r .sessionId <<<"$body")
+	[ "$a" != "$b" ]
+	# Each workspace keeps its own default session.
+	req POST /session "{\"cwd\":\"$WSB/.\"}"
+	expect 200 ".sessionId == \"$b\" and .attached == true"
+	req GET /session/$b/status
+	expect 200 ".workspaceCwd == \"$WSB\""
+	[ "$(child_pids | sort -u | wc -l)" = 2 ]
+	grep -q "started .* for $WSB\$" "$BATS_TEST_TMPDIR/err"
+	req POST /session "{\"cwd\":\"$BATS_TEST_TMPDIR\"}"
+	expect 400 ".code == \"workspace_mismatch\" and .workspaceCount == 2 and .boundWorkspace == \"$WS\""
+	req GET "/workspace/sessions?cwd=$WSB"
+	expect 200 ".workspaceCwd == \"$WSB\""
+}
+
+@test "load and resume in a workspace; 409 session_workspace_conflict from the other; the transcripts stay apart" {
+	two
+	WS=$WSB make_transcript "$SID2"
+	req POST /session/$SID2/load '{}'
+	expect 404 '.code == "session_not_found"'
+	req POST /session/$SID2/load "{\"cwd\":\"$WSB\"}"
+	expect 200 ".workspaceCwd == \"$WSB\" and .attached == false"
+	req POST /session/$SID2/resume "{\"cwd\":\"$WS\"}"
+	expect 409 ".code == \"session_workspace_conflict\" and .sessionId == \"$SID2\" and .liveWorkspaceCwd == \"$WSB\" and .workspaceCwd == \"$WS\""
+	req POST /session/$SID2/resume "{\"cwd\":\"$WSB\"}"
+	expect 200 '.attached == true'
+	# A caller-chosen id that exists in any workspace is taken.
+	req POST /session "{\"sessionId\":\"$SID2\"}"
+	expect 409 '.code == "session_id_conflict"'
+}
+
+@test "capacity: --max-sessions per workspace, --max-total-sessions across them" {
+	two --max-sessions 1 --max-total-sessions 3
+	req POST /session '{"sessionScope":"thread"}'
+	expect 200
+	req POST /session '{"sessionScope":"thread"}'
+	expect 503 '.code == "session_limit_exceeded" and .scope == "workspace" and .limit == 1'
+	req POST /session "{\"sessionScope\":\"thread\",\"cwd\":\"$WSB\"}"
+	expect 200
+	serve_stop
+	two --max-sessions 5 --max-total-sessions 1
+	req POST /session '{"sessionScope":"thread"}'
+	expect 200
+	req POST /session "{\"sessionScope\":\"thread\",\"cwd\":\"$WSB\"}"
+	expect 503 '.code == "session_limit_exceeded" and .scope == "total" and .limit == 1'
+}
+
+@test "a restore timed out in workspace A while workspace B loads, prompts and restores normally" {
+	# Only A's session hangs on load; both children run the same fake.
+	FAKE_CHILD="hang=session/load@$SID,chunks=3" two --session-restore-timeout-ms 1500
+	make_transcript "$SID"
+	WS=$WSB make_transcript "$SID2"
+	curl -s --unix-socket "$SOCK" -X POST -H 'Content-Type: application/json' -d '{}' \
+	    -o "$BATS_TEST_TMPDIR/a.body" -w '%{http_code}' http://localhost/session/$SID/load \
+	    >"$BATS_TEST_TMPDIR/a.code" 3>&- &
+	local a=$!
+	wait_for 10 grep -q "session $SID: load requested" "$BATS_TEST_TMPDIR/err"
+	# A's load hangs: B loads, prompts and resumes meanwhile.
+	req POST /session/$SID2/load "{\"cwd\":\"$WSB\"}"
+	expect 200 ".workspaceCwd == \"$WSB\""
+	sse_open b /session/$SID2/events
+	req POST /session/$SID2/prompt "$P"
+	expect 202
+	sse_wait b '.type == "turn_complete"' 10
+	[ "$(cat "$BATS_TEST_TMPDIR/a.code" 2>/dev/null)" = "" ]
+	wait "$a"
+	[ "$(cat "$BATS_TEST_TMPDIR/a.code")" = 504 ]
+	jq -e ".code == \"session_restore_timeout\" and .sessionId == \"$SID\"" "$BATS_TEST_TMPDIR/a.body" >/dev/null
+	local bpid
+	bpid=$(sed -n "s/.*started .* (pid \([0-9]*\)) for ${WSB//\//\\/}\$/\1/p" "$BATS_TEST_TMPDIR/err" | tail -1)
+	kill -0 "$bpid"
+	# After A's timeout, B still restores and prompts (closing its last
+	# session may end its child: a fresh one serves the resume).
+	req DELETE /session/$SID2
+	expect 204
+	req POST /session/$SID2/resume "{\"cwd\":\"$WSB\"}"
+	expect 200 '.attached == false'
+	sse_open b2 /session/$SID2/events
+	req POST /session/$SID2/prompt "$P"
+	expect 202
+	sse_wait b2 '.type == "turn_complete"' 10
+}
+
+@test "transcript pages and branches in the second workspace (real child)" {
+	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child two
+	qwen-gen-transcript --mib 1 --seed 3 --data-dir "$DATA" --workspace "$WSB" \
+	    --session-id "$SID2" >/dev/null
+	req GET "/session/$SID2/transcript?limit=5"
+	expect 404 '.code == "session_not_found"'
+	req GET "/session/$SID2/transcript?limit=5&cwd=$WSB"
+	expect 200 '(.events | length) > 0 and .hasMore == true'
+	req POST /session/$SID2/branch "{\"cwd\":\"$WSB\"}"
+	expect 200 ".forkedFrom.sessionId == \"$SID2\""
+	local new
+	new=$(jq -r .sessionId <<<"$body")
+	ls "$DATA"/projects/*/chats/"$new".jsonl | grep -qF -- "$(printf '%s' "$WSB" | sed 's/[^A-Za-z0-9]/-/g')"
+	req POST /session/$new/load "{\"cwd\":\"$WSB\"}"
+	expect 200 ".workspaceCwd == \"$WSB\""
+}
+
+@test "SDK: createOrAttach in each workspace through workspaceCwd, 400 workspace_mismatch" {
+	command -v node >/dev/null || skip "node not installed"
+	SDK_DIR=${QWEN_SDK_DIR:-$QWEN_TOP_BUILDDIR/t/sdk}
+	[ -f "$SDK_DIR/node_modules/@qwen-code/sdk/package.json" ] ||
+		skip "the SDK is not installed (t/2005-serve-sdk.bats installs it)"
+	two
+	run node "$QWEN_TOP_SRCDIR/t/helper/sdk-drive.mjs" "$SDK_DIR" "http://127.0.0.1:$PORT" \
+	    "$WS" "$SID" workspaces "$WSB" 3>&-
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"ok - 400 workspace_mismatch"* ]]
+}
