@@ -109,3 +109,23 @@ ids() {
 	run -2 qwen-restore new --session-id not-a-uuid
 	run -2 qwen-restore status "$SID2" --session-id "$SID"
 }
+
+@test "--cwd picks the workspace of transcript, branch and load in a daemon with two" {
+	local b=$BATS_TEST_TMPDIR/wsb
+	mkdir -p "$b"
+	b=$(cd "$b" && pwd -P)
+	WS=$BATS_TEST_TMPDIR/ws
+	mkdir -p "$WS"
+	WS=$(cd "$WS" && pwd -P)
+	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_start --workspace "$WS" --workspace "$b"
+	export QWEN_SERVE_SOCKET=$SOCK
+	qwen-gen-transcript --mib 1 --seed 5 --data-dir "$DATA" --workspace "$b" \
+	    --session-id "$SID2" >/dev/null
+	cd "$WS"
+	run -3 qwen-restore transcript "$SID2" --limit 2
+	run -0 qwen-restore --cwd "$b" transcript "$SID2" --limit 2
+	[ -n "$output" ]
+	run -0 qwen-restore --cwd "$b" branch "$SID2"
+	run -0 qwen-restore --cwd "$b" --json load "$output"
+	jq -e ".workspaceCwd == \"$b\"" <<<"$output" >/dev/null
+}

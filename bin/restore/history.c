@@ -50,18 +50,22 @@ hist_call(struct rctx *ctx, const char *method, const char *path,
 static char *
 page_path(const struct rctx *ctx, const char *cursor, int first)
 {
-	char	*esc = NULL, *q = NULL, *path;
+	char	*esc = NULL, *cwd = NULL, *q = NULL, *path;
 	CURL	*c = curl_easy_init();
 	long	 limit = ctx->limit > 0 ? (long)ctx->limit : PAGE_MAX;
 	const char *anchor = cursor != NULL ? cursor : first ? ctx->before : NULL;
 
 	if (c != NULL && anchor != NULL)
 		esc = curl_easy_escape(c, anchor, 0);
-	if (anchor == NULL || esc != NULL)
-		(void)asprintf(&q, "/transcript?limit=%ld%s%s", limit,
+	/* --cwd picks the workspace. */
+	if (c != NULL)
+		cwd = curl_easy_escape(c, ctx->cwd, 0);
+	if ((anchor == NULL || esc != NULL) && cwd != NULL)
+		(void)asprintf(&q, "/transcript?limit=%ld&cwd=%s%s%s", limit, cwd,
 		    anchor == NULL ? "" : cursor != NULL ? "&cursor=" : "&beforeRecordId=",
 		    esc != NULL ? esc : "");
 	curl_free(esc);
+	curl_free(cwd);
 	curl_easy_cleanup(c);
 	if (q == NULL)
 		return NULL;
@@ -168,6 +172,7 @@ cmd_branch(struct rctx *ctx, char **args)
 	int			 rc;
 
 	(void)args;
+	json_object_object_add(body, "cwd", json_object_new_string(ctx->cwd));
 	if (ctx->at != NULL)
 		json_object_object_add(body, "atRecordId", json_object_new_string(ctx->at));
 	if (ctx->name != NULL)
