@@ -12,13 +12,6 @@ teardown() {
 
 P='{"prompt":[{"type":"text","text":"hello"}]}'
 
-loaded() {
-	serve_start "$@"
-	make_transcript
-	req POST /session/$SID/load '{}'
-	expect 200
-}
-
 # The envelopes of NAME whose type is T (and promptId P when given).
 count_of() {
 	sse_events "$1" | jq "[.[] | select(.type == \"$2\" and (\"${3-}\" == \"\" or .promptId == \"${3-}\"))] | length"
@@ -30,7 +23,7 @@ prompts_sent() {
 }
 
 @test "deadlineMs: 400 invalid_deadline_ms unless a positive integer; feature tag only with the flag" {
-	loaded
+	serve_loaded
 	for d in 0 -1 '"500"' 1.5 true '{}'; do
 		req POST /session/$SID/prompt "{\"prompt\":[{\"type\":\"text\",\"text\":\"x\"}],\"deadlineMs\":$d}"
 		expect 400 '.code == "invalid_deadline_ms"'
@@ -58,7 +51,7 @@ prompts_sent() {
 	# The child ignores session/cancel too, so the session moves on after
 	# the cancel grace; the second prompt hangs the same way.
 	FAKE_CHILD="hang=session/prompt,hang=session/cancel,log=$BATS_TEST_TMPDIR/child.log" \
-	    loaded --prompt-deadline-ms 300
+	    serve_loaded --prompt-deadline-ms 300
 	sse_open a /session/$SID/events
 	sse_open b /session/$SID/events
 	req POST /session/$SID/prompt "$P"
@@ -85,14 +78,14 @@ prompts_sent() {
 }
 
 @test "deadlineMs shortens the flag's deadline; a longer one does not lengthen it" {
-	FAKE_CHILD="hang=session/prompt,hang=session/cancel" loaded --prompt-deadline-ms 400
+	FAKE_CHILD="hang=session/prompt,hang=session/cancel" serve_loaded --prompt-deadline-ms 400
 	sse_open a /session/$SID/events
 	req POST /session/$SID/prompt '{"prompt":[{"type":"text","text":"x"}],"deadlineMs":200}'
 	expect 202
 	sse_wait a '.type == "turn_error" and .data.code == "prompt_deadline_exceeded" and .data.deadlineMs == 200' 10
 	serve_stop
 	sse_stop_all
-	FAKE_CHILD="hang=session/prompt,hang=session/cancel" loaded --prompt-deadline-ms 400
+	FAKE_CHILD="hang=session/prompt,hang=session/cancel" serve_loaded --prompt-deadline-ms 400
 	sse_open b /session/$SID/events
 	req POST /session/$SID/prompt '{"prompt":[{"type":"text","text":"x"}],"deadlineMs":600000}'
 	expect 202
@@ -101,7 +94,7 @@ prompts_sent() {
 
 @test "without the flag, deadlineMs alone sets a deadline; a child that honours the cancel frees the session at once" {
 	# Three chunks a second apart: the deadline falls after the first.
-	FAKE_CHILD="chunks=3,chunk-delay=1000,log=$BATS_TEST_TMPDIR/child.log" loaded
+	FAKE_CHILD="chunks=3,chunk-delay=1000,log=$BATS_TEST_TMPDIR/child.log" serve_loaded
 	sse_open a /session/$SID/events
 	req POST /session/$SID/prompt '{"prompt":[{"type":"text","text":"x"}],"deadlineMs":300}'
 	expect 202
@@ -124,7 +117,7 @@ prompts_sent() {
 @test "late output of an expired prompt is dropped, not credited to the next one" {
 	# The child ignores the cancel and keeps streaming the first prompt:
 	# its chunks after the deadline and its answer must not reach clients.
-	FAKE_CHILD="chunks=3,chunk-delay=1000,hang=session/cancel" loaded --prompt-deadline-ms 300
+	FAKE_CHILD="chunks=3,chunk-delay=1000,hang=session/cancel" serve_loaded --prompt-deadline-ms 300
 	sse_open a /session/$SID/events
 	req POST /session/$SID/prompt "$P"
 	expect 202

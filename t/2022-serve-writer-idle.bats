@@ -12,13 +12,6 @@ teardown() {
 
 P='{"prompt":[{"type":"text","text":"hello"}]}'
 
-loaded() {
-	serve_start "$@"
-	make_transcript
-	req POST /session/$SID/load '{}'
-	expect 200
-}
-
 subscribers() {
 	req GET /session/$SID/status
 	[ "$code" = 200 ]
@@ -29,7 +22,7 @@ subscribers() {
 	command -v python3 >/dev/null || skip "python3 not installed"
 	# 2000 small frames: more than the kernel's socket buffers take, far
 	# fewer than the queue caps (2048 frames, 2 MiB) that would evict first.
-	FAKE_CHILD=chunks=2000 loaded --writer-idle-timeout-ms 1500
+	FAKE_CHILD=chunks=2000 serve_loaded --writer-idle-timeout-ms 1500
 	req GET /capabilities
 	expect 200 '(.features | index("writer_idle_timeout")) != null'
 	python3 "$QWEN_TOP_SRCDIR/t/helper/sse-stall.py" "$SOCK" \
@@ -51,7 +44,7 @@ subscribers() {
 }
 
 @test "a quiet stream with nothing to send is not idle" {
-	loaded --writer-idle-timeout-ms 200
+	serve_loaded --writer-idle-timeout-ms 200
 	sse_open quiet /session/$SID/events
 	subscribers 1
 	# Several timeouts long with nothing queued: still subscribed.
@@ -62,7 +55,7 @@ subscribers() {
 
 @test "without the flag a stalled subscriber stays (only the queue caps apply)" {
 	command -v python3 >/dev/null || skip "python3 not installed"
-	FAKE_CHILD=chunks=300 loaded
+	FAKE_CHILD=chunks=300 serve_loaded
 	req GET /capabilities
 	expect 200 '(.features | index("writer_idle_timeout")) == null'
 	python3 "$QWEN_TOP_SRCDIR/t/helper/sse-stall.py" "$SOCK" \

@@ -144,14 +144,8 @@ walk() {
 }
 
 @test "SDK: getSessionTranscriptPage pages both ways and sees the 400" {
-	command -v node >/dev/null || skip "node not installed"
-	SDK_DIR=${QWEN_SDK_DIR:-$QWEN_TOP_BUILDDIR/t/sdk}
-	[ -f "$SDK_DIR/node_modules/@qwen-code/sdk/package.json" ] ||
-		skip "the SDK is not installed (t/2005-serve-sdk.bats installs it)"
 	gen
-	run node "$QWEN_TOP_SRCDIR/t/helper/sdk-drive.mjs" "$SDK_DIR" "http://127.0.0.1:$PORT" \
-	    "$WS" "$SID" transcript 3>&-
-	echo "$output"
+	sdk_run transcript
 	[ "$status" -eq 0 ]
 	walk "?limit=100" 100
 	[[ "$output" == *"EVENTS=$(jq -s 'add | length' "$BATS_TEST_TMPDIR/walk")"* ]]

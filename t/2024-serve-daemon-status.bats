@@ -44,14 +44,8 @@ teardown() {
 }
 
 @test "SDK: capability fields and daemonStatus()" {
-	command -v node >/dev/null || skip "node not installed"
-	SDK_DIR=${QWEN_SDK_DIR:-$QWEN_TOP_BUILDDIR/t/sdk}
-	[ -f "$SDK_DIR/node_modules/@qwen-code/sdk/package.json" ] ||
-		skip "the SDK is not installed (t/2005-serve-sdk.bats installs it)"
 	serve_start
-	run node "$QWEN_TOP_SRCDIR/t/helper/sdk-drive.mjs" "$SDK_DIR" "http://127.0.0.1:$PORT" \
-	    "$WS" "$SID" status 3>&-
-	echo "$output"
+	sdk_run status
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"ok - daemonStatus('full')"* ]]
 }

@@ -113,16 +113,10 @@ history_ids() {
 }
 
 @test "SDK: branchSession at a record, the branch loads, 409 branch_point_invalid" {
-	command -v node >/dev/null || skip "node not installed"
-	SDK_DIR=${QWEN_SDK_DIR:-$QWEN_TOP_BUILDDIR/t/sdk}
-	[ -f "$SDK_DIR/node_modules/@qwen-code/sdk/package.json" ] ||
-		skip "the SDK is not installed (t/2005-serve-sdk.bats installs it)"
 	gen
 	local at
 	at=$(history_ids "$SID" | sed -n 10p)
-	run node "$QWEN_TOP_SRCDIR/t/helper/sdk-drive.mjs" "$SDK_DIR" "http://127.0.0.1:$PORT" \
-	    "$WS" "$SID" branch "$at" 3>&-
-	echo "$output"
+	sdk_run branch "$at"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"ok - the branch loads at once"* ]]
 	NEW=$(sed -n 's/^NEW=//p' <<<"$output")

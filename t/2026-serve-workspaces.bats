@@ -140,14 +140,8 @@ child_pids() {
 }
 
 @test "SDK: createOrAttach in each workspace through workspaceCwd, 400 workspace_mismatch" {
-	command -v node >/dev/null || skip "node not installed"
-	SDK_DIR=${QWEN_SDK_DIR:-$QWEN_TOP_BUILDDIR/t/sdk}
-	[ -f "$SDK_DIR/node_modules/@qwen-code/sdk/package.json" ] ||
-		skip "the SDK is not installed (t/2005-serve-sdk.bats installs it)"
 	two
-	run node "$QWEN_TOP_SRCDIR/t/helper/sdk-drive.mjs" "$SDK_DIR" "http://127.0.0.1:$PORT" \
-	    "$WS" "$SID" workspaces "$WSB" 3>&-
-	echo "$output"
+	sdk_run workspaces "$WSB"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"ok - 400 workspace_mismatch"* ]]
 }

@@ -52,10 +52,8 @@ struct txb_job {
 static int
 txb_fail(struct txb_job *j, int code, const char *kind, const char *msg)
 {
-	j->err_code = code;
-	j->err_kind = kind;
-	strlcpy(j->err_msg, msg, sizeof(j->err_msg));
-	return -1;
+	return txp_error(&j->err_code, &j->err_kind, j->err_msg, sizeof(j->err_msg),
+	    code, kind, msg);
 }
 
 /* Records a fork leaves behind (upstream-transcript.md 3.6). */
@@ -222,21 +220,10 @@ txb_done(struct lw_job *lw)
 	txp_entry_release(c, e);
 }
 
-static const char *
-txb_str(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (o != NULL && json_object_object_get_ex(o, key, &v) &&
-	    json_object_is_type(v, json_type_string))
-		return json_object_get_string(v);
-	return NULL;
-}
-
 void
 txbranch_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 {
-	const char *nid = txb_str(m->params, "newSessionId"), *cwd, *at;
+	const char *nid = txp_str(m->params, "newSessionId"), *cwd, *at;
 	struct txb_job *j;
 
 	if (nid == NULL || !paths_valid_session_id(nid) || strlen(nid) > 36) {
@@ -244,9 +231,9 @@ txbranch_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 		    rpc_error_data("invalid_session_id"));
 		return;
 	}
-	if ((cwd = txb_str(m->params, "cwd")) == NULL || cwd[0] != '/')
+	if ((cwd = txp_str(m->params, "cwd")) == NULL || cwd[0] != '/')
 		cwd = c->opts.workspace;
-	at = txb_str(m->params, "atRecordId");
+	at = txp_str(m->params, "atRecordId");
 	if ((j = calloc(1, sizeof(*j))) == NULL || (j->cwd = strdup(cwd)) == NULL ||
 	    (at != NULL && (j->at = strdup(at)) == NULL) ||
 	    (j->dest = paths_transcript(c->opts.data_dir, cwd, nid)) == NULL) {

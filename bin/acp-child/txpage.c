@@ -116,10 +116,8 @@ txp_entry_get(const char *path, const char *sid)
 static int
 txp_fail(struct txp_job *j, int code, const char *kind, const char *msg)
 {
-	j->err_code = code;
-	j->err_kind = kind;
-	strlcpy(j->err_msg, msg, sizeof(j->err_msg));
-	return -1;
+	return txp_error(&j->err_code, &j->err_kind, j->err_msg, sizeof(j->err_msg),
+	    code, kind, msg);
 }
 
 static int
@@ -131,8 +129,8 @@ txp_index(struct txp_job *j)
 	return 0;
 }
 
-static int
-txe_fail(int *code, const char **kind, char *msg, size_t size, int c,
+int
+txp_error(int *code, const char **kind, char *msg, size_t size, int c,
     const char *k, const char *m)
 {
 	*code = c;
@@ -158,9 +156,9 @@ txp_entry_index(struct txp_entry *e, int *code, const char **kind, char *msg,
 	if (e->tx == NULL && (e->tx = transcript_open(e->path, e->sid, &cause)) == NULL) {
 		free(cause);
 		if (errno == ENOENT)
-			return txe_fail(code, kind, msg, msgsize, RPC_RESOURCE_NOT_FOUND, "session_not_found",
+			return txp_error(code, kind, msg, msgsize, RPC_RESOURCE_NOT_FOUND, "session_not_found",
 			    "Resource not found");
-		return txe_fail(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "transcript_unreadable",
+		return txp_error(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "transcript_unreadable",
 		    "cannot read the transcript");
 	}
 	if (e->chain.rec != NULL && e->chained == transcript_size(e->tx))
@@ -168,13 +166,13 @@ txp_entry_index(struct txp_entry *e, int *code, const char **kind, char *msg,
 	chain_clear(&e->chain);
 	if (chain_build(e->tx, &e->chain, &cause) == -1) {
 		free(cause);
-		return txe_fail(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "transcript_unreadable",
+		return txp_error(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "transcript_unreadable",
 		    "cannot reconstruct the transcript's history");
 	}
 	n = transcript_count(e->tx);
 	free(e->pos);
 	if ((e->pos = calloc(n + 1, sizeof(*e->pos))) == NULL)
-		return txe_fail(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "internal", "out of memory");
+		return txp_error(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "internal", "out of memory");
 	e->npos = n;
 	for (i = 0; i < e->chain.len; i++)
 		e->pos[e->chain.rec[i]] = (uint32_t)i + 1;
@@ -327,7 +325,7 @@ txp_cursor(const char *s, int *backward, int64_t *at)
 	return 0;
 }
 
-static const char *
+const char *
 txp_str(json_object *o, const char *key)
 {
 	json_object *v;

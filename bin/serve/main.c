@@ -138,19 +138,19 @@ ms_opt(const char *flag, const char *arg, int allow_zero)
 	return v;
 }
 
-/* --workspace is repeatable: kept as given until resolve_conf(). */
+/* Append a copy of s to a repeatable option's list; exits 1 on ENOMEM. */
 static void
-add_workspace(const char *w)
+strv_add(char ***v, size_t *n, const char *s)
 {
-	char **n;
+	char **nv;
 
-	n = reallocarray(conf.workspaces, conf.n_workspaces + 1, sizeof(*n));
-	if (n == NULL || (n[conf.n_workspaces] = strdup(w)) == NULL) {
+	nv = reallocarray(*v, *n + 1, sizeof(*nv));
+	if (nv == NULL || (nv[*n] = strdup(s)) == NULL) {
 		fprintf(stderr, "qwen-serve: out of memory\n");
 		exit(1);
 	}
-	conf.workspaces = n;
-	conf.n_workspaces++;
+	*v = nv;
+	(*n)++;
 }
 
 /*
@@ -164,7 +164,7 @@ resolve_workspaces(void)
 	char *real;
 
 	if (conf.n_workspaces == 0)
-		add_workspace(".");
+		strv_add(&conf.workspaces, &conf.n_workspaces, ".");
 	for (i = 0; i < conf.n_workspaces; i++) {
 		if ((real = realpath(conf.workspaces[i], NULL)) == NULL) {
 			fprintf(stderr, "qwen-serve: --workspace %s: %s\n",
@@ -181,20 +181,6 @@ resolve_workspaces(void)
 	}
 	conf.n_workspaces = n;
 	conf.workspace = conf.workspaces[0];
-}
-
-static void
-add_origin(const char *o)
-{
-	char **n;
-
-	n = reallocarray(conf.allow_origin, conf.n_allow_origin + 1, sizeof(*n));
-	if (n == NULL || (n[conf.n_allow_origin] = strdup(o)) == NULL) {
-		fprintf(stderr, "qwen-serve: out of memory\n");
-		exit(1);
-	}
-	conf.allow_origin = n;
-	conf.n_allow_origin++;
 }
 
 /* Default socket path: $XDG_RUNTIME_DIR/qwen-serve/ or /tmp/qwen-serve-$UID/. */
@@ -299,9 +285,9 @@ parse_args(int argc, char **argv)
 		case OPT_NO_TCP: conf.no_tcp = 1; break;
 		case OPT_TOKEN: free(conf.token); conf.token = strdup(optarg); break;
 		case OPT_REQUIRE_AUTH: conf.require_auth = 1; break;
-		case OPT_ALLOW_ORIGIN: add_origin(optarg); break;
+		case OPT_ALLOW_ORIGIN: strv_add(&conf.allow_origin, &conf.n_allow_origin, optarg); break;
 		case OPT_MAX_CONN: conf.max_connections = (int)num_opt("max-connections", optarg, 1, 65536); break;
-		case OPT_WORKSPACE: add_workspace(optarg); break;
+		case OPT_WORKSPACE: strv_add(&conf.workspaces, &conf.n_workspaces, optarg); break;
 		case OPT_CHILD: free(conf.child_path); conf.child_path = strdup(optarg); break;
 		case OPT_DATA_DIR: free(conf.data_dir); conf.data_dir = strdup(optarg); break;
 		case OPT_AGENT_CMD: free(conf.agent_command); conf.agent_command = strdup(optarg); break;
