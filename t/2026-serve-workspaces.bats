@@ -145,3 +145,38 @@ child_pids() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"ok - 400 workspace_mismatch"* ]]
 }
+
+@test "/workspaces/:w/acp: ACP over HTTP and WebSocket bound to a workspace; unknown workspace 404" {
+	two
+	WS=$WSB make_transcript "$SID2"
+	# By id.
+	req POST /workspaces/ws1/acp '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}'
+	expect 200 ".result.agentCapabilities._meta.qwen.workspaceCwd == \"$WSB\""
+	local conn
+	conn=$(header Acp-Connection-Id)
+	curl -s -N --unix-socket "$SOCK" -H "Acp-Connection-Id: $conn" -H 'Accept: text/event-stream' \
+	    http://localhost/workspaces/ws1/acp >"$BATS_TEST_TMPDIR/c.sse" 3>&- &
+	echo $! >>"$BATS_TEST_TMPDIR/sse.pids"
+	wait_for 5 grep -q '^retry: 3000' "$BATS_TEST_TMPDIR/c.sse"
+	req POST /workspaces/ws1/acp '{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"mcpServers":[]}}' \
+	    -H "Acp-Connection-Id: $conn"
+	expect 202
+	sse_wait c '.id == 1 and (.result.sessionId | type) == "string"' 10
+	local sid
+	sid=$(sed -n 's/^data: //p' "$BATS_TEST_TMPDIR/c.sse" | jq -r 'select(.id == 1) | .result.sessionId')
+	req GET /session/$sid/status
+	expect 200 ".workspaceCwd == \"$WSB\""
+	# By the encoded cwd; the primary by its id.
+	req POST "/workspaces/$(jq -rn --arg p "$WSB" '$p | @uri')/acp" '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}'
+	expect 200 ".result.agentCapabilities._meta.qwen.workspaceCwd == \"$WSB\""
+	req POST /workspaces/primary/acp '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}'
+	expect 200 ".result.agentCapabilities._meta.qwen.workspaceCwd == \"$WS\""
+	req POST /workspaces/nope/acp '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}'
+	expect 404
+	# WebSocket: a load without cwd finds the session in the bound workspace.
+	printf '%s\n' 'text {"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}' \
+	    'wait 0' "text {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/load\",\"params\":{\"sessionId\":\"$SID2\",\"mcpServers\":[]}}" \
+	    'wait 2' | ws-client -t 20 -u "$SOCK" -p /workspaces/ws1/acp >"$BATS_TEST_TMPDIR/w.out" 3>&-
+	jq -e -s "any(.[]; .id == 0 and .result.agentCapabilities._meta.qwen.workspaceCwd == \"$WSB\")" "$BATS_TEST_TMPDIR/w.out" >/dev/null
+	jq -e -s 'any(.[]; .id == 2 and has("result"))' "$BATS_TEST_TMPDIR/w.out" >/dev/null
+}

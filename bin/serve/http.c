@@ -124,6 +124,15 @@ serve_transcript_dir_ws(const char *workspace)
 	return out;
 }
 
+void
+serve_workspace_id(size_t i, char *buf, size_t size)
+{
+	if (i == 0)
+		strlcpy(buf, "primary", size);
+	else
+		snprintf(buf, size, "ws%zu", i);
+}
+
 const char *
 serve_workspace(const char *dir)
 {
@@ -508,6 +517,10 @@ too_many(struct evhttp_request *req)
 	http_send_qerr(req, e);
 }
 
+static const char *workspace_of_acp_path(const char *);
+static void	route_request(struct evhttp_request *, const char *,
+		    enum evhttp_cmd_type, const struct evhttp_uri *);
+
 /* The one request callback: connection cap, gates, routing. */
 static void
 on_request(struct evhttp_request *req, void *arg)
@@ -515,9 +528,6 @@ on_request(struct evhttp_request *req, void *arg)
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
 	enum evhttp_cmd_type method = evhttp_request_get_command(req);
 	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
-	const char *seg = NULL;
-	size_t seglen = 0;
-	int path_known = 0;
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 
 	(void)arg;
@@ -532,6 +542,64 @@ on_request(struct evhttp_request *req, void *arg)
 		http_error(req, "bad_request", NULL);
 		return;
 	}
+	/* /workspaces/:w/acp is /acp bound to workspace w. */
+	if (strncmp(path, "/workspaces/", 12) == 0) {
+		if ((acp_bound_workspace = workspace_of_acp_path(path)) == NULL) {
+			http_send_qerr(req, qerr_new("not_found",
+			    "No such workspace: use an id or the cwd of /capabilities workspaces[]"));
+			return;
+		}
+		route_request(req, "/acp", method, uri);
+		acp_bound_workspace = NULL;
+		return;
+	}
+	route_request(req, path, method, uri);
+}
+
+/*
+ * "/workspaces/<selector>/acp": the workspace whose id ("primary",
+ * "wsN") or URL-encoded cwd the selector is, or NULL.
+ */
+static const char *
+workspace_of_acp_path(const char *path)
+{
+	const char *sel = path + 12, *end = strrchr(sel, '/'), *ws = NULL;
+	char *raw, *dec, *real;
+	size_t n, i;
+
+	if (end == NULL || strcmp(end, "/acp") != 0 || end == sel)
+		return NULL;
+	n = (size_t)(end - sel);
+	for (i = 0; i < conf.n_workspaces; i++) {
+		char id[32];
+
+		serve_workspace_id(i, id, sizeof(id));
+		if (strlen(id) == n && strncmp(sel, id, n) == 0)
+			return conf.workspaces[i];
+	}
+	/* An encoded cwd: "%2Fsrv%2Fa" (its slashes escaped). */
+	if ((raw = strndup(sel, n)) == NULL || (dec = evhttp_uridecode(raw, 0, NULL)) == NULL) {
+		free(raw);
+		return NULL;
+	}
+	free(raw);
+	if (dec[0] == '/' && (real = realpath(dec, NULL)) != NULL) {
+		ws = serve_workspace(real);
+		free(real);
+	}
+	free(dec);
+	return ws;
+}
+
+/* Gates and routing of one request (path may be a rewritten one). */
+static void
+route_request(struct evhttp_request *req, const char *path,
+    enum evhttp_cmd_type method, const struct evhttp_uri *uri)
+{
+	const char *seg = NULL;
+	size_t seglen = 0;
+	int path_known = 0;
+
 	/* WebSocket upgrades run the gates themselves (bearer subprotocol). */
 	if (strcmp(path, WS_PATH) == 0 && ws_wants_upgrade(req)) {
 		ws_upgrade(req);

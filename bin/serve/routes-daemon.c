@@ -69,10 +69,7 @@ workspace_json(size_t i)
 	json_object *w = json_object_new_object();
 	char id[32];
 
-	if (i == 0)
-		strlcpy(id, "primary", sizeof(id));
-	else
-		snprintf(id, sizeof(id), "ws%zu", i);
+	serve_workspace_id(i, id, sizeof(id));
 	json_object_object_add(w, "id", json_object_new_string(id));
 	json_object_object_add(w, "cwd", json_object_new_string(cwd));
 	json_object_object_add(w, "displayName", json_object_new_string(

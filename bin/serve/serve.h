@@ -107,6 +107,8 @@ char	*serve_transcript_dir(void);	/* caller frees; NULL without a data dir */
 char	*serve_transcript_dir_ws(const char *workspace);	/* likewise */
 /* The registered workspace path equal to dir (canonical), or NULL. */
 const char *serve_workspace(const char *dir);
+/* The id of workspaces[i] in capabilities: "primary", "ws1", ... */
+void	serve_workspace_id(size_t i, char *buf, size_t size);
 
 /* ---- listen.c ---------------------------------------------------------- */
 struct evhttp;
