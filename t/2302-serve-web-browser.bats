@@ -6,22 +6,10 @@
 
 load serve_restore_helper
 
-PW_VERSION=1.64.1
-
 setup() {
-	command -v node >/dev/null || skip "node not installed"
-	[ -x /usr/bin/chromium ] ||
-		skip "Debian's chromium is not installed (apt-get install chromium)"
+	web_setup
 	REAL=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
 	[ -x "$REAL" ] || skip "qwen-acp-child not built"
-	PW_DIR=${QWEN_PLAYWRIGHT_DIR:-$QWEN_TOP_BUILDDIR/t/web}
-	if [ ! -f "$PW_DIR/node_modules/playwright-core/package.json" ]; then
-		command -v npm >/dev/null || skip "npm not installed"
-		mkdir -p "$PW_DIR"
-		timeout 180 npm install --no-audit --no-fund --prefix "$PW_DIR" \
-		    "playwright-core@$PW_VERSION" >"$PW_DIR/npm.log" 2>&1 ||
-			skip "npm cannot install playwright-core@$PW_VERSION (registry unreachable?): see $PW_DIR/npm.log"
-	fi
 	ART=$QWEN_TOP_BUILDDIR/t/artifacts
 	mkdir -p "$ART"
 }

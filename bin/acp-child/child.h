@@ -81,6 +81,8 @@ int	child_flush(struct child *);
 
 /* rpc.c: handle one message read from stdin (takes ownership of msg). */
 void	rpc_dispatch(struct child *, struct rpc_msg *msg);
+/* rpc.c: a string member of o (borrowed), or NULL. */
+const char *rpc_str(json_object *o, const char *key);
 /* rpc.c: {errorKind: kind}.  Caller owns. */
 json_object *rpc_error_data(const char *kind);
 /* rpc.c: the session is no longer busy: run its queue, or drop it if it

@@ -67,7 +67,7 @@ rpc_obj(json_object *o, const char *key)
 	return NULL;
 }
 
-static const char *
+const char *
 rpc_str(json_object *o, const char *key)
 {
 	json_object *v;

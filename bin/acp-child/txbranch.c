@@ -223,7 +223,7 @@ txb_done(struct lw_job *lw)
 void
 txbranch_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 {
-	const char *nid = txp_str(m->params, "newSessionId"), *cwd, *at;
+	const char *nid = rpc_str(m->params, "newSessionId"), *cwd, *at;
 	struct txb_job *j;
 
 	if (nid == NULL || !paths_valid_session_id(nid) || strlen(nid) > 36) {
@@ -231,9 +231,9 @@ txbranch_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 		    rpc_error_data("invalid_session_id"));
 		return;
 	}
-	if ((cwd = txp_str(m->params, "cwd")) == NULL || cwd[0] != '/')
+	if ((cwd = rpc_str(m->params, "cwd")) == NULL || cwd[0] != '/')
 		cwd = c->opts.workspace;
-	at = txp_str(m->params, "atRecordId");
+	at = rpc_str(m->params, "atRecordId");
 	if ((j = calloc(1, sizeof(*j))) == NULL || (j->cwd = strdup(cwd)) == NULL ||
 	    (at != NULL && (j->at = strdup(at)) == NULL) ||
 	    (j->dest = paths_transcript(c->opts.data_dir, cwd, nid)) == NULL) {

@@ -43,8 +43,6 @@ int	txp_entry_index(struct txp_entry *, int *code, const char **kind,
 /* Set a job's error (*code, *kind, msg); returns -1. */
 int	txp_error(int *code, const char **kind, char *msg, size_t msgsize,
 	    int c, const char *k, const char *m);
-/* A string member of o (borrowed), or NULL. */
-const char *txp_str(json_object *o, const char *key);
 /* On the loop: e is free again; start the next request waiting for it. */
 void	txp_entry_release(struct child *, struct txp_entry *);
 

@@ -325,17 +325,6 @@ txp_cursor(const char *s, int *backward, int64_t *at)
 	return 0;
 }
 
-const char *
-txp_str(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (o != NULL && json_object_object_get_ex(o, key, &v) &&
-	    json_object_is_type(v, json_type_string))
-		return json_object_get_string(v);
-	return NULL;
-}
-
 /* Parse the request into a job and hand it to a worker (e is idle). */
 static void
 txp_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
@@ -357,11 +346,11 @@ txp_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 	    json_object_is_type(v, json_type_int))
 		lim = json_object_get_int64(v);
 	j->limit = lim >= 1 && lim <= TXP_MAX_LIMIT ? (size_t)lim : TXP_DEFAULT_LIMIT;
-	j->backward = (s = txp_str(m->params, "direction")) != NULL &&
+	j->backward = (s = rpc_str(m->params, "direction")) != NULL &&
 	    strcmp(s, "backward") == 0;
-	if ((s = txp_str(m->params, "beforeRecordId")) != NULL)
+	if ((s = rpc_str(m->params, "beforeRecordId")) != NULL)
 		j->before = strdup(s);
-	if ((s = txp_str(m->params, "cursor")) != NULL &&
+	if ((s = rpc_str(m->params, "cursor")) != NULL &&
 	    txp_cursor(s, &j->backward, &j->at) == -1) {
 		v = rpc_error_data("invalid_transcript_cursor");
 		json_object_object_add(v, "code",
@@ -392,7 +381,7 @@ txp_dispatch(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 void
 txpage_request(struct child *c, struct rpc_msg *m)
 {
-	const char *sid = txp_str(m->params, "sessionId"), *cwd;
+	const char *sid = rpc_str(m->params, "sessionId"), *cwd;
 	struct txp_entry *e;
 	struct txp_wait *w;
 	char *path;
@@ -402,7 +391,7 @@ txpage_request(struct child *c, struct rpc_msg *m)
 		    rpc_error_data("invalid_session_id"));
 		return;
 	}
-	if ((cwd = txp_str(m->params, "cwd")) == NULL || cwd[0] != '/')
+	if ((cwd = rpc_str(m->params, "cwd")) == NULL || cwd[0] != '/')
 		cwd = c->opts.workspace;
 	if ((path = paths_transcript(c->opts.data_dir, cwd, sid)) == NULL ||
 	    (e = txp_entry_get(path, sid)) == NULL) {
