@@ -1,4 +1,6 @@
 /* budget.c: millisecond budgets and timeouts (seed 000). */
+#include "config.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,7 @@
-/* clock.c: monotonic and wall clocks in milliseconds and nanoseconds. */
+/* clock.c: monotonic and wall clocks in milliseconds and nanoseconds, ISO time. */
+#include "config.h"
+
+#include <stdio.h>
 #include <time.h>
 
 #include "clock.h"
@@ -43,4 +46,24 @@ clock_remaining_ms(uint64_t deadline_ms)
 	uint64_t now = clock_mono_ms();
 
 	return deadline_ms > now ? deadline_ms - now : 0;
+}
+
+/* JavaScript's toISOString() shape for a wall-clock time in milliseconds. */
+void
+clock_iso_time(uint64_t wall_ms, char out[CLOCK_ISO_LEN])
+{
+	time_t t = (time_t)(wall_ms / 1000);
+	struct tm tm;
+	size_t n;
+
+	gmtime_r(&t, &tm);
+	n = strftime(out, CLOCK_ISO_LEN, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + n, CLOCK_ISO_LEN - n, ".%03uZ", (unsigned)(wall_ms % 1000));
+}
+
+/* The current wall-clock time as clock_iso_time writes it. */
+void
+clock_iso_now(char out[CLOCK_ISO_LEN])
+{
+	clock_iso_time(clock_wall_ms(), out);
 }

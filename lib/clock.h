@@ -24,4 +24,9 @@ uint64_t	clock_wall_ns(void);
  */
 uint64_t	clock_remaining_ms(uint64_t deadline_ms);
 
+#define CLOCK_ISO_LEN	32
+/* ISO 8601 UTC with milliseconds ("2026-08-01T15:01:13.619Z") into out[32]. */
+void	clock_iso_time(uint64_t wall_ms, char out[CLOCK_ISO_LEN]);
+void	clock_iso_now(char out[CLOCK_ISO_LEN]);
+
 #endif

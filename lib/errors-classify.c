@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "errors.h"
+#include "json.h"
 
 #define QERR_MAX_DEPTH	64
 #define QERR_MAX_MATCH	1024
@@ -118,18 +119,6 @@ qerr_by_status(int status, const char *msg)
 	return NULL;
 }
 
-/* The string member key of obj, or NULL. */
-static const char *
-qerr_get_str(json_object *obj, const char *key)
-{
-	json_object *v;
-
-	if (!json_object_object_get_ex(obj, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
 /* The integer member key of obj within [lo, hi], or dflt. */
 static int64_t
 qerr_get_int(json_object *obj, const char *key, int64_t lo, int64_t hi,
@@ -160,11 +149,11 @@ qerr_read_said(struct qerr_said *s, json_object *obj, const char *msg_key)
 	s->budget_ms = -1;
 	if (!json_object_is_type(obj, json_type_object))
 		return;
-	s->code = qerr_get_str(obj, "code");
+	s->code = json_get_str(obj, "code");
 	if (msg_key != NULL)
-		s->message = qerr_get_str(obj, msg_key);
-	s->kind = qerr_get_str(obj, "errorKind");
-	s->reason = qerr_get_str(obj, "reason");
+		s->message = json_get_str(obj, msg_key);
+	s->kind = json_get_str(obj, "errorKind");
+	s->reason = json_get_str(obj, "reason");
 	if (json_object_object_get_ex(obj, "retryable", &v) &&
 	    json_object_is_type(v, json_type_boolean))
 		s->retryable = json_object_get_boolean(v);
@@ -259,8 +248,8 @@ qerr_internal_message(json_object *obj, const char *msg)
 		return msg;
 	if (json_object_is_type(data, json_type_string))
 		return json_object_get_string(data);
-	if ((m = qerr_get_str(data, "details")) != NULL ||
-	    (m = qerr_get_str(data, "message")) != NULL)
+	if ((m = json_get_str(data, "details")) != NULL ||
+	    (m = json_get_str(data, "message")) != NULL)
 		return m;
 	return msg;
 }

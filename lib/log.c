@@ -1,6 +1,6 @@
 /* log.c: levelled logging to stderr or a file, journald-aware. */
 #ifdef HAVE_CONFIG_H
-#include "config.h"	/* _GNU_SOURCE, for dup3 */
+#include "config.h"
 #endif
 
 #include <sys/stat.h>
@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "appendfile.h"
 #include "log.h"
 
 #define LOG_PROG_MAX	64	/* bytes of progname shown */
@@ -111,7 +112,7 @@ log_open_file(const char *path)
 		log_journal = log_stderr_is_journal();
 		return 0;
 	}
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	fd = appendfile_open(path);
 	if (fd == -1)
 		return -1;
 	if ((copy = strdup(path)) == NULL) {
@@ -127,29 +128,13 @@ log_open_file(const char *path)
 	return 0;
 }
 
-/*
- * Reopen the log file for rotation.  dup3 swaps the descriptor atomically,
- * so a thread logging meanwhile writes to the old or the new file, never to
- * a closed descriptor or to whatever reused its number.
- */
+/* Reopen the log file for rotation (appendfile_reopen()). */
 int
 log_reopen(void)
 {
-	int fd, saved;
-
 	if (log_path == NULL)
 		return 0;
-	fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-	if (fd == -1)
-		return -1;
-	if (dup3(fd, log_fd, O_CLOEXEC) == -1) {
-		saved = errno;
-		close(fd);
-		errno = saved;
-		return -1;
-	}
-	close(fd);
-	return 0;
+	return appendfile_reopen(log_fd, log_path);
 }
 
 int

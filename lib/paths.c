@@ -1,4 +1,4 @@
-/* paths.c: qwen-code data locations, session id rules, uuids (daemon and child). */
+/* paths.c: qwen-code data locations and session id rules (daemon and child). */
 #include "config.h"
 
 #include <sys/stat.h>
@@ -9,10 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
 #include "paths.h"
 
 /* Only hex digits and dashes, 32 to 36 of them, as upstream's file filter. */
@@ -25,24 +23,6 @@ paths_valid_session_id(const char *id)
 		return 0;
 	n = strspn(id, "0123456789abcdefABCDEF-");
 	return id[n] == '\0' && n >= 32 && n <= 36;
-}
-
-/* RFC 4122 version 4 from arc4random. */
-void
-paths_new_uuid(char out[37])
-{
-	uint8_t b[16];
-	int i, o = 0;
-
-	arc4random_buf(b, sizeof(b));
-	b[6] = (b[6] & 0x0f) | 0x40;
-	b[8] = (b[8] & 0x3f) | 0x80;
-	for (i = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			out[o++] = '-';
-		o += snprintf(out + o, 3, "%02x", b[i]);
-	}
-	out[o] = '\0';
 }
 
 /* The first of --data-dir, $QWEN_HOME, ~/.qwen. */
@@ -136,24 +116,4 @@ paths_mkdir_p(const char *path, unsigned mode)
 	}
 	free(buf);
 	return rc;
-}
-
-/* JavaScript's toISOString() shape for a wall-clock time in milliseconds. */
-void
-paths_iso_time(uint64_t wall_ms, char out[32])
-{
-	time_t t = (time_t)(wall_ms / 1000);
-	struct tm tm;
-	size_t n;
-
-	gmtime_r(&t, &tm);
-	n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out + n, 32 - n, ".%03uZ", (unsigned)(wall_ms % 1000));
-}
-
-/* The current wall-clock time as paths_iso_time writes it. */
-void
-paths_iso_now(char out[32])
-{
-	paths_iso_time(clock_wall_ms(), out);
 }

@@ -15,9 +15,6 @@
 /* Upstream's file-name rule: ^[0-9a-fA-F-]{32,36}$.  1 when valid. */
 int	paths_valid_session_id(const char *id);
 
-/* A fresh random UUID v4 (lowercase) into out[37]. */
-void	paths_new_uuid(char out[37]);
-
 /*
  * The data directory: dir when non-NULL, else $QWEN_HOME, else ~/.qwen
  * ($HOME unset: the password entry, else /tmp/.qwen).  Caller frees.
@@ -35,9 +32,5 @@ char	*paths_lock_dir(const char *data_dir);
 
 /* mkdir -p with mode for each created component.  0 or -1 with errno. */
 int	paths_mkdir_p(const char *path, unsigned mode);
-
-/* ISO 8601 UTC with milliseconds ("2026-08-01T15:01:13.619Z") into out[32]. */
-void	paths_iso_time(uint64_t wall_ms, char out[32]);
-void	paths_iso_now(char out[32]);
 
 #endif

@@ -3,6 +3,8 @@
  * within the limits of trace.h, with strings cleaned to bounded UTF-8.
  * No global state, so spans can be built on any thread.
  */
+#include "config.h"
+
 #include <stdlib.h>
 #include <string.h>
 

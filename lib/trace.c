@@ -3,7 +3,7 @@
  * append-only trace file it is written to.  Spans are built in trace-span.c.
  */
 #ifdef HAVE_CONFIG_H
-#include "config.h"	/* _GNU_SOURCE, for dup3 */
+#include "config.h"
 #endif
 
 #include <errno.h>
@@ -17,6 +17,7 @@
 
 #include <json-c/json.h>
 
+#include "appendfile.h"
 #include "trace-int.h"
 
 struct trace_sink {
@@ -435,13 +436,6 @@ span_end(struct span *sp, struct trace_sink *sink)
 	return rc;
 }
 
-/* Open path for appending spans. */
-static int
-sink_open_fd(const char *path)
-{
-	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-}
-
 /* Open the append-only trace file; caller closes. */
 struct trace_sink *
 trace_sink_open(const char *path, const char *service_name)
@@ -459,7 +453,7 @@ trace_sink_open(const char *path, const char *service_name)
 	if ((sink->path = strdup(path)) == NULL ||
 	    (sink->service = strdup(service_name != NULL ? service_name :
 	    TRACE_NO_SERVICE)) == NULL ||
-	    (sink->fd = sink_open_fd(path)) == -1) {
+	    (sink->fd = appendfile_open(path)) == -1) {
 		saved = errno;
 		trace_sink_close(sink);
 		errno = saved;
@@ -472,23 +466,11 @@ trace_sink_open(const char *path, const char *service_name)
 int
 trace_sink_reopen(struct trace_sink *sink)
 {
-	int fd, saved;
-
 	if (sink == NULL) {
 		errno = EINVAL;
 		return -1;
 	}
-	if ((fd = sink_open_fd(sink->path)) == -1)
-		return -1;
-	/* dup3 swaps atomically: a concurrent span_end never sees a gap. */
-	if (dup3(fd, sink->fd, O_CLOEXEC) == -1) {
-		saved = errno;
-		close(fd);
-		errno = saved;
-		return -1;
-	}
-	close(fd);
-	return 0;
+	return appendfile_reopen(sink->fd, sink->path);
 }
 
 /* Close and free the sink.  NULL-safe. */

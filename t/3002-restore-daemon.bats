@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# qwen-restore against the real qwen-serve (issue 6, "must show"):
+# qwen-restore against the real qwen-serve, end to end:
 # (1) a daemon restart between two prompts: the second prompt succeeds
 #     through auto-resume, with exactly one resume;
 # (2) a daemon restart after which a second client resumes the session: the

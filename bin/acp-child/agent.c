@@ -430,9 +430,3 @@ agent_pause(struct agent *ag, int paused)
 	else
 		event_add(ag->ev_out, NULL);
 }
-
-long
-agent_pid(const struct agent *ag)
-{
-	return ag->pl != NULL ? (long)ag->pid : 0;
-}

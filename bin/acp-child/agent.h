@@ -12,8 +12,8 @@
  * Without a command a built-in deterministic echo agent answers
  * "echo: <prompt>" in three chunks, so everything works offline.
  */
-#ifndef ACP_AGENT_H
-#define ACP_AGENT_H
+#ifndef QWEN_ACP_AGENT_H
+#define QWEN_ACP_AGENT_H
 
 #include <stddef.h>
 
@@ -54,7 +54,5 @@ void	agent_cancel(struct agent *);
 /* Stop / resume reading its output (output back-pressure). */
 void	agent_pause(struct agent *, int paused);
 
-/* The agent's process id (0 for the echo agent). */
-long	agent_pid(const struct agent *);
 
 #endif

@@ -13,8 +13,11 @@
 #include <unistd.h>
 
 #include "append.h"
+#include "clock.h"
 #include "paths.h"
 #include "rpc-frame.h"
+#include "uuid.h"
+#include "xmalloc.h"
 
 struct appender {
 	char	*path;
@@ -177,26 +180,26 @@ append_record_new(const char *type, const char *parent, const char *session_id,
 	int user = strcmp(type, "user") == 0;
 	char when[32];
 
-	paths_new_uuid(uuid_out);
-	paths_iso_now(when);
-	rec = json_object_new_object();
-	json_object_object_add(rec, "uuid", json_object_new_string(uuid_out));
+	uuid_new(uuid_out);
+	clock_iso_now(when);
+	rec = xjson_object_new_object();
+	json_object_object_add(rec, "uuid", xjson_object_new_string(uuid_out));
 	json_object_object_add(rec, "parentUuid",
-	    parent != NULL ? json_object_new_string(parent) : NULL);
-	json_object_object_add(rec, "sessionId", json_object_new_string(session_id));
-	json_object_object_add(rec, "timestamp", json_object_new_string(when));
-	json_object_object_add(rec, "type", json_object_new_string(type));
+	    parent != NULL ? xjson_object_new_string(parent) : NULL);
+	json_object_object_add(rec, "sessionId", xjson_object_new_string(session_id));
+	json_object_object_add(rec, "timestamp", xjson_object_new_string(when));
+	json_object_object_add(rec, "type", xjson_object_new_string(type));
 	json_object_object_add(rec, "provenance",
-	    json_object_new_string(user ? "real_user" : "assistant_output"));
-	json_object_object_add(rec, "cwd", json_object_new_string(cwd));
-	json_object_object_add(rec, "version", json_object_new_string(PACKAGE_VERSION));
+	    xjson_object_new_string(user ? "real_user" : "assistant_output"));
+	json_object_object_add(rec, "cwd", xjson_object_new_string(cwd));
+	json_object_object_add(rec, "version", xjson_object_new_string(PACKAGE_VERSION));
 	if (!user && model != NULL)
-		json_object_object_add(rec, "model", json_object_new_string(model));
-	msg = json_object_new_object();
-	json_object_object_add(msg, "role", json_object_new_string(user ? "user" : "model"));
-	parts = json_object_new_array();
-	part = json_object_new_object();
-	json_object_object_add(part, "text", json_object_new_string_len(text, (int)text_len));
+		json_object_object_add(rec, "model", xjson_object_new_string(model));
+	msg = xjson_object_new_object();
+	json_object_object_add(msg, "role", xjson_object_new_string(user ? "user" : "model"));
+	parts = xjson_object_new_array();
+	part = xjson_object_new_object();
+	json_object_object_add(part, "text", xjson_object_new_string_len(text, (int)text_len));
 	json_object_array_add(parts, part);
 	json_object_object_add(msg, "parts", parts);
 	json_object_object_add(rec, "message", msg);

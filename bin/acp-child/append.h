@@ -13,8 +13,8 @@
  * Fault hook for tests: QWEN_ACP_FAULT_SHORT_WRITE=N makes the Nth record
  * write of the process write only half of its bytes, as a full disk would.
  */
-#ifndef ACP_APPEND_H
-#define ACP_APPEND_H
+#ifndef QWEN_ACP_APPEND_H
+#define QWEN_ACP_APPEND_H
 
 #include <json-c/json.h>
 

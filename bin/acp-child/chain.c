@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "chain.h"
-#include "txindex.h"
+#include "transcript-int.h"
 
 /* Does a user record with this subtype start a turn? */
 int
@@ -174,7 +174,7 @@ chain_build(struct transcript *t, struct tx_chain *c, char **cause)
 nomem:
 	free(seen);
 	chain_clear(c);
-	tx_cause(cause, "chain: out of memory");
+	transcript_cause(cause, "chain: out of memory");
 	return -1;
 }
 
@@ -201,7 +201,7 @@ checkpoint_entries(struct transcript *t, uint32_t rec, int *last_user, char **ca
 	if ((h = checkpoint_history(obj)) == NULL ||
 	    !json_object_is_type(h, json_type_array)) {
 		json_object_put(obj);
-		tx_cause(cause, "%s: malformed compressedHistory", transcript_path(t));
+		transcript_cause(cause, "%s: malformed compressedHistory", transcript_path(t));
 		return -1;
 	}
 	n = (int64_t)json_object_array_length(h);

@@ -35,4 +35,4 @@ int chain_is_turn_start(const struct transcript *, uint32_t rec);
    Parses rec only when it is a chat_compression record. 1, 0, or -1 + cause. */
 int chain_is_checkpoint(struct transcript *, uint32_t rec, char **cause);
 
-#endif /* QWEN_ACP_CHAIN_H */
+#endif

@@ -4,8 +4,8 @@
  * Everything here is used on the event-loop thread only; worker threads
  * see nothing but their job (loadwork.h).
  */
-#ifndef ACP_CHILD_H
-#define ACP_CHILD_H
+#ifndef QWEN_ACP_CHILD_H
+#define QWEN_ACP_CHILD_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +15,7 @@
 #include "rpc-frame.h"
 #include "session.h"
 
+struct child;
 struct event;
 struct event_base;
 struct evbuffer;
@@ -38,7 +39,22 @@ struct child_opts {
 	const char	*parent_capability;	/* NULL: not checked */
 };
 
+/*
+ * The layers above the process core (main.c fills it): io.c and child.c
+ * reach the dispatcher, the session queues and the prompts only here.
+ */
+struct child_ops {
+	/* One message read from stdin (takes ownership of its contents). */
+	void	(*dispatch)(struct child *, struct rpc_msg *);
+	void	(*session_idle)(struct child *, struct session *);
+	/* Shutdown began: cancel prompts, free idle sessions. */
+	void	(*stop_sessions)(struct child *);
+	/* Output is over (1) or back under (0) its water marks. */
+	void	(*pause_producers)(struct child *, int paused);
+};
+
 struct child {
+	const struct child_ops	*ops;
 	struct event_base	*base;
 	struct child_opts	 opts;
 	struct rpc_reader	*reader;
@@ -57,6 +73,21 @@ struct child {
 	int			 exit_code;
 };
 
+/* child.c */
+/* Set up the loop, signals and stdin/stdout; ops borrowed.  0 or -1. */
+int	child_setup(struct child *, const struct child_ops *ops);
+/* Free sessions (releasing leases), flush stdout, free the rest. */
+void	child_teardown(struct child *);
+/* Re-check shutdown: exit the loop once nothing is left in flight. */
+void	child_check_done(struct child *);
+/* Stop reading, cancel prompts, exit the loop once the rest is done. */
+void	child_begin_shutdown(struct child *);
+/* The session is no longer busy (ops->session_idle). */
+void	child_session_idle(struct child *, struct session *s);
+/* Pause (1) or wake (0) what produces output (ops->pause_producers). */
+void	child_pause_producers(struct child *, int paused);
+
+/* io.c */
 /* Queue an encoded message on stdout; takes ownership of msg. */
 void	child_send(struct child *, json_object *msg);
 /* Queue bytes already encoded (whole lines); takes ownership of buf. */
@@ -68,34 +99,29 @@ void	child_send_error(struct child *, json_object *id, int code,
 	    const char *message, json_object *data);
 /* A result answer to id (borrowed); result taken. */
 void	child_send_result(struct child *, json_object *id, json_object *result);
+/* {errorKind: kind}.  Caller owns. */
+json_object *child_error_data(const char *kind);
+/* "Resource not found: session:<id>" with data.uri. */
+void	child_send_not_found(struct child *, json_object *id, const char *sid);
 /* Whether output is over the high-water mark (producers should wait). */
 int	child_out_full(const struct child *);
-/* Re-check shutdown: exit the loop once nothing is left in flight. */
-void	child_check_done(struct child *);
-/* Stop reading, cancel prompts, exit the loop once the rest is done. */
-void	child_begin_shutdown(struct child *);
-/* io.c: events for stdin and stdout.  0 or -1. */
+/* Events for stdin and stdout.  0 or -1. */
 int	child_setup_io(struct child *);
-/* io.c: write queued output now; -1 when stdout is gone. */
+/* Write queued output now; -1 when stdout is gone. */
 int	child_flush(struct child *);
 
-/* rpc.c: handle one message read from stdin (takes ownership of msg). */
+/* rpc.c */
+/* Handle one message read from stdin (takes ownership of msg). */
 void	rpc_dispatch(struct child *, struct rpc_msg *msg);
-/* rpc.c: a string member of o (borrowed), or NULL. */
-const char *rpc_str(json_object *o, const char *key);
-/* rpc.c: {errorKind: kind}.  Caller owns. */
-json_object *rpc_error_data(const char *kind);
-/* rpc.c: the session is no longer busy: run its queue, or drop it if it
-   never registered (its queued requests are dispatched again). */
-void	session_idle(struct child *, struct session *s);
-/* rpc.c: at shutdown, cancel prompts and free idle sessions. */
+/* The session is no longer busy: run its queue, or drop it if it never
+   registered (its queued requests are dispatched again). */
+void	rpc_session_idle(struct child *, struct session *s);
+/* At shutdown, cancel prompts and free idle sessions. */
 void	rpc_shutdown_sessions(struct child *);
-/* rpc.c: "Resource not found: session:<id>" with data.uri. */
-void	rpc_send_not_found(struct child *, json_object *id, const char *sid);
 
-/* restore.c: session/new, session/load, session/resume. */
-void	restore_new(struct child *, struct rpc_msg *msg);
-void	restore_start(struct child *, struct rpc_msg *msg, struct session *s,
+/* load.c: session/new, session/load, session/resume. */
+void	load_new(struct child *, struct rpc_msg *msg);
+void	load_start(struct child *, struct rpc_msg *msg, struct session *s,
 	    const char *sid, int resume);
 
 /* prompt.c: session/prompt and session/cancel. */

@@ -15,6 +15,7 @@
 #include "chain.h"
 #include "inspect.h"
 #include "transcript.h"
+#include "xmalloc.h"
 
 /* A json string of rec's uuid. */
 static json_object *
@@ -25,7 +26,7 @@ uuid_json(const struct transcript *t, uint32_t rec)
 	size_t n;
 
 	s = transcript_uuid_ref(t, rec, buf, &n);
-	return json_object_new_string_len(s, (int)n);
+	return xjson_object_new_string_len(s, (int)n);
 }
 
 /* sha256 of the chain uuids joined by "\n", in hex. */
@@ -45,14 +46,14 @@ chain_digest(const struct transcript *t, const struct tx_chain *c)
 		SHA256Update(&ctx, (const uint8_t *)s, n);
 	}
 	SHA256End(&ctx, hex);
-	return json_object_new_string(hex);
+	return xjson_object_new_string(hex);
 }
 
 /* Uuids of the checkpoints (truthy compressedHistory) on the chain, oldest first. */
 static json_object *
 checkpoints(struct transcript *t, const struct tx_chain *c, char **cause)
 {
-	json_object *arr = json_object_new_array();
+	json_object *arr = xjson_object_new_array();
 	size_t i;
 	int yes;
 
@@ -83,29 +84,29 @@ summary(struct transcript *t, char **cause)
 		chain_clear(&c);
 		return NULL;
 	}
-	o = json_object_new_object();
-	json_object_object_add(o, "bytes", json_object_new_uint64(st->bytes));
-	json_object_object_add(o, "records", json_object_new_uint64(st->records));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "bytes", xjson_object_new_uint64(st->bytes));
+	json_object_object_add(o, "records", xjson_object_new_uint64(st->records));
 	json_object_object_add(o, "malformedLines",
-	    json_object_new_uint64(st->malformed_lines));
+	    xjson_object_new_uint64(st->malformed_lines));
 	json_object_object_add(o, "recoveredRecords",
-	    json_object_new_uint64(st->recovered_records));
+	    xjson_object_new_uint64(st->recovered_records));
 	json_object_object_add(o, "leafUuid",
 	    c.leaf >= 0 ? uuid_json(t, (uint32_t)c.leaf) : NULL);
-	json_object_object_add(o, "activeChainLength", json_object_new_uint64(c.len));
-	json_object_object_add(o, "gaps", json_object_new_uint64(c.gaps));
-	json_object_object_add(o, "cycles", json_object_new_uint64(c.cycles));
+	json_object_object_add(o, "activeChainLength", xjson_object_new_uint64(c.len));
+	json_object_object_add(o, "gaps", xjson_object_new_uint64(c.gaps));
+	json_object_object_add(o, "cycles", xjson_object_new_uint64(c.cycles));
 	json_object_object_add(o, "compressions", comp);
 	json_object_object_add(o, "lastActiveCompressionUuid", c.last_compression >= 0 ?
 	    uuid_json(t, c.rec[c.last_compression]) : NULL);
 	json_object_object_add(o, "activeChainSha256", chain_digest(t, &c));
-	json_object_object_add(o, "modelHistoryEntries", json_object_new_int64(hist));
-	json_object_object_add(o, "turnStarts", json_object_new_uint64(c.turn_starts));
+	json_object_object_add(o, "modelHistoryEntries", xjson_object_new_int64(hist));
+	json_object_object_add(o, "turnStarts", xjson_object_new_uint64(c.turn_starts));
 	json_object_object_add(o, "deadRecords",
-	    json_object_new_uint64(st->records - c.len));
-	json_object_object_add(o, "duplicates", json_object_new_uint64(st->duplicates));
+	    xjson_object_new_uint64(st->records - c.len));
+	json_object_object_add(o, "duplicates", xjson_object_new_uint64(st->duplicates));
 	json_object_object_add(o, "tornTailBytes",
-	    json_object_new_uint64(transcript_pending_bytes(t)));
+	    xjson_object_new_uint64(transcript_pending_bytes(t)));
 	chain_clear(&c);
 	return o;
 }

@@ -10,4 +10,4 @@
    0 ok, 1 unreadable or unusable file, 2 usage (path NULL). */
 int inspect_main(const char *path);
 
-#endif /* QWEN_ACP_INSPECT_H */
+#endif

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 
 #include "child.h"
 #include "log.h"
+#include "xmalloc.h"
 
 #define IN_READ_SIZE	65536
 #define IN_READS_PER_CB	16
@@ -58,7 +60,7 @@ child_after_write(struct child *c)
 	if (evbuffer_get_length(c->out) <= CHILD_OUT_LOW) {
 		if (c->in_paused)
 			child_in_resume(c);
-		prompt_pause_all(c, 0);
+		child_pause_producers(c, 0);
 	}
 	if (c->out_dead && !c->closing)
 		child_begin_shutdown(c);
@@ -136,6 +138,30 @@ child_send_result(struct child *c, json_object *id, json_object *result)
 	child_send(c, rpc_new_result(json_object_get(id), result));
 }
 
+/* {errorKind: kind}; caller owns. */
+json_object *
+child_error_data(const char *kind)
+{
+	json_object *o = xjson_object_new_object();
+
+	json_object_object_add(o, "errorKind", xjson_object_new_string(kind));
+	return o;
+}
+
+/* The ACP "Resource not found" error for a session id. */
+void
+child_send_not_found(struct child *c, json_object *id, const char *sid)
+{
+	char msg[96], uri[64];
+	json_object *data;
+
+	snprintf(uri, sizeof(uri), "session:%s", sid);
+	snprintf(msg, sizeof(msg), "Resource not found: %s", uri);
+	data = xjson_object_new_object();
+	json_object_object_add(data, "uri", xjson_object_new_string(uri));
+	child_send_error(c, id, RPC_RESOURCE_NOT_FOUND, msg, data);
+}
+
 int
 child_out_full(const struct child *c)
 {
@@ -158,7 +184,7 @@ child_drain_reader(struct child *c, int at_eof)
 		if (st == RPC_READ_MORE)
 			break;
 		if (st == RPC_READ_MSG)
-			rpc_dispatch(c, &msg);
+			c->ops->dispatch(c, &msg);
 		else {
 			log_info("bad input line %zu: %s", bad.line_no, bad.message);
 			child_send(c, rpc_new_bad_error(&bad));

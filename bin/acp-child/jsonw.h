@@ -6,8 +6,8 @@
  * writer walks the json-c tree and escapes strings a run at a time, byte
  * for byte the same output as json-c's PLAIN | NOSLASHESCAPE.
  */
-#ifndef ACP_JSONW_H
-#define ACP_JSONW_H
+#ifndef QWEN_ACP_JSONW_H
+#define QWEN_ACP_JSONW_H
 
 #include <stddef.h>
 #include <string.h>

@@ -128,7 +128,7 @@ write_str(struct jbuf *b, const struct jt_node *s)
 	}
 	jbuf_put(b, "\"", 1);
 	while (r < e) {
-		run = find_special(r, e);
+		run = scan_special(r, e, SCAN_CTL);
 		jbuf_put(b, r, (size_t)(run - r));
 		if ((r = run) >= e)
 			break;

@@ -64,7 +64,7 @@ parse_str(struct jt_parser *ps)
 	long v;
 
 	for (;;) {
-		q = find_special(q, ps->e);
+		q = scan_special(q, ps->e, SCAN_CTL);
 		if (q >= ps->e)
 			return -1;
 		if (*q == '"')

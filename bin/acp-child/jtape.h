@@ -8,8 +8,8 @@
  * escapes, escaped or duplicate keys, deep nesting, odd whitespace, any
  * syntax error) makes jt_parse() answer JT_BAIL and the caller uses json-c.
  */
-#ifndef ACP_JTAPE_H
-#define ACP_JTAPE_H
+#ifndef QWEN_ACP_JTAPE_H
+#define QWEN_ACP_JTAPE_H
 
 #include <stddef.h>
 #include <stdint.h>

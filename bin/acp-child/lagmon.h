@@ -5,8 +5,8 @@
  * fired; a ring of the most recent samples gives mean, p50, p99 and max.
  * A busy loop (a callback that blocks) shows up as lag.
  */
-#ifndef ACP_LAGMON_H
-#define ACP_LAGMON_H
+#ifndef QWEN_ACP_LAGMON_H
+#define QWEN_ACP_LAGMON_H
 
 #include <stddef.h>
 

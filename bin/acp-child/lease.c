@@ -14,8 +14,11 @@
 
 #include <json-c/json.h>
 
+#include "clock.h"
+#include "json.h"
 #include "lease.h"
 #include "paths.h"
+#include "xmalloc.h"
 
 #define LEASE_MAX_FILE	(64 * 1024)
 
@@ -64,26 +67,26 @@ lease_start_identity(pid_t pid)
 static json_object *
 lease_doc(const char *session_id, const char *owner_id)
 {
-	json_object *o = json_object_new_object();
+	json_object *o = xjson_object_new_object();
 	char host[256] = "", when[32], *ident;
 
 	gethostname(host, sizeof(host) - 1);
-	paths_iso_now(when);
+	clock_iso_now(when);
 	ident = lease_start_identity(getpid());
-	json_object_object_add(o, "schema_version", json_object_new_int(2));
-	json_object_object_add(o, "state", json_object_new_string("active"));
-	json_object_object_add(o, "session_id", json_object_new_string(session_id));
-	json_object_object_add(o, "owner_id", json_object_new_string(owner_id));
-	json_object_object_add(o, "pid", json_object_new_int64(getpid()));
+	json_object_object_add(o, "schema_version", xjson_object_new_int(2));
+	json_object_object_add(o, "state", xjson_object_new_string("active"));
+	json_object_object_add(o, "session_id", xjson_object_new_string(session_id));
+	json_object_object_add(o, "owner_id", xjson_object_new_string(owner_id));
+	json_object_object_add(o, "pid", xjson_object_new_int64(getpid()));
 	if (ident != NULL)
 		json_object_object_add(o, "process_start_identity",
-		    json_object_new_string(ident));
-	json_object_object_add(o, "hostname", json_object_new_string(host));
+		    xjson_object_new_string(ident));
+	json_object_object_add(o, "hostname", xjson_object_new_string(host));
 	json_object_object_add(o, "process_kind",
-	    json_object_new_string("qwen-acp-child"));
-	json_object_object_add(o, "acquired_at", json_object_new_string(when));
+	    xjson_object_new_string("qwen-acp-child"));
+	json_object_object_add(o, "acquired_at", xjson_object_new_string(when));
 	json_object_object_add(o, "qwen_version",
-	    json_object_new_string(PACKAGE_VERSION));
+	    xjson_object_new_string(PACKAGE_VERSION));
 	free(ident);
 	return o;
 }
@@ -141,17 +144,6 @@ lease_read(const char *path)
 	return json_tokener_parse(buf);
 }
 
-static const char *
-lease_str(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (o != NULL && json_object_object_get_ex(o, key, &v) &&
-	    json_object_is_type(v, json_type_string))
-		return json_object_get_string(v);
-	return NULL;
-}
-
 /*
  * Whether the holder described by doc is provably dead on this host: same
  * hostname, and its pid is gone or now names a process that started at a
@@ -169,14 +161,14 @@ lease_owner_dead(json_object *doc)
 	if (doc == NULL)
 		return 1;
 	gethostname(host, sizeof(host) - 1);
-	if ((h = lease_str(doc, "hostname")) == NULL || strcmp(h, host) != 0)
+	if ((h = json_get_str(doc, "hostname")) == NULL || strcmp(h, host) != 0)
 		return 0;
 	if (!json_object_object_get_ex(doc, "pid", &v) ||
 	    (pid = json_object_get_int64(v)) <= 0 || pid > 0x3fffffff)
 		return 0;
 	if (kill((pid_t)pid, 0) == -1 && errno == ESRCH)
 		return 1;
-	if ((ident = lease_str(doc, "process_start_identity")) == NULL)
+	if ((ident = json_get_str(doc, "process_start_identity")) == NULL)
 		return 0;
 	now = lease_start_identity((pid_t)pid);
 	dead = now != NULL && strcmp(now, ident) != 0;
@@ -189,7 +181,7 @@ static char *
 lease_conflict_cause(const char *session_id, json_object *doc)
 {
 	json_object *v;
-	const char *host = lease_str(doc, "hostname");
+	const char *host = json_get_str(doc, "hostname");
 	long long pid = -1;
 	char *out;
 
@@ -223,7 +215,7 @@ lease_reclaim(const char *lock, const char *tmp, const char *stale_owner)
 		return -1;
 	}
 	doc = lease_read(lock);
-	owner = lease_str(doc, "owner_id");
+	owner = json_get_str(doc, "owner_id");
 	if (doc == NULL ? stale_owner == NULL :
 	    (owner != NULL && stale_owner != NULL && strcmp(owner, stale_owner) == 0)) {
 		if (unlink(lock) == -1 && errno != ENOENT)
@@ -261,8 +253,8 @@ lease_link(const char *lock, const char *tmp, const char *session_id, char **cau
 		json_object_put(doc);
 		return LEASE_CONFLICT;
 	}
-	if (lease_str(doc, "owner_id") != NULL)
-		stale = strdup(lease_str(doc, "owner_id"));
+	if (json_get_str(doc, "owner_id") != NULL)
+		stale = xstrdup(json_get_str(doc, "owner_id"));
 	json_object_put(doc);
 	rc = lease_reclaim(lock, tmp, stale);
 	free(stale);
@@ -341,17 +333,11 @@ lease_release(struct lease *l)
 	if (l == NULL)
 		return;
 	doc = lease_read(l->path);
-	owner = lease_str(doc, "owner_id");
+	owner = json_get_str(doc, "owner_id");
 	if (owner != NULL && strcmp(owner, l->owner_id) == 0)
 		unlink(l->path);
 	json_object_put(doc);
 	free(l->path);
 	free(l->owner_id);
 	free(l);
-}
-
-const char *
-lease_path(const struct lease *l)
-{
-	return l->path;
 }

@@ -10,8 +10,8 @@
  * reclaimed under an flock(2) on a side file, so two reclaimers cannot both
  * win.  Release removes the lock only while it is still ours.
  */
-#ifndef ACP_LEASE_H
-#define ACP_LEASE_H
+#ifndef QWEN_ACP_LEASE_H
+#define QWEN_ACP_LEASE_H
 
 struct lease;
 
@@ -33,6 +33,5 @@ enum lease_result lease_acquire(const char *data_dir, const char *session_id,
 /* Remove the lock file if it is still ours, and free.  NULL-safe. */
 void	lease_release(struct lease *);
 
-const char *lease_path(const struct lease *);
 
 #endif

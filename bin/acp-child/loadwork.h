@@ -6,8 +6,8 @@
  * every other session while a huge transcript is indexed.  run() must
  * touch nothing the loop thread uses; done() owns the job again.
  */
-#ifndef ACP_LOADWORK_H
-#define ACP_LOADWORK_H
+#ifndef QWEN_ACP_LOADWORK_H
+#define QWEN_ACP_LOADWORK_H
 
 #include <stddef.h>
 #include <sys/queue.h>

@@ -9,37 +9,30 @@
  * pidfd.  stdin EOF, SIGTERM or SIGINT end the child cleanly: prompts are
  * cancelled, running loads finish and are answered, leases are released,
  * the output is flushed and the exit status is 0.
+ *
+ * This file reads the options and wires the layers: child.c owns the
+ * process (struct child), io.c its stdin and stdout, rpc.c the dispatch.
  */
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <malloc.h>
 #include <stdint.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
 #include <event2/event.h>
 
 #include "child.h"
-#include "txpage.h"
 #include "clock.h"
 #include "inspect.h"
-#include "lagmon.h"
-#include "loadwork.h"
 #include "log.h"
 #include "paths.h"
 #include "trace.h"
-
-#define WORKERS		2
-#define LAG_INTERVAL_MS	50
-#define LAG_WINDOW	1024
 
 static void
 usage(void)
@@ -50,59 +43,6 @@ usage(void)
 	    "       [--max-frame-bytes N] [--log-level LEVEL]\n"
 	    "       %s --inspect FILE\n", getprogname(), getprogname());
 	exit(2);
-}
-
-/* Whether anything still holds the loop: a load, a prompt, pending output. */
-static int
-child_busy(struct child *c)
-{
-	struct session *s;
-
-	if (loadwork_inflight(c->work) > 0)
-		return 1;
-	RB_FOREACH(s, session_tree, &c->sessions)
-		if (s->busy)
-			return 1;
-	return 0;
-}
-
-void
-child_check_done(struct child *c)
-{
-	if (!c->closing || child_busy(c))
-		return;
-	if (!c->out_dead && evbuffer_get_length(c->out) > 0)
-		return;		/* the write callback calls us again */
-	event_base_loopbreak(c->base);
-}
-
-void
-child_begin_shutdown(struct child *c)
-{
-	if (c->closing) {
-		child_check_done(c);
-		return;
-	}
-	c->closing = 1;
-	if (!c->in_eof)
-		event_del(c->ev_in);
-	rpc_shutdown_sessions(c);
-	child_check_done(c);
-}
-
-static void
-child_signal_cb(evutil_socket_t sig, short what, void *arg)
-{
-	struct child *c = arg;
-
-	(void)what;
-	if (sig == SIGHUP) {
-		if (c->trace != NULL && trace_sink_reopen(c->trace) == -1)
-			log_warn("reopen trace file");
-		return;
-	}
-	log_info("signal %d: shutting down", (int)sig);
-	child_begin_shutdown(c);
 }
 
 /* A positive byte count for flag (1 .. 2^40). */
@@ -199,71 +139,13 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 		o->parent_capability = NULL;
 }
 
-static int
-child_setup(struct child *c)
-{
-	struct event_config *cfg;
-
-	signal(SIGPIPE, SIG_IGN);
-	RB_INIT(&c->sessions);
-	paths_new_uuid(c->owner_id);
-	if ((cfg = event_config_new()) == NULL)
-		return -1;
-	/* The lag monitor needs a precise clock, not CLOCK_MONOTONIC_COARSE. */
-	event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
-	c->base = event_base_new_with_config(cfg);
-	event_config_free(cfg);
-	if (c->base == NULL ||
-	    (c->out = evbuffer_new()) == NULL ||
-	    (c->reader = rpc_reader_new(c->opts.max_frame)) == NULL ||
-	    (c->lag = lagmon_new(c->base, LAG_INTERVAL_MS, LAG_WINDOW)) == NULL ||
-	    (c->work = loadwork_new(c->base, WORKERS)) == NULL)
-		return -1;
-	c->ev_term = evsignal_new(c->base, SIGTERM, child_signal_cb, c);
-	c->ev_int = evsignal_new(c->base, SIGINT, child_signal_cb, c);
-	c->ev_exit = evsignal_new(c->base, SIGHUP, child_signal_cb, c);
-	if (c->ev_term == NULL || c->ev_int == NULL || c->ev_exit == NULL ||
-	    event_add(c->ev_term, NULL) == -1 || event_add(c->ev_int, NULL) == -1 ||
-	    event_add(c->ev_exit, NULL) == -1)
-		return -1;
-	return child_setup_io(c);
-}
-
-/* Everything is idle: free sessions (releasing leases) and the rest. */
-static void
-child_teardown(struct child *c)
-{
-	struct session *s;
-
-	loadwork_free(c->work);	/* runs done() of loads that finished late */
-	txpage_free();
-	while ((s = RB_MIN(session_tree, &c->sessions)) != NULL) {
-		RB_REMOVE(session_tree, &c->sessions, s);
-		session_free(s);
-	}
-	if (!c->out_dead) {
-		fcntl(STDOUT_FILENO, F_SETFL, fcntl(STDOUT_FILENO, F_GETFL) & ~O_NONBLOCK);
-		c->out_direct = 1;
-		child_flush(c);
-	}
-	lagmon_free(c->lag);
-	if (c->ev_in != NULL)
-		event_free(c->ev_in);
-	if (c->ev_out != NULL)
-		event_free(c->ev_out);
-	if (c->ev_term != NULL)
-		event_free(c->ev_term);
-	if (c->ev_int != NULL)
-		event_free(c->ev_int);
-	if (c->ev_exit != NULL)
-		event_free(c->ev_exit);
-	evbuffer_free(c->out);
-	rpc_reader_free(c->reader);
-	trace_sink_close(c->trace);
-	event_base_free(c->base);
-	free(c->opts.data_dir);
-	free(c->opts.workspace);
-}
+/* The layers above the process core, for io.c and child.c. */
+static const struct child_ops ops = {
+	.dispatch = rpc_dispatch,
+	.session_idle = rpc_session_idle,
+	.stop_sessions = rpc_shutdown_sessions,
+	.pause_producers = prompt_pause_all,
+};
 
 int
 main(int argc, char **argv)
@@ -291,7 +173,7 @@ main(int argc, char **argv)
 		    c.opts.trace_file, strerror(errno));
 		return 1;
 	}
-	if (child_setup(&c) == -1) {
+	if (child_setup(&c, &ops) == -1) {
 		log_warn("cannot set up the event loop");
 		return 1;
 	}

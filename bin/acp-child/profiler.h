@@ -9,8 +9,8 @@
  * event-loop lag snapshot.  Only numbers and ids go into attributes, never
  * transcript content.
  */
-#ifndef ACP_PROFILER_H
-#define ACP_PROFILER_H
+#ifndef QWEN_ACP_PROFILER_H
+#define QWEN_ACP_PROFILER_H
 
 #include <stdint.h>
 

@@ -348,7 +348,7 @@ pf_tool_result(struct pctx *x)
 	resp = jt_get_typed(T, fr, "response", JT_OBJ);
 	pe = pj_take_pending(x, id, name);
 	if (id == NULL && pe != NULL)
-		id = pj_get_str(pe, "id");
+		id = json_get_str(pe, "id");
 	dt = display >= 0 ? jt_get_str(T, display, "type", &x->oom) : NULL;
 	if ((name && strcmp(name, "todo_write") == 0) || (dt && strcmp(dt, "todo_list") == 0)) {
 		json_object_put(pe);

@@ -6,9 +6,10 @@
 
 #include <stdint.h>
 
+#include "json.h"
 #include "jtape.h"
 #include "project.h"
-#include "txindex.h"
+#include "transcript-int.h"
 
 struct pctx {
 	struct transcript *t;
@@ -24,10 +25,6 @@ struct pctx {
 	int oom;
 };
 
-/* Member of obj as a string (borrowed), or NULL. */
-const char *pj_get_str(json_object *obj, const char *key);
-/* Member of obj of the given type (borrowed), or NULL. */
-json_object *pj_get_typed(json_object *obj, const char *key, enum json_type type);
 /* A new update {"sessionUpdate": kind} (caller owns). */
 json_object *pj_update(const char *kind);
 /* Add _meta (extra_meta taken, may be NULL) to u and append it (takes u). */
@@ -60,4 +57,4 @@ const char *pj_tool_kind(const char *name);
 /* Project the record in x->tape (parsed by the caller); -1 on OOM. */
 int pf_record(struct pctx *);
 
-#endif /* QWEN_ACP_PROJECT_INT_H */
+#endif

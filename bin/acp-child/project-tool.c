@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "project-int.h"
+#include "xmalloc.h"
 
 #define MISSING_RESULT "Tool result missing from saved history; the tool call " \
 	"did not record a result before the session ended."
@@ -53,8 +54,8 @@ pj_call_id(struct pctx *x, const char *id, size_t idx, char buf[128])
 int
 pj_tool_call(struct pctx *x, json_object *fc, size_t idx)
 {
-	json_object *args = pj_get_typed(fc, "args", json_type_object), *u, *loc, *locs;
-	const char *id = pj_get_str(fc, "id"), *name = pj_get_str(fc, "name"), *v = NULL;
+	json_object *args = json_get(fc, "args", json_type_object), *u, *loc, *locs;
+	const char *id = json_get_str(fc, "id"), *name = json_get_str(fc, "name"), *v = NULL;
 	char buf[128], title[256];
 	int i;
 
@@ -64,24 +65,24 @@ pj_tool_call(struct pctx *x, json_object *fc, size_t idx)
 		return 0;			/* its result becomes a plan */
 	id = pj_call_id(x, id, idx, buf);
 	u = pj_update("tool_call");
-	json_object_object_add(u, "toolCallId", json_object_new_string(id));
+	json_object_object_add(u, "toolCallId", xjson_object_new_string(id));
 	for (i = 0; args && pj_title_keys[i] != NULL && v == NULL; i++)
-		v = pj_get_str(args, pj_title_keys[i]);
+		v = json_get_str(args, pj_title_keys[i]);
 	snprintf(title, sizeof title, "%s%s%.200s", name, v ? ": " : "", v ? v : "");
-	json_object_object_add(u, "title", json_object_new_string(title));
-	json_object_object_add(u, "kind", json_object_new_string(pj_tool_kind(name)));
-	json_object_object_add(u, "status", json_object_new_string("in_progress"));
-	locs = json_object_new_array();
+	json_object_object_add(u, "title", xjson_object_new_string(title));
+	json_object_object_add(u, "kind", xjson_object_new_string(pj_tool_kind(name)));
+	json_object_object_add(u, "status", xjson_object_new_string("in_progress"));
+	locs = xjson_object_new_array();
 	for (i = 0, v = NULL; args && pj_path_keys[i] != NULL && v == NULL; i++)
-		v = pj_get_str(args, pj_path_keys[i]);
+		v = json_get_str(args, pj_path_keys[i]);
 	if (v != NULL) {
-		loc = json_object_new_object();
-		json_object_object_add(loc, "path", json_object_new_string(v));
+		loc = xjson_object_new_object();
+		json_object_object_add(loc, "path", xjson_object_new_string(v));
 		json_object_array_add(locs, loc);
 	}
 	json_object_object_add(u, "locations", locs);
 	json_object_object_add(u, "rawInput", args ? json_object_get(args) :
-	    json_object_new_object());
+	    xjson_object_new_object());
 	pj_pending_add(x, id, name);
 	return pj_emit(x, u, NULL);
 }
@@ -89,11 +90,11 @@ pj_tool_call(struct pctx *x, json_object *fc, size_t idx)
 void
 pj_pending_add(struct pctx *x, const char *id, const char *name)
 {
-	json_object *pe = json_object_new_object();
+	json_object *pe = xjson_object_new_object();
 
-	json_object_object_add(pe, "id", json_object_new_string(id));
-	json_object_object_add(pe, "name", json_object_new_string(name));
-	json_object_object_add(pe, "pos", json_object_new_int64((int64_t)x->pos));
+	json_object_object_add(pe, "id", xjson_object_new_string(id));
+	json_object_object_add(pe, "name", xjson_object_new_string(name));
+	json_object_object_add(pe, "pos", xjson_object_new_int64((int64_t)x->pos));
 	json_object_object_add(pe, "uuid", json_object_get(x->uuid));
 	json_object_array_add(x->pending, pe);
 }
@@ -106,11 +107,11 @@ pj_take_pending(struct pctx *x, const char *id, const char *name)
 	const char *v;
 
 	for (i = 0; id != NULL && i < n && hit == n; i++)
-		if ((v = pj_get_str(json_object_array_get_idx(x->pending, i), "id")) &&
+		if ((v = json_get_str(json_object_array_get_idx(x->pending, i), "id")) &&
 		    strcmp(v, id) == 0)
 			hit = i;
 	for (i = 0; id == NULL && name != NULL && i < n; i++)
-		if ((v = pj_get_str(json_object_array_get_idx(x->pending, i), "name")) &&
+		if ((v = json_get_str(json_object_array_get_idx(x->pending, i), "name")) &&
 		    strcmp(v, name) == 0) {
 			hit = i;
 			hits++;
@@ -126,19 +127,19 @@ pj_take_pending(struct pctx *x, const char *id, const char *name)
 static int
 plan_update(struct pctx *x, json_object *display)
 {
-	json_object *todos = pj_get_typed(display, "todos", json_type_array);
-	json_object *u = pj_update("plan"), *entries = json_object_new_array(), *e, *td;
+	json_object *todos = json_get(display, "todos", json_type_array);
+	json_object *u = pj_update("plan"), *entries = xjson_object_new_array(), *e, *td;
 	const char *s;
 	size_t i;
 
 	for (i = 0; todos && i < json_object_array_length(todos); i++) {
 		td = json_object_array_get_idx(todos, i);
-		e = json_object_new_object();
-		s = pj_get_str(td, "content");
-		json_object_object_add(e, "content", json_object_new_string(s ? s : ""));
-		json_object_object_add(e, "priority", json_object_new_string("medium"));
-		s = pj_get_str(td, "status");
-		json_object_object_add(e, "status", json_object_new_string(s ? s : "pending"));
+		e = xjson_object_new_object();
+		s = json_get_str(td, "content");
+		json_object_object_add(e, "content", xjson_object_new_string(s ? s : ""));
+		json_object_object_add(e, "priority", xjson_object_new_string("medium"));
+		s = json_get_str(td, "status");
+		json_object_object_add(e, "status", xjson_object_new_string(s ? s : "pending"));
 		json_object_array_add(entries, e);
 	}
 	json_object_object_add(u, "entries", entries);
@@ -149,27 +150,27 @@ plan_update(struct pctx *x, json_object *display)
 static json_object *
 str_ref(json_object *obj, const char *key, int null_if_absent)
 {
-	json_object *v = pj_get_typed(obj, key, json_type_string);
+	json_object *v = json_get(obj, key, json_type_string);
 
 	if (v != NULL)
 		return json_object_get(v);
-	return null_if_absent ? NULL : json_object_new_string("");
+	return null_if_absent ? NULL : xjson_object_new_string("");
 }
 
 /* The content blocks of a tool result: a diff, or the output/error text. */
 static json_object *
 result_content(json_object *display, json_object *resp)
 {
-	json_object *arr = json_object_new_array(), *b, *inner, *v, *text = NULL;
+	json_object *arr = xjson_object_new_array(), *b, *inner, *v, *text = NULL;
 	const char *path;
 
-	if (display && pj_get_str(display, "fileDiff") != NULL) {
-		b = json_object_new_object();
-		path = pj_get_str(display, "filePath");
+	if (display && json_get_str(display, "fileDiff") != NULL) {
+		b = xjson_object_new_object();
+		path = json_get_str(display, "filePath");
 		if (path == NULL)
-			path = pj_get_str(display, "fileName");
-		json_object_object_add(b, "type", json_object_new_string("diff"));
-		json_object_object_add(b, "path", json_object_new_string(path ? path : ""));
+			path = json_get_str(display, "fileName");
+		json_object_object_add(b, "type", xjson_object_new_string("diff"));
+		json_object_object_add(b, "path", xjson_object_new_string(path ? path : ""));
 		json_object_object_add(b, "oldText", str_ref(display, "originalContent", 1));
 		json_object_object_add(b, "newText", str_ref(display, "newContent", 0));
 		json_object_array_add(arr, b);
@@ -179,16 +180,16 @@ result_content(json_object *display, json_object *resp)
 		text = str_ref(resp, "output", 1);
 		if (text == NULL)
 			text = str_ref(resp, "error", 1);
-		if (text == NULL && (v = pj_get_typed(resp, "error", json_type_object)))
+		if (text == NULL && (v = json_get(resp, "error", json_type_object)))
 			text = str_ref(v, "message", 1);
 	}
 	if (text == NULL)
 		return arr;
-	inner = json_object_new_object();
-	json_object_object_add(inner, "type", json_object_new_string("text"));
+	inner = xjson_object_new_object();
+	json_object_object_add(inner, "type", xjson_object_new_string("text"));
 	json_object_object_add(inner, "text", text);
-	b = json_object_new_object();
-	json_object_object_add(b, "type", json_object_new_string("content"));
+	b = xjson_object_new_object();
+	json_object_object_add(b, "type", xjson_object_new_string("content"));
 	json_object_object_add(b, "content", inner);
 	json_object_array_add(arr, b);
 	return arr;
@@ -198,12 +199,12 @@ result_content(json_object *display, json_object *resp)
 static json_object *
 function_response(json_object *r)
 {
-	json_object *msg = pj_get_typed(r, "message", json_type_object);
-	json_object *parts = pj_get_typed(msg, "parts", json_type_array), *fr;
+	json_object *msg = json_get(r, "message", json_type_object);
+	json_object *parts = json_get(msg, "parts", json_type_array), *fr;
 	size_t i;
 
 	for (i = 0; parts && i < json_object_array_length(parts); i++)
-		if ((fr = pj_get_typed(json_object_array_get_idx(parts, i),
+		if ((fr = json_get(json_object_array_get_idx(parts, i),
 		    "functionResponse", json_type_object)) != NULL)
 			return fr;
 	return NULL;
@@ -213,23 +214,23 @@ function_response(json_object *r)
 int
 pj_tool_result(struct pctx *x, json_object *r)
 {
-	json_object *tcr = pj_get_typed(r, "toolCallResult", json_type_object);
+	json_object *tcr = json_get(r, "toolCallResult", json_type_object);
 	json_object *fr = function_response(r), *display = NULL, *resp, *u, *pe, *v;
-	const char *id = NULL, *name = fr ? pj_get_str(fr, "name") : NULL, *st, *dt;
+	const char *id = NULL, *name = fr ? json_get_str(fr, "name") : NULL, *st, *dt;
 	char buf[128];
 	int failed, rc;
 
 	if (tcr != NULL) {
-		id = pj_get_str(tcr, "callId");
+		id = json_get_str(tcr, "callId");
 		json_object_object_get_ex(tcr, "resultDisplay", &display);
 	}
 	if (id == NULL && fr != NULL)
-		id = pj_get_str(fr, "id");
-	resp = pj_get_typed(fr, "response", json_type_object);
+		id = json_get_str(fr, "id");
+	resp = json_get(fr, "response", json_type_object);
 	pe = pj_take_pending(x, id, name);
 	if (id == NULL && pe != NULL)
-		id = pj_get_str(pe, "id");
-	dt = display ? pj_get_str(display, "type") : NULL;
+		id = json_get_str(pe, "id");
+	dt = display ? json_get_str(display, "type") : NULL;
 	if ((name && strcmp(name, "todo_write") == 0) || (dt && strcmp(dt, "todo_list") == 0)) {
 		json_object_put(pe);
 		return plan_update(x, display);
@@ -239,13 +240,13 @@ pj_tool_result(struct pctx *x, json_object *r)
 		    json_object_get_string(x->uuid));
 		id = buf;
 	}
-	st = tcr ? pj_get_str(tcr, "status") : NULL;
+	st = tcr ? json_get_str(tcr, "status") : NULL;
 	failed = (st != NULL && strcmp(st, "success") != 0) ||
 	    (tcr && json_object_object_get_ex(tcr, "error", &v) && v != NULL) ||
 	    (tcr == NULL && resp && json_object_object_get_ex(resp, "error", &v));
 	u = pj_update("tool_call_update");
-	json_object_object_add(u, "toolCallId", json_object_new_string(id));
-	json_object_object_add(u, "status", json_object_new_string(failed ?
+	json_object_object_add(u, "toolCallId", xjson_object_new_string(id));
+	json_object_object_add(u, "status", xjson_object_new_string(failed ?
 	    "failed" : "completed"));
 	json_object_object_add(u, "content", result_content(display, resp));
 	if (display != NULL)
@@ -272,15 +273,15 @@ pj_fail_pending(struct pctx *x)
 		x->ts = -1;
 		u = pj_update("tool_call_update");
 		json_object_object_add(u, "toolCallId",
-		    json_object_new_string(pj_get_str(pe, "id")));
-		json_object_object_add(u, "status", json_object_new_string("failed"));
-		inner = json_object_new_object();
-		json_object_object_add(inner, "type", json_object_new_string("text"));
-		json_object_object_add(inner, "text", json_object_new_string(MISSING_RESULT));
-		b = json_object_new_object();
-		json_object_object_add(b, "type", json_object_new_string("content"));
+		    xjson_object_new_string(json_get_str(pe, "id")));
+		json_object_object_add(u, "status", xjson_object_new_string("failed"));
+		inner = xjson_object_new_object();
+		json_object_object_add(inner, "type", xjson_object_new_string("text"));
+		json_object_object_add(inner, "text", xjson_object_new_string(MISSING_RESULT));
+		b = xjson_object_new_object();
+		json_object_object_add(b, "type", xjson_object_new_string("content"));
 		json_object_object_add(b, "content", inner);
-		content = json_object_new_array();
+		content = xjson_object_new_array();
 		json_object_array_add(content, b);
 		json_object_object_add(u, "content", content);
 		if (pj_emit(x, u, NULL) == -1)

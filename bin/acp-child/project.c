@@ -16,34 +16,11 @@
 
 #include "project.h"
 #include "project-int.h"
-#include "txindex.h"
+#include "transcript-int.h"
+#include "xmalloc.h"
 
 #define GAP_NOTICE "Earlier history could not be restored: a parent record is " \
 	"missing from the saved transcript."
-
-/* Member of obj as a string, or NULL. */
-const char *
-pj_get_str(json_object *obj, const char *key)
-{
-	json_object *v;
-
-	if (!json_object_object_get_ex(obj, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
-/* Member of obj of the given type, or NULL (borrowed). */
-json_object *
-pj_get_typed(json_object *obj, const char *key, enum json_type type)
-{
-	json_object *v;
-
-	if (obj == NULL || !json_object_object_get_ex(obj, key, &v) ||
-	    !json_object_is_type(v, type))
-		return NULL;
-	return v;
-}
 
 int
 pj_span(struct pctx *x, size_t off)
@@ -79,11 +56,11 @@ pj_emit(struct pctx *x, json_object *u, json_object *extra_meta)
 	json_object *meta, *qt, *ids;
 	size_t off = pj_sep(x);
 
-	meta = extra_meta ? extra_meta : json_object_new_object();
+	meta = extra_meta ? extra_meta : xjson_object_new_object();
 	if (x->ts >= 0)
-		json_object_object_add(meta, "timestamp", json_object_new_int64(x->ts));
-	qt = json_object_new_object();
-	ids = json_object_new_array();
+		json_object_object_add(meta, "timestamp", xjson_object_new_int64(x->ts));
+	qt = xjson_object_new_object();
+	ids = xjson_object_new_array();
 	json_object_array_add(ids, json_object_get(x->uuid));
 	json_object_object_add(qt, "sourceRecordIds", ids);
 	json_object_object_add(meta, "qwenTranscript", qt);
@@ -97,9 +74,9 @@ pj_emit(struct pctx *x, json_object *u, json_object *extra_meta)
 json_object *
 pj_update(const char *kind)
 {
-	json_object *u = json_object_new_object();
+	json_object *u = xjson_object_new_object();
 
-	json_object_object_add(u, "sessionUpdate", json_object_new_string(kind));
+	json_object_object_add(u, "sessionUpdate", xjson_object_new_string(kind));
 	return u;
 }
 
@@ -107,10 +84,10 @@ pj_update(const char *kind)
 static int
 chunk(struct pctx *x, const char *kind, const char *text, json_object *meta)
 {
-	json_object *u = pj_update(kind), *content = json_object_new_object();
+	json_object *u = pj_update(kind), *content = xjson_object_new_object();
 
-	json_object_object_add(content, "type", json_object_new_string("text"));
-	json_object_object_add(content, "text", json_object_new_string(text));
+	json_object_object_add(content, "type", xjson_object_new_string("text"));
+	json_object_object_add(content, "text", xjson_object_new_string(text));
 	json_object_object_add(u, "content", content);
 	return pj_emit(x, u, meta);
 }
@@ -119,9 +96,9 @@ chunk(struct pctx *x, const char *kind, const char *text, json_object *meta)
 static int
 chunk_obj(struct pctx *x, const char *kind, json_object *text)
 {
-	json_object *u = pj_update(kind), *content = json_object_new_object();
+	json_object *u = pj_update(kind), *content = xjson_object_new_object();
 
-	json_object_object_add(content, "type", json_object_new_string("text"));
+	json_object_object_add(content, "type", xjson_object_new_string("text"));
 	json_object_object_add(content, "text", json_object_get(text));
 	json_object_object_add(u, "content", content);
 	return pj_emit(x, u, NULL);
@@ -131,12 +108,12 @@ chunk_obj(struct pctx *x, const char *kind, json_object *text)
 static int
 image_chunk(struct pctx *x, json_object *inl)
 {
-	json_object *u = pj_update("user_message_chunk"), *content = json_object_new_object();
-	const char *mime = pj_get_str(inl, "mimeType"), *data = pj_get_str(inl, "data");
+	json_object *u = pj_update("user_message_chunk"), *content = xjson_object_new_object();
+	const char *mime = json_get_str(inl, "mimeType"), *data = json_get_str(inl, "data");
 
-	json_object_object_add(content, "type", json_object_new_string("image"));
-	json_object_object_add(content, "mimeType", json_object_new_string(mime ? mime : ""));
-	json_object_object_add(content, "data", json_object_new_string(data ? data : ""));
+	json_object_object_add(content, "type", xjson_object_new_string("image"));
+	json_object_object_add(content, "mimeType", xjson_object_new_string(mime ? mime : ""));
+	json_object_object_add(content, "data", xjson_object_new_string(data ? data : ""));
 	json_object_object_add(u, "content", content);
 	return pj_emit(x, u, NULL);
 }
@@ -147,14 +124,14 @@ project_user(struct pctx *x, json_object *r)
 {
 	static const char *const tagged[] = { "notification", "cron",
 	    "mid_turn_user_message", "goal_runtime", NULL };
-	json_object *sp = pj_get_typed(r, "systemPayload", json_type_object);
-	json_object *msg = pj_get_typed(r, "message", json_type_object);
-	json_object *parts = pj_get_typed(msg, "parts", json_type_array), *part, *v;
-	const char *sub = pj_get_str(r, "subtype"), *display;
+	json_object *sp = json_get(r, "systemPayload", json_type_object);
+	json_object *msg = json_get(r, "message", json_type_object);
+	json_object *parts = json_get(msg, "parts", json_type_array), *part, *v;
+	const char *sub = json_get_str(r, "subtype"), *display;
 	size_t i;
 	int k;
 
-	display = sp ? pj_get_str(sp, "displayText") : NULL;
+	display = sp ? json_get_str(sp, "displayText") : NULL;
 	for (k = 0; sub != NULL && tagged[k] != NULL; k++)
 		if (strcmp(sub, tagged[k]) == 0)
 			return display ? chunk(x, "user_message_chunk", display, NULL) : 0;
@@ -162,10 +139,10 @@ project_user(struct pctx *x, json_object *r)
 		return chunk(x, "user_message_chunk", display, NULL);
 	for (i = 0; parts && i < json_object_array_length(parts); i++) {
 		part = json_object_array_get_idx(parts, i);
-		if ((v = pj_get_typed(part, "text", json_type_string)) != NULL) {
+		if ((v = json_get(part, "text", json_type_string)) != NULL) {
 			if (chunk_obj(x, "user_message_chunk", v) == -1)
 				return -1;
-		} else if ((v = pj_get_typed(part, "inlineData", json_type_object)) != NULL) {
+		} else if ((v = json_get(part, "inlineData", json_type_object)) != NULL) {
 			if (image_chunk(x, v) == -1)
 				return -1;
 		}
@@ -177,7 +154,7 @@ project_user(struct pctx *x, json_object *r)
 static int
 usage_chunk(struct pctx *x, json_object *usage)
 {
-	json_object *meta = json_object_new_object();
+	json_object *meta = xjson_object_new_object();
 
 	json_object_object_add(meta, "usage", json_object_get(usage));
 	return chunk(x, "agent_message_chunk", "", meta);
@@ -187,23 +164,23 @@ usage_chunk(struct pctx *x, json_object *usage)
 static int
 project_assistant(struct pctx *x, json_object *r)
 {
-	json_object *msg = pj_get_typed(r, "message", json_type_object);
-	json_object *parts = pj_get_typed(msg, "parts", json_type_array), *part, *fc, *v;
-	json_object *usage = pj_get_typed(r, "usageMetadata", json_type_object), *text;
+	json_object *msg = json_get(r, "message", json_type_object);
+	json_object *parts = json_get(msg, "parts", json_type_array), *part, *fc, *v;
+	json_object *usage = json_get(r, "usageMetadata", json_type_object), *text;
 	size_t i;
 	int rc = 0;
 
 	for (i = 0; rc == 0 && parts && i < json_object_array_length(parts); i++) {
 		part = json_object_array_get_idx(parts, i);
-		if ((fc = pj_get_typed(part, "functionCall", json_type_object)) != NULL) {
+		if ((fc = json_get(part, "functionCall", json_type_object)) != NULL) {
 			if (usage != NULL) {
 				rc = usage_chunk(x, usage);
 				usage = NULL;
 			}
 			if (rc == 0)
 				rc = pj_tool_call(x, fc, i);
-		} else if ((text = pj_get_typed(part, "text", json_type_string)) != NULL) {
-			v = pj_get_typed(part, "thought", json_type_boolean);
+		} else if ((text = json_get(part, "text", json_type_string)) != NULL) {
+			v = json_get(part, "thought", json_type_boolean);
 			rc = chunk_obj(x, v && json_object_get_boolean(v) ?
 			    "agent_thought_chunk" : "agent_message_chunk", text);
 		}
@@ -217,28 +194,28 @@ project_assistant(struct pctx *x, json_object *r)
 static int
 project_system(struct pctx *x, json_object *r)
 {
-	json_object *sp = pj_get_typed(r, "systemPayload", json_type_object);
+	json_object *sp = json_get(r, "systemPayload", json_type_object);
 	json_object *items, *meta;
-	const char *sub = pj_get_str(r, "subtype"), *s;
+	const char *sub = json_get_str(r, "subtype"), *s;
 	size_t i;
 
 	if (sub == NULL || sp == NULL)
 		return 0;
-	if (strcmp(sub, "slash_command") == 0 && (s = pj_get_str(sp, "phase")) != NULL &&
+	if (strcmp(sub, "slash_command") == 0 && (s = json_get_str(sp, "phase")) != NULL &&
 	    strcmp(s, "result") == 0 &&
-	    (items = pj_get_typed(sp, "outputHistoryItems", json_type_array)) != NULL) {
+	    (items = json_get(sp, "outputHistoryItems", json_type_array)) != NULL) {
 		for (i = 0; i < json_object_array_length(items); i++) {
-			s = pj_get_str(json_object_array_get_idx(items, i), "text");
+			s = json_get_str(json_object_array_get_idx(items, i), "text");
 			if (s != NULL && chunk(x, "agent_message_chunk", s, NULL) == -1)
 				return -1;
 		}
 	} else if (strcmp(sub, "turn_result") == 0 &&
-	    (s = pj_get_str(sp, "state")) != NULL && strcmp(s, "cancelled") == 0) {
-		meta = json_object_new_object();
-		json_object_object_add(meta, "promptCancelled", json_object_new_boolean(1));
+	    (s = json_get_str(sp, "state")) != NULL && strcmp(s, "cancelled") == 0) {
+		meta = xjson_object_new_object();
+		json_object_object_add(meta, "promptCancelled", xjson_object_new_boolean(1));
 		return chunk(x, "agent_message_chunk", "", meta);
 	} else if (strcmp(sub, "background_task_completed") == 0 &&
-	    (s = pj_get_str(sp, "displayText")) != NULL) {
+	    (s = json_get_str(sp, "displayText")) != NULL) {
 		return chunk(x, "agent_message_chunk", s, NULL);
 	}
 	return 0;
@@ -272,7 +249,7 @@ record_context(struct pctx *x, const char *ts_str)
 
 	json_object_put(x->uuid);
 	s = transcript_uuid_ref(x->t, x->c->rec[x->pos], buf, &n);
-	x->uuid = json_object_new_string_len(s, (int)n);
+	x->uuid = xjson_object_new_string_len(s, (int)n);
 	x->ts = ts_str != NULL ? pj_parse_ts(ts_str) : -1;
 	x->sfx.len = 0;
 	if (x->ts >= 0) {
@@ -317,11 +294,11 @@ record_jsonc(struct pctx *x, int flags, char **cause)
 		json_object_put(r);
 		return 0;
 	}
-	record_context(x, pj_get_str(r, "timestamp"));
+	record_context(x, json_get_str(r, "timestamp"));
 	rc = project_record(x, r);
 	json_object_put(r);
 	if (rc == -1)
-		tx_cause(cause, "replay: out of memory");
+		transcript_cause(cause, "replay: out of memory");
 	return rc;
 }
 
@@ -342,7 +319,7 @@ record_one(struct pctx *x, int flags, char **cause)
 	if (rc == 0)
 		rc = JT_BAIL;			/* several fragments: merged by json-c */
 	else if ((rc = jt_parse(&x->tape, bytes, n)) == JT_OOM) {
-		tx_cause(cause, "replay: out of memory");
+		transcript_cause(cause, "replay: out of memory");
 		return -1;
 	}
 	if (rc == JT_BAIL || x->tape.n[0].type != JT_OBJ)
@@ -352,7 +329,7 @@ record_one(struct pctx *x, int flags, char **cause)
 		return 0;
 	record_context(x, jt_get_str(&x->tape, 0, "timestamp", &x->oom));
 	if (x->oom || pf_record(x) == -1) {
-		tx_cause(cause, "replay: out of memory");
+		transcript_cause(cause, "replay: out of memory");
 		return -1;
 	}
 	return 0;
@@ -395,21 +372,21 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 	for (i = start; i < c->len; i++)	/* room for the window: no regrowth */
 		est += transcript_raw_len(t, c->rec[i]);
 	if (jbuf_grow(&p->enc, est + est / 8 + 65536) == -1) {
-		tx_cause(cause, "replay: out of memory");
+		transcript_cause(cause, "replay: out of memory");
 		return -1;
 	}
 	prefault(p->enc.p, p->enc.cap);
-	x.pending = json_object_new_array();
+	x.pending = xjson_object_new_array();
 	if (start == 0 && c->gaps && c->len > 0) {
 		record_context(&x, NULL);
-		meta = json_object_new_object();
-		json_object_object_add(meta, "qwenDiscreteMessage", json_object_new_boolean(1));
+		meta = xjson_object_new_object();
+		json_object_object_add(meta, "qwenDiscreteMessage", xjson_object_new_boolean(1));
 		rc = chunk(&x, "agent_message_chunk", GAP_NOTICE, meta);
 	}
 	for (x.pos = start; rc == 0 && x.pos < c->len; x.pos++)
 		rc = record_one(&x, flags, cause);
 	if (rc == 0 && !(flags & PROJECT_OPEN_END) && (rc = pj_fail_pending(&x)) == -1)
-		tx_cause(cause, "replay: out of memory");
+		transcript_cause(cause, "replay: out of memory");
 	json_object_put(x.uuid);
 	json_object_put(x.pending);
 	jt_free(&x.tape);
@@ -439,7 +416,7 @@ project_inherited(struct transcript *t, uint32_t rec, char **cause)
 	}
 	jt_free(&tape);
 	if (rc == JT_OOM) {
-		tx_cause(cause, "replay: out of memory");
+		transcript_cause(cause, "replay: out of memory");
 		return -1;
 	}
 	if ((r = transcript_load_record(t, rec, cause)) == NULL)

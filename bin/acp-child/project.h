@@ -46,4 +46,4 @@ void project_clear(struct projection *);
    1, 0, or -1 + cause on I/O failure. */
 int project_inherited(struct transcript *, uint32_t rec, char **cause);
 
-#endif /* QWEN_ACP_PROJECT_H */
+#endif

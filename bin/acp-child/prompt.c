@@ -19,6 +19,7 @@
 #include "append.h"
 #include "child.h"
 #include "log.h"
+#include "xmalloc.h"
 
 struct prompt {
 	struct child	*c;
@@ -85,12 +86,12 @@ prompt_append(struct child *c, struct session *s, json_object *id,
 		log_warnx("session %s: %s", s->id, cause != NULL ? cause : "append failed");
 		child_send_error(c, id, RPC_INTERNAL_ERROR, cause != NULL ? cause :
 		    "cannot append to the transcript",
-		    rpc_error_data("transcript_write_failed"));
+		    child_error_data("transcript_write_failed"));
 		free(cause);
 		return -1;
 	}
 	free(s->tail);
-	s->tail = strdup(uuid);
+	s->tail = xstrdup(uuid);
 	return 0;
 }
 
@@ -110,15 +111,15 @@ prompt_chunk(void *arg, const char *text, size_t len)
 	}
 	memcpy(p->text + p->len, text, len);
 	p->len += len;
-	content = json_object_new_object();
-	json_object_object_add(content, "type", json_object_new_string("text"));
-	json_object_object_add(content, "text", json_object_new_string_len(text, (int)len));
-	update = json_object_new_object();
+	content = xjson_object_new_object();
+	json_object_object_add(content, "type", xjson_object_new_string("text"));
+	json_object_object_add(content, "text", xjson_object_new_string_len(text, (int)len));
+	update = xjson_object_new_object();
 	json_object_object_add(update, "sessionUpdate",
-	    json_object_new_string("agent_message_chunk"));
+	    xjson_object_new_string("agent_message_chunk"));
 	json_object_object_add(update, "content", content);
-	params = json_object_new_object();
-	json_object_object_add(params, "sessionId", json_object_new_string(p->s->id));
+	params = xjson_object_new_object();
+	json_object_object_add(params, "sessionId", xjson_object_new_string(p->s->id));
 	json_object_object_add(params, "update", update);
 	child_send(p->c, rpc_new_notification("session/update", params));
 	if (child_out_full(p->c) && !p->paused) {
@@ -130,9 +131,9 @@ prompt_chunk(void *arg, const char *text, size_t len)
 static json_object *
 prompt_stop(const char *reason)
 {
-	json_object *o = json_object_new_object();
+	json_object *o = xjson_object_new_object();
 
-	json_object_object_add(o, "stopReason", json_object_new_string(reason));
+	json_object_object_add(o, "stopReason", xjson_object_new_string(reason));
 	return o;
 }
 
@@ -153,8 +154,8 @@ prompt_done(void *arg, enum agent_end end, int status, const char *message)
 	} else if (end == AGENT_END_CANCELLED) {
 		child_send_result(c, p->req_id, prompt_stop("cancelled"));
 	} else {
-		data = rpc_error_data("agent_failed");
-		json_object_object_add(data, "exitStatus", json_object_new_int(status));
+		data = child_error_data("agent_failed");
+		json_object_object_add(data, "exitStatus", xjson_object_new_int(status));
 		snprintf(msg, sizeof(msg), "%s (status %d)",
 		    message != NULL ? message : "agent failed", status);
 		child_send_error(c, p->req_id, RPC_INTERNAL_ERROR, msg, data);
@@ -164,7 +165,7 @@ prompt_done(void *arg, enum agent_end end, int status, const char *message)
 	json_object_put(p->req_id);
 	free(p->text);
 	free(p);
-	session_idle(c, s);
+	child_session_idle(c, s);
 }
 
 void
@@ -198,7 +199,7 @@ prompt_start(struct child *c, struct rpc_msg *m, struct session *s)
 	free(text);
 	if (p->agent == NULL) {
 		child_send_error(c, m->id, RPC_INTERNAL_ERROR, cause != NULL ? cause :
-		    "cannot start the agent", rpc_error_data("agent_failed"));
+		    "cannot start the agent", child_error_data("agent_failed"));
 		free(cause);
 		json_object_put(p->req_id);
 		free(p);

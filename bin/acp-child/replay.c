@@ -18,7 +18,7 @@
 #include "chain.h"
 #include "project.h"
 #include "replay.h"
-#include "txindex.h"
+#include "transcript-int.h"
 
 /* Estimated encoded update bytes of a record from its source bytes: tool
    results and assistant turns project to about 1.08x their size (content plus
@@ -191,7 +191,7 @@ replay_build(struct transcript *t, const struct tx_chain *c,
 	memset(&p, 0, sizeof p);
 	if ((sizes = calloc(c->len + 1, sizeof *sizes)) == NULL ||
 	    (counts = calloc(c->len + 1, sizeof *counts)) == NULL) {
-		tx_cause(cause, "replay: out of memory");
+		transcript_cause(cause, "replay: out of memory");
 		goto fail;
 	}
 	if ((flags & PROJECT_HIDE_INHERITED) && (f = first_own(t, c, cause)) == -1)

@@ -51,4 +51,4 @@ const char *replay_result_body(const struct replay_result *, size_t *len);
 json_object *replay_result_json(const struct replay_result *);
 void replay_result_clear(struct replay_result *);          /* frees, zeroes */
 
-#endif /* QWEN_ACP_REPLAY_H */
+#endif

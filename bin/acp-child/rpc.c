@@ -14,35 +14,15 @@
 #include <string.h>
 
 #include "child.h"
+#include "json.h"
 #include "lagmon.h"
 #include "log.h"
 #include "paths.h"
 #include "txpage.h"
+#include "xmalloc.h"
 
 #define CAP_KEY		"qwen-code/private-parent-capability"
 #define CAP_MESSAGE	"Invalid private ACP parent capability"
-
-json_object *
-rpc_error_data(const char *kind)
-{
-	json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "errorKind", json_object_new_string(kind));
-	return o;
-}
-
-void
-rpc_send_not_found(struct child *c, json_object *id, const char *sid)
-{
-	char msg[96], uri[64];
-	json_object *data;
-
-	snprintf(uri, sizeof(uri), "session:%s", sid);
-	snprintf(msg, sizeof(msg), "Resource not found: %s", uri);
-	data = json_object_new_object();
-	json_object_object_add(data, "uri", json_object_new_string(uri));
-	child_send_error(c, id, RPC_RESOURCE_NOT_FOUND, msg, data);
-}
 
 /* Equal strings, in time that does not depend on where they differ. */
 static int
@@ -57,51 +37,29 @@ rpc_secret_equal(const char *a, const char *b)
 }
 
 static json_object *
-rpc_obj(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (o != NULL && json_object_object_get_ex(o, key, &v) &&
-	    json_object_is_type(v, json_type_object))
-		return v;
-	return NULL;
-}
-
-const char *
-rpc_str(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (o != NULL && json_object_object_get_ex(o, key, &v) &&
-	    json_object_is_type(v, json_type_string))
-		return json_object_get_string(v);
-	return NULL;
-}
-
-static json_object *
 rpc_capabilities(void)
 {
-	json_object *caps = json_object_new_object(), *o, *meta;
+	json_object *caps = xjson_object_new_object(), *o, *meta;
 
-	json_object_object_add(caps, "loadSession", json_object_new_boolean(1));
-	o = json_object_new_object();
-	json_object_object_add(o, "image", json_object_new_boolean(0));
-	json_object_object_add(o, "audio", json_object_new_boolean(0));
-	json_object_object_add(o, "embeddedContext", json_object_new_boolean(0));
+	json_object_object_add(caps, "loadSession", xjson_object_new_boolean(1));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "image", xjson_object_new_boolean(0));
+	json_object_object_add(o, "audio", xjson_object_new_boolean(0));
+	json_object_object_add(o, "embeddedContext", xjson_object_new_boolean(0));
 	json_object_object_add(caps, "promptCapabilities", o);
-	o = json_object_new_object();
-	json_object_object_add(o, "resume", json_object_new_object());
+	o = xjson_object_new_object();
+	json_object_object_add(o, "resume", xjson_object_new_object());
 	json_object_object_add(caps, "sessionCapabilities", o);
-	o = json_object_new_object();
-	json_object_object_add(o, "http", json_object_new_boolean(0));
-	json_object_object_add(o, "sse", json_object_new_boolean(0));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "http", xjson_object_new_boolean(0));
+	json_object_object_add(o, "sse", xjson_object_new_boolean(0));
 	json_object_object_add(caps, "mcpCapabilities", o);
-	meta = json_object_new_object();
-	o = json_object_new_object();
-	json_object_object_add(o, "v", json_object_new_int(1));
+	meta = xjson_object_new_object();
+	o = xjson_object_new_object();
+	json_object_object_add(o, "v", xjson_object_new_int(1));
 	json_object_object_add(meta, "qwen.session.loadReplay", o);
-	o = json_object_new_object();
-	json_object_object_add(o, "v", json_object_new_int(1));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "v", xjson_object_new_int(1));
 	json_object_object_add(meta, "qwen.status.loopLag", o);
 	json_object_object_add(caps, "_meta", meta);
 	return caps;
@@ -114,7 +72,7 @@ rpc_initialize(struct child *c, struct rpc_msg *m)
 	const char *cap;
 
 	if (c->opts.parent_capability != NULL) {
-		cap = rpc_str(rpc_obj(m->params, "_meta"), CAP_KEY);
+		cap = json_get_str(json_get_obj(m->params, "_meta"), CAP_KEY);
 		if (c->denied || cap == NULL ||
 		    !rpc_secret_equal(cap, c->opts.parent_capability)) {
 			c->denied = 1;
@@ -125,14 +83,14 @@ rpc_initialize(struct child *c, struct rpc_msg *m)
 		}
 	}
 	c->initialized = 1;
-	res = json_object_new_object();
-	json_object_object_add(res, "protocolVersion", json_object_new_int(1));
-	info = json_object_new_object();
-	json_object_object_add(info, "name", json_object_new_string("qwen-acp-child"));
-	json_object_object_add(info, "title", json_object_new_string("qwen-serve ACP child"));
-	json_object_object_add(info, "version", json_object_new_string(PACKAGE_VERSION));
+	res = xjson_object_new_object();
+	json_object_object_add(res, "protocolVersion", xjson_object_new_int(1));
+	info = xjson_object_new_object();
+	json_object_object_add(info, "name", xjson_object_new_string("qwen-acp-child"));
+	json_object_object_add(info, "title", xjson_object_new_string("qwen-serve ACP child"));
+	json_object_object_add(info, "version", xjson_object_new_string(PACKAGE_VERSION));
 	json_object_object_add(res, "agentInfo", info);
-	json_object_object_add(res, "authMethods", json_object_new_array());
+	json_object_object_add(res, "authMethods", xjson_object_new_array());
 	json_object_object_add(res, "agentCapabilities", rpc_capabilities());
 	child_send_result(c, m->id, res);
 }
@@ -141,18 +99,18 @@ static void
 rpc_loop_lag(struct child *c, struct rpc_msg *m)
 {
 	struct lag_snapshot ls;
-	json_object *o = json_object_new_object();
+	json_object *o = xjson_object_new_object();
 
 	lagmon_snapshot(c->lag, &ls);
-	json_object_object_add(o, "v", json_object_new_int(1));
-	json_object_object_add(o, "intervalMs", json_object_new_int((int)ls.interval_ms));
-	json_object_object_add(o, "samples", json_object_new_int64((int64_t)ls.samples));
-	json_object_object_add(o, "window", json_object_new_int64((int64_t)ls.window));
-	json_object_object_add(o, "meanMs", json_object_new_double(ls.mean_ms));
-	json_object_object_add(o, "p50Ms", json_object_new_double(ls.p50_ms));
-	json_object_object_add(o, "p99Ms", json_object_new_double(ls.p99_ms));
-	json_object_object_add(o, "maxMs", json_object_new_double(ls.max_ms));
-	json_object_object_add(o, "sessions", json_object_new_int64((int64_t)c->nsessions));
+	json_object_object_add(o, "v", xjson_object_new_int(1));
+	json_object_object_add(o, "intervalMs", xjson_object_new_int((int)ls.interval_ms));
+	json_object_object_add(o, "samples", xjson_object_new_int64((int64_t)ls.samples));
+	json_object_object_add(o, "window", xjson_object_new_int64((int64_t)ls.window));
+	json_object_object_add(o, "meanMs", xjson_object_new_double(ls.mean_ms));
+	json_object_object_add(o, "p50Ms", xjson_object_new_double(ls.p50_ms));
+	json_object_object_add(o, "p99Ms", xjson_object_new_double(ls.p99_ms));
+	json_object_object_add(o, "maxMs", xjson_object_new_double(ls.max_ms));
+	json_object_object_add(o, "sessions", xjson_object_new_int64((int64_t)c->nsessions));
 	child_send_result(c, m->id, o);
 }
 
@@ -170,10 +128,10 @@ static void	rpc_forget_session(struct child *, struct session *);
 static void
 rpc_close(struct child *c, struct rpc_msg *m, struct session *s)
 {
-	json_object *res = json_object_new_object();
+	json_object *res = xjson_object_new_object();
 
-	json_object_object_add(res, "sessionId", json_object_new_string(s->id));
-	json_object_object_add(res, "closed", json_object_new_boolean(1));
+	json_object_object_add(res, "sessionId", xjson_object_new_string(s->id));
+	json_object_object_add(res, "closed", xjson_object_new_boolean(1));
 	child_send_result(c, m->id, res);
 	rpc_forget_session(c, s);
 }
@@ -189,16 +147,16 @@ rpc_session_run(struct child *c, struct rpc_msg *m, struct session *s,
 	const char *method = m->method;
 
 	if (strcmp(method, "session/load") == 0) {
-		restore_start(c, m, s, sid, 0);
+		load_start(c, m, s, sid, 0);
 		return 0;
 	}
 	if (strcmp(method, "session/resume") == 0 ||
 	    strcmp(method, "unstable_resumeSession") == 0) {
-		restore_start(c, m, s, sid, 1);
+		load_start(c, m, s, sid, 1);
 		return 0;
 	}
 	if (s == NULL || !s->registered) {
-		rpc_send_not_found(c, m->id, sid);
+		child_send_not_found(c, m->id, sid);
 		return 0;
 	}
 	if (strcmp(method, "session/prompt") == 0) {
@@ -223,12 +181,12 @@ rpc_is_session_method(const char *method)
 static void
 rpc_session_request(struct child *c, struct rpc_msg *m)
 {
-	const char *sid = rpc_str(m->params, "sessionId");
+	const char *sid = json_get_str(m->params, "sessionId");
 	struct session *s;
 
 	if (sid == NULL || !paths_valid_session_id(sid)) {
-		json_object *data = rpc_error_data("invalid_session_id");
-		json_object_object_add(data, "httpStatus", json_object_new_int(400));
+		json_object *data = child_error_data("invalid_session_id");
+		json_object_object_add(data, "httpStatus", xjson_object_new_int(400));
 		child_send_error(c, m->id, RPC_INVALID_PARAMS, sid == NULL ?
 		    "params.sessionId (a string) is required" :
 		    "Invalid session id: expected 32-36 hex digits and dashes", data);
@@ -241,7 +199,7 @@ rpc_session_request(struct child *c, struct rpc_msg *m)
 		if (session_enqueue(s, m, CHILD_MAX_QUEUED) == -1)
 			child_send_error(c, m->id, RPC_INTERNAL_ERROR,
 			    "too many requests queued for this session",
-			    rpc_error_data("prompt_queue_full"));
+			    child_error_data("prompt_queue_full"));
 		return;
 	}
 	rpc_session_run(c, m, s, sid);
@@ -279,7 +237,7 @@ rpc_forget_session(struct child *c, struct session *s)
 }
 
 void
-session_idle(struct child *c, struct session *s)
+rpc_session_idle(struct child *c, struct session *s)
 {
 	struct rpc_msg m;
 
@@ -292,9 +250,9 @@ session_idle(struct child *c, struct session *s)
 	while (!s->busy && session_dequeue(s, &m) == 0) {
 		/* Shutting down: what was queued still runs, but no new turn. */
 		if (c->closing && strcmp(m.method, "session/prompt") == 0) {
-			json_object *res = json_object_new_object();
+			json_object *res = xjson_object_new_object();
 			json_object_object_add(res, "stopReason",
-			    json_object_new_string("cancelled"));
+			    xjson_object_new_string("cancelled"));
 			child_send_result(c, m.id, res);
 			rpc_msg_clear(&m);
 			continue;
@@ -319,7 +277,7 @@ rpc_notification(struct child *c, struct rpc_msg *m)
 	}
 	if (!c->initialized)
 		return;
-	if ((sid = rpc_str(m->params, "sessionId")) == NULL ||
+	if ((sid = json_get_str(m->params, "sessionId")) == NULL ||
 	    (s = session_find(&c->sessions, sid)) == NULL)
 		return;
 	prompt_cancel(c, s, 0);
@@ -340,7 +298,7 @@ rpc_dispatch(struct child *c, struct rpc_msg *m)
 		child_send_error(c, m->id, RPC_INVALID_REQUEST,
 		    "Not initialized: send initialize first", NULL);
 	} else if (strcmp(m->method, "session/new") == 0) {
-		restore_new(c, m);
+		load_new(c, m);
 	} else if (rpc_is_session_method(m->method)) {
 		rpc_session_request(c, m);
 	} else if (strcmp(m->method, "_qwen/session/transcript") == 0 ||
@@ -358,7 +316,7 @@ rpc_dispatch(struct child *c, struct rpc_msg *m)
 
 /*
  * At shutdown: cancel running and queued prompts; other queued requests
- * still run (session_idle), and sessions are freed at teardown.
+ * still run (rpc_session_idle), and sessions are freed at teardown.
  */
 void
 rpc_shutdown_sessions(struct child *c)

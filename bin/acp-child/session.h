@@ -6,8 +6,8 @@
  * transcript index, or a prompt running) it is busy, and further requests
  * for it wait in its queue, in order, and run when it is idle again.
  */
-#ifndef ACP_SESSION_H
-#define ACP_SESSION_H
+#ifndef QWEN_ACP_SESSION_H
+#define QWEN_ACP_SESSION_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "transcript.h"
-#include "txindex.h"
+#include "transcript-int.h"
 #include "txscan.h"
 
 #define CHUNK		(1u << 20)
@@ -31,7 +31,7 @@
 
 /* Set *cause to a formatted message (caller frees). */
 void
-tx_cause(char **cause, const char *fmt, ...)
+transcript_cause(char **cause, const char *fmt, ...)
 {
 	va_list ap;
 	char *s;
@@ -65,7 +65,7 @@ type_of(const struct txscan_field *f)
 
 /* Append a fragment to logical record r. */
 int
-tx_add_fragment(struct transcript *t, uint32_t r, uint64_t off, uint32_t len)
+transcript_add_fragment(struct transcript *t, uint32_t r, uint64_t off, uint32_t len)
 {
 	struct tx_frag *f;
 	uint32_t *link;
@@ -112,22 +112,22 @@ add_record(struct transcript *t, const struct txscan *s, uint64_t off,
 		t->st.recovered_records++;
 	sub = 0;
 	if (su->kind == TXK_STR && su->len > 0 &&
-	    tx_intern_sub(t, su->p, su->len, &sub) == -1)
+	    transcript_intern_sub(t, su->p, su->len, &sub) == -1)
 		return -1;
 	conv = !(type == TX_SYSTEM && (t->subflags[sub] & TX_SUB_NONCONV));
 	if (t->pf_p == u->p && (t->pf_key.str ? t->pf_key.len == u->len : u->len == 36))
 		key = t->pf_key;		/* hashed by prefetch_uuid */
 	else
-		tx_key_text(&key, u->p, u->len);
+		transcript_key_text(&key, u->p, u->len);
 	t->pf_p = NULL;
-	if (conv && tx_ht_reserve(t) == -1)
+	if (conv && transcript_ht_reserve(t) == -1)
 		return -1;
-	if (conv && (dup = tx_ht_probe(t, &key, &slot)) >= 0) {
+	if (conv && (dup = transcript_ht_probe(t, &key, &slot)) >= 0) {
 		t->st.duplicates++;
 		t->leaf = dup;
-		return tx_add_fragment(t, (uint32_t)dup, off, (uint32_t)len);
+		return transcript_add_fragment(t, (uint32_t)dup, off, (uint32_t)len);
 	}
-	if ((r = tx_rec_new(t)) == NULL)
+	if ((r = transcript_rec_new(t)) == NULL)
 		return -1;
 	r->off = off;
 	r->len = (uint32_t)len;
@@ -135,27 +135,27 @@ add_record(struct transcript *t, const struct txscan *s, uint64_t off,
 	r->sub = sub;
 	r->flags = (conv ? TX_F_CONVERSATION : 0) |
 	    (s->message ? TX_F_MESSAGE : 0) | (s->role_user ? TX_F_ROLE_USER : 0);
-	if (tx_key_store(t, &key, r->id, &r->kflags, TXR_ID_STR) == -1)
+	if (transcript_key_store(t, &key, r->id, &r->kflags, TXR_ID_STR) == -1)
 		return -1;
 	if (pa->kind != TXK_STR || pa->len == 0) {
 		r->kflags |= TXR_PAR_NULL;
 	} else {
 		struct tx_key pk;
 
-		tx_key_text(&pk, pa->p, pa->len);
-		if (tx_key_store(t, &pk, r->par, &r->kflags, TXR_PAR_STR) == -1)
+		transcript_key_text(&pk, pa->p, pa->len);
+		if (transcript_key_store(t, &pk, r->par, &r->kflags, TXR_PAR_STR) == -1)
 			return -1;
 	}
 	if (conv) {
 		t->leaf = (int64_t)(t->nrec - 1);
-		tx_ht_set(t, slot, (uint32_t)(t->nrec - 1), &key);
+		transcript_ht_set(t, slot, (uint32_t)(t->nrec - 1), &key);
 	}
 	return 0;
 }
 
 /* Parse [p, e) with json-c; the object (caller puts) or NULL when invalid. */
 json_object *
-tx_json_parse(struct transcript *t, const char *p, size_t n, int *valid)
+transcript_json_parse(struct transcript *t, const char *p, size_t n, int *valid)
 {
 	json_object *obj;
 
@@ -232,7 +232,7 @@ recover_slice(void *arg, const char *p, const char *e)
 	case TXSCAN_FALLBACK:
 		break;
 	}
-	obj = tx_json_parse(c->t, p, e - p, &valid);
+	obj = transcript_json_parse(c->t, p, e - p, &valid);
 	if (valid && add_json(c->t, obj, off, e - p, 1) == -1)
 		c->rc = -1;
 }
@@ -259,7 +259,7 @@ index_line(struct transcript *t, uint64_t off, const char *p, const char *e)
 		return add_record(t, &s, off, e - p, 0);
 	case TXSCAN_FALLBACK:
 		/* Escaped keys, deep nesting, not an object: json-c decides. */
-		obj = tx_json_parse(t, p, e - p, &valid);
+		obj = transcript_json_parse(t, p, e - p, &valid);
 		if (valid)
 			return add_json(t, obj, off, e - p, 0);
 		break;
@@ -283,7 +283,7 @@ prefetch_uuid(void *arg, const char *p, size_t n)
 {
 	struct transcript *t = arg;
 
-	tx_key_text(&t->pf_key, p, n);
+	transcript_key_text(&t->pf_key, p, n);
 	t->pf_p = p;
 	__builtin_prefetch(&t->ht[t->pf_key.h & t->htmask]);
 }
@@ -311,7 +311,7 @@ fast_line(struct transcript *t, uint64_t off, const char *buf, size_t start,
 
 /* Index whole lines from t->indexed to the end of the file (or t->limit). */
 int
-tx_index_pass(struct transcript *t, char **cause)
+transcript_index_pass(struct transcript *t, char **cause)
 {
 	char *buf, *nb, *nl;
 	size_t cap = CHUNK, len = 0, scan = 0, start, want, next;
@@ -336,7 +336,7 @@ tx_index_pass(struct transcript *t, char **cause)
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1) {
-			tx_cause(cause, "read %s: %s", t->path, strerror(errno));
+			transcript_cause(cause, "read %s: %s", t->path, strerror(errno));
 			free(buf);
 			return -1;
 		}
@@ -385,7 +385,7 @@ tx_index_pass(struct transcript *t, char **cause)
 	return 0;
 nomem:
 	free(buf);
-	tx_cause(cause, "index %s: out of memory", t->path);
+	transcript_cause(cause, "index %s: out of memory", t->path);
 	return -1;
 }
 
@@ -411,7 +411,7 @@ transcript_open(const char *path, const char *session_id, char **cause)
 	int saved;
 
 	if ((t = calloc(1, sizeof *t)) == NULL) {
-		tx_cause(cause, "out of memory");
+		transcript_cause(cause, "out of memory");
 		return NULL;
 	}
 	t->fd = -1;
@@ -419,31 +419,31 @@ transcript_open(const char *path, const char *session_id, char **cause)
 	t->path = strdup(path);
 	t->sid = session_id ? strdup(session_id) : default_sid(path);
 	if (t->path == NULL || t->sid == NULL) {
-		tx_cause(cause, "out of memory");
+		transcript_cause(cause, "out of memory");
 		goto fail;
 	}
 	t->sidlen = strlen(t->sid);
 	if ((t->fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
 		saved = errno;
-		tx_cause(cause, "open %s: %s", path, strerror(errno));
+		transcript_cause(cause, "open %s: %s", path, strerror(errno));
 		transcript_free(t);
 		errno = saved;
 		return NULL;
 	}
 	if (fstat(t->fd, &sb) == -1 || !S_ISREG(sb.st_mode)) {
 		saved = S_ISDIR(sb.st_mode) ? EISDIR : EINVAL;
-		tx_cause(cause, "%s: not a regular file", path);
+		transcript_cause(cause, "%s: not a regular file", path);
 		transcript_free(t);
 		errno = saved;
 		return NULL;
 	}
 	t->dev = sb.st_dev;
 	t->ino = sb.st_ino;
-	if (tx_index_init(t, (uint64_t)sb.st_size) == -1) {
-		tx_cause(cause, "out of memory");
+	if (transcript_index_init(t, (uint64_t)sb.st_size) == -1) {
+		transcript_cause(cause, "out of memory");
 		goto fail;
 	}
-	if (tx_index_split(t, (uint64_t)sb.st_size, cause) == -1)
+	if (transcript_index_split(t, (uint64_t)sb.st_size, cause) == -1)
 		goto fail;
 	return t;
 fail:
@@ -457,20 +457,20 @@ transcript_refresh(struct transcript *t, char **cause)
 	struct stat sb, pb;
 
 	if (fstat(t->fd, &sb) == -1) {
-		tx_cause(cause, "stat %s: %s", t->path, strerror(errno));
+		transcript_cause(cause, "stat %s: %s", t->path, strerror(errno));
 		return -1;
 	}
 	if (stat(t->path, &pb) == -1 || pb.st_dev != t->dev || pb.st_ino != t->ino) {
-		tx_cause(cause, "%s was replaced or removed", t->path);
+		transcript_cause(cause, "%s was replaced or removed", t->path);
 		return -1;
 	}
 	if ((uint64_t)sb.st_size < t->indexed) {
-		tx_cause(cause, "%s was truncated below the indexed size", t->path);
+		transcript_cause(cause, "%s was truncated below the indexed size", t->path);
 		return -1;
 	}
 	if ((uint64_t)sb.st_size == t->indexed + t->pending)
 		return 0;
-	return tx_index_pass(t, cause);
+	return transcript_index_pass(t, cause);
 }
 
 void
@@ -482,7 +482,7 @@ transcript_free(struct transcript *t)
 		close(t->fd);
 	if (t->tok != NULL)
 		json_tokener_free(t->tok);
-	tx_index_free(t);
+	transcript_index_free(t);
 	free(t->path);
 	free(t->sid);
 	free(t);
@@ -510,12 +510,6 @@ const char *
 transcript_path(const struct transcript *t)
 {
 	return t->path;
-}
-
-const char *
-transcript_session_id(const struct transcript *t)
-{
-	return t->sid;
 }
 
 int64_t

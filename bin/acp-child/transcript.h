@@ -41,7 +41,6 @@ void transcript_free(struct transcript *);                 /* NULL-safe */
 const struct tx_stats *transcript_stats(const struct transcript *);
 uint64_t transcript_size(const struct transcript *);        /* bytes of whole lines indexed so far */
 const char *transcript_path(const struct transcript *);
-const char *transcript_session_id(const struct transcript *);
 
 /* Logical records (duplicates merged: first occurrence gives parent/type/subtype). */
 size_t transcript_count(const struct transcript *);
@@ -77,4 +76,4 @@ const char *transcript_uuid_ref(const struct transcript *, uint32_t rec, char bu
 /* Bytes after the last indexed newline (a torn or still-being-written last line). */
 uint64_t transcript_pending_bytes(const struct transcript *);
 
-#endif /* QWEN_ACP_TRANSCRIPT_H */
+#endif

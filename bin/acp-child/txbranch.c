@@ -27,11 +27,13 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "json.h"
 #include "jsonw.h"
 #include "loadwork.h"
 #include "paths.h"
 #include "project.h"
 #include "transcript.h"
+#include "xmalloc.h"
 #include "txpage-int.h"
 
 struct txb_job {
@@ -86,12 +88,12 @@ txb_record(struct txb_job *j, uint32_t rec, json_object **parent, struct jbuf *b
 		json_object_put(o);
 		return 0;	/* the index only keeps records with one */
 	}
-	ff = json_object_new_object();
-	json_object_object_add(ff, "sessionId", json_object_new_string(j->e->sid));
+	ff = xjson_object_new_object();
+	json_object_object_add(ff, "sessionId", xjson_object_new_string(j->e->sid));
 	json_object_object_add(ff, "messageUuid", json_object_get(uuid));
 	json_object_object_add(o, "forkedFrom", ff);
-	json_object_object_add(o, "sessionId", json_object_new_string(j->new_id));
-	json_object_object_add(o, "cwd", json_object_new_string(j->cwd));
+	json_object_object_add(o, "sessionId", xjson_object_new_string(j->new_id));
+	json_object_object_add(o, "cwd", xjson_object_new_string(j->cwd));
 	json_object_object_add(o, "parentUuid", json_object_get(*parent));
 	json_object_put(*parent);
 	*parent = json_object_get(uuid);
@@ -201,15 +203,15 @@ txb_done(struct lw_job *lw)
 	json_object *data, *res;
 
 	if (j->err_code == RPC_RESOURCE_NOT_FOUND)
-		rpc_send_not_found(c, j->id, e->sid);
+		child_send_not_found(c, j->id, e->sid);
 	else if (j->err_code != 0) {
-		data = rpc_error_data(j->err_kind);
-		json_object_object_add(data, "code", json_object_new_string(j->err_kind));
+		data = child_error_data(j->err_kind);
+		json_object_object_add(data, "code", xjson_object_new_string(j->err_kind));
 		child_send_error(c, j->id, j->err_code, j->err_msg, data);
 	} else {
-		res = json_object_new_object();
-		json_object_object_add(res, "sessionId", json_object_new_string(j->new_id));
-		json_object_object_add(res, "records", json_object_new_int64((int64_t)j->records));
+		res = xjson_object_new_object();
+		json_object_object_add(res, "sessionId", xjson_object_new_string(j->new_id));
+		json_object_object_add(res, "records", xjson_object_new_int64((int64_t)j->records));
 		child_send_result(c, j->id, res);
 	}
 	json_object_put(j->id);
@@ -223,17 +225,17 @@ txb_done(struct lw_job *lw)
 void
 txbranch_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 {
-	const char *nid = rpc_str(m->params, "newSessionId"), *cwd, *at;
+	const char *nid = json_get_str(m->params, "newSessionId"), *cwd, *at;
 	struct txb_job *j;
 
 	if (nid == NULL || !paths_valid_session_id(nid) || strlen(nid) > 36) {
 		child_send_error(c, m->id, RPC_INVALID_PARAMS, "newSessionId is required",
-		    rpc_error_data("invalid_session_id"));
+		    child_error_data("invalid_session_id"));
 		return;
 	}
-	if ((cwd = rpc_str(m->params, "cwd")) == NULL || cwd[0] != '/')
+	if ((cwd = json_get_str(m->params, "cwd")) == NULL || cwd[0] != '/')
 		cwd = c->opts.workspace;
-	at = rpc_str(m->params, "atRecordId");
+	at = json_get_str(m->params, "atRecordId");
 	if ((j = calloc(1, sizeof(*j))) == NULL || (j->cwd = strdup(cwd)) == NULL ||
 	    (at != NULL && (j->at = strdup(at)) == NULL) ||
 	    (j->dest = paths_transcript(c->opts.data_dir, cwd, nid)) == NULL) {

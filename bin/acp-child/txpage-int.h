@@ -3,8 +3,8 @@
  * (txpage.c) and branching (txbranch.c).  Loop thread only, except that
  * a job owns its entry's index while the entry is busy.
  */
-#ifndef ACP_TXPAGE_INT_H
-#define ACP_TXPAGE_INT_H
+#ifndef QWEN_ACP_TXPAGE_INT_H
+#define QWEN_ACP_TXPAGE_INT_H
 
 #include <stddef.h>
 #include <stdint.h>

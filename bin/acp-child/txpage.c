@@ -25,12 +25,14 @@
 
 #include "chain.h"
 #include "child.h"
+#include "json.h"
 #include "jsonw.h"
 #include "loadwork.h"
 #include "log.h"
 #include "paths.h"
 #include "project.h"
 #include "transcript.h"
+#include "xmalloc.h"
 #include "txpage.h"
 #include "txpage-int.h"
 
@@ -265,11 +267,11 @@ txp_done(struct lw_job *lw)
 	int n;
 
 	if (j->err_code != 0) {
-		data = rpc_error_data(j->err_kind);
+		data = child_error_data(j->err_kind);
 		if (j->err_code == RPC_RESOURCE_NOT_FOUND)
-			rpc_send_not_found(c, j->id, e->sid);
+			child_send_not_found(c, j->id, e->sid);
 		else {
-			json_object_object_add(data, "code", json_object_new_string(j->err_kind));
+			json_object_object_add(data, "code", xjson_object_new_string(j->err_kind));
 			child_send_error(c, j->id, j->err_code, j->err_msg, data);
 			data = NULL;
 		}
@@ -346,15 +348,15 @@ txp_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 	    json_object_is_type(v, json_type_int))
 		lim = json_object_get_int64(v);
 	j->limit = lim >= 1 && lim <= TXP_MAX_LIMIT ? (size_t)lim : TXP_DEFAULT_LIMIT;
-	j->backward = (s = rpc_str(m->params, "direction")) != NULL &&
+	j->backward = (s = json_get_str(m->params, "direction")) != NULL &&
 	    strcmp(s, "backward") == 0;
-	if ((s = rpc_str(m->params, "beforeRecordId")) != NULL)
+	if ((s = json_get_str(m->params, "beforeRecordId")) != NULL)
 		j->before = strdup(s);
-	if ((s = rpc_str(m->params, "cursor")) != NULL &&
+	if ((s = json_get_str(m->params, "cursor")) != NULL &&
 	    txp_cursor(s, &j->backward, &j->at) == -1) {
-		v = rpc_error_data("invalid_transcript_cursor");
+		v = child_error_data("invalid_transcript_cursor");
 		json_object_object_add(v, "code",
-		    json_object_new_string("invalid_transcript_cursor"));
+		    xjson_object_new_string("invalid_transcript_cursor"));
 		child_send_error(c, m->id, RPC_INVALID_PARAMS, "Invalid transcript cursor", v);
 		json_object_put(j->id);
 		free(j->before);
@@ -381,17 +383,17 @@ txp_dispatch(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 void
 txpage_request(struct child *c, struct rpc_msg *m)
 {
-	const char *sid = rpc_str(m->params, "sessionId"), *cwd;
+	const char *sid = json_get_str(m->params, "sessionId"), *cwd;
 	struct txp_entry *e;
 	struct txp_wait *w;
 	char *path;
 
 	if (sid == NULL || !paths_valid_session_id(sid)) {
 		child_send_error(c, m->id, RPC_INVALID_PARAMS, "sessionId is required",
-		    rpc_error_data("invalid_session_id"));
+		    child_error_data("invalid_session_id"));
 		return;
 	}
-	if ((cwd = rpc_str(m->params, "cwd")) == NULL || cwd[0] != '/')
+	if ((cwd = json_get_str(m->params, "cwd")) == NULL || cwd[0] != '/')
 		cwd = c->opts.workspace;
 	if ((path = paths_transcript(c->opts.data_dir, cwd, sid)) == NULL ||
 	    (e = txp_entry_get(path, sid)) == NULL) {

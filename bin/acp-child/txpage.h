@@ -2,8 +2,8 @@
  * txpage.h: _qwen/session/transcript, pages of a session's active history
  * answered from a kept index (txpage.c).
  */
-#ifndef ACP_TXPAGE_H
-#define ACP_TXPAGE_H
+#ifndef QWEN_ACP_TXPAGE_H
+#define QWEN_ACP_TXPAGE_H
 
 struct child;
 struct rpc_msg;

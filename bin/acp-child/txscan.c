@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "scan-special.h"
 #include "txscan.h"
 
 #define MAX_DEPTH 64
@@ -30,33 +31,6 @@ is_hex(char c)
 {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-
-/* First '"', '\\' or '\n' in [p, e), or e: 32 bytes per step. */
-__attribute__((target("avx2"))) static const char *
-find_special_avx2(const char *p, const char *e)
-{
-	const __m256i q = _mm256_set1_epi8('"'), b = _mm256_set1_epi8('\\');
-	const __m256i n = _mm256_set1_epi8('\n');
-	__m256i v;
-	unsigned m;
-
-	for (; e - p >= 32; p += 32) {
-		v = _mm256_loadu_si256((const __m256i *)(const void *)p);
-		m = (unsigned)_mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(
-		    _mm256_cmpeq_epi8(v, q), _mm256_cmpeq_epi8(v, b)),
-		    _mm256_cmpeq_epi8(v, n)));
-		if (m != 0)
-			return p + __builtin_ctz(m);
-	}
-	while (p < e && *p != '"' && *p != '\\' && *p != '\n')
-		p++;
-	return p;
-}
-#define HAVE_AVX2_PATH 1
-#endif
 
 /* Validate one escape at b (a backslash); the byte after it, or NULL. */
 static inline const char *
@@ -88,7 +62,7 @@ skip_str(const char *p, const char *e)
 #ifdef HAVE_AVX2_PATH
 	if (__builtin_cpu_supports("avx2")) {
 		for (;;) {
-			p = find_special_avx2(p, e);
+			p = scan_special_avx2(p, e, SCAN_NL);
 			if (p >= e || *p == '\n')
 				return NULL;	/* unterminated in this line */
 			if (*p == '"')

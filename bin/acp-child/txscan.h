@@ -61,4 +61,4 @@ void txscan_recover(const char *p, const char *e,
 /* ASCII whitespace as Python's str.strip() sees it. */
 int txscan_isspace(unsigned char c);
 
-#endif /* QWEN_ACP_TXSCAN_H */
+#endif

@@ -16,6 +16,7 @@
 #include <curl/curl.h>
 
 #include "restore.h"
+#include "xmalloc.h"
 
 /* Print a JSON body on stdout as one line. */
 static void
@@ -184,16 +185,16 @@ cmd_new(struct rctx *ctx, char **args)
 	int			 rc;
 
 	(void)args;
-	body = json_object_new_object();
-	json_object_object_add(body, "cwd", json_object_new_string(ctx->cwd));
+	body = xjson_object_new_object();
+	json_object_object_add(body, "cwd", xjson_object_new_string(ctx->cwd));
 	if (ctx->new_id != NULL)
-		json_object_object_add(body, "sessionId", json_object_new_string(ctx->new_id));
+		json_object_object_add(body, "sessionId", xjson_object_new_string(ctx->new_id));
 	if (ctx->approval_mode != NULL)
 		json_object_object_add(body, "approvalMode",
-		    json_object_new_string(ctx->approval_mode));
+		    xjson_object_new_string(ctx->approval_mode));
 	if (ctx->model_service != NULL)
 		json_object_object_add(body, "modelServiceId",
-		    json_object_new_string(ctx->model_service));
+		    xjson_object_new_string(ctx->model_service));
 	memset(&req, 0, sizeof(req));
 	req.method = "POST";
 	req.path = "/session";
@@ -237,16 +238,16 @@ restore_session(const struct rctx *ctx, const char *action, const char *sid,
 	snprintf(suffix, sizeof(suffix), "/%s", action);
 	if ((path = http_session_path(sid, suffix)) == NULL)
 		return -1;
-	body = json_object_new_object();
-	json_object_object_add(body, "cwd", json_object_new_string(ctx->cwd));
+	body = xjson_object_new_object();
+	json_object_object_add(body, "cwd", xjson_object_new_string(ctx->cwd));
 	if (strcmp(action, "load") == 0 && ctx->page_size > 0)
 		json_object_object_add(body, "historyPageSize",
-		    json_object_new_int64(ctx->page_size));
+		    xjson_object_new_int64(ctx->page_size));
 	if (strcmp(action, "load") == 0 && ctx->replay_mode != NULL) {
 		json_object_object_add(body, "compactedReplayMode",
-		    json_object_new_string(ctx->replay_mode));
+		    xjson_object_new_string(ctx->replay_mode));
 		json_object_object_add(body, "liveReplayMode",
-		    json_object_new_string(ctx->replay_mode));
+		    xjson_object_new_string(ctx->replay_mode));
 	}
 	memset(&req, 0, sizeof(req));
 	req.method = "POST";
@@ -344,7 +345,7 @@ simple(struct rctx *ctx, const char *method, const char *suffix, int body,
     int print)
 {
 	struct http_resp	 resp;
-	json_object		*b = body ? json_object_new_object() : NULL;
+	json_object		*b = body ? xjson_object_new_object() : NULL;
 	int			 rc;
 
 	if ((rc = session_call(ctx, method, suffix, b, 0, &resp)) == 0 &&

@@ -200,30 +200,6 @@ sub_next(struct sub *s)
 	return env;
 }
 
-/* A string member of obj, or NULL. */
-const char *
-json_get_str(json_object *obj, const char *key)
-{
-	json_object	*v;
-
-	if (obj == NULL || !json_object_object_get_ex(obj, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
-/* An object member of obj, or NULL (borrowed). */
-json_object *
-json_get_obj(json_object *obj, const char *key)
-{
-	json_object	*v;
-
-	if (obj == NULL || !json_object_object_get_ex(obj, key, &v) ||
-	    !json_object_is_type(v, json_type_object))
-		return NULL;
-	return v;
-}
-
 /* Whether a terminal session frame ends every prompt. */
 int
 env_session_end(json_object *env)

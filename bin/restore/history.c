@@ -17,6 +17,7 @@
 #include <curl/curl.h>
 
 #include "restore.h"
+#include "xmalloc.h"
 
 #define PAGE_MAX	500
 
@@ -166,17 +167,17 @@ int
 cmd_branch(struct rctx *ctx, char **args)
 {
 	struct http_resp	 resp;
-	json_object		*body = json_object_new_object(), *obj;
+	json_object		*body = xjson_object_new_object(), *obj;
 	char			*path;
 	const char		*id;
 	int			 rc;
 
 	(void)args;
-	json_object_object_add(body, "cwd", json_object_new_string(ctx->cwd));
+	json_object_object_add(body, "cwd", xjson_object_new_string(ctx->cwd));
 	if (ctx->at != NULL)
-		json_object_object_add(body, "atRecordId", json_object_new_string(ctx->at));
+		json_object_object_add(body, "atRecordId", xjson_object_new_string(ctx->at));
 	if (ctx->name != NULL)
-		json_object_object_add(body, "name", json_object_new_string(ctx->name));
+		json_object_object_add(body, "name", xjson_object_new_string(ctx->name));
 	if ((path = http_session_path(ctx->session_id, "/branch")) == NULL) {
 		json_object_put(body);
 		return EXIT_FAIL;

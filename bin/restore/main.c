@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "restore.h"
+#include "xmalloc.h"
 
 enum {
 	OPT_SOCKET = 256, OPT_URL, OPT_TOKEN, OPT_CWD, OPT_FETCH, OPT_TIMEOUT,
@@ -148,23 +149,23 @@ setup_address(struct rctx *ctx, const char *sock, const char *url)
 		if (strncmp(url, "http://", 7) != 0 &&
 		    strncmp(url, "https://", 8) != 0)
 			usage_err("--url: must start with http:// or https://");
-		ctx->base_url = strdup(url);
+		ctx->base_url = xstrdup(url);
 		len = strlen(ctx->base_url);
 		while (len > 0 && ctx->base_url[len - 1] == '/')
 			ctx->base_url[--len] = '\0';
-		ctx->addr_key = strdup(ctx->base_url);
+		ctx->addr_key = xstrdup(ctx->base_url);
 		return;
 	}
 	if (sock != NULL)
-		ctx->socket_path = strdup(sock);
+		ctx->socket_path = xstrdup(sock);
 	else if ((rt = getenv("XDG_RUNTIME_DIR")) != NULL && rt[0] == '/')
-		asprintf(&ctx->socket_path, "%s/qwen-serve/qwen-serve.sock", rt);
+		xasprintf(&ctx->socket_path, "%s/qwen-serve/qwen-serve.sock", rt);
 	else
-		asprintf(&ctx->socket_path, "/tmp/qwen-serve-%u/qwen-serve.sock",
+		xasprintf(&ctx->socket_path, "/tmp/qwen-serve-%u/qwen-serve.sock",
 		    (unsigned)getuid());
-	ctx->base_url = strdup("http://localhost");
+	ctx->base_url = xstrdup("http://localhost");
 	if (ctx->socket_path != NULL)
-		asprintf(&ctx->addr_key, "unix:%s", ctx->socket_path);
+		xasprintf(&ctx->addr_key, "unix:%s", ctx->socket_path);
 }
 
 /* The workspace: --cwd (made absolute) or the current directory. */
@@ -176,9 +177,9 @@ setup_cwd(struct rctx *ctx, const char *dir)
 	if (dir == NULL) {
 		if (getcwd(buf, sizeof(buf)) == NULL)
 			usage_err("getcwd: %s", strerror(errno));
-		ctx->cwd = strdup(buf);
+		ctx->cwd = xstrdup(buf);
 	} else if (realpath(dir, buf) != NULL)
-		ctx->cwd = strdup(buf);
+		ctx->cwd = xstrdup(buf);
 	else
 		usage_err("--cwd %s: %s", dir, strerror(errno));
 }
@@ -244,7 +245,7 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 		case OPT_RETRY:
 			ctx->retry = (int)parse_num("--retry", optarg, 100);
 			break;
-		case OPT_STATE: ctx->state_dir = strdup(optarg); break;
+		case OPT_STATE: ctx->state_dir = xstrdup(optarg); break;
 		case OPT_NO_AUTO: ctx->no_auto_resume = 1; break;
 		case OPT_NO_WAIT: ctx->no_wait = 1; break;
 		case OPT_PARALLEL: ctx->parallel = 1; break;
@@ -346,7 +347,7 @@ main(int argc, char **argv)
 {
 	struct rctx		 ctx;
 	const struct command	*cmd = NULL;
-	char			 err[512];
+	char			*cause = NULL;
 	size_t			 i;
 	int			 nargs, rc;
 
@@ -374,9 +375,10 @@ main(int argc, char **argv)
 			usage_err("%s: invalid session ID '%s'", cmd->name,
 			    ctx.session_id);
 	}
-	if ((ctx.state = state_open(ctx.state_dir, ctx.addr_key, err,
-	    sizeof(err))) == NULL) {
-		fprintf(stderr, "%s: %s\n", getprogname(), err);
+	if ((ctx.state = state_open(ctx.state_dir, ctx.addr_key,
+	    &cause)) == NULL) {
+		fprintf(stderr, "%s: %s\n", getprogname(), cause);
+		free(cause);
 		return EXIT_FAIL;
 	}
 	if (http_global_init() == -1) {

@@ -20,6 +20,7 @@
 
 #include "errors.h"
 #include "restore.h"
+#include "xmalloc.h"
 
 /* Fill e from a catalog entry for a client-side code. */
 static void
@@ -156,15 +157,15 @@ print_line(const struct rctx *ctx, const struct rerr *e)
 static void
 print_json_local(const struct rerr *e)
 {
-	json_object	*o = json_object_new_object();
+	json_object	*o = xjson_object_new_object();
 
-	json_object_object_add(o, "error", json_object_new_string(e->message));
-	json_object_object_add(o, "code", json_object_new_string(e->code));
+	json_object_object_add(o, "error", xjson_object_new_string(e->message));
+	json_object_object_add(o, "code", xjson_object_new_string(e->code));
 	json_object_object_add(o, "retryable",
-	    json_object_new_boolean(e->retryable));
+	    xjson_object_new_boolean(e->retryable));
 	if (e->retry_after >= 0)
 		json_object_object_add(o, "retryAfterSeconds",
-		    json_object_new_int(e->retry_after));
+		    xjson_object_new_int(e->retry_after));
 	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "restore.h"
+#include "xmalloc.h"
 
 /* One prompt of this invocation. */
 struct pr {
@@ -299,16 +300,16 @@ pr_body(const struct rctx *ctx, const char *text)
 {
 	json_object	*body, *arr, *block;
 
-	body = json_object_new_object();
-	arr = json_object_new_array();
-	block = json_object_new_object();
-	json_object_object_add(block, "type", json_object_new_string("text"));
-	json_object_object_add(block, "text", json_object_new_string(text));
+	body = xjson_object_new_object();
+	arr = xjson_object_new_array();
+	block = xjson_object_new_object();
+	json_object_object_add(block, "type", xjson_object_new_string("text"));
+	json_object_object_add(block, "text", xjson_object_new_string(text));
 	json_object_array_add(arr, block);
 	json_object_object_add(body, "prompt", arr);
 	if (ctx->deadline_ms > 0)
 		json_object_object_add(body, "deadlineMs",
-		    json_object_new_int64(ctx->deadline_ms));
+		    xjson_object_new_int64(ctx->deadline_ms));
 	return body;
 }
 

@@ -19,6 +19,8 @@
 
 #include <json-c/json.h>
 
+#include "json.h"
+
 #define RESTORE_ID_MAX		128	/* session and client ids */
 #define RESTORE_FETCH_DEFAULT_MS 30000	/* SDK default fetchTimeoutMs */
 
@@ -157,11 +159,9 @@ unsigned long sse_comments(const struct sse_parser *);
 
 /* ---- state.c ------------------------------------------------------------ */
 
-/* Open (creating, 0700) the state for ctx's daemon.  NULL + message. */
-struct state *state_open(const char *dir, const char *addr_key, char *err,
-	    size_t errlen);
+/* Open (creating, 0700) the state for ctx's daemon.  NULL + *cause. */
+struct state *state_open(const char *dir, const char *addr_key, char **cause);
 void	state_free(struct state *);
-const char *state_daemon_dir(const struct state *);
 
 /* The cached restore budget in ms, or -1 when none is cached. */
 int64_t	state_cap_restore_ms(struct state *);
@@ -311,15 +311,14 @@ void	sub_stop(struct sub *s);
 json_object *sub_next(struct sub *s);
 /* Whether an envelope ends the session's stream (closed, died, evicted). */
 int	env_session_end(json_object *env);
-/* Borrowed member of obj of that type, or NULL. */
-const char *json_get_str(json_object *obj, const char *key);
-json_object *json_get_obj(json_object *obj, const char *key);
+
+/* events ID: return the exit code. */
+int	cmd_events(struct rctx *);
 
 /* ---- prompt.c ------------------------------------------------------------ */
 
-/* prompt ID [TEXT|-] and events ID: return the exit code. */
+/* prompt ID [TEXT|-]: return the exit code. */
 int	cmd_prompt(struct rctx *, const char *text);
-int	cmd_events(struct rctx *);
 
 /* ---- commands.c: one function per command, returning the exit code ----- */
 
@@ -335,6 +334,14 @@ int	cmd_heartbeat(struct rctx *, char **args);
 int	cmd_detach(struct rctx *, char **args);
 int	cmd_close(struct rctx *, char **args);
 int	cmd_status(struct rctx *, char **args);
+/*
+ * POST /session/sid/<action> (load or resume) with the workspace cwd and
+ * client_id (NULL: none), under the restore timeout; stores the returned
+ * clientId.  0 on 2xx, -1 otherwise (*resp holds the answer).
+ */
+int	restore_session(const struct rctx *, const char *action,
+	    const char *sid, const char *client_id, struct http_resp *resp,
+	    char *new_id, size_t new_id_len);
 
 /* ---- history.c: transcript pages and branches --------------------------- */
 
@@ -351,13 +358,5 @@ int	cmd_branch(struct rctx *, char **args);
 int	restore_retry_wait(const struct rctx *, const struct rerr *,
 	    int *attempt);
 
-/*
- * POST /session/sid/<action> (load or resume) with the workspace cwd and
- * client_id (NULL: none), under the restore timeout; stores the returned
- * clientId.  0 on 2xx, -1 otherwise (*resp holds the answer).
- */
-int	restore_session(const struct rctx *, const char *action,
-	    const char *sid, const char *client_id, struct http_resp *resp,
-	    char *new_id, size_t new_id_len);
 
 #endif

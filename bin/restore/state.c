@@ -27,6 +27,7 @@
 
 #include "budget.h"
 #include "restore.h"
+#include "xmalloc.h"
 
 struct state {
 	char	*daemon_dir;	/* DIR/daemons/<key> */
@@ -111,7 +112,7 @@ state_key(const char *addr)
 
 /* Open the state of addr_key under dir (NULL: the default). */
 struct state *
-state_open(const char *dir, const char *addr_key, char *err, size_t errlen)
+state_open(const char *dir, const char *addr_key, char **cause)
 {
 	struct state	*st;
 	char		*root = NULL, *key = NULL;
@@ -120,7 +121,7 @@ state_open(const char *dir, const char *addr_key, char *err, size_t errlen)
 		goto nomem;
 	root = dir != NULL ? strdup(dir) : state_default_dir();
 	if (root == NULL) {
-		snprintf(err, errlen, "no state directory: set --state-dir, "
+		xasprintf(cause, "no state directory: set --state-dir, "
 		    "XDG_STATE_HOME or HOME");
 		goto fail;
 	}
@@ -129,7 +130,7 @@ state_open(const char *dir, const char *addr_key, char *err, size_t errlen)
 	    asprintf(&st->sessions_dir, "%s/sessions", st->daemon_dir) == -1)
 		goto nomem;
 	if (mkdir_p(st->sessions_dir) == -1) {
-		snprintf(err, errlen, "state directory %s: %s", root,
+		xasprintf(cause, "state directory %s: %s", root,
 		    strerror(errno));
 		goto fail;
 	}
@@ -137,7 +138,7 @@ state_open(const char *dir, const char *addr_key, char *err, size_t errlen)
 	free(key);
 	return st;
 nomem:
-	snprintf(err, errlen, "out of memory");
+	xasprintf(cause, "out of memory");
 fail:
 	free(root);
 	free(key);
@@ -154,13 +155,6 @@ state_free(struct state *st)
 	free(st->daemon_dir);
 	free(st->sessions_dir);
 	free(st);
-}
-
-/* DIR/daemons/<key> of this daemon (borrowed). */
-const char *
-state_daemon_dir(const struct state *st)
-{
-	return st->daemon_dir;
 }
 
 /* Replace path with text atomically, mode 0600. */
@@ -263,9 +257,9 @@ state_cap_store(struct state *st, json_object *caps)
 		free(path);
 		return rc;
 	}
-	out = json_object_new_object();
+	out = xjson_object_new_object();
 	json_object_object_add(out, "sessionRestoreTimeoutMs",
-	    json_object_new_int64(ms));
+	    xjson_object_new_int64(ms));
 	rc = write_atomic(path, json_object_to_json_string_ext(out,
 	    JSON_C_TO_STRING_PLAIN));
 	json_object_put(out);
@@ -323,8 +317,8 @@ state_client_put(struct state *st, const char *sid, const char *id)
 		free(path);
 		return rc;
 	}
-	out = json_object_new_object();
-	json_object_object_add(out, "clientId", json_object_new_string(id));
+	out = xjson_object_new_object();
+	json_object_object_add(out, "clientId", xjson_object_new_string(id));
 	rc = write_atomic(path, json_object_to_json_string_ext(out,
 	    JSON_C_TO_STRING_PLAIN));
 	json_object_put(out);

@@ -17,6 +17,7 @@
 #include "errors.h"
 #include "log.h"
 #include "acp-int.h"
+#include "xmalloc.h"
 
 static TAILQ_HEAD(, acp_call) calls = TAILQ_HEAD_INITIALIZER(calls);
 
@@ -54,7 +55,7 @@ acp_call_run(struct acp_conn *c, json_object *rpc_id, const char *session_id,
 	TAILQ_INIT(&q);
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.req = call->req;
-	ctx.body = body != NULL ? json_object_get(body) : json_object_new_object();
+	ctx.body = body != NULL ? json_object_get(body) : xjson_object_new_object();
 	ctx.path_id = path_id;
 	ctx.query = &q;
 	if (client_id != NULL && client_id[0] != '\0') {

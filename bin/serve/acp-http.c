@@ -4,7 +4,7 @@
  * messages name that connection and are acknowledged 202, their answers
  * travelling on GET /acp: the connection stream, or with Acp-Session-Id
  * the stream of a session the connection holds.  Each stream is a message
- * bus of sse.c (ring, Last-Event-ID replay, back-pressure, heartbeat).
+ * bus of bus.c (ring, Last-Event-ID replay, back-pressure, heartbeat).
  * DELETE /acp ends the connection; so does idleness with no stream open
  * (QWEN_SERVE_ACP_IDLE_MS, default 300000).  The gates (bearer, Host,
  * Origin) are http.c's, as for every route.
@@ -26,6 +26,7 @@
 #include "rpc-frame.h"
 #include "serve.h"
 #include "acp.h"
+#include "xmalloc.h"
 
 #define AH_RING			4096	/* messages kept per stream */
 #define AH_IDLE_DEFAULT_MS	300000
@@ -129,7 +130,7 @@ ah_send(void *arg, const char *sid, const char *json, size_t len)
 	struct bus *b;
 
 	if (a->capturing && sid == NULL && a->inline_reply == NULL) {
-		a->inline_reply = strndup(json, len);
+		a->inline_reply = xstrndup(json, len);
 		return;
 	}
 	if ((b = stream_get(a, sid)) != NULL)

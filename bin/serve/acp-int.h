@@ -21,7 +21,7 @@ struct acp_call;
 /* A prompt of this connection waiting for its turn_complete/turn_error. */
 struct acp_prompt {
 	TAILQ_ENTRY(acp_prompt)	 entry;
-	char			 id[SERVE_UUID_LEN + 1];	/* promptId */
+	char			 id[UUID_LEN + 1];	/* promptId */
 	json_object		*rpc_id;			/* owned */
 };
 

@@ -10,25 +10,15 @@
 #include <string.h>
 
 #include "errors.h"
+#include "json.h"
 #include "log.h"
 #include "rpc-frame.h"
 #include "acp-int.h"
+#include "xmalloc.h"
 
 static const char *const method_names[] = { "initialize", "session/new",
     "session/load", "session/resume", "session/prompt", "session/cancel",
     "session/close", "_qwen/session/heartbeat", "_qwen/session/detach", NULL };
-
-/* params.key as a string, or NULL. */
-static const char *
-param_str(json_object *params, const char *key)
-{
-	json_object *v;
-
-	if (params == NULL || !json_object_object_get_ex(params, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
 
 /* -32602 for params the REST route could not even be asked about. */
 static void
@@ -43,7 +33,7 @@ bad_params(struct acp_conn *c, struct rpc_msg *m, const char *what)
 static int
 session_param(struct acp_conn *c, struct rpc_msg *m, char *id, size_t size)
 {
-	if (acp_canon_id(param_str(m->params, "sessionId"), id, size) == -1) {
+	if (acp_canon_id(json_get_str(m->params, "sessionId"), id, size) == -1) {
 		bad_params(c, m, "Invalid params: sessionId must be a session id");
 		return -1;
 	}
@@ -56,9 +46,9 @@ session_param(struct acp_conn *c, struct rpc_msg *m, char *id, size_t size)
 static void
 m_initialize(struct acp_conn *c, struct rpc_msg *m)
 {
-	json_object *r = json_object_new_object(), *caps = json_object_new_object();
-	json_object *pc = json_object_new_object(), *meta = json_object_new_object();
-	json_object *q = json_object_new_object(), *methods = json_object_new_array(), *v;
+	json_object *r = xjson_object_new_object(), *caps = xjson_object_new_object();
+	json_object *pc = xjson_object_new_object(), *meta = xjson_object_new_object();
+	json_object *q = xjson_object_new_object(), *methods = xjson_object_new_array(), *v;
 	int64_t pv = 1;
 
 	if (m->params != NULL && json_object_object_get_ex(m->params,
@@ -66,21 +56,21 @@ m_initialize(struct acp_conn *c, struct rpc_msg *m)
 		pv = json_object_get_int64(v);
 	pv = pv < 1 ? 1 : pv > 1 ? 1 : pv;
 	for (size_t i = 0; method_names[i] != NULL; i++)
-		json_object_array_add(methods, json_object_new_string(method_names[i]));
-	json_object_object_add(q, "connectionId", json_object_new_string(c->id));
-	json_object_object_add(q, "transport", json_object_new_string(c->transport));
-	json_object_object_add(q, "workspaceCwd", json_object_new_string(c->workspace));
+		json_object_array_add(methods, xjson_object_new_string(method_names[i]));
+	json_object_object_add(q, "connectionId", xjson_object_new_string(c->id));
+	json_object_object_add(q, "transport", xjson_object_new_string(c->transport));
+	json_object_object_add(q, "workspaceCwd", xjson_object_new_string(c->workspace));
 	json_object_object_add(q, "methods", methods);
 	json_object_object_add(meta, "qwen", q);
-	json_object_object_add(pc, "image", json_object_new_boolean(0));
-	json_object_object_add(pc, "audio", json_object_new_boolean(0));
-	json_object_object_add(pc, "embeddedContext", json_object_new_boolean(0));
-	json_object_object_add(caps, "loadSession", json_object_new_boolean(1));
+	json_object_object_add(pc, "image", xjson_object_new_boolean(0));
+	json_object_object_add(pc, "audio", xjson_object_new_boolean(0));
+	json_object_object_add(pc, "embeddedContext", xjson_object_new_boolean(0));
+	json_object_object_add(caps, "loadSession", xjson_object_new_boolean(1));
 	json_object_object_add(caps, "promptCapabilities", pc);
 	json_object_object_add(caps, "_meta", meta);
-	json_object_object_add(r, "protocolVersion", json_object_new_int64(pv));
+	json_object_object_add(r, "protocolVersion", xjson_object_new_int64(pv));
 	json_object_object_add(r, "agentCapabilities", caps);
-	json_object_object_add(r, "authMethods", json_object_new_array());
+	json_object_object_add(r, "authMethods", xjson_object_new_array());
 	c->initialized = 1;
 	acp_reply(c, NULL, m->id, r);
 }
@@ -92,9 +82,9 @@ static json_object *
 state_result(const char *id, json_object *rest)
 {
 	struct session *s = sessions_find(id);
-	json_object *r = json_object_new_object(), *meta = NULL, *q, *v;
+	json_object *r = xjson_object_new_object(), *meta = NULL, *q, *v;
 
-	json_object_object_add(r, "sessionId", json_object_new_string(id));
+	json_object_object_add(r, "sessionId", xjson_object_new_string(id));
 	if (s != NULL && s->state != NULL) {
 		json_object_object_foreach(s->state, key, val) {
 			if (strcmp(key, "_meta") == 0)
@@ -104,8 +94,8 @@ state_result(const char *id, json_object *rest)
 		}
 	}
 	if (meta == NULL)
-		meta = json_object_new_object();
-	q = json_object_new_object();
+		meta = xjson_object_new_object();
+	q = xjson_object_new_object();
 	static const char *const keys[] = { "clientId", "attached", "lastEventId",
 	    "eventEpoch", "partial", "replayError", "historyHasMore", NULL };
 	for (size_t i = 0; keys[i] != NULL; i++)
@@ -137,8 +127,8 @@ replay_snapshot(struct acp_conn *c, const char *id, json_object *rest)
 				    json_object_get(data)));
 				continue;
 			}
-			p = json_object_new_object();
-			json_object_object_add(p, "sessionId", json_object_new_string(id));
+			p = xjson_object_new_object();
+			json_object_object_add(p, "sessionId", xjson_object_new_string(id));
 			json_object_object_add(p, "kind", json_object_get(type));
 			json_object_object_add(p, "data", json_object_get(data));
 			acp_send(c, id, rpc_new_notification("_qwen/notify", p));
@@ -190,17 +180,17 @@ held_client(struct acp_conn *c, const char *id)
 static void
 m_new(struct acp_conn *c, struct rpc_msg *m)
 {
-	json_object *body = json_object_new_object(), *v, *sid;
+	json_object *body = xjson_object_new_object(), *v, *sid;
 
 	if (m->params != NULL && json_object_object_get_ex(m->params, "cwd", &v))
 		json_object_object_add(body, "cwd", json_object_get(v));
 	else
-		json_object_object_add(body, "cwd", json_object_new_string(c->workspace));
+		json_object_object_add(body, "cwd", xjson_object_new_string(c->workspace));
 	if (m->params != NULL && json_object_object_get_ex(m->params, "_meta", &v) &&
 	    json_object_object_get_ex(v, "qwen-code/sessionId", &sid))
 		json_object_object_add(body, "sessionId", json_object_get(sid));
 	/* An ACP session/new is always a fresh session. */
-	json_object_object_add(body, "sessionScope", json_object_new_string("thread"));
+	json_object_object_add(body, "sessionScope", xjson_object_new_string("thread"));
 	acp_call_run(c, m->id, NULL, route_session_create, NULL, NULL, body,
 	    restore_done, ACP_CALL_UNDO);
 	json_object_put(body);
@@ -221,12 +211,12 @@ m_restore(struct acp_conn *c, struct rpc_msg *m, int load)
 		bad_params(c, m, "too many sessions on this connection");
 		return;
 	}
-	body = json_object_new_object();
+	body = xjson_object_new_object();
 	for (size_t i = 0; keys[i] != NULL; i++)
 		if (json_object_object_get_ex(m->params, keys[i], &v))
 			json_object_object_add(body, keys[i], json_object_get(v));
 	if (!json_object_object_get_ex(body, "cwd", NULL))
-		json_object_object_add(body, "cwd", json_object_new_string(c->workspace));
+		json_object_object_add(body, "cwd", xjson_object_new_string(c->workspace));
 	acp_call_run(c, m->id, id, load ? route_session_load : route_session_resume,
 	    id, held_client(c, id), body, restore_done,
 	    ACP_CALL_UNDO | (load ? ACP_CALL_REPLAY : 0));
@@ -307,7 +297,7 @@ empty_done(struct acp_call *call, int status, json_object *body, struct qerr *e)
 		acp_sess_drop(call->conn, a);
 	}
 	if (call->rpc_id != NULL)
-		acp_reply(call->conn, NULL, call->rpc_id, json_object_new_object());
+		acp_reply(call->conn, NULL, call->rpc_id, xjson_object_new_object());
 }
 
 /* session/cancel (a notification, or a request answered {}). */
@@ -344,7 +334,7 @@ m_detach(struct acp_conn *c, struct rpc_msg *m)
 	if ((cid = held_client(c, id)) == NULL) {
 		/* Nothing held here: like REST's detach of an unknown id. */
 		if (m->kind == RPC_REQUEST)
-			acp_reply(c, NULL, m->id, json_object_new_object());
+			acp_reply(c, NULL, m->id, xjson_object_new_object());
 		return;
 	}
 	acp_call_run(c, m->id, id, route_session_detach, id, cid, NULL, empty_done, ACP_CALL_RELEASES);

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "rpc-frame.h"
 #include "acp-int.h"
+#include "xmalloc.h"
 
 static void	on_event(void *arg, json_object *env, int terminal);
 
@@ -188,9 +189,9 @@ prompt_end(struct acp_conn *c, struct acp_sess *a, const char *type,
 		return;
 	TAILQ_REMOVE(&a->prompts, p, entry);
 	if (strcmp(type, "turn_complete") == 0) {
-		r = json_object_new_object();
+		r = xjson_object_new_object();
 		json_object_object_add(r, "stopReason", json_object_object_get_ex(data,
-		    "stopReason", &v) ? json_object_get(v) : json_object_new_string("end_turn"));
+		    "stopReason", &v) ? json_object_get(v) : xjson_object_new_string("end_turn"));
 		acp_reply(c, a->id, p->rpc_id, r);
 	} else {
 		e = qerr_new("internal", "%s", json_object_object_get_ex(data,
@@ -227,9 +228,9 @@ on_event(void *arg, json_object *env, int terminal)
 		acp_send(c, a->id, rpc_new_notification("session/update",
 		    json_object_get(data)));
 	else {
-		params = json_object_new_object();
-		json_object_object_add(params, "sessionId", json_object_new_string(a->id));
-		json_object_object_add(params, "kind", json_object_new_string(t));
+		params = xjson_object_new_object();
+		json_object_object_add(params, "sessionId", xjson_object_new_string(a->id));
+		json_object_object_add(params, "kind", xjson_object_new_string(t));
 		json_object_object_add(params, "data", json_object_get(data));
 		if (json_object_object_get_ex(env, "promptId", &pid))
 			json_object_object_add(params, "promptId", json_object_get(pid));

@@ -15,6 +15,7 @@
 #include "serve.h"
 #include "acp.h"
 #include "acp-int.h"
+#include "xmalloc.h"
 
 static TAILQ_HEAD(, acp_conn) conns = TAILQ_HEAD_INITIALIZER(conns);
 static size_t nconns;
@@ -43,7 +44,7 @@ acp_conn_new(const struct acp_sink *sink, void *arg, const char *transport,
 			*errp = qerr_new("internal", NULL);
 		return NULL;
 	}
-	serve_uuid4(c->id);
+	uuid_new(c->id);
 	c->workspace = acp_bound_workspace != NULL ? acp_bound_workspace : conf.workspace;
 	c->sink = sink;
 	c->arg = arg;
@@ -82,12 +83,6 @@ acp_conn_transport(const struct acp_conn *c)
 	return c->transport;
 }
 
-int
-acp_conn_initialized(const struct acp_conn *c)
-{
-	return c->initialized;
-}
-
 void *
 acp_conn_arg(const struct acp_conn *c)
 {
@@ -112,10 +107,10 @@ acp_conn_find(const char *id)
 int
 acp_canon_id(const char *in, char *out, size_t size)
 {
-	if (in == NULL || strlen(in) >= size || !serve_session_id_ok(in))
+	if (in == NULL || strlen(in) >= size || !names_session_id_ok(in))
 		return -1;
 	strlcpy(out, in, size);
-	if (serve_is_uuid(out))
+	if (uuid_valid(out))
 		for (char *p = out; *p != '\0'; p++)
 			*p = (char)tolower((unsigned char)*p);
 	return 0;
@@ -175,9 +170,9 @@ acp_send(struct acp_conn *c, const char *session_id, json_object *msg)
 json_object *
 acp_error_wrap(json_object *id, json_object *err)
 {
-	json_object *m = json_object_new_object();
+	json_object *m = xjson_object_new_object();
 
-	json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(m, "jsonrpc", xjson_object_new_string("2.0"));
 	json_object_object_add(m, "id", json_object_get(id));
 	json_object_object_add(m, "error", err);
 	return m;

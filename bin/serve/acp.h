@@ -99,8 +99,6 @@ void	acp_conn_close(struct acp_conn *);
 const char	*acp_conn_id(const struct acp_conn *);
 /* "http" or "ws", as given to acp_conn_new(). */
 const char	*acp_conn_transport(const struct acp_conn *);
-/* Whether initialize has been answered. */
-int		 acp_conn_initialized(const struct acp_conn *);
 /* Connection by id, or NULL. */
 struct acp_conn	*acp_conn_find(const char *id);
 /* Whether c has session_id attached (or a load/resume of it pending). */

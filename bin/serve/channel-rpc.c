@@ -24,6 +24,7 @@
 #include "log.h"
 #include "rpc-frame.h"
 #include "rpc-pending.h"
+#include "xmalloc.h"
 
 /* ---- requests ----------------------------------------------------------- */
 
@@ -67,7 +68,7 @@ chan_req_send(struct channel *ch, struct chan_req *r)
 		chan_req_finish(r, CHAN_CLOSED, NULL);
 		return;
 	}
-	json_object_object_add(r->msg, "id", json_object_new_int64(id));
+	json_object_object_add(r->msg, "id", xjson_object_new_int64(id));
 	if ((line = rpc_encode(r->msg, &len)) != NULL) {
 		bufferevent_write(ch->in, line, len);
 		free(line);
@@ -166,9 +167,9 @@ answer_child_request(struct channel *ch, struct rpc_msg *m)
 	char *line;
 
 	if (strcmp(m->method, "session/request_permission") == 0) {
-		res = json_object_new_object();
-		outcome = json_object_new_object();
-		json_object_object_add(outcome, "outcome", json_object_new_string("cancelled"));
+		res = xjson_object_new_object();
+		outcome = xjson_object_new_object();
+		json_object_object_add(outcome, "outcome", xjson_object_new_string("cancelled"));
 		json_object_object_add(res, "outcome", outcome);
 		reply = rpc_new_result(json_object_get(m->id), res);
 	} else

@@ -32,6 +32,7 @@
 #include "channel-int.h"
 #include "base64.h"
 #include "serve.h"
+#include "xmalloc.h"
 
 static TAILQ_HEAD(, channel) channels = TAILQ_HEAD_INITIALIZER(channels);
 static unsigned chan_serial;
@@ -79,20 +80,20 @@ on_initialized(void *arg, enum chan_outcome o, json_object *payload)
 static json_object *
 initialize_params(struct channel *ch)
 {
-	json_object *p = json_object_new_object(), *ci = json_object_new_object();
-	json_object *caps = json_object_new_object(), *fs = json_object_new_object();
-	json_object *meta = json_object_new_object();
+	json_object *p = xjson_object_new_object(), *ci = xjson_object_new_object();
+	json_object *caps = xjson_object_new_object(), *fs = xjson_object_new_object();
+	json_object *meta = xjson_object_new_object();
 
-	json_object_object_add(p, "protocolVersion", json_object_new_int(1));
-	json_object_object_add(ci, "name", json_object_new_string("qwen-serve-bridge"));
-	json_object_object_add(ci, "version", json_object_new_string(PACKAGE_VERSION));
+	json_object_object_add(p, "protocolVersion", xjson_object_new_int(1));
+	json_object_object_add(ci, "name", xjson_object_new_string("qwen-serve-bridge"));
+	json_object_object_add(ci, "version", xjson_object_new_string(PACKAGE_VERSION));
 	json_object_object_add(p, "clientInfo", ci);
-	json_object_object_add(fs, "readTextFile", json_object_new_boolean(0));
-	json_object_object_add(fs, "writeTextFile", json_object_new_boolean(0));
+	json_object_object_add(fs, "readTextFile", xjson_object_new_boolean(0));
+	json_object_object_add(fs, "writeTextFile", xjson_object_new_boolean(0));
 	json_object_object_add(caps, "fs", fs);
 	json_object_object_add(p, "clientCapabilities", caps);
 	json_object_object_add(meta, "qwen-code/private-parent-capability",
-	    json_object_new_string(ch->secret));
+	    xjson_object_new_string(ch->secret));
 	json_object_object_add(p, "_meta", meta);
 	return p;
 }
@@ -323,7 +324,7 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 	fail_waiting(ch, CHAN_CLOSED);
 	rpc_pending_drain(ch->pending, drain_one, NULL);
 	sessions_channel_died(ch, code, sig, killed);
-	restore_channel_exited(ch);
+	inflight_channel_exited(ch);
 	pipeline_free(ch->p);
 	ch->p = NULL;
 	event_free(ch->pid_ev);
@@ -398,7 +399,7 @@ chan_check_idle(struct channel *ch)
 
 	if (ch->state != CH_READY)
 		return;
-	restore_chan_view(ch, &v);
+	inflight_chan_view(ch, &v);
 	switch (rfsm_chan_reap(&v)) {
 	case RFSM_REAP_KEEP:
 		return;
@@ -512,12 +513,6 @@ int
 channel_alive(const struct channel *ch)
 {
 	return ch->state == CH_READY || ch->state == CH_STARTING;
-}
-
-long
-channel_pid(const struct channel *ch)
-{
-	return (long)ch->pid;
 }
 
 size_t

@@ -239,18 +239,19 @@ check_tcp(void)
 static void
 check_environment(void)
 {
-	char err[512];
+	char *cause = NULL;
 
 	if (sdnotify_init() == -1)
 		complain(1, "NOTIFY_SOCKET: not usable (see above)");
-	if (sockact_take(err, sizeof(err)) == -1)
-		complain(1, "socket activation: %s", err);
+	if (sockact_take(&cause) == -1)
+		complain(1, "socket activation: %s", cause);
+	free(cause);
 }
 
 int
 checkconf_run(void)
 {
-	char *data = paths_data_dir(conf.data_dir), err[512];
+	char *data = paths_data_dir(conf.data_dir), *cause = NULL;
 	struct stat st;
 
 	for (size_t i = 0; i < conf.n_workspaces; i++)
@@ -272,8 +273,9 @@ checkconf_run(void)
 		check_file("--trace-file", conf.trace_file);
 	if (conf.pidfile != NULL) {
 		check_file("--pidfile", conf.pidfile);
-		if (pidfile_check(conf.pidfile, err, sizeof(err)) == -1)
-			complain(1, "%s", err);
+		if (pidfile_check(conf.pidfile, &cause) == -1)
+			complain(1, "%s", cause);
+		free(cause);
 	}
 	if (n_errors > 0) {
 		fprintf(stderr, "qwen-serve: check-config: %d error%s\n", n_errors,

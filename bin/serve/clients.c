@@ -45,7 +45,7 @@ const char *
 clients_register(struct client_list *l, const char *requested)
 {
 	struct client *c;
-	char uuid[SERVE_UUID_LEN + 1];
+	char uuid[UUID_LEN + 1];
 
 	if ((c = clients_find(l, requested)) != NULL) {
 		c->refs++;
@@ -54,7 +54,7 @@ clients_register(struct client_list *l, const char *requested)
 	}
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return NULL;
-	serve_uuid4(uuid);
+	uuid_new(uuid);
 	strlcpy(c->id, "client_", sizeof(c->id));
 	strlcat(c->id, uuid, sizeof(c->id));
 	c->refs = 1;

@@ -24,6 +24,7 @@
 #include "serve.h"
 #include "acp.h"
 #include "ws.h"
+#include "xmalloc.h"
 
 struct conn {
 	TAILQ_ENTRY(conn)	 entry;
@@ -64,85 +65,6 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/acp", NULL, R_ACP, route_acp_get },
 	{ EVHTTP_REQ_DELETE, "/acp", NULL, R_ACP, route_acp_delete },
 };
-
-/* ---- small utilities ---------------------------------------------------- */
-
-/* A fresh UUID v4 (the same generator as the child's). */
-void
-serve_uuid4(char out[SERVE_UUID_LEN + 1])
-{
-	paths_new_uuid(out);
-}
-
-/* ISO 8601 UTC with milliseconds, as the child writes it. */
-void
-serve_iso_time(uint64_t wall_ms, char *buf, size_t size)
-{
-	char iso[32];
-
-	paths_iso_time(wall_ms, iso);
-	strlcpy(buf, iso, size);
-}
-
-/* UUID v1-v5, any case. */
-int
-serve_is_uuid(const char *s)
-{
-	if (strlen(s) != 36)
-		return 0;
-	for (int i = 0; i < 36; i++) {
-		if (i == 8 || i == 13 || i == 18 || i == 23) {
-			if (s[i] != '-')
-				return 0;
-		} else if (!isxdigit((unsigned char)s[i]))
-			return 0;
-	}
-	if (s[14] < '1' || s[14] > '5')
-		return 0;
-	return strchr("89abAB", s[19]) != NULL;
-}
-
-/*
- * <data-dir>/projects/<sanitized workspace>/chats, or NULL: resolved by the
- * same libqwen code the child uses, so both always look in one place.
- */
-char *
-serve_transcript_dir(void)
-{
-	return serve_transcript_dir_ws(conf.workspace);
-}
-
-char *
-serve_transcript_dir_ws(const char *workspace)
-{
-	char *base, *out;
-
-	if ((base = paths_data_dir(conf.data_dir)) == NULL)
-		return NULL;
-	out = paths_chats_dir(base, workspace);
-	free(base);
-	return out;
-}
-
-void
-serve_workspace_id(size_t i, char *buf, size_t size)
-{
-	if (i == 0)
-		strlcpy(buf, "primary", size);
-	else
-		snprintf(buf, size, "ws%zu", i);
-}
-
-const char *
-serve_workspace(const char *dir)
-{
-	size_t i;
-
-	for (i = 0; i < conf.n_workspaces; i++)
-		if (strcmp(conf.workspaces[i], dir) == 0)
-			return conf.workspaces[i];
-	return NULL;
-}
 
 /* ---- replies ------------------------------------------------------------ */
 
@@ -250,8 +172,8 @@ http_error_rpc(struct evhttp_request *req, json_object *rpc_error,
 		http_send_qerr(req, e);
 		return;
 	}
-	body = json_object_new_object();
-	json_object_object_add(body, "error", json_object_new_string(
+	body = xjson_object_new_object();
+	json_object_object_add(body, "error", xjson_object_new_string(
 	    c.message != NULL ? c.message : "Internal error"));
 	if (json_object_object_get_ex(rpc_error, "code", &v))
 		json_object_object_add(body, "code", json_object_get(v));
@@ -364,7 +286,7 @@ parse_body(struct evhttp_request *req, json_object **out)
 
 	*out = NULL;
 	if (len == 0) {
-		*out = json_object_new_object();
+		*out = xjson_object_new_object();
 		return 0;
 	}
 	if ((p = (const char *)evbuffer_pullup(in, -1)) == NULL ||
@@ -385,31 +307,14 @@ parse_body(struct evhttp_request *req, json_object **out)
 	}
 	if (!json_object_is_type(o, json_type_object)) {
 		json_object_put(o);
-		o = json_object_new_object();
+		o = xjson_object_new_object();
 	}
 	*out = o;
 	return 0;
 }
 
 /*
- * A session id from a client: 1..128 of [A-Za-z0-9._:-], not starting
- * with '.', so that it can never name another file.
- */
-int
-serve_session_id_ok(const char *id)
-{
-	size_t n = strlen(id);
-
-	if (n == 0 || n > SERVE_SESSION_ID_MAX || id[0] == '.')
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)id[i]) && strchr("._:-", id[i]) == NULL)
-			return 0;
-	return 1;
-}
-
-/*
- * Decode and check a path session id (serve_session_id_ok()).  UUIDs are
+ * Decode and check a path session id (names_session_id_ok()).  UUIDs are
  * lower-cased.  Returns a malloc'd id or NULL.
  */
 static char *
@@ -424,11 +329,11 @@ decode_session_id(const char *seg, size_t seglen)
 	free(raw);
 	if (id == NULL)
 		return NULL;
-	if (strlen(id) != n || !serve_session_id_ok(id)) {
+	if (strlen(id) != n || !names_session_id_ok(id)) {
 		free(id);
 		return NULL;
 	}
-	if (serve_is_uuid(id))
+	if (uuid_valid(id))
 		for (size_t i = 0; i < n; i++)
 			id[i] = (char)tolower((unsigned char)id[i]);
 	return id;
@@ -497,7 +402,7 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 		goto out;
 	}
 	if (ctx.body == NULL)
-		ctx.body = json_object_new_object();
+		ctx.body = xjson_object_new_object();
 	r->fn(&ctx);
 out:
 	json_object_put(ctx.body);
@@ -573,18 +478,18 @@ workspace_of_acp_path(const char *path)
 	for (i = 0; i < conf.n_workspaces; i++) {
 		char id[32];
 
-		serve_workspace_id(i, id, sizeof(id));
+		names_workspace_id(i, id, sizeof(id));
 		if (strlen(id) == n && strncmp(sel, id, n) == 0)
 			return conf.workspaces[i];
 	}
 	/* An encoded cwd: "%2Fsrv%2Fa" (its slashes escaped). */
-	if ((raw = strndup(sel, n)) == NULL || (dec = evhttp_uridecode(raw, 0, NULL)) == NULL) {
+	if ((raw = xstrndup(sel, n)) == NULL || (dec = evhttp_uridecode(raw, 0, NULL)) == NULL) {
 		free(raw);
 		return NULL;
 	}
 	free(raw);
 	if (dec[0] == '/' && (real = realpath(dec, NULL)) != NULL) {
-		ws = serve_workspace(real);
+		ws = names_workspace(real);
 		free(real);
 	}
 	free(dec);

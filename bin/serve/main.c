@@ -30,6 +30,7 @@
 #include "acp.h"
 #include "trace.h"
 #include "ws.h"
+#include "xmalloc.h"
 
 struct serve_conf conf;
 struct event_base *serve_base;
@@ -138,19 +139,12 @@ ms_opt(const char *flag, const char *arg, int allow_zero)
 	return v;
 }
 
-/* Append a copy of s to a repeatable option's list; exits 1 on ENOMEM. */
+/* Append a copy of s to a repeatable option's list. */
 static void
 strv_add(char ***v, size_t *n, const char *s)
 {
-	char **nv;
-
-	nv = reallocarray(*v, *n + 1, sizeof(*nv));
-	if (nv == NULL || (nv[*n] = strdup(s)) == NULL) {
-		fprintf(stderr, "qwen-serve: out of memory\n");
-		exit(1);
-	}
-	*v = nv;
-	(*n)++;
+	*v = xreallocarray(*v, *n + 1, sizeof(**v));
+	(*v)[(*n)++] = xstrdup(s);
 }
 
 /*
@@ -191,9 +185,9 @@ default_socket(void)
 	char *p = NULL;
 
 	if (xdg != NULL && xdg[0] == '/')
-		(void)asprintf(&p, "%s/qwen-serve/qwen-serve.sock", xdg);
+		xasprintf(&p, "%s/qwen-serve/qwen-serve.sock", xdg);
 	else
-		(void)asprintf(&p, "/tmp/qwen-serve-%u/qwen-serve.sock",
+		xasprintf(&p, "/tmp/qwen-serve-%u/qwen-serve.sock",
 		    (unsigned)geteuid());
 	return p;
 }
@@ -229,7 +223,7 @@ default_child(void)
 static void
 conf_defaults(void)
 {
-	conf.hostname = strdup("127.0.0.1");
+	conf.hostname = xstrdup("127.0.0.1");
 	conf.port = 4170;
 	conf.max_connections = 256;
 	conf.init_timeout_ms = BUDGET_INITIALIZE_DEFAULT_MS;
@@ -279,19 +273,19 @@ parse_args(int argc, char **argv)
 	conf_defaults();
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (ch) {
-		case OPT_SOCKET: free(conf.socket_path); conf.socket_path = strdup(optarg); break;
-		case OPT_HOSTNAME: free(conf.hostname); conf.hostname = strdup(optarg); break;
+		case OPT_SOCKET: free(conf.socket_path); conf.socket_path = xstrdup(optarg); break;
+		case OPT_HOSTNAME: free(conf.hostname); conf.hostname = xstrdup(optarg); break;
 		case OPT_PORT: conf.port = (int)num_opt("port", optarg, 0, 65535); break;
 		case OPT_NO_TCP: conf.no_tcp = 1; break;
-		case OPT_TOKEN: free(conf.token); conf.token = strdup(optarg); break;
+		case OPT_TOKEN: free(conf.token); conf.token = xstrdup(optarg); break;
 		case OPT_REQUIRE_AUTH: conf.require_auth = 1; break;
 		case OPT_ALLOW_ORIGIN: strv_add(&conf.allow_origin, &conf.n_allow_origin, optarg); break;
 		case OPT_MAX_CONN: conf.max_connections = (int)num_opt("max-connections", optarg, 1, 65536); break;
 		case OPT_WORKSPACE: strv_add(&conf.workspaces, &conf.n_workspaces, optarg); break;
-		case OPT_CHILD: free(conf.child_path); conf.child_path = strdup(optarg); break;
-		case OPT_DATA_DIR: free(conf.data_dir); conf.data_dir = strdup(optarg); break;
-		case OPT_AGENT_CMD: free(conf.agent_command); conf.agent_command = strdup(optarg); break;
-		case OPT_LOG_FILE: free(conf.log_file); conf.log_file = strdup(optarg); break;
+		case OPT_CHILD: free(conf.child_path); conf.child_path = xstrdup(optarg); break;
+		case OPT_DATA_DIR: free(conf.data_dir); conf.data_dir = xstrdup(optarg); break;
+		case OPT_AGENT_CMD: free(conf.agent_command); conf.agent_command = xstrdup(optarg); break;
+		case OPT_LOG_FILE: free(conf.log_file); conf.log_file = xstrdup(optarg); break;
 		case OPT_LOG_LEVEL:
 			lvl = optarg;
 			if (log_level_parse(lvl) == -1) {
@@ -300,7 +294,7 @@ parse_args(int argc, char **argv)
 			}
 			log_set_level((enum log_level)log_level_parse(lvl));
 			break;
-		case OPT_TRACE_FILE: free(conf.trace_file); conf.trace_file = strdup(optarg); break;
+		case OPT_TRACE_FILE: free(conf.trace_file); conf.trace_file = xstrdup(optarg); break;
 		case OPT_INIT_TO: init = ms_opt("initialize-timeout-ms", optarg, 0); break;
 		case OPT_RESTORE_TO: restore = ms_opt("session-restore-timeout-ms", optarg, 0); break;
 		case OPT_CHAN_IDLE: conf.channel_idle_timeout_ms = ms_opt("channel-idle-timeout-ms", optarg, 1); break;
@@ -313,8 +307,8 @@ parse_args(int argc, char **argv)
 		case OPT_MAX_TOTAL: conf.max_total_sessions = (int)num_opt("max-total-sessions", optarg, 0, 1000000); break;
 		case OPT_MAX_PENDING: conf.max_pending_prompts = (int)num_opt("max-pending-prompts-per-session", optarg, 0, 100000); break;
 		case OPT_NO_WEB: conf.no_web = 1; break;
-		case OPT_WEB_DIR: free(conf.web_dir); conf.web_dir = strdup(optarg); break;
-		case OPT_PIDFILE: free(conf.pidfile); conf.pidfile = strdup(optarg); break;
+		case OPT_WEB_DIR: free(conf.web_dir); conf.web_dir = xstrdup(optarg); break;
+		case OPT_PIDFILE: free(conf.pidfile); conf.pidfile = xstrdup(optarg); break;
 		case OPT_CHECK_CONFIG: conf.check_config = 1; break;
 		case OPT_PROMPT_DEADLINE: conf.prompt_deadline_ms = ms_opt("prompt-deadline-ms", optarg, 1); break;
 		case OPT_WRITER_IDLE: conf.writer_idle_timeout_ms = ms_opt("writer-idle-timeout-ms", optarg, 1); break;
@@ -377,16 +371,16 @@ resolve_conf(void)
 static void
 ops_start(void)
 {
-	char err[512];
+	char *cause = NULL;
 
 	sdnotify_init();
-	if (sockact_take(err, sizeof(err)) == -1) {
-		fprintf(stderr, "qwen-serve: socket activation: %s\n", err);
+	if (sockact_take(&cause) == -1) {
+		fprintf(stderr, "qwen-serve: socket activation: %s\n", cause);
 		exit(1);
 	}
 	if (conf.pidfile != NULL) {
-		if (pidfile_take(conf.pidfile, err, sizeof(err)) == -1) {
-			fprintf(stderr, "qwen-serve: %s\n", err);
+		if (pidfile_take(conf.pidfile, &cause) == -1) {
+			fprintf(stderr, "qwen-serve: %s\n", cause);
 			exit(1);
 		}
 		atexit(pidfile_release);
@@ -402,7 +396,7 @@ generate_token(void)
 
 	arc4random_buf(raw, sizeof(raw));
 	base64_encode(BASE64_URL, raw, sizeof(raw), tok, sizeof(tok));
-	conf.token = strdup(tok);
+	conf.token = xstrdup(tok);
 	printf("qwen-serve: token: %s\n", tok);
 	fflush(stdout);
 }
@@ -414,7 +408,7 @@ stop_check(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd; (void)what; (void)arg;
 	/* Each real settlement, raced with its channel's exit. */
-	restore_stats(&active, &unsettled, &overdue, &quarantined);
+	inflight_stats(&active, &unsettled, &overdue, &quarantined);
 	if (channels_running() == 0 && active + unsettled == 0)
 		event_base_loopexit(serve_base, NULL);
 }

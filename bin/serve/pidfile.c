@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "serve.h"
+#include "xmalloc.h"
 
 static char *pid_path;
 static int pid_fd = -1;
@@ -62,18 +63,14 @@ pidfile_is_ours(int fd, const char *path)
 
 /* A temporary file beside path holding our pid, locked; its fd or -1. */
 static int
-pidfile_temp(const char *path, char **tmp, char *err, size_t errsize)
+pidfile_temp(const char *path, char **tmp, char **cause)
 {
 	char line[32];
 	int fd, len;
 
-	if (asprintf(tmp, "%s.XXXXXX", path) == -1) {
-		*tmp = NULL;
-		snprintf(err, errsize, "--pidfile %s: out of memory", path);
-		return -1;
-	}
+	xasprintf(tmp, "%s.XXXXXX", path);
 	if ((fd = mkostemp(*tmp, O_CLOEXEC)) == -1) {
-		snprintf(err, errsize, "--pidfile %s: %s", path, strerror(errno));
+		xasprintf(cause, "--pidfile %s: %s", path, strerror(errno));
 		free(*tmp);
 		*tmp = NULL;
 		return -1;
@@ -81,7 +78,7 @@ pidfile_temp(const char *path, char **tmp, char *err, size_t errsize)
 	len = snprintf(line, sizeof(line), "%ld\n", (long)getpid());
 	if (flock(fd, LOCK_EX | LOCK_NB) == -1 || fchmod(fd, 0644) == -1 ||
 	    write(fd, line, (size_t)len) != len || fsync(fd) == -1) {
-		snprintf(err, errsize, "--pidfile %s: %s", path, strerror(errno));
+		xasprintf(cause, "--pidfile %s: %s", path, strerror(errno));
 		unlink(*tmp);
 		close(fd);
 		return -1;
@@ -90,17 +87,17 @@ pidfile_temp(const char *path, char **tmp, char *err, size_t errsize)
 }
 
 int
-pidfile_check(const char *path, char *err, size_t errsize)
+pidfile_check(const char *path, char **cause)
 {
 	long pid;
 	int held;
 
 	if ((held = pidfile_held(path, &pid)) == -1) {
-		snprintf(err, errsize, "--pidfile %s: %s", path, strerror(errno));
+		xasprintf(cause, "--pidfile %s: %s", path, strerror(errno));
 		return -1;
 	}
 	if (held) {
-		snprintf(err, errsize, "--pidfile %s: held by a running qwen-serve "
+		xasprintf(cause, "--pidfile %s: held by a running qwen-serve "
 		    "(pid %ld)", path, pid);
 		return -1;
 	}
@@ -108,33 +105,33 @@ pidfile_check(const char *path, char *err, size_t errsize)
 }
 
 int
-pidfile_take(const char *path, char *err, size_t errsize)
+pidfile_take(const char *path, char **cause)
 {
 	char *tmp;
 	int fd;
 
-	err[0] = '\0';
-	if (pidfile_check(path, err, errsize) == -1)
+	*cause = NULL;
+	if (pidfile_check(path, cause) == -1)
 		return -1;
-	if ((fd = pidfile_temp(path, &tmp, err, errsize)) == -1)
+	if ((fd = pidfile_temp(path, &tmp, cause)) == -1)
 		return -1;
 	/* link() never replaces; a stale file left by a dead daemon is. */
 	if (link(tmp, path) == -1 &&
-	    (errno != EEXIST || pidfile_check(path, err, errsize) == -1 ||
+	    (errno != EEXIST || pidfile_check(path, cause) == -1 ||
 	    rename(tmp, path) == -1)) {
-		if (errno != 0 && err[0] == '\0')
-			snprintf(err, errsize, "--pidfile %s: %s", path,
+		if (errno != 0 && *cause == NULL)
+			xasprintf(cause, "--pidfile %s: %s", path,
 			    strerror(errno));
 		goto fail;
 	}
 	unlink(tmp);
 	if (!pidfile_is_ours(fd, path)) {
-		snprintf(err, errsize, "--pidfile %s: another qwen-serve took it "
+		xasprintf(cause, "--pidfile %s: another qwen-serve took it "
 		    "meanwhile", path);
 		goto fail;
 	}
 	free(tmp);
-	pid_path = strdup(path);
+	pid_path = xstrdup(path);
 	pid_fd = fd;
 	pid_owner = getpid();
 	return 0;

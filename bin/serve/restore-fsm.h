@@ -29,8 +29,8 @@
  * machine: it outlives the entry until a new registration for the id takes
  * ownership or the channel exits (the caller's business).
  */
-#ifndef QWEN_RESTORE_FSM_H
-#define QWEN_RESTORE_FSM_H
+#ifndef QWEN_SERVE_RESTORE_FSM_H
+#define QWEN_SERVE_RESTORE_FSM_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "errors.h"
 #include "serve.h"
+#include "xmalloc.h"
 #include "acp.h"
 #include "ws.h"
 
@@ -28,35 +29,35 @@
 void
 route_health(struct http_ctx *ctx)
 {
-	json_object *o = json_object_new_object();
+	json_object *o = xjson_object_new_object();
 	const char *deep = evhttp_find_header(ctx->query, "deep");
 	size_t active, unsettled, overdue, quarantined;
 
-	json_object_object_add(o, "status", json_object_new_string("ok"));
+	json_object_object_add(o, "status", xjson_object_new_string("ok"));
 	if (deep != NULL && strcmp(deep, "1") == 0) {
 		json_object_object_add(o, "sessions",
-		    json_object_new_int64((int64_t)sessions_count()));
+		    xjson_object_new_int64((int64_t)sessions_count()));
 		json_object_object_add(o, "activePrompts",
-		    json_object_new_int64((int64_t)sessions_active_prompts()));
+		    xjson_object_new_int64((int64_t)sessions_active_prompts()));
 		json_object_object_add(o, "channelAlive",
-		    json_object_new_boolean(channels_running() > 0));
+		    xjson_object_new_boolean(channels_running() > 0));
 		json_object_object_add(o, "connections",
-		    json_object_new_int64((int64_t)http_conn_count()));
+		    xjson_object_new_int64((int64_t)http_conn_count()));
 		json_object_object_add(o, "wsConnections",
-		    json_object_new_int64((int64_t)ws_conn_count()));
-		restore_stats(&active, &unsettled, &overdue, &quarantined);
+		    xjson_object_new_int64((int64_t)ws_conn_count()));
+		inflight_stats(&active, &unsettled, &overdue, &quarantined);
 		json_object_object_add(o, "restoresActive",
-		    json_object_new_int64((int64_t)active));
+		    xjson_object_new_int64((int64_t)active));
 		json_object_object_add(o, "restoresUnsettled",
-		    json_object_new_int64((int64_t)unsettled));
+		    xjson_object_new_int64((int64_t)unsettled));
 		json_object_object_add(o, "restoresOverdue",
-		    json_object_new_int64((int64_t)overdue));
+		    xjson_object_new_int64((int64_t)overdue));
 		json_object_object_add(o, "restoresQuarantined",
-		    json_object_new_int64((int64_t)quarantined));
+		    xjson_object_new_int64((int64_t)quarantined));
 		json_object_object_add(o, "inFlight",
-		    json_object_new_int64((int64_t)inflight_count()));
+		    xjson_object_new_int64((int64_t)inflight_count()));
 		json_object_object_add(o, "acpConnections",
-		    json_object_new_int64((int64_t)acp_conn_count()));
+		    xjson_object_new_int64((int64_t)acp_conn_count()));
 	}
 	http_reply_json(ctx->req, 200, o);
 }
@@ -66,29 +67,29 @@ static json_object *
 workspace_json(size_t i)
 {
 	const char *cwd = conf.workspaces[i], *base = strrchr(cwd, '/');
-	json_object *w = json_object_new_object();
+	json_object *w = xjson_object_new_object();
 	char id[32];
 
-	serve_workspace_id(i, id, sizeof(id));
-	json_object_object_add(w, "id", json_object_new_string(id));
-	json_object_object_add(w, "cwd", json_object_new_string(cwd));
-	json_object_object_add(w, "displayName", json_object_new_string(
+	names_workspace_id(i, id, sizeof(id));
+	json_object_object_add(w, "id", xjson_object_new_string(id));
+	json_object_object_add(w, "cwd", xjson_object_new_string(cwd));
+	json_object_object_add(w, "displayName", xjson_object_new_string(
 	    base != NULL && base[1] != '\0' ? base + 1 : cwd));
-	json_object_object_add(w, "primary", json_object_new_boolean(i == 0));
+	json_object_object_add(w, "primary", xjson_object_new_boolean(i == 0));
 	/* --workspace is the operator's word: every one is trusted. */
-	json_object_object_add(w, "trusted", json_object_new_boolean(1));
-	json_object_object_add(w, "workflowsEnabled", json_object_new_boolean(0));
-	json_object_object_add(w, "removable", json_object_new_boolean(0));
+	json_object_object_add(w, "trusted", xjson_object_new_boolean(1));
+	json_object_object_add(w, "workflowsEnabled", xjson_object_new_boolean(0));
+	json_object_object_add(w, "removable", xjson_object_new_boolean(0));
 	return w;
 }
 
 static json_object *
 strings(const char *const *v)
 {
-	json_object *a = json_object_new_array();
+	json_object *a = xjson_object_new_array();
 
 	for (; *v != NULL; v++)
-		json_object_array_add(a, json_object_new_string(*v));
+		json_object_array_add(a, xjson_object_new_string(*v));
 	return a;
 }
 
@@ -106,58 +107,58 @@ routes_capabilities_json(void)
 	    "session_status", "session_detach", "workspace_session_list", NULL };
 	static const char *const versions[] = { "v1", NULL };
 	static const char *const languages[] = { "en", NULL };
-	json_object *o = json_object_new_object(), *pv = json_object_new_object();
-	json_object *f = strings(features), *lim = json_object_new_object();
-	json_object *ws = json_object_new_array(), *ts, *pol;
+	json_object *o = xjson_object_new_object(), *pv = xjson_object_new_object();
+	json_object *f = strings(features), *lim = xjson_object_new_object();
+	json_object *ws = xjson_object_new_array(), *ts, *pol;
 
 	if (conf.require_auth)
-		json_object_array_add(f, json_object_new_string("require_auth"));
+		json_object_array_add(f, xjson_object_new_string("require_auth"));
 	if (conf.n_allow_origin > 0)
-		json_object_array_add(f, json_object_new_string("allow_origin"));
+		json_object_array_add(f, xjson_object_new_string("allow_origin"));
 	if (conf.prompt_deadline_ms > 0)
-		json_object_array_add(f, json_object_new_string("prompt_absolute_deadline"));
+		json_object_array_add(f, xjson_object_new_string("prompt_absolute_deadline"));
 	if (conf.writer_idle_timeout_ms > 0)
-		json_object_array_add(f, json_object_new_string("writer_idle_timeout"));
+		json_object_array_add(f, xjson_object_new_string("writer_idle_timeout"));
 	if (conf.n_workspaces > 1)
-		json_object_array_add(f, json_object_new_string("multi_workspace_sessions"));
-	json_object_object_add(o, "v", json_object_new_int(1));
-	json_object_object_add(pv, "current", json_object_new_string("v1"));
+		json_object_array_add(f, xjson_object_new_string("multi_workspace_sessions"));
+	json_object_object_add(o, "v", xjson_object_new_int(1));
+	json_object_object_add(pv, "current", xjson_object_new_string("v1"));
 	json_object_object_add(pv, "supported", strings(versions));
 	json_object_object_add(o, "protocolVersions", pv);
-	json_object_object_add(o, "qwenServeVersion", json_object_new_string(PACKAGE_VERSION));
-	json_object_object_add(o, "mode", json_object_new_string("http-bridge"));
+	json_object_object_add(o, "qwenServeVersion", xjson_object_new_string(PACKAGE_VERSION));
+	json_object_object_add(o, "mode", xjson_object_new_string("http-bridge"));
 	json_object_object_add(o, "features", f);
-	json_object_object_add(o, "modelServices", json_object_new_array());
-	json_object_object_add(o, "workspaceCwd", json_object_new_string(conf.workspace));
-	json_object_object_add(o, "transports", ts = json_object_new_array());
-	json_object_array_add(ts, json_object_new_string("rest"));
+	json_object_object_add(o, "modelServices", xjson_object_new_array());
+	json_object_object_add(o, "workspaceCwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(o, "transports", ts = xjson_object_new_array());
+	json_object_array_add(ts, xjson_object_new_string("rest"));
 	if (acp_http_enabled())
-		json_object_array_add(ts, json_object_new_string("acp-http"));
-	json_object_array_add(ts, json_object_new_string("acp-ws"));	/* ws.c */
+		json_object_array_add(ts, xjson_object_new_string("acp-http"));
+	json_object_array_add(ts, xjson_object_new_string("acp-ws"));	/* ws.c */
 	json_object_object_add(lim, "maxPendingPromptsPerSession", conf.max_pending_prompts > 0 ?
-	    json_object_new_int(conf.max_pending_prompts) : NULL);
+	    xjson_object_new_int(conf.max_pending_prompts) : NULL);
 	json_object_object_add(lim, "sessionRestoreTimeoutMs",
-	    json_object_new_int64(conf.restore_timeout_ms));
+	    xjson_object_new_int64(conf.restore_timeout_ms));
 	json_object_object_add(lim, "maxSessionsPerWorkspace", conf.max_sessions > 0 ?
-	    json_object_new_int(conf.max_sessions) : NULL);
+	    xjson_object_new_int(conf.max_sessions) : NULL);
 	json_object_object_add(lim, "maxTotalSessions", conf.max_total_sessions > 0 ?
-	    json_object_new_int(conf.max_total_sessions) : NULL);
+	    xjson_object_new_int(conf.max_total_sessions) : NULL);
 	json_object_object_add(lim, "maxEventRingSize",
-	    json_object_new_int64((int64_t)conf.event_ring_size));
+	    xjson_object_new_int64((int64_t)conf.event_ring_size));
 	json_object_object_add(lim, "compactedReplayMaxBytes",
-	    json_object_new_int64((int64_t)conf.compacted_replay_max_bytes));
+	    xjson_object_new_int64((int64_t)conf.compacted_replay_max_bytes));
 	json_object_object_add(o, "limits", lim);
 	for (size_t i = 0; i < conf.n_workspaces; i++)
 		json_object_array_add(ws, workspace_json(i));
 	json_object_object_add(o, "workspaces", ws);
 	/* The daemon answers every permission request of the agent "cancelled". */
-	pol = json_object_new_object();
-	json_object_object_add(pol, "permission", json_object_new_string("cancel"));
+	pol = xjson_object_new_object();
+	json_object_object_add(pol, "permission", xjson_object_new_string("cancel"));
 	json_object_object_add(o, "policy", pol);
 	/* The console and every message are English only. */
 	json_object_object_add(o, "supportedLanguages", strings(languages));
 	json_object_object_add(o, "sessionLiveStatePollIntervalMs",
-	    json_object_new_int(SERVE_LIVE_STATE_POLL_MS));
+	    xjson_object_new_int(SERVE_LIVE_STATE_POLL_MS));
 	return o;
 }
 
@@ -165,22 +166,22 @@ routes_capabilities_json(void)
 static json_object *
 status_issues(const char **level)
 {
-	json_object *a = json_object_new_array(), *i;
+	json_object *a = xjson_object_new_array(), *i;
 	size_t active, unsettled, overdue, quarantined;
 
 	*level = "ok";
-	restore_stats(&active, &unsettled, &overdue, &quarantined);
+	inflight_stats(&active, &unsettled, &overdue, &quarantined);
 	if (overdue + quarantined == 0)
 		return a;
 	*level = "warning";
-	i = json_object_new_object();
-	json_object_object_add(i, "code", json_object_new_string(quarantined > 0 ?
+	i = xjson_object_new_object();
+	json_object_object_add(i, "code", xjson_object_new_string(quarantined > 0 ?
 	    "restore_cleanup_failed" : "restore_settlement_overdue"));
-	json_object_object_add(i, "severity", json_object_new_string("warning"));
-	json_object_object_add(i, "message", json_object_new_string(
+	json_object_object_add(i, "severity", xjson_object_new_string("warning"));
+	json_object_object_add(i, "message", xjson_object_new_string(
 	    "a timed-out restore has not settled: fresh sessions are refused "
 	    "on its child until it does"));
-	json_object_object_add(i, "section", json_object_new_string("runtime.restores"));
+	json_object_object_add(i, "section", xjson_object_new_string("runtime.restores"));
 	json_object_array_add(a, i);
 	return a;
 }
@@ -188,68 +189,68 @@ status_issues(const char **level)
 static void
 add_ms_or_null(json_object *o, const char *key, int64_t ms)
 {
-	json_object_object_add(o, key, ms > 0 ? json_object_new_int64(ms) : NULL);
+	json_object_object_add(o, key, ms > 0 ? xjson_object_new_int64(ms) : NULL);
 }
 
 static json_object *
 status_limits(void)
 {
-	json_object *l = json_object_new_object();
+	json_object *l = xjson_object_new_object();
 
 	json_object_object_add(l, "maxSessions", conf.max_sessions > 0 ?
-	    json_object_new_int(conf.max_sessions) : NULL);
+	    xjson_object_new_int(conf.max_sessions) : NULL);
 	json_object_object_add(l, "maxTotalSessions", conf.max_total_sessions > 0 ?
-	    json_object_new_int(conf.max_total_sessions) : NULL);
+	    xjson_object_new_int(conf.max_total_sessions) : NULL);
 	json_object_object_add(l, "maxPendingPromptsPerSession", conf.max_pending_prompts > 0 ?
-	    json_object_new_int(conf.max_pending_prompts) : NULL);
+	    xjson_object_new_int(conf.max_pending_prompts) : NULL);
 	json_object_object_add(l, "listenerMaxConnections",
-	    json_object_new_int(conf.max_connections));
+	    xjson_object_new_int(conf.max_connections));
 	json_object_object_add(l, "eventRingSize",
-	    json_object_new_int64((int64_t)conf.event_ring_size));
+	    xjson_object_new_int64((int64_t)conf.event_ring_size));
 	add_ms_or_null(l, "promptDeadlineMs", conf.prompt_deadline_ms);
 	add_ms_or_null(l, "writerIdleTimeoutMs", conf.writer_idle_timeout_ms);
 	json_object_object_add(l, "channelIdleTimeoutMs",
-	    json_object_new_int64(conf.channel_idle_timeout_ms));
+	    xjson_object_new_int64(conf.channel_idle_timeout_ms));
 	json_object_object_add(l, "sessionIdleTimeoutMs",
-	    json_object_new_int64(conf.session_idle_timeout_ms));
+	    xjson_object_new_int64(conf.session_idle_timeout_ms));
 	json_object_object_add(l, "sessionRestoreTimeoutMs",
-	    json_object_new_int64(conf.restore_timeout_ms));
+	    xjson_object_new_int64(conf.restore_timeout_ms));
 	json_object_object_add(l, "compactedReplayMaxBytes",
-	    json_object_new_int64((int64_t)conf.compacted_replay_max_bytes));
+	    xjson_object_new_int64((int64_t)conf.compacted_replay_max_bytes));
 	return l;
 }
 
 static json_object *
 status_runtime(void)
 {
-	json_object *r = json_object_new_object(), *o, *acp;
+	json_object *r = xjson_object_new_object(), *o, *acp;
 
-	o = json_object_new_object();
-	json_object_object_add(o, "active", json_object_new_int64((int64_t)sessions_count()));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "active", xjson_object_new_int64((int64_t)sessions_count()));
 	json_object_object_add(o, "activePrompts",
-	    json_object_new_int64((int64_t)sessions_active_prompts()));
+	    xjson_object_new_int64((int64_t)sessions_active_prompts()));
 	json_object_object_add(r, "sessions", o);
-	o = json_object_new_object();
-	json_object_object_add(o, "pending", json_object_new_int(0));
-	json_object_object_add(o, "policy", json_object_new_string("cancel"));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "pending", xjson_object_new_int(0));
+	json_object_object_add(o, "policy", xjson_object_new_string("cancel"));
 	json_object_object_add(r, "permissions", o);
-	o = json_object_new_object();
-	json_object_object_add(o, "live", json_object_new_boolean(channels_running() > 0));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "live", xjson_object_new_boolean(channels_running() > 0));
 	json_object_object_add(r, "channel", o);
-	o = json_object_new_object();
+	o = xjson_object_new_object();
 	json_object_object_add(o, "restSseActive",
-	    json_object_new_int64((int64_t)sessions_subscribers()));
-	acp = json_object_new_object();
-	json_object_object_add(acp, "enabled", json_object_new_boolean(acp_http_enabled()));
+	    xjson_object_new_int64((int64_t)sessions_subscribers()));
+	acp = xjson_object_new_object();
+	json_object_object_add(acp, "enabled", xjson_object_new_boolean(acp_http_enabled()));
 	json_object_object_add(acp, "connections",
-	    json_object_new_int64((int64_t)acp_conn_count()));
+	    xjson_object_new_int64((int64_t)acp_conn_count()));
 	json_object_object_add(acp, "wsConnections",
-	    json_object_new_int64((int64_t)ws_conn_count()));
+	    xjson_object_new_int64((int64_t)ws_conn_count()));
 	json_object_object_add(o, "acp", acp);
 	json_object_object_add(r, "transport", o);
-	o = json_object_new_object();
-	json_object_object_add(o, "enabled", json_object_new_boolean(0));
-	json_object_object_add(o, "rejectedSinceStart", json_object_new_object());
+	o = xjson_object_new_object();
+	json_object_object_add(o, "enabled", xjson_object_new_boolean(0));
+	json_object_object_add(o, "rejectedSinceStart", xjson_object_new_object());
 	json_object_object_add(r, "rateLimit", o);
 	return r;
 }
@@ -263,43 +264,43 @@ route_daemon_status(struct http_ctx *ctx)
 {
 	const char *detail = evhttp_find_header(ctx->query, "detail"), *level;
 	json_object *o, *d, *sec, *caps = routes_capabilities_json(), *v;
-	char when[64];
+	char when[CLOCK_ISO_LEN];
 
 	if (detail != NULL && strcmp(detail, "summary") != 0 && strcmp(detail, "full") != 0) {
 		json_object_put(caps);
 		http_error(ctx->req, "invalid_detail", NULL);
 		return;
 	}
-	o = json_object_new_object();
-	json_object_object_add(o, "v", json_object_new_int(1));
-	json_object_object_add(o, "detail", json_object_new_string(detail ? detail : "summary"));
-	serve_iso_time(clock_wall_ms(), when, sizeof(when));
-	json_object_object_add(o, "generatedAt", json_object_new_string(when));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "v", xjson_object_new_int(1));
+	json_object_object_add(o, "detail", xjson_object_new_string(detail ? detail : "summary"));
+	clock_iso_now(when);
+	json_object_object_add(o, "generatedAt", xjson_object_new_string(when));
 	d = status_issues(&level);
-	json_object_object_add(o, "status", json_object_new_string(level));
+	json_object_object_add(o, "status", xjson_object_new_string(level));
 	json_object_object_add(o, "issues", d);
-	d = json_object_new_object();
-	json_object_object_add(d, "pid", json_object_new_int((int)getpid()));
+	d = xjson_object_new_object();
+	json_object_object_add(d, "pid", xjson_object_new_int((int)getpid()));
 	json_object_object_add(d, "uptimeMs",
-	    json_object_new_int64((int64_t)(clock_mono_ms() - conf.started_mono_ms)));
-	json_object_object_add(d, "mode", json_object_new_string("http-bridge"));
-	json_object_object_add(d, "workspaceCwd", json_object_new_string(conf.workspace));
-	json_object_object_add(d, "qwenServeVersion", json_object_new_string(PACKAGE_VERSION));
-	serve_iso_time(conf.started_wall_ms, when, sizeof(when));
-	json_object_object_add(d, "startedAt", json_object_new_string(when));
+	    xjson_object_new_int64((int64_t)(clock_mono_ms() - conf.started_mono_ms)));
+	json_object_object_add(d, "mode", xjson_object_new_string("http-bridge"));
+	json_object_object_add(d, "workspaceCwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(d, "qwenServeVersion", xjson_object_new_string(PACKAGE_VERSION));
+	clock_iso_time(conf.started_wall_ms, when);
+	json_object_object_add(d, "startedAt", xjson_object_new_string(when));
 	json_object_object_add(o, "daemon", d);
-	sec = json_object_new_object();
-	json_object_object_add(sec, "tokenConfigured", json_object_new_boolean(conf.token != NULL));
-	json_object_object_add(sec, "requireAuth", json_object_new_boolean(conf.require_auth));
-	json_object_object_add(sec, "loopbackBind", json_object_new_boolean(conf.tcp_loopback));
+	sec = xjson_object_new_object();
+	json_object_object_add(sec, "tokenConfigured", xjson_object_new_boolean(conf.token != NULL));
+	json_object_object_add(sec, "requireAuth", xjson_object_new_boolean(conf.require_auth));
+	json_object_object_add(sec, "loopbackBind", xjson_object_new_boolean(conf.tcp_loopback));
 	json_object_object_add(sec, "allowOriginConfigured",
-	    json_object_new_boolean(conf.n_allow_origin > 0));
-	json_object_object_add(sec, "allowOriginMode", json_object_new_string(
+	    xjson_object_new_boolean(conf.n_allow_origin > 0));
+	json_object_object_add(sec, "allowOriginMode", xjson_object_new_string(
 	    conf.n_allow_origin > 0 ? "list" : "none"));
-	json_object_object_add(sec, "sessionShellCommandEnabled", json_object_new_boolean(0));
+	json_object_object_add(sec, "sessionShellCommandEnabled", xjson_object_new_boolean(0));
 	json_object_object_add(o, "security", sec);
 	json_object_object_add(o, "limits", status_limits());
-	d = json_object_new_object();
+	d = xjson_object_new_object();
 	json_object_object_get_ex(caps, "protocolVersions", &v);
 	json_object_object_add(d, "protocolVersions", json_object_get(v));
 	json_object_object_get_ex(caps, "features", &v);
@@ -353,7 +354,7 @@ first_prompt(const char *path)
 					if (len > 200)
 						for (len = 200; len > 0 && ((unsigned char)t[len] & 0xc0) == 0x80; len--)
 							;
-					text = json_object_new_string_len(t, (int)len);
+					text = xjson_object_new_string_len(t, (int)len);
 				}
 		json_object_put(rec);
 	}
@@ -388,13 +389,13 @@ list_entry(const char *dir, const char *name)
 		return NULL;
 	memcpy(id, name, nlen - 6);
 	id[nlen - 6] = '\0';
-	o = json_object_new_object();
-	json_object_object_add(o, "sessionId", json_object_new_string(id));
-	json_object_object_add(o, "size", json_object_new_int64((int64_t)st.st_size));
-	json_object_object_add(o, "mtime", json_object_new_int64(
+	o = xjson_object_new_object();
+	json_object_object_add(o, "sessionId", xjson_object_new_string(id));
+	json_object_object_add(o, "size", xjson_object_new_int64((int64_t)st.st_size));
+	json_object_object_add(o, "mtime", xjson_object_new_int64(
 	    (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000));
 	json_object_object_add(o, "firstPrompt", first_prompt(path));
-	json_object_object_add(o, "live", json_object_new_boolean(sessions_find(id) != NULL));
+	json_object_object_add(o, "live", xjson_object_new_boolean(sessions_find(id) != NULL));
 	return o;
 }
 
@@ -403,17 +404,17 @@ route_workspace_sessions(struct http_ctx *ctx)
 {
 	const char *cwd = evhttp_find_header(ctx->query, "cwd");
 	const char *lim = evhttp_find_header(ctx->query, "limit"), *errstr = NULL;
-	json_object *o, *list = json_object_new_array(), *e;
+	json_object *o, *list = xjson_object_new_array(), *e;
 	char *dir = NULL;
 	long long max = 100;
 	struct dirent *de;
 	DIR *d;
 
 	if (cwd != NULL)
-		json_object_object_add(ctx->body, "cwd", json_object_new_string(cwd));
+		json_object_object_add(ctx->body, "cwd", xjson_object_new_string(cwd));
 	if (routes_check_cwd(ctx) == -1)
 		goto out;
-	dir = serve_transcript_dir_ws(ctx->workspace);
+	dir = names_transcript_dir_ws(ctx->workspace);
 	if (lim != NULL && ((max = strtonum(lim, 1, 10000, &errstr)), errstr != NULL)) {
 		http_send_qerr(ctx->req, qerr_new("bad_request",
 		    "limit must be an integer from 1 to 10000"));
@@ -428,8 +429,8 @@ route_workspace_sessions(struct http_ctx *ctx)
 	json_object_array_sort(list, by_mtime_desc);
 	while (json_object_array_length(list) > (size_t)max)
 		json_object_array_del_idx(list, json_object_array_length(list) - 1, 1);
-	o = json_object_new_object();
-	json_object_object_add(o, "workspaceCwd", json_object_new_string(ctx->workspace));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "workspaceCwd", xjson_object_new_string(ctx->workspace));
 	json_object_object_add(o, "sessions", list);
 	list = NULL;
 	http_reply_json(ctx->req, 200, o);

@@ -19,6 +19,8 @@
 #include "errors.h"
 #include "log.h"
 #include "serve.h"
+#include "uuid.h"
+#include "xmalloc.h"
 
 #define TRANSCRIPT_MAX_LIMIT		500	/* SESSION_TRANSCRIPT_MAX_LIMIT */
 #define TRANSCRIPT_CURSOR_MAX_BYTES	(64 * 1024)
@@ -27,7 +29,7 @@
 struct page_req {
 	struct evhttp_request	*req;
 	char			 id[SERVE_SESSION_ID_MAX + 1];
-	char			 new_id[SERVE_UUID_LEN + 1];	/* a branch */
+	char			 new_id[UUID_LEN + 1];	/* a branch */
 	char			*name;				/* a branch */
 };
 
@@ -73,7 +75,7 @@ page_limit(struct http_ctx *ctx, json_object *params)
 		http_send_qerr(ctx->req, e);
 		return -1;
 	}
-	json_object_object_add(params, "limit", json_object_new_int((int)n));
+	json_object_object_add(params, "limit", xjson_object_new_int((int)n));
 	return 0;
 }
 
@@ -113,11 +115,11 @@ page_anchor(struct http_ctx *ctx, json_object *params)
 		return -1;
 	}
 	if (cur != NULL)
-		json_object_object_add(params, "cursor", json_object_new_string(cur));
+		json_object_object_add(params, "cursor", xjson_object_new_string(cur));
 	if (dir != NULL)
-		json_object_object_add(params, "direction", json_object_new_string(dir));
+		json_object_object_add(params, "direction", xjson_object_new_string(dir));
 	if (before != NULL)
-		json_object_object_add(params, "beforeRecordId", json_object_new_string(before));
+		json_object_object_add(params, "beforeRecordId", xjson_object_new_string(before));
 	return 0;
 }
 
@@ -130,13 +132,13 @@ on_page(void *arg, enum chan_outcome o, json_object *payload)
 	struct qerr *e;
 
 	if (o == CHAN_RESULT && json_object_is_type(payload, json_type_object)) {
-		body = json_object_new_object();
-		json_object_object_add(body, "v", json_object_new_int(1));
-		json_object_object_add(body, "sessionId", json_object_new_string(pr->id));
+		body = xjson_object_new_object();
+		json_object_object_add(body, "v", xjson_object_new_int(1));
+		json_object_object_add(body, "sessionId", xjson_object_new_string(pr->id));
 		json_object_object_add(body, "events",
 		    json_object_object_get_ex(payload, "events", &v) ?
-		    json_object_get(v) : json_object_new_array());
-		json_object_object_add(body, "hasMore", json_object_new_boolean(
+		    json_object_get(v) : xjson_object_new_array());
+		json_object_object_add(body, "hasMore", xjson_object_new_boolean(
 		    json_object_object_get_ex(payload, "hasMore", &v) &&
 		    json_object_get_boolean(v)));
 		if (json_object_object_get_ex(payload, "nextCursor", &v))
@@ -158,7 +160,7 @@ on_page(void *arg, enum chan_outcome o, json_object *payload)
 void
 route_session_transcript(struct http_ctx *ctx)
 {
-	json_object *params = json_object_new_object();
+	json_object *params = xjson_object_new_object();
 	struct session *s = sessions_find(ctx->path_id);
 	struct channel *ch;
 	struct page_req *pr;
@@ -166,7 +168,7 @@ route_session_transcript(struct http_ctx *ctx)
 	const char *cwd = evhttp_find_header(ctx->query, "cwd");
 
 	if (cwd != NULL)
-		json_object_object_add(ctx->body, "cwd", json_object_new_string(cwd));
+		json_object_object_add(ctx->body, "cwd", xjson_object_new_string(cwd));
 	if (routes_check_cwd(ctx) == -1 || page_limit(ctx, params) == -1 ||
 	    page_anchor(ctx, params) == -1) {
 		json_object_put(params);
@@ -174,8 +176,8 @@ route_session_transcript(struct http_ctx *ctx)
 	}
 	/* A live session is read where it lives. */
 	ch = s != NULL ? s->channel : channel_get(ctx->workspace);
-	json_object_object_add(params, "sessionId", json_object_new_string(ctx->path_id));
-	json_object_object_add(params, "cwd", json_object_new_string(
+	json_object_object_add(params, "sessionId", xjson_object_new_string(ctx->path_id));
+	json_object_object_add(params, "cwd", xjson_object_new_string(
 	    ch != NULL ? channel_workspace(ch) : ctx->workspace));
 	if (ch == NULL || (pr = calloc(1, sizeof(*pr))) == NULL) {
 		json_object_put(params);
@@ -200,7 +202,7 @@ short_name(const char *id)
 	char buf[64];
 
 	snprintf(buf, sizeof(buf), "Session %.8s", id);
-	return json_object_new_string(buf);
+	return xjson_object_new_string(buf);
 }
 
 /* {sessionId, displayName, forkedFrom: {sessionId, displayName}}. */
@@ -212,14 +214,14 @@ on_branch(void *arg, enum chan_outcome o, json_object *payload)
 	char buf[96];
 
 	if (o == CHAN_RESULT) {
-		body = json_object_new_object();
-		json_object_object_add(body, "sessionId", json_object_new_string(pr->new_id));
+		body = xjson_object_new_object();
+		json_object_object_add(body, "sessionId", xjson_object_new_string(pr->new_id));
 		if (pr->name == NULL)
 			snprintf(buf, sizeof(buf), "Branch of %.8s", pr->id);
 		json_object_object_add(body, "displayName",
-		    json_object_new_string(pr->name != NULL ? pr->name : buf));
-		ff = json_object_new_object();
-		json_object_object_add(ff, "sessionId", json_object_new_string(pr->id));
+		    xjson_object_new_string(pr->name != NULL ? pr->name : buf));
+		ff = xjson_object_new_object();
+		json_object_object_add(ff, "sessionId", xjson_object_new_string(pr->id));
 		json_object_object_add(ff, "displayName", short_name(pr->id));
 		json_object_object_add(body, "forkedFrom", ff);
 		log_info("session %s branched into %s", pr->id, pr->new_id);
@@ -293,13 +295,13 @@ route_session_branch(struct http_ctx *ctx)
 	}
 	pr->req = ctx->req;
 	strlcpy(pr->id, ctx->path_id, sizeof(pr->id));
-	serve_uuid4(pr->new_id);
-	params = json_object_new_object();
-	json_object_object_add(params, "sessionId", json_object_new_string(ctx->path_id));
-	json_object_object_add(params, "cwd", json_object_new_string(channel_workspace(ch)));
-	json_object_object_add(params, "newSessionId", json_object_new_string(pr->new_id));
+	uuid_new(pr->new_id);
+	params = xjson_object_new_object();
+	json_object_object_add(params, "sessionId", xjson_object_new_string(ctx->path_id));
+	json_object_object_add(params, "cwd", xjson_object_new_string(channel_workspace(ch)));
+	json_object_object_add(params, "newSessionId", xjson_object_new_string(pr->new_id));
 	if (at != NULL)
-		json_object_object_add(params, "atRecordId", json_object_new_string(at));
+		json_object_object_add(params, "atRecordId", xjson_object_new_string(at));
 	if (channel_request(ch, "_qwen/session/branch", params,
 	    (uint64_t)conf.restore_timeout_ms, on_branch, pr) == NULL) {
 		free(pr->name);

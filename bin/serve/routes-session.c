@@ -22,6 +22,7 @@
 #include "errors.h"
 #include "log.h"
 #include "serve.h"
+#include "xmalloc.h"
 
 /* ---- shared checks ------------------------------------------------------ */
 
@@ -88,7 +89,7 @@ routes_check_cwd(struct http_ctx *ctx)
 	cwd = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
 	if (cwd[0] == '/')
 		real = realpath(cwd, NULL);
-	ws = serve_workspace(real != NULL ? real : cwd);
+	ws = names_workspace(real != NULL ? real : cwd);
 	free(real);
 	if (ws != NULL) {
 		ctx->workspace = ws;
@@ -155,9 +156,9 @@ check_approval_mode(struct http_ctx *ctx)
 		if (strcmp(m, modes[i]) == 0)
 			return 0;
 	if ((e = qerr_new("invalid_approval_mode", NULL)) != NULL) {
-		allowed = json_object_new_array();
+		allowed = xjson_object_new_array();
 		for (i = 0; modes[i] != NULL; i++)
-			json_object_array_add(allowed, json_object_new_string(modes[i]));
+			json_object_array_add(allowed, xjson_object_new_string(modes[i]));
 		qerr_set_json(e, "allowed", allowed);
 	}
 	http_send_qerr(ctx->req, e);
@@ -176,6 +177,25 @@ limit_error(struct http_ctx *ctx, int total)
 		qerr_set_str(e, "scope", total ? "total" : "workspace");
 	}
 	http_send_qerr(ctx->req, e);
+}
+
+/* Fresh work through the daemon's one admission rule; -1: answered. */
+static int
+admit_fresh(struct http_ctx *ctx)
+{
+	int total = 0;
+
+	switch (inflight_admit(ctx->req, channel_get(ctx->workspace))) {
+	case RFSM_ADMIT_OK:
+		return 0;
+	case RFSM_ADMIT_CAPACITY:
+		(void)sessions_capacity_left(ctx->workspace, &total);
+		limit_error(ctx, total);
+		return -1;
+	case RFSM_ADMIT_UNAVAILABLE:
+		break;
+	}
+	return -1;
 }
 
 static void
@@ -206,7 +226,7 @@ body_session_id(struct http_ctx *ctx, char *id, size_t size)
 	if (!json_object_object_get_ex(ctx->body, "sessionId", &v) || v == NULL)
 		return 0;
 	sid = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
-	if (!serve_is_uuid(sid)) {
+	if (!uuid_valid(sid)) {
 		if ((e = qerr_new("invalid_session_id", NULL)) != NULL)
 			qerr_set_str(e, "sessionId", sid);
 		http_send_qerr(ctx->req, e);
@@ -226,7 +246,6 @@ route_session_create(struct http_ctx *ctx)
 	struct inflight *op;
 	struct session *s;
 	json_object *v;
-	int total;
 
 	if (check_client_shape(ctx, NULL) == -1 || routes_check_cwd(ctx) == -1 ||
 	    body_session_id(ctx, id, sizeof(id)) == -1 || check_approval_mode(ctx) == -1)
@@ -247,14 +266,14 @@ route_session_create(struct http_ctx *ctx)
 			 * A restore of the id, active or awaiting its
 			 * cleanup, or a spawn awaiting its cleanup.
 			 */
-			restore_join(op, ctx->req, ctx->client_id, OP_SPAWN, ctx->body);
+			inflight_same_id(op, ctx->req, ctx->client_id, OP_SPAWN, ctx->body);
 			return;
 		}
 		if (sessions_find(id) != NULL)
 			conflict = "live";
 		else if (inflight_find(id) != NULL)
 			conflict = "pending";
-		else if (restore_transcript_exists(id))
+		else if (inflight_transcript_exists(id))
 			conflict = "persisted";
 		if (conflict != NULL) {
 			id_conflict(ctx, id, conflict);
@@ -264,7 +283,7 @@ route_session_create(struct http_ctx *ctx)
 	if (strcmp(scope, "single") == 0) {
 		if ((s = sessions_default(ctx->workspace)) != NULL) {
 			s->attach_count++;
-			restore_reply(ctx->req, s, OP_SPAWN, 1,
+			inflight_reply_session(ctx->req, s, OP_SPAWN, 1,
 			    clients_register(&s->clients, ctx->client_id));
 			return;
 		}
@@ -273,26 +292,21 @@ route_session_create(struct http_ctx *ctx)
 			return;
 		}
 	}
-	if (restore_admit(ctx->req, channel_get(ctx->workspace)) == -1)
+	if (admit_fresh(ctx) == -1)
 		return;
-	if (sessions_capacity_left(ctx->workspace, &total) == 0) {
-		limit_error(ctx, total);
-		return;
-	}
-	spawn_start(ctx->workspace, id[0] != '\0' ? id : NULL,
+	inflight_spawn(ctx->workspace, id[0] != '\0' ? id : NULL,
 	    strcmp(scope, "single") == 0, ctx->req, ctx->client_id);
 }
 
 /* Load and resume share everything up to the action. */
 static void
-restore_route(struct http_ctx *ctx, enum op_action action)
+restore_route(struct http_ctx *ctx, enum inflight_action action)
 {
 	struct inflight *op;
 	struct session *s;
 	json_object *v;
 	struct qerr *e;
 	int64_t n;
-	int total;
 
 	if (check_client_shape(ctx, ctx->path_id) == -1 || routes_check_cwd(ctx) == -1 ||
 	    check_approval_mode(ctx) == -1)
@@ -313,21 +327,17 @@ restore_route(struct http_ctx *ctx, enum op_action action)
 		if (check_live_workspace(ctx, s) == -1)
 			return;
 		s->attach_count++;
-		restore_reply(ctx->req, s, action, 1,
+		inflight_reply_session(ctx->req, s, action, 1,
 		    clients_register(&s->clients, ctx->client_id));
 		return;
 	}
 	if ((op = inflight_find(ctx->path_id)) != NULL) {
-		restore_join(op, ctx->req, ctx->client_id, action, ctx->body);
+		inflight_same_id(op, ctx->req, ctx->client_id, action, ctx->body);
 		return;
 	}
-	if (restore_admit(ctx->req, channel_get(ctx->workspace)) == -1)
+	if (admit_fresh(ctx) == -1)
 		return;
-	if (sessions_capacity_left(ctx->workspace, &total) == 0) {
-		limit_error(ctx, total);
-		return;
-	}
-	restore_begin(ctx->workspace, action, ctx->path_id, ctx->body, ctx->req,
+	inflight_restore(ctx->workspace, action, ctx->path_id, ctx->body, ctx->req,
 	    ctx->client_id);
 }
 
@@ -373,10 +383,10 @@ route_session_prompt(struct http_ctx *ctx)
 	if ((s = lookup(ctx)) == NULL || check_client(ctx, s) == -1 ||
 	    check_prompt_options(ctx) == -1)
 		return;
-	o = json_object_new_object();
+	o = xjson_object_new_object();
 	json_object_object_add(o, "lastEventId",
-	    json_object_new_int64((int64_t)bus_last_id(s->bus)));
-	json_object_object_add(o, "eventEpoch", json_object_new_string(bus_epoch(s->bus)));
+	    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
+	json_object_object_add(o, "eventEpoch", xjson_object_new_string(bus_epoch(s->bus)));
 	if ((pid = session_prompt_admit(s, ctx->body, ctx->client_id, &err)) == NULL) {
 		json_object_put(o);
 		if (strcmp(err, "prompt_queue_full") == 0) {
@@ -394,7 +404,7 @@ route_session_prompt(struct http_ctx *ctx)
 		http_send_qerr(ctx->req, e);
 		return;
 	}
-	json_object_object_add(o, "promptId", json_object_new_string(pid));
+	json_object_object_add(o, "promptId", xjson_object_new_string(pid));
 	http_reply_json(ctx->req, 202, o);
 }
 
@@ -422,12 +432,12 @@ route_session_heartbeat(struct http_ctx *ctx)
 	s->last_active_mono_ms = clock_mono_ms();
 	if (ctx->client_id != NULL && (c = clients_find(&s->clients, ctx->client_id)) != NULL)
 		c->last_seen_ms = s->last_seen_wall_ms;
-	o = json_object_new_object();
-	json_object_object_add(o, "sessionId", json_object_new_string(s->id));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "sessionId", xjson_object_new_string(s->id));
 	if (c != NULL)
-		json_object_object_add(o, "clientId", json_object_new_string(c->id));
+		json_object_object_add(o, "clientId", xjson_object_new_string(c->id));
 	json_object_object_add(o, "lastSeenAt",
-	    json_object_new_int64((int64_t)s->last_seen_wall_ms));
+	    xjson_object_new_int64((int64_t)s->last_seen_wall_ms));
 	http_reply_json(ctx->req, 200, o);
 }
 
@@ -462,31 +472,31 @@ route_session_status(struct http_ctx *ctx)
 {
 	struct session *s;
 	json_object *o;
-	char iso[40];
+	char iso[CLOCK_ISO_LEN];
 
 	if ((s = lookup(ctx)) == NULL)
 		return;
-	serve_iso_time(s->created_wall_ms, iso, sizeof(iso));
-	o = json_object_new_object();
-	json_object_object_add(o, "sessionId", json_object_new_string(s->id));
+	clock_iso_time(s->created_wall_ms, iso);
+	o = xjson_object_new_object();
+	json_object_object_add(o, "sessionId", xjson_object_new_string(s->id));
 	json_object_object_add(o, "workspaceCwd",
-	    json_object_new_string(channel_workspace(s->channel)));
-	json_object_object_add(o, "createdAt", json_object_new_string(iso));
+	    xjson_object_new_string(channel_workspace(s->channel)));
+	json_object_object_add(o, "createdAt", xjson_object_new_string(iso));
 	json_object_object_add(o, "clientCount",
-	    json_object_new_int64((int64_t)clients_count(&s->clients)));
-	json_object_object_add(o, "attachCount", json_object_new_int64(s->attach_count));
+	    xjson_object_new_int64((int64_t)clients_count(&s->clients)));
+	json_object_object_add(o, "attachCount", xjson_object_new_int64(s->attach_count));
 	json_object_object_add(o, "subscriberCount",
-	    json_object_new_int64((int64_t)bus_subscriber_count(s->bus)));
-	json_object_object_add(o, "hasActivePrompt", json_object_new_boolean(s->active != NULL));
+	    xjson_object_new_int64((int64_t)bus_subscriber_count(s->bus)));
+	json_object_object_add(o, "hasActivePrompt", xjson_object_new_boolean(s->active != NULL));
 	json_object_object_add(o, "pendingPrompts",
-	    json_object_new_int64((int64_t)session_pending_prompts(s)));
-	json_object_object_add(o, "isWaitingForPermission", json_object_new_boolean(0));
-	json_object_object_add(o, "pendingInteractionCount", json_object_new_int(0));
+	    xjson_object_new_int64((int64_t)session_pending_prompts(s)));
+	json_object_object_add(o, "isWaitingForPermission", xjson_object_new_boolean(0));
+	json_object_object_add(o, "pendingInteractionCount", xjson_object_new_int(0));
 	json_object_object_add(o, "lastEventId",
-	    json_object_new_int64((int64_t)bus_last_id(s->bus)));
-	json_object_object_add(o, "eventEpoch", json_object_new_string(bus_epoch(s->bus)));
+	    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
+	json_object_object_add(o, "eventEpoch", xjson_object_new_string(bus_epoch(s->bus)));
 	json_object_object_add(o, "lastSeenAt",
-	    json_object_new_int64((int64_t)s->last_seen_wall_ms));
+	    xjson_object_new_int64((int64_t)s->last_seen_wall_ms));
 	http_reply_json(ctx->req, 200, o);
 }
 

@@ -1,17 +1,21 @@
 /*
  * serve.h: qwen-serve internals shared by its files.
  *
- * One file per role: main.c (options, signals, lifecycle), listen.c
- * (sockets and request gates), http.c (routing, bodies, replies),
- * routes-session.c (session routes), routes-daemon.c (health,
- * capabilities, workspace listing), restore.c (in-flight spawns and
+ * One file per role: main.c (options, signals, lifecycle), checkconf.c
+ * (--check-config), pidfile.c, sockact.c (socket activation), sdnotify.c
+ * and ready.c (readiness), listen.c (sockets and request gates), http.c
+ * (routing, bodies, replies), names.c (session ids, the transcript
+ * directory), routes-session.c (session routes), routes-daemon.c (health,
+ * capabilities, workspace listing), web.c (the console's files), bus.c
+ * (event buses and SSE subscribers), inflight.c (in-flight spawns and
  * restores: the seam of the restore state machine; restore-fsm.c the
- * machine, restore-settle.c its world, restore-reply.c the public
- * answers, restore-fence.c fences and early events), sse.c (event buses),
- * channel.c and channel-rpc.c (the qwen-acp-child process and its
- * JSON-RPC traffic), clients.c (client registry), sessions.c (session
- * map, prompts, reaping, tombstones).  Everything runs on one libevent
- * loop; nothing here is thread-safe.
+ * machine, inflight-ops.c its callbacks, inflight-reply.c the public
+ * answers, inflight-fence.c fences and early events), channel.c and
+ * channel-rpc.c (the qwen-acp-child process and its JSON-RPC traffic),
+ * clients.c (client registry), sessions.c (session map, prompts, reaping,
+ * tombstones), acp*.c (ACP over HTTP and WebSocket: acp.h), ws.c and
+ * ws-upgrade.c (WebSocket: ws.h).  Everything runs on one libevent loop;
+ * nothing here is thread-safe.
  */
 #ifndef QWEN_SERVE_H
 #define QWEN_SERVE_H
@@ -26,12 +30,12 @@
 #include <json-c/json.h>
 
 #include "restore-fsm.h"
+#include "uuid.h"
 
 #define SERVE_MAX_BODY		(10u * 1024 * 1024)
 #define SERVE_MAX_HEADERS	(64u * 1024)
 #define SERVE_SESSION_ID_MAX	128
 #define SERVE_CLIENT_ID_MAX	128
-#define SERVE_UUID_LEN		36
 #define SERVE_MAX_SUBSCRIBERS	64
 #define SERVE_SSE_RETRY_MS	3000
 #define SERVE_SSE_QUEUE_BYTES	(2u * 1024 * 1024)
@@ -39,10 +43,10 @@
 #define SERVE_TOMBSTONE_MS	60000
 /* A prompt goes to the child this long after its 202 was queued. */
 #define SERVE_PROMPT_DISPATCH_MS	5
-/* How often clients may poll a session's live state (capabilities). */
-#define SERVE_LIVE_STATE_POLL_MS	5000
 /* How long a prompt past its deadline may take to end after its cancel. */
 #define SERVE_PROMPT_CANCEL_GRACE_MS	5000
+/* How often clients may poll a session's live state (capabilities). */
+#define SERVE_LIVE_STATE_POLL_MS	5000
 
 /* Options, filled by main.c and read everywhere. */
 struct serve_conf {
@@ -95,20 +99,19 @@ extern struct serve_conf conf;
 extern struct event_base *serve_base;
 
 /* main.c */
+struct trace_sink;
+extern struct trace_sink *serve_trace;
 void	serve_request_shutdown(void);
 int	serve_shutting_down(void);
 
-/* util (http.c) */
-void	serve_uuid4(char out[SERVE_UUID_LEN + 1]);
-void	serve_iso_time(uint64_t wall_ms, char *buf, size_t size);
-int	serve_is_uuid(const char *s);
-int	serve_session_id_ok(const char *id);	/* 1..128 of [A-Za-z0-9._:-], no leading . */
-char	*serve_transcript_dir(void);	/* caller frees; NULL without a data dir */
-char	*serve_transcript_dir_ws(const char *workspace);	/* likewise */
+/* ---- names.c: session ids, workspaces and transcript directories ------ */
+int	names_session_id_ok(const char *id);	/* 1..128 of [A-Za-z0-9._:-], no leading . */
+char	*names_transcript_dir(void);	/* caller frees; NULL without a data dir */
+char	*names_transcript_dir_ws(const char *workspace);	/* likewise */
 /* The registered workspace path equal to dir (canonical), or NULL. */
-const char *serve_workspace(const char *dir);
+const char *names_workspace(const char *dir);
 /* The id of workspaces[i] in capabilities: "primary", "ws1", ... */
-void	serve_workspace_id(size_t i, char *buf, size_t size);
+void	names_workspace_id(size_t i, char *buf, size_t size);
 
 /* ---- listen.c ---------------------------------------------------------- */
 struct evhttp;
@@ -138,9 +141,9 @@ void	listen_cors_headers(struct evhttp_request *req);
  * Take the listeners systemd passed (conf.act_unix_fd, conf.act_tcp_fd,
  * conf.activated, socket path, TCP address) and unset LISTEN_PID,
  * LISTEN_FDS and LISTEN_FDNAMES.  Returns 1 when activated, 0 when not
- * (no variables, or meant for another pid), -1 with a message in err.
+ * (no variables, or meant for another pid), -1 with *cause (caller frees).
  */
-int	sockact_take(char *err, size_t errsize);
+int	sockact_take(char **cause);
 
 /* ---- sdnotify.c: the sd_notify protocol (NOTIFY_SOCKET) ----------------- */
 /* Read and unset NOTIFY_SOCKET: 1 notifying, 0 not asked, -1 unusable. */
@@ -158,10 +161,10 @@ void	ready_probe_start(void (*done)(void));
 void	ready_probe_free(void);
 
 /* ---- pidfile.c --------------------------------------------------------- */
-/* Write path atomically and keep it locked; -1 with err (a live holder). */
-int	pidfile_take(const char *path, char *err, size_t errsize);
-/* -1 with err when a running daemon holds path (or it cannot be read). */
-int	pidfile_check(const char *path, char *err, size_t errsize);
+/* Write path atomically and keep it locked; -1 with *cause (caller frees). */
+int	pidfile_take(const char *path, char **cause);
+/* -1 with *cause when a running daemon holds path (or it is unreadable). */
+int	pidfile_check(const char *path, char **cause);
 /* Remove the pidfile if it is still ours (only in the creating process). */
 void	pidfile_release(void);
 
@@ -200,8 +203,6 @@ void	http_conn_set_sub(struct evhttp_request *, struct sse_sub *);
 size_t	http_conn_count(void);
 
 /* ---- routes-session.c -------------------------------------------------- */
-void	route_health(struct http_ctx *);
-void	route_capabilities(struct http_ctx *);
 void	route_session_create(struct http_ctx *);
 void	route_session_load(struct http_ctx *);
 void	route_session_resume(struct http_ctx *);
@@ -212,14 +213,24 @@ void	route_session_detach(struct http_ctx *);
 void	route_session_delete(struct http_ctx *);
 void	route_session_status(struct http_ctx *);
 void	route_session_events(struct http_ctx *);
-void	route_workspace_sessions(struct http_ctx *);
-/* routes-history.c */
-void	route_session_transcript(struct http_ctx *);
-void	route_session_branch(struct http_ctx *);
-json_object *routes_capabilities_json(void);
-void	route_daemon_status(struct http_ctx *);
 /* The request's Last-Event-ID (decimal up to 2^53-1), else -1. */
 int64_t	routes_last_event_id(struct evhttp_request *);
+/*
+ * body.cwd picks ctx->workspace (absent: the primary): 0, or -1 after 400
+ * workspace_mismatch for a directory that is not one of ours.
+ */
+int	routes_check_cwd(struct http_ctx *);
+
+/* ---- routes-history.c --------------------------------------------------- */
+void	route_session_transcript(struct http_ctx *);
+void	route_session_branch(struct http_ctx *);
+
+/* ---- routes-daemon.c --------------------------------------------------- */
+void	route_health(struct http_ctx *);
+void	route_capabilities(struct http_ctx *);
+void	route_workspace_sessions(struct http_ctx *);
+json_object *routes_capabilities_json(void);
+void	route_daemon_status(struct http_ctx *);
 
 /* ---- web.c: the browser console's static files ------------------------- */
 const char *web_dir(void);	/* --web-dir, QWEN_SERVE_WEB_DIR, pkgdatadir/web */
@@ -227,7 +238,7 @@ void	web_check(void);	/* startup warning when the files are missing */
 /* Answer a console file (1), or 0 when path is not one or --no-web. */
 int	web_route(struct evhttp_request *, const char *path);
 
-/* ---- sse.c ------------------------------------------------------------- */
+/* ---- bus.c ------------------------------------------------------------- */
 struct bus;
 struct bus	*bus_new(const char *session_id, size_t ring_size);
 /*
@@ -288,6 +299,8 @@ struct chan_req;
 
 /* The channel for the workspace, started on demand. */
 struct channel	*channel_get(const char *workspace);
+
+/* ---- channel-rpc.c ---------------------------------------------------- */
 /*
  * Send a request (params: takes ownership).  timeout_ms 0: none.  cb is
  * called exactly once, never before this returns, unless the handle is
@@ -308,11 +321,12 @@ struct chan_req	*channel_request_sent(struct channel *, const char *method,
 void	channel_forget(struct chan_req *);
 /* Send a notification (params: takes ownership). */
 void	channel_notify(struct channel *, const char *method, json_object *params);
+
+/* ---- channel.c (continued) ------------------------------------------- */
 /* Session accounting for the idle policy. */
 void	channel_session_added(struct channel *);
 void	channel_session_removed(struct channel *);
 int	channel_alive(const struct channel *);
-long	channel_pid(const struct channel *);
 size_t	channel_nsessions(const struct channel *);
 const char *channel_workspace(const struct channel *);
 int	channel_idle_pending(const struct channel *);	/* idle reap armed */
@@ -395,26 +409,23 @@ void	sessions_close_all(const char *reason);
 /*
  * Capacity in workspace: live + in-flight spawns and restores, against
  * --max-sessions there and --max-total-sessions everywhere.  0 when full,
- * with *total set when the daemon-wide cap is the one reached.
+ * with *total (may be NULL) set when the daemon-wide cap is the one reached.
  */
 int	sessions_capacity_left(const char *workspace, int *total);
 void	sessions_inflight_add(int delta);
 void	sessions_free(void);
 
-/* ---- restore.c: in-flight spawns and restores (the seam of issue 5) ---- */
-enum op_action { OP_SPAWN, OP_LOAD, OP_RESUME };
+/* ---- inflight.c: in-flight spawns and restores (the lifecycle seam) --- */
+enum inflight_action { OP_SPAWN, OP_LOAD, OP_RESUME };
 
-struct op_waiter;
+struct inflight_waiter;
 struct span;
-struct trace_sink;
-extern struct trace_sink *serve_trace;
-
 struct inflight {
 	TAILQ_ENTRY(inflight)	 entry;
 	char			 id[SERVE_SESSION_ID_MAX + 1];	/* "" for an id-less spawn */
-	enum op_action		 action;
+	enum inflight_action	 action;
 	int			 is_default;
-	TAILQ_HEAD(, op_waiter)	 waiters;
+	TAILQ_HEAD(, inflight_waiter)	 waiters;
 	struct channel		*ch;
 	struct chan_req		*req;
 	json_object		*body;		/* the first caller's body */
@@ -432,53 +443,58 @@ struct inflight {
 	int			 released;	/* capacity given back */
 };
 
-const char	*op_action_name(enum op_action);
+const char	*inflight_action_name(enum inflight_action);
 struct inflight	*inflight_find(const char *id);
 struct inflight	*inflight_default_spawn(const char *workspace);
+/* Spawns and restores not yet given back to capacity, in workspace. */
 size_t		 inflight_count_ws(const char *workspace);
 /* Coalesce a caller onto op; it gets op's result with attached:true. */
 void	inflight_join(struct inflight *, struct evhttp_request *, const char *client_id);
-/* The 200 body of create/load/resume for s. */
-void	restore_reply(struct evhttp_request *, struct session *, enum op_action,
-	    int attached, const char *client_id);
-int	restore_transcript_exists(const char *id);
+int	inflight_transcript_exists(const char *id);
 /*
  * A session/new (id NULL: the child picks it) under the initialize budget
  * and the same lifecycle machine as a restore.
  */
-void	spawn_start(const char *workspace, const char *id, int is_default,
+void	inflight_spawn(const char *workspace, const char *id, int is_default,
 	    struct evhttp_request *, const char *client_id);
-/* Admit a load/resume (body borrowed) and dispatch it with restore_start(). */
-void	restore_begin(const char *workspace, enum op_action, const char *id,
+/* Admit a load/resume (body borrowed) and dispatch it with inflight_start(). */
+void	inflight_restore(const char *workspace, enum inflight_action, const char *id,
 	    json_object *body, struct evhttp_request *, const char *client_id);
 /*
  * The one place a restore goes to the child: from there its restore-fsm
  * machine owns it (deadline, public result, settlement) and frees it.
  */
-void	restore_start(struct inflight *);
+void	inflight_start(struct inflight *);
 size_t	inflight_count(void);
-int	routes_check_cwd(struct http_ctx *);
 /*
  * A same-id load/resume/spawn while op owns the id: coalesce (same action
  * and shape, op active) or 409 restore_in_progress (reason
  * restore_in_progress or awaiting_abandoned_cleanup).  body borrowed.
  */
-void	restore_join(struct inflight *, struct evhttp_request *, const char *client_id,
-	    enum op_action, json_object *body);
+void	inflight_same_id(struct inflight *, struct evhttp_request *, const char *client_id,
+	    enum inflight_action, json_object *body);
 /*
- * Fresh spawn/load/resume on ch: 0, or -1 after sending 503
- * acp_channel_unavailable (quarantine, overdue settlement).  Checked
- * before capacity.
+ * Admit a fresh spawn/load/resume on ch (NULL: none yet) by
+ * rfsm_admit_fresh(): the channel's state (quarantine, overdue
+ * settlement; the 503 acp_channel_unavailable is sent here), then
+ * capacity (RFSM_ADMIT_CAPACITY: the caller answers).
  */
-int	restore_admit(struct evhttp_request *, struct channel *);
+enum rfsm_admit	inflight_admit(struct evhttp_request *, struct channel *);
 /* What ch holds, for rfsm_chan_reap() (visible work, abandoned restores). */
-void	restore_chan_view(struct channel *, struct rfsm_chan_view *);
-/* An update for an id with no live session: 1 when buffered or fenced. */
-int	restore_route_early(struct channel *, const char *id, json_object *params);
+void	inflight_chan_view(struct channel *, struct rfsm_chan_view *);
 /* ch's child exited: every restore on it settles; its fences go. */
-void	restore_channel_exited(struct channel *);
+void	inflight_channel_exited(struct channel *);
 /* Restores not yet settled (active or abandoned), and other counts. */
-void	restore_stats(size_t *active, size_t *unsettled, size_t *overdue,
+void	inflight_stats(size_t *active, size_t *unsettled, size_t *overdue,
 	    size_t *quarantined);
+
+/* ---- inflight-reply.c -------------------------------------------------- */
+/* The 200 body of create/load/resume for s. */
+void	inflight_reply_session(struct evhttp_request *, struct session *,
+	    enum inflight_action, int attached, const char *client_id);
+
+/* ---- inflight-fence.c -------------------------------------------------- */
+/* An update for an id with no live session: 1 when buffered or fenced. */
+int	inflight_route_early(struct channel *, const char *id, json_object *params);
 
 #endif

@@ -18,10 +18,11 @@
 #include "clock.h"
 #include "log.h"
 #include "serve.h"
+#include "xmalloc.h"
 
 struct prompt {
 	TAILQ_ENTRY(prompt)	 entry;
-	char			 id[SERVE_UUID_LEN + 1];
+	char			 id[UUID_LEN + 1];
 	char			 client_id[SERVE_CLIENT_ID_MAX + 1];
 	json_object		*params;
 	struct chan_req		*req;
@@ -170,12 +171,14 @@ sessions_capacity_left(const char *workspace, int *total)
 	TAILQ_FOREACH(s, &sessions, entry)
 		here += strcmp(channel_workspace(s->channel), workspace) == 0;
 	here += (long)inflight_count_ws(workspace);
-	*total = 0;
+	if (total != NULL)
+		*total = 0;
 	if (conf.max_sessions > 0)
 		left = conf.max_sessions - here;
 	if (conf.max_total_sessions > 0 && conf.max_total_sessions - used < left) {
 		left = conf.max_total_sessions - used;
-		*total = 1;
+		if (total != NULL)
+			*total = 1;
 	}
 	return left <= 0 ? 0 : (int)left;
 }
@@ -266,24 +269,24 @@ session_remove(struct session *s)
 void
 session_close(struct session *s, const char *reason, const char *closed_by)
 {
-	json_object *d = json_object_new_object(), *p;
+	json_object *d = xjson_object_new_object(), *p;
 
 	log_info("session %s closed (%s)", s->id, reason);
 	if (s->active != NULL) {
-		p = json_object_new_object();
-		json_object_object_add(p, "sessionId", json_object_new_string(s->id));
+		p = xjson_object_new_object();
+		json_object_object_add(p, "sessionId", xjson_object_new_string(s->id));
 		channel_notify(s->channel, "session/cancel", p);
 	}
 	if (channel_alive(s->channel)) {
-		p = json_object_new_object();
-		json_object_object_add(p, "sessionId", json_object_new_string(s->id));
+		p = xjson_object_new_object();
+		json_object_object_add(p, "sessionId", xjson_object_new_string(s->id));
 		(void)channel_request(s->channel, "qwen/control/session/close", p,
 		    (uint64_t)conf.init_timeout_ms, NULL, NULL);
 	}
-	json_object_object_add(d, "sessionId", json_object_new_string(s->id));
-	json_object_object_add(d, "reason", json_object_new_string(reason));
+	json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
+	json_object_object_add(d, "reason", xjson_object_new_string(reason));
 	if (closed_by != NULL)
-		json_object_object_add(d, "closedBy", json_object_new_string(closed_by));
+		json_object_object_add(d, "closedBy", xjson_object_new_string(closed_by));
 	bus_publish(s->bus, "session_closed", d, NULL, NULL, 1);
 	session_remove(s);
 }
@@ -307,16 +310,16 @@ sessions_channel_died(struct channel *ch, int exit_code, int signal_code, int ki
 	TAILQ_FOREACH_SAFE(s, &sessions, entry, next) {
 		if (s->channel != ch)
 			continue;
-		d = json_object_new_object();
-		json_object_object_add(d, "sessionId", json_object_new_string(s->id));
-		json_object_object_add(d, "reason", json_object_new_string(
+		d = xjson_object_new_object();
+		json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
+		json_object_object_add(d, "reason", xjson_object_new_string(
 		    killed ? "killed" : "channel_closed"));
 		json_object_object_add(d, "exitCode", exit_code >= 0 ?
-		    json_object_new_int(exit_code) : NULL);
+		    xjson_object_new_int(exit_code) : NULL);
 		if (signal_code > 0) {
 			snprintf(sig, sizeof(sig), "SIG%s", sigabbrev_np(signal_code) ?
 			    sigabbrev_np(signal_code) : "UNKNOWN");
-			json_object_object_add(d, "signalCode", json_object_new_string(sig));
+			json_object_object_add(d, "signalCode", xjson_object_new_string(sig));
 		} else
 			json_object_object_add(d, "signalCode", NULL);
 		log_warnx("session %s died with its child", s->id);
@@ -336,7 +339,7 @@ sessions_route_update(struct channel *ch, json_object *params)
 	    (id = json_object_get_string(v)) == NULL)
 		return;
 	if ((s = sessions_find(id)) == NULL || s->channel != ch) {
-		if (restore_route_early(ch, id, params))
+		if (inflight_route_early(ch, id, params))
 			return;
 		log_debug("update for %s session %s dropped",
 		    session_tombstoned(id) ? "closed" : "unknown", id);
@@ -365,15 +368,15 @@ static void
 turn_error_ex(struct session *s, struct prompt *p, const char *message,
     const char *code, const char *kind, json_object *extra)
 {
-	json_object *d = extra != NULL ? extra : json_object_new_object();
+	json_object *d = extra != NULL ? extra : xjson_object_new_object();
 
-	json_object_object_add(d, "sessionId", json_object_new_string(s->id));
-	json_object_object_add(d, "message", json_object_new_string(message));
+	json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
+	json_object_object_add(d, "message", xjson_object_new_string(message));
 	if (code != NULL)
-		json_object_object_add(d, "code", json_object_new_string(code));
+		json_object_object_add(d, "code", xjson_object_new_string(code));
 	if (kind != NULL)
-		json_object_object_add(d, "errorKind", json_object_new_string(kind));
-	json_object_object_add(d, "promptId", json_object_new_string(p->id));
+		json_object_object_add(d, "errorKind", xjson_object_new_string(kind));
+	json_object_object_add(d, "promptId", xjson_object_new_string(p->id));
 	bus_publish(s->bus, "turn_error", d, p->id,
 	    p->client_id[0] ? p->client_id : NULL, 0);
 }
@@ -435,12 +438,12 @@ on_prompt_deadline(evutil_socket_t fd, short what, void *arg)
 	    (long long)p->deadline_ms);
 	snprintf(msg, sizeof(msg), "Prompt exceeded its deadline of %lld ms",
 	    (long long)p->deadline_ms);
-	d = json_object_new_object();
-	json_object_object_add(d, "deadlineMs", json_object_new_int64(p->deadline_ms));
+	d = xjson_object_new_object();
+	json_object_object_add(d, "deadlineMs", xjson_object_new_int64(p->deadline_ms));
 	turn_error_ex(s, p, msg, "prompt_deadline_exceeded",
 	    "prompt_deadline_exceeded", d);
-	c = json_object_new_object();
-	json_object_object_add(c, "sessionId", json_object_new_string(s->id));
+	c = xjson_object_new_object();
+	json_object_object_add(c, "sessionId", xjson_object_new_string(s->id));
 	channel_notify(s->channel, "session/cancel", c);
 	s->active = NULL;
 	x->expired = p;
@@ -467,10 +470,10 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 		if (json_object_object_get_ex(payload, "stopReason", &v) &&
 		    json_object_is_type(v, json_type_string))
 			stop = json_object_get_string(v);
-		d = json_object_new_object();
-		json_object_object_add(d, "sessionId", json_object_new_string(s->id));
-		json_object_object_add(d, "stopReason", json_object_new_string(stop));
-		json_object_object_add(d, "promptId", json_object_new_string(p->id));
+		d = xjson_object_new_object();
+		json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
+		json_object_object_add(d, "stopReason", xjson_object_new_string(stop));
+		json_object_object_add(d, "promptId", xjson_object_new_string(p->id));
 		bus_publish(s->bus, "turn_complete", d, p->id,
 		    p->client_id[0] ? p->client_id : NULL, 0);
 	} else if (o == CHAN_ERROR) {
@@ -579,8 +582,8 @@ session_prompt_admit(struct session *s, json_object *body, const char *client_id
 	json_object_object_del(params, "deadlineMs");
 	json_object_object_del(params, "eventDetailMode");
 	json_object_object_del(params, "delivery");
-	json_object_object_add(params, "sessionId", json_object_new_string(s->id));
-	serve_uuid4(p->id);
+	json_object_object_add(params, "sessionId", xjson_object_new_string(s->id));
+	uuid_new(p->id);
 	if (client_id != NULL)
 		strlcpy(p->client_id, client_id, sizeof(p->client_id));
 	p->params = params;
@@ -605,12 +608,12 @@ session_cancel(struct session *s, const char *client_id)
 
 	if (s->active == NULL)
 		return;
-	p = json_object_new_object();
-	json_object_object_add(p, "sessionId", json_object_new_string(s->id));
+	p = xjson_object_new_object();
+	json_object_object_add(p, "sessionId", xjson_object_new_string(s->id));
 	channel_notify(s->channel, "session/cancel", p);
-	d = json_object_new_object();
-	json_object_object_add(d, "sessionId", json_object_new_string(s->id));
-	json_object_object_add(d, "promptId", json_object_new_string(s->active->id));
+	d = xjson_object_new_object();
+	json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
+	json_object_object_add(d, "promptId", xjson_object_new_string(s->active->id));
 	bus_publish(s->bus, "prompt_cancelled", d, s->active->id, client_id, 0);
 }
 

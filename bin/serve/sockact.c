@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "serve.h"
+#include "xmalloc.h"
 
 #define SD_LISTEN_FDS_START	3
 #define SOCKACT_MAX_FDS		16
@@ -73,9 +74,9 @@ sockact_unix(int fd, const struct sockaddr_storage *ss, socklen_t len)
 	char *path = NULL;
 
 	if (n > 0 && sun->sun_path[0] == '\0')
-		(void)asprintf(&path, "@%.*s", (int)n - 1, sun->sun_path + 1);
+		xasprintf(&path, "@%.*s", (int)n - 1, sun->sun_path + 1);
 	else
-		(void)asprintf(&path, "%.*s", (int)strnlen(sun->sun_path, n),
+		xasprintf(&path, "%.*s", (int)strnlen(sun->sun_path, n),
 		    sun->sun_path);
 	free(conf.socket_path);
 	conf.socket_path = path;
@@ -86,7 +87,7 @@ sockact_unix(int fd, const struct sockaddr_storage *ss, socklen_t len)
 /* Record an adopted TCP listener: address, port and loopback-ness. */
 static int
 sockact_tcp(int fd, const char *name, const struct sockaddr_storage *ss,
-    char *err, size_t errsize)
+    char **cause)
 {
 	char addr[INET6_ADDRSTRLEN];
 	const void *a;
@@ -103,13 +104,13 @@ sockact_tcp(int fd, const char *name, const struct sockaddr_storage *ss,
 		strlcpy(addr, "?", sizeof(addr));
 	conf.tcp_loopback = sockact_loopback(ss);
 	if (!conf.tcp_loopback && conf.token == NULL) {
-		snprintf(err, errsize, "fd %d (%s): TCP listener on %s port %d is "
+		xasprintf(cause, "fd %d (%s): TCP listener on %s port %d is "
 		    "not loopback and no token is set (--token or "
 		    "QWEN_SERVER_TOKEN)", fd, name, addr, port);
 		return -1;
 	}
 	free(conf.hostname);
-	conf.hostname = strdup(addr);
+	conf.hostname = xstrdup(addr);
 	conf.port = port;
 	conf.act_tcp_fd = fd;
 	return 0;
@@ -117,7 +118,7 @@ sockact_tcp(int fd, const char *name, const struct sockaddr_storage *ss,
 
 /* Validate one passed descriptor and adopt it as the Unix or TCP listener. */
 static int
-sockact_adopt(int fd, const char *name, char *err, size_t errsize)
+sockact_adopt(int fd, const char *name, char **cause)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss), olen;
@@ -125,31 +126,31 @@ sockact_adopt(int fd, const char *name, char *err, size_t errsize)
 
 	olen = sizeof(type);
 	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &olen) == -1) {
-		snprintf(err, errsize, "fd %d (%s): not a socket: %s", fd, name,
+		xasprintf(cause, "fd %d (%s): not a socket: %s", fd, name,
 		    strerror(errno));
 		return -1;
 	}
 	olen = sizeof(acc);
 	if (type != SOCK_STREAM ||
 	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &olen) == -1 || !acc) {
-		snprintf(err, errsize, "fd %d (%s): not a listening stream socket "
+		xasprintf(cause, "fd %d (%s): not a listening stream socket "
 		    "(use ListenStream=)", fd, name);
 		return -1;
 	}
 	memset(&ss, 0, sizeof(ss));
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) == -1) {
-		snprintf(err, errsize, "fd %d (%s): getsockname: %s", fd, name,
+		xasprintf(cause, "fd %d (%s): getsockname: %s", fd, name,
 		    strerror(errno));
 		return -1;
 	}
 	if (ss.ss_family != AF_UNIX && ss.ss_family != AF_INET &&
 	    ss.ss_family != AF_INET6) {
-		snprintf(err, errsize, "fd %d (%s): address family %d is neither "
+		xasprintf(cause, "fd %d (%s): address family %d is neither "
 		    "AF_UNIX nor AF_INET/AF_INET6", fd, name, (int)ss.ss_family);
 		return -1;
 	}
 	if ((ss.ss_family == AF_UNIX ? conf.act_unix_fd : conf.act_tcp_fd) != -1) {
-		snprintf(err, errsize, "fd %d (%s): a second %s listener (one Unix "
+		xasprintf(cause, "fd %d (%s): a second %s listener (one Unix "
 		    "and one TCP socket at most)", fd, name,
 		    ss.ss_family == AF_UNIX ? "Unix" : "TCP");
 		return -1;
@@ -157,7 +158,7 @@ sockact_adopt(int fd, const char *name, char *err, size_t errsize)
 	if ((fl = fcntl(fd, F_GETFL)) == -1 ||
 	    fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1 ||
 	    fcntl(fd, F_SETFD, FD_CLOEXEC) == -1) {
-		snprintf(err, errsize, "fd %d (%s): fcntl: %s", fd, name,
+		xasprintf(cause, "fd %d (%s): fcntl: %s", fd, name,
 		    strerror(errno));
 		return -1;
 	}
@@ -165,12 +166,12 @@ sockact_adopt(int fd, const char *name, char *err, size_t errsize)
 		sockact_unix(fd, &ss, len);
 		return 0;
 	}
-	return sockact_tcp(fd, name, &ss, err, errsize);
+	return sockact_tcp(fd, name, &ss, cause);
 }
 
 /* LISTEN_PID and LISTEN_FDS: the count for us, 0 if not ours, -1 if bad. */
 static int
-sockact_count(const char *pid_s, const char *fds_s, char *err, size_t errsize)
+sockact_count(const char *pid_s, const char *fds_s, char **cause)
 {
 	const char *errstr;
 	long long pid, n;
@@ -178,19 +179,19 @@ sockact_count(const char *pid_s, const char *fds_s, char *err, size_t errsize)
 	if (fds_s == NULL)
 		return 0;
 	if (pid_s == NULL) {
-		snprintf(err, errsize, "LISTEN_FDS is set without LISTEN_PID");
+		xasprintf(cause, "LISTEN_FDS is set without LISTEN_PID");
 		return -1;
 	}
 	pid = strtonum(pid_s, 1, INT32_MAX, &errstr);
 	if (errstr != NULL) {
-		snprintf(err, errsize, "LISTEN_PID=%s is %s", pid_s, errstr);
+		xasprintf(cause, "LISTEN_PID=%s is %s", pid_s, errstr);
 		return -1;
 	}
 	if (pid != (long long)getpid())
 		return 0;	/* meant for another process */
 	n = strtonum(fds_s, 0, SOCKACT_MAX_FDS, &errstr);
 	if (errstr != NULL) {
-		snprintf(err, errsize, "LISTEN_FDS=%s is %s (0..%d)", fds_s, errstr,
+		xasprintf(cause, "LISTEN_FDS=%s is %s (0..%d)", fds_s, errstr,
 		    SOCKACT_MAX_FDS);
 		return -1;
 	}
@@ -198,7 +199,7 @@ sockact_count(const char *pid_s, const char *fds_s, char *err, size_t errsize)
 }
 
 int
-sockact_take(char *err, size_t errsize)
+sockact_take(char **cause)
 {
 	char *pid_s = NULL, *fds_s = NULL, *names = NULL, name[64];
 	int n, rc = 0;
@@ -206,19 +207,19 @@ sockact_take(char *err, size_t errsize)
 	conf.act_unix_fd = conf.act_tcp_fd = -1;
 	conf.activated = 0;
 	if (getenv("LISTEN_PID") != NULL)
-		pid_s = strdup(getenv("LISTEN_PID"));
+		pid_s = xstrdup(getenv("LISTEN_PID"));
 	if (getenv("LISTEN_FDS") != NULL)
-		fds_s = strdup(getenv("LISTEN_FDS"));
+		fds_s = xstrdup(getenv("LISTEN_FDS"));
 	if (getenv("LISTEN_FDNAMES") != NULL)
-		names = strdup(getenv("LISTEN_FDNAMES"));
+		names = xstrdup(getenv("LISTEN_FDNAMES"));
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDS");
 	unsetenv("LISTEN_FDNAMES");
-	if ((n = sockact_count(pid_s, fds_s, err, errsize)) == -1)
+	if ((n = sockact_count(pid_s, fds_s, cause)) == -1)
 		rc = -1;
 	for (int i = 0; rc == 0 && i < n; i++) {
 		sockact_name(names, i, name, sizeof(name));
-		rc = sockact_adopt(SD_LISTEN_FDS_START + i, name, err, errsize);
+		rc = sockact_adopt(SD_LISTEN_FDS_START + i, name, cause);
 	}
 	if (rc == 0 && n > 0) {
 		conf.activated = n;

@@ -1,5 +1,5 @@
 /*
- * web.c: the browser console's static files at / (issue 9).
+ * web.c: the browser console's static files at /.
  *
  * A fixed table maps each served path to one file of the web directory
  * ($(pkgdatadir)/web, --web-dir DIR or QWEN_SERVE_WEB_DIR); no request

@@ -9,6 +9,8 @@
  * stages are laid out one after another from the child span's start, in
  * execution order, as complete ("X") events nested in the child's.
  */
+#include "config.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 #include <json-c/json.h>
 
 #include "trace-dump.h"
+#include "xmalloc.h"
 
 #define PID_DAEMON	1
 #define PID_CHILD	2
@@ -34,14 +37,14 @@ jdouble(double v, int decimals)
 	char buf[64];
 
 	snprintf(buf, sizeof(buf), "%.*f", decimals, v);
-	return json_object_new_double_s(v, buf);
+	return xjson_object_new_double_s(v, buf);
 }
 
 /* Add key: string when s is not NULL, else null. */
 static void
 put_str(json_object *o, const char *key, const char *s)
 {
-	json_object_object_add(o, key, s != NULL ? json_object_new_string(s) : NULL);
+	json_object_object_add(o, key, s != NULL ? xjson_object_new_string(s) : NULL);
 }
 
 /* Add key: number when v >= 0, else nothing. */
@@ -50,7 +53,7 @@ put_num(json_object *o, const char *key, double v, int decimals)
 {
 	if (v >= 0)
 		json_object_object_add(o, key, decimals == 0 ?
-		    json_object_new_int64((int64_t)v) : jdouble(v, decimals));
+		    xjson_object_new_int64((int64_t)v) : jdouble(v, decimals));
 }
 
 /* Print obj as one plain JSON line and release it. */
@@ -73,8 +76,8 @@ span_ms(const struct tspan *sp)
 static json_object *
 json_child(const struct restore *r)
 {
-	json_object *c = json_object_new_object(), *st = json_object_new_object();
-	json_object *lag = json_object_new_object();
+	json_object *c = xjson_object_new_object(), *st = xjson_object_new_object();
+	json_object *lag = xjson_object_new_object();
 
 	put_str(c, "spanId", r->child->span_id);
 	json_object_object_add(c, "durationMs", jdouble(span_ms(r->child), 3));
@@ -90,7 +93,7 @@ json_child(const struct restore *r)
 	put_num(c, "malformedLines", r->malformed_lines, 0);
 	if (r->partial_replay >= 0)
 		json_object_object_add(c, "partialReplay",
-		    json_object_new_boolean(r->partial_replay));
+		    xjson_object_new_boolean(r->partial_replay));
 	put_num(lag, "meanMs", r->lag_mean, 3);
 	put_num(lag, "p50Ms", r->lag_p50, 3);
 	put_num(lag, "p99Ms", r->lag_p99, 3);
@@ -103,7 +106,7 @@ json_child(const struct restore *r)
 void
 export_json_restore(FILE *f, const struct restore *r)
 {
-	json_object *o = json_object_new_object(), *d = NULL;
+	json_object *o = xjson_object_new_object(), *d = NULL;
 	char when[40];
 
 	format_time(r->start_ns, when, sizeof(when));
@@ -121,9 +124,9 @@ export_json_restore(FILE *f, const struct restore *r)
 	put_str(o, "cleanupResult", r->cleanup_result);
 	if (r->settled_by != NULL)
 		put_str(o, "settledBy", r->settled_by);
-	json_object_object_add(o, "overdue", json_object_new_boolean(r->overdue));
+	json_object_object_add(o, "overdue", xjson_object_new_boolean(r->overdue));
 	if (r->daemon != NULL) {
-		d = json_object_new_object();
+		d = xjson_object_new_object();
 		put_str(d, "spanId", r->daemon->span_id);
 		json_object_object_add(d, "durationMs",
 		    jdouble(span_ms(r->daemon), 3));
@@ -137,22 +140,22 @@ export_json_restore(FILE *f, const struct restore *r)
 static json_object *
 json_attrs(const struct tattr *a, size_t n)
 {
-	json_object *o = json_object_new_object(), *v;
+	json_object *o = xjson_object_new_object(), *v;
 
 	for (size_t i = 0; i < n; i++) {
 		switch (a[i].type) {
 		case TATTR_STR:
-			v = json_object_new_string(a[i].s);
+			v = xjson_object_new_string(a[i].s);
 			break;
 		case TATTR_INT:
-			v = json_object_new_int64(a[i].i);
+			v = xjson_object_new_int64(a[i].i);
 			break;
 		case TATTR_BOOL:
-			v = json_object_new_boolean((int)a[i].i);
+			v = xjson_object_new_boolean((int)a[i].i);
 			break;
 		case TATTR_DOUBLE:
-			v = isfinite(a[i].d) ? json_object_new_double(a[i].d) :
-			    json_object_new_string("non-finite");
+			v = isfinite(a[i].d) ? xjson_object_new_double(a[i].d) :
+			    xjson_object_new_string("non-finite");
 			break;
 		default:
 			v = NULL;
@@ -166,7 +169,7 @@ json_attrs(const struct tattr *a, size_t n)
 void
 export_json_span(FILE *f, const struct tspan *sp)
 {
-	json_object *o = json_object_new_object();
+	json_object *o = xjson_object_new_object();
 	char when[40];
 
 	format_time(sp->start_ns, when, sizeof(when));
@@ -178,7 +181,7 @@ export_json_span(FILE *f, const struct tspan *sp)
 	put_str(o, "service", sp->service);
 	put_str(o, "start", when);
 	json_object_object_add(o, "durationMs", jdouble(span_ms(sp), 3));
-	json_object_object_add(o, "statusCode", json_object_new_int(sp->status_code));
+	json_object_object_add(o, "statusCode", xjson_object_new_int(sp->status_code));
 	json_object_object_add(o, "attributes", json_attrs(sp->attrs, sp->nattrs));
 	put_line(f, o);
 }
@@ -197,12 +200,12 @@ chrome_put(struct chrome *c, json_object *ev)
 static json_object *
 chrome_event(const char *ph, const char *name, int pid, int tid, uint64_t ns)
 {
-	json_object *ev = json_object_new_object();
+	json_object *ev = xjson_object_new_object();
 
 	put_str(ev, "name", name);
 	put_str(ev, "ph", ph);
-	json_object_object_add(ev, "pid", json_object_new_int(pid));
-	json_object_object_add(ev, "tid", json_object_new_int(tid));
+	json_object_object_add(ev, "pid", xjson_object_new_int(pid));
+	json_object_object_add(ev, "tid", xjson_object_new_int(tid));
 	if (ns > 0) {
 		char buf[40];
 
@@ -210,7 +213,7 @@ chrome_event(const char *ph, const char *name, int pid, int tid, uint64_t ns)
 		snprintf(buf, sizeof(buf), "%llu.%03u",
 		    (unsigned long long)(ns / 1000), (unsigned)(ns % 1000));
 		json_object_object_add(ev, "ts",
-		    json_object_new_double_s((double)ns / 1e3, buf));
+		    xjson_object_new_double_s((double)ns / 1e3, buf));
 	}
 	return ev;
 }
@@ -221,7 +224,7 @@ chrome_name(struct chrome *c, const char *what, int pid, int tid, const char *na
 {
 	json_object *ev = chrome_event("M", what, pid, tid, 0), *args;
 
-	args = json_object_new_object();
+	args = xjson_object_new_object();
 	put_str(args, "name", name);
 	json_object_object_add(ev, "args", args);
 	chrome_put(c, ev);
@@ -260,7 +263,7 @@ chrome_daemon(struct chrome *c, const struct restore *r, const char *label)
 	const struct tspan *d = r->daemon;
 	json_object *ev = chrome_complete(label, PID_DAEMON, c->tid, d->start_ns,
 	    span_ms(d));
-	json_object *args = json_object_new_object();
+	json_object *args = xjson_object_new_object();
 
 	put_str(ev, "cat", "daemon");
 	put_str(args, "traceId", d->trace_id);
@@ -300,7 +303,7 @@ chrome_child(struct chrome *c, const struct restore *r, const char *label)
 	const struct tspan *ch = r->child;
 	json_object *ev = chrome_complete(label, PID_CHILD, c->tid, ch->start_ns,
 	    span_ms(ch));
-	json_object *args = json_object_new_object();
+	json_object *args = xjson_object_new_object();
 	uint64_t at = ch->start_ns;
 
 	put_str(ev, "cat", "child");
@@ -318,9 +321,9 @@ chrome_child(struct chrome *c, const struct restore *r, const char *label)
 		ev = chrome_complete(st->name, PID_CHILD, c->tid, at, st->ms);
 		put_str(ev, "cat", "stage");
 		if (r->failed_stage != NULL && strcmp(r->failed_stage, st->name) == 0) {
-			args = json_object_new_object();
+			args = xjson_object_new_object();
 			json_object_object_add(args, "failed",
-			    json_object_new_boolean(1));
+			    xjson_object_new_boolean(1));
 			json_object_object_add(ev, "args", args);
 		}
 		chrome_put(c, ev);

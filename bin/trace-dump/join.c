@@ -11,6 +11,8 @@
  * with no parent (driven directly) is a restore on its own; every other span
  * is passed on as a generic span.
  */
+#include "config.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>

@@ -4,6 +4,8 @@
  *
  * usage: qwen-trace-dump [options] [FILE...]
  */
+#include "config.h"
+
 #include <ctype.h>
 #include <err.h>
 #include <errno.h>

@@ -8,6 +8,8 @@
  * colours pass through); colours only on a terminal and never with
  * NO_COLOR.
  */
+#include "config.h"
+
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>

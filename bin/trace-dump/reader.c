@@ -8,6 +8,8 @@
  * file.  A malformed line is counted and reported with its line number and
  * never stops the run.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

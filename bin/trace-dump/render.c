@@ -5,6 +5,8 @@
  * durations the child reported as attributes with one, so a golden test
  * can normalise the first kind (which vary run to run) and keep the second.
  */
+#include "config.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>

@@ -1,6 +1,8 @@
 /*
  * since.c: the --since TIME argument, ISO 8601 or relative to now.
  */
+#include "config.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>

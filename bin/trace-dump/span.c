@@ -8,6 +8,8 @@
  * status {code, message}.  Everything kept is copied, so the document can be
  * freed as soon as the line is done.
  */
+#include "config.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -15,7 +17,9 @@
 
 #include <json-c/json.h>
 
+#include "json.h"
 #include "trace-dump.h"
+#include "xmalloc.h"
 
 /* Free the attributes of an array. */
 static void
@@ -116,17 +120,6 @@ tevent_str(const struct tevent *ev, const char *key)
 	return a != NULL && a->type == TATTR_STR ? a->s : NULL;
 }
 
-/* A member of obj of the given type, or NULL. */
-static json_object *
-member(json_object *obj, const char *key, json_type type)
-{
-	json_object *v;
-
-	if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, type))
-		return NULL;
-	return v;
-}
-
 /* Parse a decimal uint64 held in a string or an integer member. */
 static int
 get_u64(json_object *obj, const char *key, uint64_t *out)
@@ -157,7 +150,7 @@ get_u64(json_object *obj, const char *key, uint64_t *out)
 static int
 get_hex(json_object *obj, const char *key, size_t len, char *buf, int optional)
 {
-	json_object *v = member(obj, key, json_type_string);
+	json_object *v = json_get(obj, key, json_type_string);
 	const char *s;
 
 	buf[0] = '\0';
@@ -179,8 +172,8 @@ get_hex(json_object *obj, const char *key, size_t len, char *buf, int optional)
 static int
 attr_parse(json_object *kv, struct tattr *a)
 {
-	json_object *key = member(kv, "key", json_type_string);
-	json_object *val = member(kv, "value", json_type_object), *v;
+	json_object *key = json_get(kv, "key", json_type_string);
+	json_object *val = json_get(kv, "value", json_type_object), *v;
 	char *end;
 
 	memset(a, 0, sizeof(*a));
@@ -189,7 +182,7 @@ attr_parse(json_object *kv, struct tattr *a)
 	a->type = TATTR_OTHER;
 	if (val == NULL)
 		return 0;
-	if ((v = member(val, "stringValue", json_type_string)) != NULL) {
+	if ((v = json_get(val, "stringValue", json_type_string)) != NULL) {
 		if ((a->s = strdup(json_object_get_string(v))) != NULL)
 			a->type = TATTR_STR;
 	} else if (json_object_object_get_ex(val, "intValue", &v)) {
@@ -203,7 +196,7 @@ attr_parse(json_object *kv, struct tattr *a)
 			    end != json_object_get_string(v))
 				a->type = TATTR_INT;
 		}
-	} else if ((v = member(val, "boolValue", json_type_boolean)) != NULL) {
+	} else if ((v = json_get(val, "boolValue", json_type_boolean)) != NULL) {
 		a->i = json_object_get_boolean(v);
 		a->type = TATTR_BOOL;
 	} else if (json_object_object_get_ex(val, "doubleValue", &v) &&
@@ -219,7 +212,7 @@ attr_parse(json_object *kv, struct tattr *a)
 static void
 attrs_parse(json_object *obj, struct tattr **out, size_t *nout)
 {
-	json_object *arr = member(obj, "attributes", json_type_array);
+	json_object *arr = json_get(obj, "attributes", json_type_array);
 	size_t n = arr != NULL ? json_object_array_length(arr) : 0, k = 0;
 
 	*out = NULL;
@@ -240,7 +233,7 @@ attrs_parse(json_object *obj, struct tattr **out, size_t *nout)
 static void
 events_parse(json_object *obj, struct tspan *sp)
 {
-	json_object *arr = member(obj, "events", json_type_array);
+	json_object *arr = json_get(obj, "events", json_type_array);
 	size_t n = arr != NULL ? json_object_array_length(arr) : 0;
 
 	if (n == 0 || (sp->events = calloc(n, sizeof(*sp->events))) == NULL)
@@ -250,7 +243,7 @@ events_parse(json_object *obj, struct tspan *sp)
 		struct tevent *ev = &sp->events[sp->nevents];
 
 		if (!json_object_is_type(e, json_type_object) ||
-		    (name = member(e, "name", json_type_string)) == NULL ||
+		    (name = json_get(e, "name", json_type_string)) == NULL ||
 		    (ev->name = strdup(json_object_get_string(name))) == NULL)
 			continue;
 		if (get_u64(e, "timeUnixNano", &ev->time_ns) == -1)
@@ -264,7 +257,7 @@ events_parse(json_object *obj, struct tspan *sp)
 static void
 status_parse(json_object *obj, struct tspan *sp)
 {
-	json_object *st = member(obj, "status", json_type_object), *v;
+	json_object *st = json_get(obj, "status", json_type_object), *v;
 
 	if (st == NULL)
 		return;
@@ -280,9 +273,9 @@ status_parse(json_object *obj, struct tspan *sp)
 				sp->status_code = 2;
 		}
 	}
-	if ((v = member(st, "message", json_type_string)) != NULL &&
+	if ((v = json_get(st, "message", json_type_string)) != NULL &&
 	    json_object_get_string_len(v) > 0)
-		sp->status_msg = strdup(json_object_get_string(v));
+		sp->status_msg = xstrdup(json_object_get_string(v));
 }
 
 /*
@@ -293,7 +286,7 @@ struct tspan *
 span_parse(json_object *obj, const char *service, char *why, size_t whysize)
 {
 	struct tspan *sp;
-	json_object *name = member(obj, "name", json_type_string);
+	json_object *name = json_get(obj, "name", json_type_string);
 	const char *bad = NULL;
 
 	if ((sp = calloc(1, sizeof(*sp))) == NULL) {

@@ -5,6 +5,8 @@
  * (a few MiB for 100k spans), never the spans themselves.  Percentiles are
  * nearest-rank over the sorted samples.
  */
+#include "config.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -36,7 +36,7 @@
  *   replay-bytes=N     text bytes per replay update (default 16)
  *   known=ID           a persisted session id (repeatable)
  * Transcripts under --data-dir (<dir>/projects/<ws>/chats/<id>.jsonl) also
- * count as persisted.  Methods are a table; issue 5 adds rows and knobs.
+ * count as persisted.  Methods are a table: a new behaviour is a row and a knob.
  */
 #include "config.h"
 
@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "json.h"
 #include "rpc-frame.h"
 
 #define MAX_KNOB	32
@@ -195,17 +196,6 @@ obj(const char *k1, json_object *v1)
 	return o;
 }
 
-static const char *
-param_str(json_object *params, const char *key)
-{
-	json_object *v;
-
-	if (params != NULL && json_object_object_get_ex(params, key, &v) &&
-	    json_object_is_type(v, json_type_string))
-		return json_object_get_string(v);
-	return NULL;
-}
-
 static int
 sess_find(const char *id)
 {
@@ -283,7 +273,7 @@ m_initialize(struct rpc_msg *m, long delay)
 
 	(void)delay;
 	if (m->params != NULL && json_object_object_get_ex(m->params, "_meta", &meta))
-		got = param_str(meta, "qwen-code/private-parent-capability");
+		got = json_get_str(meta, "qwen-code/private-parent-capability");
 	if (want != NULL && (got == NULL || strcmp(want, got) != 0))
 		return rpc_new_error(json_object_get(m->id), RPC_INVALID_PARAMS,
 		    "Invalid private ACP parent capability", NULL);
@@ -308,7 +298,7 @@ m_new(struct rpc_msg *m, long delay)
 
 	(void)delay;
 	if (m->params != NULL && json_object_object_get_ex(m->params, "_meta", &meta))
-		want = param_str(meta, "qwen-code/sessionId");
+		want = json_get_str(meta, "qwen-code/sessionId");
 	if (want != NULL && !cf.wrong_id)
 		snprintf(id, sizeof(id), "%s", want);
 	else {
@@ -326,7 +316,7 @@ m_new(struct rpc_msg *m, long delay)
 static json_object *
 restore(struct rpc_msg *m, long delay, int load)
 {
-	const char *sid = param_str(m->params, "sessionId"), *mode = NULL;
+	const char *sid = json_get_str(m->params, "sessionId"), *mode = NULL;
 	json_object *meta, *r, *ups, *lr;
 	char *text;
 
@@ -338,7 +328,7 @@ restore(struct rpc_msg *m, long delay, int load)
 	if (!load)
 		return rpc_new_result(json_object_get(m->id), r);
 	if (json_object_object_get_ex(m->params, "_meta", &meta))
-		mode = param_str(meta, "qwen.session.loadReplayMode");
+		mode = json_get_str(meta, "qwen.session.loadReplayMode");
 	text = malloc((size_t)cf.replay_bytes + 1);
 	memset(text, 'x', (size_t)cf.replay_bytes);
 	text[cf.replay_bytes] = '\0';
@@ -379,7 +369,7 @@ m_resume(struct rpc_msg *m, long delay)
 static json_object *
 m_prompt(struct rpc_msg *m, long delay)
 {
-	const char *sid = param_str(m->params, "sessionId");
+	const char *sid = json_get_str(m->params, "sessionId");
 	char text[64];
 	long i;
 
@@ -401,7 +391,7 @@ m_prompt(struct rpc_msg *m, long delay)
 static json_object *
 m_cancel(struct rpc_msg *m, long delay)
 {
-	const char *sid = param_str(m->params, "sessionId");
+	const char *sid = json_get_str(m->params, "sessionId");
 	json_object *ids[64];
 	size_t j = 0, nid = 0;
 
@@ -429,7 +419,7 @@ m_cancel(struct rpc_msg *m, long delay)
 static json_object *
 m_close(struct rpc_msg *m, long delay)
 {
-	const char *sid = param_str(m->params, "sessionId");
+	const char *sid = json_get_str(m->params, "sessionId");
 	json_object *r;
 	int i;
 
@@ -470,12 +460,12 @@ static const struct method {
 static const char *
 msg_session(struct rpc_msg *m)
 {
-	const char *sid = param_str(m->params, "sessionId");
+	const char *sid = json_get_str(m->params, "sessionId");
 	json_object *meta;
 
 	if (sid == NULL && strcmp(m->method, "session/new") == 0 &&
 	    m->params != NULL && json_object_object_get_ex(m->params, "_meta", &meta))
-		sid = param_str(meta, "qwen-code/sessionId");
+		sid = json_get_str(meta, "qwen-code/sessionId");
 	return sid;
 }
 
@@ -497,7 +487,7 @@ dispatch(struct rpc_msg *m)
 		const char *tp = NULL;
 
 		if (m->params != NULL && json_object_object_get_ex(m->params, "_meta", &meta))
-			tp = param_str(meta, "qwen.telemetry.traceparent");
+			tp = json_get_str(meta, "qwen.telemetry.traceparent");
 		fprintf(cf.log, "%ld %s %s %s\n", (long)getpid(), m->method,
 		    sid ? sid : "-", tp ? tp : "-");
 	}
@@ -533,7 +523,7 @@ dispatch(struct rpc_msg *m)
 		reply = rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
 		    "Method not found", NULL);
 	if (reply != NULL && m->kind == RPC_REQUEST)
-		emit(reply, delay, param_str(m->params, "sessionId"), 0, NULL);
+		emit(reply, delay, json_get_str(m->params, "sessionId"), 0, NULL);
 	else
 		json_object_put(reply);
 }

@@ -12,6 +12,8 @@
  * attributes and deterministic (a function of the restore's index); span
  * times are real.  "mix" cycles: 7 fast, 1 timeout, 1 quarantined, 1 killed.
  */
+#include "config.h"
+
 #include <err.h>
 #include <stdio.h>
 #include <stdlib.h>

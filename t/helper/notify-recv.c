@@ -9,6 +9,8 @@
  * sh the moment a datagram with READY=1 arrives, and "ready-check: STATUS"
  * (its exit status) follows that line.  Runs until killed.
  */
+#include "config.h"
+
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>

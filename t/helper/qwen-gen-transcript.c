@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "gen.h"
+#include "uuid.h"
 
 /* Flush the output buffer. */
 static void
@@ -54,20 +55,12 @@ new_uuid(struct gen *g, char out[37])
 {
 	uint8_t b[16];
 	uint64_t x = rng_next(&g->rng), y = rng_next(&g->rng);
-	static const char hex[] = "0123456789abcdef";
-	int i, j;
 
 	memcpy(b, &x, 8);
 	memcpy(b + 8, &y, 8);
 	b[6] = (b[6] & 0x0f) | 0x40;
 	b[8] = (b[8] & 0x3f) | 0x80;
-	for (i = 0, j = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			out[j++] = '-';
-		out[j++] = hex[b[i] >> 4];
-		out[j++] = hex[b[i] & 15];
-	}
-	out[j] = '\0';
+	uuid_format(b, out);
 }
 
 /* ISO timestamp of ms since the epoch. */

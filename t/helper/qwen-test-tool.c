@@ -2,6 +2,8 @@
  * qwen-test-tool: exposes libqwen to the shell tests, as git's test-tool
  * does.  Each subcommand lives in its own t/helper/tool-*.c file.
  */
+#include "config.h"
+
 #include <stdio.h>
 #include <string.h>
 

@@ -11,6 +11,8 @@
  * LISTEN_FDNAMES (-n), and execs PROGRAM, as systemd-socket-activate does.
  * The port each tcp: spec got is printed first: "sockact: tcp port N".
  */
+#include "config.h"
+
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <netinet/in.h>

@@ -10,6 +10,8 @@
  *                             values of only digits are ints, others strings;
  *                             key=value after --event goes on that event
  */
+#include "config.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>

@@ -22,6 +22,7 @@
 #include "profiler.h"
 #include "tap.h"
 #include "utf8.h"
+#include "uuid.h"
 
 static void
 test_paths(void)
@@ -36,7 +37,7 @@ test_paths(void)
 	ok(!paths_valid_session_id("6ca613de-dd80-4a4b-a95c-b6f902cad22f0"), "37 chars is invalid");
 	ok(!paths_valid_session_id(""), "empty is invalid");
 	ok(!paths_valid_session_id(NULL), "NULL is invalid");
-	paths_new_uuid(uuid);
+	uuid_new(uuid);
 	ok(strlen(uuid) == 36 && uuid[14] == '4' && strchr("89ab", uuid[19]) != NULL,
 	    "new uuid is v4: %s", uuid);
 	ok(paths_valid_session_id(uuid), "new uuid is a valid id");

@@ -1,4 +1,6 @@
 /* test-budget.c: budget parsing and resolution (seed 000). */
+#include "config.h"
+
 #include <stdint.h>
 #include <string.h>
 

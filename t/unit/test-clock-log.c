@@ -1,4 +1,6 @@
 /* test-clock-log.c: libqwen's clocks and levelled logging. */
+#include "config.h"
+
 #include <sys/stat.h>
 
 #include <errno.h>

@@ -11,7 +11,7 @@
 #define JSON_OUT	(JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 /*
- * The issue's table, written out independently of lib/errors.c: code,
+ * The error catalog's table, written out independently of lib/errors.c: code,
  * status, errorKind, retryable, rule, seconds, exit class.
  */
 static const struct want {
@@ -140,7 +140,7 @@ num(json_object *o, const char *key)
 	return json_object_get_int64(v);
 }
 
-/* The issue's rows, and the invariants of the whole table. */
+/* The catalog's rows, and the invariants of the whole table. */
 static void
 test_table(void)
 {
@@ -548,7 +548,7 @@ test_rest_rpc_agree(void)
 	}
 }
 
-/* Seed 000 and issue 7: the restore errors' JSON-RPC objects, exactly. */
+/* Seed 000: the restore errors' JSON-RPC objects, exactly. */
 static void
 test_rpc_seed000(void)
 {

@@ -1,4 +1,6 @@
 /* test-trace.c: W3C trace context and the OTLP/JSON span recorder. */
+#include "config.h"
+
 #include <sys/stat.h>
 #include <sys/wait.h>
 

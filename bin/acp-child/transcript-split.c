@@ -1,5 +1,5 @@
 /*
- * txsplit.c: the first index pass of a big transcript on two threads.
+ * transcript-split.c: the first index pass of a big transcript on two threads.
  *
  * The file is cut at the first newline after its middle; this thread
  * indexes the first half while a second one indexes the rest into a
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "txindex.h"
+#include "transcript-int.h"
 
 #define SPLIT_MIN	(48u << 20)	/* smaller files: one thread */
 
@@ -45,7 +45,7 @@ half_main(void *arg)
 {
 	struct half *h = arg;
 
-	h->rc = tx_index_pass(h->t, &h->cause);
+	h->rc = transcript_index_pass(h->t, &h->cause);
 	return NULL;
 }
 
@@ -76,9 +76,9 @@ move_key(struct transcript *a, const struct transcript *b, uint8_t v[16],
 {
 	struct tx_key k;
 
-	tx_key_stored(b, v, 1, &k);
+	transcript_key_stored(b, v, 1, &k);
 	*kflags &= (uint8_t)~strflag;
-	return tx_key_store(a, &k, v, kflags, strflag);
+	return transcript_key_store(a, &k, v, kflags, strflag);
 }
 
 /* Add b's record i (and its fragments) to a; *to is its index in a. */
@@ -92,7 +92,7 @@ merge_record(struct transcript *a, const struct transcript *b, uint32_t i,
 	size_t slot = 0;
 	int64_t dup = -1;
 
-	if (r.sub != 0 && tx_intern_sub(a, b->subs[r.sub], strlen(b->subs[r.sub]),
+	if (r.sub != 0 && transcript_intern_sub(a, b->subs[r.sub], strlen(b->subs[r.sub]),
 	    &sub) == -1)
 		return -1;
 	r.sub = sub;
@@ -103,26 +103,26 @@ merge_record(struct transcript *a, const struct transcript *b, uint32_t i,
 	    move_key(a, b, r.par, &r.kflags, TXR_PAR_STR) == -1)
 		return -1;
 	if (r.flags & TX_F_CONVERSATION) {
-		tx_key_stored(a, r.id, r.kflags & TXR_ID_STR, &k);
-		if (tx_ht_reserve(a) == -1)
+		transcript_key_stored(a, r.id, r.kflags & TXR_ID_STR, &k);
+		if (transcript_ht_reserve(a) == -1)
 			return -1;
-		dup = tx_ht_probe(a, &k, &slot);
+		dup = transcript_ht_probe(a, &k, &slot);
 	}
 	if (dup >= 0) {
 		a->st.duplicates++;
 		*to = (uint32_t)dup;
-		if (tx_add_fragment(a, *to, r.off, r.len) == -1)
+		if (transcript_add_fragment(a, *to, r.off, r.len) == -1)
 			return -1;
 	} else {
-		if ((nr = tx_rec_new(a)) == NULL)
+		if ((nr = transcript_rec_new(a)) == NULL)
 			return -1;
 		*nr = r;
 		*to = (uint32_t)(a->nrec - 1);
 		if (r.flags & TX_F_CONVERSATION)
-			tx_ht_set(a, slot, *to, &k);
+			transcript_ht_set(a, slot, *to, &k);
 	}
 	for (f = b->rec[i].frag; f != 0; f = b->frag[f - 1].next)
-		if (tx_add_fragment(a, *to, b->frag[f - 1].off, b->frag[f - 1].len) == -1)
+		if (transcript_add_fragment(a, *to, b->frag[f - 1].off, b->frag[f - 1].len) == -1)
 			return -1;
 	return 0;
 }
@@ -152,7 +152,7 @@ merge(struct transcript *a, const struct transcript *b)
 }
 
 int
-tx_index_split(struct transcript *t, uint64_t size, char **cause)
+transcript_index_split(struct transcript *t, uint64_t size, char **cause)
 {
 	struct transcript *b;
 	struct half h;
@@ -162,12 +162,12 @@ tx_index_split(struct transcript *t, uint64_t size, char **cause)
 
 	if (size < split_min() || sysconf(_SC_NPROCESSORS_ONLN) < 2 ||
 	    (mid = split_point(t->fd, size / 2, size)) == 0 || mid >= size)
-		return tx_index_pass(t, cause);
-	if ((b = calloc(1, sizeof *b)) == NULL || tx_index_init(b, size - mid) == -1) {
+		return transcript_index_pass(t, cause);
+	if ((b = calloc(1, sizeof *b)) == NULL || transcript_index_init(b, size - mid) == -1) {
 		if (b != NULL)
-			tx_index_free(b);
+			transcript_index_free(b);
 		free(b);
-		return tx_index_pass(t, cause);
+		return transcript_index_pass(t, cause);
 	}
 	b->path = t->path;
 	b->sid = t->sid;
@@ -179,28 +179,28 @@ tx_index_split(struct transcript *t, uint64_t size, char **cause)
 	h.cause = NULL;
 	h.rc = -1;
 	if (pthread_create(&tid, NULL, half_main, &h) != 0) {
-		tx_index_free(b);
+		transcript_index_free(b);
 		free(b);
-		return tx_index_pass(t, cause);
+		return transcript_index_pass(t, cause);
 	}
 	t->limit = mid;
-	rc = tx_index_pass(t, cause);
+	rc = transcript_index_pass(t, cause);
 	t->limit = 0;
 	pthread_join(tid, NULL);
 	free(b->ht);			/* the merge probes t's table only */
 	b->ht = NULL;
 	if (rc == 0 && h.rc == -1) {
-		tx_cause(cause, "%s", h.cause ? h.cause : "index: second half failed");
+		transcript_cause(cause, "%s", h.cause ? h.cause : "index: second half failed");
 		rc = -1;
 	}
 	if (rc == 0 && merge(t, b) == -1) {
-		tx_cause(cause, "index %s: out of memory", t->path);
+		transcript_cause(cause, "index %s: out of memory", t->path);
 		rc = -1;
 	}
 	free(h.cause);
 	if (b->tok != NULL)
 		json_tokener_free(b->tok);
-	tx_index_free(b);
+	transcript_index_free(b);
 	free(b);
 	return rc;
 }

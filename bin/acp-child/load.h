@@ -1,12 +1,12 @@
 /*
- * restore.h: one session/new, session/load or session/resume in flight.
+ * load.h: one session/new, session/load or session/resume in flight.
  *
  * Built on the loop thread, run (file work) on a worker, finished on the
  * loop thread.  Between submit and done() the worker owns everything in
  * the job, the transcript index included.
  */
-#ifndef ACP_RESTORE_H
-#define ACP_RESTORE_H
+#ifndef QWEN_ACP_LOAD_H
+#define QWEN_ACP_LOAD_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,7 +26,7 @@ struct transcript;
 
 enum rj_kind { RJ_NEW, RJ_LOAD, RJ_RESUME };
 
-struct restore_job {
+struct load_job {
 	struct lw_job		 lw;		/* first: the worker's handle */
 	struct child		*c;		/* loop thread only */
 	struct session		*s;		/* loop thread only */
@@ -68,8 +68,8 @@ struct restore_job {
 
 struct replay_result;
 
-/* answer.c: the answer (and legacy notifications) in j->out[]; a bulk
+/* load-answer.c: the answer (and legacy notifications) in j->out[]; a bulk
    replay's encoded updates are taken from rr, not copied.  -1 on OOM. */
-int	answer_build(struct restore_job *, struct replay_result *);
+int	load_answer_build(struct load_job *, struct replay_result *);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * restore-fence.c: the session-id fences and early events of in-flight
+ * inflight-fence.c: the session-id fences and early events of in-flight
  * spawns and restores (seed 000).  While a registration for an id is
  * active, session/update notifications for it buffer here and reach the
  * new session in order; a failed attempt purges them and tombstones the
@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "log.h"
-#include "restore-int.h"
+#include "inflight-int.h"
+#include "xmalloc.h"
 
 /* A fenced id: late notifications for it on ch are dropped. */
 struct fence {
@@ -65,13 +66,13 @@ fence_take(const char *id)
 
 /* An update for an id with no live session: buffer it, drop it, or not ours. */
 int
-restore_route_early(struct channel *ch, const char *id, json_object *params)
+inflight_route_early(struct channel *ch, const char *id, json_object *params)
 {
 	struct inflight *op = inflight_find(id);
 
 	if (op != NULL && op->ch == ch && op->fsm.state == RFSM_ACTIVE) {
 		if (op->early == NULL)
-			op->early = json_object_new_array();
+			op->early = xjson_object_new_array();
 		if (json_object_array_length(op->early) < EARLY_MAX)
 			json_object_array_add(op->early, json_object_get(params));
 		return 1;

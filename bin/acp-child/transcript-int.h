@@ -1,9 +1,11 @@
 /*
- * txindex.h: internals of the transcript index (transcript.c, txindex.c).
- * Not for other modules: they use transcript.h.
+ * transcript-int.h: internals of the transcript index (transcript.c,
+ * transcript-index.c, transcript-record.c, transcript-split.c), also read
+ * by the loader's walkers (chain.c, replay.c, project*.c); the rest of the
+ * child uses transcript.h.
  */
-#ifndef QWEN_ACP_TXINDEX_H
-#define QWEN_ACP_TXINDEX_H
+#ifndef QWEN_ACP_TRANSCRIPT_INT_H
+#define QWEN_ACP_TRANSCRIPT_INT_H
 
 #include <sys/types.h>
 
@@ -93,23 +95,23 @@ struct transcript {
 	size_t rcap;
 };
 
-int tx_index_init(struct transcript *, uint64_t size_hint);
-void tx_index_free(struct transcript *);
-void tx_key_text(struct tx_key *, const char *, size_t);
-int tx_key_store(struct transcript *, const struct tx_key *, uint8_t dst[16], uint8_t *kflags, uint8_t strflag);
-int64_t tx_ht_find(const struct transcript *, const struct tx_key *);
+int transcript_index_init(struct transcript *, uint64_t size_hint);
+void transcript_index_free(struct transcript *);
+void transcript_key_text(struct tx_key *, const char *, size_t);
+int transcript_key_store(struct transcript *, const struct tx_key *, uint8_t dst[16], uint8_t *kflags, uint8_t strflag);
+int64_t transcript_ht_find(const struct transcript *, const struct tx_key *);
 /* Insertion: reserve room for one more, probe (-1 + the free slot), then set. */
-int tx_ht_reserve(struct transcript *);
-int64_t tx_ht_probe(const struct transcript *, const struct tx_key *, size_t *slot);
-void tx_ht_set(struct transcript *, size_t slot, uint32_t rec, const struct tx_key *);
-struct tx_rec *tx_rec_new(struct transcript *);
-int tx_intern_sub(struct transcript *, const char *, size_t, uint32_t *id);
-json_object *tx_json_parse(struct transcript *, const char *, size_t, int *valid);
-int tx_index_pass(struct transcript *, char **cause);
-int tx_add_fragment(struct transcript *, uint32_t rec, uint64_t off, uint32_t len);
-void tx_key_stored(const struct transcript *, const uint8_t v[16], int str, struct tx_key *);
-/* The first pass of a big file: two threads, one per half, then a merge (txsplit.c). */
-int tx_index_split(struct transcript *, uint64_t size, char **cause);
-void tx_cause(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int transcript_ht_reserve(struct transcript *);
+int64_t transcript_ht_probe(const struct transcript *, const struct tx_key *, size_t *slot);
+void transcript_ht_set(struct transcript *, size_t slot, uint32_t rec, const struct tx_key *);
+struct tx_rec *transcript_rec_new(struct transcript *);
+int transcript_intern_sub(struct transcript *, const char *, size_t, uint32_t *id);
+json_object *transcript_json_parse(struct transcript *, const char *, size_t, int *valid);
+int transcript_index_pass(struct transcript *, char **cause);
+int transcript_add_fragment(struct transcript *, uint32_t rec, uint64_t off, uint32_t len);
+void transcript_key_stored(const struct transcript *, const uint8_t v[16], int str, struct tx_key *);
+/* The first pass of a big file: two threads, one per half, then a merge (transcript-split.c). */
+int transcript_index_split(struct transcript *, uint64_t size, char **cause);
+void transcript_cause(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#endif /* QWEN_ACP_TXINDEX_H */
+#endif

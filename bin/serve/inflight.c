@@ -1,12 +1,12 @@
 /*
- * restore.c: in-flight spawns (session/new) and restores (session/load,
+ * inflight.c: in-flight spawns (session/new) and restores (session/load,
  * session/resume).  One entry per session id; callers of the same action
  * and shape coalesce onto it, anything else gets 409 restore_in_progress.
- * restore_start() is the one place a restore goes to the child; from there
+ * inflight_start() is the one place a restore goes to the child; from there
  * the lifecycle machine of restore-fsm.c owns it: the deadline, the public
  * result, the abandoned settlement (one close, quarantine), the fence on
- * the id and the capacity slot.  Its world is restore-settle.c, the public
- * answers restore-reply.c, the fences and early events restore-fence.c.
+ * the id and the capacity slot.  Its world is inflight-ops.c, the public
+ * answers inflight-reply.c, the fences and early events inflight-fence.c.
  */
 #include "config.h"
 
@@ -23,14 +23,15 @@
 #include "clock.h"
 #include "errors.h"
 #include "log.h"
-#include "restore-int.h"
+#include "inflight-int.h"
 #include "trace.h"
+#include "xmalloc.h"
 
 static TAILQ_HEAD(, inflight) ops = TAILQ_HEAD_INITIALIZER(ops);
 static size_t nops;
 
 const char *
-op_action_name(enum op_action a)
+inflight_action_name(enum inflight_action a)
 {
 	return a == OP_LOAD ? "load" : a == OP_RESUME ? "resume" : "spawn";
 }
@@ -72,7 +73,7 @@ inflight_count_ws(const char *workspace)
 }
 
 const char *
-op_label(const struct inflight *op)
+inflight_label(const struct inflight *op)
 {
 	return op->id[0] != '\0' ? op->id : "(new)";
 }
@@ -86,7 +87,7 @@ inflight_count(void)
 void
 inflight_join(struct inflight *op, struct evhttp_request *req, const char *client_id)
 {
-	struct op_waiter *w;
+	struct inflight_waiter *w;
 
 	if ((w = calloc(1, sizeof(*w))) == NULL) {
 		http_error(req, "internal", NULL);
@@ -98,17 +99,17 @@ inflight_join(struct inflight *op, struct evhttp_request *req, const char *clien
 	TAILQ_INSERT_TAIL(&op->waiters, w, entry);
 }
 
-/* A transcript of id in any workspace of the daemon. */
 int
-restore_transcript_exists(const char *id)
+inflight_transcript_exists(const char *id)
 {
 	char *dir, *path;
 	struct stat st;
 	int found = 0;
 	size_t i;
 
+	/* A transcript of id in any workspace of the daemon. */
 	for (i = 0; !found && i < conf.n_workspaces; i++) {
-		dir = serve_transcript_dir_ws(conf.workspaces[i]);
+		dir = names_transcript_dir_ws(conf.workspaces[i]);
 		path = NULL;
 		if (dir != NULL && asprintf(&path, "%s/%s.jsonl", dir, id) != -1)
 			found = stat(path, &st) == 0;
@@ -119,7 +120,7 @@ restore_transcript_exists(const char *id)
 }
 
 static struct inflight *
-op_new(const char *workspace, enum op_action action, const char *id,
+inflight_new(const char *workspace, enum inflight_action action, const char *id,
     struct evhttp_request *req, const char *client_id)
 {
 	struct inflight *op;
@@ -143,9 +144,9 @@ op_new(const char *workspace, enum op_action action, const char *id,
 }
 
 void
-op_waiters_free(struct inflight *op)
+inflight_waiters_free(struct inflight *op)
 {
-	struct op_waiter *w;
+	struct inflight_waiter *w;
 
 	while ((w = TAILQ_FIRST(&op->waiters)) != NULL) {
 		TAILQ_REMOVE(&op->waiters, w, entry);
@@ -154,13 +155,13 @@ op_waiters_free(struct inflight *op)
 }
 
 void
-op_free(struct inflight *op)
+inflight_free(struct inflight *op)
 {
 	TAILQ_REMOVE(&ops, op, entry);
 	nops--;
 	if (!op->released)
 		sessions_inflight_add(-1);
-	op_waiters_free(op);
+	inflight_waiters_free(op);
 	if (op->timer != NULL)
 		event_free(op->timer);
 	channel_forget(op->req);
@@ -173,9 +174,9 @@ op_free(struct inflight *op)
 
 /* _meta with the trace context of op's span. */
 static json_object *
-op_meta(struct inflight *op)
+inflight_meta(struct inflight *op)
 {
-	json_object *meta = json_object_new_object();
+	json_object *meta = xjson_object_new_object();
 	struct trace_ctx tc;
 	char tp[TRACEPARENT_LEN + 1];
 
@@ -183,20 +184,20 @@ op_meta(struct inflight *op)
 		span_context(op->span, &tc);
 		trace_format_traceparent(&tc, tp, sizeof(tp));
 		json_object_object_add(meta, "qwen.telemetry.traceparent",
-		    json_object_new_string(tp));
+		    xjson_object_new_string(tp));
 	}
 	return meta;
 }
 
 static enum rfsm_action
-fsm_action(enum op_action a)
+fsm_action(enum inflight_action a)
 {
 	return a == OP_LOAD ? RFSM_LOAD : a == OP_RESUME ? RFSM_RESUME : RFSM_SPAWN;
 }
 
 /* On the wire: the machine's deadline starts (the channel's start has its own). */
 static void
-op_sent(void *arg)
+inflight_sent(void *arg)
 {
 	struct inflight *op = arg;
 
@@ -209,14 +210,14 @@ op_sent(void *arg)
  * the child under budget_ms, counted from when the request goes out.
  */
 static void
-op_dispatch(struct inflight *op, const char *method, json_object *params,
+inflight_dispatch(struct inflight *op, const char *method, json_object *params,
     int64_t budget_ms)
 {
-	op->timer = evtimer_new(serve_base, restore_on_timer, op);
-	rfsm_init_queued(&op->fsm, &restore_fsm_ops, op, fsm_action(op->action),
+	op->timer = evtimer_new(serve_base, inflight_on_timer, op);
+	rfsm_init_queued(&op->fsm, &inflight_fsm_ops, op, fsm_action(op->action),
 	    op->id, budget_ms);
 	op->req = channel_request_sent(op->ch, method, params, 0,
-	    restore_on_answer, op_sent, op);
+	    inflight_on_answer, inflight_sent, op);
 	if (op->req == NULL) {
 		op->answer_o = CHAN_CLOSED;
 		rfsm_feed(&op->fsm, RFSM_EV_TRANSPORT_CLOSED);	/* frees op */
@@ -224,10 +225,10 @@ op_dispatch(struct inflight *op, const char *method, json_object *params,
 }
 
 void
-spawn_start(const char *workspace, const char *id, int is_default,
+inflight_spawn(const char *workspace, const char *id, int is_default,
     struct evhttp_request *req, const char *client_id)
 {
-	struct inflight *op = op_new(workspace, OP_SPAWN, id, req, client_id);
+	struct inflight *op = inflight_new(workspace, OP_SPAWN, id, req, client_id);
 	json_object *p, *meta;
 
 	if (op == NULL)
@@ -237,20 +238,20 @@ spawn_start(const char *workspace, const char *id, int is_default,
 	op->is_default = is_default;
 	op->span = span_start("qwen-code.daemon.bridge", SPAN_KIND_CLIENT, NULL);
 	span_set_str(op->span, "qwen-code.daemon.operation", "session.new");
-	meta = op_meta(op);
+	meta = inflight_meta(op);
 	json_object_object_add(meta, "qwen.daemon.sessionInitializationDeadlineMs",
-	    json_object_new_int64((int64_t)(clock_wall_ms() + (uint64_t)conf.init_timeout_ms)));
+	    xjson_object_new_int64((int64_t)(clock_wall_ms() + (uint64_t)conf.init_timeout_ms)));
 	if (id != NULL)
-		json_object_object_add(meta, "qwen-code/sessionId", json_object_new_string(id));
-	p = json_object_new_object();
-	json_object_object_add(p, "cwd", json_object_new_string(channel_workspace(op->ch)));
-	json_object_object_add(p, "mcpServers", json_object_new_array());
+		json_object_object_add(meta, "qwen-code/sessionId", xjson_object_new_string(id));
+	p = xjson_object_new_object();
+	json_object_object_add(p, "cwd", xjson_object_new_string(channel_workspace(op->ch)));
+	json_object_object_add(p, "mcpServers", xjson_object_new_array());
 	json_object_object_add(p, "_meta", meta);
 	if (id != NULL)
 		span_set_str(op->span, "session.id", id);
 	span_set_int(op->span, "qwen-code.daemon.session_new.timeout_ms",
 	    conf.init_timeout_ms);
-	op_dispatch(op, "session/new", p, conf.init_timeout_ms);
+	inflight_dispatch(op, "session/new", p, conf.init_timeout_ms);
 }
 
 /*
@@ -258,7 +259,7 @@ spawn_start(const char *workspace, const char *id, int is_default,
  * hideInheritedHistory; *summary: compactedReplayMode is "summary".
  */
 static void
-restore_shape(enum op_action action, json_object *body, char *out, size_t size,
+inflight_shape(enum inflight_action action, json_object *body, char *out, size_t size,
     int *summary)
 {
 	json_object *v;
@@ -286,55 +287,55 @@ restore_shape(enum op_action action, json_object *body, char *out, size_t size,
  * route) and hideInheritedHistory (a branch without what it inherited).
  */
 static void
-restore_replay_opts(json_object *body, json_object *meta)
+inflight_replay_opts(json_object *body, json_object *meta)
 {
 	json_object *v;
 
 	if (json_object_object_get_ex(body, "historyPageSize", &v) &&
 	    json_object_is_type(v, json_type_int))
 		json_object_object_add(meta, "qwen.session.loadReplayPageSize",
-		    json_object_new_int64(json_object_get_int64(v)));
+		    xjson_object_new_int64(json_object_get_int64(v)));
 	if (json_object_object_get_ex(body, "hideInheritedHistory", &v) &&
 	    json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v))
 		json_object_object_add(meta, "qwen.session.loadReplayHideInherited",
-		    json_object_new_boolean(1));
+		    xjson_object_new_boolean(1));
 }
 
 void
-restore_join(struct inflight *op, struct evhttp_request *req, const char *client_id,
-    enum op_action action, json_object *body)
+inflight_same_id(struct inflight *op, struct evhttp_request *req, const char *client_id,
+    enum inflight_action action, json_object *body)
 {
 	char shape[sizeof(op->shape)];
 	enum rfsm_join j;
 	int summary, same;
 
-	restore_shape(action, body, shape, sizeof(shape), &summary);
+	inflight_shape(action, body, shape, sizeof(shape), &summary);
 	same = strcmp(shape, op->shape) == 0 && !(op->summary && !summary);
 	j = rfsm_join(&op->fsm, fsm_action(action), same);
 	if (j == RFSM_JOIN_COALESCE) {
 		inflight_join(op, req, client_id);
 		return;
 	}
-	log_info("session %s: %s refused: %s %s", op->id, op_action_name(action),
-	    op_action_name(op->action), rfsm_state_name(op->fsm.state));
+	log_info("session %s: %s refused: %s %s", op->id, inflight_action_name(action),
+	    inflight_action_name(op->action), rfsm_state_name(op->fsm.state));
 	http_send_qerr(req, rfsm_err_in_progress(&op->fsm, fsm_action(action), j));
 }
 
 void
-restore_begin(const char *workspace, enum op_action action, const char *id,
+inflight_restore(const char *workspace, enum inflight_action action, const char *id,
     json_object *body, struct evhttp_request *req, const char *client_id)
 {
-	struct inflight *op = op_new(workspace, action, id, req, client_id);
+	struct inflight *op = inflight_new(workspace, action, id, req, client_id);
 
 	if (op == NULL)
 		return;
 	op->body = json_object_get(body);
-	restore_shape(action, body, op->shape, sizeof(op->shape), &op->summary);
-	restore_start(op);
+	inflight_shape(action, body, op->shape, sizeof(op->shape), &op->summary);
+	inflight_start(op);
 }
 
 void
-restore_start(struct inflight *op)
+inflight_start(struct inflight *op)
 {
 	json_object *p, *meta;
 	int load = op->action == OP_LOAD;
@@ -347,27 +348,27 @@ restore_start(struct inflight *op)
 	span_set_str(op->span, "session.id", op->id);
 	span_set_int(op->span, "qwen-code.daemon.session_restore.timeout_ms",
 	    conf.restore_timeout_ms);
-	meta = op_meta(op);
+	meta = inflight_meta(op);
 	if (load)
 		json_object_object_add(meta, "qwen.session.loadReplayMode",
-		    json_object_new_string("bulk"));
+		    xjson_object_new_string("bulk"));
 	if (load)
-		restore_replay_opts(op->body, meta);
-	p = json_object_new_object();
-	json_object_object_add(p, "sessionId", json_object_new_string(op->id));
-	json_object_object_add(p, "cwd", json_object_new_string(channel_workspace(op->ch)));
-	json_object_object_add(p, "mcpServers", json_object_new_array());
+		inflight_replay_opts(op->body, meta);
+	p = xjson_object_new_object();
+	json_object_object_add(p, "sessionId", xjson_object_new_string(op->id));
+	json_object_object_add(p, "cwd", xjson_object_new_string(channel_workspace(op->ch)));
+	json_object_object_add(p, "mcpServers", xjson_object_new_array());
 	json_object_object_add(p, "_meta", meta);
 	log_info("session %s: %s requested (budget %lld ms)", op->id,
-	    op_action_name(op->action), (long long)conf.restore_timeout_ms);
-	op_dispatch(op, load ? "session/load" : "session/resume", p,
+	    inflight_action_name(op->action), (long long)conf.restore_timeout_ms);
+	inflight_dispatch(op, load ? "session/load" : "session/resume", p,
 	    conf.restore_timeout_ms);
 }
 
 /* ---- the channel, seen by the restores ------------------------------------ */
 
 void
-restore_chan_view(struct channel *ch, struct rfsm_chan_view *v)
+inflight_chan_view(struct channel *ch, struct rfsm_chan_view *v)
 {
 	struct inflight *op;
 
@@ -381,25 +382,30 @@ restore_chan_view(struct channel *ch, struct rfsm_chan_view *v)
 	}
 }
 
-int
-restore_admit(struct evhttp_request *req, struct channel *ch)
+enum rfsm_admit
+inflight_admit(struct evhttp_request *req, struct channel *ch)
 {
 	struct rfsm_chan_view v;
+	enum rfsm_admit a;
 	const char *reason;
 	int64_t budget;
 
-	if (ch == NULL)
-		return 0;
-	restore_chan_view(ch, &v);
-	if ((reason = rfsm_chan_unavailable(&v, &budget)) == NULL)
-		return 0;
-	log_info("fresh work refused: %s", reason);
-	http_send_qerr(req, rfsm_err_unavailable(reason, budget));
-	return -1;
+	if (ch != NULL)
+		inflight_chan_view(ch, &v);
+	else
+		memset(&v, 0, sizeof(v));
+	a = rfsm_admit_fresh(&v, sessions_capacity_left(ch != NULL ?
+	    channel_workspace(ch) : conf.workspace, NULL));
+	if (a == RFSM_ADMIT_UNAVAILABLE) {
+		reason = rfsm_chan_unavailable(&v, &budget);
+		log_info("fresh work refused: %s", reason);
+		http_send_qerr(req, rfsm_err_unavailable(reason, budget));
+	}
+	return a;
 }
 
 void
-restore_channel_exited(struct channel *ch)
+inflight_channel_exited(struct channel *ch)
 {
 	struct inflight *op, *next;
 
@@ -410,7 +416,7 @@ restore_channel_exited(struct channel *ch)
 }
 
 void
-restore_stats(size_t *active, size_t *unsettled, size_t *overdue, size_t *quarantined)
+inflight_stats(size_t *active, size_t *unsettled, size_t *overdue, size_t *quarantined)
 {
 	struct inflight *op;
 

@@ -1,5 +1,5 @@
 /*
- * restore.c: session/new, session/load and session/resume.
+ * load.c: session/new, session/load and session/resume.
  *
  * The main thread parses the request (settings_load), then a worker runs
  * the file work (existence_check, transcript_read, chain_reconstruct,
@@ -31,20 +31,22 @@
 #include "paths.h"
 #include "profiler.h"
 #include "replay.h"
-#include "restore.h"
+#include "load.h"
 #include "trace.h"
 #include "transcript.h"
+#include "uuid.h"
+#include "xmalloc.h"
 
 /* Jobs reading less than this go to the fast lane (loadwork.h). */
 #define RJ_SMALL_BYTES	(16u * 1024 * 1024)
 
 /* Fill the job's error (message copied); returns -1 for the caller. */
 static int
-rj_fail(struct restore_job *j, int code, const char *kind, const char *fmt, ...)
+rj_fail(struct load_job *j, int code, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 static int
-rj_fail(struct restore_job *j, int code, const char *kind, const char *fmt, ...)
+rj_fail(struct load_job *j, int code, const char *kind, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -61,7 +63,7 @@ rj_fail(struct restore_job *j, int code, const char *kind, const char *fmt, ...)
 
 /* existence_check: does the transcript exist, and may it (new)? */
 static int
-rj_exists(struct restore_job *j)
+rj_exists(struct load_job *j)
 {
 	struct stat st;
 
@@ -89,7 +91,7 @@ rj_exists(struct restore_job *j)
 
 /* transcript_read: index the file, or only what was appended since. */
 static int
-rj_read(struct restore_job *j)
+rj_read(struct load_job *j)
 {
 	char *cause = NULL;
 	const struct tx_stats *st;
@@ -123,7 +125,7 @@ rj_read(struct restore_job *j)
 
 /* chain_reconstruct and config_setup (model history from the checkpoint). */
 static int
-rj_chain(struct restore_job *j)
+rj_chain(struct load_job *j)
 {
 	char *cause = NULL, uuid[64];
 
@@ -146,7 +148,7 @@ rj_chain(struct restore_job *j)
 	}
 	if (j->chain.leaf >= 0) {
 		transcript_uuid(j->tx, (uint32_t)j->chain.leaf, uuid);
-		j->tail = strdup(uuid);
+		j->tail = xstrdup(uuid);
 	}
 	prof_end(&j->prof, 1);
 	return 0;
@@ -154,7 +156,7 @@ rj_chain(struct restore_job *j)
 
 /* auth (the writer lease) and file_system_setup (the append descriptor). */
 static int
-rj_writer(struct restore_job *j)
+rj_writer(struct load_job *j)
 {
 	char *cause = NULL;
 	enum lease_result r;
@@ -190,7 +192,7 @@ rj_writer(struct restore_job *j)
 
 /* history_replay and response_build. */
 static int
-rj_answer(struct restore_job *j)
+rj_answer(struct load_job *j)
 {
 	struct replay_opts ro = { j->replay_max_bytes, 10000,
 	    j->hide_inherited ? PROJECT_HIDE_INHERITED : 0, j->page_size };
@@ -213,7 +215,7 @@ rj_answer(struct restore_job *j)
 	j->prof.truncated_records = rr.truncated_records;
 	j->prof.partial_replay = rr.partial;
 	prof_begin(&j->prof, PROF_RESPONSE_BUILD);
-	rc = answer_build(j, &rr);
+	rc = load_answer_build(j, &rr);
 	replay_result_clear(&rr);
 	if (rc == -1)
 		return rj_fail(j, RPC_INTERNAL_ERROR, "internal",
@@ -226,7 +228,7 @@ rj_answer(struct restore_job *j)
 static void
 rj_run(struct lw_job *lw)
 {
-	struct restore_job *j = (struct restore_job *)lw;
+	struct load_job *j = (struct load_job *)lw;
 
 	if (rj_exists(j) == -1)
 		return;
@@ -239,7 +241,7 @@ rj_run(struct lw_job *lw)
 }
 
 static const char *
-rj_operation(const struct restore_job *j)
+rj_operation(const struct load_job *j)
 {
 	switch (j->kind) {
 	case RJ_NEW:
@@ -252,7 +254,7 @@ rj_operation(const struct restore_job *j)
 }
 
 static void
-rj_free(struct restore_job *j)
+rj_free(struct load_job *j)
 {
 	int i;
 
@@ -272,7 +274,7 @@ rj_free(struct restore_job *j)
 
 /* session_register: hand the results to the session.  0 or -1. */
 static int
-rj_register(struct child *c, struct restore_job *j)
+rj_register(struct child *c, struct load_job *j)
 {
 	struct session *s = j->s;
 
@@ -304,7 +306,7 @@ rj_register(struct child *c, struct restore_job *j)
 static void
 rj_done(struct lw_job *lw)
 {
-	struct restore_job *j = (struct restore_job *)lw;
+	struct load_job *j = (struct load_job *)lw;
 	struct child *c = j->c;
 	struct session *s = j->s;
 	struct lag_snapshot lag;
@@ -322,15 +324,15 @@ rj_done(struct lw_job *lw)
 			s->tx = j->tx;
 			j->tx = NULL;
 		}
-		data = json_object_new_object();
+		data = xjson_object_new_object();
 		json_object_object_add(data, "errorKind",
-		    json_object_new_string(j->err_kind != NULL ? j->err_kind : "internal"));
+		    xjson_object_new_string(j->err_kind != NULL ? j->err_kind : "internal"));
 		if (j->err_code == RPC_RESOURCE_NOT_FOUND) {
 			char uri[64];
 			snprintf(uri, sizeof(uri), "session:%s", j->sid);
-			json_object_object_add(data, "uri", json_object_new_string(uri));
+			json_object_object_add(data, "uri", xjson_object_new_string(uri));
 		}
-		json_object_object_add(data, "sessionId", json_object_new_string(j->sid));
+		json_object_object_add(data, "sessionId", xjson_object_new_string(j->sid));
 		child_send_error(c, j->req_id, j->err_code != 0 ? j->err_code :
 		    RPC_INTERNAL_ERROR, j->err_msg != NULL ? j->err_msg :
 		    "Internal error", data);
@@ -341,7 +343,7 @@ rj_done(struct lw_job *lw)
 	    j->sid, j->err_code != 0 ? j->err_kind : NULL);
 	j->span = NULL;
 	rj_free(j);
-	session_idle(c, s);
+	child_session_idle(c, s);
 }
 
 /*
@@ -349,7 +351,7 @@ rj_done(struct lw_job *lw)
  * part is small (an open index only reads what was appended).
  */
 static int
-rj_small(struct restore_job *j)
+rj_small(struct load_job *j)
 {
 	struct stat st;
 	uint64_t done = j->tx != NULL ? transcript_size(j->tx) : 0;
@@ -381,8 +383,8 @@ rj_page_opts(struct child *c, struct rpc_msg *m, json_object *meta,
 		*page = (size_t)n;
 		return 0;
 	}
-	data = rpc_error_data("invalid_transcript_limit");
-	json_object_object_add(data, "maxLimit", json_object_new_int(REPLAY_MAX_PAGE_SIZE));
+	data = child_error_data("invalid_transcript_limit");
+	json_object_object_add(data, "maxLimit", xjson_object_new_int(REPLAY_MAX_PAGE_SIZE));
 	child_send_error(c, m->id, RPC_INVALID_PARAMS,
 	    "Invalid load replay page size; expected 1..500", data);
 	return -1;
@@ -393,14 +395,14 @@ static void
 rj_submit(struct child *c, struct rpc_msg *m, struct session *s,
     enum rj_kind kind, json_object *meta, size_t page, int hide)
 {
-	struct restore_job *j;
+	struct load_job *j;
 	json_object *v;
 
 	if ((j = calloc(1, sizeof(*j))) == NULL ||
 	    (j->path = strdup(s->path)) == NULL) {
 		free(j);
 		child_send_error(c, m->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
-		session_idle(c, s);
+		child_session_idle(c, s);
 		return;
 	}
 	prof_init(&j->prof);
@@ -472,7 +474,7 @@ rj_session(struct child *c, struct rpc_msg *m, const char *sid)
 	if (c->nsessions >= CHILD_MAX_SESSIONS) {
 		child_send_error(c, m->id, RPC_INTERNAL_ERROR,
 		    "too many sessions in this process",
-		    rpc_error_data("session_limit_exceeded"));
+		    child_error_data("session_limit_exceeded"));
 		return NULL;
 	}
 	if ((path = paths_transcript(c->opts.data_dir, cwd, sid)) == NULL ||
@@ -488,7 +490,7 @@ rj_session(struct child *c, struct rpc_msg *m, const char *sid)
 }
 
 void
-restore_start(struct child *c, struct rpc_msg *m, struct session *s,
+load_start(struct child *c, struct rpc_msg *m, struct session *s,
     const char *sid, int resume)
 {
 	size_t page = 0;
@@ -502,7 +504,7 @@ restore_start(struct child *c, struct rpc_msg *m, struct session *s,
 }
 
 void
-restore_new(struct child *c, struct rpc_msg *m)
+load_new(struct child *c, struct rpc_msg *m)
 {
 	json_object *meta = rj_meta(m->params), *v;
 	struct session *s;
@@ -511,19 +513,19 @@ restore_new(struct child *c, struct rpc_msg *m)
 	if (meta != NULL && json_object_object_get_ex(meta, "qwen-code/sessionId", &v)) {
 		if (!json_object_is_type(v, json_type_string) ||
 		    !paths_valid_session_id(json_object_get_string(v))) {
-			json_object *data = rpc_error_data("invalid_session_id");
-			json_object_object_add(data, "httpStatus", json_object_new_int(400));
+			json_object *data = child_error_data("invalid_session_id");
+			json_object_object_add(data, "httpStatus", xjson_object_new_int(400));
 			child_send_error(c, m->id, RPC_INVALID_PARAMS,
 			    "Invalid session id: expected 32-36 hex digits and dashes", data);
 			return;
 		}
 		strlcpy(sid, json_object_get_string(v), sizeof(sid));
 	} else
-		paths_new_uuid(sid);
+		uuid_new(sid);
 	if (session_find(&c->sessions, sid) != NULL) {
 		child_send_error(c, m->id, RPC_INVALID_PARAMS,
 		    "session already exists in this process",
-		    rpc_error_data("session_exists"));
+		    child_error_data("session_exists"));
 		return;
 	}
 	if ((s = rj_session(c, m, sid)) != NULL)

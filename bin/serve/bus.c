@@ -1,5 +1,5 @@
 /*
- * sse.c: one event bus per session.  Events get per-session ids from 1
+ * bus.c: one event bus per session.  Events get per-session ids from 1
  * within a bus epoch and are kept in a ring for Last-Event-ID replay;
  * subscribers are chunked evhttp replies with a queue cap (warning at 75%,
  * eviction on overflow) and a heartbeat comment.
@@ -20,6 +20,7 @@
 #include "errors.h"
 #include "log.h"
 #include "serve.h"
+#include "xmalloc.h"
 
 struct ring_ev {
 	uint64_t	 id;
@@ -56,7 +57,7 @@ struct bus_listener {
 
 struct bus {
 	char			 session_id[SERVE_SESSION_ID_MAX + 1];
-	char			 epoch[SERVE_UUID_LEN + 1];
+	char			 epoch[UUID_LEN + 1];
 	uint64_t		 next_id;
 	uint64_t		 seeded_hi;	/* highest id handed out by bus_seed */
 	int			 raw;		/* bus_new_raw(): a message stream */
@@ -82,7 +83,7 @@ bus_new(const char *session_id, size_t ring_size)
 		return NULL;
 	}
 	strlcpy(b->session_id, session_id, sizeof(b->session_id));
-	serve_uuid4(b->epoch);
+	uuid_new(b->epoch);
 	b->next_id = 1;
 	b->cap = ring_size;
 	TAILQ_INIT(&b->subs);
@@ -144,20 +145,20 @@ static json_object *
 envelope(uint64_t id, const char *type, json_object *data, const char *prompt_id,
     const char *client_id)
 {
-	json_object *o = json_object_new_object(), *meta = json_object_new_object();
+	json_object *o = xjson_object_new_object(), *meta = xjson_object_new_object();
 
 	if (id != 0)
-		json_object_object_add(o, "id", json_object_new_int64((int64_t)id));
-	json_object_object_add(o, "v", json_object_new_int(1));
-	json_object_object_add(o, "type", json_object_new_string(type));
-	json_object_object_add(o, "data", data != NULL ? data : json_object_new_object());
+		json_object_object_add(o, "id", xjson_object_new_int64((int64_t)id));
+	json_object_object_add(o, "v", xjson_object_new_int(1));
+	json_object_object_add(o, "type", xjson_object_new_string(type));
+	json_object_object_add(o, "data", data != NULL ? data : xjson_object_new_object());
 	if (prompt_id != NULL)
-		json_object_object_add(o, "promptId", json_object_new_string(prompt_id));
+		json_object_object_add(o, "promptId", xjson_object_new_string(prompt_id));
 	if (client_id != NULL)
 		json_object_object_add(o, "originatorClientId",
-		    json_object_new_string(client_id));
+		    xjson_object_new_string(client_id));
 	json_object_object_add(meta, "serverTimestamp",
-	    json_object_new_int64((int64_t)clock_wall_ms()));
+	    xjson_object_new_int64((int64_t)clock_wall_ms()));
 	json_object_object_add(o, "_meta", meta);
 	return o;
 }
@@ -281,15 +282,15 @@ sub_check_queue(struct sse_sub *s)
 	out = sub_out_bytes(s);
 	bytes = out < s->fbytes ? out : s->fbytes;
 	if (queued > s->max_queued || bytes > SERVE_SSE_QUEUE_BYTES) {
-		d = json_object_new_object();
-		json_object_object_add(d, "reason", json_object_new_string(
+		d = xjson_object_new_object();
+		json_object_object_add(d, "reason", xjson_object_new_string(
 		    queued > s->max_queued ? "queue_overflow" : "queue_bytes_overflow"));
 		json_object_object_add(d, "droppedAfter",
-		    json_object_new_int64((int64_t)bus_last_id(s->bus)));
-		json_object_object_add(d, "queueSize", json_object_new_int64((int64_t)queued));
-		json_object_object_add(d, "maxQueued", json_object_new_int64((int64_t)s->max_queued));
-		json_object_object_add(d, "queuedBytes", json_object_new_int64((int64_t)bytes));
-		json_object_object_add(d, "maxQueuedBytes", json_object_new_int64(SERVE_SSE_QUEUE_BYTES));
+		    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
+		json_object_object_add(d, "queueSize", xjson_object_new_int64((int64_t)queued));
+		json_object_object_add(d, "maxQueued", xjson_object_new_int64((int64_t)s->max_queued));
+		json_object_object_add(d, "queuedBytes", xjson_object_new_int64((int64_t)bytes));
+		json_object_object_add(d, "maxQueuedBytes", xjson_object_new_int64(SERVE_SSE_QUEUE_BYTES));
 		log_info("session %s: evicting a slow SSE client (%zu frames, %zu bytes)",
 		    s->bus->session_id, queued, bytes);
 		sub_synthetic(s, "client_evicted", d);
@@ -302,12 +303,12 @@ sub_check_queue(struct sse_sub *s)
 	if (!s->warned && (queued * 4 >= s->max_queued * 3 ||
 	    bytes * 4 >= (size_t)SERVE_SSE_QUEUE_BYTES * 3)) {
 		s->warned = 1;
-		d = json_object_new_object();
-		json_object_object_add(d, "queueSize", json_object_new_int64((int64_t)queued));
-		json_object_object_add(d, "maxQueued", json_object_new_int64((int64_t)s->max_queued));
-		json_object_object_add(d, "queuedBytes", json_object_new_int64((int64_t)bytes));
+		d = xjson_object_new_object();
+		json_object_object_add(d, "queueSize", xjson_object_new_int64((int64_t)queued));
+		json_object_object_add(d, "maxQueued", xjson_object_new_int64((int64_t)s->max_queued));
+		json_object_object_add(d, "queuedBytes", xjson_object_new_int64((int64_t)bytes));
 		json_object_object_add(d, "lastEventId",
-		    json_object_new_int64((int64_t)bus_last_id(s->bus)));
+		    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
 		sub_synthetic(s, "slow_client_warning", d);
 	}
 	return 0;
@@ -368,11 +369,11 @@ sub_idle_check(evutil_socket_t fd, short what, void *arg)
 	idle = clock_mono_ms() - s->idle_since_ms;
 	if (s->idle_out == 0 || idle < (uint64_t)conf.writer_idle_timeout_ms)
 		return;
-	d = json_object_new_object();
-	json_object_object_add(d, "reason", json_object_new_string("writer_idle_timeout"));
-	json_object_object_add(d, "errorKind", json_object_new_string("writer_idle_timeout"));
-	json_object_object_add(d, "idleForMs", json_object_new_int64((int64_t)idle));
-	json_object_object_add(d, "timeoutMs", json_object_new_int64(conf.writer_idle_timeout_ms));
+	d = xjson_object_new_object();
+	json_object_object_add(d, "reason", xjson_object_new_string("writer_idle_timeout"));
+	json_object_object_add(d, "errorKind", xjson_object_new_string("writer_idle_timeout"));
+	json_object_object_add(d, "idleForMs", xjson_object_new_int64((int64_t)idle));
+	json_object_object_add(d, "timeoutMs", xjson_object_new_int64(conf.writer_idle_timeout_ms));
 	log_info("session %s: evicting an SSE client whose socket took nothing "
 	    "for %llu ms", s->bus->session_id, (unsigned long long)idle);
 	sub_synthetic(s, "client_evicted", d);
@@ -510,14 +511,14 @@ static void
 sub_resync(struct sse_sub *s, const char *reason, const char *detail,
     int64_t last, uint64_t earliest)
 {
-	json_object *d = json_object_new_object();
+	json_object *d = xjson_object_new_object();
 
-	json_object_object_add(d, "reason", json_object_new_string(reason));
+	json_object_object_add(d, "reason", xjson_object_new_string(reason));
 	if (detail != NULL)
-		json_object_object_add(d, "detail", json_object_new_string(detail));
-	json_object_object_add(d, "lastDeliveredId", json_object_new_int64(last));
+		json_object_object_add(d, "detail", xjson_object_new_string(detail));
+	json_object_object_add(d, "lastDeliveredId", xjson_object_new_int64(last));
 	json_object_object_add(d, "earliestAvailableId",
-	    json_object_new_int64((int64_t)earliest));
+	    xjson_object_new_int64((int64_t)earliest));
 	sub_synthetic(s, "state_resync_required", d);
 }
 
@@ -562,13 +563,13 @@ sub_replay(struct sse_sub *s, int64_t last, const char *epoch)
 	}
 	if (last_replayed > b->delivered)
 		b->delivered = last_replayed;
-	d = json_object_new_object();
+	d = xjson_object_new_object();
 	if (n > 0)
 		json_object_object_add(d, "lastReplayedEventId",
-		    json_object_new_int64((int64_t)last_replayed));
+		    xjson_object_new_int64((int64_t)last_replayed));
 	json_object_object_add(d, "lastEventId",
-	    json_object_new_int64((int64_t)bus_last_id(b)));
-	json_object_object_add(d, "replayedCount", json_object_new_int64((int64_t)n));
+	    xjson_object_new_int64((int64_t)bus_last_id(b)));
+	json_object_object_add(d, "replayedCount", xjson_object_new_int64((int64_t)n));
 	sub_synthetic(s, "replay_complete", d);
 }
 
@@ -576,9 +577,9 @@ static void
 sse_headers(struct evhttp_request *req, const char *epoch)
 {
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-	char stream_id[SERVE_UUID_LEN + 1];
+	char stream_id[UUID_LEN + 1];
 
-	serve_uuid4(stream_id);
+	uuid_new(stream_id);
 	listen_cors_headers(req);
 	evhttp_add_header(h, "Content-Type", "text/event-stream");
 	evhttp_add_header(h, "Cache-Control", "no-cache, no-transform");

@@ -1,5 +1,5 @@
 /*
- * restore.c: one restore's facts, derived from its daemon and child spans.
+ * record.c: one restore's facts, derived from its daemon and child spans.
  *
  * The daemon span carries the action, budget, session and channel and the
  * public/late/cleanup results as events; the child span carries the stage
@@ -7,6 +7,8 @@
  * be missing: a child driven directly has no daemon span, a child killed
  * mid-restore never wrote its span.
  */
+#include "config.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

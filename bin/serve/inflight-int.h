@@ -1,29 +1,29 @@
 /*
- * restore-int.h: what the files of the in-flight spawns and restores
- * share.  Private to them: restore.c (the registry and the dispatch),
- * restore-fence.c (fenced ids and early events), restore-reply.c (the
- * public answers) and restore-settle.c (the lifecycle machine's world).
+ * inflight-int.h: what the files of the in-flight spawns and restores
+ * share.  Private to them: inflight.c (the registry and the dispatch),
+ * inflight-fence.c (fenced ids and early events), inflight-reply.c (the
+ * public answers) and inflight-ops.c (the lifecycle machine's world).
  */
-#ifndef QWEN_SERVE_RESTORE_INT_H
-#define QWEN_SERVE_RESTORE_INT_H
+#ifndef QWEN_SERVE_INFLIGHT_INT_H
+#define QWEN_SERVE_INFLIGHT_INT_H
 
 #include "serve.h"
 
 /* One caller waiting for an in-flight spawn or restore. */
-struct op_waiter {
-	TAILQ_ENTRY(op_waiter)	 entry;
+struct inflight_waiter {
+	TAILQ_ENTRY(inflight_waiter)	 entry;
 	struct evhttp_request	*req;
 	char			 client_id[SERVE_CLIENT_ID_MAX + 1];
 };
 
-/* restore.c */
+/* inflight.c */
 /* Unlink op, give back its capacity unless released, and free it. */
-void	op_free(struct inflight *);
-void	op_waiters_free(struct inflight *);
+void	inflight_free(struct inflight *);
+void	inflight_waiters_free(struct inflight *);
 /* op's session id for the log: "(new)" for an id-less spawn. */
-const char *op_label(const struct inflight *);
+const char *inflight_label(const struct inflight *);
 
-/* restore-fence.c */
+/* inflight-fence.c */
 void	fence_add(struct channel *, const char *id);
 /* A new registration for id takes ownership: its fences go. */
 void	fence_take(const char *id);
@@ -36,15 +36,15 @@ void	early_purge(struct inflight *);
 /* Abandoned: early updates gone, the id (if known) fenced on op's channel. */
 void	early_fence(struct inflight *);
 
-/* restore-reply.c */
+/* inflight-reply.c */
 /* The public result: register the session and answer, or fail everyone. */
-void	op_reply(struct inflight *, enum chan_outcome, json_object *payload);
+void	inflight_reply(struct inflight *, enum chan_outcome, json_object *payload);
 
-/* restore-settle.c */
-extern const struct rfsm_ops restore_fsm_ops;
+/* inflight-ops.c */
+extern const struct rfsm_ops inflight_fsm_ops;
 /* The ACP answer of a spawn or restore (chan_cb). */
-void	restore_on_answer(void *op, enum chan_outcome, json_object *payload);
+void	inflight_on_answer(void *op, enum chan_outcome, json_object *payload);
 /* The machine's one timer fired (libevent callback). */
-void	restore_on_timer(evutil_socket_t, short, void *op);
+void	inflight_on_timer(evutil_socket_t, short, void *op);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * restore-settle.c: the world of the in-flight lifecycle machine
+ * inflight-ops.c: the world of the in-flight lifecycle machine
  * (restore-fsm.c), as struct rfsm_ops over libevent and the channel.
  * The ACP answer and the machine's timer become its events; its effects
  * are the public result, the one qwen/control/session/close of a late
@@ -16,8 +16,9 @@
 #include "clock.h"
 #include "errors.h"
 #include "log.h"
-#include "restore-int.h"
+#include "inflight-int.h"
 #include "trace.h"
+#include "xmalloc.h"
 
 /*
  * A late session/new success names the session the child created after
@@ -58,7 +59,7 @@ late_event(struct inflight *op, enum chan_outcome o, json_object *payload)
 			ev = o == CHAN_RESULT ? RFSM_EV_ANSWER_OK : RFSM_EV_ANSWER_ERR;
 	}
 	log_info("session %s: late %s %s after %llu ms",
-	    op_label(op), op_action_name(op->action),
+	    inflight_label(op), inflight_action_name(op->action),
 	    ev == RFSM_EV_ANSWER_OK ? "success" : rfsm_event_name(ev),
 	    (unsigned long long)(clock_mono_ms() - op->started_ms));
 	return ev;
@@ -70,7 +71,7 @@ late_event(struct inflight *op, enum chan_outcome o, json_object *payload)
  * late result that the cleanup settles.
  */
 void
-restore_on_answer(void *arg, enum chan_outcome o, json_object *payload)
+inflight_on_answer(void *arg, enum chan_outcome o, json_object *payload)
 {
 	struct inflight *op = arg;
 	enum rfsm_event ev;
@@ -90,7 +91,7 @@ restore_on_answer(void *arg, enum chan_outcome o, json_object *payload)
 
 /* The one timer: the deadline while active, then the settlement grace. */
 void
-restore_on_timer(evutil_socket_t fd, short what, void *arg)
+inflight_on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct inflight *op = arg;
 	int ev = rfsm_timer_event(&op->fsm);
@@ -111,16 +112,16 @@ static void
 fsm_public(void *ctx, enum rfsm_result r)
 {
 	struct inflight *op = ctx;
-	struct op_waiter *w;
+	struct inflight_waiter *w;
 
 	if (r == RFSM_RESULT_TIMEOUT) {
-		log_warnx("session %s: %s timed out after %lld ms", op_label(op),
-		    op_action_name(op->action), (long long)op->fsm.budget_ms);
+		log_warnx("session %s: %s timed out after %lld ms", inflight_label(op),
+		    inflight_action_name(op->action), (long long)op->fsm.budget_ms);
 		TAILQ_FOREACH(w, &op->waiters, entry)
 			http_send_qerr(w->req, rfsm_err_timeout(&op->fsm));
 	} else
-		op_reply(op, op->answer_o, op->answer);
-	op_waiters_free(op);
+		inflight_reply(op, op->answer_o, op->answer);
+	inflight_waiters_free(op);
 	json_object_put(op->answer);
 	op->answer = NULL;
 }
@@ -151,7 +152,7 @@ on_close(void *arg, enum chan_outcome o, json_object *payload)
 		ev = RFSM_EV_TRANSPORT_CLOSED;
 		break;
 	}
-	log_info("session %s: cleanup close: %s", op_label(op), rfsm_event_name(ev));
+	log_info("session %s: cleanup close: %s", inflight_label(op), rfsm_event_name(ev));
 	rfsm_feed(&op->fsm, ev);
 }
 
@@ -171,10 +172,10 @@ fsm_close(void *ctx)
 		rfsm_feed(&op->fsm, RFSM_EV_TRANSPORT_CLOSED);	/* queued */
 		return;
 	}
-	p = json_object_new_object();
-	json_object_object_add(p, "sessionId", json_object_new_string(op->id));
+	p = xjson_object_new_object();
+	json_object_object_add(p, "sessionId", xjson_object_new_string(op->id));
 	json_object_object_add(p, "drainTimeoutMs",
-	    json_object_new_int64(conf.init_timeout_ms * 8 / 10));
+	    xjson_object_new_int64(conf.init_timeout_ms * 8 / 10));
 	op->close_req = channel_request(op->ch, "qwen/control/session/close", p,
 	    (uint64_t)conf.init_timeout_ms, on_close, op);
 	if (op->close_req == NULL)
@@ -186,7 +187,7 @@ fsm_kill(void *ctx)
 {
 	struct inflight *op = ctx;
 
-	log_info("session %s: abandoned on an empty channel: ending its child", op_label(op));
+	log_info("session %s: abandoned on an empty channel: ending its child", inflight_label(op));
 	channel_kill(op->ch);
 }
 
@@ -234,7 +235,7 @@ fsm_purge(void *ctx)
 static void
 fsm_view(void *ctx, struct rfsm_chan_view *v)
 {
-	restore_chan_view(((struct inflight *)ctx)->ch, v);
+	inflight_chan_view(((struct inflight *)ctx)->ch, v);
 }
 
 static void
@@ -259,8 +260,8 @@ fsm_finish(void *ctx, enum rfsm_state st)
 	struct inflight *op = ctx;
 
 	if (st == RFSM_SETTLED)
-		log_info("session %s: abandoned %s settled after %llu ms", op_label(op),
-		    op_action_name(op->action),
+		log_info("session %s: abandoned %s settled after %llu ms", inflight_label(op),
+		    inflight_action_name(op->action),
 		    (unsigned long long)(clock_mono_ms() - op->started_ms));
 	span_set_str(op->span, "qwen-code.daemon.session_restore.final_state",
 	    rfsm_state_name(st));
@@ -270,10 +271,10 @@ fsm_finish(void *ctx, enum rfsm_state st)
 		span_set_status(op->span, SPAN_STATUS_ERROR, rfsm_state_name(st));
 	span_end(op->span, serve_trace);
 	op->span = NULL;
-	op_free(op);
+	inflight_free(op);
 }
 
-const struct rfsm_ops restore_fsm_ops = {
+const struct rfsm_ops inflight_fsm_ops = {
 	.now_ms = fsm_now,
 	.public_result = fsm_public,
 	.send_close = fsm_close,

@@ -1,5 +1,5 @@
 /*
- * answer.c: the bytes a restore answers with, built on the worker.
+ * load-answer.c: the bytes a restore answers with, built on the worker.
  *
  * session/new answers {sessionId}.  load and resume answer with
  * result._meta["qwen.session.restore"] (counters and ids only); a load in
@@ -15,36 +15,37 @@
 
 #include "jsonw.h"
 #include "replay.h"
-#include "restore.h"
+#include "load.h"
 #include "rpc-frame.h"
 #include "transcript.h"
+#include "xmalloc.h"
 
 /* Summary counters a client may show or test; ids and numbers only. */
 static json_object *
-rj_stats(struct restore_job *j)
+rj_stats(struct load_job *j)
 {
-	json_object *o = json_object_new_object();
+	json_object *o = xjson_object_new_object();
 	const struct tx_stats *st = j->tx != NULL ? transcript_stats(j->tx) : NULL;
 
-	json_object_object_add(o, "v", json_object_new_int(1));
+	json_object_object_add(o, "v", xjson_object_new_int(1));
 	json_object_object_add(o, "transcriptBytes",
-	    json_object_new_int64((int64_t)j->prof.transcript_bytes));
-	json_object_object_add(o, "records", json_object_new_int64((int64_t)j->records));
+	    xjson_object_new_int64((int64_t)j->prof.transcript_bytes));
+	json_object_object_add(o, "records", xjson_object_new_int64((int64_t)j->records));
 	json_object_object_add(o, "chainRecords",
-	    json_object_new_int64((int64_t)j->prof.chain_records));
+	    xjson_object_new_int64((int64_t)j->prof.chain_records));
 	json_object_object_add(o, "modelHistoryEntries",
-	    json_object_new_int64(j->model_history));
+	    xjson_object_new_int64(j->model_history));
 	json_object_object_add(o, "malformedLines",
-	    json_object_new_int64((int64_t)j->prof.malformed_lines));
+	    xjson_object_new_int64((int64_t)j->prof.malformed_lines));
 	json_object_object_add(o, "recoveredRecords",
-	    json_object_new_int64(st != NULL ? (int64_t)st->recovered_records : 0));
-	json_object_object_add(o, "gaps", json_object_new_int64(
+	    xjson_object_new_int64(st != NULL ? (int64_t)st->recovered_records : 0));
+	json_object_object_add(o, "gaps", xjson_object_new_int64(
 	    j->have_chain ? (int64_t)j->chain.gaps : 0));
-	json_object_object_add(o, "cycles", json_object_new_int64(
+	json_object_object_add(o, "cycles", xjson_object_new_int64(
 	    j->have_chain ? (int64_t)j->chain.cycles : 0));
 	json_object_object_add(o, "leafUuid",
-	    j->tail != NULL ? json_object_new_string(j->tail) : NULL);
-	json_object_object_add(o, "refreshed", json_object_new_boolean(j->refresh));
+	    j->tail != NULL ? xjson_object_new_string(j->tail) : NULL);
+	json_object_object_add(o, "refreshed", xjson_object_new_boolean(j->refresh));
 	return o;
 }
 
@@ -59,7 +60,7 @@ rj_emit(struct jbuf *b, json_object *msg)
 
 /* The replay summary members after "v" and the updates or their count. */
 static void
-rj_replay_tail(struct restore_job *j, const struct replay_result *rr,
+rj_replay_tail(struct load_job *j, const struct replay_result *rr,
     struct jbuf *b)
 {
 	char num[32], uuid[64];
@@ -83,7 +84,7 @@ rj_replay_tail(struct restore_job *j, const struct replay_result *rr,
 
 /* Hand b over as the next chunk of the answer; -1 (b freed) on OOM. */
 static int
-rj_out(struct restore_job *j, struct jbuf *b)
+rj_out(struct load_job *j, struct jbuf *b)
 {
 	if (b->oom) {
 		jbuf_free(b);
@@ -101,7 +102,7 @@ rj_out(struct restore_job *j, struct jbuf *b)
    the updates stay in rr's buffer, sent from there, when they lie there in
    one run; else they are copied. */
 static int
-rj_bulk(struct restore_job *j, struct replay_result *rr, struct jbuf *b)
+rj_bulk(struct load_job *j, struct replay_result *rr, struct jbuf *b)
 {
 	struct jbuf t = { NULL, 0, 0, 0 };
 	const char *body;
@@ -130,7 +131,7 @@ rj_bulk(struct restore_job *j, struct replay_result *rr, struct jbuf *b)
    {"jsonrpc":"2.0","id":ID,"result":{"_meta":{"qwen.session.restore":{...},
    "qwen.session.loadReplay"|"qwen.session.replayInfo":{"v":1,...}}}}. */
 int
-answer_build(struct restore_job *j, struct replay_result *rr)
+load_answer_build(struct load_job *j, struct replay_result *rr)
 {
 	struct jbuf b = { NULL, 0, 0, 0 };
 	json_object *result, *stats;
@@ -139,8 +140,8 @@ answer_build(struct restore_job *j, struct replay_result *rr)
 	size_t i;
 
 	if (j->kind == RJ_NEW) {
-		result = json_object_new_object();
-		json_object_object_add(result, "sessionId", json_object_new_string(j->sid));
+		result = xjson_object_new_object();
+		json_object_object_add(result, "sessionId", xjson_object_new_string(j->sid));
 		rj_emit(&b, rpc_new_result(json_object_get(j->req_id), result));
 		return rj_out(j, &b);
 	}

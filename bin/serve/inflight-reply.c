@@ -1,5 +1,5 @@
 /*
- * restore-reply.c: the public answers of in-flight spawns and restores.
+ * inflight-reply.c: the public answers of in-flight spawns and restores.
  * A success registers the session (with load's bounded compactedReplay
  * seeded from the child's bulk replay) and answers every coalesced caller;
  * a failure gives every caller the same classified error.
@@ -13,14 +13,15 @@
 #include "clock.h"
 #include "errors.h"
 #include "log.h"
-#include "restore-int.h"
+#include "inflight-int.h"
 #include "trace.h"
+#include "xmalloc.h"
 
 /* The ACP state: the result minus the bulk replay. */
 static json_object *
 state_of(json_object *result)
 {
-	json_object *st = json_object_new_object(), *v, *meta = NULL;
+	json_object *st = xjson_object_new_object(), *v, *meta = NULL;
 	static const char *const keys[] = { "models", "modes", "configOptions", NULL };
 
 	for (size_t i = 0; keys[i] != NULL; i++)
@@ -29,7 +30,7 @@ state_of(json_object *result)
 	if (json_object_object_get_ex(result, "_meta", &v) &&
 	    json_object_is_type(v, json_type_object)) {
 		/* Shared values, never the bulk replay (a deep copy cost ~MiBs). */
-		meta = json_object_new_object();
+		meta = xjson_object_new_object();
 		json_object_object_foreach(v, key, val)
 			if (strcmp(key, "qwen.session.loadReplay") != 0)
 				json_object_object_add(meta, key, json_object_get(val));
@@ -53,8 +54,8 @@ json_len(json_object *o)
 static void
 seed_replay(struct session *s, json_object *result)
 {
-	json_object *lr = NULL, *ups = NULL, *out = json_object_new_array();
-	json_object *flags = json_object_new_object(), *v, *d, *m;
+	json_object *lr = NULL, *ups = NULL, *out = xjson_object_new_array();
+	json_object *flags = xjson_object_new_object(), *v, *d, *m;
 	size_t n = 0, k, bytes = 0, sz, child_trunc = 0;
 	int partial = 0;
 
@@ -74,35 +75,35 @@ seed_replay(struct session *s, json_object *result)
 		bytes += sz;
 	}
 	if (k > 0 || child_trunc > 0) {
-		d = json_object_new_object();
-		json_object_object_add(d, "reason", json_object_new_string("replay_window_exceeded"));
-		json_object_object_add(d, "truncatedEvents", json_object_new_int64((int64_t)k));
-		json_object_object_add(d, "retainedEvents", json_object_new_int64((int64_t)(n - k)));
+		d = xjson_object_new_object();
+		json_object_object_add(d, "reason", xjson_object_new_string("replay_window_exceeded"));
+		json_object_object_add(d, "truncatedEvents", xjson_object_new_int64((int64_t)k));
+		json_object_object_add(d, "retainedEvents", xjson_object_new_int64((int64_t)(n - k)));
 		json_object_object_add(d, "maxBytes",
-		    json_object_new_int64((int64_t)conf.compacted_replay_max_bytes));
+		    xjson_object_new_int64((int64_t)conf.compacted_replay_max_bytes));
 		if (child_trunc > 0)
 			json_object_object_add(d, "truncatedRecords",
-			    json_object_new_int64((int64_t)child_trunc));
-		json_object_object_add(d, "fullTranscriptAvailable", json_object_new_boolean(1));
-		m = json_object_new_object();
-		json_object_object_add(m, "v", json_object_new_int(1));
-		json_object_object_add(m, "type", json_object_new_string("history_truncated"));
+			    xjson_object_new_int64((int64_t)child_trunc));
+		json_object_object_add(d, "fullTranscriptAvailable", xjson_object_new_boolean(1));
+		m = xjson_object_new_object();
+		json_object_object_add(m, "v", xjson_object_new_int(1));
+		json_object_object_add(m, "type", xjson_object_new_string("history_truncated"));
 		json_object_object_add(m, "data", d);
 		json_object_array_add(out, m);
 	}
 	for (size_t i = k; i < n; i++) {
-		d = json_object_new_object();
-		json_object_object_add(d, "sessionId", json_object_new_string(s->id));
+		d = xjson_object_new_object();
+		json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
 		json_object_object_add(d, "update", json_object_get(json_object_array_get_idx(ups, i)));
 		json_object_array_add(out, bus_seed(s->bus, "session_update", d));
 	}
 	if (partial)
-		json_object_object_add(flags, "partial", json_object_new_boolean(1));
+		json_object_object_add(flags, "partial", xjson_object_new_boolean(1));
 	if (lr != NULL && json_object_object_get_ex(lr, "replayError", &v))
 		json_object_object_add(flags, "replayError", json_object_get(v));
 	if (lr != NULL && json_object_object_get_ex(lr, "hasMore", &v) &&
 	    json_object_get_boolean(v))
-		json_object_object_add(flags, "historyHasMore", json_object_new_boolean(1));
+		json_object_object_add(flags, "historyHasMore", xjson_object_new_boolean(1));
 	if (lr != NULL && json_object_object_get_ex(lr, "anchorRecordId", &v) &&
 	    json_object_is_type(v, json_type_string))
 		json_object_object_add(flags, "historyAnchorRecordId", json_object_get(v));
@@ -111,34 +112,34 @@ seed_replay(struct session *s, json_object *result)
 }
 
 void
-restore_reply(struct evhttp_request *req, struct session *s, enum op_action action,
+inflight_reply_session(struct evhttp_request *req, struct session *s, enum inflight_action action,
     int attached, const char *client_id)
 {
-	json_object *o = json_object_new_object();
-	char iso[40];
+	json_object *o = xjson_object_new_object();
+	char iso[CLOCK_ISO_LEN];
 
-	serve_iso_time(s->created_wall_ms, iso, sizeof(iso));
-	json_object_object_add(o, "sessionId", json_object_new_string(s->id));
+	clock_iso_time(s->created_wall_ms, iso);
+	json_object_object_add(o, "sessionId", xjson_object_new_string(s->id));
 	json_object_object_add(o, "workspaceCwd",
-	    json_object_new_string(channel_workspace(s->channel)));
-	json_object_object_add(o, "attached", json_object_new_boolean(attached));
+	    xjson_object_new_string(channel_workspace(s->channel)));
+	json_object_object_add(o, "attached", xjson_object_new_boolean(attached));
 	json_object_object_add(o, "clientId", client_id != NULL ?
-	    json_object_new_string(client_id) : NULL);
-	json_object_object_add(o, "createdAt", json_object_new_string(iso));
-	json_object_object_add(o, "hasActivePrompt", json_object_new_boolean(s->active != NULL));
+	    xjson_object_new_string(client_id) : NULL);
+	json_object_object_add(o, "createdAt", xjson_object_new_string(iso));
+	json_object_object_add(o, "hasActivePrompt", xjson_object_new_boolean(s->active != NULL));
 	if (action != OP_SPAWN) {
 		json_object_object_add(o, "state", s->state != NULL ?
-		    json_object_get(s->state) : json_object_new_object());
+		    json_object_get(s->state) : xjson_object_new_object());
 		json_object_object_add(o, "hasRunningBackgroundTasks",
-		    json_object_new_boolean(0));
+		    xjson_object_new_boolean(0));
 		json_object_object_add(o, "lastEventId",
-		    json_object_new_int64((int64_t)bus_last_id(s->bus)));
-		json_object_object_add(o, "eventEpoch", json_object_new_string(bus_epoch(s->bus)));
+		    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
+		json_object_object_add(o, "eventEpoch", xjson_object_new_string(bus_epoch(s->bus)));
 	}
 	if (action == OP_LOAD) {
 		json_object_object_add(o, "compactedReplay", s->replay != NULL ?
-		    json_object_get(s->replay) : json_object_new_array());
-		json_object_object_add(o, "liveJournal", json_object_new_array());
+		    json_object_get(s->replay) : xjson_object_new_array());
+		json_object_object_add(o, "liveJournal", xjson_object_new_array());
 		if (s->replay_flags != NULL) {
 			json_object_object_foreach(s->replay_flags, key, val)
 				json_object_object_add(o, key, json_object_get(val));
@@ -151,7 +152,7 @@ restore_reply(struct evhttp_request *req, struct session *s, enum op_action acti
 static void
 reply_error_all(struct inflight *op, enum chan_outcome o, json_object *payload)
 {
-	struct op_waiter *w;
+	struct inflight_waiter *w;
 	struct qerr *e;
 
 	TAILQ_FOREACH(w, &op->waiters, entry) {
@@ -192,14 +193,14 @@ reply_error_all(struct inflight *op, enum chan_outcome o, json_object *payload)
 static int
 spawn_id_ok(struct inflight *op, const char *got)
 {
-	struct op_waiter *w;
+	struct inflight_waiter *w;
 	json_object *p;
 
 	if (got == NULL || got[0] == '\0' || strlen(got) > SERVE_SESSION_ID_MAX ||
 	    (op->id[0] != '\0' && strcmp(op->id, got) != 0) || sessions_find(got) != NULL) {
 		if (got != NULL && sessions_find(got) == NULL) {
-			p = json_object_new_object();
-			json_object_object_add(p, "sessionId", json_object_new_string(got));
+			p = xjson_object_new_object();
+			json_object_object_add(p, "sessionId", xjson_object_new_string(got));
 			(void)channel_request(op->ch, "qwen/control/session/close", p,
 			    (uint64_t)conf.init_timeout_ms, NULL, NULL);
 		}
@@ -213,16 +214,16 @@ spawn_id_ok(struct inflight *op, const char *got)
 
 /* The public result: register the session and answer, or fail everyone. */
 void
-op_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
+inflight_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
 {
-	struct op_waiter *w;
+	struct inflight_waiter *w;
 	struct session *s;
 	json_object *v;
 	const char *id = op->id, *cid;
 	int first = 1;
 
 	log_info("session %s: %s %s after %llu ms", id[0] ? id : "(new)",
-	    op_action_name(op->action), o == CHAN_RESULT ? "succeeded" : "failed",
+	    inflight_action_name(op->action), o == CHAN_RESULT ? "succeeded" : "failed",
 	    (unsigned long long)(clock_mono_ms() - op->started_ms));
 	if (o != CHAN_RESULT) {
 		reply_error_all(op, o, payload);
@@ -247,7 +248,7 @@ op_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
 	TAILQ_FOREACH(w, &op->waiters, entry) {
 		cid = clients_register(&s->clients, w->client_id[0] ? w->client_id : NULL);
 		s->attach_count++;
-		restore_reply(w->req, s, op->action, !first, cid);
+		inflight_reply_session(w->req, s, op->action, !first, cid);
 		first = 0;
 	}
 }

@@ -1,5 +1,5 @@
 /*
- * txindex.c: uuid keys, the uuid hash, subtype interning and record access
+ * transcript-index.c: uuid keys, the uuid hash, subtype interning and record access
  * for the transcript index.
  */
 #include "config.h"
@@ -12,7 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "txindex.h"
+#include "transcript-int.h"
+#include "uuid.h"
 
 static const char *const nonconv_subtypes[] = {
 	"session_sources_snapshot", "managed_session_header_v1",
@@ -41,47 +42,6 @@ hash_bytes(const char *s, size_t n)
 	return mix(h ^ 0x5bd1e995ULL);
 }
 
-/* Hex digit values (lowercase only: canonical uuids), -1 otherwise. */
-static const int8_t hexval[256] = {
-	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6,
-	['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12,
-	['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16
-};	/* value + 1; 0 = not a digit */
-
-/* Canonical lowercase 8-4-4-4-12 uuid text to 16 bytes. */
-static int
-uuid_parse(const char *s, size_t n, uint8_t out[16])
-{
-	static const uint8_t pos[16] = { 0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24,
-	    26, 28, 30, 32, 34 };
-	int i, hi, lo, bad = 0;
-
-	if (n != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-')
-		return -1;
-	for (i = 0; i < 16; i++) {
-		hi = hexval[(unsigned char)s[pos[i]]];
-		lo = hexval[(unsigned char)s[pos[i] + 1]];
-		bad |= (hi == 0) | (lo == 0);
-		out[i] = (uint8_t)(((unsigned)(hi - 1) & 15) << 4 | ((unsigned)(lo - 1) & 15));
-	}
-	return bad ? -1 : 0;
-}
-
-static void
-uuid_format(const uint8_t b[16], char out[37])
-{
-	static const char hex[] = "0123456789abcdef";
-	int i, j;
-
-	for (i = 0, j = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			out[j++] = '-';
-		out[j++] = hex[b[i] >> 4];
-		out[j++] = hex[b[i] & 15];
-	}
-	out[j] = '\0';
-}
-
 static uint64_t
 hash_bin(const uint8_t b[16])
 {
@@ -93,7 +53,7 @@ hash_bin(const uint8_t b[16])
 }
 
 void
-tx_key_text(struct tx_key *k, const char *s, size_t n)
+transcript_key_text(struct tx_key *k, const char *s, size_t n)
 {
 	if (uuid_parse(s, n, k->bin) == 0) {
 		k->str = 0;
@@ -108,7 +68,7 @@ tx_key_text(struct tx_key *k, const char *s, size_t n)
 
 /* The key stored in a record's id[]/par[] slot. */
 void
-tx_key_stored(const struct transcript *t, const uint8_t v[16], int str,
+transcript_key_stored(const struct transcript *t, const uint8_t v[16], int str,
     struct tx_key *k)
 {
 	uint64_t off;
@@ -128,7 +88,7 @@ tx_key_stored(const struct transcript *t, const uint8_t v[16], int str,
 }
 
 int
-tx_key_store(struct transcript *t, const struct tx_key *k, uint8_t dst[16],
+transcript_key_store(struct transcript *t, const struct tx_key *k, uint8_t dst[16],
     uint8_t *kflags, uint8_t strflag)
 {
 	uint64_t off;
@@ -177,11 +137,11 @@ rec_is(const struct transcript *t, const struct tx_rec *r, const struct tx_key *
 }
 
 int64_t
-tx_ht_find(const struct transcript *t, const struct tx_key *k)
+transcript_ht_find(const struct transcript *t, const struct tx_key *k)
 {
 	size_t slot;
 
-	return tx_ht_probe(t, k, &slot);
+	return transcript_ht_probe(t, k, &slot);
 }
 
 /* Place rec in a table of mask+1 slots. */
@@ -213,7 +173,7 @@ ht_alloc(size_t n)
 }
 
 int
-tx_ht_reserve(struct transcript *t)
+transcript_ht_reserve(struct transcript *t)
 {
 	struct tx_slot *nh;
 	size_t i, j, n;
@@ -238,7 +198,7 @@ tx_ht_reserve(struct transcript *t)
 }
 
 int64_t
-tx_ht_probe(const struct transcript *t, const struct tx_key *k, size_t *slot)
+transcript_ht_probe(const struct transcript *t, const struct tx_key *k, size_t *slot)
 {
 	size_t i = k->h & t->htmask;
 	uint32_t tag = (uint32_t)k->h;
@@ -252,7 +212,7 @@ tx_ht_probe(const struct transcript *t, const struct tx_key *k, size_t *slot)
 }
 
 void
-tx_ht_set(struct transcript *t, size_t slot, uint32_t rec, const struct tx_key *k)
+transcript_ht_set(struct transcript *t, size_t slot, uint32_t rec, const struct tx_key *k)
 {
 	t->ht[slot].rec = rec + 1;
 	t->ht[slot].tag = (uint32_t)k->h;
@@ -278,7 +238,7 @@ big_realloc(void *old, size_t used, size_t bytes)
 }
 
 struct tx_rec *
-tx_rec_new(struct transcript *t)
+transcript_rec_new(struct transcript *t)
 {
 	struct tx_rec *r;
 	size_t n;
@@ -325,7 +285,7 @@ sub_grow(struct transcript *t)
 }
 
 int
-tx_intern_sub(struct transcript *t, const char *s, size_t n, uint32_t *id)
+transcript_intern_sub(struct transcript *t, const char *s, size_t n, uint32_t *id)
 {
 	uint64_t h = hash_bytes(s, n);
 	size_t i = h & t->shtmask;
@@ -354,7 +314,7 @@ tx_intern_sub(struct transcript *t, const char *s, size_t n, uint32_t *id)
 }
 
 int
-tx_index_init(struct transcript *t, uint64_t size_hint)
+transcript_index_init(struct transcript *t, uint64_t size_hint)
 {
 	size_t slots = 1024;
 
@@ -376,7 +336,7 @@ tx_index_init(struct transcript *t, uint64_t size_hint)
 }
 
 void
-tx_index_free(struct transcript *t)
+transcript_index_free(struct transcript *t)
 {
 	size_t i;
 
@@ -424,7 +384,7 @@ transcript_uuid_ref(const struct transcript *t, uint32_t rec, char buf[37],
 	struct tx_key k;
 
 	if (r->kflags & TXR_ID_STR) {
-		tx_key_stored(t, r->id, 1, &k);
+		transcript_key_stored(t, r->id, 1, &k);
 		*len = k.len;
 		return k.s;
 	}
@@ -464,8 +424,8 @@ transcript_find(const struct transcript *t, const char *uuid)
 {
 	struct tx_key k;
 
-	tx_key_text(&k, uuid, strlen(uuid));
-	return tx_ht_find(t, &k);
+	transcript_key_text(&k, uuid, strlen(uuid));
+	return transcript_ht_find(t, &k);
 }
 
 int
@@ -488,8 +448,8 @@ transcript_parent(const struct transcript *t, uint32_t rec, uint32_t *parent)
 			return 1;
 		}
 	}
-	tx_key_stored(t, r->par, r->kflags & TXR_PAR_STR, &k);
-	if ((p = tx_ht_find(t, &k)) < 0)
+	transcript_key_stored(t, r->par, r->kflags & TXR_PAR_STR, &k);
+	if ((p = transcript_ht_find(t, &k)) < 0)
 		return -1;
 	*parent = (uint32_t)p;
 	return 1;

@@ -1,5 +1,5 @@
 /*
- * txrecord.c: loading one logical record of the transcript index with
+ * transcript-record.c: loading one logical record of the transcript index with
  * json-c: its fragments read with pread() into a reusable buffer, parsed,
  * and merged per upstream rules (message.parts concatenated, usageMetadata
  * last wins, timestamp max; the first fragment gives everything else).
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "txindex.h"
+#include "transcript-int.h"
 
 /* pread exactly n bytes at off. */
 static int
@@ -26,11 +26,11 @@ read_at(const struct transcript *t, char *buf, size_t n, uint64_t off,
 		if (r == -1 && errno == EINTR)
 			continue;
 		if (r == -1) {
-			tx_cause(cause, "read %s: %s", t->path, strerror(errno));
+			transcript_cause(cause, "read %s: %s", t->path, strerror(errno));
 			return -1;
 		}
 		if (r == 0) {
-			tx_cause(cause, "read %s: file shrank under the index", t->path);
+			transcript_cause(cause, "read %s: file shrank under the index", t->path);
 			return -1;
 		}
 		got += (size_t)r;
@@ -48,7 +48,7 @@ load_fragment(struct transcript *t, uint64_t off, uint32_t len, char **cause)
 
 	if (len > t->rcap) {
 		if ((nb = realloc(t->rbuf, len)) == NULL) {
-			tx_cause(cause, "out of memory");
+			transcript_cause(cause, "out of memory");
 			return NULL;
 		}
 		t->rbuf = nb;
@@ -56,7 +56,7 @@ load_fragment(struct transcript *t, uint64_t off, uint32_t len, char **cause)
 	}
 	if (read_at(t, t->rbuf, len, off, cause) == -1)
 		return NULL;
-	obj = tx_json_parse(t, t->rbuf, len, &valid);
+	obj = transcript_json_parse(t, t->rbuf, len, &valid);
 	if (t->rcap > TX_RBUF_KEEP) {
 		free(t->rbuf);
 		t->rbuf = NULL;
@@ -64,7 +64,7 @@ load_fragment(struct transcript *t, uint64_t off, uint32_t len, char **cause)
 	}
 	if (!valid || !json_object_is_type(obj, json_type_object)) {
 		json_object_put(obj);
-		tx_cause(cause, "%s: record at offset %llu does not parse",
+		transcript_cause(cause, "%s: record at offset %llu does not parse",
 		    t->path, (unsigned long long)off);
 		errno = EBADMSG;
 		return NULL;
@@ -112,7 +112,7 @@ transcript_load_record(struct transcript *t, uint32_t rec, char **cause)
 	uint32_t f;
 
 	if (rec >= t->nrec) {
-		tx_cause(cause, "no record %u", rec);
+		transcript_cause(cause, "no record %u", rec);
 		return NULL;
 	}
 	r = &t->rec[rec];
@@ -138,7 +138,7 @@ transcript_record_bytes(struct transcript *t, uint32_t rec, const char **bytes,
 	char *nb;
 
 	if (rec >= t->nrec) {
-		tx_cause(cause, "no record %u", rec);
+		transcript_cause(cause, "no record %u", rec);
 		return -1;
 	}
 	r = &t->rec[rec];
@@ -151,7 +151,7 @@ transcript_record_bytes(struct transcript *t, uint32_t rec, const char **bytes,
 	}
 	if (r->len > t->rcap) {
 		if ((nb = realloc(t->rbuf, r->len)) == NULL) {
-			tx_cause(cause, "out of memory");
+			transcript_cause(cause, "out of memory");
 			return -1;
 		}
 		t->rbuf = nb;

@@ -1,0 +1,65 @@
+/*
+ * scan-special.h: the one SIMD scanner of the loader, shared by the
+ * transcript key scanner (txscan.c) and the JSON tape (jtape.c,
+ * jtape-str.c): the first byte in a run of string content that needs a
+ * look, 32 bytes per step with AVX2.
+ *
+ * Stop bytes are '"', '\\' and either every control byte (SCAN_CTL: the
+ * tape, which must escape them) or '\n' only (SCAN_NL: the line scanner,
+ * where a newline ends the line and other bytes are left to json-c).
+ */
+#ifndef QWEN_ACP_SCAN_SPECIAL_H
+#define QWEN_ACP_SCAN_SPECIAL_H
+
+enum scan_stop { SCAN_NL, SCAN_CTL };
+
+/* Whether c stops a scan of kind k. */
+static inline int
+scan_stops(unsigned char c, enum scan_stop k)
+{
+	return c == '"' || c == '\\' || (k == SCAN_CTL ? c < 0x20 : c == '\n');
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* First stop byte in [p, e), or e; callers check the CPU first. */
+__attribute__((target("avx2"))) static inline const char *
+scan_special_avx2(const char *p, const char *e, enum scan_stop k)
+{
+	const __m256i q = _mm256_set1_epi8('"'), b = _mm256_set1_epi8('\\');
+	const __m256i c = _mm256_set1_epi8(0x1f), n = _mm256_set1_epi8('\n');
+	__m256i v, third;
+	unsigned m;
+
+	for (; e - p >= 32; p += 32) {
+		v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+		third = k == SCAN_CTL ?
+		    _mm256_cmpeq_epi8(_mm256_min_epu8(v, c), v) :
+		    _mm256_cmpeq_epi8(v, n);
+		m = (unsigned)_mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(
+		    _mm256_cmpeq_epi8(v, q), _mm256_cmpeq_epi8(v, b)), third));
+		if (m != 0)
+			return p + __builtin_ctz(m);
+	}
+	while (p < e && !scan_stops((unsigned char)*p, k))
+		p++;
+	return p;
+}
+#define HAVE_AVX2_PATH 1
+#endif
+
+/* First stop byte in [p, e), or e, on any CPU. */
+static inline const char *
+scan_special(const char *p, const char *e, enum scan_stop k)
+{
+#ifdef HAVE_AVX2_PATH
+	if (__builtin_cpu_supports("avx2"))
+		return scan_special_avx2(p, e, k);
+#endif
+	while (p < e && !scan_stops((unsigned char)*p, k))
+		p++;
+	return p;
+}
+
+#endif

@@ -1,0 +1,77 @@
+#!/usr/bin/env bats
+# The tree's layout rules (scripts/check-headers): header sections name the
+# file that defines their prototypes, one include-guard style, config.h
+# first in every .c.
+
+load test_helper
+
+CHECK="$QWEN_TOP_SRCDIR/scripts/check-headers"
+
+# A one-program tree under $BATS_TEST_TMPDIR/tree that passes every rule.
+mini_tree() {
+	T=$BATS_TEST_TMPDIR/tree
+	mkdir -p "$T/bin/prog" "$T/lib"
+	cat >"$T/bin/prog/prog.h" <<'H'
+#ifndef QWEN_PROG_H
+#define QWEN_PROG_H
+struct thing {
+	int	(*cb)(int);
+};
+
+/* a.c */
+int	a_run(int);
+extern int a_count;
+
+/* ---- b.c: the other half ---- */
+struct thing	*b_new(void);
+#endif
+H
+	printf '#include "config.h"\n\nint a_count;\n\nint\na_run(int x)\n{\n\treturn x;\n}\n' \
+	    >"$T/bin/prog/a.c"
+	printf '#include "config.h"\n#include <stdlib.h>\n\nstruct thing *\nb_new(void)\n{\n\treturn NULL;\n}\n' \
+	    >"$T/bin/prog/b.c"
+	printf '#ifndef QWEN_X_Y_H\n#define QWEN_X_Y_H\n#endif\n' >"$T/lib/x-y.h"
+}
+
+@test "check-headers: the source tree follows its layout rules" {
+	run "$CHECK" "$QWEN_TOP_SRCDIR"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
+@test "check-headers: a conforming tree passes" {
+	mini_tree
+	run "$CHECK" "$T"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "check-headers: a prototype under the wrong file's section is caught" {
+	mini_tree
+	sed -i 's|^/\* a.c \*/$|/* b.c */|' "$T/bin/prog/prog.h"
+	run "$CHECK" "$T"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"bin/prog/prog.h:8: a_run is not defined in b.c"* ]]
+	[[ "$output" == *"a_count is not defined in b.c"* ]]
+}
+
+@test "check-headers: a section naming a missing file is caught" {
+	mini_tree
+	sed -i 's|b.c: the other half|c.c: gone|' "$T/bin/prog/prog.h"
+	run "$CHECK" "$T"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"section c.c: no such file"* ]]
+}
+
+@test "check-headers: include guards and config.h first" {
+	mini_tree
+	sed -i 's/QWEN_X_Y_H/X_Y_H/' "$T/lib/x-y.h"
+	printf '#include <stdio.h>\n#include "config.h"\n' >"$T/bin/prog/c.c"
+	run "$CHECK" "$T"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"lib/x-y.h: include guard X_Y_H, want QWEN_X_Y_H"* ]]
+	[[ "$output" == *"bin/prog/c.c: config.h is not the first include"* ]]
+}

@@ -1,0 +1,160 @@
+/* test-libqwen-util.c: libqwen's uuid.c, json.c getters, ISO time; xmalloc.c. */
+#include "config.h"
+
+#include <sys/wait.h>
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "clock.h"
+#include "json.h"
+#include "log.h"
+#include "tap.h"
+#include "uuid.h"
+#include "xmalloc.h"
+
+static void
+uuids(void)
+{
+	static const uint8_t bin[16] = { 0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b,
+	    0x12, 0xd3, 0xa4, 0x56, 0x42, 0x66, 0x14, 0x17, 0x40, 0x00 };
+	const char *text = "123e4567-e89b-12d3-a456-426614174000";
+	char out[UUID_LEN + 1], prev[UUID_LEN + 1] = "";
+	uint8_t b[16];
+	int lower = 1;
+
+	uuid_format(bin, out);
+	is_str(out, text, "format");
+	ok(uuid_parse(text, strlen(text), b) == 0 && memcmp(b, bin, 16) == 0,
+	    "parse round trip");
+	ok(uuid_parse("123E4567-e89b-12d3-a456-426614174000", 36, b) == -1,
+	    "parse refuses upper case (not canonical)");
+	ok(uuid_parse(text, 35, b) == -1, "parse refuses a short length");
+	ok(uuid_parse("123e4567+e89b-12d3-a456-426614174000", 36, b) == -1,
+	    "parse refuses a missing dash");
+	ok(uuid_parse("123e4567-e89b-12d3-a456-42661417400g", 36, b) == -1,
+	    "parse refuses a non-hex digit");
+	for (int i = 0; i < 20; i++) {
+		uuid_new(out);
+		for (const char *p = out; *p != '\0'; p++)
+			if (isupper((unsigned char)*p))
+				lower = 0;
+		ok(strlen(out) == UUID_LEN && out[14] == '4' &&
+		    strchr("89ab", out[19]) != NULL && uuid_valid(out) &&
+		    strcmp(out, prev) != 0, "new v4 #%d: %s", i, out);
+		strlcpy(prev, out, sizeof(prev));
+	}
+	ok(lower, "new uuids are lowercase");
+	ok(uuid_valid("123E4567-E89B-12D3-A456-426614174000"), "valid: any case");
+	ok(!uuid_valid("123e4567-e89b-62d3-a456-426614174000"), "invalid: version 6");
+	ok(!uuid_valid("123e4567-e89b-12d3-c456-426614174000"), "invalid: variant");
+	ok(!uuid_valid("123e4567e89b12d3a456426614174000"), "invalid: no dashes");
+	ok(!uuid_valid(""), "invalid: empty");
+}
+
+static void
+getters(void)
+{
+	json_object *o = json_tokener_parse(
+	    "{\"s\":\"x\",\"n\":1,\"o\":{\"a\":2},\"z\":null}");
+
+	is_str(json_get_str(o, "s"), "x", "string member");
+	ok(json_get_str(o, "n") == NULL, "a number is not a string");
+	ok(json_get_str(o, "z") == NULL, "null is not a string");
+	ok(json_get_str(o, "missing") == NULL, "absent member");
+	ok(json_get_obj(o, "o") != NULL, "object member");
+	ok(json_get_obj(o, "s") == NULL, "a string is not an object");
+	ok(json_get(o, "n", json_type_int) != NULL, "typed: int");
+	ok(json_get(o, "n", json_type_string) == NULL, "typed: wrong type");
+	ok(json_get_str(NULL, "s") == NULL, "NULL obj is absent");
+	ok(json_get_obj(NULL, "o") == NULL, "NULL obj is absent (object)");
+	json_object_put(o);
+}
+
+static void
+iso(void)
+{
+	char out[CLOCK_ISO_LEN];
+
+	clock_iso_time(1785596473619ULL, out);
+	is_str(out, "2026-08-01T15:01:13.619Z", "ISO time with milliseconds");
+	clock_iso_time(0, out);
+	is_str(out, "1970-01-01T00:00:00.000Z", "the epoch");
+	clock_iso_now(out);
+	ok(strlen(out) == 24 && out[23] == 'Z', "now: %s", out);
+}
+
+/* Run fn in a child with stderr captured: its exit status, its output. */
+static int
+in_child(void (*fn)(void), char *out, size_t size)
+{
+	int fds[2], status;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	if (pipe(fds) == -1 || (pid = fork()) == -1)
+		return -1;
+	if (pid == 0) {
+		dup2(fds[1], STDERR_FILENO);
+		close(fds[0]);
+		fn();
+		_exit(0);
+	}
+	close(fds[1]);
+	while ((size_t)got < size - 1 &&
+	    (n = read(fds[0], out + got, size - 1 - (size_t)got)) > 0)
+		got += n;
+	out[got] = '\0';
+	close(fds[0]);
+	if (waitpid(pid, &status, 0) == -1 || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+static void
+call_fatalx(void)
+{
+	log_init("test", LOG_LEVEL_INFO);
+	fatalx("boom %d", 7);
+}
+
+static void
+null_json(void)
+{
+	log_init("test", LOG_LEVEL_INFO);
+	(void)xjson_checked(NULL);
+}
+
+static void
+allocation(void)
+{
+	char out[512], *s, *p;
+
+	is_int(in_child(call_fatalx, out, sizeof(out)), 1, "fatalx exits 1");
+	ok(strstr(out, "fatal: boom 7") != NULL, "fatalx logs its message");
+	is_int(in_child(null_json, out, sizeof(out)), 1,
+	    "a NULL json-c result is fatal");
+	ok(strstr(out, "out of memory") != NULL, "... and says so");
+	s = xstrdup("abc");
+	is_str(s, "abc", "xstrdup");
+	free(s);
+	ok((p = xmalloc(0)) != NULL, "xmalloc(0) is not NULL");
+	free(p);
+	is_int(xasprintf(&s, "%s-%d", "x", 2), 3, "xasprintf length");
+	is_str(s, "x-2", "xasprintf text");
+	free(s);
+}
+
+int
+main(void)
+{
+	uuids();
+	getters();
+	iso();
+	allocation();
+	return done_testing();
+}
