@@ -4,16 +4,18 @@
  * One file per role: main.c (options, signals, lifecycle), checkconf.c
  * (--check-config), pidfile.c, sockact.c (socket activation), sdnotify.c
  * and ready.c (readiness), listen.c (sockets and request gates), http.c
- * (routing, bodies, replies), names.c (session ids, the transcript
- * directory), routes-session.c (session routes), routes-daemon.c (health,
- * capabilities, workspace listing), web.c (the console's files), bus.c
+ * (routing, bodies, replies; /workspaces/:w/acp), names.c (session ids,
+ * the workspaces, the transcript directories), routes-session.c (session
+ * routes), routes-history.c (transcript pages, branches),
+ * routes-daemon.c (health, capabilities, daemon status, workspace
+ * listing), web.c (the console's files), bus.c
  * (event buses and SSE subscribers), inflight.c (in-flight spawns and
  * restores: the seam of the restore state machine; restore-fsm.c the
  * machine, inflight-ops.c its callbacks, inflight-reply.c the public
  * answers, inflight-fence.c fences and early events), channel.c and
  * channel-rpc.c (the qwen-acp-child process and its JSON-RPC traffic),
- * clients.c (client registry), sessions.c (session map, prompts, reaping,
- * tombstones), acp*.c (ACP over HTTP and WebSocket: acp.h), ws.c and
+ * clients.c (client registry), sessions.c (session map, reaping,
+ * tombstones), prompts.c (a session's prompt FIFO and deadlines), acp*.c (ACP over HTTP and WebSocket: acp.h), ws.c and
  * ws-upgrade.c (WebSocket: ws.h).  Everything runs on one libevent loop;
  * nothing here is thread-safe.
  */
@@ -379,6 +381,14 @@ struct session {
 	struct prompt		*active;
 	struct prompt_list	 queue;
 	size_t			 queued;
+	struct event		*pump_ev;	/* starts the next prompt */
+	/*
+	 * A prompt past its deadline that the child was told to cancel: until
+	 * the child answers it (or the grace ends) the next prompt waits and
+	 * the session's updates, late output of the expired one, are dropped.
+	 */
+	struct prompt		*expired;
+	struct event		*grace_ev;
 };
 
 struct session	*sessions_find(const char *id);
@@ -396,11 +406,6 @@ void	sessions_channel_died(struct channel *, int exit_code, int signal_code,
 void	sessions_route_update(struct channel *, json_object *params);
 int	session_tombstoned(const char *id);
 void	session_tombstone(const char *id);	/* (re)start the 60 s tombstone */
-/* Admit a prompt: returns its id (borrowed), or NULL with *err set. */
-const char *session_prompt_admit(struct session *, json_object *body,
-	    const char *client_id, const char **err);
-size_t	session_pending_prompts(const struct session *);
-void	session_cancel(struct session *, const char *client_id);
 /* Whether anything still holds the session (clients, subscribers, work). */
 int	session_held(const struct session *);
 struct session *sessions_default(const char *workspace);
@@ -414,6 +419,18 @@ void	sessions_close_all(const char *reason);
 int	sessions_capacity_left(const char *workspace, int *total);
 void	sessions_inflight_add(int delta);
 void	sessions_free(void);
+
+/* ---- prompts.c: a session's prompt FIFO and deadlines ----------------- */
+/* The FIFO's events (0, or -1 on ENOMEM); prompts_clear frees them all. */
+int	prompts_init(struct session *);
+void	prompts_clear(struct session *);
+/* Admit a prompt: returns its id (borrowed), or NULL with *err set. */
+const char *session_prompt_admit(struct session *, json_object *body,
+	    const char *client_id, const char **err);
+size_t	session_pending_prompts(const struct session *);
+void	session_cancel(struct session *, const char *client_id);
+/* A session/update for s from the child (params borrowed). */
+void	prompts_update(struct session *, json_object *params);
 
 /* ---- inflight.c: in-flight spawns and restores (the lifecycle seam) --- */
 enum inflight_action { OP_SPAWN, OP_LOAD, OP_RESUME };
