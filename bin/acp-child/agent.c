@@ -19,6 +19,7 @@
 
 #include "agent.h"
 #include "log.h"
+#include "forkslot.h"
 #include "utf8.h"
 
 #define AGENT_READ_SIZE		65536
@@ -361,6 +362,7 @@ agent_start(struct event_base *base, const char *command, const char *prompt,
 	pipecmd *cmd;
 	sigset_t block, saved;
 	int in[2], out[2];
+	pid_t slot;
 
 	*cause = NULL;
 	if ((ag = agent_alloc(base, prompt, prompt_len, cbs, arg)) == NULL) {
@@ -369,7 +371,15 @@ agent_start(struct event_base *base, const char *command, const char *prompt,
 	}
 	if (command == NULL)
 		return agent_start_echo(ag, cause);
+	/* libpipeline would exit on a failed fork: find out first. */
+	if (forkslot_take(&slot) == -1) {
+		if (asprintf(cause, "%s: %s", AGENT_FORK_FAILED, strerror(errno)) == -1)
+			*cause = NULL;
+		agent_free(ag);
+		return NULL;
+	}
 	if (agent_pipes(in, out) == -1) {
+		forkslot_release(slot);
 		if (asprintf(cause, "cannot start agent: pipe: %s", strerror(errno)) == -1)
 			*cause = NULL;
 		agent_free(ag);
@@ -388,6 +398,7 @@ agent_start(struct event_base *base, const char *command, const char *prompt,
 	ag->out_fd = out[0];
 	agent_loop_signals(&block);
 	pthread_sigmask(SIG_BLOCK, &block, &saved);
+	forkslot_release(slot);
 	pipeline_start(ag->pl);		/* closes in[0] and out[1] here */
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	ag->pid = pipeline_get_pid(ag->pl, 0);

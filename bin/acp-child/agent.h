@@ -43,6 +43,9 @@ struct agent_cbs {
  * Start the agent for one prompt.  command NULL: the echo agent.  prompt
  * is copied.  NULL + *cause (caller frees) when it cannot start.
  */
+/* How a cause starts when no process could be forked (retryable). */
+#define AGENT_FORK_FAILED	"cannot start agent: fork"
+
 struct agent	*agent_start(struct event_base *, const char *command,
 		    const char *prompt, size_t prompt_len, const char *session_id,
 		    const char *transcript, const struct agent_cbs *, void *arg,

@@ -168,6 +168,24 @@ prompt_done(void *arg, enum agent_end end, int status, const char *message)
 	child_session_idle(c, s);
 }
 
+/*
+ * The error data of an agent that did not start: no process to be had
+ * now (fork failed) is retryable, where a bad agent command is not.
+ */
+static json_object *
+agent_error_data(const char *cause)
+{
+	json_object *d = child_error_data("agent_failed");
+
+	if (cause != NULL && strncmp(cause, AGENT_FORK_FAILED,
+	    strlen(AGENT_FORK_FAILED)) == 0) {
+		json_object_object_add(d, "code",
+		    json_object_new_string("agent_spawn_failed"));
+		json_object_object_add(d, "retryable", json_object_new_boolean(1));
+	}
+	return d;
+}
+
 void
 prompt_start(struct child *c, struct rpc_msg *m, struct session *s)
 {
@@ -199,7 +217,7 @@ prompt_start(struct child *c, struct rpc_msg *m, struct session *s)
 	free(text);
 	if (p->agent == NULL) {
 		child_send_error(c, m->id, RPC_INTERNAL_ERROR, cause != NULL ? cause :
-		    "cannot start the agent", child_error_data("agent_failed"));
+		    "cannot start the agent", agent_error_data(cause));
 		free(cause);
 		json_object_put(p->req_id);
 		free(p);

@@ -6,13 +6,17 @@
  */
 #include "config.h"
 
+#include <sys/stat.h>
+
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "restore.h"
@@ -206,6 +210,65 @@ setup_token(struct rctx *ctx, const char *flag)
 		usage_err("--token: must be one line");
 }
 
+/* Whether url (http://host[:port]...) names this host's loopback. */
+static int
+url_is_loopback(const char *url)
+{
+	const char *h = strstr(url, "://");
+	const char *hosts[] = { "127.0.0.1", "localhost", "[::1]" };
+
+	if (h == NULL)
+		return 0;
+	h += 3;
+	for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
+		size_t n = strlen(hosts[i]);
+
+		if (strncasecmp(h, hosts[i], n) == 0 && strchr(":/", h[n]) != NULL)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Over loopback TCP without a token: the one the local daemon wrote
+ * beside its socket (<socket dir>/token), if it is ours and private.
+ * Never for another host: the token would go to it.
+ */
+static void
+setup_token_file(struct rctx *ctx)
+{
+	const char *sock = getenv("QWEN_SERVE_SOCKET"), *rt = getenv("XDG_RUNTIME_DIR");
+	const char *slash;
+	char *path = NULL, buf[4096];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if (ctx->token != NULL || ctx->socket_path != NULL ||
+	    !url_is_loopback(ctx->base_url))
+		return;
+	if (sock != NULL && (slash = strrchr(sock, '/')) != NULL)
+		xasprintf(&path, "%.*s/token", (int)(slash - sock), sock);
+	else if (rt != NULL && rt[0] == '/')
+		xasprintf(&path, "%s/qwen-serve/token", rt);
+	else
+		xasprintf(&path, "/tmp/qwen-serve-%u/token", (unsigned)getuid());
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) == -1) {
+		free(path);
+		return;
+	}
+	free(path);
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() &&
+	    (st.st_mode & 077) == 0 && (n = read(fd, buf, sizeof(buf) - 1)) > 0) {
+		buf[n] = '\0';
+		buf[strcspn(buf, "\r\n")] = '\0';
+		if (buf[0] != '\0')
+			ctx->token = xstrdup(buf);
+	}
+	explicit_bzero(buf, sizeof(buf));
+	close(fd);
+}
+
 /* QWEN_FETCH_TIMEOUT_MS when --fetch-timeout-ms was not given. */
 static void
 setup_fetch_env(struct rctx *ctx)
@@ -291,6 +354,7 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 	setup_address(ctx, sock, url);
 	setup_cwd(ctx, cwd);
 	setup_token(ctx, token);
+	setup_token_file(ctx);
 	setup_fetch_env(ctx);
 	if (ctx->base_url == NULL || ctx->addr_key == NULL || ctx->cwd == NULL)
 		usage_err("out of memory");

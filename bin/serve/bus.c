@@ -64,6 +64,7 @@ struct bus {
 	uint64_t		 delivered;	/* raw: highest id written to a stream */
 	struct ring_ev		*ring;
 	size_t			 cap, head, count;
+	size_t			 bytes;		/* frames in the ring */
 	TAILQ_HEAD(, sse_sub)	 subs;
 	size_t			 nsubs;
 	TAILQ_HEAD(, bus_listener) listeners;
@@ -400,7 +401,23 @@ sub_idle_start(struct sse_sub *s)
 		event_add(s->idle, &tv);
 }
 
-/* Keep a copy of the frame in the ring, evicting the oldest when full. */
+/* Drop the oldest frame of the ring. */
+static void
+ring_evict(struct bus *b)
+{
+	b->bytes -= b->ring[b->head].len;
+	free(b->ring[b->head].frame);
+	b->ring[b->head].frame = NULL;
+	b->head = (b->head + 1) % b->cap;
+	b->count--;
+}
+
+/*
+ * Keep a copy of the frame in the ring, evicting the oldest when it is
+ * full in events or in bytes (the newest frame always stays): a session
+ * nobody streams, or an ACP stream nobody holds open, keeps what a
+ * reconnect may replay, never more.
+ */
 static void
 ring_push(struct bus *b, uint64_t id, const char *frame, size_t len)
 {
@@ -410,16 +427,15 @@ ring_push(struct bus *b, uint64_t id, const char *frame, size_t len)
 	if ((copy = malloc(len)) == NULL)
 		return;
 	memcpy(copy, frame, len);
-	if (b->count == b->cap) {
-		free(b->ring[b->head].frame);
-		b->head = (b->head + 1) % b->cap;
-		b->count--;
-	}
+	while (b->count > 0 && (b->count == b->cap ||
+	    b->bytes + len > SERVE_RING_BYTES))
+		ring_evict(b);
 	slot = &b->ring[(b->head + b->count) % b->cap];
 	slot->id = id;
 	slot->frame = copy;
 	slot->len = len;
 	b->count++;
+	b->bytes += len;
 }
 
 /* Keep frame f (event id) in the ring and write it to every stream. */

@@ -26,6 +26,7 @@
 
 #include "base64.h"
 #include "clock.h"
+#include "forkslot.h"
 #include "log.h"
 #include "rpc-frame.h"
 #include "rpc-pending.h"
@@ -187,10 +188,17 @@ chan_start(struct channel *ch)
 	struct err_dup d;
 	sigset_t block, old;
 	pipecmd *cmd;
+	pid_t slot;
 
+	if (forkslot_take(&slot) == -1) {
+		/* The state stays idle: the request fails with a 503. */
+		log_warn("cannot start %s: fork", conf.child_path);
+		return;
+	}
 	if (pipe2(in, O_CLOEXEC) == -1 || pipe2(out, O_CLOEXEC) == -1 ||
 	    pipe2(err, O_CLOEXEC) == -1) {
 		log_warn("pipe");
+		forkslot_release(slot);
 		return;
 	}
 	new_secret(ch->secret, sizeof(ch->secret));
@@ -206,6 +214,7 @@ chan_start(struct channel *ch)
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGHUP);
 	sigprocmask(SIG_BLOCK, &block, &old);
+	forkslot_release(slot);
 	pipeline_start(ch->p);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(err[1]);

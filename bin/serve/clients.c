@@ -2,7 +2,9 @@
  * clients.c: the client registry of a session (seed 001).  Registration
  * never fails: an unknown or absent id gets a fresh client_<uuid>, a
  * registered one is reused and ref-counted.  Only the admission checks
- * (prompt, heartbeat, close) reject an unregistered id.
+ * (prompt, heartbeat, close) reject an unregistered id.  A session keeps
+ * at most SERVE_MAX_CLIENTS: a new one pushes out the least recently seen,
+ * which heals itself as any stale client does (seed 001).
  */
 #include "config.h"
 
@@ -41,6 +43,24 @@ clients_find(struct client_list *l, const char *id)
 	return NULL;
 }
 
+/* Make room for one more client: drop the least recently seen. */
+static void
+clients_make_room(struct client_list *l)
+{
+	struct client *c, *oldest = NULL;
+	size_t n = 0;
+
+	TAILQ_FOREACH(c, l, entry) {
+		n++;
+		if (oldest == NULL || c->last_seen_ms < oldest->last_seen_ms)
+			oldest = c;
+	}
+	if (n >= SERVE_MAX_CLIENTS && oldest != NULL) {
+		TAILQ_REMOVE(l, oldest, entry);
+		free(oldest);
+	}
+}
+
 const char *
 clients_register(struct client_list *l, const char *requested)
 {
@@ -52,6 +72,7 @@ clients_register(struct client_list *l, const char *requested)
 		c->last_seen_ms = clock_wall_ms();
 		return c->id;
 	}
+	clients_make_room(l);
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return NULL;
 	uuid_new(uuid);

@@ -1,7 +1,6 @@
 /*
  * http.c: the evhttp server, the route table, JSON bodies with limits,
- * replies and error bodies, and the connection registry (connection cap,
- * SSE close detection).
+ * replies and error bodies.
  */
 #include "config.h"
 
@@ -25,14 +24,6 @@
 #include "acp.h"
 #include "ws.h"
 #include "xmalloc.h"
-
-struct conn {
-	TAILQ_ENTRY(conn)	 entry;
-	struct evhttp_connection *evcon;
-	struct sse_sub		*sub;
-};
-static TAILQ_HEAD(, conn) conns = TAILQ_HEAD_INITIALIZER(conns);
-static size_t nconns;
 
 enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4, R_ACP = 8 };
 
@@ -181,54 +172,6 @@ http_error_rpc(struct evhttp_request *req, json_object *rpc_error,
 		json_object_object_add(body, "data", json_object_get(v));
 	qerr_class_clear(&c);
 	http_reply_json(req, 500, body);
-}
-
-/* ---- connections -------------------------------------------------------- */
-
-static void
-conn_closed(struct evhttp_connection *evcon, void *arg)
-{
-	struct conn *c = arg;
-
-	(void)evcon;
-	TAILQ_REMOVE(&conns, c, entry);
-	nconns--;
-	if (c->sub != NULL)
-		sse_sub_closed(c->sub);
-	free(c);
-}
-
-static struct conn *
-conn_lookup(struct evhttp_connection *evcon, int create)
-{
-	struct conn *c;
-
-	TAILQ_FOREACH(c, &conns, entry)
-		if (c->evcon == evcon)
-			return c;
-	if (!create || (c = calloc(1, sizeof(*c))) == NULL)
-		return NULL;
-	c->evcon = evcon;
-	TAILQ_INSERT_TAIL(&conns, c, entry);
-	nconns++;
-	evhttp_connection_set_closecb(evcon, conn_closed, c);
-	return c;
-}
-
-void
-http_conn_set_sub(struct evhttp_request *req, struct sse_sub *sub)
-{
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-	struct conn *c;
-
-	if (evcon != NULL && (c = conn_lookup(evcon, 0)) != NULL)
-		c->sub = sub;
-}
-
-size_t
-http_conn_count(void)
-{
-	return nconns;
 }
 
 /* ---- requests ----------------------------------------------------------- */
@@ -410,50 +353,35 @@ out:
 	free(id);
 }
 
-/* The connection cap: 503 connection_limit_exceeded {limit}, then close. */
-static void
-too_many(struct evhttp_request *req)
-{
-	struct qerr *e = qerr_new("connection_limit_exceeded", NULL);
-
-	if (e != NULL)
-		qerr_set_int(e, "limit", conf.max_connections);
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-	http_send_qerr(req, e);
-}
-
 static const char *workspace_of_acp_path(const char *);
 static void	route_request(struct evhttp_request *, const char *,
 		    enum evhttp_cmd_type, const struct evhttp_uri *);
 
-/* The one request callback: connection cap, gates, routing. */
+/* The one request callback: gates, routing (connguard.c counted it). */
 static void
 on_request(struct evhttp_request *req, void *arg)
 {
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
 	enum evhttp_cmd_type method = evhttp_request_get_command(req);
 	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 
 	(void)arg;
-	if (evcon != NULL && conn_lookup(evcon, 1) != NULL &&
-	    nconns > (size_t)conf.max_connections) {
-		evhttp_add_header(evhttp_request_get_output_headers(req),
-		    "Connection", "close");
-		too_many(req);
+	guard_request(req);
+	/* A chunked body is only measured whole (connguard.c cuts it early). */
+	if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) > SERVE_MAX_BODY) {
+		http_error(req, "payload_too_large", NULL);
 		return;
 	}
 	if (path == NULL || path[0] != '/') {
 		http_error(req, "bad_request", NULL);
 		return;
 	}
-	/* /workspaces/:w/acp is /acp bound to workspace w. */
-	if (strncmp(path, "/workspaces/", 12) == 0) {
-		if ((acp_bound_workspace = workspace_of_acp_path(path)) == NULL) {
-			http_send_qerr(req, qerr_new("not_found",
-			    "No such workspace: use an id or the cwd of /capabilities workspaces[]"));
-			return;
-		}
+	/*
+	 * /workspaces/:w/acp is /acp bound to workspace w; another w is an
+	 * unknown path (404 after the gates, like any other).
+	 */
+	if (strncmp(path, "/workspaces/", 12) == 0 &&
+	    (acp_bound_workspace = workspace_of_acp_path(path)) != NULL) {
 		route_request(req, "/acp", method, uri);
 		acp_bound_workspace = NULL;
 		return;
@@ -510,7 +438,7 @@ route_request(struct evhttp_request *req, const char *path,
 		ws_upgrade(req);
 		return;
 	}
-	if (web_route(req, path))
+	if (listen_preflight(req) || web_route(req, path))
 		return;
 	if (listen_gate(req, strcmp(path, "/health") == 0 ? GATE_HEALTH :
 	    GATE_API) == -1)
@@ -544,7 +472,7 @@ http_new(struct event_base *base)
 
 	if ((http = evhttp_new(base)) == NULL)
 		return NULL;
-	evhttp_set_max_body_size(http, SERVE_MAX_BODY);
+	guard_install(http);
 	evhttp_set_max_headers_size(http, SERVE_MAX_HEADERS);
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
 	    EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);

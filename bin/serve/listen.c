@@ -1,7 +1,7 @@
 /*
- * listen.c: the Unix socket and loopback TCP listeners, and the gates every
- * request passes: peer credentials (Unix socket), Host allowlist (loopback
- * TCP, against DNS rebinding), Origin, and the bearer token.
+ * listen.c: the Unix socket and loopback TCP listeners: binding them (or
+ * taking systemd's), and pausing them while descriptors run out.  The
+ * gates each request then passes are in gate.c.
  */
 #include "config.h"
 
@@ -20,18 +20,19 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/util.h>
 #include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 
-#include "errors.h"
 #include "log.h"
 #include "serve.h"
 
 static struct evconnlistener *unix_listener;
+static struct evconnlistener *tcp_listener;
 static struct evhttp_bound_socket *tcp_handle;
+static struct event *resume_ev;
+static int accept_paused, accept_episode;
 static struct evhttp *bound_http;
 static int lock_fd = -1;
 static char *lock_path;
@@ -149,6 +150,75 @@ claim_socket_path(const char *path)
 	return 0;
 }
 
+/* Accept on both listeners again (a descriptor was freed, or a second passed). */
+static void
+accept_resume(void)
+{
+	if (!accept_paused)
+		return;
+	accept_paused = 0;
+	if (unix_listener != NULL)
+		evconnlistener_enable(unix_listener);
+	if (tcp_listener != NULL)
+		evconnlistener_enable(tcp_listener);
+}
+
+static void
+resume_timer(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd; (void)what; (void)arg;
+	accept_resume();
+}
+
+/*
+ * accept() failed for want of descriptors: stop polling the listeners
+ * (libevent would retry them at once, forever) until a connection closes,
+ * or a second passes (a child or a file may have freed one).  One log
+ * line per episode.
+ */
+static void
+accept_error(struct evconnlistener *lev, void *arg)
+{
+	struct timeval tv = { 1, 0 };
+	int err = EVUTIL_SOCKET_ERROR();
+
+	(void)lev; (void)arg;
+	if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM) {
+		log_warnx("accept: %s", strerror(err));
+		return;
+	}
+	if (!accept_episode)
+		log_warnx("accept: %s: not accepting until a descriptor is free",
+		    strerror(err));
+	accept_episode = 1;
+	accept_paused = 1;
+	if (unix_listener != NULL)
+		evconnlistener_disable(unix_listener);
+	if (tcp_listener != NULL)
+		evconnlistener_disable(tcp_listener);
+	if (resume_ev == NULL)
+		resume_ev = evtimer_new(serve_base, resume_timer, NULL);
+	if (resume_ev != NULL)
+		evtimer_add(resume_ev, &tv);
+}
+
+/* A connection closed: its descriptor is free again. */
+void
+listen_fd_freed(void)
+{
+	accept_resume();
+}
+
+/* A connection was accepted: an EMFILE episode, if any, is over. */
+void
+listen_accepted(void)
+{
+	if (accept_episode && !accept_paused) {
+		log_info("accept: accepting again");
+		accept_episode = 0;
+	}
+}
+
 /* Serve HTTP on the listening Unix socket fd (ours or systemd's). */
 static int
 listen_unix_fd(struct evhttp *http, int fd, const char *path)
@@ -159,6 +229,7 @@ listen_unix_fd(struct evhttp *http, int fd, const char *path)
 		log_warnx("cannot listen on %s", path);
 		return -1;
 	}
+	evconnlistener_set_error_cb(unix_listener, accept_error);
 	printf("qwen-serve: listening on unix:%s%s\n", path,
 	    fd == conf.act_unix_fd ? " (from systemd)" : "");
 	return 0;
@@ -209,6 +280,28 @@ listen_unix(struct evhttp *http, const char *path)
 	return listen_unix_fd(http, fd, path);
 }
 
+/* Our own TCP listener on host:port (so that accept errors are ours). */
+static struct evconnlistener *
+tcp_bind(const char *host)
+{
+	struct evutil_addrinfo hints, *ai = NULL;
+	struct evconnlistener *lev;
+	char port[16];
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = EVUTIL_AI_PASSIVE | EVUTIL_AI_ADDRCONFIG;
+	snprintf(port, sizeof(port), "%d", conf.port);
+	if (evutil_getaddrinfo(host, port, &hints, &ai) != 0 || ai == NULL)
+		return NULL;
+	lev = evconnlistener_new_bind(serve_base, NULL, NULL,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE,
+	    128, ai->ai_addr, (int)ai->ai_addrlen);
+	evutil_freeaddrinfo(ai);
+	return lev;
+}
+
 /* Bind the TCP listener and record the port it got. */
 static int
 listen_tcp(struct evhttp *http)
@@ -221,15 +314,18 @@ listen_tcp(struct evhttp *http)
 	if (strcasecmp(host, "localhost") == 0)
 		host = "127.0.0.1";	/* resolved and pinned */
 	if (conf.act_tcp_fd != -1)
-		tcp_handle = evhttp_accept_socket_with_handle(http, conf.act_tcp_fd);
+		tcp_listener = evconnlistener_new(serve_base, NULL, NULL,
+		    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1,
+		    conf.act_tcp_fd);
 	else
-		tcp_handle = evhttp_bind_socket_with_handle(http, host,
-		    (ev_uint16_t)conf.port);
-	if (tcp_handle == NULL) {
+		tcp_listener = tcp_bind(host);
+	if (tcp_listener == NULL ||
+	    (tcp_handle = evhttp_bind_listener(http, tcp_listener)) == NULL) {
 		log_warnx("cannot listen on %s port %d", conf.hostname, conf.port);
 		return -1;
 	}
-	fd = evhttp_bound_socket_get_fd(tcp_handle);
+	evconnlistener_set_error_cb(tcp_listener, accept_error);
+	fd = evconnlistener_get_fd(tcp_listener);
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) == -1)
 		return -1;
 	if (ss.ss_family == AF_INET)
@@ -287,9 +383,16 @@ listen_stop(void)
 	if (tcp_handle != NULL) {
 		evhttp_del_accept_socket(bound_http, tcp_handle);
 		tcp_handle = NULL;
+		tcp_listener = NULL;
 	}
+	if (resume_ev != NULL) {
+		event_free(resume_ev);
+		resume_ev = NULL;
+	}
+	accept_paused = 0;
 	if (unix_listener != NULL) {
 		evconnlistener_disable(unix_listener);
+		evconnlistener_set_error_cb(unix_listener, NULL);
 		if (own_socket)
 			unlink(conf.socket_path);
 		own_socket = 0;
@@ -301,149 +404,4 @@ listen_stop(void)
 	}
 	free(lock_path);
 	lock_path = NULL;
-}
-
-/* The socket's address family (AF_UNIX or AF_INET*), -1 if unknown. */
-static int
-req_family(struct evhttp_request *req, int *fdp)
-{
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	int fd;
-
-	if (evcon == NULL)
-		return -1;
-	fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon));
-	*fdp = fd;
-	if (getsockname(fd, (struct sockaddr *)&ss, &len) == -1)
-		return -1;
-	return ss.ss_family;
-}
-
-/* SO_PEERCRED: the peer must be our uid or root. */
-static int
-peer_ok(int fd)
-{
-	struct ucred uc;
-	socklen_t len = sizeof(uc);
-
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == -1)
-		return 0;
-	return uc.uid == geteuid() || uc.uid == 0;
-}
-
-/* The Host header must name a loopback host and our port. */
-static int
-host_ok(const char *host)
-{
-	const char *names[] = { "localhost", "127.0.0.1", "[::1]",
-	    "host.docker.internal", conf.hostname };
-	char want[300];
-
-	if (host == NULL)
-		return 0;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		snprintf(want, sizeof(want), "%s:%d", names[i], conf.bound_port);
-		if (strcasecmp(host, want) == 0)
-			return 1;
-		if ((conf.bound_port == 80 || conf.bound_port == 443) &&
-		    strcasecmp(host, names[i]) == 0)
-			return 1;
-	}
-	return 0;
-}
-
-/* Same-origin loopback (the page is served by us) or --allow-origin. */
-static int
-origin_ok(const char *origin)
-{
-	char self[300];
-
-	if (strcmp(origin, "null") == 0)
-		return 0;
-	for (size_t i = 0; i < conf.n_allow_origin; i++)
-		if (strcasecmp(origin, conf.allow_origin[i]) == 0)
-			return 1;
-	if (conf.bound_port != 0) {
-		snprintf(self, sizeof(self), "http://127.0.0.1:%d", conf.bound_port);
-		if (strcasecmp(origin, self) == 0)
-			return 1;
-		snprintf(self, sizeof(self), "http://localhost:%d", conf.bound_port);
-		if (strcasecmp(origin, self) == 0)
-			return 1;
-	}
-	return 0;
-}
-
-/* Constant-time comparison of the bearer against the token. */
-static int
-token_ok(const char *auth)
-{
-	const char *given;
-	size_t glen, tlen = strlen(conf.token), n;
-	unsigned char diff = 0;
-
-	if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
-		return 0;
-	given = auth + 7;
-	glen = strlen(given);
-	n = glen > tlen ? glen : tlen;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char a = i < glen ? (unsigned char)given[i] : 0;
-		unsigned char b = i < tlen ? (unsigned char)conf.token[i] : 0;
-		diff |= a ^ b;
-	}
-	return diff == 0 && glen == tlen;
-}
-
-int
-listen_gate(struct evhttp_request *req, enum gate_kind kind)
-{
-	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
-	const char *origin = evhttp_find_header(h, "Origin");
-	int fd = -1, fam = req_family(req, &fd);
-
-	if (fam == AF_UNIX && !peer_ok(fd)) {
-		http_send_qerr(req, qerr_new("forbidden_host",
-		    "Peer credentials not allowed"));
-		return -1;
-	}
-	if (fam != AF_UNIX && conf.tcp_loopback &&
-	    !host_ok(evhttp_find_header(h, "Host"))) {
-		http_error(req, "forbidden_host", NULL);
-		return -1;
-	}
-	if (origin != NULL && !origin_ok(origin)) {
-		http_error(req, "origin_forbidden", NULL);
-		return -1;
-	}
-	if (conf.token != NULL && kind != GATE_PUBLIC &&
-	    !(kind == GATE_HEALTH && !conf.require_auth) &&
-	    !token_ok(evhttp_find_header(h, "Authorization"))) {
-		evhttp_add_header(evhttp_request_get_output_headers(req),
-		    "WWW-Authenticate", "Bearer");
-		http_error(req, "unauthorized", NULL);
-		return -1;
-	}
-	return 0;
-}
-
-void
-listen_cors_headers(struct evhttp_request *req)
-{
-	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-	const char *origin = evhttp_find_header(
-	    evhttp_request_get_input_headers(req), "Origin");
-
-	if (origin == NULL)
-		return;
-	evhttp_add_header(out, "Access-Control-Allow-Origin", origin);
-	evhttp_add_header(out, "Vary", "Origin");
-	evhttp_add_header(out, "Access-Control-Allow-Headers",
-	    "Authorization, Content-Type, X-Qwen-Client-Id, Last-Event-ID, X-Qwen-Event-Epoch");
-	evhttp_add_header(out, "Access-Control-Allow-Methods",
-	    "GET, POST, DELETE, OPTIONS");
-	evhttp_add_header(out, "Access-Control-Expose-Headers",
-	    "Retry-After, X-Qwen-Event-Epoch, X-Qwen-SSE-Stream-Id");
 }

@@ -48,7 +48,8 @@ enum {
 	OPT_SESS_IDLE, OPT_SESS_REAP, OPT_SSE_HB, OPT_RING, OPT_REPLAY_MAX,
 	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
 	OPT_NO_WEB, OPT_WEB_DIR,
-	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_PROMPT_DEADLINE, OPT_WRITER_IDLE,
+	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_TOKEN_FILE, OPT_PROMPT_DEADLINE,
+	OPT_WRITER_IDLE,
 };
 
 static const struct option longopts[] = {
@@ -57,6 +58,7 @@ static const struct option longopts[] = {
 	{ "port", required_argument, NULL, OPT_PORT },
 	{ "no-tcp", no_argument, NULL, OPT_NO_TCP },
 	{ "token", required_argument, NULL, OPT_TOKEN },
+	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	{ "require-auth", no_argument, NULL, OPT_REQUIRE_AUTH },
 	{ "allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN },
 	{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
@@ -94,7 +96,7 @@ usage(int status)
 {
 	fprintf(status ? stderr : stdout,
 	    "usage: qwen-serve [--socket PATH] [--hostname HOST] [--port N] [--no-tcp]\n"
-	    "\t[--token TOKEN] [--require-auth] [--allow-origin ORIGIN]...\n"
+	    "\t[--token-file FILE | --token TOKEN] [--require-auth] [--allow-origin ORIGIN]...\n"
 	    "\t[--max-connections N] [--workspace DIR] [--child PATH]\n"
 	    "\t[--data-dir DIR] [--agent-command CMD] [--log-file FILE]\n"
 	    "\t[--log-level LEVEL] [--trace-file FILE] [--initialize-timeout-ms MS]\n"
@@ -277,7 +279,8 @@ parse_args(int argc, char **argv)
 		case OPT_HOSTNAME: free(conf.hostname); conf.hostname = xstrdup(optarg); break;
 		case OPT_PORT: conf.port = (int)num_opt("port", optarg, 0, 65535); break;
 		case OPT_NO_TCP: conf.no_tcp = 1; break;
-		case OPT_TOKEN: free(conf.token); conf.token = xstrdup(optarg); break;
+		case OPT_TOKEN: free(conf.token); conf.token = token_from_argv(optarg); break;
+		case OPT_TOKEN_FILE: free(conf.token_file); conf.token_file = xstrdup(optarg); break;
 		case OPT_REQUIRE_AUTH: conf.require_auth = 1; break;
 		case OPT_ALLOW_ORIGIN: strv_add(&conf.allow_origin, &conf.n_allow_origin, optarg); break;
 		case OPT_MAX_CONN: conf.max_connections = (int)num_opt("max-connections", optarg, 1, 65536); break;
@@ -332,8 +335,6 @@ parse_args(int argc, char **argv)
 static void
 resolve_conf(void)
 {
-	const char *env;
-
 	resolve_workspaces();
 	if (conf.socket_path == NULL) {
 		if ((conf.socket_path = default_socket()) == NULL)
@@ -343,23 +344,19 @@ resolve_conf(void)
 	conf.tcp_loopback = listen_is_loopback_host(conf.hostname);
 	if (conf.child_path == NULL)
 		conf.child_path = default_child();
-	if (conf.token == NULL && (env = getenv("QWEN_SERVER_TOKEN")) != NULL) {
-		while (*env == ' ' || *env == '\t')
-			env++;
-		conf.token = strdup(env);
-		for (char *e = conf.token + strlen(conf.token);
-		    e > conf.token && strchr(" \t\r\n", e[-1]) != NULL; e--)
-			e[-1] = '\0';
-		if (conf.token[0] == '\0') {
-			free(conf.token);
-			conf.token = NULL;
-		}
-	} else if (conf.token != NULL && conf.token[0] == '\0') {
+	if (conf.token != NULL && conf.token[0] == '\0') {
 		fprintf(stderr, "qwen-serve: --token: the token must not be empty\n");
 		exit(2);
 	}
+	if (conf.token != NULL && conf.token_file != NULL) {
+		fprintf(stderr, "qwen-serve: --token and --token-file are exclusive\n");
+		exit(2);
+	}
+	conf.token = token_resolve(conf.token_file, conf.token);
+	if (conf.token != NULL)
+		token_set(conf.token);
 	if (conf.require_auth && conf.token == NULL) {
-		fprintf(stderr, "qwen-serve: --require-auth needs --token or QWEN_SERVER_TOKEN\n");
+		fprintf(stderr, "qwen-serve: --require-auth needs --token or QWEN_SERVER_TOKEN (or --token-file)\n");
 		exit(2);
 	}
 }
@@ -385,20 +382,6 @@ ops_start(void)
 		}
 		atexit(pidfile_release);
 	}
-}
-
-/* A 128-bit token as 22 URL-safe characters, printed once on stdout. */
-static void
-generate_token(void)
-{
-	unsigned char raw[16];
-	char tok[23];
-
-	arc4random_buf(raw, sizeof(raw));
-	base64_encode(BASE64_URL, raw, sizeof(raw), tok, sizeof(tok));
-	conf.token = xstrdup(tok);
-	printf("qwen-serve: token: %s\n", tok);
-	fflush(stdout);
 }
 
 static void
@@ -488,15 +471,16 @@ main(int argc, char **argv)
 		    strerror(errno));
 		exit(1);
 	}
+	guard_init();
 	if ((serve_base = event_base_new()) == NULL ||
 	    (http = http_new(serve_base)) == NULL) {
 		fprintf(stderr, "qwen-serve: cannot create the event loop\n");
 		exit(1);
 	}
-	if (!conf.no_tcp && !conf.tcp_loopback && conf.token == NULL)
-		generate_token();
 	if (listen_start(http) == -1)
 		exit(1);
+	if (!conf.no_tcp && conf.token == NULL)
+		token_generate();
 	for (int i = 0; signums[i] != 0; i++) {
 		sigs[i] = evsignal_new(serve_base, signums[i], on_signal, NULL);
 		event_add(sigs[i], NULL);
@@ -526,5 +510,6 @@ main(int argc, char **argv)
 	event_base_free(serve_base);
 	trace_sink_close(serve_trace);
 	pidfile_release();
+	token_unlink();
 	return 0;
 }

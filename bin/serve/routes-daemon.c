@@ -43,6 +43,8 @@ route_health(struct http_ctx *ctx)
 		    xjson_object_new_boolean(channels_running() > 0));
 		json_object_object_add(o, "connections",
 		    xjson_object_new_int64((int64_t)http_conn_count()));
+		json_object_object_add(o, "maxConnections",
+		    xjson_object_new_int64((int64_t)guard_limit()));
 		json_object_object_add(o, "wsConnections",
 		    xjson_object_new_int64((int64_t)ws_conn_count()));
 		inflight_stats(&active, &unsettled, &overdue, &quarantined);

@@ -3,12 +3,14 @@
  *
  * One file per role: main.c (options, signals, lifecycle), checkconf.c
  * (--check-config), pidfile.c, sockact.c (socket activation), sdnotify.c
- * and ready.c (readiness), listen.c (sockets and request gates), http.c
- * (routing, bodies, replies; /workspaces/:w/acp), names.c (session ids,
- * the workspaces, the transcript directories), routes-session.c (session
- * routes), routes-history.c (transcript pages, branches),
- * routes-daemon.c (health, capabilities, daemon status, workspace
- * listing), web.c (the console's files), bus.c
+ * and ready.c (readiness), listen.c (sockets), gate.c (request gates),
+ * peer.c (who the peer is), token.c (the bearer), connguard.c
+ * (connections from their accept on), http.c (routing, bodies, replies;
+ * /workspaces/:w/acp), names.c (session ids, the workspaces, the
+ * transcript directories), routes-session.c (session routes),
+ * routes-history.c (transcript pages, branches), routes-daemon.c (health,
+ * capabilities, daemon status, workspace listing), web.c (the console's
+ * files), bus.c
  * (event buses and SSE subscribers), inflight.c (in-flight spawns and
  * restores: the seam of the restore state machine; restore-fsm.c the
  * machine, inflight-ops.c its callbacks, inflight-reply.c the public
@@ -38,10 +40,14 @@
 #define SERVE_MAX_HEADERS	(64u * 1024)
 #define SERVE_SESSION_ID_MAX	128
 #define SERVE_CLIENT_ID_MAX	128
+/* Clients registered per session; the least recently seen makes room. */
+#define SERVE_MAX_CLIENTS	256
 #define SERVE_MAX_SUBSCRIBERS	64
 #define SERVE_SSE_RETRY_MS	3000
 #define SERVE_SSE_QUEUE_BYTES	(2u * 1024 * 1024)
 #define SERVE_SSE_REPLAY_BYTES	(8u * 1024 * 1024)
+/* A bus's replay ring (and an ACP stream's queue) in bytes. */
+#define SERVE_RING_BYTES	(2 * SERVE_SSE_REPLAY_BYTES)
 #define SERVE_TOMBSTONE_MS	60000
 /* A prompt goes to the child this long after its 202 was queued. */
 #define SERVE_PROMPT_DISPATCH_MS	5
@@ -59,6 +65,8 @@ struct serve_conf {
 	int		 port;
 	int		 no_tcp;
 	char		*token;		/* NULL: no bearer configured */
+	char		*token_file;	/* --token-file, or NULL */
+	int		 token_generated;	/* made by us: gates TCP only */
 	int		 require_auth;
 	char		**allow_origin;
 	size_t		 n_allow_origin;
@@ -127,16 +135,40 @@ int	listen_start(struct evhttp *http);
 int	listen_probe_addr(struct sockaddr_storage *ss, socklen_t *len);
 int	listen_is_loopback_host(const char *host);
 void	listen_stop(void);
+void	listen_fd_freed(void);	/* a connection closed: resume accepting */
+void	listen_accepted(void);	/* a connection was accepted */
+
+/* ---- gate.c ------------------------------------------------------------ */
 /*
  * The transport gates for one request: peer credentials, Host allowlist,
  * Origin, bearer token.  Returns 0 to go on, or sends the error reply and
  * returns -1.  GATE_HEALTH: GET /health (pre-auth unless --require-auth);
- * GATE_PUBLIC: the console's static files (never a bearer).
+ * GATE_PUBLIC: the console's static files (no bearer, but for a TCP peer
+ * that is not the daemon's user when the token is the generated one).
+ * A loopback TCP peer running as the daemon's user needs no generated
+ * token.
  */
 enum gate_kind { GATE_API, GATE_HEALTH, GATE_PUBLIC };
 int	listen_gate(struct evhttp_request *req, enum gate_kind kind);
+/* Answer an allowed CORS preflight without the bearer; 1 when answered. */
+int	listen_preflight(struct evhttp_request *req);
 /* Extra response headers for an allowed cross-origin request. */
 void	listen_cors_headers(struct evhttp_request *req);
+
+/* ---- token.c: the bearer token --------------------------------------- */
+/* --token's value (caller frees), wiped from argv, with a warning. */
+char	*token_from_argv(char *arg);
+/* --token-file, --token (takes ownership), credential, env; exits 2. */
+char	*token_resolve(const char *file, char *flag);
+void	 token_set(const char *token);	/* keep its digest */
+int	 token_check(const char *auth);	/* the Authorization value */
+void	 token_generate(void);	/* TCP with no token: make and write one */
+void	 token_unlink(void);
+
+/* ---- peer.c: who is on the other end ----------------------------------- */
+int	 peer_unix_trusted(int fd);	/* SO_PEERCRED: us or root */
+long	 peer_tcp_uid(int fd);		/* sock_diag; -1 when unknown */
+int	 peer_tcp_trusted(int fd);	/* loopback peer runs as us or root */
 
 /* ---- sockact.c: socket activation (LISTEN_FDS) ------------------------ */
 /*
@@ -201,7 +233,14 @@ void	http_error_rpc(struct evhttp_request *, json_object *rpc_error,
 	    const char *session_id);
 /* Connection registry (for the cap and SSE close detection). */
 struct sse_sub;
+/* ---- connguard.c: every connection from its accept on ------------------ */
+void	guard_init(void);	/* raise RLIMIT_NOFILE, derive the cap */
+int	guard_limit(void);	/* the connection cap in force */
+void	guard_install(struct evhttp *);
+void	guard_request(struct evhttp_request *);	/* a whole request arrived */
 void	http_conn_set_sub(struct evhttp_request *, struct sse_sub *);
+void	http_conn_streaming(struct evhttp_request *);	/* input discarded */
+void	http_conn_taken(struct evhttp_request *);	/* WebSocket takeover */
 size_t	http_conn_count(void);
 
 /* ---- routes-session.c -------------------------------------------------- */

@@ -1,0 +1,202 @@
+/*
+ * gate.c: the gates every request passes: peer credentials (Unix socket),
+ * Host allowlist (loopback TCP, against DNS rebinding), Origin, and the
+ * bearer token, which a loopback TCP peer running as the daemon's own
+ * user may go without (peer.c); and the CORS answers.
+ */
+#include "config.h"
+
+#include <sys/socket.h>
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "errors.h"
+#include "serve.h"
+
+/* The socket's address family (AF_UNIX or AF_INET*), -1 if unknown. */
+static int
+req_family(struct evhttp_request *req, int *fdp)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int fd;
+
+	if (evcon == NULL)
+		return -1;
+	fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon));
+	*fdp = fd;
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) == -1)
+		return -1;
+	return ss.ss_family;
+}
+
+/* The Host header must name a loopback host and our port. */
+static int
+host_ok(const char *host)
+{
+	const char *names[] = { "localhost", "127.0.0.1", "[::1]",
+	    "host.docker.internal", conf.hostname };
+	char want[300];
+
+	if (host == NULL)
+		return 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(want, sizeof(want), "%s:%d", names[i], conf.bound_port);
+		if (strcasecmp(host, want) == 0)
+			return 1;
+		if ((conf.bound_port == 80 || conf.bound_port == 443) &&
+		    strcasecmp(host, names[i]) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Same-origin loopback (the page is served by us) or --allow-origin. */
+static int
+origin_ok(const char *origin)
+{
+	char self[300];
+
+	if (strcmp(origin, "null") == 0)
+		return 0;
+	for (size_t i = 0; i < conf.n_allow_origin; i++)
+		if (strcasecmp(origin, conf.allow_origin[i]) == 0)
+			return 1;
+	if (conf.bound_port != 0) {
+		snprintf(self, sizeof(self), "http://127.0.0.1:%d", conf.bound_port);
+		if (strcasecmp(origin, self) == 0)
+			return 1;
+		snprintf(self, sizeof(self), "http://localhost:%d", conf.bound_port);
+		if (strcasecmp(origin, self) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Whether a TCP peer is let in without the bearer: only on a loopback
+ * listener, and only when the kernel says its socket is our uid's.  With
+ * a configured token this opens the console and /health only; with the
+ * one we generated, everything (the same user's browser and tools).
+ */
+static int
+tcp_peer_trusted(int fd)
+{
+	return conf.tcp_loopback && peer_tcp_trusted(fd);
+}
+
+/* 401 unauthorized with the Bearer challenge. */
+static int
+gate_unauthorized(struct evhttp_request *req)
+{
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "WWW-Authenticate", "Bearer");
+	http_error(req, "unauthorized", NULL);
+	return -1;
+}
+
+/*
+ * The bearer rule.  Unix socket (peer already checked): a configured token
+ * gates the API as upstream does.  TCP: a peer that is not ours needs the
+ * bearer for every route; ours needs it only for the API and only when
+ * the token was configured.
+ */
+static int
+gate_bearer(struct evhttp_request *req, enum gate_kind kind, int fam, int fd)
+{
+	const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req),
+	    "Authorization");
+	int open_route = kind == GATE_PUBLIC ||
+	    (kind == GATE_HEALTH && !conf.require_auth);
+
+	if (conf.token == NULL || token_check(auth))
+		return 0;
+	if (fam == AF_UNIX)
+		return conf.token_generated || open_route ? 0 :
+		    gate_unauthorized(req);
+	if (!tcp_peer_trusted(fd))
+		/* The console's files carry no secret; with a configured token
+		 * a remote browser loads them and then asks for it. */
+		return kind == GATE_PUBLIC && !conf.token_generated ? 0 :
+		    gate_unauthorized(req);
+	return conf.token_generated || open_route ? 0 : gate_unauthorized(req);
+}
+
+int
+listen_gate(struct evhttp_request *req, enum gate_kind kind)
+{
+	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+	const char *origin = evhttp_find_header(h, "Origin");
+	int fd = -1, fam = req_family(req, &fd);
+
+	if (fam == AF_UNIX && !peer_unix_trusted(fd)) {
+		http_send_qerr(req, qerr_new("forbidden_host",
+		    "Peer credentials not allowed"));
+		return -1;
+	}
+	if (fam != AF_UNIX && conf.tcp_loopback &&
+	    !host_ok(evhttp_find_header(h, "Host"))) {
+		http_error(req, "forbidden_host", NULL);
+		return -1;
+	}
+	if (origin != NULL && !origin_ok(origin)) {
+		http_error(req, "origin_forbidden", NULL);
+		return -1;
+	}
+	return gate_bearer(req, kind, fam, fd);
+}
+
+/*
+ * A CORS preflight from an allowed origin: answered before the bearer
+ * gate (a browser never sends credentials on it).  1 when answered.
+ */
+int
+listen_preflight(struct evhttp_request *req)
+{
+	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+	const char *origin = evhttp_find_header(h, "Origin");
+	int fd = -1, fam = req_family(req, &fd);
+
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_OPTIONS ||
+	    origin == NULL ||
+	    evhttp_find_header(h, "Access-Control-Request-Method") == NULL)
+		return 0;
+	if (fam == AF_UNIX && !peer_unix_trusted(fd))
+		return 0;
+	if (fam != AF_UNIX && conf.tcp_loopback &&
+	    !host_ok(evhttp_find_header(h, "Host")))
+		return 0;
+	if (!origin_ok(origin))
+		return 0;
+	listen_cors_headers(req);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Access-Control-Max-Age", "600");
+	evhttp_send_reply(req, 204, NULL, NULL);
+	return 1;
+}
+
+void
+listen_cors_headers(struct evhttp_request *req)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+	const char *origin = evhttp_find_header(
+	    evhttp_request_get_input_headers(req), "Origin");
+
+	if (origin == NULL)
+		return;
+	evhttp_add_header(out, "Access-Control-Allow-Origin", origin);
+	evhttp_add_header(out, "Vary", "Origin");
+	evhttp_add_header(out, "Access-Control-Allow-Headers",
+	    "Authorization, Content-Type, X-Qwen-Client-Id, Last-Event-ID, X-Qwen-Event-Epoch");
+	evhttp_add_header(out, "Access-Control-Allow-Methods",
+	    "GET, POST, DELETE, OPTIONS");
+	evhttp_add_header(out, "Access-Control-Expose-Headers",
+	    "Retry-After, X-Qwen-Event-Epoch, X-Qwen-SSE-Stream-Id");
+}

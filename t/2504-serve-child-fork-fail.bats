@@ -1,0 +1,31 @@
+#!/usr/bin/env bats
+# qwen-acp-child: the agent's fork fails (RLIMIT_NPROC, memory): that
+# prompt fails retryably, and the child and its session live on (t/2503
+# has the daemon's half).  t/helper/failfork.so makes fork() fail while
+# $FAILFORK_FILE exists.
+load acp_helper
+
+SHIM=$QWEN_TOP_BUILDDIR/t/helper/failfork.so
+
+setup() {
+	acp_setup
+	FAIL=$BATS_TEST_TMPDIR/fail
+	export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
+}
+
+@test "the child: the agent fails to fork, that prompt fails retryably, the child and its session live" {
+	run acp-drive -t 10 -e "$ERR" -- env LD_PRELOAD="$SHIM" FAILFORK_FILE="$FAIL" \
+	    qwen-acp-child --data-dir "$DATA" --workspace "$WS" --agent-command 'echo agent-ran' <<EOF
+$INIT
+$(req '"new"' session/new "{\"_meta\":{\"qwen-code/sessionId\":\"$SID1\"}}")
+shell touch $FAIL
+$(prompt_req 1 "$SID1" "first")
+shell rm $FAIL
+$(prompt_req 2 "$SID1" "second")
+EOF
+	[ "$status" -eq 0 ]
+	[ "$(resp 1 | jq -r .error.data.code)" = agent_spawn_failed ]
+	[ "$(resp 1 | jq -r .error.data.retryable)" = true ]
+	[[ "$(resp 1 | jq -r .error.message)" == "cannot start agent: fork: "* ]]
+	[ "$(resp 2 | jq -r .result.stopReason)" = end_turn ]
+}
