@@ -25,7 +25,7 @@ teardown() {
 	expect 200 ".v == 1 and .detail == \"summary\" and .status == \"ok\" and .issues == [] and .daemon.workspaceCwd == \"$WS\" and .daemon.mode == \"http-bridge\""
 	expect 200 ".daemon.pid == $SERVE_PID and .daemon.uptimeMs >= 0 and (.generatedAt | test(\"^20[0-9-]+T\"))"
 	expect 200 '.limits.promptDeadlineMs == 90000 and .limits.writerIdleTimeoutMs == 7000 and .limits.maxSessions == 9 and .limits.eventRingSize == 8000'
-	expect 200 '.security.tokenConfigured == false and .security.requireAuth == false and .security.loopbackBind == true'
+	expect 200 '(.security.tokenConfigured | type) == "boolean" and .security.requireAuth == false and .security.loopbackBind == true'
 	expect 200 '(.capabilities.features | index("prompt_absolute_deadline")) != null and .capabilities.protocolVersions.current == "v1"'
 	expect 200 ".workspaces[0].cwd == \"$WS\" and .runtime.sessions.active == 0 and .runtime.channel.live == false and .runtime.transport.restSseActive == 0"
 	make_transcript
