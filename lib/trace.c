@@ -21,9 +21,11 @@
 #include "trace-int.h"
 
 struct trace_sink {
-	int		 fd;
-	char		*path;
+	int		 fd;		/* -1: no file */
+	char		*path;		/* NULL: no file */
 	char		*service;
+	trace_export_fn	 export_fn;	/* each ended span also goes here */
+	void		*export_arg;
 };
 
 #define TRACE_SCOPE		"qwen-serve"
@@ -424,7 +426,9 @@ span_end(struct span *sp, struct trace_sink *sink)
 		if ((line = span_encode(sp, sink->service, &len)) == NULL)
 			rc = -1;
 		else {
-			rc = sink_write(sink, line, len);
+			if (sink->export_fn != NULL)
+				sink->export_fn(sink->export_arg, line, len);
+			rc = sink->fd == -1 ? 0 : sink_write(sink, line, len);
 			saved = errno;
 			free(line);
 			errno = saved;
@@ -443,17 +447,13 @@ trace_sink_open(const char *path, const char *service_name)
 	struct trace_sink *sink;
 	int saved;
 
-	if (path == NULL) {
-		errno = EINVAL;
-		return NULL;
-	}
 	if ((sink = calloc(1, sizeof(*sink))) == NULL)
 		return NULL;
 	sink->fd = -1;
-	if ((sink->path = strdup(path)) == NULL ||
+	if ((path != NULL && (sink->path = strdup(path)) == NULL) ||
 	    (sink->service = strdup(service_name != NULL ? service_name :
 	    TRACE_NO_SERVICE)) == NULL ||
-	    (sink->fd = appendfile_open(path)) == -1) {
+	    (path != NULL && (sink->fd = appendfile_open(path)) == -1)) {
 		saved = errno;
 		trace_sink_close(sink);
 		errno = saved;
@@ -470,6 +470,8 @@ trace_sink_reopen(struct trace_sink *sink)
 		errno = EINVAL;
 		return -1;
 	}
+	if (sink->path == NULL)
+		return 0;	/* no file to reopen */
 	return appendfile_reopen(sink->fd, sink->path);
 }
 
@@ -484,6 +486,14 @@ trace_sink_close(struct trace_sink *sink)
 	free(sink->path);
 	free(sink->service);
 	free(sink);
+}
+
+/* Hand every ended span's line to fn as well (an exporter). */
+void
+trace_sink_set_export(struct trace_sink *sink, trace_export_fn fn, void *arg)
+{
+	sink->export_fn = fn;
+	sink->export_arg = arg;
 }
 
 /* The path given to trace_sink_open (borrowed). */

@@ -81,9 +81,17 @@ struct span;
 
 /*
  * Open (create, append, 0600) the trace file at path; service_name goes in
- * the resource attributes.  NULL with errno set on failure.
+ * the resource attributes.  A NULL path makes a sink without a file (for
+ * an exporter only).  NULL with errno set on failure.
  */
 struct trace_sink	*trace_sink_open(const char *path, const char *service_name);
+/*
+ * Called with each ended span's OTLP/JSON line (borrowed, ends in '\n'),
+ * on the thread that ended it; it must not block.
+ */
+typedef void (*trace_export_fn)(void *arg, const char *line, size_t len);
+void			 trace_sink_set_export(struct trace_sink *,
+			    trace_export_fn fn, void *arg);
 /*
  * Reopen the same path (for SIGHUP, after rotation).  0, or -1 with errno
  * set and the old fd kept.  Only open, dup3 and close: async-signal-safe.

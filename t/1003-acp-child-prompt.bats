@@ -211,7 +211,7 @@ EOF
 	f="$CHATS/$SID1.jsonl"
 	all_lines_parse "$f"
 	[ "$(wc -l <"$f")" -eq 4 ]
-	! grep -q "cut in half" "$f"
+	! grep -q "cut in half" "$f" || false
 	jq -s -e '.[2].parentUuid == .[1].uuid and .[3].parentUuid == .[2].uuid' "$f"
 }
 
@@ -275,7 +275,7 @@ $(req 2 qwen/control/session/close "{\"sessionId\":\"$SID1\"}")
 EOF
 		[ "$(resp 1 | jq -r .result.stopReason)" = cancelled ]
 		[ "$(resp 2 | jq .result.closed)" = true ]
-		! grep -q 'signal 15' "$ERR"
+		! grep -q 'signal 15' "$ERR" || false
 		rm -rf "$DATA"
 	done
 }

@@ -287,7 +287,7 @@ open(sys.argv[1] + ".up", "w").close(); time.sleep(30)' "$BATS_TEST_TMPDIR/l.soc
 	req POST /session/$SID/load '{}'
 	expect 200
 	wait_for 5 grep -q "session $SID registered" "$BATS_TEST_TMPDIR/log"
-	! grep -q "session $SID registered" "$BATS_TEST_TMPDIR/log.1"
+	! grep -q "session $SID registered" "$BATS_TEST_TMPDIR/log.1" || false
 }
 
 @test "--trace-file: restore spans without transcript content; SIGHUP reopens the file" {
@@ -306,7 +306,7 @@ open(sys.argv[1] + ".up", "w").close(); time.sleep(30)' "$BATS_TEST_TMPDIR/l.soc
 	req POST /session/$SID2/resume '{}'
 	expect 404
 	wait_for 5 grep -q 'session.resume' "$BATS_TEST_TMPDIR/trace"
-	! grep -q 'session.resume' "$BATS_TEST_TMPDIR/trace.1"
+	! grep -q 'session.resume' "$BATS_TEST_TMPDIR/trace.1" || false
 }
 
 @test "the child's restore span joins the daemon's trace (real qwen-acp-child)" {

@@ -39,7 +39,7 @@ loaded() {
 	sse_events a | jq -e 'all(.[]; .v == 1 and (._meta.serverTimestamp | type) == "number")' >/dev/null
 	sse_events a | jq -e '[.[] | .id] == [4,5,6]' >/dev/null
 	# Without Last-Event-ID: live only, no replay_complete.
-	! sse_has a '.type == "replay_complete"'
+	! sse_has a '.type == "replay_complete"' || false
 }
 
 @test "events: 404, invalid maxQueued 400, Last-Event-ID junk ignored" {
@@ -53,7 +53,7 @@ loaded() {
 	sse_open a "/session/$SID/events?maxQueued=16" -H 'Last-Event-ID: abc'
 	req POST /session/$SID/prompt "$P"
 	sse_wait a '.type == "turn_complete"'
-	! sse_has a '.type == "replay_complete" or .type == "state_resync_required"'
+	! sse_has a '.type == "replay_complete" or .type == "state_resync_required"' || false
 }
 
 @test "reconnect with Last-Event-ID replays what was missed, then replay_complete" {
@@ -132,7 +132,7 @@ loaded() {
 	sse_open fast "/session/$SID/events?maxQueued=2048"
 	req POST /session/$SID/prompt "$P"
 	wait_for 20 grep -q '^event: turn_complete' "$BATS_TEST_TMPDIR/fast.sse"
-	! grep -q '^event: client_evicted' "$BATS_TEST_TMPDIR/fast.sse"
+	! grep -q '^event: client_evicted' "$BATS_TEST_TMPDIR/fast.sse" || false
 	touch "$BATS_TEST_TMPDIR/slow.go"
 	wait $slow
 	grep -q '^event: slow_client_warning' "$BATS_TEST_TMPDIR/slow"

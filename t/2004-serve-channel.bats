@@ -58,7 +58,7 @@ EOF
 	req GET /session/$SID/status
 	expect 404
 	wait_for 5 bash -c "curl -s --unix-socket '$SOCK' 'http://localhost/health?deep=1' | jq -e '.channelAlive == false' >/dev/null"
-	! kill -0 "$old" 2>/dev/null
+	! kill -0 "$old" 2>/dev/null || false
 	req POST /session/$SID/load '{}'
 	expect 200 '.attached == false'
 	[ "$(child_pid)" != "$old" ]
@@ -150,17 +150,28 @@ EOF
 	expect 204
 	wait_for 10 bash -c "! kill -0 $old 2>/dev/null"
 	serve_stop
-	serve_start --channel-idle-timeout-ms 3000
+	# N = 10 min: the next load, whenever it comes, finds the same child.
+	serve_start --channel-idle-timeout-ms 600000
 	req POST /session/$SID/load '{}'
 	old=$(child_pid)
 	req DELETE /session/$SID
-	sleep 0.1
-	kill -0 "$old"
+	expect 204
 	req POST /session/$SID/load '{}'
 	expect 200
 	[ "$(child_pid)" = "$old" ]
+	kill -0 "$old"
+	serve_stop
+	# N = 1 s: the child ends, and not before N after its last session.
+	serve_start --channel-idle-timeout-ms 1000
+	req POST /session/$SID/load '{}'
+	old=$(child_pid)
+	local t0=$(date +%s%3N)
 	req DELETE /session/$SID
+	expect 204
 	wait_for 10 bash -c "! kill -0 $old 2>/dev/null"
+	local ended=$(date -d "$(grep -m1 "child $old idle: ending it" "$BATS_TEST_TMPDIR/err" |
+	    cut -d' ' -f1)" +%s%3N)
+	[ $((ended - t0)) -ge 1000 ]
 }
 
 @test "a late notification for a closed session is dropped" {

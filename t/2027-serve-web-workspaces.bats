@@ -4,8 +4,10 @@
 
 load serve_helper
 
+PW_VERSION=1.64.1
+
 setup() {
-	web_setup
+	browser_setup
 }
 
 teardown() {

@@ -13,11 +13,12 @@ S3=33333333-3333-4333-8333-333333333333
 
 @test "late success: exactly one close, then settled; the restore span" {
 	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
-	rserve "delay=session/load@$SID:500" --session-restore-timeout-ms 300 \
+	rserve "hold=session/load@$SID" --session-restore-timeout-ms 300 \
 	    --trace-file "$TRACE" --log-level debug
 	req POST /session '{}'
 	req POST /session/$SID/load '{}'
 	expect 504
+	kill -USR1 "$(child_pid)"	# the held load answers now, late
 	health_wait '.restoresUnsettled == 0' 10
 	[ "$(calls qwen/control/session/close "$SID")" -eq 1 ]
 	grep -q "session $SID: late load success" "$BATS_TEST_TMPDIR/err"
@@ -27,7 +28,7 @@ S3=33333333-3333-4333-8333-333333333333
 	expect 200 '.attached == false'
 	[ "$(calls qwen/control/session/close "$SID")" -eq 1 ]
 	# The restore span: attributes, events, and its context in the load.
-	wait_for 5 test "$(restore_spans | jq length)" -ge 2
+	wait_for 5 cond '[ "$(restore_spans | jq length)" -ge 2 ]'
 	local span=$(restore_spans | jq -c '.[0]')
 	jq -e --arg s "$SID" '
 	    .attrs["qwen-code.daemon.bridge.operation"] == "session.load" and
@@ -43,20 +44,21 @@ S3=33333333-3333-4333-8333-333333333333
 	    $e[2].attrs.cleanup_result == "closed"' <<<"$span" >/dev/null
 	local tp=$(awk -v id="$SID" '$2 == "session/load" && $3 == id {print $4}' "$CLOG")
 	[[ "$tp" == "00-$(jq -r .traceId <<<"$span")-$(jq -r .spanId <<<"$span")-"?? ]]
-	! grep -q 'Why is loading slow' "$TRACE"
+	! grep -q 'Why is loading slow' "$TRACE" || false
 }
 
 @test "late failure: exactly one close; not found counts as clean" {
 	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
-	rserve "delay=session/load@$SID:500,fail=session/load@$SID:-32603" \
+	rserve "hold=session/load@$SID,fail=session/load@$SID:-32603" \
 	    --session-restore-timeout-ms 300 --trace-file "$TRACE"
 	req POST /session '{}'
 	req POST /session/$SID/load '{}'
 	expect 504
+	kill -USR1 "$(child_pid)"	# the held load answers now, late
 	health_wait '.restoresUnsettled == 0' 10
 	[ "$(calls qwen/control/session/close "$SID")" -eq 1 ]
 	grep -q "cleanup close: close_not_found" "$BATS_TEST_TMPDIR/err"
-	wait_for 5 test "$(restore_spans | jq length)" -ge 1
+	wait_for 5 cond '[ "$(restore_spans | jq length)" -ge 1 ]'
 	restore_spans | jq -e '.[0] |
 	    [.events[] | select(.name != "session.restore.settlement_overdue")] as $e |
 	    $e[1].attrs.result == "failure" and $e[2].attrs.cleanup_result == "not_found"' >/dev/null
@@ -65,13 +67,14 @@ S3=33333333-3333-4333-8333-333333333333
 }
 
 @test "quarantine: 503 restore_cleanup_failed before capacity; siblings work; drain recycles" {
-	rserve "delay=session/load@$SID:600,fail=qwen/control/session/close@$SID:-32603,chunks=1" \
+	rserve "hold=session/load@$SID,fail=qwen/control/session/close@$SID:-32603,chunks=1" \
 	    --session-restore-timeout-ms 300 --max-sessions 2
 	req POST /session '{}'
 	expect 200
 	local sib=$(jq -r .sessionId <<<"$body") old=$(child_pid)
 	req POST /session/$SID/load '{}'
 	expect 504
+	kill -USR1 "$(child_pid)"	# the held load answers now, late
 	health_wait '.restoresQuarantined == 1' 10
 	[ "$(calls qwen/control/session/close "$SID")" -eq 1 ]
 	# Fresh work: the channel's state, not the (also full) capacity.
@@ -97,11 +100,12 @@ S3=33333333-3333-4333-8333-333333333333
 }
 
 @test "a hung close is uncertain: quarantined after the initialize budget" {
-	rserve "delay=session/load@$SID:1500,hang=qwen/control/session/close@$SID" \
+	rserve "hold=session/load@$SID,hang=qwen/control/session/close@$SID" \
 	    --session-restore-timeout-ms 300 --initialize-timeout-ms 1000
 	req POST /session '{}'
 	req POST /session/$SID/load '{}'
 	expect 504
+	kill -USR1 "$(child_pid)"	# the held load answers now, late
 	health_wait '.restoresQuarantined == 1' 10
 	grep -q "cleanup close: close_timeout" "$BATS_TEST_TMPDIR/err"
 	req POST /session/$SID2/resume '{}'
@@ -131,7 +135,7 @@ S3=33333333-3333-4333-8333-333333333333
 	req POST /session/$SID2/load '{}'
 	expect 200
 	[ "$(calls qwen/control/session/close "$SID")" -eq 0 ]
-	wait_for 5 test "$(restore_spans | jq length)" -ge 1
+	wait_for 5 cond '[ "$(restore_spans | jq length)" -ge 1 ]'
 	restore_spans | jq -e '.[0] | [.events[].name] == ["session.restore.public_result",
 	    "session.restore.settlement_overdue", "session.restore.cleanup"] and
 	    .events[2].attrs.cleanup_result == "transport_closed"' >/dev/null
@@ -140,12 +144,13 @@ S3=33333333-3333-4333-8333-333333333333
 @test "transport closes during cleanup: settled as transport_closed" {
 	local knob
 	for knob in crash-on close-stdout-on; do
-		rserve "delay=session/load@$SID:600,$knob=qwen/control/session/close@$SID" \
+		rserve "hold=session/load@$SID,$knob=qwen/control/session/close@$SID" \
 		    --session-restore-timeout-ms 300
 		req POST /session '{}'
 		local old=$(child_pid)
 		req POST /session/$SID/load '{}'
 		expect 504
+		kill -USR1 "$(child_pid)"	# the held load answers now, late
 		wait_for 10 calls_are 1 qwen/control/session/close "$SID"
 		wait_for 10 bash -c "! kill -0 $old 2>/dev/null"
 		health_wait '.restoresUnsettled == 0 and .inFlight == 0'
@@ -167,7 +172,7 @@ S3=33333333-3333-4333-8333-333333333333
 	[ $(( $(now_ms) - t0 )) -lt 8000 ]
 	bg_wait hung 20
 	expect 503 '.code == "acp_channel_unavailable"'
-	! kill -0 "$old" 2>/dev/null
+	! kill -0 "$old" 2>/dev/null || false
 }
 
 @test "shutdown with an abandoned hung restore: waits for its settlement" {
@@ -178,7 +183,7 @@ S3=33333333-3333-4333-8333-333333333333
 	expect 504
 	serve_stop
 	[ "$SERVE_STATUS" -eq 0 ]
-	! kill -0 "$old" 2>/dev/null
+	! kill -0 "$old" 2>/dev/null || false
 	grep -q "session $SID: abandoned load settled" "$BATS_TEST_TMPDIR/err"
 }
 
@@ -190,19 +195,31 @@ S3=33333333-3333-4333-8333-333333333333
 	sse_wait a ".type == \"session_update\" and .data.sessionId == \"$SID\" and .data.update.content.text == \"early\""
 }
 
+# fenced_drops N: the daemon dropped N updates for SID as fenced.
+fenced_drops() {
+	[ "$(grep -c "update for fenced session $SID dropped" "$BATS_TEST_TMPDIR/err")" -eq "$1" ]
+}
+
 @test "late notifications of an abandoned restore are fenced, also after settlement" {
-	rserve "delay=session/load@$SID:450,late-update=400" --session-restore-timeout-ms 300 \
+	# Each SIGUSR1 releases the held load and sends an update for SID.
+	rserve "hold=session/load@$SID,poke=$SID" --session-restore-timeout-ms 300 \
 	    --log-level debug
 	req POST /session '{}'
+	local pid=$(child_pid)
 	req POST /session/$SID/load '{}'
 	expect 504
+	kill -USR1 "$pid"
 	health_wait '.restoresUnsettled == 0' 10
 	wait_for 5 grep -q "update for fenced session $SID dropped" "$BATS_TEST_TMPDIR/err"
+	# Settled: a late update is still fenced.
+	kill -USR1 "$pid"
+	wait_for 5 fenced_drops 2
 	# A new registration takes ownership: its own updates flow again.
 	req POST /session/$SID/resume '{}'
 	expect 200
 	sse_open a /session/$SID/events -H 'Last-Event-ID: 0'
-	sse_wait a ".type == \"session_update\" and .data.update.content.text == \"late\""
+	kill -USR1 "$pid"
+	sse_wait a ".type == \"session_update\" and .data.update.content.text == \"poke\""
 }
 
 @test "a failed attempt purges its early events and restores the tombstone" {
@@ -211,7 +228,7 @@ S3=33333333-3333-4333-8333-333333333333
 	req POST /session/$SID/resume '{}'
 	expect 500
 	wait_for 5 grep -q "update for closed session $SID dropped" "$BATS_TEST_TMPDIR/err"
-	! grep -q "update for fenced session $SID" "$BATS_TEST_TMPDIR/err"
+	! grep -q "update for fenced session $SID" "$BATS_TEST_TMPDIR/err" || false
 	req GET /session/$SID/status
 	expect 404
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # qwen-serve: safe restore with the real qwen-acp-child and small budgets.
-# A stopped (SIGSTOP) child stands for a restore that cannot finish in
-# time; a 1 ms budget makes a real restore cross its deadline by itself.
+# A stopped (SIGSTOP) child, or a big load held at the child's load gate
+# (QWEN_ACP_TEST_LOAD_GATE, released by the test), stands for a restore
+# that cannot finish in time: the 504 is caused, not hoped for.
 
 load serve_restore_helper
 
@@ -21,18 +22,21 @@ real_serve() {
 	make_transcript "$SID2"
 }
 
-@test "real child, 1 ms budget: the restore crosses its deadline, one close, the sibling stays" {
+@test "real child, held load: the restore crosses its deadline, one close, the sibling stays" {
 	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
-	real_serve --session-restore-timeout-ms 1 --trace-file "$TRACE"
-	# A transcript big enough that its load cannot beat a 1 ms timer.
-	qwen-gen-transcript --mib 4 --seed 7 --session-id "$SID" --data-dir "$DATA" \
+	gate_open
+	real_serve --session-restore-timeout-ms 200 --trace-file "$TRACE"
+	# Past the child's 16 MiB fast lane: a big load, which waits at the gate.
+	qwen-gen-transcript --mib 20 --seed 7 --session-id "$SID" --data-dir "$DATA" \
 	    --workspace "$WS" >/dev/null
 	req POST /session '{}'
 	expect 200
 	local sib=$(jq -r .sessionId <<<"$body") pid=$(child_pid)
 	req POST /session/$SID/load '{}'
-	expect 504 ".code == \"session_restore_timeout\" and .timeoutMs == 1 and .sessionId == \"$SID\""
+	expect 504 ".code == \"session_restore_timeout\" and .timeoutMs == 200 and .sessionId == \"$SID\""
 	[ "$(header Retry-After)" = 5 ]
+	# Only now may the load run: its late success is what gets closed.
+	printf x >&"$GATE_FD"
 	health_wait '.restoresUnsettled == 0' 10
 	req GET /session/$sib/status
 	expect 200
@@ -76,13 +80,13 @@ real_serve() {
 }
 
 @test "real child, nothing else on it: killed at the deadline, the daemon lives" {
-	real_serve --session-restore-timeout-ms 1
-	# The deadline counts from dispatch, and the fast loader can answer a
-	# tiny transcript within 1 ms: give it one that it cannot.
-	qwen-gen-transcript --mib 4 --seed 7 --session-id "$SID" --data-dir "$DATA" \
+	gate_open
+	real_serve --session-restore-timeout-ms 200
+	# A big load, held at the gate (never released): it cannot answer.
+	qwen-gen-transcript --mib 20 --seed 7 --session-id "$SID" --data-dir "$DATA" \
 	    --workspace "$WS" >/dev/null
 	req POST /session/$SID/load '{}'
-	expect 504 '.code == "session_restore_timeout" and .timeoutMs == 1'
+	expect 504 '.code == "session_restore_timeout" and .timeoutMs == 200'
 	local pid=$(child_pid)
 	grep -q "session $SID: abandoned on an empty channel: ending its child" "$BATS_TEST_TMPDIR/err"
 	wait_for 10 bash -c "! kill -0 $pid 2>/dev/null"

@@ -49,13 +49,14 @@ spawn_spans() {
 
 @test "late success: exactly one close of the created id, then settled; the spawn span" {
 	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
-	rserve "delay=session/new@$S3:2500,chunks=1" --initialize-timeout-ms 1000 \
+	rserve "hold=session/new@$S3,chunks=1" --initialize-timeout-ms 1000 \
 	    --trace-file "$TRACE"
 	req POST /session '{}'
 	expect 200
 	local sib=$(jq -r .sessionId <<<"$body") pid=$(child_pid)
 	req POST /session "{\"sessionId\":\"$S3\"}"
 	expect 504 '.code == "init_timeout" and .timeoutMs == 1000'
+	kill -USR1 "$(child_pid)"	# the held spawn answers now, late
 	[ "$(header Retry-After)" = 5 ]
 	wait_for 20 calls_are 1 qwen/control/session/close "$S3"
 	health_wait '.restoresUnsettled == 0 and .inFlight == 0' 10
@@ -70,7 +71,7 @@ spawn_spans() {
 	# Settled cleanly: fresh work is admitted.
 	req POST /session "{\"sessionId\":\"$S4\"}"
 	expect 200
-	wait_for 5 test "$(spawn_spans | jq length)" -ge 3
+	wait_for 5 cond '[ "$(spawn_spans | jq length)" -ge 3 ]'
 	spawn_spans | jq -e --arg s "$S3" '[.[] | select(.attrs["session.id"] == $s)][0] |
 	    .attrs["qwen-code.daemon.session_new.timeout_ms"] == "1000" and
 	    .attrs["qwen-code.daemon.session_restore.final_state"] == "settled" and
@@ -82,15 +83,17 @@ spawn_spans() {
 }
 
 @test "an id-less spawn answered late: the id the child created is closed once" {
-	rserve "delay=session/new:2500" --initialize-timeout-ms 1000
+	rserve "hold=session/new" --initialize-timeout-ms 1000
 	req POST /session/$SID/load '{}'
 	expect 200
 	req POST /session '{}'
 	expect 504 '.code == "init_timeout"'
+	kill -USR1 "$(child_pid)"	# the held spawn answers now, late
 	wait_for 20 calls_are 1 qwen/control/session/close
 	health_wait '.restoresUnsettled == 0 and .inFlight == 0' 10
 	local closed=$(awk '$2 == "qwen/control/session/close" {print $3}' "$CLOG")
-	[[ "$closed" =~ ^[0-9a-f-]{36}$ ]] && [ "$closed" != "$SID" ]
+	[[ "$closed" =~ ^[0-9a-f-]{36}$ ]]
+	[ "$closed" != "$SID" ]
 	grep -q "session $closed: late spawn success" "$BATS_TEST_TMPDIR/err"
 	req GET "/health?deep=1"
 	expect 200 '.sessions == 1'
@@ -100,13 +103,14 @@ spawn_spans() {
 }
 
 @test "quarantine: 503 new_session_cleanup_failed before capacity; siblings work; drain recycles" {
-	rserve "delay=session/new@$S3:2500,fail=qwen/control/session/close@$S3:-32603,chunks=1" \
+	rserve "hold=session/new@$S3,fail=qwen/control/session/close@$S3:-32603,chunks=1" \
 	    --initialize-timeout-ms 1000 --max-sessions 2
 	req POST /session '{}'
 	expect 200
 	local sib=$(jq -r .sessionId <<<"$body") old=$(child_pid)
 	req POST /session "{\"sessionId\":\"$S3\"}"
 	expect 504
+	kill -USR1 "$(child_pid)"	# the held spawn answers now, late
 	health_wait '.restoresQuarantined == 1' 10
 	[ "$(calls qwen/control/session/close "$S3")" -eq 1 ]
 	grep -q "session $S3: cleanup close: close_failed" "$BATS_TEST_TMPDIR/err"

@@ -199,7 +199,8 @@ aserve() {
 	local rpc=$(rpc_error_view "$(jq -c .error <<<"$answer")")
 	echo "REST: $rest" >&2
 	echo "ACP:  $rpc" >&2
-	[ -n "$rest" ] && [ "$rest" = "$rpc" ]
+	[ -n "$rest" ]
+	[ "$rest" = "$rpc" ]
 	jq -e --arg s "$SID" '.code == "session_restore_timeout" and .errorKind == "restore_timeout" and
 	    .httpStatus == 504 and .retryable == true and .retryAfterSeconds == 5 and
 	    .sessionId == $s and .action == "load" and .timeoutMs == 2000' <<<"$rpc"

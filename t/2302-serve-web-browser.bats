@@ -6,12 +6,12 @@
 
 load serve_restore_helper
 
+PW_VERSION=1.64.1
+
 setup() {
-	web_setup
 	REAL=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
 	[ -x "$REAL" ] || skip "qwen-acp-child not built"
-	ART=$QWEN_TOP_BUILDDIR/t/artifacts
-	mkdir -p "$ART"
+	browser_setup
 }
 
 teardown() {
@@ -61,8 +61,26 @@ drive() {
 	[ -s "$ART/web-console-timeout.png" ]
 }
 
+@test "browser: the 30 s attach watchdog ends an attach the stopped child cannot answer" {
+	# The daemon would wait 10 min for the child's initialize: only the
+	# console's watchdog (on Playwright's clock) can end the attach.
+	web_serve --initialize-timeout-ms 600000
+	req POST /session/$SID2/load '{}'
+	expect 200
+	local pid=$(child_pid)
+	kill -STOP "$pid"
+	STOPPED=$pid
+	run drive attach "$pid"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	STOPPED=
+	[[ "$output" == *"ok - the attach watchdog fired at 30000 ms"* ]]
+}
+
 @test "browser: 503 acp_channel_unavailable on a quarantined channel, with its reason" {
-	FAKE_CHILD="delay=session/load@$SID:600,fail=qwen/control/session/close@$SID:-32603" \
+	# The load is held past its deadline, then released: its late success
+	# gets a close that fails, and that quarantines the channel.
+	FAKE_CHILD="hold=session/load@$SID,fail=qwen/control/session/close@$SID:-32603" \
 	    serve_start --web-dir "$QWEN_TOP_SRCDIR/web" --session-restore-timeout-ms 300
 	make_transcript "$SID"
 	make_transcript "$SID2"
@@ -70,6 +88,7 @@ drive() {
 	expect 200
 	req POST /session/$SID/load '{}'
 	expect 504
+	kill -USR1 "$(child_pid)"
 	health_wait '.restoresQuarantined == 1' 10
 	run drive unavailable "$SID2"
 	echo "$output"

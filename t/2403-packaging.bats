@@ -76,7 +76,9 @@ units_for_verify() {
 	grep -qx 'ReadWritePaths=/var/lib/qwen-serve' "$s"
 	grep -q -- '--data-dir /var/lib/qwen-serve ' "$s"
 	grep -qx 'PrivateTmp=yes' "$s"
-	grep -qx 'RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6' "$s"
+	# AF_NETLINK: the loopback TCP gate asks sock_diag who owns the peer.
+	grep -qx 'RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK' "$s"
+	grep -qx 'RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK' "$B/contrib/systemd/user/qwen-serve.service"
 	grep -qx 'ListenStream=/run/qwen-serve/qwen-serve.sock' "$B/contrib/systemd/qwen-serve.socket"
 	grep -qx 'ListenStream=127.0.0.1:4170' "$B/contrib/systemd/qwen-serve.socket"
 	# The user unit's socket is the daemon's (and qwen-restore's) default.

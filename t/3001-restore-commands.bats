@@ -33,7 +33,7 @@ CREATED='{"sessionId":"s-new","workspaceCwd":"/w","attached":false,"clientId":"c
 
 @test "list: GET /workspace/sessions with the workspace" {
 	fake_start <<<'GET /workspace/sessions 200 {"sessions":[{"sessionId":"s-1"}]}'
-	run qwen-restore list
+	run qwen-restore list --json
 	[ "$status" -eq 0 ]
 	[ "$(jq -r '.sessions[0].sessionId' <<<"$output")" = s-1 ]
 	[ "$(requests GET /workspace/sessions | jq -r .query)" = "cwd=$(jq -rn --arg c "$WS" '$c | @uri')" ]
@@ -46,13 +46,13 @@ POST /session/s-1/heartbeat 200 {"sessionId":"s-1","clientId":"c1","lastSeenAt":
 POST /session/s-1/cancel 204
 GET /session/s-1/status 200 {"sessionId":"s-1","hasActivePrompt":false}
 EOF
-	run qwen-restore heartbeat s-1
+	run qwen-restore --json heartbeat s-1
 	[ "$status" -eq 0 ]
 	[ "$(jq -r .lastSeenAt <<<"$output")" = 5 ]
 	run qwen-restore cancel s-1
 	[ "$status" -eq 0 ]
 	[ -z "$output" ]
-	run qwen-restore status s-1
+	run qwen-restore --json status s-1
 	[ "$(jq -r .hasActivePrompt <<<"$output")" = false ]
 	[ "$(jq -r .clientId "$FAKE_LOG" | sort -u)" = c1 ]
 	[ "$(requests POST /session/s-1/cancel | jq -r .body)" = "{}" ]

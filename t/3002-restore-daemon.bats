@@ -134,11 +134,11 @@ stored_id() {
 @test "list shows the persisted session; status, heartbeat, detach and close work" {
 	make_transcript
 	serve_start
-	run qwen-restore list
+	run qwen-restore --json list
 	[ "$status" -eq 0 ]
 	jq -e --arg s "$SID" '.sessions | map(.sessionId) | index($s) != null' <<<"$output"
 	qwen-restore load "$SID" >/dev/null
-	run qwen-restore status "$SID"
+	run qwen-restore --json status "$SID"
 	[ "$status" -eq 0 ]
 	[ "$(jq -r .sessionId <<<"$output")" = "$SID" ]
 	run qwen-restore heartbeat "$SID"

@@ -93,3 +93,17 @@ teardown() {
 		return 1
 	fi
 }
+
+# sib_script N: N resumes of SID1 (ids "sib-K"), each answered before the next.
+sib_script() {
+	local k
+	for k in $(seq 1 "$1"); do
+		req "\"sib-$k\"" session/resume "{\"sessionId\":\"$SID1\"}"
+	done
+}
+
+# sib_answers: how many "sib-*" answers are real resumes of SID1.
+sib_answers() {
+	child_lines | jq -s '[.[] | select((.id | tostring | startswith("sib-")) and
+	    .result._meta["qwen.session.restore"].chainRecords == 6)] | length'
+}

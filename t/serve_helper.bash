@@ -134,24 +134,6 @@ sse_events() {
 	sed -n 's/^data: //p' "$BATS_TEST_TMPDIR/$1.sse" | jq -c -s .
 }
 
-# web_setup: the browser tests' needs (node, Debian's chromium,
-# playwright-core from npm cached in the build tree's t/web, as $PW_DIR);
-# skips cleanly without them.
-WEB_PW_VERSION=1.64.1
-web_setup() {
-	command -v node >/dev/null || skip "node not installed"
-	[ -x /usr/bin/chromium ] ||
-		skip "Debian's chromium is not installed (apt-get install chromium)"
-	PW_DIR=${QWEN_PLAYWRIGHT_DIR:-$QWEN_TOP_BUILDDIR/t/web}
-	if [ ! -f "$PW_DIR/node_modules/playwright-core/package.json" ]; then
-		command -v npm >/dev/null || skip "npm not installed"
-		mkdir -p "$PW_DIR"
-		timeout 180 npm install --no-audit --no-fund --prefix "$PW_DIR" \
-		    "playwright-core@$WEB_PW_VERSION" >"$PW_DIR/npm.log" 2>&1 ||
-			skip "npm cannot install playwright-core@$WEB_PW_VERSION (registry unreachable?): see $PW_DIR/npm.log"
-	fi
-}
-
 # serve_loaded [qwen-serve args...]: serve_start, then SID's transcript
 # loaded.
 serve_loaded() {

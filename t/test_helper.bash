@@ -4,6 +4,8 @@
 : "${QWEN_TOP_BUILDDIR:=$QWEN_TOP_SRCDIR}"
 export PATH="$QWEN_TOP_BUILDDIR/bin:$QWEN_TOP_BUILDDIR/t/helper:$PATH"
 SHARED_DIR="${QWEN_SHARED_DIR:-$QWEN_TOP_SRCDIR/../shared}"
+# run ! and run --separate-stderr.
+bats_require_minimum_version 1.5.0
 
 # Skip the test when ../shared (the independent oracle) is not beside us.
 require_shared() {
@@ -26,7 +28,46 @@ wait_for() {
 	done
 }
 
+# cond SHELL: evaluate SHELL now, for wait_for (whose own arguments,
+# $(...) included, are expanded once, before the first try).
+cond() {
+	eval "$1"
+}
+
 # json_get FILE-OR-STRING JQ-FILTER
 json_get() {
 	jq -r "$2" <<<"$1"
+}
+
+# gate_open: a FIFO the child's workers read one byte from before each big
+# load (QWEN_ACP_TEST_LOAD_GATE).  The test holds it open read-write, so a
+# big load waits until the test writes a byte, however fast the machine.
+gate_open() {
+	GATE=$BATS_TEST_TMPDIR/gate
+	mkfifo "$GATE"
+	exec {GATE_FD}<>"$GATE"
+	export QWEN_ACP_TEST_LOAD_GATE=$GATE
+}
+
+# npm_cached DIR NAME VERSION: NAME@VERSION from npm into the cache DIR
+# (once); skips the test when npm or its registry is not there.
+npm_cached() {
+	[ -f "$1/node_modules/$2/package.json" ] && return 0
+	command -v npm >/dev/null || skip "npm not installed"
+	mkdir -p "$1"
+	timeout 180 npm install --no-audit --no-fund --ignore-scripts --prefix "$1" \
+	    "$2@$3" >"$1/npm.log" 2>&1 ||
+		skip "npm cannot install $2@$3 (registry unreachable?): see $1/npm.log"
+}
+
+# browser_setup: node, Debian's chromium and playwright-core (cached in the
+# build tree's t/web) or skip; screenshots go to $ART (t/artifacts).
+browser_setup() {
+	command -v node >/dev/null || skip "node not installed"
+	[ -x /usr/bin/chromium ] ||
+		skip "Debian's chromium is not installed (apt-get install chromium)"
+	PW_DIR=${QWEN_PLAYWRIGHT_DIR:-$QWEN_TOP_BUILDDIR/t/web}
+	npm_cached "$PW_DIR" playwright-core "$PW_VERSION"
+	ART=$QWEN_TOP_BUILDDIR/t/artifacts
+	mkdir -p "$ART"
 }

@@ -10,6 +10,7 @@ import {
 	describeError, isInvalidClientId, timerPlan,
 } from './budget.mjs';
 import { History, el } from './history.mjs';
+import { LiveChart, RestoreBars } from './charts.mjs';
 import { SseParser } from './sse.mjs';
 
 const TOKEN_KEY = 'qwen-serve.token';
@@ -28,6 +29,8 @@ const st = {
 	hist: null,		// the History of #history
 	settled: new Set(),	// promptIds whose end the stream already showed
 	ws: '',			// the workspace the list, attach and restores use
+	bars: null,		// RestoreBars of #restores
+	chart: null,		// LiveChart of #live-chart
 };
 
 // ---- small helpers ---------------------------------------------------------
@@ -263,6 +266,7 @@ async function pollStatus() {
 		$('daemon-text').textContent = `daemon ${b.status}` +
 		    (bad ? ', agent refusing fresh work' : '') +
 		    (st.caps?.qwenServeVersion ? ` · v${st.caps.qwenServeVersion}` : '');
+		st.chart.push(b);
 		kv($('status'), [
 			['live sessions', b.sessions ?? '?'],
 			['active prompts', b.activePrompts ?? '?'],
@@ -312,10 +316,14 @@ function sessionItem(s) {
 	const load = el('button', 'load', 'Load');
 	load.type = 'button';
 	load.title = 'Restore with the replayed history';
+	load.setAttribute('aria-label', `Load session ${s.sessionId.slice(0, 8)}: ` +
+	    (s.firstPrompt || 'no prompt text').slice(0, 60));
 	load.onclick = () => restore('load', s.sessionId);
 	const res = el('button', 'resume ghost', 'Resume');
 	res.type = 'button';
 	res.title = 'Restore without history';
+	res.setAttribute('aria-label', `Resume session ${s.sessionId.slice(0, 8)}: ` +
+	    (s.firstPrompt || 'no prompt text').slice(0, 60));
 	res.onclick = () => restore('resume', s.sessionId);
 	acts.append(load, res);
 	li.append(head, text, acts);
@@ -366,11 +374,13 @@ async function restore(action, id) {
 	const ctrl = new AbortController();
 	let dead = false;
 	setBusy(true, `${what} in progress…`);
+	const bar = st.bars.start(what, id, st.plan, reqMs, wdMs);
 	st.hist.placeholder(`${what} ${id ?? 'default session'}… (request timeout ` +
 	    `${fmtMs(reqMs)}, watchdog ${fmtMs(wdMs)})`);
 	const wd = armTimer(() => {
 		dead = true;
 		ctrl.abort();
+		st.bars.finish(bar, 'watchdog');
 		setBusy(false, '');
 		st.hist.placeholder(PICK);
 		showError({ kind: 'watchdog', title: `${what}: watchdog expired`,
@@ -384,11 +394,15 @@ async function restore(action, id) {
 		return;
 	setBusy(false, '');
 	if (r.status !== 200 || !r.body) {
+		const f = failure(r, what);
+		st.bars.finish(bar, f.kind === 'restore_timeout' ? 'timeout' : 'error',
+		    f.retryAfter);
 		st.hist.placeholder(PICK);
 		if (r.status !== 401)
-			showError(failure(r, what), () => restore(action, id));
+			showError(f, () => restore(action, id));
 		return;
 	}
+	st.bars.finish(bar, 'success');
 	const b = r.body;
 	setCurrent({ id: b.sessionId, clientId: b.clientId, action,
 	    lastEventId: b.lastEventId ?? null, epoch: b.eventEpoch ?? null,
@@ -703,6 +717,8 @@ function init() {
 	window.addEventListener('pagehide', leaveCurrent);
 	showTimers();
 	st.hist = new History($('history'));
+	st.bars = new RestoreBars($('restores'));
+	st.chart = new LiveChart($('live-chart'));
 	st.hist.placeholder(PICK);
 	setInterval(() => { if (!$('token-form').hidden) return; pollStatus(); },
 	    STATUS_POLL_MS);

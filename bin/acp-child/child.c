@@ -22,6 +22,7 @@
 #include "lagmon.h"
 #include "loadwork.h"
 #include "log.h"
+#include "otlp.h"
 #include "trace.h"
 #include "uuid.h"
 
@@ -147,6 +148,10 @@ child_teardown(struct child *c)
 		event_free(c->ev_exit);
 	evbuffer_free(c->out);
 	rpc_reader_free(c->reader);
+	if (c->otlp != NULL) {
+		trace_sink_set_export(c->trace, NULL, NULL);
+		otlp_stop(c->otlp);
+	}
 	trace_sink_close(c->trace);
 	event_base_free(c->base);
 	free(c->opts.data_dir);

@@ -33,6 +33,7 @@ struct child_opts {
 	char		*workspace;	/* realpath */
 	const char	*agent_command;	/* NULL: echo agent */
 	const char	*trace_file;	/* NULL: no spans */
+	const char	*otlp_endpoint;	/* --otlp-endpoint, or NULL */
 	size_t		 replay_max_bytes;
 	size_t		 max_frame;
 	int		 do_fsync;
@@ -69,6 +70,7 @@ struct child {
 	struct loadwork		*work;
 	struct lagmon		*lag;
 	struct trace_sink	*trace;
+	struct otlp		*otlp;		/* NULL: no OTLP export */
 	char			 owner_id[37];
 	int			 exit_code;
 };

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -50,6 +51,39 @@ loadwork_pick(struct loadwork *lw, int fast)
 	return NULL;
 }
 
+/*
+ * Test hook: with QWEN_ACP_TEST_LOAD_GATE=FIFO a worker reads one byte from
+ * FIFO before each big job, so a test holds a load as long as it wants (it
+ * keeps the FIFO open read-write and writes a byte per job to release)
+ * instead of hoping a large transcript takes long enough.  The wait polls,
+ * so that loadwork_free() (a clean exit) does not hang on a held worker.
+ */
+static void
+loadwork_gate(struct loadwork *lw)
+{
+	const char *path = getenv("QWEN_ACP_TEST_LOAD_GATE");
+	struct pollfd pfd;
+	int stopping;
+	char b;
+
+	if (path == NULL || *path == '\0')
+		return;
+	if ((pfd.fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1) {
+		log_warn("loadwork: gate %s", path);
+		return;
+	}
+	pfd.events = POLLIN;
+	for (;;) {
+		pthread_mutex_lock(&lw->mu);
+		stopping = lw->stopping;
+		pthread_mutex_unlock(&lw->mu);
+		if (stopping || (poll(&pfd, 1, 100) > 0 &&
+		    (read(pfd.fd, &b, 1) == 1 || (pfd.revents & POLLHUP))))
+			break;	/* else another worker took the byte */
+	}
+	close(pfd.fd);
+}
+
 static void *
 loadwork_main(void *arg)
 {
@@ -65,6 +99,8 @@ loadwork_main(void *arg)
 		if (job == NULL)
 			break;
 		pthread_mutex_unlock(&lw->mu);
+		if (!job->small)
+			loadwork_gate(lw);
 		job->run(job);
 		pthread_mutex_lock(&lw->mu);
 		TAILQ_INSERT_TAIL(&lw->finished, job, entry);

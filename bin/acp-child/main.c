@@ -31,18 +31,40 @@
 #include "clock.h"
 #include "inspect.h"
 #include "log.h"
+#include "otlp.h"
+#include "outflush.h"
 #include "paths.h"
 #include "trace.h"
 
-static void
+/* Exit with status once stdout is written; a write error exits 1. */
+static void __attribute__((noreturn))
+exit_flushed(int status)
+{
+	if (outflush(stdout) == -1) {
+		fprintf(stderr, "%s: write error: %s\n", getprogname(),
+		    strerror(errno));
+		exit(1);
+	}
+	exit(status);
+}
+
+/* The usage: on stdout with exit 0 for --help, else on stderr, exit 2. */
+static void __attribute__((noreturn))
+usage_status(int status)
+{
+	fprintf(status == 0 ? stdout : stderr,
+	    "usage: %s [--data-dir DIR] [--workspace DIR] [--agent-command CMD]\n"
+	    "       [--trace-file FILE] [--otlp-endpoint URL]\n"
+	    "       [--replay-max-bytes N] [--fsync always|never]\n"
+	    "       [--max-frame-bytes N] [--log-level LEVEL] [--help] [--version]\n"
+	    "       %s --inspect FILE\n", getprogname(), getprogname());
+	exit_flushed(status);
+}
+
+static void __attribute__((noreturn))
 usage(void)
 {
-	fprintf(stderr,
-	    "usage: %s [--data-dir DIR] [--workspace DIR] [--agent-command CMD]\n"
-	    "       [--trace-file FILE] [--replay-max-bytes N] [--fsync always|never]\n"
-	    "       [--max-frame-bytes N] [--log-level LEVEL]\n"
-	    "       %s --inspect FILE\n", getprogname(), getprogname());
-	exit(2);
+	usage_status(2);
 }
 
 /* A positive byte count for flag (1 .. 2^40). */
@@ -69,6 +91,7 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 		{ "workspace", required_argument, NULL, 'w' },
 		{ "agent-command", required_argument, NULL, 'a' },
 		{ "trace-file", required_argument, NULL, 't' },
+		{ "otlp-endpoint", required_argument, NULL, 'o' },
 		{ "replay-max-bytes", required_argument, NULL, 'r' },
 		{ "fsync", required_argument, NULL, 'f' },
 		{ "max-frame-bytes", required_argument, NULL, 'm' },
@@ -88,6 +111,7 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 		case 'w': workspace = optarg; break;
 		case 'a': o->agent_command = optarg; break;
 		case 't': o->trace_file = optarg; break;
+		case 'o': o->otlp_endpoint = optarg; break;
 		case 'r': o->replay_max_bytes = parse_size("--replay-max-bytes", optarg); break;
 		case 'm': o->max_frame = parse_size("--max-frame-bytes", optarg); break;
 		case 'i': *inspect = optarg; break;
@@ -112,7 +136,9 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 			break;
 		case 'V':
 			printf("qwen-acp-child %s\n", PACKAGE_VERSION);
-			exit(0);
+			exit_flushed(0);
+		case 'h':
+			usage_status(0);
 		default:
 			usage();
 		}
@@ -147,6 +173,38 @@ static const struct child_ops ops = {
 	.pause_producers = prompt_pause_all,
 };
 
+/*
+ * --otlp-endpoint and the OTEL_* variables: spans also go to an OTLP/HTTP
+ * collector from a worker thread.  0, or -1 after a message.
+ */
+static int
+otlp_setup(struct child *c)
+{
+	char	*cause, *url;
+
+	if (otlp_endpoint(c->opts.otlp_endpoint, &url, &cause) == -1)
+		goto fail;
+	if (url == NULL)
+		return 0;
+	c->otlp = otlp_start(url, "qwen-acp-child", &cause);
+	free(url);
+	if (c->otlp == NULL)
+		goto fail;
+	if (c->trace == NULL &&
+	    (c->trace = trace_sink_open(NULL, "qwen-acp-child")) == NULL) {
+		fprintf(stderr, "%s: trace sink: %s\n", getprogname(),
+		    strerror(errno));
+		return -1;
+	}
+	trace_sink_set_export(c->trace, otlp_enqueue, c->otlp);
+	return 0;
+fail:
+	fprintf(stderr, "%s: %s\n", getprogname(), cause != NULL ? cause :
+	    "out of memory");
+	free(cause);
+	return -1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -173,6 +231,8 @@ main(int argc, char **argv)
 		    c.opts.trace_file, strerror(errno));
 		return 1;
 	}
+	if (otlp_setup(&c) == -1)
+		return 1;
 	if (child_setup(&c, &ops) == -1) {
 		log_warn("cannot set up the event loop");
 		return 1;

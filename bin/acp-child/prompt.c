@@ -180,8 +180,8 @@ agent_error_data(const char *cause)
 	if (cause != NULL && strncmp(cause, AGENT_FORK_FAILED,
 	    strlen(AGENT_FORK_FAILED)) == 0) {
 		json_object_object_add(d, "code",
-		    json_object_new_string("agent_spawn_failed"));
-		json_object_object_add(d, "retryable", json_object_new_boolean(1));
+		    xjson_object_new_string("agent_spawn_failed"));
+		json_object_object_add(d, "retryable", xjson_object_new_boolean(1));
 	}
 	return d;
 }

@@ -32,6 +32,51 @@ print_body(const struct http_resp *r)
 		fwrite(r->body, 1, r->len, stdout);
 }
 
+/* --json for an answer without a body (204): {sessionId, status}. */
+static void
+print_done(const struct rctx *ctx, const struct http_resp *r)
+{
+	json_object	*o = xjson_object_new_object();
+
+	if (ctx->session_id != NULL)
+		json_object_object_add(o, "sessionId",
+		    xjson_object_new_string(ctx->session_id));
+	json_object_object_add(o, "status", xjson_object_new_int((int)r->status));
+	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+	    JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+}
+
+/*
+ * Print an answer: with --json the body as one line, else as a person
+ * reads it (fn: a table or key/value lines; NULL: the body as it is).
+ */
+static void
+print_answer(const struct rctx *ctx, const struct http_resp *r,
+    void (*fn)(const struct rctx *, json_object *))
+{
+	json_object	*obj;
+
+	if (ctx->json && (r->body == NULL || r->len == 0)) {
+		print_done(ctx, r);
+		return;
+	}
+	if (ctx->json || fn == NULL || (obj = http_resp_json(r)) == NULL) {
+		print_body(r);
+		return;
+	}
+	fn(ctx, obj);
+	json_object_put(obj);
+}
+
+/* human_keyvalue() in print_answer()'s shape. */
+static void
+print_kv(const struct rctx *ctx, json_object *obj)
+{
+	(void)ctx;
+	human_keyvalue(obj);
+}
+
 /*
  * One request with --retry.  ok404: a 404 counts as done (close, detach).
  * Returns 0 on success (resp holds the answer), else the exit code after
@@ -111,7 +156,7 @@ cmd_capabilities(struct rctx *ctx, char **args)
 	output_verbose(ctx, "cached sessionRestoreTimeoutMs: %lld",
 	    (long long)state_cap_restore_ms(ctx->state));
 	json_object_put(caps);
-	print_body(&resp);
+	print_answer(ctx, &resp, print_kv);
 out:
 	http_resp_clear(&resp);
 	return rc;
@@ -140,7 +185,7 @@ cmd_list(struct rctx *ctx, char **args)
 	req.last_event_id = -1;
 	req.timeout_ms = timeout_fetch_ms(ctx, &src);
 	if ((rc = run(ctx, &req, &resp, 0)) == 0)
-		print_body(&resp);
+		print_answer(ctx, &resp, human_list);
 	http_resp_clear(&resp);
 	free(path);
 	return rc;
@@ -350,7 +395,7 @@ simple(struct rctx *ctx, const char *method, const char *suffix, int body,
 
 	if ((rc = session_call(ctx, method, suffix, b, 0, &resp)) == 0 &&
 	    (print || ctx->json))
-		print_body(&resp);
+		print_answer(ctx, &resp, print ? print_kv : NULL);
 	json_object_put(b);
 	http_resp_clear(&resp);
 	return rc;
@@ -390,6 +435,8 @@ forget(struct rctx *ctx, const char *method, const char *suffix)
 	if ((rc = session_call(ctx, method, suffix, NULL, 1, &resp)) == 0) {
 		if (resp.status == 404)
 			output_verbose(ctx, "not live (404): nothing to do");
+		if (ctx->json)
+			print_done(ctx, &resp);
 		state_client_put(ctx->state, ctx->session_id, NULL);
 	}
 	http_resp_clear(&resp);

@@ -371,6 +371,9 @@ xfer_run(const struct rctx *ctx, const struct http_req *req,
 	x.cb = cb;
 	x.resp = resp;
 	resp->timeout_ms = req->timeout_ms;
+	resp->socket_path = ctx->socket_path;
+	resp->socket_tried = ctx->socket_tried;
+	resp->url = ctx->base_url;
 	if ((x.curl = curl_easy_init()) == NULL)
 		return -1;
 	if ((hdrs = xfer_headers(ctx, req, cb != NULL)) == NULL)
@@ -391,7 +394,12 @@ xfer_run(const struct rctx *ctx, const struct http_req *req,
 		goto out;
 	}
 	if (rc != CURLE_OK) {
+		long	os_errno = 0;
+
 		resp->cerr = rc;
+		if (curl_easy_getinfo(x.curl, CURLINFO_OS_ERRNO, &os_errno) ==
+		    CURLE_OK)
+			resp->os_errno = (int)os_errno;
 		if (x.too_big)
 			snprintf(resp->errbuf, sizeof(resp->errbuf),
 			    "answer larger than %u bytes", HTTP_BODY_MAX);

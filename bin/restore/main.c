@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "outflush.h"
 #include "restore.h"
 #include "xmalloc.h"
 
@@ -61,6 +63,18 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* Exit with status once stdout is written; a write error exits 1. */
+static void __attribute__((noreturn))
+exit_flushed(int status)
+{
+	if (outflush(stdout) == -1) {
+		fprintf(stderr, "%s: write error: %s\n", getprogname(),
+		    strerror(errno));
+		exit(EXIT_FAIL);
+	}
+	exit(status);
+}
+
 static void __attribute__((noreturn))
 usage(int status)
 {
@@ -70,7 +84,7 @@ usage(int status)
 	    "[--cwd dir]\n"
 	    "\t[--fetch-timeout-ms ms] [--timeout-ms ms] [--json] "
 	    "[--retry n]\n"
-	    "\t[--state-dir dir] [-qv] command [args]\n"
+	    "\t[--state-dir dir] [-qv] [--help] [--version] command [args]\n"
 	    "commands: capabilities, list,\n"
 	    "\tnew [--session-id ID] [--approval-mode mode] "
 	    "[--model-service id],\n"
@@ -83,7 +97,7 @@ usage(int status)
 	    "\tclose ID, status ID, transcript ID [--limit n] "
 	    "[--before record],\n"
 	    "\tbranch ID [--at record] [--name name]\n", getprogname());
-	exit(status);
+	exit_flushed(status);
 }
 
 /* A usage error: one line, exit 2. */
@@ -136,7 +150,6 @@ restore_retry_wait(const struct rctx *ctx, const struct rerr *e, int *attempt)
 static void
 setup_address(struct rctx *ctx, const char *sock, const char *url)
 {
-	const char	*rt;
 	size_t		 len;
 
 	if (sock != NULL && url != NULL)
@@ -162,11 +175,8 @@ setup_address(struct rctx *ctx, const char *sock, const char *url)
 	}
 	if (sock != NULL)
 		ctx->socket_path = xstrdup(sock);
-	else if ((rt = getenv("XDG_RUNTIME_DIR")) != NULL && rt[0] == '/')
-		xasprintf(&ctx->socket_path, "%s/qwen-serve/qwen-serve.sock", rt);
 	else
-		xasprintf(&ctx->socket_path, "/tmp/qwen-serve-%u/qwen-serve.sock",
-		    (unsigned)getuid());
+		address_default_socket(ctx);
 	ctx->base_url = xstrdup("http://localhost");
 	if (ctx->socket_path != NULL)
 		xasprintf(&ctx->addr_key, "unix:%s", ctx->socket_path);
@@ -237,7 +247,7 @@ url_is_loopback(const char *url)
 static void
 setup_token_file(struct rctx *ctx)
 {
-	const char *sock = getenv("QWEN_SERVE_SOCKET"), *rt = getenv("XDG_RUNTIME_DIR");
+	const char *sock = getenv("QWEN_SERVE_SOCKET");
 	const char *slash;
 	char *path = NULL, buf[4096];
 	struct stat st;
@@ -249,10 +259,8 @@ setup_token_file(struct rctx *ctx)
 		return;
 	if (sock != NULL && (slash = strrchr(sock, '/')) != NULL)
 		xasprintf(&path, "%.*s/token", (int)(slash - sock), sock);
-	else if (rt != NULL && rt[0] == '/')
-		xasprintf(&path, "%s/qwen-serve/token", rt);
-	else
-		xasprintf(&path, "/tmp/qwen-serve-%u/token", (unsigned)getuid());
+	else if ((path = address_default_token()) == NULL)
+		return;
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) == -1) {
 		free(path);
 		return;
@@ -347,7 +355,7 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 		case 'h': usage(0);
 		case OPT_VERSION:
 			printf("qwen-restore %s\n", PACKAGE_VERSION);
-			exit(0);
+			exit_flushed(0);
 		default: usage(EXIT_USAGE);
 		}
 	}
@@ -358,6 +366,43 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 	setup_fetch_env(ctx);
 	if (ctx->base_url == NULL || ctx->addr_key == NULL || ctx->cwd == NULL)
 		usage_err("out of memory");
+}
+
+/* Options that belong to one command only: a usage error elsewhere. */
+static void
+check_options(const struct rctx *ctx, const char *cmd)
+{
+	const char	*bad = NULL;
+
+	if (strcmp(cmd, "prompt") != 0) {
+		if (ctx->no_wait)
+			bad = "--no-wait";
+		else if (ctx->parallel)
+			bad = "--parallel";
+		else if (ctx->no_auto_resume)
+			bad = "--no-auto-resume";
+		if (bad != NULL)
+			usage_err("%s: only for prompt, not %s", bad, cmd);
+	}
+	if (strcmp(cmd, "events") != 0 && ctx->last_event_id >= 0)
+		usage_err("--last-event-id: only for events, not %s", cmd);
+}
+
+/* The width tables are cut to: the terminal's, else $COLUMNS, else none. */
+static int
+output_width(void)
+{
+	struct winsize	 ws;
+	const char	*c, *errstr;
+	int		 n;
+
+	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 &&
+	    ws.ws_col > 0)
+		return ws.ws_col;
+	if ((c = getenv("COLUMNS")) != NULL &&
+	    (n = (int)strtonum(c, 20, 10000, &errstr), errstr == NULL))
+		return n;
+	return 0;
 }
 
 /* The command table. */
@@ -419,6 +464,7 @@ main(int argc, char **argv)
 	ctx.fetch_timeout_ms = ctx.timeout_ms = ctx.last_event_id = -1;
 	ctx.page_size = ctx.deadline_ms = ctx.limit = -1;
 	parse_args(&ctx, argc, argv);
+	ctx.cols = output_width();
 	if (optind >= argc)
 		usage(EXIT_USAGE);
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
@@ -433,6 +479,10 @@ main(int argc, char **argv)
 		usage_err("%s: a session ID is required", cmd->name);
 	if (nargs > cmd->takes_id + cmd->max_args)
 		usage_err("%s: too many arguments", cmd->name);
+	check_options(&ctx, cmd->name);
+	if (ctx.parallel && nargs > 1 && strcmp(argv[optind + 2], "-") != 0)
+		usage_err("prompt: --parallel reads the prompts from standard "
+		    "input");
 	if (cmd->takes_id) {
 		ctx.session_id = argv[optind + 1];
 		if (!state_id_valid(ctx.session_id))
@@ -454,13 +504,17 @@ main(int argc, char **argv)
 	http_global_cleanup();
 	state_free(ctx.state);
 	free(ctx.socket_path);
+	free(ctx.socket_tried);
 	free(ctx.base_url);
 	free(ctx.addr_key);
 	free(ctx.token);
 	free(ctx.cwd);
 	free(ctx.state_dir);
-	fflush(stdout);
-	if (ferror(stdout) && rc == EXIT_OK)
-		rc = EXIT_FAIL;
+	if (outflush(stdout) == -1) {
+		fprintf(stderr, "%s: write error: %s\n", getprogname(),
+		    strerror(errno));
+		if (rc == EXIT_OK)
+			rc = EXIT_FAIL;
+	}
 	return rc;
 }

@@ -66,8 +66,14 @@ classify_transport(const struct http_resp *r, struct rerr *e)
 	case CURLE_COULDNT_RESOLVE_HOST:
 	case CURLE_COULDNT_RESOLVE_PROXY:
 	case CURLE_UNSUPPORTED_PROTOCOL:
-		output_local(e, "daemon_unreachable", -1,
-		    "cannot reach the daemon: %s", r->errbuf);
+		output_local(e, "daemon_unreachable", -1, "%s", "");
+		if (r->socket_path != NULL)
+			address_explain(r->socket_path, r->socket_tried,
+			    e->message, sizeof(e->message));
+		else
+			address_explain_url(r->url != NULL ? r->url : "?",
+			    r->os_errno, r->errbuf, e->message,
+			    sizeof(e->message));
 		return;
 	default:
 		output_local(e, "protocol_error", -1,

@@ -34,6 +34,7 @@ struct pr {
 	int			 admitted;
 	int			 done;
 	int			 failed;
+	const char		*label;		/* the prompt text (borrowed) */
 	char			*text;		/* buffered (--parallel) */
 	size_t			 text_len;
 	char			 error[512];
@@ -90,7 +91,14 @@ pr_event(struct pr *ps, size_t n, json_object *env, int direct)
 		;
 	if (i == n || ps[i].done)
 		return;
-	if (strcmp(type, "session_update") == 0) {
+	if (ps[i].ctx->json) {
+		/* NDJSON: the prompt's own events as they come. */
+		puts(json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN |
+		    JSON_C_TO_STRING_NOSLASHESCAPE));
+		fflush(stdout);
+		direct = -1;	/* no text of its own */
+	}
+	if (strcmp(type, "session_update") == 0 && direct != -1) {
 		upd = json_get_obj(data, "update");
 		content = json_get_obj(upd, "content");
 		t = json_get_str(upd, "sessionUpdate");
@@ -187,6 +195,35 @@ pr_admit_error(struct rctx *ctx, struct pr *p)
 	return output_error(ctx, &p->resp, &e);
 }
 
+/*
+ * One answer of --parallel under a head(1)-style label naming the prompt:
+ * "==> [2/3] the prompt text <==", a blank line between blocks.
+ */
+static void
+pr_block(struct pr *p, size_t i, size_t n)
+{
+	const char	*c;
+	int		 cut;
+
+	if (i > 0)
+		fputc('\n', stdout);
+	printf("==> [%zu/%zu] ", i + 1, n);
+	for (c = p->label, cut = 0; *c != '\0'; c++) {
+		/* At most 60 bytes, not inside a UTF-8 character. */
+		if (c - p->label >= 60 && ((unsigned char)*c & 0xc0) != 0x80) {
+			cut = 1;
+			break;
+		}
+		putchar((unsigned char)*c < 0x20 ? ' ' : *c);
+	}
+	printf("%s <==\n", cut ? "\xe2\x80\xa6" : "");
+	if (p->text != NULL) {
+		fputs(p->text, stdout);
+		if (p->text_len > 0 && p->text[p->text_len - 1] != '\n')
+			fputc('\n', stdout);
+	}
+}
+
 /* Wait for the turns of all admitted prompts; returns the exit code. */
 static int
 pr_wait(struct rctx *ctx, struct sub *s, struct pr *ps, size_t n)
@@ -213,12 +250,8 @@ pr_wait(struct rctx *ctx, struct sub *s, struct pr *ps, size_t n)
 		json_object_put(env);
 	}
 	for (i = 0; i < n; i++) {
-		if (!direct && ps[i].text != NULL) {
-			fputs(ps[i].text, stdout);
-			if (ps[i].text_len > 0 && ps[i].text[ps[i].text_len - 1]
-			    != '\n')
-				fputc('\n', stdout);
-		}
+		if (!direct && !ctx->json)
+			pr_block(&ps[i], i, n);
 		if (ps[i].failed) {
 			output_local(&e, "turn_error", EXIT_FAIL, "%s",
 			    ps[i].error);
@@ -229,7 +262,7 @@ pr_wait(struct rctx *ctx, struct sub *s, struct pr *ps, size_t n)
 			rc = output_fail(ctx, &e);
 		}
 	}
-	if (direct && ps[0].printed && !ps[0].ends_nl)
+	if (direct && !ctx->json && ps[0].printed && !ps[0].ends_nl)
 		fputc('\n', stdout);
 	return rc;
 }
@@ -375,6 +408,7 @@ cmd_prompt(struct rctx *ctx, const char *text)
 		ps[i].heal = &h;
 		ps[i].ctx = ctx;
 		ps[i].body = pr_body(ctx, texts[i]);
+		ps[i].label = texts[i];
 	}
 	memset(&s, 0, sizeof(s));
 	if (!ctx->no_wait) {

@@ -38,6 +38,7 @@ enum timeout_source {
 /* The global options and what every command shares. */
 struct rctx {
 	char		*socket_path;	/* NULL when talking to base_url */
+	char		*socket_tried;	/* the default places looked at */
 	char		*base_url;	/* no trailing slash */
 	char		*addr_key;	/* "unix:PATH" or the URL: state key */
 	char		*token;		/* NULL: no Authorization */
@@ -64,6 +65,7 @@ struct rctx {
 	const char	*before;	/* transcript --before RECORD */
 	const char	*at;		/* branch --at RECORD */
 	const char	*name;		/* branch --name NAME */
+	int		 cols;		/* output width, 0: no limit */
 	const char	*command;
 	const char	*session_id;	/* NULL for capabilities/list/new */
 	struct state	*state;
@@ -82,6 +84,10 @@ struct http_resp {
 	char		 errbuf[256];	/* libcurl's message for cerr */
 	int		 timed_out;	/* our deadline fired */
 	int64_t		 timeout_ms;	/* the deadline that applied, 0 none */
+	int		 os_errno;	/* of a failed connect, 0 none */
+	const char	*socket_path;	/* borrowed from the rctx: what was */
+	const char	*socket_tried;	/* tried, for the error message */
+	const char	*url;
 };
 
 /* Streaming callbacks: on_open once the 2xx event-stream headers are in. */
@@ -130,6 +136,25 @@ char	*http_session_path(const char *id, const char *suffix);
 
 /* The body parsed as a JSON object, or NULL; caller puts. */
 json_object *http_resp_json(const struct http_resp *);
+
+/* ---- address.c --------------------------------------------------------- */
+
+/* The first default socket that exists (ctx->socket_path, socket_tried). */
+void	address_default_socket(struct rctx *);
+/* Why a socket or a URL cannot be reached, as one message into buf. */
+void	address_explain(const char *path, const char *tried, char *buf,
+	    size_t len);
+void	address_explain_url(const char *url, int os_errno,
+	    const char *curlmsg, char *buf, size_t len);
+/* <dir>/token beside the first default socket place with one, or NULL. */
+char	*address_default_token(void);
+
+/* ---- human.c ------------------------------------------------------------ */
+
+/* list: an aligned table of the sessions answer (borrowed). */
+void	human_list(const struct rctx *, json_object *answer);
+/* status, capabilities, heartbeat: "key  value" lines of obj (borrowed). */
+void	human_keyvalue(json_object *obj);
 
 /* ---- sse.c -------------------------------------------------------------- */
 

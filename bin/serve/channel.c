@@ -149,6 +149,10 @@ child_command(struct channel *ch)
 		pipecmd_arg(cmd, "--agent-command");
 		pipecmd_arg(cmd, conf.agent_command);
 	}
+	if (conf.otlp_endpoint != NULL) {
+		pipecmd_arg(cmd, "--otlp-endpoint");
+		pipecmd_arg(cmd, conf.otlp_endpoint);
+	}
 	if (conf.trace_file != NULL) {
 		pipecmd_arg(cmd, "--trace-file");
 		pipecmd_arg(cmd, conf.trace_file);

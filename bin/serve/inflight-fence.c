@@ -118,6 +118,18 @@ early_fence(struct inflight *op)
 		fence_add(op->ch, op->id);
 }
 
+/* How many ids are fenced, on every channel (GET /health?deep=1). */
+size_t
+inflight_fences_count(void)
+{
+	struct fence *f;
+	size_t n = 0;
+
+	TAILQ_FOREACH(f, &fences, entry)
+		n++;
+	return n;
+}
+
 /* The channel exited: its fences go with it. */
 void
 fences_channel_exited(struct channel *ch)

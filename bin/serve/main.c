@@ -26,6 +26,8 @@
 #include "budget.h"
 #include "clock.h"
 #include "log.h"
+#include "otlp.h"
+#include "outflush.h"
 #include "serve.h"
 #include "acp.h"
 #include "trace.h"
@@ -35,6 +37,7 @@
 struct serve_conf conf;
 struct event_base *serve_base;
 struct trace_sink *serve_trace;
+struct otlp *serve_otlp;
 
 static struct evhttp *http;
 static int shutting_down;
@@ -48,7 +51,7 @@ enum {
 	OPT_SESS_IDLE, OPT_SESS_REAP, OPT_SSE_HB, OPT_RING, OPT_REPLAY_MAX,
 	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
 	OPT_NO_WEB, OPT_WEB_DIR,
-	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_TOKEN_FILE, OPT_PROMPT_DEADLINE,
+	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_OTLP, OPT_TOKEN_FILE, OPT_PROMPT_DEADLINE,
 	OPT_WRITER_IDLE,
 };
 
@@ -69,6 +72,7 @@ static const struct option longopts[] = {
 	{ "log-file", required_argument, NULL, OPT_LOG_FILE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "trace-file", required_argument, NULL, OPT_TRACE_FILE },
+	{ "otlp-endpoint", required_argument, NULL, OPT_OTLP },
 	{ "initialize-timeout-ms", required_argument, NULL, OPT_INIT_TO },
 	{ "session-restore-timeout-ms", required_argument, NULL, OPT_RESTORE_TO },
 	{ "channel-idle-timeout-ms", required_argument, NULL, OPT_CHAN_IDLE },
@@ -91,6 +95,54 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/*
+ * --otlp-endpoint and the OTEL_* variables: export spans over OTLP/HTTP
+ * from a worker thread, beside the trace file (or without one).
+ */
+static void __attribute__((noreturn)) fatal_cause(char *);
+
+static void
+otlp_setup(void)
+{
+	char	*cause, *url;
+
+	if (otlp_endpoint(conf.otlp_endpoint, &url, &cause) == -1)
+		fatal_cause(cause);
+	if (url == NULL)
+		return;
+	if ((serve_otlp = otlp_start(url, "qwen-serve", &cause)) == NULL)
+		fatal_cause(cause);
+	if (serve_trace == NULL &&
+	    (serve_trace = trace_sink_open(NULL, "qwen-serve")) == NULL) {
+		fprintf(stderr, "qwen-serve: trace sink: %s\n", strerror(errno));
+		exit(1);
+	}
+	trace_sink_set_export(serve_trace, otlp_enqueue, serve_otlp);
+	log_info("exporting spans to %s (OTLP/HTTP JSON)", url);
+	free(url);
+}
+
+/* Print cause (from the OTLP setup), free it, exit 1. */
+static void __attribute__((noreturn))
+fatal_cause(char *cause)
+{
+	fprintf(stderr, "qwen-serve: %s\n", cause != NULL ? cause :
+	    "out of memory");
+	free(cause);
+	exit(1);
+}
+
+/* Exit with status once stdout is written; a write error exits 1. */
+static void __attribute__((noreturn))
+exit_flushed(int status)
+{
+	if (outflush(stdout) == -1) {
+		fprintf(stderr, "qwen-serve: write error: %s\n", strerror(errno));
+		exit(1);
+	}
+	exit(status);
+}
+
 static void __attribute__((noreturn))
 usage(int status)
 {
@@ -99,15 +151,17 @@ usage(int status)
 	    "\t[--token-file FILE | --token TOKEN] [--require-auth] [--allow-origin ORIGIN]...\n"
 	    "\t[--max-connections N] [--workspace DIR] [--child PATH]\n"
 	    "\t[--data-dir DIR] [--agent-command CMD] [--log-file FILE]\n"
-	    "\t[--log-level LEVEL] [--trace-file FILE] [--initialize-timeout-ms MS]\n"
+	    "\t[--log-level LEVEL] [--trace-file FILE] [--otlp-endpoint URL]\n"
+	    "\t[--initialize-timeout-ms MS]\n"
 	    "\t[--session-restore-timeout-ms MS] [--channel-idle-timeout-ms MS]\n"
 	    "\t[--session-idle-timeout-ms MS] [--session-reap-interval-ms MS]\n"
 	    "\t[--sse-heartbeat-ms MS] [--event-ring-size N]\n"
 	    "\t[--compacted-replay-max-bytes N] [--max-sessions N]\n"
 	    "\t[--max-total-sessions N] [--max-pending-prompts-per-session N]\n"
 	    "\t[--prompt-deadline-ms MS] [--writer-idle-timeout-ms MS]\n"
-	    "\t[--no-web | --web-dir DIR] [--pidfile FILE] [--check-config]\n");
-	exit(status);
+	    "\t[--no-web | --web-dir DIR] [--pidfile FILE] [--check-config]\n"
+	    "\t[--help] [--version]\n");
+	exit_flushed(status);
 }
 
 /* Parse a bounded integer option or exit 2 naming the flag. */
@@ -298,6 +352,7 @@ parse_args(int argc, char **argv)
 			log_set_level((enum log_level)log_level_parse(lvl));
 			break;
 		case OPT_TRACE_FILE: free(conf.trace_file); conf.trace_file = xstrdup(optarg); break;
+		case OPT_OTLP: free(conf.otlp_endpoint); conf.otlp_endpoint = xstrdup(optarg); break;
 		case OPT_INIT_TO: init = ms_opt("initialize-timeout-ms", optarg, 0); break;
 		case OPT_RESTORE_TO: restore = ms_opt("session-restore-timeout-ms", optarg, 0); break;
 		case OPT_CHAN_IDLE: conf.channel_idle_timeout_ms = ms_opt("channel-idle-timeout-ms", optarg, 1); break;
@@ -315,13 +370,17 @@ parse_args(int argc, char **argv)
 		case OPT_CHECK_CONFIG: conf.check_config = 1; break;
 		case OPT_PROMPT_DEADLINE: conf.prompt_deadline_ms = ms_opt("prompt-deadline-ms", optarg, 1); break;
 		case OPT_WRITER_IDLE: conf.writer_idle_timeout_ms = ms_opt("writer-idle-timeout-ms", optarg, 1); break;
-		case OPT_VERSION: printf("qwen-serve %s\n", PACKAGE_VERSION); exit(0);
+		case OPT_VERSION: printf("qwen-serve %s\n", PACKAGE_VERSION); exit_flushed(0);
 		case 'h': case OPT_HELP: usage(0);
 		default: usage(2);
 		}
 	}
 	if (optind != argc)
 		usage(2);
+	/* The same trace file as the child's, unless --trace-file names one. */
+	if (conf.trace_file == NULL && getenv("QWEN_TRACE_FILE") != NULL &&
+	    *getenv("QWEN_TRACE_FILE") != '\0')
+		conf.trace_file = xstrdup(getenv("QWEN_TRACE_FILE"));
 	if (init != -1)
 		conf.init_timeout_ms = init;
 	conf.restore_timeout_ms = budget_restore_ms(restore, init);
@@ -472,6 +531,7 @@ main(int argc, char **argv)
 		exit(1);
 	}
 	guard_init();
+	otlp_setup();
 	if ((serve_base = event_base_new()) == NULL ||
 	    (http = http_new(serve_base)) == NULL) {
 		fprintf(stderr, "qwen-serve: cannot create the event loop\n");
@@ -508,6 +568,10 @@ main(int argc, char **argv)
 	sessions_free();
 	channels_free();
 	event_base_free(serve_base);
+	if (serve_otlp != NULL) {
+		trace_sink_set_export(serve_trace, NULL, NULL);
+		otlp_stop(serve_otlp);
+	}
 	trace_sink_close(serve_trace);
 	pidfile_release();
 	token_unlink();

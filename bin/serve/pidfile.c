@@ -1,12 +1,21 @@
 /*
  * pidfile.c: --pidfile for supervisors other than systemd.
  *
- * The file is written whole under a temporary name, locked (flock) and
- * then linked into place, so a reader never sees a partial pid and the lock
- * says whether its writer is alive: a locked pidfile belongs to a running
- * daemon and is refused; an unlocked one is stale (its daemon died) and is
- * replaced.  The lock lives as long as we do; on exit the file is removed
- * if it is still ours.
+ * libbsd's pidfile_open(3) creates the file, locks it (flock) and tells
+ * whose it is when another daemon holds the lock; pidfile_write(3) puts
+ * our pid in; pidfile_remove(3) unlinks it if it is still the file we
+ * opened.  A locked file belongs to a running daemon and is refused; an
+ * unlocked one is stale (its daemon died) and is taken over.
+ *
+ * What libbsd lacks, and this file keeps:
+ *   - a read-only check for --check-config (pidfile_open creates the file);
+ *   - close-on-exec on its descriptor, so no child inherits the lock;
+ *   - removal only by the process that took it: libpipeline forks, and a
+ *     child that exits before its exec must not unlink our file;
+ *   - fsync of the pid.
+ * What it does not give: the old write-under-a-temporary-name-then-link,
+ * so a reader racing the start may see an empty file for an instant
+ * (supervisors read the file after the daemon said it is ready).
  */
 #include "config.h"
 
@@ -15,6 +24,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libutil.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +33,7 @@
 #include "serve.h"
 #include "xmalloc.h"
 
-static char *pid_path;
-static int pid_fd = -1;
+static struct pidfh *pid_fh;
 static pid_t pid_owner;
 
 /*
@@ -51,41 +60,6 @@ pidfile_held(const char *path, long *pid)
 	return held;
 }
 
-/* Whether fd is the file now at path. */
-static int
-pidfile_is_ours(int fd, const char *path)
-{
-	struct stat a, b;
-
-	return fstat(fd, &a) == 0 && lstat(path, &b) == 0 &&
-	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
-/* A temporary file beside path holding our pid, locked; its fd or -1. */
-static int
-pidfile_temp(const char *path, char **tmp, char **cause)
-{
-	char line[32];
-	int fd, len;
-
-	xasprintf(tmp, "%s.XXXXXX", path);
-	if ((fd = mkostemp(*tmp, O_CLOEXEC)) == -1) {
-		xasprintf(cause, "--pidfile %s: %s", path, strerror(errno));
-		free(*tmp);
-		*tmp = NULL;
-		return -1;
-	}
-	len = snprintf(line, sizeof(line), "%ld\n", (long)getpid());
-	if (flock(fd, LOCK_EX | LOCK_NB) == -1 || fchmod(fd, 0644) == -1 ||
-	    write(fd, line, (size_t)len) != len || fsync(fd) == -1) {
-		xasprintf(cause, "--pidfile %s: %s", path, strerror(errno));
-		unlink(*tmp);
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 int
 pidfile_check(const char *path, char **cause)
 {
@@ -107,50 +81,36 @@ pidfile_check(const char *path, char **cause)
 int
 pidfile_take(const char *path, char **cause)
 {
-	char *tmp;
+	pid_t other = 0;
 	int fd;
 
 	*cause = NULL;
-	if (pidfile_check(path, cause) == -1)
-		return -1;
-	if ((fd = pidfile_temp(path, &tmp, cause)) == -1)
-		return -1;
-	/* link() never replaces; a stale file left by a dead daemon is. */
-	if (link(tmp, path) == -1 &&
-	    (errno != EEXIST || pidfile_check(path, cause) == -1 ||
-	    rename(tmp, path) == -1)) {
-		if (errno != 0 && *cause == NULL)
+	if ((pid_fh = pidfile_open(path, 0644, &other)) == NULL) {
+		if (errno == EEXIST)
+			xasprintf(cause, "--pidfile %s: held by a running "
+			    "qwen-serve (pid %ld)", path, (long)other);
+		else
 			xasprintf(cause, "--pidfile %s: %s", path,
 			    strerror(errno));
-		goto fail;
+		return -1;
 	}
-	unlink(tmp);
-	if (!pidfile_is_ours(fd, path)) {
-		xasprintf(cause, "--pidfile %s: another qwen-serve took it "
-		    "meanwhile", path);
-		goto fail;
+	fd = pidfile_fileno(pid_fh);
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) == -1 ||
+	    pidfile_write(pid_fh) == -1 || fsync(fd) == -1) {
+		xasprintf(cause, "--pidfile %s: %s", path, strerror(errno));
+		pidfile_remove(pid_fh);
+		pid_fh = NULL;
+		return -1;
 	}
-	free(tmp);
-	pid_path = xstrdup(path);
-	pid_fd = fd;
 	pid_owner = getpid();
 	return 0;
-fail:
-	unlink(tmp);
-	free(tmp);
-	close(fd);
-	return -1;
 }
 
 void
 pidfile_release(void)
 {
-	if (pid_fd == -1 || getpid() != pid_owner)
+	if (pid_fh == NULL || getpid() != pid_owner)
 		return;
-	if (pidfile_is_ours(pid_fd, pid_path))
-		unlink(pid_path);
-	close(pid_fd);
-	pid_fd = -1;
-	free(pid_path);
-	pid_path = NULL;
+	pidfile_remove(pid_fh);
+	pid_fh = NULL;
 }

@@ -396,7 +396,10 @@ rfsm_chan_view_add(struct rfsm_chan_view *v, const struct rfsm *m)
 	int spawn = m->action == RFSM_SPAWN;
 
 	if (m->state == RFSM_ACTIVE) {
-		v->active_restores++;
+		if (spawn)
+			v->pending_spawns++;
+		else
+			v->active_restores++;
 		return;
 	}
 	if (!rfsm_unsettled(m->state))

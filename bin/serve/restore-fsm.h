@@ -182,15 +182,16 @@ enum rfsm_join	rfsm_join(const struct rfsm *owner, enum rfsm_action requested,
 
 /*
  * What a channel holds.  Visible work is what a client can see or wait
- * on; abandoned restores are not visible work.  The caller fills the
- * first five fields, rfsm_chan_view_add() the rest from each machine.
+ * on; abandoned restores are not visible work.  The caller fills
+ * live_sessions, control_ops and empty_reap_pending, rfsm_chan_view_add()
+ * the rest from each machine.
  */
 struct rfsm_chan_view {
 	unsigned	 live_sessions;
-	unsigned	 pending_spawns;
+	unsigned	 pending_spawns;	/* ACTIVE spawn machines */
 	unsigned	 control_ops;
 	int		 empty_reap_pending;	/* the ordinary idle reap */
-	unsigned	 active_restores;	/* ACTIVE machines */
+	unsigned	 active_restores;	/* ACTIVE load/resume machines */
 	unsigned	 unsettled;		/* abandoned, unsettled machines */
 	unsigned	 overdue;
 	unsigned	 quarantined;

@@ -19,12 +19,34 @@
 
 #include "clock.h"
 #include "errors.h"
+#include "otlp.h"
 #include "serve.h"
 #include "xmalloc.h"
 #include "acp.h"
 #include "ws.h"
 
 /* ---- health and capabilities -------------------------------------------- */
+
+/* The OTLP exporter's counters; caller puts. */
+static json_object *
+health_otlp(void)
+{
+	struct otlp_stats	 st;
+	json_object		*o = xjson_object_new_object();
+
+	otlp_stats(serve_otlp, &st);
+	json_object_object_add(o, "endpoint",
+	    xjson_object_new_string(otlp_url(serve_otlp)));
+	json_object_object_add(o, "exported",
+	    xjson_object_new_int64((int64_t)st.exported));
+	json_object_object_add(o, "dropped",
+	    xjson_object_new_int64((int64_t)st.dropped));
+	json_object_object_add(o, "failed",
+	    xjson_object_new_int64((int64_t)st.failed));
+	json_object_object_add(o, "queued",
+	    xjson_object_new_int64((int64_t)st.queued));
+	return o;
+}
 
 void
 route_health(struct http_ctx *ctx)
@@ -34,6 +56,8 @@ route_health(struct http_ctx *ctx)
 	size_t active, unsettled, overdue, quarantined;
 
 	json_object_object_add(o, "status", xjson_object_new_string("ok"));
+	if (serve_otlp != NULL)
+		json_object_object_add(o, "otlp", health_otlp());
 	if (deep != NULL && strcmp(deep, "1") == 0) {
 		json_object_object_add(o, "sessions",
 		    xjson_object_new_int64((int64_t)sessions_count()));
@@ -56,6 +80,8 @@ route_health(struct http_ctx *ctx)
 		    xjson_object_new_int64((int64_t)overdue));
 		json_object_object_add(o, "restoresQuarantined",
 		    xjson_object_new_int64((int64_t)quarantined));
+		json_object_object_add(o, "restoresFenced",
+		    xjson_object_new_int64((int64_t)inflight_fences_count()));
 		json_object_object_add(o, "inFlight",
 		    xjson_object_new_int64((int64_t)inflight_count()));
 		json_object_object_add(o, "acpConnections",

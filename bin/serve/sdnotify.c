@@ -8,6 +8,11 @@
  * (sent when they change, at most once per SDNOTIFY_STATUS_MS), and
  * STOPPING=1 on shutdown.  The variable is removed from the environment so
  * that the children never talk to systemd in our name.
+ *
+ * With WatchdogSec= systemd sets WATCHDOG_USEC (and WATCHDOG_PID): from
+ * READY=1 on, a timer on the event loop sends WATCHDOG=1 every half
+ * period.  The ping comes from the loop itself, so a loop that stalls (a
+ * blocking call, a spin) stops pinging and systemd restarts the daemon.
  */
 #include "config.h"
 
@@ -16,6 +21,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +38,8 @@ static int notify_fd = -1;
 static struct sockaddr_un notify_addr;
 static socklen_t notify_len;
 static struct event *status_timer;
+static struct event *watchdog_timer;
+static uint64_t watchdog_usec;		/* 0: no watchdog */
 static char last_status[256];
 
 /*
@@ -62,6 +70,32 @@ sdnotify_parse(const char *env)
 	return 1;
 }
 
+/*
+ * WATCHDOG_USEC, when it is meant for us (WATCHDOG_PID unset or ours):
+ * the period in microseconds, 0 for none.  Both variables are removed.
+ */
+static uint64_t
+sdnotify_watchdog_env(void)
+{
+	const char *usec = getenv("WATCHDOG_USEC"), *pid = getenv("WATCHDOG_PID");
+	const char *errstr = NULL;
+	long long v = 0;
+
+	if (usec != NULL && *usec != '\0') {
+		v = strtonum(usec, 1, 86400LL * 1000000, &errstr);
+		if (errstr != NULL) {
+			log_warnx("WATCHDOG_USEC=%s: %s; no watchdog", usec, errstr);
+			v = 0;
+		}
+		if (pid != NULL && *pid != '\0' &&
+		    strtonum(pid, 1, INT32_MAX, &errstr) != (long long)getpid())
+			v = 0;
+	}
+	unsetenv("WATCHDOG_USEC");
+	unsetenv("WATCHDOG_PID");
+	return (uint64_t)v;
+}
+
 int
 sdnotify_init(void)
 {
@@ -70,6 +104,7 @@ sdnotify_init(void)
 
 	rc = sdnotify_parse(env);
 	unsetenv("NOTIFY_SOCKET");
+	watchdog_usec = sdnotify_watchdog_env();
 	if (rc != 1)
 		return rc;
 	notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -122,6 +157,35 @@ sdnotify_status_tick(evutil_socket_t fd, short what, void *arg)
 	sdnotify_send(buf);
 }
 
+/* The watchdog timer: the loop is alive. */
+static void
+sdnotify_watchdog_tick(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd; (void)what; (void)arg;
+	sdnotify_send("WATCHDOG=1");
+}
+
+/* Ping every half period from the event loop. */
+static void
+sdnotify_watchdog_start(void)
+{
+	uint64_t half = watchdog_usec / 2;
+	struct timeval tv = { (time_t)(half / 1000000),
+	    (suseconds_t)(half % 1000000) };
+
+	if (watchdog_usec == 0 || notify_fd == -1)
+		return;
+	watchdog_timer = event_new(serve_base, -1, EV_PERSIST,
+	    sdnotify_watchdog_tick, NULL);
+	if (watchdog_timer == NULL || event_add(watchdog_timer, &tv) == -1) {
+		log_warnx("watchdog: cannot start its timer");
+		return;
+	}
+	sdnotify_send("WATCHDOG=1");
+	log_info("systemd watchdog: WATCHDOG=1 every %llu ms",
+	    (unsigned long long)(half / 1000));
+}
+
 void
 sdnotify_ready(void)
 {
@@ -140,6 +204,7 @@ sdnotify_ready(void)
 	    sdnotify_status_tick, NULL);
 	if (status_timer != NULL)
 		event_add(status_timer, &tv);
+	sdnotify_watchdog_start();
 }
 
 void
@@ -160,6 +225,9 @@ sdnotify_free(void)
 	if (status_timer != NULL)
 		event_free(status_timer);
 	status_timer = NULL;
+	if (watchdog_timer != NULL)
+		event_free(watchdog_timer);
+	watchdog_timer = NULL;
 	if (notify_fd != -1)
 		close(notify_fd);
 	notify_fd = -1;

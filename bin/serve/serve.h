@@ -79,6 +79,7 @@ struct serve_conf {
 	char		*agent_command;
 	char		*log_file;
 	char		*trace_file;
+	char		*otlp_endpoint;		/* --otlp-endpoint, or NULL */
 	int64_t		 init_timeout_ms;
 	int64_t		 restore_timeout_ms;	/* effective (budget_restore_ms) */
 	int64_t		 channel_idle_timeout_ms;
@@ -111,6 +112,7 @@ extern struct event_base *serve_base;
 /* main.c */
 struct trace_sink;
 extern struct trace_sink *serve_trace;
+extern struct otlp *serve_otlp;		/* NULL: no OTLP export */
 void	serve_request_shutdown(void);
 int	serve_shutting_down(void);
 
@@ -552,5 +554,7 @@ void	inflight_reply_session(struct evhttp_request *, struct session *,
 /* ---- inflight-fence.c -------------------------------------------------- */
 /* An update for an id with no live session: 1 when buffered or fenced. */
 int	inflight_route_early(struct channel *, const char *id, json_object *params);
+/* Session ids fenced against late notifications, on every channel. */
+size_t	inflight_fences_count(void);
 
 #endif

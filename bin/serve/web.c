@@ -49,6 +49,7 @@ static const struct web_file web_files[] = {
 	{ "/app.css", "app.css", "text/css; charset=utf-8" },
 	{ "/app.js", "app.js", "text/javascript; charset=utf-8" },
 	{ "/budget.mjs", "budget.mjs", "text/javascript; charset=utf-8" },
+	{ "/charts.mjs", "charts.mjs", "text/javascript; charset=utf-8" },
 	{ "/history.mjs", "history.mjs", "text/javascript; charset=utf-8" },
 	{ "/sse.mjs", "sse.mjs", "text/javascript; charset=utf-8" },
 };

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "outflush.h"
 #include "trace-dump.h"
 
 #define DEFAULT_MAX_PENDING	10000
@@ -32,16 +33,26 @@ on_signal(int sig)
 	stop = 1;
 }
 
+/* Exit with status once stdout is written; a write error exits 1. */
+static __attribute__((noreturn)) void
+exit_flushed(int status)
+{
+	if (outflush(stdout) == -1)
+		err(1, "write error");
+	exit(status);
+}
+
 /* Print the usage and exit with status. */
 static __attribute__((noreturn)) void
 usage(int status)
 {
 	fprintf(status == 0 ? stdout : stderr,
-	    "usage: %s [--summary] [--format text|json|chrome] [--session ID]\n"
+	    "usage: %s [--summary] [--format text|json|chrome|svg] [--session ID]\n"
 	    "       [--trace ID] [--since TIME] [--result timeout|failure|success]\n"
 	    "       [--slowest N] [--follow] [--linger MS] [--no-pager]\n"
-	    "       [--max-pending N] [--help] [FILE...]\n", getprogname());
-	exit(status);
+	    "       [--max-pending N] [--help] [--version] [FILE...]\n",
+	    getprogname());
+	exit_flushed(status);
 }
 
 /* Parse the options into opts; exits 2 on a usage error. */
@@ -61,6 +72,7 @@ parse_options(int argc, char **argv, struct td_opts *opts, size_t *cap)
 		{ "max-pending", required_argument, NULL, 'm' },
 		{ "linger", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *errstr;
@@ -102,9 +114,11 @@ parse_options(int argc, char **argv, struct td_opts *opts, size_t *cap)
 				opts->format = FORMAT_JSON;
 			else if (strcmp(optarg, "chrome") == 0)
 				opts->format = FORMAT_CHROME;
+			else if (strcmp(optarg, "svg") == 0)
+				opts->format = FORMAT_SVG;
 			else
-				errx(2, "--format: must be text, json or chrome: %s",
-				    optarg);
+				errx(2, "--format: must be text, json, chrome or "
+				    "svg: %s", optarg);
 			break;
 		case 'u':
 			opts->summary = 1;
@@ -128,14 +142,17 @@ parse_options(int argc, char **argv, struct td_opts *opts, size_t *cap)
 			break;
 		case 'h':
 			usage(0);
+		case 'V':
+			printf("qwen-trace-dump %s\n", PACKAGE_VERSION);
+			exit_flushed(0);
 		default:
 			usage(2);
 		}
 	}
 	if (opts->follow && (opts->summary || opts->slowest > 0 ||
-	    opts->format == FORMAT_CHROME))
+	    opts->format == FORMAT_CHROME || opts->format == FORMAT_SVG))
 		errx(2, "--follow cannot be combined with --summary, --slowest "
-		    "or --format chrome");
+		    "or --format chrome or svg");
 	if (opts->summary && opts->format != FORMAT_TEXT)
 		errx(2, "--summary is text only");
 	return optind;
@@ -258,10 +275,8 @@ main(int argc, char **argv)
 		reader_free(rn.readers[i]);
 	}
 	free(rn.readers);
-	if (output_finish(rn.out, malformed, evicted) != 0) {
-		warnx("the pager failed");
+	if (output_finish(rn.out, malformed, evicted) != 0)
 		rn.status = 1;
-	}
 	join_free(rn.join);
 	if (malformed > 0)
 		warnx("%lu malformed line%s skipped", malformed,

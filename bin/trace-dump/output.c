@@ -10,7 +10,10 @@
  */
 #include "config.h"
 
+#include <err.h>
+#include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -18,15 +21,19 @@
 
 #include <pipeline.h>
 
+#include "outflush.h"
 #include "trace-dump.h"
 
 struct output {
 	struct td_opts		 opts;
 	FILE			*f;
+	int			 lazy_pager;	/* start it with the first output */
 	pipeline		*pager;
+	size_t			 shown;		/* restores and spans written */
 	struct render_opts	 ro;
 	struct summary		*summary;
 	struct chrome		*chrome;
+	struct svg		*svg;
 	struct restore		**heap;		/* --slowest: min-heap by elapsed */
 	size_t			 nheap;
 };
@@ -53,6 +60,29 @@ pager_start(struct output *o)
 	return pipeline_get_infile(o->pager);
 }
 
+/*
+ * Before the first byte of output: start the pager (on a terminal) and
+ * the chrome export.  An empty result, or an input that failed to open,
+ * thus never clears the screen for a pager with nothing in it.
+ */
+static void
+out_begin(struct output *o)
+{
+	FILE	*pf;
+
+	if (o->lazy_pager) {
+		o->lazy_pager = 0;
+		if ((pf = pager_start(o)) != NULL)
+			o->f = pf;
+	}
+	if (o->summary == NULL && o->opts.format == FORMAT_CHROME &&
+	    o->chrome == NULL)
+		o->chrome = chrome_new(o->f);
+	if (o->summary == NULL && o->opts.format == FORMAT_SVG &&
+	    o->svg == NULL && (o->svg = svg_new(o->f)) == NULL)
+		err(1, "svg");
+}
+
 /* Start the output on stdout, through $PAGER when on a terminal. */
 struct output *
 output_new(const struct td_opts *opts)
@@ -69,18 +99,11 @@ output_new(const struct td_opts *opts)
 	    opts->format == FORMAT_TEXT;
 	o->f = stdout;
 	signal(SIGPIPE, SIG_IGN);
-	if (tty && opts->pager && !opts->follow) {
-		FILE *pf = pager_start(o);
-
-		if (pf != NULL)
-			o->f = pf;
-	}
+	o->lazy_pager = tty && opts->pager && !opts->follow;
 	if (opts->summary && (o->summary = summary_new()) == NULL) {
 		free(o);
 		return NULL;
 	}
-	if (!opts->summary && opts->format == FORMAT_CHROME)
-		o->chrome = chrome_new(o->f);
 	if (opts->slowest > 0 &&
 	    (o->heap = calloc(opts->slowest, sizeof(*o->heap))) == NULL) {
 		summary_free(o->summary);
@@ -125,12 +148,16 @@ restore_selected(const struct output *o, const struct restore *r)
 static void
 emit_restore(struct output *o, const struct restore *r)
 {
+	o->shown++;
+	out_begin(o);
 	if (o->summary != NULL)
 		summary_add(o->summary, r);
 	else if (o->opts.format == FORMAT_JSON)
 		export_json_restore(o->f, r);
 	else if (o->opts.format == FORMAT_CHROME)
 		chrome_restore(o->chrome, r);
+	else if (o->opts.format == FORMAT_SVG)
+		svg_restore(o->svg, r);
 	else
 		render_restore(o->f, r, &o->ro);
 }
@@ -221,12 +248,16 @@ output_span(struct tspan *sp, void *arg)
 		tspan_free(sp);
 		return;
 	}
+	o->shown++;
+	out_begin(o);
 	if (o->summary != NULL)
 		summary_add_span(o->summary, sp);
 	else if (op->format == FORMAT_JSON)
 		export_json_span(o->f, sp);
 	else if (op->format == FORMAT_CHROME)
 		chrome_span(o->chrome, sp);
+	else if (op->format == FORMAT_SVG)
+		;	/* the picture is of restores */
 	else
 		render_span(o->f, sp, &o->ro);
 	tspan_free(sp);
@@ -244,7 +275,20 @@ cmp_slowest(const void *a, const void *b)
 	return (x < y) - (x > y);
 }
 
-/* Emit what is held, wait for the pager, free; the pager's status. */
+/*
+ * Flush what was written: a write error (ENOSPC, EIO) is reported and is
+ * 1, a reader (or pager) that left is quiet.
+ */
+static int
+finish_stream(struct output *o)
+{
+	if (outflush(o->f) == 0)
+		return 0;
+	warn("write error");
+	return 1;
+}
+
+/* Emit what is held, wait for the pager, free; 0 or 1 (reported). */
 int
 output_finish(struct output *o, unsigned long malformed, unsigned long evicted)
 {
@@ -258,14 +302,25 @@ output_finish(struct output *o, unsigned long malformed, unsigned long evicted)
 		}
 		free(o->heap);
 	}
+	if (o->shown == 0 && o->summary == NULL &&
+	    o->opts.format == FORMAT_TEXT)
+		warnx("no restores found");
+	else
+		out_begin(o);	/* a summary, or an empty export's frame */
 	if (o->summary != NULL)
 		summary_print(o->f, o->summary, malformed, evicted);
 	summary_free(o->summary);
 	chrome_finish(o->chrome);
-	fflush(o->f);
+	svg_finish(o->svg);
+	status = finish_stream(o);
 	if (o->pager != NULL) {
-		status = pipeline_wait(o->pager);
+		int ps = pipeline_wait(o->pager);
+
 		pipeline_free(o->pager);
+		if (ps != 0 && status == 0) {
+			warnx("the pager failed");
+			status = 1;
+		}
 	}
 	free(o);
 	return status;

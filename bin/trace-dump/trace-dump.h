@@ -193,9 +193,16 @@ void		 chrome_span(struct chrome *, const struct tspan *);
 /* Close the document and free.  NULL-safe. */
 void		 chrome_finish(struct chrome *);
 
+/* --- svg.c: --format svg, the restore timeline as one SVG picture ------- */
+struct svg;
+struct svg	*svg_new(FILE *);	/* NULL without a memory stream */
+void		 svg_restore(struct svg *, const struct restore *);
+/* Write the document (the rows are held until now) and free.  NULL-safe. */
+void		 svg_finish(struct svg *);
+
 /* --- output.c ----------------------------------------------------------- */
 
-enum td_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_CHROME };
+enum td_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_CHROME, FORMAT_SVG };
 
 struct td_opts {
 	const char	*session;

@@ -10,6 +10,10 @@
  * daemon starts the child with fixed arguments), comma-separated:
  *   delay=METHOD:MS    answer METHOD after MS milliseconds
  *   hang=METHOD        never answer METHOD
+ *   hold=METHOD        answer METHOD only after a SIGUSR1 (the test decides
+ *                      when: a held answer is late because it was held)
+ *   poke=ID            on each SIGUSR1 send one session/update for ID
+ *                      (text "poke"), whether or not ID is a session here
  *   fail=METHOD:CODE   answer METHOD with JSON-RPC error CODE (after its
  *                      delay=, if any: a late failure)
  *   crash-after=N      exit(3) after reading N lines
@@ -25,7 +29,7 @@
  *   late-update=MS     ... and one MS after their answer
  *   linger             do not exit when stdin closes (with ignore-term: a
  *                      child that only SIGKILL ends)
- * METHOD in delay, hang, fail, crash-on and close-stdout-on may carry
+ * METHOD in delay, hang, hold, fail, crash-on and close-stdout-on may carry
  * "@ID": the knob then applies to messages for session ID only
  * (params.sessionId; for session/new the id asked for in
  * _meta["qwen-code/sessionId"]), e.g. hang=session/load@<id>.
@@ -64,8 +68,10 @@ struct knob { char method[64]; char id[132]; long val; };
 
 static struct {
 	struct knob	 delay[MAX_KNOB], fail[MAX_KNOB], hang[MAX_KNOB];
-	struct knob	 crash_on[MAX_KNOB], close_on[MAX_KNOB];
-	size_t		 ndelay, nfail, nhang, ncrash, nclose_on;
+	struct knob	 crash_on[MAX_KNOB], close_on[MAX_KNOB], hold[MAX_KNOB];
+	size_t		 ndelay, nfail, nhang, ncrash, nclose_on, nhold;
+	char		*poke[MAX_KNOB];
+	size_t		 npoke;
 	long		 crash_after, close_after, chunks, chunk_delay, replay, replay_bytes;
 	int		 wrong_id, linger, early_update;
 	long		 late_update;
@@ -85,6 +91,9 @@ struct out {
 	json_object	*id;
 };
 static struct out outs[MAX_OUT];
+/* A held answer's delay: due only after a SIGUSR1 releases it. */
+#define HOLD_MS		(1L << 40)
+static volatile sig_atomic_t usr1;
 static size_t nouts;
 static char *sessions[MAX_SESS];
 static int stdout_open = 1;
@@ -117,6 +126,10 @@ parse_knobs(const char *env)
 			knob_set(&cf.delay[cf.ndelay++], v, (size_t)(colon - v), atol(colon + 1));
 		else if (strcmp(tok, "fail") == 0 && colon && cf.nfail < MAX_KNOB)
 			knob_set(&cf.fail[cf.nfail++], v, (size_t)(colon - v), atol(colon + 1));
+		else if (strcmp(tok, "hold") == 0 && cf.nhold < MAX_KNOB)
+			knob_set(&cf.hold[cf.nhold++], v, strlen(v), 1);
+		else if (strcmp(tok, "poke") == 0 && cf.npoke < MAX_KNOB)
+			cf.poke[cf.npoke++] = strdup(v);
 		else if (strcmp(tok, "hang") == 0 && cf.nhang < MAX_KNOB)
 			knob_set(&cf.hang[cf.nhang++], v, strlen(v), 1);
 		else if (strcmp(tok, "crash-on") == 0 && cf.ncrash < MAX_KNOB)
@@ -481,6 +494,8 @@ dispatch(struct rpc_msg *m)
 		return;		/* an answer: we send no requests */
 	sid = msg_session(m);
 	delay = knob_of(cf.delay, cf.ndelay, m->method, sid, 0);
+	if (knob_of(cf.hold, cf.nhold, m->method, sid, 0))
+		delay = HOLD_MS;
 	code = knob_of(cf.fail, cf.nfail, m->method, sid, 0);
 	if (cf.log != NULL) {
 		json_object *meta = NULL;
@@ -564,6 +579,29 @@ flush_due(void)
 	}
 }
 
+static void
+on_usr1(int sig)
+{
+	(void)sig;
+	usr1 = 1;
+}
+
+/* SIGUSR1: held answers are due now, and each poke id gets an update. */
+static void
+release_held(void)
+{
+	uint64_t now = clock_mono_ms();
+	size_t i;
+
+	usr1 = 0;
+	for (i = 0; i < nouts; i++)
+		if (outs[i].due >= now + (uint64_t)HOLD_MS / 2)
+			outs[i].due = now;
+	for (i = 0; i < cf.npoke; i++)
+		emit(rpc_new_notification("session/update",
+		    update(cf.poke[i], "agent_message_chunk", "poke")), 0, NULL, 0, NULL);
+}
+
 static int
 next_timeout(void)
 {
@@ -572,7 +610,7 @@ next_timeout(void)
 	for (size_t i = 0; i < nouts; i++)
 		if (outs[i].due < best)
 			best = outs[i].due;
-	if (best == UINT64_MAX)
+	if (best == UINT64_MAX || best >= now + (uint64_t)HOLD_MS / 2)
 		return -1;
 	return best <= now ? 0 : (int)(best - now);
 }
@@ -589,6 +627,8 @@ main(int argc, char **argv)
 	int eof = 0;
 
 	signal(SIGPIPE, SIG_IGN);
+	/* No SA_RESTART: poll returns early with EINTR. */
+	sigaction(SIGUSR1, &(struct sigaction){ .sa_handler = on_usr1 }, NULL);
 	for (int i = 1; i + 1 < argc; i++) {
 		if (strcmp(argv[i], "--data-dir") == 0)
 			cf.data_dir = argv[++i];
@@ -605,6 +645,9 @@ main(int argc, char **argv)
 			break;
 		if (eof && to < 0)
 			to = 1000;
+		/* A SIGUSR1 between the check and poll waits at most 50 ms. */
+		if ((cf.nhold > 0 || cf.npoke > 0) && (to < 0 || to > 50))
+			to = 50;
 		if (poll(&pfd, eof ? 0 : 1, to) > 0 && (pfd.revents & (POLLIN | POLLHUP))) {
 			ssize_t n = read(0, buf, sizeof(buf));
 
@@ -636,6 +679,8 @@ main(int argc, char **argv)
 					break;
 			}
 		}
+		if (usr1)
+			release_held();
 		flush_due();
 	}
 	rpc_reader_free(rd);

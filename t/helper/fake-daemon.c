@@ -15,7 +15,7 @@
  * if-client=ID (only for that X-Qwen-Client-Id; "if-client=" matches a
  * request without one), sse (an event stream: the frame lines that follow
  * are sent, then the stream ends, or with hold stays open until the client
- * leaves).  Frame lines: "> JSON" (sent as id/event/data from the JSON's id
+ * leaves; hold on a plain answer: it is never sent).  Frame lines: "> JSON" (sent as id/event/data from the JSON's id
  * and type), ">raw TEXT" (TEXT with \n \r \\ escapes, verbatim), ">sleep MS".
  * The responses of a route are used in order; the last one repeats.  A
  * request without a script line gets 500 {"code":"fake_unscripted"}.
@@ -361,6 +361,10 @@ pending_step(evutil_socket_t fd, short what, void *arg)
 		/* The client left: this frees the request. */
 		evhttp_send_reply_end(p->req);
 		pending_free(p);
+		return;
+	}
+	if (!p->r->sse && p->r->hold) {
+		pending_arm(p, 50);	/* never answers; poll for the client leaving */
 		return;
 	}
 	if (!p->r->sse) {

@@ -5,6 +5,9 @@
 //                            the timers, then a forced 504: countdown,
 //                            SIGCONT, retry
 //   unavailable SID          a 503 acp_channel_unavailable and its reason
+//   attach CHILD_PID         the 30 s attach watchdog, on Playwright's
+//                            clock, around an attach the stopped child
+//                            cannot answer
 //   timers BUDGET REQ WD [SID]
 //                            the derived timer values in the DOM; with
 //                            SID also attach, prompt, resume SID, prompt
@@ -47,8 +50,11 @@ async function rest(method, p, body) {
 	return { status: r.status, body: text ? JSON.parse(text) : null };
 }
 
-async function open(browser) {
+async function open(browser, opts = {}) {
 	const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+	// The page's timers on a clock the test moves (time still flows).
+	if (opts.clock)
+		await page.clock.install();
 	const problems = [];
 	page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
 	page.on('console', (m) => {
@@ -179,6 +185,33 @@ async function modeTimeout(browser, id, pid, budget, req, wd) {
 	check(problems.length === 0, `no page errors ${problems.join('; ')}`);
 }
 
+// Attach while the child is stopped: the console's own 30 s watchdog, not
+// the daemon, ends it.  The page's clock is paused and moved by the test:
+// 1 ms short of 30 s nothing has fired; at 30 s the watchdog has.
+async function modeAttach(browser, pid) {
+	const { page, problems } = await open(browser, { clock: true });
+	// Time stands still from here: only the test moves it.
+	await page.clock.pauseAt(await page.evaluate(() => Date.now()) + 1000);
+	await page.click('#attach');
+	await page.waitForFunction(() => document.body.dataset.state === 'restoring', null,
+	    { timeout: T, polling: 50 });
+	check((await page.$eval('#history', (e) => e.textContent)).includes('watchdog 30000 ms'),
+	    'attach announces its 30000 ms watchdog');
+	await page.clock.runFor(29999);
+	check(await page.evaluate(() => document.body.dataset.state) === 'restoring' &&
+	    await page.$eval('#error', (e) => e.hidden), 'still attaching at 29999 ms');
+	await page.clock.runFor(1);
+	await page.waitForSelector('#error[data-kind="watchdog"]:not([hidden])', { timeout: T });
+	check(await page.$eval('#error-title', (e) => e.textContent) ===
+	    'Attach: watchdog expired', 'the attach watchdog fired at 30000 ms');
+	check((await page.$eval('#error-detail', (e) => e.textContent)).includes('30000 ms'),
+	    'its detail names 30000 ms');
+	check(await page.evaluate(() => document.body.dataset.state) === 'idle',
+	    'the page is usable again');
+	process.kill(Number(pid), 'SIGCONT');
+	check(problems.length === 0, `no page errors ${problems.join('; ')}`);
+}
+
 // A fresh load on a quarantined channel: 503 with its reason.
 async function modeUnavailable(browser, id) {
 	const { page, problems } = await open(browser);
@@ -264,6 +297,8 @@ try {
 		await modeMain(browser, ...args);
 	else if (mode === 'timeout')
 		await modeTimeout(browser, ...args);
+	else if (mode === 'attach')
+		await modeAttach(browser, ...args);
 	else if (mode === 'unavailable')
 		await modeUnavailable(browser, ...args);
 	else if (mode === 'timers')

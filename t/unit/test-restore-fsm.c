@@ -677,6 +677,15 @@ test_channel(void)
 	memset(&v, 0, sizeof(v));
 	rfsm_chan_view_add(&v, &a);
 	is_int(rfsm_chan_reap(&v), RFSM_REAP_KEEP, "active restore keeps the channel");
+	is_int(v.active_restores, 1, "an active load counts as an active restore");
+	is_int(v.pending_spawns, 0, "... not as a pending spawn");
+	/* An active spawn is what the daemon's view counts as a pending spawn. */
+	start(&w, &b, RFSM_SPAWN, 0);
+	memset(&v, 0, sizeof(v));
+	rfsm_chan_view_add(&v, &b);
+	is_int(v.pending_spawns, 1, "an active spawn counts as a pending spawn");
+	is_int(v.active_restores, 0, "... not as an active restore");
+	is_int(rfsm_chan_reap(&v), RFSM_REAP_KEEP, "a pending spawn keeps the channel");
 }
 
 /* A request queued behind its channel's start: the deadline counts from dispatch. */

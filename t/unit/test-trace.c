@@ -475,6 +475,18 @@ test_span_limits(void)
 	free(big);
 }
 
+static int exported_n, exported_svc;
+
+/* An exporter that counts lines and checks they carry the service name. */
+static void
+count_export(void *arg, const char *line, size_t len)
+{
+	(void)arg;
+	exported_n++;
+	exported_svc = len > 0 && line[len - 1] == '\n' &&
+	    strstr(line, "\"svc-x\"") != NULL;
+}
+
 static void
 test_null_safety(void)
 {
@@ -513,8 +525,18 @@ test_null_safety(void)
 	errno = 0;
 	ok(trace_sink_open("/nonexistent/dir/t.jsonl", "s") == NULL &&
 	    errno == ENOENT, "open of a bad path fails with ENOENT");
-	ok(trace_sink_open(NULL, "s") == NULL && errno == EINVAL,
-	    "open of NULL fails with EINVAL");
+	sink = trace_sink_open(NULL, "svc-x");
+	ok(sink != NULL && trace_sink_path(sink) == NULL,
+	    "a NULL path: a sink without a file (for an exporter)");
+	exported_n = 0;
+	trace_sink_set_export(sink, count_export, NULL);
+	ok(span_end(span_start("x", SPAN_KIND_INTERNAL, NULL), sink) == 0 &&
+	    exported_n == 1 && exported_svc, "the exporter gets each ended span's line");
+	ok(trace_sink_reopen(sink) == 0, "reopen of a sink without a file is a no-op");
+	trace_sink_set_export(sink, NULL, NULL);
+	ok(span_end(span_start("y", SPAN_KIND_INTERNAL, NULL), sink) == 0 &&
+	    exported_n == 1, "no exporter after it was unset");
+	trace_sink_close(sink);
 }
 
 /* 1 if the descriptor open on path is FD_CLOEXEC, 0 if not, -1 if none. */

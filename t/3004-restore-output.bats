@@ -8,7 +8,7 @@ LOADED='{"sessionId":"s-1","workspaceCwd":"/w","attached":false,"clientId":"clie
 
 @test "exit 0: success" {
 	fake_start <<<'GET /session/s-1/status 200 {"sessionId":"s-1","clientCount":1}'
-	run qwen-restore status s-1
+	run qwen-restore --json status s-1
 	[ "$status" -eq 0 ]
 	[ "$(jq -r .clientCount <<<"$output")" = 1 ]
 }
@@ -175,7 +175,7 @@ EOF
 	grep -q 'load s-1: restoring, [0-9.]* s of 9.0 s' "$BATS_TEST_TMPDIR/tty.log"
 	# -q silences it.
 	script -qec "qwen-restore -q load s-1" "$BATS_TEST_TMPDIR/tty2.log" >/dev/null
-	! grep -q restoring "$BATS_TEST_TMPDIR/tty2.log"
+	! grep -q restoring "$BATS_TEST_TMPDIR/tty2.log" || false
 }
 
 @test "state files are 0600 in 0700 directories" {

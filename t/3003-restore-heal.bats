@@ -144,21 +144,18 @@ EOF
 	store_client s-1 c1
 	fake_start <<EOF
 POST /session/s-1/prompt 400 $INVALID_C1
-POST /session/s-1/resume 200 delay=5000 $RESUMED
+POST /session/s-1/resume 200 hold $RESUMED
 EOF
-	# The daemon dies while the resume is in flight.
+	# The daemon dies while the resume is in flight (it is never answered).
 	resume_seen() { [ "$(count POST /session/s-1/resume)" -eq 1 ]; }
 	( wait_for 10 resume_seen && kill "$FAKE_PID" ) 3>&- &
 	killer=$!
-	t0=$(now_ms)
-	run qwen-restore prompt --no-wait s-1 "hi"
-	t1=$(now_ms)
+	run timeout 60 qwen-restore prompt --no-wait s-1 "hi"
 	wait "$killer"
-	# The resume's broken answer propagates at once: no retry of the prompt.
+	# The resume's broken answer propagates: no retry of the prompt.
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"no answer from the daemon"* ]]
 	[ "$(count POST /session/s-1/prompt)" -eq 1 ]
-	[ $((t1 - t0)) -lt 4500 ]
 }
 
 @test "single-flight in one process: two --parallel prompts, exactly one resume" {
@@ -208,7 +205,9 @@ EOF
 	fake_start <"$BATS_TEST_TMPDIR/s.in"
 	run qwen-restore prompt --parallel s-1 - <<<$'q1\nq2'
 	[ "$status" -eq 0 ]
-	[ "$(sort <<<"$output" | tr '\n' '|')" = "answer one|answer two|" ]
+	# Each answer under the label of its prompt, in the prompts' order.
+	[ "$(grep '^==>' <<<"$output" | tr '\n' '|')" = "==> [1/2] q1 <==|==> [2/2] q2 <==|" ]
+	[ "$(grep '^answer' <<<"$output" | sort | tr '\n' '|')" = "answer one|answer two|" ]
 	[ "$(count POST /session/s-1/resume)" -eq 1 ]
 }
 
