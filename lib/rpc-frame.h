@@ -64,12 +64,16 @@ struct rpc_msg {
  * offending request's id when it could be recovered, else NULL (answer with
  * id null).  A malformed response also carries its id, but responses are
  * never answered.  message is a static string starting with "Parse error" or
- * "Invalid Request".  rpc_bad_clear() puts id.
+ * "Invalid Request".  A line that is not JSON (or over the cap) also gets
+ * frame_id, the id its bytes name when they name one (an integer or a
+ * plain string), so that the sender of the request it answers can fail it
+ * at once.  rpc_bad_clear() puts id and frame_id.
  */
 struct rpc_bad {
 	int		 code;		/* RPC_PARSE_ERROR or RPC_INVALID_REQUEST */
 	const char	*message;
 	json_object	*id;
+	json_object	*frame_id;	/* see rpc_frame_scan_id(); never answered */
 	size_t		 line_no;
 };
 
@@ -126,6 +130,13 @@ enum rpc_read_status rpc_parse(const char *buf, size_t len, struct rpc_msg *msg,
 enum rpc_read_status rpc_classify(json_object *root, struct rpc_msg *msg,
 	    struct rpc_bad *bad);
 
+/*
+ * The top-level "id" member of what starts like a JSON object in buf, read
+ * from the bytes alone (they need not be valid JSON nor complete): a new
+ * integer or string object, or NULL.
+ */
+json_object	*rpc_frame_scan_id(const char *buf, size_t len);
+
 void	rpc_msg_clear(struct rpc_msg *);	/* NULL-safe, idempotent */
 void	rpc_bad_clear(struct rpc_bad *);	/* NULL-safe, idempotent */
 
@@ -138,6 +149,17 @@ json_object	*rpc_new_notification(const char *method, json_object *params);
 json_object	*rpc_new_result(json_object *id, json_object *result);
 json_object	*rpc_new_error(json_object *id, int code, const char *message,
 		    json_object *data);
+
+/* A response with an error object as received (err borrowed); takes id. */
+json_object	*rpc_new_error_obj(json_object *id, json_object *err);
+
+/*
+ * ACP initialize params as a parent sends them: protocol 1, clientInfo
+ * {name, version}, no fs capabilities (we mediate no files), and the
+ * private-parent secret in _meta["qwen-code/private-parent-capability"].
+ */
+json_object	*rpc_acp_initialize_params(const char *name, const char *version,
+		    const char *secret);
 
 /* The JSON-RPC error for a bad frame; takes bad->id. */
 json_object	*rpc_new_bad_error(struct rpc_bad *bad);

@@ -171,6 +171,7 @@ rpc_bad_clear(struct rpc_bad *bad)
 	if (bad == NULL)
 		return;
 	json_object_put(bad->id);
+	json_object_put(bad->frame_id);
 	memset(bad, 0, sizeof(*bad));
 }
 
@@ -240,6 +241,38 @@ rpc_new_notification(const char *method, json_object *params)
 	if (params != NULL)
 		rc |= obj_add(o, "params", params);
 	return obj_done(o, rc);
+}
+
+json_object *
+rpc_new_error_obj(json_object *id, json_object *err)
+{
+	json_object *o = envelope_new();
+	int rc = 0;
+
+	rc |= obj_add(o, "id", id);
+	rc |= obj_add(o, "error", json_object_get(err));
+	return obj_done(o, rc);
+}
+
+json_object *
+rpc_acp_initialize_params(const char *name, const char *version, const char *secret)
+{
+	json_object *p = json_object_new_object(), *ci = json_object_new_object();
+	json_object *caps = json_object_new_object(), *fs = json_object_new_object();
+	json_object *meta = json_object_new_object();
+
+	json_object_object_add(p, "protocolVersion", json_object_new_int(1));
+	json_object_object_add(ci, "name", json_object_new_string(name));
+	json_object_object_add(ci, "version", json_object_new_string(version));
+	json_object_object_add(p, "clientInfo", ci);
+	json_object_object_add(fs, "readTextFile", json_object_new_boolean(0));
+	json_object_object_add(fs, "writeTextFile", json_object_new_boolean(0));
+	json_object_object_add(caps, "fs", fs);
+	json_object_object_add(p, "clientCapabilities", caps);
+	json_object_object_add(meta, "qwen-code/private-parent-capability",
+	    json_object_new_string(secret));
+	json_object_object_add(p, "_meta", meta);
+	return p;
 }
 
 /* Build a result response; takes id and result (NULL: json null). */

@@ -18,8 +18,11 @@ serve_start() {
 	WS=$(cd "$WS" && pwd -P)
 	# A restart must not see the previous daemon's "ready" (or port).
 	rm -f "$BATS_TEST_TMPDIR/out"
+	# SERVE_CHILD_COMMAND: any ACP agent (--child-command) instead.
+	local child=(--child "${SERVE_CHILD:-$FAKE_CHILD_BIN}")
+	[ -z "${SERVE_CHILD_COMMAND:-}" ] || child=(--child-command "$SERVE_CHILD_COMMAND")
 	(cd "$WS" && exec ${SERVE_WRAP:-} qwen-serve --socket "$SOCK" --port 0 \
-	    --child "${SERVE_CHILD:-$FAKE_CHILD_BIN}" --data-dir "$DATA" "$@" \
+	    "${child[@]}" --data-dir "$DATA" "$@" \
 	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&-) 3>&- &
 	SERVE_PID=$!
 	wait_for 10 grep -q '^qwen-serve: ready' "$BATS_TEST_TMPDIR/out" || {

@@ -441,6 +441,12 @@ function renderEvent(env, replayed) {
 	case 'history_truncated':
 		st.hist.note('Older history was truncated from this replay.');
 		break;
+	case 'permission_request':
+		st.hist.permission(d, answerPermission);
+		break;
+	case 'permission_resolved':
+		st.hist.resolved(d.requestId, d.outcome);
+		break;
 	case 'turn_complete':
 		settled(env, d);
 		turnDone(`turn complete (${d.stopReason || 'done'})`, 'complete');
@@ -675,6 +681,19 @@ async function onPrompt(ev) {
 	turnDone('', 'idle');
 	if (r.status !== 401)
 		showError(failure(r, 'Prompt'), null);
+}
+
+// A click on Allow / Deny: the first answer wins; a late one shows why.
+async function answerPermission(requestId, outcome) {
+	const cur = st.cur;
+	if (!cur)
+		return;
+	const r = await api('POST', `/session/${sid(cur.id)}/permission/${sid(requestId)}`,
+	    { body: { outcome }, clientId: cur.clientId });
+	if (r.status === 404)
+		log('permission: already answered or cancelled');
+	else if (r.status >= 300)
+		showError(failure(r, 'Permission'), null);
 }
 
 async function onCancel() {

@@ -31,6 +31,7 @@ export class History {
 		this.box.dataset.count = '0';
 		this.last = null;
 		this.tools = new Map();
+		this.perms = new Map();
 	}
 
 	// Only a centered hint, no messages.
@@ -109,6 +110,51 @@ export class History {
 			t.status.dataset.status = u.status;
 		}
 		this.last = null;
+	}
+
+	// A permission_request {requestId, toolCall, options}: the tool call and
+	// Allow / Deny buttons; answer(requestId, outcome) sends the choice.
+	permission(d, answer) {
+		if (!d.requestId || this.perms.has(d.requestId))
+			return;
+		const tc = d.toolCall || {};
+		const box = el('div', 'msg msg-permission');
+		box.dataset.kind = 'permission';
+		box.dataset.requestId = d.requestId;
+		const row = el('div', 'perm-buttons');
+		const pick = (kinds) => kinds.map((k) => (d.options || []).find((o) => o.kind === k))
+		    .find(Boolean);
+		for (const [label, kinds] of [['Allow', ['allow_once', 'allow_always']],
+		    ['Deny', ['reject_once', 'reject_always']]]) {
+			const opt = pick(kinds);
+			const b = el('button', `perm-${label.toLowerCase()}`, label);
+			b.type = 'button';
+			b.disabled = !opt;
+			b.addEventListener('click', () => {
+				for (const x of row.querySelectorAll('button'))
+					x.disabled = true;
+				answer(d.requestId, { outcome: 'selected', optionId: opt.optionId });
+			});
+			row.append(b);
+		}
+		box.append(el('div', 'msg-label', 'Permission'),
+		    el('div', 'tool-title mono', tc.title || tc.kind || 'a tool call'), row);
+		this.add(box);
+		this.perms.set(d.requestId, { box, row });
+		this.last = null;
+	}
+
+	// permission_resolved: the buttons go, the outcome shows.
+	resolved(requestId, outcome) {
+		const p = this.perms.get(requestId);
+		if (!p)
+			return;
+		const chosen = outcome?.outcome === 'selected' ? outcome.optionId : 'cancelled';
+		for (const b of p.row.querySelectorAll('button'))
+			b.disabled = true;
+		p.box.dataset.outcome = chosen;
+		p.row.append(el('span', 'badge perm-outcome',
+		    chosen === 'cancelled' ? 'cancelled' : `answered: ${chosen}`));
 	}
 
 	// The update of a session_update envelope; unknown kinds are skipped.

@@ -64,8 +64,7 @@ agent_loop_signals(sigset_t *set)
 	sigaddset(set, SIGHUP);
 }
 
-/* In the forked child before exec: own group, default handlers, no mask. */
-static void
+void
 agent_pre_exec(void *arg)
 {
 	sigset_t none;
@@ -318,7 +317,7 @@ agent_start_echo(struct agent *ag, char **cause)
 	return ag;
 }
 
-static int
+int
 agent_pipes(int in[2], int out[2])
 {
 	if (pipe2(in, O_CLOEXEC) == -1)
@@ -389,6 +388,7 @@ agent_start(struct event_base *base, const char *command, const char *prompt,
 	pipecmd_setenv(cmd, "QWEN_SESSION_ID", session_id);
 	pipecmd_setenv(cmd, "QWEN_TRANSCRIPT", transcript);
 	pipecmd_unsetenv(cmd, "QWEN_ACP_PARENT_CAPABILITY");
+	pipecmd_unsetenv(cmd, "QWEN_CODE_PRIVATE_ACP_CAPABILITY");
 	pipecmd_pre_exec(cmd, agent_pre_exec, NULL, NULL);
 	ag->pl = pipeline_new_commands(cmd, (void *)NULL);
 	pipeline_want_in(ag->pl, in[0]);

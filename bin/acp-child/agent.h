@@ -56,6 +56,13 @@ void	agent_cancel(struct agent *);
 
 /* Stop / resume reading its output (output back-pressure). */
 void	agent_pause(struct agent *, int paused);
+/*
+ * libpipeline pre-exec hook of every agent process (also the --agent-acp
+ * one): its own process group, default signal handlers, nothing blocked.
+ */
+void	agent_pre_exec(void *);
+/* An agent's stdin and stdout pipes (CLOEXEC; our ends non-blocking); 0 or -1. */
+int	agent_pipes(int in[2], int out[2]);
 
 
 #endif

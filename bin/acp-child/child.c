@@ -17,6 +17,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "argv.h"
 #include "child.h"
 #include "txpage.h"
 #include "lagmon.h"
@@ -156,6 +157,7 @@ child_teardown(struct child *c)
 	event_base_free(c->base);
 	free(c->opts.data_dir);
 	free(c->opts.workspace);
+	argv_free(c->opts.agent_acp);
 }
 
 /* The session is no longer busy (its owner's policy: rpc.c). */

@@ -68,7 +68,8 @@ rj_exists(struct load_job *j)
 	struct stat st;
 
 	prof_begin(&j->prof, PROF_EXISTENCE_CHECK);
-	if (stat(j->path, &st) == -1) {
+	/* lstat: a symlink is refused here, as open() would refuse it. */
+	if (lstat(j->path, &st) == -1) {
 		if (errno != ENOENT)
 			return rj_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
 			    "cannot stat transcript of session %s: %s", j->sid,
@@ -428,8 +429,9 @@ rj_submit(struct child *c, struct rpc_msg *m, struct session *s,
 	    strcmp(json_object_get_string(v), "bulk") == 0;
 	j->refresh = s->registered;
 	j->fresh = s->fresh;
-	j->have_lease = s->lease != NULL;
-	j->have_app = s->app != NULL;
+	/* A session the --agent-acp agent writes: no lease, no appender of ours. */
+	j->have_lease = s->lease != NULL || s->delegated;
+	j->have_app = s->app != NULL || s->delegated;
 	j->tx = s->tx;
 	s->tx = NULL;
 	s->busy = 1;

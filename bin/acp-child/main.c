@@ -27,6 +27,7 @@
 
 #include <event2/event.h>
 
+#include "argv.h"
 #include "child.h"
 #include "clock.h"
 #include "inspect.h"
@@ -83,6 +84,38 @@ parse_size(const char *flag, const char *text)
 	return (size_t)v;
 }
 
+/*
+ * A bulk replay travels in one line, which the daemon's framer refuses
+ * past the frame cap (the same cap as ours, 64 MiB by default): keep the
+ * updates within the cap less room for the rest of the answer, so an
+ * oversized replay is cut (partial: true) rather than lost.
+ */
+static void
+replay_fit_frame(struct child_opts *o)
+{
+	size_t cap = o->max_frame != 0 ? o->max_frame : RPC_DEFAULT_MAX_FRAME;
+	size_t room = cap / 4 < ANSWER_RESERVE ? cap / 4 : ANSWER_RESERVE;
+
+	if (o->replay_max_bytes > cap - room) {
+		log_info("--replay-max-bytes %zu lowered to %zu to fit the frame cap",
+		    o->replay_max_bytes, cap - room);
+		o->replay_max_bytes = cap - room;
+	}
+}
+
+/* --agent-acp 'CMD ARGS': split now (libpipeline's rules, no shell). */
+static void
+agent_acp_opt(struct child_opts *o, const char *arg)
+{
+	char err[128];
+
+	argv_free(o->agent_acp);
+	if (argv_split(arg, &o->agent_acp, err, sizeof(err)) == -1) {
+		fprintf(stderr, "%s: --agent-acp: %s\n", getprogname(), err);
+		exit(2);
+	}
+}
+
 static void
 parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 {
@@ -90,6 +123,7 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 		{ "data-dir", required_argument, NULL, 'd' },
 		{ "workspace", required_argument, NULL, 'w' },
 		{ "agent-command", required_argument, NULL, 'a' },
+		{ "agent-acp", required_argument, NULL, 'A' },
 		{ "trace-file", required_argument, NULL, 't' },
 		{ "otlp-endpoint", required_argument, NULL, 'o' },
 		{ "replay-max-bytes", required_argument, NULL, 'r' },
@@ -110,6 +144,7 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 		case 'd': data_dir = optarg; break;
 		case 'w': workspace = optarg; break;
 		case 'a': o->agent_command = optarg; break;
+		case 'A': agent_acp_opt(o, optarg); break;
 		case 't': o->trace_file = optarg; break;
 		case 'o': o->otlp_endpoint = optarg; break;
 		case 'r': o->replay_max_bytes = parse_size("--replay-max-bytes", optarg); break;
@@ -145,8 +180,14 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 	}
 	if (optind != argc)
 		usage();
+	if (o->agent_acp != NULL && o->agent_command != NULL) {
+		fprintf(stderr, "%s: --agent-acp and --agent-command are exclusive\n",
+		    getprogname());
+		exit(2);
+	}
 	if (*inspect != NULL)
 		return;
+	replay_fit_frame(o);
 	if (realpath(workspace, resolved) == NULL) {
 		fprintf(stderr, "%s: --workspace %s: %s\n", getprogname(), workspace,
 		    strerror(errno));
@@ -160,7 +201,10 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 	if (o->trace_file == NULL && getenv("QWEN_TRACE_FILE") != NULL &&
 	    *getenv("QWEN_TRACE_FILE") != '\0')
 		o->trace_file = getenv("QWEN_TRACE_FILE");
-	o->parent_capability = getenv("QWEN_ACP_PARENT_CAPABILITY");
+	/* Upstream's name first (what any qwen serve gives), then ours. */
+	o->parent_capability = getenv("QWEN_CODE_PRIVATE_ACP_CAPABILITY");
+	if (o->parent_capability == NULL || *o->parent_capability == '\0')
+		o->parent_capability = getenv("QWEN_ACP_PARENT_CAPABILITY");
 	if (o->parent_capability != NULL && *o->parent_capability == '\0')
 		o->parent_capability = NULL;
 }

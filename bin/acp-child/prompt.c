@@ -18,6 +18,7 @@
 #include "agent.h"
 #include "append.h"
 #include "child.h"
+#include "delegate.h"
 #include "log.h"
 #include "xmalloc.h"
 
@@ -194,6 +195,10 @@ prompt_start(struct child *c, struct rpc_msg *m, struct session *s)
 	char *text, *cause = NULL;
 	size_t len = 0;
 
+	if (c->opts.agent_acp != NULL) {
+		delegate_prompt(c, m, s);
+		return;
+	}
 	if ((text = prompt_text(m->params, &len)) == NULL) {
 		child_send_error(c, m->id, RPC_INVALID_PARAMS,
 		    "session/prompt needs params.prompt with at least one text block",
@@ -234,6 +239,8 @@ prompt_cancel(struct child *c, struct session *s, int queued)
 
 	if (s->prompt != NULL && s->prompt->agent != NULL)
 		agent_cancel(s->prompt->agent);
+	if (c->opts.agent_acp != NULL)
+		delegate_cancel(c, s, queued);
 	for (op = queued ? TAILQ_FIRST(&s->queue) : NULL; op != NULL; op = next) {
 		next = TAILQ_NEXT(op, entry);
 		if (strcmp(op->msg.method, "session/prompt") != 0)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "child.h"
+#include "delegate.h"
 #include "json.h"
 #include "lagmon.h"
 #include "log.h"
@@ -118,6 +119,7 @@ rpc_loop_lag(struct child *c, struct rpc_msg *m)
 static void
 rpc_drop_session(struct child *c, struct session *s)
 {
+	delegate_session_gone(c, s);
 	RB_REMOVE(session_tree, &c->sessions, s);
 	c->nsessions--;
 	session_free(s);
@@ -287,7 +289,8 @@ void
 rpc_dispatch(struct child *c, struct rpc_msg *m)
 {
 	if (m->kind == RPC_RESULT || m->kind == RPC_ERROR) {
-		log_debug("ignoring a reply to nothing (line %zu)", m->line_no);
+		/* Answers to the permission requests of the --agent-acp agent. */
+		delegate_parent_answer(c, m);
 	} else if (m->kind == RPC_NOTIFICATION) {
 		rpc_notification(c, m);
 	} else if (strcmp(m->method, "initialize") == 0) {
@@ -316,7 +319,8 @@ rpc_dispatch(struct child *c, struct rpc_msg *m)
 
 /*
  * At shutdown: cancel running and queued prompts; other queued requests
- * still run (rpc_session_idle), and sessions are freed at teardown.
+ * still run (rpc_session_idle), and sessions are freed at teardown.  The
+ * --agent-acp agent is ended (its turns fail when it goes).
  */
 void
 rpc_shutdown_sessions(struct child *c)
@@ -325,4 +329,5 @@ rpc_shutdown_sessions(struct child *c)
 
 	RB_FOREACH(s, session_tree, &c->sessions)
 		prompt_cancel(c, s, 1);
+	(void)delegate_shutdown(c);
 }

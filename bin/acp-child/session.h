@@ -39,6 +39,7 @@ struct session {
 	int			 registered;	/* in the table */
 	int			 busy;
 	int			 fresh;		/* from session/new: no file until the first append */
+	int			 delegated;	/* resumed at the --agent-acp agent */
 	TAILQ_HEAD(, session_op) queue;
 	size_t			 nqueue;
 };

@@ -29,7 +29,7 @@ enum {
 	OPT_JSON, OPT_RETRY, OPT_STATE, OPT_NO_AUTO, OPT_NO_WAIT, OPT_PARALLEL,
 	OPT_LAST_ID, OPT_VERSION, OPT_PAGE_SIZE, OPT_REPLAY_MODE, OPT_DEADLINE,
 	OPT_SESSION_ID, OPT_APPROVAL, OPT_MODEL_SERVICE, OPT_LIMIT, OPT_BEFORE,
-	OPT_AT, OPT_NAME,
+	OPT_AT, OPT_NAME, OPT_APPROVE,
 };
 
 static const struct option longopts[] = {
@@ -56,6 +56,7 @@ static const struct option longopts[] = {
 	{ "before",		required_argument, NULL, OPT_BEFORE },
 	{ "at",			required_argument, NULL, OPT_AT },
 	{ "name",		required_argument, NULL, OPT_NAME },
+	{ "approve",		required_argument, NULL, OPT_APPROVE },
 	{ "quiet",		no_argument,	   NULL, 'q' },
 	{ "verbose",		no_argument,	   NULL, 'v' },
 	{ "help",		no_argument,	   NULL, 'h' },
@@ -91,7 +92,9 @@ usage(int status)
 	    "\tload ID [--page-size n] [--replay-mode full|summary], "
 	    "resume ID,\n"
 	    "\tprompt ID [TEXT|-] [--no-wait] [--parallel] "
-	    "[--no-auto-resume] [--deadline-ms ms],\n"
+	    "[--no-auto-resume] [--deadline-ms ms]\n"
+	    "\t    [--approve ask|all|none],\n"
+	    "\tpermission ID REQUEST-ID allow|deny,\n"
 	    "\tevents ID [--last-event-id n], cancel ID, heartbeat ID, "
 	    "detach ID,\n"
 	    "\tclose ID, status ID, transcript ID [--limit n] "
@@ -295,7 +298,7 @@ static void
 parse_args(struct rctx *ctx, int argc, char **argv)
 {
 	const char	*sock = NULL, *url = NULL, *token = NULL, *cwd = NULL;
-	int		 ch;
+	int		 ch, approve_set = 0;
 
 	while ((ch = getopt_long(argc, argv, "qvh", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -350,6 +353,11 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 		case OPT_BEFORE: ctx->before = optarg; break;
 		case OPT_AT: ctx->at = optarg; break;
 		case OPT_NAME: ctx->name = optarg; break;
+		case OPT_APPROVE:
+			if ((ctx->approve = approve_parse(optarg)) == -1)
+				usage_err("--approve: ask, all or none, not '%s'", optarg);
+			approve_set = 1;
+			break;
 		case 'q': ctx->quiet = 1; break;
 		case 'v': ctx->verbose = 1; break;
 		case 'h': usage(0);
@@ -359,6 +367,11 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 		default: usage(EXIT_USAGE);
 		}
 	}
+	/* Ask only where someone can answer: never hang a cron job. */
+	if (!approve_set)
+		ctx->approve = isatty(STDIN_FILENO) ? APPROVE_ASK : APPROVE_NONE;
+	else if (ctx->approve == APPROVE_ASK && !isatty(STDIN_FILENO))
+		ctx->approve = APPROVE_NONE;
 	setup_address(ctx, sock, url);
 	setup_cwd(ctx, cwd);
 	setup_token(ctx, token);
@@ -426,6 +439,7 @@ static const struct command {
 	{ "status",		1, 0, cmd_status },
 	{ "transcript",		1, 0, cmd_transcript },
 	{ "branch",		1, 0, cmd_branch },
+	{ "permission",		1, 2, cmd_permission },
 };
 
 /* A command's own options, refused with any other command. */

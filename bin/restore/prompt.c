@@ -83,6 +83,7 @@ pr_event(struct pr *ps, size_t n, json_object *env, int direct)
 {
 	const char	*type = json_get_str(env, "type"), *id, *t, *code;
 	json_object	*data = json_get_obj(env, "data"), *upd, *content;
+	char		 cid[RESTORE_ID_MAX + 1];
 	size_t		 i;
 
 	if ((id = env_prompt_id(env)) == NULL)
@@ -101,10 +102,14 @@ pr_event(struct pr *ps, size_t n, json_object *env, int direct)
 	if (strcmp(type, "session_update") == 0 && direct != -1) {
 		upd = json_get_obj(data, "update");
 		content = json_get_obj(upd, "content");
+		approve_show_update(ps[i].ctx, upd);
 		t = json_get_str(upd, "sessionUpdate");
 		if (t != NULL && strcmp(t, "agent_message_chunk") == 0 &&
 		    (t = json_get_str(content, "text")) != NULL)
 			pr_text(&ps[i], t, direct);
+	} else if (strcmp(type, "permission_request") == 0) {
+		heal_client_id(ps[i].heal, cid, sizeof(cid));
+		approve_request(ps[i].ctx, cid, env);
 	} else if (strcmp(type, "turn_complete") == 0) {
 		ps[i].done = 1;
 		output_verbose(ps[i].ctx, "turn complete: %s",

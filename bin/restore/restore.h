@@ -65,6 +65,7 @@ struct rctx {
 	const char	*before;	/* transcript --before RECORD */
 	const char	*at;		/* branch --at RECORD */
 	const char	*name;		/* branch --name NAME */
+	int		 approve;	/* enum approve_mode */
 	int		 cols;		/* output width, 0: no limit */
 	const char	*command;
 	const char	*session_id;	/* NULL for capabilities/list/new */
@@ -339,6 +340,18 @@ int	env_session_end(json_object *env);
 
 /* events ID: return the exit code. */
 int	cmd_events(struct rctx *);
+
+/* ---- approve.c ----------------------------------------------------------- */
+
+enum approve_mode { APPROVE_NONE, APPROVE_ALL, APPROVE_ASK };
+/* "ask", "all", "none" or -1. */
+int	approve_parse(const char *);
+/* Answer a permission_request envelope (borrowed) by ctx->approve. */
+void	approve_request(struct rctx *, const char *client_id, json_object *env);
+/* -v: thoughts and tool calls of a session/update (borrowed) on stderr. */
+void	approve_show_update(const struct rctx *, json_object *update);
+/* permission ID REQUEST-ID allow|deny. */
+int	cmd_permission(struct rctx *, char **args);
 
 /* ---- prompt.c ------------------------------------------------------------ */
 

@@ -102,6 +102,8 @@ void	acp_call_fail(struct acp_call *, const char *session_id, int status,
 	    json_object *body, struct qerr *e);
 
 /* acp-sess.c */
+/* A client's answer (result or error) to one of our permission requests. */
+void	acp_perm_answer(struct acp_conn *, struct rpc_msg *);
 struct acp_sess	*acp_sess_find(struct acp_conn *, const char *id);
 /* Find or add a pending entry for id; NULL at the per-connection cap. */
 struct acp_sess	*acp_sess_claim(struct acp_conn *, const char *id);

@@ -387,8 +387,10 @@ acp_dispatch(struct acp_conn *c, struct rpc_msg *m)
 {
 	size_t i;
 
-	if (m->kind == RPC_RESULT || m->kind == RPC_ERROR)
-		return 0;	/* answers to our requests: none are sent yet */
+	if (m->kind == RPC_RESULT || m->kind == RPC_ERROR) {
+		acp_perm_answer(c, m);	/* the only requests we send */
+		return 0;
+	}
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
 		if (strcmp(methods[i].name, m->method) == 0)
 			break;

@@ -2,9 +2,12 @@
  * acp-sess.c: the sessions one ACP connection holds.  An attached session
  * is a client registration (the clientId its create/load/resume got) plus
  * a listener on the session's bus that turns its events into ACP
- * messages: session_update becomes the session/update notification, the
- * end of one of this connection's prompts answers its session/prompt, and
- * every other event is a _qwen/notify notification {sessionId, kind, data}.
+ * messages: session_update becomes the session/update notification, a
+ * permission_request the session/request_permission request (its id is
+ * our requestId; the client's answer comes back through acp_perm_answer),
+ * the end of one of this connection's prompts answers its session/prompt,
+ * and every other event is a _qwen/notify notification {sessionId, kind,
+ * data}.
  */
 #include "config.h"
 
@@ -206,6 +209,49 @@ prompt_end(struct acp_conn *c, struct acp_sess *a, const char *type,
 	free(p);
 }
 
+/* session/request_permission {sessionId, toolCall, options, _meta.qwen.requestId}. */
+static void
+ask_permission(struct acp_conn *c, struct acp_sess *a, json_object *data)
+{
+	json_object *p = json_object_new_object(), *meta, *q, *rid, *v;
+
+	if (!json_object_object_get_ex(data, "requestId", &rid)) {
+		json_object_put(p);
+		return;
+	}
+	json_object_object_add(p, "sessionId", json_object_new_string(a->id));
+	if (json_object_object_get_ex(data, "toolCall", &v))
+		json_object_object_add(p, "toolCall", json_object_get(v));
+	if (json_object_object_get_ex(data, "options", &v))
+		json_object_object_add(p, "options", json_object_get(v));
+	meta = json_object_new_object();
+	q = json_object_new_object();
+	json_object_object_add(q, "requestId", json_object_get(rid));
+	json_object_object_add(meta, "qwen", q);
+	json_object_object_add(p, "_meta", meta);
+	acp_send(c, a->id, rpc_new_request(json_object_get(rid),
+	    "session/request_permission", p));
+}
+
+/* A client's answer to a session/request_permission we sent it. */
+void
+acp_perm_answer(struct acp_conn *c, struct rpc_msg *m)
+{
+	json_object *outcome = NULL;
+	struct acp_sess *a;
+	const char *sid;
+
+	if (m->kind != RPC_RESULT || !json_object_is_type(m->id, json_type_string) ||
+	    (sid = perm_session_of(json_object_get_string(m->id))) == NULL ||
+	    (a = acp_sess_find(c, sid)) == NULL)
+		return;		/* not ours, already answered, or an error: no vote */
+	if (m->result != NULL)
+		(void)json_object_object_get_ex(m->result, "outcome", &outcome);
+	if (perm_answer(sid, json_object_get_string(m->id), outcome,
+	    a->client_id[0] ? a->client_id : NULL) != PERM_ACCEPTED)
+		log_info("acp: connection %s: an unusable permission answer", c->id);
+}
+
 /* A session event: a notification, maybe a prompt's answer, maybe the end. */
 static void
 on_event(void *arg, json_object *env, int terminal)
@@ -227,6 +273,8 @@ on_event(void *arg, json_object *env, int terminal)
 	if (strcmp(t, "session_update") == 0)
 		acp_send(c, a->id, rpc_new_notification("session/update",
 		    json_object_get(data)));
+	else if (strcmp(t, "permission_request") == 0)
+		ask_permission(c, a, data);
 	else {
 		params = xjson_object_new_object();
 		json_object_object_add(params, "sessionId", xjson_object_new_string(a->id));

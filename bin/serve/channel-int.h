@@ -1,6 +1,7 @@
 /*
  * channel-int.h: what channel.c (the child's lifecycle) and channel-rpc.c
- * (the JSON-RPC traffic with it) share.  Private to those two files.
+ * (the JSON-RPC traffic with it) share, and how child-cmd.c hands
+ * channel.c the command to start.  Private to those three files.
  */
 #ifndef QWEN_SERVE_CHANNEL_INT_H
 #define QWEN_SERVE_CHANNEL_INT_H
@@ -69,6 +70,8 @@ void	chan_on_err_read(struct bufferevent *, void *);
 void	chan_on_err_event(struct bufferevent *, short, void *);
 void	chan_on_more(evutil_socket_t, short, void *);
 void	chan_start(struct channel *);
+/* The child's command, cwd and environment; libpipeline owns it. */
+pipecmd	*child_cmd_new(const char *workspace, const char *secret);
 void	chan_end(struct channel *, int hard);
 void	chan_check_idle(struct channel *);
 

@@ -158,28 +158,42 @@ chan_on_deadline(evutil_socket_t fd, short what, void *arg)
 
 /* ---- messages from the child -------------------------------------------- */
 
-/* Answer a request from the child: we mediate no permissions or files. */
 static void
-answer_child_request(struct channel *ch, struct rpc_msg *m)
+write_msg(struct channel *ch, json_object *msg)
 {
-	json_object *reply, *res, *outcome;
 	size_t len;
 	char *line;
 
-	if (strcmp(m->method, "session/request_permission") == 0) {
-		res = xjson_object_new_object();
-		outcome = xjson_object_new_object();
-		json_object_object_add(outcome, "outcome", xjson_object_new_string("cancelled"));
-		json_object_object_add(res, "outcome", outcome);
-		reply = rpc_new_result(json_object_get(m->id), res);
-	} else
-		reply = rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
-		    "Method not found", NULL);
-	if ((line = rpc_encode(reply, &len)) != NULL) {
+	if (ch->in != NULL && ch->state != CH_IDLE &&
+	    (line = rpc_encode(msg, &len)) != NULL) {
 		bufferevent_write(ch->in, line, len);
 		free(line);
 	}
-	json_object_put(reply);
+	json_object_put(msg);
+}
+
+void
+channel_reply(struct channel *ch, unsigned serial, json_object *id, json_object *result)
+{
+	if (ch->serial != serial || ch->pid <= 0) {
+		json_object_put(result);
+		return;
+	}
+	write_msg(ch, rpc_new_result(json_object_get(id), result));
+}
+
+/*
+ * A request from the child: permissions go to the clients (permission.c);
+ * files we do not mediate (initialize told it so).
+ */
+static void
+answer_child_request(struct channel *ch, struct rpc_msg *m)
+{
+	if (strcmp(m->method, "session/request_permission") == 0)
+		perm_request(ch, m->id, m->params);
+	else
+		write_msg(ch, rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
+		    "Method not found", NULL));
 }
 
 static void
@@ -210,6 +224,45 @@ handle_msg(struct channel *ch, struct rpc_msg *m)
 		chan_check_idle(ch);
 		break;
 	}
+}
+
+/*
+ * A line of the child's we cannot read.  When its bytes name one of our
+ * requests, that request fails now (a restore must not wait for a budget
+ * for an answer it already got); a line naming none may have been any
+ * answer, so the channel is as good as broken: end it, failing all it
+ * carries.  -1 when the channel was ended.
+ */
+static int
+handle_bad(struct channel *ch, struct rpc_bad *bad)
+{
+	json_object *id = bad->id != NULL ? bad->id : bad->frame_id, *err, *data;
+	void *arg;
+
+	if (id != NULL && rpc_pending_take_json(ch->pending, id, &arg) == 0) {
+		data = xjson_object_new_object();
+		json_object_object_add(data, "errorKind",
+		    xjson_object_new_string("acp_child_protocol_error"));
+		json_object_object_add(data, "detail",
+		    xjson_object_new_string(bad->message));
+		err = xjson_object_new_object();
+		json_object_object_add(err, "code",
+		    xjson_object_new_int(RPC_INTERNAL_ERROR));
+		json_object_object_add(err, "message", xjson_object_new_string(
+		    "The ACP child's answer could not be read"));
+		json_object_object_add(err, "data", data);
+		chan_arm_deadline(ch);
+		chan_req_finish(arg, CHAN_ERROR, err);
+		json_object_put(err);
+		chan_check_idle(ch);
+		return 0;
+	}
+	if (id != NULL)
+		return 0;	/* an answer to a request already settled */
+	log_warnx("child %ld: an unreadable line names no request: ending the "
+	    "channel", (long)ch->pid);
+	chan_end(ch, 1);
+	return -1;
 }
 
 /* Read up to cap bytes of the child's output into the reader. */
@@ -256,6 +309,10 @@ out_process(struct channel *ch, size_t batch)
 		if (st == RPC_READ_BAD) {
 			log_warnx("child %ld: bad frame on line %zu: %s",
 			    (long)ch->pid, bad.line_no, bad.message);
+			if (handle_bad(ch, &bad) == -1) {
+				rpc_bad_clear(&bad);
+				return 0;
+			}
 			rpc_bad_clear(&bad);
 			continue;
 		}

@@ -78,27 +78,6 @@ on_initialized(void *arg, enum chan_outcome o, json_object *payload)
 	}
 }
 
-static json_object *
-initialize_params(struct channel *ch)
-{
-	json_object *p = xjson_object_new_object(), *ci = xjson_object_new_object();
-	json_object *caps = xjson_object_new_object(), *fs = xjson_object_new_object();
-	json_object *meta = xjson_object_new_object();
-
-	json_object_object_add(p, "protocolVersion", xjson_object_new_int(1));
-	json_object_object_add(ci, "name", xjson_object_new_string("qwen-serve-bridge"));
-	json_object_object_add(ci, "version", xjson_object_new_string(PACKAGE_VERSION));
-	json_object_object_add(p, "clientInfo", ci);
-	json_object_object_add(fs, "readTextFile", xjson_object_new_boolean(0));
-	json_object_object_add(fs, "writeTextFile", xjson_object_new_boolean(0));
-	json_object_object_add(caps, "fs", fs);
-	json_object_object_add(p, "clientCapabilities", caps);
-	json_object_object_add(meta, "qwen-code/private-parent-capability",
-	    xjson_object_new_string(ch->secret));
-	json_object_object_add(p, "_meta", meta);
-	return p;
-}
-
 /* A fresh private-parent secret: 32 random bytes, base64url. */
 static void
 new_secret(char *out, size_t size)
@@ -132,35 +111,6 @@ child_stderr(void *data)
 	signal(SIGHUP, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
-static pipecmd *
-child_command(struct channel *ch)
-{
-	pipecmd *cmd = pipecmd_new(conf.child_path);
-
-	pipecmd_arg(cmd, "--workspace");
-	pipecmd_arg(cmd, ch->workspace);
-	if (conf.data_dir != NULL) {
-		pipecmd_arg(cmd, "--data-dir");
-		pipecmd_arg(cmd, conf.data_dir);
-	}
-	if (conf.agent_command != NULL) {
-		pipecmd_arg(cmd, "--agent-command");
-		pipecmd_arg(cmd, conf.agent_command);
-	}
-	if (conf.otlp_endpoint != NULL) {
-		pipecmd_arg(cmd, "--otlp-endpoint");
-		pipecmd_arg(cmd, conf.otlp_endpoint);
-	}
-	if (conf.trace_file != NULL) {
-		pipecmd_arg(cmd, "--trace-file");
-		pipecmd_arg(cmd, conf.trace_file);
-	}
-	pipecmd_chdir(cmd, ch->workspace);
-	pipecmd_unsetenv(cmd, "QWEN_SERVER_TOKEN");
-	pipecmd_setenv(cmd, "QWEN_ACP_PARENT_CAPABILITY", ch->secret);
-	return cmd;
 }
 
 static struct bufferevent *
@@ -206,7 +156,7 @@ chan_start(struct channel *ch)
 		return;
 	}
 	new_secret(ch->secret, sizeof(ch->secret));
-	cmd = child_command(ch);
+	cmd = child_cmd_new(ch->workspace, ch->secret);
 	d.fd = err[1];
 	pipecmd_pre_exec(cmd, child_stderr, NULL, &d);
 	ch->p = pipeline_new_commands(cmd, (void *)0);
@@ -249,10 +199,12 @@ chan_start(struct channel *ch)
 	if (ch->out_ev != NULL)
 		event_add(ch->out_ev, NULL);
 	bufferevent_enable(ch->in, EV_WRITE);
-	log_info("started %s (pid %ld) for %s", conf.child_path, (long)ch->pid,
+	log_info("started %s (pid %ld) for %s",
+	    conf.child_argv != NULL ? conf.child_argv[0] : conf.child_path, (long)ch->pid,
 	    ch->workspace);
 	ch->state = CH_READY;	/* so that initialize goes out now */
-	r = channel_request(ch, "initialize", initialize_params(ch),
+	r = channel_request(ch, "initialize",
+	    rpc_acp_initialize_params("qwen-serve-bridge", PACKAGE_VERSION, ch->secret),
 	    (uint64_t)conf.init_timeout_ms, on_initialized, ch);
 	ch->state = r != NULL ? CH_STARTING : CH_DYING;
 }

@@ -105,15 +105,16 @@ check_file(const char *flag, const char *path)
 static void
 check_child(void)
 {
-	const char *c = conf.child_path;
+	const char *c = conf.child_argv != NULL ? conf.child_argv[0] : conf.child_path;
+	const char *flag = conf.child_argv != NULL ? "--child-command" : "--child";
 	char *path, *p, *dir, buf[PATH_MAX];
 	struct stat st;
 
 	if (strchr(c, '/') != NULL) {
 		if (stat(c, &st) == -1)
-			complain(1, "--child %s: %s", c, strerror(errno));
+			complain(1, "%s %s: %s", flag, c, strerror(errno));
 		else if (!S_ISREG(st.st_mode) || access(c, X_OK) == -1)
-			complain(1, "--child %s: not an executable file", c);
+			complain(1, "%s %s: not an executable file", flag, c);
 		return;
 	}
 	path = strdup(getenv("PATH") != NULL ? getenv("PATH") : "/usr/bin:/bin");
@@ -124,8 +125,9 @@ check_child(void)
 		dir = NULL;
 	}
 	if (dir == NULL)
-		complain(1, "--child %s: not found in %s or on PATH",
-		    c, QWEN_LIBEXECDIR);
+		complain(1, "%s %s: not found%s%s or on PATH", flag, c,
+		    conf.child_argv != NULL ? "" : " in ",
+		    conf.child_argv != NULL ? "" : QWEN_LIBEXECDIR);
 	free(path);
 }
 
@@ -248,6 +250,18 @@ check_environment(void)
 	free(cause);
 }
 
+/* The command line a child would be started with. */
+static void
+show_child(void)
+{
+	char *line = child_cmd_describe();
+
+	printf("child: %s\n", conf.child_argv != NULL ? conf.child_argv[0] :
+	    conf.child_path);
+	printf("child command: %s\n", line != NULL ? line : "(out of memory)");
+	free(line);
+}
+
 int
 checkconf_run(void)
 {
@@ -284,8 +298,8 @@ checkconf_run(void)
 		return 1;
 	}
 	printf("qwen-serve: configuration OK\n"
-	    "workspace: %s\ndata directory: %s\nchild: %s\n",
-	    conf.workspace, data, conf.child_path);
+	    "workspace: %s\ndata directory: %s\n", conf.workspace, data);
+	show_child();
 	for (size_t i = 1; i < conf.n_workspaces; i++)
 		printf("workspace: %s\n", conf.workspaces[i]);
 	if (!conf.no_socket)

@@ -25,7 +25,8 @@
 #include "ws.h"
 #include "xmalloc.h"
 
-enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4, R_ACP = 8 };
+/* R_TAIL: one more path segment after the suffix (ctx.path_tail). */
+enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4, R_ACP = 8, R_TAIL = 16 };
 
 struct route {
 	enum evhttp_cmd_type	 method;
@@ -52,6 +53,9 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/session/", "/transcript", R_ID, route_session_transcript },
 	{ EVHTTP_REQ_POST, "/session/", "/branch", R_ID | R_BODY, route_session_branch },
 	{ EVHTTP_REQ_DELETE, "/session/", "", R_ID, route_session_delete },
+	{ EVHTTP_REQ_POST, "/session/", "/permission/", R_ID | R_BODY | R_TAIL,
+	    route_session_permission },
+	{ EVHTTP_REQ_POST, "/session/", "/model", R_ID | R_BODY, route_session_model },
 	{ EVHTTP_REQ_POST, "/acp", NULL, R_ACP, route_acp_post },
 	{ EVHTTP_REQ_GET, "/acp", NULL, R_ACP, route_acp_get },
 	{ EVHTTP_REQ_DELETE, "/acp", NULL, R_ACP, route_acp_delete },
@@ -298,6 +302,10 @@ route_match(const struct route *r, const char *path, const char **seg, size_t *s
 	*seglen = slash != NULL ? (size_t)(slash - *seg) : strlen(*seg);
 	rest = strlen(*seg + *seglen);
 	slen = strlen(r->suffix);
+	if (r->flags & R_TAIL)
+		return *seglen > 0 && rest > slen &&
+		    strncmp(*seg + *seglen, r->suffix, slen) == 0 &&
+		    strchr(*seg + *seglen + slen, '/') == NULL;
 	return *seglen > 0 && rest == slen && strcmp(*seg + *seglen, r->suffix) == 0;
 }
 
@@ -340,6 +348,8 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 		goto out;
 	}
 	ctx.path_id = id;
+	if (r->flags & R_TAIL)
+		ctx.path_tail = seg + seglen + strlen(r->suffix);
 	if ((r->flags & R_BODY) && parse_body(req, &ctx.body) == -1) {
 		http_error(req, "invalid_json", NULL);
 		goto out;

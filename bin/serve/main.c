@@ -28,6 +28,7 @@
 #include "log.h"
 #include "otlp.h"
 #include "outflush.h"
+#include "rpc-frame.h"
 #include "serve.h"
 #include "acp.h"
 #include "trace.h"
@@ -51,8 +52,8 @@ enum {
 	OPT_SESS_IDLE, OPT_SESS_REAP, OPT_SSE_HB, OPT_RING, OPT_REPLAY_MAX,
 	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
 	OPT_NO_WEB, OPT_WEB_DIR,
-	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_OTLP, OPT_TOKEN_FILE, OPT_PROMPT_DEADLINE,
-	OPT_WRITER_IDLE,
+	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_OTLP, OPT_TOKEN_FILE, OPT_CHILD_CMD,
+	OPT_PERM_TO, OPT_AGENT_ACP, OPT_PROMPT_DEADLINE, OPT_WRITER_IDLE,
 };
 
 static const struct option longopts[] = {
@@ -67,14 +68,17 @@ static const struct option longopts[] = {
 	{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
 	{ "workspace", required_argument, NULL, OPT_WORKSPACE },
 	{ "child", required_argument, NULL, OPT_CHILD },
+	{ "child-command", required_argument, NULL, OPT_CHILD_CMD },
 	{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
 	{ "agent-command", required_argument, NULL, OPT_AGENT_CMD },
+	{ "agent-acp", required_argument, NULL, OPT_AGENT_ACP },
 	{ "log-file", required_argument, NULL, OPT_LOG_FILE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "trace-file", required_argument, NULL, OPT_TRACE_FILE },
 	{ "otlp-endpoint", required_argument, NULL, OPT_OTLP },
 	{ "initialize-timeout-ms", required_argument, NULL, OPT_INIT_TO },
 	{ "session-restore-timeout-ms", required_argument, NULL, OPT_RESTORE_TO },
+	{ "permission-response-timeout-ms", required_argument, NULL, OPT_PERM_TO },
 	{ "channel-idle-timeout-ms", required_argument, NULL, OPT_CHAN_IDLE },
 	{ "session-idle-timeout-ms", required_argument, NULL, OPT_SESS_IDLE },
 	{ "session-reap-interval-ms", required_argument, NULL, OPT_SESS_REAP },
@@ -149,11 +153,14 @@ usage(int status)
 	fprintf(status ? stderr : stdout,
 	    "usage: qwen-serve [--socket PATH] [--hostname HOST] [--port N] [--no-tcp]\n"
 	    "\t[--token-file FILE | --token TOKEN] [--require-auth] [--allow-origin ORIGIN]...\n"
-	    "\t[--max-connections N] [--workspace DIR] [--child PATH]\n"
-	    "\t[--data-dir DIR] [--agent-command CMD] [--log-file FILE]\n"
+	    "\t[--max-connections N] [--workspace DIR]\n"
+	    "\t[--child PATH | --child-command 'CMD ARGS']\n"
+	    "\t[--data-dir DIR] [--agent-command CMD | --agent-acp 'CMD ARGS']\n"
+	    "\t[--log-file FILE]\n"
 	    "\t[--log-level LEVEL] [--trace-file FILE] [--otlp-endpoint URL]\n"
 	    "\t[--initialize-timeout-ms MS]\n"
 	    "\t[--session-restore-timeout-ms MS] [--channel-idle-timeout-ms MS]\n"
+	    "\t[--permission-response-timeout-ms MS]\n"
 	    "\t[--session-idle-timeout-ms MS] [--session-reap-interval-ms MS]\n"
 	    "\t[--sse-heartbeat-ms MS] [--event-ring-size N]\n"
 	    "\t[--compacted-replay-max-bytes N] [--max-sessions N]\n"
@@ -165,6 +172,10 @@ usage(int status)
 }
 
 /* Parse a bounded integer option or exit 2 naming the flag. */
+/* A load's replay reaches us in one frame of the child's, which the
+   framer refuses past its cap: a larger bound could never be honoured. */
+#define REPLAY_MAX_BYTES	((long long)RPC_DEFAULT_MAX_FRAME - 64 * 1024)
+
 static long long
 num_opt(const char *flag, const char *arg, long long min, long long max)
 {
@@ -340,8 +351,10 @@ parse_args(int argc, char **argv)
 		case OPT_MAX_CONN: conf.max_connections = (int)num_opt("max-connections", optarg, 1, 65536); break;
 		case OPT_WORKSPACE: strv_add(&conf.workspaces, &conf.n_workspaces, optarg); break;
 		case OPT_CHILD: free(conf.child_path); conf.child_path = xstrdup(optarg); break;
+		case OPT_CHILD_CMD: child_cmd_option(optarg); break;
 		case OPT_DATA_DIR: free(conf.data_dir); conf.data_dir = xstrdup(optarg); break;
 		case OPT_AGENT_CMD: free(conf.agent_command); conf.agent_command = xstrdup(optarg); break;
+		case OPT_AGENT_ACP: free(conf.agent_acp); conf.agent_acp = xstrdup(optarg); break;
 		case OPT_LOG_FILE: free(conf.log_file); conf.log_file = xstrdup(optarg); break;
 		case OPT_LOG_LEVEL:
 			lvl = optarg;
@@ -355,12 +368,13 @@ parse_args(int argc, char **argv)
 		case OPT_OTLP: free(conf.otlp_endpoint); conf.otlp_endpoint = xstrdup(optarg); break;
 		case OPT_INIT_TO: init = ms_opt("initialize-timeout-ms", optarg, 0); break;
 		case OPT_RESTORE_TO: restore = ms_opt("session-restore-timeout-ms", optarg, 0); break;
+		case OPT_PERM_TO: conf.permission_timeout_ms = ms_opt("permission-response-timeout-ms", optarg, 1); break;
 		case OPT_CHAN_IDLE: conf.channel_idle_timeout_ms = ms_opt("channel-idle-timeout-ms", optarg, 1); break;
 		case OPT_SESS_IDLE: conf.session_idle_timeout_ms = ms_opt("session-idle-timeout-ms", optarg, 1); break;
 		case OPT_SESS_REAP: conf.session_reap_interval_ms = ms_opt("session-reap-interval-ms", optarg, 1); break;
 		case OPT_SSE_HB: conf.sse_heartbeat_ms = ms_opt("sse-heartbeat-ms", optarg, 0); break;
 		case OPT_RING: conf.event_ring_size = (size_t)num_opt("event-ring-size", optarg, 1, 1000000); break;
-		case OPT_REPLAY_MAX: conf.compacted_replay_max_bytes = (size_t)num_opt("compacted-replay-max-bytes", optarg, 1, 256LL * 1024 * 1024); break;
+		case OPT_REPLAY_MAX: conf.compacted_replay_max_bytes = (size_t)num_opt("compacted-replay-max-bytes", optarg, 1, REPLAY_MAX_BYTES); break;
 		case OPT_MAX_SESS: conf.max_sessions = (int)num_opt("max-sessions", optarg, 0, 1000000); break;
 		case OPT_MAX_TOTAL: conf.max_total_sessions = (int)num_opt("max-total-sessions", optarg, 0, 1000000); break;
 		case OPT_MAX_PENDING: conf.max_pending_prompts = (int)num_opt("max-pending-prompts-per-session", optarg, 0, 100000); break;
@@ -377,6 +391,7 @@ parse_args(int argc, char **argv)
 	}
 	if (optind != argc)
 		usage(2);
+	child_cmd_check();
 	/* The same trace file as the child's, unless --trace-file names one. */
 	if (conf.trace_file == NULL && getenv("QWEN_TRACE_FILE") != NULL &&
 	    *getenv("QWEN_TRACE_FILE") != '\0')
@@ -497,6 +512,24 @@ serve_shutting_down(void)
 	return shutting_down;
 }
 
+#ifdef QWEN_FUZZ_HTTP
+struct evhttp	*serve_fuzz_http(int, char **);
+int		 serve_main(int, char **);
+
+/* t/fuzz/fuzz-http: the options resolved, the loop and the HTTP server
+   made, nothing bound nor started; the harness hands it connections. */
+struct evhttp *
+serve_fuzz_http(int argc, char **argv)
+{
+	parse_args(argc, argv);
+	resolve_conf();
+	if ((serve_base = event_base_new()) == NULL)
+		return NULL;
+	return http = http_new(serve_base);
+}
+#define main serve_main
+#endif
+
 int
 main(int argc, char **argv)
 {
@@ -564,6 +597,7 @@ main(int argc, char **argv)
 	ready_probe_free();
 	sdnotify_free();
 	http_free(http);
+	listing_free_all();
 	acp_free();
 	sessions_free();
 	channels_free();

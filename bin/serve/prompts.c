@@ -93,6 +93,15 @@ session_pending_prompts(const struct session *s)
 	return s->queued + (s->active != NULL);
 }
 
+const char *
+session_active_prompt(const struct session *s, const char **client_id)
+{
+	if (client_id != NULL)
+		*client_id = s->active != NULL && s->active->client_id[0] ?
+		    s->active->client_id : NULL;
+	return s->active != NULL ? s->active->id : NULL;
+}
+
 /* turn_error for p; extra: more data fields (takes ownership, NULL-safe). */
 static void
 turn_error_ex(struct session *s, struct prompt *p, const char *message,
@@ -184,8 +193,8 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 {
 	struct prompt *p = arg;
 	struct session *s = p->s;
-	json_object *d, *v;
-	const char *stop = "end_turn", *msg = "Prompt failed", *code = NULL;
+	json_object *d, *v, *data = NULL;
+	const char *stop = "end_turn", *msg = "Prompt failed", *code = NULL, *kind = NULL;
 
 	p->req = NULL;
 	if (p == s->expired) {
@@ -207,11 +216,15 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 	} else if (o == CHAN_ERROR) {
 		if (json_object_object_get_ex(payload, "message", &v))
 			msg = json_object_get_string(v);
-		if (json_object_object_get_ex(payload, "data", &v) &&
-		    json_object_object_get_ex(v, "code", &v) &&
+		(void)json_object_object_get_ex(payload, "data", &data);
+		if (json_object_object_get_ex(data, "code", &v) &&
 		    json_object_is_type(v, json_type_string))
 			code = json_object_get_string(v);
-		turn_error(s, p, msg, code != NULL ? code : "acp_error", NULL);
+		/* The child's classification (agent_failed, ...) goes along. */
+		if (json_object_object_get_ex(data, "errorKind", &v) &&
+		    json_object_is_type(v, json_type_string))
+			kind = json_object_get_string(v);
+		turn_error(s, p, msg, code != NULL ? code : "acp_error", kind);
 	} else
 		turn_error(s, p, "The agent process exited during the prompt",
 		    "channel_closed", "acp_channel_unavailable");
@@ -335,6 +348,7 @@ session_cancel(struct session *s, const char *client_id)
 
 	if (s->active == NULL)
 		return;
+	perm_cancel_session(s, 1);
 	p = xjson_object_new_object();
 	json_object_object_add(p, "sessionId", xjson_object_new_string(s->id));
 	channel_notify(s->channel, "session/cancel", p);

@@ -71,6 +71,17 @@ check_client(struct http_ctx *ctx, struct session *s)
 	return 0;
 }
 
+/* The live session of the path whose client (if any) is registered, or NULL. */
+struct session *
+routes_session(struct http_ctx *ctx)
+{
+	struct session *s;
+
+	if ((s = lookup(ctx)) == NULL || check_client(ctx, s) == -1)
+		return NULL;
+	return s;
+}
+
 /*
  * body.cwd picks the workspace (ctx->workspace): absent, the primary;
  * else an absolute path naming one of ours, or 400 workspace_mismatch.
@@ -490,8 +501,10 @@ route_session_status(struct http_ctx *ctx)
 	json_object_object_add(o, "hasActivePrompt", xjson_object_new_boolean(s->active != NULL));
 	json_object_object_add(o, "pendingPrompts",
 	    xjson_object_new_int64((int64_t)session_pending_prompts(s)));
-	json_object_object_add(o, "isWaitingForPermission", xjson_object_new_boolean(0));
-	json_object_object_add(o, "pendingInteractionCount", xjson_object_new_int(0));
+	json_object_object_add(o, "isWaitingForPermission",
+	    xjson_object_new_boolean(perm_pending(s) > 0));
+	json_object_object_add(o, "pendingInteractionCount",
+	    xjson_object_new_int64((int64_t)perm_pending(s)));
 	json_object_object_add(o, "lastEventId",
 	    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
 	json_object_object_add(o, "eventEpoch", xjson_object_new_string(bus_epoch(s->bus)));

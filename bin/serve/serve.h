@@ -9,8 +9,9 @@
  * /workspaces/:w/acp), names.c (session ids, the workspaces, the
  * transcript directories), routes-session.c (session routes),
  * routes-history.c (transcript pages, branches), routes-daemon.c (health,
- * capabilities, daemon status, workspace listing), web.c (the console's
- * files), bus.c
+ * capabilities, daemon status, workspace listing route), listing.c (the
+ * listing itself, a slice per loop turn), web.c (the console's files),
+ * bus.c
  * (event buses and SSE subscribers), inflight.c (in-flight spawns and
  * restores: the seam of the restore state machine; restore-fsm.c the
  * machine, inflight-ops.c its callbacks, inflight-reply.c the public
@@ -75,13 +76,16 @@ struct serve_conf {
 	char		**workspaces;	/* --workspace, canonical, in order */
 	size_t		 n_workspaces;
 	char		*child_path;
+	char		**child_argv;	/* --child-command, split; or NULL */
 	char		*data_dir;	/* NULL: the child's default */
 	char		*agent_command;
+	char		*agent_acp;	/* passed to qwen-acp-child */
 	char		*log_file;
 	char		*trace_file;
 	char		*otlp_endpoint;		/* --otlp-endpoint, or NULL */
 	int64_t		 init_timeout_ms;
 	int64_t		 restore_timeout_ms;	/* effective (budget_restore_ms) */
+	int64_t		 permission_timeout_ms;	/* 0: wait for an answer forever */
 	int64_t		 channel_idle_timeout_ms;
 	int64_t		 session_idle_timeout_ms;
 	int64_t		 session_reap_interval_ms;
@@ -204,6 +208,35 @@ int	pidfile_check(const char *path, char **cause);
 /* Remove the pidfile if it is still ours (only in the creating process). */
 void	pidfile_release(void);
 
+/* ---- child-cmd.c ------------------------------------------------------- */
+/* --child-command: split line into conf.child_argv, or exit 2. */
+void	child_cmd_option(const char *line);
+/* Options that exclude each other (--child, --child-command, --agent-*): exit 2. */
+void	child_cmd_check(void);
+/* The command a child is started as, for people to read.  Caller frees. */
+char	*child_cmd_describe(void);
+
+/* ---- permission.c ------------------------------------------------------ */
+struct channel;
+struct session;
+/* The child asks (rpc_id, params borrowed): hold it for the clients. */
+void	perm_request(struct channel *, json_object *rpc_id, json_object *params);
+enum perm_answer { PERM_ACCEPTED, PERM_NOT_FOUND, PERM_BAD_OUTCOME, PERM_BAD_OPTION };
+/*
+ * A client's answer {outcome:"selected",optionId}|{outcome:"cancelled"}
+ * (borrowed) to request_id of session_id (NULL: any session).  voter: the
+ * answering clientId or NULL.
+ */
+enum perm_answer perm_answer(const char *session_id, const char *request_id,
+	    json_object *outcome, const char *voter);
+/* The session a held request belongs to, or NULL. */
+const char *perm_session_of(const char *request_id);
+size_t	perm_pending(const struct session *);
+/* Cancel the session's requests (answering the child if it still runs). */
+void	perm_cancel_session(struct session *, int child_alive);
+/* The session is going: cancel quietly (its bus is ending). */
+void	perm_forget_session(struct session *);
+
 /* ---- checkconf.c ------------------------------------------------------- */
 /* --check-config: report on stdout/stderr; the exit status (0 or 1). */
 int	checkconf_run(void);
@@ -213,6 +246,7 @@ struct http_ctx {
 	struct evhttp_request	*req;
 	json_object		*body;		/* the parsed object, or {} */
 	const char		*path_id;	/* canonical session id, or NULL */
+	const char		*path_tail;	/* R_TAIL routes: the last segment */
 	const char		*client_id;	/* header value, NULL if absent */
 	const char		*workspace;	/* chosen by cwd (routes_check_cwd) */
 	int			 client_id_bad;	/* header present but malformed */
@@ -263,6 +297,12 @@ int64_t	routes_last_event_id(struct evhttp_request *);
  * workspace_mismatch for a directory that is not one of ours.
  */
 int	routes_check_cwd(struct http_ctx *);
+/* The live session of the path, client checked, or NULL (replied). */
+struct session *routes_session(struct http_ctx *);
+
+/* ---- routes-agent.c ---------------------------------------------------- */
+void	route_session_permission(struct http_ctx *);
+void	route_session_model(struct http_ctx *);
 
 /* ---- routes-history.c --------------------------------------------------- */
 void	route_session_transcript(struct http_ctx *);
@@ -274,6 +314,12 @@ void	route_capabilities(struct http_ctx *);
 void	route_workspace_sessions(struct http_ctx *);
 json_object *routes_capabilities_json(void);
 void	route_daemon_status(struct http_ctx *);
+
+/* ---- listing.c: the persisted sessions, a slice per loop turn --------- */
+/* Answer req with the newest max persisted sessions (never blocking the
+   loop); free the jobs and the prompt cache at exit. */
+void	listing_start(struct evhttp_request *req, const char *workspace, size_t max);
+void	listing_free_all(void);
 
 /* ---- web.c: the browser console's static files ------------------------- */
 const char *web_dir(void);	/* --web-dir, QWEN_SERVE_WEB_DIR, pkgdatadir/web */
@@ -362,6 +408,12 @@ struct chan_req	*channel_request_sent(struct channel *, const char *method,
 		    void (*sent)(void *arg), void *arg);
 /* The caller is gone: the answer will be dropped. */
 void	channel_forget(struct chan_req *);
+/*
+ * Answer a request the child made (id borrowed, result: takes ownership);
+ * dropped when the child that asked (serial) is no longer the one running.
+ */
+void	channel_reply(struct channel *, unsigned serial, json_object *id,
+	    json_object *result);
 /* Send a notification (params: takes ownership). */
 void	channel_notify(struct channel *, const char *method, json_object *params);
 
@@ -469,6 +521,8 @@ void	prompts_clear(struct session *);
 const char *session_prompt_admit(struct session *, json_object *body,
 	    const char *client_id, const char **err);
 size_t	session_pending_prompts(const struct session *);
+/* The running prompt's id (and its client, if client_id), or NULL. */
+const char *session_active_prompt(const struct session *, const char **client_id);
 void	session_cancel(struct session *, const char *client_id);
 /* A session/update for s from the child (params borrowed). */
 void	prompts_update(struct session *, json_object *params);

@@ -1,0 +1,66 @@
+/*
+ * delegate-int.h: what delegate.c (the sessions and turns at the
+ * --agent-acp agent) and delegate-proc.c (its process and wire) share.
+ */
+#ifndef QWEN_ACP_DELEGATE_INT_H
+#define QWEN_ACP_DELEGATE_INT_H
+
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include <stdint.h>
+
+#include <json-c/json.h>
+#include <pipeline.h>
+
+#include "rpc-frame.h"
+
+struct bufferevent;
+struct child;
+struct event;
+
+enum call_kind { CALL_INIT, CALL_RESUME, CALL_PROMPT, CALL_PERMISSION };
+
+/* A request in flight: ours to the agent, or the agent's to our parent. */
+struct call {
+	TAILQ_ENTRY(call)	 entry;
+	enum call_kind		 kind;
+	int64_t			 id;		/* ours (to the agent, or to the parent) */
+	json_object		*peer_id;	/* parent's prompt id / agent's request id */
+	json_object		*params;	/* CALL_RESUME: the prompt to send next */
+	char			 sid[37];
+};
+
+struct delegate {
+	enum { D_DOWN, D_STARTING, D_READY } state;
+	pipeline		*pl;
+	pid_t			 pid;
+	int			 pidfd;
+	struct bufferevent	*in, *out;
+	struct event		*ev_exit;
+	struct rpc_reader	*rd;
+	int64_t			 next_id;
+	TAILQ_HEAD(, call)	 calls;
+	TAILQ_HEAD(, call)	 waiting;	/* prompts until the agent is ready */
+	char			 secret[48];
+};
+
+
+extern struct delegate dlg;
+
+/* A call (copies peer_id and params); NULL on ENOMEM. */
+struct call	*call_new(enum call_kind, const char *sid, json_object *peer_id,
+		    json_object *params);
+void		 call_free(struct call *);
+/* Write one message to the agent (takes msg). */
+void		 dlg_write(json_object *msg);
+/* Send a request to the agent and remember it (takes params). */
+void		 dlg_call(struct call *, const char *method, json_object *params);
+/* Start the agent and send initialize; -1 when it cannot run at all. */
+int		 dlg_start(struct child *);
+/* delegate.c: one message from the agent (borrowed). */
+void		 dlg_message(struct child *, struct rpc_msg *);
+/* delegate.c: the agent's process is gone. */
+void		 dlg_gone(struct child *);
+
+#endif

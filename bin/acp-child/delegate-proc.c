@@ -1,0 +1,249 @@
+/*
+ * delegate-proc.c: the --agent-acp agent's process and wire: started
+ * through libpipeline (exits watched with a pidfd), NDJSON JSON-RPC on its
+ * stdin/stdout, our requests to it numbered and remembered.  What the
+ * messages mean for the sessions is delegate.c's.
+ */
+#include "config.h"
+
+#include <sys/pidfd.h>
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "agent.h"
+#include "base64.h"
+#include "child.h"
+#include "delegate.h"
+#include "delegate-int.h"
+#include "forkslot.h"
+#include "log.h"
+
+struct delegate dlg = {
+	.calls = TAILQ_HEAD_INITIALIZER(dlg.calls),
+	.waiting = TAILQ_HEAD_INITIALIZER(dlg.waiting),
+	.pidfd = -1,
+};
+
+void
+call_free(struct call *k)
+{
+	json_object_put(k->peer_id);
+	json_object_put(k->params);
+	free(k);
+}
+
+struct call *
+call_new(enum call_kind kind, const char *sid, json_object *peer_id,
+    json_object *params)
+{
+	struct call *k;
+
+	if ((k = calloc(1, sizeof(*k))) == NULL)
+		return NULL;
+	k->kind = kind;
+	k->id = ++dlg.next_id;
+	if (sid != NULL)
+		strlcpy(k->sid, sid, sizeof(k->sid));
+	if (peer_id != NULL)
+		json_object_deep_copy(peer_id, &k->peer_id, NULL);
+	if (params != NULL)
+		json_object_deep_copy(params, &k->params, NULL);
+	return k;
+}
+
+void
+dlg_write(json_object *msg)
+{
+	size_t len;
+	char *line;
+
+	if (dlg.in != NULL && (line = rpc_encode(msg, &len)) != NULL) {
+		bufferevent_write(dlg.in, line, len);
+		free(line);
+	}
+	json_object_put(msg);
+}
+
+void
+dlg_call(struct call *k, const char *method, json_object *params)
+{
+	TAILQ_INSERT_TAIL(&dlg.calls, k, entry);
+	dlg_write(rpc_new_request(json_object_new_int64(k->id), method, params));
+}
+
+/* ---- the agent's process ------------------------------------------------ */
+
+static void	dlg_on_read(struct bufferevent *, void *);
+static void	dlg_on_event(struct bufferevent *, short, void *);
+static void	dlg_on_exit(evutil_socket_t, short, void *);
+
+static struct bufferevent *
+dlg_wrap(struct child *c, int fd, int reading)
+{
+	struct bufferevent *b;
+
+	evutil_make_socket_nonblocking(fd);
+	if ((b = bufferevent_socket_new(c->base, fd, BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+		close(fd);
+		return NULL;
+	}
+	bufferevent_setcb(b, reading ? dlg_on_read : NULL, NULL, dlg_on_event, c);
+	bufferevent_enable(b, reading ? EV_READ : EV_WRITE);
+	return b;
+}
+
+/* The command: the argv, our secret, the data directory as QWEN_HOME. */
+static pipecmd *
+dlg_command(struct child *c)
+{
+	pipecmd *cmd = pipecmd_new(c->opts.agent_acp[0]);
+	unsigned char raw[32];
+
+	for (char **a = c->opts.agent_acp + 1; *a != NULL; a++)
+		pipecmd_arg(cmd, *a);
+	arc4random_buf(raw, sizeof(raw));
+	base64_encode(BASE64_URL, raw, sizeof(raw), dlg.secret, sizeof(dlg.secret));
+	pipecmd_chdir(cmd, c->opts.workspace);
+	pipecmd_unsetenv(cmd, "QWEN_ACP_PARENT_CAPABILITY");
+	pipecmd_setenv(cmd, "QWEN_CODE_PRIVATE_ACP_CAPABILITY", dlg.secret);
+	pipecmd_setenv(cmd, "QWEN_CODE_NO_RELAUNCH", "true");
+	pipecmd_setenv(cmd, "QWEN_HOME", c->opts.data_dir);
+	pipecmd_pre_exec(cmd, agent_pre_exec, NULL, NULL);
+	return cmd;
+}
+
+int
+dlg_start(struct child *c)
+{
+	int in[2], out[2];
+	sigset_t block, saved;
+	struct call *k;
+	pid_t slot;
+
+	/* libpipeline would exit on a failed fork: find out first. */
+	if (forkslot_take(&slot) == -1) {
+		log_warn("agent: cannot fork");
+		return -1;
+	}
+	if (agent_pipes(in, out) == -1) {
+		forkslot_release(slot);
+		return -1;
+	}
+	dlg.pl = pipeline_new_commands(dlg_command(c), (void *)NULL);
+	pipeline_want_in(dlg.pl, in[0]);
+	pipeline_want_out(dlg.pl, out[1]);
+	pipeline_ignore_signals(dlg.pl, 0);
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &block, &saved);
+	forkslot_release(slot);
+	pipeline_start(dlg.pl);		/* closes in[0] and out[1] */
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	dlg.pid = pipeline_get_pid(dlg.pl, 0);
+	dlg.pidfd = pidfd_open(dlg.pid, 0);
+	dlg.in = dlg_wrap(c, in[1], 0);
+	dlg.out = dlg_wrap(c, out[0], 1);
+	dlg.rd = rpc_reader_new(c->opts.max_frame);
+	dlg.ev_exit = dlg.pidfd != -1 ?
+	    event_new(c->base, dlg.pidfd, EV_READ, dlg_on_exit, c) : NULL;
+	if (dlg.in == NULL || dlg.out == NULL || dlg.rd == NULL || dlg.ev_exit == NULL) {
+		log_warnx("agent %ld: cannot watch it", (long)dlg.pid);
+		kill(dlg.pid, SIGKILL);
+	}
+	if (dlg.ev_exit != NULL)
+		event_add(dlg.ev_exit, NULL);
+	dlg.state = D_STARTING;
+	log_info("agent %ld started (%s)", (long)dlg.pid, c->opts.agent_acp[0]);
+	if ((k = call_new(CALL_INIT, NULL, NULL, NULL)) != NULL)
+		dlg_call(k, "initialize", rpc_acp_initialize_params("qwen-acp-child",
+		    PACKAGE_VERSION, dlg.secret));
+	return 0;
+}
+
+static void
+dlg_on_read(struct bufferevent *b, void *arg)
+{
+	struct child *c = arg;
+	struct evbuffer *in = bufferevent_get_input(b);
+	struct rpc_msg m;
+	struct rpc_bad bad;
+	enum rpc_read_status st;
+	size_t n;
+
+	while ((n = evbuffer_get_length(in)) > 0) {
+		size_t take = n > 65536 ? 65536 : n;
+		unsigned char *p = evbuffer_pullup(in, (ev_ssize_t)take);
+		if (rpc_reader_feed(dlg.rd, p, take) == -1)
+			break;
+		evbuffer_drain(in, take);
+	}
+	while ((st = rpc_reader_next(dlg.rd, &m, &bad)) != RPC_READ_MORE) {
+		if (st == RPC_READ_BAD) {
+			log_warnx("agent %ld: bad frame: %s", (long)dlg.pid, bad.message);
+			rpc_bad_clear(&bad);
+			continue;
+		}
+		dlg_message(c, &m);
+		rpc_msg_clear(&m);
+	}
+}
+
+static void
+dlg_on_event(struct bufferevent *b, short what, void *arg)
+{
+	(void)arg;
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		bufferevent_disable(b, EV_READ | EV_WRITE);
+}
+
+/* The agent exited: tear its process state down, then its sessions. */
+static void
+dlg_on_exit(evutil_socket_t fd, short what, void *arg)
+{
+	struct child *c = arg;
+	int status;
+
+	(void)fd; (void)what;
+	if (dlg.out != NULL)
+		dlg_on_read(dlg.out, c);	/* what it wrote before it went */
+	status = pipeline_wait(dlg.pl);
+	log_warnx("agent %ld exited (status %d)", (long)dlg.pid, status);
+	pipeline_free(dlg.pl);
+	dlg.pl = NULL;
+	event_free(dlg.ev_exit);
+	dlg.ev_exit = NULL;
+	close(dlg.pidfd);
+	dlg.pidfd = -1;
+	bufferevent_free(dlg.in);
+	bufferevent_free(dlg.out);
+	dlg.in = dlg.out = NULL;
+	rpc_reader_free(dlg.rd);
+	dlg.rd = NULL;
+	dlg.pid = 0;
+	dlg.state = D_DOWN;
+	dlg_gone(c);
+}
+
+int
+delegate_shutdown(struct child *c)
+{
+	(void)c;
+	if (dlg.pid <= 0)
+		return 0;
+	if (dlg.in != NULL) {
+		bufferevent_free(dlg.in);	/* EOF on its stdin */
+		dlg.in = NULL;
+	}
+	if (kill(-dlg.pid, SIGTERM) == -1)
+		kill(dlg.pid, SIGTERM);
+	return 1;
+}

@@ -1,0 +1,352 @@
+/*
+ * delegate.c: the sessions and turns at the ACP agent (--agent-acp
+ * 'CMD ARGS') that answers this child's prompts.
+ *
+ * One agent process per child, started through libpipeline on the first
+ * prompt (never at load: loads stay ours and fast), initialized with a
+ * private-parent secret of our own, then each session is resumed there
+ * once (its writer lease released first, so that the agent can write).
+ * A session's prompt is forwarded with a fresh id; the agent's
+ * session/update notifications go to our parent unchanged, its
+ * session/request_permission requests too (as our requests, whose
+ * answers we hand back), and its answer ends the turn.  Until the agent
+ * is ready the session's subscribers see a session_info_update saying so.
+ * An agent that exits fails the turns it held (errorKind agent_failed)
+ * and is started again by the next prompt.  The process and the wire are
+ * delegate-proc.c's.
+ */
+#include "config.h"
+
+#include <sys/queue.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "append.h"
+#include "child.h"
+#include "delegate.h"
+#include "delegate-int.h"
+#include "lease.h"
+#include "log.h"
+
+/* The turn of the session ends: let its queue run. */
+static void
+turn_over(struct child *c, const char *sid)
+{
+	struct session *s = session_find(&c->sessions, sid);
+
+	if (s == NULL)
+		return;
+	s->busy = 0;
+	child_session_idle(c, s);
+}
+
+/* Fail the parent's prompt with a classified error and end the turn. */
+static void
+fail_turn(struct child *c, const char *sid, json_object *pid, const char *msg)
+{
+	child_send_error(c, pid, RPC_INTERNAL_ERROR, msg, child_error_data("agent_failed"));
+	turn_over(c, sid);
+}
+
+/* session/update {sessionUpdate:"session_info_update", _meta: state}. */
+static void
+tell_state(struct child *c, const char *sid, const char *state)
+{
+	json_object *p = json_object_new_object(), *u = json_object_new_object();
+	json_object *meta = json_object_new_object(), *d = json_object_new_object();
+
+	json_object_object_add(d, "state", json_object_new_string(state));
+	json_object_object_add(meta, "qwen.delegate", d);
+	json_object_object_add(u, "sessionUpdate", json_object_new_string("session_info_update"));
+	json_object_object_add(u, "_meta", meta);
+	json_object_object_add(p, "sessionId", json_object_new_string(sid));
+	json_object_object_add(p, "update", u);
+	child_send(c, rpc_new_notification("session/update", p));
+}
+
+/* ---- sessions at the agent ---------------------------------------------- */
+
+/*
+ * Resume s at the agent (releasing our writer lease), then prompt.  A
+ * session with no transcript yet (session/new, nothing said) cannot be
+ * resumed: the agent creates it under our id instead.
+ */
+static void
+dlg_resume(struct child *c, struct session *s, json_object *pid, json_object *params)
+{
+	json_object *p = json_object_new_object(), *meta;
+	int exists = s->path != NULL && access(s->path, F_OK) == 0;
+	struct call *k;
+
+	if ((k = call_new(CALL_RESUME, s->id, pid, params)) == NULL) {
+		json_object_put(p);
+		fail_turn(c, s->id, pid, "out of memory");
+		return;
+	}
+	/* The agent takes the writer lease; we write nothing meanwhile. */
+	appender_free(s->app);
+	s->app = NULL;
+	lease_release(s->lease);
+	s->lease = NULL;
+	json_object_object_add(p, "sessionId", json_object_new_string(s->id));
+	json_object_object_add(p, "cwd", json_object_new_string(s->cwd != NULL ?
+	    s->cwd : c->opts.workspace));
+	json_object_object_add(p, "mcpServers", json_object_new_array());
+	if (!exists) {
+		meta = json_object_new_object();
+		json_object_object_add(meta, "qwen-code/sessionId", json_object_new_string(s->id));
+		json_object_object_add(p, "_meta", meta);
+	}
+	log_info("session %s: %s it at the agent", s->id, exists ? "resuming" : "creating");
+	dlg_call(k, exists ? "session/resume" : "session/new", p);
+}
+
+static void
+dlg_send_prompt(struct child *c, struct session *s, json_object *pid,
+    json_object *params)
+{
+	struct call *k;
+
+	(void)c;
+	if ((k = call_new(CALL_PROMPT, s->id, pid, NULL)) == NULL) {
+		fail_turn(c, s->id, pid, "out of memory");
+		return;
+	}
+	dlg_call(k, "session/prompt", json_object_get(params));
+}
+
+/* The agent is ready (or gone): run or fail the prompts that waited. */
+static void
+dlg_release_waiting(struct child *c, int ready)
+{
+	struct session *s;
+	struct call *k;
+
+	while ((k = TAILQ_FIRST(&dlg.waiting)) != NULL) {
+		TAILQ_REMOVE(&dlg.waiting, k, entry);
+		s = session_find(&c->sessions, k->sid);
+		if (s == NULL)
+			;
+		else if (!ready)
+			fail_turn(c, k->sid, k->peer_id, "the agent could not be started");
+		else if (s->delegated)
+			dlg_send_prompt(c, s, k->peer_id, k->params);
+		else
+			dlg_resume(c, s, k->peer_id, k->params);
+		call_free(k);
+	}
+}
+
+void
+delegate_prompt(struct child *c, struct rpc_msg *m, struct session *s)
+{
+	struct call *k;
+
+	s->busy = 1;
+	if (dlg.state == D_READY) {
+		if (s->delegated)
+			dlg_send_prompt(c, s, m->id, m->params);
+		else
+			dlg_resume(c, s, m->id, m->params);
+		return;
+	}
+	if ((k = call_new(CALL_PROMPT, s->id, m->id, m->params)) == NULL) {
+		fail_turn(c, s->id, m->id, "out of memory");
+		return;
+	}
+	TAILQ_INSERT_TAIL(&dlg.waiting, k, entry);
+	tell_state(c, s->id, "starting");
+	if (dlg.state == D_DOWN && dlg_start(c) == -1)
+		dlg_release_waiting(c, 0);
+}
+
+void
+delegate_cancel(struct child *c, struct session *s, int queued)
+{
+	struct call *k, *next;
+	json_object *p, *r;
+
+	TAILQ_FOREACH_SAFE(k, &dlg.waiting, entry, next) {
+		if (strcmp(k->sid, s->id) != 0)
+			continue;
+		TAILQ_REMOVE(&dlg.waiting, k, entry);
+		r = json_object_new_object();
+		json_object_object_add(r, "stopReason", json_object_new_string("cancelled"));
+		child_send_result(c, k->peer_id, r);
+		call_free(k);
+		turn_over(c, s->id);
+	}
+	(void)queued;
+	if (s->delegated && dlg.state == D_READY) {
+		p = json_object_new_object();
+		json_object_object_add(p, "sessionId", json_object_new_string(s->id));
+		dlg_write(rpc_new_notification("session/cancel", p));
+	}
+}
+
+void
+delegate_session_gone(struct child *c, struct session *s)
+{
+	json_object *p;
+
+	(void)c;
+	if (!s->delegated || dlg.state != D_READY)
+		return;
+	p = json_object_new_object();
+	json_object_object_add(p, "sessionId", json_object_new_string(s->id));
+	dlg_write(rpc_new_request(json_object_new_int64(++dlg.next_id),
+	    "qwen/control/session/close", p));
+}
+
+/* ---- messages from the agent -------------------------------------------- */
+
+static struct call *
+take_call(int64_t id, enum call_kind not_kind)
+{
+	struct call *k;
+
+	TAILQ_FOREACH(k, &dlg.calls, entry)
+		if (k->id == id && k->kind != not_kind) {
+			TAILQ_REMOVE(&dlg.calls, k, entry);
+			return k;
+		}
+	return NULL;
+}
+
+/* An answer to one of our requests. */
+static void
+dlg_answer(struct child *c, struct rpc_msg *m)
+{
+	struct session *s;
+	struct call *k;
+	json_object *msg;
+
+	if (!json_object_is_type(m->id, json_type_int) ||
+	    (k = take_call(json_object_get_int64(m->id), CALL_PERMISSION)) == NULL)
+		return;
+	s = k->sid[0] ? session_find(&c->sessions, k->sid) : NULL;
+	switch (k->kind) {
+	case CALL_INIT:
+		dlg.state = m->kind == RPC_RESULT ? D_READY : D_STARTING;
+		log_info("agent %ld: initialize %s", (long)dlg.pid,
+		    m->kind == RPC_RESULT ? "done" : "refused");
+		if (m->kind == RPC_RESULT)
+			dlg_release_waiting(c, 1);
+		else
+			kill(-dlg.pid, SIGTERM);
+		break;
+	case CALL_RESUME:
+		if (s == NULL)
+			break;
+		if (m->kind == RPC_RESULT) {
+			s->delegated = 1;
+			tell_state(c, s->id, "ready");
+			dlg_send_prompt(c, s, k->peer_id, k->params);
+		} else {
+			msg = json_object_object_get(m->error, "message");
+			fail_turn(c, s->id, k->peer_id, msg != NULL ?
+			    json_object_get_string(msg) : "the agent cannot resume the session");
+		}
+		break;
+	case CALL_PROMPT:
+		if (m->kind == RPC_RESULT)
+			child_send_result(c, k->peer_id, json_object_get(m->result));
+		else
+			child_send(c, rpc_new_error_obj(json_object_get(k->peer_id), m->error));
+		turn_over(c, k->sid);
+		break;
+	case CALL_PERMISSION:
+		break;
+	}
+	call_free(k);
+}
+
+/* The agent asks for a permission: ask our parent, remember the way back. */
+static void
+dlg_ask_parent(struct child *c, struct rpc_msg *m)
+{
+	struct call *k;
+
+	if ((k = call_new(CALL_PERMISSION, NULL, m->id, NULL)) == NULL) {
+		dlg_write(rpc_new_error(json_object_get(m->id), RPC_INTERNAL_ERROR,
+		    "out of memory", NULL));
+		return;
+	}
+	TAILQ_INSERT_TAIL(&dlg.calls, k, entry);
+	/* A string id: never one of the numbers our parent uses. */
+	char id[40];
+	snprintf(id, sizeof(id), "agent-%lld", (long long)k->id);
+	child_send(c, rpc_new_request(json_object_new_string(id),
+	    "session/request_permission", json_object_get(m->params)));
+}
+
+void
+delegate_parent_answer(struct child *c, struct rpc_msg *m)
+{
+	struct call *k = NULL, *t;
+	const char *id;
+
+	(void)c;
+	if (!json_object_is_type(m->id, json_type_string) ||
+	    strncmp(id = json_object_get_string(m->id), "agent-", 6) != 0)
+		return;
+	TAILQ_FOREACH(t, &dlg.calls, entry)
+		if (t->kind == CALL_PERMISSION && t->id == strtoll(id + 6, NULL, 10)) {
+			k = t;
+			break;
+		}
+	if (k == NULL)
+		return;
+	TAILQ_REMOVE(&dlg.calls, k, entry);
+	if (m->kind == RPC_RESULT)
+		dlg_write(rpc_new_result(json_object_get(k->peer_id), json_object_get(m->result)));
+	else
+		dlg_write(rpc_new_error_obj(json_object_get(k->peer_id), m->error));
+	call_free(k);
+}
+
+void
+dlg_message(struct child *c, struct rpc_msg *m)
+{
+	switch (m->kind) {
+	case RPC_NOTIFICATION:
+		if (strcmp(m->method, "session/update") == 0 && m->params != NULL)
+			child_send(c, rpc_new_notification("session/update",
+			    json_object_get(m->params)));
+		break;
+	case RPC_REQUEST:
+		if (strcmp(m->method, "session/request_permission") == 0)
+			dlg_ask_parent(c, m);
+		else
+			dlg_write(rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
+			    "Method not found", NULL));
+		break;
+	case RPC_RESULT:
+	case RPC_ERROR:
+		dlg_answer(c, m);
+		break;
+	}
+}
+
+/* The agent is gone: its turns fail; the next prompt starts another. */
+void
+dlg_gone(struct child *c)
+{
+	struct session *s;
+	struct call *k;
+
+	RB_FOREACH(s, session_tree, &c->sessions)
+		s->delegated = 0;
+	while ((k = TAILQ_FIRST(&dlg.calls)) != NULL) {
+		TAILQ_REMOVE(&dlg.calls, k, entry);
+		if (k->kind == CALL_PROMPT || k->kind == CALL_RESUME)
+			fail_turn(c, k->sid, k->peer_id, "the agent exited during the turn");
+		call_free(k);
+	}
+	dlg_release_waiting(c, 0);
+	child_check_done(c);
+}

@@ -1,0 +1,29 @@
+/*
+ * delegate.h: --agent-acp, the real ACP agent behind this child.
+ *
+ * The child keeps serving load/resume/replay with its own loader; a
+ * session's prompts go to one ACP agent process (started on the first
+ * prompt, once per child), which resumes the session and from then on
+ * gets its prompts, cancels and permission answers, and writes its
+ * transcript itself (the child holds no writer lease on it meanwhile).
+ */
+#ifndef QWEN_ACP_DELEGATE_H
+#define QWEN_ACP_DELEGATE_H
+
+#include "rpc-frame.h"
+
+struct child;
+struct session;
+
+/* session/prompt for s (delegated mode): the agent answers it. */
+void	delegate_prompt(struct child *, struct rpc_msg *, struct session *);
+/* Cancel s's running turn at the agent; queued=1: the waiting ones too. */
+void	delegate_cancel(struct child *, struct session *, int queued);
+/* An answer from our parent to a request we forwarded (permission). */
+void	delegate_parent_answer(struct child *, struct rpc_msg *);
+/* Shutdown: end the agent; 1 while it still runs. */
+int	delegate_shutdown(struct child *);
+/* The session goes: forget it at the agent's side. */
+void	delegate_session_gone(struct child *, struct session *);
+
+#endif

@@ -1,0 +1,157 @@
+/*
+ * child-cmd.c: what a workspace child is started as.  Either our own
+ * qwen-acp-child (--child, given our options), or any ACP agent
+ * (--child-command 'CMD ARGS', split without a shell, run as is).  Either
+ * way it gets what upstream's daemon gives its child: the workspace as
+ * cwd, the private-parent secret in QWEN_CODE_PRIVATE_ACP_CAPABILITY,
+ * QWEN_CODE_NO_RELAUNCH=true and QWEN_CODE_SERVE=1, and our environment
+ * minus our secrets and the loader variables (an LD_PRELOAD or a
+ * NODE_OPTIONS meant for the daemon's own start must not ride into an
+ * agent that runs tools).  The agent's configuration (endpoint, keys,
+ * settings) is its own business: we pass the environment, read none of it.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pipeline.h>
+
+#include "argv.h"
+#include "channel-int.h"
+
+extern char **environ;
+
+/* Secrets of ours or upstream's that no child may see. */
+static const char *const scrubbed[] = {
+	"QWEN_SERVER_TOKEN", "QWEN_DAEMON_TOKEN",
+	"QWEN_CODE_EXTERNAL_TOOL_GUARD_TOKEN", "QWEN_CODE_SIMPLE",
+	"QWEN_ACP_PARENT_CAPABILITY", "NODE_OPTIONS",
+};
+
+/* Loader variables: ld.so's (LD_PRELOAD, LD_AUDIT, ...) and dyld's. */
+static int
+is_loader_var(const char *entry)
+{
+	return strncmp(entry, "LD_", 3) == 0 || strncmp(entry, "DYLD_", 5) == 0;
+}
+
+void
+child_cmd_option(const char *line)
+{
+	char err[128], **v;
+
+	if (argv_split(line, &v, err, sizeof(err)) == -1) {
+		fprintf(stderr, "qwen-serve: --child-command: %s\n", err);
+		exit(2);
+	}
+	argv_free(conf.child_argv);
+	conf.child_argv = v;
+}
+
+/* One line on stderr and exit 2. */
+static void __attribute__((noreturn))
+usage_conflict(const char *what)
+{
+	fprintf(stderr, "qwen-serve: %s\n", what);
+	exit(2);
+}
+
+void
+child_cmd_check(void)
+{
+	if (conf.agent_acp != NULL && conf.agent_command != NULL)
+		usage_conflict("--agent-acp and --agent-command are exclusive");
+	if (conf.child_argv == NULL)
+		return;
+	if (conf.child_path != NULL)
+		usage_conflict("--child and --child-command are exclusive");
+	if (conf.agent_command != NULL || conf.agent_acp != NULL)
+		usage_conflict("--agent-command and --agent-acp are options of "
+		    "qwen-acp-child; they do not apply to --child-command");
+}
+
+char *
+child_cmd_describe(void)
+{
+	char *out = NULL;
+
+	if (conf.child_argv != NULL)
+		return argv_join(conf.child_argv);
+	if (asprintf(&out, "%s --workspace %s%s%s", conf.child_path,
+	    conf.workspace, conf.data_dir != NULL ? " --data-dir " : "",
+	    conf.data_dir != NULL ? conf.data_dir : "") == -1)
+		return NULL;
+	return out;
+}
+
+/* Our own child's argument vector. */
+static pipecmd *
+acp_child_command(const char *workspace)
+{
+	pipecmd *cmd = pipecmd_new(conf.child_path);
+
+	pipecmd_arg(cmd, "--workspace");
+	pipecmd_arg(cmd, workspace);
+	if (conf.data_dir != NULL) {
+		pipecmd_arg(cmd, "--data-dir");
+		pipecmd_arg(cmd, conf.data_dir);
+	}
+	if (conf.agent_command != NULL) {
+		pipecmd_arg(cmd, "--agent-command");
+		pipecmd_arg(cmd, conf.agent_command);
+	}
+	if (conf.agent_acp != NULL) {
+		pipecmd_arg(cmd, "--agent-acp");
+		pipecmd_arg(cmd, conf.agent_acp);
+	}
+	if (conf.otlp_endpoint != NULL) {
+		pipecmd_arg(cmd, "--otlp-endpoint");
+		pipecmd_arg(cmd, conf.otlp_endpoint);
+	}
+	if (conf.trace_file != NULL) {
+		pipecmd_arg(cmd, "--trace-file");
+		pipecmd_arg(cmd, conf.trace_file);
+	}
+	return cmd;
+}
+
+/* Take our secrets and the loader variables out of the child's env. */
+static void
+scrub_env(pipecmd *cmd)
+{
+	char name[256];
+	size_t n;
+
+	for (size_t i = 0; i < sizeof(scrubbed) / sizeof(scrubbed[0]); i++)
+		pipecmd_unsetenv(cmd, scrubbed[i]);
+	for (char **e = environ; *e != NULL; e++) {
+		if (!is_loader_var(*e) || (n = strcspn(*e, "=")) >= sizeof(name))
+			continue;
+		memcpy(name, *e, n);
+		name[n] = '\0';
+		pipecmd_unsetenv(cmd, name);
+	}
+}
+
+pipecmd *
+child_cmd_new(const char *workspace, const char *secret)
+{
+	pipecmd *cmd;
+
+	if (conf.child_argv != NULL) {
+		cmd = pipecmd_new(conf.child_argv[0]);
+		for (char **a = conf.child_argv + 1; *a != NULL; a++)
+			pipecmd_arg(cmd, *a);
+	} else
+		cmd = acp_child_command(workspace);
+	pipecmd_chdir(cmd, workspace);
+	scrub_env(cmd);		/* first: the operations run in order */
+	pipecmd_setenv(cmd, "QWEN_CODE_PRIVATE_ACP_CAPABILITY", secret);
+	pipecmd_setenv(cmd, "QWEN_CODE_NO_RELAUNCH", "true");
+	pipecmd_setenv(cmd, "QWEN_CODE_SERVE", "1");
+	if (conf.child_argv == NULL)	/* the name older qwen-acp-child builds read */
+		pipecmd_setenv(cmd, "QWEN_ACP_PARENT_CAPABILITY", secret);
+	return cmd;
+}

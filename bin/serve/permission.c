@@ -1,0 +1,269 @@
+/*
+ * permission.c: the child's session/request_permission requests, held
+ * until a client answers.  Each becomes a permission_request event on
+ * the session's bus (ACP clients get it as a session/request_permission
+ * request on their session stream) with a requestId of ours; the first
+ * valid answer (POST /session/:id/permission/:requestId, or an ACP
+ * client's reply) goes back to the child, later ones find nothing (404).
+ * An unanswered request is cancelled after --permission-response-timeout-ms
+ * (0: never), and when its session is cancelled, closed or dies.  Every
+ * resolution is told to every subscriber as permission_resolved.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+#include "serve.h"
+
+/* Held requests per session; more are cancelled at once (upstream: 64). */
+#define PERM_MAX_PER_SESSION	64
+
+struct perm {
+	TAILQ_ENTRY(perm)	 entry;
+	char			 request_id[UUID_LEN + 1];
+	char			 session_id[SERVE_SESSION_ID_MAX + 1];
+	char			 prompt_id[UUID_LEN + 1];	/* "" none */
+	struct session		*s;
+	struct channel		*ch;
+	unsigned		 serial;	/* of the child that asked */
+	json_object		*rpc_id;	/* the child's request id */
+	json_object		*option_ids;	/* array of the allowed ids */
+	struct event		*timer;
+};
+static TAILQ_HEAD(, perm) perms = TAILQ_HEAD_INITIALIZER(perms);
+
+static struct perm *
+perm_find(const char *request_id)
+{
+	struct perm *p;
+
+	TAILQ_FOREACH(p, &perms, entry)
+		if (strcmp(p->request_id, request_id) == 0)
+			return p;
+	return NULL;
+}
+
+static size_t
+perm_count(const struct session *s)
+{
+	struct perm *p;
+	size_t n = 0;
+
+	TAILQ_FOREACH(p, &perms, entry)
+		n += p->s == s;
+	return n;
+}
+
+size_t
+perm_pending(const struct session *s)
+{
+	return perm_count(s);
+}
+
+/* {outcome:"selected",optionId} or {outcome:"cancelled"}; caller owns. */
+static json_object *
+outcome_new(const char *option_id)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "outcome",
+	    json_object_new_string(option_id != NULL ? "selected" : "cancelled"));
+	if (option_id != NULL)
+		json_object_object_add(o, "optionId", json_object_new_string(option_id));
+	return o;
+}
+
+/* Answer the child (when it still runs), tell the subscribers, free p. */
+static void
+perm_resolve(struct perm *p, const char *option_id, const char *voter, int tell)
+{
+	json_object *res, *d;
+
+	TAILQ_REMOVE(&perms, p, entry);
+	if (p->ch != NULL) {
+		res = json_object_new_object();
+		json_object_object_add(res, "outcome", outcome_new(option_id));
+		channel_reply(p->ch, p->serial, p->rpc_id, res);
+	}
+	if (tell && p->s != NULL) {
+		d = json_object_new_object();
+		json_object_object_add(d, "requestId", json_object_new_string(p->request_id));
+		json_object_object_add(d, "outcome", outcome_new(option_id));
+		if (voter != NULL)
+			json_object_object_add(d, "voterClientId", json_object_new_string(voter));
+		bus_publish(p->s->bus, "permission_resolved", d,
+		    p->prompt_id[0] ? p->prompt_id : NULL, voter, 0);
+	}
+	log_info("session %s: permission %s %s", p->session_id, p->request_id,
+	    option_id != NULL ? "answered" : "cancelled");
+	if (p->timer != NULL)
+		event_free(p->timer);
+	json_object_put(p->rpc_id);
+	json_object_put(p->option_ids);
+	free(p);
+}
+
+static void
+on_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd; (void)what;
+	perm_resolve(arg, NULL, NULL, 1);
+}
+
+/* The optionIds the child offered, as an array (caller owns). */
+static json_object *
+option_ids(json_object *params)
+{
+	json_object *opts, *o, *id, *out = json_object_new_array();
+	size_t n;
+
+	if (!json_object_object_get_ex(params, "options", &opts) ||
+	    !json_object_is_type(opts, json_type_array))
+		return out;
+	n = json_object_array_length(opts);
+	for (size_t i = 0; i < n; i++) {
+		o = json_object_array_get_idx(opts, i);
+		if (json_object_object_get_ex(o, "optionId", &id) &&
+		    json_object_is_type(id, json_type_string) &&
+		    json_object_get_string_len(id) > 0)
+			json_object_array_add(out, json_object_get(id));
+	}
+	return out;
+}
+
+/* permission_request {requestId, sessionId, toolCall, options}. */
+static void
+publish_request(struct perm *p, json_object *params)
+{
+	json_object *d = json_object_new_object(), *v;
+	const char *origin = NULL;
+
+	json_object_object_add(d, "requestId", json_object_new_string(p->request_id));
+	json_object_object_add(d, "sessionId", json_object_new_string(p->session_id));
+	json_object_object_add(d, "toolCall",
+	    json_object_object_get_ex(params, "toolCall", &v) ? json_object_get(v) : NULL);
+	json_object_object_add(d, "options",
+	    json_object_object_get_ex(params, "options", &v) &&
+	    json_object_is_type(v, json_type_array) ? json_object_get(v) :
+	    json_object_new_array());
+	(void)session_active_prompt(p->s, &origin);
+	bus_publish(p->s->bus, "permission_request", d,
+	    p->prompt_id[0] ? p->prompt_id : NULL, origin, 0);
+}
+
+/* Hold a request, or cancel it at once when no session can answer it. */
+void
+perm_request(struct channel *ch, json_object *rpc_id, json_object *params)
+{
+	struct timeval tv;
+	struct session *s = NULL;
+	struct perm *p;
+	json_object *v;
+
+	if (params != NULL && json_object_object_get_ex(params, "sessionId", &v) &&
+	    json_object_is_type(v, json_type_string))
+		s = sessions_find(json_object_get_string(v));
+	if (s == NULL || s->channel != ch || perm_count(s) >= PERM_MAX_PER_SESSION ||
+	    (p = calloc(1, sizeof(*p))) == NULL) {
+		v = json_object_new_object();
+		json_object_object_add(v, "outcome", outcome_new(NULL));
+		channel_reply(ch, channel_serial(ch), rpc_id, v);
+		return;
+	}
+	uuid_new(p->request_id);
+	strlcpy(p->session_id, s->id, sizeof(p->session_id));
+	strlcpy(p->prompt_id, session_active_prompt(s, NULL) != NULL ?
+	    session_active_prompt(s, NULL) : "", sizeof(p->prompt_id));
+	p->s = s;
+	p->ch = ch;
+	p->serial = channel_serial(ch);
+	p->rpc_id = json_object_get(rpc_id);
+	p->option_ids = option_ids(params);
+	TAILQ_INSERT_TAIL(&perms, p, entry);
+	log_info("session %s: permission %s requested", s->id, p->request_id);
+	publish_request(p, params);
+	if (conf.permission_timeout_ms > 0 &&
+	    (p->timer = evtimer_new(serve_base, on_timeout, p)) != NULL) {
+		tv.tv_sec = (time_t)(conf.permission_timeout_ms / 1000);
+		tv.tv_usec = (suseconds_t)(conf.permission_timeout_ms % 1000) * 1000;
+		evtimer_add(p->timer, &tv);
+	}
+}
+
+/* Is option_id one the child offered? */
+static int
+option_allowed(const struct perm *p, const char *option_id)
+{
+	size_t n = json_object_array_length(p->option_ids);
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(json_object_get_string(json_object_array_get_idx(p->option_ids,
+		    i)), option_id) == 0)
+			return 1;
+	return 0;
+}
+
+enum perm_answer
+perm_answer(const char *session_id, const char *request_id, json_object *outcome,
+    const char *voter)
+{
+	struct perm *p = perm_find(request_id);
+	json_object *kind, *opt;
+	const char *k, *id = NULL;
+
+	if (outcome == NULL || !json_object_is_type(outcome, json_type_object) ||
+	    !json_object_object_get_ex(outcome, "outcome", &kind) ||
+	    !json_object_is_type(kind, json_type_string))
+		return PERM_BAD_OUTCOME;
+	k = json_object_get_string(kind);
+	if (strcmp(k, "selected") == 0) {
+		if (!json_object_object_get_ex(outcome, "optionId", &opt) ||
+		    !json_object_is_type(opt, json_type_string) ||
+		    json_object_get_string_len(opt) == 0)
+			return PERM_BAD_OUTCOME;
+		id = json_object_get_string(opt);
+	} else if (strcmp(k, "cancelled") != 0)
+		return PERM_BAD_OUTCOME;
+	if (p == NULL || (session_id != NULL && strcmp(p->session_id, session_id) != 0))
+		return PERM_NOT_FOUND;
+	if (id != NULL && !option_allowed(p, id))
+		return PERM_BAD_OPTION;
+	perm_resolve(p, id, voter, 1);
+	return PERM_ACCEPTED;
+}
+
+const char *
+perm_session_of(const char *request_id)
+{
+	struct perm *p = perm_find(request_id);
+
+	return p != NULL ? p->session_id : NULL;
+}
+
+void
+perm_cancel_session(struct session *s, int child_alive)
+{
+	struct perm *p, *next;
+
+	TAILQ_FOREACH_SAFE(p, &perms, entry, next) {
+		if (p->s != s)
+			continue;
+		if (!child_alive)
+			p->ch = NULL;
+		perm_resolve(p, NULL, NULL, 1);
+	}
+}
+
+void
+perm_forget_session(struct session *s)
+{
+	struct perm *p, *next;
+
+	TAILQ_FOREACH_SAFE(p, &perms, entry, next)
+		if (p->s == s)
+			perm_resolve(p, NULL, NULL, 0);
+}

