@@ -64,12 +64,16 @@ struct rpc_msg {
  * offending request's id when it could be recovered, else NULL (answer with
  * id null).  A malformed response also carries its id, but responses are
  * never answered.  message is a static string starting with "Parse error" or
- * "Invalid Request".  rpc_bad_clear() puts id.
+ * "Invalid Request".  A line that is not JSON (or over the cap) also gets
+ * frame_id, the id its bytes name when they name one (an integer or a
+ * plain string), so that the sender of the request it answers can fail it
+ * at once.  rpc_bad_clear() puts id and frame_id.
  */
 struct rpc_bad {
 	int		 code;		/* RPC_PARSE_ERROR or RPC_INVALID_REQUEST */
 	const char	*message;
 	json_object	*id;
+	json_object	*frame_id;	/* see rpc_frame_scan_id(); never answered */
 	size_t		 line_no;
 };
 
@@ -111,6 +115,33 @@ enum rpc_read_status rpc_reader_next(struct rpc_reader *, struct rpc_msg *msg,
 enum rpc_read_status rpc_reader_finish(struct rpc_reader *, struct rpc_msg *msg,
 	    struct rpc_bad *bad);
 
+/*
+ * Keep one array as bytes (rpc-splice.c): in a line holding marker (a
+ * static string ending with '['), the array it opens is checked to be what
+ * json-c would write and kept as bytes, and the message gets an empty
+ * array at path (keys from the root, NULL-terminated, static) with the
+ * bytes attached (rpc_raw_of).  Any line where that does not apply is
+ * parsed whole, as without it.  marker NULL turns it off.
+ */
+void	rpc_reader_splice(struct rpc_reader *, const char *marker,
+	    const char *const *path);
+
+/* The bytes of a spliced array: its elements at bytes[el[i].off], each
+   el[i].len long.  Reference counted: the message holds one. */
+struct rpc_raw {
+	char		*bytes;
+	size_t		 len;
+	size_t		 n;
+	struct rpc_raw_el {
+		size_t	 off, len;
+	}		*el;
+	unsigned	 refs;
+};
+/* The bytes attached to arr by a splice (borrowed), or NULL. */
+struct rpc_raw	*rpc_raw_of(json_object *arr);
+struct rpc_raw	*rpc_raw_ref(struct rpc_raw *);
+void		 rpc_raw_unref(struct rpc_raw *);		/* NULL-safe */
+
 /* Bytes buffered and not yet returned (for back-pressure accounting). */
 size_t	rpc_reader_pending(const struct rpc_reader *);
 
@@ -125,6 +156,13 @@ enum rpc_read_status rpc_parse(const char *buf, size_t len, struct rpc_msg *msg,
 /* Classify an already parsed object; takes ownership of root either way. */
 enum rpc_read_status rpc_classify(json_object *root, struct rpc_msg *msg,
 	    struct rpc_bad *bad);
+
+/*
+ * The top-level "id" member of what starts like a JSON object in buf, read
+ * from the bytes alone (they need not be valid JSON nor complete): a new
+ * integer or string object, or NULL.
+ */
+json_object	*rpc_frame_scan_id(const char *buf, size_t len);
 
 void	rpc_msg_clear(struct rpc_msg *);	/* NULL-safe, idempotent */
 void	rpc_bad_clear(struct rpc_bad *);	/* NULL-safe, idempotent */

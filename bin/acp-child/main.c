@@ -54,8 +54,8 @@ static void __attribute__((noreturn))
 usage_status(int status)
 {
 	fprintf(status == 0 ? stdout : stderr,
-	    "usage: %s [--data-dir DIR] [--workspace DIR] [--agent-command CMD]\n"
-	    "       [--trace-file FILE] [--otlp-endpoint URL]\n"
+	    "usage: %s [--data-dir DIR] [--cache-dir DIR] [--workspace DIR]\n"
+	    "       [--agent-command CMD] [--trace-file FILE] [--otlp-endpoint URL]\n"
 	    "       [--replay-max-bytes N] [--fsync always|never]\n"
 	    "       [--max-frame-bytes N] [--log-level LEVEL] [--help] [--version]\n"
 	    "       %s --inspect FILE\n", getprogname(), getprogname());
@@ -84,6 +84,25 @@ parse_size(const char *flag, const char *text)
 	return (size_t)v;
 }
 
+/*
+ * A bulk replay travels in one line, which the daemon's framer refuses
+ * past the frame cap (the same cap as ours, 64 MiB by default): keep the
+ * updates within the cap less room for the rest of the answer, so an
+ * oversized replay is cut (partial: true) rather than lost.
+ */
+static void
+replay_fit_frame(struct child_opts *o)
+{
+	size_t cap = o->max_frame != 0 ? o->max_frame : RPC_DEFAULT_MAX_FRAME;
+	size_t room = cap / 4 < ANSWER_RESERVE ? cap / 4 : ANSWER_RESERVE;
+
+	if (o->replay_max_bytes > cap - room) {
+		log_info("--replay-max-bytes %zu lowered to %zu to fit the frame cap",
+		    o->replay_max_bytes, cap - room);
+		o->replay_max_bytes = cap - room;
+	}
+}
+
 /* --agent-acp 'CMD ARGS': split now (libpipeline's rules, no shell). */
 static void
 agent_acp_opt(struct child_opts *o, const char *arg)
@@ -102,6 +121,7 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 {
 	static const struct option longopts[] = {
 		{ "data-dir", required_argument, NULL, 'd' },
+		{ "cache-dir", required_argument, NULL, 'c' },
 		{ "workspace", required_argument, NULL, 'w' },
 		{ "agent-command", required_argument, NULL, 'a' },
 		{ "agent-acp", required_argument, NULL, 'A' },
@@ -116,13 +136,14 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *data_dir = NULL, *workspace = ".";
+	const char *data_dir = NULL, *cache_dir = NULL, *workspace = ".";
 	char resolved[PATH_MAX];
 	int ch, level;
 
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'd': data_dir = optarg; break;
+		case 'c': cache_dir = optarg; break;
 		case 'w': workspace = optarg; break;
 		case 'a': o->agent_command = optarg; break;
 		case 'A': agent_acp_opt(o, optarg); break;
@@ -168,13 +189,15 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 	}
 	if (*inspect != NULL)
 		return;
+	replay_fit_frame(o);
 	if (realpath(workspace, resolved) == NULL) {
 		fprintf(stderr, "%s: --workspace %s: %s\n", getprogname(), workspace,
 		    strerror(errno));
 		exit(1);
 	}
 	if ((o->workspace = strdup(resolved)) == NULL ||
-	    (o->data_dir = paths_data_dir(data_dir)) == NULL) {
+	    (o->data_dir = paths_data_dir(data_dir)) == NULL ||
+	    (o->cache_dir = paths_cache_dir(cache_dir)) == NULL) {
 		fprintf(stderr, "%s: out of memory\n", getprogname());
 		exit(1);
 	}
@@ -248,7 +271,7 @@ main(int argc, char **argv)
 	c.opts.do_fsync = 1;
 	parse_options(argc, argv, &c.opts, &inspect);
 	if (inspect != NULL)
-		return inspect_main(inspect);
+		return inspect_main(inspect, NULL);
 	if (c.opts.trace_file != NULL &&
 	    (c.trace = trace_sink_open(c.opts.trace_file, "qwen-acp-child")) == NULL) {
 		fprintf(stderr, "%s: trace file %s: %s\n", getprogname(),
@@ -261,8 +284,8 @@ main(int argc, char **argv)
 		log_warn("cannot set up the event loop");
 		return 1;
 	}
-	log_debug("ready: data dir %s, workspace %s", c.opts.data_dir,
-	    c.opts.workspace);
+	log_debug("ready: data dir %s, cache dir %s, workspace %s",
+	    c.opts.data_dir, c.opts.cache_dir, c.opts.workspace);
 	event_base_dispatch(c.base);
 	child_teardown(&c);
 	return c.exit_code;

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,10 +33,23 @@ mix(uint64_t h)
 	return h ^ (h >> 31);
 }
 
+/*
+ * Seeded once per process (transcript_index_init), so that nobody can write a
+ * transcript whose uuids all land in one probe chain.
+ */
+static uint64_t hash_seed;
+static pthread_once_t hash_seed_once = PTHREAD_ONCE_INIT;
+
+static void
+hash_seed_init(void)
+{
+	arc4random_buf(&hash_seed, sizeof hash_seed);
+}
+
 static uint64_t
 hash_bytes(const char *s, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = 0xcbf29ce484222325ULL ^ hash_seed;
 
 	while (n-- > 0)
 		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
@@ -49,7 +63,7 @@ hash_bin(const uint8_t b[16])
 
 	memcpy(&x, b, 8);
 	memcpy(&y, b + 8, 8);
-	return mix(x ^ mix(y));
+	return mix(x ^ mix(y ^ hash_seed));
 }
 
 void
@@ -157,8 +171,8 @@ ht_place(uint32_t *ht, size_t mask, uint64_t h, uint32_t rec)
 
 /* A zeroed slot table; big ones on transparent huge pages, since every probe
    is a random access and TLB misses dominate otherwise. */
-static struct tx_slot *
-ht_alloc(size_t n)
+struct tx_slot *
+transcript_ht_alloc(size_t n)
 {
 	size_t bytes = n * sizeof(struct tx_slot), huge = 2u << 20;
 	void *p;
@@ -181,7 +195,7 @@ transcript_ht_reserve(struct transcript *t)
 	if ((t->htused + 1) * 2 <= t->htmask + 1)
 		return 0;
 	n = (t->htmask + 1) * 2;
-	if ((nh = ht_alloc(n)) == NULL)
+	if ((nh = transcript_ht_alloc(n)) == NULL)
 		return -1;
 	for (i = 0; i <= t->htmask; i++) {
 		if (t->ht[i].rec == 0)
@@ -318,13 +332,14 @@ transcript_index_init(struct transcript *t, uint64_t size_hint)
 {
 	size_t slots = 1024;
 
+	pthread_once(&hash_seed_once, hash_seed_init);
 	/* Records average a few KiB: size the uuid hash for the file. */
 	while (slots < (1u << 26) && slots / 2 < size_hint / 2048)
 		slots *= 2;
 	t->htmask = slots - 1;
 	t->capsub = 64;
 	t->shtmask = 127;
-	t->ht = ht_alloc(t->htmask + 1);
+	t->ht = transcript_ht_alloc(t->htmask + 1);
 	t->subs = calloc(t->capsub, sizeof *t->subs);
 	t->subflags = calloc(t->capsub, 1);
 	t->sht = calloc(t->shtmask + 1, sizeof *t->sht);

@@ -59,7 +59,7 @@ m_initialize(struct acp_conn *c, struct rpc_msg *m)
 		json_object_array_add(methods, xjson_object_new_string(method_names[i]));
 	json_object_object_add(q, "connectionId", xjson_object_new_string(c->id));
 	json_object_object_add(q, "transport", xjson_object_new_string(c->transport));
-	json_object_object_add(q, "workspaceCwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(q, "workspaceCwd", xjson_object_new_string(c->workspace));
 	json_object_object_add(q, "methods", methods);
 	json_object_object_add(meta, "qwen", q);
 	json_object_object_add(pc, "image", xjson_object_new_boolean(0));
@@ -118,13 +118,17 @@ replay_snapshot(struct acp_conn *c, const char *id, json_object *rest)
 		    !json_object_is_type(arr, json_type_array))
 			continue;
 		for (size_t i = 0; i < json_object_array_length(arr); i++) {
-			env = json_object_array_get_idx(arr, i);
+			/* Updates kept as the child's bytes are parsed here. */
+			env = replay_raw_expand(json_object_array_get_idx(arr, i));
 			if (!json_object_object_get_ex(env, "type", &type) ||
-			    !json_object_object_get_ex(env, "data", &data))
+			    !json_object_object_get_ex(env, "data", &data)) {
+				json_object_put(env);
 				continue;
+			}
 			if (strcmp(json_object_get_string(type), "session_update") == 0) {
 				acp_send(c, id, rpc_new_notification("session/update",
 				    json_object_get(data)));
+				json_object_put(env);
 				continue;
 			}
 			p = xjson_object_new_object();
@@ -132,6 +136,7 @@ replay_snapshot(struct acp_conn *c, const char *id, json_object *rest)
 			json_object_object_add(p, "kind", json_object_get(type));
 			json_object_object_add(p, "data", json_object_get(data));
 			acp_send(c, id, rpc_new_notification("_qwen/notify", p));
+			json_object_put(env);
 		}
 	}
 }
@@ -184,6 +189,8 @@ m_new(struct acp_conn *c, struct rpc_msg *m)
 
 	if (m->params != NULL && json_object_object_get_ex(m->params, "cwd", &v))
 		json_object_object_add(body, "cwd", json_object_get(v));
+	else
+		json_object_object_add(body, "cwd", xjson_object_new_string(c->workspace));
 	if (m->params != NULL && json_object_object_get_ex(m->params, "_meta", &v) &&
 	    json_object_object_get_ex(v, "qwen-code/sessionId", &sid))
 		json_object_object_add(body, "sessionId", json_object_get(sid));
@@ -213,6 +220,8 @@ m_restore(struct acp_conn *c, struct rpc_msg *m, int load)
 	for (size_t i = 0; keys[i] != NULL; i++)
 		if (json_object_object_get_ex(m->params, keys[i], &v))
 			json_object_object_add(body, keys[i], json_object_get(v));
+	if (!json_object_object_get_ex(body, "cwd", NULL))
+		json_object_object_add(body, "cwd", xjson_object_new_string(c->workspace));
 	acp_call_run(c, m->id, id, load ? route_session_load : route_session_resume,
 	    id, held_client(c, id), body, restore_done,
 	    ACP_CALL_UNDO | (load ? ACP_CALL_REPLAY : 0));
