@@ -41,8 +41,10 @@ setup() {
 	  {when: "\"role\":\"tool\"", text: "Done with the tools."},
 	  {when: "\"role\":\"tool\"", text: "Done with the tools."},
 	  {when: "\"role\":\"tool\"", text: "Done with the tools."},
-	  {text: "<state_snapshot>the summary</state_snapshot>"}
-	]')"
+	  {text: "<state_snapshot>the summary</state_snapshot>", once: false}
+	] | map(. + {usage: {prompt_tokens: 50000, completion_tokens: 5}})')"
+	# (Every answer reports a large prompt, so that /compress finds a
+	# history worth compressing; the last answer is the summary.)
 }
 
 teardown() {
@@ -121,6 +123,7 @@ normalize() {
 	if [ -n "${QWEN_REPLAY_KEEP:-}" ]; then	# a directory for both replays
 		cp "$BATS_TEST_TMPDIR/agent.jsonl" "$BATS_TEST_TMPDIR/ours.jsonl" \
 		    "$DATA"/projects/*/chats/"$SID".jsonl "$QWEN_REPLAY_KEEP"
+		cp -r "$MODEL_LOG" "$QWEN_REPLAY_KEEP"
 	fi
 	# The transcript has what the scenario needs.
 	has() { jq -e -s "$1" "$BATS_TEST_TMPDIR/agent.jsonl" >/dev/null; }
@@ -130,6 +133,7 @@ normalize() {
 	has 'any(.sessionUpdate == "tool_call" and (.title | startswith("ReadFile: notes.txt")))'
 	has '[.[] | select(.sessionUpdate == "tool_call_update" and .status == "failed")] | length >= 3'
 	has 'any(.sessionUpdate == "user_message_chunk" and .content.text == "/compress")'
+	has 'any(._meta.source == "slash_command" and ._meta.contextCompression.phase == "done")'
 	grep -q '"chat_compression"' "$DATA"/projects/*/chats/"$SID".jsonl
 	has 'all(._meta["qwen.session.recordId"] | length == 36)'
 	diff "$BATS_TEST_TMPDIR/agent.jsonl" "$BATS_TEST_TMPDIR/ours.jsonl"

@@ -297,6 +297,32 @@ pf_assistant(struct pctx *x)
 	return rc;
 }
 
+/* One output item of a slash command's result (project.c's slash_item). */
+static int
+pf_slash_item(struct pctx *x, int item)
+{
+	const char *s = jt_get_str(T, item, "text", &x->oom);
+	char *text;
+	int i, v;
+
+	if (s == NULL)
+		return 0;
+	text = pj_markdown_breaks(s);
+	pf_text(x, "agent_message_chunk", -1, text);
+	free(text);
+	jbuf_puts(E, "\"source\":\"slash_command\",");
+	for (i = 0; pj_slash_meta[i][0] != NULL; i++)
+		if ((v = jt_get_typed(T, item, pj_slash_meta[i][0],
+		    pj_slash_meta[i][1][0] == 'o' ? JT_OBJ : JT_ARR)) >= 0) {
+			jbuf_put(E, "\"", 1);
+			jbuf_puts(E, pj_slash_meta[i][0]);
+			jbuf_put(E, "\":", 2);
+			jt_write(E, T, v);
+			jbuf_put(E, ",", 1);
+		}
+	return pf_close(x);
+}
+
 /* system records: slash_command results and cancelled turns. */
 static int
 pf_system(struct pctx *x)
@@ -313,8 +339,7 @@ pf_system(struct pctx *x)
 	    (items = jt_get_typed(T, sp, "outputHistoryItems", JT_ARR)) >= 0) {
 		for (i = 0, it = JT_FIRST(items); i < T->n[items].len;
 		    i++, it = JT_NEXT(T, it))
-			if ((s = jt_get_str(T, it, "text", &x->oom)) != NULL &&
-			    pf_chunk(x, "agent_message_chunk", -1, s) == -1)
+			if (pf_slash_item(x, it) == -1)
 				return -1;
 	} else if (strcmp(sub, "turn_result") == 0 &&
 	    (s = jt_get_str(T, sp, "state", &x->oom)) != NULL &&

@@ -102,6 +102,12 @@ const char *pj_call_id(struct pctx *, const char *id, size_t idx, char buf[128])
 void pj_set_ts(struct pctx *, int64_t ts);
 /* usageMetadata keys and their ACP names; the first three default to 0. */
 extern const char *const pj_usage_keys[][2];
+/* s with each newline after two spaces (a Markdown line break), as the
+   agent replays a slash command's output (caller frees). */
+char *pj_markdown_breaks(const char *s);
+/* Members of a slash command's output item kept in _meta, with "o"
+   (object) or "a" (array) for their type. */
+extern const char *const pj_slash_meta[][2];
 /* Project the record in x->tape (parsed by the caller); -1 on OOM. */
 int pf_record(struct pctx *);
 

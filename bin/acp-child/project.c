@@ -321,6 +321,55 @@ project_assistant(struct pctx *x, json_object *r)
 	return rc;
 }
 
+char *
+pj_markdown_breaks(const char *s)
+{
+	size_t n = 0, i;
+	char *out, *o;
+
+	for (i = 0; s[i] != '\0'; i++)
+		n += s[i] == '\n' ? 3 : 1;
+	o = out = xmalloc(n + 1);
+	for (i = 0; s[i] != '\0'; i++) {
+		if (s[i] == '\n') {
+			*o++ = ' ';
+			*o++ = ' ';
+		}
+		*o++ = s[i];
+	}
+	*o = '\0';
+	return out;
+}
+
+const char *const pj_slash_meta[][2] = {
+	{ "contextCompression", "o" }, { "contextCompressionNotice", "o" },
+	{ "sessionArtifacts", "a" }, { NULL, NULL }
+};
+
+/* One output item of a slash command's result: its text with Markdown
+   line breaks, source "slash_command" and the item's compression note. */
+static int
+slash_item(struct pctx *x, json_object *item)
+{
+	json_object *meta, *v;
+	const char *s = json_get_str(item, "text");
+	char *text;
+	int i, rc;
+
+	if (s == NULL)
+		return 0;
+	meta = xjson_object_new_object();
+	json_object_object_add(meta, "source", xjson_object_new_string("slash_command"));
+	for (i = 0; pj_slash_meta[i][0] != NULL; i++)
+		if ((v = json_get(item, pj_slash_meta[i][0], pj_slash_meta[i][1][0] == 'o' ?
+		    json_type_object : json_type_array)) != NULL)
+			json_object_object_add(meta, pj_slash_meta[i][0], json_object_get(v));
+	text = pj_markdown_breaks(s);
+	rc = chunk(x, "agent_message_chunk", text, meta);
+	free(text);
+	return rc;
+}
+
 /* system records: slash_command results and cancelled turns. */
 static int
 project_system(struct pctx *x, json_object *r)
@@ -335,11 +384,9 @@ project_system(struct pctx *x, json_object *r)
 	if (strcmp(sub, "slash_command") == 0 && (s = json_get_str(sp, "phase")) != NULL &&
 	    strcmp(s, "result") == 0 &&
 	    (items = json_get(sp, "outputHistoryItems", json_type_array)) != NULL) {
-		for (i = 0; i < json_object_array_length(items); i++) {
-			s = json_get_str(json_object_array_get_idx(items, i), "text");
-			if (s != NULL && chunk(x, "agent_message_chunk", s, NULL) == -1)
+		for (i = 0; i < json_object_array_length(items); i++)
+			if (slash_item(x, json_object_array_get_idx(items, i)) == -1)
 				return -1;
-		}
 	} else if (strcmp(sub, "turn_result") == 0 &&
 	    (s = json_get_str(sp, "state")) != NULL && strcmp(s, "cancelled") == 0) {
 		meta = xjson_object_new_object();
