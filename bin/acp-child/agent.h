@@ -58,7 +58,8 @@ void	agent_cancel(struct agent *);
 void	agent_pause(struct agent *, int paused);
 /*
  * libpipeline pre-exec hook of every agent process (also the --agent-acp
- * one): its own process group, default signal handlers, nothing blocked.
+ * one): its own process group and SIGPIPE's default back (spawn_cmd()
+ * has reset the signals we catch and emptied the mask).
  */
 void	agent_pre_exec(void *);
 /* An agent's stdin and stdout pipes (CLOEXEC; our ends non-blocking); 0 or -1. */
