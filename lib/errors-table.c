@@ -104,6 +104,8 @@ static const struct qerr_def qerr_table[] = {
 	{ "session_writer_unavailable", 503, "session_writer_unavailable", 0, N,
 	  0, QERR_RPC_WRITER_UNAVAILABLE, QERR_RPC_KIND, X_FAIL, 0,
 	  "Writer lease unavailable for session {sessionId}" },
+	{ "transcript_unreadable", 500, "transcript_unreadable", 0, N, 0, FULL,
+	  X_FAIL, 0, "Transcript of session {sessionId} cannot be read" },
 	{ "session_id_not_honored", 500, NULL, 0, N, 0, FULL, X_FAIL, 0,
 	  "ACP child did not honour session id {sessionId}" },
 	{ "ambiguous_session_owner", 500, NULL, 0, N, 0, FULL, X_FAIL, 0,
@@ -167,6 +169,8 @@ static const struct qerr_def qerr_table[] = {
 	  "Too many connections" },
 	{ "acp_connection_limit_exceeded", 503, NULL, 1, F, 5, FULL, X_TMP, 0,
 	  "Too many ACP connections" },
+	{ "acp_child_protocol_error", 502, "acp_child_protocol_error", 0, N, 0,
+	  FULL, X_FAIL, 0, "The ACP child's answer could not be read" },
 	{ "internal", 500, "internal", 0, N, 0, FULL, X_FAIL, 0,
 	  "Internal error" },
 

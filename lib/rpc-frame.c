@@ -303,6 +303,23 @@ parse_with(struct json_tokener *tok, const char *buf, size_t len,
 }
 
 /*
+ * json-c's reset keeps a high surrogate a failed parse was holding: the
+ * next line's first \u escape would decode to U+FFFD plus the character.
+ * After a failure on a line with a \u escape the reader takes a new
+ * tokener (keeping the old one if there is no memory for it).
+ */
+static void
+reader_fresh_tokener(struct rpc_reader *r)
+{
+	struct json_tokener *tok;
+
+	if ((tok = tokener_new()) == NULL)
+		return;
+	json_tokener_free(r->tok);
+	r->tok = tok;
+}
+
+/*
  * Handle one complete line (without its '\n'); RPC_READ_MORE means it was
  * blank.  line points into the reader's buffer, which stays put meanwhile.
  */
@@ -323,8 +340,13 @@ reader_line(struct rpc_reader *r, const char *line, size_t len,
 	}
 	if (st == RPC_READ_MSG)
 		msg->line_no = r->line_no;
-	else
+	else {
 		bad->line_no = r->line_no;
+		if (bad->id == NULL)
+			bad->frame_id = rpc_frame_scan_id(line, len);
+		if (bad->code == RPC_PARSE_ERROR && memmem(line, len, "\\u", 2))
+			reader_fresh_tokener(r);
+	}
 	return st;
 }
 
@@ -347,6 +369,8 @@ rpc_reader_next(struct rpc_reader *r, struct rpc_msg *msg, struct rpc_bad *bad)
 			if (r->end - r->start <= r->max_frame)
 				return RPC_READ_MORE;
 			/* Report now, drop the rest up to the newline. */
+			bad->frame_id = rpc_frame_scan_id(r->buf + r->start,
+			    r->end - r->start);
 			r->start = r->end;
 			reader_settle(r);
 			r->discarding = 1;

@@ -64,12 +64,16 @@ struct rpc_msg {
  * offending request's id when it could be recovered, else NULL (answer with
  * id null).  A malformed response also carries its id, but responses are
  * never answered.  message is a static string starting with "Parse error" or
- * "Invalid Request".  rpc_bad_clear() puts id.
+ * "Invalid Request".  A line that is not JSON (or over the cap) also gets
+ * frame_id, the id its bytes name when they name one (an integer or a
+ * plain string), so that the sender of the request it answers can fail it
+ * at once.  rpc_bad_clear() puts id and frame_id.
  */
 struct rpc_bad {
 	int		 code;		/* RPC_PARSE_ERROR or RPC_INVALID_REQUEST */
 	const char	*message;
 	json_object	*id;
+	json_object	*frame_id;	/* see rpc_frame_scan_id(); never answered */
 	size_t		 line_no;
 };
 
@@ -125,6 +129,13 @@ enum rpc_read_status rpc_parse(const char *buf, size_t len, struct rpc_msg *msg,
 /* Classify an already parsed object; takes ownership of root either way. */
 enum rpc_read_status rpc_classify(json_object *root, struct rpc_msg *msg,
 	    struct rpc_bad *bad);
+
+/*
+ * The top-level "id" member of what starts like a JSON object in buf, read
+ * from the bytes alone (they need not be valid JSON nor complete): a new
+ * integer or string object, or NULL.
+ */
+json_object	*rpc_frame_scan_id(const char *buf, size_t len);
 
 void	rpc_msg_clear(struct rpc_msg *);	/* NULL-safe, idempotent */
 void	rpc_bad_clear(struct rpc_bad *);	/* NULL-safe, idempotent */

@@ -171,6 +171,7 @@ rpc_bad_clear(struct rpc_bad *bad)
 	if (bad == NULL)
 		return;
 	json_object_put(bad->id);
+	json_object_put(bad->frame_id);
 	memset(bad, 0, sizeof(*bad));
 }
 

@@ -89,13 +89,24 @@ appender_create(struct appender *a, char **cause)
 int
 appender_open(struct appender *a, char **cause)
 {
+	struct stat st;
+
 	if (a->fd != -1)
 		return 0;
 	if (a->create)
 		return appender_create(a, cause);
-	a->fd = open(a->path, O_RDWR | O_APPEND | O_CLOEXEC);
+	/* Never through a symlink nor into a FIFO: the truncate-back after a
+	   failed write must only ever cut the transcript itself. */
+	a->fd = open(a->path, O_RDWR | O_APPEND | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC);
 	if (a->fd == -1)
 		return appender_fail(cause, "cannot open transcript", a->path, errno);
+	if (fstat(a->fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		close(a->fd);
+		a->fd = -1;
+		return appender_fail(cause, "refusing a transcript that is not a regular file,",
+		    a->path, EINVAL);
+	}
 	return 0;
 }
 

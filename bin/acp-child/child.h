@@ -27,6 +27,8 @@ struct trace_sink;
 #define CHILD_OUT_LOW		(16u * 1024 * 1024)	/* read again */
 #define CHILD_MAX_SESSIONS	4096
 #define CHILD_MAX_QUEUED	64			/* per session */
+/* Room for an answer besides its replay: a replay gets the frame cap less this. */
+#define ANSWER_RESERVE		(64u * 1024)
 
 struct child_opts {
 	char		*data_dir;	/* resolved */

@@ -26,6 +26,7 @@
 
 #include "child.h"
 #include "log.h"
+#include "utf8.h"
 #include "xmalloc.h"
 
 #define IN_READ_SIZE	65536
@@ -110,6 +111,22 @@ child_send_ref(struct child *c, char *base, size_t off, size_t len)
 	event_add(c->ev_out, NULL);
 }
 
+/*
+ * json-c copies string bytes as they are: a message that carries invalid
+ * UTF-8 (read from a transcript) gets U+FFFD for each bad byte, or the
+ * daemon's framer would reject the line.  Takes line; NULL on OOM.
+ */
+static char *
+child_clean_line(char *line, size_t *len)
+{
+	struct utf8_carry carry = { { 0 }, 0 };
+	char *clean;
+
+	clean = utf8_clean(&carry, line, *len, 1, len);
+	free(line);
+	return clean;
+}
+
 void
 child_send(struct child *c, json_object *msg)
 {
@@ -118,6 +135,8 @@ child_send(struct child *c, json_object *msg)
 
 	line = msg != NULL ? rpc_encode(msg, &len) : NULL;
 	json_object_put(msg);
+	if (line != NULL && !utf8_valid(line, len))
+		line = child_clean_line(line, &len);
 	if (line == NULL) {
 		log_warnx("cannot encode an outgoing message");
 		return;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "jsonw.h"
+#include "utf8.h"
 
 int
 jbuf_grow(struct jbuf *b, size_t n)
@@ -72,20 +73,42 @@ jsonw_char(struct jbuf *b, unsigned char c)
 	}
 }
 
+/* Append an invalid byte of a string as U+FFFD (as agent output gets). */
+static void
+jsonw_bad_byte(struct jbuf *b)
+{
+	jbuf_put(b, "\xef\xbf\xbd", 3);
+}
+
 void
 jsonw_string(struct jbuf *b, const char *s, size_t n)
 {
 	size_t i = 0, run;
+	unsigned char c;
+	int k;
 
 	jbuf_put(b, "\"", 1);
 	while (i < n) {
-		for (run = i; run < n && !jsonw_special((unsigned char)s[run]); run++)
-			;
+		for (run = i; run < n; run++) {
+			c = (unsigned char)s[run];
+			if (jsonw_special(c))
+				break;
+			if (c >= 0x80) {
+				/* Never emit invalid UTF-8: a frame the daemon rejects. */
+				if ((k = utf8_seq((const unsigned char *)s + run,
+				    n - run)) <= 0)
+					break;
+				run += (size_t)k - 1;
+			}
+		}
 		if (run > i)
 			jbuf_put(b, s + i, run - i);
 		if (run == n)
 			break;
-		jsonw_char(b, (unsigned char)s[run]);
+		if ((unsigned char)s[run] >= 0x80)
+			jsonw_bad_byte(b);
+		else
+			jsonw_char(b, (unsigned char)s[run]);
 		i = run + 1;
 	}
 	jbuf_put(b, "\"", 1);

@@ -4,7 +4,9 @@
  * json-c serialises at about 50 MB/s; a bulk replay answer is megabytes,
  * encoded on a worker but still on the restore's critical path.  This
  * writer walks the json-c tree and escapes strings a run at a time, byte
- * for byte the same output as json-c's PLAIN | NOSLASHESCAPE.
+ * for byte the same output as json-c's PLAIN | NOSLASHESCAPE, except that
+ * a byte that is not part of valid UTF-8 becomes U+FFFD (json-c copies it,
+ * and the daemon rejects a frame that holds it).
  */
 #ifndef QWEN_ACP_JSONW_H
 #define QWEN_ACP_JSONW_H

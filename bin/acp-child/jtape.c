@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "jtape-int.h"
+#include "utf8.h"
 
 #define JT_MAX_DEPTH	32
 #define JT_MAX_KEYS	64	/* members checked for duplicates per object */
@@ -264,7 +265,8 @@ jt_parse(struct jtape *t, const char *p, size_t n)
 
 	t->len = 0;
 	jt_arena_reset(t);
-	if (n >= UINT32_MAX)
+	/* Invalid UTF-8 is json-c's and jsonw's business (U+FFFD). */
+	if (n >= UINT32_MAX || !utf8_valid(p, n))
 		return JT_BAIL;
 	ws(&ps);
 	if (parse_value(&ps, 0) == -1)

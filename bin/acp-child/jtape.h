@@ -5,8 +5,8 @@
  * input (no string copies, no DOM).  The parser accepts only inputs on
  * which json-c (JSON_TOKENER_STRICT) and the canonical writer below agree
  * byte for byte; anything else (NaN, -0, big integers, \u0000, surrogate
- * escapes, escaped or duplicate keys, deep nesting, odd whitespace, any
- * syntax error) makes jt_parse() answer JT_BAIL and the caller uses json-c.
+ * escapes, invalid UTF-8, escaped or duplicate keys, deep nesting, odd
+ * whitespace, any syntax error) makes jt_parse() answer JT_BAIL and the caller uses json-c.
  */
 #ifndef QWEN_ACP_JTAPE_H
 #define QWEN_ACP_JTAPE_H

@@ -68,7 +68,8 @@ rj_exists(struct load_job *j)
 	struct stat st;
 
 	prof_begin(&j->prof, PROF_EXISTENCE_CHECK);
-	if (stat(j->path, &st) == -1) {
+	/* lstat: a symlink is refused here, as open() would refuse it. */
+	if (lstat(j->path, &st) == -1) {
 		if (errno != ENOENT)
 			return rj_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
 			    "cannot stat transcript of session %s: %s", j->sid,

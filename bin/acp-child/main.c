@@ -84,6 +84,25 @@ parse_size(const char *flag, const char *text)
 	return (size_t)v;
 }
 
+/*
+ * A bulk replay travels in one line, which the daemon's framer refuses
+ * past the frame cap (the same cap as ours, 64 MiB by default): keep the
+ * updates within the cap less room for the rest of the answer, so an
+ * oversized replay is cut (partial: true) rather than lost.
+ */
+static void
+replay_fit_frame(struct child_opts *o)
+{
+	size_t cap = o->max_frame != 0 ? o->max_frame : RPC_DEFAULT_MAX_FRAME;
+	size_t room = cap / 4 < ANSWER_RESERVE ? cap / 4 : ANSWER_RESERVE;
+
+	if (o->replay_max_bytes > cap - room) {
+		log_info("--replay-max-bytes %zu lowered to %zu to fit the frame cap",
+		    o->replay_max_bytes, cap - room);
+		o->replay_max_bytes = cap - room;
+	}
+}
+
 /* --agent-acp 'CMD ARGS': split now (libpipeline's rules, no shell). */
 static void
 agent_acp_opt(struct child_opts *o, const char *arg)
@@ -168,6 +187,7 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 	}
 	if (*inspect != NULL)
 		return;
+	replay_fit_frame(o);
 	if (realpath(workspace, resolved) == NULL) {
 		fprintf(stderr, "%s: --workspace %s: %s\n", getprogname(), workspace,
 		    strerror(errno));

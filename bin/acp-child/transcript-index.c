@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,10 +33,23 @@ mix(uint64_t h)
 	return h ^ (h >> 31);
 }
 
+/*
+ * Seeded once per process (transcript_index_init), so that nobody can write a
+ * transcript whose uuids all land in one probe chain.
+ */
+static uint64_t hash_seed;
+static pthread_once_t hash_seed_once = PTHREAD_ONCE_INIT;
+
+static void
+hash_seed_init(void)
+{
+	arc4random_buf(&hash_seed, sizeof hash_seed);
+}
+
 static uint64_t
 hash_bytes(const char *s, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = 0xcbf29ce484222325ULL ^ hash_seed;
 
 	while (n-- > 0)
 		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
@@ -49,7 +63,7 @@ hash_bin(const uint8_t b[16])
 
 	memcpy(&x, b, 8);
 	memcpy(&y, b + 8, 8);
-	return mix(x ^ mix(y));
+	return mix(x ^ mix(y ^ hash_seed));
 }
 
 void
@@ -318,6 +332,7 @@ transcript_index_init(struct transcript *t, uint64_t size_hint)
 {
 	size_t slots = 1024;
 
+	pthread_once(&hash_seed_once, hash_seed_init);
 	/* Records average a few KiB: size the uuid hash for the file. */
 	while (slots < (1u << 26) && slots / 2 < size_hint / 2048)
 		slots *= 2;

@@ -49,6 +49,7 @@ struct tx_frag {
 	uint64_t off;
 	uint32_t len;
 	uint32_t next;
+	uint32_t last;			/* a record's first fragment: its last one */
 };
 
 /* A uuid being looked up: binary or text. */

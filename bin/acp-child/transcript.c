@@ -68,7 +68,7 @@ int
 transcript_add_fragment(struct transcript *t, uint32_t r, uint64_t off, uint32_t len)
 {
 	struct tx_frag *f;
-	uint32_t *link;
+	uint32_t *link, head;
 
 	if (t->nfrag == t->capfrag) {
 		size_t n = t->capfrag ? t->capfrag * 2 : 16;
@@ -77,13 +77,18 @@ transcript_add_fragment(struct transcript *t, uint32_t r, uint64_t off, uint32_t
 		t->frag = f;
 		t->capfrag = n;
 	}
-	for (link = &t->rec[r].frag; *link != 0; link = &t->frag[*link - 1].next)
-		;
+	/* Append after the last fragment, known to the first: a uuid repeated
+	   N times costs O(N), not O(N^2). */
+	head = t->rec[r].frag;
+	link = head == 0 ? &t->rec[r].frag : &t->frag[t->frag[head - 1].last - 1].next;
 	f = &t->frag[t->nfrag++];
 	f->off = off;
 	f->len = len;
 	f->next = 0;
+	f->last = (uint32_t)t->nfrag;
 	*link = (uint32_t)t->nfrag;
+	if (head != 0)
+		t->frag[head - 1].last = (uint32_t)t->nfrag;
 	return 0;
 }
 
@@ -153,6 +158,21 @@ add_record(struct transcript *t, const struct txscan *s, uint64_t off,
 	return 0;
 }
 
+/*
+ * Drop the tokener after a failed parse of bytes with a \u escape: json-c's
+ * reset keeps a high surrogate the failure left pending, and the next
+ * record's first \u escape would then decode with a U+FFFD in front (found
+ * by fuzz-jtape).  Malformed lines without one keep the tokener.
+ */
+static void
+transcript_json_forget(struct transcript *t, const char *p, size_t n)
+{
+	if (memmem(p, n, "\\u", 2) == NULL)
+		return;
+	json_tokener_free(t->tok);
+	t->tok = NULL;
+}
+
 /* Parse [p, e) with json-c; the object (caller puts) or NULL when invalid. */
 json_object *
 transcript_json_parse(struct transcript *t, const char *p, size_t n, int *valid)
@@ -176,11 +196,13 @@ transcript_json_parse(struct transcript *t, const char *p, size_t n, int *valid)
 			return obj;
 		}
 		json_object_put(obj);
+		transcript_json_forget(t, p, n);
 		return NULL;
 	}
 	if (json_tokener_get_error(t->tok) != json_tokener_success ||
 	    json_tokener_get_parse_end(t->tok) != n) {
 		json_object_put(obj);
+		transcript_json_forget(t, p, n);
 		return NULL;
 	}
 	*valid = 1;
@@ -423,9 +445,15 @@ transcript_open(const char *path, const char *session_id, char **cause)
 		goto fail;
 	}
 	t->sidlen = strlen(t->sid);
-	if ((t->fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	/*
+	 * Not through a symlink, and without blocking on a FIFO someone put
+	 * in the chats directory: fstat below refuses anything not regular.
+	 */
+	if ((t->fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1) {
 		saved = errno;
-		transcript_cause(cause, "open %s: %s", path, strerror(errno));
+		transcript_cause(cause, "open %s: %s", path, saved == ELOOP ?
+		    "a symbolic link" : strerror(saved));
 		transcript_free(t);
 		errno = saved;
 		return NULL;
@@ -460,7 +488,7 @@ transcript_refresh(struct transcript *t, char **cause)
 		transcript_cause(cause, "stat %s: %s", t->path, strerror(errno));
 		return -1;
 	}
-	if (stat(t->path, &pb) == -1 || pb.st_dev != t->dev || pb.st_ino != t->ino) {
+	if (lstat(t->path, &pb) == -1 || pb.st_dev != t->dev || pb.st_ino != t->ino) {
 		transcript_cause(cause, "%s was replaced or removed", t->path);
 		return -1;
 	}

@@ -1,16 +1,13 @@
 /* utf8.c: validate UTF-8 across read boundaries. */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "utf8.h"
 
-/*
- * Length of the valid sequence at s (n bytes available): > 0 valid,
- * 0 incomplete but a valid prefix, -1 invalid.
- */
-static int
+int
 utf8_seq(const unsigned char *s, size_t n)
 {
 	unsigned char c = s[0];
@@ -81,6 +78,34 @@ utf8_clean(struct utf8_carry *c, const char *buf, size_t len, int final,
 	out[o] = '\0';
 	*outlen = o;
 	return (char *)out;
+}
+
+int
+utf8_valid(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s, *e = p + n;
+	uint64_t w;
+	int k;
+
+	while (p < e) {
+		/* Transcripts are mostly ASCII: skip it eight bytes at a time. */
+		while (e - p >= 8) {
+			memcpy(&w, p, 8);
+			if (w & 0x8080808080808080ULL)
+				break;
+			p += 8;
+		}
+		if (p >= e)
+			break;
+		if (*p < 0x80) {
+			p++;
+			continue;
+		}
+		if ((k = utf8_seq(p, (size_t)(e - p))) <= 0)
+			return 0;
+		p += k;
+	}
+	return 1;
 }
 
 size_t

@@ -226,6 +226,45 @@ handle_msg(struct channel *ch, struct rpc_msg *m)
 	}
 }
 
+/*
+ * A line of the child's we cannot read.  When its bytes name one of our
+ * requests, that request fails now (a restore must not wait for a budget
+ * for an answer it already got); a line naming none may have been any
+ * answer, so the channel is as good as broken: end it, failing all it
+ * carries.  -1 when the channel was ended.
+ */
+static int
+handle_bad(struct channel *ch, struct rpc_bad *bad)
+{
+	json_object *id = bad->id != NULL ? bad->id : bad->frame_id, *err, *data;
+	void *arg;
+
+	if (id != NULL && rpc_pending_take_json(ch->pending, id, &arg) == 0) {
+		data = xjson_object_new_object();
+		json_object_object_add(data, "errorKind",
+		    xjson_object_new_string("acp_child_protocol_error"));
+		json_object_object_add(data, "detail",
+		    xjson_object_new_string(bad->message));
+		err = xjson_object_new_object();
+		json_object_object_add(err, "code",
+		    xjson_object_new_int(RPC_INTERNAL_ERROR));
+		json_object_object_add(err, "message", xjson_object_new_string(
+		    "The ACP child's answer could not be read"));
+		json_object_object_add(err, "data", data);
+		chan_arm_deadline(ch);
+		chan_req_finish(arg, CHAN_ERROR, err);
+		json_object_put(err);
+		chan_check_idle(ch);
+		return 0;
+	}
+	if (id != NULL)
+		return 0;	/* an answer to a request already settled */
+	log_warnx("child %ld: an unreadable line names no request: ending the "
+	    "channel", (long)ch->pid);
+	chan_end(ch, 1);
+	return -1;
+}
+
 /* Read up to cap bytes of the child's output into the reader. */
 static void
 out_read(struct channel *ch, size_t cap)
@@ -270,6 +309,10 @@ out_process(struct channel *ch, size_t batch)
 		if (st == RPC_READ_BAD) {
 			log_warnx("child %ld: bad frame on line %zu: %s",
 			    (long)ch->pid, bad.line_no, bad.message);
+			if (handle_bad(ch, &bad) == -1) {
+				rpc_bad_clear(&bad);
+				return 0;
+			}
 			rpc_bad_clear(&bad);
 			continue;
 		}

@@ -28,6 +28,7 @@
 #include "log.h"
 #include "otlp.h"
 #include "outflush.h"
+#include "rpc-frame.h"
 #include "serve.h"
 #include "acp.h"
 #include "trace.h"
@@ -168,6 +169,10 @@ usage(int status)
 }
 
 /* Parse a bounded integer option or exit 2 naming the flag. */
+/* A load's replay reaches us in one frame of the child's, which the
+   framer refuses past its cap: a larger bound could never be honoured. */
+#define REPLAY_MAX_BYTES	((long long)RPC_DEFAULT_MAX_FRAME - 64 * 1024)
+
 static long long
 num_opt(const char *flag, const char *arg, long long min, long long max)
 {
@@ -318,7 +323,7 @@ parse_args(int argc, char **argv)
 		case OPT_SESS_REAP: conf.session_reap_interval_ms = ms_opt("session-reap-interval-ms", optarg, 1); break;
 		case OPT_SSE_HB: conf.sse_heartbeat_ms = ms_opt("sse-heartbeat-ms", optarg, 0); break;
 		case OPT_RING: conf.event_ring_size = (size_t)num_opt("event-ring-size", optarg, 1, 1000000); break;
-		case OPT_REPLAY_MAX: conf.compacted_replay_max_bytes = (size_t)num_opt("compacted-replay-max-bytes", optarg, 1, 256LL * 1024 * 1024); break;
+		case OPT_REPLAY_MAX: conf.compacted_replay_max_bytes = (size_t)num_opt("compacted-replay-max-bytes", optarg, 1, REPLAY_MAX_BYTES); break;
 		case OPT_MAX_SESS: conf.max_sessions = (int)num_opt("max-sessions", optarg, 0, 1000000); break;
 		case OPT_MAX_TOTAL: conf.max_total_sessions = (int)num_opt("max-total-sessions", optarg, 0, 1000000); break;
 		case OPT_MAX_PENDING: conf.max_pending_prompts = (int)num_opt("max-pending-prompts-per-session", optarg, 0, 100000); break;
@@ -458,6 +463,24 @@ serve_shutting_down(void)
 	return shutting_down;
 }
 
+#ifdef QWEN_FUZZ_HTTP
+struct evhttp	*serve_fuzz_http(int, char **);
+int		 serve_main(int, char **);
+
+/* t/fuzz/fuzz-http: the options resolved, the loop and the HTTP server
+   made, nothing bound nor started; the harness hands it connections. */
+struct evhttp *
+serve_fuzz_http(int argc, char **argv)
+{
+	parse_args(argc, argv);
+	resolve_conf();
+	if ((serve_base = event_base_new()) == NULL)
+		return NULL;
+	return http = http_new(serve_base);
+}
+#define main serve_main
+#endif
+
 int
 main(int argc, char **argv)
 {
@@ -523,6 +546,7 @@ main(int argc, char **argv)
 	ready_probe_free();
 	sdnotify_free();
 	http_free(http);
+	listing_free_all();
 	acp_free();
 	sessions_free();
 	channels_free();

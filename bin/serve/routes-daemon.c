@@ -7,7 +7,6 @@
 
 #include <sys/stat.h>
 
-#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,122 +159,24 @@ route_capabilities(struct http_ctx *ctx)
 	http_reply_json(ctx->req, 200, routes_capabilities_json());
 }
 
-/* ---- persisted sessions of the workspace -------------------------------- */
-
-/* The text of the first user record in the first 64 KiB, or NULL. */
-static json_object *
-first_prompt(const char *path)
-{
-	char buf[65536], *line, *save = NULL;
-	json_object *rec, *v, *parts, *text = NULL;
-	FILE *f;
-	size_t n;
-
-	if ((f = fopen(path, "re")) == NULL)
-		return NULL;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	for (line = strtok_r(buf, "\n", &save); line != NULL && text == NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
-		if ((rec = json_tokener_parse(line)) == NULL)
-			continue;
-		if (json_object_object_get_ex(rec, "type", &v) &&
-		    strcmp(json_object_get_string(v), "user") == 0 &&
-		    json_object_object_get_ex(rec, "message", &v) &&
-		    json_object_object_get_ex(v, "parts", &parts) &&
-		    json_object_is_type(parts, json_type_array))
-			for (size_t i = 0; i < json_object_array_length(parts) && !text; i++)
-				if (json_object_object_get_ex(json_object_array_get_idx(parts, i),
-				    "text", &v) && json_object_is_type(v, json_type_string)) {
-					const char *t = json_object_get_string(v);
-					size_t len = strlen(t);
-
-					/* At most 200 bytes, cut on a character boundary. */
-					if (len > 200)
-						for (len = 200; len > 0 && ((unsigned char)t[len] & 0xc0) == 0x80; len--)
-							;
-					text = xjson_object_new_string_len(t, (int)len);
-				}
-		json_object_put(rec);
-	}
-	return text;
-}
-
-static int
-by_mtime_desc(const void *a, const void *b)
-{
-	int64_t ma = json_object_get_int64(json_object_object_get(
-	    *(json_object *const *)a, "mtime"));
-	int64_t mb = json_object_get_int64(json_object_object_get(
-	    *(json_object *const *)b, "mtime"));
-
-	return ma < mb ? 1 : ma > mb ? -1 : 0;
-}
-
-static json_object *
-list_entry(const char *dir, const char *name)
-{
-	char path[PATH_MAX], id[SERVE_SESSION_ID_MAX + 1];
-	size_t nlen = strlen(name);
-	struct stat st;
-	json_object *o;
-
-	if (name[0] == '.' || nlen <= 6 || nlen - 6 > SERVE_SESSION_ID_MAX ||
-	    strcmp(name + nlen - 6, ".jsonl") != 0 ||
-	    (nlen > 13 && strcmp(name + nlen - 13, ".ledger.jsonl") == 0))
-		return NULL;
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (stat(path, &st) == -1 || !S_ISREG(st.st_mode))
-		return NULL;
-	memcpy(id, name, nlen - 6);
-	id[nlen - 6] = '\0';
-	o = xjson_object_new_object();
-	json_object_object_add(o, "sessionId", xjson_object_new_string(id));
-	json_object_object_add(o, "size", xjson_object_new_int64((int64_t)st.st_size));
-	json_object_object_add(o, "mtime", xjson_object_new_int64(
-	    (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000));
-	json_object_object_add(o, "firstPrompt", first_prompt(path));
-	json_object_object_add(o, "live", xjson_object_new_boolean(sessions_find(id) != NULL));
-	return o;
-}
+/* ---- persisted sessions of the workspace (listing.c) ------------------- */
 
 void
 route_workspace_sessions(struct http_ctx *ctx)
 {
 	const char *cwd = evhttp_find_header(ctx->query, "cwd");
 	const char *lim = evhttp_find_header(ctx->query, "limit"), *errstr = NULL;
-	json_object *o, *list = xjson_object_new_array(), *e;
-	char *dir = names_transcript_dir();
 	long long max = 100;
-	struct dirent *de;
-	DIR *d;
 
 	if (cwd != NULL) {
 		json_object_object_add(ctx->body, "cwd", xjson_object_new_string(cwd));
 		if (routes_check_cwd(ctx) == -1)
-			goto out;
+			return;
 	}
 	if (lim != NULL && ((max = strtonum(lim, 1, 10000, &errstr)), errstr != NULL)) {
 		http_send_qerr(ctx->req, qerr_new("bad_request",
 		    "limit must be an integer from 1 to 10000"));
-		goto out;
+		return;
 	}
-	if (dir != NULL && (d = opendir(dir)) != NULL) {
-		while ((de = readdir(d)) != NULL)
-			if ((e = list_entry(dir, de->d_name)) != NULL)
-				json_object_array_add(list, e);
-		closedir(d);
-	}
-	json_object_array_sort(list, by_mtime_desc);
-	while (json_object_array_length(list) > (size_t)max)
-		json_object_array_del_idx(list, json_object_array_length(list) - 1, 1);
-	o = xjson_object_new_object();
-	json_object_object_add(o, "workspaceCwd", xjson_object_new_string(conf.workspace));
-	json_object_object_add(o, "sessions", list);
-	list = NULL;
-	http_reply_json(ctx->req, 200, o);
-out:
-	json_object_put(list);
-	free(dir);
+	listing_start(ctx->req, (size_t)max);
 }

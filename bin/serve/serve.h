@@ -8,7 +8,8 @@
  * (connections from their accept on), http.c
  * (routing, bodies, replies), names.c (session ids, the transcript
  * directory), routes-session.c (session routes), routes-daemon.c (health,
- * capabilities, workspace listing), web.c (the console's files), bus.c
+ * capabilities, workspace listing route), listing.c (the listing itself, a
+ * slice per loop turn), web.c (the console's files), bus.c
  * (event buses and SSE subscribers), inflight.c (in-flight spawns and
  * restores: the seam of the restore state machine; restore-fsm.c the
  * machine, inflight-ops.c its callbacks, inflight-reply.c the public
@@ -287,6 +288,12 @@ void	route_health(struct http_ctx *);
 void	route_capabilities(struct http_ctx *);
 void	route_workspace_sessions(struct http_ctx *);
 json_object *routes_capabilities_json(void);
+
+/* ---- listing.c: the persisted sessions, a slice per loop turn --------- */
+/* Answer req with the newest max persisted sessions (never blocking the
+   loop); free the jobs and the prompt cache at exit. */
+void	listing_start(struct evhttp_request *req, size_t max);
+void	listing_free_all(void);
 
 /* ---- web.c: the browser console's static files ------------------------- */
 const char *web_dir(void);	/* --web-dir, QWEN_SERVE_WEB_DIR, pkgdatadir/web */

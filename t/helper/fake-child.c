@@ -39,6 +39,9 @@
  *   replay=N           updates in a load replay (default 3)
  *   replay-bytes=N     text bytes per replay update (default 16)
  *   known=ID           a persisted session id (repeatable)
+ *   garble=METHOD:N    the answer to METHOD is a line the daemon's framer
+ *                      rejects: N=1 invalid UTF-8 (its id still readable),
+ *                      N=2 a broken line naming no id
  * Transcripts under --data-dir (<dir>/projects/<ws>/chats/<id>.jsonl) also
  * count as persisted.  Methods are a table: a new behaviour is a row and a knob.
  */
@@ -69,7 +72,8 @@ struct knob { char method[64]; char id[132]; long val; };
 static struct {
 	struct knob	 delay[MAX_KNOB], fail[MAX_KNOB], hang[MAX_KNOB];
 	struct knob	 crash_on[MAX_KNOB], close_on[MAX_KNOB], hold[MAX_KNOB];
-	size_t		 ndelay, nfail, nhang, ncrash, nclose_on, nhold;
+	struct knob	 garble[MAX_KNOB];
+	size_t		 ndelay, nfail, nhang, ncrash, nclose_on, nhold, ngarble;
 	char		*poke[MAX_KNOB];
 	size_t		 npoke;
 	long		 crash_after, close_after, chunks, chunk_delay, replay, replay_bytes;
@@ -126,6 +130,8 @@ parse_knobs(const char *env)
 			knob_set(&cf.delay[cf.ndelay++], v, (size_t)(colon - v), atol(colon + 1));
 		else if (strcmp(tok, "fail") == 0 && colon && cf.nfail < MAX_KNOB)
 			knob_set(&cf.fail[cf.nfail++], v, (size_t)(colon - v), atol(colon + 1));
+		else if (strcmp(tok, "garble") == 0 && colon && cf.ngarble < MAX_KNOB)
+			knob_set(&cf.garble[cf.ngarble++], v, (size_t)(colon - v), atol(colon + 1));
 		else if (strcmp(tok, "hold") == 0 && cf.nhold < MAX_KNOB)
 			knob_set(&cf.hold[cf.nhold++], v, strlen(v), 1);
 		else if (strcmp(tok, "poke") == 0 && cf.npoke < MAX_KNOB)
@@ -180,14 +186,34 @@ knob_of(struct knob *k, size_t n, const char *method, const char *sid, long dflt
 	return dflt;
 }
 
+/* Spoil an encoded answer (garble=): 1 puts a byte that is not UTF-8 in
+   its first string after the id, 2 makes it a broken line with no id. */
+static char *
+garble_line(char *line, long how)
+{
+	char *q;
+
+	if (how == 2) {
+		free(line);
+		return strdup("{\"jsonrpc\":\"2.0\",\"result\":{\"x\":\"\xff\"\n");
+	}
+	if ((q = strstr(line, "\"result\"")) != NULL &&
+	    (q = strchr(q + 9, '"')) != NULL && q[1] != '"')
+		q[1] = (char)0xff;
+	return line;
+}
+
 /* Queue msg (taken) to be written at now + delay_ms. */
 static void
-emit(json_object *msg, long delay_ms, const char *tag, int final, json_object *id)
+emit_garbled(json_object *msg, long delay_ms, const char *tag, int final,
+    json_object *id, long garble)
 {
 	size_t len;
 	char *line = rpc_encode(msg, &len);
 
 	json_object_put(msg);
+	if (line != NULL && garble > 0)
+		line = garble_line(line, garble);
 	if (line == NULL || nouts == MAX_OUT) {
 		free(line);
 		return;
@@ -198,6 +224,12 @@ emit(json_object *msg, long delay_ms, const char *tag, int final, json_object *i
 	outs[nouts].final = final;
 	outs[nouts].id = id != NULL ? json_object_get(id) : NULL;
 	nouts++;
+}
+
+static void
+emit(json_object *msg, long delay_ms, const char *tag, int final, json_object *id)
+{
+	emit_garbled(msg, delay_ms, tag, final, id, 0);
 }
 
 static json_object *
@@ -538,7 +570,8 @@ dispatch(struct rpc_msg *m)
 		reply = rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
 		    "Method not found", NULL);
 	if (reply != NULL && m->kind == RPC_REQUEST)
-		emit(reply, delay, json_get_str(m->params, "sessionId"), 0, NULL);
+		emit_garbled(reply, delay, json_get_str(m->params, "sessionId"), 0, NULL,
+		    knob_of(cf.garble, cf.ngarble, m->method, sid, 0));
 	else
 		json_object_put(reply);
 }

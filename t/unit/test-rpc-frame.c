@@ -797,6 +797,63 @@ test_write_fd(void)
 	free(text);
 }
 
+/* The id of a line the framer rejects is read from its bytes. */
+static void
+test_scan_id(void)
+{
+	static const struct { const char *in, *want; } c[] = {
+		{ "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"\xff\":1}}", "7" },
+		{ " { \"x\" : {\"id\":1,\"a\":[\"}\\\"\"]}, \"id\" : -42 , ", "-42" },
+		{ "{\"result\":\"id\",\"id\":\"req-1\"", "\"req-1\"" },
+		{ "{\"result\":{\"id\":5}", NULL },		/* nested only, cut */
+		{ "{\"i\\\"d\":3,\"id\":4}", "4" },
+		{ "{\"id\":\"a\\\"b\"}", NULL },		/* escaped: not plain */
+		{ "{\"id\":1234567890123456789}", NULL },	/* too long */
+		{ "[{\"id\":1}]", NULL },
+		{ "{\"id\":", NULL },
+		{ "", NULL },
+	};
+	const char *torn = "{\"a\":\"\\ud800\\u\n{\"jsonrpc\":\"2.0\",\"method\":"
+	    "\"m\",\"params\":{\"x\":\"\\u00e9\"}}\n";
+	struct rpc_reader *r;
+	struct rpc_msg msg;
+	struct rpc_bad bad;
+	json_object *o;
+	const char *got;
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		o = rpc_frame_scan_id(c[i].in, strlen(c[i].in));
+		got = o != NULL ? json_object_to_json_string(o) : NULL;
+		if (c[i].want == NULL)
+			ok(got == NULL, "scan id %zu: none (%s)", i, got ? got : "-");
+		else
+			is_str(got != NULL ? got : "(none)", c[i].want, "scan id %zu", i);
+		json_object_put(o);
+	}
+	/* A line over the cap is reported with the id of its first bytes. */
+	r = rpc_reader_new(64);
+	rpc_reader_feed(r, "{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":\"", 38);
+	for (i = 0; i < 8; i++)
+		rpc_reader_feed(r, "xxxxxxxxxxxx", 12);
+	is_int(rpc_reader_next(r, &msg, &bad), RPC_READ_BAD, "oversize answer: bad");
+	ok(bad.id == NULL && bad.frame_id != NULL &&
+	    json_object_get_int64(bad.frame_id) == 9, "oversize answer: frame id 9");
+	rpc_bad_clear(&bad);
+	rpc_reader_free(r);
+	/* A torn surrogate in a bad line does not leak into the next one. */
+	r = rpc_reader_new(0);
+	rpc_reader_feed(r, torn, strlen(torn));
+	is_int(rpc_reader_next(r, &msg, &bad), RPC_READ_BAD, "torn surrogate: bad");
+	rpc_bad_clear(&bad);
+	is_int(rpc_reader_next(r, &msg, &bad), RPC_READ_MSG, "next line: a message");
+	json_object_object_get_ex(msg.params, "x", &o);
+	is_str(o != NULL ? json_object_get_string(o) : "(none)", "\xc3\xa9",
+	    "next line: its \\u escape decodes alone");
+	rpc_msg_clear(&msg);
+	rpc_reader_free(r);
+}
+
 int
 main(void)
 {
@@ -814,5 +871,6 @@ main(void)
 	test_encode();
 	test_bad_error();
 	test_write_fd();
+	test_scan_id();
 	return done_testing();
 }

@@ -19,6 +19,7 @@
 #include "replay.h"
 #include "tap.h"
 #include "transcript.h"
+#include "transcript-int.h"
 
 #define U(n) "00000000-0000-4000-8000-00000000000" #n
 
@@ -352,6 +353,42 @@ test_refresh(void)
 }
 
 /* An empty transcript: no records, no leaf, empty chain and replay. */
+/* A uuid repeated many times: every fragment kept, in file order (the
+   index appends after the last fragment without walking the list). */
+static void
+test_many_duplicates(void)
+{
+	struct transcript *t;
+	json_object *r, *v, *parts;
+	char path[512], *cause = NULL, *l;
+	size_t i, n = 1000, ordered = 1;
+
+	snprintf(path, sizeof path, "%s/dups.jsonl", tmpdir);
+	put_file(path, "", 0, 1);
+	for (i = 0; i < n; i++) {
+		l = line("dups", U(1), NULL, "user", i % 7 + 1);
+		put_file(path, l, strlen(l), 0);
+		free(l);
+	}
+	if ((t = transcript_open(path, NULL, &cause)) == NULL) {
+		ok(0, "many duplicates: open (%s)", cause ? cause : "?");
+		free(cause);
+		return;
+	}
+	is_int(transcript_count(t), 1, "many duplicates: one logical record");
+	is_int(transcript_stats(t)->duplicates, n - 1, "many duplicates: all counted");
+	r = transcript_load_record(t, 0, &cause);
+	ok(r != NULL && json_object_object_get_ex(r, "message", &v) &&
+	    json_object_object_get_ex(v, "parts", &parts) &&
+	    json_object_array_length(parts) == n, "many duplicates: all parts merged");
+	for (i = 0; r != NULL && i < n && ordered; i++)
+		ordered = json_object_get_string_len(json_object_object_get(
+		    json_object_array_get_idx(parts, i), "text")) == (int)(i % 7 + 1);
+	ok(ordered, "many duplicates: parts in file order");
+	json_object_put(r);
+	transcript_free(t);
+}
+
 static void
 test_empty(void)
 {
@@ -771,13 +808,14 @@ test_jtape(void)
 	static const char *const good[] = {
 	    "{\"a\":1,\"b\":[true,false,null,-5,0,1.50,1E5,-0.0,1.0e+2],\"c\":{}}",
 	    " {\"s\":\"tab\\t nl\\n q\\\" bs\\\\ sl\\/ u\\u00e9\\u20ac\\u0041\\u001f\\u007f\"} ",
-	    "{\"raw\":\"\x01\x1f\t\x7f\xc3\xa9\xff\",\"\":[],\"n\":123456789012345678}",
+	    "{\"raw\":\"\x01\x1f\t\x7f\xc3\xa9\",\"\":[],\"n\":123456789012345678}",
 	    "{ \"a\" : [ 1 , { \"b\" : \"c\" } ] }\r\n", NULL };
 	static const char *const bail[] = { "{\"a\":NaN}", "{\"a\":-0}",
 	    "{\"a\":1234567890123456789}", "{\"a\":1,\"a\":2}", "{\"\\u0061\":1}",
 	    "{\"a\":\"\\u0000\"}", "{\"a\":\"\\ud83d\\ude00\"}", "{\"a\":01}",
 	    "{\"a\":1,}", "{\"a\":1}x", "{\"a\":\f1}", "{\"a\":tRue}", "{\"a\":\"\\x\"}",
-	    "{\"a\":\"open}", "[1", NULL };
+	    "{\"a\":\"open}", "[1", "{\"a\":\"\xff\"}", "{\"a\":\"\xe2\x82\"}",
+	    "{\"\xc0\xaf\":1}", NULL };
 	struct jtape t;
 	struct jbuf a = { NULL, 0, 0, 0 }, b = { NULL, 0, 0, 0 };
 	json_object *o;
@@ -823,6 +861,34 @@ test_jtape(void)
 	jbuf_free(&b);
 }
 
+/* Bytes that are not UTF-8 become U+FFFD; a failed parse leaves json-c's
+   tokener no half surrogate for the next record (fuzz-jtape found that). */
+static void
+test_bad_utf8(void)
+{
+	struct jbuf b = { NULL, 0, 0, 0 };
+	struct transcript *t;
+	json_object *o, *x = NULL;
+	const char *bad = "{\"a\":\"\\ud800\\u", *next = "{\"x\":\"\\u00e9\"}";
+	int valid;
+
+	jsonw_string(&b, "a\xff\xc3\xa9\xe2\x82", 6);
+	is_str(b.p, "\"a\xef\xbf\xbd\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd\"",
+	    "jsonw: invalid UTF-8 as U+FFFD");
+	jbuf_free(&b);
+	if ((t = calloc(1, sizeof *t)) == NULL)
+		return;
+	o = transcript_json_parse(t, bad, strlen(bad), &valid);
+	ok(o == NULL && !valid, "transcript_json_parse: a torn surrogate fails");
+	o = transcript_json_parse(t, next, strlen(next), &valid);
+	json_object_object_get_ex(o, "x", &x);
+	is_str(x != NULL ? json_object_get_string(x) : "(none)", "\xc3\xa9",
+	    "transcript_json_parse: the next record's \\u escape decodes alone");
+	json_object_put(o);
+	json_tokener_free(t->tok);
+	free(t);
+}
+
 int
 main(void)
 {
@@ -835,12 +901,14 @@ main(void)
 	test_glued();
 	test_torn_crlf_session();
 	test_fragments();
+	test_many_duplicates();
 	test_escaped_nonconv();
 	test_compression();
 	test_io();
 	test_replay();
 	test_parse_ts();
 	test_jtape();
+	test_bad_utf8();
 	test_hostile();
 	test_damaged();
 	test_split();

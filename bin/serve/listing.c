@@ -1,0 +1,411 @@
+/*
+ * listing.c: GET /workspace/sessions, the persisted sessions of the
+ * workspace, without ever blocking the event loop.
+ *
+ * A listing is a small job run a slice per loop turn: first the directory
+ * is read and every name fstatat()ed (no open: a FIFO or a symlink is
+ * skipped unseen), then the entries are sorted newest first and cut to
+ * ?limit, and only the kept ones are opened (O_NOFOLLOW | O_NONBLOCK,
+ * regular by fstat of the descriptor) for their first prompt.  First
+ * prompts are cached by (dev, inode, size, mtime), so a listing of an
+ * unchanged directory reads no transcript at all.
+ */
+#include "config.h"
+
+#include <sys/queue.h>
+#include <sys/stat.h>
+#include <sys/tree.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "errors.h"
+#include "log.h"
+#include "serve.h"
+#include "xmalloc.h"
+
+#define LIST_SCAN_SLICE		256	/* directory entries per loop turn */
+#define LIST_READ_SLICE		16	/* transcripts read per loop turn */
+#define LIST_HEAD_BYTES		65536	/* where a first prompt is looked for */
+#define LIST_PROMPT_BYTES	200
+#define LIST_CACHE_MAX		65536	/* cached first prompts */
+#define LIST_MAX_RUNNING	4	/* jobs at once; later ones wait their turn */
+#define LIST_JSON_FLAGS		(JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+struct list_ent {
+	char		 id[SERVE_SESSION_ID_MAX + 1];
+	int64_t		 size, mtime_ms, mtime_ns;
+	dev_t		 dev;
+	ino_t		 ino;
+};
+
+struct listing {
+	TAILQ_ENTRY(listing)	 entry;
+	struct evhttp_request	*req;
+	struct event		*ev;
+	DIR			*dir;
+	struct list_ent		*e;
+	size_t			 n, cap, max, next;
+	int			 running, scanning;
+	struct evbuffer		*out;		/* the sessions array, encoded */
+};
+
+/* A cached first prompt: valid while the file keeps its size and mtime. */
+struct prompt_cache {
+	RB_ENTRY(prompt_cache)	 entry;
+	dev_t			 dev;
+	ino_t			 ino;
+	int64_t			 size, mtime_ns;
+	char			*text;		/* NULL: the file has none */
+};
+RB_HEAD(prompt_tree, prompt_cache);
+int	prompt_cmp(const struct prompt_cache *, const struct prompt_cache *);
+RB_PROTOTYPE(prompt_tree, prompt_cache, entry, prompt_cmp)
+
+static struct prompt_tree prompts = RB_INITIALIZER(&prompts);
+static size_t nprompts;
+static TAILQ_HEAD(, listing) listings = TAILQ_HEAD_INITIALIZER(listings);
+static int nrunning;
+
+static void	listing_run(struct listing *);
+
+int
+prompt_cmp(const struct prompt_cache *a, const struct prompt_cache *b)
+{
+	if (a->dev != b->dev)
+		return a->dev < b->dev ? -1 : 1;
+	return a->ino < b->ino ? -1 : a->ino > b->ino;
+}
+RB_GENERATE(prompt_tree, prompt_cache, entry, prompt_cmp)
+
+/* Forget every cached prompt (when the cache is full, and at exit). */
+static void
+listing_cache_clear(void)
+{
+	struct prompt_cache *p;
+
+	while ((p = RB_MIN(prompt_tree, &prompts)) != NULL) {
+		RB_REMOVE(prompt_tree, &prompts, p);
+		free(p->text);
+		free(p);
+	}
+	nprompts = 0;
+}
+
+/* The text of the first user record in buf (NUL-terminated), or NULL. */
+static char *
+prompt_in(char *buf)
+{
+	json_object *rec, *v, *parts, *part;
+	char *line, *save = NULL, *text = NULL;
+	const char *t;
+	size_t i, len;
+
+	for (line = strtok_r(buf, "\n", &save); line != NULL && text == NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if ((rec = json_tokener_parse(line)) == NULL)
+			continue;
+		if (json_object_object_get_ex(rec, "type", &v) &&
+		    strcmp(json_object_get_string(v), "user") == 0 &&
+		    json_object_object_get_ex(rec, "message", &v) &&
+		    json_object_object_get_ex(v, "parts", &parts) &&
+		    json_object_is_type(parts, json_type_array))
+			for (i = 0; i < json_object_array_length(parts) && !text; i++) {
+				part = json_object_array_get_idx(parts, i);
+				if (!json_object_object_get_ex(part, "text", &v) ||
+				    !json_object_is_type(v, json_type_string))
+					continue;
+				t = json_object_get_string(v);
+				/* At most 200 bytes, cut on a character boundary. */
+				if ((len = strlen(t)) > LIST_PROMPT_BYTES)
+					for (len = LIST_PROMPT_BYTES; len > 0 &&
+					    ((unsigned char)t[len] & 0xc0) == 0x80; len--)
+						;
+				text = xstrndup(t, len);
+			}
+		json_object_put(rec);
+	}
+	return text;
+}
+
+/*
+ * Read the head of e's transcript: opened without following a symlink nor
+ * waiting for a FIFO's writer, and only if it is still the regular file
+ * the scan saw.  The text (caller frees) or NULL.
+ */
+static char *
+prompt_read(int dfd, const struct list_ent *e)
+{
+	char name[SERVE_SESSION_ID_MAX + 8], *buf, *text = NULL;
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	snprintf(name, sizeof name, "%s.jsonl", e->id);
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd == -1)
+		return NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_ino == e->ino &&
+	    st.st_dev == e->dev) {
+		buf = xmalloc(LIST_HEAD_BYTES);
+		if ((n = pread(fd, buf, LIST_HEAD_BYTES - 1, 0)) > 0) {
+			buf[n] = '\0';
+			text = prompt_in(buf);
+		}
+		free(buf);
+	}
+	close(fd);
+	return text;
+}
+
+/* e's first prompt, from the cache or the file (borrowed, may be NULL). */
+static const char *
+prompt_of(int dfd, const struct list_ent *e)
+{
+	struct prompt_cache key, *p;
+
+	key.dev = e->dev;
+	key.ino = e->ino;
+	if ((p = RB_FIND(prompt_tree, &prompts, &key)) != NULL &&
+	    p->size == e->size && p->mtime_ns == e->mtime_ns)
+		return p->text;
+	if (p == NULL) {
+		if (nprompts >= LIST_CACHE_MAX)
+			listing_cache_clear();
+		p = xcalloc(1, sizeof *p);
+		p->dev = e->dev;
+		p->ino = e->ino;
+		RB_INSERT(prompt_tree, &prompts, p);
+		nprompts++;
+	}
+	free(p->text);
+	p->text = prompt_read(dfd, e);
+	p->size = e->size;
+	p->mtime_ns = e->mtime_ns;
+	return p->text;
+}
+
+/* Start the oldest waiting job, if there is one. */
+static void
+listing_next(void)
+{
+	struct listing *l;
+
+	TAILQ_FOREACH(l, &listings, entry)
+		if (!l->running) {
+			listing_run(l);
+			return;
+		}
+}
+
+static void
+listing_free(struct listing *l)
+{
+	TAILQ_REMOVE(&listings, l, entry);
+	if (l->running)
+		nrunning--;
+	if (l->ev != NULL)
+		event_free(l->ev);
+	if (l->dir != NULL)
+		closedir(l->dir);
+	if (l->out != NULL)
+		evbuffer_free(l->out);
+	free(l->e);
+	free(l);
+}
+
+/* Note one directory entry when it names a regular transcript. */
+static void
+scan_one(struct listing *l, const char *name)
+{
+	size_t nlen = strlen(name);
+	struct list_ent *e;
+	struct stat st;
+
+	if (name[0] == '.' || nlen <= 6 || nlen - 6 > SERVE_SESSION_ID_MAX ||
+	    strcmp(name + nlen - 6, ".jsonl") != 0 ||
+	    (nlen > 13 && strcmp(name + nlen - 13, ".ledger.jsonl") == 0))
+		return;
+	if (fstatat(dirfd(l->dir), name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !S_ISREG(st.st_mode))
+		return;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 256;
+		l->e = xreallocarray(l->e, l->cap, sizeof *l->e);
+	}
+	e = &l->e[l->n++];
+	memcpy(e->id, name, nlen - 6);
+	e->id[nlen - 6] = '\0';
+	e->size = (int64_t)st.st_size;
+	e->mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+	e->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	e->dev = st.st_dev;
+	e->ino = st.st_ino;
+}
+
+static int
+by_mtime_desc(const void *a, const void *b)
+{
+	const struct list_ent *x = a, *y = b;
+
+	return x->mtime_ns < y->mtime_ns ? 1 : x->mtime_ns > y->mtime_ns ? -1 :
+	    strcmp(x->id, y->id);
+}
+
+/* One slice of the directory; 1 when it is all read. */
+static int
+scan_slice(struct listing *l)
+{
+	struct dirent *de;
+	int i;
+
+	for (i = 0; i < LIST_SCAN_SLICE; i++) {
+		if ((de = readdir(l->dir)) == NULL) {
+			qsort(l->e, l->n, sizeof *l->e, by_mtime_desc);
+			if (l->n > l->max)
+				l->n = l->max;	/* ?limit before any read */
+			return 1;
+		}
+		scan_one(l, de->d_name);
+	}
+	return 0;
+}
+
+/* Append entry e to the encoded array (a 10000-entry tree encoded at the
+   end would hold the loop for a while). */
+static void
+encode_entry(struct listing *l, const struct list_ent *e, const char *text)
+{
+	json_object *o = xjson_object_new_object();
+	const char *s;
+
+	json_object_object_add(o, "sessionId", xjson_object_new_string(e->id));
+	json_object_object_add(o, "size", xjson_object_new_int64(e->size));
+	json_object_object_add(o, "mtime", xjson_object_new_int64(e->mtime_ms));
+	json_object_object_add(o, "firstPrompt",
+	    text != NULL ? xjson_object_new_string(text) : NULL);
+	json_object_object_add(o, "live",
+	    xjson_object_new_boolean(sessions_find(e->id) != NULL));
+	s = json_object_to_json_string_ext(o, LIST_JSON_FLAGS);
+	if (evbuffer_get_length(l->out) > 0)
+		evbuffer_add(l->out, ",", 1);
+	evbuffer_add(l->out, s, strlen(s));
+	json_object_put(o);
+}
+
+/* One slice of the kept entries; 1 when the list is complete. */
+static int
+read_slice(struct listing *l)
+{
+	const struct list_ent *e;
+	int i;
+
+	for (i = 0; i < LIST_READ_SLICE && l->next < l->n; i++) {
+		e = &l->e[l->next++];
+		encode_entry(l, e, prompt_of(dirfd(l->dir), e));
+	}
+	return l->next == l->n;
+}
+
+/* Reply with what is listed and end the job. */
+static void
+listing_reply(struct listing *l)
+{
+	struct evbuffer *buf = evbuffer_new();
+	json_object *ws = xjson_object_new_string(conf.workspace);
+	const char *s = json_object_to_json_string_ext(ws, LIST_JSON_FLAGS);
+	struct evhttp_connection *evcon;
+
+	if (buf == NULL)
+		fatalx("out of memory (evbuffer)");
+	evbuffer_add_printf(buf, "{\"workspaceCwd\":%s,\"sessions\":[", s);
+	json_object_put(ws);
+	evbuffer_add_buffer(buf, l->out);
+	evbuffer_add(buf, "]}", 2);
+	listen_cors_headers(l->req);
+	evhttp_add_header(evhttp_request_get_output_headers(l->req),
+	    "Content-Type", "application/json");
+	if ((evcon = evhttp_request_get_connection(l->req)) != NULL)
+		bufferevent_set_max_single_write(
+		    evhttp_connection_get_bufferevent(evcon), 1024 * 1024);
+	evhttp_send_reply(l->req, 200, NULL, buf);
+	evbuffer_free(buf);
+	listing_free(l);
+	listing_next();
+}
+
+/* A loop turn of the job: one slice, then let the loop run. */
+static void
+listing_step(evutil_socket_t fd, short what, void *arg)
+{
+	struct listing *l = arg;
+	struct timeval zero = { 0, 0 };
+
+	(void)fd;
+	(void)what;
+	if (l->scanning && scan_slice(l))
+		l->scanning = 0;
+	else if (!l->scanning && read_slice(l)) {
+		listing_reply(l);
+		return;
+	}
+	event_add(l->ev, &zero);
+}
+
+/* Open the directory and take the job's first slice on the next turn. */
+static void
+listing_run(struct listing *l)
+{
+	struct timeval zero = { 0, 0 };
+	char *dir = names_transcript_dir();
+
+	l->running = 1;
+	nrunning++;
+	if (dir == NULL || (l->dir = opendir(dir)) == NULL)
+		l->scanning = 0;	/* no chats directory yet: no sessions */
+	free(dir);
+	event_add(l->ev, &zero);
+}
+
+/*
+ * A listing holds a directory and up to 10000 entries: a few run at once,
+ * the others wait (a little memory each) rather than all growing together.
+ */
+void
+listing_start(struct evhttp_request *req, size_t max)
+{
+	struct listing *l;
+
+	l = xcalloc(1, sizeof *l);
+	TAILQ_INSERT_TAIL(&listings, l, entry);
+	if ((l->out = evbuffer_new()) == NULL ||
+	    (l->ev = evtimer_new(serve_base, listing_step, l)) == NULL) {
+		listing_free(l);
+		http_send_qerr(req, qerr_new("internal", NULL));
+		return;
+	}
+	l->req = req;
+	l->max = max;
+	l->scanning = 1;
+	if (nrunning < LIST_MAX_RUNNING)
+		listing_run(l);
+}
+
+/* At exit, after the HTTP server is gone: jobs and cache. */
+void
+listing_free_all(void)
+{
+	while (!TAILQ_EMPTY(&listings))
+		listing_free(TAILQ_FIRST(&listings));
+	listing_cache_clear();
+}
