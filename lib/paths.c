@@ -25,23 +25,58 @@ paths_valid_session_id(const char *id)
 	return id[n] == '\0' && n >= 32 && n <= 36;
 }
 
+/* $HOME, else the password entry's, else /tmp (borrowed). */
+static const char *
+home_dir(void)
+{
+	const char *home;
+	struct passwd *pw;
+
+	if ((home = getenv("HOME")) == NULL || *home == '\0') {
+		pw = getpwuid(getuid());
+		home = pw != NULL ? pw->pw_dir : "/tmp";
+	}
+	return home;
+}
+
 /* The first of --data-dir, $QWEN_HOME, ~/.qwen. */
 char *
 paths_data_dir(const char *dir)
 {
 	const char *home;
-	struct passwd *pw;
 	char *out;
 
 	if (dir != NULL && *dir != '\0')
 		return strdup(dir);
 	if ((home = getenv("QWEN_HOME")) != NULL && *home != '\0')
 		return strdup(home);
-	if ((home = getenv("HOME")) == NULL || *home == '\0') {
-		pw = getpwuid(getuid());
-		home = pw != NULL ? pw->pw_dir : "/tmp";
+	if (asprintf(&out, "%s/.qwen", home_dir()) == -1)
+		return NULL;
+	return out;
+}
+
+/* The first of --cache-dir, $CACHE_DIRECTORY (systemd's CacheDirectory=, a
+   colon-separated list: ours first), $XDG_CACHE_HOME/qwen-serve,
+   ~/.cache/qwen-serve. */
+char *
+paths_cache_dir(const char *dir)
+{
+	const char *v;
+	char *out;
+
+	if (dir != NULL && *dir != '\0')
+		return strdup(dir);
+	if ((v = getenv("CACHE_DIRECTORY")) != NULL && *v == '/') {
+		if ((out = strdup(v)) != NULL)
+			out[strcspn(out, ":")] = '\0';
+		return out;
 	}
-	if (asprintf(&out, "%s/.qwen", home) == -1)
+	if ((v = getenv("XDG_CACHE_HOME")) != NULL && *v == '/') {
+		if (asprintf(&out, "%s/qwen-serve", v) == -1)
+			return NULL;
+		return out;
+	}
+	if (asprintf(&out, "%s/.cache/qwen-serve", home_dir()) == -1)
 		return NULL;
 	return out;
 }

@@ -21,6 +21,13 @@ int	paths_valid_session_id(const char *id);
  */
 char	*paths_data_dir(const char *dir);
 
+/*
+ * The cache directory (kept transcript indexes): dir when non-NULL, else
+ * $CACHE_DIRECTORY's first entry, else $XDG_CACHE_HOME/qwen-serve, else
+ * ~/.cache/qwen-serve.  Caller frees.
+ */
+char	*paths_cache_dir(const char *dir);
+
 /* <data>/projects/<sanitized cwd>/chats.  Caller frees. */
 char	*paths_chats_dir(const char *data_dir, const char *cwd);
 

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "rpc-frame.h"
+#include "rpc-frame-int.h"
 
 #define READER_MIN	16384		/* first allocation */
 #define READER_KEEP	(1024 * 1024)	/* release a larger buffer when empty */
@@ -49,6 +50,8 @@ struct rpc_reader {
 	size_t			 max_frame;
 	size_t			 line_no;	/* lines completed so far */
 	int			 discarding;	/* inside an oversize line */
+	const char		*splice;	/* rpc_reader_splice: marker */
+	const char *const	*splice_path;
 };
 
 static const char msg_parse[] = "Parse error: not valid JSON";
@@ -264,6 +267,20 @@ has_nonfinite(json_object *o)
 	}
 }
 
+/* Whether buf, parsed into root, spells a NaN or an Infinity literal. */
+static int
+nonfinite_in(const char *buf, size_t len, json_object *root)
+{
+	return (memmem(buf, len, "NaN", 3) != NULL ||
+	    memmem(buf, len, "Infinity", 8) != NULL) && has_nonfinite(root);
+}
+
+int
+rpc_frame_suspect(const char *buf, size_t len, json_object *root)
+{
+	return has_single_quote(buf, len) || nonfinite_in(buf, len, root);
+}
+
 /* Parse buf with tok (reset first) and classify the result. */
 static enum rpc_read_status
 parse_with(struct json_tokener *tok, const char *buf, size_t len,
@@ -294,8 +311,7 @@ parse_with(struct json_tokener *tok, const char *buf, size_t len,
 		json_object_put(root);
 		return bad_set(bad, RPC_PARSE_ERROR, msg_quote, NULL);
 	}
-	if ((memmem(buf, len, "NaN", 3) != NULL ||
-	    memmem(buf, len, "Infinity", 8) != NULL) && has_nonfinite(root)) {
+	if (nonfinite_in(buf, len, root)) {
 		json_object_put(root);
 		return bad_set(bad, RPC_PARSE_ERROR, msg_nonfinite, NULL);
 	}
@@ -336,7 +352,9 @@ reader_line(struct rpc_reader *r, const char *line, size_t len,
 			len--;
 		if (is_blank(line, len))
 			return RPC_READ_MORE;
-		st = parse_with(r->tok, line, len, msg, bad);
+		if (r->splice == NULL || rpc_splice_parse(r->tok, r->splice,
+		    r->splice_path, line, len, msg, bad, &st) == -1)
+			st = parse_with(r->tok, line, len, msg, bad);
 	}
 	if (st == RPC_READ_MSG)
 		msg->line_no = r->line_no;
@@ -414,6 +432,14 @@ rpc_reader_finish(struct rpc_reader *r, struct rpc_msg *msg,
 	st = reader_line(r, line, len, msg, bad);
 	reader_settle(r);
 	return st;
+}
+
+void
+rpc_reader_splice(struct rpc_reader *r, const char *marker,
+    const char *const *path)
+{
+	r->splice = marker;
+	r->splice_path = path;
 }
 
 /* Bytes buffered and not yet returned. */

@@ -115,6 +115,33 @@ enum rpc_read_status rpc_reader_next(struct rpc_reader *, struct rpc_msg *msg,
 enum rpc_read_status rpc_reader_finish(struct rpc_reader *, struct rpc_msg *msg,
 	    struct rpc_bad *bad);
 
+/*
+ * Keep one array as bytes (rpc-splice.c): in a line holding marker (a
+ * static string ending with '['), the array it opens is checked to be what
+ * json-c would write and kept as bytes, and the message gets an empty
+ * array at path (keys from the root, NULL-terminated, static) with the
+ * bytes attached (rpc_raw_of).  Any line where that does not apply is
+ * parsed whole, as without it.  marker NULL turns it off.
+ */
+void	rpc_reader_splice(struct rpc_reader *, const char *marker,
+	    const char *const *path);
+
+/* The bytes of a spliced array: its elements at bytes[el[i].off], each
+   el[i].len long.  Reference counted: the message holds one. */
+struct rpc_raw {
+	char		*bytes;
+	size_t		 len;
+	size_t		 n;
+	struct rpc_raw_el {
+		size_t	 off, len;
+	}		*el;
+	unsigned	 refs;
+};
+/* The bytes attached to arr by a splice (borrowed), or NULL. */
+struct rpc_raw	*rpc_raw_of(json_object *arr);
+struct rpc_raw	*rpc_raw_ref(struct rpc_raw *);
+void		 rpc_raw_unref(struct rpc_raw *);		/* NULL-safe */
+
 /* Bytes buffered and not yet returned (for back-pressure accounting). */
 size_t	rpc_reader_pending(const struct rpc_reader *);
 

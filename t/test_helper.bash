@@ -6,6 +6,9 @@ export PATH="$QWEN_TOP_BUILDDIR/bin:$QWEN_TOP_BUILDDIR/t/helper:$PATH"
 SHARED_DIR="${QWEN_SHARED_DIR:-$QWEN_TOP_SRCDIR/../shared}"
 # run ! and run --separate-stderr.
 bats_require_minimum_version 1.5.0
+# Kept transcript indexes go below the test run, never into ~/.cache.
+unset CACHE_DIRECTORY
+export XDG_CACHE_HOME="${BATS_RUN_TMPDIR:-${TMPDIR:-/tmp}}/xdg-cache"
 
 # Skip the test when ../shared (the independent oracle) is not beside us.
 require_shared() {

@@ -154,6 +154,7 @@ child_teardown(struct child *c)
 	trace_sink_close(c->trace);
 	event_base_free(c->base);
 	free(c->opts.data_dir);
+	free(c->opts.cache_dir);
 	free(c->opts.workspace);
 	argv_free(c->opts.agent_acp);
 }

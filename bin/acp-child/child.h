@@ -32,6 +32,7 @@ struct trace_sink;
 
 struct child_opts {
 	char		*data_dir;	/* resolved */
+	char		*cache_dir;	/* resolved: kept transcript indexes */
 	char		*workspace;	/* realpath */
 	const char	*agent_command;	/* NULL: echo agent */
 	char		**agent_acp;	/* --agent-acp argv, or NULL */
@@ -128,6 +129,12 @@ void	rpc_shutdown_sessions(struct child *);
 void	load_new(struct child *, struct rpc_msg *msg);
 void	load_start(struct child *, struct rpc_msg *msg, struct session *s,
 	    const char *sid, int resume);
+
+/* indexkeep.c: keeping a session's transcript index in the cache directory
+   after its restore answered, on a worker, so the answer never waits. */
+/* When s's index changed since it was last kept, write it on a worker: s
+   is busy (its requests wait) until that is done. */
+void	indexkeep_start(struct child *, struct session *);
 
 /* prompt.c: session/prompt and session/cancel. */
 void	prompt_start(struct child *, struct rpc_msg *msg, struct session *s);

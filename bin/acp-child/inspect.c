@@ -111,8 +111,27 @@ summary(struct transcript *t, char **cause)
 	return o;
 }
 
+void
+inspect_index_info(struct transcript *t, json_object *o, const struct inspect_cache *ic)
+{
+	const char *why = transcript_index_reason(t);
+	char *cause = NULL;
+
+	json_object_object_add(o, "index", json_object_new_string(
+	    transcript_index_state_name(transcript_index_state(t))));
+	json_object_object_add(o, "indexReason",
+	    why != NULL ? json_object_new_string(why) : NULL);
+	json_object_object_add(o, "bytesRead",
+	    json_object_new_uint64(transcript_bytes_read(t)));
+	if (transcript_index_dirty(t) &&
+	    transcript_save(t, ic->dir, ic->max_bytes, ic->max_files, &cause) == -1) {
+		fprintf(stderr, "%s: %s\n", getprogname(), cause);
+		free(cause);
+	}
+}
+
 int
-inspect_main(const char *path)
+inspect_main(const char *path, const struct inspect_cache *ic)
 {
 	struct transcript *t;
 	json_object *o;
@@ -122,14 +141,16 @@ inspect_main(const char *path)
 		fprintf(stderr, "usage: %s --inspect FILE\n", getprogname());
 		return 2;
 	}
-	if ((t = transcript_open(path, NULL, &cause)) == NULL ||
-	    (o = summary(t, &cause)) == NULL) {
+	if ((t = transcript_open_cached(path, NULL, ic != NULL ? ic->dir : NULL,
+	    &cause)) == NULL || (o = summary(t, &cause)) == NULL) {
 		fprintf(stderr, "%s: cannot inspect %s: %s\n", getprogname(), path,
 		    cause ? cause : "unknown error");
 		free(cause);
 		transcript_free(t);
 		return 1;
 	}
+	if (ic != NULL)
+		inspect_index_info(t, o, ic);
 	printf("%s\n", json_object_to_json_string_ext(o,
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);

@@ -46,6 +46,11 @@ rj_stats(struct load_job *j)
 	json_object_object_add(o, "leafUuid",
 	    j->tail != NULL ? xjson_object_new_string(j->tail) : NULL);
 	json_object_object_add(o, "refreshed", xjson_object_new_boolean(j->refresh));
+	/* What the restore cost: the index's origin and the bytes it read. */
+	json_object_object_add(o, "index",
+	    xjson_object_new_string(j->prof.index != NULL ? j->prof.index : "none"));
+	json_object_object_add(o, "bytesRead",
+	    xjson_object_new_int64((int64_t)j->prof.bytes_read));
 	return o;
 }
 

@@ -90,24 +90,17 @@ rj_exists(struct load_job *j)
 	return 0;
 }
 
-/* transcript_read: index the file, or only what was appended since. */
+/* A new index for the job: the kept one from the cache when valid. */
 static int
-rj_read(struct load_job *j)
+rj_open(struct load_job *j)
 {
 	char *cause = NULL;
-	const struct tx_stats *st;
+	int e;
 
-	prof_begin(&j->prof, PROF_TRANSCRIPT_READ);
-	if (j->tx != NULL && transcript_refresh(j->tx, &cause) == -1) {
-		log_info("session %s: transcript changed under us (%s); reindexing",
-		    j->sid, cause != NULL ? cause : "?");
-		free(cause);
-		cause = NULL;
-		transcript_free(j->tx);
-		j->tx = NULL;
-	}
-	if (j->tx == NULL && (j->tx = transcript_open(j->path, j->sid, &cause)) == NULL) {
-		int e = errno;
+	j->read0 = 0;
+	if ((j->tx = transcript_open_cached(j->path, j->sid, j->cache_dir,
+	    &cause)) == NULL) {
+		e = errno;
 		rj_fail(j, e == ENOENT ? RPC_RESOURCE_NOT_FOUND : RPC_INTERNAL_ERROR,
 		    e == ENOENT ? "session_not_found" : "transcript_unreadable",
 		    e == ENOENT ? "Resource not found: session:%s" :
@@ -116,6 +109,33 @@ rj_read(struct load_job *j)
 		free(cause);
 		return -1;
 	}
+	j->prof.index = transcript_index_state_name(transcript_index_state(j->tx));
+	if (transcript_index_reason(j->tx) != NULL)
+		log_info("session %s: kept index not used (%s); reindexed", j->sid,
+		    transcript_index_reason(j->tx));
+	return 0;
+}
+
+/* transcript_read: index the file, or only what was appended since. */
+static int
+rj_read(struct load_job *j)
+{
+	char *cause = NULL;
+	const struct tx_stats *st;
+
+	prof_begin(&j->prof, PROF_TRANSCRIPT_READ);
+	j->prof.index = "kept";		/* the session's own, refreshed */
+	j->read0 = j->tx != NULL ? transcript_bytes_read(j->tx) : 0;
+	if (j->tx != NULL && transcript_refresh(j->tx, &cause) == -1) {
+		log_info("session %s: transcript changed under us (%s); reindexing",
+		    j->sid, cause != NULL ? cause : "?");
+		free(cause);
+		cause = NULL;
+		transcript_free(j->tx);
+		j->tx = NULL;
+	}
+	if (j->tx == NULL && rj_open(j) == -1)
+		return -1;
 	st = transcript_stats(j->tx);
 	j->prof.transcript_bytes = transcript_size(j->tx);
 	j->prof.malformed_lines = st->malformed_lines;
@@ -215,6 +235,8 @@ rj_answer(struct load_job *j)
 	j->prof.replay_bytes = rr.bytes;
 	j->prof.truncated_records = rr.truncated_records;
 	j->prof.partial_replay = rr.partial;
+	if (j->tx != NULL)
+		j->prof.bytes_read = transcript_bytes_read(j->tx) - j->read0;
 	prof_begin(&j->prof, PROF_RESPONSE_BUILD);
 	rc = load_answer_build(j, &rr);
 	replay_result_clear(&rr);
@@ -312,7 +334,7 @@ rj_done(struct lw_job *lw)
 	struct session *s = j->s;
 	struct lag_snapshot lag;
 	json_object *data;
-	int i;
+	int i, ok;
 
 	s->busy = 0;
 	if (j->err_code == 0 && rj_register(c, j) == 0) {
@@ -343,19 +365,23 @@ rj_done(struct lw_job *lw)
 	    j->refresh ? "refresh" : j->kind == RJ_NEW ? "create" : "restore",
 	    j->sid, j->err_code != 0 ? j->err_kind : NULL);
 	j->span = NULL;
+	ok = j->err_code == 0;
 	rj_free(j);
+	if (ok)
+		indexkeep_start(c, s);
 	child_session_idle(c, s);
 }
 
 /*
  * Whether the job is quick: a new session, or a transcript whose unindexed
- * part is small (an open index only reads what was appended).
+ * part is small (an open or kept index only reads what was appended).
  */
 static int
 rj_small(struct load_job *j)
 {
 	struct stat st;
-	uint64_t done = j->tx != NULL ? transcript_size(j->tx) : 0;
+	uint64_t done = j->tx != NULL ? transcript_size(j->tx) :
+	    transcript_cached_size(j->cache_dir, j->path);
 
 	if (j->kind == RJ_NEW || stat(j->path, &st) == -1)
 		return 1;
@@ -418,6 +444,7 @@ rj_submit(struct child *c, struct rpc_msg *m, struct session *s,
 	json_object_deep_copy(m->id, &j->req_id, NULL);
 	strlcpy(j->sid, s->id, sizeof(j->sid));
 	j->data_dir = c->opts.data_dir;
+	j->cache_dir = c->opts.cache_dir;
 	j->owner_id = c->owner_id;
 	j->do_fsync = c->opts.do_fsync;
 	j->replay_max_bytes = c->opts.replay_max_bytes;

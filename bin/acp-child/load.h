@@ -37,6 +37,7 @@ struct load_job {
 	char			 sid[37];
 	char			*path;
 	const char		*data_dir;	/* immutable for the process */
+	const char		*cache_dir;	/* likewise */
 	const char		*owner_id;
 	int			 do_fsync;
 	size_t			 replay_max_bytes;
@@ -44,6 +45,7 @@ struct load_job {
 	int			 hide_inherited; /* loadReplayHideInherited */
 	/* Handed to the worker and back. */
 	struct transcript	*tx;
+	uint64_t		 read0;		/* its bytes read before this job */
 	int			 fresh, have_lease, have_app;
 	/* Results. */
 	int			 exists;

@@ -53,7 +53,8 @@ loadwork_pick(struct loadwork *lw, int fast)
 
 /*
  * Test hook: with QWEN_ACP_TEST_LOAD_GATE=FIFO a worker reads one byte from
- * FIFO before each big job, so a test holds a load as long as it wants (it
+ * FIFO before each big load (background jobs, such as keeping an index,
+ * pass), so a test holds a load as long as it wants (it
  * keeps the FIFO open read-write and writes a byte per job to release)
  * instead of hoping a large transcript takes long enough.  The wait polls,
  * so that loadwork_free() (a clean exit) does not hang on a held worker.
@@ -99,7 +100,7 @@ loadwork_main(void *arg)
 		if (job == NULL)
 			break;
 		pthread_mutex_unlock(&lw->mu);
-		if (!job->small)
+		if (!job->small && !job->background)
 			loadwork_gate(lw);
 		job->run(job);
 		pthread_mutex_lock(&lw->mu);

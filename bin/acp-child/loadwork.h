@@ -19,6 +19,7 @@ struct lw_job {
 	void	(*run)(struct lw_job *);	/* on a worker thread */
 	void	(*done)(struct lw_job *);	/* on the loop thread */
 	int	small;				/* quick job: may use the fast lane */
+	int	background;			/* not a load: the test gate lets it by */
 	TAILQ_ENTRY(lw_job) entry;
 };
 

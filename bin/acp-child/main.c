@@ -54,8 +54,8 @@ static void __attribute__((noreturn))
 usage_status(int status)
 {
 	fprintf(status == 0 ? stdout : stderr,
-	    "usage: %s [--data-dir DIR] [--workspace DIR] [--agent-command CMD]\n"
-	    "       [--trace-file FILE] [--otlp-endpoint URL]\n"
+	    "usage: %s [--data-dir DIR] [--cache-dir DIR] [--workspace DIR]\n"
+	    "       [--agent-command CMD] [--trace-file FILE] [--otlp-endpoint URL]\n"
 	    "       [--replay-max-bytes N] [--fsync always|never]\n"
 	    "       [--max-frame-bytes N] [--log-level LEVEL] [--help] [--version]\n"
 	    "       %s --inspect FILE\n", getprogname(), getprogname());
@@ -121,6 +121,7 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 {
 	static const struct option longopts[] = {
 		{ "data-dir", required_argument, NULL, 'd' },
+		{ "cache-dir", required_argument, NULL, 'c' },
 		{ "workspace", required_argument, NULL, 'w' },
 		{ "agent-command", required_argument, NULL, 'a' },
 		{ "agent-acp", required_argument, NULL, 'A' },
@@ -135,13 +136,14 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *data_dir = NULL, *workspace = ".";
+	const char *data_dir = NULL, *cache_dir = NULL, *workspace = ".";
 	char resolved[PATH_MAX];
 	int ch, level;
 
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'd': data_dir = optarg; break;
+		case 'c': cache_dir = optarg; break;
 		case 'w': workspace = optarg; break;
 		case 'a': o->agent_command = optarg; break;
 		case 'A': agent_acp_opt(o, optarg); break;
@@ -194,7 +196,8 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 		exit(1);
 	}
 	if ((o->workspace = strdup(resolved)) == NULL ||
-	    (o->data_dir = paths_data_dir(data_dir)) == NULL) {
+	    (o->data_dir = paths_data_dir(data_dir)) == NULL ||
+	    (o->cache_dir = paths_cache_dir(cache_dir)) == NULL) {
 		fprintf(stderr, "%s: out of memory\n", getprogname());
 		exit(1);
 	}
@@ -268,7 +271,7 @@ main(int argc, char **argv)
 	c.opts.do_fsync = 1;
 	parse_options(argc, argv, &c.opts, &inspect);
 	if (inspect != NULL)
-		return inspect_main(inspect);
+		return inspect_main(inspect, NULL);
 	if (c.opts.trace_file != NULL &&
 	    (c.trace = trace_sink_open(c.opts.trace_file, "qwen-acp-child")) == NULL) {
 		fprintf(stderr, "%s: trace file %s: %s\n", getprogname(),
@@ -281,8 +284,8 @@ main(int argc, char **argv)
 		log_warn("cannot set up the event loop");
 		return 1;
 	}
-	log_debug("ready: data dir %s, workspace %s", c.opts.data_dir,
-	    c.opts.workspace);
+	log_debug("ready: data dir %s, cache dir %s, workspace %s",
+	    c.opts.data_dir, c.opts.cache_dir, c.opts.workspace);
 	event_base_dispatch(c.base);
 	child_teardown(&c);
 	return c.exit_code;

@@ -110,6 +110,9 @@ prof_span_finish(struct span *sp, const struct prof *p,
 	span_set_int(sp, PROF_PREFIX "malformed_lines", (int64_t)p->malformed_lines);
 	span_set_int(sp, PROF_PREFIX "truncated_records", (int64_t)p->truncated_records);
 	span_set_bool(sp, PROF_PREFIX "partial_replay", p->partial_replay);
+	span_set_int(sp, PROF_PREFIX "bytes_read", (int64_t)p->bytes_read);
+	if (p->index != NULL)
+		span_set_str(sp, PROF_PREFIX "index", p->index);
 	if (lag != NULL) {
 		span_set_double(sp, "qwen-code.daemon.event_loop_lag.mean_ms", lag->mean_ms);
 		span_set_double(sp, "qwen-code.daemon.event_loop_lag.p50_ms", lag->p50_ms);

@@ -48,6 +48,8 @@ struct prof {
 	uint64_t	 malformed_lines;
 	uint64_t	 truncated_records;
 	int		 partial_replay;
+	uint64_t	 bytes_read;	/* transcript bytes this restore read */
+	const char	*index;		/* the index: none, cold, warm, rescan */
 };
 
 void		 prof_init(struct prof *);

@@ -171,8 +171,8 @@ ht_place(uint32_t *ht, size_t mask, uint64_t h, uint32_t rec)
 
 /* A zeroed slot table; big ones on transparent huge pages, since every probe
    is a random access and TLB misses dominate otherwise. */
-static struct tx_slot *
-ht_alloc(size_t n)
+struct tx_slot *
+transcript_ht_alloc(size_t n)
 {
 	size_t bytes = n * sizeof(struct tx_slot), huge = 2u << 20;
 	void *p;
@@ -195,7 +195,7 @@ transcript_ht_reserve(struct transcript *t)
 	if ((t->htused + 1) * 2 <= t->htmask + 1)
 		return 0;
 	n = (t->htmask + 1) * 2;
-	if ((nh = ht_alloc(n)) == NULL)
+	if ((nh = transcript_ht_alloc(n)) == NULL)
 		return -1;
 	for (i = 0; i <= t->htmask; i++) {
 		if (t->ht[i].rec == 0)
@@ -339,7 +339,7 @@ transcript_index_init(struct transcript *t, uint64_t size_hint)
 	t->htmask = slots - 1;
 	t->capsub = 64;
 	t->shtmask = 127;
-	t->ht = ht_alloc(t->htmask + 1);
+	t->ht = transcript_ht_alloc(t->htmask + 1);
 	t->subs = calloc(t->capsub, sizeof *t->subs);
 	t->subflags = calloc(t->capsub, 1);
 	t->sht = calloc(t->shtmask + 1, sizeof *t->sht);

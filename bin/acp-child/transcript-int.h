@@ -94,9 +94,21 @@ struct transcript {
 	const char *pf_p;
 	char *rbuf;			/* record read buffer, kept up to TX_RBUF_KEEP */
 	size_t rcap;
+
+	uint64_t bytes_read;		/* transcript bytes read so far (tests, spans) */
+	enum tx_index_state istate;	/* where the index came from (transcript-cache.c) */
+	const char *ireason;		/* why a kept index was not used (static) */
+	uint64_t cached;		/* indexed as loaded from or saved to the cache */
 };
 
+struct stat;
+/* The file open and stat'ed (*sb), no index yet (transcript.c). */
+struct transcript *transcript_file_open(const char *path, const char *sid, struct stat *sb,
+    char **cause);
+/* Index the whole file (t fresh from transcript_file_open). */
+int transcript_index_full(struct transcript *, uint64_t size, char **cause);
 int transcript_index_init(struct transcript *, uint64_t size_hint);
+struct tx_slot *transcript_ht_alloc(size_t n);
 void transcript_index_free(struct transcript *);
 void transcript_key_text(struct tx_key *, const char *, size_t);
 int transcript_key_store(struct transcript *, const struct tx_key *, uint8_t dst[16], uint8_t *kflags, uint8_t strflag);
@@ -114,5 +126,49 @@ void transcript_key_stored(const struct transcript *, const uint8_t v[16], int s
 /* The first pass of a big file: two threads, one per half, then a merge (transcript-split.c). */
 int transcript_index_split(struct transcript *, uint64_t size, char **cause);
 void transcript_cause(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* transcript-cache.c: the persistent index (transcript-cache-load.c reads it). */
+#define TX_CACHE_MAGIC	"qwtxidx\n"
+#define TX_CACHE_VERSION	2u
+#define TX_CACHE_DIGEST	4096u		/* bytes digested at each end */
+#define TX_CACHE_NSEC	6		/* sections after the header */
+
+struct tx_cache_head {
+	char		magic[8];
+	uint32_t	version;
+	uint16_t	recsize, fragsize, slotsize, statsize;
+	uint16_t	pad[3];
+	uint64_t	sum;		/* of everything after this field */
+	uint64_t	dev, ino, indexed, pending;
+	int64_t		leaf;
+	struct tx_stats	st;
+	uint64_t	nrec, nfrag, npool, nsub, subbytes;
+	uint64_t	pathlen, sidlen;
+	uint64_t	head, tail;	/* digests of the first and last indexed bytes */
+};
+
+/* The sections after the header, in file order. */
+struct tx_cache_sec {
+	void		*p;
+	uint64_t	 len;
+};
+
+/* A 64-bit checksum of [p, p+n) chained from h. */
+uint64_t transcript_cache_sum64(uint64_t h, const void *p, size_t n);
+/* Read exactly n bytes at off of fd: 0 or -1. */
+int transcript_cache_pread(int fd, void *buf, size_t n, uint64_t off);
+/* Digests of the first and last of the indexed bytes of t's file. */
+int transcript_cache_digest(struct transcript *, uint64_t indexed, uint64_t *head,
+    uint64_t *tail);
+/* Whether dir is ours alone (owned by us, no group or other write): 1
+   (or missing), 0 not, -1 on error. */
+int transcript_cache_dir_private(const char *dir);
+/* The index file of transcript path in dir (caller frees), or NULL. */
+char *transcript_cache_file(const char *dir, const char *path);
+/* The checksum of the header (after its sum) and the sections. */
+uint64_t transcript_cache_sum(const struct tx_cache_head *,
+    const struct tx_cache_sec *);
+/* A header with only the layout fields set. */
+void transcript_cache_layout(struct tx_cache_head *);
 
 #endif

@@ -15,7 +15,7 @@
 
 /* pread exactly n bytes at off. */
 static int
-read_at(const struct transcript *t, char *buf, size_t n, uint64_t off,
+read_at(struct transcript *t, char *buf, size_t n, uint64_t off,
     char **cause)
 {
 	ssize_t r;
@@ -34,6 +34,7 @@ read_at(const struct transcript *t, char *buf, size_t n, uint64_t off,
 			return -1;
 		}
 		got += (size_t)r;
+		t->bytes_read += (uint64_t)r;
 	}
 	return 0;
 }

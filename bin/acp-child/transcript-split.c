@@ -145,6 +145,7 @@ merge(struct transcript *a, const struct transcript *b)
 	a->st.malformed_lines += b->st.malformed_lines;
 	a->st.recovered_records += b->st.recovered_records;
 	a->st.duplicates += b->st.duplicates;
+	a->bytes_read += b->bytes_read;
 	a->indexed = b->indexed;
 	a->pending = b->pending;
 	a->st.bytes = b->st.bytes;

@@ -364,6 +364,7 @@ transcript_index_pass(struct transcript *t, char **cause)
 		}
 		if (n == 0)
 			break;
+		t->bytes_read += (uint64_t)n;
 		len += (size_t)n;
 		start = 0;
 		for (;;) {
@@ -425,11 +426,13 @@ default_sid(const char *path)
 	return strndup(b, n);
 }
 
+/* A transcript with its file open and no index yet (the caller builds or
+   loads one); NULL + cause, errno kept for ENOENT/EISDIR. *sb gets fstat. */
 struct transcript *
-transcript_open(const char *path, const char *session_id, char **cause)
+transcript_file_open(const char *path, const char *session_id, struct stat *sb,
+    char **cause)
 {
 	struct transcript *t;
-	struct stat sb;
 	int saved;
 
 	if ((t = calloc(1, sizeof *t)) == NULL) {
@@ -442,7 +445,9 @@ transcript_open(const char *path, const char *session_id, char **cause)
 	t->sid = session_id ? strdup(session_id) : default_sid(path);
 	if (t->path == NULL || t->sid == NULL) {
 		transcript_cause(cause, "out of memory");
-		goto fail;
+		transcript_free(t);
+		errno = ENOMEM;
+		return NULL;
 	}
 	t->sidlen = strlen(t->sid);
 	/*
@@ -458,25 +463,42 @@ transcript_open(const char *path, const char *session_id, char **cause)
 		errno = saved;
 		return NULL;
 	}
-	if (fstat(t->fd, &sb) == -1 || !S_ISREG(sb.st_mode)) {
-		saved = S_ISDIR(sb.st_mode) ? EISDIR : EINVAL;
+	if (fstat(t->fd, sb) == -1 || !S_ISREG(sb->st_mode)) {
+		saved = S_ISDIR(sb->st_mode) ? EISDIR : EINVAL;
 		transcript_cause(cause, "%s: not a regular file", path);
 		transcript_free(t);
 		errno = saved;
 		return NULL;
 	}
-	t->dev = sb.st_dev;
-	t->ino = sb.st_ino;
-	if (transcript_index_init(t, (uint64_t)sb.st_size) == -1) {
-		transcript_cause(cause, "out of memory");
-		goto fail;
-	}
-	if (transcript_index_split(t, (uint64_t)sb.st_size, cause) == -1)
-		goto fail;
+	t->dev = sb->st_dev;
+	t->ino = sb->st_ino;
 	return t;
-fail:
-	transcript_free(t);
-	return NULL;
+}
+
+/* Index the whole file from scratch (t fresh from tx_new). */
+int
+transcript_index_full(struct transcript *t, uint64_t size, char **cause)
+{
+	if (transcript_index_init(t, size) == -1) {
+		transcript_cause(cause, "out of memory");
+		return -1;
+	}
+	return transcript_index_split(t, size, cause);
+}
+
+struct transcript *
+transcript_open(const char *path, const char *session_id, char **cause)
+{
+	struct transcript *t;
+	struct stat sb;
+
+	if ((t = transcript_file_open(path, session_id, &sb, cause)) == NULL)
+		return NULL;
+	if (transcript_index_full(t, (uint64_t)sb.st_size, cause) == -1) {
+		transcript_free(t);
+		return NULL;
+	}
+	return t;
 }
 
 int
@@ -526,6 +548,12 @@ uint64_t
 transcript_size(const struct transcript *t)
 {
 	return t->indexed;
+}
+
+uint64_t
+transcript_bytes_read(const struct transcript *t)
+{
+	return t->bytes_read;
 }
 
 uint64_t

@@ -76,4 +76,41 @@ const char *transcript_uuid_ref(const struct transcript *, uint32_t rec, char bu
 /* Bytes after the last indexed newline (a torn or still-being-written last line). */
 uint64_t transcript_pending_bytes(const struct transcript *);
 
+/* Transcript bytes read through t so far (index passes, records, digests). */
+uint64_t transcript_bytes_read(const struct transcript *);
+
+/*
+ * The persistent index (transcript-cache.c): a cache of what a pass derived, kept in
+ * cache_dir and checked against the transcript on every use (device, inode,
+ * size, digests of the first and last indexed bytes, format version,
+ * checksum, bounds); bytes appended since are indexed on top.  Anything
+ * that does not match means a full pass, never a wrong answer.
+ */
+enum tx_index_state {
+	TX_INDEX_NONE,		/* no cache asked for */
+	TX_INDEX_COLD,		/* no kept index: full pass */
+	TX_INDEX_WARM,		/* a kept index, valid; appended bytes indexed */
+	TX_INDEX_RESCAN		/* a kept index did not match: full pass */
+};
+#define TX_CACHE_MAX_BYTES	(1024ull << 20)	/* all kept indexes together */
+#define TX_CACHE_MAX_FILES	512
+
+/* Like transcript_open, from the kept index when it is valid (cache_dir NULL:
+   transcript_open). */
+struct transcript *transcript_open_cached(const char *path, const char *session_id,
+    const char *cache_dir, char **cause);
+/* Keep the index in cache_dir (write, fsync, rename), then prune the
+   directory's indexes, oldest first, to max_bytes and max_files.  0 or -1 + cause. */
+int transcript_save(struct transcript *, const char *cache_dir, uint64_t max_bytes,
+    size_t max_files, char **cause);
+/* The size a kept index of path says it covers, unchecked (0: none): how
+   much a restore will have to read, for scheduling only. */
+uint64_t transcript_cached_size(const char *cache_dir, const char *path);
+/* Whether the kept index lags behind this one (a save would change it). */
+int transcript_index_dirty(const struct transcript *);
+enum tx_index_state transcript_index_state(const struct transcript *);
+const char *transcript_index_state_name(enum tx_index_state);
+/* Why a kept index was not used ("checksum", "digest", ...), or NULL. */
+const char *transcript_index_reason(const struct transcript *);
+
 #endif

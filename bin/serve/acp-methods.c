@@ -118,13 +118,17 @@ replay_snapshot(struct acp_conn *c, const char *id, json_object *rest)
 		    !json_object_is_type(arr, json_type_array))
 			continue;
 		for (size_t i = 0; i < json_object_array_length(arr); i++) {
-			env = json_object_array_get_idx(arr, i);
+			/* Updates kept as the child's bytes are parsed here. */
+			env = replay_raw_expand(json_object_array_get_idx(arr, i));
 			if (!json_object_object_get_ex(env, "type", &type) ||
-			    !json_object_object_get_ex(env, "data", &data))
+			    !json_object_object_get_ex(env, "data", &data)) {
+				json_object_put(env);
 				continue;
+			}
 			if (strcmp(json_object_get_string(type), "session_update") == 0) {
 				acp_send(c, id, rpc_new_notification("session/update",
 				    json_object_get(data)));
+				json_object_put(env);
 				continue;
 			}
 			p = xjson_object_new_object();
@@ -132,6 +136,7 @@ replay_snapshot(struct acp_conn *c, const char *id, json_object *rest)
 			json_object_object_add(p, "kind", json_object_get(type));
 			json_object_object_add(p, "data", json_object_get(data));
 			acp_send(c, id, rpc_new_notification("_qwen/notify", p));
+			json_object_put(env);
 		}
 	}
 }

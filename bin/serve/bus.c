@@ -440,13 +440,17 @@ bus_unlisten(struct bus_listener *l)
 	free(l);
 }
 
+uint64_t
+bus_seed_id(struct bus *b)
+{
+	b->seeded_hi = b->next_id++;
+	return b->seeded_hi;
+}
+
 json_object *
 bus_seed(struct bus *b, const char *type, json_object *data)
 {
-	uint64_t id = b->next_id++;
-
-	b->seeded_hi = id;
-	return envelope(id, type, data, NULL, NULL);
+	return envelope(bus_seed_id(b), type, data, NULL, NULL);
 }
 
 /* state_resync_required {reason, detail?, lastDeliveredId, earliestAvailableId}. */

@@ -168,6 +168,8 @@ chan_start(struct channel *ch)
 	ch->out_ev = event_new(serve_base, out[0], EV_READ, chan_on_out_ready, ch);
 	ch->err = wrap_fd(err[0], chan_on_err_read, chan_on_err_event, ch);
 	ch->rd = rpc_reader_new(0);
+	if (ch->rd != NULL)
+		replay_raw_setup(ch->rd);
 	ch->pending = rpc_pending_new();
 	ch->deadline_ev = evtimer_new(serve_base, chan_on_deadline, ch);
 	ch->pid_ev = event_new(serve_base, ch->pidfd, EV_READ, on_exit_ready, ch);

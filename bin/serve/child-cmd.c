@@ -98,6 +98,10 @@ acp_child_command(const char *workspace)
 		pipecmd_arg(cmd, "--data-dir");
 		pipecmd_arg(cmd, conf.data_dir);
 	}
+	if (conf.cache_dir != NULL) {
+		pipecmd_arg(cmd, "--cache-dir");
+		pipecmd_arg(cmd, conf.cache_dir);
+	}
 	if (conf.agent_command != NULL) {
 		pipecmd_arg(cmd, "--agent-command");
 		pipecmd_arg(cmd, conf.agent_command);

@@ -14,6 +14,7 @@
 #include "errors.h"
 #include "log.h"
 #include "inflight-int.h"
+#include "rpc-frame.h"
 #include "trace.h"
 #include "xmalloc.h"
 
@@ -46,6 +47,18 @@ json_len(json_object *o)
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
+/* The envelopes of raw's updates from k on, onto out. */
+static void
+seed_raw(struct session *s, struct rpc_raw *raw, size_t k, json_object *out)
+{
+	uint64_t now = clock_wall_ms();
+	log_debug("session %s: replay of %zu updates forwarded as the child's bytes",
+	    s->id, raw->n - k);
+	for (; k < raw->n; k++)
+		json_object_array_add(out, replay_raw_envelope(raw, k,
+		    bus_seed_id(s->bus), s->id, now));
+}
+
 /*
  * compactedReplay from the child's bulk replay: the newest updates that
  * fit --compacted-replay-max-bytes, each given a bus id (not kept in the
@@ -57,6 +70,7 @@ seed_replay(struct session *s, json_object *result)
 	json_object *lr = NULL, *ups = NULL, *out = xjson_object_new_array();
 	json_object *flags = xjson_object_new_object(), *v, *d, *m;
 	size_t n = 0, k, bytes = 0, sz, child_trunc = 0;
+	struct rpc_raw *raw = NULL;
 	int partial = 0;
 
 	if (json_object_object_get_ex(result, "_meta", &v) &&
@@ -64,12 +78,15 @@ seed_replay(struct session *s, json_object *result)
 	    json_object_object_get_ex(lr, "updates", &ups) &&
 	    json_object_is_type(ups, json_type_array))
 		n = json_object_array_length(ups);
+	if (ups != NULL && (raw = rpc_raw_of(ups)) != NULL)
+		n = raw->n;		/* the child's bytes, not parsed */
 	if (lr != NULL && json_object_object_get_ex(lr, "partial", &v))
 		partial = json_object_get_boolean(v);
 	if (lr != NULL && json_object_object_get_ex(lr, "truncatedRecords", &v))
 		child_trunc = (size_t)json_object_get_int64(v);
 	for (k = n; k > 0; k--) {
-		sz = json_len(json_object_array_get_idx(ups, k - 1)) + 192 + strlen(s->id);
+		sz = (raw != NULL ? raw->el[k - 1].len :
+		    json_len(json_object_array_get_idx(ups, k - 1))) + 192 + strlen(s->id);
 		if (bytes + sz > conf.compacted_replay_max_bytes)
 			break;
 		bytes += sz;
@@ -91,7 +108,9 @@ seed_replay(struct session *s, json_object *result)
 		json_object_object_add(m, "data", d);
 		json_object_array_add(out, m);
 	}
-	for (size_t i = k; i < n; i++) {
+	if (raw != NULL)
+		seed_raw(s, raw, k, out);
+	for (size_t i = k; raw == NULL && i < n; i++) {
 		d = xjson_object_new_object();
 		json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
 		json_object_object_add(d, "update", json_object_get(json_object_array_get_idx(ups, i)));

@@ -47,7 +47,7 @@ static struct event *stop_timer;
 enum {
 	OPT_SOCKET = 256, OPT_HOSTNAME, OPT_PORT, OPT_NO_TCP, OPT_TOKEN,
 	OPT_REQUIRE_AUTH, OPT_ALLOW_ORIGIN, OPT_MAX_CONN, OPT_WORKSPACE,
-	OPT_CHILD, OPT_DATA_DIR, OPT_AGENT_CMD, OPT_LOG_FILE, OPT_LOG_LEVEL,
+	OPT_CHILD, OPT_DATA_DIR, OPT_CACHE_DIR, OPT_AGENT_CMD, OPT_LOG_FILE, OPT_LOG_LEVEL,
 	OPT_TRACE_FILE, OPT_INIT_TO, OPT_RESTORE_TO, OPT_CHAN_IDLE,
 	OPT_SESS_IDLE, OPT_SESS_REAP, OPT_SSE_HB, OPT_RING, OPT_REPLAY_MAX,
 	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
@@ -70,6 +70,7 @@ static const struct option longopts[] = {
 	{ "child", required_argument, NULL, OPT_CHILD },
 	{ "child-command", required_argument, NULL, OPT_CHILD_CMD },
 	{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
+	{ "cache-dir", required_argument, NULL, OPT_CACHE_DIR },
 	{ "agent-command", required_argument, NULL, OPT_AGENT_CMD },
 	{ "agent-acp", required_argument, NULL, OPT_AGENT_ACP },
 	{ "log-file", required_argument, NULL, OPT_LOG_FILE },
@@ -153,7 +154,8 @@ usage(int status)
 	    "\t[--token-file FILE | --token TOKEN] [--require-auth] [--allow-origin ORIGIN]...\n"
 	    "\t[--max-connections N] [--workspace DIR]\n"
 	    "\t[--child PATH | --child-command 'CMD ARGS']\n"
-	    "\t[--data-dir DIR] [--agent-command CMD | --agent-acp 'CMD ARGS']\n"
+	    "\t[--data-dir DIR] [--cache-dir DIR]\n"
+	    "\t[--agent-command CMD | --agent-acp 'CMD ARGS']\n"
 	    "\t[--log-file FILE]\n"
 	    "\t[--log-level LEVEL] [--trace-file FILE] [--otlp-endpoint URL]\n"
 	    "\t[--initialize-timeout-ms MS]\n"
@@ -302,6 +304,7 @@ parse_args(int argc, char **argv)
 		case OPT_CHILD: free(conf.child_path); conf.child_path = xstrdup(optarg); break;
 		case OPT_CHILD_CMD: child_cmd_option(optarg); break;
 		case OPT_DATA_DIR: free(conf.data_dir); conf.data_dir = xstrdup(optarg); break;
+		case OPT_CACHE_DIR: free(conf.cache_dir); conf.cache_dir = xstrdup(optarg); break;
 		case OPT_AGENT_CMD: free(conf.agent_command); conf.agent_command = xstrdup(optarg); break;
 		case OPT_AGENT_ACP: free(conf.agent_acp); conf.agent_acp = xstrdup(optarg); break;
 		case OPT_LOG_FILE: free(conf.log_file); conf.log_file = xstrdup(optarg); break;

@@ -70,6 +70,7 @@ struct serve_conf {
 	char		*child_path;
 	char		**child_argv;	/* --child-command, split; or NULL */
 	char		*data_dir;	/* NULL: the child's default */
+	char		*cache_dir;	/* likewise (kept transcript indexes) */
 	char		*agent_command;
 	char		*agent_acp;	/* passed to qwen-acp-child */
 	char		*log_file;
@@ -326,6 +327,8 @@ void	bus_publish(struct bus *, const char *type, json_object *data,
  * (load's compactedReplay); returns the envelope (caller owns).
  */
 json_object *bus_seed(struct bus *, const char *type, json_object *data);
+/* Just the next id of a seeded update (its envelope made elsewhere). */
+uint64_t	 bus_seed_id(struct bus *);
 /*
  * Open a stream on req: headers, retry:, replay from last_event_id (-1 =
  * none), replay_complete, then live.  epoch: the client's X-Qwen-Event-Epoch
@@ -555,6 +558,23 @@ void	inflight_stats(size_t *active, size_t *unsettled, size_t *overdue,
 /* The 200 body of create/load/resume for s. */
 void	inflight_reply_session(struct evhttp_request *, struct session *,
 	    enum inflight_action, int attached, const char *client_id);
+
+/* ---- replay-raw.c: load's compactedReplay from the child's bytes ------- */
+struct rpc_raw;
+struct rpc_reader;
+/* Have rd keep a bulk replay's updates as bytes (unless the environment
+   says QWEN_SERVE_REPLAY_REENCODE=1). */
+void		 replay_raw_setup(struct rpc_reader *rd);
+/* The bus envelope of update i of raw with bus id id: an object that
+   encodes as {"id","v","type":"session_update","data":{sessionId,update},
+   "_meta":{serverTimestamp}} around the update's bytes.  Caller puts; it
+   holds a reference to raw. */
+json_object	*replay_raw_envelope(struct rpc_raw *raw, size_t i, uint64_t id,
+		    const char *session_id, uint64_t wall_ms);
+/* An element of a compactedReplay as a json-c tree: env itself (a new
+   reference) or, for an envelope made here, its bytes parsed (caller
+   puts; NULL if they do not parse, which json-c's own encoding does). */
+json_object	*replay_raw_expand(json_object *env);
 
 /* ---- inflight-fence.c -------------------------------------------------- */
 /* An update for an id with no live session: 1 when buffered or fenced. */

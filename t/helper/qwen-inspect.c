@@ -2,6 +2,10 @@
  * qwen-inspect: test driver for the acp-child transcript loader.
  *
  *   qwen-inspect FILE                      the --inspect summary
+ *   qwen-inspect --cache-dir DIR [--cache-max BYTES] [--cache-files N]
+ *       [--replay ...] FILE                the summary (or replay) from the
+ *                                          index kept in DIR (then kept there),
+ *                                          plus index, indexReason, bytesRead
  *   qwen-inspect --replay [--jsonc] [--hide-inherited] [--page-size N]
  *       [--max-bytes N] [--max-updates N] FILE
  *                                          the bulk replay envelope
@@ -35,7 +39,8 @@
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: %s FILE\n"
+	fprintf(stderr, "usage: %s [--cache-dir DIR [--cache-max BYTES] "
+	    "[--cache-files N]] FILE\n"
 	    "       %s --replay [--jsonc] [--hide-inherited] [--page-size N]\n"
 	    "           [--max-bytes N] [--max-updates N] FILE\n"
 	    "       %s --replay-compare FILE\n"
@@ -48,7 +53,7 @@ usage(void)
 /* Print {records, truncatedRecords, partial, hasMore, bytes, updates}. */
 static int
 replay_main(const char *path, size_t max_bytes, size_t max_updates, int flags,
-    size_t page)
+    size_t page, const struct inspect_cache *ic)
 {
 	struct replay_opts opts = { max_bytes, max_updates, flags, page };
 	struct replay_result rr;
@@ -57,13 +62,15 @@ replay_main(const char *path, size_t max_bytes, size_t max_updates, int flags,
 	json_object *o;
 	char *cause = NULL;
 
-	if ((t = transcript_open(path, NULL, &cause)) == NULL)
+	if ((t = transcript_open_cached(path, NULL, ic->dir, &cause)) == NULL)
 		errx(1, "%s", cause);
 	if (chain_build(t, &c, &cause) == -1)
 		errx(1, "%s", cause);
 	if (replay_build(t, &c, &opts, &rr, &cause) == -1)
 		errx(1, "%s", cause);
 	o = json_object_new_object();
+	if (ic->dir != NULL)
+		inspect_index_info(t, o, ic);
 	json_object_object_add(o, "records", json_object_new_uint64(rr.records));
 	json_object_object_add(o, "truncatedRecords",
 	    json_object_new_uint64(rr.truncated_records));
@@ -240,6 +247,7 @@ main(int argc, char **argv)
 	size_t max_bytes = 0, max_updates = 0, page = 0;
 	const char *e;
 	size_t bench = 0;
+	struct inspect_cache ic = { NULL, TX_CACHE_MAX_BYTES, TX_CACHE_MAX_FILES };
 	int i, replay = 0, chain = 0, compare = 0, flags = 0;
 
 	for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
@@ -255,6 +263,16 @@ main(int argc, char **argv)
 			page = strtonum(argv[++i], 1, 500, &e);
 			if (e != NULL)
 				errx(2, "--page-size: %s", e);
+		} else if (strcmp(argv[i], "--cache-dir") == 0 && i + 1 < argc) {
+			ic.dir = argv[++i];
+		} else if (strcmp(argv[i], "--cache-max") == 0 && i + 1 < argc) {
+			ic.max_bytes = strtonum(argv[++i], 0, INT64_MAX, &e);
+			if (e != NULL)
+				errx(2, "--cache-max: %s", e);
+		} else if (strcmp(argv[i], "--cache-files") == 0 && i + 1 < argc) {
+			ic.max_files = strtonum(argv[++i], 0, INT32_MAX, &e);
+			if (e != NULL)
+				errx(2, "--cache-files: %s", e);
 		} else if (strcmp(argv[i], "--chain") == 0) {
 			chain = 1;
 		} else if (strcmp(argv[i], "--bench") == 0 && i + 1 < argc) {
@@ -282,6 +300,6 @@ main(int argc, char **argv)
 	if (compare)
 		return compare_main(argv[i]);
 	if (replay)
-		return replay_main(argv[i], max_bytes, max_updates, flags, page);
-	return inspect_main(argv[i]);
+		return replay_main(argv[i], max_bytes, max_updates, flags, page, &ic);
+	return inspect_main(argv[i], ic.dir != NULL ? &ic : NULL);
 }

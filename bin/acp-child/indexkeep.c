@@ -1,0 +1,109 @@
+/*
+ * indexkeep.c: write a session's transcript index to the cache directory
+ * after its restore answered (transcript.h: transcript_save).
+ *
+ * The worker owns the index while it writes, as during a restore: the
+ * session is busy, so a load or prompt for it waits, and gets the index
+ * back when the write is done.  A failed write only costs the next cold
+ * restore a full pass; it is logged, never answered.
+ */
+#include "config.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "loadwork.h"
+#include "log.h"
+#include "session.h"
+#include "transcript.h"
+#include "xmalloc.h"
+
+/* Like restore.c's RJ_SMALL_BYTES: the fast lane's share. */
+#define KEEP_SMALL_BYTES	(16u * 1024 * 1024)
+
+struct keep_job {
+	struct lw_job		 lw;		/* first: the worker's handle */
+	struct child		*c;
+	struct session		*s;
+	struct transcript	*tx;
+	const char		*dir;
+	char			*cause;
+	int			 rc;
+};
+
+static void *
+keep_save(void *arg)
+{
+	struct keep_job *k = arg;
+
+	k->rc = transcript_save(k->tx, k->dir, TX_CACHE_MAX_BYTES,
+	    TX_CACHE_MAX_FILES, &k->cause);
+	return NULL;
+}
+
+/* The write is background work: a thread of its own at the lowest
+   priority, so the loop and other loads get the CPU first (a worker's
+   priority, once lowered, could not be raised again). */
+static void *
+keep_low(void *arg)
+{
+	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+	return keep_save(arg);
+}
+
+static void
+keep_run(struct lw_job *lw)
+{
+	struct keep_job *k = (struct keep_job *)lw;
+	pthread_t tid;
+
+	if (pthread_create(&tid, NULL, keep_low, k) != 0)
+		keep_save(k);
+	else
+		pthread_join(tid, NULL);
+}
+
+static void
+keep_done(struct lw_job *lw)
+{
+	struct keep_job *k = (struct keep_job *)lw;
+	struct session *s = k->s;
+	struct child *c = k->c;
+
+	if (k->rc == -1)
+		log_warnx("session %s: cannot keep the index: %s", s->id,
+		    k->cause != NULL ? k->cause : "?");
+	s->tx = k->tx;
+	s->busy = 0;
+	free(k->cause);
+	free(k);
+	child_session_idle(c, s);
+}
+
+void
+indexkeep_start(struct child *c, struct session *s)
+{
+	struct keep_job *k;
+
+	if (s->tx == NULL || s->busy || c->opts.cache_dir == NULL ||
+	    !transcript_index_dirty(s->tx))
+		return;
+	k = xcalloc(1, sizeof *k);
+	k->lw.run = keep_run;
+	k->lw.done = keep_done;
+	/* A small session's index is small: it must not wait behind big loads. */
+	k->lw.small = transcript_size(s->tx) < KEEP_SMALL_BYTES;
+	k->lw.background = 1;
+	k->c = c;
+	k->s = s;
+	k->tx = s->tx;
+	k->dir = c->opts.cache_dir;
+	s->tx = NULL;
+	s->busy = 1;
+	loadwork_submit(c->work, &k->lw);
+}

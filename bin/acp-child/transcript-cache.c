@@ -1,0 +1,416 @@
+/*
+ * transcript-cache.c: the persistent transcript index.
+ *
+ * One file per transcript, <cache>/tx-<hash of its path>.idx: a header,
+ * then the path, session id, subtypes, records, fragments and uuid pool
+ * exactly as they sit in memory, so loading is a few read()s and no
+ * parsing.  The uuid hash is not kept: its seed is per process, so the
+ * loader inserts the records again.  The layout is native: the header carries the
+ * format version and the struct sizes, and any difference is a miss.  The
+ * checksum covers everything after it and the bounds are checked anyway,
+ * so a damaged file means a full pass, never a crash or a wrong answer.
+ * The transcript stays the truth: its device, inode, size and digests of
+ * its first and last indexed bytes must match what the index was built
+ * from.  qwen-code appending to the file is the normal case: the bytes
+ * after the indexed part are indexed on top.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "paths.h"
+#include "transcript.h"
+#include "transcript-int.h"
+
+static inline uint64_t
+rotl(uint64_t x, int r)
+{
+	return (x << r) | (x >> (64 - r));
+}
+
+#define P1	0x9e3779b185ebca87ULL
+#define P2	0xc2b2ae3d27d4eb4fULL
+#define P3	0x165667b19e3779f9ULL
+#define P4	0x85ebca77c2b2ae63ULL
+#define P5	0x27d4eb2f165667c5ULL
+
+/* A 64-bit checksum of [p, p+n) chained from h (xxh64's rounds: a few GB/s,
+   so a 40 MiB index costs milliseconds). */
+uint64_t
+transcript_cache_sum64(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	uint64_t v[4] = { h + P1 + P2, h + P2, h, h - P1 }, w;
+	int i;
+
+	for (; n >= 32; n -= 32, s += 32)
+		for (i = 0; i < 4; i++) {
+			memcpy(&w, s + 8 * i, 8);
+			v[i] = rotl(v[i] + w * P2, 31) * P1;
+		}
+	h = rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) + rotl(v[3], 18) + n;
+	for (; n >= 8; n -= 8, s += 8) {
+		memcpy(&w, s, 8);
+		h = rotl(h ^ (rotl(w * P2, 31) * P1), 27) * P1 + P4;
+	}
+	for (; n > 0; n--, s++)
+		h = rotl(h ^ (*s * P5), 11) * P1;
+	h ^= h >> 33;
+	h *= P2;
+	h ^= h >> 29;
+	h *= P3;
+	return h ^ (h >> 32);
+}
+
+/* pread(2) until n bytes are in. */
+int
+transcript_cache_pread(int fd, void *buf, size_t n, uint64_t off)
+{
+	ssize_t r;
+	size_t got = 0;
+
+	while (got < n) {
+		r = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+/* Digests of the first and last indexed bytes of the transcript. */
+int
+transcript_cache_digest(struct transcript *t, uint64_t indexed, uint64_t *head,
+    uint64_t *tail)
+{
+	char buf[TX_CACHE_DIGEST];
+	size_t n = indexed < TX_CACHE_DIGEST ? (size_t)indexed : TX_CACHE_DIGEST;
+
+	if (transcript_cache_pread(t->fd, buf, n, 0) == -1)
+		return -1;
+	*head = transcript_cache_sum64(indexed, buf, n);
+	if (transcript_cache_pread(t->fd, buf, n, indexed - n) == -1)
+		return -1;
+	*tail = transcript_cache_sum64(indexed, buf, n);
+	t->bytes_read += 2 * n;
+	return 0;
+}
+
+int
+transcript_cache_dir_private(const char *dir)
+{
+	struct stat st;
+
+	if (lstat(dir, &st) == -1)
+		return errno == ENOENT ? 1 : -1;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) != 0)
+		return 0;
+	return 1;
+}
+
+/* <dir>/tx-<hash of path>.idx (caller frees), or NULL. */
+char *
+transcript_cache_file(const char *dir, const char *path)
+{
+	char *out;
+
+	if (asprintf(&out, "%s/tx-%016llx.idx", dir,
+	    (unsigned long long)transcript_cache_sum64(0, path, strlen(path))) == -1)
+		return NULL;
+	return out;
+}
+
+/* The checksum of the header (after its sum) and the sections. */
+uint64_t
+transcript_cache_sum(const struct tx_cache_head *h,
+    const struct tx_cache_sec *sec)
+{
+	size_t skip = offsetof(struct tx_cache_head, sum) + sizeof h->sum;
+	uint64_t s;
+	int i;
+
+	s = transcript_cache_sum64(TX_CACHE_VERSION, (const char *)h + skip,
+	    sizeof *h - skip);
+	for (i = 0; i < TX_CACHE_NSEC; i++)
+		s = transcript_cache_sum64(s, sec[i].p, (size_t)sec[i].len);
+	return s;
+}
+
+/* The layout fields of a header. */
+void
+transcript_cache_layout(struct tx_cache_head *h)
+{
+	memset(h, 0, sizeof *h);
+	memcpy(h->magic, TX_CACHE_MAGIC, sizeof h->magic);
+	h->version = TX_CACHE_VERSION;
+	h->recsize = sizeof(struct tx_rec);
+	h->fragsize = sizeof(struct tx_frag);
+	h->slotsize = sizeof(struct tx_slot);
+	h->statsize = sizeof(struct tx_stats);
+}
+
+/* The subtypes after "" as NUL-terminated strings (caller frees). */
+static char *
+transcript_cache_subs(const struct transcript *t, uint64_t *len)
+{
+	size_t i, n = 0, k;
+	char *b;
+
+	for (i = 1; i < t->nsub; i++)
+		n += strlen(t->subs[i]) + 1;
+	if ((b = malloc(n + 1)) == NULL)
+		return NULL;
+	for (i = 1, n = 0; i < t->nsub; i++) {
+		k = strlen(t->subs[i]) + 1;
+		memcpy(b + n, t->subs[i], k);
+		n += k;
+	}
+	*len = n;
+	return b;
+}
+
+/* write(2) all of [p, p+n). */
+static int
+write_all(int fd, const void *p, size_t n)
+{
+	ssize_t w;
+
+	while (n > 0) {
+		if ((w = write(fd, p, n)) == -1 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p = (const char *)p + w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Write header and sections to a temporary file, fsync, rename onto dst. */
+static int
+transcript_cache_write(const char *dir, const char *dst,
+    const struct tx_cache_head *h, const struct tx_cache_sec *sec)
+{
+	char *tmp;
+	int fd, i, rc = -1, dfd;
+
+	if (asprintf(&tmp, "%s/.tx-XXXXXX", dir) == -1)
+		return -1;
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1) {
+		free(tmp);
+		return -1;
+	}
+	if (write_all(fd, h, sizeof *h) == -1)
+		goto out;
+	for (i = 0; i < TX_CACHE_NSEC; i++)
+		if (write_all(fd, sec[i].p, (size_t)sec[i].len) == -1)
+			goto out;
+	if (fsync(fd) == -1 || close(fd) == -1) {
+		fd = -1;
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, dst) == -1)
+		goto out;
+	/* The rename itself survives a crash once the directory is synced. */
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+		(void)fsync(dfd);
+		close(dfd);
+	}
+	rc = 0;
+out:
+	if (fd != -1)
+		close(fd);
+	if (rc == -1)
+		(void)unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+/* Fill the section table from the transcript (subs is the subtype block). */
+static void
+transcript_cache_sections(struct transcript *t, char *subs, uint64_t sublen,
+    struct tx_cache_sec *sec)
+{
+	sec[0] = (struct tx_cache_sec){ t->path, strlen(t->path) };
+	sec[1] = (struct tx_cache_sec){ t->sid, t->sidlen };
+	sec[2] = (struct tx_cache_sec){ subs, sublen };
+	sec[3] = (struct tx_cache_sec){ t->rec, t->nrec * sizeof *t->rec };
+	sec[4] = (struct tx_cache_sec){ t->frag, t->nfrag * sizeof *t->frag };
+	sec[5] = (struct tx_cache_sec){ t->pool, t->npool };
+}
+
+struct tx_cache_ent {
+	char		 name[64];
+	uint64_t	 size;
+	struct timespec	 used;
+};
+
+static int
+ent_cmp(const void *a, const void *b)
+{
+	const struct tx_cache_ent *x = a, *y = b;
+
+	if (x->used.tv_sec != y->used.tv_sec)
+		return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+	if (x->used.tv_nsec != y->used.tv_nsec)
+		return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* Collect the tx-*.idx files of dir (mtime = last use); drop stale temporaries. */
+static struct tx_cache_ent *
+transcript_cache_list(DIR *d, size_t *n)
+{
+	struct tx_cache_ent *e = NULL, *ne;
+	struct dirent *de;
+	struct stat st;
+	size_t cap = 0;
+	time_t now = time(NULL);
+
+	*n = 0;
+	while ((de = readdir(d)) != NULL) {
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		if (strncmp(de->d_name, ".tx-", 4) == 0 && st.st_mtime + 3600 < now) {
+			(void)unlinkat(dirfd(d), de->d_name, 0);	/* a crashed save */
+			continue;
+		}
+		if (strncmp(de->d_name, "tx-", 3) != 0 ||
+		    strlen(de->d_name) >= sizeof e->name)
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			if ((ne = reallocarray(e, cap, sizeof *e)) == NULL)
+				break;
+			e = ne;
+		}
+		strlcpy(e[*n].name, de->d_name, sizeof e->name);
+		e[*n].size = (uint64_t)st.st_size;
+		e[(*n)++].used = st.st_mtim;
+	}
+	return e;
+}
+
+/* Remove the least recently used indexes (never keep) over the bounds. */
+static void
+transcript_cache_prune(const char *dir, const char *keep, uint64_t max_bytes,
+    size_t max_files)
+{
+	struct tx_cache_ent *e;
+	uint64_t total = 0;
+	size_t i, n, left;
+	DIR *d;
+
+	if ((d = opendir(dir)) == NULL)
+		return;
+	e = transcript_cache_list(d, &n);
+	for (i = 0; i < n; i++)
+		total += e[i].size;
+	qsort(e, n, sizeof *e, ent_cmp);
+	for (i = 0, left = n; i < n && (total > max_bytes || left > max_files); i++) {
+		if (strcmp(e[i].name, keep) == 0)
+			continue;
+		if (unlinkat(dirfd(d), e[i].name, 0) == 0) {
+			total -= e[i].size;
+			left--;
+		}
+	}
+	free(e);
+	closedir(d);
+}
+
+int
+transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
+    size_t max_files, char **cause)
+{
+	struct tx_cache_sec sec[TX_CACHE_NSEC];
+	struct tx_cache_head h;
+	char *subs = NULL, *dst = NULL;
+	uint64_t sublen = 0;
+	int rc = -1;
+
+	transcript_cache_layout(&h);
+	h.dev = (uint64_t)t->dev;
+	h.ino = (uint64_t)t->ino;
+	h.indexed = t->indexed;
+	h.pending = t->pending;
+	h.leaf = t->leaf;
+	h.st = t->st;
+	h.nrec = t->nrec;
+	h.nfrag = t->nfrag;
+	h.npool = t->npool;
+	h.nsub = t->nsub;
+	h.pathlen = strlen(t->path);
+	h.sidlen = t->sidlen;
+	if (paths_mkdir_p(dir, 0700) == -1 ||
+	    (dst = transcript_cache_file(dir, t->path)) == NULL ||
+	    (subs = transcript_cache_subs(t, &sublen)) == NULL) {
+		transcript_cause(cause, "index cache %s: %s", dir, strerror(errno));
+		goto out;
+	}
+	/* Others must not plant or read indexes: ours alone, or not used. */
+	if (transcript_cache_dir_private(dir) != 1) {
+		transcript_cause(cause, "index cache %s: not private (owner or mode)",
+		    dir);
+		goto out;
+	}
+	h.subbytes = sublen;
+	if (transcript_cache_digest(t, t->indexed, &h.head, &h.tail) == -1) {
+		transcript_cause(cause, "read %s: %s", t->path, strerror(errno));
+		goto out;
+	}
+	transcript_cache_sections(t, subs, sublen, sec);
+	h.sum = transcript_cache_sum(&h, sec);
+	if (transcript_cache_write(dir, dst, &h, sec) == -1) {
+		transcript_cause(cause, "index cache %s: %s", dir, strerror(errno));
+		goto out;
+	}
+	t->cached = t->indexed;
+	transcript_cache_prune(dir, strrchr(dst, '/') + 1, max_bytes,
+	    max_files);
+	rc = 0;
+out:
+	free(subs);
+	free(dst);
+	return rc;
+}
+
+int
+transcript_index_dirty(const struct transcript *t)
+{
+	return t->cached != t->indexed;
+}
+
+enum tx_index_state
+transcript_index_state(const struct transcript *t)
+{
+	return t->istate;
+}
+
+const char *
+transcript_index_state_name(enum tx_index_state s)
+{
+	static const char *const names[] = { "none", "cold", "warm", "rescan" };
+
+	return (unsigned)s < 4 ? names[s] : "none";
+}
+
+const char *
+transcript_index_reason(const struct transcript *t)
+{
+	return t->ireason;
+}

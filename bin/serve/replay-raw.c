@@ -1,0 +1,113 @@
+/*
+ * replay-raw.c: load's compactedReplay straight from the child's bytes.
+ *
+ * The child's bulk replay answer carries its updates already encoded;
+ * the channel's reader keeps that array as bytes (rpc_reader_splice), and
+ * each bus envelope here is written around an update's bytes when the
+ * answer is sent, instead of parsing every update into json-c objects and
+ * encoding it again.  The envelope is the one bus_seed() makes, key for
+ * key.  QWEN_SERVE_REPLAY_REENCODE=1 turns this off (tests compare both).
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/printbuf.h>
+
+#include "clock.h"
+#include "serve.h"
+#include "rpc-frame.h"
+#include "xmalloc.h"
+
+/* Where the child's answer holds the updates (bin/acp-child/answer.c). */
+static const char marker[] = "\"qwen.session.loadReplay\":{\"v\":1,\"updates\":[";
+static const char *const path[] = {
+	"result", "_meta", "qwen.session.loadReplay", "updates", NULL
+};
+
+/* One envelope: the update's bytes and what goes around them. */
+#define RAW_ENV_MAGIC	0x7261770a
+
+struct raw_env {
+	uint32_t	 magic;
+	struct rpc_raw	*raw;
+	size_t		 i;
+	char		*head;		/* {"id":..,"data":{"sessionId":..,"update": */
+	char		 tail[64];	/* },"_meta":{..}} */
+	int		 nhead, ntail;
+};
+
+void
+replay_raw_setup(struct rpc_reader *rd)
+{
+	const char *v = getenv("QWEN_SERVE_REPLAY_REENCODE");
+
+	if (v == NULL || strcmp(v, "1") != 0)
+		rpc_reader_splice(rd, marker, path);
+}
+
+static int
+env_to_string(json_object *o, struct printbuf *pb, int level, int flags)
+{
+	struct raw_env *e = json_object_get_userdata(o);
+	const struct rpc_raw_el *el = &e->raw->el[e->i];
+
+	(void)level;
+	(void)flags;
+	printbuf_memappend(pb, e->head, e->nhead);
+	printbuf_memappend(pb, e->raw->bytes + el->off, (int)el->len);
+	printbuf_memappend(pb, e->tail, e->ntail);
+	return 0;
+}
+
+static void
+env_delete(json_object *o, void *arg)
+{
+	struct raw_env *e = arg;
+
+	(void)o;
+	rpc_raw_unref(e->raw);
+	free(e->head);
+	free(e);
+}
+
+json_object *
+replay_raw_envelope(struct rpc_raw *raw, size_t i, uint64_t id,
+    const char *session_id, uint64_t wall_ms)
+{
+	json_object *o, *sid;
+	struct raw_env *e;
+
+	e = xcalloc(1, sizeof *e);
+	sid = xjson_object_new_string(session_id);
+	e->nhead = xasprintf(&e->head, "{\"id\":%" PRIu64 ",\"v\":1,"
+	    "\"type\":\"session_update\",\"data\":{\"sessionId\":%s,\"update\":", id,
+	    json_object_to_json_string_ext(sid, JSON_C_TO_STRING_PLAIN |
+	    JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(sid);
+	o = xjson_object_new_object();
+	e->ntail = snprintf(e->tail, sizeof e->tail,
+	    "},\"_meta\":{\"serverTimestamp\":%" PRIu64 "}}", wall_ms);
+	e->magic = RAW_ENV_MAGIC;
+	e->raw = rpc_raw_ref(raw);
+	e->i = i;
+	json_object_set_serializer(o, env_to_string, e, env_delete);
+	return o;
+}
+
+json_object *
+replay_raw_expand(json_object *env)
+{
+	struct raw_env *e;
+	const char *js;
+
+	if (!json_object_is_type(env, json_type_object) ||
+	    (e = json_object_get_userdata(env)) == NULL || e->magic != RAW_ENV_MAGIC)
+		return json_object_get(env);
+	/* The bytes were checked to be json-c's own encoding: this parses. */
+	js = json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN);
+	return json_tokener_parse(js);
+}

@@ -1,0 +1,254 @@
+#!/usr/bin/env bats
+# qwen-acp-child's persistent transcript index (--cache-dir): an index kept
+# by a previous run is used and the transcript is not read again (the
+# loader's read counter, bytesRead), bytes appended since are indexed on
+# top, and a truncated, replaced, rewritten or damaged case is found and
+# indexed again, answering what a fresh pass and the independent reference
+# loader (../shared/tools/gen-transcript, when present) answer.
+load test_helper
+load oracle_helper
+
+ORACLE="$SHARED_DIR/tools/gen-transcript"
+
+setup() {
+	command -v jq >/dev/null || skip "jq not installed"
+	CACHE="$BATS_TEST_TMPDIR/cache"
+	MIB=2
+	[ -z "${QWEN_SANITIZED:-}" ] || MIB=0.5
+}
+
+# gen SEED [ARGS...]: a generated transcript; prints its path.
+gen() {
+	local seed=$1
+	shift
+	qwen-gen-transcript --mib "$MIB" --seed "$seed" --branches 2 \
+	    --compressions 2 --glued 2 "$@" --out "$BATS_TEST_TMPDIR/g$seed"
+}
+
+# cached [ARGS...] FILE: the summary through the index cache.
+cached() {
+	qwen-inspect --cache-dir "$CACHE" "$@"
+}
+
+# fresh_agrees FILE JSON: JSON (less the cache members) is what a fresh
+# pass answers, and what the reference loader answers when it is here.
+fresh_agrees() {
+	local got want
+	got=$(jq -S 'del(.index, .indexReason, .bytesRead)' <<<"$2")
+	want=$(qwen-inspect "$1" | jq -S .)
+	[ "$got" = "$want" ] || {
+		diff <(echo "$got") <(echo "$want")
+		return 1
+	}
+	if [ -x "$ORACLE" ] && command -v python3 >/dev/null; then
+		agree "$2" "$("$ORACLE" --verify "$1")"
+	fi
+}
+
+# state JSON: "index reason" of a cached summary.
+state() {
+	jq -r '"\(.index) \(.indexReason)"' <<<"$1"
+}
+
+# flip_byte FILE OFFSET: change one byte of FILE in place.
+flip_byte() {
+	local b
+	b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+	# shellcheck disable=SC2059
+	printf "\\$(printf %03o "$((b ^ 1))")" |
+	    dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+
+# one_index: the path of the only kept index.
+one_index() {
+	local n
+	n=$(find "$CACHE" -name 'tx-*.idx' | wc -l)
+	[ "$n" -eq 1 ]
+	find "$CACHE" -name 'tx-*.idx'
+}
+
+@test "a kept index is used: the transcript is not read again" {
+	f=$(gen 1 --torn-tail)
+	size=$(stat -c %s "$f")
+	o=$(cached "$f")
+	[ "$(state "$o")" = "cold null" ]
+	# The whole file, then the chat_compression checkpoints.
+	checkpoints=$(($(jq .bytesRead <<<"$o") - size))
+	[ "$checkpoints" -ge 0 ]
+	fresh_agrees "$f" "$o"
+	idx=$(one_index)
+	[ "$(stat -c %a "$CACHE")" = 700 ]
+	[ "$(stat -c %a "$idx")" = 600 ]
+	for run in 1 2; do
+		o=$(cached "$f")
+		[ "$(state "$o")" = "warm null" ]
+		# The checkpoints and 8 KiB of digests only.
+		[ "$(jq .bytesRead <<<"$o")" -eq "$((checkpoints + 8192))" ]
+		fresh_agrees "$f" "$o"
+	done
+	# An unchanged index is not written again.
+	[ "$(one_index)" = "$idx" ]
+}
+
+@test "a load from a kept index reads its page and answers what a fresh pass answers" {
+	f=$(gen 2)
+	size=$(stat -c %s "$f")
+	want=$(qwen-inspect --replay --page-size 6 "$f")
+	o=$(cached --replay --page-size 6 "$f")
+	[ "$(jq -r .index <<<"$o")" = cold ]
+	[ "$(jq -c 'del(.index, .indexReason, .bytesRead)' <<<"$o")" = "$want" ]
+	# The cold pass read the file once, then the page and the checkpoint.
+	sent=$(($(jq .bytesRead <<<"$o") - size))
+	[ "$sent" -lt "$size" ]
+	o=$(cached --replay --page-size 6 "$f")
+	[ "$(jq -r .index <<<"$o")" = warm ]
+	[ "$(jq -c 'del(.index, .indexReason, .bytesRead)' <<<"$o")" = "$want" ]
+	[ "$(jq '.updates | length' <<<"$o")" -gt 0 ]
+	# The warm one only those, and 8 KiB of digests.
+	[ "$(jq .bytesRead <<<"$o")" -le "$((sent + 8192))" ]
+	# The default window too (the whole chain of a small file).
+	want=$(qwen-inspect --replay --max-bytes 65536 "$f")
+	o=$(cached --replay --max-bytes 65536 "$f")
+	[ "$(jq -c 'del(.index, .indexReason, .bytesRead)' <<<"$o")" = "$want" ]
+}
+
+@test "appended bytes are indexed on top of the kept index" {
+	full=$(gen 3)
+	name=$(basename "$full")
+	size=$(stat -c %s "$full")
+	lines=$(wc -l <"$full")
+	keep=$((lines * 3 / 4))
+	mkdir "$BATS_TEST_TMPDIR/grow"
+	f="$BATS_TEST_TMPDIR/grow/$name"
+	head -n "$keep" "$full" >"$f"
+	o=$(cached "$f")
+	[ "$(state "$o")" = "cold null" ]
+	fresh_agrees "$f" "$o"
+	# qwen-code appends: a torn last line first, then the rest.
+	rest=$(tail -n +"$((keep + 1))" "$full")
+	before=$(stat -c %s "$f")
+	printf '%s' "${rest:0:100}" >>"$f"
+	o=$(cached "$f")
+	[ "$(state "$o")" = "warm null" ]
+	[ "$(jq .tornTailBytes <<<"$o")" -eq 100 ]
+	fresh_agrees "$f" "$o"
+	printf '%s\n' "${rest:100}" >>"$f"
+	cmp "$f" "$full"
+	grown=$(cached "$f")
+	[ "$(state "$grown")" = "warm null" ]
+	fresh_agrees "$f" "$grown"
+	# What was appended is kept too: the next run reads only the
+	# checkpoints and the digests, and the one before read that plus the
+	# appended bytes (the torn line's among them), not one byte more.
+	o=$(cached "$f")
+	[ "$(state "$o")" = "warm null" ]
+	fresh_agrees "$f" "$o"
+	[ "$(jq .bytesRead <<<"$grown")" -eq "$(($(jq .bytesRead <<<"$o") + size - before))" ]
+}
+
+@test "a truncated, replaced or rewritten transcript is indexed again" {
+	f=$(gen 4)
+	cached "$f" >/dev/null
+	# Replaced (a new inode with the same bytes): qwen-code's rewrite.
+	cp "$f" "$f.new"
+	mv "$f.new" "$f"
+	o=$(cached "$f")
+	[ "$(state "$o")" = "rescan replaced" ]
+	fresh_agrees "$f" "$o"
+	# Rewritten in place, same size: the last record becomes blanks, so
+	# the stale index would answer the old leaf.
+	old_leaf=$(jq -r .leafUuid <<<"$o")
+	last=$(tail -n 1 "$f" | wc -c)
+	{ head -c "$(($(stat -c %s "$f") - last))" "$f"
+	  printf '%*s\n' "$((last - 1))" ''; } >"$BATS_TEST_TMPDIR/blank"
+	dd if="$BATS_TEST_TMPDIR/blank" of="$f" conv=notrunc status=none
+	o=$(cached "$f")
+	[ "$(state "$o")" = "rescan digest" ]
+	[ "$(jq -r .leafUuid <<<"$o")" != "$old_leaf" ]
+	fresh_agrees "$f" "$o"
+	# Truncated below what was indexed (mid-line: a torn tail).
+	truncate -s "$(($(stat -c %s "$f") / 2))" "$f"
+	o=$(cached "$f")
+	[ "$(state "$o")" = "rescan truncated" ]
+	fresh_agrees "$f" "$o"
+	o=$(cached "$f")
+	[ "$(state "$o")" = "warm null" ]
+}
+
+@test "a damaged kept index is found and the transcript indexed again" {
+	f=$(gen 5 --torn-tail)
+	cached "$f" >/dev/null
+	idx=$(one_index)
+	isize=$(stat -c %s "$idx")
+	damage() {
+		case $1 in
+		flip)	flip_byte "$idx" "$((isize / 2))" ;;
+		short)	truncate -s "$((isize - 8))" "$idx" ;;
+		version) flip_byte "$idx" 8 ;;
+		garbage) head -c 4096 /dev/urandom >"$idx" ;;
+		empty)	: >"$idx" ;;
+		esac
+	}
+	for how in flip short version garbage empty; do
+		damage "$how"
+		o=$(cached "$f")
+		echo "$how: $(state "$o")"
+		[ "$(jq -r .index <<<"$o")" = rescan ]
+		[ "$(jq -r .indexReason <<<"$o")" = "$( [ "$how" = flip ] && echo checksum || echo format)" ]
+		fresh_agrees "$f" "$o"
+		# Written again whole.
+		o=$(cached "$f")
+		[ "$(state "$o")" = "warm null" ]
+		isize=$(stat -c %s "$idx")
+	done
+}
+
+@test "kept indexes are pruned, least recently used first, within the bounds" {
+	a=$(gen 6)
+	b=$(gen 7)
+	c=$(gen 8)
+	cached --cache-files 2 "$a" >/dev/null
+	cached --cache-files 2 "$b" >/dev/null
+	# Using a refreshes it: b is now the least recently used.
+	[ "$(jq -r .index <<<"$(cached --cache-files 2 "$a")")" = warm ]
+	cached --cache-files 2 "$c" >/dev/null
+	[ "$(find "$CACHE" -name 'tx-*.idx' | wc -l)" -eq 2 ]
+	[ "$(jq -r .index <<<"$(cached --cache-files 2 "$a")")" = warm ]
+	[ "$(jq -r .index <<<"$(cached --cache-files 2 "$c")")" = warm ]
+	[ "$(jq -r .index <<<"$(cached --cache-files 2 "$b")")" = cold ]
+	# A byte bound keeps the index just written only.
+	cached --cache-max 1 "$a" >/dev/null
+	cached --cache-max 1 "$c" >/dev/null
+	[ "$(jq -r .index <<<"$(cached --cache-max 1 "$a")")" = cold ]
+	[ "$(find "$CACHE" -name 'tx-*.idx' | wc -l)" -eq 1 ]
+	# A crashed save's temporary is left alone while young.
+	touch "$CACHE/.tx-AAAAAA"
+	cached "$b" >/dev/null
+	[ -e "$CACHE/.tx-AAAAAA" ]
+	touch -d '2 hours ago' "$CACHE/.tx-AAAAAA"
+	[ "$(jq -r .index <<<"$(cached "$c")")" = cold ]
+	[ ! -e "$CACHE/.tx-AAAAAA" ]
+}
+
+@test "a cache directory others may write to is not used" {
+	f=$(gen 10)
+	cached "$f" >/dev/null
+	chmod 777 "$CACHE"
+	run --separate-stderr qwen-inspect --cache-dir "$CACHE" "$f"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"not private"* ]]
+	[ "$(state "$output")" = "rescan unsafe" ]
+	fresh_agrees "$f" "$output"
+	chmod 700 "$CACHE"
+	[ "$(state "$(cached "$f")")" = "warm null" ]
+}
+
+@test "an unwritable cache directory costs a full pass, not an answer" {
+	f=$(gen 9)
+	: >"$BATS_TEST_TMPDIR/notadir"
+	run --separate-stderr qwen-inspect --cache-dir "$BATS_TEST_TMPDIR/notadir/cache" "$f"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"index cache"*"Not a directory"* ]]
+	[ "$(state "$output")" = "cold null" ]
+	fresh_agrees "$f" "$output"
+}

@@ -1,0 +1,173 @@
+/*
+ * test-rpc-splice.c: rpc_reader_splice, an array kept as bytes.  Every
+ * line is read twice, with and without the splice: the messages must
+ * encode alike once the kept bytes are put back, the bytes must be kept
+ * only when they are json-c's own encoding, and any split of the input
+ * must give the same result.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc-frame.h"
+#include "tap.h"
+
+#define PLAIN	(JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+static const char marker[] = "\"qwen.session.loadReplay\":{\"v\":1,\"updates\":[";
+static const char *const path[] = {
+	"result", "_meta", "qwen.session.loadReplay", "updates", NULL
+};
+
+/* An answer line holding the updates arr (text of the array's elements). */
+static char *
+answer(const char *arr, const char *more)
+{
+	char *s;
+
+	if (asprintf(&s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"_meta\":{"
+	    "\"qwen.session.restore\":{\"v\":1},%s%s],\"partial\":true}}}}%s\n",
+	    marker, arr, more) == -1)
+		abort();
+	return s;
+}
+
+/* Read line through a reader (splice on or off, fed step bytes at a
+   time): the message encoded with the kept bytes put back ("BAD code"
+   for a bad frame); *kept says whether bytes were kept. */
+static char *
+read_one(const char *line, int splice, size_t step, int *kept)
+{
+	struct rpc_reader *r = rpc_reader_new(0);
+	struct rpc_msg m;
+	struct rpc_bad bad;
+	enum rpc_read_status st = RPC_READ_MORE;
+	json_object *a = NULL, *p;
+	struct rpc_raw *raw;
+	size_t i, len = strlen(line), n;
+	char *out = NULL, *el;
+
+	if (splice)
+		rpc_reader_splice(r, marker, path);
+	for (i = 0; i < len && st == RPC_READ_MORE; i += n) {
+		n = len - i < step ? len - i : step;
+		rpc_reader_feed(r, line + i, n);
+		st = rpc_reader_next(r, &m, &bad);
+	}
+	*kept = 0;
+	if (st == RPC_READ_BAD) {
+		if (asprintf(&out, "BAD %d", bad.code) == -1)
+			abort();
+		rpc_bad_clear(&bad);
+	} else if (st == RPC_READ_MSG) {
+		a = m.root;
+		for (i = 0; path[i] != NULL && a != NULL; i++)
+			a = json_object_object_get_ex(a, path[i], &p) ? p : NULL;
+		if ((raw = rpc_raw_of(a)) != NULL) {
+			*kept = 1;
+			for (i = 0; i < raw->n; i++) {
+				el = strndup(raw->bytes + raw->el[i].off, raw->el[i].len);
+				json_object_array_add(a, json_tokener_parse(el));
+				free(el);
+			}
+		}
+		out = strdup(json_object_to_json_string_ext(m.root, PLAIN));
+		rpc_msg_clear(&m);
+	} else
+		out = strdup("MORE");
+	rpc_reader_free(r);
+	return out;
+}
+
+/* The line reads alike with and without the splice, at every split
+   step in steps; the splice keeps bytes iff want_kept. */
+static void
+check(const char *what, const char *arr, const char *more, int want_kept)
+{
+	static const size_t steps[] = { 1 << 20, 1, 7, 4096 };
+	char *line = answer(arr, more), *plain, *got;
+	int kept, k;
+	size_t i;
+
+	plain = read_one(line, 0, 1 << 20, &k);
+	for (i = 0; i < sizeof steps / sizeof *steps; i++) {
+		got = read_one(line, 1, steps[i], &kept);
+		if (!ok(strcmp(got, plain) == 0, "%s: same message (step %zu)", what,
+		    steps[i]))
+			diag("spliced %s\n# plain   %s", got, plain);
+		is_int(kept, want_kept, "%s: bytes kept (step %zu)", what, steps[i]);
+		free(got);
+	}
+	free(plain);
+	free(line);
+}
+
+int
+main(void)
+{
+	check("canonical updates", "{\"a\":1,\"b\":[true,false,null]},"
+	    "{\"t\":\"caf\xc3\xa9 \\\"q\\\" \\\\ \\n \\u001f \\u0000 /\x7f\"},"
+	    "1.50e+1,-3,0,1e400,\"\",[],{}", "", 1);
+	check("no updates", "", "", 1);
+	/* Long strings: escapes and non-ASCII on and across 16-byte blocks. */
+	check("long strings", "\"0123456789abcd\\n0123456789abcdef\xc3\xa9" "0123456789abc"
+	    "\xe2\x82\xac" "0123456789abcdef0123456789abcde\\\"\",\"0123456789abcdef"
+	    "0123456789abcdef\"", "", 1);
+	check("control byte after a long run", "\"0123456789abcdef0123456789abcdef"
+	    "0\x01" "\"", "", 0);
+	check("invalid UTF-8 after a long run", "\"0123456789abcdef0123456789abc"
+	    "\xe2\x82" "\"", "", 0);
+	check("one update", "{\"sessionUpdate\":\"x\"}", "", 1);
+	check("whitespace", "{\"a\": 1}", "", 0);
+	check("escaped slash", "\"a\\/b\"", "", 0);
+	check("escaped non-ASCII", "\"caf\\u00e9\"", "", 0);
+	check("short escape as \\u", "\"\\u000a\"", "", 0);
+	check("uppercase hex", "\"\\u001F\"", "", 0);
+	check("minus zero", "-0", "", 0);
+	check("huge integer", "123456789012345678901234567890", "", 0);
+	check("leading zero", "01", "", 0);
+	check("NaN", "NaN", "", 0);
+	check("single quote", "{'a':1}", "", 0);
+	check("raw control byte", "\"a\tb\"", "", 0);
+	check("invalid UTF-8", "\"\xc3\x28\"", "", 0);
+	check("UTF-8 surrogate", "\"\xed\xa0\x80\"", "", 0);
+	check("overlong UTF-8", "\"\xc0\xaf\"", "", 0);
+	check("trailing comma", "1,", "", 0);
+	check("unterminated string", "\"abc", "", 0);
+	check("too deep",
+	    "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1"
+	    "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]", "", 0);
+	check("garbage after the line", "1", "x", 0);
+	/* The marker inside a string is not the array. */
+	{
+		const char *l = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"s\":"
+		    "\"\\\"qwen.session.loadReplay\\\":{\\\"v\\\":1,\\\"updates\\\":[1]\","
+		    "\"_meta\":{\"qwen.session.loadReplay\":{\"updates\":[]}}}}\n";
+		char *p, *s;
+		int k1, k2;
+
+		p = read_one(l, 0, 1 << 20, &k1);
+		s = read_one(l, 1, 1 << 20, &k2);
+		ok(strcmp(p, s) == 0 && k2 == 0, "marker inside a string: not spliced");
+		free(p);
+		free(s);
+	}
+	/* Elsewhere than at path: parsed whole. */
+	{
+		char *l, *p, *s;
+		int k1, k2;
+
+		if (asprintf(&l, "{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{%s1,2]}}}\n",
+		    marker) == -1)
+			abort();
+		p = read_one(l, 0, 1 << 20, &k1);
+		s = read_one(l, 1, 1 << 20, &k2);
+		ok(strcmp(p, s) == 0 && k2 == 0, "not at the path: not spliced");
+		free(l);
+		free(p);
+		free(s);
+	}
+	return done_testing();
+}
