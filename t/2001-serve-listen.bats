@@ -100,7 +100,7 @@ open(sys.argv[1] + ".up", "w").close(); time.sleep(30)' "$BATS_TEST_TMPDIR/l.soc
 		expect 200 '.v == 1 and .mode == "http-bridge" and .protocolVersions.current == "v1"'
 		expect 200 '.limits.sessionRestoreTimeoutMs == 60000 and .limits.maxPendingPromptsPerSession == 5'
 		expect 200 '.limits.maxTotalSessions == 800 and .transports[0] == "rest"'
-		expect 200 "(.features | index(\"session_load\")) and (.features | index(\"session_transcript\") | not)"
+		expect 200 "(.features | index(\"session_load\")) and (.features | index(\"session_transcript\"))"
 		expect 200 "(.features | index(\"require_auth\") | not) and .workspaceCwd == \"$WS\""
 		expect 200 ".workspaces[0].cwd == \"$WS\" and .workspaces[0].primary"
 	done

@@ -136,3 +136,25 @@ sse_wait() {
 sse_events() {
 	sed -n 's/^data: //p' "$BATS_TEST_TMPDIR/$1.sse" | jq -c -s .
 }
+
+# serve_loaded [qwen-serve args...]: serve_start, then SID's transcript
+# loaded.
+serve_loaded() {
+	serve_start "$@"
+	make_transcript
+	req POST /session/$SID/load '{}'
+	expect 200
+}
+
+# sdk_run STEP [ARG]: run t/helper/sdk-drive.mjs STEP against the daemon
+# with the real SDK (installed by t/2005-serve-sdk.bats); skips without
+# node or the SDK.  $status and $output as from run.
+sdk_run() {
+	command -v node >/dev/null || skip "node not installed"
+	local dir=${QWEN_SDK_DIR:-$QWEN_TOP_BUILDDIR/t/sdk}
+	[ -f "$dir/node_modules/@qwen-code/sdk/package.json" ] ||
+		skip "the SDK is not installed (t/2005-serve-sdk.bats installs it)"
+	run node "$QWEN_TOP_SRCDIR/t/helper/sdk-drive.mjs" "$dir" "http://127.0.0.1:$PORT" \
+	    "$WS" "$SID" "$@" 3>&-
+	echo "$output"
+}

@@ -28,6 +28,7 @@ const st = {
 	countdown: null,
 	hist: null,		// the History of #history
 	settled: new Set(),	// promptIds whose end the stream already showed
+	ws: '',			// the workspace the list, attach and restores use
 	bars: null,		// RestoreBars of #restores
 	chart: null,		// LiveChart of #live-chart
 };
@@ -225,9 +226,34 @@ async function loadCaps() {
 	st.caps = r.body;
 	st.plan = timerPlan(r.body);
 	showTimers();
-	$('workspace').textContent = r.body.workspaceCwd || '';
-	$('workspace').title = r.body.workspaceCwd || '';
+	showWorkspaces(r.body);
 	return r;
+}
+
+// One workspace: its path.  Several (--workspace repeated): a picker; the
+// list, attach and restores then go to the one picked.
+function showWorkspaces(caps) {
+	const list = Array.isArray(caps.workspaces) ? caps.workspaces : [];
+	const pick = $('workspace-pick');
+	if (!list.some((w) => w.cwd === st.ws))
+		st.ws = caps.workspaceCwd || '';
+	$('workspace').textContent = st.ws;
+	$('workspace').title = st.ws;
+	$('workspace-pick-label').hidden = list.length < 2;
+	pick.replaceChildren(...list.map((w) => {
+		const o = el('option', '', w.displayName ? `${w.displayName} (${w.cwd})` : w.cwd);
+		o.value = w.cwd;
+		o.selected = w.cwd === st.ws;
+		return o;
+	}));
+}
+
+function onWorkspacePick() {
+	st.ws = $('workspace-pick').value;
+	$('workspace').textContent = st.ws;
+	$('workspace').title = st.ws;
+	log(`workspace ${st.ws}`);
+	loadSessions();
 }
 
 async function pollStatus() {
@@ -259,7 +285,8 @@ async function pollStatus() {
 // ---- the session list ------------------------------------------------------
 
 async function loadSessions() {
-	const r = await api('GET', '/workspace/sessions?limit=200');
+	const q = st.ws ? `&cwd=${encodeURIComponent(st.ws)}` : '';
+	const r = await api('GET', `/workspace/sessions?limit=200${q}`);
 	const ul = $('sessions');
 	if (r.status !== 200) {
 		if (r.status !== 401)
@@ -360,7 +387,7 @@ async function restore(action, id) {
 		    detail: `No settled answer within ${wdMs} ms.`, retryAfter: null },
 		    () => restore(action, id));
 	}, wdMs);
-	const body = st.caps?.workspaceCwd ? { cwd: st.caps.workspaceCwd } : {};
+	const body = st.ws ? { cwd: st.ws } : {};
 	const r = await api('POST', path, { body, timeoutMs: reqMs, signal: ctrl.signal });
 	clearTimeout(wd);
 	if (dead)
@@ -697,6 +724,7 @@ function init() {
 	$('token-change').addEventListener('click', () => { st.token = ''; needToken(); });
 	$('token-change').hidden = !st.token;
 	$('refresh').addEventListener('click', loadSessions);
+	$('workspace-pick').addEventListener('change', onWorkspacePick);
 	$('attach').addEventListener('click', () => restore('attach', null));
 	$('error-dismiss').addEventListener('click', clearError);
 	$('prompt-form').addEventListener('submit', onPrompt);

@@ -19,6 +19,7 @@
 
 #include "argv.h"
 #include "child.h"
+#include "txpage.h"
 #include "lagmon.h"
 #include "loadwork.h"
 #include "log.h"
@@ -125,6 +126,7 @@ child_teardown(struct child *c)
 	struct session *s;
 
 	loadwork_free(c->work);	/* runs done() of loads that finished late */
+	txpage_free();
 	while ((s = RB_MIN(session_tree, &c->sessions)) != NULL) {
 		RB_REMOVE(session_tree, &c->sessions, s);
 		session_free(s);

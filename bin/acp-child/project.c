@@ -385,7 +385,7 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 	}
 	for (x.pos = start; rc == 0 && x.pos < c->len; x.pos++)
 		rc = record_one(&x, flags, cause);
-	if (rc == 0 && (rc = pj_fail_pending(&x)) == -1)
+	if (rc == 0 && !(flags & PROJECT_OPEN_END) && (rc = pj_fail_pending(&x)) == -1)
 		transcript_cause(cause, "replay: out of memory");
 	json_object_put(x.uuid);
 	json_object_put(x.pending);

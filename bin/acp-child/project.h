@@ -32,6 +32,8 @@ struct projection {
 
 #define PROJECT_JSONC	0x01		/* every record through json-c (tests) */
 #define PROJECT_HIDE_INHERITED 0x02	/* skip records with forkedFrom */
+#define PROJECT_OPEN_END 0x04		/* a page: calls still open at its end
+					   may be answered on the next page */
 
 /* Project c->rec[start..len) into *p (cleared first) as encoded updates:
    each record straight from its bytes when the fast path can read it, else

@@ -19,6 +19,7 @@
 #include "lagmon.h"
 #include "log.h"
 #include "paths.h"
+#include "txpage.h"
 #include "xmalloc.h"
 
 #define CAP_KEY		"qwen-code/private-parent-capability"
@@ -303,6 +304,9 @@ rpc_dispatch(struct child *c, struct rpc_msg *m)
 		load_new(c, m);
 	} else if (rpc_is_session_method(m->method)) {
 		rpc_session_request(c, m);
+	} else if (strcmp(m->method, "_qwen/session/transcript") == 0 ||
+	    strcmp(m->method, "_qwen/session/branch") == 0) {
+		txpage_request(c, m);
 	} else if (strcmp(m->method, "qwen/status/loop_lag") == 0) {
 		rpc_loop_lag(c, m);
 	} else {

@@ -232,6 +232,14 @@ cmd_new(struct rctx *ctx, char **args)
 	(void)args;
 	body = xjson_object_new_object();
 	json_object_object_add(body, "cwd", xjson_object_new_string(ctx->cwd));
+	if (ctx->new_id != NULL)
+		json_object_object_add(body, "sessionId", xjson_object_new_string(ctx->new_id));
+	if (ctx->approval_mode != NULL)
+		json_object_object_add(body, "approvalMode",
+		    xjson_object_new_string(ctx->approval_mode));
+	if (ctx->model_service != NULL)
+		json_object_object_add(body, "modelServiceId",
+		    xjson_object_new_string(ctx->model_service));
 	memset(&req, 0, sizeof(req));
 	req.method = "POST";
 	req.path = "/session";
@@ -277,6 +285,15 @@ restore_session(const struct rctx *ctx, const char *action, const char *sid,
 		return -1;
 	body = xjson_object_new_object();
 	json_object_object_add(body, "cwd", xjson_object_new_string(ctx->cwd));
+	if (strcmp(action, "load") == 0 && ctx->page_size > 0)
+		json_object_object_add(body, "historyPageSize",
+		    xjson_object_new_int64(ctx->page_size));
+	if (strcmp(action, "load") == 0 && ctx->replay_mode != NULL) {
+		json_object_object_add(body, "compactedReplayMode",
+		    xjson_object_new_string(ctx->replay_mode));
+		json_object_object_add(body, "liveReplayMode",
+		    xjson_object_new_string(ctx->replay_mode));
+	}
 	memset(&req, 0, sizeof(req));
 	req.method = "POST";
 	req.path = path;

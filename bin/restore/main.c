@@ -27,7 +27,9 @@
 enum {
 	OPT_SOCKET = 256, OPT_URL, OPT_TOKEN, OPT_CWD, OPT_FETCH, OPT_TIMEOUT,
 	OPT_JSON, OPT_RETRY, OPT_STATE, OPT_NO_AUTO, OPT_NO_WAIT, OPT_PARALLEL,
-	OPT_LAST_ID, OPT_VERSION, OPT_APPROVE,
+	OPT_LAST_ID, OPT_VERSION, OPT_PAGE_SIZE, OPT_REPLAY_MODE, OPT_DEADLINE,
+	OPT_SESSION_ID, OPT_APPROVAL, OPT_MODEL_SERVICE, OPT_LIMIT, OPT_BEFORE,
+	OPT_AT, OPT_NAME, OPT_APPROVE,
 };
 
 static const struct option longopts[] = {
@@ -44,6 +46,16 @@ static const struct option longopts[] = {
 	{ "no-wait",		no_argument,	   NULL, OPT_NO_WAIT },
 	{ "parallel",		no_argument,	   NULL, OPT_PARALLEL },
 	{ "last-event-id",	required_argument, NULL, OPT_LAST_ID },
+	{ "page-size",		required_argument, NULL, OPT_PAGE_SIZE },
+	{ "replay-mode",	required_argument, NULL, OPT_REPLAY_MODE },
+	{ "deadline-ms",	required_argument, NULL, OPT_DEADLINE },
+	{ "session-id",		required_argument, NULL, OPT_SESSION_ID },
+	{ "approval-mode",	required_argument, NULL, OPT_APPROVAL },
+	{ "model-service",	required_argument, NULL, OPT_MODEL_SERVICE },
+	{ "limit",		required_argument, NULL, OPT_LIMIT },
+	{ "before",		required_argument, NULL, OPT_BEFORE },
+	{ "at",			required_argument, NULL, OPT_AT },
+	{ "name",		required_argument, NULL, OPT_NAME },
 	{ "approve",		required_argument, NULL, OPT_APPROVE },
 	{ "quiet",		no_argument,	   NULL, 'q' },
 	{ "verbose",		no_argument,	   NULL, 'v' },
@@ -74,14 +86,20 @@ usage(int status)
 	    "\t[--fetch-timeout-ms ms] [--timeout-ms ms] [--json] "
 	    "[--retry n]\n"
 	    "\t[--state-dir dir] [-qv] [--help] [--version] command [args]\n"
-	    "commands: capabilities, list, new, load ID, resume ID,\n"
+	    "commands: capabilities, list,\n"
+	    "\tnew [--session-id ID] [--approval-mode mode] "
+	    "[--model-service id],\n"
+	    "\tload ID [--page-size n] [--replay-mode full|summary], "
+	    "resume ID,\n"
 	    "\tprompt ID [TEXT|-] [--no-wait] [--parallel] "
-	    "[--no-auto-resume]\n"
+	    "[--no-auto-resume] [--deadline-ms ms]\n"
 	    "\t    [--approve ask|all|none],\n"
 	    "\tpermission ID REQUEST-ID allow|deny,\n"
 	    "\tevents ID [--last-event-id n], cancel ID, heartbeat ID, "
 	    "detach ID,\n"
-	    "\tclose ID, status ID\n", getprogname());
+	    "\tclose ID, status ID, transcript ID [--limit n] "
+	    "[--before record],\n"
+	    "\tbranch ID [--at record] [--name name]\n", getprogname());
 	exit_flushed(status);
 }
 
@@ -309,6 +327,32 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 			ctx->last_event_id = parse_num("--last-event-id",
 			    optarg, 9007199254740991LL);
 			break;
+		case OPT_PAGE_SIZE:
+			ctx->page_size = parse_num("--page-size", optarg, 500);
+			if (ctx->page_size < 1)
+				usage_err("--page-size: must be 1 to 500");
+			break;
+		case OPT_REPLAY_MODE:
+			if (strcmp(optarg, "full") != 0 && strcmp(optarg, "summary") != 0)
+				usage_err("--replay-mode: full or summary, not '%s'", optarg);
+			ctx->replay_mode = optarg;
+			break;
+		case OPT_DEADLINE:
+			ctx->deadline_ms = parse_num("--deadline-ms", optarg, 2147483647);
+			if (ctx->deadline_ms < 1)
+				usage_err("--deadline-ms: must be a positive integer");
+			break;
+		case OPT_SESSION_ID: ctx->new_id = optarg; break;
+		case OPT_APPROVAL: ctx->approval_mode = optarg; break;
+		case OPT_MODEL_SERVICE: ctx->model_service = optarg; break;
+		case OPT_LIMIT:
+			ctx->limit = parse_num("--limit", optarg, 500);
+			if (ctx->limit < 1)
+				usage_err("--limit: must be 1 to 500");
+			break;
+		case OPT_BEFORE: ctx->before = optarg; break;
+		case OPT_AT: ctx->at = optarg; break;
+		case OPT_NAME: ctx->name = optarg; break;
 		case OPT_APPROVE:
 			if ((ctx->approve = approve_parse(optarg)) == -1)
 				usage_err("--approve: ask, all or none, not '%s'", optarg);
@@ -393,8 +437,32 @@ static const struct command {
 	{ "detach",		1, 0, cmd_detach },
 	{ "close",		1, 0, cmd_close },
 	{ "status",		1, 0, cmd_status },
+	{ "transcript",		1, 0, cmd_transcript },
+	{ "branch",		1, 0, cmd_branch },
 	{ "permission",		1, 2, cmd_permission },
 };
+
+/* A command's own options, refused with any other command. */
+static void
+check_command_options(const struct rctx *ctx, const char *cmd)
+{
+	static const struct { const char *opt, *cmd; } only[] = {
+		{ "--page-size", "load" }, { "--replay-mode", "load" },
+		{ "--deadline-ms", "prompt" }, { "--session-id", "new" },
+		{ "--approval-mode", "new" }, { "--model-service", "new" },
+		{ "--limit", "transcript" }, { "--before", "transcript" },
+		{ "--at", "branch" }, { "--name", "branch" },
+	};
+	const int given[] = { ctx->page_size >= 0, ctx->replay_mode != NULL,
+	    ctx->deadline_ms >= 0, ctx->new_id != NULL, ctx->approval_mode != NULL,
+	    ctx->model_service != NULL, ctx->limit >= 0, ctx->before != NULL,
+	    ctx->at != NULL, ctx->name != NULL };
+	size_t i;
+
+	for (i = 0; i < sizeof(only) / sizeof(only[0]); i++)
+		if (given[i] && strcmp(cmd, only[i].cmd) != 0)
+			usage_err("%s: only with %s", only[i].opt, only[i].cmd);
+}
 
 /* Parse, open the state, run one command, exit with its code. */
 int
@@ -408,6 +476,7 @@ main(int argc, char **argv)
 
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.fetch_timeout_ms = ctx.timeout_ms = ctx.last_event_id = -1;
+	ctx.page_size = ctx.deadline_ms = ctx.limit = -1;
 	parse_args(&ctx, argc, argv);
 	ctx.cols = output_width();
 	if (optind >= argc)
@@ -418,6 +487,7 @@ main(int argc, char **argv)
 	if (cmd == NULL)
 		usage_err("unknown command '%s'", argv[optind]);
 	ctx.command = cmd->name;
+	check_command_options(&ctx, cmd->name);
 	nargs = argc - optind - 1;
 	if (cmd->takes_id && nargs < 1)
 		usage_err("%s: a session ID is required", cmd->name);

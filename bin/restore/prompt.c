@@ -334,7 +334,7 @@ fail:
 
 /* The prompt body {"prompt":[{"type":"text","text":...}]}; caller puts. */
 static json_object *
-pr_body(const char *text)
+pr_body(const struct rctx *ctx, const char *text)
 {
 	json_object	*body, *arr, *block;
 
@@ -345,6 +345,9 @@ pr_body(const char *text)
 	json_object_object_add(block, "text", xjson_object_new_string(text));
 	json_object_array_add(arr, block);
 	json_object_object_add(body, "prompt", arr);
+	if (ctx->deadline_ms > 0)
+		json_object_object_add(body, "deadlineMs",
+		    xjson_object_new_int64(ctx->deadline_ms));
 	return body;
 }
 
@@ -409,7 +412,7 @@ cmd_prompt(struct rctx *ctx, const char *text)
 	for (i = 0; i < n; i++) {
 		ps[i].heal = &h;
 		ps[i].ctx = ctx;
-		ps[i].body = pr_body(texts[i]);
+		ps[i].body = pr_body(ctx, texts[i]);
 		ps[i].label = texts[i];
 	}
 	memset(&s, 0, sizeof(s));

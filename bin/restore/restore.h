@@ -55,6 +55,16 @@ struct rctx {
 	int		 no_auto_resume;
 	int		 no_wait;
 	int		 parallel;
+	int64_t		 page_size;	/* load --page-size, -1 when not given */
+	const char	*replay_mode;	/* load --replay-mode full|summary */
+	int64_t		 deadline_ms;	/* prompt --deadline-ms, -1 */
+	const char	*new_id;	/* new --session-id */
+	const char	*approval_mode;	/* new --approval-mode */
+	const char	*model_service;	/* new --model-service */
+	int64_t		 limit;		/* transcript --limit, -1 */
+	const char	*before;	/* transcript --before RECORD */
+	const char	*at;		/* branch --at RECORD */
+	const char	*name;		/* branch --name NAME */
 	int		 approve;	/* enum approve_mode */
 	int		 cols;		/* output width, 0: no limit */
 	const char	*command;
@@ -370,6 +380,11 @@ int	cmd_status(struct rctx *, char **args);
 int	restore_session(const struct rctx *, const char *action,
 	    const char *sid, const char *client_id, struct http_resp *resp,
 	    char *new_id, size_t new_id_len);
+
+/* ---- history.c: transcript pages and branches --------------------------- */
+
+int	cmd_transcript(struct rctx *, char **args);
+int	cmd_branch(struct rctx *, char **args);
 
 /* ---- main.c: shared with heal.c and prompt.c ---------------------------- */
 

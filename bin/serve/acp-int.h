@@ -40,6 +40,7 @@ struct acp_conn {
 	TAILQ_ENTRY(acp_conn)	 entry;
 	char			 id[ACP_CONN_ID_MAX + 1];
 	char			 transport[8];
+	const char		*workspace;	/* /workspaces/:w/acp, else the primary */
 	const struct acp_sink	*sink;
 	void			*arg;
 	int			 initialized;

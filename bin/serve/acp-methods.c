@@ -59,7 +59,7 @@ m_initialize(struct acp_conn *c, struct rpc_msg *m)
 		json_object_array_add(methods, xjson_object_new_string(method_names[i]));
 	json_object_object_add(q, "connectionId", xjson_object_new_string(c->id));
 	json_object_object_add(q, "transport", xjson_object_new_string(c->transport));
-	json_object_object_add(q, "workspaceCwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(q, "workspaceCwd", xjson_object_new_string(c->workspace));
 	json_object_object_add(q, "methods", methods);
 	json_object_object_add(meta, "qwen", q);
 	json_object_object_add(pc, "image", xjson_object_new_boolean(0));
@@ -189,6 +189,8 @@ m_new(struct acp_conn *c, struct rpc_msg *m)
 
 	if (m->params != NULL && json_object_object_get_ex(m->params, "cwd", &v))
 		json_object_object_add(body, "cwd", json_object_get(v));
+	else
+		json_object_object_add(body, "cwd", xjson_object_new_string(c->workspace));
 	if (m->params != NULL && json_object_object_get_ex(m->params, "_meta", &v) &&
 	    json_object_object_get_ex(v, "qwen-code/sessionId", &sid))
 		json_object_object_add(body, "sessionId", json_object_get(sid));
@@ -218,6 +220,8 @@ m_restore(struct acp_conn *c, struct rpc_msg *m, int load)
 	for (size_t i = 0; keys[i] != NULL; i++)
 		if (json_object_object_get_ex(m->params, keys[i], &v))
 			json_object_object_add(body, keys[i], json_object_get(v));
+	if (!json_object_object_get_ex(body, "cwd", NULL))
+		json_object_object_add(body, "cwd", xjson_object_new_string(c->workspace));
 	acp_call_run(c, m->id, id, load ? route_session_load : route_session_resume,
 	    id, held_client(c, id), body, restore_done,
 	    ACP_CALL_UNDO | (load ? ACP_CALL_REPLAY : 0));

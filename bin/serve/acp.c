@@ -19,6 +19,8 @@
 
 static TAILQ_HEAD(, acp_conn) conns = TAILQ_HEAD_INITIALIZER(conns);
 static size_t nconns;
+/* The workspace of the request that is opening a connection (http.c). */
+const char *acp_bound_workspace;
 
 /* ---- registry ------------------------------------------------------------ */
 
@@ -43,6 +45,7 @@ acp_conn_new(const struct acp_sink *sink, void *arg, const char *transport,
 		return NULL;
 	}
 	uuid_new(c->id);
+	c->workspace = acp_bound_workspace != NULL ? acp_bound_workspace : conf.workspace;
 	c->sink = sink;
 	c->arg = arg;
 	strlcpy(c->transport, transport != NULL ? transport : "", sizeof(c->transport));

@@ -63,6 +63,11 @@ struct acp_sink {
  * (acp_connection_limit_exceeded 503 + Retry-After, or internal); caller
  * frees it with qerr_free().
  */
+/*
+ * Set by http.c around a request on /workspaces/:w/acp: a connection it
+ * opens (initialize, WebSocket upgrade) serves that workspace.
+ */
+extern const char *acp_bound_workspace;
 struct acp_conn	*acp_conn_new(const struct acp_sink *sink, void *arg,
 		    const char *transport, struct qerr **errp);
 

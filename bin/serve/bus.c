@@ -33,6 +33,13 @@ struct sse_sub {
 	struct bus		*bus;
 	struct evhttp_request	*req;
 	struct event		*hb;
+	/*
+	 * --writer-idle-timeout-ms: the output buffer's length when last
+	 * seen, and when the socket last took bytes (or had none to take).
+	 */
+	struct event		*idle;
+	size_t			 idle_out;
+	uint64_t		 idle_since_ms;
 	size_t			 max_queued;
 	int			 warned;
 	/* Sizes of the live frames still in the output buffer, oldest first. */
@@ -205,6 +212,20 @@ sub_account(struct sse_sub *s)
 	}
 }
 
+/*
+ * Only we add to a stream's output buffer, so between two looks it can
+ * only shrink: a smaller (or empty) buffer means the socket took bytes.
+ */
+static void
+sub_idle_look(struct sse_sub *s)
+{
+	size_t out = sub_out_bytes(s);
+
+	if (out == 0 || out < s->idle_out)
+		s->idle_since_ms = clock_mono_ms();
+	s->idle_out = out;
+}
+
 static void
 sub_write(struct sse_sub *s, const char *frame, size_t len, int live)
 {
@@ -213,8 +234,10 @@ sub_write(struct sse_sub *s, const char *frame, size_t len, int live)
 
 	if (buf == NULL)
 		return;
+	sub_idle_look(s);
 	evbuffer_add(buf, frame, len);
 	evhttp_send_reply_chunk(s->req, buf);
+	s->idle_out = sub_out_bytes(s);
 	evbuffer_free(buf);
 	if (!live)
 		return;
@@ -302,6 +325,8 @@ sub_end(struct sse_sub *s)
 	s->bus->nsubs--;
 	if (s->hb != NULL)
 		event_free(s->hb);
+	if (s->idle != NULL)
+		event_free(s->idle);
 	free(s->fifo);
 	http_conn_set_sub(s->req, NULL);
 	if (evcon != NULL)
@@ -326,6 +351,54 @@ sub_heartbeat(evutil_socket_t fd, short what, void *arg)
 	(void)fd; (void)what;
 	sub_write(s, hb, sizeof(hb) - 1, 1);
 	(void)sub_check_queue(s);
+}
+
+/*
+ * A stream whose socket took nothing for --writer-idle-timeout-ms while
+ * bytes waited (a peer gone without a FIN, a client that stopped reading)
+ * is evicted: client_evicted writer_idle_timeout, then the end.
+ */
+static void
+sub_idle_check(evutil_socket_t fd, short what, void *arg)
+{
+	struct sse_sub *s = arg;
+	uint64_t idle;
+	json_object *d;
+
+	(void)fd; (void)what;
+	sub_idle_look(s);
+	idle = clock_mono_ms() - s->idle_since_ms;
+	if (s->idle_out == 0 || idle < (uint64_t)conf.writer_idle_timeout_ms)
+		return;
+	d = xjson_object_new_object();
+	json_object_object_add(d, "reason", xjson_object_new_string("writer_idle_timeout"));
+	json_object_object_add(d, "errorKind", xjson_object_new_string("writer_idle_timeout"));
+	json_object_object_add(d, "idleForMs", xjson_object_new_int64((int64_t)idle));
+	json_object_object_add(d, "timeoutMs", xjson_object_new_int64(conf.writer_idle_timeout_ms));
+	log_info("session %s: evicting an SSE client whose socket took nothing "
+	    "for %llu ms", s->bus->session_id, (unsigned long long)idle);
+	sub_synthetic(s, "client_evicted", d);
+	sub_end(s);
+}
+
+/* Look at the stream four times per timeout (at most once a second). */
+static void
+sub_idle_start(struct sse_sub *s)
+{
+	int64_t every = conf.writer_idle_timeout_ms / 4;
+	struct timeval tv;
+
+	if (conf.writer_idle_timeout_ms <= 0)
+		return;
+	if (every < 10)
+		every = 10;
+	if (every > 1000)
+		every = 1000;
+	tv.tv_sec = every / 1000;
+	tv.tv_usec = (every % 1000) * 1000;
+	s->idle_since_ms = clock_mono_ms();
+	if ((s->idle = event_new(serve_base, -1, EV_PERSIST, sub_idle_check, s)) != NULL)
+		event_add(s->idle, &tv);
 }
 
 /* Drop the oldest frame of the ring. */
@@ -577,6 +650,7 @@ bus_subscribe(struct bus *b, struct evhttp_request *req, int64_t last_event_id,
 		last_event_id = (int64_t)b->delivered;	/* what nobody got yet */
 	if (last_event_id >= 0)
 		sub_replay(s, last_event_id, epoch);
+	sub_idle_start(s);
 	if (conf.sse_heartbeat_ms > 0) {
 		tv.tv_sec = conf.sse_heartbeat_ms / 1000;
 		tv.tv_usec = (conf.sse_heartbeat_ms % 1000) * 1000;

@@ -438,6 +438,12 @@ channel_nsessions(const struct channel *ch)
 	return ch->nsessions;
 }
 
+const char *
+channel_workspace(const struct channel *ch)
+{
+	return ch->workspace;
+}
+
 int
 channel_idle_pending(const struct channel *ch)
 {

@@ -268,8 +268,9 @@ checkconf_run(void)
 	char *data = paths_data_dir(conf.data_dir), *cause = NULL;
 	struct stat st;
 
-	if (stat(conf.workspace, &st) == -1 || !S_ISDIR(st.st_mode))
-		complain(1, "--workspace %s: not a directory", conf.workspace);
+	for (size_t i = 0; i < conf.n_workspaces; i++)
+		if (stat(conf.workspaces[i], &st) == -1 || !S_ISDIR(st.st_mode))
+			complain(1, "--workspace %s: not a directory", conf.workspaces[i]);
 	if (data == NULL)
 		complain(1, "the data directory: out of memory");
 	else
@@ -299,6 +300,8 @@ checkconf_run(void)
 	printf("qwen-serve: configuration OK\n"
 	    "workspace: %s\ndata directory: %s\n", conf.workspace, data);
 	show_child();
+	for (size_t i = 1; i < conf.n_workspaces; i++)
+		printf("workspace: %s\n", conf.workspaces[i]);
 	if (!conf.no_socket)
 		printf("socket: %s%s\n", conf.socket_path,
 		    conf.act_unix_fd != -1 ? " (from systemd)" : "");

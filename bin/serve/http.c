@@ -39,6 +39,7 @@ struct route {
 static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/health", NULL, R_HEALTH, route_health },
 	{ EVHTTP_REQ_GET, "/capabilities", NULL, 0, route_capabilities },
+	{ EVHTTP_REQ_GET, "/daemon/status", NULL, 0, route_daemon_status },
 	{ EVHTTP_REQ_POST, "/session", NULL, R_BODY, route_session_create },
 	{ EVHTTP_REQ_GET, "/workspace/sessions", NULL, 0, route_workspace_sessions },
 	{ EVHTTP_REQ_POST, "/session/", "/load", R_ID | R_BODY, route_session_load },
@@ -49,6 +50,8 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_POST, "/session/", "/detach", R_ID | R_BODY, route_session_detach },
 	{ EVHTTP_REQ_GET, "/session/", "/status", R_ID, route_session_status },
 	{ EVHTTP_REQ_GET, "/session/", "/events", R_ID, route_session_events },
+	{ EVHTTP_REQ_GET, "/session/", "/transcript", R_ID, route_session_transcript },
+	{ EVHTTP_REQ_POST, "/session/", "/branch", R_ID | R_BODY, route_session_branch },
 	{ EVHTTP_REQ_DELETE, "/session/", "", R_ID, route_session_delete },
 	{ EVHTTP_REQ_POST, "/session/", "/permission/", R_ID | R_BODY | R_TAIL,
 	    route_session_permission },
@@ -360,6 +363,10 @@ out:
 	free(id);
 }
 
+static const char *workspace_of_acp_path(const char *);
+static void	route_request(struct evhttp_request *, const char *,
+		    enum evhttp_cmd_type, const struct evhttp_uri *);
+
 /* The one request callback: gates, routing (connguard.c counted it). */
 static void
 on_request(struct evhttp_request *req, void *arg)
@@ -367,9 +374,6 @@ on_request(struct evhttp_request *req, void *arg)
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
 	enum evhttp_cmd_type method = evhttp_request_get_command(req);
 	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
-	const char *seg = NULL;
-	size_t seglen = 0;
-	int path_known = 0;
 
 	(void)arg;
 	guard_request(req);
@@ -382,6 +386,63 @@ on_request(struct evhttp_request *req, void *arg)
 		http_error(req, "bad_request", NULL);
 		return;
 	}
+	/*
+	 * /workspaces/:w/acp is /acp bound to workspace w; another w is an
+	 * unknown path (404 after the gates, like any other).
+	 */
+	if (strncmp(path, "/workspaces/", 12) == 0 &&
+	    (acp_bound_workspace = workspace_of_acp_path(path)) != NULL) {
+		route_request(req, "/acp", method, uri);
+		acp_bound_workspace = NULL;
+		return;
+	}
+	route_request(req, path, method, uri);
+}
+
+/*
+ * "/workspaces/<selector>/acp": the workspace whose id ("primary",
+ * "wsN") or URL-encoded cwd the selector is, or NULL.
+ */
+static const char *
+workspace_of_acp_path(const char *path)
+{
+	const char *sel = path + 12, *end = strrchr(sel, '/'), *ws = NULL;
+	char *raw, *dec, *real;
+	size_t n, i;
+
+	if (end == NULL || strcmp(end, "/acp") != 0 || end == sel)
+		return NULL;
+	n = (size_t)(end - sel);
+	for (i = 0; i < conf.n_workspaces; i++) {
+		char id[32];
+
+		names_workspace_id(i, id, sizeof(id));
+		if (strlen(id) == n && strncmp(sel, id, n) == 0)
+			return conf.workspaces[i];
+	}
+	/* An encoded cwd: "%2Fsrv%2Fa" (its slashes escaped). */
+	if ((raw = xstrndup(sel, n)) == NULL || (dec = evhttp_uridecode(raw, 0, NULL)) == NULL) {
+		free(raw);
+		return NULL;
+	}
+	free(raw);
+	if (dec[0] == '/' && (real = realpath(dec, NULL)) != NULL) {
+		ws = names_workspace(real);
+		free(real);
+	}
+	free(dec);
+	return ws;
+}
+
+/* Gates and routing of one request (path may be a rewritten one). */
+static void
+route_request(struct evhttp_request *req, const char *path,
+    enum evhttp_cmd_type method, const struct evhttp_uri *uri)
+{
+	const char *seg = NULL;
+	size_t seglen = 0;
+	int path_known = 0;
+
 	/* WebSocket upgrades run the gates themselves (bearer subprotocol). */
 	if (strcmp(path, WS_PATH) == 0 && ws_wants_upgrade(req)) {
 		ws_upgrade(req);

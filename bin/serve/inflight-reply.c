@@ -123,6 +123,9 @@ seed_replay(struct session *s, json_object *result)
 	if (lr != NULL && json_object_object_get_ex(lr, "hasMore", &v) &&
 	    json_object_get_boolean(v))
 		json_object_object_add(flags, "historyHasMore", xjson_object_new_boolean(1));
+	if (lr != NULL && json_object_object_get_ex(lr, "anchorRecordId", &v) &&
+	    json_object_is_type(v, json_type_string))
+		json_object_object_add(flags, "historyAnchorRecordId", json_object_get(v));
 	s->replay = out;
 	s->replay_flags = flags;
 }
@@ -136,7 +139,8 @@ inflight_reply_session(struct evhttp_request *req, struct session *s, enum infli
 
 	clock_iso_time(s->created_wall_ms, iso);
 	json_object_object_add(o, "sessionId", xjson_object_new_string(s->id));
-	json_object_object_add(o, "workspaceCwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(o, "workspaceCwd",
+	    xjson_object_new_string(channel_workspace(s->channel)));
 	json_object_object_add(o, "attached", xjson_object_new_boolean(attached));
 	json_object_object_add(o, "clientId", client_id != NULL ?
 	    xjson_object_new_string(client_id) : NULL);

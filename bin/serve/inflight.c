@@ -48,15 +48,28 @@ inflight_find(const char *id)
 }
 
 struct inflight *
-inflight_default_spawn(void)
+inflight_default_spawn(const char *workspace)
 {
 	struct inflight *op;
 
 	TAILQ_FOREACH(op, &ops, entry)
 		if (op->action == OP_SPAWN && op->is_default &&
-		    op->fsm.state == RFSM_ACTIVE)
+		    op->fsm.state == RFSM_ACTIVE &&
+		    strcmp(channel_workspace(op->ch), workspace) == 0)
 			return op;
 	return NULL;
+}
+
+/* Spawns and restores not yet given back to capacity, in workspace. */
+size_t
+inflight_count_ws(const char *workspace)
+{
+	struct inflight *op;
+	size_t n = 0;
+
+	TAILQ_FOREACH(op, &ops, entry)
+		n += !op->released && strcmp(channel_workspace(op->ch), workspace) == 0;
+	return n;
 }
 
 const char *
@@ -89,25 +102,31 @@ inflight_join(struct inflight *op, struct evhttp_request *req, const char *clien
 int
 inflight_transcript_exists(const char *id)
 {
-	char *dir = names_transcript_dir(), *path = NULL;
+	char *dir, *path;
 	struct stat st;
 	int found = 0;
+	size_t i;
 
-	if (dir != NULL && asprintf(&path, "%s/%s.jsonl", dir, id) != -1)
-		found = stat(path, &st) == 0;
-	free(path);
-	free(dir);
+	/* A transcript of id in any workspace of the daemon. */
+	for (i = 0; !found && i < conf.n_workspaces; i++) {
+		dir = names_transcript_dir_ws(conf.workspaces[i]);
+		path = NULL;
+		if (dir != NULL && asprintf(&path, "%s/%s.jsonl", dir, id) != -1)
+			found = stat(path, &st) == 0;
+		free(path);
+		free(dir);
+	}
 	return found;
 }
 
 static struct inflight *
-inflight_new(enum inflight_action action, const char *id, struct evhttp_request *req,
-    const char *client_id)
+inflight_new(const char *workspace, enum inflight_action action, const char *id,
+    struct evhttp_request *req, const char *client_id)
 {
 	struct inflight *op;
 
 	if ((op = calloc(1, sizeof(*op))) == NULL ||
-	    (op->ch = channel_get(conf.workspace)) == NULL) {
+	    (op->ch = channel_get(workspace)) == NULL) {
 		free(op);
 		http_error(req, "internal", NULL);
 		return NULL;
@@ -206,10 +225,10 @@ inflight_dispatch(struct inflight *op, const char *method, json_object *params,
 }
 
 void
-inflight_spawn(const char *id, int is_default, struct evhttp_request *req,
-    const char *client_id)
+inflight_spawn(const char *workspace, const char *id, int is_default,
+    struct evhttp_request *req, const char *client_id)
 {
-	struct inflight *op = inflight_new(OP_SPAWN, id, req, client_id);
+	struct inflight *op = inflight_new(workspace, OP_SPAWN, id, req, client_id);
 	json_object *p, *meta;
 
 	if (op == NULL)
@@ -225,7 +244,7 @@ inflight_spawn(const char *id, int is_default, struct evhttp_request *req,
 	if (id != NULL)
 		json_object_object_add(meta, "qwen-code/sessionId", xjson_object_new_string(id));
 	p = xjson_object_new_object();
-	json_object_object_add(p, "cwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(p, "cwd", xjson_object_new_string(channel_workspace(op->ch)));
 	json_object_object_add(p, "mcpServers", xjson_object_new_array());
 	json_object_object_add(p, "_meta", meta);
 	if (id != NULL)
@@ -263,6 +282,25 @@ inflight_shape(enum inflight_action action, json_object *body, char *out, size_t
 	snprintf(out, size, "load:%lld:%d", (long long)hps, hide);
 }
 
+/*
+ * A load's paging options to the child: historyPageSize (checked by the
+ * route) and hideInheritedHistory (a branch without what it inherited).
+ */
+static void
+inflight_replay_opts(json_object *body, json_object *meta)
+{
+	json_object *v;
+
+	if (json_object_object_get_ex(body, "historyPageSize", &v) &&
+	    json_object_is_type(v, json_type_int))
+		json_object_object_add(meta, "qwen.session.loadReplayPageSize",
+		    xjson_object_new_int64(json_object_get_int64(v)));
+	if (json_object_object_get_ex(body, "hideInheritedHistory", &v) &&
+	    json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v))
+		json_object_object_add(meta, "qwen.session.loadReplayHideInherited",
+		    xjson_object_new_boolean(1));
+}
+
 void
 inflight_same_id(struct inflight *op, struct evhttp_request *req, const char *client_id,
     enum inflight_action action, json_object *body)
@@ -284,10 +322,10 @@ inflight_same_id(struct inflight *op, struct evhttp_request *req, const char *cl
 }
 
 void
-inflight_restore(enum inflight_action action, const char *id, json_object *body,
-    struct evhttp_request *req, const char *client_id)
+inflight_restore(const char *workspace, enum inflight_action action, const char *id,
+    json_object *body, struct evhttp_request *req, const char *client_id)
 {
-	struct inflight *op = inflight_new(action, id, req, client_id);
+	struct inflight *op = inflight_new(workspace, action, id, req, client_id);
 
 	if (op == NULL)
 		return;
@@ -314,9 +352,11 @@ inflight_start(struct inflight *op)
 	if (load)
 		json_object_object_add(meta, "qwen.session.loadReplayMode",
 		    xjson_object_new_string("bulk"));
+	if (load)
+		inflight_replay_opts(op->body, meta);
 	p = xjson_object_new_object();
 	json_object_object_add(p, "sessionId", xjson_object_new_string(op->id));
-	json_object_object_add(p, "cwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(p, "cwd", xjson_object_new_string(channel_workspace(op->ch)));
 	json_object_object_add(p, "mcpServers", xjson_object_new_array());
 	json_object_object_add(p, "_meta", meta);
 	log_info("session %s: %s requested (budget %lld ms)", op->id,
@@ -354,7 +394,8 @@ inflight_admit(struct evhttp_request *req, struct channel *ch)
 		inflight_chan_view(ch, &v);
 	else
 		memset(&v, 0, sizeof(v));
-	a = rfsm_admit_fresh(&v, sessions_capacity_left());
+	a = rfsm_admit_fresh(&v, sessions_capacity_left(ch != NULL ?
+	    channel_workspace(ch) : conf.workspace, NULL));
 	if (a == RFSM_ADMIT_UNAVAILABLE) {
 		reason = rfsm_chan_unavailable(&v, &budget);
 		log_info("fresh work refused: %s", reason);

@@ -58,6 +58,7 @@ struct listing {
 	size_t			 n, cap, max, next;
 	int			 running, scanning;
 	struct evbuffer		*out;		/* the sessions array, encoded */
+	const char		*workspace;	/* whose sessions (conf's) */
 };
 
 /* A cached first prompt: valid while the file keeps its size and mtime. */
@@ -322,7 +323,7 @@ static void
 listing_reply(struct listing *l)
 {
 	struct evbuffer *buf = evbuffer_new();
-	json_object *ws = xjson_object_new_string(conf.workspace);
+	json_object *ws = xjson_object_new_string(l->workspace);
 	const char *s = json_object_to_json_string_ext(ws, LIST_JSON_FLAGS);
 	struct evhttp_connection *evcon;
 
@@ -367,7 +368,7 @@ static void
 listing_run(struct listing *l)
 {
 	struct timeval zero = { 0, 0 };
-	char *dir = names_transcript_dir();
+	char *dir = names_transcript_dir_ws(l->workspace);
 
 	l->running = 1;
 	nrunning++;
@@ -382,7 +383,7 @@ listing_run(struct listing *l)
  * the others wait (a little memory each) rather than all growing together.
  */
 void
-listing_start(struct evhttp_request *req, size_t max)
+listing_start(struct evhttp_request *req, const char *workspace, size_t max)
 {
 	struct listing *l;
 
@@ -395,6 +396,7 @@ listing_start(struct evhttp_request *req, size_t max)
 		return;
 	}
 	l->req = req;
+	l->workspace = workspace;
 	l->max = max;
 	l->scanning = 1;
 	if (nrunning < LIST_MAX_RUNNING)

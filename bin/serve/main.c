@@ -53,7 +53,7 @@ enum {
 	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
 	OPT_NO_WEB, OPT_WEB_DIR,
 	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_OTLP, OPT_TOKEN_FILE, OPT_CHILD_CMD,
-	OPT_PERM_TO, OPT_AGENT_ACP,
+	OPT_PERM_TO, OPT_AGENT_ACP, OPT_PROMPT_DEADLINE, OPT_WRITER_IDLE,
 };
 
 static const struct option longopts[] = {
@@ -93,6 +93,8 @@ static const struct option longopts[] = {
 	{ "web-dir", required_argument, NULL, OPT_WEB_DIR },
 	{ "pidfile", required_argument, NULL, OPT_PIDFILE },
 	{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
+	{ "prompt-deadline-ms", required_argument, NULL, OPT_PROMPT_DEADLINE },
+	{ "writer-idle-timeout-ms", required_argument, NULL, OPT_WRITER_IDLE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -165,6 +167,7 @@ usage(int status)
 	    "\t[--sse-heartbeat-ms MS] [--event-ring-size N]\n"
 	    "\t[--compacted-replay-max-bytes N] [--max-sessions N]\n"
 	    "\t[--max-total-sessions N] [--max-pending-prompts-per-session N]\n"
+	    "\t[--prompt-deadline-ms MS] [--writer-idle-timeout-ms MS]\n"
 	    "\t[--no-web | --web-dir DIR] [--pidfile FILE] [--check-config]\n"
 	    "\t[--help] [--version]\n");
 	exit_flushed(status);
@@ -205,18 +208,42 @@ ms_opt(const char *flag, const char *arg, int allow_zero)
 	return v;
 }
 
+/* Append a copy of s to a repeatable option's list. */
 static void
-add_origin(const char *o)
+strv_add(char ***v, size_t *n, const char *s)
 {
-	char **n;
+	*v = xreallocarray(*v, *n + 1, sizeof(**v));
+	(*v)[(*n)++] = xstrdup(s);
+}
 
-	n = reallocarray(conf.allow_origin, conf.n_allow_origin + 1, sizeof(*n));
-	if (n == NULL || (n[conf.n_allow_origin] = strdup(o)) == NULL) {
-		fprintf(stderr, "qwen-serve: out of memory\n");
-		exit(1);
+/*
+ * Every workspace made canonical (the first is the primary; "." when none
+ * was given); a directory named twice is one workspace.  Exits 2.
+ */
+static void
+resolve_workspaces(void)
+{
+	size_t i, j, n = 0;
+	char *real;
+
+	if (conf.n_workspaces == 0)
+		strv_add(&conf.workspaces, &conf.n_workspaces, ".");
+	for (i = 0; i < conf.n_workspaces; i++) {
+		if ((real = realpath(conf.workspaces[i], NULL)) == NULL) {
+			fprintf(stderr, "qwen-serve: --workspace %s: %s\n",
+			    conf.workspaces[i], strerror(errno));
+			exit(2);
+		}
+		free(conf.workspaces[i]);
+		for (j = 0; j < n && strcmp(conf.workspaces[j], real) != 0; j++)
+			;
+		if (j < n)
+			free(real);
+		else
+			conf.workspaces[n++] = real;
 	}
-	conf.allow_origin = n;
-	conf.n_allow_origin++;
+	conf.n_workspaces = n;
+	conf.workspace = conf.workspaces[0];
 }
 
 /* Default socket path: $XDG_RUNTIME_DIR/qwen-serve/ or /tmp/qwen-serve-$UID/. */
@@ -278,6 +305,30 @@ conf_defaults(void)
 	conf.max_sessions = 32;
 	conf.max_total_sessions = 800;
 	conf.max_pending_prompts = 5;
+	conf.prompt_deadline_ms = -1;		/* unset: the environment decides */
+	conf.writer_idle_timeout_ms = -1;
+}
+
+/*
+ * A millisecond guard from the environment when its flag was not given
+ * (upstream's names); unset or 0 turns it off.  Exits 2 on a bad value.
+ */
+static int64_t
+env_ms(int64_t flag_value, const char *var)
+{
+	const char *v = getenv(var);
+	char err[256];
+	int64_t ms;
+
+	if (flag_value >= 0)
+		return flag_value;
+	if (v == NULL || *v == '\0')
+		return 0;
+	if (budget_parse_ms(var, v, 1, &ms, err, sizeof(err)) == -1) {
+		fprintf(stderr, "qwen-serve: %s\n", err);
+		exit(2);
+	}
+	return ms;
 }
 
 /* Read the options; exits 2 on a usage error. */
@@ -298,9 +349,9 @@ parse_args(int argc, char **argv)
 		case OPT_TOKEN: free(conf.token); conf.token = token_from_argv(optarg); break;
 		case OPT_TOKEN_FILE: free(conf.token_file); conf.token_file = xstrdup(optarg); break;
 		case OPT_REQUIRE_AUTH: conf.require_auth = 1; break;
-		case OPT_ALLOW_ORIGIN: add_origin(optarg); break;
+		case OPT_ALLOW_ORIGIN: strv_add(&conf.allow_origin, &conf.n_allow_origin, optarg); break;
 		case OPT_MAX_CONN: conf.max_connections = (int)num_opt("max-connections", optarg, 1, 65536); break;
-		case OPT_WORKSPACE: free(conf.workspace); conf.workspace = xstrdup(optarg); break;
+		case OPT_WORKSPACE: strv_add(&conf.workspaces, &conf.n_workspaces, optarg); break;
 		case OPT_CHILD: free(conf.child_path); conf.child_path = xstrdup(optarg); break;
 		case OPT_CHILD_CMD: child_cmd_option(optarg); break;
 		case OPT_DATA_DIR: free(conf.data_dir); conf.data_dir = xstrdup(optarg); break;
@@ -334,6 +385,8 @@ parse_args(int argc, char **argv)
 		case OPT_WEB_DIR: free(conf.web_dir); conf.web_dir = xstrdup(optarg); break;
 		case OPT_PIDFILE: free(conf.pidfile); conf.pidfile = xstrdup(optarg); break;
 		case OPT_CHECK_CONFIG: conf.check_config = 1; break;
+		case OPT_PROMPT_DEADLINE: conf.prompt_deadline_ms = ms_opt("prompt-deadline-ms", optarg, 1); break;
+		case OPT_WRITER_IDLE: conf.writer_idle_timeout_ms = ms_opt("writer-idle-timeout-ms", optarg, 1); break;
 		case OPT_VERSION: printf("qwen-serve %s\n", PACKAGE_VERSION); exit_flushed(0);
 		case 'h': case OPT_HELP: usage(0);
 		default: usage(2);
@@ -349,21 +402,17 @@ parse_args(int argc, char **argv)
 	if (init != -1)
 		conf.init_timeout_ms = init;
 	conf.restore_timeout_ms = budget_restore_ms(restore, init);
+	conf.prompt_deadline_ms = env_ms(conf.prompt_deadline_ms,
+	    "QWEN_SERVE_PROMPT_DEADLINE_MS");
+	conf.writer_idle_timeout_ms = env_ms(conf.writer_idle_timeout_ms,
+	    "QWEN_SERVE_WRITER_IDLE_TIMEOUT_MS");
 }
 
 /* Resolve the workspace, the socket, the child and the token. */
 static void
 resolve_conf(void)
 {
-	char *ws = conf.workspace != NULL ? conf.workspace : ".";
-	char *real;
-
-	if ((real = realpath(ws, NULL)) == NULL) {
-		fprintf(stderr, "qwen-serve: --workspace %s: %s\n", ws, strerror(errno));
-		exit(2);
-	}
-	free(conf.workspace);
-	conf.workspace = real;
+	resolve_workspaces();
 	if (conf.socket_path == NULL) {
 		if ((conf.socket_path = default_socket()) == NULL)
 			exit(1);
@@ -498,6 +547,8 @@ main(int argc, char **argv)
 	 */
 	mallopt(M_MMAP_THRESHOLD, 64 * 1024 * 1024);
 	mallopt(M_TRIM_THRESHOLD, 128 * 1024 * 1024);
+	conf.started_mono_ms = clock_mono_ms();
+	conf.started_wall_ms = clock_wall_ms();
 	parse_args(argc, argv);
 	resolve_conf();
 	if (conf.check_config)

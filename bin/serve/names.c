@@ -1,10 +1,12 @@
 /*
  * names.c: the names a session goes by in the daemon: the ids clients may
- * give, and the directory its transcript lives in.
+ * give, the workspaces (--workspace, repeatable) and the directory its
+ * transcript lives in.
  */
 #include "config.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,11 +37,38 @@ names_session_id_ok(const char *id)
 char *
 names_transcript_dir(void)
 {
+	return names_transcript_dir_ws(conf.workspace);
+}
+
+char *
+names_transcript_dir_ws(const char *workspace)
+{
 	char *base, *out;
 
 	if ((base = paths_data_dir(conf.data_dir)) == NULL)
 		return NULL;
-	out = paths_chats_dir(base, conf.workspace);
+	out = paths_chats_dir(base, workspace);
 	free(base);
 	return out;
+}
+
+/* --workspace, repeatable: the one dir names, if any. */
+const char *
+names_workspace(const char *dir)
+{
+	size_t i;
+
+	for (i = 0; i < conf.n_workspaces; i++)
+		if (strcmp(conf.workspaces[i], dir) == 0)
+			return conf.workspaces[i];
+	return NULL;
+}
+
+void
+names_workspace_id(size_t i, char *buf, size_t size)
+{
+	if (i == 0)
+		strlcpy(buf, "primary", size);
+	else
+		snprintf(buf, size, "ws%zu", i);
 }

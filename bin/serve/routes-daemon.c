@@ -11,16 +11,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "clock.h"
 #include "errors.h"
 #include "otlp.h"
 #include "serve.h"
+#include "xmalloc.h"
 #include "acp.h"
 #include "ws.h"
-#include "xmalloc.h"
 
 /* ---- health and capabilities -------------------------------------------- */
 
@@ -87,6 +89,27 @@ route_health(struct http_ctx *ctx)
 	http_reply_json(ctx->req, 200, o);
 }
 
+/* {id, cwd, displayName, primary, trusted, workflowsEnabled, removable}. */
+static json_object *
+workspace_json(size_t i)
+{
+	const char *cwd = conf.workspaces[i], *base = strrchr(cwd, '/');
+	json_object *w = xjson_object_new_object();
+	char id[32];
+
+	names_workspace_id(i, id, sizeof(id));
+	json_object_object_add(w, "id", xjson_object_new_string(id));
+	json_object_object_add(w, "cwd", xjson_object_new_string(cwd));
+	json_object_object_add(w, "displayName", xjson_object_new_string(
+	    base != NULL && base[1] != '\0' ? base + 1 : cwd));
+	json_object_object_add(w, "primary", xjson_object_new_boolean(i == 0));
+	/* --workspace is the operator's word: every one is trusted. */
+	json_object_object_add(w, "trusted", xjson_object_new_boolean(1));
+	json_object_object_add(w, "workflowsEnabled", xjson_object_new_boolean(0));
+	json_object_object_add(w, "removable", xjson_object_new_boolean(0));
+	return w;
+}
+
 static json_object *
 strings(const char *const *v)
 {
@@ -104,19 +127,27 @@ routes_capabilities_json(void)
 	static const char *const features[] = { "health", "capabilities",
 	    "session_create", "session_id_override", "session_scope_override",
 	    "session_load", "session_resume", "unstable_session_resume",
+	    "session_transcript",
 	    "session_prompt", "non_blocking_prompt", "session_cancel",
 	    "session_events", "slow_client_warning", "typed_event_schema",
 	    "client_identity", "client_heartbeat", "session_close",
 	    "session_status", "session_detach", "workspace_session_list", NULL };
 	static const char *const versions[] = { "v1", NULL };
+	static const char *const languages[] = { "en", NULL };
 	json_object *o = xjson_object_new_object(), *pv = xjson_object_new_object();
 	json_object *f = strings(features), *lim = xjson_object_new_object();
-	json_object *ws = xjson_object_new_array(), *w = xjson_object_new_object(), *ts;
+	json_object *ws = xjson_object_new_array(), *ts, *pol;
 
 	if (conf.require_auth)
 		json_object_array_add(f, xjson_object_new_string("require_auth"));
 	if (conf.n_allow_origin > 0)
 		json_object_array_add(f, xjson_object_new_string("allow_origin"));
+	if (conf.prompt_deadline_ms > 0)
+		json_object_array_add(f, xjson_object_new_string("prompt_absolute_deadline"));
+	if (conf.writer_idle_timeout_ms > 0)
+		json_object_array_add(f, xjson_object_new_string("writer_idle_timeout"));
+	if (conf.n_workspaces > 1)
+		json_object_array_add(f, xjson_object_new_string("multi_workspace_sessions"));
 	json_object_object_add(o, "v", xjson_object_new_int(1));
 	json_object_object_add(pv, "current", xjson_object_new_string("v1"));
 	json_object_object_add(pv, "supported", strings(versions));
@@ -144,13 +175,169 @@ routes_capabilities_json(void)
 	json_object_object_add(lim, "compactedReplayMaxBytes",
 	    xjson_object_new_int64((int64_t)conf.compacted_replay_max_bytes));
 	json_object_object_add(o, "limits", lim);
-	json_object_object_add(w, "id", xjson_object_new_string("primary"));
-	json_object_object_add(w, "cwd", xjson_object_new_string(conf.workspace));
-	json_object_object_add(w, "primary", xjson_object_new_boolean(1));
-	json_object_object_add(w, "trusted", xjson_object_new_boolean(1));
-	json_object_array_add(ws, w);
+	for (size_t i = 0; i < conf.n_workspaces; i++)
+		json_object_array_add(ws, workspace_json(i));
 	json_object_object_add(o, "workspaces", ws);
+	/* The daemon answers every permission request of the agent "cancelled". */
+	pol = xjson_object_new_object();
+	json_object_object_add(pol, "permission", xjson_object_new_string("cancel"));
+	json_object_object_add(o, "policy", pol);
+	/* The console and every message are English only. */
+	json_object_object_add(o, "supportedLanguages", strings(languages));
+	json_object_object_add(o, "sessionLiveStatePollIntervalMs",
+	    xjson_object_new_int(SERVE_LIVE_STATE_POLL_MS));
 	return o;
+}
+
+/* {code, severity, message} when restores are fenced or quarantined. */
+static json_object *
+status_issues(const char **level)
+{
+	json_object *a = xjson_object_new_array(), *i;
+	size_t active, unsettled, overdue, quarantined;
+
+	*level = "ok";
+	inflight_stats(&active, &unsettled, &overdue, &quarantined);
+	if (overdue + quarantined == 0)
+		return a;
+	*level = "warning";
+	i = xjson_object_new_object();
+	json_object_object_add(i, "code", xjson_object_new_string(quarantined > 0 ?
+	    "restore_cleanup_failed" : "restore_settlement_overdue"));
+	json_object_object_add(i, "severity", xjson_object_new_string("warning"));
+	json_object_object_add(i, "message", xjson_object_new_string(
+	    "a timed-out restore has not settled: fresh sessions are refused "
+	    "on its child until it does"));
+	json_object_object_add(i, "section", xjson_object_new_string("runtime.restores"));
+	json_object_array_add(a, i);
+	return a;
+}
+
+static void
+add_ms_or_null(json_object *o, const char *key, int64_t ms)
+{
+	json_object_object_add(o, key, ms > 0 ? xjson_object_new_int64(ms) : NULL);
+}
+
+static json_object *
+status_limits(void)
+{
+	json_object *l = xjson_object_new_object();
+
+	json_object_object_add(l, "maxSessions", conf.max_sessions > 0 ?
+	    xjson_object_new_int(conf.max_sessions) : NULL);
+	json_object_object_add(l, "maxTotalSessions", conf.max_total_sessions > 0 ?
+	    xjson_object_new_int(conf.max_total_sessions) : NULL);
+	json_object_object_add(l, "maxPendingPromptsPerSession", conf.max_pending_prompts > 0 ?
+	    xjson_object_new_int(conf.max_pending_prompts) : NULL);
+	json_object_object_add(l, "listenerMaxConnections",
+	    xjson_object_new_int(conf.max_connections));
+	json_object_object_add(l, "eventRingSize",
+	    xjson_object_new_int64((int64_t)conf.event_ring_size));
+	add_ms_or_null(l, "promptDeadlineMs", conf.prompt_deadline_ms);
+	add_ms_or_null(l, "writerIdleTimeoutMs", conf.writer_idle_timeout_ms);
+	json_object_object_add(l, "channelIdleTimeoutMs",
+	    xjson_object_new_int64(conf.channel_idle_timeout_ms));
+	json_object_object_add(l, "sessionIdleTimeoutMs",
+	    xjson_object_new_int64(conf.session_idle_timeout_ms));
+	json_object_object_add(l, "sessionRestoreTimeoutMs",
+	    xjson_object_new_int64(conf.restore_timeout_ms));
+	json_object_object_add(l, "compactedReplayMaxBytes",
+	    xjson_object_new_int64((int64_t)conf.compacted_replay_max_bytes));
+	return l;
+}
+
+static json_object *
+status_runtime(void)
+{
+	json_object *r = xjson_object_new_object(), *o, *acp;
+
+	o = xjson_object_new_object();
+	json_object_object_add(o, "active", xjson_object_new_int64((int64_t)sessions_count()));
+	json_object_object_add(o, "activePrompts",
+	    xjson_object_new_int64((int64_t)sessions_active_prompts()));
+	json_object_object_add(r, "sessions", o);
+	o = xjson_object_new_object();
+	json_object_object_add(o, "pending", xjson_object_new_int(0));
+	json_object_object_add(o, "policy", xjson_object_new_string("cancel"));
+	json_object_object_add(r, "permissions", o);
+	o = xjson_object_new_object();
+	json_object_object_add(o, "live", xjson_object_new_boolean(channels_running() > 0));
+	json_object_object_add(r, "channel", o);
+	o = xjson_object_new_object();
+	json_object_object_add(o, "restSseActive",
+	    xjson_object_new_int64((int64_t)sessions_subscribers()));
+	acp = xjson_object_new_object();
+	json_object_object_add(acp, "enabled", xjson_object_new_boolean(acp_http_enabled()));
+	json_object_object_add(acp, "connections",
+	    xjson_object_new_int64((int64_t)acp_conn_count()));
+	json_object_object_add(acp, "wsConnections",
+	    xjson_object_new_int64((int64_t)ws_conn_count()));
+	json_object_object_add(o, "acp", acp);
+	json_object_object_add(r, "transport", o);
+	o = xjson_object_new_object();
+	json_object_object_add(o, "enabled", xjson_object_new_boolean(0));
+	json_object_object_add(o, "rejectedSinceStart", xjson_object_new_object());
+	json_object_object_add(r, "rateLimit", o);
+	return r;
+}
+
+/*
+ * GET /daemon/status[?detail=summary|full]: upstream's triage report, with
+ * the parts this daemon has (both details are the same report here).
+ */
+void
+route_daemon_status(struct http_ctx *ctx)
+{
+	const char *detail = evhttp_find_header(ctx->query, "detail"), *level;
+	json_object *o, *d, *sec, *caps = routes_capabilities_json(), *v;
+	char when[CLOCK_ISO_LEN];
+
+	if (detail != NULL && strcmp(detail, "summary") != 0 && strcmp(detail, "full") != 0) {
+		json_object_put(caps);
+		http_error(ctx->req, "invalid_detail", NULL);
+		return;
+	}
+	o = xjson_object_new_object();
+	json_object_object_add(o, "v", xjson_object_new_int(1));
+	json_object_object_add(o, "detail", xjson_object_new_string(detail ? detail : "summary"));
+	clock_iso_now(when);
+	json_object_object_add(o, "generatedAt", xjson_object_new_string(when));
+	d = status_issues(&level);
+	json_object_object_add(o, "status", xjson_object_new_string(level));
+	json_object_object_add(o, "issues", d);
+	d = xjson_object_new_object();
+	json_object_object_add(d, "pid", xjson_object_new_int((int)getpid()));
+	json_object_object_add(d, "uptimeMs",
+	    xjson_object_new_int64((int64_t)(clock_mono_ms() - conf.started_mono_ms)));
+	json_object_object_add(d, "mode", xjson_object_new_string("http-bridge"));
+	json_object_object_add(d, "workspaceCwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(d, "qwenServeVersion", xjson_object_new_string(PACKAGE_VERSION));
+	clock_iso_time(conf.started_wall_ms, when);
+	json_object_object_add(d, "startedAt", xjson_object_new_string(when));
+	json_object_object_add(o, "daemon", d);
+	sec = xjson_object_new_object();
+	json_object_object_add(sec, "tokenConfigured", xjson_object_new_boolean(conf.token != NULL));
+	json_object_object_add(sec, "requireAuth", xjson_object_new_boolean(conf.require_auth));
+	json_object_object_add(sec, "loopbackBind", xjson_object_new_boolean(conf.tcp_loopback));
+	json_object_object_add(sec, "allowOriginConfigured",
+	    xjson_object_new_boolean(conf.n_allow_origin > 0));
+	json_object_object_add(sec, "allowOriginMode", xjson_object_new_string(
+	    conf.n_allow_origin > 0 ? "list" : "none"));
+	json_object_object_add(sec, "sessionShellCommandEnabled", xjson_object_new_boolean(0));
+	json_object_object_add(o, "security", sec);
+	json_object_object_add(o, "limits", status_limits());
+	d = xjson_object_new_object();
+	json_object_object_get_ex(caps, "protocolVersions", &v);
+	json_object_object_add(d, "protocolVersions", json_object_get(v));
+	json_object_object_get_ex(caps, "features", &v);
+	json_object_object_add(d, "features", json_object_get(v));
+	json_object_object_add(o, "capabilities", d);
+	json_object_object_get_ex(caps, "workspaces", &v);
+	json_object_object_add(o, "workspaces", json_object_get(v));
+	json_object_object_add(o, "runtime", status_runtime());
+	json_object_put(caps);
+	http_reply_json(ctx->req, 200, o);
 }
 
 void
@@ -168,15 +355,14 @@ route_workspace_sessions(struct http_ctx *ctx)
 	const char *lim = evhttp_find_header(ctx->query, "limit"), *errstr = NULL;
 	long long max = 100;
 
-	if (cwd != NULL) {
+	if (cwd != NULL)
 		json_object_object_add(ctx->body, "cwd", xjson_object_new_string(cwd));
-		if (routes_check_cwd(ctx) == -1)
-			return;
-	}
+	if (routes_check_cwd(ctx) == -1)
+		return;
 	if (lim != NULL && ((max = strtonum(lim, 1, 10000, &errstr)), errstr != NULL)) {
 		http_send_qerr(ctx->req, qerr_new("bad_request",
 		    "limit must be an integer from 1 to 10000"));
 		return;
 	}
-	listing_start(ctx->req, (size_t)max);
+	listing_start(ctx->req, ctx->workspace, (size_t)max);
 }

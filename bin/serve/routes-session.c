@@ -82,29 +82,52 @@ routes_session(struct http_ctx *ctx)
 	return s;
 }
 
-/* body.cwd: absent, or an absolute path naming our workspace. */
+/*
+ * body.cwd picks the workspace (ctx->workspace): absent, the primary;
+ * else an absolute path naming one of ours, or 400 workspace_mismatch.
+ */
 int
 routes_check_cwd(struct http_ctx *ctx)
 {
 	json_object *v;
-	const char *cwd;
+	const char *cwd, *ws = NULL;
 	char *real = NULL;
 	struct qerr *e;
-	int ok;
 
+	ctx->workspace = conf.workspace;
 	if (!json_object_object_get_ex(ctx->body, "cwd", &v) || v == NULL)
 		return 0;
 	cwd = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
 	if (cwd[0] == '/')
 		real = realpath(cwd, NULL);
-	ok = strcmp(real != NULL ? real : cwd, conf.workspace) == 0;
+	ws = names_workspace(real != NULL ? real : cwd);
 	free(real);
-	if (ok)
+	if (ws != NULL) {
+		ctx->workspace = ws;
 		return 0;
+	}
 	if ((e = qerr_new("workspace_mismatch", NULL)) != NULL) {
 		qerr_set_str(e, "boundWorkspace", conf.workspace);
 		qerr_set_str(e, "requestedWorkspace", cwd);
-		qerr_set_int(e, "workspaceCount", 1);
+		qerr_set_int(e, "workspaceCount", (int64_t)conf.n_workspaces);
+	}
+	http_send_qerr(ctx->req, e);
+	return -1;
+}
+
+/* 409 session_workspace_conflict: s is live in another workspace. */
+static int
+check_live_workspace(struct http_ctx *ctx, struct session *s)
+{
+	const char *live = channel_workspace(s->channel);
+	struct qerr *e;
+
+	if (strcmp(live, ctx->workspace) == 0)
+		return 0;
+	if ((e = qerr_new("session_workspace_conflict", NULL)) != NULL) {
+		qerr_set_str(e, "sessionId", s->id);
+		qerr_set_str(e, "workspaceCwd", ctx->workspace);
+		qerr_set_str(e, "liveWorkspaceCwd", live);
 	}
 	http_send_qerr(ctx->req, e);
 	return -1;
@@ -126,14 +149,39 @@ check_mode(struct http_ctx *ctx, const char *key, const char *code)
 	return -1;
 }
 
+/* approvalMode: absent, or one of upstream's modes (400 with allowed). */
+static int
+check_approval_mode(struct http_ctx *ctx)
+{
+	static const char *const modes[] = { "plan", "default", "auto-edit", "auto",
+	    "yolo", NULL };
+	json_object *v, *allowed;
+	const char *m;
+	struct qerr *e;
+	size_t i;
+
+	if (!json_object_object_get_ex(ctx->body, "approvalMode", &v) || v == NULL)
+		return 0;
+	m = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+	for (i = 0; modes[i] != NULL; i++)
+		if (strcmp(m, modes[i]) == 0)
+			return 0;
+	if ((e = qerr_new("invalid_approval_mode", NULL)) != NULL) {
+		allowed = xjson_object_new_array();
+		for (i = 0; modes[i] != NULL; i++)
+			json_object_array_add(allowed, xjson_object_new_string(modes[i]));
+		qerr_set_json(e, "allowed", allowed);
+	}
+	http_send_qerr(ctx->req, e);
+	return -1;
+}
+
 /* ---- create, load, resume ----------------------------------------------- */
 
 static void
-limit_error(struct http_ctx *ctx)
+limit_error(struct http_ctx *ctx, int total)
 {
 	struct qerr *e = qerr_new("session_limit_exceeded", NULL);
-	int total = conf.max_total_sessions > 0 &&
-	    (conf.max_sessions == 0 || conf.max_total_sessions < conf.max_sessions);
 
 	if (e != NULL) {
 		qerr_set_int(e, "limit", total ? conf.max_total_sessions : conf.max_sessions);
@@ -146,11 +194,14 @@ limit_error(struct http_ctx *ctx)
 static int
 admit_fresh(struct http_ctx *ctx)
 {
-	switch (inflight_admit(ctx->req, channel_get(conf.workspace))) {
+	int total = 0;
+
+	switch (inflight_admit(ctx->req, channel_get(ctx->workspace))) {
 	case RFSM_ADMIT_OK:
 		return 0;
 	case RFSM_ADMIT_CAPACITY:
-		limit_error(ctx);
+		(void)sessions_capacity_left(ctx->workspace, &total);
+		limit_error(ctx, total);
 		return -1;
 	case RFSM_ADMIT_UNAVAILABLE:
 		break;
@@ -167,7 +218,8 @@ id_conflict(struct http_ctx *ctx, const char *id, const char *conflict)
 		qerr_set_str(e, "sessionId", id);
 		qerr_set_str(e, "conflict", conflict);
 		if (strcmp(conflict, "live") == 0)
-			qerr_set_str(e, "liveWorkspaceCwd", conf.workspace);
+			qerr_set_str(e, "liveWorkspaceCwd",
+			    channel_workspace(sessions_find(id)->channel));
 	}
 	http_send_qerr(ctx->req, e);
 }
@@ -207,7 +259,7 @@ route_session_create(struct http_ctx *ctx)
 	json_object *v;
 
 	if (check_client_shape(ctx, NULL) == -1 || routes_check_cwd(ctx) == -1 ||
-	    body_session_id(ctx, id, sizeof(id)) == -1)
+	    body_session_id(ctx, id, sizeof(id)) == -1 || check_approval_mode(ctx) == -1)
 		return;
 	if (json_object_object_get_ex(ctx->body, "sessionScope", &v) && v != NULL) {
 		scope = json_object_is_type(v, json_type_string) ?
@@ -240,21 +292,21 @@ route_session_create(struct http_ctx *ctx)
 		}
 	}
 	if (strcmp(scope, "single") == 0) {
-		if ((s = sessions_default()) != NULL) {
+		if ((s = sessions_default(ctx->workspace)) != NULL) {
 			s->attach_count++;
 			inflight_reply_session(ctx->req, s, OP_SPAWN, 1,
 			    clients_register(&s->clients, ctx->client_id));
 			return;
 		}
-		if ((op = inflight_default_spawn()) != NULL) {
+		if ((op = inflight_default_spawn(ctx->workspace)) != NULL) {
 			inflight_join(op, ctx->req, ctx->client_id);
 			return;
 		}
 	}
 	if (admit_fresh(ctx) == -1)
 		return;
-	inflight_spawn(id[0] != '\0' ? id : NULL, strcmp(scope, "single") == 0,
-	    ctx->req, ctx->client_id);
+	inflight_spawn(ctx->workspace, id[0] != '\0' ? id : NULL,
+	    strcmp(scope, "single") == 0, ctx->req, ctx->client_id);
 }
 
 /* Load and resume share everything up to the action. */
@@ -267,7 +319,8 @@ restore_route(struct http_ctx *ctx, enum inflight_action action)
 	struct qerr *e;
 	int64_t n;
 
-	if (check_client_shape(ctx, ctx->path_id) == -1 || routes_check_cwd(ctx) == -1)
+	if (check_client_shape(ctx, ctx->path_id) == -1 || routes_check_cwd(ctx) == -1 ||
+	    check_approval_mode(ctx) == -1)
 		return;
 	if (action == OP_LOAD &&
 	    json_object_object_get_ex(ctx->body, "historyPageSize", &v) && v != NULL &&
@@ -282,6 +335,8 @@ restore_route(struct http_ctx *ctx, enum inflight_action action)
 	    check_mode(ctx, "compactedReplayMode", "invalid_compacted_replay_mode") == -1)
 		return;
 	if ((s = sessions_find(ctx->path_id)) != NULL) {
+		if (check_live_workspace(ctx, s) == -1)
+			return;
 		s->attach_count++;
 		inflight_reply_session(ctx->req, s, action, 1,
 		    clients_register(&s->clients, ctx->client_id));
@@ -293,7 +348,8 @@ restore_route(struct http_ctx *ctx, enum inflight_action action)
 	}
 	if (admit_fresh(ctx) == -1)
 		return;
-	inflight_restore(action, ctx->path_id, ctx->body, ctx->req, ctx->client_id);
+	inflight_restore(ctx->workspace, action, ctx->path_id, ctx->body, ctx->req,
+	    ctx->client_id);
 }
 
 void
@@ -434,7 +490,8 @@ route_session_status(struct http_ctx *ctx)
 	clock_iso_time(s->created_wall_ms, iso);
 	o = xjson_object_new_object();
 	json_object_object_add(o, "sessionId", xjson_object_new_string(s->id));
-	json_object_object_add(o, "workspaceCwd", xjson_object_new_string(conf.workspace));
+	json_object_object_add(o, "workspaceCwd",
+	    xjson_object_new_string(channel_workspace(s->channel)));
 	json_object_object_add(o, "createdAt", xjson_object_new_string(iso));
 	json_object_object_add(o, "clientCount",
 	    xjson_object_new_int64((int64_t)clients_count(&s->clients)));

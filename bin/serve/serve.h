@@ -5,18 +5,20 @@
  * (--check-config), pidfile.c, sockact.c (socket activation), sdnotify.c
  * and ready.c (readiness), listen.c (sockets), gate.c (request gates),
  * peer.c (who the peer is), token.c (the bearer), connguard.c
- * (connections from their accept on), http.c
- * (routing, bodies, replies), names.c (session ids, the transcript
- * directory), routes-session.c (session routes), routes-daemon.c (health,
- * capabilities, workspace listing route), listing.c (the listing itself, a
- * slice per loop turn), web.c (the console's files), bus.c
+ * (connections from their accept on), http.c (routing, bodies, replies;
+ * /workspaces/:w/acp), names.c (session ids, the workspaces, the
+ * transcript directories), routes-session.c (session routes),
+ * routes-history.c (transcript pages, branches), routes-daemon.c (health,
+ * capabilities, daemon status, workspace listing route), listing.c (the
+ * listing itself, a slice per loop turn), web.c (the console's files),
+ * bus.c
  * (event buses and SSE subscribers), inflight.c (in-flight spawns and
  * restores: the seam of the restore state machine; restore-fsm.c the
  * machine, inflight-ops.c its callbacks, inflight-reply.c the public
  * answers, inflight-fence.c fences and early events), channel.c and
  * channel-rpc.c (the qwen-acp-child process and its JSON-RPC traffic),
- * clients.c (client registry), sessions.c (session map, prompts, reaping,
- * tombstones), acp*.c (ACP over HTTP and WebSocket: acp.h), ws.c and
+ * clients.c (client registry), sessions.c (session map, reaping,
+ * tombstones), prompts.c (a session's prompt FIFO and deadlines), acp*.c (ACP over HTTP and WebSocket: acp.h), ws.c and
  * ws-upgrade.c (WebSocket: ws.h).  Everything runs on one libevent loop;
  * nothing here is thread-safe.
  */
@@ -50,6 +52,10 @@
 #define SERVE_TOMBSTONE_MS	60000
 /* A prompt goes to the child this long after its 202 was queued. */
 #define SERVE_PROMPT_DISPATCH_MS	5
+/* How long a prompt past its deadline may take to end after its cancel. */
+#define SERVE_PROMPT_CANCEL_GRACE_MS	5000
+/* How often clients may poll a session's live state (capabilities). */
+#define SERVE_LIVE_STATE_POLL_MS	5000
 
 /* Options, filled by main.c and read everywhere. */
 struct serve_conf {
@@ -66,7 +72,9 @@ struct serve_conf {
 	char		**allow_origin;
 	size_t		 n_allow_origin;
 	int		 max_connections;
-	char		*workspace;	/* canonical absolute path */
+	char		*workspace;	/* the primary: workspaces[0] */
+	char		**workspaces;	/* --workspace, canonical, in order */
+	size_t		 n_workspaces;
 	char		*child_path;
 	char		**child_argv;	/* --child-command, split; or NULL */
 	char		*data_dir;	/* NULL: the child's default */
@@ -83,6 +91,8 @@ struct serve_conf {
 	int64_t		 session_idle_timeout_ms;
 	int64_t		 session_reap_interval_ms;
 	int64_t		 sse_heartbeat_ms;
+	int64_t		 prompt_deadline_ms;	/* 0: no absolute prompt deadline */
+	int64_t		 writer_idle_timeout_ms;	/* 0: stalled streams stay */
 	size_t		 event_ring_size;
 	size_t		 compacted_replay_max_bytes;
 	int		 max_sessions;		/* 0: unlimited */
@@ -97,6 +107,8 @@ struct serve_conf {
 	int		 activated;		/* sockets passed by systemd */
 	int		 act_unix_fd;		/* passed Unix listener, or -1 */
 	int		 act_tcp_fd;		/* passed TCP listener, or -1 */
+	uint64_t	 started_mono_ms;	/* for uptime */
+	uint64_t	 started_wall_ms;
 };
 
 extern struct serve_conf conf;
@@ -109,9 +121,14 @@ extern struct otlp *serve_otlp;		/* NULL: no OTLP export */
 void	serve_request_shutdown(void);
 int	serve_shutting_down(void);
 
-/* ---- names.c: session ids and the transcript directory ---------------- */
+/* ---- names.c: session ids, workspaces and transcript directories ------ */
 int	names_session_id_ok(const char *id);	/* 1..128 of [A-Za-z0-9._:-], no leading . */
 char	*names_transcript_dir(void);	/* caller frees; NULL without a data dir */
+char	*names_transcript_dir_ws(const char *workspace);	/* likewise */
+/* The registered workspace path equal to dir (canonical), or NULL. */
+const char *names_workspace(const char *dir);
+/* The id of workspaces[i] in capabilities: "primary", "ws1", ... */
+void	names_workspace_id(size_t i, char *buf, size_t size);
 
 /* ---- listen.c ---------------------------------------------------------- */
 struct evhttp;
@@ -232,6 +249,7 @@ struct http_ctx {
 	const char		*path_id;	/* canonical session id, or NULL */
 	const char		*path_tail;	/* R_TAIL routes: the last segment */
 	const char		*client_id;	/* header value, NULL if absent */
+	const char		*workspace;	/* chosen by cwd (routes_check_cwd) */
 	int			 client_id_bad;	/* header present but malformed */
 	struct evkeyvalq	*query;
 };
@@ -275,7 +293,10 @@ void	route_session_status(struct http_ctx *);
 void	route_session_events(struct http_ctx *);
 /* The request's Last-Event-ID (decimal up to 2^53-1), else -1. */
 int64_t	routes_last_event_id(struct evhttp_request *);
-/* Refuse a body cwd other than the workspace: 0, or -1 after the reply. */
+/*
+ * body.cwd picks ctx->workspace (absent: the primary): 0, or -1 after 400
+ * workspace_mismatch for a directory that is not one of ours.
+ */
 int	routes_check_cwd(struct http_ctx *);
 /* The live session of the path, client checked, or NULL (replied). */
 struct session *routes_session(struct http_ctx *);
@@ -284,16 +305,21 @@ struct session *routes_session(struct http_ctx *);
 void	route_session_permission(struct http_ctx *);
 void	route_session_model(struct http_ctx *);
 
+/* ---- routes-history.c --------------------------------------------------- */
+void	route_session_transcript(struct http_ctx *);
+void	route_session_branch(struct http_ctx *);
+
 /* ---- routes-daemon.c --------------------------------------------------- */
 void	route_health(struct http_ctx *);
 void	route_capabilities(struct http_ctx *);
 void	route_workspace_sessions(struct http_ctx *);
 json_object *routes_capabilities_json(void);
+void	route_daemon_status(struct http_ctx *);
 
 /* ---- listing.c: the persisted sessions, a slice per loop turn --------- */
 /* Answer req with the newest max persisted sessions (never blocking the
    loop); free the jobs and the prompt cache at exit. */
-void	listing_start(struct evhttp_request *req, size_t max);
+void	listing_start(struct evhttp_request *req, const char *workspace, size_t max);
 void	listing_free_all(void);
 
 /* ---- web.c: the browser console's static files ------------------------- */
@@ -400,6 +426,7 @@ void	channel_session_added(struct channel *);
 void	channel_session_removed(struct channel *);
 int	channel_alive(const struct channel *);
 size_t	channel_nsessions(const struct channel *);
+const char *channel_workspace(const struct channel *);
 int	channel_idle_pending(const struct channel *);	/* idle reap armed */
 unsigned channel_serial(const struct channel *);	/* of the current child */
 /* Apply the idle/condemnation policy again (restore state changed). */
@@ -450,11 +477,20 @@ struct session {
 	struct prompt		*active;
 	struct prompt_list	 queue;
 	size_t			 queued;
+	struct event		*pump_ev;	/* starts the next prompt */
+	/*
+	 * A prompt past its deadline that the child was told to cancel: until
+	 * the child answers it (or the grace ends) the next prompt waits and
+	 * the session's updates, late output of the expired one, are dropped.
+	 */
+	struct prompt		*expired;
+	struct event		*grace_ev;
 };
 
 struct session	*sessions_find(const char *id);
 size_t		 sessions_count(void);
 size_t		 sessions_active_prompts(void);
+size_t		 sessions_subscribers(void);	/* SSE streams of every session */
 /* Create a live session on ch (registered, counted).  NULL on ENOMEM. */
 struct session	*session_new(const char *id, struct channel *ch);
 /* Publish session_closed (reason) and remove; closes it on the child too. */
@@ -466,6 +502,24 @@ void	sessions_channel_died(struct channel *, int exit_code, int signal_code,
 void	sessions_route_update(struct channel *, json_object *params);
 int	session_tombstoned(const char *id);
 void	session_tombstone(const char *id);	/* (re)start the 60 s tombstone */
+/* Whether anything still holds the session (clients, subscribers, work). */
+int	session_held(const struct session *);
+struct session *sessions_default(const char *workspace);
+void	sessions_start_reaper(void);
+void	sessions_close_all(const char *reason);
+/*
+ * Capacity in workspace: live + in-flight spawns and restores, against
+ * --max-sessions there and --max-total-sessions everywhere.  0 when full,
+ * with *total (may be NULL) set when the daemon-wide cap is the one reached.
+ */
+int	sessions_capacity_left(const char *workspace, int *total);
+void	sessions_inflight_add(int delta);
+void	sessions_free(void);
+
+/* ---- prompts.c: a session's prompt FIFO and deadlines ----------------- */
+/* The FIFO's events (0, or -1 on ENOMEM); prompts_clear frees them all. */
+int	prompts_init(struct session *);
+void	prompts_clear(struct session *);
 /* Admit a prompt: returns its id (borrowed), or NULL with *err set. */
 const char *session_prompt_admit(struct session *, json_object *body,
 	    const char *client_id, const char **err);
@@ -473,15 +527,8 @@ size_t	session_pending_prompts(const struct session *);
 /* The running prompt's id (and its client, if client_id), or NULL. */
 const char *session_active_prompt(const struct session *, const char **client_id);
 void	session_cancel(struct session *, const char *client_id);
-/* Whether anything still holds the session (clients, subscribers, work). */
-int	session_held(const struct session *);
-struct session *sessions_default(void);
-void	sessions_start_reaper(void);
-void	sessions_close_all(const char *reason);
-/* Capacity: live + in-flight spawns and restores. */
-int	sessions_capacity_left(void);
-void	sessions_inflight_add(int delta);
-void	sessions_free(void);
+/* A session/update for s from the child (params borrowed). */
+void	prompts_update(struct session *, json_object *params);
 
 /* ---- inflight.c: in-flight spawns and restores (the lifecycle seam) --- */
 enum inflight_action { OP_SPAWN, OP_LOAD, OP_RESUME };
@@ -513,7 +560,9 @@ struct inflight {
 
 const char	*inflight_action_name(enum inflight_action);
 struct inflight	*inflight_find(const char *id);
-struct inflight	*inflight_default_spawn(void);
+struct inflight	*inflight_default_spawn(const char *workspace);
+/* Spawns and restores not yet given back to capacity, in workspace. */
+size_t		 inflight_count_ws(const char *workspace);
 /* Coalesce a caller onto op; it gets op's result with attached:true. */
 void	inflight_join(struct inflight *, struct evhttp_request *, const char *client_id);
 int	inflight_transcript_exists(const char *id);
@@ -521,11 +570,11 @@ int	inflight_transcript_exists(const char *id);
  * A session/new (id NULL: the child picks it) under the initialize budget
  * and the same lifecycle machine as a restore.
  */
-void	inflight_spawn(const char *id, int is_default, struct evhttp_request *,
-	    const char *client_id);
-/* Admit a load/resume (body borrowed) and dispatch it with inflight_start(). */
-void	inflight_restore(enum inflight_action, const char *id, json_object *body,
+void	inflight_spawn(const char *workspace, const char *id, int is_default,
 	    struct evhttp_request *, const char *client_id);
+/* Admit a load/resume (body borrowed) and dispatch it with inflight_start(). */
+void	inflight_restore(const char *workspace, enum inflight_action, const char *id,
+	    json_object *body, struct evhttp_request *, const char *client_id);
 /*
  * The one place a restore goes to the child: from there its restore-fsm
  * machine owns it (deadline, public result, settlement) and frees it.

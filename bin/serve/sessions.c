@@ -1,7 +1,6 @@
 /*
  * sessions.c: the session map.  A live session owns its event bus, its
- * client registry and its prompt FIFO (one prompt runs at a time on the
- * child, the rest wait).  Sessions leave the map by close, idle reaping,
+ * client registry and its prompt FIFO (prompts.c).  Sessions leave the map by close, idle reaping,
  * last detach or the death of their channel; their ids are then
  * tombstoned for 60 s so that late child notifications are dropped.
  */
@@ -20,24 +19,10 @@
 #include "serve.h"
 #include "xmalloc.h"
 
-struct prompt {
-	TAILQ_ENTRY(prompt)	 entry;
-	char			 id[UUID_LEN + 1];
-	char			 client_id[SERVE_CLIENT_ID_MAX + 1];
-	json_object		*params;
-	struct chan_req		*req;
-	struct session		*s;
-};
-
 struct tombstone {
 	TAILQ_ENTRY(tombstone)	 entry;
 	char			 id[SERVE_SESSION_ID_MAX + 1];
 	uint64_t		 expires_ms;
-};
-
-struct session_ext {
-	struct session		 pub;
-	struct event		*pump_ev;
 };
 
 static TAILQ_HEAD(, session) sessions = TAILQ_HEAD_INITIALIZER(sessions);
@@ -46,7 +31,6 @@ static size_t nsessions;
 static int inflight;
 static struct event *reaper;
 
-static void	session_pump(struct session *);
 static void	tombstone_add(const char *);
 
 /* ---- map and tombstones ------------------------------------------------- */
@@ -79,13 +63,24 @@ sessions_active_prompts(void)
 	return n;
 }
 
+size_t
+sessions_subscribers(void)
+{
+	struct session *s;
+	size_t n = 0;
+
+	TAILQ_FOREACH(s, &sessions, entry)
+		n += bus_subscriber_count(s->bus);
+	return n;
+}
+
 struct session *
-sessions_default(void)
+sessions_default(const char *workspace)
 {
 	struct session *s;
 
 	TAILQ_FOREACH(s, &sessions, entry)
-		if (s->is_default)
+		if (s->is_default && strcmp(channel_workspace(s->channel), workspace) == 0)
 			return s;
 	return NULL;
 }
@@ -164,15 +159,24 @@ tombstone_add(const char *id)
 }
 
 int
-sessions_capacity_left(void)
+sessions_capacity_left(const char *workspace, int *total)
 {
-	long used = (long)nsessions + inflight, cap = INT_MAX;
+	long used = (long)nsessions + inflight, here = 0, left = INT_MAX;
+	struct session *s;
 
+	TAILQ_FOREACH(s, &sessions, entry)
+		here += strcmp(channel_workspace(s->channel), workspace) == 0;
+	here += (long)inflight_count_ws(workspace);
+	if (total != NULL)
+		*total = 0;
 	if (conf.max_sessions > 0)
-		cap = conf.max_sessions;
-	if (conf.max_total_sessions > 0 && conf.max_total_sessions < cap)
-		cap = conf.max_total_sessions;
-	return used >= cap ? 0 : (int)(cap - used);
+		left = conf.max_sessions - here;
+	if (conf.max_total_sessions > 0 && conf.max_total_sessions - used < left) {
+		left = conf.max_total_sessions - used;
+		if (total != NULL)
+			*total = 1;
+	}
+	return left <= 0 ? 0 : (int)left;
 }
 
 void
@@ -181,32 +185,22 @@ sessions_inflight_add(int delta)
 	inflight += delta;
 }
 
-static void
-on_pump(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd; (void)what;
-	session_pump(arg);
-}
-
 struct session *
 session_new(const char *id, struct channel *ch)
 {
-	struct session_ext *x;
 	struct session *s;
 
-	if ((x = calloc(1, sizeof(*x))) == NULL)
+	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return NULL;
-	s = &x->pub;
 	strlcpy(s->id, id, sizeof(s->id));
 	if ((s->bus = bus_new(id, conf.event_ring_size)) == NULL ||
-	    (x->pump_ev = evtimer_new(serve_base, on_pump, s)) == NULL) {
+	    prompts_init(s) == -1) {
 		bus_free(s->bus);
-		free(x);
+		free(s);
 		return NULL;
 	}
 	s->channel = ch;
 	TAILQ_INIT(&s->clients);
-	TAILQ_INIT(&s->queue);
 	s->created_wall_ms = s->last_seen_wall_ms = clock_wall_ms();
 	s->last_active_mono_ms = clock_mono_ms();
 	TAILQ_INSERT_TAIL(&sessions, s, entry);
@@ -216,40 +210,22 @@ session_new(const char *id, struct channel *ch)
 	return s;
 }
 
-static void
-prompt_free(struct prompt *p)
-{
-	if (p == NULL)
-		return;
-	channel_forget(p->req);
-	json_object_put(p->params);
-	free(p);
-}
-
 /* Remove from the map and free; the bus ends its streams. */
 static void
 session_remove(struct session *s)
 {
-	struct session_ext *x = (struct session_ext *)s;
-	struct prompt *p;
-
 	perm_forget_session(s);
 	TAILQ_REMOVE(&sessions, s, entry);
 	nsessions--;
 	tombstone_add(s->id);
-	prompt_free(s->active);
-	while ((p = TAILQ_FIRST(&s->queue)) != NULL) {
-		TAILQ_REMOVE(&s->queue, p, entry);
-		prompt_free(p);
-	}
-	event_free(x->pump_ev);
+	prompts_clear(s);
 	bus_free(s->bus);
 	clients_clear(&s->clients);
 	json_object_put(s->state);
 	json_object_put(s->replay);
 	json_object_put(s->replay_flags);
 	channel_session_removed(s->channel);
-	free(x);
+	free(s);
 }
 
 void
@@ -333,198 +309,15 @@ sessions_route_update(struct channel *ch, json_object *params)
 		    session_tombstoned(id) ? "closed" : "unknown", id);
 		return;
 	}
-	s->last_active_mono_ms = clock_mono_ms();
-	bus_publish(s->bus, "session_update", json_object_get(params),
-	    s->active != NULL ? s->active->id : NULL,
-	    s->active != NULL && s->active->client_id[0] ? s->active->client_id : NULL, 0);
-}
-
-/* ---- prompts ------------------------------------------------------------ */
-
-size_t
-session_pending_prompts(const struct session *s)
-{
-	return s->queued + (s->active != NULL);
-}
-
-const char *
-session_active_prompt(const struct session *s, const char **client_id)
-{
-	if (client_id != NULL)
-		*client_id = s->active != NULL && s->active->client_id[0] ?
-		    s->active->client_id : NULL;
-	return s->active != NULL ? s->active->id : NULL;
-}
-
-static void
-turn_error(struct session *s, struct prompt *p, const char *message,
-    const char *code, const char *kind)
-{
-	json_object *d = xjson_object_new_object();
-
-	json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
-	json_object_object_add(d, "message", xjson_object_new_string(message));
-	if (code != NULL)
-		json_object_object_add(d, "code", xjson_object_new_string(code));
-	if (kind != NULL)
-		json_object_object_add(d, "errorKind", xjson_object_new_string(kind));
-	json_object_object_add(d, "promptId", xjson_object_new_string(p->id));
-	bus_publish(s->bus, "turn_error", d, p->id,
-	    p->client_id[0] ? p->client_id : NULL, 0);
-}
-
-/* The child answered session/prompt (or could not). */
-static void
-on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
-{
-	struct prompt *p = arg;
-	struct session *s = p->s;
-	json_object *d, *v, *data = NULL;
-	const char *stop = "end_turn", *msg = "Prompt failed", *code = NULL, *kind = NULL;
-
-	p->req = NULL;
-	s->active = NULL;
-	s->last_active_mono_ms = clock_mono_ms();
-	if (o == CHAN_RESULT) {
-		if (json_object_object_get_ex(payload, "stopReason", &v) &&
-		    json_object_is_type(v, json_type_string))
-			stop = json_object_get_string(v);
-		d = xjson_object_new_object();
-		json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
-		json_object_object_add(d, "stopReason", xjson_object_new_string(stop));
-		json_object_object_add(d, "promptId", xjson_object_new_string(p->id));
-		bus_publish(s->bus, "turn_complete", d, p->id,
-		    p->client_id[0] ? p->client_id : NULL, 0);
-	} else if (o == CHAN_ERROR) {
-		if (json_object_object_get_ex(payload, "message", &v))
-			msg = json_object_get_string(v);
-		(void)json_object_object_get_ex(payload, "data", &data);
-		if (json_object_object_get_ex(data, "code", &v) &&
-		    json_object_is_type(v, json_type_string))
-			code = json_object_get_string(v);
-		/* The child's classification (agent_failed, ...) goes along. */
-		if (json_object_object_get_ex(data, "errorKind", &v) &&
-		    json_object_is_type(v, json_type_string))
-			kind = json_object_get_string(v);
-		turn_error(s, p, msg, code != NULL ? code : "acp_error", kind);
-	} else
-		turn_error(s, p, "The agent process exited during the prompt",
-		    "channel_closed", "acp_channel_unavailable");
-	prompt_free(p);
-	session_pump(s);
-	/*
-	 * Its last client detached while the prompt ran (a REST detach, an
-	 * ACP connection that went away): once nothing holds it, it goes, as
-	 * it does on a detach with nothing running.  (A dead child removes its
-	 * sessions itself, with session_died.)
-	 */
-	if (o != CHAN_CLOSED && clients_count(&s->clients) == 0 && !session_held(s))
-		session_close(s, "last_client_detached", NULL);
-}
-
-/* Start the next queued prompt when none runs. */
-static void
-session_pump(struct session *s)
-{
-	struct prompt *p;
-
-	while (s->active == NULL && (p = TAILQ_FIRST(&s->queue)) != NULL) {
-		TAILQ_REMOVE(&s->queue, p, entry);
-		s->queued--;
-		s->active = p;
-		p->req = channel_request(s->channel, "session/prompt", p->params, 0,
-		    on_prompt_done, p);
-		p->params = NULL;
-		if (p->req == NULL) {
-			s->active = NULL;
-			turn_error(s, p, "The agent process is not available",
-			    "acp_channel_unavailable", "acp_channel_unavailable");
-			prompt_free(p);
-		}
-	}
-}
-
-/* prompt must be a non-empty array of objects. */
-static int
-prompt_valid(json_object *body)
-{
-	json_object *v;
-	size_t n;
-
-	if (!json_object_object_get_ex(body, "prompt", &v) ||
-	    !json_object_is_type(v, json_type_array) ||
-	    (n = json_object_array_length(v)) == 0)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!json_object_is_type(json_object_array_get_idx(v, i),
-		    json_type_object))
-			return 0;
-	return 1;
-}
-
-const char *
-session_prompt_admit(struct session *s, json_object *body, const char *client_id,
-    const char **err)
-{
-	struct session_ext *x = (struct session_ext *)s;
-	struct timeval now = { 0, SERVE_PROMPT_DISPATCH_MS * 1000 };
-	struct prompt *p;
-	json_object *params = NULL;
-
-	if (!prompt_valid(body)) {
-		*err = "bad_prompt";
-		return NULL;
-	}
-	if (conf.max_pending_prompts > 0 &&
-	    session_pending_prompts(s) >= (size_t)conf.max_pending_prompts) {
-		*err = "prompt_queue_full";
-		return NULL;
-	}
-	if ((p = calloc(1, sizeof(*p))) == NULL ||
-	    json_object_deep_copy(body, &params, NULL) != 0) {
-		free(p);
-		*err = "internal";
-		return NULL;
-	}
-	json_object_object_del(params, "deadlineMs");
-	json_object_object_del(params, "eventDetailMode");
-	json_object_object_del(params, "delivery");
-	json_object_object_add(params, "sessionId", xjson_object_new_string(s->id));
-	uuid_new(p->id);
-	if (client_id != NULL)
-		strlcpy(p->client_id, client_id, sizeof(p->client_id));
-	p->params = params;
-	p->s = s;
-	TAILQ_INSERT_TAIL(&s->queue, p, entry);
-	s->queued++;
-	s->last_active_mono_ms = clock_mono_ms();
-	/* Start it from the loop, after the 202 has been queued. */
-	event_add(x->pump_ev, &now);
-	return p->id;
-}
-
-void
-session_cancel(struct session *s, const char *client_id)
-{
-	json_object *p, *d;
-
-	if (s->active == NULL)
-		return;
-	perm_cancel_session(s, 1);
-	p = xjson_object_new_object();
-	json_object_object_add(p, "sessionId", xjson_object_new_string(s->id));
-	channel_notify(s->channel, "session/cancel", p);
-	d = xjson_object_new_object();
-	json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
-	json_object_object_add(d, "promptId", xjson_object_new_string(s->active->id));
-	bus_publish(s->bus, "prompt_cancelled", d, s->active->id, client_id, 0);
+	prompts_update(s, params);
 }
 
 int
 session_held(const struct session *s)
 {
 	return clients_count(&s->clients) > 0 || bus_subscriber_count(s->bus) > 0 ||
-	    s->active != NULL || s->queued > 0;
+	    s->active != NULL || s->queued > 0 ||
+	    s->expired != NULL;
 }
 
 /* ---- idle reaping ------------------------------------------------------- */
@@ -540,7 +333,7 @@ on_reap(evutil_socket_t fd, short what, void *arg)
 		return;
 	TAILQ_FOREACH_SAFE(s, &sessions, entry, next) {
 		if (bus_subscriber_count(s->bus) > 0 || s->active != NULL ||
-		    s->queued > 0)
+		    s->queued > 0 || s->expired != NULL)
 			continue;
 		if (now - s->last_active_mono_ms >= (uint64_t)conf.session_idle_timeout_ms)
 			session_close(s, "idle_timeout", NULL);

@@ -2,7 +2,9 @@
 // Drives the real @qwen-code/sdk 0.1.14 (DaemonClient, DaemonSessionClient)
 // against qwen-serve.  STEP "main" runs the whole session surface; STEP
 // "before-restart" loads SESSION and writes the stale clientId to stdout;
-// STEP "after-restart CLIENT_ID" proves the self-heal path.  Each check
+// STEP "after-restart CLIENT_ID" proves the self-heal path; STEP
+// "transcript" pages SESSION's history both ways through
+// getSessionTranscriptPage and prints EVENTS=<n> for the caller to compare.  Each check
 // prints "ok - <what>"; the first failure throws (exit 1).
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
@@ -111,8 +113,107 @@ async function afterRestart() {
 	check(true, 'close with the healed id');
 }
 
+// Every page of the history in one direction: the events, oldest first.
+async function allPages(opts) {
+	const events = [];
+	let page = await client.getSessionTranscriptPage(sessionId, opts);
+	for (;;) {
+		check(page.v === 1 && page.sessionId === sessionId && Array.isArray(page.events),
+		    `page of ${page.events.length} events`);
+		if (opts.direction)
+			events.unshift(...page.events);
+		else
+			events.push(...page.events);
+		if (!page.hasMore)
+			return events;
+		check(typeof page.nextCursor === 'string', 'nextCursor while hasMore');
+		page = await client.getSessionTranscriptPage(sessionId,
+		    { limit: opts.limit, cursor: page.nextCursor });
+	}
+}
+
+async function transcript() {
+	const caps = await client.capabilities();
+	check(caps.features.includes('session_transcript'), 'session_transcript advertised');
+	const fwd = await allPages({ limit: 100 });
+	const back = await allPages({ limit: 100, direction: 'backward' });
+	check(fwd.length > 0 && JSON.stringify(fwd) === JSON.stringify(back),
+	    'forward and backward pages give the same history');
+	check(fwd.every((e) => e.v === 1 && e.type === 'session_update' && e.id === undefined &&
+	    typeof e.data.sessionUpdate === 'string'), 'id-less session_update frames, flat data');
+	try {
+		await client.getSessionTranscriptPage(sessionId, { limit: 501 });
+		check(false, 'limit 501 refused');
+	} catch (e) {
+		check(e.status === 400 && e.body.code === 'invalid_transcript_limit' &&
+		    e.body.maxLimit === 500, 'limit 501: 400 invalid_transcript_limit');
+	}
+	process.stdout.write(`EVENTS=${fwd.length}\n`);
+}
+
+// Capability fields and GET /daemon/status through the SDK.
+async function status() {
+	const caps = await client.capabilities();
+	check(caps.sessionLiveStatePollIntervalMs === 5000 &&
+	    Array.isArray(caps.supportedLanguages) && caps.policy.permission === 'cancel' &&
+	    caps.workspaces[0].cwd === workspaceCwd && caps.workspaces[0].primary === true,
+	    'capability fields');
+	const st = await client.daemonStatus();
+	check(st.v === 1 && st.detail === 'summary' && st.status === 'ok' &&
+	    st.daemon.workspaceCwd === workspaceCwd && st.daemon.uptimeMs >= 0 &&
+	    st.capabilities.features.includes('session_transcript') &&
+	    st.runtime.sessions.active === 0, 'daemonStatus()');
+	const full = await client.daemonStatus('full');
+	check(full.detail === 'full', "daemonStatus('full')");
+}
+
+// branchSession at a record (STALE_ID here carries the record id).
+async function branch() {
+	const b = await client.branchSession(sessionId, { name: 'sdk branch', atRecordId: staleId });
+	check(typeof b.sessionId === 'string' && b.sessionId !== sessionId &&
+	    b.displayName === 'sdk branch' && b.forkedFrom.sessionId === sessionId,
+	    'branchSession answer');
+	const l = await client.loadSession(b.sessionId, { workspaceCwd });
+	check(l.sessionId === b.sessionId && Array.isArray(l.compactedReplay), 'the branch loads at once');
+	try {
+		await client.branchSession(sessionId, { atRecordId: 'no-such-record' });
+		check(false, 'a bad record refused');
+	} catch (e) {
+		check(e.status === 409 && e.body.code === 'branch_point_invalid',
+		    'bad record: 409 branch_point_invalid');
+	}
+	process.stdout.write(`NEW=${b.sessionId}\n`);
+}
+
+// Two workspaces through cwd (STALE_ID here carries the second one).
+async function workspaces() {
+	const caps = await client.capabilities();
+	check(caps.features.includes('multi_workspace_sessions') && caps.workspaces.length === 2 &&
+	    caps.workspaces[1].cwd === staleId, 'two workspaces advertised');
+	const a = await DaemonSessionClient.createOrAttach(client, { workspaceCwd });
+	const b = await DaemonSessionClient.createOrAttach(client, { workspaceCwd: staleId });
+	check(a.sessionId !== b.sessionId && b.workspaceCwd === staleId &&
+	    a.workspaceCwd === workspaceCwd, 'one default session per workspace');
+	const r = await b.prompt({ prompt: [{ type: 'text', text: 'in b' }] });
+	check(r.stopReason === 'end_turn', 'prompt in the second workspace');
+	try {
+		await client.createOrAttachSession({ workspaceCwd: '/nonexistent-ws' });
+		check(false, 'unknown workspace refused');
+	} catch (e) {
+		check(e.status === 400 && e.body.code === 'workspace_mismatch', '400 workspace_mismatch');
+	}
+}
+
 if (step === 'main')
 	await main();
+else if (step === 'workspaces')
+	await workspaces();
+else if (step === 'branch')
+	await branch();
+else if (step === 'status')
+	await status();
+else if (step === 'transcript')
+	await transcript();
 else if (step === 'before-restart')
 	await beforeRestart();
 else

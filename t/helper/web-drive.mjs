@@ -11,6 +11,9 @@
 //   timers BUDGET REQ WD [SID]
 //                            the derived timer values in the DOM; with
 //                            SID also attach, prompt, resume SID, prompt
+//   workspaces SID_A SID_B WS_B
+//                            two workspaces: the picker switches the list,
+//                            load and attach to the second one
 // Environment: WEB_TOKEN (the daemon's bearer, typed into the page),
 // WEB_ARTIFACTS (screenshots go there).  Prints "ok - ..." lines; exits
 // non-zero on the first failure.
@@ -256,6 +259,35 @@ async function modeTimers(browser, budget, req, wd, sid) {
 	check(problems.length === 0, `no page errors ${problems.join('; ')}`);
 }
 
+async function listed(page) {
+	return page.$$eval('#sessions li', (l) => l.map((e) => e.dataset.sessionId));
+}
+
+async function modeWorkspaces(browser, sidA, sidB, wsB) {
+	const { page, problems } = await open(browser);
+	await page.waitForSelector('#workspace-pick-label:not([hidden])', { timeout: T });
+	check((await page.$$eval('#workspace-pick option', (l) => l.length)) === 2,
+	    'the picker offers both workspaces');
+	await page.waitForFunction((id) => document.querySelector(`li[data-session-id="${id}"]`),
+	    sidA, { timeout: T });
+	check(!(await listed(page)).includes(sidB), "the primary's list has only its session");
+	await page.selectOption('#workspace-pick', wsB);
+	await page.waitForFunction((id) => document.querySelector(`li[data-session-id="${id}"]`),
+	    sidB, { timeout: T });
+	check(!(await listed(page)).includes(sidA), "the second workspace's list has its own");
+	check(await page.$eval('#workspace', (e) => e.textContent) === wsB, 'its path is shown');
+	await loadSession(page, sidB, 'a session of the second workspace loads');
+	const st = await rest('GET', `/session/${sidB}/status`);
+	check(st.status === 200 && st.body.workspaceCwd === wsB, 'it is live in the second workspace');
+	await prompt(page, 'hello from b', 'a prompt there streams its answer');
+	await page.click('#attach');
+	await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: T });
+	const cur = await page.$eval('#current', (e) => e.dataset.sessionId);
+	const cs = await rest('GET', `/session/${cur}/status`);
+	check(cs.status === 200 && cs.body.workspaceCwd === wsB, 'attach goes to its default session');
+	check(problems.length === 0, `no page errors ${problems.join('; ')}`);
+}
+
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium',
     headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
 ok('chromium started');
@@ -271,6 +303,8 @@ try {
 		await modeUnavailable(browser, ...args);
 	else if (mode === 'timers')
 		await modeTimers(browser, ...args);
+	else if (mode === 'workspaces')
+		await modeWorkspaces(browser, ...args);
 	else
 		throw new Error(`unknown mode ${mode}`);
 } catch (e) {

@@ -1,0 +1,52 @@
+/*
+ * txpage-int.h: the kept transcript indexes shared by transcript pages
+ * (txpage.c) and branching (txbranch.c).  Loop thread only, except that
+ * a job owns its entry's index while the entry is busy.
+ */
+#ifndef QWEN_ACP_TXPAGE_INT_H
+#define QWEN_ACP_TXPAGE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <json-c/json.h>
+
+#include "chain.h"
+#include "rpc-frame.h"
+
+struct child;
+struct transcript;
+
+struct txp_wait {
+	TAILQ_ENTRY(txp_wait)	 entry;
+	struct rpc_msg		 msg;
+};
+
+struct txp_entry {
+	TAILQ_ENTRY(txp_entry)	 entry;
+	char			*path;
+	char			 sid[37];
+	struct transcript	*tx;
+	struct tx_chain		 chain;
+	uint32_t		*pos;		/* record -> chain index + 1 */
+	size_t			 npos;
+	uint64_t		 chained;	/* transcript size the chain is of */
+	int			 busy;
+	TAILQ_HEAD(, txp_wait)	 waits;
+};
+
+/* On a worker: bring e's index and chain up to date with the file.  0, or
+   -1 with *code (JSON-RPC), *kind and msg set. */
+int	txp_entry_index(struct txp_entry *, int *code, const char **kind,
+	    char *msg, size_t msgsize);
+/* Set a job's error (*code, *kind, msg); returns -1. */
+int	txp_error(int *code, const char **kind, char *msg, size_t msgsize,
+	    int c, const char *k, const char *m);
+/* On the loop: e is free again; start the next request waiting for it. */
+void	txp_entry_release(struct child *, struct txp_entry *);
+
+/* txbranch.c: _qwen/session/branch on an idle entry. */
+void	txbranch_start(struct child *, struct txp_entry *, struct rpc_msg *);
+
+#endif

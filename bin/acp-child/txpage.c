@@ -1,0 +1,428 @@
+/*
+ * txpage.c: _qwen/session/transcript, pages of a session's active history
+ * (the daemon's GET /session/:id/transcript), live or not.
+ *
+ * A page is answered from a kept index of the transcript, its active
+ * chain and a record -> chain position map: the first request for a file
+ * indexes it on a worker; later ones read only what was appended since
+ * (and rebuild the chain only then), so a page costs what its records
+ * cost, not what the file does.  The few most recent indexes are kept.
+ * One job per index at a time; requests for a busy one wait in order.
+ *
+ * params: {sessionId, cwd?, limit, direction?: "backward", cursor?,
+ * beforeRecordId?} (the daemon has checked their shapes); result:
+ * {events: [{v:1, type:"session_update", data:<SessionUpdate>}...],
+ * hasMore, nextCursor?, records}.  A cursor is "v1.f.N" (the next page
+ * starts at chain position N) or "v1.b.N" (it ends before N).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chain.h"
+#include "child.h"
+#include "json.h"
+#include "jsonw.h"
+#include "loadwork.h"
+#include "log.h"
+#include "paths.h"
+#include "project.h"
+#include "transcript.h"
+#include "xmalloc.h"
+#include "txpage.h"
+#include "txpage-int.h"
+
+#define TXP_KEEP		4	/* indexes kept */
+#define TXP_DEFAULT_LIMIT	100
+#define TXP_MAX_LIMIT		500
+
+struct txp_job {
+	struct lw_job		 lw;
+	struct child		*c;
+	struct txp_entry	*e;
+	json_object		*id;
+	size_t			 limit;
+	int			 backward;
+	int64_t			 at;		/* cursor position, -1: none */
+	char			*before;	/* beforeRecordId */
+	struct jbuf		 out;		/* the result object */
+	int			 err_code;
+	const char		*err_kind;
+	char			 err_msg[160];
+};
+
+static TAILQ_HEAD(txp_cache, txp_entry) cache = TAILQ_HEAD_INITIALIZER(cache);
+static size_t ncache;
+
+static void	txp_start(struct child *, struct txp_entry *, struct rpc_msg *);
+static void	txp_dispatch(struct child *, struct txp_entry *, struct rpc_msg *);
+
+static void
+txp_entry_free(struct txp_entry *e)
+{
+	struct txp_wait *w;
+
+	while ((w = TAILQ_FIRST(&e->waits)) != NULL) {
+		TAILQ_REMOVE(&e->waits, w, entry);
+		rpc_msg_clear(&w->msg);
+		free(w);
+	}
+	transcript_free(e->tx);
+	chain_clear(&e->chain);
+	free(e->pos);
+	free(e->path);
+	free(e);
+}
+
+/* The kept index of path (most recent first), or a new one. */
+static struct txp_entry *
+txp_entry_get(const char *path, const char *sid)
+{
+	struct txp_entry *e, *old;
+
+	TAILQ_FOREACH(e, &cache, entry)
+		if (strcmp(e->path, path) == 0) {
+			TAILQ_REMOVE(&cache, e, entry);
+			TAILQ_INSERT_HEAD(&cache, e, entry);
+			return e;
+		}
+	if ((e = calloc(1, sizeof(*e))) == NULL || (e->path = strdup(path)) == NULL) {
+		free(e);
+		return NULL;
+	}
+	strlcpy(e->sid, sid, sizeof(e->sid));
+	TAILQ_INIT(&e->waits);
+	TAILQ_INSERT_HEAD(&cache, e, entry);
+	ncache++;
+	/* Forget the least recent idle one beyond the few kept. */
+	while (ncache > TXP_KEEP) {
+		struct txp_entry *x;
+
+		old = NULL;
+		TAILQ_FOREACH(x, &cache, entry)
+			if (!x->busy && x != e)
+				old = x;
+		if (old == NULL)
+			break;
+		TAILQ_REMOVE(&cache, old, entry);
+		ncache--;
+		txp_entry_free(old);
+	}
+	return e;
+}
+
+static int
+txp_fail(struct txp_job *j, int code, const char *kind, const char *msg)
+{
+	return txp_error(&j->err_code, &j->err_kind, j->err_msg, sizeof(j->err_msg),
+	    code, kind, msg);
+}
+
+static int
+txp_index(struct txp_job *j)
+{
+	if (txp_entry_index(j->e, &j->err_code, &j->err_kind, j->err_msg,
+	    sizeof(j->err_msg)) == -1)
+		return -1;
+	return 0;
+}
+
+int
+txp_error(int *code, const char **kind, char *msg, size_t size, int c,
+    const char *k, const char *m)
+{
+	*code = c;
+	*kind = k;
+	strlcpy(msg, m, size);
+	return -1;
+}
+
+int
+txp_entry_index(struct txp_entry *e, int *code, const char **kind, char *msg,
+    size_t msgsize)
+{
+	char *cause = NULL;
+	size_t i, n;
+
+	if (e->tx != NULL && transcript_refresh(e->tx, &cause) == -1) {
+		free(cause);
+		cause = NULL;
+		transcript_free(e->tx);		/* replaced or truncated */
+		e->tx = NULL;
+		e->chained = UINT64_MAX;
+	}
+	if (e->tx == NULL && (e->tx = transcript_open(e->path, e->sid, &cause)) == NULL) {
+		free(cause);
+		if (errno == ENOENT)
+			return txp_error(code, kind, msg, msgsize, RPC_RESOURCE_NOT_FOUND, "session_not_found",
+			    "Resource not found");
+		return txp_error(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "transcript_unreadable",
+		    "cannot read the transcript");
+	}
+	if (e->chain.rec != NULL && e->chained == transcript_size(e->tx))
+		return 0;
+	chain_clear(&e->chain);
+	if (chain_build(e->tx, &e->chain, &cause) == -1) {
+		free(cause);
+		return txp_error(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "transcript_unreadable",
+		    "cannot reconstruct the transcript's history");
+	}
+	n = transcript_count(e->tx);
+	free(e->pos);
+	if ((e->pos = calloc(n + 1, sizeof(*e->pos))) == NULL)
+		return txp_error(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "internal", "out of memory");
+	e->npos = n;
+	for (i = 0; i < e->chain.len; i++)
+		e->pos[e->chain.rec[i]] = (uint32_t)i + 1;
+	e->chained = transcript_size(e->tx);
+	return 0;
+}
+
+/* Worker: the chain range [*start, *end) the request asks for. */
+static int
+txp_range(struct txp_job *j, size_t *start, size_t *end)
+{
+	struct txp_entry *e = j->e;
+	size_t n = e->chain.len;
+	int64_t rec;
+
+	if (j->before != NULL) {
+		rec = transcript_find(e->tx, j->before);
+		if (rec < 0 || (size_t)rec >= e->npos || e->pos[rec] == 0)
+			return txp_fail(j, RPC_INVALID_PARAMS, "invalid_transcript_cursor",
+			    "beforeRecordId is not a record of the session's active history");
+		*end = e->pos[rec] - 1;
+	} else if (j->at > (int64_t)n)
+		return txp_fail(j, RPC_INVALID_PARAMS, "invalid_transcript_cursor",
+		    "the cursor is past the end of the session's history");
+	else if (!j->backward) {
+		*start = j->at >= 0 ? (size_t)j->at : 0;
+		*end = n - *start > j->limit ? *start + j->limit : n;
+		return 0;
+	} else
+		*end = j->at >= 0 ? (size_t)j->at : n;
+	*start = *end > j->limit ? *end - j->limit : 0;
+	return 0;
+}
+
+/* Worker: project the range and write the result object. */
+static void
+txp_run(struct lw_job *lw)
+{
+	struct txp_job *j = (struct txp_job *)lw;
+	struct projection p;
+	struct tx_chain part;
+	size_t start = 0, end = 0, i;
+	char *cause = NULL, buf[64];
+	int more;
+
+	memset(&p, 0, sizeof(p));
+	if (txp_index(j) == -1 || txp_range(j, &start, &end) == -1)
+		return;
+	part = j->e->chain;
+	part.len = end;
+	if (start < end && project_window(j->e->tx, &part, start, PROJECT_OPEN_END,
+	    &p, &cause) == -1) {
+		free(cause);
+		txp_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
+		    "cannot read the page's records");
+		return;
+	}
+	jbuf_puts(&j->out, "{\"events\":[");
+	for (i = 0; i < p.n; i++) {
+		jbuf_puts(&j->out, i > 0 ? ",{\"v\":1,\"type\":\"session_update\",\"data\":" :
+		    "{\"v\":1,\"type\":\"session_update\",\"data\":");
+		jbuf_put(&j->out, p.enc.p + p.u[i].off, p.u[i].len);
+		jbuf_put(&j->out, "}", 1);
+	}
+	more = j->backward || j->before != NULL ? start > 0 : end < j->e->chain.len;
+	jbuf_puts(&j->out, more ? "],\"hasMore\":true" : "],\"hasMore\":false");
+	if (more) {
+		snprintf(buf, sizeof(buf), ",\"nextCursor\":\"v1.%c.%zu\"",
+		    j->backward || j->before != NULL ? 'b' : 'f',
+		    j->backward || j->before != NULL ? start : end);
+		jbuf_puts(&j->out, buf);
+	}
+	snprintf(buf, sizeof(buf), ",\"records\":%zu}", end - start);
+	jbuf_puts(&j->out, buf);
+	if (j->out.oom)
+		txp_fail(j, RPC_INTERNAL_ERROR, "internal", "out of memory");
+	project_clear(&p);
+}
+
+/* Loop thread: answer, then start the next request waiting for the index. */
+static void
+txp_done(struct lw_job *lw)
+{
+	struct txp_job *j = (struct txp_job *)lw;
+	struct txp_entry *e = j->e;
+	struct child *c = j->c;
+	json_object *data;
+	const char *id;
+	char *line = NULL;
+	int n;
+
+	if (j->err_code != 0) {
+		data = child_error_data(j->err_kind);
+		if (j->err_code == RPC_RESOURCE_NOT_FOUND)
+			child_send_not_found(c, j->id, e->sid);
+		else {
+			json_object_object_add(data, "code", xjson_object_new_string(j->err_kind));
+			child_send_error(c, j->id, j->err_code, j->err_msg, data);
+			data = NULL;
+		}
+		json_object_put(data);
+	} else {
+		id = json_object_to_json_string_ext(j->id, PROJECT_JSON_FLAGS);
+		n = asprintf(&line, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n",
+		    id, j->out.p);
+		if (n > 0)
+			child_send_raw(c, line, (size_t)n);
+		else
+			child_send_error(c, j->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+	}
+	json_object_put(j->id);
+	jbuf_free(&j->out);
+	free(j->before);
+	free(j);
+	txp_entry_release(c, e);
+}
+
+void
+txp_entry_release(struct child *c, struct txp_entry *e)
+{
+	struct txp_wait *w;
+
+	e->busy = 0;
+	/* A request refused before it took e leaves it idle for the next. */
+	while (!e->busy && (w = TAILQ_FIRST(&e->waits)) != NULL) {
+		TAILQ_REMOVE(&e->waits, w, entry);
+		txp_dispatch(c, e, &w->msg);
+		rpc_msg_clear(&w->msg);
+		free(w);
+	}
+	child_check_done(c);
+}
+
+/* A cursor "v1.f.N" or "v1.b.N": 0, or -1 when it is not one. */
+static int
+txp_cursor(const char *s, int *backward, int64_t *at)
+{
+	char *end;
+	unsigned long long v;
+
+	if (strncmp(s, "v1.", 3) != 0 || (s[3] != 'f' && s[3] != 'b') || s[4] != '.' ||
+	    s[5] < '0' || s[5] > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s + 5, &end, 10);
+	if (errno != 0 || *end != '\0' || v > UINT32_MAX)
+		return -1;
+	*backward = s[3] == 'b';
+	*at = (int64_t)v;
+	return 0;
+}
+
+/* Parse the request into a job and hand it to a worker (e is idle). */
+static void
+txp_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
+{
+	struct txp_job *j;
+	const char *s;
+	json_object *v;
+	int64_t lim = TXP_DEFAULT_LIMIT;
+
+	if ((j = calloc(1, sizeof(*j))) == NULL) {
+		child_send_error(c, m->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+		return;
+	}
+	j->c = c;
+	j->e = e;
+	j->id = json_object_get(m->id);
+	j->at = -1;
+	if (json_object_object_get_ex(m->params, "limit", &v) &&
+	    json_object_is_type(v, json_type_int))
+		lim = json_object_get_int64(v);
+	j->limit = lim >= 1 && lim <= TXP_MAX_LIMIT ? (size_t)lim : TXP_DEFAULT_LIMIT;
+	j->backward = (s = json_get_str(m->params, "direction")) != NULL &&
+	    strcmp(s, "backward") == 0;
+	if ((s = json_get_str(m->params, "beforeRecordId")) != NULL)
+		j->before = strdup(s);
+	if ((s = json_get_str(m->params, "cursor")) != NULL &&
+	    txp_cursor(s, &j->backward, &j->at) == -1) {
+		v = child_error_data("invalid_transcript_cursor");
+		json_object_object_add(v, "code",
+		    xjson_object_new_string("invalid_transcript_cursor"));
+		child_send_error(c, m->id, RPC_INVALID_PARAMS, "Invalid transcript cursor", v);
+		json_object_put(j->id);
+		free(j->before);
+		free(j);
+		return;
+	}
+	j->lw.run = txp_run;
+	j->lw.done = txp_done;
+	j->lw.small = e->tx != NULL;	/* an open index reads the appended bytes only */
+	e->busy = 1;
+	loadwork_submit(c->work, &j->lw);
+}
+
+/* A page or a branch, on the idle entry e. */
+static void
+txp_dispatch(struct child *c, struct txp_entry *e, struct rpc_msg *m)
+{
+	if (strcmp(m->method, "_qwen/session/branch") == 0)
+		txbranch_start(c, e, m);
+	else
+		txp_start(c, e, m);
+}
+
+void
+txpage_request(struct child *c, struct rpc_msg *m)
+{
+	const char *sid = json_get_str(m->params, "sessionId"), *cwd;
+	struct txp_entry *e;
+	struct txp_wait *w;
+	char *path;
+
+	if (sid == NULL || !paths_valid_session_id(sid)) {
+		child_send_error(c, m->id, RPC_INVALID_PARAMS, "sessionId is required",
+		    child_error_data("invalid_session_id"));
+		return;
+	}
+	if ((cwd = json_get_str(m->params, "cwd")) == NULL || cwd[0] != '/')
+		cwd = c->opts.workspace;
+	if ((path = paths_transcript(c->opts.data_dir, cwd, sid)) == NULL ||
+	    (e = txp_entry_get(path, sid)) == NULL) {
+		free(path);
+		child_send_error(c, m->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+		return;
+	}
+	free(path);
+	if (!e->busy) {
+		txp_dispatch(c, e, m);
+		return;
+	}
+	if ((w = calloc(1, sizeof(*w))) == NULL) {
+		child_send_error(c, m->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+		return;
+	}
+	w->msg = *m;		/* moved: the caller's copy is left empty */
+	memset(m, 0, sizeof(*m));
+	TAILQ_INSERT_TAIL(&e->waits, w, entry);
+}
+
+void
+txpage_free(void)
+{
+	struct txp_entry *e;
+
+	while ((e = TAILQ_FIRST(&cache)) != NULL) {
+		TAILQ_REMOVE(&cache, e, entry);
+		txp_entry_free(e);
+	}
+	ncache = 0;
+}

@@ -1,0 +1,16 @@
+/*
+ * txpage.h: _qwen/session/transcript, pages of a session's active history
+ * answered from a kept index (txpage.c).
+ */
+#ifndef QWEN_ACP_TXPAGE_H
+#define QWEN_ACP_TXPAGE_H
+
+struct child;
+struct rpc_msg;
+
+/* Answer (or queue) one request; a queued msg is moved (left empty). */
+void	txpage_request(struct child *, struct rpc_msg *m);
+/* Drop the kept indexes (at exit). */
+void	txpage_free(void);
+
+#endif

@@ -1,0 +1,378 @@
+/*
+ * prompts.c: a session's prompt FIFO.  One prompt runs on the child at a
+ * time and the rest wait, in order; a prompt goes out from the loop just
+ * after its 202 was queued.  Each runs under an absolute deadline
+ * (--prompt-deadline-ms, shortened by the body's deadlineMs): past it,
+ * every subscriber gets turn_error prompt_deadline_exceeded, the child is
+ * told to cancel, and the session takes its next prompt once the child
+ * lets go of the expired one (or after a grace), its late output dropped.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "clock.h"
+#include "log.h"
+#include "serve.h"
+#include "xmalloc.h"
+
+struct prompt {
+	TAILQ_ENTRY(prompt)	 entry;
+	char			 id[UUID_LEN + 1];
+	char			 client_id[SERVE_CLIENT_ID_MAX + 1];
+	json_object		*params;
+	struct chan_req		*req;
+	struct session		*s;
+	int64_t			 deadline_ms;	/* 0: none */
+	struct event		*deadline_ev;
+};
+
+static void	prompts_pump(struct session *);
+static void	on_expired_grace(evutil_socket_t, short, void *);
+
+static void
+on_pump(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd; (void)what;
+	prompts_pump(arg);
+}
+
+int
+prompts_init(struct session *s)
+{
+	TAILQ_INIT(&s->queue);
+	if ((s->pump_ev = evtimer_new(serve_base, on_pump, s)) == NULL ||
+	    (s->grace_ev = evtimer_new(serve_base, on_expired_grace, s)) == NULL) {
+		if (s->pump_ev != NULL)
+			event_free(s->pump_ev);
+		s->pump_ev = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static void
+prompt_free(struct prompt *p)
+{
+	if (p == NULL)
+		return;
+	channel_forget(p->req);
+	if (p->deadline_ev != NULL)
+		event_free(p->deadline_ev);
+	json_object_put(p->params);
+	free(p);
+}
+
+void
+prompts_clear(struct session *s)
+{
+	struct prompt *p;
+
+	prompt_free(s->active);
+	prompt_free(s->expired);
+	s->active = s->expired = NULL;
+	while ((p = TAILQ_FIRST(&s->queue)) != NULL) {
+		TAILQ_REMOVE(&s->queue, p, entry);
+		prompt_free(p);
+	}
+	s->queued = 0;
+	if (s->pump_ev != NULL)
+		event_free(s->pump_ev);
+	if (s->grace_ev != NULL)
+		event_free(s->grace_ev);
+	s->pump_ev = s->grace_ev = NULL;
+}
+
+size_t
+session_pending_prompts(const struct session *s)
+{
+	return s->queued + (s->active != NULL);
+}
+
+const char *
+session_active_prompt(const struct session *s, const char **client_id)
+{
+	if (client_id != NULL)
+		*client_id = s->active != NULL && s->active->client_id[0] ?
+		    s->active->client_id : NULL;
+	return s->active != NULL ? s->active->id : NULL;
+}
+
+/* turn_error for p; extra: more data fields (takes ownership, NULL-safe). */
+static void
+turn_error_ex(struct session *s, struct prompt *p, const char *message,
+    const char *code, const char *kind, json_object *extra)
+{
+	json_object *d = extra != NULL ? extra : xjson_object_new_object();
+
+	json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
+	json_object_object_add(d, "message", xjson_object_new_string(message));
+	if (code != NULL)
+		json_object_object_add(d, "code", xjson_object_new_string(code));
+	if (kind != NULL)
+		json_object_object_add(d, "errorKind", xjson_object_new_string(kind));
+	json_object_object_add(d, "promptId", xjson_object_new_string(p->id));
+	bus_publish(s->bus, "turn_error", d, p->id,
+	    p->client_id[0] ? p->client_id : NULL, 0);
+}
+
+static void
+turn_error(struct session *s, struct prompt *p, const char *message,
+    const char *code, const char *kind)
+{
+	turn_error_ex(s, p, message, code, kind, NULL);
+}
+
+/* The expired prompt is over (answered or given up on): take the next. */
+static void
+expired_settled(struct session *s, int may_close)
+{
+	
+	evtimer_del(s->grace_ev);
+	prompt_free(s->expired);
+	s->expired = NULL;
+	s->last_active_mono_ms = clock_mono_ms();
+	prompts_pump(s);
+	if (may_close && clients_count(&s->clients) == 0 && !session_held(s))
+		session_close(s, "last_client_detached", NULL);
+}
+
+/* The child never answered the cancel of an expired prompt. */
+static void
+on_expired_grace(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+
+	(void)fd; (void)what;
+	log_warnx("session %s: the agent did not end an expired prompt; "
+	    "its answer will be dropped", s->id);
+	expired_settled(s, 1);
+}
+
+/*
+ * The running prompt is past its absolute deadline: every subscriber gets
+ * turn_error prompt_deadline_exceeded, the child is told to cancel, and
+ * the session moves on once the child lets go of it (or after a grace).
+ */
+static void
+on_prompt_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct prompt *p = arg;
+	struct session *s = p->s;
+		struct timeval tv = { SERVE_PROMPT_CANCEL_GRACE_MS / 1000,
+	    (SERVE_PROMPT_CANCEL_GRACE_MS % 1000) * 1000 };
+	json_object *c, *d;
+	char msg[128];
+
+	(void)fd; (void)what;
+	if (s->active != p)
+		return;
+	log_warnx("session %s: a prompt exceeded its %lld ms deadline", s->id,
+	    (long long)p->deadline_ms);
+	snprintf(msg, sizeof(msg), "Prompt exceeded its deadline of %lld ms",
+	    (long long)p->deadline_ms);
+	d = xjson_object_new_object();
+	json_object_object_add(d, "deadlineMs", xjson_object_new_int64(p->deadline_ms));
+	turn_error_ex(s, p, msg, "prompt_deadline_exceeded",
+	    "prompt_deadline_exceeded", d);
+	c = xjson_object_new_object();
+	json_object_object_add(c, "sessionId", xjson_object_new_string(s->id));
+	channel_notify(s->channel, "session/cancel", c);
+	s->active = NULL;
+	s->expired = p;
+	evtimer_add(s->grace_ev, &tv);
+}
+
+/* The child answered session/prompt (or could not). */
+static void
+on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
+{
+	struct prompt *p = arg;
+	struct session *s = p->s;
+	json_object *d, *v, *data = NULL;
+	const char *stop = "end_turn", *msg = "Prompt failed", *code = NULL, *kind = NULL;
+
+	p->req = NULL;
+	if (p == s->expired) {
+		expired_settled(s, o != CHAN_CLOSED);	/* its turn_error is out */
+		return;
+	}
+	s->active = NULL;
+	s->last_active_mono_ms = clock_mono_ms();
+	if (o == CHAN_RESULT) {
+		if (json_object_object_get_ex(payload, "stopReason", &v) &&
+		    json_object_is_type(v, json_type_string))
+			stop = json_object_get_string(v);
+		d = xjson_object_new_object();
+		json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
+		json_object_object_add(d, "stopReason", xjson_object_new_string(stop));
+		json_object_object_add(d, "promptId", xjson_object_new_string(p->id));
+		bus_publish(s->bus, "turn_complete", d, p->id,
+		    p->client_id[0] ? p->client_id : NULL, 0);
+	} else if (o == CHAN_ERROR) {
+		if (json_object_object_get_ex(payload, "message", &v))
+			msg = json_object_get_string(v);
+		(void)json_object_object_get_ex(payload, "data", &data);
+		if (json_object_object_get_ex(data, "code", &v) &&
+		    json_object_is_type(v, json_type_string))
+			code = json_object_get_string(v);
+		/* The child's classification (agent_failed, ...) goes along. */
+		if (json_object_object_get_ex(data, "errorKind", &v) &&
+		    json_object_is_type(v, json_type_string))
+			kind = json_object_get_string(v);
+		turn_error(s, p, msg, code != NULL ? code : "acp_error", kind);
+	} else
+		turn_error(s, p, "The agent process exited during the prompt",
+		    "channel_closed", "acp_channel_unavailable");
+	prompt_free(p);
+	prompts_pump(s);
+	/*
+	 * Its last client detached while the prompt ran (a REST detach, an
+	 * ACP connection that went away): once nothing holds it, it goes, as
+	 * it does on a detach with nothing running.  (A dead child removes its
+	 * sessions itself, with session_died.)
+	 */
+	if (o != CHAN_CLOSED && clients_count(&s->clients) == 0 && !session_held(s))
+		session_close(s, "last_client_detached", NULL);
+}
+
+/* Arm p's absolute deadline as it goes to the child. */
+static void
+prompt_arm_deadline(struct prompt *p)
+{
+	struct timeval tv;
+
+	if (p->deadline_ms <= 0 ||
+	    (p->deadline_ev = evtimer_new(serve_base, on_prompt_deadline, p)) == NULL)
+		return;
+	tv.tv_sec = p->deadline_ms / 1000;
+	tv.tv_usec = (p->deadline_ms % 1000) * 1000;
+	evtimer_add(p->deadline_ev, &tv);
+}
+
+/* Start the next queued prompt when none runs (nor an expired one). */
+static void
+prompts_pump(struct session *s)
+{
+	struct prompt *p;
+
+	while (s->active == NULL && s->expired == NULL &&
+	    (p = TAILQ_FIRST(&s->queue)) != NULL) {
+		TAILQ_REMOVE(&s->queue, p, entry);
+		s->queued--;
+		s->active = p;
+		p->req = channel_request(s->channel, "session/prompt", p->params, 0,
+		    on_prompt_done, p);
+		p->params = NULL;
+		if (p->req == NULL) {
+			s->active = NULL;
+			turn_error(s, p, "The agent process is not available",
+			    "acp_channel_unavailable", "acp_channel_unavailable");
+			prompt_free(p);
+		} else
+			prompt_arm_deadline(p);
+	}
+}
+
+/* prompt must be a non-empty array of objects. */
+static int
+prompt_valid(json_object *body)
+{
+	json_object *v;
+	size_t n;
+
+	if (!json_object_object_get_ex(body, "prompt", &v) ||
+	    !json_object_is_type(v, json_type_array) ||
+	    (n = json_object_array_length(v)) == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!json_object_is_type(json_object_array_get_idx(v, i),
+		    json_type_object))
+			return 0;
+	return 1;
+}
+
+const char *
+session_prompt_admit(struct session *s, json_object *body, const char *client_id,
+    const char **err)
+{
+		struct timeval now = { 0, SERVE_PROMPT_DISPATCH_MS * 1000 };
+	struct prompt *p;
+	json_object *params = NULL, *v;
+
+	if (!prompt_valid(body)) {
+		*err = "bad_prompt";
+		return NULL;
+	}
+	if (conf.max_pending_prompts > 0 &&
+	    session_pending_prompts(s) >= (size_t)conf.max_pending_prompts) {
+		*err = "prompt_queue_full";
+		return NULL;
+	}
+	if ((p = calloc(1, sizeof(*p))) == NULL ||
+	    json_object_deep_copy(body, &params, NULL) != 0) {
+		free(p);
+		*err = "internal";
+		return NULL;
+	}
+	json_object_object_del(params, "deadlineMs");
+	json_object_object_del(params, "eventDetailMode");
+	json_object_object_del(params, "delivery");
+	json_object_object_add(params, "sessionId", xjson_object_new_string(s->id));
+	uuid_new(p->id);
+	if (client_id != NULL)
+		strlcpy(p->client_id, client_id, sizeof(p->client_id));
+	p->params = params;
+	p->s = s;
+	/* deadlineMs (checked by the route) can only shorten the flag's. */
+	p->deadline_ms = conf.prompt_deadline_ms;
+	if (json_object_object_get_ex(body, "deadlineMs", &v) && v != NULL &&
+	    (p->deadline_ms <= 0 || json_object_get_int64(v) < p->deadline_ms))
+		p->deadline_ms = json_object_get_int64(v);
+	TAILQ_INSERT_TAIL(&s->queue, p, entry);
+	s->queued++;
+	s->last_active_mono_ms = clock_mono_ms();
+	/* Start it from the loop, after the 202 has been queued. */
+	event_add(s->pump_ev, &now);
+	return p->id;
+}
+
+void
+session_cancel(struct session *s, const char *client_id)
+{
+	json_object *p, *d;
+
+	if (s->active == NULL)
+		return;
+	perm_cancel_session(s, 1);
+	p = xjson_object_new_object();
+	json_object_object_add(p, "sessionId", xjson_object_new_string(s->id));
+	channel_notify(s->channel, "session/cancel", p);
+	d = xjson_object_new_object();
+	json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
+	json_object_object_add(d, "promptId", xjson_object_new_string(s->active->id));
+	bus_publish(s->bus, "prompt_cancelled", d, s->active->id, client_id, 0);
+}
+
+
+/*
+ * A session/update of s (params borrowed): published for the running
+ * prompt, or dropped as late output of an expired one.
+ */
+void
+prompts_update(struct session *s, json_object *params)
+{
+	struct prompt *p = s->active;
+
+	if (s->expired != NULL) {
+		log_debug("session %s: late output of an expired prompt dropped", s->id);
+		return;
+	}
+	s->last_active_mono_ms = clock_mono_ms();
+	bus_publish(s->bus, "session_update", json_object_get(params),
+	    p != NULL ? p->id : NULL, p != NULL && p->client_id[0] ? p->client_id : NULL, 0);
+}

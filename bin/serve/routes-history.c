@@ -1,0 +1,311 @@
+/*
+ * routes-history.c: a session's history without loading it.
+ * GET /session/:id/transcript pages it (live or not); the query is
+ * checked here with upstream's rules and errors, and the page comes from
+ * the workspace's child (_qwen/session/transcript), which answers from
+ * its kept index of the transcript, so a page costs what its records
+ * cost.  POST /session/:id/branch forks it into a new session whose
+ * transcript the child writes whole (_qwen/session/branch).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "errors.h"
+#include "log.h"
+#include "serve.h"
+#include "uuid.h"
+#include "xmalloc.h"
+
+#define TRANSCRIPT_MAX_LIMIT		500	/* SESSION_TRANSCRIPT_MAX_LIMIT */
+#define TRANSCRIPT_CURSOR_MAX_BYTES	(64 * 1024)
+#define TRANSCRIPT_RECORD_ID_MAX	200
+
+struct page_req {
+	struct evhttp_request	*req;
+	char			 id[SERVE_SESSION_ID_MAX + 1];
+	char			 new_id[UUID_LEN + 1];	/* a branch */
+	char			*name;				/* a branch */
+};
+
+static void
+bad_query(struct evhttp_request *req, const char *code, const char *msg)
+{
+	http_send_qerr(req, qerr_new(code, "%s", msg));
+}
+
+/* The child went away (or cannot take requests) before the page. */
+static void
+unavailable(struct evhttp_request *req)
+{
+	struct qerr *e = qerr_new("acp_channel_unavailable",
+	    "The agent process is not available");
+
+	if (e != NULL)
+		qerr_set_reason(e, "channel_closed");
+	http_send_qerr(req, e);
+}
+
+/* limit: digits only, 1..500.  0, or -1 after the 400. */
+static int
+page_limit(struct http_ctx *ctx, json_object *params)
+{
+	const char *s = evhttp_find_header(ctx->query, "limit");
+	struct qerr *e;
+	long long n;
+
+	if (s == NULL)
+		return 0;
+	if (s[0] == '\0' || strspn(s, "0123456789") != strlen(s)) {
+		bad_query(ctx->req, "invalid_transcript_limit",
+		    "`limit` must be a positive integer");
+		return -1;
+	}
+	n = strlen(s) > 6 ? 0 : atoll(s);
+	if (n < 1 || n > TRANSCRIPT_MAX_LIMIT) {
+		e = qerr_new("invalid_transcript_limit", "`limit` must be between 1 and %d",
+		    TRANSCRIPT_MAX_LIMIT);
+		if (e != NULL)
+			qerr_set_int(e, "maxLimit", TRANSCRIPT_MAX_LIMIT);
+		http_send_qerr(ctx->req, e);
+		return -1;
+	}
+	json_object_object_add(params, "limit", xjson_object_new_int((int)n));
+	return 0;
+}
+
+/*
+ * cursor, direction, beforeRecordId: their shapes and combinations (a
+ * cursor carries its own direction; beforeRecordId starts a backward
+ * page).  0, or -1 after the 400 invalid_transcript_cursor.
+ */
+static int
+page_anchor(struct http_ctx *ctx, json_object *params)
+{
+	const char *cur = evhttp_find_header(ctx->query, "cursor");
+	const char *dir = evhttp_find_header(ctx->query, "direction");
+	const char *before = evhttp_find_header(ctx->query, "beforeRecordId");
+	const char *mode = evhttp_find_header(ctx->query, "compactedReplayMode");
+	const char *msg = NULL;
+
+	if (cur != NULL && (cur[0] == '\0' || strlen(cur) > TRANSCRIPT_CURSOR_MAX_BYTES))
+		msg = "`cursor` must be a non-empty string";
+	else if (dir != NULL && strcmp(dir, "backward") != 0)
+		msg = "`direction` must be `backward`";
+	else if (before != NULL && (before[0] == '\0' ||
+	    strlen(before) > TRANSCRIPT_RECORD_ID_MAX))
+		msg = "`beforeRecordId` must be a non-empty record id";
+	else if ((dir != NULL && (cur != NULL || before != NULL)) ||
+	    (cur != NULL && before != NULL))
+		msg = "`direction`, `cursor` and `beforeRecordId` cannot be combined";
+	else if (evhttp_find_header(ctx->query, "atRecordId") != NULL ||
+	    evhttp_find_header(ctx->query, "snapshot") != NULL)
+		msg = "`atRecordId` and `snapshot` anchors are not supported";
+	if (msg != NULL) {
+		bad_query(ctx->req, "invalid_transcript_cursor", msg);
+		return -1;
+	}
+	if (mode != NULL && strcmp(mode, "full") != 0 && strcmp(mode, "summary") != 0) {
+		http_error(ctx->req, "invalid_compacted_replay_mode", NULL);
+		return -1;
+	}
+	if (cur != NULL)
+		json_object_object_add(params, "cursor", xjson_object_new_string(cur));
+	if (dir != NULL)
+		json_object_object_add(params, "direction", xjson_object_new_string(dir));
+	if (before != NULL)
+		json_object_object_add(params, "beforeRecordId", xjson_object_new_string(before));
+	return 0;
+}
+
+/* The child's page: {v, sessionId, events, hasMore, nextCursor?}. */
+static void
+on_page(void *arg, enum chan_outcome o, json_object *payload)
+{
+	struct page_req *pr = arg;
+	json_object *body, *v;
+	struct qerr *e;
+
+	if (o == CHAN_RESULT && json_object_is_type(payload, json_type_object)) {
+		body = xjson_object_new_object();
+		json_object_object_add(body, "v", xjson_object_new_int(1));
+		json_object_object_add(body, "sessionId", xjson_object_new_string(pr->id));
+		json_object_object_add(body, "events",
+		    json_object_object_get_ex(payload, "events", &v) ?
+		    json_object_get(v) : xjson_object_new_array());
+		json_object_object_add(body, "hasMore", xjson_object_new_boolean(
+		    json_object_object_get_ex(payload, "hasMore", &v) &&
+		    json_object_get_boolean(v)));
+		if (json_object_object_get_ex(payload, "nextCursor", &v))
+			json_object_object_add(body, "nextCursor", json_object_get(v));
+		http_reply_json(pr->req, 200, body);
+	} else if (o == CHAN_ERROR)
+		http_error_rpc(pr->req, payload, pr->id);
+	else if (o == CHAN_TIMEOUT) {
+		if ((e = qerr_new("transcript_read_timeout", NULL)) != NULL) {
+			qerr_set_str(e, "sessionId", pr->id);
+			qerr_set_int(e, "timeoutMs", conf.restore_timeout_ms);
+		}
+		http_send_qerr(pr->req, e);
+	} else
+		unavailable(pr->req);
+	free(pr);
+}
+
+void
+route_session_transcript(struct http_ctx *ctx)
+{
+	json_object *params = xjson_object_new_object();
+	struct session *s = sessions_find(ctx->path_id);
+	struct channel *ch;
+	struct page_req *pr;
+
+	const char *cwd = evhttp_find_header(ctx->query, "cwd");
+
+	if (cwd != NULL)
+		json_object_object_add(ctx->body, "cwd", xjson_object_new_string(cwd));
+	if (routes_check_cwd(ctx) == -1 || page_limit(ctx, params) == -1 ||
+	    page_anchor(ctx, params) == -1) {
+		json_object_put(params);
+		return;
+	}
+	/* A live session is read where it lives. */
+	ch = s != NULL ? s->channel : channel_get(ctx->workspace);
+	json_object_object_add(params, "sessionId", xjson_object_new_string(ctx->path_id));
+	json_object_object_add(params, "cwd", xjson_object_new_string(
+	    ch != NULL ? channel_workspace(ch) : ctx->workspace));
+	if (ch == NULL || (pr = calloc(1, sizeof(*pr))) == NULL) {
+		json_object_put(params);
+		http_error(ctx->req, "internal", NULL);
+		return;
+	}
+	pr->req = ctx->req;
+	strlcpy(pr->id, ctx->path_id, sizeof(pr->id));
+	if (channel_request(ch, "_qwen/session/transcript", params,
+	    (uint64_t)conf.restore_timeout_ms, on_page, pr) == NULL) {
+		free(pr);
+		unavailable(ctx->req);
+	}
+}
+
+/* ---- POST /session/:id/branch ------------------------------------------ */
+
+/* The source's name for forkedFrom.displayName: its id, shortened. */
+static json_object *
+short_name(const char *id)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "Session %.8s", id);
+	return xjson_object_new_string(buf);
+}
+
+/* {sessionId, displayName, forkedFrom: {sessionId, displayName}}. */
+static void
+on_branch(void *arg, enum chan_outcome o, json_object *payload)
+{
+	struct page_req *pr = arg;
+	json_object *body, *ff;
+	char buf[96];
+
+	if (o == CHAN_RESULT) {
+		body = xjson_object_new_object();
+		json_object_object_add(body, "sessionId", xjson_object_new_string(pr->new_id));
+		if (pr->name == NULL)
+			snprintf(buf, sizeof(buf), "Branch of %.8s", pr->id);
+		json_object_object_add(body, "displayName",
+		    xjson_object_new_string(pr->name != NULL ? pr->name : buf));
+		ff = xjson_object_new_object();
+		json_object_object_add(ff, "sessionId", xjson_object_new_string(pr->id));
+		json_object_object_add(ff, "displayName", short_name(pr->id));
+		json_object_object_add(body, "forkedFrom", ff);
+		log_info("session %s branched into %s", pr->id, pr->new_id);
+		http_reply_json(pr->req, 200, body);
+	} else if (o == CHAN_ERROR)
+		http_error_rpc(pr->req, payload, pr->id);
+	else if (o == CHAN_TIMEOUT) {
+		struct qerr *e = qerr_new("transcript_read_timeout", NULL);
+
+		if (e != NULL) {
+			qerr_set_str(e, "sessionId", pr->id);
+			qerr_set_int(e, "timeoutMs", conf.restore_timeout_ms);
+		}
+		http_send_qerr(pr->req, e);
+	} else
+		unavailable(pr->req);
+	free(pr->name);
+	free(pr);
+}
+
+/* name (a string) and atRecordId (a record id): 0, or -1 after the 400. */
+static int
+branch_body(struct http_ctx *ctx, const char **name, const char **at)
+{
+	json_object *v;
+
+	*name = *at = NULL;
+	if (json_object_object_get_ex(ctx->body, "name", &v) && v != NULL) {
+		if (!json_object_is_type(v, json_type_string) ||
+		    json_object_get_string_len(v) > 256) {
+			bad_query(ctx->req, "bad_request", "`name` must be a string");
+			return -1;
+		}
+		*name = json_object_get_string(v);
+	}
+	if (json_object_object_get_ex(ctx->body, "atRecordId", &v) && v != NULL) {
+		if (!json_object_is_type(v, json_type_string) ||
+		    json_object_get_string_len(v) == 0 ||
+		    json_object_get_string_len(v) > TRANSCRIPT_RECORD_ID_MAX) {
+			http_error(ctx->req, "invalid_turn_anchor", NULL);
+			return -1;
+		}
+		*at = json_object_get_string(v);
+	}
+	return 0;
+}
+
+void
+route_session_branch(struct http_ctx *ctx)
+{
+	struct session *s = sessions_find(ctx->path_id);
+	const char *name, *at;
+	json_object *params;
+	struct channel *ch;
+	struct page_req *pr = NULL;
+
+	if (routes_check_cwd(ctx) == -1 || branch_body(ctx, &name, &at) == -1)
+		return;
+	/* A running or queued prompt is still writing the history. */
+	if (s != NULL && session_pending_prompts(s) > 0) {
+		http_error(ctx->req, "branch_while_prompt_active", s->id);
+		return;
+	}
+	ch = s != NULL ? s->channel : channel_get(ctx->workspace);
+	if (ch == NULL || (pr = calloc(1, sizeof(*pr))) == NULL ||
+	    (name != NULL && (pr->name = strdup(name)) == NULL)) {
+		if (ch != NULL && pr != NULL)
+			free(pr);
+		http_error(ctx->req, "internal", NULL);
+		return;
+	}
+	pr->req = ctx->req;
+	strlcpy(pr->id, ctx->path_id, sizeof(pr->id));
+	uuid_new(pr->new_id);
+	params = xjson_object_new_object();
+	json_object_object_add(params, "sessionId", xjson_object_new_string(ctx->path_id));
+	json_object_object_add(params, "cwd", xjson_object_new_string(channel_workspace(ch)));
+	json_object_object_add(params, "newSessionId", xjson_object_new_string(pr->new_id));
+	if (at != NULL)
+		json_object_object_add(params, "atRecordId", xjson_object_new_string(at));
+	if (channel_request(ch, "_qwen/session/branch", params,
+	    (uint64_t)conf.restore_timeout_ms, on_branch, pr) == NULL) {
+		free(pr->name);
+		free(pr);
+		unavailable(ctx->req);
+	}
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env bats
+# qwen-serve: POST /session/:id/branch with the real qwen-acp-child: the
+# new transcript (forkedFrom on every record, re-parented linearly,
+# written whole and atomically), loadable at once and with
+# hideInheritedHistory; its errors; the real SDK's branchSession.
+
+load serve_helper
+bats_require_minimum_version 1.5.0
+
+teardown() {
+	serve_teardown
+}
+
+gen() {
+	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_start "$@"
+	qwen-gen-transcript --mib 1 --seed 11 --data-dir "$DATA" --workspace "$WS" \
+	    --session-id "$SID" >/dev/null
+	CHATS=$(dirname "$(ls "$DATA"/projects/*/chats/"$SID".jsonl)")
+}
+
+# The source record ids of every event of a session's history, in order.
+history_ids() {
+	local q="?limit=500" out=""
+	while :; do
+		req GET "/session/$1/transcript$q"
+		[ "$code" = 200 ] || return 1
+		out+=$(jq -r '.events[].data._meta.qwenTranscript.sourceRecordIds // [] | .[]' <<<"$body")$'\n'
+		[ "$(jq -r .hasMore <<<"$body")" = true ] || break
+		q="?limit=500&cursor=$(jq -r .nextCursor <<<"$body")"
+	done
+	printf '%s' "$out" | sed '/^$/d' | uniq
+}
+
+@test "branch at a record: forkedFrom on every record, linear parents, the prefix of the history, one file" {
+	gen
+	history_ids "$SID" >"$BATS_TEST_TMPDIR/src"
+	local at
+	at=$(sed -n 40p "$BATS_TEST_TMPDIR/src")
+	req POST /session/$SID/branch "{\"atRecordId\":\"$at\",\"name\":\"try this\"}"
+	expect 200 ".displayName == \"try this\" and .forkedFrom.sessionId == \"$SID\" and .sessionId != \"$SID\""
+	NEW=$(jq -r .sessionId <<<"$body")
+	local f=$CHATS/$NEW.jsonl
+	[ -f "$f" ]
+	[ "$(stat -c %a "$f")" = 600 ]
+	# Nothing staged is left behind.
+	[ "$(find "$CHATS" -name '.*.tmp' | wc -l)" = 0 ]
+	jq -e -s --arg s "$SID" --arg n "$NEW" --arg ws "$WS" 'all(.[]; .sessionId == $n and .cwd == $ws and .forkedFrom.sessionId == $s and .forkedFrom.messageUuid == .uuid)' "$f" >/dev/null
+	jq -e -s '.[0].parentUuid == null and ([range(1; length) as $i | .[$i].parentUuid == .[$i - 1].uuid] | all)' "$f" >/dev/null
+	jq -e -s --arg at "$at" '.[-1].uuid == $at' "$f" >/dev/null
+	run ! jq -e -s 'any(.[]; .subtype == "session_source" or .subtype == "parent_session" or .subtype == "turn_result")' "$f"
+	# Its history is the source's, up to and including the branch point.
+	history_ids "$NEW" >"$BATS_TEST_TMPDIR/new"
+	head -40 "$BATS_TEST_TMPDIR/src" | cmp - "$BATS_TEST_TMPDIR/new"
+}
+
+@test "a branch loads at once; with hideInheritedHistory only its own turns replay" {
+	gen
+	req POST /session/$SID/branch '{}'
+	expect 200 '.displayName | startswith("Branch of ")'
+	NEW=$(jq -r .sessionId <<<"$body")
+	# Without atRecordId: the whole active history.
+	history_ids "$SID" >"$BATS_TEST_TMPDIR/src"
+	history_ids "$NEW" | cmp "$BATS_TEST_TMPDIR/src" -
+	req POST /session/$NEW/load '{}'
+	expect 200 ".sessionId == \"$NEW\" and (.compactedReplay | length) > 0"
+	sse_open a /session/$NEW/events
+	req POST /session/$NEW/prompt '{"prompt":[{"type":"text","text":"on the branch"}]}'
+	expect 202
+	sse_wait a '.type == "turn_complete"' 20
+	req DELETE /session/$NEW
+	expect 204
+	req POST /session/$NEW/load '{"hideInheritedHistory":true}'
+	expect 200
+	jq -e '[.compactedReplay[] | select(.type == "session_update")] | length > 0 and all(.[]; (.data.update._meta.qwenTranscript.sourceRecordIds // []) as $ids | true)' <<<"$body" >/dev/null
+	jq -e 'any(.compactedReplay[]; .data.update.sessionUpdate == "user_message_chunk" and .data.update.content.text == "on the branch")' <<<"$body" >/dev/null
+	# Nothing inherited from the source replays.
+	local inherited
+	inherited=$(jq -r '.compactedReplay[].data.update._meta.qwenTranscript.sourceRecordIds // [] | .[]' <<<"$body" | grep -cxF -f "$BATS_TEST_TMPDIR/src" || true)
+	[ "$inherited" = 0 ]
+	# The source is untouched.
+	req GET /session/$SID/transcript?limit=1
+	expect 200
+}
+
+@test "errors: unknown session, bad record, bad body" {
+	gen
+	req POST /session/$SID2/branch '{}'
+	expect 404 ".code == \"session_not_found\" and .sessionId == \"$SID2\""
+	req POST /session/$SID/branch '{"atRecordId":"no-such-record"}'
+	expect 409 ".code == \"branch_point_invalid\" and .sessionId == \"$SID\""
+	for b in '{"atRecordId":""}' '{"atRecordId":7}' "{\"atRecordId\":\"$(printf 'x%.0s' $(seq 201))\"}"; do
+		req POST /session/$SID/branch "$b"
+		expect 400 '.code == "invalid_turn_anchor"'
+	done
+	req POST /session/$SID/branch '{"name":5}'
+	expect 400
+	[ "$(ls "$CHATS" | wc -l)" = 1 ]
+}
+
+@test "409 branch_while_prompt_active while a prompt runs or waits; allowed once it ends" {
+	FAKE_CHILD=delay=session/prompt:1500 serve_start
+	make_transcript
+	req POST /session/$SID/load '{}'
+	expect 200
+	sse_open a /session/$SID/events
+	req POST /session/$SID/prompt '{"prompt":[{"type":"text","text":"x"}]}'
+	expect 202
+	req POST /session/$SID/branch '{}'
+	expect 409 ".code == \"branch_while_prompt_active\" and .sessionId == \"$SID\""
+	sse_wait a '.type == "turn_complete"' 10
+	req POST /session/$SID/branch '{}'
+	run ! test "$code" = 409
+}
+
+@test "SDK: branchSession at a record, the branch loads, 409 branch_point_invalid" {
+	gen
+	local at
+	at=$(history_ids "$SID" | sed -n 10p)
+	sdk_run branch "$at"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"ok - the branch loads at once"* ]]
+	NEW=$(sed -n 's/^NEW=//p' <<<"$output")
+	jq -e -s --arg at "$at" '.[-1].uuid == $at' "$CHATS/$NEW.jsonl" >/dev/null
+}
