@@ -7,13 +7,7 @@ load serve_helper
 setup() {
 	command -v node >/dev/null || skip "node not installed"
 	SDK_DIR=${QWEN_SDK_DIR:-$QWEN_TOP_BUILDDIR/t/sdk}
-	if [ ! -f "$SDK_DIR/node_modules/@qwen-code/sdk/package.json" ]; then
-		command -v npm >/dev/null || skip "npm not installed"
-		mkdir -p "$SDK_DIR"
-		timeout 180 npm install --no-audit --no-fund --prefix "$SDK_DIR" \
-		    @qwen-code/sdk@0.1.14 >"$SDK_DIR/npm.log" 2>&1 ||
-			skip "npm cannot install @qwen-code/sdk@0.1.14 (registry unreachable?): see $SDK_DIR/npm.log"
-	fi
+	npm_cached "$SDK_DIR" @qwen-code/sdk 0.1.14 --foreground-scripts
 	if [ -x "$QWEN_TOP_BUILDDIR/bin/qwen-acp-child" ]; then
 		SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
 	fi

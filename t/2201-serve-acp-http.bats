@@ -86,6 +86,20 @@ aserve() {
 	acp_msgs s | jq -e '[.[] | select(.method == "session/update")] | length == 2' >/dev/null
 }
 
+@test "a session stream opened while its load runs gets the replay and the answer" {
+	# The child holds the load until SIGUSR1, so the stream is open first.
+	FAKE_CHILD="hold=session/load@$SID,replay=3" serve_start
+	make_transcript "$SID"
+	acp_init
+	acp_call 1 session/load "{\"sessionId\":\"$SID\",\"cwd\":\"$WS\",\"mcpServers\":[]}"
+	acp_open s "$SID"
+	wait_for 10 grep -q 'started .*(pid' "$BATS_TEST_TMPDIR/err"
+	kill -USR1 "$(sed -n 's/.*started .* (pid \([0-9]*\)).*/\1/p' "$BATS_TEST_TMPDIR/err" | tail -1)"
+	acp_wait_answer s 1
+	jq -e --arg s "$SID" '.result.sessionId == $s' <<<"$answer"
+	acp_msgs s | jq -e '[.[] | select(.method == "session/update")] | length == 3' >/dev/null
+}
+
 @test "load replays the bounded snapshot before its result; resume does not" {
 	aserve
 	acp_init

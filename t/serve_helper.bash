@@ -147,13 +147,12 @@ serve_loaded() {
 }
 
 # sdk_run STEP [ARG]: run t/helper/sdk-drive.mjs STEP against the daemon
-# with the real SDK (installed by t/2005-serve-sdk.bats); skips without
-# node or the SDK.  $status and $output as from run.
+# with the real SDK (installed once from npm); skips without node or
+# the npm registry.  $status and $output as from run.
 sdk_run() {
 	command -v node >/dev/null || skip "node not installed"
 	local dir=${QWEN_SDK_DIR:-$QWEN_TOP_BUILDDIR/t/sdk}
-	[ -f "$dir/node_modules/@qwen-code/sdk/package.json" ] ||
-		skip "the SDK is not installed (t/2005-serve-sdk.bats installs it)"
+	npm_cached "$dir" @qwen-code/sdk 0.1.14 --foreground-scripts
 	run node "$QWEN_TOP_SRCDIR/t/helper/sdk-drive.mjs" "$dir" "http://127.0.0.1:$PORT" \
 	    "$WS" "$SID" "$@" 3>&-
 	echo "$output"

@@ -52,15 +52,30 @@ gate_open() {
 	export QWEN_ACP_TEST_LOAD_GATE=$GATE
 }
 
-# npm_cached DIR NAME VERSION: NAME@VERSION from npm into the cache DIR
-# (once); skips the test when npm or its registry is not there.
+# npm_locked DIR LOG ARGS...: `npm install ARGS` into the prefix DIR,
+# logging to LOG; test files run in parallel and share DIR, so one
+# installs while the others wait on DIR/.lock.  Non-zero when npm fails.
+npm_locked() {
+	local dir=$1 log=$2
+	shift 2
+	mkdir -p "$dir"
+	(
+		flock 9
+		timeout 300 npm install --no-audit --no-fund --prefix "$dir" "$@" \
+		    >"$log" 2>&1
+	) 9>"$dir/.lock"
+}
+
+# npm_cached DIR NAME VERSION [NPM-FLAGS...]: NAME@VERSION from npm into the
+# cache DIR (once); skips the test when npm or its registry is not there.
 npm_cached() {
-	[ -f "$1/node_modules/$2/package.json" ] && return 0
+	local dir=$1 name=$2 version=$3
+	shift 3
+	[ -f "$dir/node_modules/$name/package.json" ] && return 0
 	command -v npm >/dev/null || skip "npm not installed"
-	mkdir -p "$1"
-	timeout 180 npm install --no-audit --no-fund --ignore-scripts --prefix "$1" \
-	    "$2@$3" >"$1/npm.log" 2>&1 ||
-		skip "npm cannot install $2@$3 (registry unreachable?): see $1/npm.log"
+	npm_locked "$dir" "$dir/npm.log" "${@:---ignore-scripts}" "$name@$version" ||
+		[ -f "$dir/node_modules/$name/package.json" ] ||
+		skip "npm cannot install $name@$version (registry unreachable?): see $dir/npm.log"
 }
 
 # browser_setup: node, Debian's chromium and playwright-core (cached in the

@@ -149,18 +149,27 @@ restore_done(struct acp_call *call, int status, json_object *body, struct qerr *
 	json_object *v;
 	const char *id, *cid;
 	int load = (call->flags & ACP_CALL_REPLAY) != 0;
+	struct acp_sess *a;
 
-	if (call->session_id[0] != '\0')
-		acp_sess_unclaim(c, call->session_id);
 	if (status != 200 || body == NULL ||
 	    !json_object_object_get_ex(body, "sessionId", &v) ||
 	    (id = json_object_get_string(v)) == NULL ||
 	    !json_object_object_get_ex(body, "clientId", &v) ||
 	    (cid = json_object_get_string(v)) == NULL) {
+		if (call->session_id[0] != '\0')
+			acp_sess_unclaim(c, call->session_id);
 		acp_call_fail(call, NULL, status, body, e);
 		return;
 	}
-	if (acp_sess_attach(c, id, cid) == NULL) {
+	/*
+	 * Attach before the claim ends: a claim that ended first would drop
+	 * the entry, and with it the session stream the client opened while
+	 * the restore ran, so the replay and the answer went nowhere.
+	 */
+	a = acp_sess_attach(c, id, cid);
+	if (call->session_id[0] != '\0')
+		acp_sess_unclaim(c, call->session_id);
+	if (a == NULL) {
 		acp_call_fail(call, NULL, 500, NULL, NULL);
 		return;
 	}
