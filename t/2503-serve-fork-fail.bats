@@ -29,3 +29,33 @@ teardown() { serve_teardown; }
 	req POST /session/$SID/load '{}'
 	expect 200
 }
+
+# The pid of the last child the daemon started, from its log.
+child_pid() {
+	sed -n 's/.*started .* (pid \([0-9]*\)).*/\1/p' "$BATS_TEST_TMPDIR/err" | tail -1
+}
+
+# A placeholder fork followed by pipeline_start() only narrows the window:
+# the fork after a good one is libpipeline's, and its failure ends the
+# process.  Here only the second fork fails; no fork may be fatal.
+@test "the daemon: only the second fork fails (libpipeline's in a placeholder design): 503, the daemon lives, the next start works" {
+	SERVE_WRAP="env LD_PRELOAD=$SHIM FAILFORK_FILE=$FAIL" serve_start
+	make_transcript
+	echo 2 >"$FAIL"
+	req POST /session/$SID/load '{}'
+	expect 200
+	local old
+	old=$(child_pid)
+	kill -KILL "$old"
+	# The exit status is still ours to report.
+	wait_for 10 grep -q "child $old exited (signal 9)" "$BATS_TEST_TMPDIR/err"
+	req POST /session/$SID/load '{}'
+	expect 503 '.retryable == true'
+	[ -n "$(header Retry-After)" ]
+	kill -0 "$SERVE_PID"
+	req GET /health
+	expect 200
+	req POST /session/$SID/load '{}'
+	expect 200
+	[ "$(child_pid)" != "$old" ]
+}

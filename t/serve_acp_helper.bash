@@ -37,7 +37,7 @@ acp_open() {
 
 # acp_msgs NAME: the messages of stream NAME as one JSON array.
 acp_msgs() {
-	sed -n 's/^data: //p' "$BATS_TEST_TMPDIR/$1.sse" | jq -c -s .
+	sse_data "$1" | jq -c -s .
 }
 
 # acp_wait NAME JQ-CONDITION [TIMEOUT]: some message satisfies it.

@@ -124,8 +124,14 @@ sse_stop_all() {
 }
 
 # sse_has NAME JQ-CONDITION: some data line of NAME satisfies the condition.
+# sse_data NAME: the complete data lines of NAME, one JSON value each (the
+# stream may be mid-write: a torn last line is left for the next look).
+sse_data() {
+	sed -n 's/^data: //p' "$BATS_TEST_TMPDIR/$1.sse" | jq -R -c 'fromjson? // empty'
+}
+
 sse_has() {
-	sed -n 's/^data: //p' "$BATS_TEST_TMPDIR/$1.sse" | jq -e -s "any(.[]; $2)" >/dev/null
+	sse_data "$1" | jq -e -s "any(.[]; $2)" >/dev/null
 }
 
 sse_wait() {
@@ -134,7 +140,7 @@ sse_wait() {
 
 # The envelopes of NAME as a JSON array.
 sse_events() {
-	sed -n 's/^data: //p' "$BATS_TEST_TMPDIR/$1.sse" | jq -c -s .
+	sse_data "$1" | jq -c -s .
 }
 
 # serve_loaded [qwen-serve args...]: serve_start, then SID's transcript

@@ -1,4 +1,7 @@
-/* agent.c: per-prompt agent processes (libpipeline) and the echo agent. */
+/*
+ * agent.c: per-prompt agent processes (a libpipeline command run by
+ * spawn_cmd(), exits watched with a pidfd) and the echo agent.
+ */
 #include "config.h"
 
 #include <sys/pidfd.h>
@@ -6,7 +9,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,7 +21,7 @@
 
 #include "agent.h"
 #include "log.h"
-#include "forkslot.h"
+#include "spawn.h"
 #include "utf8.h"
 
 #define AGENT_READ_SIZE		65536
@@ -30,7 +32,6 @@ struct agent {
 	struct agent_cbs	 cbs;
 	void			*arg;
 	/* Command agent. */
-	pipeline		*pl;
 	pid_t			 pid;
 	int			 in_fd, out_fd, pidfd;
 	struct event		*ev_in, *ev_out, *ev_exit, *ev_kill;
@@ -50,33 +51,12 @@ struct agent {
 
 static void	agent_finish(struct agent *, enum agent_end, int, const char *);
 
-/*
- * The signals the loop handles (libevent's handlers write to a socketpair
- * the forked child shares until exec) are blocked across the fork, so a
- * cancel that lands before exec cannot reach the parent's loop.
- */
-static void
-agent_loop_signals(sigset_t *set)
-{
-	sigemptyset(set);
-	sigaddset(set, SIGTERM);
-	sigaddset(set, SIGINT);
-	sigaddset(set, SIGHUP);
-}
-
 void
 agent_pre_exec(void *arg)
 {
-	sigset_t none;
-
 	(void)arg;
 	setpgid(0, 0);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
 /* Signal the agent's process group (the pid alone if the group is gone). */
@@ -180,11 +160,14 @@ static void
 agent_exit_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct agent *ag = arg;
-	int status;
+	int st, status = -1;
 
 	(void)fd;
 	(void)what;
-	status = pipeline_wait(ag->pl);
+	if (spawn_wait(ag->pid, &st) == -1)
+		log_warn("agent %ld: waitpid", (long)ag->pid);
+	else
+		status = spawn_status(st);
 	ag->exited = 1;
 	/* What it wrote before exiting is in the pipe; stop at EAGAIN. */
 	while (ag->out_fd != -1 && !ag->too_large && !ag->cancelled) {
@@ -236,7 +219,6 @@ agent_free(struct agent *ag)
 		close(ag->out_fd);
 	if (ag->pidfd != -1)
 		close(ag->pidfd);
-	pipeline_free(ag->pl);
 	free(ag->prompt);
 	free(ag);
 }
@@ -359,9 +341,7 @@ agent_start(struct event_base *base, const char *command, const char *prompt,
 {
 	struct agent *ag;
 	pipecmd *cmd;
-	sigset_t block, saved;
-	int in[2], out[2];
-	pid_t slot;
+	int in[2], out[2], st;
 
 	*cause = NULL;
 	if ((ag = agent_alloc(base, prompt, prompt_len, cbs, arg)) == NULL) {
@@ -370,44 +350,34 @@ agent_start(struct event_base *base, const char *command, const char *prompt,
 	}
 	if (command == NULL)
 		return agent_start_echo(ag, cause);
-	/* libpipeline would exit on a failed fork: find out first. */
-	if (forkslot_take(&slot) == -1) {
-		if (asprintf(cause, "%s: %s", AGENT_FORK_FAILED, strerror(errno)) == -1)
-			*cause = NULL;
-		agent_free(ag);
-		return NULL;
-	}
 	if (agent_pipes(in, out) == -1) {
-		forkslot_release(slot);
 		if (asprintf(cause, "cannot start agent: pipe: %s", strerror(errno)) == -1)
 			*cause = NULL;
 		agent_free(ag);
 		return NULL;
 	}
+	ag->in_fd = in[1];
+	ag->out_fd = out[0];
 	cmd = pipecmd_new_args("/bin/sh", "-c", command, (void *)NULL);
 	pipecmd_setenv(cmd, "QWEN_SESSION_ID", session_id);
 	pipecmd_setenv(cmd, "QWEN_TRANSCRIPT", transcript);
 	pipecmd_unsetenv(cmd, "QWEN_ACP_PARENT_CAPABILITY");
 	pipecmd_unsetenv(cmd, "QWEN_CODE_PRIVATE_ACP_CAPABILITY");
 	pipecmd_pre_exec(cmd, agent_pre_exec, NULL, NULL);
-	ag->pl = pipeline_new_commands(cmd, (void *)NULL);
-	pipeline_want_in(ag->pl, in[0]);
-	pipeline_want_out(ag->pl, out[1]);
-	pipeline_ignore_signals(ag->pl, 0);
-	ag->in_fd = in[1];
-	ag->out_fd = out[0];
-	agent_loop_signals(&block);
-	pthread_sigmask(SIG_BLOCK, &block, &saved);
-	forkslot_release(slot);
-	pipeline_start(ag->pl);		/* closes in[0] and out[1] here */
-	pthread_sigmask(SIG_SETMASK, &saved, NULL);
-	ag->pid = pipeline_get_pid(ag->pl, 0);
+	/* Closes in[0] and out[1]; a failed fork fails this prompt only. */
+	if ((ag->pid = spawn_cmd(cmd, in[0], out[1], -1)) == -1) {
+		if (asprintf(cause, "%s: %s", AGENT_FORK_FAILED, strerror(errno)) == -1)
+			*cause = NULL;
+		ag->pid = 0;
+		agent_free(ag);
+		return NULL;
+	}
 	if ((ag->pidfd = pidfd_open(ag->pid, 0)) == -1 || agent_events(ag) == -1) {
 		if (asprintf(cause, "cannot watch agent process: %s",
 		    strerror(errno)) == -1)
 			*cause = NULL;
 		agent_signal(ag, SIGKILL);
-		pipeline_wait(ag->pl);
+		spawn_wait(ag->pid, &st);
 		agent_free(ag);
 		return NULL;
 	}
@@ -423,7 +393,7 @@ agent_cancel(struct agent *ag)
 	if (ag == NULL || ag->cancelled)
 		return;
 	ag->cancelled = 1;
-	if (ag->pl == NULL)
+	if (ag->pid <= 0)
 		return;		/* the echo timer sees the flag */
 	agent_close_in(ag);
 	agent_signal(ag, SIGTERM);
@@ -433,7 +403,7 @@ agent_cancel(struct agent *ag)
 void
 agent_pause(struct agent *ag, int paused)
 {
-	if (ag == NULL || ag->pl == NULL || ag->out_fd == -1 || ag->paused == paused)
+	if (ag == NULL || ag->pid <= 0 || ag->out_fd == -1 || ag->paused == paused)
 		return;
 	ag->paused = paused;
 	if (paused)

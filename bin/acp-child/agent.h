@@ -1,13 +1,13 @@
 /*
  * agent.h: the process that answers a prompt.
  *
- * With a command, each prompt runs `sh -c CMD` through libpipeline in its
- * own process group: the prompt text on its stdin, QWEN_SESSION_ID and
+ * With a command, each prompt runs `sh -c CMD` (a libpipeline command
+ * that spawn_cmd() forks for) in its own process group: the prompt text on its stdin, QWEN_SESSION_ID and
  * QWEN_TRANSCRIPT in its environment, its stdout streamed back (as valid
  * UTF-8, a split character held until complete) as it arrives.  Exit 0
  * ends the turn; anything else fails the prompt.  Cancel sends SIGTERM to
  * the group and SIGKILL after a grace.  Exit is watched with a pidfd;
- * pipeline_wait() runs only once it is readable; SIGCHLD is libpipeline's.
+ * spawn_wait() reaps only once it is readable; nothing takes SIGCHLD.
  *
  * Without a command a built-in deterministic echo agent answers
  * "echo: <prompt>" in three chunks, so everything works offline.
@@ -58,7 +58,8 @@ void	agent_cancel(struct agent *);
 void	agent_pause(struct agent *, int paused);
 /*
  * libpipeline pre-exec hook of every agent process (also the --agent-acp
- * one): its own process group, default signal handlers, nothing blocked.
+ * one): its own process group and SIGPIPE's default back (spawn_cmd()
+ * has reset the signals we catch and emptied the mask).
  */
 void	agent_pre_exec(void *);
 /* An agent's stdin and stdout pipes (CLOEXEC; our ends non-blocking); 0 or -1. */

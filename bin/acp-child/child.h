@@ -141,5 +141,7 @@ void	prompt_start(struct child *, struct rpc_msg *msg, struct session *s);
 /* Cancel the running prompt; queued: answer queued prompts "cancelled" too. */
 void	prompt_cancel(struct child *, struct session *s, int queued);
 void	prompt_pause_all(struct child *, int paused);
+/* The error data of an agent that did not start (cause may be NULL). */
+json_object *agent_error_data(const char *cause);
 
 #endif

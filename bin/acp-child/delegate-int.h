@@ -33,7 +33,6 @@ struct call {
 
 struct delegate {
 	enum { D_DOWN, D_STARTING, D_READY } state;
-	pipeline		*pl;
 	pid_t			 pid;
 	int			 pidfd;
 	struct bufferevent	*in, *out;
@@ -56,8 +55,11 @@ void		 call_free(struct call *);
 void		 dlg_write(json_object *msg);
 /* Send a request to the agent and remember it (takes params). */
 void		 dlg_call(struct call *, const char *method, json_object *params);
-/* Start the agent and send initialize; -1 when it cannot run at all. */
-int		 dlg_start(struct child *);
+/*
+ * Start the agent and send initialize; -1 when it cannot run at all, with
+ * *cause (caller frees; NULL when unknown).
+ */
+int		 dlg_start(struct child *, char **cause);
 /* delegate.c: one message from the agent (borrowed). */
 void		 dlg_message(struct child *, struct rpc_msg *);
 /* delegate.c: the agent's process is gone. */

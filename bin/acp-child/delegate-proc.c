@@ -1,6 +1,6 @@
 /*
- * delegate-proc.c: the --agent-acp agent's process and wire: started
- * through libpipeline (exits watched with a pidfd), NDJSON JSON-RPC on its
+ * delegate-proc.c: the --agent-acp agent's process and wire: a libpipeline
+ * command run by spawn_cmd() (exits watched with a pidfd), NDJSON JSON-RPC on its
  * stdin/stdout, our requests to it numbered and remembered.  What the
  * messages mean for the sessions is delegate.c's.
  */
@@ -8,7 +8,9 @@
 
 #include <sys/pidfd.h>
 
+#include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,8 +24,8 @@
 #include "child.h"
 #include "delegate.h"
 #include "delegate-int.h"
-#include "forkslot.h"
 #include "log.h"
+#include "spawn.h"
 
 struct delegate dlg = {
 	.calls = TAILQ_HEAD_INITIALIZER(dlg.calls),
@@ -120,35 +122,26 @@ dlg_command(struct child *c)
 }
 
 int
-dlg_start(struct child *c)
+dlg_start(struct child *c, char **cause)
 {
 	int in[2], out[2];
-	sigset_t block, saved;
 	struct call *k;
-	pid_t slot;
 
-	/* libpipeline would exit on a failed fork: find out first. */
-	if (forkslot_take(&slot) == -1) {
-		log_warn("agent: cannot fork");
-		return -1;
-	}
+	*cause = NULL;
 	if (agent_pipes(in, out) == -1) {
-		forkslot_release(slot);
+		log_warn("agent: pipe");
 		return -1;
 	}
-	dlg.pl = pipeline_new_commands(dlg_command(c), (void *)NULL);
-	pipeline_want_in(dlg.pl, in[0]);
-	pipeline_want_out(dlg.pl, out[1]);
-	pipeline_ignore_signals(dlg.pl, 0);
-	sigemptyset(&block);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &block, &saved);
-	forkslot_release(slot);
-	pipeline_start(dlg.pl);		/* closes in[0] and out[1] */
-	pthread_sigmask(SIG_SETMASK, &saved, NULL);
-	dlg.pid = pipeline_get_pid(dlg.pl, 0);
+	/* Closes in[0] and out[1]; a failed fork fails the prompts, not us. */
+	if ((dlg.pid = spawn_cmd(dlg_command(c), in[0], out[1], -1)) == -1) {
+		log_warn("agent: cannot fork");
+		if (asprintf(cause, "%s: %s", AGENT_FORK_FAILED, strerror(errno)) == -1)
+			*cause = NULL;
+		dlg.pid = 0;
+		close(in[1]);
+		close(out[0]);
+		return -1;
+	}
 	dlg.pidfd = pidfd_open(dlg.pid, 0);
 	dlg.in = dlg_wrap(c, in[1], 0);
 	dlg.out = dlg_wrap(c, out[0], 1);
@@ -210,15 +203,16 @@ static void
 dlg_on_exit(evutil_socket_t fd, short what, void *arg)
 {
 	struct child *c = arg;
-	int status;
+	int st, status = -1;
 
 	(void)fd; (void)what;
 	if (dlg.out != NULL)
 		dlg_on_read(dlg.out, c);	/* what it wrote before it went */
-	status = pipeline_wait(dlg.pl);
+	if (spawn_wait(dlg.pid, &st) == -1)
+		log_warn("agent %ld: waitpid", (long)dlg.pid);
+	else
+		status = spawn_status(st);
 	log_warnx("agent %ld exited (status %d)", (long)dlg.pid, status);
-	pipeline_free(dlg.pl);
-	dlg.pl = NULL;
 	event_free(dlg.ev_exit);
 	dlg.ev_exit = NULL;
 	close(dlg.pidfd);

@@ -2,7 +2,7 @@
  * delegate.c: the sessions and turns at the ACP agent (--agent-acp
  * 'CMD ARGS') that answers this child's prompts.
  *
- * One agent process per child, started through libpipeline on the first
+ * One agent process per child, started with spawn_cmd() on the first
  * prompt (never at load: loads stay ours and fast), initialized with a
  * private-parent secret of our own, then each session is resumed there
  * once (its writer lease released first, so that the agent can write).
@@ -44,12 +44,23 @@ turn_over(struct child *c, const char *sid)
 	child_session_idle(c, s);
 }
 
-/* Fail the parent's prompt with a classified error and end the turn. */
+/*
+ * Fail the parent's prompt with a classified error and end the turn; a
+ * cause from agent_start()'s family (a failed fork) classifies itself.
+ */
+static void
+fail_turn_cause(struct child *c, const char *sid, json_object *pid,
+    const char *msg, const char *cause)
+{
+	child_send_error(c, pid, RPC_INTERNAL_ERROR, cause != NULL ? cause : msg,
+	    agent_error_data(cause));
+	turn_over(c, sid);
+}
+
 static void
 fail_turn(struct child *c, const char *sid, json_object *pid, const char *msg)
 {
-	child_send_error(c, pid, RPC_INTERNAL_ERROR, msg, child_error_data("agent_failed"));
-	turn_over(c, sid);
+	fail_turn_cause(c, sid, pid, msg, NULL);
 }
 
 /* session/update {sessionUpdate:"session_info_update", _meta: state}. */
@@ -119,9 +130,12 @@ dlg_send_prompt(struct child *c, struct session *s, json_object *pid,
 	dlg_call(k, "session/prompt", json_object_get(params));
 }
 
-/* The agent is ready (or gone): run or fail the prompts that waited. */
+/*
+ * The agent is ready (or gone): run or fail the prompts that waited;
+ * cause says why it could not be started, when it is known.
+ */
 static void
-dlg_release_waiting(struct child *c, int ready)
+dlg_release_waiting(struct child *c, int ready, const char *cause)
 {
 	struct session *s;
 	struct call *k;
@@ -132,7 +146,8 @@ dlg_release_waiting(struct child *c, int ready)
 		if (s == NULL)
 			;
 		else if (!ready)
-			fail_turn(c, k->sid, k->peer_id, "the agent could not be started");
+			fail_turn_cause(c, k->sid, k->peer_id,
+			    "the agent could not be started", cause);
 		else if (s->delegated)
 			dlg_send_prompt(c, s, k->peer_id, k->params);
 		else
@@ -145,6 +160,7 @@ void
 delegate_prompt(struct child *c, struct rpc_msg *m, struct session *s)
 {
 	struct call *k;
+	char *cause = NULL;
 
 	s->busy = 1;
 	if (dlg.state == D_READY) {
@@ -160,8 +176,10 @@ delegate_prompt(struct child *c, struct rpc_msg *m, struct session *s)
 	}
 	TAILQ_INSERT_TAIL(&dlg.waiting, k, entry);
 	tell_state(c, s->id, "starting");
-	if (dlg.state == D_DOWN && dlg_start(c) == -1)
-		dlg_release_waiting(c, 0);
+	if (dlg.state == D_DOWN && dlg_start(c, &cause) == -1) {
+		dlg_release_waiting(c, 0, cause);
+		free(cause);
+	}
 }
 
 void
@@ -235,7 +253,7 @@ dlg_answer(struct child *c, struct rpc_msg *m)
 		log_info("agent %ld: initialize %s", (long)dlg.pid,
 		    m->kind == RPC_RESULT ? "done" : "refused");
 		if (m->kind == RPC_RESULT)
-			dlg_release_waiting(c, 1);
+			dlg_release_waiting(c, 1, NULL);
 		else
 			kill(-dlg.pid, SIGTERM);
 		break;
@@ -347,6 +365,6 @@ dlg_gone(struct child *c)
 			fail_turn(c, k->sid, k->peer_id, "the agent exited during the turn");
 		call_free(k);
 	}
-	dlg_release_waiting(c, 0);
+	dlg_release_waiting(c, 0, NULL);
 	child_check_done(c);
 }

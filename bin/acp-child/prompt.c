@@ -173,7 +173,7 @@ prompt_done(void *arg, enum agent_end end, int status, const char *message)
  * The error data of an agent that did not start: no process to be had
  * now (fork failed) is retryable, where a bad agent command is not.
  */
-static json_object *
+json_object *
 agent_error_data(const char *cause)
 {
 	json_object *d = child_error_data("agent_failed");

@@ -35,7 +35,6 @@ struct channel {
 	TAILQ_ENTRY(channel)	 entry;
 	char			*workspace;
 	enum chan_state		 state;
-	pipeline		*p;
 	pid_t			 pid;
 	int			 pidfd;
 	struct event		*pid_ev;
@@ -70,7 +69,7 @@ void	chan_on_err_read(struct bufferevent *, void *);
 void	chan_on_err_event(struct bufferevent *, short, void *);
 void	chan_on_more(evutil_socket_t, short, void *);
 void	chan_start(struct channel *);
-/* The child's command, cwd and environment; libpipeline owns it. */
+/* The child's command, cwd and environment (spawn_cmd() frees it). */
 pipecmd	*child_cmd_new(const char *workspace, const char *secret);
 void	chan_end(struct channel *, int hard);
 void	chan_check_idle(struct channel *);

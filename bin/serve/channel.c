@@ -1,6 +1,6 @@
 /*
- * channel.c: one qwen-acp-child per workspace, started on demand through
- * libpipeline (which owns SIGCHLD; exits are watched with a pidfd) and
+ * channel.c: one qwen-acp-child per workspace, started on demand with
+ * spawn_cmd() (our fork, libpipeline's command; exits watched with a pidfd) and
  * initialized with a fresh private-parent secret; its death becomes
  * session_died for each of its sessions and the channel is respawned on
  * next use; the idle policy ends it when its last session goes.  The
@@ -22,17 +22,16 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <pipeline.h>
 
 #include "base64.h"
 #include "clock.h"
-#include "forkslot.h"
 #include "log.h"
 #include "rpc-frame.h"
 #include "rpc-pending.h"
 #include "channel-int.h"
 #include "base64.h"
 #include "serve.h"
+#include "spawn.h"
 #include "xmalloc.h"
 
 static TAILQ_HEAD(, channel) channels = TAILQ_HEAD_INITIALIZER(channels);
@@ -89,30 +88,6 @@ new_secret(char *out, size_t size)
 		out[0] = '\0';
 }
 
-struct err_dup { int fd; };
-
-/*
- * In the child, before exec: stderr goes to our pipe, and the signals we
- * handle get their default action back before they are unblocked.  Until
- * exec the child shares libevent's signal socket with us: a TERM caught by
- * the inherited handler (an abandoned restore ends a child that has only
- * just been forked) would be read by our loop as our own TERM.
- */
-static void
-child_stderr(void *data)
-{
-	struct err_dup *d = data;
-	sigset_t none;
-
-	if (d->fd != 2)
-		dup2(d->fd, 2);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
 static struct bufferevent *
 wrap_fd(int fd, bufferevent_data_cb rd, bufferevent_event_cb ev, void *arg)
 {
@@ -130,6 +105,29 @@ wrap_fd(int fd, bufferevent_data_cb rd, bufferevent_event_cb ev, void *arg)
 	return b;
 }
 
+/* The child's stdin, stdout and stderr pipes; -1 leaves none open. */
+static int
+chan_pipes(int in[2], int out[2], int err[2])
+{
+	int saved;
+
+	if (pipe2(in, O_CLOEXEC) == -1)
+		return -1;
+	if (pipe2(out, O_CLOEXEC) == 0) {
+		if (pipe2(err, O_CLOEXEC) == 0)
+			return 0;
+		saved = errno;
+		close(out[0]);
+		close(out[1]);
+		errno = saved;
+	}
+	saved = errno;
+	close(in[0]);
+	close(in[1]);
+	errno = saved;
+	return -1;
+}
+
 static void	on_exit_ready(evutil_socket_t, short, void *);
 static void	respawn(struct channel *);
 
@@ -139,40 +137,24 @@ chan_start(struct channel *ch)
 {
 	int in[2], out[2], err[2];
 	struct chan_req *r;
-	struct err_dup d;
-	sigset_t block, old;
-	pipecmd *cmd;
-	pid_t slot;
 
-	if (forkslot_take(&slot) == -1) {
-		/* The state stays idle: the request fails with a 503. */
-		log_warn("cannot start %s: fork", conf.child_path);
-		return;
-	}
-	if (pipe2(in, O_CLOEXEC) == -1 || pipe2(out, O_CLOEXEC) == -1 ||
-	    pipe2(err, O_CLOEXEC) == -1) {
+	if (chan_pipes(in, out, err) == -1) {
 		log_warn("pipe");
-		forkslot_release(slot);
 		return;
 	}
 	new_secret(ch->secret, sizeof(ch->secret));
-	cmd = child_cmd_new(ch->workspace, ch->secret);
-	d.fd = err[1];
-	pipecmd_pre_exec(cmd, child_stderr, NULL, &d);
-	ch->p = pipeline_new_commands(cmd, (void *)0);
-	pipeline_ignore_signals(ch->p, 0);
-	pipeline_want_in(ch->p, in[0]);
-	pipeline_want_out(ch->p, out[1]);
-	sigemptyset(&block);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGHUP);
-	sigprocmask(SIG_BLOCK, &block, &old);
-	forkslot_release(slot);
-	pipeline_start(ch->p);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	close(err[1]);
-	ch->pid = pipeline_get_pid(ch->p, 0);
+	/* Closes in[0], out[1] and err[1]; a failed fork is not the end of us. */
+	ch->pid = spawn_cmd(child_cmd_new(ch->workspace, ch->secret),
+	    in[0], out[1], err[1]);
+	if (ch->pid == -1) {
+		/* The state stays idle: the request fails with a 503. */
+		log_warn("cannot start %s: fork", conf.child_path);
+		ch->pid = 0;
+		close(in[1]);
+		close(out[0]);
+		close(err[0]);
+		return;
+	}
 	ch->pidfd = (int)syscall(SYS_pidfd_open, ch->pid, 0);
 	ch->killed = 0;
 	ch->kill_stage = 0;
@@ -271,20 +253,20 @@ static void
 on_exit_ready(evutil_socket_t fd, short what, void *arg)
 {
 	struct channel *ch = arg;
-	int *st = NULL, n = 0, code = -1, sig = 0, killed = ch->killed;
+	int st, code = -1, sig = 0, killed = ch->killed;
 	pid_t pid;
 
 	(void)fd; (void)what;
 	/* Take what the child wrote before it exited. */
 	chan_out_drain(ch);
-	pipeline_wait_all(ch->p, &st, &n);
 	pid = ch->pid;
+	if (spawn_wait(pid, &st) == -1)
+		log_warn("child %ld: waitpid", (long)pid);
+	else if (WIFEXITED(st))
+		code = WEXITSTATUS(st);
+	else if (WIFSIGNALED(st))
+		sig = WTERMSIG(st);
 	ch->pid = 0;	/* reaped: never signal that number again */
-	if (n > 0 && WIFEXITED(st[0]))
-		code = WEXITSTATUS(st[0]);
-	else if (n > 0 && WIFSIGNALED(st[0]))
-		sig = WTERMSIG(st[0]);
-	free(st);
 	log_info("child %ld exited (%s %d)", (long)pid,
 	    sig ? "signal" : "status", sig ? sig : code);
 	ch->state = CH_DYING;
@@ -292,8 +274,6 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 	rpc_pending_drain(ch->pending, drain_one, NULL);
 	sessions_channel_died(ch, code, sig, killed);
 	inflight_channel_exited(ch);
-	pipeline_free(ch->p);
-	ch->p = NULL;
 	event_free(ch->pid_ev);
 	ch->pid_ev = NULL;
 	close(ch->pidfd);
