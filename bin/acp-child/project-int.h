@@ -110,5 +110,17 @@ char *pj_markdown_breaks(const char *s);
 extern const char *const pj_slash_meta[][2];
 /* Project the record in x->tape (parsed by the caller); -1 on OOM. */
 int pf_record(struct pctx *);
+/* The fast path's writers (project-fast.c): start an update that is no
+   text chunk; close it with the record's _meta tail (pf_end: opening
+   _meta first); ,"key":s; the string member key of obj, or dflt. */
+void pf_begin(struct pctx *, const char *kind);
+int pf_close(struct pctx *);
+int pf_end(struct pctx *);
+void pf_str(struct pctx *, const char *key, const char *s);
+void pf_member_or(struct pctx *, int obj, const char *key, const char *dflt);
+/* project-fast-tool.c: a functionCall part (a tool_call, tracked as
+   pending); a tool_result record (tool_call_update, or a plan). */
+int pf_tool_call(struct pctx *, int fc, size_t idx);
+int pf_tool_result(struct pctx *);
 
 #endif
