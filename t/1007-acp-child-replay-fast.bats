@@ -50,9 +50,36 @@ gen() {
 	cmp "$BATS_TEST_TMPDIR/fast" "$BATS_TEST_TMPDIR/jsonc"
 	u="$BATS_TEST_TMPDIR/fast"
 	[ "$(jq '[.[] | select(.sessionUpdate == "plan")] | length' "$u")" -eq 1 ]
-	[ "$(jq '[.[] | select(.sessionUpdate == "agent_thought_chunk")] | length' "$u")" -eq 1 ]
-	[ "$(jq -r '.[-1].toolCallId' "$u")" = 'call-"open"' ]
-	[ "$(jq -r '.[-1].status' "$u")" = failed ]
+	[ "$(jq '[.[] | select(.sessionUpdate == "agent_thought_chunk")] | length' "$u")" -eq 2 ]
+	jq -e 'any(.[]; .toolCallId == "call-\"open\"" and .status == "failed" and
+	    .sessionUpdate == "tool_call_update" and (.content[0].content.text | startswith("Tool result missing")))' "$u"
+	# The agent's fields (the records at the end of the edge file).
+	e() { jq -e "$1" "$u" >/dev/null; }
+	r=00000000-0000-4000-8000-0000000e0027
+	e "all(.[]; ._meta[\"qwen.session.recordId\"] == ._meta.qwenTranscript.sourceRecordIds[0])"
+	e "all(.[]; .timestamp == ._meta.timestamp)"
+	e "[.[] | select(._meta.qwenTranscript.sourceRecordIds[0] == \"$r\" and .sessionUpdate != \"tool_call_update\") | ._meta.qwenTranscript.segmentId] == [\"$r:0\", \"$r:0\", \"$r:2\", null, null, \"$r:5\", null, null, null, null, null, null, null, null]"
+	e 'any(.[]; ._meta.usage == {inputTokens: 7, outputTokens: 0, totalTokens: 0, thoughtTokens: 2, cachedReadTokens: 1.5})'
+	e 'any(.[]; .toolCallId == "r1" and .title == "ReadFile: dir/f.txt (lines 11-15)" and .kind == "read" and
+	    .locations == [{path: "/ws/dir/f.txt", line: 10}] and .content == [] and
+	    ._meta.toolName == "read_file" and ._meta.provenance == "builtin")'
+	e 'any(.[]; .title == "Shell: ls\nwc [in /ws/sub] [timeout: 5000ms] (two lines)" and .kind == "execute")'
+	e 'any(.[]; .title == "Shell: sleep 1 [background]")'
+	e 'any(.[]; .title == "Grep: '"'x'"' in . (filter: '"'*.c'"')" and .kind == "search")'
+	e 'any(.[]; .title == "Glob: '"'*.h'"' in /elsewhere")'
+	e 'any(.[]; .title == "WriteFile: Writing to ." and .kind == "edit" and .locations == [{path: "/ws", line: null}])'
+	e 'any(.[]; .title == "Edit: Create e")'
+	e 'any(.[]; .toolCallId == "e2" and .title == "Edit: why" and .kind == "edit" and .locations == [])'
+	e 'any(.[]; .title == "mcp__srv__do" and .kind == "other" and ._meta.provenance == "mcp" and ._meta.serverId == "srv")'
+	e 'any(.[]; .sessionUpdate == "tool_call_update" and .toolCallId == "r1" and .status == "completed" and
+	    .rawOutput == null and (has("rawOutput")) and ._meta.artifacts == [{id: "a"}] and
+	    ([.content[].content.text] == ["note", "{\"other\":[1,\"x\"]}"]))'
+	e 'any(.[]; .toolCallId == "s1" and .status == "failed" and .content[0].content.text == "boom")'
+	e 'any(.[]; .content == [{type: "diff", path: "e", oldText: "", newText: ""}] and ._meta.toolName == "edit")'
+	e 'any(.[]; ._meta.source == "slash_command" and .content.text == "one  \ntwo  \n" and
+	    ._meta.contextCompression == {phase: "done", n: 1} and ._meta.contextCompressionNotice == {x: true} and
+	    ._meta.sessionArtifacts == [1])'
+	e 'any(.[]; ._meta.source == "slash_command" and .content.text == "" and (._meta | has("contextCompression") | not))'
 	jq -e '[.[] | select((.content | type) == "object" and .content.text == "escapes \" \\ / \b \f \n \r \t A é € \u001f \u007f \uffff")] | length == 1' "$u"
 }
 

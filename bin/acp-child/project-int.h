@@ -20,22 +20,70 @@ struct pctx {
 	int64_t ts;			/* -1: none */
 	json_object *pending;		/* [{id, name, pos, uuid}] */
 	struct jtape tape;		/* the fast path's parse of the record */
-	struct jbuf sfx;		/* the record's _meta tail, encoded */
+	struct jbuf sfx;		/* the record's _meta tail up to sourceRecordIds */
+	struct jbuf sfx2;		/* and after them: recordId, _meta's end */
+	struct jbuf sfx3;		/* the top-level timestamp, the update's end */
 	size_t uoff;			/* start of the update being written */
+	int ord;			/* updates of the current record so far */
+	int lane;			/* enum pj_lane of the open text segment */
+	int seg;			/* the ordinal that opened it, -1: none */
+	int useg;			/* segment of the update being written, -1 */
+	const char *cwd;		/* the record's cwd, NULL: none */
 	int oom;
 };
+
+#define PJ_TITLE_MAX 8192
+
+/* The runs of text chunks of one kind within a record share a segmentId
+   "<uuid>:<ordinal of the run's first update>" (the agent's own replay
+   does the same); any other kind of update ends a run. */
+enum pj_lane { PJ_LANE_NONE, PJ_LANE_USER, PJ_LANE_IMAGE, PJ_LANE_AGENT,
+    PJ_LANE_THOUGHT };
+
+/* Count the next update of the record and set x->useg: lane is its text
+   lane (PJ_LANE_NONE for an empty chunk), boundary whether it ends a run. */
+void pj_segment(struct pctx *, int lane, int boundary);
+/* The lane of a text chunk of the given kind, text non-empty or not. */
+int pj_text_lane(const char *kind, int nonempty);
+/* Write the end of an update: the record's ids (and the segment), the
+   _meta close and the top-level timestamp (pj_tail_meta, then pj_tail_top,
+   when something comes between them). */
+void pj_tail_meta(struct pctx *);
+void pj_tail_top(struct pctx *);
+void pj_tail(struct pctx *);
+/* provenance of a tool name: "builtin", or "mcp" with *server (len *n)
+   for mcp__SERVER__tool. */
+const char *pj_provenance(const char *name, const char **server, size_t *n);
+
+/* The arguments of a tool call, read through json-c or the tape. */
+struct pj_args {
+	const char *(*str)(void *, const char *key);	/* NULL: absent */
+	int (*num)(void *, const char *key, double *);	/* 0: a number */
+	int (*istrue)(void *, const char *key);
+	void *arg;
+};
+/* The agent's presentation of a built-in tool call: title (into title),
+   kind, and one location path (NULL: none) with line (*line < 0: null). */
+const char *pj_tool_present(const char *name, const struct pj_args *,
+    const char *cwd, char *title, size_t tsize, const char **path,
+    double *line);
 
 /* A new update {"sessionUpdate": kind} (caller owns). */
 json_object *pj_update(const char *kind);
 /* Add _meta (extra_meta taken, may be NULL) to u and append it (takes u). */
 int pj_emit(struct pctx *, json_object *u, json_object *extra_meta);
+/* pj_emit with rawOutput (borrowed; json-c's null too) when has_raw. */
+int pj_emit_raw(struct pctx *, json_object *u, json_object *extra_meta,
+    int has_raw, json_object *raw);
 /* A functionCall part of an assistant record: a tool_call, tracked as pending. */
 int pj_tool_call(struct pctx *, json_object *fc, size_t part_index);
+/* _meta's toolName, provenance and serverId of a tool (new object). */
+json_object *pj_tool_meta(const char *name);
 /* A tool_result record: tool_call_update, or plan for todo_write. */
 int pj_tool_result(struct pctx *, json_object *r);
 /* Every call still pending at the end of the window failed. */
 int pj_fail_pending(struct pctx *);
-/* Track a tool call until its result (strings copied). */
+/* Track a tool call until its result (strings copied; ts of its record). */
 void pj_pending_add(struct pctx *, const char *id, const char *name);
 /* Remove and return (caller puts) the pending call matching id, else the
    only pending call named name; NULL when none. */
@@ -46,15 +94,33 @@ size_t pj_sep(struct pctx *);
 int pj_span(struct pctx *, size_t off);
 /* ISO-8601 UTC "YYYY-MM-DDTHH:MM:SS[.mmm]Z" to epoch ms, -1 when invalid. */
 int64_t pj_parse_ts(const char *s);
-/* Argument keys giving a tool call's location and its title, in order. */
-extern const char *const pj_path_keys[];
-extern const char *const pj_title_keys[];
 /* The id of a tool call: id itself, or qwen-replay-tool:<uuid>:<idx> in buf
    when it is NULL or empty. */
 const char *pj_call_id(struct pctx *, const char *id, size_t idx, char buf[128]);
-/* ACP tool kind of a qwen-code tool name. */
-const char *pj_tool_kind(const char *name);
+/* The record's timestamp (-1: none) and the _meta tails built from it
+   and x->uuid; starts the record's segment count. */
+void pj_set_ts(struct pctx *, int64_t ts);
+/* usageMetadata keys and their ACP names; the first three default to 0. */
+extern const char *const pj_usage_keys[][2];
+/* s with each newline after two spaces (a Markdown line break), as the
+   agent replays a slash command's output (caller frees). */
+char *pj_markdown_breaks(const char *s);
+/* Members of a slash command's output item kept in _meta, with "o"
+   (object) or "a" (array) for their type. */
+extern const char *const pj_slash_meta[][2];
 /* Project the record in x->tape (parsed by the caller); -1 on OOM. */
 int pf_record(struct pctx *);
+/* The fast path's writers (project-fast.c): start an update that is no
+   text chunk; close it with the record's _meta tail (pf_end: opening
+   _meta first); ,"key":s; the string member key of obj, or dflt. */
+void pf_begin(struct pctx *, const char *kind);
+int pf_close(struct pctx *);
+int pf_end(struct pctx *);
+void pf_str(struct pctx *, const char *key, const char *s);
+void pf_member_or(struct pctx *, int obj, const char *key, const char *dflt);
+/* project-fast-tool.c: a functionCall part (a tool_call, tracked as
+   pending); a tool_result record (tool_call_update, or a plan). */
+int pf_tool_call(struct pctx *, int fc, size_t idx);
+int pf_tool_result(struct pctx *);
 
 #endif

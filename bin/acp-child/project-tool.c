@@ -12,31 +12,8 @@
 #include "project-int.h"
 #include "xmalloc.h"
 
-#define MISSING_RESULT "Tool result missing from saved history; the tool call " \
-	"did not record a result before the session ended."
-
-const char *
-pj_tool_kind(const char *name)
-{
-	static const char *const map[][2] = {
-		{ "read_file", "read" }, { "read_many_files", "read" },
-		{ "list_directory", "read" }, { "edit", "edit" },
-		{ "write_file", "edit" }, { "run_shell_command", "execute" },
-		{ "grep_search", "search" }, { "glob", "search" },
-		{ "web_fetch", "fetch" }, { "web_search", "fetch" },
-		{ "todo_write", "think" }, { NULL, NULL }
-	};
-	int i;
-
-	for (i = 0; map[i][0] != NULL; i++)
-		if (strcmp(name, map[i][0]) == 0)
-			return map[i][1];
-	return "other";
-}
-
-const char *const pj_path_keys[] = { "absolute_path", "file_path", "path", NULL };
-const char *const pj_title_keys[] = { "absolute_path", "file_path", "path",
-    "command", "pattern", "url", NULL };
+#define MISSING_RESULT "Tool result missing from saved history; the previous " \
+	"run likely ended before this tool completed."
 
 const char *
 pj_call_id(struct pctx *x, const char *id, size_t idx, char buf[128])
@@ -50,41 +27,95 @@ pj_call_id(struct pctx *x, const char *id, size_t idx, char buf[128])
 	return buf;
 }
 
+/* Tool call arguments through json-c. */
+static const char *
+jc_str(void *o, const char *key)
+{
+	return json_get_str(o, key);
+}
+
+static int
+jc_num(void *o, const char *key, double *v)
+{
+	json_object *n = NULL;
+
+	json_object_object_get_ex(o, key, &n);
+	if (!json_object_is_type(n, json_type_int) && !json_object_is_type(n, json_type_double))
+		return -1;
+	*v = json_object_get_double(n);
+	return 0;
+}
+
+static int
+jc_true(void *o, const char *key)
+{
+	json_object *b = json_get(o, key, json_type_boolean);
+
+	return b != NULL && json_object_get_boolean(b);
+}
+
+/* The tool's name and provenance in an update's _meta (new object). */
+json_object *
+pj_tool_meta(const char *name)
+{
+	json_object *meta = xjson_object_new_object();
+	const char *prov, *server;
+	size_t n;
+
+	prov = pj_provenance(name, &server, &n);
+	json_object_object_add(meta, "toolName", xjson_object_new_string(name));
+	json_object_object_add(meta, "provenance", xjson_object_new_string(prov));
+	if (server != NULL)
+		json_object_object_add(meta, "serverId",
+		    xjson_object_new_string_len(server, (int)n));
+	return meta;
+}
+
 /* A tool_call update for a functionCall part. */
 int
 pj_tool_call(struct pctx *x, json_object *fc, size_t idx)
 {
-	json_object *args = json_get(fc, "args", json_type_object), *u, *loc, *locs;
-	const char *id = json_get_str(fc, "id"), *name = json_get_str(fc, "name"), *v = NULL;
-	char buf[128], title[256];
-	int i;
+	json_object *args = json_get(fc, "args", json_type_object), *u, *loc, *locs, *off;
+	const char *id = json_get_str(fc, "id"), *name = json_get_str(fc, "name");
+	const char *kind, *path;
+	struct pj_args a;
+	char buf[128], title[PJ_TITLE_MAX];
+	double line;
 
 	if (name == NULL)
 		name = "tool";
 	if (strcmp(name, "todo_write") == 0)
 		return 0;			/* its result becomes a plan */
 	id = pj_call_id(x, id, idx, buf);
+	if (args == NULL)
+		args = xjson_object_new_object();
+	else
+		json_object_get(args);
+	a.str = jc_str;
+	a.num = jc_num;
+	a.istrue = jc_true;
+	a.arg = args;
+	kind = pj_tool_present(name, &a, x->cwd, title, sizeof title, &path, &line);
 	u = pj_update("tool_call");
 	json_object_object_add(u, "toolCallId", xjson_object_new_string(id));
-	for (i = 0; args && pj_title_keys[i] != NULL && v == NULL; i++)
-		v = json_get_str(args, pj_title_keys[i]);
-	snprintf(title, sizeof title, "%s%s%.200s", name, v ? ": " : "", v ? v : "");
-	json_object_object_add(u, "title", xjson_object_new_string(title));
-	json_object_object_add(u, "kind", xjson_object_new_string(pj_tool_kind(name)));
 	json_object_object_add(u, "status", xjson_object_new_string("in_progress"));
+	json_object_object_add(u, "title", xjson_object_new_string(title));
+	json_object_object_add(u, "content", xjson_object_new_array());
 	locs = xjson_object_new_array();
-	for (i = 0, v = NULL; args && pj_path_keys[i] != NULL && v == NULL; i++)
-		v = json_get_str(args, pj_path_keys[i]);
-	if (v != NULL) {
+	if (path != NULL) {
 		loc = xjson_object_new_object();
-		json_object_object_add(loc, "path", xjson_object_new_string(v));
+		json_object_object_add(loc, "path", xjson_object_new_string(path));
+		off = NULL;
+		if (line >= 0)
+			json_object_object_get_ex(args, "offset", &off);
+		json_object_object_add(loc, "line", json_object_get(off));
 		json_object_array_add(locs, loc);
 	}
 	json_object_object_add(u, "locations", locs);
-	json_object_object_add(u, "rawInput", args ? json_object_get(args) :
-	    xjson_object_new_object());
+	json_object_object_add(u, "kind", xjson_object_new_string(kind));
+	json_object_object_add(u, "rawInput", args);
 	pj_pending_add(x, id, name);
-	return pj_emit(x, u, NULL);
+	return pj_emit(x, u, pj_tool_meta(name));
 }
 
 void
@@ -96,6 +127,7 @@ pj_pending_add(struct pctx *x, const char *id, const char *name)
 	json_object_object_add(pe, "name", xjson_object_new_string(name));
 	json_object_object_add(pe, "pos", xjson_object_new_int64((int64_t)x->pos));
 	json_object_object_add(pe, "uuid", json_object_get(x->uuid));
+	json_object_object_add(pe, "ts", xjson_object_new_int64(x->ts));
 	json_object_array_add(x->pending, pe);
 }
 
@@ -146,67 +178,107 @@ plan_update(struct pctx *x, json_object *display)
 	return pj_emit(x, u, NULL);
 }
 
-/* A string member as a new reference, or a new empty string / null. */
+/* A string member as a new reference, or a new empty string. */
 static json_object *
-str_ref(json_object *obj, const char *key, int null_if_absent)
+str_ref(json_object *obj, const char *key)
 {
 	json_object *v = json_get(obj, key, json_type_string);
 
-	if (v != NULL)
-		return json_object_get(v);
-	return null_if_absent ? NULL : xjson_object_new_string("");
+	return v != NULL ? json_object_get(v) : xjson_object_new_string("");
 }
 
-/* The content blocks of a tool result: a diff, or the output/error text. */
+/* {"type":"content","content":{"type":"text","text":text}} (takes text). */
 static json_object *
-result_content(json_object *display, json_object *resp)
+text_block(json_object *text)
 {
-	json_object *arr = xjson_object_new_array(), *b, *inner, *v, *text = NULL;
-	const char *path;
+	json_object *b = xjson_object_new_object(), *inner = xjson_object_new_object();
 
-	if (display && json_get_str(display, "fileDiff") != NULL) {
+	json_object_object_add(inner, "type", xjson_object_new_string("text"));
+	json_object_object_add(inner, "text", text);
+	json_object_object_add(b, "type", xjson_object_new_string("content"));
+	json_object_object_add(b, "content", inner);
+	return b;
+}
+
+/* The text of a functionResponse's response: output, error, or the
+   whole payload encoded (new object). */
+static json_object *
+response_text(struct pctx *x, json_object *resp)
+{
+	json_object *v;
+	struct jbuf b;
+
+	if ((v = json_get(resp, "output", json_type_string)) != NULL ||
+	    (v = json_get(resp, "error", json_type_string)) != NULL)
+		return json_object_get(v);
+	memset(&b, 0, sizeof b);
+	jsonw_value(&b, resp);
+	if (b.oom)
+		x->oom = 1;
+	v = xjson_object_new_string_len(b.p ? b.p : "", (int)b.len);
+	jbuf_free(&b);
+	return v;
+}
+
+/* The content blocks of a tool result, as the agent builds them: a diff
+   when the display is one, else the error's message, else the record's
+   text parts and response texts. */
+static json_object *
+result_content(struct pctx *x, json_object *r, json_object *tcr, json_object *display)
+{
+	json_object *arr = xjson_object_new_array(), *b, *parts, *part, *v, *resp;
+	const char *path;
+	size_t i;
+
+	if (json_object_is_type(display, json_type_object) &&
+	    json_object_object_get_ex(display, "fileName", NULL) &&
+	    json_object_object_get_ex(display, "newContent", NULL)) {
 		b = xjson_object_new_object();
-		path = json_get_str(display, "filePath");
-		if (path == NULL)
-			path = json_get_str(display, "fileName");
+		if ((path = json_get_str(display, "filePath")) == NULL &&
+		    (path = json_get_str(display, "fileName")) == NULL)
+			path = "";
 		json_object_object_add(b, "type", xjson_object_new_string("diff"));
-		json_object_object_add(b, "path", xjson_object_new_string(path ? path : ""));
-		json_object_object_add(b, "oldText", str_ref(display, "originalContent", 1));
-		json_object_object_add(b, "newText", str_ref(display, "newContent", 0));
+		json_object_object_add(b, "path", xjson_object_new_string(path));
+		json_object_object_add(b, "oldText", str_ref(display, "originalContent"));
+		json_object_object_add(b, "newText", str_ref(display, "newContent"));
 		json_object_array_add(arr, b);
 		return arr;
 	}
-	if (resp != NULL) {
-		text = str_ref(resp, "output", 1);
-		if (text == NULL)
-			text = str_ref(resp, "error", 1);
-		if (text == NULL && (v = json_get(resp, "error", json_type_object)))
-			text = str_ref(v, "message", 1);
-	}
-	if (text == NULL)
+	if ((v = json_get(tcr, "error", json_type_object)) != NULL &&
+	    (v = json_get(v, "message", json_type_string)) != NULL &&
+	    json_object_get_string_len(v) > 0) {
+		json_object_array_add(arr, text_block(json_object_get(v)));
 		return arr;
-	inner = xjson_object_new_object();
-	json_object_object_add(inner, "type", xjson_object_new_string("text"));
-	json_object_object_add(inner, "text", text);
-	b = xjson_object_new_object();
-	json_object_object_add(b, "type", xjson_object_new_string("content"));
-	json_object_object_add(b, "content", inner);
-	json_object_array_add(arr, b);
+	}
+	parts = json_get(json_get(r, "message", json_type_object), "parts", json_type_array);
+	for (i = 0; parts && i < json_object_array_length(parts); i++) {
+		part = json_object_array_get_idx(parts, i);
+		if ((v = json_get(part, "text", json_type_string)) != NULL &&
+		    json_object_get_string_len(v) > 0)
+			json_object_array_add(arr, text_block(json_object_get(v)));
+		resp = json_get(json_get(part, "functionResponse", json_type_object),
+		    "response", json_type_object);
+		if (resp != NULL)
+			json_object_array_add(arr, text_block(response_text(x, resp)));
+	}
 	return arr;
 }
 
-/* The first functionResponse part of a record (borrowed), or NULL. */
-static json_object *
-function_response(json_object *r)
+/* The first functionResponse part's string member key (non-empty when
+   nonempty is set), or NULL. */
+static const char *
+response_member(json_object *r, const char *key, int nonempty)
 {
 	json_object *msg = json_get(r, "message", json_type_object);
 	json_object *parts = json_get(msg, "parts", json_type_array), *fr;
+	const char *s;
 	size_t i;
 
 	for (i = 0; parts && i < json_object_array_length(parts); i++)
 		if ((fr = json_get(json_object_array_get_idx(parts, i),
-		    "functionResponse", json_type_object)) != NULL)
-			return fr;
+		    "functionResponse", json_type_object)) != NULL &&
+		    (s = json_get_str(fr, key)) != NULL && (!nonempty || *s != '\0'))
+			return s;
 	return NULL;
 }
 
@@ -215,23 +287,25 @@ int
 pj_tool_result(struct pctx *x, json_object *r)
 {
 	json_object *tcr = json_get(r, "toolCallResult", json_type_object);
-	json_object *fr = function_response(r), *display = NULL, *resp, *u, *pe, *v;
-	const char *id = NULL, *name = fr ? json_get_str(fr, "name") : NULL, *st, *dt;
+	json_object *display = NULL, *u, *pe, *v, *meta;
+	const char *id = NULL, *name = response_member(r, "name", 0), *st, *dt;
 	char buf[128];
-	int failed, rc;
+	int failed, rc, has_display = 0;
 
+	if (name == NULL)
+		name = "";
 	if (tcr != NULL) {
-		id = json_get_str(tcr, "callId");
-		json_object_object_get_ex(tcr, "resultDisplay", &display);
+		if ((id = json_get_str(tcr, "callId")) != NULL && *id == '\0')
+			id = NULL;
+		has_display = json_object_object_get_ex(tcr, "resultDisplay", &display);
 	}
-	if (id == NULL && fr != NULL)
-		id = json_get_str(fr, "id");
-	resp = json_get(fr, "response", json_type_object);
-	pe = pj_take_pending(x, id, name);
+	if (id == NULL)
+		id = response_member(r, "id", 1);
+	pe = pj_take_pending(x, id, *name ? name : NULL);
 	if (id == NULL && pe != NULL)
 		id = json_get_str(pe, "id");
 	dt = display ? json_get_str(display, "type") : NULL;
-	if ((name && strcmp(name, "todo_write") == 0) || (dt && strcmp(dt, "todo_list") == 0)) {
+	if (strcmp(name, "todo_write") == 0 || (dt && strcmp(dt, "todo_list") == 0)) {
 		json_object_put(pe);
 		return plan_update(x, display);
 	}
@@ -242,25 +316,28 @@ pj_tool_result(struct pctx *x, json_object *r)
 	}
 	st = tcr ? json_get_str(tcr, "status") : NULL;
 	failed = (st != NULL && strcmp(st, "success") != 0) ||
-	    (tcr && json_object_object_get_ex(tcr, "error", &v) && v != NULL) ||
-	    (tcr == NULL && resp && json_object_object_get_ex(resp, "error", &v));
+	    (tcr && json_object_object_get_ex(tcr, "error", &v) && v != NULL);
 	u = pj_update("tool_call_update");
 	json_object_object_add(u, "toolCallId", xjson_object_new_string(id));
 	json_object_object_add(u, "status", xjson_object_new_string(failed ?
 	    "failed" : "completed"));
-	json_object_object_add(u, "content", result_content(display, resp));
-	if (display != NULL)
-		json_object_object_add(u, "rawOutput", json_object_get(display));
-	rc = pj_emit(x, u, NULL);
+	json_object_object_add(u, "content", result_content(x, r, tcr, display));
+	meta = pj_tool_meta(name);
+	if ((v = json_get(tcr, "artifacts", json_type_array)) != NULL &&
+	    json_object_array_length(v) > 0)
+		json_object_object_add(meta, "artifacts", json_object_get(v));
+	rc = pj_emit_raw(x, u, meta, has_display, display);
 	json_object_put(pe);
 	return rc;
 }
 
-/* Every call still pending at the end of the window failed. */
+/* Every call still pending at the end of the window failed, dated and
+   attributed to the record of its call. */
 int
 pj_fail_pending(struct pctx *x)
 {
-	json_object *pe, *u, *content, *inner, *b, *v;
+	json_object *pe, *u, *content, *v;
+	const char *name;
 	size_t i;
 
 	for (i = 0; i < json_object_array_length(x->pending); i++) {
@@ -270,23 +347,19 @@ pj_fail_pending(struct pctx *x)
 		json_object_object_get_ex(pe, "uuid", &v);
 		json_object_put(x->uuid);
 		x->uuid = json_object_get(v);
-		x->ts = -1;
+		json_object_object_get_ex(pe, "ts", &v);
+		pj_set_ts(x, json_object_get_int64(v));
+		name = json_get_str(pe, "name");
 		u = pj_update("tool_call_update");
 		json_object_object_add(u, "toolCallId",
 		    xjson_object_new_string(json_get_str(pe, "id")));
 		json_object_object_add(u, "status", xjson_object_new_string("failed"));
-		inner = xjson_object_new_object();
-		json_object_object_add(inner, "type", xjson_object_new_string("text"));
-		json_object_object_add(inner, "text", xjson_object_new_string(MISSING_RESULT));
-		b = xjson_object_new_object();
-		json_object_object_add(b, "type", xjson_object_new_string("content"));
-		json_object_object_add(b, "content", inner);
 		content = xjson_object_new_array();
-		json_object_array_add(content, b);
+		json_object_array_add(content,
+		    text_block(xjson_object_new_string(MISSING_RESULT)));
 		json_object_object_add(u, "content", content);
-		if (pj_emit(x, u, NULL) == -1)
+		if (pj_emit(x, u, pj_tool_meta(name)) == -1)
 			return -1;
 	}
 	return 0;
 }
-

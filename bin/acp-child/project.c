@@ -22,54 +22,6 @@
 #define GAP_NOTICE "Earlier history could not be restored: a parent record is " \
 	"missing from the saved transcript."
 
-int
-pj_span(struct pctx *x, size_t off)
-{
-	struct projection *p = x->p;
-	struct pupd *nu;
-
-	if (p->n == p->cap) {
-		if ((nu = reallocarray(p->u, p->cap * 2 + 64, sizeof *nu)) == NULL)
-			return -1;
-		p->u = nu;
-		p->cap = p->cap * 2 + 64;
-	}
-	p->u[p->n].origin = x->pos;
-	p->u[p->n].off = off;
-	p->u[p->n].len = p->enc.len - off;
-	p->n++;
-	return p->enc.oom ? -1 : 0;
-}
-
-size_t
-pj_sep(struct pctx *x)
-{
-	if (x->p->n > 0)
-		jbuf_put(&x->p->enc, ",", 1);
-	return x->p->enc.len;
-}
-
-/* Add _meta to u, encode it and append it to the projection (takes u). */
-int
-pj_emit(struct pctx *x, json_object *u, json_object *extra_meta)
-{
-	json_object *meta, *qt, *ids;
-	size_t off = pj_sep(x);
-
-	meta = extra_meta ? extra_meta : xjson_object_new_object();
-	if (x->ts >= 0)
-		json_object_object_add(meta, "timestamp", xjson_object_new_int64(x->ts));
-	qt = xjson_object_new_object();
-	ids = xjson_object_new_array();
-	json_object_array_add(ids, json_object_get(x->uuid));
-	json_object_object_add(qt, "sourceRecordIds", ids);
-	json_object_object_add(meta, "qwenTranscript", qt);
-	json_object_object_add(u, "_meta", meta);
-	jsonw_value(&x->p->enc, u);
-	json_object_put(u);
-	return pj_span(x, off);
-}
-
 /* A new update of the given kind. */
 json_object *
 pj_update(const char *kind)
@@ -140,7 +92,8 @@ project_user(struct pctx *x, json_object *r)
 	for (i = 0; parts && i < json_object_array_length(parts); i++) {
 		part = json_object_array_get_idx(parts, i);
 		if ((v = json_get(part, "text", json_type_string)) != NULL) {
-			if (chunk_obj(x, "user_message_chunk", v) == -1)
+			if (json_object_get_string_len(v) > 0 &&
+			    chunk_obj(x, "user_message_chunk", v) == -1)
 				return -1;
 		} else if ((v = json_get(part, "inlineData", json_type_object)) != NULL) {
 			if (image_chunk(x, v) == -1)
@@ -150,13 +103,34 @@ project_user(struct pctx *x, json_object *r)
 	return 0;
 }
 
-/* The empty agent chunk carrying usageMetadata. */
+/* usageMetadata under ACP's names (the agent's mapping): input, output
+   and total default to 0, thought and cached-read only when present. */
+const char *const pj_usage_keys[][2] = {
+	{ "promptTokenCount", "inputTokens" },
+	{ "candidatesTokenCount", "outputTokens" },
+	{ "totalTokenCount", "totalTokens" },
+	{ "thoughtsTokenCount", "thoughtTokens" },
+	{ "cachedContentTokenCount", "cachedReadTokens" },
+	{ NULL, NULL }
+};
+
+/* The empty agent chunk carrying the record's usage. */
 static int
 usage_chunk(struct pctx *x, json_object *usage)
 {
-	json_object *meta = xjson_object_new_object();
+	json_object *meta = xjson_object_new_object(), *acp = xjson_object_new_object(), *v;
+	int i;
 
-	json_object_object_add(meta, "usage", json_object_get(usage));
+	for (i = 0; pj_usage_keys[i][0] != NULL; i++) {
+		v = NULL;
+		json_object_object_get_ex(usage, pj_usage_keys[i][0], &v);
+		if (json_object_is_type(v, json_type_int) ||
+		    json_object_is_type(v, json_type_double))
+			json_object_object_add(acp, pj_usage_keys[i][1], json_object_get(v));
+		else if (i < 3)
+			json_object_object_add(acp, pj_usage_keys[i][1], xjson_object_new_int(0));
+	}
+	json_object_object_add(meta, "usage", acp);
 	return chunk(x, "agent_message_chunk", "", meta);
 }
 
@@ -179,7 +153,8 @@ project_assistant(struct pctx *x, json_object *r)
 			}
 			if (rc == 0)
 				rc = pj_tool_call(x, fc, i);
-		} else if ((text = json_get(part, "text", json_type_string)) != NULL) {
+		} else if ((text = json_get(part, "text", json_type_string)) != NULL &&
+		    json_object_get_string_len(text) > 0) {
 			v = json_get(part, "thought", json_type_boolean);
 			rc = chunk_obj(x, v && json_object_get_boolean(v) ?
 			    "agent_thought_chunk" : "agent_message_chunk", text);
@@ -187,6 +162,55 @@ project_assistant(struct pctx *x, json_object *r)
 	}
 	if (rc == 0 && usage != NULL)
 		rc = usage_chunk(x, usage);
+	return rc;
+}
+
+char *
+pj_markdown_breaks(const char *s)
+{
+	size_t n = 0, i;
+	char *out, *o;
+
+	for (i = 0; s[i] != '\0'; i++)
+		n += s[i] == '\n' ? 3 : 1;
+	o = out = xmalloc(n + 1);
+	for (i = 0; s[i] != '\0'; i++) {
+		if (s[i] == '\n') {
+			*o++ = ' ';
+			*o++ = ' ';
+		}
+		*o++ = s[i];
+	}
+	*o = '\0';
+	return out;
+}
+
+const char *const pj_slash_meta[][2] = {
+	{ "contextCompression", "o" }, { "contextCompressionNotice", "o" },
+	{ "sessionArtifacts", "a" }, { NULL, NULL }
+};
+
+/* One output item of a slash command's result: its text with Markdown
+   line breaks, source "slash_command" and the item's compression note. */
+static int
+slash_item(struct pctx *x, json_object *item)
+{
+	json_object *meta, *v;
+	const char *s = json_get_str(item, "text");
+	char *text;
+	int i, rc;
+
+	if (s == NULL)
+		return 0;
+	meta = xjson_object_new_object();
+	json_object_object_add(meta, "source", xjson_object_new_string("slash_command"));
+	for (i = 0; pj_slash_meta[i][0] != NULL; i++)
+		if ((v = json_get(item, pj_slash_meta[i][0], pj_slash_meta[i][1][0] == 'o' ?
+		    json_type_object : json_type_array)) != NULL)
+			json_object_object_add(meta, pj_slash_meta[i][0], json_object_get(v));
+	text = pj_markdown_breaks(s);
+	rc = chunk(x, "agent_message_chunk", text, meta);
+	free(text);
 	return rc;
 }
 
@@ -204,11 +228,9 @@ project_system(struct pctx *x, json_object *r)
 	if (strcmp(sub, "slash_command") == 0 && (s = json_get_str(sp, "phase")) != NULL &&
 	    strcmp(s, "result") == 0 &&
 	    (items = json_get(sp, "outputHistoryItems", json_type_array)) != NULL) {
-		for (i = 0; i < json_object_array_length(items); i++) {
-			s = json_get_str(json_object_array_get_idx(items, i), "text");
-			if (s != NULL && chunk(x, "agent_message_chunk", s, NULL) == -1)
+		for (i = 0; i < json_object_array_length(items); i++)
+			if (slash_item(x, json_object_array_get_idx(items, i)) == -1)
 				return -1;
-		}
 	} else if (strcmp(sub, "turn_result") == 0 &&
 	    (s = json_get_str(sp, "state")) != NULL && strcmp(s, "cancelled") == 0) {
 		meta = xjson_object_new_object();
@@ -243,23 +265,14 @@ project_record(struct pctx *x, json_object *r)
 static void
 record_context(struct pctx *x, const char *ts_str)
 {
-	char buf[37], num[32];
+	char buf[37];
 	const char *s;
 	size_t n;
 
 	json_object_put(x->uuid);
 	s = transcript_uuid_ref(x->t, x->c->rec[x->pos], buf, &n);
 	x->uuid = xjson_object_new_string_len(s, (int)n);
-	x->ts = ts_str != NULL ? pj_parse_ts(ts_str) : -1;
-	x->sfx.len = 0;
-	if (x->ts >= 0) {
-		snprintf(num, sizeof num, "%lld,", (long long)x->ts);
-		jbuf_puts(&x->sfx, "\"timestamp\":");
-		jbuf_puts(&x->sfx, num);
-	}
-	jbuf_puts(&x->sfx, "\"qwenTranscript\":{\"sourceRecordIds\":[");
-	jsonw_string(&x->sfx, s, n);
-	jbuf_puts(&x->sfx, "]}}}");
+	pj_set_ts(x, ts_str != NULL ? pj_parse_ts(ts_str) : -1);
 }
 
 /* A json-c record's forkedFrom is set (not null). */
@@ -295,7 +308,9 @@ record_jsonc(struct pctx *x, int flags, char **cause)
 		return 0;
 	}
 	record_context(x, json_get_str(r, "timestamp"));
+	x->cwd = json_get_str(r, "cwd");
 	rc = project_record(x, r);
+	x->cwd = NULL;
 	json_object_put(r);
 	if (rc == -1)
 		transcript_cause(cause, "replay: out of memory");
@@ -328,6 +343,7 @@ record_one(struct pctx *x, int flags, char **cause)
 	if ((flags & PROJECT_HIDE_INHERITED) && tape_inherited(&x->tape))
 		return 0;
 	record_context(x, jt_get_str(&x->tape, 0, "timestamp", &x->oom));
+	x->cwd = jt_get_str(&x->tape, 0, "cwd", &x->oom);
 	if (x->oom || pf_record(x) == -1) {
 		transcript_cause(cause, "replay: out of memory");
 		return -1;
@@ -368,6 +384,7 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 	x.p = p;
 	x.pos = start;
 	x.ts = -1;
+	x.seg = -1;
 	project_clear(p);
 	for (i = start; i < c->len; i++)	/* room for the window: no regrowth */
 		est += transcript_raw_len(t, c->rec[i]);
@@ -391,6 +408,8 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 	json_object_put(x.pending);
 	jt_free(&x.tape);
 	jbuf_free(&x.sfx);
+	jbuf_free(&x.sfx2);
+	jbuf_free(&x.sfx3);
 	if (rc == -1)
 		project_clear(p);
 	return rc;

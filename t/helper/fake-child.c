@@ -35,6 +35,8 @@
  * _meta["qwen-code/sessionId"]), e.g. hang=session/load@<id>.
  *   wrong-id           session/new answers a different id than asked
  *   chunks=N           prompt streams N agent_message_chunk (default 2)
+ *   updates=FILE       prompt first sends each line of FILE (one JSON
+ *                      SessionUpdate object a line) as a session/update
  *   chunk-delay=MS     between chunks (default 0)
  *   replay=N           updates in a load replay (default 3)
  *   replay-bytes=N     text bytes per replay update (default 16)
@@ -81,7 +83,7 @@ static struct {
 	long		 late_update;
 	char		*known[MAX_KNOB], *held[MAX_KNOB];
 	size_t		 nknown, nheld;
-	char		*data_dir, *workspace;
+	char		*data_dir, *workspace, *updates;
 	FILE		*log;
 } cf = { .crash_after = -1, .close_after = -1, .chunks = 2, .replay = 3,
     .replay_bytes = 16 };
@@ -163,6 +165,8 @@ parse_knobs(const char *env)
 			cf.wrong_id = 1;
 		else if (strcmp(tok, "chunks") == 0)
 			cf.chunks = atol(v);
+		else if (strcmp(tok, "updates") == 0)
+			cf.updates = strdup(v);
 		else if (strcmp(tok, "chunk-delay") == 0)
 			cf.chunk_delay = atol(v);
 		else if (strcmp(tok, "replay") == 0)
@@ -411,6 +415,27 @@ m_resume(struct rpc_msg *m, long delay)
 	return restore(m, delay, 0);
 }
 
+/* The updates= file's lines as session/update notifications for sid. */
+static void
+send_updates(const char *sid, long delay)
+{
+	char line[65536];
+	json_object *u, *p;
+	FILE *f;
+
+	if (cf.updates == NULL || (f = fopen(cf.updates, "r")) == NULL)
+		return;
+	while (fgets(line, sizeof line, f) != NULL) {
+		if ((u = json_tokener_parse(line)) == NULL)
+			continue;
+		p = json_object_new_object();
+		json_object_object_add(p, "sessionId", json_object_new_string(sid));
+		json_object_object_add(p, "update", u);
+		emit(rpc_new_notification("session/update", p), delay, sid, 0, NULL);
+	}
+	fclose(f);
+}
+
 static json_object *
 m_prompt(struct rpc_msg *m, long delay)
 {
@@ -420,6 +445,7 @@ m_prompt(struct rpc_msg *m, long delay)
 
 	if (sid == NULL || sess_find(sid) < 0)
 		return not_found(m->id, sid);
+	send_updates(sid, delay);
 	for (i = 0; i < cf.chunks; i++) {
 		snprintf(text, sizeof(text), "chunk %ld", i + 1);
 		emit(rpc_new_notification("session/update",
