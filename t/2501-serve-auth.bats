@@ -3,7 +3,11 @@
 # word on the peer's uid, or the bearer; where the token comes from.
 load serve_helper
 
-teardown() { serve_teardown; }
+teardown() {
+	# A test that stopped the daemon must not leave teardown waiting on it.
+	[ -z "${SERVE_PID:-}" ] || kill -CONT "$SERVE_PID" 2>/dev/null || true
+	serve_teardown
+}
 
 # as_nobody CURL-ARGS...: curl as uid nobody; prints the HTTP status.
 as_nobody() {
@@ -43,6 +47,38 @@ need_setpriv() {
 	local tok
 	tok=$(cat "$BATS_TEST_TMPDIR/token")
 	[ "$(as_nobody -H "Authorization: Bearer $tok" "$u/workspace/sessions")" = 200 ]
+}
+
+# closed_to PORT: a client socket to PORT that its process has let go of:
+# the kernel keeps it as a time-wait socket (FIN_WAIT2 or TIME_WAIT, no
+# inode), which sock_diag reports with uid 0.
+closed_to() {
+	awk -v p="$(printf ':%04X' "$1")" '
+	    NR > 1 && substr($3, length($3) - 4) == p &&
+	    ($4 == "05" || $4 == "06") && $10 == 0 { f = 1 }
+	    END { exit !f }' /proc/net/tcp
+}
+
+@test "loopback TCP: a request whose sender closed before it was read is not trusted (a closed socket reports uid 0)" {
+	need_setpriv
+	local odd=33333333-3333-4333-8333-333333333333
+	serve_start
+	kill -STOP "$SERVE_PID"
+	# As nobody: write a whole request and close at once.
+	setpriv --reuid=nobody --regid=nogroup --clear-groups -- bash -c '
+	    exec 3<>/dev/tcp/127.0.0.1/'"$PORT"'
+	    printf "POST /session HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nContent-Type: application/json\r\nContent-Length: 52\r\n\r\n{\"sessionId\":\"%s\"}" '"$PORT $odd"' >&3
+	    exec 3>&-'
+	# The sender's socket is gone before the daemon reads a byte.
+	wait_for 20 closed_to "$PORT"
+	kill -CONT "$SERVE_PID"
+	# A trusted request accepted after it; once it is done, the stale one
+	# was read (the listener accepts in order) and refused.
+	TRANSPORT=tcp req POST /session "{\"sessionId\":\"$SID2\"}"
+	expect 200
+	TRANSPORT=tcp req GET /session/$odd/status
+	expect 404
+	run ! grep -q "$odd" "$BATS_TEST_TMPDIR/err"
 }
 
 @test "loopback TCP: the daemon's own uid needs no token; the generated one is 0600 beside the socket" {

@@ -9,6 +9,7 @@
 
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <linux/inet_diag.h>
@@ -82,9 +83,32 @@ diag_ask(int nl, const struct sockaddr_storage *self,
 	    sizeof(kernel)) == (ssize_t)sizeof(msg) ? 0 : -1;
 }
 
+/*
+ * Whether the answer is a live socket of the peer.  A TIME_WAIT or
+ * request socket reports uid 0 and no inode, and a listener on the peer's
+ * port answers once the peer's socket is gone: none of them is the peer
+ * (a client that closed after writing its request must not pass as root).
+ */
+static int
+diag_live_peer(const struct inet_diag_msg *m, __be16 sport, __be16 dport)
+{
+	if (m->idiag_inode == 0)
+		return 0;
+	switch (m->idiag_state) {
+	case TCP_ESTABLISHED:
+	case TCP_FIN_WAIT1:
+	case TCP_FIN_WAIT2:
+	case TCP_CLOSE_WAIT:
+		break;
+	default:
+		return 0;
+	}
+	return m->id.idiag_sport == sport && m->id.idiag_dport == dport;
+}
+
 /* The uid in the kernel's answer; -1 when it has none. */
 static long
-diag_answer_uid(int nl)
+diag_answer_uid(int nl, __be16 sport, __be16 dport)
 {
 	union {
 		struct nlmsghdr	nlh;
@@ -100,6 +124,8 @@ diag_answer_uid(int nl)
 	    u.nlh.nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
 		return -1;
 	m = NLMSG_DATA(&u.nlh);
+	if (!diag_live_peer(m, sport, dport))
+		return -1;
 	return (long)m->idiag_uid;
 }
 
@@ -115,6 +141,8 @@ peer_tcp_uid(int fd)
 	socklen_t slen = sizeof(self), plen = sizeof(peer);
 	struct timeval tv = { 1, 0 };
 	static int warned;
+	__be32 addr[4];
+	__be16 sport, dport;
 	long uid;
 	int nl;
 
@@ -134,16 +162,23 @@ peer_tcp_uid(int fd)
 	}
 	/* The kernel answers at once; never let the loop wait on it. */
 	setsockopt(nl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	uid = diag_ask(nl, &self, &peer) == -1 ? -1 : diag_answer_uid(nl);
+	diag_end(&peer, addr, &sport);
+	diag_end(&self, addr, &dport);
+	uid = diag_ask(nl, &self, &peer) == -1 ? -1 :
+	    diag_answer_uid(nl, sport, dport);
 	close(nl);
 	return uid;
 }
 
-/* Whether the loopback TCP peer on fd runs as us (or root). */
+/*
+ * Whether the loopback TCP peer on fd runs as us.  Only our own uid: root
+ * is trusted on the Unix socket, where SO_PEERCRED is the kernel's word,
+ * but on TCP a uid of 0 is what stale sockets report.
+ */
 int
 peer_tcp_trusted(int fd)
 {
 	long uid = peer_tcp_uid(fd);
 
-	return uid >= 0 && uid_trusted((uid_t)uid);
+	return uid >= 0 && (uid_t)uid == geteuid();
 }

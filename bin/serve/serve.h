@@ -175,7 +175,7 @@ void	 token_unlink(void);
 /* ---- peer.c: who is on the other end ----------------------------------- */
 int	 peer_unix_trusted(int fd);	/* SO_PEERCRED: us or root */
 long	 peer_tcp_uid(int fd);		/* sock_diag; -1 when unknown */
-int	 peer_tcp_trusted(int fd);	/* loopback peer runs as us or root */
+int	 peer_tcp_trusted(int fd);	/* loopback peer runs as us */
 
 /* ---- sockact.c: socket activation (LISTEN_FDS) ------------------------ */
 /*
