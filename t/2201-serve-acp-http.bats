@@ -87,8 +87,9 @@ aserve() {
 }
 
 @test "a session stream opened while its load runs gets the replay and the answer" {
-	# The child holds the load until SIGUSR1, so the stream is open first.
-	FAKE_CHILD="hold=session/load@$SID,replay=3" serve_start
+	# The child holds the load until SIGUSR1, so the stream is open first;
+	# its 600 updates then arrive in one burst, over the old 256-frame cap.
+	FAKE_CHILD="hold=session/load@$SID,replay=600" serve_start
 	make_transcript "$SID"
 	acp_init
 	acp_call 1 session/load "{\"sessionId\":\"$SID\",\"cwd\":\"$WS\",\"mcpServers\":[]}"
@@ -97,7 +98,7 @@ aserve() {
 	kill -USR1 "$(sed -n 's/.*started .* (pid \([0-9]*\)).*/\1/p' "$BATS_TEST_TMPDIR/err" | tail -1)"
 	acp_wait_answer s 1
 	jq -e --arg s "$SID" '.result.sessionId == $s' <<<"$answer"
-	acp_msgs s | jq -e '[.[] | select(.method == "session/update")] | length == 3' >/dev/null
+	acp_msgs s | jq -e '[.[] | select(.method == "session/update")] | length == 600' >/dev/null
 }
 
 @test "load replays the bounded snapshot before its result; resume does not" {

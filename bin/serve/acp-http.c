@@ -418,8 +418,9 @@ route_acp_get(struct http_ctx *ctx)
 		ah_fail(req, qerr_new("internal", NULL));
 		return;
 	}
+	/* A whole ring's worth: a load's snapshot may arrive in one burst. */
 	bus_subscribe(b, req, routes_last_event_id(req),
-	    in_header(req, "X-Qwen-Event-Epoch"), 256);
+	    in_header(req, "X-Qwen-Event-Epoch"), AH_RING);
 }
 
 /* DELETE /acp: end the connection. */

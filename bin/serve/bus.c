@@ -271,18 +271,31 @@ sub_synthetic(struct sse_sub *s, const char *type, json_object *data)
 	json_object_put(env);
 }
 
+/*
+ * The byte cap of a subscriber's queue.  An ACP stream (a raw bus) gets a
+ * load's whole bounded snapshot in one burst, the replay before the
+ * answer, when it was opened while the load ran: its queue holds that
+ * burst on top of the ordinary cap, or the answer would be evicted with it.
+ */
+static size_t
+sub_max_bytes(const struct sse_sub *s)
+{
+	return s->bus->raw ? SERVE_SSE_QUEUE_BYTES + conf.compacted_replay_max_bytes :
+	    SERVE_SSE_QUEUE_BYTES;
+}
+
 /* Queue caps: warn at 75%, evict on overflow.  Returns -1 when evicted. */
 static int
 sub_check_queue(struct sse_sub *s)
 {
-	size_t queued, bytes, out;
+	size_t queued, bytes, out, max_bytes = sub_max_bytes(s);
 	json_object *d;
 
 	sub_account(s);
 	queued = s->fcount;
 	out = sub_out_bytes(s);
 	bytes = out < s->fbytes ? out : s->fbytes;
-	if (queued > s->max_queued || bytes > SERVE_SSE_QUEUE_BYTES) {
+	if (queued > s->max_queued || bytes > max_bytes) {
 		d = xjson_object_new_object();
 		json_object_object_add(d, "reason", xjson_object_new_string(
 		    queued > s->max_queued ? "queue_overflow" : "queue_bytes_overflow"));
@@ -291,18 +304,17 @@ sub_check_queue(struct sse_sub *s)
 		json_object_object_add(d, "queueSize", xjson_object_new_int64((int64_t)queued));
 		json_object_object_add(d, "maxQueued", xjson_object_new_int64((int64_t)s->max_queued));
 		json_object_object_add(d, "queuedBytes", xjson_object_new_int64((int64_t)bytes));
-		json_object_object_add(d, "maxQueuedBytes", xjson_object_new_int64(SERVE_SSE_QUEUE_BYTES));
+		json_object_object_add(d, "maxQueuedBytes", xjson_object_new_int64((int64_t)max_bytes));
 		log_info("session %s: evicting a slow SSE client (%zu frames, %zu bytes)",
 		    s->bus->session_id, queued, bytes);
 		sub_synthetic(s, "client_evicted", d);
 		sub_end(s);
 		return -1;
 	}
-	if (s->warned && queued * 8 < s->max_queued * 3 &&
-	    bytes * 8 < (size_t)SERVE_SSE_QUEUE_BYTES * 3)
+	if (s->warned && queued * 8 < s->max_queued * 3 && bytes * 8 < max_bytes * 3)
 		s->warned = 0;
 	if (!s->warned && (queued * 4 >= s->max_queued * 3 ||
-	    bytes * 4 >= (size_t)SERVE_SSE_QUEUE_BYTES * 3)) {
+	    bytes * 4 >= max_bytes * 3)) {
 		s->warned = 1;
 		d = xjson_object_new_object();
 		json_object_object_add(d, "queueSize", xjson_object_new_int64((int64_t)queued));
