@@ -819,7 +819,7 @@ test_scan_id(void)
 	struct rpc_msg msg;
 	struct rpc_bad bad;
 	json_object *o;
-	const char *got;
+	const char *got, *head;
 	size_t i;
 
 	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
@@ -833,7 +833,8 @@ test_scan_id(void)
 	}
 	/* A line over the cap is reported with the id of its first bytes. */
 	r = rpc_reader_new(64);
-	rpc_reader_feed(r, "{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":\"", 38);
+	head = "{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":\"";
+	rpc_reader_feed(r, head, strlen(head));
 	for (i = 0; i < 8; i++)
 		rpc_reader_feed(r, "xxxxxxxxxxxx", 12);
 	is_int(rpc_reader_next(r, &msg, &bad), RPC_READ_BAD, "oversize answer: bad");
