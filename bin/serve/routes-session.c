@@ -249,6 +249,18 @@ body_session_id(struct http_ctx *ctx, char *id, size_t size)
 	return 0;
 }
 
+/* Attach to the live s; its modelServiceId and approvalMode go first. */
+static void
+attach(struct http_ctx *ctx, struct session *s, enum inflight_action action)
+{
+	struct switches_caller c;
+
+	s->attach_count++;
+	c.req = ctx->req;
+	c.client_id = clients_register(&s->clients, ctx->client_id);
+	switches_reply(s, action, 1, ctx->body, &c, 1);
+}
+
 void
 route_session_create(struct http_ctx *ctx)
 {
@@ -293,9 +305,7 @@ route_session_create(struct http_ctx *ctx)
 	}
 	if (strcmp(scope, "single") == 0) {
 		if ((s = sessions_default(ctx->workspace)) != NULL) {
-			s->attach_count++;
-			inflight_reply_session(ctx->req, s, OP_SPAWN, 1,
-			    clients_register(&s->clients, ctx->client_id));
+			attach(ctx, s, OP_SPAWN);
 			return;
 		}
 		if ((op = inflight_default_spawn(ctx->workspace)) != NULL) {
@@ -306,7 +316,7 @@ route_session_create(struct http_ctx *ctx)
 	if (admit_fresh(ctx) == -1)
 		return;
 	inflight_spawn(ctx->workspace, id[0] != '\0' ? id : NULL,
-	    strcmp(scope, "single") == 0, ctx->req, ctx->client_id);
+	    strcmp(scope, "single") == 0, ctx->body, ctx->req, ctx->client_id);
 }
 
 /* Load and resume share everything up to the action. */
@@ -337,9 +347,7 @@ restore_route(struct http_ctx *ctx, enum inflight_action action)
 	if ((s = sessions_find(ctx->path_id)) != NULL) {
 		if (check_live_workspace(ctx, s) == -1)
 			return;
-		s->attach_count++;
-		inflight_reply_session(ctx->req, s, action, 1,
-		    clients_register(&s->clients, ctx->client_id));
+		attach(ctx, s, action);
 		return;
 	}
 	if ((op = inflight_find(ctx->path_id)) != NULL) {
