@@ -204,3 +204,32 @@ start() {
 	req GET "/session/$SID/status"
 	expect 200 ".clientCount == $clients"
 }
+
+@test "the echo child (qwen-acp-child) advertises its model and modes, accepts those, refuses others" {
+	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_start
+	req POST /session "{\"cwd\":\"$WS\",\"sessionScope\":\"thread\",\"modelServiceId\":\"echo\",\"approvalMode\":\"yolo\"}"
+	expect 200 '.modelApplied == true'
+	local sid
+	sid=$(jq -r .sessionId <<<"$body")
+	sse_open ev "/session/$sid/events" -H 'Last-Event-ID: 0'
+	sse_wait ev '.type == "model_switched" and .data.modelId == "echo"'
+	sse_wait ev '.type == "approval_mode_changed" and .data.previous == "default" and .data.next == "yolo"'
+	sse_wait ev '.type == "session_update" and .data.update == {sessionUpdate:"current_mode_update",currentModeId:"yolo"}'
+	req POST "/session/$sid/approval-mode" '{"mode":"plan"}'
+	expect 200 '.previous == "yolo" and .mode == "plan"'
+	req POST "/session/$sid/model" '{"modelId":"gpt-99"}'
+	[ "$code" -ge 400 ]
+	sse_wait ev '.type == "model_switch_failed" and .data.requestedModelId == "gpt-99" and (.data.error | contains("Unknown model"))'
+	req POST /session "{\"cwd\":\"$WS\",\"sessionScope\":\"thread\",\"modelServiceId\":\"gpt-99\"}"
+	expect 200 '.modelApplied == false'
+	# A turn still runs after the switches.
+	req POST "/session/$sid/prompt" '{"prompt":[{"type":"text","text":"hi"}]}'
+	expect 202
+	sse_wait ev '.type == "turn_complete"' 20
+	# Load and resume answers advertise the same, and take approvalMode.
+	make_transcript
+	req POST "/session/$SID/load" '{"approvalMode":"auto-edit"}'
+	expect 200 '.state.models.currentModelId == "echo" and (.state.modes.availableModes | map(.id)) == ["plan","default","auto-edit","auto","yolo"]'
+	req POST "/session/$SID/approval-mode" '{"mode":"default"}'
+	expect 200 '.previous == "auto-edit" and .mode == "default"'
+}

@@ -53,6 +53,11 @@ agent_env_serve() {
 	DATA=$BATS_TEST_TMPDIR/data
 	mkdir -p "$BATS_TEST_TMPDIR/home" "$DATA"
 	printf '{"tools":{"approvalMode":"%s"}}\n' "${APPROVAL_MODE:-default}" >"$DATA/settings.json"
+	# AGENT_SETTINGS: a JSON object merged over those settings.
+	if [ -n "${AGENT_SETTINGS:-}" ]; then
+		jq -c --argjson a "$AGENT_SETTINGS" '. * $a' "$DATA/settings.json" >"$DATA/settings.new"
+		mv "$DATA/settings.new" "$DATA/settings.json"
+	fi
 	local -x HOME=$BATS_TEST_TMPDIR/home QWEN_HOME=$DATA OPENAI_MODEL=fake \
 	    OPENAI_BASE_URL=http://127.0.0.1:$MODEL_PORT/v1 OPENAI_API_KEY=sk-fake-test
 	serve_start "$@"

@@ -74,4 +74,11 @@ struct replay_result;
    replay's encoded updates are taken from rr, not copied.  -1 on OOM. */
 int	load_answer_build(struct load_job *, struct replay_result *);
 
+/* modes-state.c: the echo agent's model and modes, as answers advertise them */
+#define MODES_ECHO_MODEL	"echo"
+/* One of upstream's approval modes (plan, default, auto-edit, auto, yolo). */
+int	modes_known(const char *);
+/* {models, modes}.  Caller frees. */
+json_object *modes_state(void);
+
 #endif
