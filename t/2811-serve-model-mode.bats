@@ -133,6 +133,8 @@ start() {
 
 @test "POST /session/:id/approval-mode: the answer, the event to every subscriber, upstream's 400s and 404" {
 	start
+	req GET /capabilities
+	expect 200 '(.features | index("session_approval_mode_control")) and (.features | index("session_set_model"))'
 	req POST /session "{\"cwd\":\"$WS\"}"
 	local sid
 	sid=$(jq -r .sessionId <<<"$body")
