@@ -235,3 +235,20 @@ start() {
 	req POST "/session/$SID/approval-mode" '{"mode":"default"}'
 	expect 200 '.previous == "auto-edit" and .mode == "default"'
 }
+
+@test "the delegating child (--agent-acp) advertises nothing and refuses switches its agent would not see" {
+	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_start --agent-acp /bin/false
+	req POST /session "{\"cwd\":\"$WS\",\"sessionScope\":\"thread\",\"modelServiceId\":\"echo\"}"
+	expect 200 '.modelApplied == false'
+	local sid
+	sid=$(jq -r .sessionId <<<"$body")
+	sse_open ev "/session/$sid/events" -H 'Last-Event-ID: 0'
+	sse_wait ev '.type == "model_switch_failed" and (.data.error | contains("--agent-acp"))'
+	req POST "/session/$sid/approval-mode" '{"mode":"yolo"}'
+	[ "$code" -ge 400 ]
+	run sse_has ev '.type == "approval_mode_changed"'
+	[ "$status" -ne 0 ]
+	make_transcript
+	req POST "/session/$SID/load" '{}'
+	expect 200 '(.state | has("models") | not) and (.state | has("modes") | not)'
+}

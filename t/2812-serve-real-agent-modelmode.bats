@@ -9,10 +9,7 @@ load agent_helper
 
 setup() {
 	agent_require
-	# A shell command on request; the turn ends once the tool answered.
-	fake_model_start '[{"when":"please write the marker","tool_calls":[{"name":"run_shell_command",
-	    "arguments":{"command":"echo ran > marker.txt","description":"write the marker file"}}]},
-	    {"when":"\"role\":\"tool\"","text":"The command has run."}]'
+	fake_shell_model_start
 	# Two models of the agent's own configuration, both the fake server.
 	local u=http://127.0.0.1:$MODEL_PORT/v1
 	AGENT_SETTINGS=$(jq -nc --arg u "$u" '{modelProviders:{openai:[

@@ -37,6 +37,15 @@ fake_model_start() {
 	MODEL_PORT=$(cat "$MODEL_LOG/port")
 }
 
+# fake_shell_model_start: a model that asks for one shell command (echo ran
+# > marker.txt) when told "please write the marker", then ends the turn
+# once it has the tool's result.
+fake_shell_model_start() {
+	fake_model_start '[{"when":"please write the marker","tool_calls":[{"name":"run_shell_command",
+	    "arguments":{"command":"echo ran > marker.txt","description":"write the marker file"}}]},
+	    {"when":"\"role\":\"tool\"","text":"The command has run."}]'
+}
+
 fake_model_stop() {
 	[ -n "${MODEL_PID:-}" ] || return 0
 	kill "$MODEL_PID" 2>/dev/null || true

@@ -145,7 +145,7 @@ load_answer_build(struct load_job *j, struct replay_result *rr)
 	size_t i;
 
 	if (j->kind == RJ_NEW) {
-		result = modes_state();
+		result = j->advertise ? modes_state() : xjson_object_new_object();
 		json_object_object_add(result, "sessionId", xjson_object_new_string(j->sid));
 		rj_emit(&b, rpc_new_result(json_object_get(j->req_id), result));
 		return rj_out(j, &b);
@@ -161,7 +161,7 @@ load_answer_build(struct load_job *j, struct replay_result *rr)
 	jbuf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
 	jsonw_value(&b, j->req_id);
 	jbuf_puts(&b, ",\"result\":{");
-	state = modes_state();
+	state = j->advertise ? modes_state() : xjson_object_new_object();
 	json_object_object_foreach(state, key, val) {
 		jsonw_string(&b, key, strlen(key));
 		jbuf_puts(&b, ":");

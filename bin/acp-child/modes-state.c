@@ -5,21 +5,9 @@
  */
 #include "config.h"
 
-#include <string.h>
-
+#include "approval.h"
 #include "load.h"
 #include "xmalloc.h"
-
-static const char *const modes[] = { "plan", "default", "auto-edit", "auto", "yolo", NULL };
-
-int
-modes_known(const char *m)
-{
-	for (size_t i = 0; m != NULL && modes[i] != NULL; i++)
-		if (strcmp(modes[i], m) == 0)
-			return 1;
-	return 0;
-}
 
 static json_object *
 named(const char *key, const char *id, const char *name)
@@ -48,8 +36,8 @@ modes_state(void)
 	o = xjson_object_new_object();
 	json_object_object_add(o, "currentModeId", xjson_object_new_string("default"));
 	a = xjson_object_new_array();
-	for (i = 0; modes[i] != NULL; i++)
-		json_object_array_add(a, named("id", modes[i], names[i]));
+	for (i = 0; approval_modes[i] != NULL; i++)
+		json_object_array_add(a, named("id", approval_modes[i], names[i]));
 	json_object_object_add(o, "availableModes", a);
 	json_object_object_add(st, "modes", o);
 	return st;

@@ -1,18 +1,21 @@
 /*
  * modes.c: the echo agent's model and approval modes.  It advertises one
  * model ("echo") and upstream's five approval modes in session/new and in
- * load and resume answers (modes-state.c, in the loader library), accepts session/set_model for the advertised
- * model only, and switches a session's mode through upstream's extension
+ * load and resume answers (modes-state.c), accepts session/set_model for
+ * the advertised model only, and switches a session's mode through upstream's extension
  * qwen/control/session/approval_mode {mode} (answered {previous, current})
  * or ACP session/set_mode {modeId} (answered {}), each announced first as
  * a current_mode_update.  The echo agent asks no permissions, so a mode
- * changes nothing else; the answers are what a client of it needs.
+ * changes nothing else; the answers are what a client of it needs.  With
+ * --agent-acp nothing is advertised and the switches are refused (-32601):
+ * the agent, started on a session's first prompt, would not see them.
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "approval.h"
 #include "child.h"
 #include "load.h"
 #include "json.h"
@@ -34,7 +37,7 @@ set_mode(struct child *c, struct rpc_msg *m, struct session *s, int acp)
 	const char *mode = json_get_str(m->params, acp ? "modeId" : "mode");
 	json_object *u, *p, *r;
 
-	if (!modes_known(mode)) {
+	if (!approval_mode_known(mode)) {
 		child_send_error(c, m->id, RPC_INVALID_PARAMS,
 		    "Invalid approval mode; allowed: plan, default, auto-edit, auto, yolo", NULL);
 		return;
@@ -62,6 +65,12 @@ modes_request(struct child *c, struct rpc_msg *m)
 	const char *sid = json_get_str(m->params, "sessionId"), *model;
 	struct session *s;
 
+	if (c->opts.agent_acp != NULL) {
+		/* Not forwarded: the agent would not see it (it starts later). */
+		child_send_error(c, m->id, RPC_METHOD_NOT_FOUND, "Model and mode switches "
+		    "are not available with --agent-acp", NULL);
+		return;
+	}
 	if (sid == NULL || (s = session_find(&c->sessions, sid)) == NULL || !s->registered) {
 		child_send_not_found(c, m->id, sid != NULL ? sid : "");
 		return;

@@ -389,8 +389,6 @@ int	restore_session(const struct rctx *, const char *action,
 
 /* ---- switches.c: model and approval mode of a live session -------------- */
 
-/* One of upstream's approval modes. */
-int	switches_mode_valid(const char *);
 int	cmd_model(struct rctx *, char **args);
 int	cmd_mode(struct rctx *, char **args);
 

@@ -6,13 +6,9 @@
  */
 #include "config.h"
 
-#include <string.h>
-
+#include "approval.h"
 #include "restore.h"
 #include "xmalloc.h"
-
-/* upstream's approval modes: a typo is a usage error, not a round trip. */
-static const char *const modes[] = { "plan", "default", "auto-edit", "auto", "yolo", NULL };
 
 static int
 usage_fail(struct rctx *ctx, const char *text)
@@ -21,17 +17,6 @@ usage_fail(struct rctx *ctx, const char *text)
 
 	output_local(&e, "bad_request", EXIT_USAGE, "%s", text);
 	return output_fail(ctx, &e);
-}
-
-int
-switches_mode_valid(const char *mode)
-{
-	size_t	i;
-
-	for (i = 0; mode != NULL && modes[i] != NULL; i++)
-		if (strcmp(mode, modes[i]) == 0)
-			return 1;
-	return 0;
 }
 
 /* model ID MODEL: one of the models the agent advertises. */
@@ -53,7 +38,8 @@ cmd_mode(struct rctx *ctx, char **args)
 {
 	json_object	*b;
 
-	if (!switches_mode_valid(args[0]))
+	/* A typo is a usage error, not a round trip. */
+	if (!approval_mode_known(args[0]))
 		return usage_fail(ctx, "mode: usage: mode ID "
 		    "plan|default|auto-edit|auto|yolo");
 	b = xjson_object_new_object();

@@ -11,6 +11,7 @@
 
 #include <event2/http.h>
 
+#include "approval.h"
 #include "json.h"
 #include "serve.h"
 #include "xmalloc.h"
@@ -104,8 +105,8 @@ bad_body(struct http_ctx *ctx, const char *msg, const char *code, int allowed)
 		json_object_object_add(o, "code", xjson_object_new_string(code));
 	if (allowed) {
 		a = xjson_object_new_array();
-		for (i = 0; switches_modes[i] != NULL; i++)
-			json_object_array_add(a, xjson_object_new_string(switches_modes[i]));
+		for (i = 0; approval_modes[i] != NULL; i++)
+			json_object_array_add(a, xjson_object_new_string(approval_modes[i]));
 		json_object_object_add(o, "allowed", a);
 	}
 	http_reply_json(ctx->req, 400, o);
@@ -149,7 +150,7 @@ route_session_approval_mode(struct http_ctx *ctx)
 	if ((s = routes_session(ctx)) == NULL)
 		return;
 	mode = json_get_str(ctx->body, "mode");
-	if (!switches_mode_known(mode)) {
+	if (!approval_mode_known(mode)) {
 		bad_body(ctx, "`mode` is required and must be one of the allowed values",
 		    "invalid_approval_mode", 1);
 		return;

@@ -18,6 +18,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "approval.h"
 #include "clock.h"
 #include "errors.h"
 #include "log.h"
@@ -153,23 +154,18 @@ check_mode(struct http_ctx *ctx, const char *key, const char *code)
 static int
 check_approval_mode(struct http_ctx *ctx)
 {
-	static const char *const modes[] = { "plan", "default", "auto-edit", "auto",
-	    "yolo", NULL };
 	json_object *v, *allowed;
-	const char *m;
 	struct qerr *e;
 	size_t i;
 
-	if (!json_object_object_get_ex(ctx->body, "approvalMode", &v) || v == NULL)
+	if (!json_object_object_get_ex(ctx->body, "approvalMode", &v) || v == NULL ||
+	    approval_mode_known(json_object_is_type(v, json_type_string) ?
+	    json_object_get_string(v) : NULL))
 		return 0;
-	m = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
-	for (i = 0; modes[i] != NULL; i++)
-		if (strcmp(m, modes[i]) == 0)
-			return 0;
 	if ((e = qerr_new("invalid_approval_mode", NULL)) != NULL) {
 		allowed = xjson_object_new_array();
-		for (i = 0; modes[i] != NULL; i++)
-			json_object_array_add(allowed, xjson_object_new_string(modes[i]));
+		for (i = 0; approval_modes[i] != NULL; i++)
+			json_object_array_add(allowed, xjson_object_new_string(approval_modes[i]));
 		qerr_set_json(e, "allowed", allowed);
 	}
 	http_send_qerr(ctx->req, e);

@@ -613,8 +613,6 @@ json_object *inflight_session_json(struct session *, enum inflight_action,
 	    int attached, const char *client_id);
 
 /* ---- switches.c: a session's model and approval mode, through its agent - */
-extern const char *const switches_modes[];	/* upstream's, NULL-ended */
-int	switches_mode_known(const char *);
 /* s->approval_mode from the agent's state (modes.currentModeId). */
 void	switches_seed(struct session *);
 /*

@@ -17,14 +17,11 @@
 
 #include <event2/http.h>
 
+#include "approval.h"
 #include "json.h"
 #include "log.h"
 #include "serve.h"
 #include "xmalloc.h"
-
-/* Upstream's approval modes, in its order (the 400's `allowed`). */
-const char *const switches_modes[] = { "plan", "default", "auto-edit", "auto", "yolo",
-    NULL };
 
 /* One switch in flight. */
 struct switch_op {
@@ -37,17 +34,6 @@ struct switch_op {
 	void		*arg;
 };
 
-int
-switches_mode_known(const char *mode)
-{
-	size_t i;
-
-	for (i = 0; mode != NULL && switches_modes[i] != NULL; i++)
-		if (strcmp(mode, switches_modes[i]) == 0)
-			return 1;
-	return 0;
-}
-
 /* The mode the session's agent reported last (session/new, load, resume). */
 void
 switches_seed(struct session *s)
@@ -57,7 +43,7 @@ switches_seed(struct session *s)
 
 	strlcpy(s->approval_mode, "default", sizeof(s->approval_mode));
 	if (s->state != NULL && json_object_object_get_ex(s->state, "modes", &modes) &&
-	    (cur = json_get_str(modes, "currentModeId")) != NULL && switches_mode_known(cur))
+	    (cur = json_get_str(modes, "currentModeId")) != NULL && approval_mode_known(cur))
 		strlcpy(s->approval_mode, cur, sizeof(s->approval_mode));
 }
 
@@ -193,11 +179,11 @@ mode_result(struct session *s, struct switch_op *op, json_object *payload)
 	cur = json_get_str(payload, "current");
 	prev = json_get_str(payload, "previous");
 	pem = json_get_str(payload, "planExecutionMode");
-	if (!switches_mode_known(cur))
+	if (!approval_mode_known(cur))
 		return NULL;
-	if (pem != NULL && (strcmp(pem, "plan") == 0 || !switches_mode_known(pem)))
+	if (pem != NULL && (strcmp(pem, "plan") == 0 || !approval_mode_known(pem)))
 		return NULL;
-	return mode_answer(s, switches_mode_known(prev) ? prev : s->approval_mode, cur,
+	return mode_answer(s, approval_mode_known(prev) ? prev : s->approval_mode, cur,
 	    strcmp(cur, "plan") == 0 ? pem : NULL);
 }
 

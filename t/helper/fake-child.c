@@ -62,6 +62,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "approval.h"
 #include "clock.h"
 #include "json.h"
 #include "rpc-frame.h"
@@ -108,8 +109,6 @@ static char modes[MAX_SESS][16];	/* each session's approval mode */
 
 /* What session/new advertises (upstream's approval modes as the modes). */
 static const char *const fake_models[] = { "fake-a", "fake-b", NULL };
-static const char *const fake_modes[] = { "plan", "default", "auto-edit", "auto", "yolo",
-    NULL };
 static int stdout_open = 1;
 
 /* Fill k from "METHOD[@ID]" (len bytes of s) and val. */
@@ -372,8 +371,9 @@ m_set_model(struct rpc_msg *m, long delay)
  * ACP session/set_mode {modeId} (→ {}): current_mode_update, then the answer.
  */
 static json_object *
-set_mode(struct rpc_msg *m, long delay, int acp)
+m_mode(struct rpc_msg *m, long delay)
 {
+	int acp = strcmp(m->method, "session/set_mode") == 0;
 	const char *sid = json_get_str(m->params, "sessionId");
 	const char *mode = json_get_str(m->params, acp ? "modeId" : "mode");
 	json_object *u, *p, *r;
@@ -381,7 +381,7 @@ set_mode(struct rpc_msg *m, long delay, int acp)
 
 	if (sid == NULL || (i = sess_find(sid)) < 0)
 		return rpc_new_error(json_object_get(m->id), -32002, "Session not found", NULL);
-	if (!listed(fake_modes, mode))
+	if (!listed(approval_modes, mode))
 		return rpc_new_error(json_object_get(m->id), RPC_INVALID_PARAMS,
 		    "Invalid approval mode", NULL);
 	u = obj("sessionUpdate", json_object_new_string("current_mode_update"));
@@ -398,17 +398,6 @@ set_mode(struct rpc_msg *m, long delay, int acp)
 	return rpc_new_result(json_object_get(m->id), r);
 }
 
-static json_object *
-m_approval_mode(struct rpc_msg *m, long delay)
-{
-	return set_mode(m, delay, 0);
-}
-
-static json_object *
-m_set_mode(struct rpc_msg *m, long delay)
-{
-	return set_mode(m, delay, 1);
-}
 
 static json_object *
 m_initialize(struct rpc_msg *m, long delay)
@@ -456,7 +445,7 @@ m_new(struct rpc_msg *m, long delay)
 	r = obj("sessionId", json_object_new_string(id));
 	json_object_object_add(r, "models", advertised(fake_models, "availableModels",
 	    "modelId", "currentModelId"));
-	json_object_object_add(r, "modes", advertised(fake_modes, "availableModes", "id",
+	json_object_object_add(r, "modes", advertised(approval_modes, "availableModes", "id",
 	    "currentModeId"));
 	return rpc_new_result(json_object_get(m->id), r);
 }
@@ -624,8 +613,8 @@ static const struct method {
 	{ "session/cancel", m_cancel },
 	{ "qwen/control/session/close", m_close },
 	{ "session/set_model", m_set_model },
-	{ "qwen/control/session/approval_mode", m_approval_mode },
-	{ "session/set_mode", m_set_mode },
+	{ "qwen/control/session/approval_mode", m_mode },
+	{ "session/set_mode", m_mode },
 };
 
 /* ---- loop --------------------------------------------------------------- */
