@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,21 +45,22 @@ chunk(struct pctx *x, const char *kind, const char *text, json_object *meta)
 	return pj_emit(x, u, meta);
 }
 
-/* A text chunk sharing a parsed string (takes a reference to text). */
+/* A text chunk sharing a parsed string (takes a reference to text; meta
+   taken, may be NULL). */
 static int
-chunk_obj(struct pctx *x, const char *kind, json_object *text)
+chunk_obj(struct pctx *x, const char *kind, json_object *text, json_object *meta)
 {
 	json_object *u = pj_update(kind), *content = xjson_object_new_object();
 
 	json_object_object_add(content, "type", xjson_object_new_string("text"));
 	json_object_object_add(content, "text", json_object_get(text));
 	json_object_object_add(u, "content", content);
-	return pj_emit(x, u, NULL);
+	return pj_emit(x, u, meta);
 }
 
-/* A user image part. */
+/* A user image part (meta taken, may be NULL). */
 static int
-image_chunk(struct pctx *x, json_object *inl)
+image_chunk(struct pctx *x, json_object *inl, json_object *meta)
 {
 	json_object *u = pj_update("user_message_chunk"), *content = xjson_object_new_object();
 	const char *mime = json_get_str(inl, "mimeType"), *data = json_get_str(inl, "data");
@@ -67,36 +69,100 @@ image_chunk(struct pctx *x, json_object *inl)
 	json_object_object_add(content, "mimeType", xjson_object_new_string(mime ? mime : ""));
 	json_object_object_add(content, "data", xjson_object_new_string(data ? data : ""));
 	json_object_object_add(u, "content", content);
-	return pj_emit(x, u, NULL);
+	return pj_emit(x, u, meta);
 }
 
-/* user records (3.8): text parts, images, or the displayText of tagged kinds. */
+/* The _meta a user record's updates start with (new, NULL when empty):
+   a realtime message's source, the daemon's prompt id and the input
+   annotations it saved, a mid-turn message's source; with own set, only
+   what the notification and cron kinds carry instead. */
+static json_object *
+user_meta(json_object *r, const char *sub, int own)
+{
+	json_object *m = xjson_object_new_object(), *sp, *v, *a, *e;
+	const char *s;
+	size_t i;
+
+	sp = json_get(r, "systemPayload", json_type_object);
+	if (own && strcmp(sub, "notification") == 0) {
+		json_object_object_add(m, "source", xjson_object_new_string("background_notification"));
+		json_object_object_add(m, "qwenDiscreteMessage", xjson_object_new_boolean(1));
+		if ((v = json_get(sp, "backgroundTask", json_type_object)) != NULL)
+			json_object_object_add(m, "backgroundTask", json_object_get(v));
+		return m;
+	}
+	if (own && strcmp(sub, "cron") == 0) {
+		json_object_object_add(m, "source", xjson_object_new_string("cron"));
+		return m;
+	}
+	if (sub != NULL && strcmp(sub, "realtime_message") == 0) {
+		json_object_object_add(m, "source", xjson_object_new_string("realtime_voice"));
+		json_object_object_add(m, "qwenDiscreteMessage", xjson_object_new_boolean(1));
+	}
+	if ((s = json_get_str(r, "daemonPromptId")) != NULL && s[strspn(s, " \t\n\r")] != '\0')
+		json_object_object_add(m, "promptId", xjson_object_new_string(s));
+	if ((v = json_get(sp, "inputAnnotations", json_type_array)) != NULL) {
+		a = xjson_object_new_array();
+		for (i = 0; i < json_object_array_length(v); i++)
+			if (json_object_is_type(e = json_object_array_get_idx(v, i), json_type_object))
+				json_object_array_add(a, json_object_get(e));
+		if (json_object_array_length(a) > 0)
+			json_object_object_add(m, "inputAnnotations", a);
+		else
+			json_object_put(a);
+	}
+	if (sub != NULL && strcmp(sub, "mid_turn_user_message") == 0) {
+		json_object_object_add(m, "source", xjson_object_new_string("mid_turn_message_injected"));
+		json_object_object_add(m, "qwenDiscreteMessage", xjson_object_new_boolean(1));
+	}
+	if (json_object_object_length(m) == 0) {
+		json_object_put(m);
+		return NULL;
+	}
+	return m;
+}
+
+/* A user subtype replayed as its displayText alone. */
 static int
-project_user(struct pctx *x, json_object *r)
+user_tagged(const char *sub)
 {
 	static const char *const tagged[] = { "notification", "cron",
 	    "mid_turn_user_message", "goal_runtime", NULL };
+	int k;
+
+	for (k = 0; sub != NULL && tagged[k] != NULL; k++)
+		if (strcmp(sub, tagged[k]) == 0)
+			return 1;
+	return 0;
+}
+
+/* user records (3.8): text parts, images, or the displayText of tagged
+   kinds (a mid-turn message without one shows its parts). */
+static int
+project_user(struct pctx *x, json_object *r)
+{
 	json_object *sp = json_get(r, "systemPayload", json_type_object);
 	json_object *msg = json_get(r, "message", json_type_object);
 	json_object *parts = json_get(msg, "parts", json_type_array), *part, *v;
 	const char *sub = json_get_str(r, "subtype"), *display;
 	size_t i;
-	int k;
 
 	display = sp ? json_get_str(sp, "displayText") : NULL;
-	for (k = 0; sub != NULL && tagged[k] != NULL; k++)
-		if (strcmp(sub, tagged[k]) == 0)
-			return display ? chunk(x, "user_message_chunk", display, NULL) : 0;
-	if (display && json_object_object_get_ex(sp, "hookContext", &v))
-		return chunk(x, "user_message_chunk", display, NULL);
+	if (user_tagged(sub)) {
+		if (display != NULL && *display != '\0')
+			return chunk(x, "user_message_chunk", display, user_meta(r, sub, 1));
+		if (strcmp(sub, "mid_turn_user_message") != 0)
+			return 0;
+	} else if (display && json_object_object_get_ex(sp, "hookContext", &v))
+		return chunk(x, "user_message_chunk", display, user_meta(r, sub, 0));
 	for (i = 0; parts && i < json_object_array_length(parts); i++) {
 		part = json_object_array_get_idx(parts, i);
 		if ((v = json_get(part, "text", json_type_string)) != NULL) {
 			if (json_object_get_string_len(v) > 0 &&
-			    chunk_obj(x, "user_message_chunk", v) == -1)
+			    chunk_obj(x, "user_message_chunk", v, user_meta(r, sub, 0)) == -1)
 				return -1;
 		} else if ((v = json_get(part, "inlineData", json_type_object)) != NULL) {
-			if (image_chunk(x, v) == -1)
+			if (image_chunk(x, v, user_meta(r, sub, 0)) == -1)
 				return -1;
 		}
 	}
@@ -114,13 +180,27 @@ const char *const pj_usage_keys[][2] = {
 	{ NULL, NULL }
 };
 
-/* The empty agent chunk carrying the record's usage. */
-static int
-usage_chunk(struct pctx *x, json_object *usage)
+/* A usage count when it is a number, else 0. */
+static double
+usage_count(json_object *usage, const char *key)
+{
+	json_object *v = NULL;
+
+	json_object_object_get_ex(usage, key, &v);
+	if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
+		return 0;
+	return json_object_get_double(v);
+}
+
+int
+pj_usage(struct pctx *x, json_object *usage, const char *parent)
 {
 	json_object *meta = xjson_object_new_object(), *acp = xjson_object_new_object(), *v;
 	int i;
 
+	pj_add_usage(x, usage_count(usage, "promptTokenCount"),
+	    usage_count(usage, "cachedContentTokenCount"),
+	    usage_count(usage, "candidatesTokenCount"));
 	for (i = 0; pj_usage_keys[i][0] != NULL; i++) {
 		v = NULL;
 		json_object_object_get_ex(usage, pj_usage_keys[i][0], &v);
@@ -131,6 +211,8 @@ usage_chunk(struct pctx *x, json_object *usage)
 			json_object_object_add(acp, pj_usage_keys[i][1], xjson_object_new_int(0));
 	}
 	json_object_object_add(meta, "usage", acp);
+	if (parent != NULL)
+		json_object_object_add(meta, "parentToolCallId", xjson_object_new_string(parent));
 	return chunk(x, "agent_message_chunk", "", meta);
 }
 
@@ -147,8 +229,11 @@ project_assistant(struct pctx *x, json_object *r)
 	for (i = 0; rc == 0 && parts && i < json_object_array_length(parts); i++) {
 		part = json_object_array_get_idx(parts, i);
 		if ((fc = json_get(part, "functionCall", json_type_object)) != NULL) {
+			if ((v = json_get(fc, "name", json_type_string)) == NULL ||
+			    json_object_get_string_len(v) == 0)
+				continue;	/* the agent skips a nameless call */
 			if (usage != NULL) {
-				rc = usage_chunk(x, usage);
+				rc = pj_usage(x, usage, NULL);
 				usage = NULL;
 			}
 			if (rc == 0)
@@ -157,11 +242,11 @@ project_assistant(struct pctx *x, json_object *r)
 		    json_object_get_string_len(text) > 0) {
 			v = json_get(part, "thought", json_type_boolean);
 			rc = chunk_obj(x, v && json_object_get_boolean(v) ?
-			    "agent_thought_chunk" : "agent_message_chunk", text);
+			    "agent_thought_chunk" : "agent_message_chunk", text, NULL);
 		}
 	}
 	if (rc == 0 && usage != NULL)
-		rc = usage_chunk(x, usage);
+		rc = pj_usage(x, usage, NULL);
 	return rc;
 }
 
@@ -214,12 +299,96 @@ slash_item(struct pctx *x, json_object *item)
 	return rc;
 }
 
-/* system records: slash_command results and cancelled turns. */
+/* A finite number member, or -1 when key is absent, 0 when it is no number. */
+static int
+number_member(json_object *o, const char *key, double *v)
+{
+	json_object *n = NULL;
+
+	if (!json_object_object_get_ex(o, key, &n))
+		return -1;
+	if (!json_object_is_type(n, json_type_int) && !json_object_is_type(n, json_type_double))
+		return 0;
+	*v = json_object_get_double(n);
+	return isfinite(*v) ? 1 : 0;
+}
+
+/* A cancelled turn: an empty discrete agent chunk with the prompt's id,
+   when it was cancelled and how long it had run. */
+static int
+cancelled_turn(struct pctx *x, json_object *sp)
+{
+	json_object *meta, *pc, *at;
+	const char *pid = json_get_str(sp, "promptId");
+	double cancelled, started;
+	char num[48];
+	int hs;
+
+	if (number_member(sp, "cancelledAt", &cancelled) != 1 || pid == NULL ||
+	    *pid == '\0' || (hs = number_member(sp, "startedAt", &started)) == 0)
+		return 0;
+	if (hs == -1)
+		started = cancelled;
+	json_object_object_get_ex(sp, "cancelledAt", &at);
+	pc = xjson_object_new_object();
+	json_object_object_add(pc, "promptId", xjson_object_new_string(pid));
+	json_object_object_add(pc, "cancelledAt", json_object_get(at));
+	pj_num(num, sizeof num, cancelled - started > 0 ? cancelled - started : 0);
+	json_object_object_add(pc, "elapsedMs", xjson_object_new_double_s(
+	    cancelled - started > 0 ? cancelled - started : 0, num));
+	meta = xjson_object_new_object();
+	json_object_object_add(meta, "qwenDiscreteMessage", xjson_object_new_boolean(1));
+	json_object_object_add(meta, "promptCancelled", pc);
+	return chunk(x, "agent_message_chunk", "", meta);
+}
+
+/* A finished background task's notice: a discrete agent chunk. */
+static int
+background_done(struct pctx *x, json_object *sp)
+{
+	json_object *meta, *v;
+	const char *s = json_get_str(sp, "displayText");
+
+	if (s == NULL)
+		return 0;
+	meta = xjson_object_new_object();
+	json_object_object_add(meta, "source", xjson_object_new_string("background_task_completed"));
+	json_object_object_add(meta, "qwenDiscreteMessage", xjson_object_new_boolean(1));
+	if ((v = json_get(sp, "backgroundTask", json_type_object)) != NULL)
+		json_object_object_add(meta, "backgroundTask", json_object_get(v));
+	return chunk(x, "agent_message_chunk", s, meta);
+}
+
+/* A subagent's session is ready: an update of its pending call. */
+static int
+subagent_ready(struct pctx *x, json_object *sp)
+{
+	json_object *ready = json_get(sp, "subagentSessionReady", json_type_boolean), *u, *meta;
+	const char *id = json_get_str(sp, "callId"), *v;
+	size_t i, n = json_object_array_length(x->pending);
+
+	if (id == NULL || *id == '\0' || ready == NULL)
+		return 0;
+	for (i = 0; i < n; i++)
+		if ((v = json_get_str(json_object_array_get_idx(x->pending, i), "id")) != NULL &&
+		    strcmp(v, id) == 0)
+			break;
+	if (i == n)
+		return 0;
+	u = pj_update("tool_call_update");
+	json_object_object_add(u, "toolCallId", xjson_object_new_string(id));
+	meta = xjson_object_new_object();
+	json_object_object_add(meta, "subagentSessionReady", json_object_get(ready));
+	return pj_emit(x, u, meta);
+}
+
+/* system records: slash_command results, cancelled turns, background
+   task notices, subagent readiness. */
 static int
 project_system(struct pctx *x, json_object *r)
 {
 	json_object *sp = json_get(r, "systemPayload", json_type_object);
-	json_object *items, *meta;
+	json_object *items;
 	const char *sub = json_get_str(r, "subtype"), *s;
 	size_t i;
 
@@ -232,20 +401,57 @@ project_system(struct pctx *x, json_object *r)
 			if (slash_item(x, json_object_array_get_idx(items, i)) == -1)
 				return -1;
 	} else if (strcmp(sub, "turn_result") == 0 &&
-	    (s = json_get_str(sp, "state")) != NULL && strcmp(s, "cancelled") == 0) {
-		meta = xjson_object_new_object();
-		json_object_object_add(meta, "promptCancelled", xjson_object_new_boolean(1));
-		return chunk(x, "agent_message_chunk", "", meta);
-	} else if (strcmp(sub, "background_task_completed") == 0 &&
-	    (s = json_get_str(sp, "displayText")) != NULL) {
-		return chunk(x, "agent_message_chunk", s, NULL);
-	}
+	    (s = json_get_str(sp, "state")) != NULL && strcmp(s, "cancelled") == 0)
+		return cancelled_turn(x, sp);
+	else if (strcmp(sub, "background_task_completed") == 0)
+		return background_done(x, sp);
+	else if (strcmp(sub, "agent_session_ready") == 0)
+		return subagent_ready(x, sp);
 	return 0;
 }
 
-/* Project one record. */
+/* A record's backgroundTurn as the agent keeps it (new), or NULL when it
+   is not one: ids, a known kind, a start time, optional strings. */
+static json_object *
+background_turn(json_object *r)
+{
+	static const char *const kinds[] = { "agent", "monitor", "shell", "workflow",
+	    "peer", NULL };
+	static const char *const opt[] = { "toolUseId", "sourceTurnId", "label", NULL };
+	json_object *b = json_get(r, "backgroundTurn", json_type_object), *o, *v;
+	const char *turn = json_get_str(b, "turnId"), *task = json_get_str(b, "taskId");
+	const char *kind = json_get_str(b, "kind");
+	double at;
+	int k;
+
+	if (turn == NULL || *turn == '\0' || strlen(turn) > 256 || task == NULL ||
+	    *task == '\0' || strlen(task) > 256 || kind == NULL ||
+	    number_member(b, "startedAt", &at) != 1 || at < 0)
+		return NULL;
+	for (k = 0; kinds[k] != NULL && strcmp(kinds[k], kind) != 0; k++)
+		;
+	if (kinds[k] == NULL)
+		return NULL;
+	for (k = 0; opt[k] != NULL; k++)
+		if (json_object_object_get_ex(b, opt[k], &v) &&
+		    (!json_object_is_type(v, json_type_string) ||
+		    json_object_get_string_len(v) > 4096))
+			return NULL;
+	o = xjson_object_new_object();
+	json_object_object_add(o, "turnId", json_object_get(json_get(b, "turnId", json_type_string)));
+	json_object_object_add(o, "taskId", json_object_get(json_get(b, "taskId", json_type_string)));
+	json_object_object_add(o, "kind", json_object_get(json_get(b, "kind", json_type_string)));
+	json_object_object_get_ex(b, "startedAt", &v);
+	json_object_object_add(o, "startedAt", json_object_get(v));
+	for (k = 0; opt[k] != NULL; k++)
+		if ((v = json_get(b, opt[k], json_type_string)) != NULL)
+			json_object_object_add(o, opt[k], json_object_get(v));
+	return o;
+}
+
+/* Project one record's updates. */
 static int
-project_record(struct pctx *x, json_object *r)
+project_kind(struct pctx *x, json_object *r)
 {
 	switch (transcript_type(x->t, x->c->rec[x->pos])) {
 	case TX_USER:
@@ -258,6 +464,38 @@ project_record(struct pctx *x, json_object *r)
 		return project_system(x, r);
 	}
 	return 0;
+}
+
+/* Project one record; the updates of a background notification's turn
+   carry its backgroundTurn (a finished task's own notice does not). */
+static int
+project_record(struct pctx *x, json_object *r)
+{
+	const char *sub = json_get_str(r, "subtype");
+	int rc;
+
+	if (sub == NULL || strcmp(sub, "background_task_completed") != 0)
+		x->bg_turn = background_turn(r);
+	rc = project_kind(x, r);
+	json_object_put(x->bg_turn);
+	x->bg_turn = NULL;
+	return rc;
+}
+
+int
+pj_record_jsonc(struct pctx *x)
+{
+	json_object *r;
+	char *cause = NULL;
+	int rc;
+
+	if ((r = transcript_load_record(x->t, x->c->rec[x->pos], &cause)) == NULL) {
+		free(cause);
+		return errno == EBADMSG ? 0 : -1;
+	}
+	rc = project_record(x, r);
+	json_object_put(r);
+	return rc;
 }
 
 /* Set the per-record context: uuid, timestamp (ts_str, may be NULL) and
