@@ -29,10 +29,19 @@ setup() {
 	[ "$(jq -r 'select(.same != null) | .same' <<<"$output")" = true ]
 }
 
-@test "a plan's stats count the tokens of the records replayed before it" {
+@test "a plan's stats count the tokens of the chain's records before it, whatever the window" {
+	local last='{"promptTokens":1112,"cachedTokens":41,"candidateTokens":16,"apiTimeMs":0}' mb
 	qwen-inspect --replay "$F" | jq -c '.updates[] | select(.sessionUpdate == "plan") | ._meta.stats' >"$BATS_TEST_TMPDIR/stats"
 	[ "$(sed -n 1p "$BATS_TEST_TMPDIR/stats")" = '{"promptTokens":105,"cachedTokens":41,"candidateTokens":12,"apiTimeMs":0}' ]
-	[ "$(sed -n 3p "$BATS_TEST_TMPDIR/stats")" = '{"promptTokens":1112,"cachedTokens":41,"candidateTokens":16,"apiTimeMs":0}' ]
+	[ "$(sed -n 3p "$BATS_TEST_TMPDIR/stats")" = "$last" ]
+	# A window of the newest records only still counts the older ones.
+	for mb in 2000 4000; do
+		qwen-inspect --replay --max-bytes "$mb" "$F" >"$BATS_TEST_TMPDIR/w"
+		[ "$(jq .truncatedRecords "$BATS_TEST_TMPDIR/w")" -gt 10 ]
+		[ "$(jq -c '[.updates[] | select(.sessionUpdate == "plan") | ._meta.stats] | last' "$BATS_TEST_TMPDIR/w")" = "$last" ]
+		qwen-inspect --replay --jsonc --max-bytes "$mb" "$F" >"$BATS_TEST_TMPDIR/w"
+		[ "$(jq -c '[.updates[] | select(.sessionUpdate == "plan") | ._meta.stats] | last' "$BATS_TEST_TMPDIR/w")" = "$last" ]
+	done
 }
 
 # The agent registers web_search only when a search provider is configured,

@@ -29,6 +29,8 @@ struct pctx {
 	int seg;			/* the ordinal that opened it, -1: none */
 	int useg;			/* segment of the update being written, -1 */
 	const char *cwd;		/* the record's cwd, NULL: none */
+	size_t start;			/* chain index of the window's first record */
+	int counted;			/* cum holds the records before start */
 	double cum[3];			/* tokens so far: prompt, cached, candidates */
 	const char *plan_call;		/* planToolCallId of the update written */
 	json_object *bg_turn;		/* the record's backgroundTurn, NULL: none */

@@ -2,9 +2,11 @@
  * project-plan.c: todo_write results as plan updates, as the agent replays
  * them: the todos it accepts (string content, a known status), each with
  * its id and blockers under _meta.qwenTodo; the plan's id, the call's id
- * and _meta.stats, the session's token counts summed over the records
- * replayed before the plan (the agent's replay sums them the same way,
- * from zero on a fresh load; its API time is not in the transcript).
+ * and _meta.stats, the session's token counts summed over the chain's
+ * records before the plan (the agent's replay sums them the same way, from
+ * zero on a fresh load; its API time is not in the transcript).  A window
+ * or page that starts later reads the counts of the records before it once,
+ * at its first plan, so a plan says the same on every page.
  */
 #include "config.h"
 
@@ -45,6 +47,114 @@ pj_num(char *buf, size_t n, double v)
 		snprintf(buf, n, "%.17g", v);
 	if ((e = strchr(buf, 'e')) != NULL && (e[2] == '0'))
 		memmove(e + 2, e + 3, strlen(e + 3) + 1);	/* e-07: e-7 */
+}
+
+/* A number member of a tape object, 0 when absent or no number. */
+static double
+tape_count(const struct jtape *t, int obj, const char *key)
+{
+	int v = jt_get_typed(t, obj, key, JT_NUM);
+	char buf[64];
+
+	if (v < 0 || t->n[v].len >= sizeof buf)
+		return 0;
+	memcpy(buf, t->n[v].p, t->n[v].len);
+	buf[t->n[v].len] = '\0';
+	return strtod(buf, NULL);
+}
+
+/* A number member of a json-c object, 0 when absent or no number. */
+static double
+jsonc_count(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+
+	json_object_object_get_ex(o, key, &v);
+	if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
+		return 0;
+	return json_object_get_double(v);
+}
+
+/* The token counts one record adds, from its tape: an assistant's usage,
+   a subagent's execution summary. */
+static void
+tape_usage(struct pctx *x, const struct jtape *t, enum tx_type type)
+{
+	int u, d;
+	int oom = 0;
+	const char *dt;
+
+	if (type == TX_ASSISTANT) {
+		if ((u = jt_get_typed(t, 0, "usageMetadata", JT_OBJ)) >= 0)
+			pj_add_usage(x, tape_count(t, u, "promptTokenCount"),
+			    tape_count(t, u, "cachedContentTokenCount"),
+			    tape_count(t, u, "candidatesTokenCount"));
+		return;
+	}
+	d = jt_get_typed(t, jt_get_typed(t, 0, "toolCallResult", JT_OBJ),
+	    "resultDisplay", JT_OBJ);
+	if (d < 0 || (dt = jt_get_str((struct jtape *)t, d, "type", &oom)) == NULL ||
+	    strcmp(dt, "task_execution") != 0 ||
+	    (u = jt_get_typed(t, d, "executionSummary", JT_OBJ)) < 0)
+		return;
+	pj_add_usage(x, tape_count(t, u, "inputTokens"), tape_count(t, u, "cachedTokens"),
+	    tape_count(t, u, "outputTokens"));
+}
+
+/* tape_usage() for a record json-c reads (several fragments, odd bytes). */
+static void
+jsonc_usage(struct pctx *x, json_object *r, enum tx_type type)
+{
+	json_object *u, *d;
+	const char *dt;
+
+	if (type == TX_ASSISTANT) {
+		if ((u = json_get(r, "usageMetadata", json_type_object)) != NULL)
+			pj_add_usage(x, jsonc_count(u, "promptTokenCount"),
+			    jsonc_count(u, "cachedContentTokenCount"),
+			    jsonc_count(u, "candidatesTokenCount"));
+		return;
+	}
+	d = json_get(json_get(r, "toolCallResult", json_type_object), "resultDisplay",
+	    json_type_object);
+	if ((dt = json_get_str(d, "type")) == NULL || strcmp(dt, "task_execution") != 0 ||
+	    (u = json_get(d, "executionSummary", json_type_object)) == NULL)
+		return;
+	pj_add_usage(x, jsonc_count(u, "inputTokens"), jsonc_count(u, "cachedTokens"),
+	    jsonc_count(u, "outputTokens"));
+}
+
+/* Add the counts of the chain's records before the window; -1 on OOM. */
+static int
+usage_before(struct pctx *x)
+{
+	struct jtape t;
+	enum tx_type type;
+	json_object *r;
+	const char *bytes;
+	size_t i, n;
+	int rc = 0, p;
+
+	memset(&t, 0, sizeof t);
+	for (i = 0; rc == 0 && i < x->start; i++) {
+		type = transcript_type(x->t, x->c->rec[i]);
+		if (type != TX_ASSISTANT && type != TX_TOOL_RESULT)
+			continue;
+		if ((p = transcript_record_bytes(x->t, x->c->rec[i], &bytes, &n, NULL)) == -1)
+			continue;		/* unreadable: replayed as nothing */
+		if (p == 1 && (p = jt_parse(&t, bytes, n)) == JT_OK && t.n[0].type == JT_OBJ) {
+			tape_usage(x, &t, type);
+			continue;
+		}
+		if (p == JT_OOM)
+			rc = -1;
+		else if ((r = transcript_load_record(x->t, x->c->rec[i], NULL)) != NULL) {
+			jsonc_usage(x, r, type);
+			json_object_put(r);
+		}
+	}
+	jt_free(&t);
+	return rc;
 }
 
 /* A number as a json-c value printed as JavaScript prints it (new). */
@@ -163,6 +273,13 @@ pj_plan(struct pctx *x, json_object *display, const char *call_id)
 
 	if ((d = plan_display(display, &own)) == NULL)
 		return 0;
+	if (!x->counted) {
+		x->counted = 1;
+		if (usage_before(x) == -1) {
+			json_object_put(own);
+			return -1;
+		}
+	}
 	todos = json_get(d, "todos", json_type_array);
 	entries = xjson_object_new_array();
 	for (i = 0; i < json_object_array_length(todos); i++)

@@ -493,7 +493,9 @@ pj_record_jsonc(struct pctx *x)
 		free(cause);
 		return errno == EBADMSG ? 0 : -1;
 	}
+	x->cwd = json_get_str(r, "cwd");	/* the tape's bytes may be reread */
 	rc = project_record(x, r);
+	x->cwd = NULL;
 	json_object_put(r);
 	return rc;
 }
@@ -621,6 +623,8 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 	x.c = c;
 	x.p = p;
 	x.pos = start;
+	x.start = start;
+	x.counted = start == 0;
 	x.ts = -1;
 	x.seg = -1;
 	project_clear(p);
