@@ -78,11 +78,10 @@ jsonc_count(json_object *o, const char *key)
 /* The token counts one record adds, from its tape: an assistant's usage,
    a subagent's execution summary. */
 static void
-tape_usage(struct pctx *x, const struct jtape *t, enum tx_type type)
+tape_usage(struct pctx *x, struct jtape *t, enum tx_type type)
 {
-	int u, d;
-	int oom = 0;
 	const char *dt;
+	int u, d, oom = 0;
 
 	if (type == TX_ASSISTANT) {
 		if ((u = jt_get_typed(t, 0, "usageMetadata", JT_OBJ)) >= 0)
@@ -93,7 +92,7 @@ tape_usage(struct pctx *x, const struct jtape *t, enum tx_type type)
 	}
 	d = jt_get_typed(t, jt_get_typed(t, 0, "toolCallResult", JT_OBJ),
 	    "resultDisplay", JT_OBJ);
-	if (d < 0 || (dt = jt_get_str((struct jtape *)t, d, "type", &oom)) == NULL ||
+	if (d < 0 || (dt = jt_get_str(t, d, "type", &oom)) == NULL ||
 	    strcmp(dt, "task_execution") != 0 ||
 	    (u = jt_get_typed(t, d, "executionSummary", JT_OBJ)) < 0)
 		return;
