@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -198,6 +199,30 @@ js_prefix(const char *s, size_t units)
 	return i;
 }
 
+/* The URL web_fetch fetches: a GitHub blob page becomes its raw file (in
+   buf), any other URL stays as it is. */
+static const char *
+fetch_url(const char *url, char *buf, size_t n)
+{
+	const char *host = strstr(url, "//") + 2, *path, *p;
+	size_t hl = strcspn(host, ":/?#"), sl = (size_t)(host - 3 - url);
+	int i;
+
+	if (!((hl == 10 && strncasecmp(host, "github.com", 10) == 0) ||
+	    (hl == 14 && strncasecmp(host, "www.github.com", 14) == 0)))
+		return url;
+	path = host + strcspn(host, "/?#");
+	for (p = path, i = 0; i < 2 && *p == '/' && p[1] != '/' && p[1] != '\0'; i++)
+		p += 1 + strcspn(p + 1, "/?#");
+	if (i < 2 || strncmp(p, "/blob/", 6) != 0)
+		return url;
+	snprintf(buf, n, "%.*s://raw.githubusercontent.com%.*s%.*s%s", (int)sl, url,
+	    (int)(path - host - hl), host + hl, (int)(p - path), path, p + 5);
+	for (i = 0; i < (int)sl; i++)
+		buf[i] = (char)tolower((unsigned char)buf[i]);
+	return buf;
+}
+
 /* web_fetch: the URL and a prompt cut to 100 UTF-16 units (97 and "..."),
    when the tool accepts them (an http(s) URL without credentials). */
 static int
@@ -205,6 +230,7 @@ fetch_desc(const struct pj_args *a, char *d, size_t n)
 {
 	const char *url = a->str(a->arg, "url"), *prompt = a->str(a->arg, "prompt");
 	const char *fmt = a->str(a->arg, "format"), *host, *end;
+	char raw[2048];
 	size_t p;
 
 	if (blank(url) || blank(prompt) || (strncasecmp(url, "http://", 7) != 0 &&
@@ -219,7 +245,8 @@ fetch_desc(const struct pj_args *a, char *d, size_t n)
 		return -1;
 	p = js_len(prompt, strlen(prompt)) > 100 ? js_prefix(prompt, 97) : strlen(prompt);
 	snprintf(d, n, "Fetching content from %s (format: %s) and processing with "
-	    "prompt: \"%.*s%s\"", url, fmt ? fmt : "auto", (int)p, prompt,
+	    "prompt: \"%.*s%s\"", fetch_url(url, raw, sizeof raw), fmt ? fmt : "auto",
+	    (int)p, prompt,
 	    prompt[p] != '\0' ? "..." : "");
 	return 0;
 }
@@ -322,7 +349,7 @@ pj_tool_present(const char *name, const struct pj_args *a, const char *cwd,
 {
 	const struct tool *t;
 	const char *why;
-	char d[1024];
+	char d[PJ_TITLE_MAX];
 
 	*path = NULL;
 	*line = -1;
