@@ -141,29 +141,15 @@ pf_user(struct pctx *x)
 	return 0;
 }
 
-/* A usage count on the tape when it is a number, else 0. */
-static double
-pf_count(struct pctx *x, int usage, const char *key)
-{
-	int v = jt_get_typed(T, usage, key, JT_NUM);
-	char buf[64];
-
-	if (v < 0 || T->n[v].len >= sizeof buf)
-		return 0;
-	memcpy(buf, T->n[v].p, T->n[v].len);
-	buf[T->n[v].len] = '\0';
-	return strtod(buf, NULL);
-}
-
 /* The empty agent chunk carrying the record's usage under ACP's names. */
 static int
 pf_usage(struct pctx *x, int usage)
 {
 	int i, v, n = 0;
 
-	pj_add_usage(x, pf_count(x, usage, "promptTokenCount"),
-	    pf_count(x, usage, "cachedContentTokenCount"),
-	    pf_count(x, usage, "candidatesTokenCount"));
+	pj_add_usage(x, pj_tape_count(T, usage, "promptTokenCount"),
+	    pj_tape_count(T, usage, "cachedContentTokenCount"),
+	    pj_tape_count(T, usage, "candidatesTokenCount"));
 	pf_text(x, "agent_message_chunk", -1, "");
 	jbuf_puts(E, "\"usage\":{");
 	for (i = 0; pj_usage_keys[i][0] != NULL; i++) {

@@ -79,6 +79,8 @@ const char *pj_tool_present(const char *name, const struct pj_args *,
 const char *pj_tool_start(struct pctx *, const char *name, const char *id,
     size_t idx, const struct pj_args *, char buf[128], char title[PJ_TITLE_MAX],
     const char **kind, const char **path, double *line);
+/* A text chunk of kind with text (copied), meta taken (may be NULL). */
+int pj_chunk(struct pctx *, const char *kind, const char *text, json_object *meta);
 /* A new update {"sessionUpdate": kind} (caller owns). */
 json_object *pj_update(const char *kind);
 /* Add _meta (extra_meta taken, may be NULL) to u and append it (takes u). */
@@ -115,12 +117,6 @@ const char *pj_call_id(struct pctx *, const char *id, size_t idx, char buf[128])
 void pj_set_ts(struct pctx *, int64_t ts);
 /* usageMetadata keys and their ACP names; the first three default to 0. */
 extern const char *const pj_usage_keys[][2];
-/* s with each newline after two spaces (a Markdown line break), as the
-   agent replays a slash command's output (caller frees). */
-char *pj_markdown_breaks(const char *s);
-/* Members of a slash command's output item kept in _meta, with "o"
-   (object) or "a" (array) for their type. */
-extern const char *const pj_slash_meta[][2];
 /* The empty agent chunk carrying usage (usageMetadata's keys, borrowed),
    with _meta.parentToolCallId when parent is set; adds it to x->cum. */
 int pj_usage(struct pctx *, json_object *usage, const char *parent);
@@ -141,11 +137,25 @@ void pf_member_or(struct pctx *, int obj, const char *key, const char *dflt);
    pending); a tool_result record (tool_call_update, or a plan). */
 int pf_tool_call(struct pctx *, int fc, size_t idx);
 int pf_tool_result(struct pctx *);
+/* project-system.c: a system record's updates; a record's backgroundTurn
+   as the agent keeps it (new), NULL when it is not one (ids, a known
+   kind, a start time, optional strings). */
+int pj_system(struct pctx *, json_object *r);
+json_object *pj_background_turn(json_object *r);
+/* s with each newline after two spaces (a Markdown line break), as the
+   agent replays a slash command's output (caller frees); the members of
+   a slash command's output item kept in _meta, with "o" (object) or "a"
+   (array) for their type. */
+char *pj_markdown_breaks(const char *s);
+extern const char *const pj_slash_meta[][2];
 /* project-plan.c: add a record's token counts to x->cum (the plan's
    _meta.stats); a todo_write result (display borrowed: the todo_list
    object or its JSON text) as a plan update for call_id, nothing when the
    display holds no plan; a number as JavaScript prints it. */
 void pj_add_usage(struct pctx *, double prompt, double cached, double cand);
+/* A number member of a tape or json-c object, 0 when absent or no number. */
+double pj_tape_count(const struct jtape *, int obj, const char *key);
+double pj_jsonc_count(json_object *, const char *key);
 int pj_plan(struct pctx *, json_object *display, const char *call_id);
 void pj_num(char *buf, size_t n, double v);
 

@@ -49,9 +49,8 @@ pj_num(char *buf, size_t n, double v)
 		memmove(e + 2, e + 3, strlen(e + 3) + 1);	/* e-07: e-7 */
 }
 
-/* A number member of a tape object, 0 when absent or no number. */
-static double
-tape_count(const struct jtape *t, int obj, const char *key)
+double
+pj_tape_count(const struct jtape *t, int obj, const char *key)
 {
 	int v = jt_get_typed(t, obj, key, JT_NUM);
 	char buf[64];
@@ -63,9 +62,8 @@ tape_count(const struct jtape *t, int obj, const char *key)
 	return strtod(buf, NULL);
 }
 
-/* A number member of a json-c object, 0 when absent or no number. */
-static double
-jsonc_count(json_object *o, const char *key)
+double
+pj_jsonc_count(json_object *o, const char *key)
 {
 	json_object *v = NULL;
 
@@ -85,9 +83,9 @@ tape_usage(struct pctx *x, struct jtape *t, enum tx_type type)
 
 	if (type == TX_ASSISTANT) {
 		if ((u = jt_get_typed(t, 0, "usageMetadata", JT_OBJ)) >= 0)
-			pj_add_usage(x, tape_count(t, u, "promptTokenCount"),
-			    tape_count(t, u, "cachedContentTokenCount"),
-			    tape_count(t, u, "candidatesTokenCount"));
+			pj_add_usage(x, pj_tape_count(t, u, "promptTokenCount"),
+			    pj_tape_count(t, u, "cachedContentTokenCount"),
+			    pj_tape_count(t, u, "candidatesTokenCount"));
 		return;
 	}
 	d = jt_get_typed(t, jt_get_typed(t, 0, "toolCallResult", JT_OBJ),
@@ -96,8 +94,8 @@ tape_usage(struct pctx *x, struct jtape *t, enum tx_type type)
 	    strcmp(dt, "task_execution") != 0 ||
 	    (u = jt_get_typed(t, d, "executionSummary", JT_OBJ)) < 0)
 		return;
-	pj_add_usage(x, tape_count(t, u, "inputTokens"), tape_count(t, u, "cachedTokens"),
-	    tape_count(t, u, "outputTokens"));
+	pj_add_usage(x, pj_tape_count(t, u, "inputTokens"),
+	    pj_tape_count(t, u, "cachedTokens"), pj_tape_count(t, u, "outputTokens"));
 }
 
 /* tape_usage() for a record json-c reads (several fragments, odd bytes). */
@@ -109,9 +107,9 @@ jsonc_usage(struct pctx *x, json_object *r, enum tx_type type)
 
 	if (type == TX_ASSISTANT) {
 		if ((u = json_get(r, "usageMetadata", json_type_object)) != NULL)
-			pj_add_usage(x, jsonc_count(u, "promptTokenCount"),
-			    jsonc_count(u, "cachedContentTokenCount"),
-			    jsonc_count(u, "candidatesTokenCount"));
+			pj_add_usage(x, pj_jsonc_count(u, "promptTokenCount"),
+			    pj_jsonc_count(u, "cachedContentTokenCount"),
+			    pj_jsonc_count(u, "candidatesTokenCount"));
 		return;
 	}
 	d = json_get(json_get(r, "toolCallResult", json_type_object), "resultDisplay",
@@ -119,8 +117,8 @@ jsonc_usage(struct pctx *x, json_object *r, enum tx_type type)
 	if ((dt = json_get_str(d, "type")) == NULL || strcmp(dt, "task_execution") != 0 ||
 	    (u = json_get(d, "executionSummary", json_type_object)) == NULL)
 		return;
-	pj_add_usage(x, jsonc_count(u, "inputTokens"), jsonc_count(u, "cachedTokens"),
-	    jsonc_count(u, "outputTokens"));
+	pj_add_usage(x, pj_jsonc_count(u, "inputTokens"),
+	    pj_jsonc_count(u, "cachedTokens"), pj_jsonc_count(u, "outputTokens"));
 }
 
 /* Add the counts of the chain's records before the window; -1 on OOM. */

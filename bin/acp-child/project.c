@@ -9,7 +9,6 @@
 #include <sys/mman.h>
 
 #include <errno.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +33,8 @@ pj_update(const char *kind)
 }
 
 /* A text chunk update (text borrowed; copied). */
-static int
-chunk(struct pctx *x, const char *kind, const char *text, json_object *meta)
+int
+pj_chunk(struct pctx *x, const char *kind, const char *text, json_object *meta)
 {
 	json_object *u = pj_update(kind), *content = xjson_object_new_object();
 
@@ -150,11 +149,11 @@ project_user(struct pctx *x, json_object *r)
 	display = sp ? json_get_str(sp, "displayText") : NULL;
 	if (user_tagged(sub)) {
 		if (display != NULL && *display != '\0')
-			return chunk(x, "user_message_chunk", display, user_meta(r, sub, 1));
+			return pj_chunk(x, "user_message_chunk", display, user_meta(r, sub, 1));
 		if (strcmp(sub, "mid_turn_user_message") != 0)
 			return 0;
 	} else if (display && json_object_object_get_ex(sp, "hookContext", &v))
-		return chunk(x, "user_message_chunk", display, user_meta(r, sub, 0));
+		return pj_chunk(x, "user_message_chunk", display, user_meta(r, sub, 0));
 	for (i = 0; parts && i < json_object_array_length(parts); i++) {
 		part = json_object_array_get_idx(parts, i);
 		if ((v = json_get(part, "text", json_type_string)) != NULL) {
@@ -180,27 +179,15 @@ const char *const pj_usage_keys[][2] = {
 	{ NULL, NULL }
 };
 
-/* A usage count when it is a number, else 0. */
-static double
-usage_count(json_object *usage, const char *key)
-{
-	json_object *v = NULL;
-
-	json_object_object_get_ex(usage, key, &v);
-	if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
-		return 0;
-	return json_object_get_double(v);
-}
-
 int
 pj_usage(struct pctx *x, json_object *usage, const char *parent)
 {
 	json_object *meta = xjson_object_new_object(), *acp = xjson_object_new_object(), *v;
 	int i;
 
-	pj_add_usage(x, usage_count(usage, "promptTokenCount"),
-	    usage_count(usage, "cachedContentTokenCount"),
-	    usage_count(usage, "candidatesTokenCount"));
+	pj_add_usage(x, pj_jsonc_count(usage, "promptTokenCount"),
+	    pj_jsonc_count(usage, "cachedContentTokenCount"),
+	    pj_jsonc_count(usage, "candidatesTokenCount"));
 	for (i = 0; pj_usage_keys[i][0] != NULL; i++) {
 		v = NULL;
 		json_object_object_get_ex(usage, pj_usage_keys[i][0], &v);
@@ -213,7 +200,7 @@ pj_usage(struct pctx *x, json_object *usage, const char *parent)
 	json_object_object_add(meta, "usage", acp);
 	if (parent != NULL)
 		json_object_object_add(meta, "parentToolCallId", xjson_object_new_string(parent));
-	return chunk(x, "agent_message_chunk", "", meta);
+	return pj_chunk(x, "agent_message_chunk", "", meta);
 }
 
 /* assistant records: thoughts, text, tool calls, usage. */
@@ -250,205 +237,6 @@ project_assistant(struct pctx *x, json_object *r)
 	return rc;
 }
 
-char *
-pj_markdown_breaks(const char *s)
-{
-	size_t n = 0, i;
-	char *out, *o;
-
-	for (i = 0; s[i] != '\0'; i++)
-		n += s[i] == '\n' ? 3 : 1;
-	o = out = xmalloc(n + 1);
-	for (i = 0; s[i] != '\0'; i++) {
-		if (s[i] == '\n') {
-			*o++ = ' ';
-			*o++ = ' ';
-		}
-		*o++ = s[i];
-	}
-	*o = '\0';
-	return out;
-}
-
-const char *const pj_slash_meta[][2] = {
-	{ "contextCompression", "o" }, { "contextCompressionNotice", "o" },
-	{ "sessionArtifacts", "a" }, { NULL, NULL }
-};
-
-/* One output item of a slash command's result: its text with Markdown
-   line breaks, source "slash_command" and the item's compression note. */
-static int
-slash_item(struct pctx *x, json_object *item)
-{
-	json_object *meta, *v;
-	const char *s = json_get_str(item, "text");
-	char *text;
-	int i, rc;
-
-	if (s == NULL)
-		return 0;
-	meta = xjson_object_new_object();
-	json_object_object_add(meta, "source", xjson_object_new_string("slash_command"));
-	for (i = 0; pj_slash_meta[i][0] != NULL; i++)
-		if ((v = json_get(item, pj_slash_meta[i][0], pj_slash_meta[i][1][0] == 'o' ?
-		    json_type_object : json_type_array)) != NULL)
-			json_object_object_add(meta, pj_slash_meta[i][0], json_object_get(v));
-	text = pj_markdown_breaks(s);
-	rc = chunk(x, "agent_message_chunk", text, meta);
-	free(text);
-	return rc;
-}
-
-/* A finite number member, or -1 when key is absent, 0 when it is no number. */
-static int
-number_member(json_object *o, const char *key, double *v)
-{
-	json_object *n = NULL;
-
-	if (!json_object_object_get_ex(o, key, &n))
-		return -1;
-	if (!json_object_is_type(n, json_type_int) && !json_object_is_type(n, json_type_double))
-		return 0;
-	*v = json_object_get_double(n);
-	return isfinite(*v) ? 1 : 0;
-}
-
-/* A cancelled turn: an empty discrete agent chunk with the prompt's id,
-   when it was cancelled and how long it had run. */
-static int
-cancelled_turn(struct pctx *x, json_object *sp)
-{
-	json_object *meta, *pc, *at;
-	const char *pid = json_get_str(sp, "promptId");
-	double cancelled, started;
-	char num[48];
-	int hs;
-
-	if (number_member(sp, "cancelledAt", &cancelled) != 1 || pid == NULL ||
-	    *pid == '\0' || (hs = number_member(sp, "startedAt", &started)) == 0)
-		return 0;
-	if (hs == -1)
-		started = cancelled;
-	json_object_object_get_ex(sp, "cancelledAt", &at);
-	pc = xjson_object_new_object();
-	json_object_object_add(pc, "promptId", xjson_object_new_string(pid));
-	json_object_object_add(pc, "cancelledAt", json_object_get(at));
-	pj_num(num, sizeof num, cancelled - started > 0 ? cancelled - started : 0);
-	json_object_object_add(pc, "elapsedMs", xjson_object_new_double_s(
-	    cancelled - started > 0 ? cancelled - started : 0, num));
-	meta = xjson_object_new_object();
-	json_object_object_add(meta, "qwenDiscreteMessage", xjson_object_new_boolean(1));
-	json_object_object_add(meta, "promptCancelled", pc);
-	return chunk(x, "agent_message_chunk", "", meta);
-}
-
-/* A finished background task's notice: a discrete agent chunk. */
-static int
-background_done(struct pctx *x, json_object *sp)
-{
-	json_object *meta, *v;
-	const char *s = json_get_str(sp, "displayText");
-
-	if (s == NULL)
-		return 0;
-	meta = xjson_object_new_object();
-	json_object_object_add(meta, "source", xjson_object_new_string("background_task_completed"));
-	json_object_object_add(meta, "qwenDiscreteMessage", xjson_object_new_boolean(1));
-	if ((v = json_get(sp, "backgroundTask", json_type_object)) != NULL)
-		json_object_object_add(meta, "backgroundTask", json_object_get(v));
-	return chunk(x, "agent_message_chunk", s, meta);
-}
-
-/* A subagent's session is ready: an update of its pending call. */
-static int
-subagent_ready(struct pctx *x, json_object *sp)
-{
-	json_object *ready = json_get(sp, "subagentSessionReady", json_type_boolean), *u, *meta;
-	const char *id = json_get_str(sp, "callId"), *v;
-	size_t i, n = json_object_array_length(x->pending);
-
-	if (id == NULL || *id == '\0' || ready == NULL)
-		return 0;
-	for (i = 0; i < n; i++)
-		if ((v = json_get_str(json_object_array_get_idx(x->pending, i), "id")) != NULL &&
-		    strcmp(v, id) == 0)
-			break;
-	if (i == n)
-		return 0;
-	u = pj_update("tool_call_update");
-	json_object_object_add(u, "toolCallId", xjson_object_new_string(id));
-	meta = xjson_object_new_object();
-	json_object_object_add(meta, "subagentSessionReady", json_object_get(ready));
-	return pj_emit(x, u, meta);
-}
-
-/* system records: slash_command results, cancelled turns, background
-   task notices, subagent readiness. */
-static int
-project_system(struct pctx *x, json_object *r)
-{
-	json_object *sp = json_get(r, "systemPayload", json_type_object);
-	json_object *items;
-	const char *sub = json_get_str(r, "subtype"), *s;
-	size_t i;
-
-	if (sub == NULL || sp == NULL)
-		return 0;
-	if (strcmp(sub, "slash_command") == 0 && (s = json_get_str(sp, "phase")) != NULL &&
-	    strcmp(s, "result") == 0 &&
-	    (items = json_get(sp, "outputHistoryItems", json_type_array)) != NULL) {
-		for (i = 0; i < json_object_array_length(items); i++)
-			if (slash_item(x, json_object_array_get_idx(items, i)) == -1)
-				return -1;
-	} else if (strcmp(sub, "turn_result") == 0 &&
-	    (s = json_get_str(sp, "state")) != NULL && strcmp(s, "cancelled") == 0)
-		return cancelled_turn(x, sp);
-	else if (strcmp(sub, "background_task_completed") == 0)
-		return background_done(x, sp);
-	else if (strcmp(sub, "agent_session_ready") == 0)
-		return subagent_ready(x, sp);
-	return 0;
-}
-
-/* A record's backgroundTurn as the agent keeps it (new), or NULL when it
-   is not one: ids, a known kind, a start time, optional strings. */
-static json_object *
-background_turn(json_object *r)
-{
-	static const char *const kinds[] = { "agent", "monitor", "shell", "workflow",
-	    "peer", NULL };
-	static const char *const opt[] = { "toolUseId", "sourceTurnId", "label", NULL };
-	json_object *b = json_get(r, "backgroundTurn", json_type_object), *o, *v;
-	const char *turn = json_get_str(b, "turnId"), *task = json_get_str(b, "taskId");
-	const char *kind = json_get_str(b, "kind");
-	double at;
-	int k;
-
-	if (turn == NULL || *turn == '\0' || strlen(turn) > 256 || task == NULL ||
-	    *task == '\0' || strlen(task) > 256 || kind == NULL ||
-	    number_member(b, "startedAt", &at) != 1 || at < 0)
-		return NULL;
-	for (k = 0; kinds[k] != NULL && strcmp(kinds[k], kind) != 0; k++)
-		;
-	if (kinds[k] == NULL)
-		return NULL;
-	for (k = 0; opt[k] != NULL; k++)
-		if (json_object_object_get_ex(b, opt[k], &v) &&
-		    (!json_object_is_type(v, json_type_string) ||
-		    json_object_get_string_len(v) > 4096))
-			return NULL;
-	o = xjson_object_new_object();
-	json_object_object_add(o, "turnId", json_object_get(json_get(b, "turnId", json_type_string)));
-	json_object_object_add(o, "taskId", json_object_get(json_get(b, "taskId", json_type_string)));
-	json_object_object_add(o, "kind", json_object_get(json_get(b, "kind", json_type_string)));
-	json_object_object_get_ex(b, "startedAt", &v);
-	json_object_object_add(o, "startedAt", json_object_get(v));
-	for (k = 0; opt[k] != NULL; k++)
-		if ((v = json_get(b, opt[k], json_type_string)) != NULL)
-			json_object_object_add(o, opt[k], json_object_get(v));
-	return o;
-}
-
 /* Project one record's updates. */
 static int
 project_kind(struct pctx *x, json_object *r)
@@ -461,7 +249,7 @@ project_kind(struct pctx *x, json_object *r)
 	case TX_TOOL_RESULT:
 		return pj_tool_result(x, r);
 	case TX_SYSTEM:
-		return project_system(x, r);
+		return pj_system(x, r);
 	}
 	return 0;
 }
@@ -475,7 +263,7 @@ project_record(struct pctx *x, json_object *r)
 	int rc;
 
 	if (sub == NULL || strcmp(sub, "background_task_completed") != 0)
-		x->bg_turn = background_turn(r);
+		x->bg_turn = pj_background_turn(r);
 	rc = project_kind(x, r);
 	json_object_put(x->bg_turn);
 	x->bg_turn = NULL;
@@ -640,7 +428,7 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 		record_context(&x, NULL);
 		meta = xjson_object_new_object();
 		json_object_object_add(meta, "qwenDiscreteMessage", xjson_object_new_boolean(1));
-		rc = chunk(&x, "agent_message_chunk", GAP_NOTICE, meta);
+		rc = pj_chunk(&x, "agent_message_chunk", GAP_NOTICE, meta);
 	}
 	for (x.pos = start; rc == 0 && x.pos < c->len; x.pos++)
 		rc = record_one(&x, flags, cause);
