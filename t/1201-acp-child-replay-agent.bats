@@ -3,8 +3,12 @@
 # writes a transcript, driven by the fake model through text, thoughts,
 # read-only tools, tool calls allowed, denied and failing (an edit of a file
 # not read first, a missing file, a relative path), and a
-# compression; then the agent's own bulk session/load replay of that file
-# and qwen-acp-child's are compared update by update.
+# compression; and through a plan (todo_write), web_fetch of a loopback
+# page, a background agent and its notices, a skill and a cancelled prompt;
+# then the agent's own bulk session/load replay of that file and
+# qwen-acp-child's are compared update by update, nothing removed.  The
+# last test makes or checks t/1009's golden (the kinds the agent cannot be
+# driven to write here).
 
 load agent_helper
 
