@@ -2,11 +2,13 @@
  * project-plan.c: todo_write results as plan updates, as the agent replays
  * them: the todos it accepts (string content, a known status), each with
  * its id and blockers under _meta.qwenTodo; the plan's id, the call's id
- * and _meta.stats, the session's token counts summed over the chain's
- * records before the plan (the agent's replay sums them the same way, from
- * zero on a fresh load; its API time is not in the transcript).  A window
- * or page that starts later reads the counts of the records before it once,
- * at its first plan, so a plan says the same on every page.
+ * and _meta.stats, the token counts summed over the records replayed
+ * before the plan, from the window's first record (the agent's replay
+ * counts from zero at the first record of its page; its API time is not in
+ * the transcript).  A transcript page (PROJECT_CHAIN_STATS) reads the
+ * counts of the records before it once, at its first plan, so a plan says
+ * the same on every page whichever way they are walked; a restore's window
+ * does not, and reads only the bytes it sends.
  */
 #include "config.h"
 

@@ -412,7 +412,7 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 	x.p = p;
 	x.pos = start;
 	x.start = start;
-	x.counted = start == 0;
+	x.counted = start == 0 || !(flags & PROJECT_CHAIN_STATS);
 	x.ts = -1;
 	x.seg = -1;
 	project_clear(p);
