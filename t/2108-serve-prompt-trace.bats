@@ -85,6 +85,20 @@ has_child_prompt_span() {
 	    select(any(.attributes[]; .value.stringValue? == "session.prompt")) | .status.code' "$TRACE")" = 2 ]
 }
 
+@test "a session closed under its running prompt: the prompt span ends as session_closed" {
+	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
+	FAKE_CHILD="hang=session/prompt,log=$BATS_TEST_TMPDIR/child.log" \
+	    serve_loaded --trace-file "$TRACE"
+	req POST /session/$SID/prompt "$P"
+	expect 202
+	wait_for 10 child_got session/prompt
+	run ! has_daemon_prompt_span
+	req DELETE /session/$SID
+	expect 204
+	wait_for 10 has_daemon_prompt_span
+	jq -e '.attrs["qwen-code.daemon.prompt.result"] == "session_closed"' <<<"$(daemon_prompt_span)"
+}
+
 @test "real child: its session_prompt span is the daemon's prompt span's child in qwen-trace-dump" {
 	local real=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
 	[ -x "$real" ] || skip "qwen-acp-child not built"

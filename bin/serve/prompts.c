@@ -61,6 +61,15 @@ prompts_init(struct session *s)
 	return 0;
 }
 
+/* How p ended, on its span: the result, and the error code if any. */
+static void
+prompt_span_result(struct prompt *p, const char *result, const char *code)
+{
+	span_set_str(p->span, "qwen-code.daemon.prompt.result", result);
+	if (code != NULL)
+		span_set_status(p->span, SPAN_STATUS_ERROR, code);
+}
+
 static void
 prompt_free(struct prompt *p)
 {
@@ -72,15 +81,6 @@ prompt_free(struct prompt *p)
 	json_object_put(p->params);
 	span_end(p->span, serve_trace);
 	free(p);
-}
-
-/* How p ended, on its span: the result, and the error code if any. */
-static void
-prompt_span_result(struct prompt *p, const char *result, const char *code)
-{
-	span_set_str(p->span, "qwen-code.daemon.prompt.result", result);
-	if (code != NULL)
-		span_set_status(p->span, SPAN_STATUS_ERROR, code);
 }
 
 /*
@@ -118,6 +118,8 @@ prompts_clear(struct session *s)
 {
 	struct prompt *p;
 
+	if (s->active != NULL)
+		prompt_span_result(s->active, "session_closed", NULL);
 	prompt_free(s->active);
 	prompt_free(s->expired);
 	s->active = s->expired = NULL;
