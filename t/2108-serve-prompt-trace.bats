@@ -8,11 +8,13 @@
 load serve_helper
 bats_require_minimum_version 1.5.0
 
+setup() {
+	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
+}
+
 teardown() {
 	serve_teardown
 }
-
-P='{"prompt":[{"type":"text","text":"hello"}]}'
 
 # The traceparent (4th field) of the child's last METHOD for SID.
 child_tp() {
@@ -24,11 +26,17 @@ child_got() {
 	[ -n "$(child_tp "$1")" ]
 }
 
+# traced [KNOBS]: SID loaded with the fake child (KNOBS, and its message
+# log) and --trace-file.
+traced() {
+	FAKE_CHILD="${1:+$1,}log=$BATS_TEST_TMPDIR/child.log" serve_loaded --trace-file "$TRACE"
+}
+
 # The spans named NAME in the trace file, as compact JSON, one a line:
-# {traceId, spanId, parentSpanId, attrs: {key: value}}.
+# {traceId, spanId, parentSpanId, status, attrs: {key: value}}.
 spans_named() {
 	jq -c --arg n "$1" '.resourceSpans[].scopeSpans[].spans[] | select(.name == $n) |
-	    {traceId, spanId, parentSpanId,
+	    {traceId, spanId, parentSpanId, status: .status.code,
 	     attrs: ([.attributes[]? | {key, value: (.value | to_entries[0].value)}] | from_entries)}' \
 	    "$TRACE"
 }
@@ -48,8 +56,7 @@ has_child_prompt_span() {
 }
 
 @test "session/prompt to the child carries the traceparent of the daemon's prompt span" {
-	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
-	FAKE_CHILD="log=$BATS_TEST_TMPDIR/child.log" serve_loaded --trace-file "$TRACE"
+	traced
 	# A client's own _meta keys stay; its traceparent does not win.
 	req POST /session/$SID/prompt '{"prompt":[{"type":"text","text":"hi"}],"_meta":{"qwen.telemetry.traceparent":"00-0123456789abcdef0123456789abcdef-0123456789abcdef-01","x":1}}'
 	expect 202
@@ -74,23 +81,15 @@ has_child_prompt_span() {
 }
 
 @test "a prompt the child fails: the daemon's prompt span ends with an error status" {
-	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
-	FAKE_CHILD="fail=session/prompt:-32603,log=$BATS_TEST_TMPDIR/child.log" \
-	    serve_loaded --trace-file "$TRACE"
-	req POST /session/$SID/prompt "$P"
-	expect 202
+	traced fail=session/prompt:-32603
+	prompt_post "$SID"
 	wait_for 10 has_daemon_prompt_span
-	jq -e '.attrs["qwen-code.daemon.prompt.result"] == "error"' <<<"$(daemon_prompt_span)"
-	[ "$(jq -r '.resourceSpans[].scopeSpans[].spans[] | select(.name == "qwen-code.daemon.bridge") |
-	    select(any(.attributes[]; .value.stringValue? == "session.prompt")) | .status.code' "$TRACE")" = 2 ]
+	jq -e '.attrs["qwen-code.daemon.prompt.result"] == "error" and .status == 2' <<<"$(daemon_prompt_span)"
 }
 
 @test "a session closed under its running prompt: the prompt span ends as session_closed" {
-	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
-	FAKE_CHILD="hang=session/prompt,log=$BATS_TEST_TMPDIR/child.log" \
-	    serve_loaded --trace-file "$TRACE"
-	req POST /session/$SID/prompt "$P"
-	expect 202
+	traced hang=session/prompt
+	prompt_post "$SID"
 	wait_for 10 child_got session/prompt
 	run ! has_daemon_prompt_span
 	req DELETE /session/$SID
@@ -102,12 +101,8 @@ has_child_prompt_span() {
 @test "real child: its session_prompt span is the daemon's prompt span's child in qwen-trace-dump" {
 	local real=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
 	[ -x "$real" ] || skip "qwen-acp-child not built"
-	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
 	SERVE_CHILD=$real serve_loaded --trace-file "$TRACE"
-	sse_open a /session/$SID/events
-	req POST /session/$SID/prompt "$P"
-	expect 202
-	sse_wait a '.type == "turn_complete"' 10
+	prompt_turn a "$SID"
 	wait_for 10 has_child_prompt_span
 	wait_for 10 has_daemon_prompt_span
 	run qwen-trace-dump --no-pager --format json "$TRACE"
@@ -122,7 +117,7 @@ has_child_prompt_span() {
 	[ "$(jq -r .parentSpanId <<<"$c")" = "$(jq -r .spanId <<<"$d")" ]
 	jq -e --arg s "$SID" '.attributes["session.id"] == $s and
 	    .attributes["qwen-code.daemon.prompt.stop_reason"] == "end_turn"' <<<"$c"
-	# Ids and outcomes only: the prompt's text is nowhere in the trace.
+	# Ids and outcomes only: the prompt's text ("hello") is nowhere in the trace.
 	run ! grep -q hello "$TRACE"
 	# The text rendering names the daemon's span as the parent.
 	run qwen-trace-dump --no-pager "$TRACE"
