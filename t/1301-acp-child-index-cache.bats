@@ -82,8 +82,10 @@ one_index() {
 	for run in 1 2; do
 		o=$(cached "$f")
 		[ "$(state "$o")" = "warm null" ]
-		# The checkpoints and 8 KiB of digests only.
-		[ "$(jq .bytesRead <<<"$o")" -eq "$((checkpoints + 8192))" ]
+		# 8 KiB of digests and at most the checkpoints (the summary's
+		# own count; the chain and model history are kept).
+		[ "$(jq .bytesRead <<<"$o")" -ge 8192 ]
+		[ "$(jq .bytesRead <<<"$o")" -le "$((checkpoints + 8192))" ]
 		fresh_agrees "$f" "$o"
 	done
 	# An unchanged index is not written again.
@@ -139,11 +141,13 @@ one_index() {
 	fresh_agrees "$f" "$grown"
 	# What was appended is kept too: the next run reads only the
 	# checkpoints and the digests, and the one before read that plus the
-	# appended bytes (the torn line's among them), not one byte more.
+	# appended bytes (the torn line's among them) and the last checkpoint
+	# (its chain was walked again), not the file.
 	o=$(cached "$f")
 	[ "$(state "$o")" = "warm null" ]
 	fresh_agrees "$f" "$o"
-	[ "$(jq .bytesRead <<<"$grown")" -eq "$(($(jq .bytesRead <<<"$o") + size - before))" ]
+	[ "$(jq .bytesRead <<<"$grown")" -ge "$(($(jq .bytesRead <<<"$o") + size - before))" ]
+	[ "$(jq .bytesRead <<<"$grown")" -lt "$(($(jq .bytesRead <<<"$o") + size - before + size / 4))" ]
 }
 
 @test "a truncated, replaced or rewritten transcript is indexed again" {
