@@ -131,12 +131,16 @@ static int
 kept(const struct transcript *t, struct tx_chain *c, char **cause)
 {
 	const struct tx_kept_chain *k = t->kc;
+	const uint32_t *rec;
 
 	if ((c->rec = reallocarray(NULL, k->len + 1, sizeof *c->rec)) == NULL) {
 		transcript_cause(cause, "chain: out of memory");
 		return -1;
 	}
-	memcpy(c->rec, k->rec, k->len * sizeof *c->rec);
+	/* Damaged: an empty chain, and the caller sees the index damaged. */
+	if ((rec = transcript_cache_chain(t)) == NULL)
+		return 0;
+	memcpy(c->rec, rec, k->len * sizeof *c->rec);
 	c->len = k->len;
 	c->last_compression = k->last_compression;
 	c->model_history = k->model_history;

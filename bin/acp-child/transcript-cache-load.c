@@ -78,77 +78,6 @@ head_ok(struct tx_cache_load *l)
 	    h->turn_starts <= h->chainlen)) && (h->haschain || h->chainlen == 0);
 }
 
-/* The block sums match the blocks. */
-static int
-blocks_ok(const struct tx_cache_load *l)
-{
-	const uint64_t *bsum = (const uint64_t *)(l->map + l->off[TX_CACHE_NSEC]);
-	uint64_t i, at, n;
-
-	for (i = 0; i < l->h.nblock; i++) {
-		at = l->off[0] + i * TX_CACHE_BLOCK;
-		n = l->off[TX_CACHE_NSEC] - at;
-		if (n > TX_CACHE_BLOCK)
-			n = TX_CACHE_BLOCK;
-		if (transcript_cache_block_sum(l->h.seed, i, l->map + at, (size_t)n) !=
-		    bsum[i])
-			return 0;
-	}
-	return 1;
-}
-
-/* A stored key slot points inside the pool. */
-static int
-key_ok(const struct tx_cache_load *l, const uint8_t v[16], int str)
-{
-	uint64_t off;
-	uint32_t len;
-
-	if (!str)
-		return 1;
-	memcpy(&off, v, 8);
-	memcpy(&len, v + 8, 4);
-	return off <= l->h.npool && len <= l->h.npool - off;
-}
-
-/* Every record, fragment, slot and chain link stays inside the index and
-   every byte range inside the indexed part of the file. */
-static int
-bounds_ok(const struct tx_cache_load *l)
-{
-	const struct tx_cache_head *h = &l->h;
-	const struct tx_rec *r;
-	const struct tx_frag *f;
-	uint64_t i, used = 0;
-
-	for (i = 0; i < h->nrec; i++) {
-		r = &l->rec[i];
-		if (r->frag > h->nfrag || r->sub >= h->nsub || r->type < TX_USER ||
-		    r->type > TX_SYSTEM || r->off > h->indexed ||
-		    r->len > h->indexed - r->off ||
-		    !key_ok(l, r->id, r->kflags & TXR_ID_STR) ||
-		    !key_ok(l, r->par, r->kflags & TXR_PAR_STR))
-			return 0;
-	}
-	for (i = 0; i < h->nfrag; i++) {
-		f = &l->frag[i];
-		/* Links only go forward: no walk can loop. */
-		if ((f->next != 0 && (f->next <= i + 1 || f->next > h->nfrag)) ||
-		    f->last <= i || f->last > h->nfrag ||
-		    f->off > h->indexed || f->len > h->indexed - f->off)
-			return 0;
-	}
-	for (i = 0; i < h->htslots; i++) {
-		if (l->ht[i].rec > h->nrec)
-			return 0;
-		used += l->ht[i].rec != 0;
-	}
-	for (i = 0; i < h->chainlen; i++)
-		if (l->chain[i] >= h->nrec)
-			return 0;
-	return used == h->htused;
-}
-
 /* The subtypes interned again in order: t's subtype table. */
 static int
 adopt_subs(struct transcript *t, const struct tx_cache_load *l)
@@ -276,14 +205,20 @@ load_index(struct transcript *t, const char *dir, const struct stat *sb)
 	if (transcript_cache_digest(t, l.h.indexed, &head, &tail) == -1 ||
 	    head != l.h.head || tail != l.h.tail)
 		goto out;
-	why = "checksum";
-	if (!blocks_ok(&l))
+	/* From here on each block is checked as it is first used. */
+	why = "unreadable";
+	if (transcript_cache_lazy(t, l.map + l.off[0], (const uint64_t *)(l.map +
+	    l.off[TX_CACHE_NSEC]), l.off[TX_CACHE_NSEC] - l.off[0], l.h.nblock,
+	    l.h.seed) == -1)
 		goto out;
+	why = "checksum";
+	if (!transcript_cache_need(t, l.map + l.off[0], l.off[3] - l.off[0]))
+		goto out;		/* path, session id, subtypes */
 	why = "format";
 	if (l.h.pathlen != strlen(t->path) ||
 	    memcmp(l.map + l.off[0], t->path, l.h.pathlen) != 0 ||
 	    l.h.sidlen != t->sidlen ||
-	    memcmp(l.map + l.off[1], t->sid, l.h.sidlen) != 0 || !bounds_ok(&l))
+	    memcmp(l.map + l.off[1], t->sid, l.h.sidlen) != 0)
 		goto out;
 	if (adopt(t, &l) == -1)
 		goto out;		/* t half built: the caller starts over */
@@ -291,6 +226,8 @@ load_index(struct transcript *t, const char *dir, const struct stat *sb)
 	(void)futimens(fd, NULL);
 	why = NULL;
 out:
+	if (why != NULL)
+		transcript_cache_lazy_free(t);
 	if (l.map != NULL)
 		munmap((void *)l.map, l.len);
 	close(fd);
@@ -300,6 +237,7 @@ out:
 void
 transcript_cache_unmap(struct transcript *t)
 {
+	transcript_cache_lazy_free(t);
 	if (t->map == NULL)
 		return;
 	munmap(t->map, t->maplen);
@@ -334,6 +272,11 @@ transcript_cache_own(struct transcript *t, char **cause)
 
 	if (t->map == NULL)
 		return 0;
+	/* Copied, an entry is no longer checked as it is used: check all now. */
+	if (!transcript_cache_need_all(t)) {
+		transcript_cause(cause, "index %s: kept index damaged", t->path);
+		return -1;
+	}
 	rec = dup_bytes(t->rec, t->nrec * sizeof *rec);
 	frag = dup_bytes(t->frag, t->nfrag * sizeof *frag);
 	pool = dup_bytes(t->pool, t->npool);
@@ -347,6 +290,7 @@ transcript_cache_own(struct transcript *t, char **cause)
 		transcript_cause(cause, "index %s: out of memory", t->path);
 		return -1;
 	}
+	transcript_cache_lazy_free(t);
 	munmap(t->map, t->maplen);
 	t->map = NULL;
 	free(t->kc);			/* what is added changes the chain */
@@ -373,10 +317,14 @@ transcript_open_cached(const char *path, const char *session_id,
 	if ((why = load_index(t, cache_dir, &sb)) == NULL) {
 		t->istate = TX_INDEX_WARM;
 		/* Appended since: index those bytes only. */
-		if ((uint64_t)sb.st_size != t->indexed + t->pending &&
-		    transcript_index_pass(t, cause) == -1)
+		if ((uint64_t)sb.st_size == t->indexed + t->pending ||
+		    transcript_index_pass(t, cause) == 0)
+			return t;
+		if (!transcript_index_damaged(t))
 			goto fail;
-		return t;
+		free(*cause);
+		*cause = NULL;
+		why = "checksum";
 	}
 	if (why != no_index) {
 		transcript_free(t);
@@ -392,6 +340,24 @@ transcript_open_cached(const char *path, const char *session_id,
 fail:
 	transcript_free(t);
 	return NULL;
+}
+
+struct transcript *
+transcript_open_rescan(const char *path, const char *session_id, const char *why,
+    char **cause)
+{
+	struct transcript *t;
+	struct stat sb;
+
+	if ((t = transcript_file_open(path, session_id, &sb, cause)) == NULL)
+		return NULL;
+	t->istate = TX_INDEX_RESCAN;
+	t->ireason = why;
+	if (transcript_index_full(t, (uint64_t)sb.st_size, cause) == -1) {
+		transcript_free(t);
+		return NULL;
+	}
+	return t;
 }
 
 uint64_t

@@ -551,6 +551,10 @@ transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
 		goto out;
 	}
 	h.subbytes = sublen;
+	if (!transcript_cache_need_all(t)) {
+		transcript_cause(cause, "index cache %s: kept index damaged", dir);
+		goto out;
+	}
 	if (transcript_cache_digest(t, t->indexed, &h.head, &h.tail) == -1) {
 		transcript_cause(cause, "read %s: %s", t->path, strerror(errno));
 		goto out;

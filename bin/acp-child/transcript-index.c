@@ -100,7 +100,11 @@ transcript_key_stored(const struct transcript *t, const uint8_t v[16], int str,
 	memcpy(&len, v + 8, 4);
 	k->s = t->pool + off;
 	k->len = len;
-	k->h = hash_bytes(t->seed, k->s, len);
+	if (!transcript_cache_need(t, k->s, len)) {
+		k->s = "";		/* damaged: the caller's answer is thrown away */
+		k->len = 0;
+	}
+	k->h = hash_bytes(t->seed, k->s, k->len);
 }
 
 int
@@ -149,7 +153,8 @@ rec_is(const struct transcript *t, const struct tx_rec *r, const struct tx_key *
 		return 0;
 	memcpy(&off, r->id, 8);
 	memcpy(&len, r->id + 8, 4);
-	return len == k->len && memcmp(t->pool + off, k->s, len) == 0;
+	return len == k->len && transcript_cache_need(t, t->pool + off, len) &&
+	    memcmp(t->pool + off, k->s, len) == 0;
 }
 
 int64_t
@@ -220,8 +225,8 @@ transcript_ht_probe(const struct transcript *t, const struct tx_key *k, size_t *
 	uint32_t tag = (uint32_t)k->h;
 	const struct tx_slot *s;
 
-	for (; (s = &t->ht[i])->rec != 0; i = (i + 1) & t->htmask)
-		if (s->tag == tag && rec_is(t, &t->rec[s->rec - 1], k))
+	for (; (s = tx_slot(t, i))->rec != 0; i = (i + 1) & t->htmask)
+		if (s->tag == tag && rec_is(t, tx_rec(t, s->rec - 1), k))
 			return s->rec - 1;
 	*slot = i;
 	return -1;
@@ -381,26 +386,26 @@ transcript_count(const struct transcript *t)
 enum tx_type
 transcript_type(const struct transcript *t, uint32_t rec)
 {
-	return (enum tx_type)t->rec[rec].type;
+	return (enum tx_type)tx_rec(t, rec)->type;
 }
 
 const char *
 transcript_subtype(const struct transcript *t, uint32_t rec)
 {
-	return t->subs[t->rec[rec].sub];
+	return t->subs[tx_rec(t, rec)->sub];
 }
 
 unsigned
 transcript_flags(const struct transcript *t, uint32_t rec)
 {
-	return t->rec[rec].flags;
+	return tx_rec(t, rec)->flags;
 }
 
 const char *
 transcript_uuid_ref(const struct transcript *t, uint32_t rec, char buf[37],
     size_t *len)
 {
-	const struct tx_rec *r = &t->rec[rec];
+	const struct tx_rec *r = tx_rec(t, rec);
 	struct tx_key k;
 
 	if (r->kflags & TXR_ID_STR) {
@@ -430,12 +435,12 @@ transcript_uuid(const struct transcript *t, uint32_t rec, char out[64])
 uint64_t
 transcript_raw_len(const struct transcript *t, uint32_t rec)
 {
-	const struct tx_rec *r = &t->rec[rec];
+	const struct tx_rec *r = tx_rec(t, rec);
 	uint64_t n = r->len;
 	uint32_t f;
 
-	for (f = r->frag; f != 0; f = t->frag[f - 1].next)
-		n += t->frag[f - 1].len;
+	for (f = r->frag; f != 0; f = tx_frag(t, f - 1)->next)
+		n += tx_frag(t, f - 1)->len;
 	return n;
 }
 
@@ -451,7 +456,7 @@ transcript_find(const struct transcript *t, const char *uuid)
 int
 transcript_parent(const struct transcript *t, uint32_t rec, uint32_t *parent)
 {
-	const struct tx_rec *r = &t->rec[rec];
+	const struct tx_rec *r = tx_rec(t, rec);
 	struct tx_key k;
 	uint32_t i;
 	int64_t p;
@@ -460,7 +465,7 @@ transcript_parent(const struct transcript *t, uint32_t rec, uint32_t *parent)
 		return 0;
 	/* The parent is nearly always one of the few records just before. */
 	for (i = rec; i > 0 && i + 4 > rec; i--) {
-		const struct tx_rec *q = &t->rec[i - 1];
+		const struct tx_rec *q = tx_rec(t, i - 1);
 		if ((q->flags & TX_F_CONVERSATION) &&
 		    (q->kflags & TXR_ID_STR) == 0 && (r->kflags & TXR_PAR_STR) == 0 &&
 		    memcmp(q->id, r->par, 16) == 0) {

@@ -70,6 +70,18 @@ struct tx_kept_chain {
 	uint64_t gaps, cycles, turn_starts;
 };
 
+/* A mapped kept index's blocks, checked as they are first used
+   (transcript-cache-lazy.c). */
+struct tx_lazy {
+	const char *base;		/* block 0: the first section */
+	const uint64_t *bsum;		/* their sums */
+	uint64_t end;			/* bytes in blocks */
+	uint64_t seed;
+	uint8_t *ok;			/* a bit per block checked */
+	uint64_t checked;		/* bytes checked */
+	const char *damaged;		/* why an entry in use failed, or NULL */
+};
+
 struct transcript {
 	char *path;
 	char *sid;
@@ -113,6 +125,8 @@ struct transcript {
 					   and ht point into it until transcript_cache_own */
 	size_t maplen;
 	struct tx_kept_chain *kc;	/* the kept chain, or NULL */
+	struct tx_lazy *lazy;		/* while mapped: what is checked */
+	uint64_t ichecked;		/* kept index bytes checked before own */
 };
 
 struct stat;
@@ -199,6 +213,38 @@ int transcript_cache_digest(struct transcript *, uint64_t indexed, uint64_t *hea
 int transcript_cache_dir_private(const char *dir);
 /* The index file of transcript path in dir (caller frees), or NULL. */
 char *transcript_cache_file(const char *dir, const char *path);
+/* transcript-cache-lazy.c: entries of a mapped index, checked on first use;
+   a damaged one reads as an inert value and marks the index damaged. */
+int transcript_cache_need(const struct transcript *, const void *, size_t);
+int transcript_cache_need_all(const struct transcript *);
+const struct tx_rec *transcript_cache_rec(const struct transcript *, uint32_t);
+const struct tx_frag *transcript_cache_frag(const struct transcript *, uint32_t);
+const struct tx_slot *transcript_cache_slot(const struct transcript *, size_t);
+/* The kept chain's entries once checked, or NULL (damaged). */
+const uint32_t *transcript_cache_chain(const struct transcript *);
+int transcript_cache_lazy(struct transcript *, const char *base, const uint64_t *bsum,
+    uint64_t end, uint64_t nblock, uint64_t seed);
+void transcript_cache_lazy_free(struct transcript *);
+
+static inline const struct tx_rec *
+tx_rec(const struct transcript *t, uint32_t i)
+{
+	return t->lazy == NULL ? &t->rec[i] : transcript_cache_rec(t, i);
+}
+
+/* Fragment i (0-based). */
+static inline const struct tx_frag *
+tx_frag(const struct transcript *t, uint32_t i)
+{
+	return t->lazy == NULL ? &t->frag[i] : transcript_cache_frag(t, i);
+}
+
+static inline const struct tx_slot *
+tx_slot(const struct transcript *t, size_t i)
+{
+	return t->lazy == NULL ? &t->ht[i] : transcript_cache_slot(t, i);
+}
+
 /* The checksum of the header (after its sum) and the block sums. */
 uint64_t transcript_cache_sum(const struct tx_cache_head *, const uint64_t *bsum);
 /* A header with only the layout fields set. */

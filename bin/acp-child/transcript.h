@@ -112,5 +112,15 @@ enum tx_index_state transcript_index_state(const struct transcript *);
 const char *transcript_index_state_name(enum tx_index_state);
 /* Why a kept index was not used ("checksum", "digest", ...), or NULL. */
 const char *transcript_index_reason(const struct transcript *);
+/* A kept index is checked block by block as it is used: whether a block
+   or entry in use was damaged.  Then what was derived from t may be wrong:
+   throw it away and open with transcript_open_rescan. */
+int transcript_index_damaged(const struct transcript *);
+/* Bytes of the kept index checked so far (its blocks are checked as used). */
+uint64_t transcript_index_checked(const struct transcript *);
+/* Index the whole file, as when a kept index is found damaged (state
+   rescan, reason why). */
+struct transcript *transcript_open_rescan(const char *path, const char *session_id,
+    const char *why, char **cause);
 
 #endif
