@@ -100,7 +100,7 @@ transcript_key_stored(const struct transcript *t, const uint8_t v[16], int str,
 	memcpy(&len, v + 8, 4);
 	k->s = t->pool + off;
 	k->len = len;
-	if (!transcript_cache_need(t, k->s, len)) {
+	if (!tx_need(t, k->s, len)) {
 		k->s = "";		/* damaged: the caller's answer is thrown away */
 		k->len = 0;
 	}
@@ -153,7 +153,7 @@ rec_is(const struct transcript *t, const struct tx_rec *r, const struct tx_key *
 		return 0;
 	memcpy(&off, r->id, 8);
 	memcpy(&len, r->id + 8, 4);
-	return len == k->len && transcript_cache_need(t, t->pool + off, len) &&
+	return len == k->len && tx_need(t, t->pool + off, len) &&
 	    memcmp(t->pool + off, k->s, len) == 0;
 }
 

@@ -226,6 +226,13 @@ int transcript_cache_lazy(struct transcript *, const char *base, const uint64_t 
     uint64_t end, uint64_t nblock, uint64_t seed);
 void transcript_cache_lazy_free(struct transcript *);
 
+/* Whether [p, p+n) of a mapped index is sound (always, when not mapped). */
+static inline int
+tx_need(const struct transcript *t, const void *p, size_t n)
+{
+	return t->lazy == NULL || transcript_cache_need(t, p, n);
+}
+
 static inline const struct tx_rec *
 tx_rec(const struct transcript *t, uint32_t i)
 {
