@@ -10,10 +10,7 @@ load oracle_helper
 load index_helper
 
 setup() {
-	command -v jq >/dev/null || skip "jq not installed"
-	CACHE="$BATS_TEST_TMPDIR/cache"
-	MIB=2
-	[ -z "${QWEN_SANITIZED:-}" ] || MIB=0.5
+	index_setup 2 0.5
 }
 
 # gen SEED [ARGS...]: a generated transcript; prints its path.

@@ -10,10 +10,7 @@ load oracle_helper
 load index_helper
 
 setup() {
-	command -v jq >/dev/null || skip "jq not installed"
-	CACHE="$BATS_TEST_TMPDIR/cache"
-	MIB=8
-	[ -z "${QWEN_SANITIZED:-}" ] || MIB=2
+	index_setup 8 2
 	F=$(qwen-gen-transcript --mib "$MIB" --seed 31 --branches 2 --compressions 2 \
 	    --glued 2 --out "$BATS_TEST_TMPDIR/g")
 	cached "$F" >/dev/null

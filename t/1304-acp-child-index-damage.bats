@@ -9,10 +9,7 @@ load index_helper
 
 setup() {
 	acp_setup
-	command -v jq >/dev/null || skip "jq not installed"
-	CACHE="$BATS_TEST_TMPDIR/cache"
-	MIB=8
-	[ -z "${QWEN_SANITIZED:-}" ] || MIB=2
+	index_setup 8 2
 	F=$(qwen-gen-transcript --mib "$MIB" --seed 43 --branches 2 --compressions 2 \
 	    --data-dir "$DATA" --workspace "$WS")
 	SID=$(basename "$F" .jsonl)
@@ -21,6 +18,14 @@ setup() {
 # load_req ID METHOD: a bulk load (or resume) of SID, a page of 8.
 load_req() {
 	req "$1" "$2" "{\"sessionId\":\"$SID\",\"cwd\":\"$WS\",\"_meta\":{\"qwen.session.loadReplayMode\":\"bulk\",\"qwen.session.loadReplayPageSize\":8}}"
+}
+
+# restore ID METHOD: a child that answers one load_req ID METHOD.
+restore() {
+	run drive --cache-dir "$CACHE" <<EOF
+$INIT
+$(load_req "$1" "$2")
+EOF
 }
 
 # stats ID: the restore counters of answer ID.
@@ -40,18 +45,12 @@ same() {
 }
 
 @test "a warm resume reads 8 KiB and checks a bounded part of the index" {
-	run drive --cache-dir "$CACHE" <<EOF
-$INIT
-$(load_req 1 session/resume)
-EOF
+	restore 1 session/resume
 	[ "$(stats 1 | jq -r .index)" = cold ]
 	[ "$(stats 1 | jq .indexBytesChecked)" -eq 0 ]
 	cold=$(stats 1)
 	idx=$(find "$CACHE" -name 'tx-*.idx')
-	run drive --cache-dir "$CACHE" <<EOF
-$INIT
-$(load_req 2 session/resume)
-EOF
+	restore 2 session/resume
 	[ "$(stats 2 | jq -r .index)" = warm ]
 	[ "$(stats 2 | jq .bytesRead)" -eq 8192 ]
 	checked=$(stats 2 | jq .indexBytesChecked)
@@ -61,10 +60,7 @@ EOF
 }
 
 @test "a load whose window is in a damaged block answers from a full pass" {
-	run drive --cache-dir "$CACHE" <<EOF
-$INIT
-$(load_req 1 session/load)
-EOF
+	restore 1 session/load
 	[ "$(stats 1 | jq -r .index)" = cold ]
 	cold=$(stats 1)
 	want=$(replay 1)
@@ -74,19 +70,13 @@ EOF
 	# The leaf record: the window's last.
 	at=$(jq '.sections.records[0] + (.records - 1) * .recordSize + 40' <<<"$layout")
 	flip_byte "$idx" "$at"
-	run drive --cache-dir "$CACHE" <<EOF
-$INIT
-$(load_req 2 session/load)
-EOF
+	restore 2 session/load
 	[ "$status" -eq 0 ]
 	[ "$(stats 2 | jq -r .index)" = rescan ]
 	[ "$(replay 2)" = "$want" ]
 	same 2 "$cold"
 	# Kept again whole: warm, the same page.
-	run drive --cache-dir "$CACHE" <<EOF
-$INIT
-$(load_req 3 session/load)
-EOF
+	restore 3 session/load
 	[ "$(stats 3 | jq -r .index)" = warm ]
 	[ "$(replay 3)" = "$want" ]
 }

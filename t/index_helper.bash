@@ -1,9 +1,17 @@
 # index_helper.bash: the persistent transcript index through qwen-inspect
 # (t/1301, t/1303): a summary through the cache, compared with a fresh pass
 # and the reference loader, and damage to one byte of a kept index.
-# Needs CACHE set by the test's setup, and oracle_helper loaded.
+# fresh_agrees needs oracle_helper loaded.
 
 ORACLE="$SHARED_DIR/tools/gen-transcript"
+
+# index_setup MIB SANITIZED-MIB: jq, $CACHE and $MIB (smaller under sanitizers).
+index_setup() {
+	command -v jq >/dev/null || skip "jq not installed"
+	CACHE="$BATS_TEST_TMPDIR/cache"
+	MIB=$1
+	[ -z "${QWEN_SANITIZED:-}" ] || MIB=$2
+}
 
 # cached [ARGS...] FILE: the summary through the index cache.
 cached() {
