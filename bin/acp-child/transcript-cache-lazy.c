@@ -154,6 +154,12 @@ transcript_index_checked(const struct transcript *t)
 	return t->ichecked + (t->lazy != NULL ? t->lazy->checked : 0);
 }
 
+int
+transcript_index_check_all(const struct transcript *t)
+{
+	return transcript_cache_need_all(t) ? 0 : -1;
+}
+
 /* Check what is not checked yet (before the index is copied or written). */
 int
 transcript_cache_need_all(const struct transcript *t)

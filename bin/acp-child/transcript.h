@@ -116,6 +116,8 @@ const char *transcript_index_reason(const struct transcript *);
    or entry in use was damaged.  Then what was derived from t may be wrong:
    throw it away and open with transcript_open_rescan. */
 int transcript_index_damaged(const struct transcript *);
+/* Check all of a kept index now: 0, or -1 when damaged (as above). */
+int transcript_index_check_all(const struct transcript *);
 /* Bytes of the kept index checked so far (its blocks are checked as used). */
 uint64_t transcript_index_checked(const struct transcript *);
 /* Index the whole file, as when a kept index is found damaged (state
