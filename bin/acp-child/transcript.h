@@ -83,8 +83,10 @@ uint64_t transcript_bytes_read(const struct transcript *);
  * The persistent index (transcript-cache.c): a cache of what a pass derived, kept in
  * cache_dir and checked against the transcript on every use (device, inode,
  * size, digests of the first and last indexed bytes, format version,
- * checksum, bounds); bytes appended since are indexed on top.  Anything
- * that does not match means a full pass, never a wrong answer.
+ * header checksum); it is used where it is mapped, and each block of it is
+ * checked (checksum, bounds) when first used (transcript-cache-lazy.c);
+ * bytes appended since are indexed on top.  Anything that does not match
+ * means a full pass, never a wrong answer.
  */
 enum tx_index_state {
 	TX_INDEX_NONE,		/* no cache asked for */
