@@ -6,41 +6,28 @@
 # indexed again, answering what a fresh pass and the independent reference
 # loader (../shared/tools/gen-transcript, when present) answer.
 load test_helper
-load oracle_helper
 load index_helper
 
 setup() {
-	index_setup 2 0.5
-}
-
-# gen SEED [ARGS...]: a generated transcript; prints its path.
-gen() {
-	local seed=$1
-	shift
-	qwen-gen-transcript --mib "$MIB" --seed "$seed" --branches 2 \
-	    --compressions 2 --glued 2 "$@" --out "$BATS_TEST_TMPDIR/g$seed"
+	index_setup
 }
 
 @test "a kept index is used: the transcript is not read again" {
 	f=$(gen 1 --torn-tail)
 	size=$(stat -c %s "$f")
-	o=$(cached "$f")
-	[ "$(state "$o")" = "cold null" ]
+	cached_is "cold null" "$f"
 	# The whole file, then the chat_compression checkpoints.
 	checkpoints=$(($(jq .bytesRead <<<"$o") - size))
 	[ "$checkpoints" -ge 0 ]
-	fresh_agrees "$f" "$o"
 	idx=$(one_index)
 	[ "$(stat -c %a "$CACHE")" = 700 ]
 	[ "$(stat -c %a "$idx")" = 600 ]
 	for run in 1 2; do
-		o=$(cached "$f")
-		[ "$(state "$o")" = "warm null" ]
+		cached_is "warm null" "$f"
 		# 8 KiB of digests and at most the checkpoints (the summary's
 		# own count; the chain and model history are kept).
 		[ "$(jq .bytesRead <<<"$o")" -ge 8192 ]
 		[ "$(jq .bytesRead <<<"$o")" -le "$((checkpoints + 8192))" ]
-		fresh_agrees "$f" "$o"
 	done
 	# An unchanged index is not written again.
 	[ "$(one_index)" = "$idx" ]
@@ -77,29 +64,22 @@ gen() {
 	mkdir "$BATS_TEST_TMPDIR/grow"
 	f="$BATS_TEST_TMPDIR/grow/$name"
 	head -n "$keep" "$full" >"$f"
-	o=$(cached "$f")
-	[ "$(state "$o")" = "cold null" ]
-	fresh_agrees "$f" "$o"
+	cached_is "cold null" "$f"
 	# qwen-code appends: a torn last line first, then the rest.
 	rest=$(tail -n +"$((keep + 1))" "$full")
 	before=$(stat -c %s "$f")
 	printf '%s' "${rest:0:100}" >>"$f"
-	o=$(cached "$f")
-	[ "$(state "$o")" = "warm null" ]
+	cached_is "warm null" "$f"
 	[ "$(jq .tornTailBytes <<<"$o")" -eq 100 ]
-	fresh_agrees "$f" "$o"
 	printf '%s\n' "${rest:100}" >>"$f"
 	cmp "$f" "$full"
-	grown=$(cached "$f")
-	[ "$(state "$grown")" = "warm null" ]
-	fresh_agrees "$f" "$grown"
+	cached_is "warm null" "$f"
+	grown=$o
 	# What was appended is kept too: the next run reads only the
 	# checkpoints and the digests, and the one before read that plus the
 	# appended bytes (the torn line's among them) and the last checkpoint
 	# (its chain was walked again), not the file.
-	o=$(cached "$f")
-	[ "$(state "$o")" = "warm null" ]
-	fresh_agrees "$f" "$o"
+	cached_is "warm null" "$f"
 	[ "$(jq .bytesRead <<<"$grown")" -ge "$(($(jq .bytesRead <<<"$o") + size - before))" ]
 	[ "$(jq .bytesRead <<<"$grown")" -lt "$(($(jq .bytesRead <<<"$o") + size - before + size / 4))" ]
 }
@@ -110,9 +90,7 @@ gen() {
 	# Replaced (a new inode with the same bytes): qwen-code's rewrite.
 	cp "$f" "$f.new"
 	mv "$f.new" "$f"
-	o=$(cached "$f")
-	[ "$(state "$o")" = "rescan replaced" ]
-	fresh_agrees "$f" "$o"
+	cached_is "rescan replaced" "$f"
 	# Rewritten in place, same size: the last record becomes blanks, so
 	# the stale index would answer the old leaf.
 	old_leaf=$(jq -r .leafUuid <<<"$o")
@@ -120,17 +98,12 @@ gen() {
 	{ head -c "$(($(stat -c %s "$f") - last))" "$f"
 	  printf '%*s\n' "$((last - 1))" ''; } >"$BATS_TEST_TMPDIR/blank"
 	dd if="$BATS_TEST_TMPDIR/blank" of="$f" conv=notrunc status=none
-	o=$(cached "$f")
-	[ "$(state "$o")" = "rescan digest" ]
+	cached_is "rescan digest" "$f"
 	[ "$(jq -r .leafUuid <<<"$o")" != "$old_leaf" ]
-	fresh_agrees "$f" "$o"
 	# Truncated below what was indexed (mid-line: a torn tail).
 	truncate -s "$(($(stat -c %s "$f") / 2))" "$f"
-	o=$(cached "$f")
-	[ "$(state "$o")" = "rescan truncated" ]
-	fresh_agrees "$f" "$o"
-	o=$(cached "$f")
-	[ "$(state "$o")" = "warm null" ]
+	cached_is "rescan truncated" "$f"
+	cached_is "warm null" "$f"
 }
 
 @test "a damaged kept index is found and the transcript indexed again" {
@@ -152,14 +125,12 @@ gen() {
 	}
 	for how in flip short version garbage empty; do
 		damage "$how"
-		o=$(cached "$f")
-		echo "$how: $(state "$o")"
-		[ "$(jq -r .index <<<"$o")" = rescan ]
-		[ "$(jq -r .indexReason <<<"$o")" = "$( [ "$how" = flip ] && echo checksum || echo format)" ]
-		fresh_agrees "$f" "$o"
+		echo "damage: $how"
+		want="rescan format"
+		[ "$how" != flip ] || want="rescan checksum"
+		cached_is "$want" "$f"
 		# Written again whole.
-		o=$(cached "$f")
-		[ "$(state "$o")" = "warm null" ]
+		cached_is "warm null" "$f"
 		isize=$(stat -c %s "$idx")
 	done
 }

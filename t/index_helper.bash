@@ -1,16 +1,27 @@
-# index_helper.bash: the persistent transcript index through qwen-inspect
-# (t/1301, t/1303): a summary through the cache, compared with a fresh pass
-# and the reference loader, and damage to one byte of a kept index.
-# fresh_agrees needs oracle_helper loaded.
+# index_helper.bash: the persistent transcript index (--cache-dir) through
+# qwen-inspect, checked against a fresh pass and the reference loader, and
+# damage to one byte of a kept index (t/1301, t/1303-t/1305, t/2903).
+
+load oracle_helper
 
 ORACLE="$SHARED_DIR/tools/gen-transcript"
 
-# index_setup MIB SANITIZED-MIB: jq, $CACHE and $MIB (smaller under sanitizers).
+# index_setup [MIB [SANITIZED-MIB]]: the kept indexes go to $CACHE;
+# generated transcripts are $MIB MiB (2, or 0.5 under the sanitizers); jq
+# is needed.
 index_setup() {
 	command -v jq >/dev/null || skip "jq not installed"
 	CACHE="$BATS_TEST_TMPDIR/cache"
-	MIB=$1
-	[ -z "${QWEN_SANITIZED:-}" ] || MIB=$2
+	MIB=${1:-2}
+	[ -z "${QWEN_SANITIZED:-}" ] || MIB=${2:-0.5}
+}
+
+# gen SEED [ARGS...]: a generated transcript; prints its path.
+gen() {
+	local seed=$1
+	shift
+	qwen-gen-transcript --mib "$MIB" --seed "$seed" --branches 2 \
+	    --compressions 2 --glued 2 "$@" --out "$BATS_TEST_TMPDIR/g$seed"
 }
 
 # cached [ARGS...] FILE: the summary through the index cache.
@@ -38,6 +49,25 @@ state() {
 	jq -r '"\(.index) \(.indexReason)"' <<<"$1"
 }
 
+# cached_is "INDEX REASON" FILE: a pass through the cache finds the index
+# in that state and answers what a fresh pass answers; its summary in $o.
+cached_is() {
+	o=$(cached "$2")
+	[ "$(state "$o")" = "$1" ] || {
+		echo "$2: index $(state "$o"), expected $1" >&2
+		return 1
+	}
+	fresh_agrees "$2" "$o"
+}
+
+# one_index: the path of the only kept index.
+one_index() {
+	local n
+	n=$(find "$CACHE" -name 'tx-*.idx' | wc -l)
+	[ "$n" -eq 1 ] || return 1
+	find "$CACHE" -name 'tx-*.idx'
+}
+
 # flip_byte FILE OFFSET: change one byte of FILE in place.
 flip_byte() {
 	local b
@@ -45,12 +75,4 @@ flip_byte() {
 	# shellcheck disable=SC2059
 	printf "\\$(printf %03o "$((b ^ 1))")" |
 	    dd of="$1" bs=1 seek="$2" conv=notrunc status=none
-}
-
-# one_index: the path of the only kept index.
-one_index() {
-	local n
-	n=$(find "$CACHE" -name 'tx-*.idx' | wc -l)
-	[ "$n" -eq 1 ]
-	find "$CACHE" -name 'tx-*.idx'
 }
