@@ -10,9 +10,7 @@ load index_helper
 setup() {
 	acp_setup
 	index_setup 8 2
-	F=$(qwen-gen-transcript --mib "$MIB" --seed 43 --branches 2 --compressions 2 \
-	    --data-dir "$DATA" --workspace "$WS")
-	SID=$(basename "$F" .jsonl)
+	index_session 43
 }
 
 # load_req ID METHOD: a bulk load (or resume) of SID, a page of 8.

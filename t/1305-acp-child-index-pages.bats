@@ -10,9 +10,7 @@ load index_helper
 setup() {
 	acp_setup
 	index_setup 8 2
-	F=$(qwen-gen-transcript --mib "$MIB" --seed 47 --branches 2 --compressions 2 \
-	    --data-dir "$DATA" --workspace "$WS")
-	SID=$(basename "$F" .jsonl)
+	index_session 47
 	run drive --cache-dir "$CACHE" <<EOF
 $INIT
 $(req 1 session/resume "{\"sessionId\":\"$SID\",\"cwd\":\"$WS\"}")

@@ -24,6 +24,14 @@ gen() {
 	    --compressions 2 --glued 2 "$@" --out "$BATS_TEST_TMPDIR/g$seed"
 }
 
+# index_session SEED: a generated transcript of $MIB MiB among the
+# sessions of $DATA for $WS (acp_setup): its path in $F, its id in $SID.
+index_session() {
+	F=$(qwen-gen-transcript --mib "$MIB" --seed "$1" --branches 2 --compressions 2 \
+	    --data-dir "$DATA" --workspace "$WS")
+	SID=$(basename "$F" .jsonl)
+}
+
 # cached [ARGS...] FILE: the summary through the index cache.
 cached() {
 	qwen-inspect --cache-dir "$CACHE" "$@"
