@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cachedir.h"
 #include "transcript.h"
 #include "transcript-int.h"
 
@@ -224,18 +225,14 @@ load_index(struct transcript *t, const char *dir, const struct stat *sb)
 	struct stat ist;
 	uint64_t head, tail;
 	const char *why;
-	char *file;
 	int fd;
 
 	memset(&l, 0, sizeof l);
-	if (transcript_cache_dir_private(dir) == 0)
-		return "unsafe";	/* another user could have written it */
-	if ((file = transcript_cache_file(dir, t->path)) == NULL)
-		return no_index;
-	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	free(file);
-	if (fd == -1)
+	if ((fd = cachedir_open_index(dir, t->path)) == -1) {
+		if (errno == EPERM)
+			return "unsafe";	/* another user could have written it */
 		return errno == ENOENT || errno == ENOTDIR ? no_index : "unreadable";
+	}
 	why = "format";
 	if (fstat(fd, &ist) == -1 || !S_ISREG(ist.st_mode) ||
 	    transcript_cache_pread(fd, &l.h, sizeof l.h, 0) == -1 ||
@@ -309,16 +306,10 @@ uint64_t
 transcript_cached_size(const char *cache_dir, const char *path)
 {
 	struct tx_cache_head h, want;
-	char *file;
 	int fd;
 	uint64_t n = 0;
 
-	if (cache_dir == NULL ||
-	    (file = transcript_cache_file(cache_dir, path)) == NULL)
-		return 0;
-	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	free(file);
-	if (fd == -1)
+	if (cache_dir == NULL || (fd = cachedir_open_index(cache_dir, path)) == -1)
 		return 0;
 	transcript_cache_layout(&want);
 	if (transcript_cache_pread(fd, &h, sizeof h, 0) == 0 &&

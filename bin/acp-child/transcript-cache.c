@@ -18,17 +18,15 @@
 
 #include <sys/stat.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "paths.h"
+#include "cachedir.h"
 #include "transcript.h"
 #include "transcript-int.h"
 
@@ -108,30 +106,6 @@ transcript_cache_digest(struct transcript *t, uint64_t indexed, uint64_t *head,
 	return 0;
 }
 
-int
-transcript_cache_dir_private(const char *dir)
-{
-	struct stat st;
-
-	if (lstat(dir, &st) == -1)
-		return errno == ENOENT ? 1 : -1;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) != 0)
-		return 0;
-	return 1;
-}
-
-/* <dir>/tx-<hash of path>.idx (caller frees), or NULL. */
-char *
-transcript_cache_file(const char *dir, const char *path)
-{
-	char *out;
-
-	if (asprintf(&out, "%s/tx-%016llx.idx", dir,
-	    (unsigned long long)transcript_cache_sum64(0, path, strlen(path))) == -1)
-		return NULL;
-	return out;
-}
-
 /* The checksum of the header (after its sum) and the sections. */
 uint64_t
 transcript_cache_sum(const struct tx_cache_head *h,
@@ -198,45 +172,33 @@ write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
-/* Write header and sections to a temporary file, fsync, rename onto dst. */
+/* Write header and sections to a staging file, fsync, rename onto name. */
 static int
-transcript_cache_write(const char *dir, const char *dst,
+transcript_cache_write(int dfd, const char *name,
     const struct tx_cache_head *h, const struct tx_cache_sec *sec)
 {
-	char *tmp;
-	int fd, i, rc = -1, dfd;
+	char tmp[CACHEDIR_NAME_MAX];
+	int fd, i;
 
-	if (asprintf(&tmp, "%s/.tx-XXXXXX", dir) == -1)
+	if ((fd = cachedir_stage(dfd, tmp, sizeof(tmp))) == -1)
 		return -1;
-	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1) {
-		free(tmp);
-		return -1;
-	}
 	if (write_all(fd, h, sizeof *h) == -1)
-		goto out;
+		goto fail;
 	for (i = 0; i < TX_CACHE_NSEC; i++)
 		if (write_all(fd, sec[i].p, (size_t)sec[i].len) == -1)
-			goto out;
-	if (fsync(fd) == -1 || close(fd) == -1) {
+			goto fail;
+	if (fsync(fd) == -1)
+		goto fail;
+	if (close(fd) == -1) {
 		fd = -1;
-		goto out;
+		goto fail;
 	}
-	fd = -1;
-	if (rename(tmp, dst) == -1)
-		goto out;
-	/* The rename itself survives a crash once the directory is synced. */
-	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
-		(void)fsync(dfd);
-		close(dfd);
-	}
-	rc = 0;
-out:
+	return cachedir_commit(dfd, tmp, name);
+fail:
 	if (fd != -1)
 		close(fd);
-	if (rc == -1)
-		(void)unlink(tmp);
-	free(tmp);
-	return rc;
+	cachedir_discard(dfd, tmp);
+	return -1;
 }
 
 /* Fill the section table from the transcript (subs is the subtype block). */
@@ -252,96 +214,15 @@ transcript_cache_sections(struct transcript *t, char *subs, uint64_t sublen,
 	sec[5] = (struct tx_cache_sec){ t->pool, t->npool };
 }
 
-struct tx_cache_ent {
-	char		 name[64];
-	uint64_t	 size;
-	struct timespec	 used;
-};
-
-static int
-ent_cmp(const void *a, const void *b)
-{
-	const struct tx_cache_ent *x = a, *y = b;
-
-	if (x->used.tv_sec != y->used.tv_sec)
-		return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
-	if (x->used.tv_nsec != y->used.tv_nsec)
-		return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
-/* Collect the tx-*.idx files of dir (mtime = last use); drop stale temporaries. */
-static struct tx_cache_ent *
-transcript_cache_list(DIR *d, size_t *n)
-{
-	struct tx_cache_ent *e = NULL, *ne;
-	struct dirent *de;
-	struct stat st;
-	size_t cap = 0;
-	time_t now = time(NULL);
-
-	*n = 0;
-	while ((de = readdir(d)) != NULL) {
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-		    !S_ISREG(st.st_mode))
-			continue;
-		if (strncmp(de->d_name, ".tx-", 4) == 0 && st.st_mtime + 3600 < now) {
-			(void)unlinkat(dirfd(d), de->d_name, 0);	/* a crashed save */
-			continue;
-		}
-		if (strncmp(de->d_name, "tx-", 3) != 0 ||
-		    strlen(de->d_name) >= sizeof e->name)
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 64;
-			if ((ne = reallocarray(e, cap, sizeof *e)) == NULL)
-				break;
-			e = ne;
-		}
-		strlcpy(e[*n].name, de->d_name, sizeof e->name);
-		e[*n].size = (uint64_t)st.st_size;
-		e[(*n)++].used = st.st_mtim;
-	}
-	return e;
-}
-
-/* Remove the least recently used indexes (never keep) over the bounds. */
-static void
-transcript_cache_prune(const char *dir, const char *keep, uint64_t max_bytes,
-    size_t max_files)
-{
-	struct tx_cache_ent *e;
-	uint64_t total = 0;
-	size_t i, n, left;
-	DIR *d;
-
-	if ((d = opendir(dir)) == NULL)
-		return;
-	e = transcript_cache_list(d, &n);
-	for (i = 0; i < n; i++)
-		total += e[i].size;
-	qsort(e, n, sizeof *e, ent_cmp);
-	for (i = 0, left = n; i < n && (total > max_bytes || left > max_files); i++) {
-		if (strcmp(e[i].name, keep) == 0)
-			continue;
-		if (unlinkat(dirfd(d), e[i].name, 0) == 0) {
-			total -= e[i].size;
-			left--;
-		}
-	}
-	free(e);
-	closedir(d);
-}
-
 int
 transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
     size_t max_files, char **cause)
 {
 	struct tx_cache_sec sec[TX_CACHE_NSEC];
 	struct tx_cache_head h;
-	char *subs = NULL, *dst = NULL;
+	char name[CACHEDIR_NAME_MAX], *subs = NULL;
 	uint64_t sublen = 0;
-	int rc = -1;
+	int rc = -1, dfd;
 
 	transcript_cache_layout(&h);
 	h.dev = (uint64_t)t->dev;
@@ -356,18 +237,14 @@ transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
 	h.nsub = t->nsub;
 	h.pathlen = strlen(t->path);
 	h.sidlen = t->sidlen;
-	if (paths_mkdir_p(dir, 0700) == -1 ||
-	    (dst = transcript_cache_file(dir, t->path)) == NULL ||
-	    (subs = transcript_cache_subs(t, &sublen)) == NULL) {
+	/* Others must not plant or read indexes: ours alone, or not used. */
+	if ((dfd = cachedir_open(dir, 1, cause)) == -1)
+		return -1;
+	if ((subs = transcript_cache_subs(t, &sublen)) == NULL) {
 		transcript_cause(cause, "index cache %s: %s", dir, strerror(errno));
 		goto out;
 	}
-	/* Others must not plant or read indexes: ours alone, or not used. */
-	if (transcript_cache_dir_private(dir) != 1) {
-		transcript_cause(cause, "index cache %s: not private (owner or mode)",
-		    dir);
-		goto out;
-	}
+	cachedir_index_name(t->path, name, sizeof(name));
 	h.subbytes = sublen;
 	if (transcript_cache_digest(t, t->indexed, &h.head, &h.tail) == -1) {
 		transcript_cause(cause, "read %s: %s", t->path, strerror(errno));
@@ -375,17 +252,16 @@ transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
 	}
 	transcript_cache_sections(t, subs, sublen, sec);
 	h.sum = transcript_cache_sum(&h, sec);
-	if (transcript_cache_write(dir, dst, &h, sec) == -1) {
+	if (transcript_cache_write(dfd, name, &h, sec) == -1) {
 		transcript_cause(cause, "index cache %s: %s", dir, strerror(errno));
 		goto out;
 	}
 	t->cached = t->indexed;
-	transcript_cache_prune(dir, strrchr(dst, '/') + 1, max_bytes,
-	    max_files);
+	cachedir_prune(dfd, name, max_bytes, max_files);
 	rc = 0;
 out:
+	close(dfd);
 	free(subs);
-	free(dst);
 	return rc;
 }
 
