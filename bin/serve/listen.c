@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -33,7 +34,10 @@ static struct evconnlistener *unix_listener;
 static struct evconnlistener *tcp_listener;
 static struct evhttp_bound_socket *tcp_handle;
 static struct event *resume_ev;
-static int accept_paused, accept_episode;
+static int accept_paused, accept_episode, accept_logged;
+static time_t accept_logged_at;
+/* At most one "not accepting" line in this many seconds. */
+#define ACCEPT_LOG_SEC	60
 static struct evhttp *bound_http;
 static int lock_fd = -1;
 static char *lock_path;
@@ -163,15 +167,23 @@ accept_error(struct evconnlistener *lev, void *arg)
 {
 	struct timeval tv = { 1, 0 };
 	int err = EVUTIL_SOCKET_ERROR();
+	time_t now;
 
 	(void)lev; (void)arg;
 	if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM) {
 		log_warnx("accept: %s", strerror(err));
 		return;
 	}
-	if (!accept_episode)
-		log_warnx("accept: %s: not accepting until a descriptor is free",
-		    strerror(err));
+	if (!accept_episode) {
+		/* Episodes come in bursts (a flood): one line a minute. */
+		now = time(NULL);
+		accept_logged = now - accept_logged_at >= ACCEPT_LOG_SEC;
+		if (accept_logged) {
+			log_warnx("accept: %s: not accepting until a descriptor "
+			    "is free", strerror(err));
+			accept_logged_at = now;
+		}
+	}
 	accept_episode = 1;
 	accept_paused = 1;
 	if (unix_listener != NULL)
@@ -196,7 +208,8 @@ void
 listen_accepted(void)
 {
 	if (accept_episode && !accept_paused) {
-		log_info("accept: accepting again");
+		if (accept_logged)
+			log_info("accept: accepting again");
 		accept_episode = 0;
 	}
 }

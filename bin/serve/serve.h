@@ -283,6 +283,8 @@ void	guard_request(struct evhttp_request *);	/* a whole request arrived */
 void	http_conn_set_sub(struct evhttp_request *, struct sse_sub *);
 void	http_conn_streaming(struct evhttp_request *);	/* input discarded */
 void	http_conn_taken(struct evhttp_request *);	/* WebSocket takeover */
+/* A request on the connection was authenticated (bearer or our uid). */
+void	http_conn_authed(struct evhttp_request *);
 size_t	http_conn_count(void);
 
 /* ---- routes-session.c -------------------------------------------------- */
