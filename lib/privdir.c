@@ -75,8 +75,8 @@ privdir_open(const char *what, const char *dir, int flags, char **cause)
 	/* O_NOFOLLOW with O_DIRECTORY says ENOTDIR for a link. */
 	if (fd == -1 && (errno == ELOOP || errno == ENOTDIR) &&
 	    lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
-		return privdir_cause(cause, ELOOP, "%s %s is a symbolic link "
-		    "(refused)", what, dir);
+		return privdir_cause(cause, ELOOP, "%s %s is not a directory "
+		    "(symlinks are refused)", what, dir);
 	if (fd == -1)
 		return privdir_cause(cause, errno, "%s %s: %s", what, dir,
 		    errno == ENOTDIR ? "not a directory" : strerror(errno));

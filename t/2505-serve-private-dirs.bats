@@ -53,7 +53,7 @@ teardown() {
 	mkdir -m 700 "$BATS_TEST_TMPDIR/real"
 	ln -s "$BATS_TEST_TMPDIR/real" "$BATS_TEST_TMPDIR/link"
 	tcp_only_start --socket "$BATS_TEST_TMPDIR/link/s.sock"
-	grep -q "socket directory $BATS_TEST_TMPDIR/link is a symbolic link" "$BATS_TEST_TMPDIR/err"
+	grep -q "socket directory $BATS_TEST_TMPDIR/link is not a directory (symlinks are refused)" "$BATS_TEST_TMPDIR/err"
 	[ ! -e "$BATS_TEST_TMPDIR/real/token" ]
 }
 

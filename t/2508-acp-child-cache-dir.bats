@@ -60,7 +60,7 @@ index_state() {
 	ln -s "$BATS_TEST_TMPDIR/real" "$CACHE"
 	run --separate-stderr qwen-inspect --cache-dir "$CACHE" "$f"
 	[ "$status" -eq 0 ]
-	[[ "$stderr" == *"index cache $CACHE is a symbolic link (refused): not private, not used"* ]]
+	[[ "$stderr" == *"index cache $CACHE is not a directory (symlinks are refused): not private, not used"* ]]
 	[ "$(ls -A "$BATS_TEST_TMPDIR/real")" = "" ]
 	rm "$CACHE"
 	mkdir -m 1777 "$CACHE"
