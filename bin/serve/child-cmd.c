@@ -85,38 +85,29 @@ child_cmd_describe(void)
 	return out;
 }
 
+/* "FLAG VALUE" on cmd, when the setting has a value. */
+static void
+child_cmd_opt(struct spawn_cmd *cmd, const char *flag, const char *value)
+{
+	if (value != NULL) {
+		spawn_cmd_arg(cmd, flag);
+		spawn_cmd_arg(cmd, value);
+	}
+}
+
 /* Our own child's argument vector. */
 static struct spawn_cmd *
 acp_child_command(const char *workspace)
 {
 	struct spawn_cmd *cmd = spawn_cmd_new(conf.child_path);
 
-	spawn_cmd_arg(cmd, "--workspace");
-	spawn_cmd_arg(cmd, workspace);
-	if (conf.data_dir != NULL) {
-		spawn_cmd_arg(cmd, "--data-dir");
-		spawn_cmd_arg(cmd, conf.data_dir);
-	}
-	if (conf.cache_dir != NULL) {
-		spawn_cmd_arg(cmd, "--cache-dir");
-		spawn_cmd_arg(cmd, conf.cache_dir);
-	}
-	if (conf.agent_command != NULL) {
-		spawn_cmd_arg(cmd, "--agent-command");
-		spawn_cmd_arg(cmd, conf.agent_command);
-	}
-	if (conf.agent_acp != NULL) {
-		spawn_cmd_arg(cmd, "--agent-acp");
-		spawn_cmd_arg(cmd, conf.agent_acp);
-	}
-	if (conf.otlp_endpoint != NULL) {
-		spawn_cmd_arg(cmd, "--otlp-endpoint");
-		spawn_cmd_arg(cmd, conf.otlp_endpoint);
-	}
-	if (conf.trace_file != NULL) {
-		spawn_cmd_arg(cmd, "--trace-file");
-		spawn_cmd_arg(cmd, conf.trace_file);
-	}
+	child_cmd_opt(cmd, "--workspace", workspace);
+	child_cmd_opt(cmd, "--data-dir", conf.data_dir);
+	child_cmd_opt(cmd, "--cache-dir", conf.cache_dir);
+	child_cmd_opt(cmd, "--agent-command", conf.agent_command);
+	child_cmd_opt(cmd, "--agent-acp", conf.agent_acp);
+	child_cmd_opt(cmd, "--otlp-endpoint", conf.otlp_endpoint);
+	child_cmd_opt(cmd, "--trace-file", conf.trace_file);
 	return cmd;
 }
 
