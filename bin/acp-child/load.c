@@ -496,6 +496,8 @@ rj_submit(struct child *c, struct rpc_msg *m, struct session *s,
 	j->lw.run = rj_run;
 	j->lw.done = rj_done;
 	j->c = c;
+	/* With --agent-acp the models and modes are the agent's, not ours. */
+	j->advertise = c->opts.agent_acp == NULL;
 	j->s = s;
 	j->kind = kind;
 	json_object_deep_copy(m->id, &j->req_id, NULL);

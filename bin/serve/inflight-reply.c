@@ -130,9 +130,9 @@ seed_replay(struct session *s, json_object *result)
 	s->replay_flags = flags;
 }
 
-void
-inflight_reply_session(struct evhttp_request *req, struct session *s, enum inflight_action action,
-    int attached, const char *client_id)
+json_object *
+inflight_session_json(struct session *s, enum inflight_action action, int attached,
+    const char *client_id)
 {
 	json_object *o = xjson_object_new_object();
 	char iso[CLOCK_ISO_LEN];
@@ -164,7 +164,7 @@ inflight_reply_session(struct evhttp_request *req, struct session *s, enum infli
 				json_object_object_add(o, key, json_object_get(val));
 		}
 	}
-	http_reply_json(req, 200, o);
+	return o;
 }
 
 /* Every waiter gets the same error. */
@@ -236,10 +236,11 @@ void
 inflight_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
 {
 	struct inflight_waiter *w;
+	struct switches_caller *callers;
 	struct session *s;
 	json_object *v;
-	const char *id = op->id, *cid;
-	int first = 1;
+	const char *id = op->id;
+	size_t n = 0;
 
 	log_info("session %s: %s %s after %llu ms", id[0] ? id : "(new)",
 	    inflight_action_name(op->action), o == CHAN_RESULT ? "succeeded" : "failed",
@@ -261,13 +262,21 @@ inflight_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
 	}
 	s->is_default = op->is_default;
 	s->state = state_of(payload);
+	switches_seed(s);
 	if (op->action == OP_LOAD)
 		seed_replay(s, payload);
 	early_drain(op, s);
+	TAILQ_FOREACH(w, &op->waiters, entry)
+		n++;
+	callers = xreallocarray(NULL, n, sizeof(*callers));
+	n = 0;
 	TAILQ_FOREACH(w, &op->waiters, entry) {
-		cid = clients_register(&s->clients, w->client_id[0] ? w->client_id : NULL);
+		callers[n].req = w->req;
+		callers[n++].client_id = clients_register(&s->clients,
+		    w->client_id[0] ? w->client_id : NULL);
 		s->attach_count++;
-		inflight_reply_session(w->req, s, op->action, !first, cid);
-		first = 0;
 	}
+	/* The first caller's modelServiceId and approvalMode, as upstream. */
+	switches_reply(s, op->action, 0, op->body, callers, n);
+	free(callers);
 }
