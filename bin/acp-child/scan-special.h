@@ -23,25 +23,33 @@ scan_stops(unsigned char c, enum scan_stop k)
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-/* First stop byte in [p, e), or e; callers check the CPU first. */
-__attribute__((target("avx2"))) static inline const char *
-scan_special_avx2(const char *p, const char *e, enum scan_stop k)
+/* The stop bytes among the 32 at p, one bit each; callers check the CPU
+   first.  A caller that handles several stops of one block walks the
+   bits instead of scanning again after each one. */
+__attribute__((target("avx2"))) static inline unsigned
+scan_mask_avx2(const char *p, enum scan_stop k)
 {
 	const __m256i q = _mm256_set1_epi8('"'), b = _mm256_set1_epi8('\\');
 	const __m256i c = _mm256_set1_epi8(0x1f), n = _mm256_set1_epi8('\n');
 	__m256i v, third;
+
+	v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+	third = k == SCAN_CTL ?
+	    _mm256_cmpeq_epi8(_mm256_min_epu8(v, c), v) :
+	    _mm256_cmpeq_epi8(v, n);
+	return (unsigned)_mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(
+	    _mm256_cmpeq_epi8(v, q), _mm256_cmpeq_epi8(v, b)), third));
+}
+
+/* First stop byte in [p, e), or e; callers check the CPU first. */
+__attribute__((target("avx2"))) static inline const char *
+scan_special_avx2(const char *p, const char *e, enum scan_stop k)
+{
 	unsigned m;
 
-	for (; e - p >= 32; p += 32) {
-		v = _mm256_loadu_si256((const __m256i *)(const void *)p);
-		third = k == SCAN_CTL ?
-		    _mm256_cmpeq_epi8(_mm256_min_epu8(v, c), v) :
-		    _mm256_cmpeq_epi8(v, n);
-		m = (unsigned)_mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(
-		    _mm256_cmpeq_epi8(v, q), _mm256_cmpeq_epi8(v, b)), third));
-		if (m != 0)
+	for (; e - p >= 32; p += 32)
+		if ((m = scan_mask_avx2(p, k)) != 0)
 			return p + __builtin_ctz(m);
-	}
 	while (p < e && !scan_stops((unsigned char)*p, k))
 		p++;
 	return p;
