@@ -411,8 +411,12 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 		json_object_object_add(meta, "qwenDiscreteMessage", xjson_object_new_boolean(1));
 		rc = chunk(&x, "agent_message_chunk", GAP_NOTICE, meta);
 	}
+	/* The window's records are read in runs, not one pread each. */
+	if (!(flags & PROJECT_JSONC) && start < c->len)
+		transcript_read_ahead(t, c->rec + start, c->len - start);
 	for (x.pos = start; rc == 0 && x.pos < c->len; x.pos++)
 		rc = record_one(&x, flags, cause);
+	transcript_read_ahead(t, NULL, 0);
 	if (rc == 0 && !(flags & PROJECT_OPEN_END) && (rc = pj_fail_pending(&x)) == -1)
 		transcript_cause(cause, "replay: out of memory");
 	json_object_put(x.uuid);
