@@ -58,7 +58,7 @@ ws(struct jt_parser *ps)
 
 /* Past the stop byte at q, which is not a quote (a control byte or an
    escape); NULL where json-c decides. */
-static const char *
+static inline const char *
 str_stop(const char *q, const char *e)
 {
 	long v;
@@ -67,16 +67,9 @@ str_stop(const char *q, const char *e)
 		return *q == '\0' ? NULL : q + 1;	/* json-c may stop at a NUL */
 	if (q + 1 >= e)
 		return NULL;
-	switch (q[1]) {
-	case '"': case '\\': case '/': case 'b': case 'f': case 'n':
-	case 'r': case 't':
+	if (scan_escape_simple(q[1]))
 		return q + 2;
-	case 'u':
-		break;
-	default:
-		return NULL;
-	}
-	if ((v = uescape(q, e)) <= 0 || (v >= 0xd800 && v <= 0xdfff))
+	if (q[1] != 'u' || (v = uescape(q, e)) <= 0 || (v >= 0xd800 && v <= 0xdfff))
 		return NULL;	/* \u0000 and surrogates: json-c's business */
 	return q + 6;
 }
@@ -99,31 +92,19 @@ str_end(const char *q, const char *e, int *plain)
 }
 
 #ifdef HAVE_AVX2_PATH
-/* str_end with AVX2: the stops of a 32-byte block handled from one load
-   (escaped quotes and newlines are dense in tool output). */
+/* str_end with AVX2 (escaped quotes and newlines are dense in tool output). */
 __attribute__((target("avx2"))) static const char *
 str_end_avx2(const char *q, const char *e, int *plain)
 {
-	const char *s;
-	unsigned m, i, adv;
+	int other = 0, r;
 
-	while (e - q >= 32) {
-		m = scan_mask_avx2(q, SCAN_CTL);
-		adv = 32;
-		while (m != 0) {
-			i = (unsigned)__builtin_ctz(m);
-			if (q[i] == '"')
-				return q + i;
-			*plain = 0;
-			if ((s = str_stop(q + i, e)) == NULL)
-				return NULL;
-			/* The escaped byte may be a stop byte: skip past it. */
-			if ((adv = (unsigned)(s - q)) >= 32)
-				break;
-			m &= ~0u << adv;
-		}
-		q += adv > 32 ? adv : 32;
-	}
+	r = scan_string_avx2(&q, e, SCAN_CTL, str_stop, &other);
+	if (other)
+		*plain = 0;
+	if (r == 1)
+		return q;
+	if (r == 0)
+		return NULL;
 	return str_end(q, e, plain);
 }
 #endif

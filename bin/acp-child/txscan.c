@@ -38,46 +38,35 @@ escape_end(const char *b, const char *e)
 {
 	if (b + 1 >= e)
 		return NULL;
-	switch (b[1]) {
-	case '"': case '\\': case '/': case 'b': case 'f': case 'n':
-	case 'r': case 't':
+	if (scan_escape_simple(b[1]))
 		return b + 2;
-	case 'u':
-		if (e - b < 6 || !is_hex(b[2]) || !is_hex(b[3]) ||
-		    !is_hex(b[4]) || !is_hex(b[5]))
-			return NULL;
-		return b + 6;
-	}
-	return NULL;
+	if (b[1] != 'u' || e - b < 6 || !is_hex(b[2]) || !is_hex(b[3]) ||
+	    !is_hex(b[4]) || !is_hex(b[5]))
+		return NULL;
+	return b + 6;
 }
 
 #ifdef HAVE_AVX2_PATH
-/* skip_str with AVX2: every stop byte ('"', '\\', '\n') of a 32-byte block
-   is handled from one load.  Text is dense with escaped newlines and
-   quotes (a stop every 30 bytes or so), and scanning again after each one
-   cost more than the scan itself.  (A branchless 64-byte version that
-   finds escaped bytes with carries was slower: most strings are short.) */
+/* A stop byte of a string that is no quote: a newline ends the line, a
+   backslash starts an escape. */
+static inline const char *
+str_stop_nl(const char *q, const char *e)
+{
+	return *q == '\n' ? NULL : escape_end(q, e);
+}
+
+/* skip_str with AVX2.  (A branchless 64-byte version that finds escaped
+   bytes with carries was slower: most strings are short.) */
 __attribute__((target("avx2"))) static inline const char *
 skip_str_avx2(const char *p, const char *e)
 {
-	const char *s;
-	unsigned m, i, adv;
+	int other = 0;
 
-	while (e - p >= 32) {
-		m = scan_mask_avx2(p, SCAN_NL);
-		adv = 32;
-		while (m != 0) {
-			i = (unsigned)__builtin_ctz(m);
-			if (p[i] == '"')
-				return p + i + 1;
-			if (p[i] == '\n' || (s = escape_end(p + i, e)) == NULL)
-				return NULL;
-			/* The escaped byte may be a stop byte: skip past it. */
-			if ((adv = (unsigned)(s - p)) >= 32)
-				break;
-			m &= ~0u << adv;
-		}
-		p += adv > 32 ? adv : 32;
+	switch (scan_string_avx2(&p, e, SCAN_NL, str_stop_nl, &other)) {
+	case 1:
+		return p + 1;
+	case 0:
+		return NULL;
 	}
 	while (p < e) {
 		if (*p == '"')
