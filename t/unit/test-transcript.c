@@ -894,7 +894,13 @@ test_jtape(void)
 	    "{\"a\":1,\"b\":[true,false,null,-5,0,1.50,1E5,-0.0,1.0e+2],\"c\":{}}",
 	    " {\"s\":\"tab\\t nl\\n q\\\" bs\\\\ sl\\/ u\\u00e9\\u20ac\\u0041\\u001f\\u007f\"} ",
 	    "{\"raw\":\"\x01\x1f\t\x7f\xc3\xa9\",\"\":[],\"n\":123456789012345678}",
-	    "{ \"a\" : [ 1 , { \"b\" : \"c\" } ] }\r\n", NULL };
+	    "{ \"a\" : [ 1 , { \"b\" : \"c\" } ] }\r\n",
+	    /* escapes written back as they are (one copy), then one that is not
+	       past the first 32 bytes */
+	    "{\"c\":\"one\\ntwo \\\"q\\\" b\\\\s\\tt\\r\\b\\f and past 32 bytes\"}",
+	    "{\"d\":\"canonical for forty bytes and more\\n, then\\/ a slash\"}",
+	    "{\"e\":\"canonical for forty bytes and more\\n, then \\u00e9\"}",
+	    "{\"f\":\"canonical for forty bytes and more\\n, then raw \x01\"}", NULL };
 	static const char *const bail[] = { "{\"a\":NaN}", "{\"a\":-0}",
 	    "{\"a\":1234567890123456789}", "{\"a\":1,\"a\":2}", "{\"\\u0061\":1}",
 	    "{\"a\":\"\\u0000\"}", "{\"a\":\"\\ud83d\\ude00\"}", "{\"a\":01}",
