@@ -23,7 +23,7 @@ masked() {
 	    -e 's/"clientId":"[^"]*"/"clientId":""/' \
 	    -e 's/"createdAt":"[^"]*"/"createdAt":""/' \
 	    -e 's/"eventEpoch":"[^"]*"/"eventEpoch":""/' \
-	    -e 's/,"index":"[a-z]*","bytesRead":[0-9]*//'
+	    -e 's/,"index":"[a-z]*","bytesRead":[0-9]*,"indexBytesChecked":[0-9]*//'
 }
 
 # load_both [qwen-serve args...]: the load's body through the json-c path

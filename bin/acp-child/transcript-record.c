@@ -119,11 +119,12 @@ transcript_load_record(struct transcript *t, uint32_t rec, char **cause)
 		transcript_cause(cause, "no record %u", rec);
 		return NULL;
 	}
-	r = &t->rec[rec];
+	r = tx_rec(t, rec);
 	if ((base = load_fragment(t, r->off, r->len, cause)) == NULL)
 		return NULL;
-	for (f = r->frag; f != 0; f = t->frag[f - 1].next) {
-		more = load_fragment(t, t->frag[f - 1].off, t->frag[f - 1].len, cause);
+	for (f = r->frag; f != 0; f = tx_frag(t, f - 1)->next) {
+		more = load_fragment(t, tx_frag(t, f - 1)->off, tx_frag(t, f - 1)->len,
+		    cause);
 		if (more == NULL) {
 			json_object_put(base);
 			return NULL;
@@ -198,7 +199,7 @@ transcript_record_bytes(struct transcript *t, uint32_t rec, const char **bytes,
 		transcript_cause(cause, "no record %u", rec);
 		return -1;
 	}
-	r = &t->rec[rec];
+	r = tx_rec(t, rec);
 	if (r->frag != 0)
 		return 0;
 	/* An announced record: from the run read with it, else a new run. */
