@@ -155,17 +155,17 @@ transcript_read_ahead(struct transcript *t, const uint32_t *recs, size_t n)
 static int
 ahead_fill(struct transcript *t, uint32_t rec, char **cause)
 {
-	const struct tx_rec *r = &t->rec[rec];
+	const struct tx_rec *r = tx_rec(t, rec);
 	uint64_t start = r->off, end = r->off + r->len;
 	size_t i;
 	char *nb;
 
 	for (i = t->ahead_at; i < t->nahead && t->ahead[i] != rec; i++)
 		;
-	if (i == t->nahead || r->len > AHEAD_MAX)
+	if (i == t->nahead || r->len == 0 || r->len > AHEAD_MAX)
 		return 0;
 	for (i++; i < t->nahead && t->ahead[i] < t->nrec; i++) {
-		r = &t->rec[t->ahead[i]];
+		r = tx_rec(t, t->ahead[i]);
 		if (r->frag != 0 || r->off < end || r->off - end > AHEAD_GAP ||
 		    r->off + r->len - start > AHEAD_MAX)
 			break;
@@ -206,7 +206,7 @@ transcript_record_bytes(struct transcript *t, uint32_t rec, const char **bytes,
 	if (t->ahead != NULL && (r->off < t->aoff ||
 	    r->off + r->len > t->aoff + t->alen) && ahead_fill(t, rec, cause) == -1)
 		return -1;
-	if (t->ahead != NULL && r->off >= t->aoff &&
+	if (t->ahead != NULL && t->alen > 0 && r->off >= t->aoff &&
 	    r->off + r->len <= t->aoff + t->alen) {
 		*bytes = t->abuf + (r->off - t->aoff);
 		*len = r->len;

@@ -155,7 +155,9 @@ merge_record(struct transcript *a, const struct transcript *b, struct submap *m,
 }
 
 /* Start loading the slot a's probe for b's record i will look at first:
-   the probes land anywhere in a table larger than the cache. */
+   the probes land anywhere in a table larger than the cache.  The key is
+   hashed with a's seed (each index has its own); a binary key needs no
+   pool. */
 static void
 merge_prefetch(const struct transcript *a, const struct transcript *b, uint32_t i)
 {
@@ -164,7 +166,7 @@ merge_prefetch(const struct transcript *a, const struct transcript *b, uint32_t 
 
 	if (!(r->flags & TX_F_CONVERSATION) || (r->kflags & TXR_ID_STR))
 		return;
-	transcript_key_stored(b, r->id, 0, &k);
+	transcript_key_stored(a, r->id, 0, &k);
 	__builtin_prefetch(&a->ht[k.h & a->htmask]);
 }
 
