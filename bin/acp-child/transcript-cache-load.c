@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cachedir.h"
 #include "transcript.h"
 #include "transcript-int.h"
 
@@ -176,18 +177,14 @@ load_index(struct transcript *t, const char *dir, const struct stat *sb)
 	struct tx_cache_load l;
 	uint64_t head, tail;
 	const char *why;
-	char *file;
 	int fd;
 
 	memset(&l, 0, sizeof l);
-	if (transcript_cache_dir_private(dir) == 0)
-		return "unsafe";	/* another user could have written it */
-	if ((file = transcript_cache_file(dir, t->path)) == NULL)
-		return no_index;
-	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	free(file);
-	if (fd == -1)
+	if ((fd = cachedir_open_index(dir, t->path)) == -1) {
+		if (errno == EPERM)
+			return "unsafe";	/* another user could have written it */
 		return errno == ENOENT || errno == ENOTDIR ? no_index : "unreadable";
+	}
 	why = "format";
 	if (load_map(fd, &l) == -1)
 		goto out;
@@ -364,16 +361,10 @@ uint64_t
 transcript_cached_size(const char *cache_dir, const char *path)
 {
 	struct tx_cache_head h, want;
-	char *file;
 	int fd;
 	uint64_t n = 0;
 
-	if (cache_dir == NULL ||
-	    (file = transcript_cache_file(cache_dir, path)) == NULL)
-		return 0;
-	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	free(file);
-	if (fd == -1)
+	if (cache_dir == NULL || (fd = cachedir_open_index(cache_dir, path)) == -1)
 		return 0;
 	transcript_cache_layout(&want);
 	if (transcript_cache_pread(fd, &h, sizeof h, 0) == 0 &&

@@ -23,18 +23,16 @@
 
 #include <sys/stat.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "cachedir.h"
 #include "chain.h"
-#include "paths.h"
 #include "transcript.h"
 #include "transcript-int.h"
 
@@ -112,30 +110,6 @@ transcript_cache_digest(struct transcript *t, uint64_t indexed, uint64_t *head,
 	*tail = transcript_cache_sum64(indexed, buf, n);
 	t->bytes_read += 2 * n;
 	return 0;
-}
-
-int
-transcript_cache_dir_private(const char *dir)
-{
-	struct stat st;
-
-	if (lstat(dir, &st) == -1)
-		return errno == ENOENT ? 1 : -1;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) != 0)
-		return 0;
-	return 1;
-}
-
-/* <dir>/tx-<hash of path>.idx (caller frees), or NULL. */
-char *
-transcript_cache_file(const char *dir, const char *path)
-{
-	char *out;
-
-	if (asprintf(&out, "%s/tx-%016llx.idx", dir,
-	    (unsigned long long)transcript_cache_sum64(0, path, strlen(path))) == -1)
-		return NULL;
-	return out;
 }
 
 /* The checksum of the header (after its sum) and the block sums. */
@@ -323,42 +297,26 @@ out:
 	return rc;
 }
 
-/* Write the index to a temporary file, fsync, rename onto dst. */
+/* Write the index to a staging file, fsync, rename onto name. */
 static int
-transcript_cache_write(const char *dir, const char *dst, struct tx_cache_head *h,
+transcript_cache_write(int dfd, const char *name, struct tx_cache_head *h,
     const struct tx_cache_sec *sec)
 {
-	char *tmp;
-	int fd, rc = -1, dfd;
+	char tmp[CACHEDIR_NAME_MAX];
+	int fd;
 
-	if (asprintf(&tmp, "%s/.tx-XXXXXX", dir) == -1)
+	if ((fd = cachedir_stage(dfd, tmp, sizeof(tmp))) == -1)
 		return -1;
-	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1) {
-		free(tmp);
-		return -1;
-	}
-	if (transcript_cache_body(fd, h, sec) == -1)
-		goto out;
-	if (fsync(fd) == -1 || close(fd) == -1) {
-		fd = -1;
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, dst) == -1)
-		goto out;
-	/* The rename itself survives a crash once the directory is synced. */
-	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
-		(void)fsync(dfd);
-		close(dfd);
-	}
-	rc = 0;
-out:
-	if (fd != -1)
+	if (transcript_cache_body(fd, h, sec) == -1 || fsync(fd) == -1) {
 		close(fd);
-	if (rc == -1)
-		(void)unlink(tmp);
-	free(tmp);
-	return rc;
+		cachedir_discard(dfd, tmp);
+		return -1;
+	}
+	if (close(fd) == -1) {
+		cachedir_discard(dfd, tmp);
+		return -1;
+	}
+	return cachedir_commit(dfd, tmp, name);
 }
 
 /* Fill the section table from the transcript (subs is the subtype block,
@@ -376,87 +334,6 @@ transcript_cache_sections(struct transcript *t, char *subs, uint64_t sublen,
 	sec[6] = (struct tx_cache_sec){ t->ht, (t->htmask + 1) * sizeof *t->ht };
 	sec[7] = (struct tx_cache_sec){ c != NULL ? c->rec : NULL,
 	    c != NULL ? c->len * sizeof *c->rec : 0 };
-}
-
-struct tx_cache_ent {
-	char		 name[64];
-	uint64_t	 size;
-	struct timespec	 used;
-};
-
-static int
-ent_cmp(const void *a, const void *b)
-{
-	const struct tx_cache_ent *x = a, *y = b;
-
-	if (x->used.tv_sec != y->used.tv_sec)
-		return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
-	if (x->used.tv_nsec != y->used.tv_nsec)
-		return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
-/* Collect the tx-*.idx files of dir (mtime = last use); drop stale temporaries. */
-static struct tx_cache_ent *
-transcript_cache_list(DIR *d, size_t *n)
-{
-	struct tx_cache_ent *e = NULL, *ne;
-	struct dirent *de;
-	struct stat st;
-	size_t cap = 0;
-	time_t now = time(NULL);
-
-	*n = 0;
-	while ((de = readdir(d)) != NULL) {
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-		    !S_ISREG(st.st_mode))
-			continue;
-		if (strncmp(de->d_name, ".tx-", 4) == 0 && st.st_mtime + 3600 < now) {
-			(void)unlinkat(dirfd(d), de->d_name, 0);	/* a crashed save */
-			continue;
-		}
-		if (strncmp(de->d_name, "tx-", 3) != 0 ||
-		    strlen(de->d_name) >= sizeof e->name)
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 64;
-			if ((ne = reallocarray(e, cap, sizeof *e)) == NULL)
-				break;
-			e = ne;
-		}
-		strlcpy(e[*n].name, de->d_name, sizeof e->name);
-		e[*n].size = (uint64_t)st.st_size;
-		e[(*n)++].used = st.st_mtim;
-	}
-	return e;
-}
-
-/* Remove the least recently used indexes (never keep) over the bounds. */
-static void
-transcript_cache_prune(const char *dir, const char *keep, uint64_t max_bytes,
-    size_t max_files)
-{
-	struct tx_cache_ent *e;
-	uint64_t total = 0;
-	size_t i, n, left;
-	DIR *d;
-
-	if ((d = opendir(dir)) == NULL)
-		return;
-	e = transcript_cache_list(d, &n);
-	for (i = 0; i < n; i++)
-		total += e[i].size;
-	qsort(e, n, sizeof *e, ent_cmp);
-	for (i = 0, left = n; i < n && (total > max_bytes || left > max_files); i++) {
-		if (strcmp(e[i].name, keep) == 0)
-			continue;
-		if (unlinkat(dirfd(d), e[i].name, 0) == 0) {
-			total -= e[i].size;
-			left--;
-		}
-	}
-	free(e);
-	closedir(d);
 }
 
 /* The uuid hash at half full at most (a pass sizes it for the file, so
@@ -517,9 +394,9 @@ transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
 	struct tx_cache_head h;
 	struct tx_chain c;
 	struct tx_slot *ht;
-	char *subs = NULL, *dst = NULL;
+	char name[CACHEDIR_NAME_MAX], *subs = NULL;
 	uint64_t sublen = 0;
-	int rc = -1;
+	int rc = -1, dfd = -1;
 
 	memset(&c, 0, sizeof c);
 	transcript_cache_layout(&h);
@@ -538,18 +415,14 @@ transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
 	h.seed = t->seed;
 	h.htused = t->htused;
 	ht = compact_ht(t, &h.htslots);
-	if (paths_mkdir_p(dir, 0700) == -1 ||
-	    (dst = transcript_cache_file(dir, t->path)) == NULL ||
-	    (subs = transcript_cache_subs(t, &sublen)) == NULL) {
+	/* Others must not plant or read indexes: ours alone, or not used. */
+	if ((dfd = cachedir_open(dir, 1, cause)) == -1)
+		goto out;
+	if ((subs = transcript_cache_subs(t, &sublen)) == NULL) {
 		transcript_cause(cause, "index cache %s: %s", dir, strerror(errno));
 		goto out;
 	}
-	/* Others must not plant or read indexes: ours alone, or not used. */
-	if (transcript_cache_dir_private(dir) != 1) {
-		transcript_cause(cause, "index cache %s: not private (owner or mode)",
-		    dir);
-		goto out;
-	}
+	cachedir_index_name(t->path, name, sizeof(name));
 	h.subbytes = sublen;
 	if (!transcript_cache_need_all(t)) {
 		transcript_cause(cause, "index cache %s: kept index damaged", dir);
@@ -563,19 +436,19 @@ transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
 	transcript_cache_sections(t, subs, sublen, h.haschain ? &c : NULL, sec);
 	if (ht != NULL)
 		sec[6] = (struct tx_cache_sec){ ht, h.htslots * sizeof *ht };
-	if (transcript_cache_write(dir, dst, &h, sec) == -1) {
+	if (transcript_cache_write(dfd, name, &h, sec) == -1) {
 		transcript_cause(cause, "index cache %s: %s", dir, strerror(errno));
 		goto out;
 	}
 	t->cached = t->indexed;
-	transcript_cache_prune(dir, strrchr(dst, '/') + 1, max_bytes,
-	    max_files);
+	cachedir_prune(dfd, name, max_bytes, max_files);
 	rc = 0;
 out:
 	chain_clear(&c);
 	free(ht);
+	if (dfd != -1)
+		close(dfd);
 	free(subs);
-	free(dst);
 	return rc;
 }
 

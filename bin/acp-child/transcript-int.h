@@ -213,11 +213,6 @@ int transcript_cache_pread(int fd, void *buf, size_t n, uint64_t off);
 /* Digests of the first and last of the indexed bytes of t's file. */
 int transcript_cache_digest(struct transcript *, uint64_t indexed, uint64_t *head,
     uint64_t *tail);
-/* Whether dir is ours alone (owned by us, no group or other write): 1
-   (or missing), 0 not, -1 on error. */
-int transcript_cache_dir_private(const char *dir);
-/* The index file of transcript path in dir (caller frees), or NULL. */
-char *transcript_cache_file(const char *dir, const char *path);
 /* transcript-cache-lazy.c: entries of a mapped index, checked on first use;
    a damaged one reads as an inert value and marks the index damaged. */
 int transcript_cache_need(const struct transcript *, const void *, size_t);

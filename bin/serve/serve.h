@@ -141,6 +141,11 @@ int	listen_start(struct evhttp *http);
  */
 int	listen_probe_addr(struct sockaddr_storage *ss, socklen_t *len);
 int	listen_is_loopback_host(const char *host);
+/*
+ * Open the socket directory dir and check it (creating the private
+ * default): its descriptor, or -1 after logging why it is refused.
+ */
+int	listen_check_dir(const char *dir);
 void	listen_stop(void);
 void	listen_fd_freed(void);	/* a connection closed: resume accepting */
 void	listen_accepted(void);	/* a connection was accepted */
@@ -278,6 +283,8 @@ void	guard_request(struct evhttp_request *);	/* a whole request arrived */
 void	http_conn_set_sub(struct evhttp_request *, struct sse_sub *);
 void	http_conn_streaming(struct evhttp_request *);	/* input discarded */
 void	http_conn_taken(struct evhttp_request *);	/* WebSocket takeover */
+/* A request on the connection was authenticated (bearer or our uid). */
+void	http_conn_authed(struct evhttp_request *);
 size_t	http_conn_count(void);
 
 /* ---- routes-session.c -------------------------------------------------- */
