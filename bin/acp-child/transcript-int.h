@@ -202,10 +202,6 @@ uint64_t transcript_cache_plan(const struct tx_cache_head *, uint64_t off[TX_CAC
 void transcript_cache_lens(const struct tx_cache_head *, uint64_t len[TX_CACHE_NSEC]);
 /* The checksum of block i of an index with this seed. */
 uint64_t transcript_cache_block_sum(uint64_t seed, uint64_t i, const void *, size_t);
-/* Unmap a kept index's arrays (NULL-safe); own copies them first. */
-void transcript_cache_unmap(struct transcript *);
-int transcript_cache_own(struct transcript *, char **cause);
-
 /* A 64-bit checksum of [p, p+n) chained from h. */
 uint64_t transcript_cache_sum64(uint64_t h, const void *p, size_t n);
 /* Read exactly n bytes at off of fd: 0 or -1. */
@@ -213,6 +209,16 @@ int transcript_cache_pread(int fd, void *buf, size_t n, uint64_t off);
 /* Digests of the first and last of the indexed bytes of t's file. */
 int transcript_cache_digest(struct transcript *, uint64_t indexed, uint64_t *head,
     uint64_t *tail);
+/* The checksum of the header (after its sum) and the block sums. */
+uint64_t transcript_cache_sum(const struct tx_cache_head *, const uint64_t *bsum);
+/* A header with only the layout fields set. */
+void transcript_cache_layout(struct tx_cache_head *);
+
+/* transcript-cache-load.c: a kept index mapped in place. */
+/* Unmap a kept index's arrays (NULL-safe); own copies them first. */
+void transcript_cache_unmap(struct transcript *);
+int transcript_cache_own(struct transcript *, char **cause);
+
 /* transcript-cache-lazy.c: entries of a mapped index, checked on first use;
    a damaged one reads as an inert value and marks the index damaged. */
 int transcript_cache_need(const struct transcript *, const void *, size_t);
@@ -252,9 +258,5 @@ tx_slot(const struct transcript *t, size_t i)
 	return t->lazy == NULL ? &t->ht[i] : transcript_cache_slot(t, i);
 }
 
-/* The checksum of the header (after its sum) and the block sums. */
-uint64_t transcript_cache_sum(const struct tx_cache_head *, const uint64_t *bsum);
-/* A header with only the layout fields set. */
-void transcript_cache_layout(struct tx_cache_head *);
 
 #endif
