@@ -375,6 +375,7 @@ transcript_index_free(struct transcript *t)
 	free(t->frag);
 	free(t->pool);
 	free(t->rbuf);
+	free(t->abuf);
 }
 
 size_t

@@ -115,6 +115,11 @@ struct transcript {
 	const char *pf_p;
 	char *rbuf;			/* record read buffer, kept up to TX_RBUF_KEEP */
 	size_t rcap;
+	const uint32_t *ahead;		/* records to be read next (transcript_read_ahead) */
+	size_t nahead, ahead_at;
+	char *abuf;			/* the bytes of a run of them: [aoff, aoff+alen) */
+	uint64_t aoff;
+	size_t alen, acap;
 
 	uint64_t bytes_read;		/* transcript bytes read so far (tests, spans) */
 	enum tx_index_state istate;	/* where the index came from (transcript-cache.c) */

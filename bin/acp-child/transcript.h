@@ -57,6 +57,10 @@ json_object *transcript_load_record(struct transcript *, uint32_t rec, char **ca
    the next call on t), 0 when it has several, -1 + cause on I/O failure. */
 int transcript_record_bytes(struct transcript *, uint32_t rec, const char **bytes,
     size_t *len, char **cause);
+/* The records transcript_record_bytes will be asked for next, in order
+   (recs borrowed until the next call; NULL ends it and frees the buffer):
+   runs of them lying back to back in the file are read with one pread. */
+void transcript_read_ahead(struct transcript *, const uint32_t *recs, size_t n);
 /* Find a record by uuid; -1 if absent. */
 int64_t transcript_find(const struct transcript *, const char *uuid);
 

@@ -696,6 +696,91 @@ test_split(void)
 	unlink(path);
 }
 
+/* The bytes of record r read alone (a copy, caller frees; NULL when it is
+   in several fragments or the read failed). */
+static char *
+record_copy(struct transcript *t, uint32_t r, size_t *n)
+{
+	const char *b;
+	char *out, *cause = NULL;
+
+	if (transcript_record_bytes(t, r, &b, n, &cause) != 1 ||
+	    (out = malloc(*n)) == NULL) {
+		free(cause);
+		return NULL;
+	}
+	memcpy(out, b, *n);
+	return out;
+}
+
+/* Records announced with transcript_read_ahead come out exactly as read one
+   by one: runs broken by fragments, wide gaps, an order that goes back and
+   a record too big for a run; an unannounced record still reads; a file
+   cut under a run is an error. */
+static void
+test_read_ahead(void)
+{
+	static const uint32_t order[] = { 0, 1, 2, 3, 4, 5, 6, 7, 2, 8, 9 };
+	struct transcript *t;
+	char path[512], uuid[64], *l, *want[10], *cause = NULL;
+	const char *b;
+	size_t n, wn[10];
+	uint32_t i;
+	int same = 1, rc;
+
+	snprintf(path, sizeof path, "%s/ahead.jsonl", tmpdir);
+	put_file(path, "", 0, 1);
+	for (i = 0; i < 10; i++) {
+		snprintf(uuid, sizeof uuid, "00000000-0000-4000-8000-%012u", i == 9 ? 3 : i);
+		l = line("ahead", uuid, NULL, i % 2 ? "assistant" : "user",
+		    i == 6 ? (1u << 20) + 10 : 40 + i);
+		put_file(path, l, strlen(l), 0);
+		free(l);
+		if (i == 4)		/* a gap wider than a run may span */
+			put_file(path, "\n                                        "
+			    "                                                    \n", 94, 0);
+	}
+	l = line("ahead", "00000000-0000-4000-8000-000000000010", NULL, "user", 5);
+	put_file(path, l, strlen(l), 0);
+	free(l);
+	if ((t = transcript_open(path, NULL, &cause)) == NULL) {
+		ok(0, "read-ahead: open");
+		diag("%s", cause ? cause : "?");
+		free(cause);
+		return;
+	}
+	is_int(transcript_count(t), 10, "read-ahead: 9 records and one in two fragments");
+	for (i = 0; i < 10; i++)
+		want[i] = record_copy(t, i, &wn[i]);
+	ok(want[3] == NULL && want[6] != NULL && wn[6] > (1u << 20),
+	    "read-ahead: record 3 has fragments, record 6 is over 1 MiB");
+	transcript_read_ahead(t, order, sizeof order / sizeof order[0]);
+	for (i = 0; i < sizeof order / sizeof order[0]; i++) {
+		rc = transcript_record_bytes(t, order[i], &b, &n, &cause);
+		if (want[order[i]] == NULL ? rc != 0 : rc != 1 || n != wn[order[i]] ||
+		    memcmp(b, want[order[i]], n) != 0) {
+			diag("record %u differs", order[i]);
+			same = 0;
+		}
+	}
+	ok(same, "read-ahead: every announced record as read alone");
+	rc = transcript_record_bytes(t, 9, &b, &n, &cause);
+	ok(rc == 1 && n == wn[9] && memcmp(b, want[9], n) == 0,
+	    "read-ahead: a record not announced reads too");
+	transcript_read_ahead(t, order, sizeof order / sizeof order[0]);
+	if (truncate(path, 200) == -1)
+		diag("truncate failed");
+	rc = transcript_record_bytes(t, 0, &b, &n, &cause);
+	ok(rc == -1 && cause != NULL && strstr(cause, "shrank") != NULL,
+	    "read-ahead: a file cut under a run is an error");
+	transcript_read_ahead(t, NULL, 0);
+	for (i = 0; i < 10; i++)
+		free(want[i]);
+	free(cause);
+	transcript_free(t);
+	unlink(path);
+}
+
 /* Hostile lines: deep nesting, NULs, stray quotes and braces, mutated records. */
 static void
 test_hostile(void)
@@ -809,7 +894,13 @@ test_jtape(void)
 	    "{\"a\":1,\"b\":[true,false,null,-5,0,1.50,1E5,-0.0,1.0e+2],\"c\":{}}",
 	    " {\"s\":\"tab\\t nl\\n q\\\" bs\\\\ sl\\/ u\\u00e9\\u20ac\\u0041\\u001f\\u007f\"} ",
 	    "{\"raw\":\"\x01\x1f\t\x7f\xc3\xa9\",\"\":[],\"n\":123456789012345678}",
-	    "{ \"a\" : [ 1 , { \"b\" : \"c\" } ] }\r\n", NULL };
+	    "{ \"a\" : [ 1 , { \"b\" : \"c\" } ] }\r\n",
+	    /* escapes written back as they are (one copy), then one that is not
+	       past the first 32 bytes */
+	    "{\"c\":\"one\\ntwo \\\"q\\\" b\\\\s\\tt\\r\\b\\f and past 32 bytes\"}",
+	    "{\"d\":\"canonical for forty bytes and more\\n, then\\/ a slash\"}",
+	    "{\"e\":\"canonical for forty bytes and more\\n, then \\u00e9\"}",
+	    "{\"f\":\"canonical for forty bytes and more\\n, then raw \x01\"}", NULL };
 	static const char *const bail[] = { "{\"a\":NaN}", "{\"a\":-0}",
 	    "{\"a\":1234567890123456789}", "{\"a\":1,\"a\":2}", "{\"\\u0061\":1}",
 	    "{\"a\":\"\\u0000\"}", "{\"a\":\"\\ud83d\\ude00\"}", "{\"a\":01}",
@@ -912,6 +1003,7 @@ main(void)
 	test_hostile();
 	test_damaged();
 	test_split();
+	test_read_ahead();
 	cleanup();
 	return done_testing();
 }
