@@ -18,6 +18,7 @@
 
 #define SPAWN_SETUP_FAILED	255	/* what libpipeline's failed exec exits with */
 #define SPAWN_DEFAULT_PATH	"/bin:/usr/bin"	/* execvp's, with no $PATH */
+#define SPAWN_SHELL		"/bin/sh"	/* execvp's for a program with no #! */
 
 extern char **environ;
 
@@ -44,6 +45,8 @@ struct spawn_exec {
 	char		**owned;	/* the "NAME=value" strings we made */
 	size_t		 nowned;
 	char		**paths;	/* where the program may be, in order */
+	char		**sh_argv;	/* /bin/sh, a path (set in the child), the
+					   arguments: for a program with no #! */
 	char		 msg[256];	/* what a failed exec says */
 	size_t		 msglen;
 };
@@ -251,6 +254,20 @@ spawn_exec_free(struct spawn_exec *x)
 	free(x->owned);
 	free(x->envp);
 	free(x->paths);
+	free(x->sh_argv);
+}
+
+/* argv for /bin/sh running a program execve refused as no executable
+   (ENOEXEC), as execvp does: its path goes in slot 1 in the child. */
+static int
+spawn_exec_sh_argv(struct spawn_exec *x, const struct spawn_cmd *cmd)
+{
+	if ((x->sh_argv = calloc(cmd->argc + 2, sizeof(*x->sh_argv))) == NULL)
+		return -1;
+	x->sh_argv[0] = (char *)SPAWN_SHELL;
+	for (size_t i = 1; i < cmd->argc; i++)
+		x->sh_argv[i + 1] = cmd->argv[i];
+	return 0;
 }
 
 /* Everything the child needs, before the fork; -1 with errno. */
@@ -259,7 +276,7 @@ spawn_exec_make(struct spawn_exec *x, const struct spawn_cmd *cmd)
 {
 	memset(x, 0, sizeof(*x));
 	if (cmd->failed || spawn_exec_env(x, cmd) == -1 ||
-	    spawn_exec_paths(x, cmd) == -1) {
+	    spawn_exec_paths(x, cmd) == -1 || spawn_exec_sh_argv(x, cmd) == -1) {
 		spawn_exec_free(x);
 		errno = ENOMEM;
 		return -1;
@@ -321,8 +338,13 @@ spawn_child(const struct spawn_cmd *cmd, const struct spawn_exec *x,
 		_exit(SPAWN_SETUP_FAILED);
 	if (cmd->pre_exec != NULL)
 		cmd->pre_exec(cmd->pre_arg);
-	for (size_t i = 0; x->paths[i] != NULL; i++)
+	for (size_t i = 0; x->paths[i] != NULL; i++) {
 		execve(x->paths[i], cmd->argv, x->envp);
+		if (errno == ENOEXEC) {
+			x->sh_argv[1] = x->paths[i];
+			execve(SPAWN_SHELL, x->sh_argv, x->envp);
+		}
+	}
 	(void)!write(STDERR_FILENO, x->msg, x->msglen);
 	_exit(SPAWN_SETUP_FAILED);
 }

@@ -33,7 +33,8 @@ struct spawn_cmd;
 
 /*
  * A command running name (looked up on $PATH when it has no '/'), whose
- * argv[0] is name's last component.  An allocation failure here or in the
+ * argv[0] is name's last component; a file execve refuses as no
+ * executable (no #! line) runs under /bin/sh, as execvp runs it.  An allocation failure here or in the
  * calls below is kept and reported by spawn_start() (ENOMEM).  Never NULL.
  */
 struct spawn_cmd *spawn_cmd_new(const char *name);

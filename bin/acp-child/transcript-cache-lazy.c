@@ -165,7 +165,7 @@ int
 transcript_cache_need_all(const struct transcript *t)
 {
 	struct tx_lazy *z = t->lazy;
-	uint64_t i;
+	uint64_t i, used;
 	uint32_t r;
 
 	if (z == NULL)
@@ -178,10 +178,20 @@ transcript_cache_need_all(const struct transcript *t)
 	for (r = 0; r < t->nfrag; r++)
 		if (transcript_cache_frag(t, r) == &damaged_frag)
 			return 0;
-	for (i = 0; i <= t->htmask; i++)
+	/* Insertion trusts htused to keep an empty slot: count them. */
+	for (i = 0, used = 0; i <= t->htmask; i++) {
 		if (t->ht[i].rec > t->nrec)
 			return damaged(t);
-	return 1;
+		used += t->ht[i].rec != 0;
+	}
+	return used == t->htused ? 1 : damaged(t);
+}
+
+void
+transcript_cache_full(const struct transcript *t)
+{
+	if (t->lazy != NULL)
+		damaged(t);
 }
 
 const uint32_t *

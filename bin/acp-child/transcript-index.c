@@ -224,10 +224,18 @@ transcript_ht_probe(const struct transcript *t, const struct tx_key *k, size_t *
 	size_t i = k->h & t->htmask;
 	uint32_t tag = (uint32_t)k->h;
 	const struct tx_slot *s;
+	size_t n = 0;
 
-	for (; (s = tx_slot(t, i))->rec != 0; i = (i + 1) & t->htmask)
+	for (; (s = tx_slot(t, i))->rec != 0; i = (i + 1) & t->htmask) {
 		if (s->tag == tag && rec_is(t, tx_rec(t, s->rec - 1), k))
 			return s->rec - 1;
+		/* No empty slot: only a kept index lying about its use has
+		   that (a table we fill stays half empty); not found. */
+		if (++n > t->htmask) {
+			transcript_cache_full(t);
+			break;
+		}
+	}
 	*slot = i;
 	return -1;
 }

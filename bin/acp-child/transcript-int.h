@@ -226,6 +226,8 @@ int transcript_cache_need_all(const struct transcript *);
 const struct tx_rec *transcript_cache_rec(const struct transcript *, uint32_t);
 const struct tx_frag *transcript_cache_frag(const struct transcript *, uint32_t);
 const struct tx_slot *transcript_cache_slot(const struct transcript *, size_t);
+/* A probe found no empty slot: a mapped index is damaged. */
+void transcript_cache_full(const struct transcript *);
 /* The kept chain's entries once checked, or NULL (damaged). */
 const uint32_t *transcript_cache_chain(const struct transcript *);
 int transcript_cache_lazy(struct transcript *, const char *base, const uint64_t *bsum,

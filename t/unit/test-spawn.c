@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -176,6 +177,45 @@ test_path_dir_env(void)
 	unsetenv("SPAWN_GONE");
 }
 
+/*
+ * A program without a #! line (execve says ENOEXEC) runs under /bin/sh
+ * with its arguments, as execvp and libpipeline ran it, found by path
+ * or on $PATH.
+ */
+static void
+test_no_shebang(void)
+{
+	char dir[] = "/tmp/test-spawn.XXXXXX", path[64], buf[128];
+	struct spawn_cmd *cmd;
+	int fd, out[2], st = -1;
+	pid_t pid;
+
+	if (mkdtemp(dir) == NULL)
+		return;
+	snprintf(path, sizeof(path), "%s/plain", dir);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0755)) == -1)
+		return;
+	if (write(fd, "echo \"$0 $1 $2\"; exit 6\n", 24) != 24)
+		diag("write %s failed", path);
+	close(fd);
+	if (pipe2(out, O_CLOEXEC) == -1)
+		return;
+	pid = spawn_start(spawn_cmd_new_args(path, "a b", "c", (void *)NULL),
+	    -1, out[1], -1);
+	read_all(out[0], buf, sizeof(buf));
+	spawn_wait(pid, &st);
+	ok(strstr(buf, "/plain a b c\n") != NULL, "a script without #! runs under "
+	    "/bin/sh with its arguments");
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 6, "its exit status");
+	cmd = spawn_cmd_new("plain");
+	spawn_cmd_setenv(cmd, "PATH", dir);
+	pid = spawn_start(cmd, -1, open("/dev/null", O_WRONLY | O_CLOEXEC), -1);
+	spawn_wait(pid, &st);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 6, "found on $PATH too");
+	unlink(path);
+	rmdir(dir);
+}
+
 static void
 test_status(void)
 {
@@ -238,6 +278,7 @@ main(void)
 	test_path_dir_env();
 	test_status();
 	test_exec_fails();
+	test_no_shebang();
 	test_signals();
 	return done_testing();
 }

@@ -5,14 +5,19 @@
  */
 #include "config.h"
 
+#include <sys/mman.h>
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cachedir.h"
 #include "chain.h"
 #include "jtape.h"
 #include "project-int.h"
@@ -833,6 +838,99 @@ test_hostile(void)
 	unlink(path);
 }
 
+/* Reseal a kept index after an edit: block sums, then the header's sum,
+   as a hostile writer can (the sums find damage, not forgery). */
+static void
+reseal(char *map, struct tx_cache_head *h, const uint64_t off[TX_CACHE_NSEC + 1])
+{
+	uint64_t *bsum = (uint64_t *)(map + off[TX_CACHE_NSEC]);
+	uint64_t i, end = off[TX_CACHE_NSEC] - off[0], n;
+
+	for (i = 0; i < h->nblock; i++) {
+		n = end - i * TX_CACHE_BLOCK;
+		if (n > TX_CACHE_BLOCK)
+			n = TX_CACHE_BLOCK;
+		bsum[i] = transcript_cache_block_sum(h->seed, i,
+		    map + off[0] + i * TX_CACHE_BLOCK, (size_t)n);
+	}
+	h->sum = transcript_cache_sum(h, bsum);
+	memcpy(map, h, sizeof *h);
+}
+
+/* A kept index whose uuid hash has no empty slot (its header still says
+   it is half empty): a lookup of a uuid not in it must end, and copying
+   it to add to it must refuse it, not probe forever. */
+static void
+test_kept_full_table(void)
+{
+	struct transcript *t;
+	struct tx_cache_head h;
+	struct tx_slot *ht;
+	uint64_t off[TX_CACHE_NSEC + 1], i;
+	char path[512], cache[512], idx[1024], name[CACHEDIR_NAME_MAX];
+	char *l1, *l2, *cause = NULL, *map;
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof path, "%s/full.jsonl", tmpdir);
+	snprintf(cache, sizeof cache, "%s/cache", tmpdir);
+	mkdir(cache, 0700);
+	l1 = line("full", U(1), NULL, "user", 10);
+	l2 = line("full", U(2), U(1), "assistant", 10);
+	put_file(path, l1, strlen(l1), 1);
+	put_file(path, l2, strlen(l2), 0);
+	free(l1);
+	free(l2);
+	t = transcript_open_cached(path, NULL, cache, &cause);
+	ok(t != NULL && transcript_save(t, cache, 1u << 30, 16, &cause) == 0,
+	    "full table: index kept (%s)", cause ? cause : "ok");
+	transcript_free(t);
+	free(cause);
+	cause = NULL;
+
+	cachedir_index_name(path, name, sizeof name);
+	snprintf(idx, sizeof idx, "%s/%s", cache, name);
+	if ((fd = open(idx, O_RDWR)) == -1 || fstat(fd, &st) == -1 ||
+	    (map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+	    MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		ok(0, "full table: index mapped");
+		if (fd != -1)
+			close(fd);
+		return;
+	}
+	memcpy(&h, map, sizeof h);
+	transcript_cache_plan(&h, off);
+	ht = (struct tx_slot *)(map + off[6]);
+	for (i = 0; i < h.htslots; i++) {
+		ht[i].rec = 1;			/* in bounds, never the key asked */
+		ht[i].tag = 0;
+	}
+	reseal(map, &h, off);
+	munmap(map, (size_t)st.st_size);
+	close(fd);
+
+	alarm(20);			/* a probe that never ends fails here */
+	t = transcript_open_cached(path, NULL, cache, &cause);
+	ok(t != NULL && transcript_index_state(t) == TX_INDEX_WARM,
+	    "full table: the resealed index is used (%s)", cause ? cause : "ok");
+	if (t != NULL) {
+		ok(transcript_find(t, U(9)) == -1, "full table: a missing uuid ends");
+		ok(transcript_index_damaged(t), "full table: the index is marked damaged");
+		transcript_free(t);
+	}
+	free(cause);
+	cause = NULL;
+	t = transcript_open_cached(path, NULL, cache, &cause);
+	ok(t != NULL && transcript_index_check_all(t) == -1,
+	    "full table: checking it all refuses it (htused disagrees)");
+	transcript_free(t);
+	free(cause);
+	alarm(0);
+	unlink(idx);
+	rmdir(cache);
+	unlink(path);
+}
+
 static void
 cleanup(void)
 {
@@ -1004,6 +1102,7 @@ main(void)
 	test_damaged();
 	test_split();
 	test_read_ahead();
+	test_kept_full_table();
 	cleanup();
 	return done_testing();
 }
