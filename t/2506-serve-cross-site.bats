@@ -50,3 +50,21 @@ teardown() {
 	    -H 'Authorization: Bearer site-token-0123456789'
 	expect 403 '.code == "origin_forbidden"'
 }
+
+@test "Sec-Fetch-Site cross-site: a link followed to the console opens it; a frame, a fetch or an API route does not" {
+	serve_start --web-dir "$QWEN_TOP_SRCDIR/web"
+	for TRANSPORT in tcp unix; do
+		req GET / '' -H 'Sec-Fetch-Site: cross-site' -H 'Sec-Fetch-Mode: navigate' \
+		    -H 'Sec-Fetch-Dest: document'
+		expect 200
+		req GET / '' -H 'Sec-Fetch-Site: cross-site' -H 'Sec-Fetch-Mode: navigate' \
+		    -H 'Sec-Fetch-Dest: iframe'
+		expect 403 '.code == "origin_forbidden"'
+		req GET / '' -H 'Sec-Fetch-Site: cross-site' -H 'Sec-Fetch-Mode: no-cors' \
+		    -H 'Sec-Fetch-Dest: document'
+		expect 403 '.code == "origin_forbidden"'
+		req GET /capabilities '' -H 'Sec-Fetch-Site: cross-site' \
+		    -H 'Sec-Fetch-Mode: navigate' -H 'Sec-Fetch-Dest: document'
+		expect 403 '.code == "origin_forbidden"'
+	done
+}

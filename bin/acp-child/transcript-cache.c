@@ -393,7 +393,7 @@ transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
 	struct tx_cache_sec sec[TX_CACHE_NSEC];
 	struct tx_cache_head h;
 	struct tx_chain c;
-	struct tx_slot *ht;
+	struct tx_slot *ht = NULL;
 	char name[CACHEDIR_NAME_MAX], *subs = NULL;
 	uint64_t sublen = 0;
 	int rc = -1, dfd = -1;
@@ -414,7 +414,6 @@ transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
 	h.sidlen = t->sidlen;
 	h.seed = t->seed;
 	h.htused = t->htused;
-	ht = compact_ht(t, &h.htslots);
 	/* Others must not plant or read indexes: ours alone, or not used. */
 	if ((dfd = cachedir_open(dir, 1, cause)) == -1)
 		goto out;
@@ -428,6 +427,9 @@ transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
 		transcript_cause(cause, "index cache %s: kept index damaged", dir);
 		goto out;
 	}
+	/* After the check: a mapped table's slots are then known to hold
+	   htused entries, so placing them again ends. */
+	ht = compact_ht(t, &h.htslots);
 	if (transcript_cache_digest(t, t->indexed, &h.head, &h.tail) == -1) {
 		transcript_cause(cause, "read %s: %s", t->path, strerror(errno));
 		goto out;

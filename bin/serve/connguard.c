@@ -259,7 +259,7 @@ guard_is_unix(struct guard *g)
 
 /*
  * The pre-authentication share is full: close the oldest connection in it
- * that is only reading a head or idling, so that idle connects cannot
+ * that is only reading a request (head or body) or idling, so that idle connects cannot
  * hold every slot until their deadlines.  0 when one was closed.
  */
 static int

@@ -86,13 +86,25 @@ origin_ok(const char *origin)
  * another site, or another origin of this one (another port of
  * localhost), it is refused unless it names an Origin we serve or allow:
  * a cross-site GET carries no Origin and would pass as the same user's
- * otherwise.  "none" is a typed URL or a bookmark.
+ * otherwise.  "none" is a typed URL or a bookmark.  A link followed to
+ * the console (a top-level navigation to a document) opens it as a typed
+ * URL would: the page reads nothing for the site that linked it, and a
+ * frame or a fetch is still refused.
  */
 static int
-fetch_site_ok(const char *site, const char *origin)
+fetch_site_ok(struct evhttp_request *req, enum gate_kind kind, const char *origin)
 {
+	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+	const char *site = evhttp_find_header(h, "Sec-Fetch-Site");
+	const char *mode = evhttp_find_header(h, "Sec-Fetch-Mode");
+	const char *dest = evhttp_find_header(h, "Sec-Fetch-Dest");
+
 	if (site == NULL || strcasecmp(site, "same-origin") == 0 ||
 	    strcasecmp(site, "none") == 0)
+		return 1;
+	if (kind == GATE_PUBLIC && evhttp_request_get_command(req) == EVHTTP_REQ_GET &&
+	    mode != NULL && strcasecmp(mode, "navigate") == 0 &&
+	    dest != NULL && strcasecmp(dest, "document") == 0)
 		return 1;
 	return origin != NULL && origin_ok(origin);
 }
@@ -170,7 +182,7 @@ listen_gate(struct evhttp_request *req, enum gate_kind kind)
 		http_error(req, "origin_forbidden", NULL);
 		return -1;
 	}
-	if (!fetch_site_ok(evhttp_find_header(h, "Sec-Fetch-Site"), origin)) {
+	if (!fetch_site_ok(req, kind, origin)) {
 		http_send_qerr(req, qerr_new("origin_forbidden",
 		    "Cross-site request refused (Sec-Fetch-Site)"));
 		return -1;
