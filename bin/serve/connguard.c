@@ -259,8 +259,9 @@ guard_is_unix(struct guard *g)
 
 /*
  * The pre-authentication share is full: close the oldest connection in it
- * that is only reading a request (head or body) or idling, so that idle connects cannot
- * hold every slot until their deadlines.  0 when one was closed.
+ * that is only reading a request (head or body) or idling, so that idle
+ * connects cannot hold every slot until their deadlines.  0 when one was
+ * closed.
  */
 static int
 guard_evict_preauth(void)
