@@ -10,7 +10,7 @@ load oracle_helper
 load index_helper
 
 setup() {
-	index_setup 8 2
+	index_setup 8 8
 	F=$(qwen-gen-transcript --mib "$MIB" --seed 31 --branches 2 --compressions 2 \
 	    --glued 2 --out "$BATS_TEST_TMPDIR/g")
 	cached "$F" >/dev/null

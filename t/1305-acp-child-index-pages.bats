@@ -9,7 +9,7 @@ load index_helper
 
 setup() {
 	acp_setup
-	index_setup 8 2
+	index_setup 8 8
 	index_session 47
 	run drive --cache-dir "$CACHE" <<EOF
 $INIT

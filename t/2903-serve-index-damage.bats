@@ -9,7 +9,7 @@ load index_helper
 setup() {
 	REAL=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
 	[ -x "$REAL" ] || skip "qwen-acp-child not built"
-	index_setup 8 2
+	index_setup 8 8
 }
 
 teardown() {

@@ -329,8 +329,15 @@ record_jsonc(struct pctx *x, int flags, char **cause)
 	int rc;
 
 	x->p->jsonc_records++;
-	if ((r = transcript_load_record(x->t, x->c->rec[x->pos], cause)) == NULL)
-		return errno == EBADMSG ? 0 : -1;	/* indexed but refused: skip */
+	if ((r = transcript_load_record(x->t, x->c->rec[x->pos], cause)) == NULL) {
+		if (errno != EBADMSG)
+			return -1;
+		if (cause != NULL) {	/* indexed but refused: skipped, no error */
+			free(*cause);
+			*cause = NULL;
+		}
+		return 0;
+	}
 	if ((flags & PROJECT_HIDE_INHERITED) && jsonc_inherited(r)) {
 		json_object_put(r);
 		return 0;

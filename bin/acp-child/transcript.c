@@ -167,7 +167,7 @@ add_record(struct transcript *t, const struct txscan *s, uint64_t off,
 static void
 transcript_json_forget(struct transcript *t, const char *p, size_t n)
 {
-	if (memmem(p, n, "\\u", 2) == NULL)
+	if (n == 0 || memmem(p, n, "\\u", 2) == NULL)
 		return;
 	json_tokener_free(t->tok);
 	t->tok = NULL;
