@@ -134,7 +134,7 @@ void
 inflight_reply_session(struct evhttp_request *req, struct session *s, enum inflight_action action,
     int attached, const char *client_id)
 {
-	json_object *o = xjson_object_new_object();
+	json_object *o = xjson_object_new_object(), *replay = NULL;
 	char iso[CLOCK_ISO_LEN];
 
 	clock_iso_time(s->created_wall_ms, iso);
@@ -158,13 +158,14 @@ inflight_reply_session(struct evhttp_request *req, struct session *s, enum infli
 	if (action == OP_LOAD) {
 		json_object_object_add(o, "compactedReplay", s->replay != NULL ?
 		    json_object_get(s->replay) : xjson_object_new_array());
+		replay = s->replay;
 		json_object_object_add(o, "liveJournal", xjson_object_new_array());
 		if (s->replay_flags != NULL) {
 			json_object_object_foreach(s->replay_flags, key, val)
 				json_object_object_add(o, key, json_object_get(val));
 		}
 	}
-	http_reply_json(req, 200, o);
+	reply_slice_json(req, 200, o, replay);
 }
 
 /* Every waiter gets the same error. */

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/buffer.h>
+
 #include <json-c/printbuf.h>
 
 #include "clock.h"
@@ -98,14 +100,49 @@ replay_raw_envelope(struct rpc_raw *raw, size_t i, uint64_t id,
 	return o;
 }
 
+/* The envelope made here that o is, or NULL. */
+static struct raw_env *
+env_of(json_object *o)
+{
+	struct raw_env *e;
+
+	if (!json_object_is_type(o, json_type_object) ||
+	    (e = json_object_get_userdata(o)) == NULL || e->magic != RAW_ENV_MAGIC)
+		return NULL;
+	return e;
+}
+
+size_t
+replay_raw_len(json_object *env)
+{
+	struct raw_env *e = env_of(env);
+
+	if (e == NULL)
+		return 0;
+	return (size_t)e->nhead + e->raw->el[e->i].len + (size_t)e->ntail;
+}
+
+int
+replay_raw_add(json_object *env, struct evbuffer *out)
+{
+	struct raw_env *e = env_of(env);
+	const struct rpc_raw_el *el;
+
+	if (e == NULL)
+		return -1;
+	el = &e->raw->el[e->i];
+	evbuffer_add(out, e->head, (size_t)e->nhead);
+	evbuffer_add(out, e->raw->bytes + el->off, el->len);
+	evbuffer_add(out, e->tail, (size_t)e->ntail);
+	return 0;
+}
+
 json_object *
 replay_raw_expand(json_object *env)
 {
-	struct raw_env *e;
 	const char *js;
 
-	if (!json_object_is_type(env, json_type_object) ||
-	    (e = json_object_get_userdata(env)) == NULL || e->magic != RAW_ENV_MAGIC)
+	if (env_of(env) == NULL)
 		return json_object_get(env);
 	/* The bytes were checked to be json-c's own encoding: this parses. */
 	js = json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN);
