@@ -76,20 +76,29 @@ env_delete(json_object *o, void *arg)
 	free(e);
 }
 
+char *
+replay_raw_sid(const char *session_id)
+{
+	json_object *sid = xjson_object_new_string(session_id);
+	char *s;
+
+	s = xstrdup(json_object_to_json_string_ext(sid, JSON_C_TO_STRING_PLAIN |
+	    JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(sid);
+	return s;
+}
+
 json_object *
 replay_raw_envelope(struct rpc_raw *raw, size_t i, uint64_t id,
-    const char *session_id, uint64_t wall_ms)
+    const char *sid_json, uint64_t wall_ms)
 {
-	json_object *o, *sid;
+	json_object *o;
 	struct raw_env *e;
 
 	e = xcalloc(1, sizeof *e);
-	sid = xjson_object_new_string(session_id);
 	e->nhead = xasprintf(&e->head, "{\"id\":%" PRIu64 ",\"v\":1,"
 	    "\"type\":\"session_update\",\"data\":{\"sessionId\":%s,\"update\":", id,
-	    json_object_to_json_string_ext(sid, JSON_C_TO_STRING_PLAIN |
-	    JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(sid);
+	    sid_json);
 	o = xjson_object_new_object();
 	e->ntail = snprintf(e->tail, sizeof e->tail,
 	    "},\"_meta\":{\"serverTimestamp\":%" PRIu64 "}}", wall_ms);

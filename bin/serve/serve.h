@@ -614,12 +614,15 @@ struct rpc_reader;
 /* Have rd keep a bulk replay's updates as bytes (unless the environment
    says QWEN_SERVE_REPLAY_REENCODE=1). */
 void		 replay_raw_setup(struct rpc_reader *rd);
+/* A session id encoded as a JSON string, for replay_raw_envelope()
+   (caller frees). */
+char		*replay_raw_sid(const char *session_id);
 /* The bus envelope of update i of raw with bus id id: an object that
    encodes as {"id","v","type":"session_update","data":{sessionId,update},
-   "_meta":{serverTimestamp}} around the update's bytes.  Caller puts; it
-   holds a reference to raw. */
+   "_meta":{serverTimestamp}} around the update's bytes; sid_json from
+   replay_raw_sid().  Caller puts; it holds a reference to raw. */
 json_object	*replay_raw_envelope(struct rpc_raw *raw, size_t i, uint64_t id,
-		    const char *session_id, uint64_t wall_ms);
+		    const char *sid_json, uint64_t wall_ms);
 /* An element of a compactedReplay as a json-c tree: env itself (a new
    reference) or, for an envelope made here, its bytes parsed (caller
    puts; NULL if they do not parse, which json-c's own encoding does). */
