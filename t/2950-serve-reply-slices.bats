@@ -20,15 +20,6 @@ teardown() {
 	rteardown
 }
 
-# masked: the body with what differs between two loads blanked.
-masked() {
-	sed -e 's/"serverTimestamp":[0-9]*/"serverTimestamp":0/g' \
-	    -e 's/"clientId":"[^"]*"/"clientId":""/' \
-	    -e 's/"createdAt":"[^"]*"/"createdAt":""/' \
-	    -e 's/"eventEpoch":"[^"]*"/"eventEpoch":""/' \
-	    -e 's/,"index":"[a-z]*","bytesRead":[0-9]*//'
-}
-
 make_transcript() {
 	qwen-gen-transcript --mib 2 --seed 5 --session-id "$SID" \
 	    --data-dir "$DATA" --workspace "$WS" >/dev/null
