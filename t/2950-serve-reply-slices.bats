@@ -25,9 +25,10 @@ make_transcript() {
 	    --data-dir "$DATA" --workspace "$WS" >/dev/null
 }
 
-# The one-shot reply of the json-c path, masked, in $BATS_TEST_TMPDIR/jsonc.
+# reference [qwen-serve args...]: the one-shot reply of the json-c path,
+# masked, in $BATS_TEST_TMPDIR/jsonc.
 reference() {
-	QWEN_SERVE_REPLAY_REENCODE=1 SERVE_CHILD=$REAL serve_start --log-level debug
+	QWEN_SERVE_REPLAY_REENCODE=1 SERVE_CHILD=$REAL serve_start --log-level debug "$@"
 	make_transcript
 	req POST /session/$SID/load '{}'
 	expect 200
@@ -92,6 +93,19 @@ EOF
 	req POST /session/$SID/load '{}'
 	expect 200
 	sliced_n 2
+	masked <"$BATS_TEST_TMPDIR/body" >"$BATS_TEST_TMPDIR/sliced"
+	cmp "$BATS_TEST_TMPDIR/jsonc" "$BATS_TEST_TMPDIR/sliced"
+}
+
+@test "cut to --compacted-replay-max-bytes, the history_truncated marker leads the slices" {
+	reference --compacted-replay-max-bytes 300000
+	QWEN_SERVE_TEST_REPLY_SLICE=700 SERVE_CHILD=$REAL serve_start --log-level debug \
+	    --compacted-replay-max-bytes 300000
+	req POST /session/$SID/load '{}'
+	expect 200 '.compactedReplay[0].type == "history_truncated"'
+	[ "$(jq '.compactedReplay | length' <<<"$body")" -gt 10 ]
+	sliced_n 10
+	[ "$(header Content-Length)" = "$(stat -c %s "$BATS_TEST_TMPDIR/body")" ]
 	masked <"$BATS_TEST_TMPDIR/body" >"$BATS_TEST_TMPDIR/sliced"
 	cmp "$BATS_TEST_TMPDIR/jsonc" "$BATS_TEST_TMPDIR/sliced"
 }

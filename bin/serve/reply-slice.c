@@ -72,44 +72,37 @@ slice_bytes(void)
 	return bytes;
 }
 
-/* The encoded length of el, and whether it is worth slicing for. */
-static size_t
-element_len(json_object *el, int *raw)
-{
-	size_t len;
-
-	if ((len = replay_raw_len(el)) != 0) {
-		*raw = 1;
-		return len;
-	}
-	*raw = 0;
-	json_object_to_json_string_length(el, REPLY_JSON_FLAGS, &len);
-	return len;
-}
-
 /*
  * The elements' encoded length with their commas, or 0 when slicing is
  * not worth it: under two slices of envelopes kept as the child's bytes,
- * or many elements json-c would have to encode first just to count them.
+ * or many other elements, which json-c would have to encode first just to
+ * count them (the few others, a history_truncated marker, it does).
  */
 static size_t
 array_len(json_object *arr)
 {
 	size_t i, n = json_object_array_length(arr), total = 0, raw = 0, plain = 0;
+	size_t len;
 	json_object *el;
-	int is_raw;
 
-	for (i = 0; i < n; i++)
-		if (replay_raw_len(json_object_array_get_idx(arr, i)) == 0 &&
+	for (i = 0; i < n; i++) {
+		if ((len = replay_raw_len(json_object_array_get_idx(arr, i))) == 0 &&
 		    ++plain > REPLY_PLAIN_MAX)
 			return 0;
-	for (i = 0; i < n; i++) {
-		el = json_object_array_get_idx(arr, i);
-		total += (el != NULL ? element_len(el, &is_raw) : 4) + (i > 0);
-		if (el != NULL && is_raw)
-			raw += replay_raw_len(el);
+		raw += len;
+		total += len + (i > 0);
 	}
-	return raw >= 2 * slice_bytes() ? total : 0;
+	if (raw < 2 * slice_bytes())
+		return 0;
+	for (i = 0; i < n && plain > 0; i++) {
+		el = json_object_array_get_idx(arr, i);
+		if (el == NULL)
+			total += 4;
+		else if (replay_raw_len(el) == 0)
+			total += strlen(json_object_to_json_string_ext(el,
+			    REPLY_JSON_FLAGS));
+	}
+	return total;
 }
 
 /* The stand-in's encoding: nothing, but where it would go. */
@@ -183,7 +176,8 @@ slicer_step(evutil_socket_t fd, short what, void *arg)
 		slicer_free(rs);
 		return;
 	}
-	if ((out = evbuffer_new()) == NULL)
+	if ((out = evbuffer_new()) == NULL ||
+	    evbuffer_expand(out, slice_bytes() + 1024) == -1)
 		fatalx("out of memory (evbuffer)");
 	slice_fill(rs, out);
 	rs->slices++;
