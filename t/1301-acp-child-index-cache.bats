@@ -6,48 +6,10 @@
 # indexed again, answering what a fresh pass and the independent reference
 # loader (../shared/tools/gen-transcript, when present) answer.
 load test_helper
-load oracle_helper
-
-ORACLE="$SHARED_DIR/tools/gen-transcript"
+load index_helper
 
 setup() {
-	command -v jq >/dev/null || skip "jq not installed"
-	CACHE="$BATS_TEST_TMPDIR/cache"
-	MIB=2
-	[ -z "${QWEN_SANITIZED:-}" ] || MIB=0.5
-}
-
-# gen SEED [ARGS...]: a generated transcript; prints its path.
-gen() {
-	local seed=$1
-	shift
-	qwen-gen-transcript --mib "$MIB" --seed "$seed" --branches 2 \
-	    --compressions 2 --glued 2 "$@" --out "$BATS_TEST_TMPDIR/g$seed"
-}
-
-# cached [ARGS...] FILE: the summary through the index cache.
-cached() {
-	qwen-inspect --cache-dir "$CACHE" "$@"
-}
-
-# fresh_agrees FILE JSON: JSON (less the cache members) is what a fresh
-# pass answers, and what the reference loader answers when it is here.
-fresh_agrees() {
-	local got want
-	got=$(jq -S 'del(.index, .indexReason, .bytesRead)' <<<"$2")
-	want=$(qwen-inspect "$1" | jq -S .)
-	[ "$got" = "$want" ] || {
-		diff <(echo "$got") <(echo "$want")
-		return 1
-	}
-	if [ -x "$ORACLE" ] && command -v python3 >/dev/null; then
-		agree "$2" "$("$ORACLE" --verify "$1")"
-	fi
-}
-
-# state JSON: "index reason" of a cached summary.
-state() {
-	jq -r '"\(.index) \(.indexReason)"' <<<"$1"
+	index_setup
 }
 
 # flip_byte FILE OFFSET: change one byte of FILE in place.
@@ -59,32 +21,20 @@ flip_byte() {
 	    dd of="$1" bs=1 seek="$2" conv=notrunc status=none
 }
 
-# one_index: the path of the only kept index.
-one_index() {
-	local n
-	n=$(find "$CACHE" -name 'tx-*.idx' | wc -l)
-	[ "$n" -eq 1 ]
-	find "$CACHE" -name 'tx-*.idx'
-}
-
 @test "a kept index is used: the transcript is not read again" {
 	f=$(gen 1 --torn-tail)
 	size=$(stat -c %s "$f")
-	o=$(cached "$f")
-	[ "$(state "$o")" = "cold null" ]
+	cached_is "cold null" "$f"
 	# The whole file, then the chat_compression checkpoints.
 	checkpoints=$(($(jq .bytesRead <<<"$o") - size))
 	[ "$checkpoints" -ge 0 ]
-	fresh_agrees "$f" "$o"
 	idx=$(one_index)
 	[ "$(stat -c %a "$CACHE")" = 700 ]
 	[ "$(stat -c %a "$idx")" = 600 ]
 	for run in 1 2; do
-		o=$(cached "$f")
-		[ "$(state "$o")" = "warm null" ]
+		cached_is "warm null" "$f"
 		# The checkpoints and 8 KiB of digests only.
 		[ "$(jq .bytesRead <<<"$o")" -eq "$((checkpoints + 8192))" ]
-		fresh_agrees "$f" "$o"
 	done
 	# An unchanged index is not written again.
 	[ "$(one_index)" = "$idx" ]
@@ -121,28 +71,21 @@ one_index() {
 	mkdir "$BATS_TEST_TMPDIR/grow"
 	f="$BATS_TEST_TMPDIR/grow/$name"
 	head -n "$keep" "$full" >"$f"
-	o=$(cached "$f")
-	[ "$(state "$o")" = "cold null" ]
-	fresh_agrees "$f" "$o"
+	cached_is "cold null" "$f"
 	# qwen-code appends: a torn last line first, then the rest.
 	rest=$(tail -n +"$((keep + 1))" "$full")
 	before=$(stat -c %s "$f")
 	printf '%s' "${rest:0:100}" >>"$f"
-	o=$(cached "$f")
-	[ "$(state "$o")" = "warm null" ]
+	cached_is "warm null" "$f"
 	[ "$(jq .tornTailBytes <<<"$o")" -eq 100 ]
-	fresh_agrees "$f" "$o"
 	printf '%s\n' "${rest:100}" >>"$f"
 	cmp "$f" "$full"
-	grown=$(cached "$f")
-	[ "$(state "$grown")" = "warm null" ]
-	fresh_agrees "$f" "$grown"
+	cached_is "warm null" "$f"
+	grown=$o
 	# What was appended is kept too: the next run reads only the
 	# checkpoints and the digests, and the one before read that plus the
 	# appended bytes (the torn line's among them), not one byte more.
-	o=$(cached "$f")
-	[ "$(state "$o")" = "warm null" ]
-	fresh_agrees "$f" "$o"
+	cached_is "warm null" "$f"
 	[ "$(jq .bytesRead <<<"$grown")" -eq "$(($(jq .bytesRead <<<"$o") + size - before))" ]
 }
 
@@ -152,9 +95,7 @@ one_index() {
 	# Replaced (a new inode with the same bytes): qwen-code's rewrite.
 	cp "$f" "$f.new"
 	mv "$f.new" "$f"
-	o=$(cached "$f")
-	[ "$(state "$o")" = "rescan replaced" ]
-	fresh_agrees "$f" "$o"
+	cached_is "rescan replaced" "$f"
 	# Rewritten in place, same size: the last record becomes blanks, so
 	# the stale index would answer the old leaf.
 	old_leaf=$(jq -r .leafUuid <<<"$o")
@@ -162,17 +103,12 @@ one_index() {
 	{ head -c "$(($(stat -c %s "$f") - last))" "$f"
 	  printf '%*s\n' "$((last - 1))" ''; } >"$BATS_TEST_TMPDIR/blank"
 	dd if="$BATS_TEST_TMPDIR/blank" of="$f" conv=notrunc status=none
-	o=$(cached "$f")
-	[ "$(state "$o")" = "rescan digest" ]
+	cached_is "rescan digest" "$f"
 	[ "$(jq -r .leafUuid <<<"$o")" != "$old_leaf" ]
-	fresh_agrees "$f" "$o"
 	# Truncated below what was indexed (mid-line: a torn tail).
 	truncate -s "$(($(stat -c %s "$f") / 2))" "$f"
-	o=$(cached "$f")
-	[ "$(state "$o")" = "rescan truncated" ]
-	fresh_agrees "$f" "$o"
-	o=$(cached "$f")
-	[ "$(state "$o")" = "warm null" ]
+	cached_is "rescan truncated" "$f"
+	cached_is "warm null" "$f"
 }
 
 @test "a damaged kept index is found and the transcript indexed again" {
@@ -191,14 +127,12 @@ one_index() {
 	}
 	for how in flip short version garbage empty; do
 		damage "$how"
-		o=$(cached "$f")
-		echo "$how: $(state "$o")"
-		[ "$(jq -r .index <<<"$o")" = rescan ]
-		[ "$(jq -r .indexReason <<<"$o")" = "$( [ "$how" = flip ] && echo checksum || echo format)" ]
-		fresh_agrees "$f" "$o"
+		echo "damage: $how"
+		want="rescan format"
+		[ "$how" != flip ] || want="rescan checksum"
+		cached_is "$want" "$f"
 		# Written again whole.
-		o=$(cached "$f")
-		[ "$(state "$o")" = "warm null" ]
+		cached_is "warm null" "$f"
 		isize=$(stat -c %s "$idx")
 	done
 }

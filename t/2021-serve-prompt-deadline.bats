@@ -10,8 +10,6 @@ teardown() {
 	serve_teardown
 }
 
-P='{"prompt":[{"type":"text","text":"hello"}]}'
-
 # The envelopes of NAME whose type is T (and promptId P when given).
 count_of() {
 	sse_events "$1" | jq "[.[] | select(.type == \"$2\" and (\"${3-}\" == \"\" or .promptId == \"${3-}\"))] | length"
@@ -54,14 +52,11 @@ prompts_sent() {
 	    serve_loaded --prompt-deadline-ms 300
 	sse_open a /session/$SID/events
 	sse_open b /session/$SID/events
-	req POST /session/$SID/prompt "$P"
-	expect 202
-	local p1
-	p1=$(jq -r .promptId <<<"$body")
-	req POST /session/$SID/prompt "$P"
-	expect 202
-	local p2
-	p2=$(jq -r .promptId <<<"$body")
+	local p1 p2
+	prompt_post "$SID"
+	p1=$PROMPT_ID
+	prompt_post "$SID"
+	p2=$PROMPT_ID
 	for s in a b; do
 		sse_wait $s ".type == \"turn_error\" and .promptId == \"$p1\" and .data.code == \"prompt_deadline_exceeded\" and .data.errorKind == \"prompt_deadline_exceeded\" and .data.deadlineMs == 300 and .data.promptId == \"$p1\" and .data.sessionId == \"$SID\"" 10
 	done
@@ -78,31 +73,28 @@ prompts_sent() {
 }
 
 @test "deadlineMs shortens the flag's deadline; a longer one does not lengthen it" {
-	FAKE_CHILD="hang=session/prompt,hang=session/cancel" serve_loaded --prompt-deadline-ms 400
-	sse_open a /session/$SID/events
-	req POST /session/$SID/prompt '{"prompt":[{"type":"text","text":"x"}],"deadlineMs":200}'
-	expect 202
-	sse_wait a '.type == "turn_error" and .data.code == "prompt_deadline_exceeded" and .data.deadlineMs == 200' 10
-	serve_stop
-	sse_stop_all
-	FAKE_CHILD="hang=session/prompt,hang=session/cancel" serve_loaded --prompt-deadline-ms 400
-	sse_open b /session/$SID/events
-	req POST /session/$SID/prompt '{"prompt":[{"type":"text","text":"x"}],"deadlineMs":600000}'
-	expect 202
-	sse_wait b '.type == "turn_error" and .data.code == "prompt_deadline_exceeded" and .data.deadlineMs == 400' 10
+	# body deadlineMs:the deadline that applies, under a flag of 400.
+	local pair
+	for pair in 200:200 600000:400; do
+		FAKE_CHILD="hang=session/prompt,hang=session/cancel" serve_loaded --prompt-deadline-ms 400
+		sse_open a /session/$SID/events
+		prompt_post "$SID" "{\"prompt\":[{\"type\":\"text\",\"text\":\"x\"}],\"deadlineMs\":${pair%:*}}"
+		sse_wait a ".type == \"turn_error\" and .data.code == \"prompt_deadline_exceeded\" and .data.deadlineMs == ${pair#*:}" 10
+		sse_stop_all
+		serve_stop
+		[ "$SERVE_STATUS" = 0 ]
+	done
 }
 
 @test "without the flag, deadlineMs alone sets a deadline; a child that honours the cancel frees the session at once" {
 	# Three chunks a second apart: the deadline falls after the first.
 	FAKE_CHILD="chunks=3,chunk-delay=1000,log=$BATS_TEST_TMPDIR/child.log" serve_loaded
 	sse_open a /session/$SID/events
-	req POST /session/$SID/prompt '{"prompt":[{"type":"text","text":"x"}],"deadlineMs":300}'
-	expect 202
 	local p1 p2
-	p1=$(jq -r .promptId <<<"$body")
-	req POST /session/$SID/prompt "$P"
-	expect 202
-	p2=$(jq -r .promptId <<<"$body")
+	prompt_post "$SID" '{"prompt":[{"type":"text","text":"x"}],"deadlineMs":300}'
+	p1=$PROMPT_ID
+	prompt_post "$SID"
+	p2=$PROMPT_ID
 	sse_wait a ".type == \"turn_complete\" and .promptId == \"$p2\"" 20
 	sse_has a ".type == \"turn_error\" and .promptId == \"$p1\" and .data.code == \"prompt_deadline_exceeded\""
 	# The child answered the first prompt "cancelled": that answer is not
@@ -119,13 +111,11 @@ prompts_sent() {
 	# its chunks after the deadline and its answer must not reach clients.
 	FAKE_CHILD="chunks=3,chunk-delay=1000,hang=session/cancel" serve_loaded --prompt-deadline-ms 300
 	sse_open a /session/$SID/events
-	req POST /session/$SID/prompt "$P"
-	expect 202
 	local p1 p2
-	p1=$(jq -r .promptId <<<"$body")
-	req POST /session/$SID/prompt '{"prompt":[{"type":"text","text":"x"}],"deadlineMs":60000}'
-	expect 202
-	p2=$(jq -r .promptId <<<"$body")
+	prompt_post "$SID"
+	p1=$PROMPT_ID
+	prompt_post "$SID" '{"prompt":[{"type":"text","text":"x"}],"deadlineMs":60000}'
+	p2=$PROMPT_ID
 	sse_wait a ".type == \"turn_error\" and .promptId == \"$p1\"" 10
 	# The second prompt has the same 300 ms flag deadline (60000 cannot
 	# lengthen it), so it ends the same way, after the first one's answer.

@@ -63,10 +63,7 @@ history_ids() {
 	history_ids "$NEW" | cmp "$BATS_TEST_TMPDIR/src" -
 	req POST /session/$NEW/load '{}'
 	expect 200 ".sessionId == \"$NEW\" and (.compactedReplay | length) > 0"
-	sse_open a /session/$NEW/events
-	req POST /session/$NEW/prompt '{"prompt":[{"type":"text","text":"on the branch"}]}'
-	expect 202
-	sse_wait a '.type == "turn_complete"' 20
+	prompt_turn a "$NEW" '{"prompt":[{"type":"text","text":"on the branch"}]}'
 	req DELETE /session/$NEW
 	expect 204
 	req POST /session/$NEW/load '{"hideInheritedHistory":true}'
@@ -98,13 +95,9 @@ history_ids() {
 }
 
 @test "409 branch_while_prompt_active while a prompt runs or waits; allowed once it ends" {
-	FAKE_CHILD=delay=session/prompt:1500 serve_start
-	make_transcript
-	req POST /session/$SID/load '{}'
-	expect 200
+	FAKE_CHILD=delay=session/prompt:1500 serve_loaded
 	sse_open a /session/$SID/events
-	req POST /session/$SID/prompt '{"prompt":[{"type":"text","text":"x"}]}'
-	expect 202
+	prompt_post "$SID" '{"prompt":[{"type":"text","text":"x"}]}'
 	req POST /session/$SID/branch '{}'
 	expect 409 ".code == \"branch_while_prompt_active\" and .sessionId == \"$SID\""
 	sse_wait a '.type == "turn_complete"' 10

@@ -11,8 +11,6 @@ teardown() {
 	serve_teardown
 }
 
-P='{"prompt":[{"type":"text","text":"hello"}]}'
-
 # Two workspaces: $WS (primary) and $WSB.
 two() {
 	WS=$BATS_TEST_TMPDIR/ws
@@ -99,10 +97,7 @@ child_pids() {
 	# A's load hangs: B loads, prompts and resumes meanwhile.
 	req POST /session/$SID2/load "{\"cwd\":\"$WSB\"}"
 	expect 200 ".workspaceCwd == \"$WSB\""
-	sse_open b /session/$SID2/events
-	req POST /session/$SID2/prompt "$P"
-	expect 202
-	sse_wait b '.type == "turn_complete"' 10
+	prompt_turn b "$SID2"
 	[ "$(cat "$BATS_TEST_TMPDIR/a.code" 2>/dev/null)" = "" ]
 	wait "$a"
 	[ "$(cat "$BATS_TEST_TMPDIR/a.code")" = 504 ]
@@ -116,10 +111,7 @@ child_pids() {
 	expect 204
 	req POST /session/$SID2/resume "{\"cwd\":\"$WSB\"}"
 	expect 200 '.attached == false'
-	sse_open b2 /session/$SID2/events
-	req POST /session/$SID2/prompt "$P"
-	expect 202
-	sse_wait b2 '.type == "turn_complete"' 10
+	prompt_turn b2 "$SID2"
 }
 
 @test "transcript pages and branches in the second workspace (real child)" {
@@ -154,16 +146,13 @@ child_pids() {
 	expect 200 ".result.agentCapabilities._meta.qwen.workspaceCwd == \"$WSB\""
 	local conn
 	conn=$(header Acp-Connection-Id)
-	curl -s -N --unix-socket "$SOCK" -H "Acp-Connection-Id: $conn" -H 'Accept: text/event-stream' \
-	    http://localhost/workspaces/ws1/acp >"$BATS_TEST_TMPDIR/c.sse" 3>&- &
-	echo $! >>"$BATS_TEST_TMPDIR/sse.pids"
-	wait_for 5 grep -q '^retry: 3000' "$BATS_TEST_TMPDIR/c.sse"
+	sse_open c /workspaces/ws1/acp -H "Acp-Connection-Id: $conn" -H 'Accept: text/event-stream'
 	req POST /workspaces/ws1/acp '{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"mcpServers":[]}}' \
 	    -H "Acp-Connection-Id: $conn"
 	expect 202
 	sse_wait c '.id == 1 and (.result.sessionId | type) == "string"' 10
 	local sid
-	sid=$(sed -n 's/^data: //p' "$BATS_TEST_TMPDIR/c.sse" | jq -r 'select(.id == 1) | .result.sessionId')
+	sid=$(sse_data c | jq -r 'select(.id == 1) | .result.sessionId')
 	req GET /session/$sid/status
 	expect 200 ".workspaceCwd == \"$WSB\""
 	# By the encoded cwd; the primary by its id.

@@ -6,11 +6,7 @@ load restore_helper
 
 @test "non-blocking self-heal: 400 invalid_client_id, one resume, retry with the new id" {
 	store_client s-1 c1
-	fake_start <<EOF
-POST /session/s-1/prompt 400 if-client=c1 $INVALID_C1
-POST /session/s-1/resume 200 $RESUMED
-POST /session/s-1/prompt 202 if-client=client-2 {"promptId":"p-1","lastEventId":5}
-EOF
+	fake_start < <(heal_lines "" p-1)
 	run qwen-restore prompt --no-wait s-1 "hello"
 	[ "$status" -eq 0 ]
 	[ "$output" = "p-1" ]
@@ -37,11 +33,7 @@ GET /session/s-1/events 200 sse hold
 >sleep 200
 EOF
 		sse_frames p-1 "Hello" ", world"
-		cat <<EOF
-POST /session/s-1/prompt 400 if-client=c1 $INVALID_C1
-POST /session/s-1/resume 200 $RESUMED
-POST /session/s-1/prompt 202 if-client=client-2 {"promptId":"p-1","lastEventId":5}
-EOF
+		heal_lines "" p-1
 	} >"$BATS_TEST_TMPDIR/s.in"
 	fake_start <"$BATS_TEST_TMPDIR/s.in"
 	run qwen-restore prompt s-1 "say hello"
@@ -56,12 +48,12 @@ EOF
 
 @test "blocking self-heal: a legacy 200 answer to the retry ends the prompt" {
 	store_client s-1 c1
-	fake_start <<EOF
-GET /session/s-1/events 200 sse hold
-POST /session/s-1/prompt 400 if-client=c1 $INVALID_C1
-POST /session/s-1/resume 200 $RESUMED
-POST /session/s-1/prompt 200 if-client=client-2 {"stopReason":"end_turn"}
-EOF
+	{
+		echo "GET /session/s-1/events 200 sse hold"
+		heal_lines ""
+		echo 'POST /session/s-1/prompt 200 if-client=client-2 {"stopReason":"end_turn"}'
+	} >"$BATS_TEST_TMPDIR/s.in"
+	fake_start <"$BATS_TEST_TMPDIR/s.in"
 	run qwen-restore prompt s-1 "hi"
 	[ "$status" -eq 0 ]
 	[ "$(count POST /session/s-1/resume)" -eq 1 ]
@@ -160,12 +152,7 @@ EOF
 
 @test "single-flight in one process: two --parallel prompts, exactly one resume" {
 	store_client s-1 c1
-	fake_start <<EOF
-POST /session/s-1/prompt 400 if-client=c1 $INVALID_C1
-POST /session/s-1/resume 200 delay=300 $RESUMED
-POST /session/s-1/prompt 202 if-client=client-2 {"promptId":"p-1","lastEventId":5}
-POST /session/s-1/prompt 202 if-client=client-2 {"promptId":"p-2","lastEventId":5}
-EOF
+	fake_start < <(heal_lines delay=300 p-1 p-2)
 	run qwen-restore prompt --no-wait --parallel s-1 - <<<$'first\nsecond'
 	[ "$status" -eq 0 ]
 	[ "$(sort <<<"$output" | tr '\n' ' ')" = "p-1 p-2 " ]
@@ -195,12 +182,7 @@ EOF
 		echo ">sleep 400"
 		sse_frames p-1 "answer one"
 		sse_frames p-2 "answer two"
-		cat <<EOF
-POST /session/s-1/prompt 400 if-client=c1 $INVALID_C1
-POST /session/s-1/resume 200 delay=100 $RESUMED
-POST /session/s-1/prompt 202 if-client=client-2 {"promptId":"p-1","lastEventId":5}
-POST /session/s-1/prompt 202 if-client=client-2 {"promptId":"p-2","lastEventId":5}
-EOF
+		heal_lines delay=100 p-1 p-2
 	} >"$BATS_TEST_TMPDIR/s.in"
 	fake_start <"$BATS_TEST_TMPDIR/s.in"
 	run qwen-restore prompt --parallel s-1 - <<<$'q1\nq2'
@@ -213,12 +195,7 @@ EOF
 
 @test "single-flight across processes: two concurrent prompts, exactly one resume" {
 	store_client s-1 c1
-	fake_start <<EOF
-POST /session/s-1/prompt 400 if-client=c1 $INVALID_C1
-POST /session/s-1/resume 200 delay=1000 $RESUMED
-POST /session/s-1/prompt 202 if-client=client-2 {"promptId":"p-1","lastEventId":5}
-POST /session/s-1/prompt 202 if-client=client-2 {"promptId":"p-2","lastEventId":5}
-EOF
+	fake_start < <(heal_lines delay=1000 p-1 p-2)
 	qwen-restore -v prompt --no-wait s-1 one >"$BATS_TEST_TMPDIR/a.out" 2>"$BATS_TEST_TMPDIR/a.err" 3>&- &
 	a=$!
 	qwen-restore -v prompt --no-wait s-1 two >"$BATS_TEST_TMPDIR/b.out" 2>"$BATS_TEST_TMPDIR/b.err" 3>&- &

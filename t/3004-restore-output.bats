@@ -4,8 +4,6 @@
 
 load restore_helper
 
-LOADED='{"sessionId":"s-1","workspaceCwd":"/w","attached":false,"clientId":"client-9","lastEventId":0}'
-
 @test "exit 0: success" {
 	fake_start <<<'GET /session/s-1/status 200 {"sessionId":"s-1","clientCount":1}'
 	run qwen-restore --json status s-1

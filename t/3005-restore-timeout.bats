@@ -4,12 +4,6 @@
 
 load restore_helper
 
-LOADED='{"sessionId":"s-1","workspaceCwd":"/w","attached":false,"clientId":"client-9","lastEventId":0}'
-
-caps() {
-	printf '{"v":1,"features":["session_load"],"limits":{"sessionRestoreTimeoutMs":%s}}' "$1"
-}
-
 # chosen ACTION [ARGS...]: run ACTION s-1 with -v and print the timeout line.
 chosen() {
 	local action=$1
@@ -69,11 +63,7 @@ EOF
 }
 
 @test "an explicit fetch timeout beats the cached capability" {
-	fake_start <<EOF
-GET /capabilities 200 $(caps 60000)
-POST /session/s-1/load 200 $LOADED
-EOF
-	qwen-restore capabilities >/dev/null
+	cached_budget 60000 ""
 	[ "$(chosen load --fetch-timeout-ms 30000)" = " 30000 ms (--fetch-timeout-ms)" ]
 	[ "$(QWEN_FETCH_TIMEOUT_MS=25000 chosen load)" = " 25000 ms (QWEN_FETCH_TIMEOUT_MS)" ]
 	# The flag beats the environment.
@@ -83,11 +73,7 @@ EOF
 }
 
 @test "per-request --timeout-ms beats everything" {
-	fake_start <<EOF
-GET /capabilities 200 $(caps 60000)
-POST /session/s-1/load 200 $LOADED
-EOF
-	qwen-restore capabilities >/dev/null
+	cached_budget 60000 ""
 	[ "$(QWEN_FETCH_TIMEOUT_MS=25000 chosen load --fetch-timeout-ms 30000 --timeout-ms 5000)" = " 5000 ms (--timeout-ms)" ]
 }
 
@@ -154,12 +140,7 @@ EOF
 }
 
 @test "the cached budget's deadline fires: 1 ms + 10 s is not reached by a 300 ms answer" {
-	fake_start <<EOF
-GET /capabilities 200 $(caps 1)
-POST /session/s-1/load 200 delay=300 $LOADED
-POST /session/s-1/load 200 hold $LOADED
-EOF
-	qwen-restore capabilities >/dev/null
+	cached_budget 1 delay=300 hold
 	# 10001 ms leaves the 300 ms answer alone; a 100 ms fetch timeout ends
 	# a held one.
 	run qwen-restore load s-1

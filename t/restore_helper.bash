@@ -77,6 +77,42 @@ stored_client() {
 INVALID_C1='{"error":"Client id \"c1\" is not registered for session s-1","code":"invalid_client_id","sessionId":"s-1","clientId":"c1"}'
 NOT_FOUND='{"error":"No session with id \"s-1\"","code":"session_not_found","sessionId":"s-1"}'
 RESUMED='{"sessionId":"s-1","workspaceCwd":"/w","attached":false,"clientId":"client-2","lastEventId":5,"eventEpoch":"e1"}'
+LOADED='{"sessionId":"s-1","workspaceCwd":"/w","attached":false,"clientId":"client-9","lastEventId":0}'
+
+# caps MS: a capabilities body publishing restore budget MS.
+caps() {
+	printf '{"v":1,"features":["session_load"],"limits":{"sessionRestoreTimeoutMs":%s}}' "$1"
+}
+
+# cached_budget MS LOAD_KNOBS...: the fake daemon publishes budget MS,
+# then answers one load of s-1 per LOAD_KNOBS (such as delay=300 or hold;
+# "" for none); qwen-restore has cached the budget.
+cached_budget() {
+	local ms=$1 k
+	shift
+	{
+		echo "GET /capabilities 200 $(caps "$ms")"
+		for k in "$@"; do
+			echo "POST /session/s-1/load 200 ${k:+$k }$LOADED"
+		done
+	} >"$BATS_TEST_TMPDIR/budget.in"
+	fake_start <"$BATS_TEST_TMPDIR/budget.in"
+	qwen-restore capabilities >/dev/null
+}
+
+# heal_lines RESUME_KNOBS PROMPT_ID...: the script of a clientId
+# self-heal of s-1: the prompt with the stale id c1 gets
+# invalid_client_id, the resume (RESUME_KNOBS such as delay=300; "" for
+# none) answers client-2, then one prompt of client-2 admitted per id.
+heal_lines() {
+	local knobs=$1 p
+	shift
+	echo "POST /session/s-1/prompt 400 if-client=c1 $INVALID_C1"
+	echo "POST /session/s-1/resume 200 ${knobs:+$knobs }$RESUMED"
+	for p in "$@"; do
+		printf 'POST /session/s-1/prompt 202 if-client=client-2 {"promptId":"%s","lastEventId":5}\n' "$p"
+	done
+}
 
 # sse_frames PROMPT_ID TEXT...: chunks then turn_complete, ids from 6.
 sse_frames() {

@@ -152,6 +152,24 @@ serve_loaded() {
 	expect 200
 }
 
+# prompt_post ID [BODY]: POST BODY (default: one text block) to session
+# ID's prompt, which must be admitted (202); its promptId in $PROMPT_ID.
+prompt_post() {
+	local b=${2-}
+	[ -n "$b" ] || b='{"prompt":[{"type":"text","text":"hello"}]}'
+	req POST "/session/$1/prompt" "$b"
+	expect 202 || return 1
+	PROMPT_ID=$(jq -r .promptId <<<"$body")
+}
+
+# prompt_turn NAME ID [BODY]: subscribe NAME to session ID's events, post
+# a prompt and wait for its turn_complete.
+prompt_turn() {
+	sse_open "$1" "/session/$2/events"
+	prompt_post "$2" "${3-}" || return 1
+	sse_wait "$1" ".type == \"turn_complete\" and .promptId == \"$PROMPT_ID\"" 20
+}
+
 # sdk_run STEP [ARG]: run t/helper/sdk-drive.mjs STEP against the daemon
 # with the real SDK (installed once from npm); skips without node or
 # the npm registry.  $status and $output as from run.

@@ -7,7 +7,9 @@
  * answers {stopReason:"end_turn"}.  One prompt runs at a time per session;
  * later ones wait in the session's queue.  Cancel stops the running one
  * (stopReason "cancelled") and answers the queued ones the same way.  A
- * failed or cancelled turn appends no assistant record.
+ * failed or cancelled turn appends no assistant record.  Each prompt
+ * is one span `qwen-code.daemon.session_prompt`, a child of the
+ * traceparent in its _meta: ids and the stop reason only, no content.
  */
 #include "config.h"
 
@@ -19,7 +21,10 @@
 #include "append.h"
 #include "child.h"
 #include "delegate.h"
+#include "json.h"
 #include "log.h"
+#include "profiler.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 struct prompt {
@@ -30,7 +35,35 @@ struct prompt {
 	char		*text;		/* the agent's answer so far */
 	size_t		 len, cap;
 	int		 paused;
+	struct span	*span;
 };
+
+/* The prompt's span, joined to the daemon's trace when _meta carries it. */
+static struct span *
+prompt_span_start(struct rpc_msg *m, struct session *s)
+{
+	struct span *sp;
+
+	sp = prof_span_start("qwen-code.daemon.session_prompt",
+	    json_get_obj(m->params, "_meta"));
+	span_set_str(sp, "qwen-code.daemon.operation", "acp_session_prompt");
+	span_set_str(sp, "session.id", s->id);
+	return sp;
+}
+
+/* End the span with the turn's stop reason, or its error kind. */
+static void
+prompt_span_end(struct child *c, struct span *sp, const char *stop,
+    const char *error_kind)
+{
+	if (stop != NULL)
+		span_set_str(sp, "qwen-code.daemon.prompt.stop_reason", stop);
+	if (error_kind != NULL) {
+		span_set_str(sp, "qwen-code.daemon.error_kind", error_kind);
+		span_set_status(sp, SPAN_STATUS_ERROR, error_kind);
+	}
+	span_end(sp, c->trace);
+}
 
 /* The text blocks of params.prompt joined by blank lines.  Caller frees. */
 static char *
@@ -150,11 +183,16 @@ prompt_done(void *arg, enum agent_end end, int status, const char *message)
 	p->agent = NULL;
 	if (end == AGENT_END_OK) {
 		if (prompt_append(c, s, p->req_id, "assistant", p->text != NULL ?
-		    p->text : "", p->len) == 0)
+		    p->text : "", p->len) == 0) {
 			child_send_result(c, p->req_id, prompt_stop("end_turn"));
+			prompt_span_end(c, p->span, "end_turn", NULL);
+		} else
+			prompt_span_end(c, p->span, NULL, "transcript_write_failed");
 	} else if (end == AGENT_END_CANCELLED) {
 		child_send_result(c, p->req_id, prompt_stop("cancelled"));
+		prompt_span_end(c, p->span, "cancelled", NULL);
 	} else {
+		prompt_span_end(c, p->span, NULL, "agent_failed");
 		data = child_error_data("agent_failed");
 		json_object_object_add(data, "exitStatus", xjson_object_new_int(status));
 		snprintf(msg, sizeof(msg), "%s (status %d)",
@@ -192,30 +230,36 @@ prompt_start(struct child *c, struct rpc_msg *m, struct session *s)
 {
 	static const struct agent_cbs cbs = { prompt_chunk, prompt_done };
 	struct prompt *p;
+	struct span *sp;
 	char *text, *cause = NULL;
 	size_t len = 0;
 
 	if (c->opts.agent_acp != NULL) {
-		delegate_prompt(c, m, s);
+		delegate_prompt(c, m, s);	/* _meta goes on to the agent */
 		return;
 	}
+	sp = prompt_span_start(m, s);
 	if ((text = prompt_text(m->params, &len)) == NULL) {
 		child_send_error(c, m->id, RPC_INVALID_PARAMS,
 		    "session/prompt needs params.prompt with at least one text block",
 		    NULL);
+		prompt_span_end(c, sp, NULL, "invalid_params");
 		return;
 	}
 	if (prompt_append(c, s, m->id, "user", text, len) == -1) {
 		free(text);
+		prompt_span_end(c, sp, NULL, "transcript_write_failed");
 		return;
 	}
 	if ((p = calloc(1, sizeof(*p))) == NULL) {
 		free(text);
 		child_send_error(c, m->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+		prompt_span_end(c, sp, NULL, "internal");
 		return;
 	}
 	p->c = c;
 	p->s = s;
+	p->span = sp;
 	json_object_deep_copy(m->id, &p->req_id, NULL);
 	p->agent = agent_start(c->base, c->opts.agent_command, text, len, s->id,
 	    s->path, &cbs, p, &cause);
@@ -224,6 +268,7 @@ prompt_start(struct child *c, struct rpc_msg *m, struct session *s)
 		child_send_error(c, m->id, RPC_INTERNAL_ERROR, cause != NULL ? cause :
 		    "cannot start the agent", agent_error_data(cause));
 		free(cause);
+		prompt_span_end(c, sp, NULL, "agent_failed");
 		json_object_put(p->req_id);
 		free(p);
 		return;

@@ -73,13 +73,8 @@ send_answer(struct rctx *ctx, const char *sid, const char *client_id,
 	json_object_object_add(body, "outcome", o);
 	if (asprintf(&suffix, "/permission/%s", req_id) != -1 &&
 	    (path = http_session_path(sid, suffix)) != NULL) {
-		memset(&req, 0, sizeof(req));
-		req.method = "POST";
-		req.path = path;
-		req.body = body;
-		req.client_id = client_id;
-		req.last_event_id = -1;
-		req.timeout_ms = timeout_fetch_ms(ctx, &src);
+		http_req_init(&req, "POST", path, body, client_id,
+		    timeout_fetch_ms(ctx, &src));
 		rc = http_do(ctx, &req, resp) == 0 && http_ok(resp) ? 0 : -1;
 	}
 	free(suffix);

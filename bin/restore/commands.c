@@ -113,13 +113,7 @@ session_call(struct rctx *ctx, const char *method, const char *suffix,
 	state_client_get(ctx->state, ctx->session_id, id, sizeof(id));
 	if ((path = http_session_path(ctx->session_id, suffix)) == NULL)
 		return EXIT_FAIL;
-	memset(&req, 0, sizeof(req));
-	req.method = method;
-	req.path = path;
-	req.body = body;
-	req.client_id = id;
-	req.last_event_id = -1;
-	req.timeout_ms = timeout_fetch_ms(ctx, &src);
+	http_req_init(&req, method, path, body, id, timeout_fetch_ms(ctx, &src));
 	rc = run(ctx, &req, resp, ok404);
 	free(path);
 	return rc;
@@ -136,11 +130,8 @@ cmd_capabilities(struct rctx *ctx, char **args)
 	int			 rc;
 
 	(void)args;
-	memset(&req, 0, sizeof(req));
-	req.method = "GET";
-	req.path = "/capabilities";
-	req.last_event_id = -1;
-	req.timeout_ms = timeout_fetch_ms(ctx, &src);
+	http_req_init(&req, "GET", "/capabilities", NULL, NULL,
+	    timeout_fetch_ms(ctx, &src));
 	if ((rc = run(ctx, &req, &resp, 0)) != 0)
 		goto out;
 	if ((caps = http_resp_json(&resp)) == NULL) {
@@ -179,11 +170,7 @@ cmd_list(struct rctx *ctx, char **args)
 		return EXIT_FAIL;
 	}
 	curl_free(esc);
-	memset(&req, 0, sizeof(req));
-	req.method = "GET";
-	req.path = path;
-	req.last_event_id = -1;
-	req.timeout_ms = timeout_fetch_ms(ctx, &src);
+	http_req_init(&req, "GET", path, NULL, NULL, timeout_fetch_ms(ctx, &src));
 	if ((rc = run(ctx, &req, &resp, 0)) == 0)
 		print_answer(ctx, &resp, human_list);
 	http_resp_clear(&resp);
@@ -240,12 +227,8 @@ cmd_new(struct rctx *ctx, char **args)
 	if (ctx->model_service != NULL)
 		json_object_object_add(body, "modelServiceId",
 		    xjson_object_new_string(ctx->model_service));
-	memset(&req, 0, sizeof(req));
-	req.method = "POST";
-	req.path = "/session";
-	req.body = body;
-	req.last_event_id = -1;
-	req.timeout_ms = timeout_fetch_ms(ctx, &src);
+	http_req_init(&req, "POST", "/session", body, NULL,
+	    timeout_fetch_ms(ctx, &src));
 	if ((rc = run(ctx, &req, &resp, 0)) == 0 &&
 	    (obj = http_resp_json(&resp)) == NULL) {
 		struct rerr e;
@@ -294,13 +277,8 @@ restore_session(const struct rctx *ctx, const char *action, const char *sid,
 		json_object_object_add(body, "liveReplayMode",
 		    xjson_object_new_string(ctx->replay_mode));
 	}
-	memset(&req, 0, sizeof(req));
-	req.method = "POST";
-	req.path = path;
-	req.body = body;
-	req.client_id = client_id;
-	req.last_event_id = -1;
-	req.timeout_ms = timeout_restore_ms(ctx, &src, &disabled);
+	http_req_init(&req, "POST", path, body, client_id,
+	    timeout_restore_ms(ctx, &src, &disabled));
 	req.progress = 1;
 	if (req.timeout_ms > 0)
 		output_verbose(ctx, "%s timeout %lld ms (%s)", action,

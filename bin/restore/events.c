@@ -101,14 +101,11 @@ sub_main(void *arg)
 	enum timeout_source	 src;
 	char			*path;
 
-	memset(&req, 0, sizeof(req));
 	memset(&resp, 0, sizeof(resp));
 	if ((path = http_session_path(s->sid, "/events")) != NULL) {
-		req.method = "GET";
-		req.path = path;
-		req.client_id = s->client_id;
+		http_req_init(&req, "GET", path, NULL, s->client_id,
+		    timeout_fetch_ms(s->ctx, &src));
 		req.last_event_id = s->cursor;
-		req.timeout_ms = timeout_fetch_ms(s->ctx, &src);
 		http_stream(s->ctx, &req, &cb, &resp);
 		free(path);
 	} else

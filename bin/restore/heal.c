@@ -179,14 +179,9 @@ heal_post(struct heal *h, json_object *body, struct http_resp *resp,
 	heal_client_id(h, used, len);
 	if ((path = http_session_path(h->sid, "/prompt")) == NULL)
 		return -1;
-	memset(&req, 0, sizeof(req));
-	req.method = "POST";
-	req.path = path;
-	req.body = body;
-	req.client_id = used;
-	req.last_event_id = -1;
 	/* The SDK puts no timer on the admission; --timeout-ms may. */
-	req.timeout_ms = h->ctx->timeout_ms > 0 ? h->ctx->timeout_ms : 0;
+	http_req_init(&req, "POST", path, body, used,
+	    h->ctx->timeout_ms > 0 ? h->ctx->timeout_ms : 0);
 	rc = http_do(h->ctx, &req, resp);
 	free(path);
 	return rc;

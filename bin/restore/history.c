@@ -31,12 +31,7 @@ hist_call(struct rctx *ctx, const char *method, const char *path,
 	struct rerr		 e;
 	int			 attempt = 0;
 
-	memset(&req, 0, sizeof(req));
-	req.method = method;
-	req.path = path;
-	req.body = body;
-	req.last_event_id = -1;
-	req.timeout_ms = timeout_fetch_ms(ctx, &src);
+	http_req_init(&req, method, path, body, NULL, timeout_fetch_ms(ctx, &src));
 	for (;;) {
 		if (http_do(ctx, &req, resp) == 0)
 			return 0;

@@ -419,6 +419,19 @@ out:
 	return ret;
 }
 
+void
+http_req_init(struct http_req *req, const char *method, const char *path,
+    json_object *body, const char *client_id, int64_t timeout_ms)
+{
+	memset(req, 0, sizeof(*req));
+	req->method = method;
+	req->path = path;
+	req->body = body;
+	req->client_id = client_id;
+	req->last_event_id = -1;
+	req->timeout_ms = timeout_ms;
+}
+
 /* A plain request: 0 on a 2xx answer, -1 otherwise. */
 int
 http_do(const struct rctx *ctx, const struct http_req *req,

@@ -133,6 +133,19 @@ parse_num(const char *flag, const char *text, long long max)
 	return v;
 }
 
+/* A flag's count from 1 to max; what is wrong ends as usage_err. */
+static int64_t
+parse_count(const char *flag, const char *text, long long max)
+{
+	int64_t	 v = parse_num(flag, text, max);
+
+	if (v < 1 && max == INT_MAX)
+		usage_err("%s: must be a positive integer", flag);
+	if (v < 1)
+		usage_err("%s: must be 1 to %lld", flag, max);
+	return v;
+}
+
 /* --retry waits. */
 int
 restore_retry_wait(const struct rctx *ctx, const struct rerr *e, int *attempt)
@@ -328,9 +341,7 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 			    optarg, 9007199254740991LL);
 			break;
 		case OPT_PAGE_SIZE:
-			ctx->page_size = parse_num("--page-size", optarg, 500);
-			if (ctx->page_size < 1)
-				usage_err("--page-size: must be 1 to 500");
+			ctx->page_size = parse_count("--page-size", optarg, 500);
 			break;
 		case OPT_REPLAY_MODE:
 			if (strcmp(optarg, "full") != 0 && strcmp(optarg, "summary") != 0)
@@ -338,17 +349,14 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 			ctx->replay_mode = optarg;
 			break;
 		case OPT_DEADLINE:
-			ctx->deadline_ms = parse_num("--deadline-ms", optarg, 2147483647);
-			if (ctx->deadline_ms < 1)
-				usage_err("--deadline-ms: must be a positive integer");
+			ctx->deadline_ms = parse_count("--deadline-ms", optarg,
+			    INT_MAX);
 			break;
 		case OPT_SESSION_ID: ctx->new_id = optarg; break;
 		case OPT_APPROVAL: ctx->approval_mode = optarg; break;
 		case OPT_MODEL_SERVICE: ctx->model_service = optarg; break;
 		case OPT_LIMIT:
-			ctx->limit = parse_num("--limit", optarg, 500);
-			if (ctx->limit < 1)
-				usage_err("--limit: must be 1 to 500");
+			ctx->limit = parse_count("--limit", optarg, 500);
 			break;
 		case OPT_BEFORE: ctx->before = optarg; break;
 		case OPT_AT: ctx->at = optarg; break;

@@ -112,6 +112,15 @@ struct http_req {
 	int		 progress;	/* show the restore progress line */
 };
 
+/*
+ * Clear req and set what every request has: method, path (borrowed), body
+ * (borrowed, may be NULL), client_id (may be NULL), the whole-request
+ * timer (0: none), no Last-Event-ID and no progress line.
+ */
+void	http_req_init(struct http_req *req, const char *method,
+	    const char *path, json_object *body, const char *client_id,
+	    int64_t timeout_ms);
+
 int	http_global_init(void);
 void	http_global_cleanup(void);
 

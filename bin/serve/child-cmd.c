@@ -86,38 +86,27 @@ child_cmd_describe(void)
 	return out;
 }
 
+/* "FLAG VALUE" on cmd, when the setting has a value. */
+static void
+child_cmd_opt(pipecmd *cmd, const char *flag, const char *value)
+{
+	if (value != NULL)
+		pipecmd_args(cmd, flag, value, (const char *)NULL);
+}
+
 /* Our own child's argument vector. */
 static pipecmd *
 acp_child_command(const char *workspace)
 {
 	pipecmd *cmd = pipecmd_new(conf.child_path);
 
-	pipecmd_arg(cmd, "--workspace");
-	pipecmd_arg(cmd, workspace);
-	if (conf.data_dir != NULL) {
-		pipecmd_arg(cmd, "--data-dir");
-		pipecmd_arg(cmd, conf.data_dir);
-	}
-	if (conf.cache_dir != NULL) {
-		pipecmd_arg(cmd, "--cache-dir");
-		pipecmd_arg(cmd, conf.cache_dir);
-	}
-	if (conf.agent_command != NULL) {
-		pipecmd_arg(cmd, "--agent-command");
-		pipecmd_arg(cmd, conf.agent_command);
-	}
-	if (conf.agent_acp != NULL) {
-		pipecmd_arg(cmd, "--agent-acp");
-		pipecmd_arg(cmd, conf.agent_acp);
-	}
-	if (conf.otlp_endpoint != NULL) {
-		pipecmd_arg(cmd, "--otlp-endpoint");
-		pipecmd_arg(cmd, conf.otlp_endpoint);
-	}
-	if (conf.trace_file != NULL) {
-		pipecmd_arg(cmd, "--trace-file");
-		pipecmd_arg(cmd, conf.trace_file);
-	}
+	child_cmd_opt(cmd, "--workspace", workspace);
+	child_cmd_opt(cmd, "--data-dir", conf.data_dir);
+	child_cmd_opt(cmd, "--cache-dir", conf.cache_dir);
+	child_cmd_opt(cmd, "--agent-command", conf.agent_command);
+	child_cmd_opt(cmd, "--agent-acp", conf.agent_acp);
+	child_cmd_opt(cmd, "--otlp-endpoint", conf.otlp_endpoint);
+	child_cmd_opt(cmd, "--trace-file", conf.trace_file);
 	return cmd;
 }
 

@@ -6,6 +6,9 @@
  * every subscriber gets turn_error prompt_deadline_exceeded, the child is
  * told to cancel, and the session takes its next prompt once the child
  * lets go of the expired one (or after a grace), its late output dropped.
+ * A prompt on the child is one span `qwen-code.daemon.bridge` (operation
+ * session.prompt) whose traceparent goes in the request's _meta, so the
+ * child's work joins the daemon's trace.
  */
 #include "config.h"
 
@@ -16,8 +19,10 @@
 #include <event2/event.h>
 
 #include "clock.h"
+#include "json.h"
 #include "log.h"
 #include "serve.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 struct prompt {
@@ -29,6 +34,7 @@ struct prompt {
 	struct session		*s;
 	int64_t			 deadline_ms;	/* 0: none */
 	struct event		*deadline_ev;
+	struct span		*span;		/* from dispatch to settlement */
 };
 
 static void	prompts_pump(struct session *);
@@ -55,6 +61,15 @@ prompts_init(struct session *s)
 	return 0;
 }
 
+/* How p ended, on its span: the result, and the error code if any. */
+static void
+prompt_span_result(struct prompt *p, const char *result, const char *code)
+{
+	span_set_str(p->span, "qwen-code.daemon.prompt.result", result);
+	if (code != NULL)
+		span_set_status(p->span, SPAN_STATUS_ERROR, code);
+}
+
 static void
 prompt_free(struct prompt *p)
 {
@@ -64,7 +79,38 @@ prompt_free(struct prompt *p)
 	if (p->deadline_ev != NULL)
 		event_free(p->deadline_ev);
 	json_object_put(p->params);
+	span_end(p->span, serve_trace);
 	free(p);
+}
+
+/*
+ * Start p's span and put its traceparent in p->params._meta (made an
+ * object if the client sent none, or something else).
+ */
+static void
+prompt_span_start(struct session *s, struct prompt *p)
+{
+	json_object *meta;
+	struct trace_ctx tc;
+	char tp[TRACEPARENT_LEN + 1];
+
+	p->span = span_start("qwen-code.daemon.bridge", SPAN_KIND_CLIENT, NULL);
+	span_set_str(p->span, "qwen-code.daemon.operation", "session.prompt");
+	span_set_str(p->span, "qwen-code.daemon.bridge.operation", "session.prompt");
+	span_set_str(p->span, "session.id", s->id);
+	span_set_str(p->span, "qwen-code.daemon.prompt.id", p->id);
+	span_set_int(p->span, "qwen-code.daemon.channel.id", channel_serial(s->channel));
+	span_set_int(p->span, "qwen-code.daemon.prompt.deadline_ms", p->deadline_ms);
+	if (p->span == NULL)
+		return;
+	if ((meta = json_get_obj(p->params, "_meta")) == NULL) {
+		meta = xjson_object_new_object();
+		json_object_object_add(p->params, "_meta", meta);
+	}
+	span_context(p->span, &tc);
+	trace_format_traceparent(&tc, tp, sizeof(tp));
+	json_object_object_add(meta, "qwen.telemetry.traceparent",
+	    xjson_object_new_string(tp));
 }
 
 void
@@ -72,6 +118,8 @@ prompts_clear(struct session *s)
 {
 	struct prompt *p;
 
+	if (s->active != NULL)
+		prompt_span_result(s->active, "session_closed", NULL);
 	prompt_free(s->active);
 	prompt_free(s->expired);
 	s->active = s->expired = NULL;
@@ -179,6 +227,7 @@ on_prompt_deadline(evutil_socket_t fd, short what, void *arg)
 	json_object_object_add(d, "deadlineMs", xjson_object_new_int64(p->deadline_ms));
 	turn_error_ex(s, p, msg, "prompt_deadline_exceeded",
 	    "prompt_deadline_exceeded", d);
+	prompt_span_result(p, "deadline_exceeded", "prompt_deadline_exceeded");
 	c = xjson_object_new_object();
 	json_object_object_add(c, "sessionId", xjson_object_new_string(s->id));
 	channel_notify(s->channel, "session/cancel", c);
@@ -213,6 +262,8 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 		json_object_object_add(d, "promptId", xjson_object_new_string(p->id));
 		bus_publish(s->bus, "turn_complete", d, p->id,
 		    p->client_id[0] ? p->client_id : NULL, 0);
+		prompt_span_result(p, "complete", NULL);
+		span_set_str(p->span, "qwen-code.daemon.prompt.stop_reason", stop);
 	} else if (o == CHAN_ERROR) {
 		if (json_object_object_get_ex(payload, "message", &v))
 			msg = json_object_get_string(v);
@@ -225,9 +276,12 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 		    json_object_is_type(v, json_type_string))
 			kind = json_object_get_string(v);
 		turn_error(s, p, msg, code != NULL ? code : "acp_error", kind);
-	} else
+		prompt_span_result(p, "error", code != NULL ? code : "acp_error");
+	} else {
 		turn_error(s, p, "The agent process exited during the prompt",
 		    "channel_closed", "acp_channel_unavailable");
+		prompt_span_result(p, "error", "channel_closed");
+	}
 	prompt_free(p);
 	prompts_pump(s);
 	/*
@@ -265,6 +319,7 @@ prompts_pump(struct session *s)
 		TAILQ_REMOVE(&s->queue, p, entry);
 		s->queued--;
 		s->active = p;
+		prompt_span_start(s, p);
 		p->req = channel_request(s->channel, "session/prompt", p->params, 0,
 		    on_prompt_done, p);
 		p->params = NULL;
@@ -272,6 +327,7 @@ prompts_pump(struct session *s)
 			s->active = NULL;
 			turn_error(s, p, "The agent process is not available",
 			    "acp_channel_unavailable", "acp_channel_unavailable");
+			prompt_span_result(p, "error", "acp_channel_unavailable");
 			prompt_free(p);
 		} else
 			prompt_arm_deadline(p);

@@ -26,6 +26,13 @@
 
 /* ---- health and capabilities -------------------------------------------- */
 
+/* o[key] = n, a count. */
+static void
+put_count(json_object *o, const char *key, uint64_t n)
+{
+	json_object_object_add(o, key, xjson_object_new_int64((int64_t)n));
+}
+
 /* The OTLP exporter's counters; caller puts. */
 static json_object *
 health_otlp(void)
@@ -36,14 +43,10 @@ health_otlp(void)
 	otlp_stats(serve_otlp, &st);
 	json_object_object_add(o, "endpoint",
 	    xjson_object_new_string(otlp_url(serve_otlp)));
-	json_object_object_add(o, "exported",
-	    xjson_object_new_int64((int64_t)st.exported));
-	json_object_object_add(o, "dropped",
-	    xjson_object_new_int64((int64_t)st.dropped));
-	json_object_object_add(o, "failed",
-	    xjson_object_new_int64((int64_t)st.failed));
-	json_object_object_add(o, "queued",
-	    xjson_object_new_int64((int64_t)st.queued));
+	put_count(o, "exported", st.exported);
+	put_count(o, "dropped", st.dropped);
+	put_count(o, "failed", st.failed);
+	put_count(o, "queued", st.queued);
 	return o;
 }
 
@@ -58,33 +61,21 @@ route_health(struct http_ctx *ctx)
 	if (serve_otlp != NULL)
 		json_object_object_add(o, "otlp", health_otlp());
 	if (deep != NULL && strcmp(deep, "1") == 0) {
-		json_object_object_add(o, "sessions",
-		    xjson_object_new_int64((int64_t)sessions_count()));
-		json_object_object_add(o, "activePrompts",
-		    xjson_object_new_int64((int64_t)sessions_active_prompts()));
+		put_count(o, "sessions", sessions_count());
+		put_count(o, "activePrompts", sessions_active_prompts());
 		json_object_object_add(o, "channelAlive",
 		    xjson_object_new_boolean(channels_running() > 0));
-		json_object_object_add(o, "connections",
-		    xjson_object_new_int64((int64_t)http_conn_count()));
-		json_object_object_add(o, "maxConnections",
-		    xjson_object_new_int64((int64_t)guard_limit()));
-		json_object_object_add(o, "wsConnections",
-		    xjson_object_new_int64((int64_t)ws_conn_count()));
+		put_count(o, "connections", http_conn_count());
+		put_count(o, "maxConnections", guard_limit());
+		put_count(o, "wsConnections", ws_conn_count());
 		inflight_stats(&active, &unsettled, &overdue, &quarantined);
-		json_object_object_add(o, "restoresActive",
-		    xjson_object_new_int64((int64_t)active));
-		json_object_object_add(o, "restoresUnsettled",
-		    xjson_object_new_int64((int64_t)unsettled));
-		json_object_object_add(o, "restoresOverdue",
-		    xjson_object_new_int64((int64_t)overdue));
-		json_object_object_add(o, "restoresQuarantined",
-		    xjson_object_new_int64((int64_t)quarantined));
-		json_object_object_add(o, "restoresFenced",
-		    xjson_object_new_int64((int64_t)inflight_fences_count()));
-		json_object_object_add(o, "inFlight",
-		    xjson_object_new_int64((int64_t)inflight_count()));
-		json_object_object_add(o, "acpConnections",
-		    xjson_object_new_int64((int64_t)acp_conn_count()));
+		put_count(o, "restoresActive", active);
+		put_count(o, "restoresUnsettled", unsettled);
+		put_count(o, "restoresOverdue", overdue);
+		put_count(o, "restoresQuarantined", quarantined);
+		put_count(o, "restoresFenced", inflight_fences_count());
+		put_count(o, "inFlight", inflight_count());
+		put_count(o, "acpConnections", acp_conn_count());
 	}
 	http_reply_json(ctx->req, 200, o);
 }
@@ -170,10 +161,8 @@ routes_capabilities_json(void)
 	    xjson_object_new_int(conf.max_sessions) : NULL);
 	json_object_object_add(lim, "maxTotalSessions", conf.max_total_sessions > 0 ?
 	    xjson_object_new_int(conf.max_total_sessions) : NULL);
-	json_object_object_add(lim, "maxEventRingSize",
-	    xjson_object_new_int64((int64_t)conf.event_ring_size));
-	json_object_object_add(lim, "compactedReplayMaxBytes",
-	    xjson_object_new_int64((int64_t)conf.compacted_replay_max_bytes));
+	put_count(lim, "maxEventRingSize", conf.event_ring_size);
+	put_count(lim, "compactedReplayMaxBytes", conf.compacted_replay_max_bytes);
 	json_object_object_add(o, "limits", lim);
 	for (size_t i = 0; i < conf.n_workspaces; i++)
 		json_object_array_add(ws, workspace_json(i));
@@ -232,8 +221,7 @@ status_limits(void)
 	    xjson_object_new_int(conf.max_pending_prompts) : NULL);
 	json_object_object_add(l, "listenerMaxConnections",
 	    xjson_object_new_int(conf.max_connections));
-	json_object_object_add(l, "eventRingSize",
-	    xjson_object_new_int64((int64_t)conf.event_ring_size));
+	put_count(l, "eventRingSize", conf.event_ring_size);
 	add_ms_or_null(l, "promptDeadlineMs", conf.prompt_deadline_ms);
 	add_ms_or_null(l, "writerIdleTimeoutMs", conf.writer_idle_timeout_ms);
 	json_object_object_add(l, "channelIdleTimeoutMs",
@@ -242,8 +230,7 @@ status_limits(void)
 	    xjson_object_new_int64(conf.session_idle_timeout_ms));
 	json_object_object_add(l, "sessionRestoreTimeoutMs",
 	    xjson_object_new_int64(conf.restore_timeout_ms));
-	json_object_object_add(l, "compactedReplayMaxBytes",
-	    xjson_object_new_int64((int64_t)conf.compacted_replay_max_bytes));
+	put_count(l, "compactedReplayMaxBytes", conf.compacted_replay_max_bytes);
 	return l;
 }
 
@@ -253,9 +240,8 @@ status_runtime(void)
 	json_object *r = xjson_object_new_object(), *o, *acp;
 
 	o = xjson_object_new_object();
-	json_object_object_add(o, "active", xjson_object_new_int64((int64_t)sessions_count()));
-	json_object_object_add(o, "activePrompts",
-	    xjson_object_new_int64((int64_t)sessions_active_prompts()));
+	put_count(o, "active", sessions_count());
+	put_count(o, "activePrompts", sessions_active_prompts());
 	json_object_object_add(r, "sessions", o);
 	o = xjson_object_new_object();
 	json_object_object_add(o, "pending", xjson_object_new_int(0));
@@ -265,14 +251,11 @@ status_runtime(void)
 	json_object_object_add(o, "live", xjson_object_new_boolean(channels_running() > 0));
 	json_object_object_add(r, "channel", o);
 	o = xjson_object_new_object();
-	json_object_object_add(o, "restSseActive",
-	    xjson_object_new_int64((int64_t)sessions_subscribers()));
+	put_count(o, "restSseActive", sessions_subscribers());
 	acp = xjson_object_new_object();
 	json_object_object_add(acp, "enabled", xjson_object_new_boolean(acp_http_enabled()));
-	json_object_object_add(acp, "connections",
-	    xjson_object_new_int64((int64_t)acp_conn_count()));
-	json_object_object_add(acp, "wsConnections",
-	    xjson_object_new_int64((int64_t)ws_conn_count()));
+	put_count(acp, "connections", acp_conn_count());
+	put_count(acp, "wsConnections", ws_conn_count());
 	json_object_object_add(o, "acp", acp);
 	json_object_object_add(r, "transport", o);
 	o = xjson_object_new_object();
