@@ -3,8 +3,12 @@
 # writes a transcript, driven by the fake model through text, thoughts,
 # read-only tools, tool calls allowed, denied and failing (an edit of a file
 # not read first, a missing file, a relative path), and a
-# compression; then the agent's own bulk session/load replay of that file
-# and qwen-acp-child's are compared update by update.
+# compression; and through a plan (todo_write), web_fetch of a loopback
+# page, a background agent and its notices, a skill and a cancelled prompt;
+# then the agent's own bulk session/load replay of that file and
+# qwen-acp-child's are compared update by update, nothing removed.  The
+# last test makes or checks t/1009's golden (the kinds the agent cannot be
+# driven to write here).
 
 load agent_helper
 
@@ -15,39 +19,10 @@ setup() {
 	WS=$(cd "$BATS_TEST_TMPDIR/ws" && pwd -P)
 	printf 'first line\nsecond line\n' >"$WS/notes.txt"
 	printf 'old text\n' >"$WS/edit-me.txt"
-	fake_model_start "$(jq -nc --arg ws "$WS" '[
-	  {when: "say hello", reasoning: "The user greets me.", text: "Hello there.\nHow can I help?"},
-	  {when: "look around", text: "Looking.", tool_calls: [
-	    {name: "read_file", arguments: {file_path: ($ws + "/notes.txt"), offset: 0, limit: 1}},
-	    {name: "list_directory", arguments: {path: $ws}},
-	    {name: "glob", arguments: {pattern: "*.txt"}},
-	    {name: "grep_search", arguments: {pattern: "line", glob: "*.txt"}}]},
-	  {when: "write a file", tool_calls: [
-	    {name: "write_file", arguments: {file_path: ($ws + "/out.txt"), content: "written\n"}}]},
-	  {when: "edit the file", tool_calls: [
-	    {name: "edit", arguments: {file_path: ($ws + "/edit-me.txt"), old_string: "old", new_string: "new"}}]},
-	  {when: "delete the notes", tool_calls: [
-	    {name: "run_shell_command", arguments: {command: "rm notes.txt", description: "delete the notes", timeout: 5000}}]},
-	  {when: "run a command", tool_calls: [
-	    {name: "run_shell_command", arguments: {command: "echo ran > marker.txt", description: "write the marker"}}]},
-	  {when: "read a missing file", tool_calls: [
-	    {name: "read_file", arguments: {file_path: ($ws + "/missing.txt")}}]},
-	  {when: "read a relative path", tool_calls: [
-	    {name: "read_file", arguments: {file_path: "notes.txt"}}]},
-	  {when: "\"role\":\"tool\"", text: "Done with the tools."},
-	  {when: "\"role\":\"tool\"", text: "Done with the tools."},
-	  {when: "\"role\":\"tool\"", text: "Done with the tools."},
-	  {when: "\"role\":\"tool\"", text: "Done with the tools."},
-	  {when: "\"role\":\"tool\"", text: "Done with the tools."},
-	  {when: "\"role\":\"tool\"", text: "Done with the tools."},
-	  {when: "\"role\":\"tool\"", text: "Done with the tools."},
-	  {text: "<state_snapshot>the summary</state_snapshot>", once: false}
-	] | map(. + {usage: {prompt_tokens: 50000, completion_tokens: 5}})')"
-	# (Every answer reports a large prompt, so that /compress finds a
-	# history worth compressing; the last answer is the summary.)
 }
 
 teardown() {
+	[ -z "${PAGE_PID:-}" ] || kill "$PAGE_PID" 2>/dev/null || true
 	agent_teardown
 }
 
@@ -93,13 +68,60 @@ EOF
 	grep -v '^#' "$out" | jq -c 'select(.id == 2) | .result._meta["qwen.session.loadReplay"].updates[]'
 }
 
-# Fields that depend on the agent's live configuration, not on the file:
-# plan's _meta.stats is the session's running token count.
+# Nothing depends on the agent's live configuration in these scenarios
+# (qwen-acp-child(8) lists what can): the updates compare as they are.
 normalize() {
-	jq -S -c 'del(._meta.stats)'
+	jq -S -c .
+}
+
+# compare_replays: both bulk loads of SID, kept in QWEN_REPLAY_KEEP (a
+# directory) when set; agent.jsonl and ours.jsonl in BATS_TEST_TMPDIR.
+compare_replays() {
+	load_bulk "$AGENT_NODE" "$AGENT_CLI" --acp | normalize >"$BATS_TEST_TMPDIR/agent.jsonl"
+	load_bulk qwen-acp-child --data-dir "$DATA" --workspace "$WS" | normalize >"$BATS_TEST_TMPDIR/ours.jsonl"
+	if [ -n "${QWEN_REPLAY_KEEP:-}" ]; then
+		cp "$BATS_TEST_TMPDIR/agent.jsonl" "$BATS_TEST_TMPDIR/ours.jsonl" \
+		    "$DATA"/projects/*/chats/"$SID".jsonl "$QWEN_REPLAY_KEEP"
+		cp -r "$MODEL_LOG" "$QWEN_REPLAY_KEEP"
+	fi
+}
+
+# has JQ: some condition on the agent's replay (a jq program over all of it).
+has() {
+	jq -e -s "$1" "$BATS_TEST_TMPDIR/agent.jsonl" >/dev/null
 }
 
 @test "replay of a transcript the real agent wrote equals the agent's own, update by update" {
+	fake_model_start "$(jq -nc --arg ws "$WS" '[
+	  {when: "say hello", reasoning: "The user greets me.", text: "Hello there.\nHow can I help?"},
+	  {when: "look around", text: "Looking.", tool_calls: [
+	    {name: "read_file", arguments: {file_path: ($ws + "/notes.txt"), offset: 0, limit: 1}},
+	    {name: "list_directory", arguments: {path: $ws}},
+	    {name: "glob", arguments: {pattern: "*.txt"}},
+	    {name: "grep_search", arguments: {pattern: "line", glob: "*.txt"}}]},
+	  {when: "write a file", tool_calls: [
+	    {name: "write_file", arguments: {file_path: ($ws + "/out.txt"), content: "written\n"}}]},
+	  {when: "edit the file", tool_calls: [
+	    {name: "edit", arguments: {file_path: ($ws + "/edit-me.txt"), old_string: "old", new_string: "new"}}]},
+	  {when: "delete the notes", tool_calls: [
+	    {name: "run_shell_command", arguments: {command: "rm notes.txt", description: "delete the notes", timeout: 5000}}]},
+	  {when: "run a command", tool_calls: [
+	    {name: "run_shell_command", arguments: {command: "echo ran > marker.txt", description: "write the marker"}}]},
+	  {when: "read a missing file", tool_calls: [
+	    {name: "read_file", arguments: {file_path: ($ws + "/missing.txt")}}]},
+	  {when: "read a relative path", tool_calls: [
+	    {name: "read_file", arguments: {file_path: "notes.txt"}}]},
+	  {when: "\"role\":\"tool\"", text: "Done with the tools."},
+	  {when: "\"role\":\"tool\"", text: "Done with the tools."},
+	  {when: "\"role\":\"tool\"", text: "Done with the tools."},
+	  {when: "\"role\":\"tool\"", text: "Done with the tools."},
+	  {when: "\"role\":\"tool\"", text: "Done with the tools."},
+	  {when: "\"role\":\"tool\"", text: "Done with the tools."},
+	  {when: "\"role\":\"tool\"", text: "Done with the tools."},
+	  {text: "<state_snapshot>the summary</state_snapshot>", once: false}
+	] | map(. + {usage: {prompt_tokens: 50000, completion_tokens: 5}})')"
+	# (Every answer reports a large prompt, so that /compress finds a
+	# history worth compressing; the last answer is the summary.)
 	APPROVAL_MODE=default agent_serve_start --permission-response-timeout-ms 120000
 	new_session thread
 	sse_open ev "/session/$SID/events"
@@ -118,15 +140,8 @@ normalize() {
 	grep -q old "$WS/edit-me.txt"
 	[ -f "$WS/notes.txt" ]
 	serve_stop
-	load_bulk "$AGENT_NODE" "$AGENT_CLI" --acp | normalize >"$BATS_TEST_TMPDIR/agent.jsonl"
-	load_bulk qwen-acp-child --data-dir "$DATA" --workspace "$WS" | normalize >"$BATS_TEST_TMPDIR/ours.jsonl"
-	if [ -n "${QWEN_REPLAY_KEEP:-}" ]; then	# a directory for both replays
-		cp "$BATS_TEST_TMPDIR/agent.jsonl" "$BATS_TEST_TMPDIR/ours.jsonl" \
-		    "$DATA"/projects/*/chats/"$SID".jsonl "$QWEN_REPLAY_KEEP"
-		cp -r "$MODEL_LOG" "$QWEN_REPLAY_KEEP"
-	fi
+	compare_replays
 	# The transcript has what the scenario needs.
-	has() { jq -e -s "$1" "$BATS_TEST_TMPDIR/agent.jsonl" >/dev/null; }
 	has 'any(.sessionUpdate == "agent_thought_chunk")'
 	has 'any(._meta.usage.inputTokens > 0)'
 	has 'any(.sessionUpdate == "tool_call" and (.title | startswith("Shell: echo ran")))'
@@ -137,4 +152,86 @@ normalize() {
 	grep -q '"chat_compression"' "$DATA"/projects/*/chats/"$SID".jsonl
 	has 'all(._meta["qwen.session.recordId"] | length == 36)'
 	diff "$BATS_TEST_TMPDIR/agent.jsonl" "$BATS_TEST_TMPDIR/ours.jsonl"
+}
+
+@test "plans, a cancelled prompt, web_fetch, the agent and skill tools: our replay equals the agent's" {
+	# The page web_fetch reads: a second fake server's model list.
+	mkdir -p "$BATS_TEST_TMPDIR/page"
+	echo '[]' >"$BATS_TEST_TMPDIR/page/script.json"
+	"$AGENT_NODE" "$QWEN_TOP_SRCDIR/t/helper/fake-openai.mjs" "$BATS_TEST_TMPDIR/page/script.json" \
+	    "$BATS_TEST_TMPDIR/page" >"$BATS_TEST_TMPDIR/page/out" 2>&1 3>&- &
+	PAGE_PID=$!
+	wait_for 20 test -s "$BATS_TEST_TMPDIR/page/port"
+	url=http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/page/port")/v1/models
+	# A project skill, so that the agent runs it and presents it on load.
+	mkdir -p "$WS/.qwen/skills/greet"
+	printf -- '---\nname: greet\ndescription: Greets the user.\n---\nSay hello.\n' \
+	    >"$WS/.qwen/skills/greet/SKILL.md"
+	fake_model_start "$(jq -nc --arg url "$url" --arg hold "$BATS_TEST_TMPDIR/release" '[
+	  {when: "make a plan", tool_calls: [{name: "todo_write", arguments: {todos: [
+	    {id: "t1", content: "read the notes", status: "in_progress"},
+	    {id: "t2", content: "write the summary", status: "pending", blockedBy: ["t1"]}]}}]},
+	  {when: "fetch the page", tool_calls: [{name: "web_fetch",
+	    arguments: {url: $url, prompt: "Which models are listed?"}}]},
+	  {when: "delegate it", tool_calls: [{name: "agent", arguments: {description: "count the notes",
+	    prompt: "Count the lines of notes.txt", subagent_type: "general-purpose"}}]},
+	  {when: "Count the lines of notes.txt", text: "Two lines."},
+	  {when: "use the skill", tool_calls: [{name: "skill", arguments: {skill: "greet"}}]},
+	  {when: "a held question", hold: $hold, text: "never shown"},
+	  {when: "\"role\":\"tool\"", text: "Done.", once: false},
+	  {text: "Noted.", once: false}
+	] | map(. + {usage: {prompt_tokens: 120, completion_tokens: 7}})')"
+	APPROVAL_MODE=yolo AGENT_TODO_WRITE=1 agent_serve_start
+	new_session thread
+	sse_open ev "/session/$SID/events"
+	turn "make a plan"
+	turn "fetch the page"
+	turn "delegate it"
+	turn "use the skill"
+	req POST "/session/$SID/prompt" '{"prompt":[{"type":"text","text":"a held question"}]}'
+	expect 202
+	PROMPT_ID=$(jq -r .promptId <<<"$body")
+	wait_for 180 model_has_request "a held question"
+	req POST "/session/$SID/cancel" '{}'
+	sse_wait ev "(.type == \"turn_complete\" or .type == \"turn_error\" or .type == \"prompt_cancelled\") and .promptId == \"$PROMPT_ID\"" 180
+	touch "$BATS_TEST_TMPDIR/release"
+	turn "after the cancel"
+	serve_stop
+	compare_replays
+	has 'any(.sessionUpdate == "plan" and (.entries | length) == 2)'
+	has 'any(._meta.qwenTranscript.planToolCallId)'
+	has 'any(.sessionUpdate == "tool_call" and ._meta.toolName == "web_fetch")'
+	has 'any(.sessionUpdate == "tool_call" and ._meta.toolName == "agent")'
+	has 'any(.sessionUpdate == "tool_call" and ._meta.toolName == "skill")'
+	has 'any(._meta.source == "background_task_completed" and ._meta.backgroundTask.kind == "agent")'
+	has 'any(._meta.source == "background_notification" and ._meta.backgroundTurn.kind == "agent")'
+	# The agent records a turn's outcome (turn_result, replayed as
+	# promptCancelled) only for prompts its upstream daemon hands it with an
+	# invocation context: the cancelled prompt left no record here, and
+	# t/1009 covers the kind with t/data/replay/kinds.golden.
+	has '[.[] | select(.content.text? == "a held question")] | length == 1'
+	diff "$BATS_TEST_TMPDIR/agent.jsonl" "$BATS_TEST_TMPDIR/ours.jsonl"
+}
+
+# The golden of t/1009: the agent's own bulk replay of the hand-made
+# records in t/data/replay/kinds.jsonl.in (the kinds the fake model cannot
+# make the agent write: cancelled turns, cron and mid-turn messages, goal
+# and voice input, subagent readiness and usage, plans held as JSON text,
+# results no call claims).  QWEN_UPDATE_GOLDENS=1 rewrites it.
+@test "the agent's replay of the hand-made kinds is t/1009's golden" {
+	local golden=$TESTDATA/replay/kinds.golden chats
+	SID=00000000-0000-4000-8000-00000000c0de
+	DATA=$BATS_TEST_TMPDIR/data
+	MODEL_PORT=9
+	chats=$DATA/projects/$(printf '%s' "$WS" | tr -c 'A-Za-z0-9' '-')/chats
+	mkdir -p "$chats" "$BATS_TEST_TMPDIR/home" "$WS/.qwen/skills/pdf"
+	printf -- '---\nname: pdf\ndescription: Reads PDF files.\n---\nRead it.\n' \
+	    >"$WS/.qwen/skills/pdf/SKILL.md"
+	sed "s|@WS@|$WS|g" "$TESTDATA/replay/kinds.jsonl.in" >"$chats/$SID.jsonl"
+	load_bulk "$AGENT_NODE" "$AGENT_CLI" --acp | normalize >"$BATS_TEST_TMPDIR/agent.jsonl"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/agent.jsonl")" -gt 30 ]
+	if [ -n "${QWEN_UPDATE_GOLDENS:-}" ]; then
+		cp "$BATS_TEST_TMPDIR/agent.jsonl" "$golden"
+	fi
+	diff "$golden" "$BATS_TEST_TMPDIR/agent.jsonl"
 }

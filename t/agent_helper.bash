@@ -48,11 +48,14 @@ fake_model_stop() {
 # configuration, which is its own: an isolated HOME and QWEN_HOME (= the
 # daemon's --data-dir, so both see one transcript directory) and the
 # OPENAI_* variables aimed at the fake model, passed through the daemon's
-# environment.  APPROVAL_MODE (default "default") goes in its settings.
+# environment.  APPROVAL_MODE (default "default") goes in its settings,
+# and AGENT_TODO_WRITE=1 turns its todo_write tool on (off by default).
 agent_env_serve() {
+	local todo=
 	DATA=$BATS_TEST_TMPDIR/data
 	mkdir -p "$BATS_TEST_TMPDIR/home" "$DATA"
-	printf '{"tools":{"approvalMode":"%s"}}\n' "${APPROVAL_MODE:-default}" >"$DATA/settings.json"
+	[ "${AGENT_TODO_WRITE:-0}" != 1 ] || todo=',"todoWrite":{"enabled":true}'
+	printf '{"tools":{"approvalMode":"%s"%s}}\n' "${APPROVAL_MODE:-default}" "$todo" >"$DATA/settings.json"
 	local -x HOME=$BATS_TEST_TMPDIR/home QWEN_HOME=$DATA OPENAI_MODEL=fake \
 	    OPENAI_BASE_URL=http://127.0.0.1:$MODEL_PORT/v1 OPENAI_API_KEY=sk-fake-test
 	serve_start "$@"

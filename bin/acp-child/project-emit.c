@@ -122,11 +122,16 @@ pj_emit_raw(struct pctx *x, json_object *u, json_object *extra_meta, int has_raw
 	ids = xjson_object_new_array();
 	json_object_array_add(ids, json_object_get(x->uuid));
 	json_object_object_add(qt, "sourceRecordIds", ids);
+	if (x->plan_call != NULL)
+		json_object_object_add(qt, "planToolCallId",
+		    xjson_object_new_string(x->plan_call));
 	if (x->useg >= 0) {
 		snprintf(seg, sizeof seg, "%.128s:%d", json_object_get_string(x->uuid), x->useg);
 		json_object_object_add(qt, "segmentId", xjson_object_new_string(seg));
 	}
 	json_object_object_add(meta, "qwenTranscript", qt);
+	if (x->bg_turn != NULL)
+		json_object_object_add(meta, "backgroundTurn", json_object_get(x->bg_turn));
 	json_object_object_add(meta, "qwen.session.recordId", json_object_get(x->uuid));
 	if ((v = json_get(meta, "qwenDiscreteMessage", json_type_boolean)) != NULL &&
 	    json_object_get_boolean(v)) {

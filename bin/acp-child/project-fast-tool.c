@@ -69,7 +69,7 @@ pf_tool_meta(struct pctx *x, const char *name)
 	jbuf_put(E, ",", 1);
 }
 
-/* A functionCall part: a tool_call, tracked as pending. */
+/* A functionCall part (its name non-empty): a tool_call, tracked as pending. */
 int
 pf_tool_call(struct pctx *x, int fc, size_t idx)
 {
@@ -81,12 +81,9 @@ pf_tool_call(struct pctx *x, int fc, size_t idx)
 	char buf[128], title[PJ_TITLE_MAX];
 	double line;
 
-	if (name == NULL)
-		name = "tool";
 	if (strcmp(name, "todo_write") == 0)
 		return 0;			/* its result becomes a plan */
-	id = pj_call_id(x, id, idx, buf);
-	kind = pj_tool_present(name, &a, x->cwd, title, sizeof title, &path, &line);
+	id = pj_tool_start(x, name, id, idx, &a, buf, title, &kind, &path, &line);
 	pf_begin(x, "tool_call");
 	pf_str(x, "toolCallId", id);
 	jbuf_puts(E, ",\"status\":\"in_progress\"");
@@ -109,32 +106,10 @@ pf_tool_call(struct pctx *x, int fc, size_t idx)
 		jt_write(E, T, args);
 	else
 		jbuf_put(E, "{}", 2);
-	pj_pending_add(x, id, name);
 	pf_tool_meta(x, name);
 	return pf_close(x);
 }
 
-
-/* A todo_write result as a plan update. */
-static int
-pf_plan(struct pctx *x, int display)
-{
-	int todos = jt_get_typed(T, display, "todos", JT_ARR), td;
-	uint32_t i;
-
-	pf_begin(x, "plan");
-	jbuf_puts(E, ",\"entries\":[");
-	for (i = 0, td = JT_FIRST(todos); todos >= 0 && i < T->n[todos].len;
-	    i++, td = JT_NEXT(T, td)) {
-		jbuf_puts(E, i > 0 ? ",{\"content\":" : "{\"content\":");
-		pf_member_or(x, td, "content", "");
-		jbuf_puts(E, ",\"priority\":\"medium\",\"status\":");
-		pf_member_or(x, td, "status", "pending");
-		jbuf_put(E, "}", 1);
-	}
-	jbuf_put(E, "]", 1);
-	return pf_end(x);
-}
 
 /* {"type":"content","content":{"type":"text","text": ... }} around node
    (or s when node is -1). */
@@ -249,7 +224,8 @@ pf_failed(struct pctx *x, int tcr)
 	    (e >= 0 && T->n[e].type != JT_NULL);
 }
 
-/* tool_result records: tool_call_update (or plan for todo_write). */
+/* tool_result records: tool_call_update; plans (todo_write) and a
+   subagent's usage go through json-c. */
 int
 pf_tool_result(struct pctx *x)
 {
@@ -265,22 +241,16 @@ pf_tool_result(struct pctx *x)
 			id = NULL;
 		display = jt_get(T, tcr, "resultDisplay");
 	}
+	dt = display >= 0 ? jt_get_str(T, display, "type", &x->oom) : NULL;
+	if (strcmp(name, "todo_write") == 0 || (dt && strcmp(dt, "task_execution") == 0))
+		return pj_record_jsonc(x);
 	if (id == NULL)
 		id = pf_response_member(x, "id", 1);
 	pe = pj_take_pending(x, id, *name ? name : NULL);
 	if (id == NULL && pe != NULL)
 		id = json_get_str(pe, "id");
-	dt = display >= 0 ? jt_get_str(T, display, "type", &x->oom) : NULL;
-	if (strcmp(name, "todo_write") == 0 || (dt && strcmp(dt, "todo_list") == 0)) {
-		json_object_put(pe);
-		return pf_plan(x, display >= 0 && T->n[display].type != JT_NULL ?
-		    display : -1);
-	}
-	if (id == NULL) {
-		snprintf(buf, sizeof buf, "qwen-replay-tool:%.64s:0",
-		    json_object_get_string(x->uuid));
-		id = buf;
-	}
+	if (id == NULL)
+		id = pj_result_id(x, buf);
 	pf_begin(x, "tool_call_update");
 	pf_str(x, "toolCallId", id);
 	pf_str(x, "status", pf_failed(x, tcr) ? "failed" : "completed");

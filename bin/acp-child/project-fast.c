@@ -110,22 +110,21 @@ pf_image(struct pctx *x, int inl)
 	return pf_end(x);
 }
 
-/* user records: text parts, images, or the displayText of tagged kinds. */
+/* user records: text parts, images, or a hook's displayText; subtypes and
+   the daemon's prompt ids and annotations go through json-c. */
 static int
 pf_user(struct pctx *x)
 {
-	static const char *const tagged[] = { "notification", "cron",
-	    "mid_turn_user_message", "goal_runtime", NULL };
 	int sp = jt_get_typed(T, 0, "systemPayload", JT_OBJ);
 	int msg = jt_get_typed(T, 0, "message", JT_OBJ);
-	int parts = jt_get_typed(T, msg, "parts", JT_ARR), part, v, k;
-	const char *sub = jt_get_str(T, 0, "subtype", &x->oom), *display;
+	int parts = jt_get_typed(T, msg, "parts", JT_ARR), part, v;
+	const char *display;
 	uint32_t i;
 
+	if (jt_get(T, 0, "subtype") >= 0 || jt_get(T, 0, "daemonPromptId") >= 0 ||
+	    jt_get(T, sp, "inputAnnotations") >= 0)
+		return pj_record_jsonc(x);
 	display = sp >= 0 ? jt_get_str(T, sp, "displayText", &x->oom) : NULL;
-	for (k = 0; sub != NULL && tagged[k] != NULL; k++)
-		if (strcmp(sub, tagged[k]) == 0)
-			return display ? pf_chunk(x, "user_message_chunk", -1, display) : 0;
 	if (display && jt_get(T, sp, "hookContext") >= 0)
 		return pf_chunk(x, "user_message_chunk", -1, display);
 	for (i = 0, part = JT_FIRST(parts); parts >= 0 && i < T->n[parts].len;
@@ -148,6 +147,9 @@ pf_usage(struct pctx *x, int usage)
 {
 	int i, v, n = 0;
 
+	pj_add_usage(x, pj_tape_count(T, usage, "promptTokenCount"),
+	    pj_tape_count(T, usage, "cachedContentTokenCount"),
+	    pj_tape_count(T, usage, "candidatesTokenCount"));
 	pf_text(x, "agent_message_chunk", -1, "");
 	jbuf_puts(E, "\"usage\":{");
 	for (i = 0; pj_usage_keys[i][0] != NULL; i++) {
@@ -178,6 +180,9 @@ pf_assistant(struct pctx *x)
 	for (i = 0, part = JT_FIRST(parts); rc == 0 && parts >= 0 &&
 	    i < T->n[parts].len; i++, part = JT_NEXT(T, part)) {
 		if ((fc = jt_get_typed(T, part, "functionCall", JT_OBJ)) >= 0) {
+			if ((th = jt_get_typed(T, fc, "name", JT_STR)) < 0 ||
+			    T->n[th].len == 0)
+				continue;	/* the agent skips a nameless call */
 			if (usage >= 0) {
 				rc = pf_usage(x, usage);
 				usage = -1;
@@ -222,7 +227,8 @@ pf_slash_item(struct pctx *x, int item)
 	return pf_close(x);
 }
 
-/* system records: slash_command results and cancelled turns. */
+/* system records: slash_command results; cancelled turns, background
+   notices and subagent readiness go through json-c. */
 static int
 pf_system(struct pctx *x)
 {
@@ -240,16 +246,10 @@ pf_system(struct pctx *x)
 		    i++, it = JT_NEXT(T, it))
 			if (pf_slash_item(x, it) == -1)
 				return -1;
-	} else if (strcmp(sub, "turn_result") == 0 &&
-	    (s = jt_get_str(T, sp, "state", &x->oom)) != NULL &&
-	    strcmp(s, "cancelled") == 0) {
-		pf_text(x, "agent_message_chunk", -1, "");
-		jbuf_puts(E, "\"promptCancelled\":true,");
-		return pf_close(x);
-	} else if (strcmp(sub, "background_task_completed") == 0 &&
-	    (s = jt_get_str(T, sp, "displayText", &x->oom)) != NULL) {
-		return pf_chunk(x, "agent_message_chunk", -1, s);
-	}
+	} else if (strcmp(sub, "turn_result") == 0 ||
+	    strcmp(sub, "background_task_completed") == 0 ||
+	    strcmp(sub, "agent_session_ready") == 0)
+		return pj_record_jsonc(x);
 	return 0;
 }
 
@@ -258,6 +258,8 @@ pf_record(struct pctx *x)
 {
 	int rc = 0;
 
+	if (jt_get(T, 0, "backgroundTurn") >= 0)	/* a background turn's */
+		return pj_record_jsonc(x);
 	switch (transcript_type(x->t, x->c->rec[x->pos])) {
 	case TX_USER:
 		rc = pf_user(x);

@@ -29,6 +29,11 @@ struct pctx {
 	int seg;			/* the ordinal that opened it, -1: none */
 	int useg;			/* segment of the update being written, -1 */
 	const char *cwd;		/* the record's cwd, NULL: none */
+	size_t start;			/* chain index of the window's first record */
+	int counted;			/* cum holds the records before start */
+	double cum[3];			/* tokens so far: prompt, cached, candidates */
+	const char *plan_call;		/* planToolCallId of the update written */
+	json_object *bg_turn;		/* the record's backgroundTurn, NULL: none */
 	int oom;
 };
 
@@ -68,6 +73,14 @@ const char *pj_tool_present(const char *name, const struct pj_args *,
     const char *cwd, char *title, size_t tsize, const char **path,
     double *line);
 
+/* The start of a tool_call both paths share: its id (generated into buf
+   when the call has none), title, kind and location (pj_tool_present),
+   and the call tracked as pending until its result. */
+const char *pj_tool_start(struct pctx *, const char *name, const char *id,
+    size_t idx, const struct pj_args *, char buf[128], char title[PJ_TITLE_MAX],
+    const char **kind, const char **path, double *line);
+/* A text chunk of kind with text (copied), meta taken (may be NULL). */
+int pj_chunk(struct pctx *, const char *kind, const char *text, json_object *meta);
 /* A new update {"sessionUpdate": kind} (caller owns). */
 json_object *pj_update(const char *kind);
 /* Add _meta (extra_meta taken, may be NULL) to u and append it (takes u). */
@@ -79,6 +92,8 @@ int pj_emit_raw(struct pctx *, json_object *u, json_object *extra_meta,
 int pj_tool_call(struct pctx *, json_object *fc, size_t part_index);
 /* _meta's toolName, provenance and serverId of a tool (new object). */
 json_object *pj_tool_meta(const char *name);
+/* The id of a result no pending call claims: qwen-replay-tool:<uuid>:result. */
+const char *pj_result_id(struct pctx *, char buf[128]);
 /* A tool_result record: tool_call_update, or plan for todo_write. */
 int pj_tool_result(struct pctx *, json_object *r);
 /* Every call still pending at the end of the window failed. */
@@ -102,12 +117,12 @@ const char *pj_call_id(struct pctx *, const char *id, size_t idx, char buf[128])
 void pj_set_ts(struct pctx *, int64_t ts);
 /* usageMetadata keys and their ACP names; the first three default to 0. */
 extern const char *const pj_usage_keys[][2];
-/* s with each newline after two spaces (a Markdown line break), as the
-   agent replays a slash command's output (caller frees). */
-char *pj_markdown_breaks(const char *s);
-/* Members of a slash command's output item kept in _meta, with "o"
-   (object) or "a" (array) for their type. */
-extern const char *const pj_slash_meta[][2];
+/* The empty agent chunk carrying usage (usageMetadata's keys, borrowed),
+   with _meta.parentToolCallId when parent is set; adds it to x->cum. */
+int pj_usage(struct pctx *, json_object *usage, const char *parent);
+/* The fast path hands the current record (its context set) to the json-c
+   projection: the kinds only that path projects. */
+int pj_record_jsonc(struct pctx *);
 /* Project the record in x->tape (parsed by the caller); -1 on OOM. */
 int pf_record(struct pctx *);
 /* The fast path's writers (project-fast.c): start an update that is no
@@ -122,5 +137,26 @@ void pf_member_or(struct pctx *, int obj, const char *key, const char *dflt);
    pending); a tool_result record (tool_call_update, or a plan). */
 int pf_tool_call(struct pctx *, int fc, size_t idx);
 int pf_tool_result(struct pctx *);
+/* project-system.c: a system record's updates; a record's backgroundTurn
+   as the agent keeps it (new), NULL when it is not one (ids, a known
+   kind, a start time, optional strings). */
+int pj_system(struct pctx *, json_object *r);
+json_object *pj_background_turn(json_object *r);
+/* s with each newline after two spaces (a Markdown line break), as the
+   agent replays a slash command's output (caller frees); the members of
+   a slash command's output item kept in _meta, with "o" (object) or "a"
+   (array) for their type. */
+char *pj_markdown_breaks(const char *s);
+extern const char *const pj_slash_meta[][2];
+/* project-plan.c: add a record's token counts to x->cum (the plan's
+   _meta.stats); a todo_write result (display borrowed: the todo_list
+   object or its JSON text) as a plan update for call_id, nothing when the
+   display holds no plan; a number as JavaScript prints it. */
+void pj_add_usage(struct pctx *, double prompt, double cached, double cand);
+/* A number member of a tape or json-c object, 0 when absent or no number. */
+double pj_tape_count(const struct jtape *, int obj, const char *key);
+double pj_jsonc_count(json_object *, const char *key);
+int pj_plan(struct pctx *, json_object *display, const char *call_id);
+void pj_num(char *buf, size_t n, double v);
 
 #endif

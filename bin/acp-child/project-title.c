@@ -5,16 +5,21 @@
  * to the record's working directory, as the agent shows them relative to
  * its workspace.  A tool the agent's registry lacks is titled with its
  * name, kind "other": list_directory by default (the agent registers its
- * ls tool only when configured to).
+ * ls tool only when configured to).  Tools the agent registers only when
+ * configured (web_search with a search provider, a skill the agent knows)
+ * are presented as registered: the agent that wrote the call had them.
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "project-int.h"
 
-enum pres { P_NONE, P_SHELL, P_READ, P_WRITE, P_EDIT, P_GLOB, P_GREP };
+enum pres { P_NONE, P_SHELL, P_READ, P_WRITE, P_EDIT, P_GLOB, P_GREP,
+    P_FETCH, P_SEARCH, P_AGENT, P_SKILL };
 
 static const struct tool {
 	const char	*name;
@@ -30,8 +35,10 @@ static const struct tool {
 	{ "glob", "Glob", "search", P_GLOB },
 	{ "grep_search", "Grep", "search", P_GREP },
 	{ "search_file_content", "Grep", "search", P_GREP },
-	{ "web_fetch", "WebFetch", "fetch", P_NONE },
-	{ "web_search", "WebSearch", "fetch", P_NONE },
+	{ "web_fetch", "WebFetch", "fetch", P_FETCH },
+	{ "web_search", "WebSearch", "search", P_SEARCH },
+	{ "agent", "Agent", "other", P_AGENT },
+	{ "skill", "Skill", "read", P_SKILL },
 	{ "todo_write", "TodoList", "think", P_NONE },
 	{ "save_memory", "SaveMemory", "think", P_NONE },
 	{ "exit_plan_mode", "ExitPlanMode", "switch_mode", P_NONE },
@@ -140,6 +147,134 @@ read_desc(const struct pj_args *a, const char *rel, char *d, size_t n)
 		snprintf(d, n, "%s", rel);
 }
 
+/* s is absent, or blank as JavaScript's trim() sees ASCII whitespace. */
+static int
+blank(const char *s)
+{
+	return s == NULL || s[strspn(s, " \t\n\r\f\v")] == '\0';
+}
+
+/* The length of UTF-8 s in UTF-16 code units (JavaScript's length). */
+static size_t
+js_len(const char *s, size_t n)
+{
+	size_t i, u = 0;
+
+	for (i = 0; i < n; i++) {
+		if (((unsigned char)s[i] & 0xc0) != 0x80)
+			u++;
+		if (((unsigned char)s[i] & 0xf8) == 0xf0)
+			u++;			/* a surrogate pair */
+	}
+	return u;
+}
+
+/* The length of s without surrounding whitespace, in UTF-16 units. */
+static size_t
+trimmed_len(const char *s)
+{
+	size_t n;
+
+	s += strspn(s, " \t\n\r\f\v");
+	for (n = strlen(s); n > 0 && strchr(" \t\n\r\f\v", s[n - 1]) != NULL; n--)
+		;
+	return js_len(s, n);
+}
+
+/* The bytes of s's first units UTF-16 code units (whole characters). */
+static size_t
+js_prefix(const char *s, size_t units)
+{
+	size_t i = 0, u = 0, w;
+
+	while (s[i] != '\0') {
+		w = ((unsigned char)s[i] & 0xf8) == 0xf0 ? 2 : 1;
+		if (u + w > units)
+			break;
+		u += w;
+		do
+			i++;
+		while (((unsigned char)s[i] & 0xc0) == 0x80);
+	}
+	return i;
+}
+
+/* The URL web_fetch fetches: a GitHub blob page becomes its raw file (in
+   buf), any other URL stays as it is. */
+static const char *
+fetch_url(const char *url, char *buf, size_t n)
+{
+	const char *host = strstr(url, "//") + 2, *path, *p;
+	size_t hl = strcspn(host, ":/?#"), sl = (size_t)(host - 3 - url);
+	int i;
+
+	if (!((hl == 10 && strncasecmp(host, "github.com", 10) == 0) ||
+	    (hl == 14 && strncasecmp(host, "www.github.com", 14) == 0)))
+		return url;
+	path = host + strcspn(host, "/?#");
+	for (p = path, i = 0; i < 2 && *p == '/' && p[1] != '/' && p[1] != '\0'; i++)
+		p += 1 + strcspn(p + 1, "/?#");
+	if (i < 2 || strncmp(p, "/blob/", 6) != 0)
+		return url;
+	snprintf(buf, n, "%.*s://raw.githubusercontent.com%.*s%.*s%s", (int)sl, url,
+	    (int)(path - host - hl), host + hl, (int)(p - path), path, p + 5);
+	for (i = 0; i < (int)sl; i++)
+		buf[i] = (char)tolower((unsigned char)buf[i]);
+	return buf;
+}
+
+/* web_fetch: the URL and a prompt cut to 100 UTF-16 units (97 and "..."),
+   when the tool accepts them (an http(s) URL without credentials). */
+static int
+fetch_desc(const struct pj_args *a, char *d, size_t n)
+{
+	const char *url = a->str(a->arg, "url"), *prompt = a->str(a->arg, "prompt");
+	const char *fmt = a->str(a->arg, "format"), *host, *end;
+	char raw[2048];
+	size_t p;
+
+	if (blank(url) || blank(prompt) || (strncasecmp(url, "http://", 7) != 0 &&
+	    strncasecmp(url, "https://", 8) != 0))
+		return -1;
+	host = strstr(url, "//") + 2;
+	end = host + strcspn(host, "/?#");
+	if (memchr(host, '@', (size_t)(end - host)) != NULL || end == host)
+		return -1;
+	if (fmt != NULL && strcmp(fmt, "auto") != 0 && strcmp(fmt, "markdown") != 0 &&
+	    strcmp(fmt, "html") != 0 && strcmp(fmt, "text") != 0)
+		return -1;
+	p = js_len(prompt, strlen(prompt)) > 100 ? js_prefix(prompt, 97) : strlen(prompt);
+	snprintf(d, n, "Fetching content from %s (format: %s) and processing with "
+	    "prompt: \"%.*s%s\"", fetch_url(url, raw, sizeof raw), fmt ? fmt : "auto",
+	    (int)p, prompt,
+	    prompt[p] != '\0' ? "..." : "");
+	return 0;
+}
+
+/* skill: its name and its arguments, Markdown-escaped, cut to 120 units. */
+static int
+skill_desc(const struct pj_args *a, char *d, size_t n)
+{
+	const char *skill = a->str(a->arg, "skill"), *args = a->str(a->arg, "args");
+	size_t l, i, p;
+
+	if (blank(skill))
+		return -1;
+	l = (size_t)snprintf(d, n, "Use skill: \"%s\"", skill);
+	if (args == NULL || l >= n)
+		return 0;
+	p = js_len(args, strlen(args)) > 120 ? js_prefix(args, 117) : strlen(args);
+	l += (size_t)snprintf(d + l, n - l, " with args: \"");
+	for (i = 0; i < p && l + 3 < n; i++) {
+		if (strchr("\\`*_{}[]()#+-.!|>", args[i]) != NULL)
+			d[l++] = '\\';
+		d[l++] = args[i];
+	}
+	d[l] = '\0';
+	snprintf(d + l, n - l, "%s\"", args[p] != '\0' ? "..." : "");
+	return 0;
+}
+
 /* The description of a call the tool accepts; 0, or -1 when the tool
    would refuse its arguments (the agent then falls back). */
 static int
@@ -187,6 +322,21 @@ describe(const struct tool *t, const struct pj_args *a, const char *cwd,
 		if (t->pres == P_GREP && (p = a->str(a->arg, "glob")) != NULL && *p)
 			snprintf(d + strlen(d), n - strlen(d), " (filter: '%s')", p);
 		return 0;
+	case P_FETCH:
+		return fetch_desc(a, d, n);
+	case P_SEARCH:
+		if ((s = a->str(a->arg, "query")) == NULL || trimmed_len(s) < 2)
+			return -1;
+		snprintf(d, n, "Searching the web for: \"%s\"", s);
+		return 0;
+	case P_AGENT:
+		if (blank(s = a->str(a->arg, "description")) ||
+		    blank(a->str(a->arg, "prompt")))
+			return -1;
+		snprintf(d, n, "%s", s);
+		return 0;
+	case P_SKILL:
+		return skill_desc(a, d, n);
 	case P_NONE:
 		break;
 	}
@@ -199,7 +349,7 @@ pj_tool_present(const char *name, const struct pj_args *a, const char *cwd,
 {
 	const struct tool *t;
 	const char *why;
-	char d[1024];
+	char d[PJ_TITLE_MAX];
 
 	*path = NULL;
 	*line = -1;
@@ -221,4 +371,15 @@ pj_tool_present(const char *name, const struct pj_args *a, const char *cwd,
 	else
 		snprintf(title, tsize, "%s", t->display);
 	return t->kind;
+}
+
+const char *
+pj_tool_start(struct pctx *x, const char *name, const char *id, size_t idx,
+    const struct pj_args *a, char buf[128], char title[PJ_TITLE_MAX],
+    const char **kind, const char **path, double *line)
+{
+	id = pj_call_id(x, id, idx, buf);
+	*kind = pj_tool_present(name, a, x->cwd, title, PJ_TITLE_MAX, path, line);
+	pj_pending_add(x, id, name);
+	return id;
 }

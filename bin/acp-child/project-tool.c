@@ -71,7 +71,7 @@ pj_tool_meta(const char *name)
 	return meta;
 }
 
-/* A tool_call update for a functionCall part. */
+/* A tool_call update for a functionCall part (its name non-empty). */
 int
 pj_tool_call(struct pctx *x, json_object *fc, size_t idx)
 {
@@ -82,11 +82,8 @@ pj_tool_call(struct pctx *x, json_object *fc, size_t idx)
 	char buf[128], title[PJ_TITLE_MAX];
 	double line;
 
-	if (name == NULL)
-		name = "tool";
 	if (strcmp(name, "todo_write") == 0)
 		return 0;			/* its result becomes a plan */
-	id = pj_call_id(x, id, idx, buf);
 	if (args == NULL)
 		args = xjson_object_new_object();
 	else
@@ -95,7 +92,7 @@ pj_tool_call(struct pctx *x, json_object *fc, size_t idx)
 	a.num = jc_num;
 	a.istrue = jc_true;
 	a.arg = args;
-	kind = pj_tool_present(name, &a, x->cwd, title, sizeof title, &path, &line);
+	id = pj_tool_start(x, name, id, idx, &a, buf, title, &kind, &path, &line);
 	u = pj_update("tool_call");
 	json_object_object_add(u, "toolCallId", xjson_object_new_string(id));
 	json_object_object_add(u, "status", xjson_object_new_string("in_progress"));
@@ -114,7 +111,6 @@ pj_tool_call(struct pctx *x, json_object *fc, size_t idx)
 	json_object_object_add(u, "locations", locs);
 	json_object_object_add(u, "kind", xjson_object_new_string(kind));
 	json_object_object_add(u, "rawInput", args);
-	pj_pending_add(x, id, name);
 	return pj_emit(x, u, pj_tool_meta(name));
 }
 
@@ -153,29 +149,6 @@ pj_take_pending(struct pctx *x, const char *id, const char *name)
 	pe = json_object_get(json_object_array_get_idx(x->pending, hit));
 	json_object_array_del_idx(x->pending, hit, 1);
 	return pe;
-}
-
-/* A todo_write result as a plan update. */
-static int
-plan_update(struct pctx *x, json_object *display)
-{
-	json_object *todos = json_get(display, "todos", json_type_array);
-	json_object *u = pj_update("plan"), *entries = xjson_object_new_array(), *e, *td;
-	const char *s;
-	size_t i;
-
-	for (i = 0; todos && i < json_object_array_length(todos); i++) {
-		td = json_object_array_get_idx(todos, i);
-		e = xjson_object_new_object();
-		s = json_get_str(td, "content");
-		json_object_object_add(e, "content", xjson_object_new_string(s ? s : ""));
-		json_object_object_add(e, "priority", xjson_object_new_string("medium"));
-		s = json_get_str(td, "status");
-		json_object_object_add(e, "status", xjson_object_new_string(s ? s : "pending"));
-		json_object_array_add(entries, e);
-	}
-	json_object_object_add(u, "entries", entries);
-	return pj_emit(x, u, NULL);
 }
 
 /* A string member as a new reference, or a new empty string. */
@@ -282,6 +255,41 @@ response_member(json_object *r, const char *key, int nonempty)
 	return NULL;
 }
 
+const char *
+pj_result_id(struct pctx *x, char buf[128])
+{
+	snprintf(buf, 128, "qwen-replay-tool:%.64s:result", json_object_get_string(x->uuid));
+	return buf;
+}
+
+/* A subagent's token counts (its execution summary), as the usage of its
+   call: nothing when the summary holds none. */
+static int
+task_usage(struct pctx *x, json_object *display, const char *id)
+{
+	static const char *const keys[][2] = {
+		{ "inputTokens", "promptTokenCount" },
+		{ "outputTokens", "candidatesTokenCount" },
+		{ "thoughtTokens", "thoughtsTokenCount" },
+		{ "cachedTokens", "cachedContentTokenCount" },
+		{ "totalTokens", "totalTokenCount" },
+		{ NULL, NULL }
+	};
+	json_object *sum = json_get(display, "executionSummary", json_type_object);
+	json_object *usage = xjson_object_new_object(), *v;
+	int i, rc = 0;
+
+	for (i = 0; sum != NULL && keys[i][0] != NULL; i++)
+		if (json_object_object_get_ex(sum, keys[i][0], &v) &&
+		    (json_object_is_type(v, json_type_int) ||
+		    json_object_is_type(v, json_type_double)))
+			json_object_object_add(usage, keys[i][1], json_object_get(v));
+	if (json_object_object_length(usage) > 0)
+		rc = pj_usage(x, usage, id);
+	json_object_put(usage);
+	return rc;
+}
+
 /* tool_result records: tool_call_update (or plan for todo_write). */
 int
 pj_tool_result(struct pctx *x, json_object *r)
@@ -304,15 +312,12 @@ pj_tool_result(struct pctx *x, json_object *r)
 	pe = pj_take_pending(x, id, *name ? name : NULL);
 	if (id == NULL && pe != NULL)
 		id = json_get_str(pe, "id");
-	dt = display ? json_get_str(display, "type") : NULL;
-	if (strcmp(name, "todo_write") == 0 || (dt && strcmp(dt, "todo_list") == 0)) {
+	if (id == NULL)
+		id = pj_result_id(x, buf);
+	if (strcmp(name, "todo_write") == 0) {
+		rc = pj_plan(x, display, id);
 		json_object_put(pe);
-		return plan_update(x, display);
-	}
-	if (id == NULL) {
-		snprintf(buf, sizeof buf, "qwen-replay-tool:%.64s:0",
-		    json_object_get_string(x->uuid));
-		id = buf;
+		return rc;
 	}
 	st = tcr ? json_get_str(tcr, "status") : NULL;
 	failed = (st != NULL && strcmp(st, "success") != 0) ||
@@ -327,6 +332,9 @@ pj_tool_result(struct pctx *x, json_object *r)
 	    json_object_array_length(v) > 0)
 		json_object_object_add(meta, "artifacts", json_object_get(v));
 	rc = pj_emit_raw(x, u, meta, has_display, display);
+	if (rc == 0 && (dt = json_get_str(display, "type")) != NULL &&
+	    strcmp(dt, "task_execution") == 0)
+		rc = task_usage(x, display, id);
 	json_object_put(pe);
 	return rc;
 }

@@ -33,8 +33,8 @@ pj_update(const char *kind)
 }
 
 /* A text chunk update (text borrowed; copied). */
-static int
-chunk(struct pctx *x, const char *kind, const char *text, json_object *meta)
+int
+pj_chunk(struct pctx *x, const char *kind, const char *text, json_object *meta)
 {
 	json_object *u = pj_update(kind), *content = xjson_object_new_object();
 
@@ -44,21 +44,22 @@ chunk(struct pctx *x, const char *kind, const char *text, json_object *meta)
 	return pj_emit(x, u, meta);
 }
 
-/* A text chunk sharing a parsed string (takes a reference to text). */
+/* A text chunk sharing a parsed string (takes a reference to text; meta
+   taken, may be NULL). */
 static int
-chunk_obj(struct pctx *x, const char *kind, json_object *text)
+chunk_obj(struct pctx *x, const char *kind, json_object *text, json_object *meta)
 {
 	json_object *u = pj_update(kind), *content = xjson_object_new_object();
 
 	json_object_object_add(content, "type", xjson_object_new_string("text"));
 	json_object_object_add(content, "text", json_object_get(text));
 	json_object_object_add(u, "content", content);
-	return pj_emit(x, u, NULL);
+	return pj_emit(x, u, meta);
 }
 
-/* A user image part. */
+/* A user image part (meta taken, may be NULL). */
 static int
-image_chunk(struct pctx *x, json_object *inl)
+image_chunk(struct pctx *x, json_object *inl, json_object *meta)
 {
 	json_object *u = pj_update("user_message_chunk"), *content = xjson_object_new_object();
 	const char *mime = json_get_str(inl, "mimeType"), *data = json_get_str(inl, "data");
@@ -67,36 +68,100 @@ image_chunk(struct pctx *x, json_object *inl)
 	json_object_object_add(content, "mimeType", xjson_object_new_string(mime ? mime : ""));
 	json_object_object_add(content, "data", xjson_object_new_string(data ? data : ""));
 	json_object_object_add(u, "content", content);
-	return pj_emit(x, u, NULL);
+	return pj_emit(x, u, meta);
 }
 
-/* user records (3.8): text parts, images, or the displayText of tagged kinds. */
+/* The _meta a user record's updates start with (new, NULL when empty):
+   a realtime message's source, the daemon's prompt id and the input
+   annotations it saved, a mid-turn message's source; with own set, only
+   what the notification and cron kinds carry instead. */
+static json_object *
+user_meta(json_object *r, const char *sub, int own)
+{
+	json_object *m = xjson_object_new_object(), *sp, *v, *a, *e;
+	const char *s;
+	size_t i;
+
+	sp = json_get(r, "systemPayload", json_type_object);
+	if (own && strcmp(sub, "notification") == 0) {
+		json_object_object_add(m, "source", xjson_object_new_string("background_notification"));
+		json_object_object_add(m, "qwenDiscreteMessage", xjson_object_new_boolean(1));
+		if ((v = json_get(sp, "backgroundTask", json_type_object)) != NULL)
+			json_object_object_add(m, "backgroundTask", json_object_get(v));
+		return m;
+	}
+	if (own && strcmp(sub, "cron") == 0) {
+		json_object_object_add(m, "source", xjson_object_new_string("cron"));
+		return m;
+	}
+	if (sub != NULL && strcmp(sub, "realtime_message") == 0) {
+		json_object_object_add(m, "source", xjson_object_new_string("realtime_voice"));
+		json_object_object_add(m, "qwenDiscreteMessage", xjson_object_new_boolean(1));
+	}
+	if ((s = json_get_str(r, "daemonPromptId")) != NULL && s[strspn(s, " \t\n\r")] != '\0')
+		json_object_object_add(m, "promptId", xjson_object_new_string(s));
+	if ((v = json_get(sp, "inputAnnotations", json_type_array)) != NULL) {
+		a = xjson_object_new_array();
+		for (i = 0; i < json_object_array_length(v); i++)
+			if (json_object_is_type(e = json_object_array_get_idx(v, i), json_type_object))
+				json_object_array_add(a, json_object_get(e));
+		if (json_object_array_length(a) > 0)
+			json_object_object_add(m, "inputAnnotations", a);
+		else
+			json_object_put(a);
+	}
+	if (sub != NULL && strcmp(sub, "mid_turn_user_message") == 0) {
+		json_object_object_add(m, "source", xjson_object_new_string("mid_turn_message_injected"));
+		json_object_object_add(m, "qwenDiscreteMessage", xjson_object_new_boolean(1));
+	}
+	if (json_object_object_length(m) == 0) {
+		json_object_put(m);
+		return NULL;
+	}
+	return m;
+}
+
+/* A user subtype replayed as its displayText alone. */
 static int
-project_user(struct pctx *x, json_object *r)
+user_tagged(const char *sub)
 {
 	static const char *const tagged[] = { "notification", "cron",
 	    "mid_turn_user_message", "goal_runtime", NULL };
+	int k;
+
+	for (k = 0; sub != NULL && tagged[k] != NULL; k++)
+		if (strcmp(sub, tagged[k]) == 0)
+			return 1;
+	return 0;
+}
+
+/* user records (3.8): text parts, images, or the displayText of tagged
+   kinds (a mid-turn message without one shows its parts). */
+static int
+project_user(struct pctx *x, json_object *r)
+{
 	json_object *sp = json_get(r, "systemPayload", json_type_object);
 	json_object *msg = json_get(r, "message", json_type_object);
 	json_object *parts = json_get(msg, "parts", json_type_array), *part, *v;
 	const char *sub = json_get_str(r, "subtype"), *display;
 	size_t i;
-	int k;
 
 	display = sp ? json_get_str(sp, "displayText") : NULL;
-	for (k = 0; sub != NULL && tagged[k] != NULL; k++)
-		if (strcmp(sub, tagged[k]) == 0)
-			return display ? chunk(x, "user_message_chunk", display, NULL) : 0;
-	if (display && json_object_object_get_ex(sp, "hookContext", &v))
-		return chunk(x, "user_message_chunk", display, NULL);
+	if (user_tagged(sub)) {
+		if (display != NULL && *display != '\0')
+			return pj_chunk(x, "user_message_chunk", display, user_meta(r, sub, 1));
+		if (strcmp(sub, "mid_turn_user_message") != 0)
+			return 0;
+	} else if (display && json_object_object_get_ex(sp, "hookContext", &v))
+		return pj_chunk(x, "user_message_chunk", display, user_meta(r, sub, 0));
 	for (i = 0; parts && i < json_object_array_length(parts); i++) {
 		part = json_object_array_get_idx(parts, i);
 		if ((v = json_get(part, "text", json_type_string)) != NULL) {
 			if (json_object_get_string_len(v) > 0 &&
-			    chunk_obj(x, "user_message_chunk", v) == -1)
+			    chunk_obj(x, "user_message_chunk", v, user_meta(r, sub, 0)) == -1)
 				return -1;
 		} else if ((v = json_get(part, "inlineData", json_type_object)) != NULL) {
-			if (image_chunk(x, v) == -1)
+			if (image_chunk(x, v, user_meta(r, sub, 0)) == -1)
 				return -1;
 		}
 	}
@@ -114,13 +179,15 @@ const char *const pj_usage_keys[][2] = {
 	{ NULL, NULL }
 };
 
-/* The empty agent chunk carrying the record's usage. */
-static int
-usage_chunk(struct pctx *x, json_object *usage)
+int
+pj_usage(struct pctx *x, json_object *usage, const char *parent)
 {
 	json_object *meta = xjson_object_new_object(), *acp = xjson_object_new_object(), *v;
 	int i;
 
+	pj_add_usage(x, pj_jsonc_count(usage, "promptTokenCount"),
+	    pj_jsonc_count(usage, "cachedContentTokenCount"),
+	    pj_jsonc_count(usage, "candidatesTokenCount"));
 	for (i = 0; pj_usage_keys[i][0] != NULL; i++) {
 		v = NULL;
 		json_object_object_get_ex(usage, pj_usage_keys[i][0], &v);
@@ -131,7 +198,9 @@ usage_chunk(struct pctx *x, json_object *usage)
 			json_object_object_add(acp, pj_usage_keys[i][1], xjson_object_new_int(0));
 	}
 	json_object_object_add(meta, "usage", acp);
-	return chunk(x, "agent_message_chunk", "", meta);
+	if (parent != NULL)
+		json_object_object_add(meta, "parentToolCallId", xjson_object_new_string(parent));
+	return pj_chunk(x, "agent_message_chunk", "", meta);
 }
 
 /* assistant records: thoughts, text, tool calls, usage. */
@@ -147,8 +216,11 @@ project_assistant(struct pctx *x, json_object *r)
 	for (i = 0; rc == 0 && parts && i < json_object_array_length(parts); i++) {
 		part = json_object_array_get_idx(parts, i);
 		if ((fc = json_get(part, "functionCall", json_type_object)) != NULL) {
+			if ((v = json_get(fc, "name", json_type_string)) == NULL ||
+			    json_object_get_string_len(v) == 0)
+				continue;	/* the agent skips a nameless call */
 			if (usage != NULL) {
-				rc = usage_chunk(x, usage);
+				rc = pj_usage(x, usage, NULL);
 				usage = NULL;
 			}
 			if (rc == 0)
@@ -157,95 +229,17 @@ project_assistant(struct pctx *x, json_object *r)
 		    json_object_get_string_len(text) > 0) {
 			v = json_get(part, "thought", json_type_boolean);
 			rc = chunk_obj(x, v && json_object_get_boolean(v) ?
-			    "agent_thought_chunk" : "agent_message_chunk", text);
+			    "agent_thought_chunk" : "agent_message_chunk", text, NULL);
 		}
 	}
 	if (rc == 0 && usage != NULL)
-		rc = usage_chunk(x, usage);
+		rc = pj_usage(x, usage, NULL);
 	return rc;
 }
 
-char *
-pj_markdown_breaks(const char *s)
-{
-	size_t n = 0, i;
-	char *out, *o;
-
-	for (i = 0; s[i] != '\0'; i++)
-		n += s[i] == '\n' ? 3 : 1;
-	o = out = xmalloc(n + 1);
-	for (i = 0; s[i] != '\0'; i++) {
-		if (s[i] == '\n') {
-			*o++ = ' ';
-			*o++ = ' ';
-		}
-		*o++ = s[i];
-	}
-	*o = '\0';
-	return out;
-}
-
-const char *const pj_slash_meta[][2] = {
-	{ "contextCompression", "o" }, { "contextCompressionNotice", "o" },
-	{ "sessionArtifacts", "a" }, { NULL, NULL }
-};
-
-/* One output item of a slash command's result: its text with Markdown
-   line breaks, source "slash_command" and the item's compression note. */
+/* Project one record's updates. */
 static int
-slash_item(struct pctx *x, json_object *item)
-{
-	json_object *meta, *v;
-	const char *s = json_get_str(item, "text");
-	char *text;
-	int i, rc;
-
-	if (s == NULL)
-		return 0;
-	meta = xjson_object_new_object();
-	json_object_object_add(meta, "source", xjson_object_new_string("slash_command"));
-	for (i = 0; pj_slash_meta[i][0] != NULL; i++)
-		if ((v = json_get(item, pj_slash_meta[i][0], pj_slash_meta[i][1][0] == 'o' ?
-		    json_type_object : json_type_array)) != NULL)
-			json_object_object_add(meta, pj_slash_meta[i][0], json_object_get(v));
-	text = pj_markdown_breaks(s);
-	rc = chunk(x, "agent_message_chunk", text, meta);
-	free(text);
-	return rc;
-}
-
-/* system records: slash_command results and cancelled turns. */
-static int
-project_system(struct pctx *x, json_object *r)
-{
-	json_object *sp = json_get(r, "systemPayload", json_type_object);
-	json_object *items, *meta;
-	const char *sub = json_get_str(r, "subtype"), *s;
-	size_t i;
-
-	if (sub == NULL || sp == NULL)
-		return 0;
-	if (strcmp(sub, "slash_command") == 0 && (s = json_get_str(sp, "phase")) != NULL &&
-	    strcmp(s, "result") == 0 &&
-	    (items = json_get(sp, "outputHistoryItems", json_type_array)) != NULL) {
-		for (i = 0; i < json_object_array_length(items); i++)
-			if (slash_item(x, json_object_array_get_idx(items, i)) == -1)
-				return -1;
-	} else if (strcmp(sub, "turn_result") == 0 &&
-	    (s = json_get_str(sp, "state")) != NULL && strcmp(s, "cancelled") == 0) {
-		meta = xjson_object_new_object();
-		json_object_object_add(meta, "promptCancelled", xjson_object_new_boolean(1));
-		return chunk(x, "agent_message_chunk", "", meta);
-	} else if (strcmp(sub, "background_task_completed") == 0 &&
-	    (s = json_get_str(sp, "displayText")) != NULL) {
-		return chunk(x, "agent_message_chunk", s, NULL);
-	}
-	return 0;
-}
-
-/* Project one record. */
-static int
-project_record(struct pctx *x, json_object *r)
+project_kind(struct pctx *x, json_object *r)
 {
 	switch (transcript_type(x->t, x->c->rec[x->pos])) {
 	case TX_USER:
@@ -255,9 +249,43 @@ project_record(struct pctx *x, json_object *r)
 	case TX_TOOL_RESULT:
 		return pj_tool_result(x, r);
 	case TX_SYSTEM:
-		return project_system(x, r);
+		return pj_system(x, r);
 	}
 	return 0;
+}
+
+/* Project one record; the updates of a background notification's turn
+   carry its backgroundTurn (a finished task's own notice does not). */
+static int
+project_record(struct pctx *x, json_object *r)
+{
+	const char *sub = json_get_str(r, "subtype");
+	int rc;
+
+	if (sub == NULL || strcmp(sub, "background_task_completed") != 0)
+		x->bg_turn = pj_background_turn(r);
+	rc = project_kind(x, r);
+	json_object_put(x->bg_turn);
+	x->bg_turn = NULL;
+	return rc;
+}
+
+int
+pj_record_jsonc(struct pctx *x)
+{
+	json_object *r;
+	char *cause = NULL;
+	int rc;
+
+	if ((r = transcript_load_record(x->t, x->c->rec[x->pos], &cause)) == NULL) {
+		free(cause);
+		return errno == EBADMSG ? 0 : -1;
+	}
+	x->cwd = json_get_str(r, "cwd");	/* the tape's bytes may be reread */
+	rc = project_record(x, r);
+	x->cwd = NULL;
+	json_object_put(r);
+	return rc;
 }
 
 /* Set the per-record context: uuid, timestamp (ts_str, may be NULL) and
@@ -383,6 +411,8 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 	x.c = c;
 	x.p = p;
 	x.pos = start;
+	x.start = start;
+	x.counted = start == 0 || !(flags & PROJECT_CHAIN_STATS);
 	x.ts = -1;
 	x.seg = -1;
 	project_clear(p);
@@ -398,7 +428,7 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 		record_context(&x, NULL);
 		meta = xjson_object_new_object();
 		json_object_object_add(meta, "qwenDiscreteMessage", xjson_object_new_boolean(1));
-		rc = chunk(&x, "agent_message_chunk", GAP_NOTICE, meta);
+		rc = pj_chunk(&x, "agent_message_chunk", GAP_NOTICE, meta);
 	}
 	for (x.pos = start; rc == 0 && x.pos < c->len; x.pos++)
 		rc = record_one(&x, flags, cause);

@@ -34,6 +34,9 @@ struct projection {
 #define PROJECT_HIDE_INHERITED 0x02	/* skip records with forkedFrom */
 #define PROJECT_OPEN_END 0x04		/* a page: calls still open at its end
 					   may be answered on the next page */
+#define PROJECT_CHAIN_STATS 0x08	/* a plan's stats count the records
+					   before the window too (else from
+					   its first record, as the agent) */
 
 /* Project c->rec[start..len) into *p (cleared first) as encoded updates:
    each record straight from its bytes when the fast path can read it, else

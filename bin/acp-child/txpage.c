@@ -225,7 +225,8 @@ txp_run(struct lw_job *lw)
 		return;
 	part = j->e->chain;
 	part.len = end;
-	if (start < end && project_window(j->e->tx, &part, start, PROJECT_OPEN_END,
+	if (start < end && project_window(j->e->tx, &part, start,
+	    PROJECT_OPEN_END | PROJECT_CHAIN_STATS,
 	    &p, &cause) == -1) {
 		free(cause);
 		txp_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
