@@ -103,7 +103,7 @@ masked() {
 	    -e 's/"clientId":"[^"]*"/"clientId":""/' \
 	    -e 's/"createdAt":"[^"]*"/"createdAt":""/' \
 	    -e 's/"eventEpoch":"[^"]*"/"eventEpoch":""/' \
-	    -e 's/,"index":"[a-z]*","bytesRead":[0-9]*//'
+	    -e 's/,"index":"[a-z]*","bytesRead":[0-9]*\(,"indexBytesChecked":[0-9]*\)\{0,1\}//'
 }
 
 # sibling_works SID: a prompt on the live session SID completes (seen on an
