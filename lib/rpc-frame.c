@@ -388,7 +388,7 @@ rpc_reader_next(struct rpc_reader *r, struct rpc_msg *msg, struct rpc_bad *bad)
 		if (nl == NULL) {
 			r->scan = r->end;
 			if (r->end - r->start <= r->max_frame) {
-				if (r->splice != NULL)
+				if (r->splice != NULL && r->end > r->start)
 					rpc_splice_advance(&r->sp, r->splice,
 					    r->buf + r->start, r->end - r->start);
 				return RPC_READ_MORE;

@@ -329,6 +329,8 @@ splice_find(struct rpc_splice *sp, const char *marker, const char *line,
 
 	if (marker[mlen - 1] != '[' || sp->mscan > len)
 		return -1;
+	if (len - sp->mscan < mlen)
+		return 1;
 	if ((m = memmem(line + sp->mscan, len - sp->mscan, marker, mlen)) == NULL) {
 		if (len >= mlen && len - mlen + 1 > sp->mscan)
 			sp->mscan = len - mlen + 1;

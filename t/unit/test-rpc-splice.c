@@ -159,6 +159,8 @@ check_incremental(void)
 	line = answer(arr, "");
 	len = strlen(line);
 	rpc_reader_splice(r, marker, path);
+	/* Nothing buffered yet (no buffer at all): nothing to scan. */
+	is_int(rpc_reader_next(r, &m, &bad), RPC_READ_MORE, "incremental: nothing fed");
 	rpc_reader_feed(r, line, len - 1);
 	st = rpc_reader_next(r, &m, &bad);
 	is_int(st, RPC_READ_MORE, "incremental: no message before the newline");
