@@ -12,15 +12,6 @@ setup() {
 	index_setup
 }
 
-# flip_byte FILE OFFSET: change one byte of FILE in place.
-flip_byte() {
-	local b
-	b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
-	# shellcheck disable=SC2059
-	printf "\\$(printf %03o "$((b ^ 1))")" |
-	    dd of="$1" bs=1 seek="$2" conv=notrunc status=none
-}
-
 @test "a kept index is used: the transcript is not read again" {
 	f=$(gen 1 --torn-tail)
 	size=$(stat -c %s "$f")
@@ -33,8 +24,10 @@ flip_byte() {
 	[ "$(stat -c %a "$idx")" = 600 ]
 	for run in 1 2; do
 		cached_is "warm null" "$f"
-		# The checkpoints and 8 KiB of digests only.
-		[ "$(jq .bytesRead <<<"$o")" -eq "$((checkpoints + 8192))" ]
+		# 8 KiB of digests and at most the checkpoints (the summary's
+		# own count; the chain and model history are kept).
+		[ "$(jq .bytesRead <<<"$o")" -ge 8192 ]
+		[ "$(jq .bytesRead <<<"$o")" -le "$((checkpoints + 8192))" ]
 	done
 	# An unchanged index is not written again.
 	[ "$(one_index)" = "$idx" ]
@@ -46,20 +39,20 @@ flip_byte() {
 	want=$(qwen-inspect --replay --page-size 6 "$f")
 	o=$(cached --replay --page-size 6 "$f")
 	[ "$(jq -r .index <<<"$o")" = cold ]
-	[ "$(jq -c 'del(.index, .indexReason, .bytesRead)' <<<"$o")" = "$want" ]
+	[ "$(jq -c 'del(.index, .indexReason, .bytesRead, .indexBytesChecked)' <<<"$o")" = "$want" ]
 	# The cold pass read the file once, then the page and the checkpoint.
 	sent=$(($(jq .bytesRead <<<"$o") - size))
 	[ "$sent" -lt "$size" ]
 	o=$(cached --replay --page-size 6 "$f")
 	[ "$(jq -r .index <<<"$o")" = warm ]
-	[ "$(jq -c 'del(.index, .indexReason, .bytesRead)' <<<"$o")" = "$want" ]
+	[ "$(jq -c 'del(.index, .indexReason, .bytesRead, .indexBytesChecked)' <<<"$o")" = "$want" ]
 	[ "$(jq '.updates | length' <<<"$o")" -gt 0 ]
 	# The warm one only those, and 8 KiB of digests.
 	[ "$(jq .bytesRead <<<"$o")" -le "$((sent + 8192))" ]
 	# The default window too (the whole chain of a small file).
 	want=$(qwen-inspect --replay --max-bytes 65536 "$f")
 	o=$(cached --replay --max-bytes 65536 "$f")
-	[ "$(jq -c 'del(.index, .indexReason, .bytesRead)' <<<"$o")" = "$want" ]
+	[ "$(jq -c 'del(.index, .indexReason, .bytesRead, .indexBytesChecked)' <<<"$o")" = "$want" ]
 }
 
 @test "appended bytes are indexed on top of the kept index" {
@@ -84,9 +77,11 @@ flip_byte() {
 	grown=$o
 	# What was appended is kept too: the next run reads only the
 	# checkpoints and the digests, and the one before read that plus the
-	# appended bytes (the torn line's among them), not one byte more.
+	# appended bytes (the torn line's among them) and the last checkpoint
+	# (its chain was walked again), not the file.
 	cached_is "warm null" "$f"
-	[ "$(jq .bytesRead <<<"$grown")" -eq "$(($(jq .bytesRead <<<"$o") + size - before))" ]
+	[ "$(jq .bytesRead <<<"$grown")" -ge "$(($(jq .bytesRead <<<"$o") + size - before))" ]
+	[ "$(jq .bytesRead <<<"$grown")" -lt "$(($(jq .bytesRead <<<"$o") + size - before + size / 4))" ]
 }
 
 @test "a truncated, replaced or rewritten transcript is indexed again" {
@@ -118,7 +113,10 @@ flip_byte() {
 	isize=$(stat -c %s "$idx")
 	damage() {
 		case $1 in
-		flip)	flip_byte "$idx" "$((isize / 2))" ;;
+		# A record in the middle: the summary walks the chain through it
+		# (a block no restore uses is not checked, t/1303).
+		flip)	flip_byte "$idx" "$(qwen-inspect --index-layout "$idx" |
+			    jq '.sections.records[0] + (.sections.records[1] / 2 | floor)')" ;;
 		short)	truncate -s "$((isize - 8))" "$idx" ;;
 		version) flip_byte "$idx" 8 ;;
 		garbage) head -c 4096 /dev/urandom >"$idx" ;;

@@ -7,11 +7,7 @@ load agent_helper
 
 setup() {
 	agent_require
-	# The model asks for one shell command, then ends the turn once it has
-	# the tool's result.
-	fake_model_start '[{"when":"please write the marker","tool_calls":[{"name":"run_shell_command",
-	    "arguments":{"command":"echo ran > marker.txt","description":"write the marker file"}}]},
-	    {"when":"\"role\":\"tool\"","text":"The command has run."}]'
+	fake_shell_model_start
 }
 
 teardown() {

@@ -31,7 +31,7 @@ R='.state._meta["qwen.session.restore"]'
 
 # same: a load answer without what differs between two loads.
 same() {
-	jq -S "del(.clientId, .createdAt, .eventEpoch, $R.index, $R.bytesRead,
+	jq -S "del(.clientId, .createdAt, .eventEpoch, $R.index, $R.bytesRead, $R.indexBytesChecked,
 	    (.. | objects | .serverTimestamp))"
 }
 

@@ -37,6 +37,15 @@ fake_model_start() {
 	MODEL_PORT=$(cat "$MODEL_LOG/port")
 }
 
+# fake_shell_model_start: a model that asks for one shell command (echo ran
+# > marker.txt) when told "please write the marker", then ends the turn
+# once it has the tool's result.
+fake_shell_model_start() {
+	fake_model_start '[{"when":"please write the marker","tool_calls":[{"name":"run_shell_command",
+	    "arguments":{"command":"echo ran > marker.txt","description":"write the marker file"}}]},
+	    {"when":"\"role\":\"tool\"","text":"The command has run."}]'
+}
+
 fake_model_stop() {
 	[ -n "${MODEL_PID:-}" ] || return 0
 	kill "$MODEL_PID" 2>/dev/null || true
@@ -49,13 +58,19 @@ fake_model_stop() {
 # daemon's --data-dir, so both see one transcript directory) and the
 # OPENAI_* variables aimed at the fake model, passed through the daemon's
 # environment.  APPROVAL_MODE (default "default") goes in its settings,
-# and AGENT_TODO_WRITE=1 turns its todo_write tool on (off by default).
+# AGENT_TODO_WRITE=1 turns its todo_write tool on (off by default), and
+# AGENT_SETTINGS (a JSON object) is merged over them.
 agent_env_serve() {
 	local todo=
 	DATA=$BATS_TEST_TMPDIR/data
 	mkdir -p "$BATS_TEST_TMPDIR/home" "$DATA"
 	[ "${AGENT_TODO_WRITE:-0}" != 1 ] || todo=',"todoWrite":{"enabled":true}'
 	printf '{"tools":{"approvalMode":"%s"%s}}\n' "${APPROVAL_MODE:-default}" "$todo" >"$DATA/settings.json"
+	# AGENT_SETTINGS: a JSON object merged over those settings.
+	if [ -n "${AGENT_SETTINGS:-}" ]; then
+		jq -c --argjson a "$AGENT_SETTINGS" '. * $a' "$DATA/settings.json" >"$DATA/settings.new"
+		mv "$DATA/settings.new" "$DATA/settings.json"
+	fi
 	local -x HOME=$BATS_TEST_TMPDIR/home QWEN_HOME=$DATA OPENAI_MODEL=fake \
 	    OPENAI_BASE_URL=http://127.0.0.1:$MODEL_PORT/v1 OPENAI_API_KEY=sk-fake-test
 	serve_start "$@"

@@ -1,17 +1,19 @@
 # index_helper.bash: the persistent transcript index (--cache-dir) through
-# qwen-inspect, checked against a fresh pass and the reference loader.
+# qwen-inspect, checked against a fresh pass and the reference loader, and
+# damage to one byte of a kept index (t/1301, t/1303-t/1305, t/2903).
 
 load oracle_helper
 
 ORACLE="$SHARED_DIR/tools/gen-transcript"
 
-# index_setup: the kept indexes go to $CACHE; generated transcripts are
-# $MIB MiB (smaller under the sanitizers); jq is needed.
+# index_setup [MIB [SANITIZED-MIB]]: the kept indexes go to $CACHE;
+# generated transcripts are $MIB MiB (2, or 0.5 under the sanitizers); jq
+# is needed.
 index_setup() {
 	command -v jq >/dev/null || skip "jq not installed"
 	CACHE="$BATS_TEST_TMPDIR/cache"
-	MIB=2
-	[ -z "${QWEN_SANITIZED:-}" ] || MIB=0.5
+	MIB=${1:-2}
+	[ -z "${QWEN_SANITIZED:-}" ] || MIB=${2:-0.5}
 }
 
 # gen SEED [ARGS...]: a generated transcript; prints its path.
@@ -20,6 +22,14 @@ gen() {
 	shift
 	qwen-gen-transcript --mib "$MIB" --seed "$seed" --branches 2 \
 	    --compressions 2 --glued 2 "$@" --out "$BATS_TEST_TMPDIR/g$seed"
+}
+
+# index_session SEED: a generated transcript of $MIB MiB among the
+# sessions of $DATA for $WS (acp_setup): its path in $F, its id in $SID.
+index_session() {
+	F=$(qwen-gen-transcript --mib "$MIB" --seed "$1" --branches 2 --compressions 2 \
+	    --data-dir "$DATA" --workspace "$WS")
+	SID=$(basename "$F" .jsonl)
 }
 
 # cached [ARGS...] FILE: the summary through the index cache.
@@ -31,7 +41,7 @@ cached() {
 # pass answers, and what the reference loader answers when it is here.
 fresh_agrees() {
 	local got want
-	got=$(jq -S 'del(.index, .indexReason, .bytesRead)' <<<"$2")
+	got=$(jq -S 'del(.index, .indexReason, .bytesRead, .indexBytesChecked)' <<<"$2")
 	want=$(qwen-inspect "$1" | jq -S .)
 	[ "$got" = "$want" ] || {
 		diff <(echo "$got") <(echo "$want")
@@ -64,4 +74,13 @@ one_index() {
 	n=$(find "$CACHE" -name 'tx-*.idx' | wc -l)
 	[ "$n" -eq 1 ] || return 1
 	find "$CACHE" -name 'tx-*.idx'
+}
+
+# flip_byte FILE OFFSET: change one byte of FILE in place.
+flip_byte() {
+	local b
+	b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+	# shellcheck disable=SC2059
+	printf "\\$(printf %03o "$((b ^ 1))")" |
+	    dd of="$1" bs=1 seek="$2" conv=notrunc status=none
 }

@@ -1,6 +1,6 @@
 /*
- * agent.c: per-prompt agent processes (a libpipeline command run by
- * spawn_cmd(), exits watched with a pidfd) and the echo agent.
+ * agent.c: per-prompt agent processes (a command run by spawn_start(),
+ * exits watched with a pidfd) and the echo agent.
  */
 #include "config.h"
 
@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <pipeline.h>
 
 #include "agent.h"
 #include "log.h"
@@ -340,7 +339,7 @@ agent_start(struct event_base *base, const char *command, const char *prompt,
     const struct agent_cbs *cbs, void *arg, char **cause)
 {
 	struct agent *ag;
-	pipecmd *cmd;
+	struct spawn_cmd *cmd;
 	int in[2], out[2], st;
 
 	*cause = NULL;
@@ -358,14 +357,14 @@ agent_start(struct event_base *base, const char *command, const char *prompt,
 	}
 	ag->in_fd = in[1];
 	ag->out_fd = out[0];
-	cmd = pipecmd_new_args("/bin/sh", "-c", command, (void *)NULL);
-	pipecmd_setenv(cmd, "QWEN_SESSION_ID", session_id);
-	pipecmd_setenv(cmd, "QWEN_TRANSCRIPT", transcript);
-	pipecmd_unsetenv(cmd, "QWEN_ACP_PARENT_CAPABILITY");
-	pipecmd_unsetenv(cmd, "QWEN_CODE_PRIVATE_ACP_CAPABILITY");
-	pipecmd_pre_exec(cmd, agent_pre_exec, NULL, NULL);
+	cmd = spawn_cmd_new_args("/bin/sh", "-c", command, (void *)NULL);
+	spawn_cmd_setenv(cmd, "QWEN_SESSION_ID", session_id);
+	spawn_cmd_setenv(cmd, "QWEN_TRANSCRIPT", transcript);
+	spawn_cmd_unsetenv(cmd, "QWEN_ACP_PARENT_CAPABILITY");
+	spawn_cmd_unsetenv(cmd, "QWEN_CODE_PRIVATE_ACP_CAPABILITY");
+	spawn_cmd_pre_exec(cmd, agent_pre_exec, NULL);
 	/* Closes in[0] and out[1]; a failed fork fails this prompt only. */
-	if ((ag->pid = spawn_cmd(cmd, in[0], out[1], -1)) == -1) {
+	if ((ag->pid = spawn_start(cmd, in[0], out[1], -1)) == -1) {
 		if (asprintf(cause, "%s: %s", AGENT_FORK_FAILED, strerror(errno)) == -1)
 			*cause = NULL;
 		ag->pid = 0;

@@ -1,8 +1,8 @@
 /*
  * agent.h: the process that answers a prompt.
  *
- * With a command, each prompt runs `sh -c CMD` (a libpipeline command
- * that spawn_cmd() forks for) in its own process group: the prompt text on its stdin, QWEN_SESSION_ID and
+ * With a command, each prompt runs `sh -c CMD` (a command that
+ * spawn_start() forks for) in its own process group: the prompt text on its stdin, QWEN_SESSION_ID and
  * QWEN_TRANSCRIPT in its environment, its stdout streamed back (as valid
  * UTF-8, a split character held until complete) as it arrives.  Exit 0
  * ends the turn; anything else fails the prompt.  Cancel sends SIGTERM to
@@ -57,9 +57,9 @@ void	agent_cancel(struct agent *);
 /* Stop / resume reading its output (output back-pressure). */
 void	agent_pause(struct agent *, int paused);
 /*
- * libpipeline pre-exec hook of every agent process (also the --agent-acp
- * one): its own process group and SIGPIPE's default back (spawn_cmd()
- * has reset the signals we catch and emptied the mask).
+ * The pre-exec hook of every agent process (also the --agent-acp one),
+ * async-signal-safe: its own process group and SIGPIPE's default back
+ * (spawn_start() has reset the signals we catch and emptied the mask).
  */
 void	agent_pre_exec(void *);
 /* An agent's stdin and stdout pipes (CLOEXEC; our ends non-blocking); 0 or -1. */

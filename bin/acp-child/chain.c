@@ -126,6 +126,30 @@ push(struct tx_chain *c, size_t *cap, uint32_t rec)
 	return 0;
 }
 
+/* The chain the kept index has for these very bytes (transcript-cache.c). */
+static int
+kept(const struct transcript *t, struct tx_chain *c, char **cause)
+{
+	const struct tx_kept_chain *k = t->kc;
+	const uint32_t *rec;
+
+	if ((c->rec = reallocarray(NULL, k->len + 1, sizeof *c->rec)) == NULL) {
+		transcript_cause(cause, "chain: out of memory");
+		return -1;
+	}
+	/* Damaged: an empty chain, and the caller sees the index damaged. */
+	if ((rec = transcript_cache_chain(t)) == NULL)
+		return 0;
+	memcpy(c->rec, rec, k->len * sizeof *c->rec);
+	c->len = k->len;
+	c->last_compression = k->last_compression;
+	c->model_history = k->model_history;
+	c->gaps = k->gaps;
+	c->cycles = k->cycles;
+	c->turn_starts = k->turn_starts;
+	return 0;
+}
+
 int
 chain_build(struct transcript *t, struct tx_chain *c, char **cause)
 {
@@ -137,6 +161,9 @@ chain_build(struct transcript *t, struct tx_chain *c, char **cause)
 	memset(c, 0, sizeof *c);
 	c->leaf = transcript_leaf(t);
 	c->last_compression = -1;
+	c->model_history = -1;
+	if (t->kc != NULL)
+		return kept(t, c, cause);
 	if (c->leaf < 0)
 		return 0;
 	if ((seen = calloc(n / 8 + 1, 1)) == NULL)
@@ -187,6 +214,7 @@ chain_clear(struct tx_chain *c)
 	memset(c, 0, sizeof *c);
 	c->leaf = -1;
 	c->last_compression = -1;
+	c->model_history = -1;
 }
 
 /* Entries of the checkpoint; *last_user set from the last one's role. */
@@ -222,6 +250,8 @@ chain_model_history(struct transcript *t, const struct tx_chain *c, char **cause
 	unsigned fl;
 	const char *sub;
 
+	if (c->model_history >= 0)
+		return c->model_history;
 	if (c->last_compression >= 0) {
 		n = checkpoint_entries(t, c->rec[c->last_compression], &last_user,
 		    cause);

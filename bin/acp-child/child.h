@@ -116,6 +116,12 @@ int	child_setup_io(struct child *);
 /* Write queued output now; -1 when stdout is gone. */
 int	child_flush(struct child *);
 
+/* modes.c */
+/* session/set_model, session/set_mode or qwen/control/session/approval_mode. */
+int	modes_is_switch(const char *method);
+/* Answer one of those for a registered session, at once. */
+void	modes_request(struct child *, struct rpc_msg *);
+
 /* rpc.c */
 /* Handle one message read from stdin (takes ownership of msg). */
 void	rpc_dispatch(struct child *, struct rpc_msg *msg);

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include <json-c/json.h>
-#include <pipeline.h>
+#include "spawn.h"
 
 #include "rpc-frame.h"
 

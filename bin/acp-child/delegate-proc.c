@@ -1,6 +1,6 @@
 /*
- * delegate-proc.c: the --agent-acp agent's process and wire: a libpipeline
- * command run by spawn_cmd() (exits watched with a pidfd), NDJSON JSON-RPC on its
+ * delegate-proc.c: the --agent-acp agent's process and wire: a command
+ * run by spawn_start() (exits watched with a pidfd), NDJSON JSON-RPC on its
  * stdin/stdout, our requests to it numbered and remembered.  What the
  * messages mean for the sessions is delegate.c's.
  */
@@ -102,22 +102,22 @@ dlg_wrap(struct child *c, int fd, int reading)
 }
 
 /* The command: the argv, our secret, the data directory as QWEN_HOME. */
-static pipecmd *
+static struct spawn_cmd *
 dlg_command(struct child *c)
 {
-	pipecmd *cmd = pipecmd_new(c->opts.agent_acp[0]);
+	struct spawn_cmd *cmd = spawn_cmd_new(c->opts.agent_acp[0]);
 	unsigned char raw[32];
 
 	for (char **a = c->opts.agent_acp + 1; *a != NULL; a++)
-		pipecmd_arg(cmd, *a);
+		spawn_cmd_arg(cmd, *a);
 	arc4random_buf(raw, sizeof(raw));
 	base64_encode(BASE64_URL, raw, sizeof(raw), dlg.secret, sizeof(dlg.secret));
-	pipecmd_chdir(cmd, c->opts.workspace);
-	pipecmd_unsetenv(cmd, "QWEN_ACP_PARENT_CAPABILITY");
-	pipecmd_setenv(cmd, "QWEN_CODE_PRIVATE_ACP_CAPABILITY", dlg.secret);
-	pipecmd_setenv(cmd, "QWEN_CODE_NO_RELAUNCH", "true");
-	pipecmd_setenv(cmd, "QWEN_HOME", c->opts.data_dir);
-	pipecmd_pre_exec(cmd, agent_pre_exec, NULL, NULL);
+	spawn_cmd_chdir(cmd, c->opts.workspace);
+	spawn_cmd_unsetenv(cmd, "QWEN_ACP_PARENT_CAPABILITY");
+	spawn_cmd_setenv(cmd, "QWEN_CODE_PRIVATE_ACP_CAPABILITY", dlg.secret);
+	spawn_cmd_setenv(cmd, "QWEN_CODE_NO_RELAUNCH", "true");
+	spawn_cmd_setenv(cmd, "QWEN_HOME", c->opts.data_dir);
+	spawn_cmd_pre_exec(cmd, agent_pre_exec, NULL);
 	return cmd;
 }
 
@@ -133,7 +133,7 @@ dlg_start(struct child *c, char **cause)
 		return -1;
 	}
 	/* Closes in[0] and out[1]; a failed fork fails the prompts, not us. */
-	if ((dlg.pid = spawn_cmd(dlg_command(c), in[0], out[1], -1)) == -1) {
+	if ((dlg.pid = spawn_start(dlg_command(c), in[0], out[1], -1)) == -1) {
 		log_warn("agent: cannot fork");
 		if (asprintf(cause, "%s: %s", AGENT_FORK_FAILED, strerror(errno)) == -1)
 			*cause = NULL;

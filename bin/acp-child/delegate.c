@@ -2,7 +2,7 @@
  * delegate.c: the sessions and turns at the ACP agent (--agent-acp
  * 'CMD ARGS') that answers this child's prompts.
  *
- * One agent process per child, started with spawn_cmd() on the first
+ * One agent process per child, started with spawn_start() on the first
  * prompt (never at load: loads stay ours and fast), initialized with a
  * private-parent secret of our own, then each session is resumed there
  * once (its writer lease released first, so that the agent can write).

@@ -111,6 +111,24 @@ summary(struct transcript *t, char **cause)
 	return o;
 }
 
+/* The summary, from a full pass when the kept index turns out damaged in
+   a part it used (what it derived from there is thrown away). */
+static json_object *
+summary_checked(struct transcript **t, const char *path, char **cause)
+{
+	json_object *o = summary(*t, cause);
+
+	if (!transcript_index_damaged(*t))
+		return o;
+	json_object_put(o);
+	free(*cause);
+	*cause = NULL;
+	transcript_free(*t);
+	if ((*t = transcript_open_rescan(path, NULL, "checksum", cause)) == NULL)
+		return NULL;
+	return summary(*t, cause);
+}
+
 void
 inspect_index_info(struct transcript *t, json_object *o, const struct inspect_cache *ic)
 {
@@ -123,6 +141,8 @@ inspect_index_info(struct transcript *t, json_object *o, const struct inspect_ca
 	    why != NULL ? json_object_new_string(why) : NULL);
 	json_object_object_add(o, "bytesRead",
 	    json_object_new_uint64(transcript_bytes_read(t)));
+	json_object_object_add(o, "indexBytesChecked",
+	    json_object_new_uint64(transcript_index_checked(t)));
 	if (transcript_index_dirty(t) &&
 	    transcript_save(t, ic->dir, ic->max_bytes, ic->max_files, &cause) == -1) {
 		fprintf(stderr, "%s: %s\n", getprogname(), cause);
@@ -142,7 +162,7 @@ inspect_main(const char *path, const struct inspect_cache *ic)
 		return 2;
 	}
 	if ((t = transcript_open_cached(path, NULL, ic != NULL ? ic->dir : NULL,
-	    &cause)) == NULL || (o = summary(t, &cause)) == NULL) {
+	    &cause)) == NULL || (o = summary_checked(&t, path, &cause)) == NULL) {
 		fprintf(stderr, "%s: cannot inspect %s: %s\n", getprogname(), path,
 		    cause ? cause : "unknown error");
 		free(cause);

@@ -56,38 +56,74 @@ ws(struct jt_parser *ps)
 		ps->p++;
 }
 
+/* Past the stop byte at q, which is not a quote (a control byte or an
+   escape); NULL where json-c decides. */
+static inline const char *
+str_stop(const char *q, const char *e)
+{
+	long v;
+
+	if (*q != '\\')
+		return *q == '\0' ? NULL : q + 1;	/* json-c may stop at a NUL */
+	if (q + 1 >= e)
+		return NULL;
+	if (scan_escape_simple(q[1]))
+		return q + 2;
+	if (q[1] != 'u' || (v = uescape(q, e)) <= 0 || (v >= 0xd800 && v <= 0xdfff))
+		return NULL;	/* \u0000 and surrogates: json-c's business */
+	return q + 6;
+}
+
+/* The closing quote of the string whose content starts at q, or NULL;
+   *plain is cleared at an escape or a control byte. */
+static const char *
+str_end(const char *q, const char *e, int *plain)
+{
+	for (;;) {
+		q = scan_special(q, e, SCAN_CTL);
+		if (q >= e)
+			return NULL;
+		if (*q == '"')
+			return q;
+		*plain = 0;
+		if ((q = str_stop(q, e)) == NULL)
+			return NULL;
+	}
+}
+
+#ifdef HAVE_AVX2_PATH
+/* str_end with AVX2 (escaped quotes and newlines are dense in tool output). */
+__attribute__((target("avx2"))) static const char *
+str_end_avx2(const char *q, const char *e, int *plain)
+{
+	int other = 0, r;
+
+	r = scan_string_avx2(&q, e, SCAN_CTL, str_stop, &other);
+	if (other)
+		*plain = 0;
+	if (r == 1)
+		return q;
+	if (r == 0)
+		return NULL;
+	return str_end(q, e, plain);
+}
+#endif
+
 /* A string; ps->p is just after the opening quote. */
 static int
 parse_str(struct jt_parser *ps)
 {
-	const char *s = ps->p, *q = s;
+	const char *s = ps->p, *q;
 	int i, plain = 1;
-	long v;
 
-	for (;;) {
-		q = scan_special(q, ps->e, SCAN_CTL);
-		if (q >= ps->e)
-			return -1;
-		if (*q == '"')
-			break;
-		plain = 0;
-		if (*q != '\\') {
-			if (*q == '\0')
-				return -1;	/* json-c may stop at a NUL */
-			q++;
-			continue;
-		}
-		if (q + 1 >= ps->e)
-			return -1;
-		if (strchr("\"\\/bfnrt", q[1]) != NULL && q[1] != '\0') {
-			q += 2;
-			continue;
-		}
-		if (q[1] != 'u' || (v = uescape(q, ps->e)) <= 0 ||
-		    (v >= 0xd800 && v <= 0xdfff))
-			return -1;	/* \u0000 and surrogates: json-c's business */
-		q += 6;
-	}
+#ifdef HAVE_AVX2_PATH
+	if (__builtin_cpu_supports("avx2"))
+		q = str_end_avx2(s, ps->e, &plain);
+	else
+#endif
+		q = str_end(s, ps->e, &plain);
+	if (q == NULL)
+		return -1;
 	if ((size_t)(q - s) > UINT32_MAX || (i = node_new(ps, JT_STR, s)) == -1)
 		return -1;
 	ps->t->n[i].len = (uint32_t)(q - s);

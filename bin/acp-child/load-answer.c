@@ -51,6 +51,9 @@ rj_stats(struct load_job *j)
 	    xjson_object_new_string(j->prof.index != NULL ? j->prof.index : "none"));
 	json_object_object_add(o, "bytesRead",
 	    xjson_object_new_int64((int64_t)j->prof.bytes_read));
+	/* A kept index is checked as it is used: how much of it was. */
+	json_object_object_add(o, "indexBytesChecked", xjson_object_new_int64(
+	    j->tx != NULL ? (int64_t)transcript_index_checked(j->tx) : 0));
 	return o;
 }
 
@@ -139,13 +142,13 @@ int
 load_answer_build(struct load_job *j, struct replay_result *rr)
 {
 	struct jbuf b = { NULL, 0, 0, 0 };
-	json_object *result, *stats;
+	json_object *result, *stats, *state;
 	const struct projection *p = &rr->p;
 	char num[32];
 	size_t i;
 
 	if (j->kind == RJ_NEW) {
-		result = xjson_object_new_object();
+		result = j->advertise ? modes_state() : xjson_object_new_object();
 		json_object_object_add(result, "sessionId", xjson_object_new_string(j->sid));
 		rj_emit(&b, rpc_new_result(json_object_get(j->req_id), result));
 		return rj_out(j, &b);
@@ -160,7 +163,16 @@ load_answer_build(struct load_job *j, struct replay_result *rr)
 	}
 	jbuf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
 	jsonw_value(&b, j->req_id);
-	jbuf_puts(&b, ",\"result\":{\"_meta\":{\"qwen.session.restore\":");
+	jbuf_puts(&b, ",\"result\":{");
+	state = j->advertise ? modes_state() : xjson_object_new_object();
+	json_object_object_foreach(state, key, val) {
+		jsonw_string(&b, key, strlen(key));
+		jbuf_puts(&b, ":");
+		jsonw_value(&b, val);
+		jbuf_puts(&b, ",");
+	}
+	json_object_put(state);
+	jbuf_puts(&b, "\"_meta\":{\"qwen.session.restore\":");
 	stats = rj_stats(j);
 	jsonw_value(&b, stats);
 	json_object_put(stats);

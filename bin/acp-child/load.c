@@ -116,12 +116,13 @@ rj_open(struct load_job *j)
 	return 0;
 }
 
+static void rj_counts(struct load_job *);
+
 /* transcript_read: index the file, or only what was appended since. */
 static int
 rj_read(struct load_job *j)
 {
 	char *cause = NULL;
-	const struct tx_stats *st;
 
 	prof_begin(&j->prof, PROF_TRANSCRIPT_READ);
 	j->prof.index = "kept";		/* the session's own, refreshed */
@@ -136,12 +137,21 @@ rj_read(struct load_job *j)
 	}
 	if (j->tx == NULL && rj_open(j) == -1)
 		return -1;
+	rj_counts(j);
+	prof_end(&j->prof, 1);
+	return 0;
+}
+
+/* The index's counters in the job. */
+static void
+rj_counts(struct load_job *j)
+{
+	const struct tx_stats *st;
+
 	st = transcript_stats(j->tx);
 	j->prof.transcript_bytes = transcript_size(j->tx);
 	j->prof.malformed_lines = st->malformed_lines;
 	j->records = transcript_count(j->tx);
-	prof_end(&j->prof, 1);
-	return 0;
 }
 
 /* chain_reconstruct and config_setup (model history from the checkpoint). */
@@ -183,7 +193,7 @@ rj_writer(struct load_job *j)
 	enum lease_result r;
 
 	prof_begin(&j->prof, PROF_AUTH);
-	if (!j->have_lease) {
+	if (!j->have_lease && j->lease == NULL) {
 		r = lease_acquire(j->data_dir, j->sid, j->owner_id, &j->lease, &cause);
 		if (r != LEASE_OK) {
 			rj_fail(j, r == LEASE_CONFLICT ? RPC_WRITER_CONFLICT : -32023,
@@ -195,7 +205,7 @@ rj_writer(struct load_job *j)
 		}
 	}
 	prof_begin(&j->prof, PROF_FILE_SYSTEM_SETUP);
-	if (!j->have_app) {
+	if (!j->have_app && j->app == NULL) {
 		j->app = appender_new(j->path, j->do_fsync, !j->exists);
 		if (j->app == NULL)
 			return rj_fail(j, RPC_INTERNAL_ERROR, "internal", "out of memory");
@@ -247,6 +257,52 @@ rj_answer(struct load_job *j)
 	return 0;
 }
 
+/* Drop what was derived from a damaged kept index and index the whole
+   file instead.  0 or -1 (the job's error set). */
+static int
+rj_reindex(struct load_job *j)
+{
+	char *cause = NULL;
+	int i;
+
+	log_info("session %s: kept index damaged; reindexed", j->sid);
+	if (j->have_chain)
+		chain_clear(&j->chain);
+	j->have_chain = 0;
+	free(j->tail);
+	j->tail = NULL;
+	for (i = 0; i < j->nout; i++)
+		free(j->out[i].base);
+	j->nout = 0;
+	j->err_code = 0;
+	j->err_kind = NULL;
+	free(j->err_msg);
+	j->err_msg = NULL;
+	transcript_free(j->tx);
+	j->read0 = 0;
+	if ((j->tx = transcript_open_rescan(j->path, j->sid, "checksum",
+	    &cause)) == NULL) {
+		log_warnx("session %s: %s", j->sid, cause != NULL ? cause : "?");
+		free(cause);
+		return rj_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
+		    "cannot read transcript of session %s", j->sid);
+	}
+	j->prof.index = transcript_index_state_name(TX_INDEX_RESCAN);
+	rj_counts(j);
+	return 0;
+}
+
+/* The work from the index on: chain, writer, answer. */
+static void
+rj_derive(struct load_job *j)
+{
+	if (j->exists && j->kind != RJ_NEW && rj_chain(j) == -1)
+		return;
+	if (rj_writer(j) == -1)
+		return;
+	rj_answer(j);
+}
+
 /* Worker thread: everything that touches files. */
 static void
 rj_run(struct lw_job *lw)
@@ -255,12 +311,13 @@ rj_run(struct lw_job *lw)
 
 	if (rj_exists(j) == -1)
 		return;
-	if (j->exists && j->kind != RJ_NEW &&
-	    (rj_read(j) == -1 || rj_chain(j) == -1))
+	if (j->exists && j->kind != RJ_NEW && rj_read(j) == -1)
 		return;
-	if (rj_writer(j) == -1)
-		return;
-	rj_answer(j);
+	rj_derive(j);
+	/* A kept index is checked as it is used: a damaged block in use
+	   means the answer (or error) came from it, so both are dropped. */
+	if (j->tx != NULL && transcript_index_damaged(j->tx) && rj_reindex(j) == 0)
+		rj_derive(j);
 }
 
 static const char *
@@ -439,6 +496,8 @@ rj_submit(struct child *c, struct rpc_msg *m, struct session *s,
 	j->lw.run = rj_run;
 	j->lw.done = rj_done;
 	j->c = c;
+	/* With --agent-acp the models and modes are the agent's, not ours. */
+	j->advertise = c->opts.agent_acp == NULL;
 	j->s = s;
 	j->kind = kind;
 	json_object_deep_copy(m->id, &j->req_id, NULL);

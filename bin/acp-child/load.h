@@ -43,6 +43,7 @@ struct load_job {
 	size_t			 replay_max_bytes;
 	size_t			 page_size;	/* loadReplayPageSize, 0: none */
 	int			 hide_inherited; /* loadReplayHideInherited */
+	int			 advertise;	/* the echo agent's model and modes */
 	/* Handed to the worker and back. */
 	struct transcript	*tx;
 	uint64_t		 read0;		/* its bytes read before this job */
@@ -73,5 +74,10 @@ struct replay_result;
 /* load-answer.c: the answer (and legacy notifications) in j->out[]; a bulk
    replay's encoded updates are taken from rr, not copied.  -1 on OOM. */
 int	load_answer_build(struct load_job *, struct replay_result *);
+
+/* modes-state.c: the echo agent's model and modes, as answers advertise them */
+#define MODES_ECHO_MODEL	"echo"
+/* {models, modes}.  Caller frees. */
+json_object *modes_state(void);
 
 #endif

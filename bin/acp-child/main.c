@@ -5,7 +5,7 @@
  * One libevent loop: stdin is read into the NDJSON reader, answers and
  * notifications queue in a bounded output buffer (past its high-water
  * mark stdin and agent output are no longer read until it drains), loads
- * run on worker threads, agents are spawn_cmd() children watched by
+ * run on worker threads, agents are spawn_start() children watched by
  * pidfd.  stdin EOF, SIGTERM or SIGINT end the child cleanly: prompts are
  * cancelled, running loads finish and are answered, leases are released,
  * the output is flushed and the exit status is 0.

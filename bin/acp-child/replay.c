@@ -65,15 +65,16 @@ fit_start(const struct transcript *t, const struct tx_chain *c,
 	return best < c->len ? best : rec_best;
 }
 
-/* Per-record encoded sizes and update counts of a projection. */
+/* Per-record encoded sizes and update counts of a projection from start
+   (only those are read: a long chain's head is not touched). */
 static void
-measure(const struct projection *p, const struct tx_chain *c, uint64_t *sizes,
-    uint64_t *counts, uint64_t *total)
+measure(const struct projection *p, const struct tx_chain *c, size_t start,
+    uint64_t *sizes, uint64_t *counts, uint64_t *total)
 {
 	size_t i;
 
-	memset(sizes, 0, c->len * sizeof *sizes);
-	memset(counts, 0, c->len * sizeof *counts);
+	memset(sizes + start, 0, (c->len - start) * sizeof *sizes);
+	memset(counts + start, 0, (c->len - start) * sizeof *counts);
 	*total = 2;
 	for (i = 0; i < p->n; i++) {
 		sizes[p->u[i].origin] += p->u[i].len + 1;
@@ -202,12 +203,10 @@ replay_build(struct transcript *t, const struct tx_chain *c,
 	start = first_window(t, c, base, max_bytes);
 	if (project_window(t, c, start, flags, &p, cause) == -1)
 		goto fail;
-	measure(&p, c, sizes, counts, &total);
+	measure(&p, c, start, sizes, counts, &total);
 	while ((total > max_bytes || p.n > max_updates) && start < c->len) {
 		start = shrink(t, c, start, sizes, counts, max_bytes, max_updates);
-		for (i = 0, total = 2, n = 0; i < c->len; i++) {
-			if (i < start)
-				sizes[i] = counts[i] = 0;
+		for (i = start, total = 2, n = 0; i < c->len; i++) {
 			total += sizes[i];
 			n += counts[i];
 		}

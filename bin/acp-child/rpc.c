@@ -304,6 +304,8 @@ rpc_dispatch(struct child *c, struct rpc_msg *m)
 		load_new(c, m);
 	} else if (rpc_is_session_method(m->method)) {
 		rpc_session_request(c, m);
+	} else if (modes_is_switch(m->method)) {
+		modes_request(c, m);
 	} else if (strcmp(m->method, "_qwen/session/transcript") == 0 ||
 	    strcmp(m->method, "_qwen/session/branch") == 0) {
 		txpage_request(c, m);

@@ -20,31 +20,88 @@ scan_stops(unsigned char c, enum scan_stop k)
 	return c == '"' || c == '\\' || (k == SCAN_CTL ? c < 0x20 : c == '\n');
 }
 
+/* Whether a backslash followed by c is a whole escape (\\u takes four
+   hex digits more). */
+static inline int
+scan_escape_simple(char c)
+{
+	switch (c) {
+	case '"': case '\\': case '/': case 'b': case 'f': case 'n':
+	case 'r': case 't':
+		return 1;
+	}
+	return 0;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+/* The stop bytes among the 32 at p, one bit each; callers check the CPU
+   first.  A caller that handles several stops of one block walks the
+   bits instead of scanning again after each one. */
+__attribute__((target("avx2"))) static inline unsigned
+scan_mask_avx2(const char *p, enum scan_stop k)
+{
+	const __m256i q = _mm256_set1_epi8('"'), b = _mm256_set1_epi8('\\');
+	const __m256i c = _mm256_set1_epi8(0x1f), n = _mm256_set1_epi8('\n');
+	__m256i v, third;
+
+	v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+	third = k == SCAN_CTL ?
+	    _mm256_cmpeq_epi8(_mm256_min_epu8(v, c), v) :
+	    _mm256_cmpeq_epi8(v, n);
+	return (unsigned)_mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(
+	    _mm256_cmpeq_epi8(v, q), _mm256_cmpeq_epi8(v, b)), third));
+}
 
 /* First stop byte in [p, e), or e; callers check the CPU first. */
 __attribute__((target("avx2"))) static inline const char *
 scan_special_avx2(const char *p, const char *e, enum scan_stop k)
 {
-	const __m256i q = _mm256_set1_epi8('"'), b = _mm256_set1_epi8('\\');
-	const __m256i c = _mm256_set1_epi8(0x1f), n = _mm256_set1_epi8('\n');
-	__m256i v, third;
 	unsigned m;
 
-	for (; e - p >= 32; p += 32) {
-		v = _mm256_loadu_si256((const __m256i *)(const void *)p);
-		third = k == SCAN_CTL ?
-		    _mm256_cmpeq_epi8(_mm256_min_epu8(v, c), v) :
-		    _mm256_cmpeq_epi8(v, n);
-		m = (unsigned)_mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(
-		    _mm256_cmpeq_epi8(v, q), _mm256_cmpeq_epi8(v, b)), third));
-		if (m != 0)
+	for (; e - p >= 32; p += 32)
+		if ((m = scan_mask_avx2(p, k)) != 0)
 			return p + __builtin_ctz(m);
-	}
 	while (p < e && !scan_stops((unsigned char)*p, k))
 		p++;
 	return p;
+}
+/*
+ * Walk a string whose content starts at *pp to its closing quote, every
+ * stop byte of a 32-byte block handled from that block's one load (text
+ * is dense with escapes: scanning again after each stop cost more than the
+ * scan).  A stop other than a quote goes to stop(), which returns the byte
+ * after it (an escape, a control byte) or NULL to give up; *other is set
+ * when there was one.  Returns 1 with *pp at the closing quote, 0 when
+ * stop() gave up, -1 when fewer than 32 bytes are left (*pp: where the
+ * caller's own loop goes on).  Callers check the CPU first.
+ */
+__attribute__((target("avx2"), always_inline)) static inline int
+scan_string_avx2(const char **pp, const char *e, enum scan_stop k,
+    const char *(*stop)(const char *, const char *), int *other)
+{
+	const char *p = *pp, *s;
+	unsigned m, i, adv;
+
+	for (; e - p >= 32; p += adv > 32 ? adv : 32) {
+		m = scan_mask_avx2(p, k);
+		for (adv = 32; m != 0; m &= ~0u << adv) {
+			i = (unsigned)__builtin_ctz(m);
+			if (p[i] == '"') {
+				*pp = p + i;
+				return 1;
+			}
+			*other = 1;
+			if ((s = stop(p + i, e)) == NULL)
+				return 0;
+			/* The escaped byte may be a stop byte: skip past it. */
+			if ((adv = (unsigned)(s - p)) >= 32)
+				break;
+		}
+	}
+	*pp = p;
+	return -1;
 }
 #define HAVE_AVX2_PATH 1
 #endif

@@ -25,6 +25,7 @@ session_new(const char *id, const char *cwd, const char *path)
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return NULL;
 	strlcpy(s->id, id, sizeof(s->id));
+	strlcpy(s->mode, "default", sizeof(s->mode));
 	TAILQ_INIT(&s->queue);
 	if ((s->cwd = strdup(cwd)) == NULL || (s->path = strdup(path)) == NULL) {
 		session_free(s);

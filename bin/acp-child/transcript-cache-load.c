@@ -2,59 +2,54 @@
  * transcript-cache-load.c: opening a transcript from its kept index
  * (transcript-cache.c).
  *
- * Order of the checks, cheapest first: header layout and version, the
- * file's device and inode, its size against the indexed size, the digests
- * of the first and last indexed bytes (8 KiB read), then the sections are
- * read straight into the index arrays while the checksum runs over them,
- * and every offset and link is bounds-checked before the index is used.
- * The first check that fails names the reason and the caller indexes the
- * whole file.
+ * Order of the checks, cheapest first: header layout, version and counts
+ * against the index file's size, the header's checksum (it covers the
+ * block sums), the transcript's device and inode, its size against the
+ * indexed size, the digests of the first and last indexed bytes (8 KiB
+ * read), then the blocks' checksums, and every offset and link is
+ * bounds-checked before the index is used.  The first check that fails
+ * names the reason and the caller indexes the whole file.  The index is
+ * used where it is mapped until something is added to it.
  */
 #include "config.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cachedir.h"
 #include "transcript.h"
 #include "transcript-int.h"
 
-/* What a kept index holds, before it is handed to the transcript. */
+/* A kept index mapped, checked part by part before it is handed to t. */
 struct tx_cache_load {
 	struct tx_cache_head	 h;
-	char		*path, *sid, *subs;
-	struct tx_rec	*rec;
-	struct tx_frag	*frag;
-	char		*pool;
+	const char	*map;
+	size_t		 len;
+	uint64_t	 off[TX_CACHE_NSEC + 1];
+	const struct tx_rec	*rec;
+	const struct tx_frag	*frag;
+	const struct tx_slot	*ht;
+	const uint32_t		*chain;
+	const char	*pool;
 };
-
-static void
-load_clear(struct tx_cache_load *l)
-{
-	free(l->path);
-	free(l->sid);
-	free(l->subs);
-	free(l->rec);
-	free(l->frag);
-	free(l->pool);
-	memset(l, 0, sizeof *l);
-}
 
 /* The header's counts agree with the layout and the index file's size. */
 static int
-head_ok(const struct tx_cache_head *h, uint64_t fsize)
+head_ok(struct tx_cache_load *l)
 {
+	const struct tx_cache_head *h = &l->h;
 	struct tx_cache_head want;
-	uint64_t sz = fsize, total = sizeof *h;
-	uint64_t part[TX_CACHE_NSEC] = { h->pathlen, h->sidlen, h->subbytes,
-	    h->nrec, h->nfrag, h->npool };
-	uint64_t unit[TX_CACHE_NSEC] = { 1, 1, 1, sizeof(struct tx_rec),
-	    sizeof(struct tx_frag), 1 };
-	int i;
+	uint64_t sz = l->len, len[TX_CACHE_NSEC];
+	uint64_t part[] = { h->pathlen, h->sidlen, h->subbytes, h->nrec, h->nfrag,
+	    h->npool, h->htslots, h->chainlen, h->nblock };
+	size_t i;
 
 	transcript_cache_layout(&want);
 	if (memcmp(h->magic, want.magic, sizeof h->magic) != 0 ||
@@ -62,152 +57,111 @@ head_ok(const struct tx_cache_head *h, uint64_t fsize)
 	    h->fragsize != want.fragsize || h->slotsize != want.slotsize ||
 	    h->statsize != want.statsize)
 		return 0;
-	for (i = 0; i < TX_CACHE_NSEC; i++) {
-		if (part[i] > sz / unit[i])
+	/* Each count alone fits the file: the sums below cannot wrap. */
+	for (i = 0; i < sizeof part / sizeof part[0]; i++)
+		if (part[i] > sz)
 			return 0;
-		total += part[i] * unit[i];
-		if (total > sz)
-			return 0;
-	}
-	return total == fsize &&
-	    h->nrec < UINT32_MAX - 1 && h->nfrag < UINT32_MAX &&
+	transcript_cache_lens(h, len);
+	if (transcript_cache_plan(h, l->off) != sz ||
+	    h->nblock != (l->off[TX_CACHE_NSEC] - l->off[0] + TX_CACHE_BLOCK - 1) /
+	    TX_CACHE_BLOCK)
+		return 0;
+	/* A power of two at most half full: every probe ends. */
+	if (h->htslots < 2 || (h->htslots & (h->htslots - 1)) != 0 ||
+	    h->htused > h->htslots / 2 || h->htused > h->nrec)
+		return 0;
+	return h->nrec < UINT32_MAX - 1 && h->nfrag < UINT32_MAX &&
 	    h->nsub >= 1 && h->nsub <= h->subbytes + 1 &&
-	    h->leaf >= -1 && h->leaf < (int64_t)h->nrec && h->st.bytes == h->indexed;
+	    h->leaf >= -1 && h->leaf < (int64_t)h->nrec && h->st.bytes == h->indexed &&
+	    (!h->haschain || (h->chainlen <= h->nrec &&
+	    h->last_compression >= -1 && h->last_compression < (int64_t)h->chainlen &&
+	    h->model_history >= 0 && h->gaps <= 1 && h->cycles <= 1 &&
+	    h->turn_starts <= h->chainlen)) && (h->haschain || h->chainlen == 0);
 }
 
-/* Read the sections at the header's sizes; the checksum must match. */
+/* The subtypes interned again in order: t's subtype table. */
 static int
-load_sections(int fd, struct tx_cache_load *l)
+adopt_subs(struct transcript *t, const struct tx_cache_load *l)
 {
-	const struct tx_cache_head *h = &l->h;
-	struct tx_cache_sec sec[TX_CACHE_NSEC];
-	uint64_t off = sizeof *h;
-	int i;
+	const char *p = l->map + l->off[2], *e = p + l->h.subbytes;
+	const char *nul;
+	uint32_t id;
+	size_t n;
 
-	l->path = malloc(h->pathlen + 1);
-	l->sid = malloc(h->sidlen + 1);
-	l->subs = malloc(h->subbytes + 1);
-	l->rec = malloc(h->nrec * sizeof *l->rec + 1);
-	l->frag = malloc(h->nfrag * sizeof *l->frag + 1);
-	l->pool = malloc(h->npool + 1);
-	if (l->path == NULL || l->sid == NULL || l->subs == NULL || l->rec == NULL ||
-	    l->frag == NULL || l->pool == NULL)
-		return -1;
-	sec[0] = (struct tx_cache_sec){ l->path, h->pathlen };
-	sec[1] = (struct tx_cache_sec){ l->sid, h->sidlen };
-	sec[2] = (struct tx_cache_sec){ l->subs, h->subbytes };
-	sec[3] = (struct tx_cache_sec){ l->rec, h->nrec * sizeof *l->rec };
-	sec[4] = (struct tx_cache_sec){ l->frag, h->nfrag * sizeof *l->frag };
-	sec[5] = (struct tx_cache_sec){ l->pool, h->npool };
-	for (i = 0; i < TX_CACHE_NSEC; i++) {
-		if (transcript_cache_pread(fd, sec[i].p, (size_t)sec[i].len, off) == -1)
-			return -1;
-		off += sec[i].len;
+	for (n = 1; n < l->h.nsub; n++) {
+		if (p >= e || (nul = memchr(p, '\0', (size_t)(e - p))) == NULL ||
+		    transcript_intern_sub(t, p, (size_t)(nul - p), &id) == -1 ||
+		    id != n)
+			return -1;		/* missing or repeated */
+		p = nul + 1;
 	}
-	l->path[h->pathlen] = '\0';
-	l->sid[h->sidlen] = '\0';
-	l->subs[h->subbytes] = '\0';
-	return transcript_cache_sum(h, sec) == h->sum ? 0 : -1;
+	return p == e ? 0 : -1;
 }
 
-/* A stored key slot points inside the pool. */
-static int
-key_ok(const struct tx_cache_load *l, const uint8_t v[16], int str)
-{
-	uint64_t off;
-	uint32_t len;
-
-	if (!str)
-		return 1;
-	memcpy(&off, v, 8);
-	memcpy(&len, v + 8, 4);
-	return off <= l->h.npool && len <= l->h.npool - off;
-}
-
-/* Every record, fragment and slot link stays inside the index and every
-   byte range inside the indexed part of the file. */
-static int
-bounds_ok(const struct tx_cache_load *l)
-{
-	const struct tx_cache_head *h = &l->h;
-	const struct tx_rec *r;
-	const struct tx_frag *f;
-	uint64_t i;
-
-	for (i = 0; i < h->nrec; i++) {
-		r = &l->rec[i];
-		if (r->frag > h->nfrag || r->sub >= h->nsub || r->type < TX_USER ||
-		    r->type > TX_SYSTEM || r->off > h->indexed ||
-		    r->len > h->indexed - r->off ||
-		    !key_ok(l, r->id, r->kflags & TXR_ID_STR) ||
-		    !key_ok(l, r->par, r->kflags & TXR_PAR_STR))
-			return 0;
-	}
-	for (i = 0; i < h->nfrag; i++) {
-		f = &l->frag[i];
-		/* Links only go forward: no walk can loop. */
-		if ((f->next != 0 && (f->next <= i + 1 || f->next > h->nfrag)) ||
-		    f->last <= i || f->last > h->nfrag ||
-		    f->off > h->indexed || f->len > h->indexed - f->off)
-			return 0;
-	}
-	return 1;
-}
-
-/* The uuid hash again (its seed is this process's): every conversation
-   record, each uuid once.  -1 on a repeat or no memory. */
-static int
-rehash(struct transcript *t)
-{
-	struct tx_key k;
-	size_t slot = 0;
-	uint32_t i;
-
-	for (i = 0; i < t->nrec; i++) {
-		if (!(t->rec[i].flags & TX_F_CONVERSATION))
-			continue;
-		transcript_key_stored(t, t->rec[i].id, t->rec[i].kflags & TXR_ID_STR, &k);
-		if (transcript_ht_reserve(t) == -1 ||
-		    transcript_ht_probe(t, &k, &slot) >= 0)
-			return -1;
-		transcript_ht_set(t, slot, i, &k);
-	}
-	return 0;
-}
-
-/* Hand the loaded arrays to t; the subtypes are interned again in order. */
+/* Hand the mapping to t: its arrays point into it (transcript_cache_own
+   copies them before anything is added). */
 static int
 adopt(struct transcript *t, struct tx_cache_load *l)
 {
 	const struct tx_cache_head *h = &l->h;
-	const char *p = l->subs, *e = l->subs + h->subbytes;
-	uint32_t id;
-	size_t n;
 
-	if (transcript_index_init(t, h->indexed) == -1)
+	if (transcript_index_init(t, 0) == -1 || adopt_subs(t, l) == -1)
 		return -1;
-	for (n = 1; n < h->nsub; n++) {
-		if (p >= e || transcript_intern_sub(t, p, strlen(p), &id) == -1 ||
-		    id != n)
-			return -1;		/* missing or repeated */
-		p += strlen(p) + 1;
+	if (h->haschain) {
+		if ((t->kc = calloc(1, sizeof *t->kc)) == NULL)
+			return -1;
+		t->kc->rec = l->chain;
+		t->kc->len = h->chainlen;
+		t->kc->last_compression = h->last_compression;
+		t->kc->model_history = h->model_history;
+		t->kc->gaps = h->gaps;
+		t->kc->cycles = h->cycles;
+		t->kc->turn_starts = h->turn_starts;
 	}
-	if (p != e)
-		return -1;
-	t->rec = l->rec;
+	free(t->ht);
+	t->map = (void *)l->map;
+	t->maplen = l->len;
+	l->map = NULL;
+	t->ht = (struct tx_slot *)l->ht;
+	t->htmask = h->htslots - 1;
+	t->htused = h->htused;
+	t->seed = h->seed;
+	t->rec = (struct tx_rec *)l->rec;
 	t->nrec = t->caprec = h->nrec;
-	t->frag = l->frag;
+	t->frag = (struct tx_frag *)l->frag;
 	t->nfrag = t->capfrag = h->nfrag;
-	t->pool = l->pool;
+	t->pool = (char *)l->pool;
 	t->npool = t->cappool = h->npool;
-	l->rec = NULL;
-	l->frag = NULL;
-	l->pool = NULL;
 	t->st = h->st;
 	t->leaf = h->leaf;
 	t->indexed = t->cached = h->indexed;
 	t->pending = h->pending;
-	return rehash(t);
+	return 0;
+}
+
+/* Map fd's index and check its header: 0, or -1 (not an index of ours). */
+static int
+load_map(int fd, struct tx_cache_load *l)
+{
+	struct stat ist;
+	void *p;
+
+	if (fstat(fd, &ist) == -1 || !S_ISREG(ist.st_mode) ||
+	    (uint64_t)ist.st_size < sizeof l->h || (uint64_t)ist.st_size > SIZE_MAX)
+		return -1;
+	l->len = (size_t)ist.st_size;
+	if ((p = mmap(NULL, l->len, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED)
+		return -1;
+	l->map = p;
+	memcpy(&l->h, l->map, sizeof l->h);
+	if (!head_ok(l))
+		return -1;
+	l->rec = (const struct tx_rec *)(l->map + l->off[3]);
+	l->frag = (const struct tx_frag *)(l->map + l->off[4]);
+	l->pool = l->map + l->off[5];
+	l->ht = (const struct tx_slot *)(l->map + l->off[6]);
+	l->chain = (const uint32_t *)(l->map + l->off[7]);
+	return 0;
 }
 
 /* What load_index answers when no index is kept. */
@@ -221,25 +175,22 @@ static const char *
 load_index(struct transcript *t, const char *dir, const struct stat *sb)
 {
 	struct tx_cache_load l;
-	struct stat ist;
 	uint64_t head, tail;
 	const char *why;
-	char *file;
 	int fd;
 
 	memset(&l, 0, sizeof l);
-	if (transcript_cache_dir_private(dir) == 0)
-		return "unsafe";	/* another user could have written it */
-	if ((file = transcript_cache_file(dir, t->path)) == NULL)
-		return no_index;
-	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	free(file);
-	if (fd == -1)
+	if ((fd = cachedir_open_index(dir, t->path)) == -1) {
+		if (errno == EPERM)
+			return "unsafe";	/* another user could have written it */
 		return errno == ENOENT || errno == ENOTDIR ? no_index : "unreadable";
+	}
 	why = "format";
-	if (fstat(fd, &ist) == -1 || !S_ISREG(ist.st_mode) ||
-	    transcript_cache_pread(fd, &l.h, sizeof l.h, 0) == -1 ||
-	    !head_ok(&l.h, (uint64_t)ist.st_size))
+	if (load_map(fd, &l) == -1)
+		goto out;
+	why = "checksum";
+	if (transcript_cache_sum(&l.h, (const uint64_t *)(l.map +
+	    l.off[TX_CACHE_NSEC])) != l.h.sum)
 		goto out;
 	why = "replaced";
 	if (l.h.dev != (uint64_t)sb->st_dev || l.h.ino != (uint64_t)sb->st_ino)
@@ -251,12 +202,20 @@ load_index(struct transcript *t, const char *dir, const struct stat *sb)
 	if (transcript_cache_digest(t, l.h.indexed, &head, &tail) == -1 ||
 	    head != l.h.head || tail != l.h.tail)
 		goto out;
-	why = "checksum";
-	if (load_sections(fd, &l) == -1)
+	/* From here on each block is checked as it is first used. */
+	why = "unreadable";
+	if (transcript_cache_lazy(t, l.map + l.off[0], (const uint64_t *)(l.map +
+	    l.off[TX_CACHE_NSEC]), l.off[TX_CACHE_NSEC] - l.off[0], l.h.nblock,
+	    l.h.seed) == -1)
 		goto out;
+	why = "checksum";
+	if (!transcript_cache_need(t, l.map + l.off[0], l.off[3] - l.off[0]))
+		goto out;		/* path, session id, subtypes */
 	why = "format";
-	if (strcmp(l.path, t->path) != 0 || strcmp(l.sid, t->sid) != 0 ||
-	    !bounds_ok(&l))
+	if (l.h.pathlen != strlen(t->path) ||
+	    memcmp(l.map + l.off[0], t->path, l.h.pathlen) != 0 ||
+	    l.h.sidlen != t->sidlen ||
+	    memcmp(l.map + l.off[1], t->sid, l.h.sidlen) != 0)
 		goto out;
 	if (adopt(t, &l) == -1)
 		goto out;		/* t half built: the caller starts over */
@@ -264,9 +223,80 @@ load_index(struct transcript *t, const char *dir, const struct stat *sb)
 	(void)futimens(fd, NULL);
 	why = NULL;
 out:
-	load_clear(&l);
+	if (why != NULL)
+		transcript_cache_lazy_free(t);
+	if (l.map != NULL)
+		munmap((void *)l.map, l.len);
 	close(fd);
 	return why;
+}
+
+void
+transcript_cache_unmap(struct transcript *t)
+{
+	transcript_cache_lazy_free(t);
+	if (t->map == NULL)
+		return;
+	munmap(t->map, t->maplen);
+	t->map = NULL;
+	t->rec = NULL;
+	t->frag = NULL;
+	t->pool = NULL;
+	t->ht = NULL;
+	t->nrec = t->caprec = t->nfrag = t->capfrag = t->npool = t->cappool = 0;
+	free(t->kc);
+	t->kc = NULL;
+}
+
+/* A heap copy of n bytes at p (at least one byte). */
+static void *
+dup_bytes(const void *p, size_t n)
+{
+	void *q;
+
+	if ((q = malloc(n + 1)) != NULL && n > 0)
+		memcpy(q, p, n);
+	return q;
+}
+
+int
+transcript_cache_own(struct transcript *t, char **cause)
+{
+	struct tx_rec *rec;
+	struct tx_frag *frag;
+	struct tx_slot *ht;
+	char *pool;
+
+	if (t->map == NULL)
+		return 0;
+	/* Copied, an entry is no longer checked as it is used: check all now. */
+	if (!transcript_cache_need_all(t)) {
+		transcript_cause(cause, "index %s: kept index damaged", t->path);
+		return -1;
+	}
+	rec = dup_bytes(t->rec, t->nrec * sizeof *rec);
+	frag = dup_bytes(t->frag, t->nfrag * sizeof *frag);
+	pool = dup_bytes(t->pool, t->npool);
+	if ((ht = transcript_ht_alloc(t->htmask + 1)) != NULL)
+		memcpy(ht, t->ht, (t->htmask + 1) * sizeof *ht);
+	if (rec == NULL || frag == NULL || pool == NULL || ht == NULL) {
+		free(rec);
+		free(frag);
+		free(pool);
+		free(ht);
+		transcript_cause(cause, "index %s: out of memory", t->path);
+		return -1;
+	}
+	transcript_cache_lazy_free(t);
+	munmap(t->map, t->maplen);
+	t->map = NULL;
+	free(t->kc);			/* what is added changes the chain */
+	t->kc = NULL;
+	t->rec = rec;
+	t->frag = frag;
+	t->pool = pool;
+	t->ht = ht;
+	return 0;
 }
 
 struct transcript *
@@ -284,10 +314,14 @@ transcript_open_cached(const char *path, const char *session_id,
 	if ((why = load_index(t, cache_dir, &sb)) == NULL) {
 		t->istate = TX_INDEX_WARM;
 		/* Appended since: index those bytes only. */
-		if ((uint64_t)sb.st_size != t->indexed + t->pending &&
-		    transcript_index_pass(t, cause) == -1)
+		if ((uint64_t)sb.st_size == t->indexed + t->pending ||
+		    transcript_index_pass(t, cause) == 0)
+			return t;
+		if (!transcript_index_damaged(t))
 			goto fail;
-		return t;
+		free(*cause);
+		*cause = NULL;
+		why = "checksum";
 	}
 	if (why != no_index) {
 		transcript_free(t);
@@ -305,20 +339,32 @@ fail:
 	return NULL;
 }
 
+struct transcript *
+transcript_open_rescan(const char *path, const char *session_id, const char *why,
+    char **cause)
+{
+	struct transcript *t;
+	struct stat sb;
+
+	if ((t = transcript_file_open(path, session_id, &sb, cause)) == NULL)
+		return NULL;
+	t->istate = TX_INDEX_RESCAN;
+	t->ireason = why;
+	if (transcript_index_full(t, (uint64_t)sb.st_size, cause) == -1) {
+		transcript_free(t);
+		return NULL;
+	}
+	return t;
+}
+
 uint64_t
 transcript_cached_size(const char *cache_dir, const char *path)
 {
 	struct tx_cache_head h, want;
-	char *file;
 	int fd;
 	uint64_t n = 0;
 
-	if (cache_dir == NULL ||
-	    (file = transcript_cache_file(cache_dir, path)) == NULL)
-		return 0;
-	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	free(file);
-	if (fd == -1)
+	if (cache_dir == NULL || (fd = cachedir_open_index(cache_dir, path)) == -1)
 		return 0;
 	transcript_cache_layout(&want);
 	if (transcript_cache_pread(fd, &h, sizeof h, 0) == 0 &&

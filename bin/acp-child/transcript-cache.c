@@ -2,33 +2,37 @@
  * transcript-cache.c: the persistent transcript index.
  *
  * One file per transcript, <cache>/tx-<hash of its path>.idx: a header,
- * then the path, session id, subtypes, records, fragments and uuid pool
- * exactly as they sit in memory, so loading is a few read()s and no
- * parsing.  The uuid hash is not kept: its seed is per process, so the
- * loader inserts the records again.  The layout is native: the header carries the
- * format version and the struct sizes, and any difference is a miss.  The
- * checksum covers everything after it and the bounds are checked anyway,
- * so a damaged file means a full pass, never a crash or a wrong answer.
- * The transcript stays the truth: its device, inode, size and digests of
- * its first and last indexed bytes must match what the index was built
- * from.  qwen-code appending to the file is the normal case: the bytes
- * after the indexed part are indexed on top.
+ * then the path, session id, subtypes, records, fragments, uuid pool, uuid
+ * hash and active chain exactly as they sit in memory, each section
+ * aligned, so that a restore maps the file and uses it in place: nothing
+ * is parsed, copied or hashed again.  The uuid hash's seed is the index's
+ * own (random when its first pass began, kept in the header), so nobody
+ * can craft uuids that collide in it.  The chain, its last checkpoint and
+ * the model-history count are what a restore of the unchanged file
+ * derives: kept, a resume walks nothing.  The layout is native: the
+ * header carries the format version and the struct sizes, and any
+ * difference is a miss.  Every 16 KiB block has its checksum in a table
+ * at the end (the header's checksum covers the table), and the bounds are
+ * checked anyway, so a damaged file means a full pass, never a crash or a
+ * wrong answer.  The transcript stays the truth: its device, inode, size
+ * and digests of its first and last indexed bytes must match what the
+ * index was built from.  qwen-code appending to the file is the normal
+ * case: the bytes after the indexed part are indexed on top (of a copy).
  */
 #include "config.h"
 
 #include <sys/stat.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "paths.h"
+#include "cachedir.h"
+#include "chain.h"
 #include "transcript.h"
 #include "transcript-int.h"
 
@@ -108,44 +112,54 @@ transcript_cache_digest(struct transcript *t, uint64_t indexed, uint64_t *head,
 	return 0;
 }
 
-int
-transcript_cache_dir_private(const char *dir)
-{
-	struct stat st;
-
-	if (lstat(dir, &st) == -1)
-		return errno == ENOENT ? 1 : -1;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) != 0)
-		return 0;
-	return 1;
-}
-
-/* <dir>/tx-<hash of path>.idx (caller frees), or NULL. */
-char *
-transcript_cache_file(const char *dir, const char *path)
-{
-	char *out;
-
-	if (asprintf(&out, "%s/tx-%016llx.idx", dir,
-	    (unsigned long long)transcript_cache_sum64(0, path, strlen(path))) == -1)
-		return NULL;
-	return out;
-}
-
-/* The checksum of the header (after its sum) and the sections. */
+/* The checksum of the header (after its sum) and the block sums. */
 uint64_t
-transcript_cache_sum(const struct tx_cache_head *h,
-    const struct tx_cache_sec *sec)
+transcript_cache_sum(const struct tx_cache_head *h, const uint64_t *bsum)
 {
 	size_t skip = offsetof(struct tx_cache_head, sum) + sizeof h->sum;
 	uint64_t s;
-	int i;
 
 	s = transcript_cache_sum64(TX_CACHE_VERSION, (const char *)h + skip,
 	    sizeof *h - skip);
-	for (i = 0; i < TX_CACHE_NSEC; i++)
-		s = transcript_cache_sum64(s, sec[i].p, (size_t)sec[i].len);
-	return s;
+	return transcript_cache_sum64(s, bsum, (size_t)h->nblock * sizeof *bsum);
+}
+
+/* Block i's checksum: the seed and the position are in it, so a block
+   copied from elsewhere does not pass. */
+uint64_t
+transcript_cache_block_sum(uint64_t seed, uint64_t i, const void *p, size_t n)
+{
+	return transcript_cache_sum64(seed ^ (i * P3), p, n);
+}
+
+void
+transcript_cache_lens(const struct tx_cache_head *h, uint64_t len[TX_CACHE_NSEC])
+{
+	len[0] = h->pathlen;
+	len[1] = h->sidlen;
+	len[2] = h->subbytes;
+	len[3] = h->nrec * sizeof(struct tx_rec);
+	len[4] = h->nfrag * sizeof(struct tx_frag);
+	len[5] = h->npool;
+	len[6] = h->htslots * sizeof(struct tx_slot);
+	len[7] = h->chainlen * sizeof(uint32_t);
+}
+
+#define ALIGNED(x)	(((x) + TX_CACHE_ALIGN - 1) / TX_CACHE_ALIGN * TX_CACHE_ALIGN)
+
+uint64_t
+transcript_cache_plan(const struct tx_cache_head *h, uint64_t off[TX_CACHE_NSEC + 1])
+{
+	uint64_t len[TX_CACHE_NSEC], at = ALIGNED(sizeof *h);
+	int i;
+
+	transcript_cache_lens(h, len);
+	for (i = 0; i < TX_CACHE_NSEC; i++) {
+		off[i] = at;
+		at = ALIGNED(at + len[i]);
+	}
+	off[TX_CACHE_NSEC] = at;
+	return at + h->nblock * sizeof(uint64_t);
 }
 
 /* The layout fields of a header. */
@@ -198,51 +212,118 @@ write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
-/* Write header and sections to a temporary file, fsync, rename onto dst. */
-static int
-transcript_cache_write(const char *dir, const char *dst,
-    const struct tx_cache_head *h, const struct tx_cache_sec *sec)
-{
-	char *tmp;
-	int fd, i, rc = -1, dfd;
+/* The body of an index as it is written: block sums as the blocks fill. */
+struct tx_cache_out {
+	int		 fd;
+	uint64_t	 seed;
+	char		*buf;		/* TX_CACHE_BLOCK */
+	size_t		 fill;
+	uint64_t	*bsum, nblock;
+};
 
-	if (asprintf(&tmp, "%s/.tx-XXXXXX", dir) == -1)
+static int
+out_flush(struct tx_cache_out *o)
+{
+	if (o->fill == 0)
+		return 0;
+	o->bsum[o->nblock] = transcript_cache_block_sum(o->seed, o->nblock, o->buf,
+	    o->fill);
+	o->nblock++;
+	if (write_all(o->fd, o->buf, o->fill) == -1)
 		return -1;
-	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1) {
-		free(tmp);
-		return -1;
+	o->fill = 0;
+	return 0;
+}
+
+/* Append n bytes of p (zeros when p is NULL). */
+static int
+out_put(struct tx_cache_out *o, const void *p, uint64_t n)
+{
+	size_t k;
+
+	while (n > 0) {
+		k = TX_CACHE_BLOCK - o->fill;
+		if (k > n)
+			k = (size_t)n;
+		if (p != NULL) {
+			memcpy(o->buf + o->fill, p, k);
+			p = (const char *)p + k;
+		} else
+			memset(o->buf + o->fill, 0, k);
+		o->fill += k;
+		n -= k;
+		if (o->fill == TX_CACHE_BLOCK && out_flush(o) == -1)
+			return -1;
 	}
-	if (write_all(fd, h, sizeof *h) == -1)
+	return 0;
+}
+
+/* Header, sections at their planned offsets, block sums; h->nblock and
+   h->sum are filled in here. */
+static int
+transcript_cache_body(int fd, struct tx_cache_head *h,
+    const struct tx_cache_sec *sec)
+{
+	struct tx_cache_out o = { fd, h->seed, NULL, 0, NULL, 0 };
+	uint64_t off[TX_CACHE_NSEC + 1], at;
+	char head[ALIGNED(sizeof *h)];
+	int i, rc = -1;
+
+	h->nblock = 0;
+	transcript_cache_plan(h, off);
+	h->nblock = (off[TX_CACHE_NSEC] - sizeof head + TX_CACHE_BLOCK - 1) /
+	    TX_CACHE_BLOCK;
+	o.buf = malloc(TX_CACHE_BLOCK);
+	o.bsum = calloc(h->nblock + 1, sizeof *o.bsum);
+	memset(head, 0, sizeof head);
+	if (o.buf == NULL || o.bsum == NULL || write_all(fd, head, sizeof head) == -1)
 		goto out;
-	for (i = 0; i < TX_CACHE_NSEC; i++)
-		if (write_all(fd, sec[i].p, (size_t)sec[i].len) == -1)
+	for (i = 0, at = sizeof head; i < TX_CACHE_NSEC; i++) {
+		if (out_put(&o, NULL, off[i] - at) == -1 ||
+		    out_put(&o, sec[i].p, sec[i].len) == -1)
 			goto out;
-	if (fsync(fd) == -1 || close(fd) == -1) {
-		fd = -1;
-		goto out;
+		at = off[i] + sec[i].len;
 	}
-	fd = -1;
-	if (rename(tmp, dst) == -1)
+	if (out_put(&o, NULL, off[TX_CACHE_NSEC] - at) == -1 || out_flush(&o) == -1 ||
+	    o.nblock != h->nblock ||
+	    write_all(fd, o.bsum, h->nblock * sizeof *o.bsum) == -1)
 		goto out;
-	/* The rename itself survives a crash once the directory is synced. */
-	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
-		(void)fsync(dfd);
-		close(dfd);
-	}
-	rc = 0;
+	h->sum = transcript_cache_sum(h, o.bsum);
+	memcpy(head, h, sizeof *h);
+	rc = pwrite(fd, head, sizeof head, 0) == (ssize_t)sizeof head ? 0 : -1;
 out:
-	if (fd != -1)
-		close(fd);
-	if (rc == -1)
-		(void)unlink(tmp);
-	free(tmp);
+	free(o.buf);
+	free(o.bsum);
 	return rc;
 }
 
-/* Fill the section table from the transcript (subs is the subtype block). */
+/* Write the index to a staging file, fsync, rename onto name. */
+static int
+transcript_cache_write(int dfd, const char *name, struct tx_cache_head *h,
+    const struct tx_cache_sec *sec)
+{
+	char tmp[CACHEDIR_NAME_MAX];
+	int fd;
+
+	if ((fd = cachedir_stage(dfd, tmp, sizeof(tmp))) == -1)
+		return -1;
+	if (transcript_cache_body(fd, h, sec) == -1 || fsync(fd) == -1) {
+		close(fd);
+		cachedir_discard(dfd, tmp);
+		return -1;
+	}
+	if (close(fd) == -1) {
+		cachedir_discard(dfd, tmp);
+		return -1;
+	}
+	return cachedir_commit(dfd, tmp, name);
+}
+
+/* Fill the section table from the transcript (subs is the subtype block,
+   c the active chain or NULL). */
 static void
 transcript_cache_sections(struct transcript *t, char *subs, uint64_t sublen,
-    struct tx_cache_sec *sec)
+    const struct tx_chain *c, struct tx_cache_sec *sec)
 {
 	sec[0] = (struct tx_cache_sec){ t->path, strlen(t->path) };
 	sec[1] = (struct tx_cache_sec){ t->sid, t->sidlen };
@@ -250,87 +331,59 @@ transcript_cache_sections(struct transcript *t, char *subs, uint64_t sublen,
 	sec[3] = (struct tx_cache_sec){ t->rec, t->nrec * sizeof *t->rec };
 	sec[4] = (struct tx_cache_sec){ t->frag, t->nfrag * sizeof *t->frag };
 	sec[5] = (struct tx_cache_sec){ t->pool, t->npool };
+	sec[6] = (struct tx_cache_sec){ t->ht, (t->htmask + 1) * sizeof *t->ht };
+	sec[7] = (struct tx_cache_sec){ c != NULL ? c->rec : NULL,
+	    c != NULL ? c->len * sizeof *c->rec : 0 };
 }
 
-struct tx_cache_ent {
-	char		 name[64];
-	uint64_t	 size;
-	struct timespec	 used;
-};
-
-static int
-ent_cmp(const void *a, const void *b)
+/* The uuid hash at half full at most (a pass sizes it for the file, so
+   it is often larger): NULL when t's own is small enough. */
+static struct tx_slot *
+compact_ht(const struct transcript *t, uint64_t *slots)
 {
-	const struct tx_cache_ent *x = a, *y = b;
+	struct tx_slot *nh;
+	size_t i, j, n = 1024;
 
-	if (x->used.tv_sec != y->used.tv_sec)
-		return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
-	if (x->used.tv_nsec != y->used.tv_nsec)
-		return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
-/* Collect the tx-*.idx files of dir (mtime = last use); drop stale temporaries. */
-static struct tx_cache_ent *
-transcript_cache_list(DIR *d, size_t *n)
-{
-	struct tx_cache_ent *e = NULL, *ne;
-	struct dirent *de;
-	struct stat st;
-	size_t cap = 0;
-	time_t now = time(NULL);
-
-	*n = 0;
-	while ((de = readdir(d)) != NULL) {
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-		    !S_ISREG(st.st_mode))
+	while (n < 2 * (t->htused + 1))
+		n *= 2;
+	*slots = t->htmask + 1;
+	if (n >= *slots || (nh = calloc(n, sizeof *nh)) == NULL)
+		return NULL;
+	/* The tag holds the low hash bits: the home slot. */
+	for (i = 0; i <= t->htmask; i++) {
+		if (t->ht[i].rec == 0)
 			continue;
-		if (strncmp(de->d_name, ".tx-", 4) == 0 && st.st_mtime + 3600 < now) {
-			(void)unlinkat(dirfd(d), de->d_name, 0);	/* a crashed save */
-			continue;
-		}
-		if (strncmp(de->d_name, "tx-", 3) != 0 ||
-		    strlen(de->d_name) >= sizeof e->name)
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 64;
-			if ((ne = reallocarray(e, cap, sizeof *e)) == NULL)
-				break;
-			e = ne;
-		}
-		strlcpy(e[*n].name, de->d_name, sizeof e->name);
-		e[*n].size = (uint64_t)st.st_size;
-		e[(*n)++].used = st.st_mtim;
+		for (j = t->ht[i].tag & (n - 1); nh[j].rec != 0; j = (j + 1) & (n - 1))
+			;
+		nh[j] = t->ht[i];
 	}
-	return e;
+	*slots = n;
+	return nh;
 }
 
-/* Remove the least recently used indexes (never keep) over the bounds. */
+/* The active chain and what a resume derives from it, so that a restore
+   of the unchanged file walks nothing.  Without it (a failed walk) the
+   loader walks as without a cache. */
 static void
-transcript_cache_prune(const char *dir, const char *keep, uint64_t max_bytes,
-    size_t max_files)
+keep_chain(struct transcript *t, struct tx_cache_head *h, struct tx_chain *c)
 {
-	struct tx_cache_ent *e;
-	uint64_t total = 0;
-	size_t i, n, left;
-	DIR *d;
+	char *cause = NULL;
+	int64_t n;
 
-	if ((d = opendir(dir)) == NULL)
+	h->haschain = 0;
+	if (chain_build(t, c, &cause) == -1 ||
+	    (n = chain_model_history(t, c, &cause)) < 0) {
+		free(cause);
+		chain_clear(c);
 		return;
-	e = transcript_cache_list(d, &n);
-	for (i = 0; i < n; i++)
-		total += e[i].size;
-	qsort(e, n, sizeof *e, ent_cmp);
-	for (i = 0, left = n; i < n && (total > max_bytes || left > max_files); i++) {
-		if (strcmp(e[i].name, keep) == 0)
-			continue;
-		if (unlinkat(dirfd(d), e[i].name, 0) == 0) {
-			total -= e[i].size;
-			left--;
-		}
 	}
-	free(e);
-	closedir(d);
+	h->haschain = 1;
+	h->chainlen = c->len;
+	h->last_compression = c->last_compression;
+	h->model_history = n;
+	h->gaps = c->gaps;
+	h->cycles = c->cycles;
+	h->turn_starts = c->turn_starts;
 }
 
 int
@@ -339,10 +392,13 @@ transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
 {
 	struct tx_cache_sec sec[TX_CACHE_NSEC];
 	struct tx_cache_head h;
-	char *subs = NULL, *dst = NULL;
+	struct tx_chain c;
+	struct tx_slot *ht = NULL;
+	char name[CACHEDIR_NAME_MAX], *subs = NULL;
 	uint64_t sublen = 0;
-	int rc = -1;
+	int rc = -1, dfd = -1;
 
+	memset(&c, 0, sizeof c);
 	transcript_cache_layout(&h);
 	h.dev = (uint64_t)t->dev;
 	h.ino = (uint64_t)t->ino;
@@ -356,36 +412,45 @@ transcript_save(struct transcript *t, const char *dir, uint64_t max_bytes,
 	h.nsub = t->nsub;
 	h.pathlen = strlen(t->path);
 	h.sidlen = t->sidlen;
-	if (paths_mkdir_p(dir, 0700) == -1 ||
-	    (dst = transcript_cache_file(dir, t->path)) == NULL ||
-	    (subs = transcript_cache_subs(t, &sublen)) == NULL) {
+	h.seed = t->seed;
+	h.htused = t->htused;
+	/* Others must not plant or read indexes: ours alone, or not used. */
+	if ((dfd = cachedir_open(dir, 1, cause)) == -1)
+		goto out;
+	if ((subs = transcript_cache_subs(t, &sublen)) == NULL) {
 		transcript_cause(cause, "index cache %s: %s", dir, strerror(errno));
 		goto out;
 	}
-	/* Others must not plant or read indexes: ours alone, or not used. */
-	if (transcript_cache_dir_private(dir) != 1) {
-		transcript_cause(cause, "index cache %s: not private (owner or mode)",
-		    dir);
+	cachedir_index_name(t->path, name, sizeof(name));
+	h.subbytes = sublen;
+	if (!transcript_cache_need_all(t)) {
+		transcript_cause(cause, "index cache %s: kept index damaged", dir);
 		goto out;
 	}
-	h.subbytes = sublen;
+	/* After the check: a mapped table's slots are then known to hold
+	   htused entries, so placing them again ends. */
+	ht = compact_ht(t, &h.htslots);
 	if (transcript_cache_digest(t, t->indexed, &h.head, &h.tail) == -1) {
 		transcript_cause(cause, "read %s: %s", t->path, strerror(errno));
 		goto out;
 	}
-	transcript_cache_sections(t, subs, sublen, sec);
-	h.sum = transcript_cache_sum(&h, sec);
-	if (transcript_cache_write(dir, dst, &h, sec) == -1) {
+	keep_chain(t, &h, &c);
+	transcript_cache_sections(t, subs, sublen, h.haschain ? &c : NULL, sec);
+	if (ht != NULL)
+		sec[6] = (struct tx_cache_sec){ ht, h.htslots * sizeof *ht };
+	if (transcript_cache_write(dfd, name, &h, sec) == -1) {
 		transcript_cause(cause, "index cache %s: %s", dir, strerror(errno));
 		goto out;
 	}
 	t->cached = t->indexed;
-	transcript_cache_prune(dir, strrchr(dst, '/') + 1, max_bytes,
-	    max_files);
+	cachedir_prune(dfd, name, max_bytes, max_files);
 	rc = 0;
 out:
+	chain_clear(&c);
+	free(ht);
+	if (dfd != -1)
+		close(dfd);
 	free(subs);
-	free(dst);
 	return rc;
 }
 

@@ -34,8 +34,9 @@ mix(uint64_t h)
 }
 
 /*
- * Seeded once per process (transcript_index_init), so that nobody can write a
- * transcript whose uuids all land in one probe chain.
+ * The subtype hash is seeded once per process (transcript_index_init), the
+ * uuid hash once per index (t->seed, kept with it in the cache), so that
+ * nobody can write a transcript whose uuids all land in one probe chain.
  */
 static uint64_t hash_seed;
 static pthread_once_t hash_seed_once = PTHREAD_ONCE_INIT;
@@ -47,9 +48,9 @@ hash_seed_init(void)
 }
 
 static uint64_t
-hash_bytes(const char *s, size_t n)
+hash_bytes(uint64_t seed, const char *s, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ULL ^ hash_seed;
+	uint64_t h = 0xcbf29ce484222325ULL ^ seed;
 
 	while (n-- > 0)
 		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
@@ -57,26 +58,27 @@ hash_bytes(const char *s, size_t n)
 }
 
 static uint64_t
-hash_bin(const uint8_t b[16])
+hash_bin(uint64_t seed, const uint8_t b[16])
 {
 	uint64_t x, y;
 
 	memcpy(&x, b, 8);
 	memcpy(&y, b + 8, 8);
-	return mix(x ^ mix(y ^ hash_seed));
+	return mix(x ^ mix(y ^ seed));
 }
 
 void
-transcript_key_text(struct tx_key *k, const char *s, size_t n)
+transcript_key_text(const struct transcript *t, struct tx_key *k, const char *s,
+    size_t n)
 {
 	if (uuid_parse(s, n, k->bin) == 0) {
 		k->str = 0;
-		k->h = hash_bin(k->bin);
+		k->h = hash_bin(t->seed, k->bin);
 	} else {
 		k->str = 1;
 		k->s = s;
 		k->len = n;
-		k->h = hash_bytes(s, n);
+		k->h = hash_bytes(t->seed, s, n);
 	}
 }
 
@@ -91,14 +93,18 @@ transcript_key_stored(const struct transcript *t, const uint8_t v[16], int str,
 	k->str = str;
 	if (!str) {
 		memcpy(k->bin, v, 16);
-		k->h = hash_bin(v);
+		k->h = hash_bin(t->seed, v);
 		return;
 	}
 	memcpy(&off, v, 8);
 	memcpy(&len, v + 8, 4);
 	k->s = t->pool + off;
 	k->len = len;
-	k->h = hash_bytes(k->s, len);
+	if (!tx_need(t, k->s, len)) {
+		k->s = "";		/* damaged: the caller's answer is thrown away */
+		k->len = 0;
+	}
+	k->h = hash_bytes(t->seed, k->s, k->len);
 }
 
 int
@@ -147,7 +153,8 @@ rec_is(const struct transcript *t, const struct tx_rec *r, const struct tx_key *
 		return 0;
 	memcpy(&off, r->id, 8);
 	memcpy(&len, r->id + 8, 4);
-	return len == k->len && memcmp(t->pool + off, k->s, len) == 0;
+	return len == k->len && tx_need(t, t->pool + off, len) &&
+	    memcmp(t->pool + off, k->s, len) == 0;
 }
 
 int64_t
@@ -217,10 +224,18 @@ transcript_ht_probe(const struct transcript *t, const struct tx_key *k, size_t *
 	size_t i = k->h & t->htmask;
 	uint32_t tag = (uint32_t)k->h;
 	const struct tx_slot *s;
+	size_t n = 0;
 
-	for (; (s = &t->ht[i])->rec != 0; i = (i + 1) & t->htmask)
-		if (s->tag == tag && rec_is(t, &t->rec[s->rec - 1], k))
+	for (; (s = tx_slot(t, i))->rec != 0; i = (i + 1) & t->htmask) {
+		if (s->tag == tag && rec_is(t, tx_rec(t, s->rec - 1), k))
 			return s->rec - 1;
+		/* No empty slot: only a kept index lying about its use has
+		   that (a table we fill stays half empty); not found. */
+		if (++n > t->htmask) {
+			transcript_cache_full(t);
+			break;
+		}
+	}
 	*slot = i;
 	return -1;
 }
@@ -290,7 +305,8 @@ sub_grow(struct transcript *t)
 	if ((nh = calloc(n * 2, sizeof *nh)) == NULL)
 		return -1;
 	for (i = 1; i < t->nsub; i++)
-		ht_place(nh, n * 2 - 1, hash_bytes(t->subs[i], strlen(t->subs[i])),
+		ht_place(nh, n * 2 - 1, hash_bytes(hash_seed, t->subs[i],
+		    strlen(t->subs[i])),
 		    (uint32_t)i);
 	free(t->sht);
 	t->sht = nh;
@@ -301,7 +317,7 @@ sub_grow(struct transcript *t)
 int
 transcript_intern_sub(struct transcript *t, const char *s, size_t n, uint32_t *id)
 {
-	uint64_t h = hash_bytes(s, n);
+	uint64_t h = hash_bytes(hash_seed, s, n);
 	size_t i = h & t->shtmask;
 	const char *const *p;
 	uint32_t v;
@@ -321,7 +337,7 @@ transcript_intern_sub(struct transcript *t, const char *s, size_t n, uint32_t *i
 	for (p = nonconv_subtypes; *p != NULL; p++)
 		if (strlen(*p) == n && memcmp(*p, s, n) == 0)
 			t->subflags[t->nsub] = TX_SUB_NONCONV;
-	ht_place(t->sht, t->shtmask, hash_bytes(t->subs[t->nsub],
+	ht_place(t->sht, t->shtmask, hash_bytes(hash_seed, t->subs[t->nsub],
 	    strlen(t->subs[t->nsub])), (uint32_t)t->nsub);
 	*id = (uint32_t)t->nsub++;
 	return 0;
@@ -333,6 +349,7 @@ transcript_index_init(struct transcript *t, uint64_t size_hint)
 	size_t slots = 1024;
 
 	pthread_once(&hash_seed_once, hash_seed_init);
+	arc4random_buf(&t->seed, sizeof t->seed);
 	/* Records average a few KiB: size the uuid hash for the file. */
 	while (slots < (1u << 26) && slots / 2 < size_hint / 2048)
 		slots *= 2;
@@ -355,6 +372,7 @@ transcript_index_free(struct transcript *t)
 {
 	size_t i;
 
+	transcript_cache_unmap(t);	/* arrays in a kept index's mapping */
 	for (i = 0; i < t->nsub; i++)
 		free(t->subs[i]);
 	free(t->subs);
@@ -365,6 +383,7 @@ transcript_index_free(struct transcript *t)
 	free(t->frag);
 	free(t->pool);
 	free(t->rbuf);
+	free(t->abuf);
 }
 
 size_t
@@ -376,26 +395,26 @@ transcript_count(const struct transcript *t)
 enum tx_type
 transcript_type(const struct transcript *t, uint32_t rec)
 {
-	return (enum tx_type)t->rec[rec].type;
+	return (enum tx_type)tx_rec(t, rec)->type;
 }
 
 const char *
 transcript_subtype(const struct transcript *t, uint32_t rec)
 {
-	return t->subs[t->rec[rec].sub];
+	return t->subs[tx_rec(t, rec)->sub];
 }
 
 unsigned
 transcript_flags(const struct transcript *t, uint32_t rec)
 {
-	return t->rec[rec].flags;
+	return tx_rec(t, rec)->flags;
 }
 
 const char *
 transcript_uuid_ref(const struct transcript *t, uint32_t rec, char buf[37],
     size_t *len)
 {
-	const struct tx_rec *r = &t->rec[rec];
+	const struct tx_rec *r = tx_rec(t, rec);
 	struct tx_key k;
 
 	if (r->kflags & TXR_ID_STR) {
@@ -425,12 +444,12 @@ transcript_uuid(const struct transcript *t, uint32_t rec, char out[64])
 uint64_t
 transcript_raw_len(const struct transcript *t, uint32_t rec)
 {
-	const struct tx_rec *r = &t->rec[rec];
+	const struct tx_rec *r = tx_rec(t, rec);
 	uint64_t n = r->len;
 	uint32_t f;
 
-	for (f = r->frag; f != 0; f = t->frag[f - 1].next)
-		n += t->frag[f - 1].len;
+	for (f = r->frag; f != 0; f = tx_frag(t, f - 1)->next)
+		n += tx_frag(t, f - 1)->len;
 	return n;
 }
 
@@ -439,14 +458,14 @@ transcript_find(const struct transcript *t, const char *uuid)
 {
 	struct tx_key k;
 
-	transcript_key_text(&k, uuid, strlen(uuid));
+	transcript_key_text(t, &k, uuid, strlen(uuid));
 	return transcript_ht_find(t, &k);
 }
 
 int
 transcript_parent(const struct transcript *t, uint32_t rec, uint32_t *parent)
 {
-	const struct tx_rec *r = &t->rec[rec];
+	const struct tx_rec *r = tx_rec(t, rec);
 	struct tx_key k;
 	uint32_t i;
 	int64_t p;
@@ -455,7 +474,7 @@ transcript_parent(const struct transcript *t, uint32_t rec, uint32_t *parent)
 		return 0;
 	/* The parent is nearly always one of the few records just before. */
 	for (i = rec; i > 0 && i + 4 > rec; i--) {
-		const struct tx_rec *q = &t->rec[i - 1];
+		const struct tx_rec *q = tx_rec(t, i - 1);
 		if ((q->flags & TX_F_CONVERSATION) &&
 		    (q->kflags & TXR_ID_STR) == 0 && (r->kflags & TXR_PAR_STR) == 0 &&
 		    memcmp(q->id, r->par, 16) == 0) {

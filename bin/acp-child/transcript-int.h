@@ -61,6 +61,27 @@ struct tx_key {
 	uint64_t h;
 };
 
+/* The active chain as the kept index has it (transcript-cache.c): valid
+   for the bytes it was built from, i.e. while nothing was appended. */
+struct tx_kept_chain {
+	const uint32_t *rec;		/* in the mapping */
+	uint64_t len;
+	int64_t last_compression, model_history;
+	uint64_t gaps, cycles, turn_starts;
+};
+
+/* A mapped kept index's blocks, checked as they are first used
+   (transcript-cache-lazy.c). */
+struct tx_lazy {
+	const char *base;		/* block 0: the first section */
+	const uint64_t *bsum;		/* their sums */
+	uint64_t end;			/* bytes in blocks */
+	uint64_t seed;
+	uint8_t *ok;			/* a bit per block checked */
+	uint64_t checked;		/* bytes checked */
+	const char *damaged;		/* why an entry in use failed, or NULL */
+};
+
 struct transcript {
 	char *path;
 	char *sid;
@@ -94,11 +115,23 @@ struct transcript {
 	const char *pf_p;
 	char *rbuf;			/* record read buffer, kept up to TX_RBUF_KEEP */
 	size_t rcap;
+	const uint32_t *ahead;		/* records to be read next (transcript_read_ahead) */
+	size_t nahead, ahead_at;
+	char *abuf;			/* the bytes of a run of them: [aoff, aoff+alen) */
+	uint64_t aoff;
+	size_t alen, acap;
 
 	uint64_t bytes_read;		/* transcript bytes read so far (tests, spans) */
 	enum tx_index_state istate;	/* where the index came from (transcript-cache.c) */
 	const char *ireason;		/* why a kept index was not used (static) */
 	uint64_t cached;		/* indexed as loaded from or saved to the cache */
+	uint64_t seed;			/* of the uuid hash: per index, kept with it */
+	void *map;			/* a kept index mapped read-only: rec, frag, pool
+					   and ht point into it until transcript_cache_own */
+	size_t maplen;
+	struct tx_kept_chain *kc;	/* the kept chain, or NULL */
+	struct tx_lazy *lazy;		/* while mapped: what is checked */
+	uint64_t ichecked;		/* kept index bytes checked before own */
 };
 
 struct stat;
@@ -110,7 +143,7 @@ int transcript_index_full(struct transcript *, uint64_t size, char **cause);
 int transcript_index_init(struct transcript *, uint64_t size_hint);
 struct tx_slot *transcript_ht_alloc(size_t n);
 void transcript_index_free(struct transcript *);
-void transcript_key_text(struct tx_key *, const char *, size_t);
+void transcript_key_text(const struct transcript *, struct tx_key *, const char *, size_t);
 int transcript_key_store(struct transcript *, const struct tx_key *, uint8_t dst[16], uint8_t *kflags, uint8_t strflag);
 int64_t transcript_ht_find(const struct transcript *, const struct tx_key *);
 /* Insertion: reserve room for one more, probe (-1 + the free slot), then set. */
@@ -129,30 +162,46 @@ void transcript_cause(char **cause, const char *fmt, ...) __attribute__((format(
 
 /* transcript-cache.c: the persistent index (transcript-cache-load.c reads it). */
 #define TX_CACHE_MAGIC	"qwtxidx\n"
-#define TX_CACHE_VERSION	2u
+#define TX_CACHE_VERSION	3u
 #define TX_CACHE_DIGEST	4096u		/* bytes digested at each end */
-#define TX_CACHE_NSEC	6		/* sections after the header */
+#define TX_CACHE_NSEC	8		/* sections after the header */
+#define TX_CACHE_ALIGN	64u		/* each section starts at a multiple */
+#define TX_CACHE_BLOCK	16384u		/* bytes per block checksum */
 
 struct tx_cache_head {
 	char		magic[8];
 	uint32_t	version;
 	uint16_t	recsize, fragsize, slotsize, statsize;
 	uint16_t	pad[3];
-	uint64_t	sum;		/* of everything after this field */
+	uint64_t	sum;		/* of the rest of the header and the block sums */
 	uint64_t	dev, ino, indexed, pending;
 	int64_t		leaf;
 	struct tx_stats	st;
 	uint64_t	nrec, nfrag, npool, nsub, subbytes;
 	uint64_t	pathlen, sidlen;
 	uint64_t	head, tail;	/* digests of the first and last indexed bytes */
+	uint64_t	seed;		/* of the uuid hash */
+	uint64_t	htslots, htused;
+	uint64_t	haschain, chainlen;
+	int64_t		last_compression, model_history;
+	uint64_t	gaps, cycles, turn_starts;
+	uint64_t	nblock;		/* block sums at the end of the file */
 };
 
-/* The sections after the header, in file order. */
+/* The sections after the header, in file order: path, session id,
+   subtypes, records, fragments, uuid pool, uuid hash, chain. */
 struct tx_cache_sec {
 	void		*p;
 	uint64_t	 len;
 };
 
+/* Offsets of the sections and (off[TX_CACHE_NSEC]) of the block sums;
+   the file's size.  The counts must have been checked against it. */
+uint64_t transcript_cache_plan(const struct tx_cache_head *, uint64_t off[TX_CACHE_NSEC + 1]);
+/* Byte lengths of the sections of a header. */
+void transcript_cache_lens(const struct tx_cache_head *, uint64_t len[TX_CACHE_NSEC]);
+/* The checksum of block i of an index with this seed. */
+uint64_t transcript_cache_block_sum(uint64_t seed, uint64_t i, const void *, size_t);
 /* A 64-bit checksum of [p, p+n) chained from h. */
 uint64_t transcript_cache_sum64(uint64_t h, const void *p, size_t n);
 /* Read exactly n bytes at off of fd: 0 or -1. */
@@ -160,15 +209,56 @@ int transcript_cache_pread(int fd, void *buf, size_t n, uint64_t off);
 /* Digests of the first and last of the indexed bytes of t's file. */
 int transcript_cache_digest(struct transcript *, uint64_t indexed, uint64_t *head,
     uint64_t *tail);
-/* Whether dir is ours alone (owned by us, no group or other write): 1
-   (or missing), 0 not, -1 on error. */
-int transcript_cache_dir_private(const char *dir);
-/* The index file of transcript path in dir (caller frees), or NULL. */
-char *transcript_cache_file(const char *dir, const char *path);
-/* The checksum of the header (after its sum) and the sections. */
-uint64_t transcript_cache_sum(const struct tx_cache_head *,
-    const struct tx_cache_sec *);
+/* The checksum of the header (after its sum) and the block sums. */
+uint64_t transcript_cache_sum(const struct tx_cache_head *, const uint64_t *bsum);
 /* A header with only the layout fields set. */
 void transcript_cache_layout(struct tx_cache_head *);
+
+/* transcript-cache-load.c: a kept index mapped in place. */
+/* Unmap a kept index's arrays (NULL-safe); own copies them first. */
+void transcript_cache_unmap(struct transcript *);
+int transcript_cache_own(struct transcript *, char **cause);
+
+/* transcript-cache-lazy.c: entries of a mapped index, checked on first use;
+   a damaged one reads as an inert value and marks the index damaged. */
+int transcript_cache_need(const struct transcript *, const void *, size_t);
+int transcript_cache_need_all(const struct transcript *);
+const struct tx_rec *transcript_cache_rec(const struct transcript *, uint32_t);
+const struct tx_frag *transcript_cache_frag(const struct transcript *, uint32_t);
+const struct tx_slot *transcript_cache_slot(const struct transcript *, size_t);
+/* A probe found no empty slot: a mapped index is damaged. */
+void transcript_cache_full(const struct transcript *);
+/* The kept chain's entries once checked, or NULL (damaged). */
+const uint32_t *transcript_cache_chain(const struct transcript *);
+int transcript_cache_lazy(struct transcript *, const char *base, const uint64_t *bsum,
+    uint64_t end, uint64_t nblock, uint64_t seed);
+void transcript_cache_lazy_free(struct transcript *);
+
+/* Whether [p, p+n) of a mapped index is sound (always, when not mapped). */
+static inline int
+tx_need(const struct transcript *t, const void *p, size_t n)
+{
+	return t->lazy == NULL || transcript_cache_need(t, p, n);
+}
+
+static inline const struct tx_rec *
+tx_rec(const struct transcript *t, uint32_t i)
+{
+	return t->lazy == NULL ? &t->rec[i] : transcript_cache_rec(t, i);
+}
+
+/* Fragment i (0-based). */
+static inline const struct tx_frag *
+tx_frag(const struct transcript *t, uint32_t i)
+{
+	return t->lazy == NULL ? &t->frag[i] : transcript_cache_frag(t, i);
+}
+
+static inline const struct tx_slot *
+tx_slot(const struct transcript *t, size_t i)
+{
+	return t->lazy == NULL ? &t->ht[i] : transcript_cache_slot(t, i);
+}
+
 
 #endif

@@ -13,6 +13,9 @@
 
 #include "transcript-int.h"
 
+#define AHEAD_MAX	(1u << 20)	/* the most one read-ahead reads */
+#define AHEAD_GAP	64		/* blanks between two records of a run */
+
 /* pread exactly n bytes at off. */
 static int
 read_at(struct transcript *t, char *buf, size_t n, uint64_t off,
@@ -116,11 +119,12 @@ transcript_load_record(struct transcript *t, uint32_t rec, char **cause)
 		transcript_cause(cause, "no record %u", rec);
 		return NULL;
 	}
-	r = &t->rec[rec];
+	r = tx_rec(t, rec);
 	if ((base = load_fragment(t, r->off, r->len, cause)) == NULL)
 		return NULL;
-	for (f = r->frag; f != 0; f = t->frag[f - 1].next) {
-		more = load_fragment(t, t->frag[f - 1].off, t->frag[f - 1].len, cause);
+	for (f = r->frag; f != 0; f = tx_frag(t, f - 1)->next) {
+		more = load_fragment(t, tx_frag(t, f - 1)->off, tx_frag(t, f - 1)->len,
+		    cause);
 		if (more == NULL) {
 			json_object_put(base);
 			return NULL;
@@ -129,6 +133,59 @@ transcript_load_record(struct transcript *t, uint32_t rec, char **cause)
 		json_object_put(more);
 	}
 	return base;
+}
+
+void
+transcript_read_ahead(struct transcript *t, const uint32_t *recs, size_t n)
+{
+	t->ahead = recs;
+	t->nahead = n;
+	t->ahead_at = 0;
+	t->alen = 0;
+	if (recs == NULL) {
+		free(t->abuf);
+		t->abuf = NULL;
+		t->acap = 0;
+	}
+}
+
+/* Read the run of announced records that starts with rec (single fragments
+   a few blanks apart, AHEAD_MAX at most) into t->abuf: 1, 0 when rec is not
+   announced or too big for a run, -1 + cause. */
+static int
+ahead_fill(struct transcript *t, uint32_t rec, char **cause)
+{
+	const struct tx_rec *r = tx_rec(t, rec);
+	uint64_t start = r->off, end = r->off + r->len;
+	size_t i;
+	char *nb;
+
+	for (i = t->ahead_at; i < t->nahead && t->ahead[i] != rec; i++)
+		;
+	if (i == t->nahead || r->len == 0 || r->len > AHEAD_MAX)
+		return 0;
+	for (i++; i < t->nahead && t->ahead[i] < t->nrec; i++) {
+		r = tx_rec(t, t->ahead[i]);
+		if (r->frag != 0 || r->off < end || r->off - end > AHEAD_GAP ||
+		    r->off + r->len - start > AHEAD_MAX)
+			break;
+		end = r->off + r->len;
+	}
+	t->ahead_at = i;
+	t->alen = 0;
+	if (end - start > t->acap) {
+		if ((nb = realloc(t->abuf, AHEAD_MAX)) == NULL) {
+			transcript_cause(cause, "out of memory");
+			return -1;
+		}
+		t->abuf = nb;
+		t->acap = AHEAD_MAX;
+	}
+	if (read_at(t, t->abuf, (size_t)(end - start), start, cause) == -1)
+		return -1;
+	t->aoff = start;
+	t->alen = (size_t)(end - start);
+	return 1;
 }
 
 int
@@ -142,9 +199,19 @@ transcript_record_bytes(struct transcript *t, uint32_t rec, const char **bytes,
 		transcript_cause(cause, "no record %u", rec);
 		return -1;
 	}
-	r = &t->rec[rec];
+	r = tx_rec(t, rec);
 	if (r->frag != 0)
 		return 0;
+	/* An announced record: from the run read with it, else a new run. */
+	if (t->ahead != NULL && (r->off < t->aoff ||
+	    r->off + r->len > t->aoff + t->alen) && ahead_fill(t, rec, cause) == -1)
+		return -1;
+	if (t->ahead != NULL && t->alen > 0 && r->off >= t->aoff &&
+	    r->off + r->len <= t->aoff + t->alen) {
+		*bytes = t->abuf + (r->off - t->aoff);
+		*len = r->len;
+		return 1;
+	}
 	if (t->rcap > TX_RBUF_KEEP && r->len <= TX_RBUF_KEEP) {
 		free(t->rbuf);		/* the previous record was huge */
 		t->rbuf = NULL;

@@ -19,7 +19,9 @@
 
 #include "transcript-int.h"
 
-#define SPLIT_MIN	(48u << 20)	/* smaller files: one thread */
+/* Smaller files: one thread.  Above a few MiB the second core halves the
+   pass for the cost of a thread (tens of microseconds) and the merge. */
+#define SPLIT_MIN	(4u << 20)
 
 /* The split threshold; QWEN_TX_SPLIT_MIN (bytes) overrides it for tests. */
 static uint64_t
@@ -81,21 +83,46 @@ move_key(struct transcript *a, const struct transcript *b, uint8_t v[16],
 	return transcript_key_store(a, &k, v, kflags, strflag);
 }
 
+/* How many records ahead the merge starts its hash probe. */
+#define MERGE_AHEAD	8
+
+/* b's subtypes as a's ids, interned on first use. */
+struct submap {
+	uint32_t	*id;		/* b's id -> a's id + 1, 0 not yet */
+};
+
+/* a's id of b's subtype sub; -1 on ENOMEM. */
+static int
+merge_sub(struct transcript *a, const struct transcript *b, struct submap *m,
+    uint32_t sub, uint32_t *to)
+{
+	if (sub == 0) {
+		*to = 0;
+		return 0;
+	}
+	if (m->id[sub] == 0) {
+		if (transcript_intern_sub(a, b->subs[sub], strlen(b->subs[sub]),
+		    to) == -1)
+			return -1;
+		m->id[sub] = *to + 1;
+	}
+	*to = m->id[sub] - 1;
+	return 0;
+}
+
 /* Add b's record i (and its fragments) to a; *to is its index in a. */
 static int
-merge_record(struct transcript *a, const struct transcript *b, uint32_t i,
-    uint32_t *to)
+merge_record(struct transcript *a, const struct transcript *b, struct submap *m,
+    uint32_t i, uint32_t *to)
 {
 	struct tx_rec r = b->rec[i], *nr;
 	struct tx_key k;
-	uint32_t f, sub = 0;
+	uint32_t f;
 	size_t slot = 0;
 	int64_t dup = -1;
 
-	if (r.sub != 0 && transcript_intern_sub(a, b->subs[r.sub], strlen(b->subs[r.sub]),
-	    &sub) == -1)
+	if (merge_sub(a, b, m, r.sub, &r.sub) == -1)
 		return -1;
-	r.sub = sub;
 	r.frag = 0;
 	if ((r.kflags & TXR_ID_STR) && move_key(a, b, r.id, &r.kflags, TXR_ID_STR) == -1)
 		return -1;
@@ -127,18 +154,42 @@ merge_record(struct transcript *a, const struct transcript *b, uint32_t i,
 	return 0;
 }
 
+/* Start loading the slot a's probe for b's record i will look at first:
+   the probes land anywhere in a table larger than the cache.  The key is
+   hashed with a's seed (each index has its own); a binary key needs no
+   pool. */
+static void
+merge_prefetch(const struct transcript *a, const struct transcript *b, uint32_t i)
+{
+	const struct tx_rec *r = &b->rec[i];
+	struct tx_key k;
+
+	if (!(r->flags & TX_F_CONVERSATION) || (r->kflags & TXR_ID_STR))
+		return;
+	transcript_key_stored(a, r->id, 0, &k);
+	__builtin_prefetch(&a->ht[k.h & a->htmask]);
+}
+
 /* Append b's index to a's. */
 static int
 merge(struct transcript *a, const struct transcript *b)
 {
+	struct submap m;
 	uint32_t i, to, leaf = 0;
 
+	if ((m.id = calloc(b->nsub, sizeof *m.id)) == NULL)
+		return -1;
 	for (i = 0; i < b->nrec; i++) {
-		if (merge_record(a, b, i, &to) == -1)
+		if (i + MERGE_AHEAD < b->nrec)
+			merge_prefetch(a, b, i + MERGE_AHEAD);
+		if (merge_record(a, b, &m, i, &to) == -1) {
+			free(m.id);
 			return -1;
+		}
 		if ((int64_t)i == b->leaf)
 			leaf = to;
 	}
+	free(m.id);
 	if (b->leaf >= 0)
 		a->leaf = leaf;
 	a->st.records += b->st.records;

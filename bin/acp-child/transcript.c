@@ -123,7 +123,7 @@ add_record(struct transcript *t, const struct txscan *s, uint64_t off,
 	if (t->pf_p == u->p && (t->pf_key.str ? t->pf_key.len == u->len : u->len == 36))
 		key = t->pf_key;		/* hashed by prefetch_uuid */
 	else
-		transcript_key_text(&key, u->p, u->len);
+		transcript_key_text(t, &key, u->p, u->len);
 	t->pf_p = NULL;
 	if (conv && transcript_ht_reserve(t) == -1)
 		return -1;
@@ -147,7 +147,7 @@ add_record(struct transcript *t, const struct txscan *s, uint64_t off,
 	} else {
 		struct tx_key pk;
 
-		transcript_key_text(&pk, pa->p, pa->len);
+		transcript_key_text(t, &pk, pa->p, pa->len);
 		if (transcript_key_store(t, &pk, r->par, &r->kflags, TXR_PAR_STR) == -1)
 			return -1;
 	}
@@ -305,7 +305,7 @@ prefetch_uuid(void *arg, const char *p, size_t n)
 {
 	struct transcript *t = arg;
 
-	transcript_key_text(&t->pf_key, p, n);
+	transcript_key_text(t, &t->pf_key, p, n);
 	t->pf_p = p;
 	__builtin_prefetch(&t->ht[t->pf_key.h & t->htmask]);
 }
@@ -341,6 +341,9 @@ transcript_index_pass(struct transcript *t, char **cause)
 	ssize_t n;
 	int skipping = 0, rc = 0;
 
+	/* A kept index in place is read-only: own it before adding to it. */
+	if (t->map != NULL && transcript_cache_own(t, cause) == -1)
+		return -1;
 	if ((buf = malloc(cap)) == NULL)
 		goto nomem;
 	(void)posix_fadvise(t->fd, (off_t)off, 0, POSIX_FADV_SEQUENTIAL);

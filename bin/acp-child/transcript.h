@@ -57,6 +57,10 @@ json_object *transcript_load_record(struct transcript *, uint32_t rec, char **ca
    the next call on t), 0 when it has several, -1 + cause on I/O failure. */
 int transcript_record_bytes(struct transcript *, uint32_t rec, const char **bytes,
     size_t *len, char **cause);
+/* The records transcript_record_bytes will be asked for next, in order
+   (recs borrowed until the next call; NULL ends it and frees the buffer):
+   runs of them lying back to back in the file are read with one pread. */
+void transcript_read_ahead(struct transcript *, const uint32_t *recs, size_t n);
 /* Find a record by uuid; -1 if absent. */
 int64_t transcript_find(const struct transcript *, const char *uuid);
 
@@ -83,8 +87,10 @@ uint64_t transcript_bytes_read(const struct transcript *);
  * The persistent index (transcript-cache.c): a cache of what a pass derived, kept in
  * cache_dir and checked against the transcript on every use (device, inode,
  * size, digests of the first and last indexed bytes, format version,
- * checksum, bounds); bytes appended since are indexed on top.  Anything
- * that does not match means a full pass, never a wrong answer.
+ * header checksum); it is used where it is mapped, and each block of it is
+ * checked (checksum, bounds) when first used (transcript-cache-lazy.c);
+ * bytes appended since are indexed on top.  Anything that does not match
+ * means a full pass, never a wrong answer.
  */
 enum tx_index_state {
 	TX_INDEX_NONE,		/* no cache asked for */
@@ -112,5 +118,17 @@ enum tx_index_state transcript_index_state(const struct transcript *);
 const char *transcript_index_state_name(enum tx_index_state);
 /* Why a kept index was not used ("checksum", "digest", ...), or NULL. */
 const char *transcript_index_reason(const struct transcript *);
+/* A kept index is checked block by block as it is used: whether a block
+   or entry in use was damaged.  Then what was derived from t may be wrong:
+   throw it away and open with transcript_open_rescan. */
+int transcript_index_damaged(const struct transcript *);
+/* Check all of a kept index now: 0, or -1 when damaged (as above). */
+int transcript_index_check_all(const struct transcript *);
+/* Bytes of the kept index checked so far (its blocks are checked as used). */
+uint64_t transcript_index_checked(const struct transcript *);
+/* Index the whole file, as when a kept index is found damaged (state
+   rescan, reason why). */
+struct transcript *transcript_open_rescan(const char *path, const char *session_id,
+    const char *why, char **cause);
 
 #endif

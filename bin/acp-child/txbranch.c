@@ -162,6 +162,14 @@ txb_run(struct lw_job *lw)
 	if (txp_entry_index(e, &j->err_code, &j->err_kind, j->err_msg,
 	    sizeof(j->err_msg)) == -1)
 		return;
+	/* A branch copies the chain into a new file: all of a kept index is
+	   checked first, not as the copy goes. */
+	if (transcript_index_check_all(e->tx) == -1) {
+		txp_entry_reset(e);
+		if (txp_entry_index(e, &j->err_code, &j->err_kind, j->err_msg,
+		    sizeof(j->err_msg)) == -1)
+			return;
+	}
 	end = e->chain.len;
 	if (j->at != NULL) {
 		rec = transcript_find(e->tx, j->at);

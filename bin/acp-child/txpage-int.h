@@ -32,6 +32,8 @@ struct txp_entry {
 	uint32_t		*pos;		/* record -> chain index + 1 */
 	size_t			 npos;
 	uint64_t		 chained;	/* transcript size the chain is of */
+	const char		*cache_dir;	/* the kept indexes (--cache-dir), or NULL */
+	int			 rescan;	/* the kept index was damaged: a full pass */
 	int			 busy;
 	TAILQ_HEAD(, txp_wait)	 waits;
 };
@@ -40,6 +42,10 @@ struct txp_entry {
    -1 with *code (JSON-RPC), *kind and msg set. */
 int	txp_entry_index(struct txp_entry *, int *code, const char **kind,
 	    char *msg, size_t msgsize);
+/* On a worker: e's kept index was found damaged in a part in use: drop
+   it (and what was derived from it); the next txp_entry_index indexes the
+   whole file. */
+void	txp_entry_reset(struct txp_entry *);
 /* Set a job's error (*code, *kind, msg); returns -1. */
 int	txp_error(int *code, const char **kind, char *msg, size_t msgsize,
 	    int c, const char *k, const char *m);

@@ -4,9 +4,12 @@
  *
  * A page is answered from a kept index of the transcript, its active
  * chain and a record -> chain position map: the first request for a file
- * indexes it on a worker; later ones read only what was appended since
- * (and rebuild the chain only then), so a page costs what its records
- * cost, not what the file does.  The few most recent indexes are kept.
+ * opens the persistent index a load kept in --cache-dir (transcript.h;
+ * checked as it is used: a damaged part in use means a full pass and the
+ * page again) or indexes the file on a worker; later ones read only what
+ * was appended since (and rebuild the chain only then), so a page costs
+ * what its records cost, not what the file does.  The few most recent
+ * indexes are kept in memory.
  * One job per index at a time; requests for a busy one wait in order.
  *
  * params: {sessionId, cwd?, limit, direction?: "backward", cursor?,
@@ -59,6 +62,7 @@ static TAILQ_HEAD(txp_cache, txp_entry) cache = TAILQ_HEAD_INITIALIZER(cache);
 static size_t ncache;
 
 static void	txp_start(struct child *, struct txp_entry *, struct rpc_msg *);
+static void	txp_page(struct txp_job *);
 static void	txp_dispatch(struct child *, struct txp_entry *, struct rpc_msg *);
 
 static void
@@ -80,7 +84,7 @@ txp_entry_free(struct txp_entry *e)
 
 /* The kept index of path (most recent first), or a new one. */
 static struct txp_entry *
-txp_entry_get(const char *path, const char *sid)
+txp_entry_get(const char *path, const char *sid, const char *cache_dir)
 {
 	struct txp_entry *e, *old;
 
@@ -95,6 +99,7 @@ txp_entry_get(const char *path, const char *sid)
 		return NULL;
 	}
 	strlcpy(e->sid, sid, sizeof(e->sid));
+	e->cache_dir = cache_dir;
 	TAILQ_INIT(&e->waits);
 	TAILQ_INSERT_HEAD(&cache, e, entry);
 	ncache++;
@@ -141,6 +146,26 @@ txp_error(int *code, const char **kind, char *msg, size_t size, int c,
 	return -1;
 }
 
+/* e's index: the kept one when valid, else a full pass. */
+static struct transcript *
+txp_entry_open(struct txp_entry *e, char **cause)
+{
+	struct transcript *t;
+
+	if (e->rescan)
+		t = transcript_open_rescan(e->path, e->sid, "checksum", cause);
+	else
+		t = transcript_open_cached(e->path, e->sid, e->cache_dir, cause);
+	if (t == NULL)
+		return NULL;
+	e->rescan = 0;
+	/* Ids and counts only. */
+	log_debug("session %s: transcript pages from the %s index, %llu bytes read",
+	    e->sid, transcript_index_state_name(transcript_index_state(t)),
+	    (unsigned long long)transcript_bytes_read(t));
+	return t;
+}
+
 int
 txp_entry_index(struct txp_entry *e, int *code, const char **kind, char *msg,
     size_t msgsize)
@@ -155,7 +180,7 @@ txp_entry_index(struct txp_entry *e, int *code, const char **kind, char *msg,
 		e->tx = NULL;
 		e->chained = UINT64_MAX;
 	}
-	if (e->tx == NULL && (e->tx = transcript_open(e->path, e->sid, &cause)) == NULL) {
+	if (e->tx == NULL && (e->tx = txp_entry_open(e, &cause)) == NULL) {
 		free(cause);
 		if (errno == ENOENT)
 			return txp_error(code, kind, msg, msgsize, RPC_RESOURCE_NOT_FOUND, "session_not_found",
@@ -179,7 +204,24 @@ txp_entry_index(struct txp_entry *e, int *code, const char **kind, char *msg,
 	for (i = 0; i < e->chain.len; i++)
 		e->pos[e->chain.rec[i]] = (uint32_t)i + 1;
 	e->chained = transcript_size(e->tx);
+	if (transcript_index_damaged(e->tx)) {
+		txp_entry_reset(e);	/* once: a full pass is not checked */
+		return txp_entry_index(e, code, kind, msg, msgsize);
+	}
 	return 0;
+}
+
+void
+txp_entry_reset(struct txp_entry *e)
+{
+	transcript_free(e->tx);
+	e->tx = NULL;
+	chain_clear(&e->chain);
+	free(e->pos);
+	e->pos = NULL;
+	e->npos = 0;
+	e->chained = UINT64_MAX;
+	e->rescan = 1;
 }
 
 /* Worker: the chain range [*start, *end) the request asks for. */
@@ -209,11 +251,27 @@ txp_range(struct txp_job *j, size_t *start, size_t *end)
 	return 0;
 }
 
-/* Worker: project the range and write the result object. */
+/* Worker: the page, from a full pass when the kept index turns out
+   damaged in a part the page used. */
 static void
 txp_run(struct lw_job *lw)
 {
 	struct txp_job *j = (struct txp_job *)lw;
+
+	txp_page(j);
+	if (j->e->tx == NULL || !transcript_index_damaged(j->e->tx))
+		return;
+	jbuf_free(&j->out);
+	memset(&j->out, 0, sizeof(j->out));
+	j->err_code = 0;
+	txp_entry_reset(j->e);
+	txp_page(j);
+}
+
+/* Project the range and write the result object. */
+static void
+txp_page(struct txp_job *j)
+{
 	struct projection p;
 	struct tx_chain part;
 	size_t start = 0, end = 0, i;
@@ -397,7 +455,7 @@ txpage_request(struct child *c, struct rpc_msg *m)
 	if ((cwd = json_get_str(m->params, "cwd")) == NULL || cwd[0] != '/')
 		cwd = c->opts.workspace;
 	if ((path = paths_transcript(c->opts.data_dir, cwd, sid)) == NULL ||
-	    (e = txp_entry_get(path, sid)) == NULL) {
+	    (e = txp_entry_get(path, sid, c->opts.cache_dir)) == NULL) {
 		free(path);
 		child_send_error(c, m->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
 		return;

@@ -38,39 +38,61 @@ escape_end(const char *b, const char *e)
 {
 	if (b + 1 >= e)
 		return NULL;
-	switch (b[1]) {
-	case '"': case '\\': case '/': case 'b': case 'f': case 'n':
-	case 'r': case 't':
+	if (scan_escape_simple(b[1]))
 		return b + 2;
-	case 'u':
-		if (e - b < 6 || !is_hex(b[2]) || !is_hex(b[3]) ||
-		    !is_hex(b[4]) || !is_hex(b[5]))
+	if (b[1] != 'u' || e - b < 6 || !is_hex(b[2]) || !is_hex(b[3]) ||
+	    !is_hex(b[4]) || !is_hex(b[5]))
+		return NULL;
+	return b + 6;
+}
+
+#ifdef HAVE_AVX2_PATH
+/* A stop byte of a string that is no quote: a newline ends the line, a
+   backslash starts an escape. */
+static inline const char *
+str_stop_nl(const char *q, const char *e)
+{
+	return *q == '\n' ? NULL : escape_end(q, e);
+}
+
+/* skip_str with AVX2.  (A branchless 64-byte version that finds escaped
+   bytes with carries was slower: most strings are short.) */
+__attribute__((target("avx2"))) static inline const char *
+skip_str_avx2(const char *p, const char *e)
+{
+	int other = 0;
+
+	switch (scan_string_avx2(&p, e, SCAN_NL, str_stop_nl, &other)) {
+	case 1:
+		return p + 1;
+	case 0:
+		return NULL;
+	}
+	while (p < e) {
+		if (*p == '"')
+			return p + 1;
+		if (*p == '\n')
 			return NULL;
-		return b + 6;
+		if (*p != '\\')
+			p++;
+		else if ((p = escape_end(p, e)) == NULL)
+			return NULL;
 	}
 	return NULL;
 }
+#endif
 
-/* p is just after an opening quote: return just after the closing one.
-   Escapes are validated.  With AVX2, one pass finds quotes and backslashes;
-   otherwise a string without escapes costs two memchr(). */
+/* p is just after an opening quote: return just after the closing one, or
+   NULL when the line ends first.  Escapes are validated.  Without AVX2, a
+   string without escapes costs two memchr(). */
 static inline const char *
 skip_str(const char *p, const char *e)
 {
 	const char *q, *b;
 
 #ifdef HAVE_AVX2_PATH
-	if (__builtin_cpu_supports("avx2")) {
-		for (;;) {
-			p = scan_special_avx2(p, e, SCAN_NL);
-			if (p >= e || *p == '\n')
-				return NULL;	/* unterminated in this line */
-			if (*p == '"')
-				return p + 1;
-			if ((p = escape_end(p, e)) == NULL)
-				return NULL;
-		}
-	}
+	if (__builtin_cpu_supports("avx2"))
+		return skip_str_avx2(p, e);
 #endif
 	for (;;) {
 		if ((q = memchr(p, '"', e - p)) == NULL)
@@ -97,22 +119,39 @@ digits(const char *p, const char *e)
 	return p > s ? p : NULL;
 }
 
-/* A number, literal, NaN or Infinity at p (Python's json accepts the last two). */
+/* The literal lit (n bytes) at p: the byte after it, or NULL. */
+static inline const char *
+literal(const char *p, const char *e, const char *lit, size_t n)
+{
+	return (size_t)(e - p) >= n && memcmp(p, lit, n) == 0 ? p + n : NULL;
+}
+
+/* A number, literal, NaN or Infinity at p (Python's json accepts the last
+   two).  The first byte picks the one literal that may follow. */
 static const char *
 skip_scalar(const char *p, const char *e)
 {
-	static const char *const lits[] = { "true", "false", "null", "NaN",
-	    "Infinity", "-Infinity", NULL };
-	size_t n;
-	int i;
+	const char *q;
 
-	for (i = 0; lits[i] != NULL; i++) {
-		n = strlen(lits[i]);
-		if ((size_t)(e - p) >= n && memcmp(p, lits[i], n) == 0)
-			return p + n;
-	}
-	if (p < e && *p == '-')
+	if (p >= e)
+		return NULL;
+	switch (*p) {
+	case 't':
+		return literal(p, e, "true", 4);
+	case 'f':
+		return literal(p, e, "false", 5);
+	case 'n':
+		return literal(p, e, "null", 4);
+	case 'N':
+		return literal(p, e, "NaN", 3);
+	case 'I':
+		return literal(p, e, "Infinity", 8);
+	case '-':
+		if ((q = literal(p, e, "-Infinity", 9)) != NULL)
+			return q;
 		p++;
+		break;
+	}
 	if (p < e && *p == '0')
 		p++;
 	else if ((p = digits(p, e)) == NULL)

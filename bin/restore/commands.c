@@ -268,6 +268,9 @@ restore_session(const struct rctx *ctx, const char *action, const char *sid,
 		return -1;
 	body = xjson_object_new_object();
 	json_object_object_add(body, "cwd", xjson_object_new_string(ctx->cwd));
+	if (ctx->approval_mode != NULL)
+		json_object_object_add(body, "approvalMode",
+		    xjson_object_new_string(ctx->approval_mode));
 	if (strcmp(action, "load") == 0 && ctx->page_size > 0)
 		json_object_object_add(body, "historyPageSize",
 		    xjson_object_new_int64(ctx->page_size));
@@ -362,13 +365,12 @@ cmd_events_args(struct rctx *ctx, char **args)
 	return cmd_events(ctx);
 }
 
-/* A session command printing the answer body. */
-static int
-simple(struct rctx *ctx, const char *method, const char *suffix, int body,
-    int print)
+/* A session command printing the answer (body: NULL none, else taken). */
+int
+commands_call(struct rctx *ctx, const char *method, const char *suffix,
+    json_object *b, int print)
 {
 	struct http_resp	 resp;
-	json_object		*b = body ? xjson_object_new_object() : NULL;
 	int			 rc;
 
 	if ((rc = session_call(ctx, method, suffix, b, 0, &resp)) == 0 &&
@@ -377,6 +379,15 @@ simple(struct rctx *ctx, const char *method, const char *suffix, int body,
 	json_object_put(b);
 	http_resp_clear(&resp);
 	return rc;
+}
+
+/* commands_call() with an empty body (or none). */
+static int
+simple(struct rctx *ctx, const char *method, const char *suffix, int body,
+    int print)
+{
+	return commands_call(ctx, method, suffix,
+	    body ? xjson_object_new_object() : NULL, print);
 }
 
 /* cancel ID: POST /session/:id/cancel {}. */

@@ -89,8 +89,10 @@ usage(int status)
 	    "commands: capabilities, list,\n"
 	    "\tnew [--session-id ID] [--approval-mode mode] "
 	    "[--model-service id],\n"
-	    "\tload ID [--page-size n] [--replay-mode full|summary], "
-	    "resume ID,\n"
+	    "\tload ID [--page-size n] [--replay-mode full|summary] "
+	    "[--approval-mode mode],\n"
+	    "\tresume ID [--approval-mode mode], model ID MODEL, "
+	    "mode ID MODE,\n"
 	    "\tprompt ID [TEXT|-] [--no-wait] [--parallel] "
 	    "[--no-auto-resume] [--deadline-ms ms]\n"
 	    "\t    [--approve ask|all|none],\n"
@@ -448,7 +450,22 @@ static const struct command {
 	{ "transcript",		1, 0, cmd_transcript },
 	{ "branch",		1, 0, cmd_branch },
 	{ "permission",		1, 2, cmd_permission },
+	{ "model",		1, 1, cmd_model },
+	{ "mode",		1, 1, cmd_mode },
 };
+
+/* Whether word is one of the space-separated words of list. */
+static int
+word_in(const char *word, const char *list)
+{
+	size_t	n = strlen(word);
+	const char *p;
+
+	for (p = list; (p = strstr(p, word)) != NULL; p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' '))
+			return 1;
+	return 0;
+}
 
 /* A command's own options, refused with any other command. */
 static void
@@ -457,7 +474,8 @@ check_command_options(const struct rctx *ctx, const char *cmd)
 	static const struct { const char *opt, *cmd; } only[] = {
 		{ "--page-size", "load" }, { "--replay-mode", "load" },
 		{ "--deadline-ms", "prompt" }, { "--session-id", "new" },
-		{ "--approval-mode", "new" }, { "--model-service", "new" },
+		{ "--approval-mode", "new load resume" },
+		{ "--model-service", "new" },
 		{ "--limit", "transcript" }, { "--before", "transcript" },
 		{ "--at", "branch" }, { "--name", "branch" },
 	};
@@ -468,7 +486,7 @@ check_command_options(const struct rctx *ctx, const char *cmd)
 	size_t i;
 
 	for (i = 0; i < sizeof(only) / sizeof(only[0]); i++)
-		if (given[i] && strcmp(cmd, only[i].cmd) != 0)
+		if (given[i] && !word_in(cmd, only[i].cmd))
 			usage_err("%s: only with %s", only[i].opt, only[i].cmd);
 }
 

@@ -382,6 +382,12 @@ int	cmd_detach(struct rctx *, char **args);
 int	cmd_close(struct rctx *, char **args);
 int	cmd_status(struct rctx *, char **args);
 /*
+ * A session request with the stored clientId; prints the answer (print:
+ * as key/value lines unless --json).  body: NULL none, else taken.
+ */
+int	commands_call(struct rctx *, const char *method, const char *suffix,
+	    json_object *body, int print);
+/*
  * POST /session/sid/<action> (load or resume) with the workspace cwd and
  * client_id (NULL: none), under the restore timeout; stores the returned
  * clientId.  0 on 2xx, -1 otherwise (*resp holds the answer).
@@ -389,6 +395,11 @@ int	cmd_status(struct rctx *, char **args);
 int	restore_session(const struct rctx *, const char *action,
 	    const char *sid, const char *client_id, struct http_resp *resp,
 	    char *new_id, size_t new_id_len);
+
+/* ---- switches.c: model and approval mode of a live session -------------- */
+
+int	cmd_model(struct rctx *, char **args);
+int	cmd_mode(struct rctx *, char **args);
 
 /* ---- history.c: transcript pages and branches --------------------------- */
 

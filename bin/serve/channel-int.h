@@ -9,9 +9,9 @@
 #include <sys/types.h>
 
 #include <event2/bufferevent.h>
-#include <pipeline.h>
 
 #include "serve.h"
+#include "spawn.h"
 
 #define CHAN_KILL_GRACE_MS	2000
 #define CHAN_STDERR_LINE	8192
@@ -72,8 +72,8 @@ void	chan_on_err_read(struct bufferevent *, void *);
 void	chan_on_err_event(struct bufferevent *, short, void *);
 void	chan_on_more(evutil_socket_t, short, void *);
 void	chan_start(struct channel *);
-/* The child's command, cwd and environment (spawn_cmd() frees it). */
-pipecmd	*child_cmd_new(const char *workspace, const char *secret);
+/* The child's command, cwd and environment (spawn_start() frees it). */
+struct spawn_cmd *child_cmd_new(const char *workspace, const char *secret);
 void	chan_end(struct channel *, int hard);
 void	chan_check_idle(struct channel *);
 

@@ -1,6 +1,6 @@
 /*
  * channel.c: one qwen-acp-child per workspace, started on demand with
- * spawn_cmd() (our fork, libpipeline's command; exits watched with a pidfd) and
+ * spawn_start() (our fork and exec; exits watched with a pidfd) and
  * initialized with a fresh private-parent secret; its death becomes
  * session_died for each of its sessions and the channel is respawned on
  * next use; the idle policy ends it when its last session goes.  The
@@ -144,7 +144,7 @@ chan_start(struct channel *ch)
 	}
 	new_secret(ch->secret, sizeof(ch->secret));
 	/* Closes in[0], out[1] and err[1]; a failed fork is not the end of us. */
-	ch->pid = spawn_cmd(child_cmd_new(ch->workspace, ch->secret),
+	ch->pid = spawn_start(child_cmd_new(ch->workspace, ch->secret),
 	    in[0], out[1], err[1]);
 	if (ch->pid == -1) {
 		/* The state stays idle: the request fails with a 503. */

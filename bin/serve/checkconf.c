@@ -25,6 +25,7 @@
 
 #include "budget.h"
 #include "paths.h"
+#include "privdir.h"
 #include "serve.h"
 
 static int n_errors;
@@ -169,6 +170,23 @@ check_budgets(void)
 		    (long long)conf.session_idle_timeout_ms);
 }
 
+/* An existing socket directory is ours alone to write (privdir.h). */
+static void
+check_socket_dir_owner(const char *dir)
+{
+	char *cause = NULL;
+	int fd, flags;
+
+	flags = conf.socket_default ? PRIVDIR_PRIVATE : PRIVDIR_ROOT_OK;
+	if (access(dir, F_OK) == -1)
+		return;		/* the default one, made at start */
+	if ((fd = privdir_open("--socket directory", dir, flags, &cause)) != -1)
+		close(fd);
+	else
+		complain(1, "%s", cause != NULL ? cause : strerror(errno));
+	free(cause);
+}
+
 /* The Unix socket: fits, its directory is usable, nobody listens there. */
 static void
 check_socket(void)
@@ -194,8 +212,10 @@ check_socket(void)
 	/* Only the private default directory is created (one level). */
 	if (stat(dir, &st) == -1 && !(conf.socket_default && errno == ENOENT))
 		complain(1, "--socket directory %s: %s", dir, strerror(errno));
-	else
+	else {
 		check_dir("--socket directory", dir);
+		check_socket_dir_owner(dir);
+	}
 	free(dir);
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;

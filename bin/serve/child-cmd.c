@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <pipeline.h>
 
 #include "argv.h"
 #include "channel-int.h"
@@ -88,17 +87,19 @@ child_cmd_describe(void)
 
 /* "FLAG VALUE" on cmd, when the setting has a value. */
 static void
-child_cmd_opt(pipecmd *cmd, const char *flag, const char *value)
+child_cmd_opt(struct spawn_cmd *cmd, const char *flag, const char *value)
 {
-	if (value != NULL)
-		pipecmd_args(cmd, flag, value, (const char *)NULL);
+	if (value != NULL) {
+		spawn_cmd_arg(cmd, flag);
+		spawn_cmd_arg(cmd, value);
+	}
 }
 
 /* Our own child's argument vector. */
-static pipecmd *
+static struct spawn_cmd *
 acp_child_command(const char *workspace)
 {
-	pipecmd *cmd = pipecmd_new(conf.child_path);
+	struct spawn_cmd *cmd = spawn_cmd_new(conf.child_path);
 
 	child_cmd_opt(cmd, "--workspace", workspace);
 	child_cmd_opt(cmd, "--data-dir", conf.data_dir);
@@ -112,39 +113,39 @@ acp_child_command(const char *workspace)
 
 /* Take our secrets and the loader variables out of the child's env. */
 static void
-scrub_env(pipecmd *cmd)
+scrub_env(struct spawn_cmd *cmd)
 {
 	char name[256];
 	size_t n;
 
 	for (size_t i = 0; i < sizeof(scrubbed) / sizeof(scrubbed[0]); i++)
-		pipecmd_unsetenv(cmd, scrubbed[i]);
+		spawn_cmd_unsetenv(cmd, scrubbed[i]);
 	for (char **e = environ; *e != NULL; e++) {
 		if (!is_loader_var(*e) || (n = strcspn(*e, "=")) >= sizeof(name))
 			continue;
 		memcpy(name, *e, n);
 		name[n] = '\0';
-		pipecmd_unsetenv(cmd, name);
+		spawn_cmd_unsetenv(cmd, name);
 	}
 }
 
-pipecmd *
+struct spawn_cmd *
 child_cmd_new(const char *workspace, const char *secret)
 {
-	pipecmd *cmd;
+	struct spawn_cmd *cmd;
 
 	if (conf.child_argv != NULL) {
-		cmd = pipecmd_new(conf.child_argv[0]);
+		cmd = spawn_cmd_new(conf.child_argv[0]);
 		for (char **a = conf.child_argv + 1; *a != NULL; a++)
-			pipecmd_arg(cmd, *a);
+			spawn_cmd_arg(cmd, *a);
 	} else
 		cmd = acp_child_command(workspace);
-	pipecmd_chdir(cmd, workspace);
+	spawn_cmd_chdir(cmd, workspace);
 	scrub_env(cmd);		/* first: the operations run in order */
-	pipecmd_setenv(cmd, "QWEN_CODE_PRIVATE_ACP_CAPABILITY", secret);
-	pipecmd_setenv(cmd, "QWEN_CODE_NO_RELAUNCH", "true");
-	pipecmd_setenv(cmd, "QWEN_CODE_SERVE", "1");
+	spawn_cmd_setenv(cmd, "QWEN_CODE_PRIVATE_ACP_CAPABILITY", secret);
+	spawn_cmd_setenv(cmd, "QWEN_CODE_NO_RELAUNCH", "true");
+	spawn_cmd_setenv(cmd, "QWEN_CODE_SERVE", "1");
 	if (conf.child_argv == NULL)	/* the name older qwen-acp-child builds read */
-		pipecmd_setenv(cmd, "QWEN_ACP_PARENT_CAPABILITY", secret);
+		spawn_cmd_setenv(cmd, "QWEN_ACP_PARENT_CAPABILITY", secret);
 	return cmd;
 }

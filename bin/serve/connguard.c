@@ -5,6 +5,8 @@
  * and where a watcher goes on its input buffer, which sees every byte the
  * peer sends before evhttp parses it.  With it the guard
  *   - refuses a connection over the cap with 503 at once, then closes;
+ *   - keeps TCP connections that have not authenticated to a quarter of
+ *     the cap, closing the oldest idle one to make room;
  *   - gives a request head 10 s and its body 60 s, however slowly it
  *     trickles (evhttp's own timeout restarts with every byte);
  *   - answers a body over the cap with the catalog's 413 JSON before
@@ -51,6 +53,8 @@
 /* What the Unix socket (the operator's way in) may have beyond the
  * descriptor-derived cap. */
 #define GUARD_UNIX_EXTRA	8
+/* TCP connections not yet authenticated share 1/GUARD_PREAUTH_DIV of the cap. */
+#define GUARD_PREAUTH_DIV	4
 
 enum guard_phase {
 	G_HEAD,		/* reading a request head (deadline running) */
@@ -71,6 +75,8 @@ struct guard {
 	struct sse_sub		*sub;
 	enum guard_phase	 phase;
 	enum guard_refusal	 refusal;
+	int			 live;	/* attached, counted against the cap */
+	int			 preauth;	/* TCP, no request authenticated yet */
 	int			 chunked;
 	size_t			 body_left;	/* Content-Length still to come */
 	size_t			 body_seen;	/* chunked: raw bytes so far */
@@ -79,8 +85,10 @@ struct guard {
 };
 
 static TAILQ_HEAD(, guard) guards = TAILQ_HEAD_INITIALIZER(guards);
-static size_t nguards, nlinger;
+static size_t nguards, nlinger, npreauth;
+static size_t nlive;	/* attached and not refused: what the cap counts */
 static int guard_cap, unix_cap;	/* TCP, and the Unix socket */
+static int preauth_cap;		/* TCP connections before authentication */
 
 static void guard_input(struct evbuffer *, const struct evbuffer_cb_info *, void *);
 
@@ -92,17 +100,16 @@ guard_limit(void)
 }
 
 /*
- * Raise the soft descriptor limit to the hard one and derive the cap from
+ * Raise the soft descriptor limit to the hard one and fit the caps to
  * it, keeping a reserve so that the Unix socket, the children's pipes and
  * the trace files always find a descriptor.
  */
-void
-guard_init(void)
+static void
+guard_fit_rlimit(void)
 {
 	struct rlimit rl;
 	long room;
 
-	guard_cap = unix_cap = conf.max_connections;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
 		return;
 	if (rl.rlim_cur < rl.rlim_max) {
@@ -123,6 +130,17 @@ guard_init(void)
 		unix_cap = (int)room + GUARD_UNIX_EXTRA;
 }
 
+/* The caps: --max-connections within the descriptor limit, and the share. */
+void
+guard_init(void)
+{
+	guard_cap = unix_cap = conf.max_connections;
+	guard_fit_rlimit();
+	preauth_cap = guard_cap / GUARD_PREAUTH_DIV;
+	if (preauth_cap < 1)
+		preauth_cap = 1;
+}
+
 size_t
 http_conn_count(void)
 {
@@ -137,6 +155,10 @@ guard_free(struct guard *g)
 	nguards--;
 	if (g->refusal == R_CLOSING)
 		nlinger--;
+	if (g->preauth)
+		npreauth--;
+	if (g->live)
+		nlive--;
 	event_free(g->ev);
 	free(g);
 	listen_fd_freed();
@@ -203,6 +225,14 @@ guard_refuse(struct guard *g, const char *code)
 	}
 	json_object_put(body);
 	qerr_free(e);
+	if (g->live) {
+		g->live = 0;	/* closing: no longer a client's slot */
+		nlive--;
+	}
+	if (g->preauth) {
+		g->preauth = 0;
+		npreauth--;
+	}
 	if (nlinger >= GUARD_LINGER_MAX) {
 		evhttp_connection_free(g->evcon);	/* calls guard_closed */
 		return;
@@ -228,6 +258,42 @@ guard_is_unix(struct guard *g)
 }
 
 /*
+ * The pre-authentication share is full: close the oldest connection in it
+ * that is only reading a request (head or body) or idling, so that idle
+ * connects cannot hold every slot until their deadlines.  0 when one was
+ * closed.
+ */
+static int
+guard_evict_preauth(void)
+{
+	struct guard *g;
+
+	TAILQ_FOREACH(g, &guards, entry) {
+		if (!g->preauth || g->evcon == NULL || g->refusal != R_NONE ||
+		    (g->phase != G_HEAD && g->phase != G_BODY && g->phase != G_IDLE))
+			continue;
+		log_debug("connection: unauthenticated share full, closing the oldest");
+		evhttp_connection_free(g->evcon);	/* calls guard_closed */
+		return 0;
+	}
+	return -1;
+}
+
+/*
+ * A new TCP connection joins the unauthenticated share, making room in it
+ * first; -1 when nothing could be closed (all are being answered).
+ */
+static int
+guard_join_preauth(struct guard *g)
+{
+	if (npreauth >= (size_t)preauth_cap && guard_evict_preauth() == -1)
+		return -1;
+	g->preauth = 1;
+	npreauth++;
+	return 0;
+}
+
+/*
  * The connection was just created: learn evhttp's connection from the
  * bufferevent's callback argument (NULL when evhttp already freed it),
  * take the close callback, and apply the cap.  -1 when g is gone.
@@ -237,6 +303,7 @@ guard_attach(struct guard *g)
 {
 	struct timeval tv = { GUARD_HEAD_SEC, 0 };
 	void *arg = NULL;
+	int is_unix;
 
 	bufferevent_getcb(g->bev, NULL, NULL, NULL, &arg);
 	if (arg == NULL) {
@@ -247,7 +314,11 @@ guard_attach(struct guard *g)
 	g->evcon = arg;
 	bufferevent_decref(g->bev);
 	evhttp_connection_set_closecb(g->evcon, guard_closed, g);
-	if (nguards > (size_t)(guard_is_unix(g) ? unix_cap : guard_cap))
+	is_unix = guard_is_unix(g);
+	g->live = 1;
+	nlive++;
+	if ((!is_unix && guard_join_preauth(g) == -1) ||
+	    nlive > (size_t)(is_unix ? unix_cap : guard_cap))
 		guard_refuse(g, "connection_limit_exceeded");
 	else
 		evtimer_add(g->ev, &tv);
@@ -507,6 +578,19 @@ guard_request(struct evhttp_request *req)
 		return;
 	guard_request_whole(g);
 	evhttp_request_set_on_complete_cb(req, guard_reply_done, g);
+}
+
+/* A request on req's connection was authenticated: it leaves the
+   unauthenticated share for good. */
+void
+http_conn_authed(struct evhttp_request *req)
+{
+	struct guard *g = guard_of(req);
+
+	if (g != NULL && g->preauth) {
+		g->preauth = 0;
+		npreauth--;
+	}
 }
 
 /* The response to req is a stream: discard what its client sends. */

@@ -1,7 +1,8 @@
 /*
  * gate.c: the gates every request passes: peer credentials (Unix socket),
- * Host allowlist (loopback TCP, against DNS rebinding), Origin, and the
- * bearer token, which a loopback TCP peer running as the daemon's own
+ * Host allowlist (loopback TCP, against DNS rebinding), Origin, the
+ * browser's Sec-Fetch-Site (cross-site requests without an Origin), and
+ * the bearer token, which a loopback TCP peer running as the daemon's own
  * user may go without (peer.c); and the CORS answers.
  */
 #include "config.h"
@@ -81,6 +82,34 @@ origin_ok(const char *origin)
 }
 
 /*
+ * Fetch Metadata: a browser says where a request comes from.  From
+ * another site, or another origin of this one (another port of
+ * localhost), it is refused unless it names an Origin we serve or allow:
+ * a cross-site GET carries no Origin and would pass as the same user's
+ * otherwise.  "none" is a typed URL or a bookmark.  A link followed to
+ * the console (a top-level navigation to a document) opens it as a typed
+ * URL would: the page reads nothing for the site that linked it, and a
+ * frame or a fetch is still refused.
+ */
+static int
+fetch_site_ok(struct evhttp_request *req, enum gate_kind kind, const char *origin)
+{
+	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+	const char *site = evhttp_find_header(h, "Sec-Fetch-Site");
+	const char *mode = evhttp_find_header(h, "Sec-Fetch-Mode");
+	const char *dest = evhttp_find_header(h, "Sec-Fetch-Dest");
+
+	if (site == NULL || strcasecmp(site, "same-origin") == 0 ||
+	    strcasecmp(site, "none") == 0)
+		return 1;
+	if (kind == GATE_PUBLIC && evhttp_request_get_command(req) == EVHTTP_REQ_GET &&
+	    mode != NULL && strcasecmp(mode, "navigate") == 0 &&
+	    dest != NULL && strcasecmp(dest, "document") == 0)
+		return 1;
+	return origin != NULL && origin_ok(origin);
+}
+
+/*
  * Whether a TCP peer is let in without the bearer: only on a loopback
  * listener, and only when the kernel says its socket is our uid's.  With
  * a configured token this opens the console and /health only; with the
@@ -116,8 +145,10 @@ gate_bearer(struct evhttp_request *req, enum gate_kind kind, int fam, int fd)
 	int open_route = kind == GATE_PUBLIC ||
 	    (kind == GATE_HEALTH && !conf.require_auth);
 
-	if (conf.token == NULL || token_check(auth))
+	if (conf.token == NULL || token_check(auth)) {
+		http_conn_authed(req);
 		return 0;
+	}
 	if (fam == AF_UNIX)
 		return conf.token_generated || open_route ? 0 :
 		    gate_unauthorized(req);
@@ -126,6 +157,7 @@ gate_bearer(struct evhttp_request *req, enum gate_kind kind, int fam, int fd)
 		 * a remote browser loads them and then asks for it. */
 		return kind == GATE_PUBLIC && !conf.token_generated ? 0 :
 		    gate_unauthorized(req);
+	http_conn_authed(req);		/* our own user */
 	return conf.token_generated || open_route ? 0 : gate_unauthorized(req);
 }
 
@@ -148,6 +180,11 @@ listen_gate(struct evhttp_request *req, enum gate_kind kind)
 	}
 	if (origin != NULL && !origin_ok(origin)) {
 		http_error(req, "origin_forbidden", NULL);
+		return -1;
+	}
+	if (!fetch_site_ok(req, kind, origin)) {
+		http_send_qerr(req, qerr_new("origin_forbidden",
+		    "Cross-site request refused (Sec-Fetch-Site)"));
 		return -1;
 	}
 	return gate_bearer(req, kind, fam, fd);

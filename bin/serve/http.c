@@ -56,6 +56,8 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_POST, "/session/", "/permission/", R_ID | R_BODY | R_TAIL,
 	    route_session_permission },
 	{ EVHTTP_REQ_POST, "/session/", "/model", R_ID | R_BODY, route_session_model },
+	{ EVHTTP_REQ_POST, "/session/", "/approval-mode", R_ID | R_BODY,
+	    route_session_approval_mode },
 	{ EVHTTP_REQ_POST, "/acp", NULL, R_ACP, route_acp_post },
 	{ EVHTTP_REQ_GET, "/acp", NULL, R_ACP, route_acp_get },
 	{ EVHTTP_REQ_DELETE, "/acp", NULL, R_ACP, route_acp_delete },

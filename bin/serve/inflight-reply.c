@@ -133,11 +133,11 @@ seed_replay(struct session *s, json_object *result)
 	s->replay_flags = flags;
 }
 
-void
-inflight_reply_session(struct evhttp_request *req, struct session *s, enum inflight_action action,
-    int attached, const char *client_id)
+json_object *
+inflight_session_json(struct session *s, enum inflight_action action, int attached,
+    const char *client_id)
 {
-	json_object *o = xjson_object_new_object(), *replay = NULL;
+	json_object *o = xjson_object_new_object();
 	char iso[CLOCK_ISO_LEN];
 
 	clock_iso_time(s->created_wall_ms, iso);
@@ -161,14 +161,13 @@ inflight_reply_session(struct evhttp_request *req, struct session *s, enum infli
 	if (action == OP_LOAD) {
 		json_object_object_add(o, "compactedReplay", s->replay != NULL ?
 		    json_object_get(s->replay) : xjson_object_new_array());
-		replay = s->replay;
 		json_object_object_add(o, "liveJournal", xjson_object_new_array());
 		if (s->replay_flags != NULL) {
 			json_object_object_foreach(s->replay_flags, key, val)
 				json_object_object_add(o, key, json_object_get(val));
 		}
 	}
-	reply_slice_json(req, 200, o, replay);
+	return o;
 }
 
 /* Every waiter gets the same error. */
@@ -240,10 +239,11 @@ void
 inflight_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
 {
 	struct inflight_waiter *w;
+	struct switches_caller *callers;
 	struct session *s;
 	json_object *v;
-	const char *id = op->id, *cid;
-	int first = 1;
+	const char *id = op->id;
+	size_t n = 0;
 
 	log_info("session %s: %s %s after %llu ms", id[0] ? id : "(new)",
 	    inflight_action_name(op->action), o == CHAN_RESULT ? "succeeded" : "failed",
@@ -265,13 +265,21 @@ inflight_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
 	}
 	s->is_default = op->is_default;
 	s->state = state_of(payload);
+	switches_seed(s);
 	if (op->action == OP_LOAD)
 		seed_replay(s, payload);
 	early_drain(op, s);
+	TAILQ_FOREACH(w, &op->waiters, entry)
+		n++;
+	callers = xreallocarray(NULL, n, sizeof(*callers));
+	n = 0;
 	TAILQ_FOREACH(w, &op->waiters, entry) {
-		cid = clients_register(&s->clients, w->client_id[0] ? w->client_id : NULL);
+		callers[n].req = w->req;
+		callers[n++].client_id = clients_register(&s->clients,
+		    w->client_id[0] ? w->client_id : NULL);
 		s->attach_count++;
-		inflight_reply_session(w->req, s, op->action, !first, cid);
-		first = 0;
 	}
+	/* The first caller's modelServiceId and approvalMode, as upstream. */
+	switches_reply(s, op->action, 0, op->body, callers, n);
+	free(callers);
 }

@@ -226,13 +226,14 @@ inflight_dispatch(struct inflight *op, const char *method, json_object *params,
 
 void
 inflight_spawn(const char *workspace, const char *id, int is_default,
-    struct evhttp_request *req, const char *client_id)
+    json_object *body, struct evhttp_request *req, const char *client_id)
 {
 	struct inflight *op = inflight_new(workspace, OP_SPAWN, id, req, client_id);
 	json_object *p, *meta;
 
 	if (op == NULL)
 		return;
+	op->body = json_object_get(body);
 	if (id != NULL)
 		fence_take(id);	/* the registration owns the id from now on */
 	op->is_default = is_default;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -26,13 +27,17 @@
 #include <event2/listener.h>
 
 #include "log.h"
+#include "privdir.h"
 #include "serve.h"
 
 static struct evconnlistener *unix_listener;
 static struct evconnlistener *tcp_listener;
 static struct evhttp_bound_socket *tcp_handle;
 static struct event *resume_ev;
-static int accept_paused, accept_episode;
+static int accept_paused, accept_episode, accept_logged;
+static time_t accept_logged_at;
+/* At most one "not accepting" line in this many seconds. */
+#define ACCEPT_LOG_SEC	60
 static struct evhttp *bound_http;
 static int lock_fd = -1;
 static char *lock_path;
@@ -55,43 +60,24 @@ listen_is_loopback_host(const char *host)
 }
 
 /*
- * Check (and for the default location, create) the socket directory:
- * a real directory (lstat, not a symlink) owned by us, with no group or
- * other access when we made it the private default, never writable by
- * others otherwise.
+ * Check (and for the default location, create) the socket directory: a
+ * real directory (not a symlink) owned by us, writable by nobody else,
+ * sticky or not, and with no group or other access at all when it is
+ * the private default.  The token file lives there too.
  */
-static int
-check_socket_dir(const char *dir, int private_dir)
+int
+listen_check_dir(const char *dir)
 {
-	struct stat st;
+	char *cause;
+	int fd, flags;
 
-	if (private_dir && mkdir(dir, 0700) == -1 && errno != EEXIST) {
-		log_warn("socket directory %s", dir);
-		return -1;
+	flags = conf.socket_default ? PRIVDIR_CREATE | PRIVDIR_PRIVATE :
+	    PRIVDIR_ROOT_OK;
+	if ((fd = privdir_open("socket directory", dir, flags, &cause)) == -1) {
+		log_warnx("%s", cause != NULL ? cause : strerror(errno));
+		free(cause);
 	}
-	if (lstat(dir, &st) == -1) {
-		log_warn("socket directory %s", dir);
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		log_warnx("socket directory %s is not a directory (symlinks are refused)", dir);
-		return -1;
-	}
-	if (st.st_uid != geteuid() && !(st.st_uid == 0 && !private_dir)) {
-		log_warnx("socket directory %s is owned by uid %u, not %u", dir,
-		    (unsigned)st.st_uid, (unsigned)geteuid());
-		return -1;
-	}
-	if (private_dir && (st.st_mode & 077) != 0) {
-		log_warnx("socket directory %s has mode %04o, want 0700", dir,
-		    (unsigned)(st.st_mode & 07777));
-		return -1;
-	}
-	if (!private_dir && (st.st_mode & 022) != 0 && !(st.st_mode & S_ISVTX)) {
-		log_warnx("socket directory %s is writable by others", dir);
-		return -1;
-	}
-	return 0;
+	return fd;
 }
 
 /* Whether a daemon answers on path (connect succeeds). */
@@ -181,15 +167,23 @@ accept_error(struct evconnlistener *lev, void *arg)
 {
 	struct timeval tv = { 1, 0 };
 	int err = EVUTIL_SOCKET_ERROR();
+	time_t now;
 
 	(void)lev; (void)arg;
 	if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM) {
 		log_warnx("accept: %s", strerror(err));
 		return;
 	}
-	if (!accept_episode)
-		log_warnx("accept: %s: not accepting until a descriptor is free",
-		    strerror(err));
+	if (!accept_episode) {
+		/* Episodes come in bursts (a flood): one line a minute. */
+		now = time(NULL);
+		accept_logged = now - accept_logged_at >= ACCEPT_LOG_SEC;
+		if (accept_logged) {
+			log_warnx("accept: %s: not accepting until a descriptor "
+			    "is free", strerror(err));
+			accept_logged_at = now;
+		}
+	}
 	accept_episode = 1;
 	accept_paused = 1;
 	if (unix_listener != NULL)
@@ -214,7 +208,8 @@ void
 listen_accepted(void)
 {
 	if (accept_episode && !accept_paused) {
-		log_info("accept: accepting again");
+		if (accept_logged)
+			log_info("accept: accepting again");
 		accept_episode = 0;
 	}
 }
@@ -240,9 +235,9 @@ static int
 listen_unix(struct evhttp *http, const char *path)
 {
 	struct sockaddr_un sun;
-	char dir[sizeof(sun.sun_path)], *slash;
+	char *dir;
 	mode_t old;
-	int fd, private_dir;
+	int fd, dfd;
 
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
@@ -250,15 +245,14 @@ listen_unix(struct evhttp *http, const char *path)
 		log_warnx("socket path too long: %s", path);
 		return -1;
 	}
-	strlcpy(dir, path, sizeof(dir));
-	if ((slash = strrchr(dir, '/')) == NULL)
-		strlcpy(dir, ".", sizeof(dir));
-	else if (slash == dir)
-		dir[1] = '\0';
-	else
-		*slash = '\0';
-	private_dir = conf.socket_default;
-	if (check_socket_dir(dir, private_dir) == -1 || claim_socket_path(path) == -1)
+	if ((dir = privdir_of(path)) == NULL)
+		return -1;
+	dfd = listen_check_dir(dir);
+	free(dir);
+	if (dfd == -1)
+		return -1;
+	close(dfd);
+	if (claim_socket_path(path) == -1)
 		return -1;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1)

@@ -10,7 +10,7 @@
  * What libbsd lacks, and this file keeps:
  *   - a read-only check for --check-config (pidfile_open creates the file);
  *   - close-on-exec on its descriptor, so no child inherits the lock;
- *   - removal only by the process that took it: spawn_cmd() forks, and a
+ *   - removal only by the process that took it: spawn_start() forks, and a
  *     child that exits before its exec must not unlink our file;
  *   - fsync of the pid.
  * What it does not give: the old write-under-a-temporary-name-then-link,

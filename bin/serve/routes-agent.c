@@ -1,8 +1,8 @@
 /*
  * routes-agent.c: the routes that talk to the agent about a live session
- * beyond prompts: answers to its permission requests, and model switches
- * (POST /session/:id/model {modelId} → ACP session/set_model, announced to
- * every subscriber as model_switched or model_switch_failed).
+ * beyond prompts: answers to its permission requests, and model and
+ * approval-mode switches (POST /session/:id/model {modelId},
+ * POST /session/:id/approval-mode {mode}; the work is in switches.c).
  */
 #include "config.h"
 
@@ -11,8 +11,10 @@
 
 #include <event2/http.h>
 
-#include "log.h"
+#include "approval.h"
+#include "json.h"
 #include "serve.h"
+#include "xmalloc.h"
 
 /* A 4xx with upstream's body: {error, code?, sessionId?, requestId, optionId?}. */
 static void
@@ -61,95 +63,115 @@ route_session_permission(struct http_ctx *ctx)
 	}
 }
 
-/* One model switch in flight: its request and what to announce. */
-struct model_switch {
+/* One REST switch waiting for its agent. */
+struct rest_switch {
 	struct evhttp_request	*req;
 	char			 session_id[SERVE_SESSION_ID_MAX + 1];
-	char			*model_id;
-	char			 client_id[SERVE_CLIENT_ID_MAX + 1];	/* "" none */
 };
 
-/* model_switched {sessionId, modelId} or model_switch_failed {..., error}. */
-static void
-announce(struct model_switch *m, struct session *s, const char *error)
+static struct rest_switch *
+rest_switch_new(struct http_ctx *ctx, struct session *s)
 {
-	json_object *d = json_object_new_object();
+	struct rest_switch *r = xcalloc(1, sizeof(*r));
 
-	json_object_object_add(d, "sessionId", json_object_new_string(m->session_id));
-	json_object_object_add(d, error == NULL ? "modelId" : "requestedModelId",
-	    json_object_new_string(m->model_id));
-	if (error != NULL)
-		json_object_object_add(d, "error", json_object_new_string(error));
-	bus_publish(s->bus, error == NULL ? "model_switched" : "model_switch_failed", d,
-	    NULL, m->client_id[0] ? m->client_id : NULL, 0);
+	r->req = ctx->req;
+	strlcpy(r->session_id, s->id, sizeof(r->session_id));
+	return r;
 }
 
+/* The agent's answer (the set_model result, or our mode answer), or its error. */
 static void
-on_set_model(void *arg, enum chan_outcome o, json_object *payload)
+on_switch(void *arg, enum chan_outcome o, json_object *payload)
 {
-	struct model_switch *m = arg;
-	struct session *s = sessions_find(m->session_id);
-	json_object *msg;
-	const char *why;
+	struct rest_switch *r = arg;
 
-	if (o == CHAN_RESULT) {
-		if (s != NULL)
-			announce(m, s, NULL);
-		http_reply_json(m->req, 200, payload != NULL ?
-		    json_object_get(payload) : json_object_new_object());
-	} else {
-		why = o == CHAN_TIMEOUT ? "the agent did not answer in time" :
-		    o == CHAN_ERROR && json_object_object_get_ex(payload, "message", &msg) ?
-		    json_object_get_string(msg) : "the agent is gone";
-		if (s != NULL)
-			announce(m, s, why);
-		if (o == CHAN_ERROR)
-			http_error_rpc(m->req, payload, m->session_id);
-		else
-			http_error(m->req, o == CHAN_TIMEOUT ? "init_timeout" :
-			    "acp_channel_unavailable", m->session_id);
+	if (o == CHAN_RESULT)
+		http_reply_json(r->req, 200, payload != NULL ?
+		    json_object_get(payload) : xjson_object_new_object());
+	else
+		switches_http_error(r->req, o, payload, r->session_id);
+	free(r);
+}
+
+/* 400 {error} (code and allowed when given). */
+static void
+bad_body(struct http_ctx *ctx, const char *msg, const char *code, int allowed)
+{
+	json_object *o = xjson_object_new_object(), *a;
+	size_t i;
+
+	json_object_object_add(o, "error", xjson_object_new_string(msg));
+	if (code != NULL)
+		json_object_object_add(o, "code", xjson_object_new_string(code));
+	if (allowed) {
+		a = xjson_object_new_array();
+		for (i = 0; approval_modes[i] != NULL; i++)
+			json_object_array_add(a, xjson_object_new_string(approval_modes[i]));
+		json_object_object_add(o, "allowed", a);
 	}
-	log_info("session %s: model switch %s", m->session_id,
-	    o == CHAN_RESULT ? "done" : "failed");
-	free(m->model_id);
-	free(m);
+	http_reply_json(ctx->req, 400, o);
 }
 
 /* POST /session/:id/model {modelId}: switch through the agent. */
 void
 route_session_model(struct http_ctx *ctx)
 {
-	struct model_switch *m;
+	struct rest_switch *r;
 	struct session *s;
-	json_object *v, *p;
+	const char *model;
 
 	if ((s = routes_session(ctx)) == NULL)
 		return;
-	if (!json_object_object_get_ex(ctx->body, "modelId", &v) ||
-	    !json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0) {
-		p = json_object_new_object();
-		json_object_object_add(p, "error", json_object_new_string(
-		    "`modelId` is required and must be a non-empty string"));
-		http_reply_json(ctx->req, 400, p);
+	if ((model = json_get_str(ctx->body, "modelId")) == NULL || model[0] == '\0') {
+		bad_body(ctx, "`modelId` is required and must be a non-empty string", NULL, 0);
 		return;
 	}
-	if ((m = calloc(1, sizeof(*m))) == NULL ||
-	    (m->model_id = strdup(json_object_get_string(v))) == NULL) {
-		free(m);
-		http_error(ctx->req, "internal", NULL);
-		return;
-	}
-	m->req = ctx->req;
-	strlcpy(m->session_id, s->id, sizeof(m->session_id));
-	if (ctx->client_id != NULL)
-		strlcpy(m->client_id, ctx->client_id, sizeof(m->client_id));
-	p = json_object_new_object();
-	json_object_object_add(p, "sessionId", json_object_new_string(s->id));
-	json_object_object_add(p, "modelId", json_object_new_string(m->model_id));
-	if (channel_request(s->channel, "session/set_model", p,
-	    (uint64_t)conf.init_timeout_ms, on_set_model, m) == NULL) {
+	r = rest_switch_new(ctx, s);
+	if (switches_model(s, model, ctx->client_id, on_switch, r) == -1) {
 		http_error(ctx->req, "acp_channel_unavailable", s->id);
-		free(m->model_id);
-		free(m);
+		free(r);
+	}
+}
+
+/*
+ * POST /session/:id/approval-mode {mode, persist?, planMode?}: upstream's
+ * route.  persist is accepted and never done (the agent's settings are
+ * its own business): the answer says persisted:false.
+ */
+void
+route_session_approval_mode(struct http_ctx *ctx)
+{
+	struct rest_switch *r;
+	struct session *s;
+	json_object *v;
+	const char *mode;
+	int plan = -1;
+
+	if ((s = routes_session(ctx)) == NULL)
+		return;
+	mode = json_get_str(ctx->body, "mode");
+	if (!approval_mode_known(mode)) {
+		bad_body(ctx, "`mode` is required and must be one of the allowed values",
+		    "invalid_approval_mode", 1);
+		return;
+	}
+	if (json_object_object_get_ex(ctx->body, "persist", &v) &&
+	    !json_object_is_type(v, json_type_boolean)) {
+		bad_body(ctx, "`persist` must be a boolean when provided",
+		    "invalid_persist_flag", 0);
+		return;
+	}
+	if (json_object_object_get_ex(ctx->body, "planMode", &v)) {
+		if (!json_object_is_type(v, json_type_boolean) || strcmp(mode, "plan") == 0) {
+			bad_body(ctx, "`planMode` must be a boolean with a non-plan "
+			    "execution mode", "invalid_plan_mode", 0);
+			return;
+		}
+		plan = json_object_get_boolean(v);
+	}
+	r = rest_switch_new(ctx, s);
+	if (switches_mode(s, mode, plan, ctx->client_id, on_switch, r) == -1) {
+		http_error(ctx->req, "acp_channel_unavailable", s->id);
+		free(r);
 	}
 }

@@ -122,7 +122,8 @@ routes_capabilities_json(void)
 	    "session_prompt", "non_blocking_prompt", "session_cancel",
 	    "session_events", "slow_client_warning", "typed_event_schema",
 	    "client_identity", "client_heartbeat", "session_close",
-	    "session_status", "session_detach", "workspace_session_list", NULL };
+	    "session_status", "session_detach", "workspace_session_list",
+	    "session_set_model", "session_approval_mode_control", NULL };
 	static const char *const versions[] = { "v1", NULL };
 	static const char *const languages[] = { "en", NULL };
 	json_object *o = xjson_object_new_object(), *pv = xjson_object_new_object();

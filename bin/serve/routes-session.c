@@ -18,6 +18,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "approval.h"
 #include "clock.h"
 #include "errors.h"
 #include "log.h"
@@ -153,23 +154,18 @@ check_mode(struct http_ctx *ctx, const char *key, const char *code)
 static int
 check_approval_mode(struct http_ctx *ctx)
 {
-	static const char *const modes[] = { "plan", "default", "auto-edit", "auto",
-	    "yolo", NULL };
 	json_object *v, *allowed;
-	const char *m;
 	struct qerr *e;
 	size_t i;
 
-	if (!json_object_object_get_ex(ctx->body, "approvalMode", &v) || v == NULL)
+	if (!json_object_object_get_ex(ctx->body, "approvalMode", &v) || v == NULL ||
+	    approval_mode_known(json_object_is_type(v, json_type_string) ?
+	    json_object_get_string(v) : NULL))
 		return 0;
-	m = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
-	for (i = 0; modes[i] != NULL; i++)
-		if (strcmp(m, modes[i]) == 0)
-			return 0;
 	if ((e = qerr_new("invalid_approval_mode", NULL)) != NULL) {
 		allowed = xjson_object_new_array();
-		for (i = 0; modes[i] != NULL; i++)
-			json_object_array_add(allowed, xjson_object_new_string(modes[i]));
+		for (i = 0; approval_modes[i] != NULL; i++)
+			json_object_array_add(allowed, xjson_object_new_string(approval_modes[i]));
 		qerr_set_json(e, "allowed", allowed);
 	}
 	http_send_qerr(ctx->req, e);
@@ -249,6 +245,18 @@ body_session_id(struct http_ctx *ctx, char *id, size_t size)
 	return 0;
 }
 
+/* Attach to the live s; its modelServiceId and approvalMode go first. */
+static void
+attach(struct http_ctx *ctx, struct session *s, enum inflight_action action)
+{
+	struct switches_caller c;
+
+	s->attach_count++;
+	c.req = ctx->req;
+	c.client_id = clients_register(&s->clients, ctx->client_id);
+	switches_reply(s, action, 1, ctx->body, &c, 1);
+}
+
 void
 route_session_create(struct http_ctx *ctx)
 {
@@ -293,9 +301,7 @@ route_session_create(struct http_ctx *ctx)
 	}
 	if (strcmp(scope, "single") == 0) {
 		if ((s = sessions_default(ctx->workspace)) != NULL) {
-			s->attach_count++;
-			inflight_reply_session(ctx->req, s, OP_SPAWN, 1,
-			    clients_register(&s->clients, ctx->client_id));
+			attach(ctx, s, OP_SPAWN);
 			return;
 		}
 		if ((op = inflight_default_spawn(ctx->workspace)) != NULL) {
@@ -306,7 +312,7 @@ route_session_create(struct http_ctx *ctx)
 	if (admit_fresh(ctx) == -1)
 		return;
 	inflight_spawn(ctx->workspace, id[0] != '\0' ? id : NULL,
-	    strcmp(scope, "single") == 0, ctx->req, ctx->client_id);
+	    strcmp(scope, "single") == 0, ctx->body, ctx->req, ctx->client_id);
 }
 
 /* Load and resume share everything up to the action. */
@@ -337,9 +343,7 @@ restore_route(struct http_ctx *ctx, enum inflight_action action)
 	if ((s = sessions_find(ctx->path_id)) != NULL) {
 		if (check_live_workspace(ctx, s) == -1)
 			return;
-		s->attach_count++;
-		inflight_reply_session(ctx->req, s, action, 1,
-		    clients_register(&s->clients, ctx->client_id));
+		attach(ctx, s, action);
 		return;
 	}
 	if ((op = inflight_find(ctx->path_id)) != NULL) {

@@ -8,6 +8,8 @@
  * (connections from their accept on), http.c (routing, bodies, replies;
  * /workspaces/:w/acp), names.c (session ids, the workspaces, the
  * transcript directories), routes-session.c (session routes),
+ * routes-agent.c (permission answers, model and mode routes), switches.c
+ * (a session's model and approval mode, switched through its agent),
  * routes-history.c (transcript pages, branches), routes-daemon.c (health,
  * capabilities, daemon status, workspace listing route), listing.c (the
  * listing itself, a slice per loop turn), web.c (the console's files),
@@ -141,6 +143,11 @@ int	listen_start(struct evhttp *http);
  */
 int	listen_probe_addr(struct sockaddr_storage *ss, socklen_t *len);
 int	listen_is_loopback_host(const char *host);
+/*
+ * Open the socket directory dir and check it (creating the private
+ * default): its descriptor, or -1 after logging why it is refused.
+ */
+int	listen_check_dir(const char *dir);
 void	listen_stop(void);
 void	listen_fd_freed(void);	/* a connection closed: resume accepting */
 void	listen_accepted(void);	/* a connection was accepted */
@@ -278,6 +285,8 @@ void	guard_request(struct evhttp_request *);	/* a whole request arrived */
 void	http_conn_set_sub(struct evhttp_request *, struct sse_sub *);
 void	http_conn_streaming(struct evhttp_request *);	/* input discarded */
 void	http_conn_taken(struct evhttp_request *);	/* WebSocket takeover */
+/* A request on the connection was authenticated (bearer or our uid). */
+void	http_conn_authed(struct evhttp_request *);
 size_t	http_conn_count(void);
 
 /* ---- routes-session.c -------------------------------------------------- */
@@ -304,6 +313,7 @@ struct session *routes_session(struct http_ctx *);
 /* ---- routes-agent.c ---------------------------------------------------- */
 void	route_session_permission(struct http_ctx *);
 void	route_session_model(struct http_ctx *);
+void	route_session_approval_mode(struct http_ctx *);
 
 /* ---- routes-history.c --------------------------------------------------- */
 void	route_session_transcript(struct http_ctx *);
@@ -485,6 +495,7 @@ struct session {
 	 */
 	struct prompt		*expired;
 	struct event		*grace_ev;
+	char			 approval_mode[16];	/* as the agent last said */
 };
 
 struct session	*sessions_find(const char *id);
@@ -571,7 +582,7 @@ int	inflight_transcript_exists(const char *id);
  * and the same lifecycle machine as a restore.
  */
 void	inflight_spawn(const char *workspace, const char *id, int is_default,
-	    struct evhttp_request *, const char *client_id);
+	    json_object *body, struct evhttp_request *, const char *client_id);
 /* Admit a load/resume (body borrowed) and dispatch it with inflight_start(). */
 void	inflight_restore(const char *workspace, enum inflight_action, const char *id,
 	    json_object *body, struct evhttp_request *, const char *client_id);
@@ -604,9 +615,40 @@ void	inflight_stats(size_t *active, size_t *unsettled, size_t *overdue,
 	    size_t *quarantined);
 
 /* ---- inflight-reply.c -------------------------------------------------- */
-/* The 200 body of create/load/resume for s. */
-void	inflight_reply_session(struct evhttp_request *, struct session *,
-	    enum inflight_action, int attached, const char *client_id);
+/* The 200 body of create/load/resume for s (caller frees). */
+json_object *inflight_session_json(struct session *, enum inflight_action,
+	    int attached, const char *client_id);
+
+/* ---- switches.c: a session's model and approval mode, through its agent - */
+/* s->approval_mode from the agent's state (modes.currentModeId). */
+void	switches_seed(struct session *);
+/*
+ * session/set_model; model_switched or model_switch_failed to every
+ * subscriber, then cb(arg, outcome, payload) (cb may be NULL).  -1: the
+ * channel is gone (nothing sent, cb never runs).
+ */
+int	switches_model(struct session *, const char *model, const char *client_id,
+	    chan_cb cb, void *arg);
+/*
+ * The approval mode (plan_mode -1: absent); on success approval_mode_changed
+ * and cb gets CHAN_RESULT with the REST answer (borrowed).  -1 as above.
+ */
+int	switches_mode(struct session *, const char *mode, int plan_mode,
+	    const char *client_id, chan_cb cb, void *arg);
+/* The HTTP answer to a switch that failed with outcome o. */
+void	switches_http_error(struct evhttp_request *, enum chan_outcome,
+	    json_object *payload, const char *session_id);
+struct switches_caller {
+	struct evhttp_request	*req;
+	const char		*client_id;	/* registered; may be NULL */
+};
+/*
+ * Answer the callers of a create, load or resume of s (the first one
+ * attached or not, the others attached) once body's modelServiceId (a
+ * create) and approvalMode are applied.  body borrowed.
+ */
+void	switches_reply(struct session *, enum inflight_action, int attached,
+	    json_object *body, const struct switches_caller *, size_t n);
 
 /* ---- replay-raw.c: load's compactedReplay from the child's bytes ------- */
 struct rpc_raw;

@@ -22,6 +22,7 @@
 
 #include "base64.h"
 #include "log.h"
+#include "privdir.h"
 #include "serve.h"
 #include "xmalloc.h"
 
@@ -192,61 +193,52 @@ token_check(const char *auth)
 	return timingsafe_bcmp(given, token_digest, sizeof(given)) == 0;
 }
 
-/* The directory of the socket path (or ".") into dir. */
-static void
-socket_dir(char *dir, size_t size)
+/* Write token and a newline to fd, make it durable and close fd. */
+static int
+token_put(int fd, const char *token)
 {
-	char *slash;
-
-	strlcpy(dir, conf.socket_path, size);
-	if ((slash = strrchr(dir, '/')) == NULL)
-		strlcpy(dir, ".", size);
-	else if (slash == dir)
-		dir[1] = '\0';
-	else
-		*slash = '\0';
+	if (dprintf(fd, "%s\n", token) < 0 || fsync(fd) == -1) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
 }
 
 /*
  * Write the generated token to <socket dir>/token, mode 0600: a fresh
  * file renamed into place, so no link or stale file is ever written
- * through.  Failure is logged; the daemon runs on (same-uid peers need
- * no token).
+ * through, in a directory checked as the socket's is (with --no-socket
+ * too: the private default is created), and used through the descriptor
+ * that was checked.  Failure is logged; the daemon runs on (same-uid
+ * peers need no token).
  */
 static void
 token_write(const char *token)
 {
-	char dir[4096], *tmp = NULL, *path = NULL;
-	int fd = -1;
+	char *dir, tmp[32];
+	int dfd, fd;
 
-	if (conf.socket_path == NULL)
+	if (conf.socket_path == NULL || (dir = privdir_of(conf.socket_path)) == NULL)
 		return;
-	socket_dir(dir, sizeof(dir));
-	xasprintf(&tmp, "%s/.token.XXXXXX", dir);
-	xasprintf(&path, "%s/token", dir);
-	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1)
-		goto fail;
-	if (fchmod(fd, 0600) == -1 || dprintf(fd, "%s\n", token) < 0 ||
-	    fsync(fd) == -1 || close(fd) == -1) {
-		fd = -1;
-		unlink(tmp);
-		goto fail;
+	if ((dfd = listen_check_dir(dir)) == -1) {
+		log_warnx("not writing the token file in %s", dir);
+		free(dir);
+		return;
 	}
-	fd = -1;
-	if (rename(tmp, path) == -1) {
-		unlink(tmp);
-		goto fail;
+	if ((fd = privdir_mktemp(dfd, ".token.", tmp, sizeof(tmp))) == -1 ||
+	    token_put(fd, token) == -1 ||
+	    renameat(dfd, tmp, dfd, "token") == -1) {
+		log_warn("cannot write the token file in %s", dir);
+		if (fd != -1)
+			(void)unlinkat(dfd, tmp, 0);
+		close(dfd);
+		free(dir);
+		return;
 	}
-	printf("qwen-serve: token in %s\n", path);
-	free(tmp);
-	written_path = path;
-	return;
-fail:
-	log_warn("cannot write the token file in %s", dir);
-	if (fd != -1)
-		close(fd);
-	free(tmp);
-	free(path);
+	close(dfd);
+	xasprintf(&written_path, "%s/token", dir);
+	printf("qwen-serve: token in %s\n", written_path);
+	free(dir);
 }
 
 /* A 128-bit token as 22 URL-safe characters, kept in conf and its file. */

@@ -3,8 +3,10 @@
  * tests.  Speaks the ACP subset qwen-serve uses (NDJSON JSON-RPC 2.0 on
  * stdin/stdout): initialize, session/new, session/load (bulk or streamed
  * replay), session/resume, session/prompt (N streamed chunks, then
- * end_turn), session/cancel, qwen/control/session/close, with an in-memory
- * session table.
+ * end_turn), session/cancel, qwen/control/session/close, session/set_model
+ * (the advertised fake-a and fake-b only), qwen/control/session/approval_mode
+ * and session/set_mode (upstream's modes; current_mode_update first), with
+ * an in-memory session table.
  *
  * Faults and knobs come from the FAKE_CHILD environment variable (the
  * daemon starts the child with fixed arguments), comma-separated:
@@ -60,6 +62,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "approval.h"
 #include "clock.h"
 #include "json.h"
 #include "rpc-frame.h"
@@ -102,6 +105,10 @@ static struct out outs[MAX_OUT];
 static volatile sig_atomic_t usr1;
 static size_t nouts;
 static char *sessions[MAX_SESS];
+static char modes[MAX_SESS][16];	/* each session's approval mode */
+
+/* What session/new advertises (upstream's approval modes as the modes). */
+static const char *const fake_models[] = { "fake-a", "fake-b", NULL };
 static int stdout_open = 1;
 
 /* Fill k from "METHOD[@ID]" (len bytes of s) and val. */
@@ -262,6 +269,7 @@ sess_add(const char *id)
 	for (int i = 0; i < MAX_SESS; i++)
 		if (sessions[i] == NULL) {
 			sessions[i] = strdup(id);
+			snprintf(modes[i], sizeof(modes[i]), "default");
 			return;
 		}
 }
@@ -314,6 +322,83 @@ update(const char *sid, const char *kind, const char *text)
 
 /* ---- methods ------------------------------------------------------------ */
 
+/* {LIST: [{KEY: id, name: id}...], CURRENT: the first}. */
+static json_object *
+advertised(const char *const *ids, const char *list, const char *key, const char *current)
+{
+	json_object *o = json_object_new_object(), *a = json_object_new_array(), *e;
+
+	for (size_t i = 0; ids[i] != NULL; i++) {
+		e = obj(key, json_object_new_string(ids[i]));
+		json_object_object_add(e, "name", json_object_new_string(ids[i]));
+		json_object_array_add(a, e);
+	}
+	json_object_object_add(o, list, a);
+	json_object_object_add(o, current, json_object_new_string(
+	    strcmp(list, "availableModes") == 0 ? "default" : ids[0]));
+	return o;
+}
+
+static int
+listed(const char *const *ids, const char *v)
+{
+	for (size_t i = 0; v != NULL && ids[i] != NULL; i++)
+		if (strcmp(ids[i], v) == 0)
+			return 1;
+	return 0;
+}
+
+/* session/set_model: the advertised ids only. */
+static json_object *
+m_set_model(struct rpc_msg *m, long delay)
+{
+	const char *sid = json_get_str(m->params, "sessionId");
+	const char *model = json_get_str(m->params, "modelId");
+	char msg[160];
+
+	(void)delay;
+	if (sid == NULL || sess_find(sid) < 0)
+		return rpc_new_error(json_object_get(m->id), -32002, "Session not found", NULL);
+	if (!listed(fake_models, model)) {
+		snprintf(msg, sizeof(msg), "Invalid model: %.100s", model ? model : "(none)");
+		return rpc_new_error(json_object_get(m->id), RPC_INVALID_PARAMS, msg, NULL);
+	}
+	return rpc_new_result(json_object_get(m->id), json_object_new_object());
+}
+
+/*
+ * qwen/control/session/approval_mode {mode} (→ {previous, current}) and
+ * ACP session/set_mode {modeId} (→ {}): current_mode_update, then the answer.
+ */
+static json_object *
+m_mode(struct rpc_msg *m, long delay)
+{
+	int acp = strcmp(m->method, "session/set_mode") == 0;
+	const char *sid = json_get_str(m->params, "sessionId");
+	const char *mode = json_get_str(m->params, acp ? "modeId" : "mode");
+	json_object *u, *p, *r;
+	int i;
+
+	if (sid == NULL || (i = sess_find(sid)) < 0)
+		return rpc_new_error(json_object_get(m->id), -32002, "Session not found", NULL);
+	if (!listed(approval_modes, mode))
+		return rpc_new_error(json_object_get(m->id), RPC_INVALID_PARAMS,
+		    "Invalid approval mode", NULL);
+	u = obj("sessionUpdate", json_object_new_string("current_mode_update"));
+	json_object_object_add(u, "currentModeId", json_object_new_string(mode));
+	p = obj("sessionId", json_object_new_string(sid));
+	json_object_object_add(p, "update", u);
+	emit(rpc_new_notification("session/update", p), delay, NULL, 0, NULL);
+	r = json_object_new_object();
+	if (!acp) {
+		json_object_object_add(r, "previous", json_object_new_string(modes[i]));
+		json_object_object_add(r, "current", json_object_new_string(mode));
+	}
+	snprintf(modes[i], sizeof(modes[i]), "%s", mode);
+	return rpc_new_result(json_object_get(m->id), r);
+}
+
+
 static json_object *
 m_initialize(struct rpc_msg *m, long delay)
 {
@@ -340,7 +425,7 @@ m_initialize(struct rpc_msg *m, long delay)
 static json_object *
 m_new(struct rpc_msg *m, long delay)
 {
-	json_object *meta;
+	json_object *meta, *r;
 	const char *want = NULL;
 	char id[64];
 	unsigned char b[16];
@@ -357,8 +442,12 @@ m_new(struct rpc_msg *m, long delay)
 		    b[10], b[11], b[12], b[13], b[14], b[15]);
 	}
 	sess_add(id);
-	return rpc_new_result(json_object_get(m->id),
-	    obj("sessionId", json_object_new_string(id)));
+	r = obj("sessionId", json_object_new_string(id));
+	json_object_object_add(r, "models", advertised(fake_models, "availableModels",
+	    "modelId", "currentModelId"));
+	json_object_object_add(r, "modes", advertised(approval_modes, "availableModes", "id",
+	    "currentModeId"));
+	return rpc_new_result(json_object_get(m->id), r);
 }
 
 /* load and resume; load replays (bulk in the result, or as notifications). */
@@ -523,6 +612,9 @@ static const struct method {
 	{ "session/prompt", m_prompt },
 	{ "session/cancel", m_cancel },
 	{ "qwen/control/session/close", m_close },
+	{ "session/set_model", m_set_model },
+	{ "qwen/control/session/approval_mode", m_mode },
+	{ "session/set_mode", m_mode },
 };
 
 /* ---- loop --------------------------------------------------------------- */

@@ -14,6 +14,10 @@
  *                                          compare the updates byte for byte
  *                                          (exit 1 when they differ)
  *   qwen-inspect --chain FILE              the active chain's uuids, oldest first
+ *   qwen-inspect --index-layout IDX        where a kept index's sections are
+ *                                          (byte offset and length), its block
+ *                                          size and record counts, for tests
+ *                                          that damage one part of it
  *   qwen-inspect --bench N FILE            median wall ms of N resumes (index +
  *                                          chain + model history) and N loads
  *                                          (resume + default bulk replay), peak RSS
@@ -35,6 +39,7 @@
 #include "project.h"
 #include "replay.h"
 #include "transcript.h"
+#include "transcript-int.h"
 
 static void
 usage(void)
@@ -45,9 +50,21 @@ usage(void)
 	    "           [--max-bytes N] [--max-updates N] FILE\n"
 	    "       %s --replay-compare FILE\n"
 	    "       %s --chain FILE\n"
+	    "       %s --index-layout INDEX-FILE\n"
 	    "       %s --bench N FILE\n", getprogname(), getprogname(), getprogname(),
-	    getprogname(), getprogname());
+	    getprogname(), getprogname(), getprogname());
 	exit(2);
+}
+
+/* Chain and replay of t (rr and c set even on failure). */
+static int
+replay_from(struct transcript *t, struct tx_chain *c, const struct replay_opts *opts,
+    struct replay_result *rr, char **cause)
+{
+	memset(rr, 0, sizeof *rr);
+	if (chain_build(t, c, cause) == -1)
+		return -1;
+	return replay_build(t, c, opts, rr, cause);
 }
 
 /* Print {records, truncatedRecords, partial, hasMore, bytes, updates}. */
@@ -64,10 +81,20 @@ replay_main(const char *path, size_t max_bytes, size_t max_updates, int flags,
 
 	if ((t = transcript_open_cached(path, NULL, ic->dir, &cause)) == NULL)
 		errx(1, "%s", cause);
-	if (chain_build(t, &c, &cause) == -1)
+	if (replay_from(t, &c, &opts, &rr, &cause) == -1 &&
+	    !transcript_index_damaged(t))
 		errx(1, "%s", cause);
-	if (replay_build(t, &c, &opts, &rr, &cause) == -1)
-		errx(1, "%s", cause);
+	/* A damaged kept index in use: the loader's full pass and again. */
+	if (transcript_index_damaged(t)) {
+		free(cause);
+		cause = NULL;
+		replay_result_clear(&rr);
+		chain_clear(&c);
+		transcript_free(t);
+		if ((t = transcript_open_rescan(path, NULL, "checksum", &cause)) == NULL ||
+		    replay_from(t, &c, &opts, &rr, &cause) == -1)
+			errx(1, "%s", cause);
+	}
 	o = json_object_new_object();
 	if (ic->dir != NULL)
 		inspect_index_info(t, o, ic);
@@ -241,6 +268,34 @@ bench_main(const char *path, size_t n)
 	return 0;
 }
 
+/* {"block", "size", "records", "recordSize", "chain", "sections": {NAME: [off, len]}}
+   of a kept index (its header unchecked: it is what a test damages). */
+static int
+layout_main(const char *file)
+{
+	static const char *const name[TX_CACHE_NSEC] = { "path", "sessionId",
+	    "subtypes", "records", "fragments", "pool", "hash", "chain" };
+	uint64_t off[TX_CACHE_NSEC + 1], len[TX_CACHE_NSEC], size;
+	struct tx_cache_head h;
+	FILE *f;
+	int i;
+
+	if ((f = fopen(file, "rb")) == NULL || fread(&h, sizeof h, 1, f) != 1)
+		err(1, "%s", file);
+	fclose(f);
+	size = transcript_cache_plan(&h, off);
+	transcript_cache_lens(&h, len);
+	printf("{\"block\":%u,\"size\":%llu,\"records\":%llu,\"recordSize\":%zu,"
+	    "\"chain\":%llu,\"sections\":{", TX_CACHE_BLOCK, (unsigned long long)size,
+	    (unsigned long long)h.nrec, sizeof(struct tx_rec),
+	    (unsigned long long)h.chainlen);
+	for (i = 0; i < TX_CACHE_NSEC; i++)
+		printf("%s\"%s\":[%llu,%llu]", i ? "," : "", name[i],
+		    (unsigned long long)off[i], (unsigned long long)len[i]);
+	printf("}}\n");
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -273,6 +328,8 @@ main(int argc, char **argv)
 			ic.max_files = strtonum(argv[++i], 0, INT32_MAX, &e);
 			if (e != NULL)
 				errx(2, "--cache-files: %s", e);
+		} else if (strcmp(argv[i], "--index-layout") == 0 && i + 1 < argc) {
+			return layout_main(argv[i + 1]);
 		} else if (strcmp(argv[i], "--chain") == 0) {
 			chain = 1;
 		} else if (strcmp(argv[i], "--bench") == 0 && i + 1 < argc) {

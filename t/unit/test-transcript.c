@@ -5,14 +5,19 @@
  */
 #include "config.h"
 
+#include <sys/mman.h>
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cachedir.h"
 #include "chain.h"
 #include "jtape.h"
 #include "project-int.h"
@@ -696,6 +701,91 @@ test_split(void)
 	unlink(path);
 }
 
+/* The bytes of record r read alone (a copy, caller frees; NULL when it is
+   in several fragments or the read failed). */
+static char *
+record_copy(struct transcript *t, uint32_t r, size_t *n)
+{
+	const char *b;
+	char *out, *cause = NULL;
+
+	if (transcript_record_bytes(t, r, &b, n, &cause) != 1 ||
+	    (out = malloc(*n)) == NULL) {
+		free(cause);
+		return NULL;
+	}
+	memcpy(out, b, *n);
+	return out;
+}
+
+/* Records announced with transcript_read_ahead come out exactly as read one
+   by one: runs broken by fragments, wide gaps, an order that goes back and
+   a record too big for a run; an unannounced record still reads; a file
+   cut under a run is an error. */
+static void
+test_read_ahead(void)
+{
+	static const uint32_t order[] = { 0, 1, 2, 3, 4, 5, 6, 7, 2, 8, 9 };
+	struct transcript *t;
+	char path[512], uuid[64], *l, *want[10], *cause = NULL;
+	const char *b;
+	size_t n, wn[10];
+	uint32_t i;
+	int same = 1, rc;
+
+	snprintf(path, sizeof path, "%s/ahead.jsonl", tmpdir);
+	put_file(path, "", 0, 1);
+	for (i = 0; i < 10; i++) {
+		snprintf(uuid, sizeof uuid, "00000000-0000-4000-8000-%012u", i == 9 ? 3 : i);
+		l = line("ahead", uuid, NULL, i % 2 ? "assistant" : "user",
+		    i == 6 ? (1u << 20) + 10 : 40 + i);
+		put_file(path, l, strlen(l), 0);
+		free(l);
+		if (i == 4)		/* a gap wider than a run may span */
+			put_file(path, "\n                                        "
+			    "                                                    \n", 94, 0);
+	}
+	l = line("ahead", "00000000-0000-4000-8000-000000000010", NULL, "user", 5);
+	put_file(path, l, strlen(l), 0);
+	free(l);
+	if ((t = transcript_open(path, NULL, &cause)) == NULL) {
+		ok(0, "read-ahead: open");
+		diag("%s", cause ? cause : "?");
+		free(cause);
+		return;
+	}
+	is_int(transcript_count(t), 10, "read-ahead: 9 records and one in two fragments");
+	for (i = 0; i < 10; i++)
+		want[i] = record_copy(t, i, &wn[i]);
+	ok(want[3] == NULL && want[6] != NULL && wn[6] > (1u << 20),
+	    "read-ahead: record 3 has fragments, record 6 is over 1 MiB");
+	transcript_read_ahead(t, order, sizeof order / sizeof order[0]);
+	for (i = 0; i < sizeof order / sizeof order[0]; i++) {
+		rc = transcript_record_bytes(t, order[i], &b, &n, &cause);
+		if (want[order[i]] == NULL ? rc != 0 : rc != 1 || n != wn[order[i]] ||
+		    memcmp(b, want[order[i]], n) != 0) {
+			diag("record %u differs", order[i]);
+			same = 0;
+		}
+	}
+	ok(same, "read-ahead: every announced record as read alone");
+	rc = transcript_record_bytes(t, 9, &b, &n, &cause);
+	ok(rc == 1 && n == wn[9] && memcmp(b, want[9], n) == 0,
+	    "read-ahead: a record not announced reads too");
+	transcript_read_ahead(t, order, sizeof order / sizeof order[0]);
+	if (truncate(path, 200) == -1)
+		diag("truncate failed");
+	rc = transcript_record_bytes(t, 0, &b, &n, &cause);
+	ok(rc == -1 && cause != NULL && strstr(cause, "shrank") != NULL,
+	    "read-ahead: a file cut under a run is an error");
+	transcript_read_ahead(t, NULL, 0);
+	for (i = 0; i < 10; i++)
+		free(want[i]);
+	free(cause);
+	transcript_free(t);
+	unlink(path);
+}
+
 /* Hostile lines: deep nesting, NULs, stray quotes and braces, mutated records. */
 static void
 test_hostile(void)
@@ -745,6 +835,99 @@ test_hostile(void)
 	ok(crashes == 0, "hostile: loads without crashing (%s)", cause ? cause : "ok");
 	free(cause);
 	transcript_free(t);
+	unlink(path);
+}
+
+/* Reseal a kept index after an edit: block sums, then the header's sum,
+   as a hostile writer can (the sums find damage, not forgery). */
+static void
+reseal(char *map, struct tx_cache_head *h, const uint64_t off[TX_CACHE_NSEC + 1])
+{
+	uint64_t *bsum = (uint64_t *)(map + off[TX_CACHE_NSEC]);
+	uint64_t i, end = off[TX_CACHE_NSEC] - off[0], n;
+
+	for (i = 0; i < h->nblock; i++) {
+		n = end - i * TX_CACHE_BLOCK;
+		if (n > TX_CACHE_BLOCK)
+			n = TX_CACHE_BLOCK;
+		bsum[i] = transcript_cache_block_sum(h->seed, i,
+		    map + off[0] + i * TX_CACHE_BLOCK, (size_t)n);
+	}
+	h->sum = transcript_cache_sum(h, bsum);
+	memcpy(map, h, sizeof *h);
+}
+
+/* A kept index whose uuid hash has no empty slot (its header still says
+   it is half empty): a lookup of a uuid not in it must end, and copying
+   it to add to it must refuse it, not probe forever. */
+static void
+test_kept_full_table(void)
+{
+	struct transcript *t;
+	struct tx_cache_head h;
+	struct tx_slot *ht;
+	uint64_t off[TX_CACHE_NSEC + 1], i;
+	char path[512], cache[512], idx[1024], name[CACHEDIR_NAME_MAX];
+	char *l1, *l2, *cause = NULL, *map;
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof path, "%s/full.jsonl", tmpdir);
+	snprintf(cache, sizeof cache, "%s/cache", tmpdir);
+	mkdir(cache, 0700);
+	l1 = line("full", U(1), NULL, "user", 10);
+	l2 = line("full", U(2), U(1), "assistant", 10);
+	put_file(path, l1, strlen(l1), 1);
+	put_file(path, l2, strlen(l2), 0);
+	free(l1);
+	free(l2);
+	t = transcript_open_cached(path, NULL, cache, &cause);
+	ok(t != NULL && transcript_save(t, cache, 1u << 30, 16, &cause) == 0,
+	    "full table: index kept (%s)", cause ? cause : "ok");
+	transcript_free(t);
+	free(cause);
+	cause = NULL;
+
+	cachedir_index_name(path, name, sizeof name);
+	snprintf(idx, sizeof idx, "%s/%s", cache, name);
+	if ((fd = open(idx, O_RDWR)) == -1 || fstat(fd, &st) == -1 ||
+	    (map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+	    MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		ok(0, "full table: index mapped");
+		if (fd != -1)
+			close(fd);
+		return;
+	}
+	memcpy(&h, map, sizeof h);
+	transcript_cache_plan(&h, off);
+	ht = (struct tx_slot *)(map + off[6]);
+	for (i = 0; i < h.htslots; i++) {
+		ht[i].rec = 1;			/* in bounds, never the key asked */
+		ht[i].tag = 0;
+	}
+	reseal(map, &h, off);
+	munmap(map, (size_t)st.st_size);
+	close(fd);
+
+	alarm(20);			/* a probe that never ends fails here */
+	t = transcript_open_cached(path, NULL, cache, &cause);
+	ok(t != NULL && transcript_index_state(t) == TX_INDEX_WARM,
+	    "full table: the resealed index is used (%s)", cause ? cause : "ok");
+	if (t != NULL) {
+		ok(transcript_find(t, U(9)) == -1, "full table: a missing uuid ends");
+		ok(transcript_index_damaged(t), "full table: the index is marked damaged");
+		transcript_free(t);
+	}
+	free(cause);
+	cause = NULL;
+	t = transcript_open_cached(path, NULL, cache, &cause);
+	ok(t != NULL && transcript_index_check_all(t) == -1,
+	    "full table: checking it all refuses it (htused disagrees)");
+	transcript_free(t);
+	free(cause);
+	alarm(0);
+	unlink(idx);
+	rmdir(cache);
 	unlink(path);
 }
 
@@ -809,7 +992,13 @@ test_jtape(void)
 	    "{\"a\":1,\"b\":[true,false,null,-5,0,1.50,1E5,-0.0,1.0e+2],\"c\":{}}",
 	    " {\"s\":\"tab\\t nl\\n q\\\" bs\\\\ sl\\/ u\\u00e9\\u20ac\\u0041\\u001f\\u007f\"} ",
 	    "{\"raw\":\"\x01\x1f\t\x7f\xc3\xa9\",\"\":[],\"n\":123456789012345678}",
-	    "{ \"a\" : [ 1 , { \"b\" : \"c\" } ] }\r\n", NULL };
+	    "{ \"a\" : [ 1 , { \"b\" : \"c\" } ] }\r\n",
+	    /* escapes written back as they are (one copy), then one that is not
+	       past the first 32 bytes */
+	    "{\"c\":\"one\\ntwo \\\"q\\\" b\\\\s\\tt\\r\\b\\f and past 32 bytes\"}",
+	    "{\"d\":\"canonical for forty bytes and more\\n, then\\/ a slash\"}",
+	    "{\"e\":\"canonical for forty bytes and more\\n, then \\u00e9\"}",
+	    "{\"f\":\"canonical for forty bytes and more\\n, then raw \x01\"}", NULL };
 	static const char *const bail[] = { "{\"a\":NaN}", "{\"a\":-0}",
 	    "{\"a\":1234567890123456789}", "{\"a\":1,\"a\":2}", "{\"\\u0061\":1}",
 	    "{\"a\":\"\\u0000\"}", "{\"a\":\"\\ud83d\\ude00\"}", "{\"a\":01}",
@@ -912,6 +1101,8 @@ main(void)
 	test_hostile();
 	test_damaged();
 	test_split();
+	test_read_ahead();
+	test_kept_full_table();
 	cleanup();
 	return done_testing();
 }

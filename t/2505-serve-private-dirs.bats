@@ -1,0 +1,74 @@
+#!/usr/bin/env bats
+# qwen-serve: the directories it writes secrets and sockets into are its
+# own: the socket's, and the generated token's (with a TCP-only socket
+# activation too, where no Unix socket is bound).
+load serve_helper
+
+# tcp_only_start [qwen-serve args...]: serve_start under a TCP-only
+# socket activation (sockact execs the daemon).
+tcp_only_start() {
+	SERVE_WRAP="sockact -l tcp:127.0.0.1:0 --" serve_start "$@"
+	PORT=$(sed -n 's/^sockact: tcp port //p' "$BATS_TEST_TMPDIR/out")
+}
+
+teardown() {
+	serve_teardown
+}
+
+@test "a sticky world-writable socket directory (like /tmp) is refused, so is a group-writable one" {
+	local d=$BATS_TEST_TMPDIR/shared
+	mkdir "$d"
+	chmod 1777 "$d"
+	run timeout 20 qwen-serve --socket "$d/s.sock" --no-tcp --child "$FAKE_CHILD_BIN" 3>&-
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"socket directory $d is writable by others (mode 1777)"* ]]
+	[ ! -e "$d/s.sock" ]
+	# --check-config says so too.
+	run qwen-serve --check-config --socket "$d/s.sock" --no-tcp --child "$FAKE_CHILD_BIN" 3>&-
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"error: --socket directory $d is writable by others (mode 1777)"* ]]
+	chmod 0770 "$d"
+	run timeout 20 qwen-serve --socket "$d/s.sock" --no-tcp --child "$FAKE_CHILD_BIN" 3>&-
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"socket directory $d is writable by others (mode 0770)"* ]]
+	# Ours alone, it is fine.
+	chmod 0700 "$d"
+	serve_start --socket "$d/s.sock" --no-tcp
+	SOCK=$d/s.sock req GET /health
+	expect 200
+}
+
+@test "TCP only: the token's directory is checked like the socket's; none is written into an open one" {
+	local d=$BATS_TEST_TMPDIR/open
+	mkdir "$d"
+	chmod 0777 "$d"
+	tcp_only_start --socket "$d/s.sock"
+	[ ! -e "$d/token" ]
+	grep -q "socket directory $d is writable by others" "$BATS_TEST_TMPDIR/err"
+	grep -q "not writing the token file in $d" "$BATS_TEST_TMPDIR/err"
+	run grep -c "token in" "$BATS_TEST_TMPDIR/out"
+	[ "$output" = 0 ]
+	# A symlink to a private directory is not the directory.
+	serve_stop
+	mkdir -m 700 "$BATS_TEST_TMPDIR/real"
+	ln -s "$BATS_TEST_TMPDIR/real" "$BATS_TEST_TMPDIR/link"
+	tcp_only_start --socket "$BATS_TEST_TMPDIR/link/s.sock"
+	grep -q "socket directory $BATS_TEST_TMPDIR/link is not a directory (symlinks are refused)" "$BATS_TEST_TMPDIR/err"
+	[ ! -e "$BATS_TEST_TMPDIR/real/token" ]
+}
+
+@test "TCP only with the default socket: its private directory is made 0700 and holds the token" {
+	local run=$BATS_TEST_TMPDIR/run
+	mkdir -m 700 "$run" "$BATS_TEST_TMPDIR/ws"
+	(cd "$BATS_TEST_TMPDIR/ws" && XDG_RUNTIME_DIR=$run exec sockact -l tcp:127.0.0.1:0 -- \
+	    qwen-serve --child "$FAKE_CHILD_BIN" --data-dir "$BATS_TEST_TMPDIR/data" \
+	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&-) 3>&- &
+	SERVE_PID=$!
+	wait_for 10 grep -q '^qwen-serve: ready' "$BATS_TEST_TMPDIR/out"
+	[ "$(stat -c %a "$run/qwen-serve")" = 700 ]
+	[ "$(stat -c %a "$run/qwen-serve/token")" = 600 ]
+	grep -q "^qwen-serve: token in $run/qwen-serve/token\$" "$BATS_TEST_TMPDIR/out"
+	[ ! -e "$run/qwen-serve/qwen-serve.sock" ]
+	serve_stop
+	[ ! -e "$run/qwen-serve/token" ]
+}
