@@ -15,14 +15,48 @@
    what the reader rejects on top of json-c (single quotes, NaN, Infinity). */
 int	rpc_frame_suspect(const char *buf, size_t len, json_object *root);
 
+/* Where the scan of the current line stands (rpc-splice.c).  Offsets are
+   from the line's first byte; all zero (SPLICE_FIND) for a new line. */
+enum splice_state {
+	SPLICE_FIND,		/* looking for the marker */
+	SPLICE_FIRST,		/* after the '[' */
+	SPLICE_VALUE,		/* an element next */
+	SPLICE_SEP,		/* ',' or ']' next */
+	SPLICE_WHOLE,		/* the array is whole: pos is after its ']' */
+	SPLICE_OFF		/* it does not apply: parse the line whole */
+};
+
+struct rpc_splice {
+	enum splice_state	 state;
+	struct rpc_raw		*raw;		/* elements and bytes so far */
+	size_t			 cap;		/* raw->el allocated */
+	size_t			 bcap;		/* raw->bytes allocated */
+	size_t			 mscan;		/* no marker starts before it */
+	size_t			 arr;		/* the array's '[' */
+	size_t			 pos;		/* next byte to scan */
+	size_t			 retry;		/* scan a cut element again at this length */
+	int			 depth;		/* containers allowed in an element */
+};
+
+/* Scan what came of an incomplete line, line[0, len). */
+void	rpc_splice_advance(struct rpc_splice *, const char *marker,
+	    const char *line, size_t len);
+
+/* Forget the line's scan (and its bytes). */
+void	rpc_splice_reset(struct rpc_splice *);
+
+/* Bytes of the array checked and kept so far. */
+size_t	rpc_splice_checked(const struct rpc_splice *);
+
 /*
- * Parse line with the array after marker kept as bytes (rpc-splice.c).
- * 0 with *st (and *msg or *bad) set; -1 when it does not apply (no marker,
- * bytes the scanner does not take, nothing empty at path): parse the
- * whole line instead.
+ * Parse the complete line with the array after marker kept as bytes,
+ * finishing the scan sp began.  0 with *st (and *msg or *bad) set; -1 when
+ * it does not apply (no marker, bytes the scanner does not take, nothing
+ * empty at path): parse the whole line instead.  Reset sp afterwards.
  */
-int	rpc_splice_parse(struct json_tokener *, const char *marker,
-	    const char *const *path, const char *line, size_t len,
-	    struct rpc_msg *msg, struct rpc_bad *bad, enum rpc_read_status *st);
+int	rpc_splice_parse(struct rpc_splice *, struct json_tokener *,
+	    const char *marker, const char *const *path, const char *line,
+	    size_t len, struct rpc_msg *msg, struct rpc_bad *bad,
+	    enum rpc_read_status *st);
 
 #endif

@@ -52,6 +52,7 @@ struct rpc_reader {
 	int			 discarding;	/* inside an oversize line */
 	const char		*splice;	/* rpc_reader_splice: marker */
 	const char *const	*splice_path;
+	struct rpc_splice	 sp;		/* the current line's scan */
 };
 
 static const char msg_parse[] = "Parse error: not valid JSON";
@@ -96,6 +97,7 @@ rpc_reader_free(struct rpc_reader *r)
 	if (r == NULL)
 		return;
 	json_tokener_free(r->tok);
+	rpc_splice_reset(&r->sp);
 	free(r->buf);
 	free(r);
 }
@@ -337,7 +339,8 @@ reader_fresh_tokener(struct rpc_reader *r)
 
 /*
  * Handle one complete line (without its '\n'); RPC_READ_MORE means it was
- * blank.  line points into the reader's buffer, which stays put meanwhile.
+ * blank.  line points into the reader's buffer, which stays put meanwhile;
+ * r->sp holds what was scanned of it (the caller resets it after).
  */
 static enum rpc_read_status
 reader_line(struct rpc_reader *r, const char *line, size_t len,
@@ -352,8 +355,8 @@ reader_line(struct rpc_reader *r, const char *line, size_t len,
 			len--;
 		if (is_blank(line, len))
 			return RPC_READ_MORE;
-		if (r->splice == NULL || rpc_splice_parse(r->tok, r->splice,
-		    r->splice_path, line, len, msg, bad, &st) == -1)
+		if (r->splice == NULL || rpc_splice_parse(&r->sp, r->tok,
+		    r->splice, r->splice_path, line, len, msg, bad, &st) == -1)
 			st = parse_with(r->tok, line, len, msg, bad);
 	}
 	if (st == RPC_READ_MSG)
@@ -384,9 +387,14 @@ rpc_reader_next(struct rpc_reader *r, struct rpc_msg *msg, struct rpc_bad *bad)
 			nl = memchr(r->buf + r->scan, '\n', r->end - r->scan);
 		if (nl == NULL) {
 			r->scan = r->end;
-			if (r->end - r->start <= r->max_frame)
+			if (r->end - r->start <= r->max_frame) {
+				if (r->splice != NULL && r->end > r->start)
+					rpc_splice_advance(&r->sp, r->splice,
+					    r->buf + r->start, r->end - r->start);
 				return RPC_READ_MORE;
+			}
 			/* Report now, drop the rest up to the newline. */
+			rpc_splice_reset(&r->sp);
 			bad->frame_id = rpc_frame_scan_id(r->buf + r->start,
 			    r->end - r->start);
 			r->start = r->end;
@@ -401,6 +409,7 @@ rpc_reader_next(struct rpc_reader *r, struct rpc_msg *msg, struct rpc_bad *bad)
 		r->start = r->scan = (size_t)(nl + 1 - r->buf);
 		r->line_no++;
 		st = reader_line(r, line, len, msg, bad);
+		rpc_splice_reset(&r->sp);
 		reader_settle(r);
 		if (st != RPC_READ_MORE)
 			return st;
@@ -430,6 +439,7 @@ rpc_reader_finish(struct rpc_reader *r, struct rpc_msg *msg,
 	r->start = r->scan = r->end;
 	r->line_no++;
 	st = reader_line(r, line, len, msg, bad);
+	rpc_splice_reset(&r->sp);
 	reader_settle(r);
 	return st;
 }
@@ -440,6 +450,13 @@ rpc_reader_splice(struct rpc_reader *r, const char *marker,
 {
 	r->splice = marker;
 	r->splice_path = path;
+	rpc_splice_reset(&r->sp);
+}
+
+size_t
+rpc_reader_spliced(const struct rpc_reader *r)
+{
+	return rpc_splice_checked(&r->sp);
 }
 
 /* Bytes buffered and not yet returned. */

@@ -142,6 +142,10 @@ struct rpc_raw	*rpc_raw_of(json_object *arr);
 struct rpc_raw	*rpc_raw_ref(struct rpc_raw *);
 void		 rpc_raw_unref(struct rpc_raw *);		/* NULL-safe */
 
+/* Bytes of the incomplete line's spliced array already checked and kept
+   (the scan follows the bytes as they come); 0 when none. */
+size_t	rpc_reader_spliced(const struct rpc_reader *);
+
 /* Bytes buffered and not yet returned (for back-pressure accounting). */
 size_t	rpc_reader_pending(const struct rpc_reader *);
 

@@ -12,6 +12,11 @@
  * bytes gives what parsing and encoding them would.  Anything else, or a
  * marker that is not where the path says, falls back to the full parse:
  * this is a shortcut, never a second judge of the input.
+ *
+ * The array is scanned as its bytes arrive (rpc_splice_advance, from the
+ * reader while the line is incomplete), so reading a few MiB in pieces
+ * costs each piece its own share, and the newline only what came last:
+ * the daemon's loop is never held by one big scan.
  */
 #include "config.h"
 
@@ -271,46 +276,188 @@ prefix_depth(const char *p, const char *e)
 	return in || p != e ? -1 : depth;
 }
 
-/* Scan the array at [p, e) ('[' first) into a new rpc_raw; *end after it. */
-static struct rpc_raw *
-raw_scan(const char *p, const char *e, int depth, const char **end)
+/* Append line[from, to) to the kept bytes. */
+static int
+splice_copy(struct rpc_splice *sp, const char *from, const char *to)
 {
-	struct canon c = { (const unsigned char *)p + 1, (const unsigned char *)e, depth };
-	struct rpc_raw *raw;
-	struct rpc_raw_el *nel;
-	size_t cap = 0;
-	const unsigned char *s;
+	struct rpc_raw *raw = sp->raw;
+	size_t n = (size_t)(to - from), size;
+	char *nb;
 
-	if ((raw = calloc(1, sizeof *raw)) == NULL)
-		return NULL;
-	raw->refs = 1;
-	while (c.p < c.e && *c.p != ']') {
-		s = c.p;
-		if (canon_value(&c) == -1 || c.p >= c.e || (*c.p != ',' && *c.p != ']') ||
-		    (*c.p == ',' && (c.p + 1 >= c.e || c.p[1] == ']')))
-			goto fail;
-		if (raw->n == cap) {
-			cap = cap ? cap * 2 : 256;
-			if ((nel = reallocarray(raw->el, cap, sizeof *nel)) == NULL)
-				goto fail;
-			raw->el = nel;
-		}
-		raw->el[raw->n].off = (size_t)(s - (const unsigned char *)p - 1);
-		raw->el[raw->n++].len = (size_t)(c.p - s);
-		if (*c.p == ',')
-			c.p++;
+	if (raw->len + n + 1 > sp->bcap) {
+		size = sp->bcap ? sp->bcap : 4096;
+		while (size < raw->len + n + 1)
+			size *= 2;
+		if ((nb = realloc(raw->bytes, size)) == NULL)
+			return -1;
+		raw->bytes = nb;
+		sp->bcap = size;
 	}
-	if (c.p >= c.e)
-		goto fail;
-	raw->len = (size_t)(c.p - (const unsigned char *)p - 1);
-	if ((raw->bytes = malloc(raw->len + 1)) == NULL)
-		goto fail;
-	memcpy(raw->bytes, p + 1, raw->len);
-	*end = (const char *)c.p + 1;
-	return raw;
-fail:
-	rpc_raw_unref(raw);
-	return NULL;
+	memcpy(raw->bytes + raw->len, from, n);
+	raw->len += n;
+	return 0;
+}
+
+/* Note the element [s, e) of the array whose body starts at body. */
+static int
+splice_element(struct rpc_splice *sp, const char *body, const char *s,
+    const char *e)
+{
+	struct rpc_raw *raw = sp->raw;
+	struct rpc_raw_el *nel;
+
+	if (raw->n == sp->cap) {
+		sp->cap = sp->cap ? sp->cap * 2 : 256;
+		if ((nel = reallocarray(raw->el, sp->cap, sizeof *nel)) == NULL)
+			return -1;
+		raw->el = nel;
+	}
+	raw->el[raw->n].off = (size_t)(s - body);
+	raw->el[raw->n++].len = (size_t)(e - s);
+	return 0;
+}
+
+/* Find the marker in line[0, len) (from where the last look ended); 0 when
+   found and the array's scan is set up, 1 to look again with more, -1. */
+static int
+splice_find(struct rpc_splice *sp, const char *marker, const char *line,
+    size_t len)
+{
+	size_t mlen = strlen(marker);
+	const char *m;
+	int depth;
+
+	if (marker[mlen - 1] != '[' || sp->mscan > len)
+		return -1;
+	if (len - sp->mscan < mlen)
+		return 1;
+	if ((m = memmem(line + sp->mscan, len - sp->mscan, marker, mlen)) == NULL) {
+		if (len >= mlen && len - mlen + 1 > sp->mscan)
+			sp->mscan = len - mlen + 1;
+		return 1;
+	}
+	sp->arr = (size_t)(m - line) + mlen - 1;
+	if ((depth = prefix_depth(line, line + sp->arr)) < 0 ||
+	    depth >= RPC_MAX_DEPTH - 2 ||
+	    (sp->raw = calloc(1, sizeof *sp->raw)) == NULL)
+		return -1;
+	sp->raw->refs = 1;
+	sp->depth = RPC_MAX_DEPTH - 2 - depth;
+	sp->pos = sp->arr + 1;
+	sp->state = SPLICE_FIRST;
+	return 0;
+}
+
+/*
+ * Scan the array's elements in line[pos, len).  Until the line is final
+ * an element cut by its end (or that does not pass yet) is scanned again
+ * once as many bytes again have come; a byte that can never be right
+ * ends the splice.  1 when the array is whole, 0 for more, -1.
+ */
+static int
+splice_scan(struct rpc_splice *sp, const char *line, size_t len, int final)
+{
+	const char *body = line + sp->arr + 1, *p = line + sp->pos, *e = line + len;
+	struct canon c;
+	char *nb;
+
+	for (;;) {
+		if (p >= e)
+			break;
+		if (sp->state == SPLICE_FIRST) {
+			if (*p == ']')
+				goto whole;
+			sp->state = SPLICE_VALUE;
+		}
+		if (sp->state == SPLICE_SEP) {
+			if (*p == ']')
+				goto whole;
+			if (*p++ != ',')
+				return -1;
+			sp->state = SPLICE_VALUE;
+			continue;
+		}
+		if (!final && len < sp->retry)
+			break;
+		c.p = (const unsigned char *)p;
+		c.e = (const unsigned char *)e;
+		c.depth = sp->depth;
+		if (canon_value(&c) == -1 || (!final && c.p >= c.e)) {
+			if (final)
+				return -1;
+			sp->retry = len + (size_t)(e - p);
+			break;
+		}
+		if (splice_element(sp, body, p, (const char *)c.p) == -1)
+			return -1;
+		p = (const char *)c.p;
+		sp->state = SPLICE_SEP;
+	}
+	if (final)
+		return -1;
+	if (splice_copy(sp, body + sp->raw->len, p) == -1)
+		return -1;
+	sp->pos = (size_t)(p - line);
+	return 0;
+whole:
+	if (splice_copy(sp, body + sp->raw->len, p) == -1)
+		return -1;
+	/* Give back what doubling took beyond the bytes. */
+	if ((nb = realloc(sp->raw->bytes, sp->raw->len + 1)) != NULL) {
+		sp->raw->bytes = nb;
+		sp->bcap = sp->raw->len + 1;
+	}
+	sp->pos = (size_t)(p + 1 - line);
+	sp->state = SPLICE_WHOLE;
+	return 1;
+}
+
+/* Advance over line[0, len): 1 when the array is whole, 0 for more, -1. */
+static int
+splice_step(struct rpc_splice *sp, const char *marker, const char *line,
+    size_t len, int final)
+{
+	int r;
+
+	switch (sp->state) {
+	case SPLICE_FIND:
+		if ((r = splice_find(sp, marker, line, len)) != 0) {
+			if (r == -1)
+				sp->state = SPLICE_OFF;
+			return r == 1 && !final ? 0 : -1;
+		}
+		/* FALLTHROUGH */
+	case SPLICE_FIRST:
+	case SPLICE_VALUE:
+	case SPLICE_SEP:
+		if ((r = splice_scan(sp, line, len, final)) == -1)
+			sp->state = SPLICE_OFF;
+		return r;
+	case SPLICE_WHOLE:
+		return 1;
+	default:
+		return -1;
+	}
+}
+
+void
+rpc_splice_advance(struct rpc_splice *sp, const char *marker, const char *line,
+    size_t len)
+{
+	(void)splice_step(sp, marker, line, len, 0);
+}
+
+void
+rpc_splice_reset(struct rpc_splice *sp)
+{
+	rpc_raw_unref(sp->raw);
+	memset(sp, 0, sizeof *sp);
+}
+
+size_t
+rpc_splice_checked(const struct rpc_splice *sp)
+{
+	return sp->raw != NULL ? sp->raw->len : 0;
 }
 
 static void
@@ -361,32 +508,26 @@ parse_parts(struct json_tokener *tok, const char *line, const char *arr,
 }
 
 int
-rpc_splice_parse(struct json_tokener *tok, const char *marker,
-    const char *const *path, const char *line, size_t len,
+rpc_splice_parse(struct rpc_splice *sp, struct json_tokener *tok,
+    const char *marker, const char *const *path, const char *line, size_t len,
     struct rpc_msg *msg, struct rpc_bad *bad, enum rpc_read_status *st)
 {
-	const char *m, *arr, *end;
-	struct rpc_raw *raw;
+	const char *arr, *end;
 	json_object *root, *a;
-	size_t mlen = strlen(marker);
-	int depth;
 
-	if (len > INT32_MAX || (m = memmem(line, len, marker, mlen)) == NULL ||
-	    marker[mlen - 1] != '[')
+	if (len > INT32_MAX || splice_step(sp, marker, line, len, 1) != 1)
 		return -1;
-	arr = m + mlen - 1;
-	if ((depth = prefix_depth(line, arr)) < 0 || depth >= RPC_MAX_DEPTH - 2 ||
-	    (raw = raw_scan(arr, line + len, RPC_MAX_DEPTH - 2 - depth, &end)) == NULL)
-		return -1;
+	arr = line + sp->arr;
+	end = line + sp->pos;
 	if ((root = parse_parts(tok, line, arr, end, len)) == NULL ||
 	    rpc_frame_suspect(line, (size_t)(arr - line), root) ||
 	    rpc_frame_suspect(end, len - (size_t)(end - line), root) ||
 	    (a = at_path(root, path)) == NULL) {
 		json_object_put(root);
-		rpc_raw_unref(raw);
 		return -1;
 	}
-	json_object_set_userdata(a, raw, raw_delete);
+	json_object_set_userdata(a, sp->raw, raw_delete);
+	sp->raw = NULL;
 	*st = rpc_classify(root, msg, bad);
 	return 0;
 }

@@ -17,15 +17,6 @@ teardown() {
 	rteardown
 }
 
-# masked: the body with what differs between two loads blanked.
-masked() {
-	sed -e 's/"serverTimestamp":[0-9]*/"serverTimestamp":0/g' \
-	    -e 's/"clientId":"[^"]*"/"clientId":""/' \
-	    -e 's/"createdAt":"[^"]*"/"createdAt":""/' \
-	    -e 's/"eventEpoch":"[^"]*"/"eventEpoch":""/' \
-	    -e 's/,"index":"[a-z]*","bytesRead":[0-9]*,"indexBytesChecked":[0-9]*//'
-}
-
 # load_both [qwen-serve args...]: the load's body through the json-c path
 # ($BATS_TEST_TMPDIR/jsonc) and from the child's bytes (.../bytes).
 load_both() {

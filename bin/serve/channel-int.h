@@ -17,6 +17,9 @@
 #define CHAN_STDERR_LINE	8192
 #define CHAN_BATCH		8
 #define CHAN_PIPE_SIZE		(1024 * 1024)
+/* Read at most this much of the child's output per loop turn: reading
+   (and scanning) a whole pipe of a big answer held the loop for ms. */
+#define CHAN_READ_SLICE		(256 * 1024)
 
 enum chan_state { CH_IDLE, CH_STARTING, CH_READY, CH_DYING };
 

@@ -358,7 +358,7 @@ chan_on_out_ready(evutil_socket_t fd, short what, void *arg)
 	(void)fd; (void)what;
 	if (ch->rd == NULL)
 		return;
-	out_read(ch, CHAN_PIPE_SIZE);
+	out_read(ch, CHAN_READ_SLICE);
 	out_pump(ch);
 }
 

@@ -52,11 +52,14 @@ static void
 seed_raw(struct session *s, struct rpc_raw *raw, size_t k, json_object *out)
 {
 	uint64_t now = clock_wall_ms();
+	char *sid = replay_raw_sid(s->id);
+
 	log_debug("session %s: replay of %zu updates forwarded as the child's bytes",
 	    s->id, raw->n - k);
 	for (; k < raw->n; k++)
 		json_object_array_add(out, replay_raw_envelope(raw, k,
-		    bus_seed_id(s->bus), s->id, now));
+		    bus_seed_id(s->bus), sid, now));
+	free(sid);
 }
 
 /*

@@ -597,6 +597,7 @@ main(int argc, char **argv)
 	if (stop_timer != NULL)
 		event_free(stop_timer);
 	ws_free_all();		/* before evhttp_free() frees their connections */
+	reply_slice_free_all();	/* likewise */
 	ready_probe_free();
 	sdnotify_free();
 	http_free(http);

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/buffer.h>
+
 #include <json-c/printbuf.h>
 
 #include "clock.h"
@@ -74,20 +76,29 @@ env_delete(json_object *o, void *arg)
 	free(e);
 }
 
+char *
+replay_raw_sid(const char *session_id)
+{
+	json_object *sid = xjson_object_new_string(session_id);
+	char *s;
+
+	s = xstrdup(json_object_to_json_string_ext(sid, JSON_C_TO_STRING_PLAIN |
+	    JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(sid);
+	return s;
+}
+
 json_object *
 replay_raw_envelope(struct rpc_raw *raw, size_t i, uint64_t id,
-    const char *session_id, uint64_t wall_ms)
+    const char *sid_json, uint64_t wall_ms)
 {
-	json_object *o, *sid;
+	json_object *o;
 	struct raw_env *e;
 
 	e = xcalloc(1, sizeof *e);
-	sid = xjson_object_new_string(session_id);
 	e->nhead = xasprintf(&e->head, "{\"id\":%" PRIu64 ",\"v\":1,"
 	    "\"type\":\"session_update\",\"data\":{\"sessionId\":%s,\"update\":", id,
-	    json_object_to_json_string_ext(sid, JSON_C_TO_STRING_PLAIN |
-	    JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(sid);
+	    sid_json);
 	o = xjson_object_new_object();
 	e->ntail = snprintf(e->tail, sizeof e->tail,
 	    "},\"_meta\":{\"serverTimestamp\":%" PRIu64 "}}", wall_ms);
@@ -98,14 +109,49 @@ replay_raw_envelope(struct rpc_raw *raw, size_t i, uint64_t id,
 	return o;
 }
 
+/* The envelope made here that o is, or NULL. */
+static struct raw_env *
+env_of(json_object *o)
+{
+	struct raw_env *e;
+
+	if (!json_object_is_type(o, json_type_object) ||
+	    (e = json_object_get_userdata(o)) == NULL || e->magic != RAW_ENV_MAGIC)
+		return NULL;
+	return e;
+}
+
+size_t
+replay_raw_len(json_object *env)
+{
+	struct raw_env *e = env_of(env);
+
+	if (e == NULL)
+		return 0;
+	return (size_t)e->nhead + e->raw->el[e->i].len + (size_t)e->ntail;
+}
+
+int
+replay_raw_add(json_object *env, struct evbuffer *out)
+{
+	struct raw_env *e = env_of(env);
+	const struct rpc_raw_el *el;
+
+	if (e == NULL)
+		return -1;
+	el = &e->raw->el[e->i];
+	evbuffer_add(out, e->head, (size_t)e->nhead);
+	evbuffer_add(out, e->raw->bytes + el->off, el->len);
+	evbuffer_add(out, e->tail, (size_t)e->ntail);
+	return 0;
+}
+
 json_object *
 replay_raw_expand(json_object *env)
 {
-	struct raw_env *e;
 	const char *js;
 
-	if (!json_object_is_type(env, json_type_object) ||
-	    (e = json_object_get_userdata(env)) == NULL || e->magic != RAW_ENV_MAGIC)
+	if (env_of(env) == NULL)
 		return json_object_get(env);
 	/* The bytes were checked to be json-c's own encoding: this parses. */
 	js = json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN);

@@ -656,16 +656,36 @@ struct rpc_reader;
 /* Have rd keep a bulk replay's updates as bytes (unless the environment
    says QWEN_SERVE_REPLAY_REENCODE=1). */
 void		 replay_raw_setup(struct rpc_reader *rd);
+/* A session id encoded as a JSON string, for replay_raw_envelope()
+   (caller frees). */
+char		*replay_raw_sid(const char *session_id);
 /* The bus envelope of update i of raw with bus id id: an object that
    encodes as {"id","v","type":"session_update","data":{sessionId,update},
-   "_meta":{serverTimestamp}} around the update's bytes.  Caller puts; it
-   holds a reference to raw. */
+   "_meta":{serverTimestamp}} around the update's bytes; sid_json from
+   replay_raw_sid().  Caller puts; it holds a reference to raw. */
 json_object	*replay_raw_envelope(struct rpc_raw *raw, size_t i, uint64_t id,
-		    const char *session_id, uint64_t wall_ms);
+		    const char *sid_json, uint64_t wall_ms);
 /* An element of a compactedReplay as a json-c tree: env itself (a new
    reference) or, for an envelope made here, its bytes parsed (caller
    puts; NULL if they do not parse, which json-c's own encoding does). */
 json_object	*replay_raw_expand(json_object *env);
+struct evbuffer;
+/* The encoded length of an envelope made here, 0 for any other value. */
+size_t		 replay_raw_len(json_object *env);
+/* Add an envelope made here, encoded, to out; -1 for any other value. */
+int		 replay_raw_add(json_object *env, struct evbuffer *out);
+
+/* ---- reply-slice.c: a big JSON reply written a slice per loop turn ---- */
+/*
+ * Reply status with body (takes ownership) as http_reply_json() does, but
+ * when arr (borrowed), a value at body's top level, holds a few slices of
+ * envelopes kept as the child's bytes, write its elements a slice per
+ * loop turn (QWEN_SERVE_TEST_REPLY_SLICE: bytes per slice).
+ */
+void	reply_slice_json(struct evhttp_request *, int status, json_object *body,
+	    json_object *arr);
+/* At exit: drop the replies still being written. */
+void	reply_slice_free_all(void);
 
 /* ---- inflight-fence.c -------------------------------------------------- */
 /* An update for an id with no live session: 1 when buffered or fenced. */

@@ -299,7 +299,7 @@ static void
 setup_finish(struct setup *st)
 {
 	struct session *s = sessions_find(st->session_id);
-	json_object *o;
+	json_object *o, *arr;
 	size_t i;
 
 	for (i = 0; i < st->n; i++) {
@@ -313,7 +313,9 @@ setup_finish(struct setup *st)
 		if (st->model_applied != -1)
 			json_object_object_add(o, "modelApplied",
 			    xjson_object_new_boolean(st->model_applied));
-		http_reply_json(st->callers[i].req, 200, o);
+		/* A load's compactedReplay goes out a slice per loop turn. */
+		reply_slice_json(st->callers[i].req, 200, o,
+		    json_object_object_get_ex(o, "compactedReplay", &arr) ? arr : NULL);
 	}
 	setup_free(st);
 }

@@ -104,9 +104,113 @@ check(const char *what, const char *arr, const char *more, int want_kept)
 	free(line);
 }
 
+/* Feed line to r in pieces of step; the status after the last piece. */
+static enum rpc_read_status
+feed_steps(struct rpc_reader *r, const char *line, size_t step,
+    struct rpc_msg *m, struct rpc_bad *bad)
+{
+	enum rpc_read_status st = RPC_READ_MORE;
+	size_t i, n, len = strlen(line);
+
+	for (i = 0; i < len && st == RPC_READ_MORE; i += n) {
+		n = len - i < step ? len - i : step;
+		rpc_reader_feed(r, line + i, n);
+		st = rpc_reader_next(r, m, bad);
+	}
+	return st;
+}
+
+/* Whether m holds kept bytes of n updates at path. */
+static int
+kept_n(struct rpc_msg *m, size_t n)
+{
+	json_object *a = m->root, *p;
+	struct rpc_raw *raw;
+	size_t i;
+
+	for (i = 0; path[i] != NULL && a != NULL; i++)
+		a = json_object_object_get_ex(a, path[i], &p) ? p : NULL;
+	return (raw = rpc_raw_of(a)) != NULL && raw->n == n;
+}
+
+/*
+ * The array is checked as its bytes come, not when the newline does: with
+ * all of it but the newline fed, its bytes are already kept; and one
+ * reader's state does not leak from a line into the next (an unrelated
+ * long line, an oversize line dropped in the middle of an array).
+ */
+static void
+check_incremental(void)
+{
+	struct rpc_reader *r = rpc_reader_new(0);
+	struct rpc_msg m;
+	struct rpc_bad bad;
+	char *arr = NULL, *line, *old, *big;
+	size_t i, len;
+	enum rpc_read_status st;
+
+	for (i = 0; i < 200; i++) {
+		old = arr;
+		if (asprintf(&arr, "%s%s{\"n\":%zu,\"t\":\"caf\xc3\xa9\"}",
+		    old ? old : "", old ? "," : "", i) == -1)
+			abort();
+		free(old);
+	}
+	line = answer(arr, "");
+	len = strlen(line);
+	rpc_reader_splice(r, marker, path);
+	/* Nothing buffered yet (no buffer at all): nothing to scan. */
+	is_int(rpc_reader_next(r, &m, &bad), RPC_READ_MORE, "incremental: nothing fed");
+	rpc_reader_feed(r, line, len - 1);
+	st = rpc_reader_next(r, &m, &bad);
+	is_int(st, RPC_READ_MORE, "incremental: no message before the newline");
+	ok(rpc_reader_spliced(r) > strlen(arr) - 64,
+	    "incremental: the array is checked before the newline (%zu of %zu)",
+	    rpc_reader_spliced(r), strlen(arr));
+	rpc_reader_feed(r, "\n", 1);
+	st = rpc_reader_next(r, &m, &bad);
+	ok(st == RPC_READ_MSG && kept_n(&m, 200), "incremental: 200 updates kept");
+	rpc_msg_clear(&m);
+	is_int(rpc_reader_spliced(r), 0, "incremental: nothing left for the next line");
+
+	/* A long line without the marker, then the answer, 100 bytes a feed. */
+	if (asprintf(&big, "{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":"
+	    "{\"s\":\"%0*d\"}}\n", 3000, 0) == -1)
+		abort();
+	st = feed_steps(r, big, 100, &m, &bad);
+	ok(st == RPC_READ_MSG && !kept_n(&m, 0), "after a line without it: a message");
+	rpc_msg_clear(&m);
+	st = feed_steps(r, line, 100, &m, &bad);
+	ok(st == RPC_READ_MSG && kept_n(&m, 200), "after a line without it: kept");
+	rpc_msg_clear(&m);
+
+	/* An oversize line cut in its array, then the answer. */
+	rpc_reader_free(r);
+	r = rpc_reader_new(len + 16);
+	rpc_reader_splice(r, marker, path);
+	free(big);
+	if (asprintf(&big, "%.*s%s", (int)(len - 1), line, arr) == -1)
+		abort();
+	st = feed_steps(r, big, 1000, &m, &bad);
+	is_int(st, RPC_READ_BAD, "oversize in the array: a bad frame");
+	rpc_bad_clear(&bad);
+	is_int(rpc_reader_spliced(r), 0, "oversize in the array: its scan dropped");
+	rpc_reader_feed(r, "]}}}}\n", 6);
+	while ((st = rpc_reader_next(r, &m, &bad)) == RPC_READ_BAD)
+		rpc_bad_clear(&bad);
+	st = feed_steps(r, line, 1000, &m, &bad);
+	ok(st == RPC_READ_MSG && kept_n(&m, 200), "after an oversize line: kept");
+	rpc_msg_clear(&m);
+	rpc_reader_free(r);
+	free(big);
+	free(line);
+	free(arr);
+}
+
 int
 main(void)
 {
+	check_incremental();
 	check("canonical updates", "{\"a\":1,\"b\":[true,false,null]},"
 	    "{\"t\":\"caf\xc3\xa9 \\\"q\\\" \\\\ \\n \\u001f \\u0000 /\x7f\"},"
 	    "1.50e+1,-3,0,1e400,\"\",[],{}", "", 1);
