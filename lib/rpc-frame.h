@@ -127,8 +127,10 @@ void	rpc_reader_splice(struct rpc_reader *, const char *marker,
 	    const char *const *path);
 
 /* The bytes of a spliced array: its elements at bytes[el[i].off], each
-   el[i].len long.  Reference counted: the message holds one. */
+   el[i].len long, inside mem (the reader's buffer they were read into).
+   Reference counted: the message holds one. */
 struct rpc_raw {
+	char		*mem;
 	char		*bytes;
 	size_t		 len;
 	size_t		 n;

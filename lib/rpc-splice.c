@@ -307,28 +307,6 @@ prefix_depth(const char *p, const char *e)
 	return in || p != e ? -1 : depth;
 }
 
-/* Append line[from, to) to the kept bytes. */
-static int
-splice_copy(struct rpc_splice *sp, const char *from, const char *to)
-{
-	struct rpc_raw *raw = sp->raw;
-	size_t n = (size_t)(to - from), size;
-	char *nb;
-
-	if (raw->len + n + 1 > sp->bcap) {
-		size = sp->bcap ? sp->bcap : 4096;
-		while (size < raw->len + n + 1)
-			size *= 2;
-		if ((nb = realloc(raw->bytes, size)) == NULL)
-			return -1;
-		raw->bytes = nb;
-		sp->bcap = size;
-	}
-	memcpy(raw->bytes + raw->len, from, n);
-	raw->len += n;
-	return 0;
-}
-
 /* Note the element [s, e) of the array whose body starts at body. */
 static int
 splice_element(struct rpc_splice *sp, const char *body, const char *s,
@@ -390,7 +368,6 @@ splice_scan(struct rpc_splice *sp, const char *line, size_t len, int final)
 {
 	const char *body = line + sp->arr + 1, *p = line + sp->pos, *e = line + len;
 	struct canon c;
-	char *nb;
 
 	for (;;) {
 		if (p >= e)
@@ -426,18 +403,11 @@ splice_scan(struct rpc_splice *sp, const char *line, size_t len, int final)
 	}
 	if (final)
 		return -1;
-	if (splice_copy(sp, body + sp->raw->len, p) == -1)
-		return -1;
+	sp->raw->len = (size_t)(p - body);
 	sp->pos = (size_t)(p - line);
 	return 0;
 whole:
-	if (splice_copy(sp, body + sp->raw->len, p) == -1)
-		return -1;
-	/* Give back what doubling took beyond the bytes. */
-	if ((nb = realloc(sp->raw->bytes, sp->raw->len + 1)) != NULL) {
-		sp->raw->bytes = nb;
-		sp->bcap = sp->raw->len + 1;
-	}
+	sp->raw->len = (size_t)(p - body);
 	sp->pos = (size_t)(p + 1 - line);
 	sp->state = SPLICE_WHOLE;
 	return 1;
@@ -538,10 +508,16 @@ parse_parts(struct json_tokener *tok, const char *line, const char *arr,
 	return root;
 }
 
+/*
+ * Parse the whole line with the array taken as bytes.  The bytes are left
+ * where they are, in line: *lent is the message's raw, whose bytes the
+ * caller must give a home (mem) before line moves or is freed.
+ */
 int
 rpc_splice_parse(struct rpc_splice *sp, struct json_tokener *tok,
     const char *marker, const char *const *path, const char *line, size_t len,
-    struct rpc_msg *msg, struct rpc_bad *bad, enum rpc_read_status *st)
+    struct rpc_msg *msg, struct rpc_bad *bad, enum rpc_read_status *st,
+    struct rpc_raw **lent)
 {
 	const char *arr, *end;
 	json_object *root, *a;
@@ -557,6 +533,8 @@ rpc_splice_parse(struct rpc_splice *sp, struct json_tokener *tok,
 		json_object_put(root);
 		return -1;
 	}
+	sp->raw->bytes = (char *)(uintptr_t)(arr + 1);
+	*lent = sp->raw;
 	json_object_set_userdata(a, sp->raw, raw_delete);
 	sp->raw = NULL;
 	*st = rpc_classify(root, msg, bad);
@@ -584,7 +562,7 @@ rpc_raw_unref(struct rpc_raw *raw)
 {
 	if (raw == NULL || --raw->refs > 0)
 		return;
-	free(raw->bytes);
+	free(raw->mem);
 	free(raw->el);
 	free(raw);
 }

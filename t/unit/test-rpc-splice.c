@@ -227,6 +227,66 @@ kept_n(struct rpc_msg *m, size_t n)
  * reader's state does not leak from a line into the next (an unrelated
  * long line, an oversize line dropped in the middle of an array).
  */
+/* The kept bytes of m's array, as text (the elements, comma-separated). */
+static char *
+kept_text(struct rpc_msg *m)
+{
+	json_object *a = m->root, *p;
+	struct rpc_raw *raw;
+	char *s = NULL, *old;
+	size_t i;
+
+	for (i = 0; path[i] != NULL && a != NULL; i++)
+		a = json_object_object_get_ex(a, path[i], &p) ? p : NULL;
+	if ((raw = rpc_raw_of(a)) == NULL)
+		return strdup("(none)");
+	for (i = 0; i < raw->n; i++) {
+		old = s;
+		if (asprintf(&s, "%s%s%.*s", old ? old : "", old ? "," : "",
+		    (int)raw->el[i].len, raw->bytes + raw->el[i].off) == -1)
+			abort();
+		free(old);
+	}
+	return s != NULL ? s : strdup("");
+}
+
+/*
+ * The kept bytes stay in the buffer they were read into, which the
+ * message takes: lines after the answer in the same read move to a new
+ * one.  Two answers and a long line in one feed; the messages outlive
+ * the reader and each other's reads.
+ */
+static void
+check_lent(const char *line, const char *arr, const char *big)
+{
+	struct rpc_reader *r = rpc_reader_new(0);
+	struct rpc_msg m1, m2, m3;
+	struct rpc_bad bad;
+	char *all, *t1, *t2;
+
+	if (asprintf(&all, "%s%s%s", line, big, line) == -1)
+		abort();
+	rpc_reader_splice(r, marker, path);
+	rpc_reader_feed(r, all, strlen(all));
+	free(all);
+	is_int(rpc_reader_next(r, &m1, &bad), RPC_READ_MSG, "lent: first answer");
+	is_int(rpc_reader_next(r, &m2, &bad), RPC_READ_MSG, "lent: the long line");
+	ok(!kept_n(&m2, 0), "lent: the long line kept nothing");
+	rpc_msg_clear(&m2);
+	is_int(rpc_reader_next(r, &m3, &bad), RPC_READ_MSG, "lent: second answer");
+	rpc_reader_feed(r, line, strlen(line) / 2);
+	is_int(rpc_reader_next(r, &m2, &bad), RPC_READ_MORE, "lent: half a third");
+	rpc_reader_free(r);
+	t1 = kept_text(&m1);
+	t2 = kept_text(&m3);
+	ok(strcmp(t1, arr) == 0, "lent: first answer's bytes intact");
+	ok(strcmp(t2, arr) == 0, "lent: second answer's bytes intact");
+	rpc_msg_clear(&m1);
+	rpc_msg_clear(&m3);
+	free(t1);
+	free(t2);
+}
+
 static void
 check_incremental(void)
 {
@@ -271,6 +331,7 @@ check_incremental(void)
 	st = feed_steps(r, line, 100, &m, &bad);
 	ok(st == RPC_READ_MSG && kept_n(&m, 200), "after a line without it: kept");
 	rpc_msg_clear(&m);
+	check_lent(line, arr, big);
 
 	/* An oversize line cut in its array, then the answer. */
 	rpc_reader_free(r);
