@@ -4,7 +4,10 @@
 # voice input, the daemon's prompt ids and annotations, background task
 # notices and turns, subagent readiness and usage, plans (held as JSON
 # text, with ids, blockers and the token counts so far), results no call
-# claims, and the web_fetch, agent and skill presentations.  The golden
+# claims, the web_fetch, agent and skill presentations, the daemon's
+# attachment references and the resource links of a prompt (the
+# attachment tokens taken off its text), hooked prompts with images, and
+# tool call ids repeated (given ":N" suffixes, results included).  The golden
 # (t/data/replay/kinds.golden) is the real agent's own bulk replay of
 # t/data/replay/kinds.jsonl.in, made and checked by t/1201.
 load test_helper

@@ -5,6 +5,8 @@
 # not read first, a missing file, a relative path), and a
 # compression; and through a plan (todo_write), web_fetch of a loopback
 # page, a background agent and its notices, a skill and a cancelled prompt;
+# through a prompt with an @file reference and one with a resource link,
+# and a model that repeats its tool call ids;
 # then the agent's own bulk session/load replay of that file and
 # qwen-acp-child's are compared update by update, nothing removed.  The
 # last test makes or checks t/1009's golden (the kinds the agent cannot be
@@ -42,9 +44,17 @@ permission() {
 # turn TEXT [PERMISSION-KIND...]: prompt, answer its permission requests,
 # wait for the end of the turn.
 turn() {
-	local text=$1 k
+	local text=$1
 	shift
-	req POST "/session/$SID/prompt" "$(jq -nc --arg t "$text" '{prompt:[{type:"text",text:$t}]}')"
+	turn_blocks "$(jq -nc --arg t "$text" '[{type:"text",text:$t}]')" "$@"
+}
+
+# turn_blocks JSON [PERMISSION-KIND...]: turn, with the prompt's content
+# blocks as they are.
+turn_blocks() {
+	local blocks=$1 k
+	shift
+	req POST "/session/$SID/prompt" "{\"prompt\":$blocks}"
 	expect 202
 	PROMPT_ID=$(jq -r .promptId <<<"$body")
 	for k in "$@"; do
@@ -213,11 +223,72 @@ has() {
 	diff "$BATS_TEST_TMPDIR/agent.jsonl" "$BATS_TEST_TMPDIR/ours.jsonl"
 }
 
+# yolo_thread SCRIPT: the fake model answers SCRIPT (each answer with a
+# usage), the daemon serves the agent in yolo mode, SID is a new session
+# whose events go to ev.
+yolo_thread() {
+	fake_model_start "$(jq -c 'map(. + {usage: {prompt_tokens: 90, completion_tokens: 3}})' <<<"$1")"
+	APPROVAL_MODE=yolo agent_serve_start
+	new_session thread
+	sse_open ev "/session/$SID/events"
+}
+
+@test "prompts with an @file reference and a resource link: our replay equals the agent's" {
+	yolo_thread "$(jq -nc '[
+	  {when: "what the notes say", text: "Two lines."},
+	  {when: "summarize the linked file", text: "Summarized."},
+	  {text: "Noted.", once: false}
+	]')"
+	turn "@notes.txt what the notes say"
+	turn_blocks "$(jq -nc --arg uri "file://$WS/notes.txt" '[
+	  {type: "text", text: "summarize the linked file"},
+	  {type: "resource_link", uri: $uri, name: "notes.txt", mimeType: "text/plain"}]')"
+	serve_stop
+	compare_replays
+	# The agent kept the link in the user record and replays it.
+	grep -q '"resourceLinks"' "$DATA"/projects/*/chats/"$SID".jsonl
+	has 'any(.sessionUpdate == "user_message_chunk" and .content.type == "resource_link" and .content.name == "notes.txt")'
+	has 'any(.sessionUpdate == "user_message_chunk" and .content.text? == "@notes.txt what the notes say")'
+	diff "$BATS_TEST_TMPDIR/agent.jsonl" "$BATS_TEST_TMPDIR/ours.jsonl"
+}
+
+@test "a transcript that repeats its tool call ids: our replay renames the repeats as the agent does" {
+	# A provider that numbers calls per response (call_0 every time): the
+	# agent writes the repeats as call_0__qwen_dup_N, and transcripts
+	# written otherwise (older agents, other writers) hold call_0 again
+	# and again; the agent's replay gives such repeats ":2", ":3", ...
+	# suffixes, results included.
+	yolo_thread "$(jq -nc --arg ws "$WS" '[
+	  {when: "read it once", tool_calls: [
+	    {id: "call_0", name: "read_file", arguments: {file_path: ($ws + "/notes.txt")}}]},
+	  {when: "read it again", tool_calls: [
+	    {id: "call_0", name: "read_file", arguments: {file_path: ($ws + "/notes.txt")}}]},
+	  {when: "list the folder", tool_calls: [
+	    {id: "call_0", name: "list_directory", arguments: {path: $ws}}]},
+	  {when: "\"role\":\"tool\"", text: "Read.", once: false},
+	  {text: "Noted.", once: false}
+	]')"
+	turn "read it once"
+	turn "read it again"
+	turn "list the folder"
+	serve_stop
+	compare_replays
+	has 'any(.sessionUpdate == "tool_call" and .toolCallId == "call_0__qwen_dup_3")'
+	diff "$BATS_TEST_TMPDIR/agent.jsonl" "$BATS_TEST_TMPDIR/ours.jsonl"
+	# The same transcript with the ids repeated as written.
+	sed -i 's/call_0__qwen_dup_[0-9]*/call_0/g' "$DATA"/projects/*/chats/"$SID".jsonl
+	[ "$(grep -c '"functionCall":{"id":"call_0"' "$DATA"/projects/*/chats/"$SID".jsonl)" -eq 3 ]
+	compare_replays
+	has 'any(.sessionUpdate == "tool_call" and .toolCallId == "call_0:2")'
+	diff "$BATS_TEST_TMPDIR/agent.jsonl" "$BATS_TEST_TMPDIR/ours.jsonl"
+}
+
 # The golden of t/1009: the agent's own bulk replay of the hand-made
 # records in t/data/replay/kinds.jsonl.in (the kinds the fake model cannot
 # make the agent write: cancelled turns, cron and mid-turn messages, goal
 # and voice input, subagent readiness and usage, plans held as JSON text,
-# results no call claims).  QWEN_UPDATE_GOLDENS=1 rewrites it.
+# results no call claims, the daemon's attachment references, hooked
+# prompts with images, tool call ids repeated).  QWEN_UPDATE_GOLDENS=1 rewrites it.
 @test "the agent's replay of the hand-made kinds is t/1009's golden" {
 	local golden=$TESTDATA/replay/kinds.golden chats
 	SID=00000000-0000-4000-8000-00000000c0de

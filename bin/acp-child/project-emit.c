@@ -91,6 +91,14 @@ jsonc_segment(struct pctx *x, json_object *u)
 		pj_segment(x, PJ_LANE_IMAGE, 0);
 		return;
 	}
+	if (type != NULL && strcmp(type, "resource") == 0) {
+		pj_segment(x, PJ_LANE_RESOURCE, 0);
+		return;
+	}
+	if (type != NULL && strcmp(type, "resource_link") == 0) {
+		pj_segment(x, PJ_LANE_LINK, 0);
+		return;
+	}
 	text = json_get(content, "text", json_type_string);
 	pj_segment(x, pj_text_lane(kind, text && json_object_get_string_len(text) > 0), 0);
 }

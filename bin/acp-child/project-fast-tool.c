@@ -232,7 +232,6 @@ pf_tool_result(struct pctx *x)
 	int tcr = jt_get_typed(T, 0, "toolCallResult", JT_OBJ), display = -1, rc, art;
 	const char *id = NULL, *name = pf_response_member(x, "name", 0), *dt;
 	json_object *pe;
-	char buf[128];
 
 	if (name == NULL)
 		name = "";
@@ -246,11 +245,7 @@ pf_tool_result(struct pctx *x)
 		return pj_record_jsonc(x);
 	if (id == NULL)
 		id = pf_response_member(x, "id", 1);
-	pe = pj_take_pending(x, id, *name ? name : NULL);
-	if (id == NULL && pe != NULL)
-		id = json_get_str(pe, "id");
-	if (id == NULL)
-		id = pj_result_id(x, buf);
+	id = pj_result_call(x, id, *name ? name : NULL, &pe);
 	pf_begin(x, "tool_call_update");
 	pf_str(x, "toolCallId", id);
 	pf_str(x, "status", pf_failed(x, tcr) ? "failed" : "completed");

@@ -110,27 +110,34 @@ pf_image(struct pctx *x, int inl)
 	return pf_end(x);
 }
 
-/* user records: text parts, images, or a hook's displayText; subtypes and
-   the daemon's prompt ids and annotations go through json-c. */
+/* user records: text parts and images, a hook's displayText shown in
+   place of the text parts; subtypes, the daemon's prompt ids and
+   annotations, and attachments go through json-c. */
 static int
 pf_user(struct pctx *x)
 {
 	int sp = jt_get_typed(T, 0, "systemPayload", JT_OBJ);
 	int msg = jt_get_typed(T, 0, "message", JT_OBJ);
-	int parts = jt_get_typed(T, msg, "parts", JT_ARR), part, v;
+	int parts = jt_get_typed(T, msg, "parts", JT_ARR), part, v, shown = 0;
 	const char *display;
 	uint32_t i;
 
 	if (jt_get(T, 0, "subtype") >= 0 || jt_get(T, 0, "daemonPromptId") >= 0 ||
-	    jt_get(T, sp, "inputAnnotations") >= 0)
+	    jt_get(T, sp, "inputAnnotations") >= 0 ||
+	    jt_get(T, sp, "attachmentReferences") >= 0 ||
+	    jt_get(T, sp, "resourceLinks") >= 0)
 		return pj_record_jsonc(x);
 	display = sp >= 0 ? jt_get_str(T, sp, "displayText", &x->oom) : NULL;
-	if (display && jt_get(T, sp, "hookContext") >= 0)
-		return pf_chunk(x, "user_message_chunk", -1, display);
+	if (display != NULL && jt_get(T, sp, "hookContext") < 0)
+		display = NULL;
 	for (i = 0, part = JT_FIRST(parts); parts >= 0 && i < T->n[parts].len;
 	    i++, part = JT_NEXT(T, part)) {
 		if ((v = jt_get_typed(T, part, "text", JT_STR)) >= 0) {
-			if (T->n[v].len > 0 &&
+			if (display != NULL) {	/* shown once, for the first */
+				if (!shown++ && *display != '\0' &&
+				    pf_chunk(x, "user_message_chunk", -1, display) == -1)
+					return -1;
+			} else if (T->n[v].len > 0 &&
 			    pf_chunk(x, "user_message_chunk", v, NULL) == -1)
 				return -1;
 		} else if ((v = jt_get_typed(T, part, "inlineData", JT_OBJ)) >= 0) {
@@ -138,6 +145,8 @@ pf_user(struct pctx *x)
 				return -1;
 		}
 	}
+	if (display != NULL && !shown && *display != '\0')
+		return pf_chunk(x, "user_message_chunk", -1, display);
 	return 0;
 }
 

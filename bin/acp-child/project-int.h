@@ -19,6 +19,7 @@ struct pctx {
 	json_object *uuid;		/* current record's uuid string */
 	int64_t ts;			/* -1: none */
 	json_object *pending;		/* [{id, name, pos, uuid}] */
+	json_object *used;		/* the call ids given out: {id: id} */
 	struct jtape tape;		/* the fast path's parse of the record */
 	struct jbuf sfx;		/* the record's _meta tail up to sourceRecordIds */
 	struct jbuf sfx2;		/* and after them: recordId, _meta's end */
@@ -43,7 +44,17 @@ struct pctx {
    "<uuid>:<ordinal of the run's first update>" (the agent's own replay
    does the same); any other kind of update ends a run. */
 enum pj_lane { PJ_LANE_NONE, PJ_LANE_USER, PJ_LANE_IMAGE, PJ_LANE_AGENT,
-    PJ_LANE_THOUGHT };
+    PJ_LANE_THOUGHT, PJ_LANE_RESOURCE, PJ_LANE_LINK };
+
+/* A user record's updates (project-user.c). */
+int pj_user(struct pctx *, json_object *r);
+/* A text chunk sharing a parsed string (takes a reference to text; meta
+   taken, may be NULL). */
+int pj_chunk_obj(struct pctx *, const char *kind, json_object *text,
+    json_object *meta);
+/* The _meta a user record's updates start with (new, NULL when empty);
+   with own set, only what the notification and cron kinds carry. */
+json_object *pj_user_meta(json_object *r, const char *sub, int own);
 
 /* Count the next update of the record and set x->useg: lane is its text
    lane (PJ_LANE_NONE for an empty chunk), boundary whether it ends a run. */
@@ -74,7 +85,7 @@ const char *pj_tool_present(const char *name, const struct pj_args *,
     double *line);
 
 /* The start of a tool_call both paths share: its id (generated into buf
-   when the call has none), title, kind and location (pj_tool_present),
+   when the call has none, made unique with pj_alloc_id), title, kind and location (pj_tool_present),
    and the call tracked as pending until its result. */
 const char *pj_tool_start(struct pctx *, const char *name, const char *id,
     size_t idx, const struct pj_args *, char buf[128], char title[PJ_TITLE_MAX],
@@ -100,6 +111,17 @@ int pj_tool_result(struct pctx *, json_object *r);
 int pj_fail_pending(struct pctx *);
 /* Track a tool call until its result (strings copied; ts of its record). */
 void pj_pending_add(struct pctx *, const char *id, const char *name);
+/* A call id given out once in the replay (the agent's allocateToolCallId):
+   cand, or when the replay has given it out already "cand:N" with the
+   least N from 2 not given out; with reuse, cand again while a call is
+   pending under it.  The string lives as long as the replay. */
+const char *pj_alloc_id(struct pctx *, const char *cand, int reuse);
+/* The call id of a tool result with id (NULL: none) and tool name (NULL:
+   none), and in *pe the pending call it ends (caller puts; NULL: none):
+   id given out again, else the only pending call named name, else a new
+   qwen-replay-tool:<uuid>:result. */
+const char *pj_result_call(struct pctx *, const char *id, const char *name,
+    json_object **pe);
 /* Remove and return (caller puts) the pending call matching id, else the
    only pending call named name; NULL when none. */
 json_object *pj_take_pending(struct pctx *, const char *id, const char *name);

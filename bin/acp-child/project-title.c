@@ -378,7 +378,7 @@ pj_tool_start(struct pctx *x, const char *name, const char *id, size_t idx,
     const struct pj_args *a, char buf[128], char title[PJ_TITLE_MAX],
     const char **kind, const char **path, double *line)
 {
-	id = pj_call_id(x, id, idx, buf);
+	id = pj_alloc_id(x, pj_call_id(x, id, idx, buf), 0);
 	*kind = pj_tool_present(name, a, x->cwd, title, PJ_TITLE_MAX, path, line);
 	pj_pending_add(x, id, name);
 	return id;

@@ -151,6 +151,58 @@ pj_take_pending(struct pctx *x, const char *id, const char *name)
 	return pe;
 }
 
+/* Whether a call is pending under id. */
+static int
+pending_has(struct pctx *x, const char *id)
+{
+	size_t i, n = json_object_array_length(x->pending);
+	const char *v;
+
+	for (i = 0; i < n; i++)
+		if ((v = json_get_str(json_object_array_get_idx(x->pending, i), "id")) &&
+		    strcmp(v, id) == 0)
+			return 1;
+	return 0;
+}
+
+const char *
+pj_alloc_id(struct pctx *x, const char *cand, int reuse)
+{
+	json_object *v;
+	char *id;
+	int n;
+
+	if ((!reuse || !pending_has(x, cand)) &&
+	    json_object_object_get_ex(x->used, cand, NULL)) {
+		for (n = 2;; n++) {
+			xasprintf(&id, "%s:%d", cand, n);
+			if (!json_object_object_get_ex(x->used, id, NULL))
+				break;
+			free(id);
+		}
+		v = xjson_object_new_string(id);
+		free(id);
+	} else
+		v = xjson_object_new_string(cand);
+	json_object_object_add(x->used, json_object_get_string(v), v);
+	return json_object_get_string(v);
+}
+
+const char *
+pj_result_call(struct pctx *x, const char *id, const char *name, json_object **pe)
+{
+	char buf[128];
+
+	if (id != NULL) {
+		id = pj_alloc_id(x, id, 1);
+		*pe = pj_take_pending(x, id, NULL);
+		return id;
+	}
+	if ((*pe = pj_take_pending(x, NULL, name)) != NULL)
+		return json_get_str(*pe, "id");
+	return pj_alloc_id(x, pj_result_id(x, buf), 0);
+}
+
 /* A string member as a new reference, or a new empty string. */
 static json_object *
 str_ref(json_object *obj, const char *key)
@@ -297,7 +349,6 @@ pj_tool_result(struct pctx *x, json_object *r)
 	json_object *tcr = json_get(r, "toolCallResult", json_type_object);
 	json_object *display = NULL, *u, *pe, *v, *meta;
 	const char *id = NULL, *name = response_member(r, "name", 0), *st, *dt;
-	char buf[128];
 	int failed, rc, has_display = 0;
 
 	if (name == NULL)
@@ -309,11 +360,7 @@ pj_tool_result(struct pctx *x, json_object *r)
 	}
 	if (id == NULL)
 		id = response_member(r, "id", 1);
-	pe = pj_take_pending(x, id, *name ? name : NULL);
-	if (id == NULL && pe != NULL)
-		id = json_get_str(pe, "id");
-	if (id == NULL)
-		id = pj_result_id(x, buf);
+	id = pj_result_call(x, id, *name ? name : NULL, &pe);
 	if (strcmp(name, "todo_write") == 0) {
 		rc = pj_plan(x, display, id);
 		json_object_put(pe);

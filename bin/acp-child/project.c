@@ -44,10 +44,8 @@ pj_chunk(struct pctx *x, const char *kind, const char *text, json_object *meta)
 	return pj_emit(x, u, meta);
 }
 
-/* A text chunk sharing a parsed string (takes a reference to text; meta
-   taken, may be NULL). */
-static int
-chunk_obj(struct pctx *x, const char *kind, json_object *text, json_object *meta)
+int
+pj_chunk_obj(struct pctx *x, const char *kind, json_object *text, json_object *meta)
 {
 	json_object *u = pj_update(kind), *content = xjson_object_new_object();
 
@@ -55,117 +53,6 @@ chunk_obj(struct pctx *x, const char *kind, json_object *text, json_object *meta
 	json_object_object_add(content, "text", json_object_get(text));
 	json_object_object_add(u, "content", content);
 	return pj_emit(x, u, meta);
-}
-
-/* A user image part (meta taken, may be NULL). */
-static int
-image_chunk(struct pctx *x, json_object *inl, json_object *meta)
-{
-	json_object *u = pj_update("user_message_chunk"), *content = xjson_object_new_object();
-	const char *mime = json_get_str(inl, "mimeType"), *data = json_get_str(inl, "data");
-
-	json_object_object_add(content, "type", xjson_object_new_string("image"));
-	json_object_object_add(content, "mimeType", xjson_object_new_string(mime ? mime : ""));
-	json_object_object_add(content, "data", xjson_object_new_string(data ? data : ""));
-	json_object_object_add(u, "content", content);
-	return pj_emit(x, u, meta);
-}
-
-/* The _meta a user record's updates start with (new, NULL when empty):
-   a realtime message's source, the daemon's prompt id and the input
-   annotations it saved, a mid-turn message's source; with own set, only
-   what the notification and cron kinds carry instead. */
-static json_object *
-user_meta(json_object *r, const char *sub, int own)
-{
-	json_object *m = xjson_object_new_object(), *sp, *v, *a, *e;
-	const char *s;
-	size_t i;
-
-	sp = json_get(r, "systemPayload", json_type_object);
-	if (own && strcmp(sub, "notification") == 0) {
-		json_object_object_add(m, "source", xjson_object_new_string("background_notification"));
-		json_object_object_add(m, "qwenDiscreteMessage", xjson_object_new_boolean(1));
-		if ((v = json_get(sp, "backgroundTask", json_type_object)) != NULL)
-			json_object_object_add(m, "backgroundTask", json_object_get(v));
-		return m;
-	}
-	if (own && strcmp(sub, "cron") == 0) {
-		json_object_object_add(m, "source", xjson_object_new_string("cron"));
-		return m;
-	}
-	if (sub != NULL && strcmp(sub, "realtime_message") == 0) {
-		json_object_object_add(m, "source", xjson_object_new_string("realtime_voice"));
-		json_object_object_add(m, "qwenDiscreteMessage", xjson_object_new_boolean(1));
-	}
-	if ((s = json_get_str(r, "daemonPromptId")) != NULL && s[strspn(s, " \t\n\r")] != '\0')
-		json_object_object_add(m, "promptId", xjson_object_new_string(s));
-	if ((v = json_get(sp, "inputAnnotations", json_type_array)) != NULL) {
-		a = xjson_object_new_array();
-		for (i = 0; i < json_object_array_length(v); i++)
-			if (json_object_is_type(e = json_object_array_get_idx(v, i), json_type_object))
-				json_object_array_add(a, json_object_get(e));
-		if (json_object_array_length(a) > 0)
-			json_object_object_add(m, "inputAnnotations", a);
-		else
-			json_object_put(a);
-	}
-	if (sub != NULL && strcmp(sub, "mid_turn_user_message") == 0) {
-		json_object_object_add(m, "source", xjson_object_new_string("mid_turn_message_injected"));
-		json_object_object_add(m, "qwenDiscreteMessage", xjson_object_new_boolean(1));
-	}
-	if (json_object_object_length(m) == 0) {
-		json_object_put(m);
-		return NULL;
-	}
-	return m;
-}
-
-/* A user subtype replayed as its displayText alone. */
-static int
-user_tagged(const char *sub)
-{
-	static const char *const tagged[] = { "notification", "cron",
-	    "mid_turn_user_message", "goal_runtime", NULL };
-	int k;
-
-	for (k = 0; sub != NULL && tagged[k] != NULL; k++)
-		if (strcmp(sub, tagged[k]) == 0)
-			return 1;
-	return 0;
-}
-
-/* user records (3.8): text parts, images, or the displayText of tagged
-   kinds (a mid-turn message without one shows its parts). */
-static int
-project_user(struct pctx *x, json_object *r)
-{
-	json_object *sp = json_get(r, "systemPayload", json_type_object);
-	json_object *msg = json_get(r, "message", json_type_object);
-	json_object *parts = json_get(msg, "parts", json_type_array), *part, *v;
-	const char *sub = json_get_str(r, "subtype"), *display;
-	size_t i;
-
-	display = sp ? json_get_str(sp, "displayText") : NULL;
-	if (user_tagged(sub)) {
-		if (display != NULL && *display != '\0')
-			return pj_chunk(x, "user_message_chunk", display, user_meta(r, sub, 1));
-		if (strcmp(sub, "mid_turn_user_message") != 0)
-			return 0;
-	} else if (display && json_object_object_get_ex(sp, "hookContext", &v))
-		return pj_chunk(x, "user_message_chunk", display, user_meta(r, sub, 0));
-	for (i = 0; parts && i < json_object_array_length(parts); i++) {
-		part = json_object_array_get_idx(parts, i);
-		if ((v = json_get(part, "text", json_type_string)) != NULL) {
-			if (json_object_get_string_len(v) > 0 &&
-			    chunk_obj(x, "user_message_chunk", v, user_meta(r, sub, 0)) == -1)
-				return -1;
-		} else if ((v = json_get(part, "inlineData", json_type_object)) != NULL) {
-			if (image_chunk(x, v, user_meta(r, sub, 0)) == -1)
-				return -1;
-		}
-	}
-	return 0;
 }
 
 /* usageMetadata under ACP's names (the agent's mapping): input, output
@@ -228,7 +115,7 @@ project_assistant(struct pctx *x, json_object *r)
 		} else if ((text = json_get(part, "text", json_type_string)) != NULL &&
 		    json_object_get_string_len(text) > 0) {
 			v = json_get(part, "thought", json_type_boolean);
-			rc = chunk_obj(x, v && json_object_get_boolean(v) ?
+			rc = pj_chunk_obj(x, v && json_object_get_boolean(v) ?
 			    "agent_thought_chunk" : "agent_message_chunk", text, NULL);
 		}
 	}
@@ -243,7 +130,7 @@ project_kind(struct pctx *x, json_object *r)
 {
 	switch (transcript_type(x->t, x->c->rec[x->pos])) {
 	case TX_USER:
-		return project_user(x, r);
+		return pj_user(x, r);
 	case TX_ASSISTANT:
 		return project_assistant(x, r);
 	case TX_TOOL_RESULT:
@@ -442,6 +329,7 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 	   as many pages, most of them never written). */
 	prefault(p->enc.p, est < p->enc.cap ? est : p->enc.cap, p->enc.cap);
 	x.pending = xjson_object_new_array();
+	x.used = xjson_object_new_object();
 	if (start == 0 && c->gaps && c->len > 0) {
 		record_context(&x, NULL);
 		meta = xjson_object_new_object();
@@ -458,6 +346,7 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 		transcript_cause(cause, "replay: out of memory");
 	json_object_put(x.uuid);
 	json_object_put(x.pending);
+	json_object_put(x.used);
 	jt_free(&x.tape);
 	jbuf_free(&x.sfx);
 	jbuf_free(&x.sfx2);
