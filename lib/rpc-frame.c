@@ -158,9 +158,19 @@ rpc_reader_feed(struct rpc_reader *r, const void *data, size_t len)
 			return 0;
 	} else if (reader_reserve(r, len) == -1)
 		return -1;
-	memcpy(r->buf + r->end, p, len);
+	/* Bytes read into rpc_reader_space may have moved down a newline. */
+	if (p != r->buf + r->end)
+		memmove(r->buf + r->end, p, len);
 	r->end += len;
 	return 0;
+}
+
+void *
+rpc_reader_space(struct rpc_reader *r, size_t len)
+{
+	if (reader_reserve(r, len) == -1)
+		return NULL;
+	return r->buf + r->end;
 }
 
 /* Once everything is consumed, rewind and release an oversized buffer. */
