@@ -30,7 +30,6 @@ struct rpc_splice {
 	enum splice_state	 state;
 	struct rpc_raw		*raw;		/* elements and bytes so far */
 	size_t			 cap;		/* raw->el allocated */
-	size_t			 bcap;		/* raw->bytes allocated */
 	size_t			 mscan;		/* no marker starts before it */
 	size_t			 arr;		/* the array's '[' */
 	size_t			 pos;		/* next byte to scan */
@@ -57,6 +56,6 @@ size_t	rpc_splice_checked(const struct rpc_splice *);
 int	rpc_splice_parse(struct rpc_splice *, struct json_tokener *,
 	    const char *marker, const char *const *path, const char *line,
 	    size_t len, struct rpc_msg *msg, struct rpc_bad *bad,
-	    enum rpc_read_status *st);
+	    enum rpc_read_status *st, struct rpc_raw **lent);
 
 #endif

@@ -158,9 +158,19 @@ rpc_reader_feed(struct rpc_reader *r, const void *data, size_t len)
 			return 0;
 	} else if (reader_reserve(r, len) == -1)
 		return -1;
-	memcpy(r->buf + r->end, p, len);
+	/* Bytes read into rpc_reader_space may have moved down a newline. */
+	if (p != r->buf + r->end)
+		memmove(r->buf + r->end, p, len);
 	r->end += len;
 	return 0;
+}
+
+void *
+rpc_reader_space(struct rpc_reader *r, size_t len)
+{
+	if (reader_reserve(r, len) == -1)
+		return NULL;
+	return r->buf + r->end;
 }
 
 /* Once everything is consumed, rewind and release an oversized buffer. */
@@ -338,6 +348,41 @@ reader_fresh_tokener(struct rpc_reader *r)
 }
 
 /*
+ * A spliced array stays where it was read: its raw takes the reader's
+ * buffer (what follows the array given back), and the reader moves the
+ * bytes after the line to a new one.  A copy of the array's few MiB cost
+ * the daemon more than its scan.  Copies the array instead when there is
+ * no memory for the new buffer; -1 when not even for that.
+ */
+static int
+reader_lend(struct rpc_reader *r, struct rpc_raw *raw)
+{
+	size_t used = r->end - r->start, size = READER_MIN, off;
+	char *nb, *mem;
+
+	while (size < used)
+		size *= 2;
+	if ((nb = malloc(size)) == NULL) {
+		if ((mem = malloc(raw->len + 1)) == NULL)
+			return -1;
+		memcpy(mem, raw->bytes, raw->len);
+		raw->mem = raw->bytes = mem;
+		return 0;
+	}
+	memcpy(nb, r->buf + r->start, used);
+	off = (size_t)(raw->bytes - r->buf);
+	if ((mem = realloc(r->buf, off + raw->len + 1)) == NULL)
+		mem = r->buf;
+	raw->mem = mem;
+	raw->bytes = mem + off;
+	r->buf = nb;
+	r->size = size;
+	r->start = r->scan = 0;
+	r->end = used;
+	return 0;
+}
+
+/*
  * Handle one complete line (without its '\n'); RPC_READ_MORE means it was
  * blank.  line points into the reader's buffer, which stays put meanwhile;
  * r->sp holds what was scanned of it (the caller resets it after).
@@ -347,6 +392,7 @@ reader_line(struct rpc_reader *r, const char *line, size_t len,
     struct rpc_msg *msg, struct rpc_bad *bad)
 {
 	enum rpc_read_status st;
+	struct rpc_raw *lent = NULL;
 
 	if (len > r->max_frame)
 		st = bad_set(bad, RPC_INVALID_REQUEST, msg_too_large, NULL);
@@ -356,8 +402,15 @@ reader_line(struct rpc_reader *r, const char *line, size_t len,
 		if (is_blank(line, len))
 			return RPC_READ_MORE;
 		if (r->splice == NULL || rpc_splice_parse(&r->sp, r->tok,
-		    r->splice, r->splice_path, line, len, msg, bad, &st) == -1)
+		    r->splice, r->splice_path, line, len, msg, bad, &st,
+		    &lent) == -1)
 			st = parse_with(r->tok, line, len, msg, bad);
+		else if (st == RPC_READ_MSG && reader_lend(r, lent) == -1) {
+			/* (A bad message has dropped its raw already.) */
+			rpc_msg_clear(msg);
+			st = bad_set(bad, RPC_INTERNAL_ERROR,
+			    "Internal error: out of memory", NULL);
+		}
 	}
 	if (st == RPC_READ_MSG)
 		msg->line_no = r->line_no;

@@ -97,6 +97,11 @@ void			 rpc_reader_free(struct rpc_reader *);	/* NULL-safe */
 /* Append bytes.  Returns 0, or -1 (ENOMEM) with the reader unchanged. */
 int	rpc_reader_feed(struct rpc_reader *, const void *buf, size_t len);
 
+/* Room for len bytes after those buffered, to read into and then pass to
+   rpc_reader_feed, which copies nothing then (a child's few MiB answer is
+   not copied twice); NULL (ENOMEM).  Valid until the next reader call. */
+void	*rpc_reader_space(struct rpc_reader *, size_t len);
+
 /*
  * Take the next message or bad frame.  Call it until it answers
  * RPC_READ_MORE after each feed.  An oversize line is reported as soon as
@@ -127,8 +132,10 @@ void	rpc_reader_splice(struct rpc_reader *, const char *marker,
 	    const char *const *path);
 
 /* The bytes of a spliced array: its elements at bytes[el[i].off], each
-   el[i].len long.  Reference counted: the message holds one. */
+   el[i].len long, inside mem (the reader's buffer they were read into).
+   Reference counted: the message holds one. */
 struct rpc_raw {
+	char		*mem;
 	char		*bytes;
 	size_t		 len;
 	size_t		 n;

@@ -20,6 +20,7 @@
  */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,56 +96,86 @@ canon_escape(const unsigned char *p, const unsigned char *e)
 	return v == '\b' || v == '\t' || v == '\n' || v == '\f' || v == '\r' ? 0 : 6;
 }
 
-/* The first byte at or after p that is not plain string text (or e):
-   16 at a time where SSE2 is there, since strings are most of the bytes. */
-static const unsigned char *
-plain_run(const unsigned char *p, const unsigned char *e)
+/* The length of the escape or UTF-8 sequence at a stop byte p other than
+   '"', 0 when it is not one json-c writes. */
+static size_t
+stop_len(const unsigned char *p, const unsigned char *e)
 {
+	switch (strclass[*p]) {
+	case 2:
+		return canon_escape(p, e);
+	case 4:
+		return utf8_len(p, e);
+	default:
+		return 0;
+	}
+}
+
 #ifdef __SSE2__
+/* The stop bytes (not plain string text) among the 32 at p, one bit
+   each: strings are most of the bytes. */
+static uint32_t
+stop_mask(const unsigned char *p)
+{
 	const __m128i quote = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
 	const __m128i space = _mm_set1_epi8(0x20);
 	__m128i v;
-	int m;
+	uint32_t m[2];
+	int i;
 
-	for (; e - p >= 16; p += 16) {
-		v = _mm_loadu_si128((const __m128i *)(const void *)p);
+	for (i = 0; i < 2; i++) {
+		v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
 		/* Signed: below 0x20 is a control byte or a non-ASCII one. */
-		m = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(
+		m[i] = (uint32_t)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(
 		    _mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bs)),
 		    _mm_cmplt_epi8(v, space)));
-		if (m != 0)
-			return p + __builtin_ctz((unsigned)m);
 	}
-#endif
-	while (p < e && strclass[*p] == 0)
-		p++;
-	return p;
+	return m[0] | m[1] << 16;
 }
+#endif
 
+/*
+ * A string, every stop byte of a 32-byte block handled from that block's
+ * one mask: text has an escape every few dozen bytes, and scanning again
+ * after each one cost more than the scan.  Each stop is judged by the
+ * same functions as in the tail, so the shortcut is no looser.
+ */
 static int
 canon_string(struct canon *c)
 {
 	const unsigned char *p = c->p + 1, *e = c->e;
 	size_t n;
+#ifdef __SSE2__
+	uint32_t m;
+	size_t i, adv;
 
+	for (; e - p >= 32; p += adv > 32 ? adv : 32) {
+		m = stop_mask(p);
+		for (adv = 32; m != 0; m &= UINT32_MAX << adv) {
+			i = (size_t)__builtin_ctz(m);
+			if (p[i] == '"') {
+				c->p = p + i + 1;
+				return 0;
+			}
+			if ((n = stop_len(p + i, e)) == 0)
+				return -1;
+			/* The sequence may cover stop bytes: skip past it. */
+			if ((adv = i + n) >= 32)
+				break;
+		}
+	}
+#endif
+	/* The last bytes of what has come, one at a time. */
 	for (;;) {
-		p = plain_run(p, e);
+		while (p < e && strclass[*p] == 0)
+			p++;
 		if (p >= e)
 			return -1;
-		switch (strclass[*p]) {
-		case 1:
+		if (*p == '"') {
 			c->p = p + 1;
 			return 0;
-		case 2:
-			n = canon_escape(p, e);
-			break;
-		case 4:
-			n = utf8_len(p, e);
-			break;
-		default:
-			return -1;
 		}
-		if (n == 0)
+		if ((n = stop_len(p, e)) == 0)
 			return -1;
 		p += n;
 	}
@@ -276,28 +307,6 @@ prefix_depth(const char *p, const char *e)
 	return in || p != e ? -1 : depth;
 }
 
-/* Append line[from, to) to the kept bytes. */
-static int
-splice_copy(struct rpc_splice *sp, const char *from, const char *to)
-{
-	struct rpc_raw *raw = sp->raw;
-	size_t n = (size_t)(to - from), size;
-	char *nb;
-
-	if (raw->len + n + 1 > sp->bcap) {
-		size = sp->bcap ? sp->bcap : 4096;
-		while (size < raw->len + n + 1)
-			size *= 2;
-		if ((nb = realloc(raw->bytes, size)) == NULL)
-			return -1;
-		raw->bytes = nb;
-		sp->bcap = size;
-	}
-	memcpy(raw->bytes + raw->len, from, n);
-	raw->len += n;
-	return 0;
-}
-
 /* Note the element [s, e) of the array whose body starts at body. */
 static int
 splice_element(struct rpc_splice *sp, const char *body, const char *s,
@@ -359,7 +368,6 @@ splice_scan(struct rpc_splice *sp, const char *line, size_t len, int final)
 {
 	const char *body = line + sp->arr + 1, *p = line + sp->pos, *e = line + len;
 	struct canon c;
-	char *nb;
 
 	for (;;) {
 		if (p >= e)
@@ -395,18 +403,11 @@ splice_scan(struct rpc_splice *sp, const char *line, size_t len, int final)
 	}
 	if (final)
 		return -1;
-	if (splice_copy(sp, body + sp->raw->len, p) == -1)
-		return -1;
+	sp->raw->len = (size_t)(p - body);
 	sp->pos = (size_t)(p - line);
 	return 0;
 whole:
-	if (splice_copy(sp, body + sp->raw->len, p) == -1)
-		return -1;
-	/* Give back what doubling took beyond the bytes. */
-	if ((nb = realloc(sp->raw->bytes, sp->raw->len + 1)) != NULL) {
-		sp->raw->bytes = nb;
-		sp->bcap = sp->raw->len + 1;
-	}
+	sp->raw->len = (size_t)(p - body);
 	sp->pos = (size_t)(p + 1 - line);
 	sp->state = SPLICE_WHOLE;
 	return 1;
@@ -507,10 +508,16 @@ parse_parts(struct json_tokener *tok, const char *line, const char *arr,
 	return root;
 }
 
+/*
+ * Parse the whole line with the array taken as bytes.  The bytes are left
+ * where they are, in line: *lent is the message's raw, whose bytes the
+ * caller must give a home (mem) before line moves or is freed.
+ */
 int
 rpc_splice_parse(struct rpc_splice *sp, struct json_tokener *tok,
     const char *marker, const char *const *path, const char *line, size_t len,
-    struct rpc_msg *msg, struct rpc_bad *bad, enum rpc_read_status *st)
+    struct rpc_msg *msg, struct rpc_bad *bad, enum rpc_read_status *st,
+    struct rpc_raw **lent)
 {
 	const char *arr, *end;
 	json_object *root, *a;
@@ -526,6 +533,8 @@ rpc_splice_parse(struct rpc_splice *sp, struct json_tokener *tok,
 		json_object_put(root);
 		return -1;
 	}
+	sp->raw->bytes = (char *)(uintptr_t)(arr + 1);
+	*lent = sp->raw;
 	json_object_set_userdata(a, sp->raw, raw_delete);
 	sp->raw = NULL;
 	*st = rpc_classify(root, msg, bad);
@@ -553,7 +562,7 @@ rpc_raw_unref(struct rpc_raw *raw)
 {
 	if (raw == NULL || --raw->refs > 0)
 		return;
-	free(raw->bytes);
+	free(raw->mem);
 	free(raw->el);
 	free(raw);
 }

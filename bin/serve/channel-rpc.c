@@ -265,16 +265,23 @@ handle_bad(struct channel *ch, struct rpc_bad *bad)
 	return -1;
 }
 
-/* Read up to cap bytes of the child's output into the reader. */
+/* Read up to cap bytes of the child's output into the reader (straight
+   into its buffer: a load's few MiB answer is not copied on the way). */
 static void
 out_read(struct channel *ch, size_t cap)
 {
-	char buf[65536];
+	const size_t chunk = 65536;
 	size_t total = 0;
 	ssize_t n;
+	void *buf;
 
 	while (!ch->out_eof && total < cap) {
-		n = read(ch->out_fd, buf, sizeof(buf));
+		if ((buf = rpc_reader_space(ch->rd, chunk)) == NULL) {
+			log_warnx("child %ld: out of memory reading its output", (long)ch->pid);
+			ch->out_eof = 1;
+			break;
+		}
+		n = read(ch->out_fd, buf, chunk);
 		if (n > 0) {
 			if (rpc_reader_feed(ch->rd, buf, (size_t)n) == -1) {
 				log_warnx("child %ld: out of memory reading its output", (long)ch->pid);

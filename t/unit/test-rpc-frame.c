@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,18 +104,27 @@ run_cuts(const char *in, size_t len, size_t max_frame, const size_t *cuts,
 	return t.s;
 }
 
-/* Feed in chunks of chunk bytes. */
+/* Feed in chunks of chunk bytes; inplace: each read into the reader's
+   own space (rpc_reader_space, as room for 64 bytes more than come). */
 static char *
-run_chunks(const char *in, size_t len, size_t max_frame, size_t chunk)
+run_chunks(const char *in, size_t len, size_t max_frame, size_t chunk,
+    int inplace)
 {
 	struct rpc_reader *r = rpc_reader_new(max_frame);
 	struct text t = { NULL, 0, 0 };
 	size_t off, n;
+	char *p;
 
 	text_add(&t, "");
 	for (off = 0; off < len; off += n) {
 		n = len - off < chunk ? len - off : chunk;
-		if (rpc_reader_feed(r, in + off, n) != 0)
+		if (inplace) {
+			if ((p = rpc_reader_space(r, chunk + 64)) == NULL)
+				abort();
+			memcpy(p, in + off, n);
+		} else
+			p = (char *)(uintptr_t)(in + off);
+		if (rpc_reader_feed(r, p, n) != 0)
 			text_add(&t, "FEED FAILED\n");
 		drain(r, &t, 0);
 	}
@@ -151,11 +161,17 @@ check_splits(const char *name, const char *in, size_t max_frame,
 	is_int(bad2, 0, "%s: every split point (%zu)", name, len + 1);
 	if (pairs)
 		is_int(bad3, 0, "%s: every pair of split points", name);
-	got = run_chunks(in, len, max_frame, 1);
+	got = run_chunks(in, len, max_frame, 1, 0);
 	is_str(got, want, "%s: one byte at a time", name);
 	free(got);
-	got = run_chunks(in, len, max_frame, 7);
+	got = run_chunks(in, len, max_frame, 7, 0);
 	is_str(got, want, "%s: 7 bytes at a time", name);
+	free(got);
+	got = run_chunks(in, len, max_frame, 7, 1);
+	is_str(got, want, "%s: 7 bytes at a time, read in place", name);
+	free(got);
+	got = run_chunks(in, len, max_frame, len, 1);
+	is_str(got, want, "%s: all at once, read in place", name);
 	free(got);
 }
 
@@ -376,7 +392,7 @@ test_bad_lines(void)
 		if ((in = malloc(len + 1)) == NULL)
 			abort();
 		snprintf(in, len + 1, "%s\n%s\n", c->line, good);
-		got = run_chunks(in, len, 0, 3);
+		got = run_chunks(in, len, 0, 3, 0);
 		if (c->code != 0)
 			snprintf(want, sizeof(want), "BAD %d 1 %s\nMSG 1 2 %s\n",
 			    c->code, c->id, good);

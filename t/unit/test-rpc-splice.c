@@ -104,6 +104,94 @@ check(const char *what, const char *arr, const char *more, int want_kept)
 	free(line);
 }
 
+/* Whether the line reads alike with and without the splice at every
+   step, keeping bytes iff want_kept; diag names what differs. */
+static int
+same(const char *what, const char *arr, int want_kept)
+{
+	static const size_t steps[] = { 1 << 20, 1, 7, 4096 };
+	char *line = answer(arr, ""), *plain, *got;
+	int kept, k, good = 1;
+	size_t i;
+
+	plain = read_one(line, 0, 1 << 20, &k);
+	for (i = 0; i < sizeof steps / sizeof *steps; i++) {
+		got = read_one(line, 1, steps[i], &kept);
+		if (strcmp(got, plain) != 0 || kept != want_kept) {
+			diag("%s (step %zu): kept %d\n# spliced %s\n# plain   %s",
+			    what, steps[i], kept, got, plain);
+			good = 0;
+		}
+		free(got);
+	}
+	free(plain);
+	free(line);
+	return good;
+}
+
+/*
+ * A string's stops are judged a 32-byte block at a time: put each kind of
+ * sequence at every offset of two blocks and across their ends (a
+ * sequence split by a block boundary, two stops in one block, an escaped
+ * quote or backslash that is itself a stop byte, the closing quote right
+ * after a sequence), accepted or refused as json-c's own encoding says.
+ */
+static void
+check_offsets(void)
+{
+	static const struct {
+		const char	*what, *seq;
+		int		 kept;
+	} seqs[] = {
+		{ "\\n", "\\n", 1 },
+		{ "\\\"", "\\\"", 1 },
+		{ "\\\\", "\\\\", 1 },
+		{ "\\u001f", "\\u001f", 1 },
+		{ "\\u0000", "\\u0000", 1 },
+		{ "two escapes", "\\t\\\"\\b\\f\\r", 1 },
+		{ "2-byte UTF-8", "\xc3\xa9", 1 },
+		{ "3-byte UTF-8", "\xe2\x82\xac", 1 },
+		{ "4-byte UTF-8", "\xf0\x9f\x98\x80", 1 },
+		{ "UTF-8 then escape", "\xe2\x82\xac\\n\xc3\xa9\\\\", 1 },
+		{ "DEL", "\x7f", 1 },
+		{ "control byte", "\x01", 0 },
+		{ "unit separator", "\x1f", 0 },
+		{ "escape then control byte", "\\n\x1f", 0 },
+		{ "cut 3-byte UTF-8", "\xe2\x82", 0 },
+		{ "lone continuation byte", "\x80", 0 },
+		{ "surrogate", "\xed\xb0\x80", 0 },
+		{ "escaped slash", "\\/", 0 },
+		{ "\\u000a", "\\u000a", 0 },
+		{ "\\u00e9", "\\u00e9", 0 },
+		{ "unknown escape", "\\x", 0 },
+	};
+	char what[128], *arr;
+	size_t i;
+	int o, tail, good;
+
+	for (i = 0; i < sizeof seqs / sizeof *seqs; i++) {
+		good = 1;
+		for (o = 0; o < 70; o++) {
+			for (tail = 0; tail < 2; tail++) {
+				/* The sequence last in its string, or text after it. */
+				if (asprintf(&arr, "\"%.*s%s%s\",\"%.*s\"", o,
+				    "0123456789abcdef0123456789abcdef0123456789abcdef"
+				    "0123456789abcdef0123456789", seqs[i].seq,
+				    tail ? "" : "0123456789abcdef0123456789abcdef0123",
+				    o, "0123456789abcdef0123456789abcdef0123456789abcdef"
+				    "0123456789abcdef0123456789") == -1)
+					abort();
+				snprintf(what, sizeof what, "%s at %d%s", seqs[i].what,
+				    o, tail ? ", last" : "");
+				good &= same(what, arr, seqs[i].kept);
+				free(arr);
+			}
+		}
+		ok(good, "%s at every offset of two blocks: %s", seqs[i].what,
+		    seqs[i].kept ? "kept" : "parsed whole");
+	}
+}
+
 /* Feed line to r in pieces of step; the status after the last piece. */
 static enum rpc_read_status
 feed_steps(struct rpc_reader *r, const char *line, size_t step,
@@ -139,6 +227,66 @@ kept_n(struct rpc_msg *m, size_t n)
  * reader's state does not leak from a line into the next (an unrelated
  * long line, an oversize line dropped in the middle of an array).
  */
+/* The kept bytes of m's array, as text (the elements, comma-separated). */
+static char *
+kept_text(struct rpc_msg *m)
+{
+	json_object *a = m->root, *p;
+	struct rpc_raw *raw;
+	char *s = NULL, *old;
+	size_t i;
+
+	for (i = 0; path[i] != NULL && a != NULL; i++)
+		a = json_object_object_get_ex(a, path[i], &p) ? p : NULL;
+	if ((raw = rpc_raw_of(a)) == NULL)
+		return strdup("(none)");
+	for (i = 0; i < raw->n; i++) {
+		old = s;
+		if (asprintf(&s, "%s%s%.*s", old ? old : "", old ? "," : "",
+		    (int)raw->el[i].len, raw->bytes + raw->el[i].off) == -1)
+			abort();
+		free(old);
+	}
+	return s != NULL ? s : strdup("");
+}
+
+/*
+ * The kept bytes stay in the buffer they were read into, which the
+ * message takes: lines after the answer in the same read move to a new
+ * one.  Two answers and a long line in one feed; the messages outlive
+ * the reader and each other's reads.
+ */
+static void
+check_lent(const char *line, const char *arr, const char *big)
+{
+	struct rpc_reader *r = rpc_reader_new(0);
+	struct rpc_msg m1, m2, m3;
+	struct rpc_bad bad;
+	char *all, *t1, *t2;
+
+	if (asprintf(&all, "%s%s%s", line, big, line) == -1)
+		abort();
+	rpc_reader_splice(r, marker, path);
+	rpc_reader_feed(r, all, strlen(all));
+	free(all);
+	is_int(rpc_reader_next(r, &m1, &bad), RPC_READ_MSG, "lent: first answer");
+	is_int(rpc_reader_next(r, &m2, &bad), RPC_READ_MSG, "lent: the long line");
+	ok(!kept_n(&m2, 0), "lent: the long line kept nothing");
+	rpc_msg_clear(&m2);
+	is_int(rpc_reader_next(r, &m3, &bad), RPC_READ_MSG, "lent: second answer");
+	rpc_reader_feed(r, line, strlen(line) / 2);
+	is_int(rpc_reader_next(r, &m2, &bad), RPC_READ_MORE, "lent: half a third");
+	rpc_reader_free(r);
+	t1 = kept_text(&m1);
+	t2 = kept_text(&m3);
+	ok(strcmp(t1, arr) == 0, "lent: first answer's bytes intact");
+	ok(strcmp(t2, arr) == 0, "lent: second answer's bytes intact");
+	rpc_msg_clear(&m1);
+	rpc_msg_clear(&m3);
+	free(t1);
+	free(t2);
+}
+
 static void
 check_incremental(void)
 {
@@ -183,6 +331,7 @@ check_incremental(void)
 	st = feed_steps(r, line, 100, &m, &bad);
 	ok(st == RPC_READ_MSG && kept_n(&m, 200), "after a line without it: kept");
 	rpc_msg_clear(&m);
+	check_lent(line, arr, big);
 
 	/* An oversize line cut in its array, then the answer. */
 	rpc_reader_free(r);
@@ -211,6 +360,7 @@ int
 main(void)
 {
 	check_incremental();
+	check_offsets();
 	check("canonical updates", "{\"a\":1,\"b\":[true,false,null]},"
 	    "{\"t\":\"caf\xc3\xa9 \\\"q\\\" \\\\ \\n \\u001f \\u0000 /\x7f\"},"
 	    "1.50e+1,-3,0,1e400,\"\",[],{}", "", 1);
