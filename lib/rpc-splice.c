@@ -491,11 +491,14 @@ parse_parts(struct json_tokener *tok, const char *line, const char *arr,
 	json_object *root;
 	size_t rest = len - (size_t)(end - line);
 
+	/* Each part must leave the value open; one that completes a value
+	   (a bare scalar cut by a NUL, say) hands it back to be put. */
 	json_tokener_reset(tok);
-	if (json_tokener_parse_ex(tok, line, (int)(arr - line)) != NULL ||
-	    json_tokener_get_error(tok) != json_tokener_continue ||
-	    json_tokener_parse_ex(tok, "[]", 2) != NULL ||
-	    json_tokener_get_error(tok) != json_tokener_continue) {
+	root = json_tokener_parse_ex(tok, line, (int)(arr - line));
+	if (root == NULL && json_tokener_get_error(tok) == json_tokener_continue)
+		root = json_tokener_parse_ex(tok, "[]", 2);
+	if (root != NULL || json_tokener_get_error(tok) != json_tokener_continue) {
+		json_object_put(root);
 		json_tokener_reset(tok);
 		return NULL;
 	}
