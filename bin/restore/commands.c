@@ -406,12 +406,53 @@ cmd_heartbeat(struct rctx *ctx, char **args)
 	return simple(ctx, "POST", "/heartbeat", 1, 1);
 }
 
-/* status ID: print the live status. */
+/* One pending interaction for people, with the command that answers it. */
+static void
+print_interaction(const struct rctx *ctx, json_object *it)
+{
+	json_object *action = json_get_obj(it, "action");
+	const char *kind = json_get_str(it, "kind"), *id = json_get_str(it, "requestId");
+	const char *title = json_get_str(action, "title"), *type = json_get_str(action, "type");
+
+	if (id == NULL)
+		return;
+	if (title == NULL)
+		title = json_get_str(it, "title");
+	printf("pending %s %s: %s%s%s%s\n", kind != NULL ? kind : "interaction", id,
+	    title != NULL ? title : "(no title)", type != NULL ? " (" : "",
+	    type != NULL ? type : "", type != NULL ? ")" : "");
+	printf("  answer: %s permission %s %s allow|deny\n", getprogname(),
+	    ctx->session_id, id);
+}
+
+/* status's answer: key/value lines, then each pending request. */
+static void
+print_status(const struct rctx *ctx, json_object *obj)
+{
+	json_object *list = NULL;
+
+	if (json_object_object_get_ex(obj, "pendingInteractions", &list))
+		json_object_get(list);
+	json_object_object_del(obj, "pendingInteractions");
+	human_keyvalue(obj);
+	if (list != NULL && json_object_is_type(list, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(list); i++)
+			print_interaction(ctx, json_object_array_get_idx(list, i));
+	json_object_put(list);
+}
+
+/* status ID: print the live status, and how to answer what it waits for. */
 int
 cmd_status(struct rctx *ctx, char **args)
 {
+	struct http_resp	 resp;
+	int			 rc;
+
 	(void)args;
-	return simple(ctx, "GET", "/status", 0, 1);
+	if ((rc = session_call(ctx, "GET", "/status", NULL, 0, &resp)) == 0)
+		print_answer(ctx, &resp, print_status);
+	http_resp_clear(&resp);
+	return rc;
 }
 
 /* detach / close: 204 or 404 is done; the stored clientId is forgotten. */

@@ -240,6 +240,9 @@ enum perm_answer perm_answer(const char *session_id, const char *request_id,
 /* The session a held request belongs to, or NULL. */
 const char *perm_session_of(const char *request_id);
 size_t	perm_pending(const struct session *);
+/* Every unanswered request of s as status shows it (caller owns). */
+json_object *perm_interactions(const struct session *);
+size_t	perm_questions(const struct session *);
 /* Cancel the session's requests (answering the child if it still runs). */
 void	perm_cancel_session(struct session *, int child_alive);
 /* The session is going: cancel quietly (its bus is ending). */
