@@ -83,6 +83,7 @@ struct serve_conf {
 	char		*cache_dir;	/* likewise (kept transcript indexes) */
 	char		*agent_command;
 	char		*agent_acp;	/* passed to qwen-acp-child */
+	int		 agent_prestart;	/* --agent-prestart yes (default) */
 	char		*log_file;
 	char		*trace_file;
 	char		*otlp_endpoint;		/* --otlp-endpoint, or NULL */
@@ -448,6 +449,10 @@ void	channel_reconsider(struct channel *);
 void	channel_kill(struct channel *);
 /* Shutdown: end every child; returns the number still running. */
 size_t	channels_shutdown(void);
+/* --agent-acp: every workspace's child (and its agent) started now. */
+void	channels_prestart(void);
+/* Whether a channel's child is kept warm while it has no session. */
+int	channel_kept_warm(void);
 size_t	channels_running(void);
 void	channels_free(void);
 
