@@ -128,7 +128,8 @@ int	serve_shutting_down(void);
 int	names_session_id_ok(const char *id);	/* 1..128 of [A-Za-z0-9._:-], no leading . */
 char	*names_transcript_dir(void);	/* caller frees; NULL without a data dir */
 char	*names_transcript_dir_ws(const char *workspace);	/* likewise */
-/* The registered workspace path equal to dir (canonical), or NULL. */
+/* The registered workspace equal to dir (canonical), else the deepest one
+   that dir is inside of (a subdirectory of a project), or NULL. */
 const char *names_workspace(const char *dir);
 /* The id of workspaces[i] in capabilities: "primary", "ws1", ... */
 void	names_workspace_id(size_t i, char *buf, size_t size);
