@@ -29,13 +29,14 @@ enum {
 	OPT_JSON, OPT_RETRY, OPT_STATE, OPT_NO_AUTO, OPT_NO_WAIT, OPT_PARALLEL,
 	OPT_LAST_ID, OPT_VERSION, OPT_PAGE_SIZE, OPT_REPLAY_MODE, OPT_DEADLINE,
 	OPT_SESSION_ID, OPT_APPROVAL, OPT_MODEL_SERVICE, OPT_LIMIT, OPT_BEFORE,
-	OPT_AT, OPT_NAME, OPT_APPROVE,
+	OPT_AT, OPT_NAME, OPT_APPROVE, OPT_TOKEN_FILE,
 };
 
 static const struct option longopts[] = {
 	{ "socket",		required_argument, NULL, OPT_SOCKET },
 	{ "url",		required_argument, NULL, OPT_URL },
 	{ "token",		required_argument, NULL, OPT_TOKEN },
+	{ "token-file",		required_argument, NULL, OPT_TOKEN_FILE },
 	{ "cwd",		required_argument, NULL, OPT_CWD },
 	{ "fetch-timeout-ms",	required_argument, NULL, OPT_FETCH },
 	{ "timeout-ms",		required_argument, NULL, OPT_TIMEOUT },
@@ -81,8 +82,8 @@ usage(int status)
 {
 	FILE	*f = status == 0 ? stdout : stderr;
 
-	fprintf(f, "usage: %s [--socket path | --url url] [--token token] "
-	    "[--cwd dir]\n"
+	fprintf(f, "usage: %s [--socket path | --url url] "
+	    "[--token-file file | --token token] [--cwd dir]\n"
 	    "\t[--fetch-timeout-ms ms] [--timeout-ms ms] [--json] "
 	    "[--retry n]\n"
 	    "\t[--state-dir dir] [-qv] [--help] [--version] command [args]\n"
@@ -258,41 +259,72 @@ url_is_loopback(const char *url)
 }
 
 /*
- * Over loopback TCP without a token: the one the local daemon wrote
- * beside its socket (<socket dir>/token), if it is ours and private.
- * Never for another host: the token would go to it.
+ * The first line of a token file into ctx->token: a regular file of ours
+ * that nobody else may read.  0, or -1 with *why (a static string).
  */
-static void
-setup_token_file(struct rctx *ctx)
+static int
+read_token_file(struct rctx *ctx, const char *path, const char **why)
 {
-	const char *sock = getenv("QWEN_SERVE_SOCKET");
-	const char *slash;
-	char *path = NULL, buf[4096];
+	char buf[4096];
 	struct stat st;
 	ssize_t n;
-	int fd;
+	int fd, rc = -1;
 
-	if (ctx->token != NULL || ctx->socket_path != NULL ||
-	    !url_is_loopback(ctx->base_url))
+	*why = "cannot be opened";
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) == -1)
+		return -1;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode))
+		*why = "is not a regular file";
+	else if (st.st_uid != getuid())
+		*why = "is not yours";
+	else if ((st.st_mode & 077) != 0)
+		*why = "is readable by others (chmod 600 it)";
+	else if ((n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+		*why = "is empty";
+	else {
+		buf[n] = '\0';
+		buf[strcspn(buf, "\r\n")] = '\0';
+		if (buf[0] == '\0')
+			*why = "is empty";
+		else {
+			free(ctx->token);
+			ctx->token = xstrdup(buf);
+			rc = 0;
+		}
+	}
+	explicit_bzero(buf, sizeof(buf));
+	close(fd);
+	return rc;
+}
+
+/*
+ * --token-file FILE, else without a token: the one the local daemon wrote
+ * beside its socket (<socket dir>/token), if it is ours and private, over
+ * the socket itself or loopback TCP.  Never for another host: the token
+ * would go to it.
+ */
+static void
+setup_token_file(struct rctx *ctx, const char *file)
+{
+	const char *sock = ctx->socket_path != NULL ? ctx->socket_path :
+	    getenv("QWEN_SERVE_SOCKET");
+	const char *slash, *why;
+	char *path = NULL;
+
+	if (file != NULL) {
+		if (read_token_file(ctx, file, &why) == -1)
+			usage_err("--token-file %s %s", file, why);
+		return;
+	}
+	if (ctx->token != NULL ||
+	    (ctx->socket_path == NULL && !url_is_loopback(ctx->base_url)))
 		return;
 	if (sock != NULL && (slash = strrchr(sock, '/')) != NULL)
 		xasprintf(&path, "%.*s/token", (int)(slash - sock), sock);
 	else if ((path = address_default_token()) == NULL)
 		return;
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) == -1) {
-		free(path);
-		return;
-	}
+	(void)read_token_file(ctx, path, &why);
 	free(path);
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() &&
-	    (st.st_mode & 077) == 0 && (n = read(fd, buf, sizeof(buf) - 1)) > 0) {
-		buf[n] = '\0';
-		buf[strcspn(buf, "\r\n")] = '\0';
-		if (buf[0] != '\0')
-			ctx->token = xstrdup(buf);
-	}
-	explicit_bzero(buf, sizeof(buf));
-	close(fd);
 }
 
 /* QWEN_FETCH_TIMEOUT_MS when --fetch-timeout-ms was not given. */
@@ -313,6 +345,7 @@ static void
 parse_args(struct rctx *ctx, int argc, char **argv)
 {
 	const char	*sock = NULL, *url = NULL, *token = NULL, *cwd = NULL;
+	const char	*token_file = NULL;
 	int		 ch, approve_set = 0;
 
 	while ((ch = getopt_long(argc, argv, "qvh", longopts, NULL)) != -1) {
@@ -320,6 +353,7 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 		case OPT_SOCKET: sock = optarg; break;
 		case OPT_URL: url = optarg; break;
 		case OPT_TOKEN: token = optarg; break;
+		case OPT_TOKEN_FILE: token_file = optarg; break;
 		case OPT_CWD: cwd = optarg; break;
 		case OPT_FETCH:
 			ctx->fetch_timeout_ms = parse_num("--fetch-timeout-ms",
@@ -385,7 +419,9 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 	setup_address(ctx, sock, url);
 	setup_cwd(ctx, cwd);
 	setup_token(ctx, token);
-	setup_token_file(ctx);
+	if (token != NULL && token_file != NULL)
+		usage_err("--token and --token-file are exclusive");
+	setup_token_file(ctx, token_file);
 	setup_fetch_env(ctx);
 	if (ctx->base_url == NULL || ctx->addr_key == NULL || ctx->cwd == NULL)
 		usage_err("out of memory");
