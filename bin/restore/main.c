@@ -102,7 +102,9 @@ usage(int status)
 	    "detach ID,\n"
 	    "\tclose ID, status ID, transcript ID [--limit n] "
 	    "[--before record],\n"
-	    "\tbranch ID [--at record] [--name name]\n", getprogname());
+	    "\tbranch ID [--at record] [--name name], help [COMMAND]\n"
+	    "'%s help COMMAND' or '%s COMMAND --help' tells what one does.\n",
+	    getprogname(), getprogname(), getprogname());
 	exit_flushed(status);
 }
 
@@ -404,7 +406,7 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 			break;
 		case 'q': ctx->quiet = 1; break;
 		case 'v': ctx->verbose = 1; break;
-		case 'h': usage(0);
+		case 'h': ctx->help = 1; break;
 		case OPT_VERSION:
 			printf("qwen-restore %s\n", PACKAGE_VERSION);
 			exit_flushed(0);
@@ -464,7 +466,7 @@ output_width(void)
 	return 0;
 }
 
-/* The command table. */
+/* The command table: name, operands, the function, and its help. */
 static const struct command {
 	const char	*name;
 	int		 takes_id;	/* 1: ID required */
@@ -489,6 +491,68 @@ static const struct command {
 	{ "model",		1, 1, cmd_model },
 	{ "mode",		1, 1, cmd_mode },
 };
+
+/* What "help CMD" and "CMD --help" print: the synopsis, then what it does. */
+static const struct command_help {
+	const char	*name, *synopsis, *text;
+} command_help[] = {
+	{ "capabilities", "capabilities",
+	  "Show what the daemon offers and cache its restore budget\n"
+	  "(the timer of later loads and resumes)." },
+	{ "list", "list",
+	  "List the persisted sessions of the workspace, newest first." },
+	{ "new", "new [--session-id ID] [--approval-mode MODE] [--model-service ID]",
+	  "Create a session in the workspace and print its id." },
+	{ "load", "load ID [--page-size N] [--replay-mode full|summary] "
+	  "[--approval-mode MODE]",
+	  "Restore a session with its history (under the restore budget) and\n"
+	  "print its id." },
+	{ "resume", "resume ID [--approval-mode MODE]",
+	  "Restore a session without its history and print its id." },
+	{ "prompt", "prompt ID [TEXT|-] [--no-wait] [--parallel] "
+	  "[--no-auto-resume]\n\t[--deadline-ms MS] [--approve ask|all|none]",
+	  "Send a prompt (TEXT, or standard input with - or without TEXT) and\n"
+	  "stream the answer to standard output; --approve answers the agent's\n"
+	  "permission requests." },
+	{ "permission", "permission ID REQUEST-ID allow|deny",
+	  "Answer a pending permission request of the session (see status)." },
+	{ "events", "events ID [--last-event-id N]",
+	  "Follow the session's events, one JSON envelope a line." },
+	{ "cancel", "cancel ID", "Cancel the session's running turn." },
+	{ "heartbeat", "heartbeat ID", "Tell the daemon this client is alive." },
+	{ "detach", "detach ID", "Leave the session; it stays live for others." },
+	{ "close", "close ID", "Close the session for every client." },
+	{ "status", "status ID",
+	  "Show the session's live state and every request it waits for." },
+	{ "transcript", "transcript ID [--limit N] [--before RECORD]",
+	  "Show the session's history, a page at a time." },
+	{ "branch", "branch ID [--at RECORD] [--name NAME]",
+	  "Make a new session from the history of ID and print its id." },
+	{ "model", "model ID MODEL", "Switch the session's model." },
+	{ "mode", "mode ID plan|default|auto-edit|auto|yolo",
+	  "Switch the session's approval mode." },
+	{ "help", "help [COMMAND]", "Show the usage, or one command's help." },
+};
+
+/* help [CMD]: one command's help, or the usage; exits 0 (2 if unknown). */
+static void __attribute__((noreturn))
+help(const char *name)
+{
+	size_t i;
+
+	if (name == NULL)
+		usage(0);
+	for (i = 0; i < sizeof(command_help) / sizeof(command_help[0]); i++)
+		if (strcmp(command_help[i].name, name) == 0) {
+			printf("usage: %s [options] %s\n\n%s\n\n"
+			    "Options for every command: %s --help; "
+			    "all of it: man qwen-restore\n", getprogname(),
+			    command_help[i].synopsis, command_help[i].text,
+			    getprogname());
+			exit_flushed(0);
+		}
+	usage_err("help: unknown command '%s'", name);
+}
 
 /* Whether word is one of the space-separated words of list. */
 static int
@@ -541,6 +605,13 @@ main(int argc, char **argv)
 	ctx.page_size = ctx.deadline_ms = ctx.limit = -1;
 	parse_args(&ctx, argc, argv);
 	ctx.cols = output_width();
+	if (ctx.help)
+		help(optind < argc ? argv[optind] : NULL);
+	if (optind < argc && strcmp(argv[optind], "help") == 0) {
+		if (argc - optind > 2)
+			usage_err("help: too many arguments");
+		help(optind + 1 < argc ? argv[optind + 1] : NULL);
+	}
 	if (optind >= argc)
 		usage(EXIT_USAGE);
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
