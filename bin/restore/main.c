@@ -90,6 +90,7 @@ usage(int status)
 	    "commands: capabilities, list,\n"
 	    "\tnew [--session-id ID] [--approval-mode mode] "
 	    "[--model-service id],\n"
+	    "\tattach [--approval-mode mode] [--model-service id],\n"
 	    "\tload ID [--page-size n] [--replay-mode full|summary] "
 	    "[--approval-mode mode],\n"
 	    "\tresume ID [--approval-mode mode], model ID MODEL, "
@@ -476,6 +477,7 @@ static const struct command {
 	{ "capabilities",	0, 0, cmd_capabilities },
 	{ "list",		0, 0, cmd_list },
 	{ "new",		0, 0, cmd_new },
+	{ "attach",		0, 0, cmd_attach },
 	{ "load",		1, 0, cmd_load },
 	{ "resume",		1, 0, cmd_resume },
 	{ "prompt",		1, 1, cmd_prompt_args },
@@ -502,7 +504,11 @@ static const struct command_help {
 	{ "list", "list",
 	  "List the persisted sessions of the workspace, newest first." },
 	{ "new", "new [--session-id ID] [--approval-mode MODE] [--model-service ID]",
-	  "Create a session in the workspace and print its id." },
+	  "Create a session of its own in the workspace and print its id\n"
+	  "(a model the agent did not take: exit 1, the id printed)." },
+	{ "attach", "attach [--approval-mode MODE] [--model-service ID]",
+	  "Join the workspace's default session, shared with other clients,\n"
+	  "and print its id." },
 	{ "load", "load ID [--page-size N] [--replay-mode full|summary] "
 	  "[--approval-mode MODE]",
 	  "Restore a session with its history (under the restore budget) and\n"
@@ -574,8 +580,8 @@ check_command_options(const struct rctx *ctx, const char *cmd)
 	static const struct { const char *opt, *cmd; } only[] = {
 		{ "--page-size", "load" }, { "--replay-mode", "load" },
 		{ "--deadline-ms", "prompt" }, { "--session-id", "new" },
-		{ "--approval-mode", "new load resume" },
-		{ "--model-service", "new" },
+		{ "--approval-mode", "new attach load resume" },
+		{ "--model-service", "new attach" },
 		{ "--limit", "transcript" }, { "--before", "transcript" },
 		{ "--at", "branch" }, { "--name", "branch" },
 	};

@@ -373,6 +373,7 @@ int	cmd_prompt(struct rctx *, const char *text);
 int	cmd_capabilities(struct rctx *, char **args);
 int	cmd_list(struct rctx *, char **args);
 int	cmd_new(struct rctx *, char **args);
+int	cmd_attach(struct rctx *, char **args);
 int	cmd_load(struct rctx *, char **args);
 int	cmd_resume(struct rctx *, char **args);
 int	cmd_prompt_args(struct rctx *, char **args);
