@@ -31,6 +31,8 @@
  *   late-update=MS     ... and one MS after their answer
  *   linger             do not exit when stdin closes (with ignore-term: a
  *                      child that only SIGKILL ends)
+ *   fail-detail=TEXT   a fail= answer carries data {details: TEXT, errorKind?}
+ *                      as the real agent's errors do (no commas in TEXT)
  *   ask                a prompt first sends session/request_permission
  *                      (allow_once, allow_always, reject_once) and holds
  *                      its chunks and answer until the daemon answers it;
@@ -87,6 +89,7 @@ static struct {
 	size_t		 npoke;
 	long		 crash_after, close_after, chunks, chunk_delay, replay, replay_bytes;
 	int		 wrong_id, linger, early_update, ask;
+	char		*fail_detail;
 	long		 late_update;
 	char		*known[MAX_KNOB], *held[MAX_KNOB];
 	size_t		 nknown, nheld;
@@ -168,6 +171,8 @@ parse_knobs(const char *env)
 			cf.early_update = 1;
 		else if (strcmp(tok, "ask") == 0)
 			cf.ask = 1;
+		else if (strcmp(tok, "fail-detail") == 0)
+			cf.fail_detail = strdup(v);
 		else if (strcmp(tok, "late-update") == 0)
 			cf.late_update = atol(v);
 		else if (strcmp(tok, "linger") == 0)
@@ -739,7 +744,8 @@ dispatch(struct rpc_msg *m)
 	}
 	if (code != 0 && m->kind == RPC_REQUEST) {
 		emit(rpc_new_error(json_object_get(m->id), (int)code, "Injected failure",
-		    NULL), delay, NULL, 0, NULL);
+		    cf.fail_detail != NULL ? obj("details",
+		    json_object_new_string(cf.fail_detail)) : NULL), delay, NULL, 0, NULL);
 		return;
 	}
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
