@@ -59,6 +59,7 @@ struct channel {
 	TAILQ_HEAD(, chan_req)	 waiting;
 	TAILQ_HEAD(, chan_req)	 respawn;	/* arrived while an idle child ended */
 	size_t			 nsessions;
+	unsigned		 control_ops;	/* transcript reads, branches in flight */
 	char			 secret[48];
 	unsigned		 serial;	/* of the current child */
 };

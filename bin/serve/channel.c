@@ -328,7 +328,7 @@ on_idle(evutil_socket_t fd, short what, void *arg)
 	struct channel *ch = arg;
 
 	(void)fd; (void)what;
-	if (ch->nsessions == 0 && ch->state == CH_READY &&
+	if (ch->nsessions == 0 && ch->control_ops == 0 && ch->state == CH_READY &&
 	    rpc_pending_count(ch->pending) == 0) {
 		log_info("child %ld idle: ending it", (long)ch->pid);
 		chan_end(ch, 0);
@@ -364,8 +364,8 @@ chan_check_idle(struct channel *ch)
 	case RFSM_REAP_IDLE_POLICY:
 		break;
 	}
-	if (ch->nsessions > 0 || rpc_pending_count(ch->pending) > 0 ||
-	    channel_kept_warm())
+	if (ch->nsessions > 0 || ch->control_ops > 0 ||
+	    rpc_pending_count(ch->pending) > 0 || channel_kept_warm())
 		return;
 	if (conf.channel_idle_timeout_ms == 0) {
 		on_idle(-1, 0, ch);
@@ -471,6 +471,27 @@ channel_session_removed(struct channel *ch)
 	if (ch->nsessions > 0)
 		ch->nsessions--;
 	chan_check_idle(ch);
+}
+
+void
+channel_control_begin(struct channel *ch)
+{
+	ch->control_ops++;
+	event_del(ch->idle_ev);
+}
+
+void
+channel_control_end(struct channel *ch)
+{
+	if (ch->control_ops > 0)
+		ch->control_ops--;
+	chan_check_idle(ch);
+}
+
+unsigned
+channel_control_ops(const struct channel *ch)
+{
+	return ch->control_ops;
 }
 
 /* Condemnation may have changed (restore-fsm): apply the policy again. */

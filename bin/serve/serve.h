@@ -439,6 +439,13 @@ void	channel_notify(struct channel *, const char *method, json_object *params);
  * before the close is answered waits for it (channel-close.c).
  */
 void	channel_close_session(struct channel *, const char *id);
+/*
+ * A workspace-control operation (a transcript read, a branch) in flight on
+ * the channel: visible work that keeps its child (seed 000).
+ */
+void	channel_control_begin(struct channel *);
+void	channel_control_end(struct channel *);
+unsigned channel_control_ops(const struct channel *);
 
 /* ---- channel.c (continued) ------------------------------------------- */
 /* Session accounting for the idle policy. */
@@ -620,6 +627,11 @@ void	inflight_same_id(struct inflight *, struct evhttp_request *, const char *cl
  * capacity (RFSM_ADMIT_CAPACITY: the caller answers).
  */
 enum rfsm_admit	inflight_admit(struct evhttp_request *, struct channel *);
+/*
+ * Fresh work that is not a session (a branch) on ch: 0, or -1 after the
+ * 503 acp_channel_unavailable of a quarantined or overdue channel.
+ */
+int	inflight_admit_control(struct evhttp_request *, struct channel *);
 /* What ch holds, for rfsm_chan_reap() (visible work, abandoned restores). */
 void	inflight_chan_view(struct channel *, struct rfsm_chan_view *);
 /* ch's child exited: every restore on it settles; its fences go. */

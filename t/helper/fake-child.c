@@ -3,7 +3,8 @@
  * tests.  Speaks the ACP subset qwen-serve uses (NDJSON JSON-RPC 2.0 on
  * stdin/stdout): initialize, session/new, session/load (bulk or streamed
  * replay), session/resume, session/prompt (N streamed chunks, then
- * end_turn), session/cancel, qwen/control/session/close, session/set_model
+ * end_turn), session/cancel, qwen/control/session/close, transcript pages
+ * (empty) and branches (of a persisted session), session/set_model
  * (the advertised fake-a and fake-b only), qwen/control/session/approval_mode
  * and session/set_mode (upstream's modes; current_mode_update first), with
  * an in-memory session table.
@@ -666,6 +667,38 @@ m_close(struct rpc_msg *m, long delay)
 	return rpc_new_result(json_object_get(m->id), r);
 }
 
+/* qwen/status/session/transcript: an empty page of a persisted session. */
+static json_object *
+m_transcript(struct rpc_msg *m, long delay)
+{
+	const char *sid = json_get_str(m->params, "sessionId");
+	json_object *r;
+
+	(void)delay;
+	if (sid == NULL || !persisted(sid))
+		return not_found(m->id, sid);
+	r = obj("events", json_object_new_array());
+	json_object_object_add(r, "hasMore", json_object_new_boolean(0));
+	json_object_object_add(r, "records", json_object_new_int(0));
+	return rpc_new_result(json_object_get(m->id), r);
+}
+
+/* qwen/control/session/branch: {sessionId: newSessionId, records: 0}. */
+static json_object *
+m_branch(struct rpc_msg *m, long delay)
+{
+	const char *sid = json_get_str(m->params, "sessionId");
+	const char *nid = json_get_str(m->params, "newSessionId");
+	json_object *r;
+
+	(void)delay;
+	if (sid == NULL || nid == NULL || !persisted(sid))
+		return not_found(m->id, sid);
+	r = obj("sessionId", json_object_new_string(nid));
+	json_object_object_add(r, "records", json_object_new_int(0));
+	return rpc_new_result(json_object_get(m->id), r);
+}
+
 static const struct method {
 	const char	*name;
 	json_object	*(*fn)(struct rpc_msg *, long delay);
@@ -674,6 +707,8 @@ static const struct method {
 	{ "session/new", m_new },
 	{ "session/load", m_load },
 	{ "session/resume", m_resume },
+	{ "qwen/status/session/transcript", m_transcript },
+	{ "qwen/control/session/branch", m_branch },
 	{ "unstable_resumeSession", m_resume },
 	{ "session/prompt", m_prompt },
 	{ "session/cancel", m_cancel },
