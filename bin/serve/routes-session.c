@@ -558,7 +558,7 @@ route_session_events(struct http_ctx *ctx)
 	    (c = clients_find(&s->clients, ctx->client_id)) != NULL)
 		c->last_seen_ms = clock_wall_ms();
 	s->last_active_mono_ms = clock_mono_ms();
-	bus_subscribe(s->bus, ctx->req, routes_last_event_id(ctx->req),
+	sse_subscribe(s->bus, ctx->req, routes_last_event_id(ctx->req),
 	    evhttp_find_header(evhttp_request_get_input_headers(ctx->req),
 	    "X-Qwen-Event-Epoch"), (int)max);
 }

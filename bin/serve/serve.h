@@ -14,7 +14,8 @@
  * capabilities, daemon status, workspace listing route), listing.c (the
  * listing itself, a slice per loop turn), web.c (the console's files),
  * bus.c
- * (event buses and SSE subscribers), inflight.c (in-flight spawns and
+ * (event buses and their replay rings), sse.c (their SSE subscribers),
+ * inflight.c (in-flight spawns and
  * restores: the seam of the restore state machine; restore-fsm.c the
  * machine, inflight-ops.c its callbacks, inflight-reply.c the public
  * answers, inflight-fence.c fences and early events), channel.c and
@@ -366,15 +367,6 @@ json_object *bus_seed(struct bus *, const char *type, json_object *data);
 /* Just the next id of a seeded update (its envelope made elsewhere). */
 uint64_t	 bus_seed_id(struct bus *);
 /*
- * Open a stream on req: headers, retry:, replay from last_event_id (-1 =
- * none), replay_complete, then live.  epoch: the client's X-Qwen-Event-Epoch
- * or NULL.  Sends the reply itself (including pre-stream errors).
- */
-void	bus_subscribe(struct bus *, struct evhttp_request *req, int64_t last_event_id,
-	    const char *epoch, int max_queued);
-/* Connection of sub closed (from http.c). */
-void	sse_sub_closed(struct sse_sub *);
-/*
  * In-process listeners (ACP connections): fn gets every published
  * envelope (borrowed) before the SSE subscribers, with terminal set for
  * the bus's last event; env NULL when the bus is freed (the listener is
@@ -385,6 +377,17 @@ struct bus_listener;
 typedef void	(*bus_listen_fn)(void *arg, json_object *env, int terminal);
 struct bus_listener *bus_listen(struct bus *, bus_listen_fn fn, void *arg);
 void	bus_unlisten(struct bus_listener *);	/* NULL-safe */
+
+/* ---- sse.c ------------------------------------------------------------- */
+/*
+ * Open a stream on req: headers, retry:, replay from last_event_id (-1 =
+ * none), replay_complete, then live.  epoch: the client's X-Qwen-Event-Epoch
+ * or NULL.  Sends the reply itself (including pre-stream errors).
+ */
+void	sse_subscribe(struct bus *, struct evhttp_request *req, int64_t last_event_id,
+	    const char *epoch, int max_queued);
+/* Connection of sub closed (from http.c). */
+void	sse_sub_closed(struct sse_sub *);
 
 /* ---- channel.c --------------------------------------------------------- */
 enum chan_outcome {
