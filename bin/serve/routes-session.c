@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "errors.h"
 #include "log.h"
+#include "restore-fsm.h"
 #include "serve.h"
 #include "xmalloc.h"
 
@@ -280,7 +281,7 @@ route_session_create(struct http_ctx *ctx)
 	if (id[0] != '\0') {
 		scope = "thread";
 		if (sessions_find(id) == NULL && (op = inflight_find(id)) != NULL &&
-		    !(op->action == OP_SPAWN && op->fsm.state == RFSM_ACTIVE)) {
+		    !inflight_is_active_spawn(op)) {
 			/*
 			 * A restore of the id, active or awaiting its
 			 * cleanup, or a spawn awaiting its cleanup.
