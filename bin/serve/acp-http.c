@@ -419,7 +419,7 @@ route_acp_get(struct http_ctx *ctx)
 		return;
 	}
 	/* A whole ring's worth: a load's snapshot may arrive in one burst. */
-	bus_subscribe(b, req, routes_last_event_id(req),
+	sse_subscribe(b, req, routes_last_event_id(req),
 	    in_header(req, "X-Qwen-Event-Epoch"), AH_RING);
 }
 

@@ -26,6 +26,7 @@
 #include "base64.h"
 #include "clock.h"
 #include "log.h"
+#include "restore-fsm.h"
 #include "rpc-frame.h"
 #include "rpc-pending.h"
 #include "channel-int.h"

@@ -36,6 +36,12 @@ inflight_action_name(enum inflight_action a)
 	return a == OP_LOAD ? "load" : a == OP_RESUME ? "resume" : "spawn";
 }
 
+int
+inflight_is_active_spawn(const struct inflight *op)
+{
+	return op->action == OP_SPAWN && op->fsm.state == RFSM_ACTIVE;
+}
+
 struct inflight *
 inflight_find(const char *id)
 {

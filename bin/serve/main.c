@@ -35,13 +35,7 @@
 #include "ws.h"
 #include "xmalloc.h"
 
-struct serve_conf conf;
-struct event_base *serve_base;
-struct trace_sink *serve_trace;
-struct otlp *serve_otlp;
-
 static struct evhttp *http;
-static int shutting_down;
 static struct event *stop_timer;
 
 enum {
@@ -506,9 +500,9 @@ serve_request_shutdown(void)
 {
 	struct timeval tv = { 0, 50000 };
 
-	if (shutting_down)
+	if (serve_shutting_down())
 		return;
-	shutting_down = 1;
+	serve_shutdown_begin();
 	sdnotify_stopping();
 	listen_stop();
 	ws_shutdown();		/* before acp_shutdown(): ends its own connections */
@@ -518,12 +512,6 @@ serve_request_shutdown(void)
 	channels_shutdown();
 	stop_timer = event_new(serve_base, -1, EV_PERSIST, stop_check, NULL);
 	event_add(stop_timer, &tv);
-}
-
-int
-serve_shutting_down(void)
-{
-	return shutting_down;
 }
 
 #ifdef QWEN_FUZZ_HTTP

@@ -14,7 +14,8 @@
  * capabilities, daemon status, workspace listing route), listing.c (the
  * listing itself, a slice per loop turn), web.c (the console's files),
  * bus.c
- * (event buses and SSE subscribers), inflight.c (in-flight spawns and
+ * (event buses and their replay rings), sse.c (their SSE subscribers),
+ * inflight.c (in-flight spawns and
  * restores: the seam of the restore state machine; restore-fsm.c the
  * machine, inflight-ops.c its callbacks, inflight-reply.c the public
  * answers, inflight-fence.c fences and early events), channel.c and
@@ -36,7 +37,6 @@
 #include <event2/http.h>
 #include <json-c/json.h>
 
-#include "restore-fsm.h"
 #include "uuid.h"
 
 #define SERVE_MAX_BODY		(10u * 1024 * 1024)
@@ -114,15 +114,17 @@ struct serve_conf {
 	uint64_t	 started_wall_ms;
 };
 
+/* ---- serve.c: what the whole daemon shares (set by main.c) ----------- */
 extern struct serve_conf conf;
 extern struct event_base *serve_base;
-
-/* main.c */
 struct trace_sink;
 extern struct trace_sink *serve_trace;
 extern struct otlp *serve_otlp;		/* NULL: no OTLP export */
+int	serve_shutting_down(void);	/* serve_request_shutdown() has run */
+void	serve_shutdown_begin(void);
+
+/* main.c */
 void	serve_request_shutdown(void);
-int	serve_shutting_down(void);
 
 /* ---- names.c: session ids, workspaces and transcript directories ------ */
 int	names_session_id_ok(const char *id);	/* 1..128 of [A-Za-z0-9._:-], no leading . */
@@ -371,15 +373,6 @@ json_object *bus_seed(struct bus *, const char *type, json_object *data);
 /* Just the next id of a seeded update (its envelope made elsewhere). */
 uint64_t	 bus_seed_id(struct bus *);
 /*
- * Open a stream on req: headers, retry:, replay from last_event_id (-1 =
- * none), replay_complete, then live.  epoch: the client's X-Qwen-Event-Epoch
- * or NULL.  Sends the reply itself (including pre-stream errors).
- */
-void	bus_subscribe(struct bus *, struct evhttp_request *req, int64_t last_event_id,
-	    const char *epoch, int max_queued);
-/* Connection of sub closed (from http.c). */
-void	sse_sub_closed(struct sse_sub *);
-/*
  * In-process listeners (ACP connections): fn gets every published
  * envelope (borrowed) before the SSE subscribers, with terminal set for
  * the bus's last event; env NULL when the bus is freed (the listener is
@@ -390,6 +383,17 @@ struct bus_listener;
 typedef void	(*bus_listen_fn)(void *arg, json_object *env, int terminal);
 struct bus_listener *bus_listen(struct bus *, bus_listen_fn fn, void *arg);
 void	bus_unlisten(struct bus_listener *);	/* NULL-safe */
+
+/* ---- sse.c ------------------------------------------------------------- */
+/*
+ * Open a stream on req: headers, retry:, replay from last_event_id (-1 =
+ * none), replay_complete, then live.  epoch: the client's X-Qwen-Event-Epoch
+ * or NULL.  Sends the reply itself (including pre-stream errors).
+ */
+void	sse_subscribe(struct bus *, struct evhttp_request *req, int64_t last_event_id,
+	    const char *epoch, int max_queued);
+/* Connection of sub closed (from http.c). */
+void	sse_sub_closed(struct sse_sub *);
 
 /* ---- channel.c --------------------------------------------------------- */
 enum chan_outcome {
@@ -434,9 +438,10 @@ void	channel_reply(struct channel *, unsigned serial, json_object *id,
 	    json_object *result);
 /* Send a notification (params: takes ownership). */
 void	channel_notify(struct channel *, const char *method, json_object *params);
+/* ---- channel-close.c -------------------------------------------------- */
 /*
  * Close session id at the child; a load, resume or create of the id sent
- * before the close is answered waits for it (channel-close.c).
+ * before the close is answered waits for it.
  */
 void	channel_close_session(struct channel *, const char *id);
 /*
@@ -565,30 +570,7 @@ void	prompts_update(struct session *, json_object *params);
 /* ---- inflight.c: in-flight spawns and restores (the lifecycle seam) --- */
 enum inflight_action { OP_SPAWN, OP_LOAD, OP_RESUME };
 
-struct inflight_waiter;
-struct span;
-struct inflight {
-	TAILQ_ENTRY(inflight)	 entry;
-	char			 id[SERVE_SESSION_ID_MAX + 1];	/* "" for an id-less spawn */
-	enum inflight_action	 action;
-	int			 is_default;
-	TAILQ_HEAD(, inflight_waiter)	 waiters;
-	struct channel		*ch;
-	struct chan_req		*req;
-	json_object		*body;		/* the first caller's body */
-	struct span		*span;
-	uint64_t		 started_ms;
-	/* Spawns and restores run under the seed-000 lifecycle machine. */
-	struct rfsm		 fsm;
-	struct event		*timer;		/* deadline, then grace */
-	json_object		*answer;	/* the in-time ACP answer */
-	enum chan_outcome	 answer_o;
-	struct chan_req		*close_req;
-	json_object		*early;		/* buffered session/update params */
-	char			 shape[64];	/* coalescing key of a load */
-	int			 summary;	/* compactedReplayMode summary */
-	int			 released;	/* capacity given back */
-};
+struct inflight;
 
 const char	*inflight_action_name(enum inflight_action);
 struct inflight	*inflight_find(const char *id);
@@ -620,6 +602,9 @@ size_t	inflight_count(void);
  */
 void	inflight_same_id(struct inflight *, struct evhttp_request *, const char *client_id,
 	    enum inflight_action, json_object *body);
+/* A spawn of op's that a same-id create may join (active, not a restore). */
+int	inflight_is_active_spawn(const struct inflight *);
+#ifdef QWEN_SERVE_RESTORE_FSM_H	/* for the files that include restore-fsm.h */
 /*
  * Admit a fresh spawn/load/resume on ch (NULL: none yet) by
  * rfsm_admit_fresh(): the channel's state (quarantine, overdue
@@ -634,6 +619,7 @@ enum rfsm_admit	inflight_admit(struct evhttp_request *, struct channel *);
 int	inflight_admit_control(struct evhttp_request *, struct channel *);
 /* What ch holds, for rfsm_chan_reap() (visible work, abandoned restores). */
 void	inflight_chan_view(struct channel *, struct rfsm_chan_view *);
+#endif
 /* ch's child exited: every restore on it settles; its fences go. */
 void	inflight_channel_exited(struct channel *);
 /* Restores not yet settled (active or abandoned), and other counts. */

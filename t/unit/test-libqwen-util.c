@@ -4,12 +4,14 @@
 #include <sys/wait.h>
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 
+#include "cause.h"
 #include "clock.h"
 #include "json.h"
 #include "log.h"
@@ -149,6 +151,26 @@ allocation(void)
 	free(s);
 }
 
+/* cause_set and cause_errno: the message, -1, errno kept or set. */
+static void
+causes(void)
+{
+	char *cause = NULL;
+
+	errno = EINTR;
+	is_int(cause_set(&cause, "open %s: %d", "x", 7), -1, "cause_set returns -1");
+	is_str(cause, "open x: 7", "cause_set formats the message");
+	is_int(errno, EINTR, "cause_set keeps errno");
+	free(cause);
+	cause = NULL;
+	is_int(cause_errno(&cause, EPERM, "%s", "no"), -1, "cause_errno returns -1");
+	is_str(cause, "no", "cause_errno formats the message");
+	is_int(errno, EPERM, "cause_errno sets errno");
+	free(cause);
+	is_int(cause_set(NULL, "%s", "nobody wants it"), -1,
+	    "a NULL cause is allowed");
+}
+
 int
 main(void)
 {
@@ -156,5 +178,6 @@ main(void)
 	getters();
 	iso();
 	allocation();
+	causes();
 	return done_testing();
 }
