@@ -343,3 +343,18 @@ EOF
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--log-level"* ]]
 }
+
+@test "a line of too many JSON values is refused unparsed with its id; the child goes on" {
+	many=$(awk 'BEGIN { printf "["; for (i = 1; i < 40000; i++) printf "{},";
+	    printf "{}]" }')
+	run drive <<EOF
+$INIT
+$(req 1 session/new '{}')
+send {"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"$SID1","prompt":$many}}
+wait 2
+$(req 3 qwen/status/loop_lag '{}')
+EOF
+	[ "$(resp 2 | jq .error.code)" = -32600 ]
+	[[ "$(resp 2 | jq -r .error.message)" == *"too many JSON values"* ]]
+	[ "$(resp 3 | jq .result.v)" = 1 ]
+}
