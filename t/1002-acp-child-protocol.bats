@@ -358,3 +358,16 @@ EOF
 	[[ "$(resp 2 | jq -r .error.message)" == *"too many JSON values"* ]]
 	[ "$(resp 3 | jq .result.v)" = 1 ]
 }
+
+@test "the 4097th session is refused with the limit and scope the daemon's message names" {
+	DRIVE_TIMEOUT=120 run drive <<EOF
+$INIT
+$(for i in $(seq 1 4097); do printf 'send {"jsonrpc":"2.0","id":%d,"method":"session/new","params":{}}\n' "$i"; done)
+wait 4097
+EOF
+	[ "$(resp 4096 | jq -r '.result.sessionId != null')" = true ]
+	r=$(resp 4097)
+	[ "$(jq -r .error.data.errorKind <<<"$r")" = session_limit_exceeded ]
+	[ "$(jq .error.data.limit <<<"$r")" = 4096 ]
+	[ "$(jq -r .error.data.scope <<<"$r")" = "workspace child" ]
+}

@@ -17,6 +17,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "errors.h"
+#include "json.h"
 #include "json-limit.h"
 #include "log.h"
 #include "paths.h"
@@ -150,6 +151,19 @@ http_error(struct evhttp_request *req, const char *code, const char *session_id)
 	http_send_qerr(req, e);
 }
 
+/* A child's capacity refusal names its limit and scope (the template's). */
+static void
+rpc_limit_params(struct qerr *e, json_object *rpc_error)
+{
+	json_object *data = json_get_obj(rpc_error, "data"), *v;
+	const char *scope = json_get_str(data, "scope");
+
+	if ((v = json_get(data, "limit", json_type_int)) != NULL)
+		qerr_set_int(e, "limit", json_object_get_int64(v));
+	if (scope != NULL)
+		qerr_set_str(e, "scope", scope);
+}
+
 /*
  * A JSON-RPC error from the child: a catalogued code (by data.code,
  * errorKind or JSON-RPC code) keeps its REST shape; anything else is a 500
@@ -173,6 +187,8 @@ http_error_rpc(struct evhttp_request *req, json_object *rpc_error,
 			qerr_set_str(e, "sessionId", session_id);
 		if (e != NULL && c.reason != NULL)
 			qerr_set_reason(e, c.reason);
+		if (e != NULL)
+			rpc_limit_params(e, rpc_error);
 		qerr_class_clear(&c);
 		http_send_qerr(req, e);
 		return;
