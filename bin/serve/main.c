@@ -525,6 +525,8 @@ serve_fuzz_http(int argc, char **argv)
 {
 	parse_args(argc, argv);
 	resolve_conf();
+	/* Without the guard's caps every request is refused 503. */
+	guard_init();
 	if ((serve_base = event_base_new()) == NULL)
 		return NULL;
 	return http = http_new(serve_base);
