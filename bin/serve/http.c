@@ -40,6 +40,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/health", NULL, R_HEALTH, route_health },
 	{ EVHTTP_REQ_GET, "/capabilities", NULL, 0, route_capabilities },
 	{ EVHTTP_REQ_GET, "/daemon/status", NULL, 0, route_daemon_status },
+	{ EVHTTP_REQ_GET, "/metrics", NULL, 0, route_metrics },
 	{ EVHTTP_REQ_POST, "/session", NULL, R_BODY, route_session_create },
 	{ EVHTTP_REQ_GET, "/workspace/sessions", NULL, 0, route_workspace_sessions },
 	{ EVHTTP_REQ_POST, "/session/", "/load", R_ID | R_BODY, route_session_load },
