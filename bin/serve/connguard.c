@@ -564,7 +564,8 @@ guard_reply_done(struct evhttp_request *req, void *arg)
 {
 	struct guard *g;
 
-	(void)req; (void)arg;
+	(void)arg;
+	audit_done(req);
 	/* g may be gone (a closing connection): look it up by address. */
 	TAILQ_FOREACH(g, &guards, entry)
 		if (g == arg && g->phase != G_TAKEN) {
@@ -579,6 +580,7 @@ guard_request(struct evhttp_request *req)
 {
 	struct guard *g = guard_of(req);
 
+	audit_forget(req);
 	if (g == NULL)
 		return;
 	guard_request_whole(g);

@@ -324,6 +324,19 @@ client_id_header(struct evhttp_request *req, struct http_ctx *ctx)
 	ctx->client_id_bad = !client_id_valid(v);
 }
 
+/* "DELETE /session/:id", "POST /session/:id/permission/:requestId". */
+static void
+audit_route(struct evhttp_request *req, const struct route *r, const char *id)
+{
+	char what[128];
+
+	snprintf(what, sizeof(what), "%s %s%s%s%s",
+	    r->method == EVHTTP_REQ_POST ? "POST" : "DELETE", r->prefix,
+	    (r->flags & R_ID) ? ":id" : "", r->suffix != NULL ? r->suffix : "",
+	    (r->flags & R_TAIL) ? ":requestId" : "");
+	audit_begin(req, what, id);
+}
+
 /* Run the matched route with its context. */
 static void
 dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
@@ -351,6 +364,8 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 		goto out;
 	}
 	ctx.path_id = id;
+	if (r->method == EVHTTP_REQ_POST || r->method == EVHTTP_REQ_DELETE)
+		audit_route(req, r, id);
 	if (r->flags & R_TAIL)
 		ctx.path_tail = seg + seglen + strlen(r->suffix);
 	if ((r->flags & R_BODY) && parse_body(req, &ctx.body) == -1) {

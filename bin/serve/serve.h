@@ -12,7 +12,7 @@
  * (a session's model and approval mode, switched through its agent),
  * routes-history.c (transcript pages, branches), routes-daemon.c (health,
  * capabilities, daemon status, workspace listing route), metrics.c
- * (GET /metrics), listing.c (the
+ * (GET /metrics), audit.c (--audit-log), listing.c (the
  * listing itself, a slice per loop turn), web.c (the console's files),
  * bus.c
  * (event buses and SSE subscribers), inflight.c (in-flight spawns and
@@ -86,6 +86,7 @@ struct serve_conf {
 	char		*agent_acp;	/* passed to qwen-acp-child */
 	int		 agent_prestart;	/* --agent-prestart yes (default) */
 	char		*log_file;
+	char		*audit_log;	/* --audit-log, or NULL */
 	char		*trace_file;
 	char		*otlp_endpoint;		/* --otlp-endpoint, or NULL */
 	int64_t		 init_timeout_ms;
@@ -704,6 +705,15 @@ void	reply_slice_free_all(void);
 int	inflight_route_early(struct channel *, const char *id, json_object *params);
 /* Session ids fenced against late notifications, on every channel. */
 size_t	inflight_fences_count(void);
+
+/* ---- audit.c: --audit-log, who changed what -------------------------- */
+int	audit_open(const char *path);	/* 0, or -1 with errno */
+int	audit_reopen(void);		/* SIGHUP */
+/* A state-changing request: recorded once its answer is sent. */
+void	audit_begin(struct evhttp_request *, const char *what, const char *session_id);
+void	audit_done(struct evhttp_request *);	/* the answer went out */
+void	audit_forget(struct evhttp_request *);	/* a new request at this address */
+void	audit_free(void);
 
 /* ---- metrics.c: GET /metrics (Prometheus text format) ------------------ */
 void	route_metrics(struct http_ctx *);
