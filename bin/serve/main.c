@@ -53,7 +53,7 @@ enum {
 	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
 	OPT_NO_WEB, OPT_WEB_DIR,
 	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_OTLP, OPT_TOKEN_FILE, OPT_CHILD_CMD,
-	OPT_AUDIT_LOG, OPT_PERM_TO, OPT_AGENT_ACP, OPT_PROMPT_DEADLINE, OPT_WRITER_IDLE,
+	OPT_AUDIT_LOG, OPT_LOG_FORMAT, OPT_PERM_TO, OPT_AGENT_ACP, OPT_PROMPT_DEADLINE, OPT_WRITER_IDLE,
 	OPT_AGENT_PRESTART,
 };
 
@@ -78,6 +78,7 @@ static const struct option longopts[] = {
 	{ "log-file", required_argument, NULL, OPT_LOG_FILE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
+	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
 	{ "trace-file", required_argument, NULL, OPT_TRACE_FILE },
 	{ "otlp-endpoint", required_argument, NULL, OPT_OTLP },
 	{ "initialize-timeout-ms", required_argument, NULL, OPT_INIT_TO },
@@ -162,6 +163,7 @@ usage(int status)
 	    "\t[--data-dir DIR] [--cache-dir DIR]\n"
 	    "\t[--agent-command CMD | --agent-acp 'CMD ARGS'] [--agent-prestart yes|no]\n"
 	    "\t[--log-file FILE] [--audit-log FILE]\n"
+	    "\t[--log-format text|json]\n"
 	    "\t[--log-level LEVEL] [--trace-file FILE] [--otlp-endpoint URL]\n"
 	    "\t[--initialize-timeout-ms MS]\n"
 	    "\t[--session-restore-timeout-ms MS] [--channel-idle-timeout-ms MS]\n"
@@ -371,6 +373,12 @@ parse_args(int argc, char **argv)
 			conf.agent_prestart = strcmp(optarg, "yes") == 0;
 			break;
 		case OPT_LOG_FILE: free(conf.log_file); conf.log_file = xstrdup(optarg); break;
+		case OPT_LOG_FORMAT:
+			if (log_set_format(optarg) == -1) {
+				fprintf(stderr, "qwen-serve: --log-format: unknown format '%s' (text, json)\n", optarg);
+				exit(2);
+			}
+			break;
 		case OPT_AUDIT_LOG: free(conf.audit_log); conf.audit_log = xstrdup(optarg); break;
 		case OPT_LOG_LEVEL:
 			lvl = optarg;
