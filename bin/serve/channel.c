@@ -161,6 +161,7 @@ chan_start(struct channel *ch)
 	ch->started_ms = clock_mono_ms();
 	ch->killed = 0;
 	ch->kill_stage = 0;
+	metrics_child_started(ch->serial != 0);
 	ch->serial = ++chan_serial;
 	ch->in = wrap_fd(in[1], NULL, chan_on_in_event, ch);
 	/* Big answers (bulk replays) come in big reads, not 4 KiB ones. */
@@ -270,6 +271,7 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 	else if (WIFSIGNALED(st))
 		sig = WTERMSIG(st);
 	ch->pid = 0;	/* reaped: never signal that number again */
+	metrics_child_exited(killed);
 	log_info("child %ld exited (%s %d)", (long)pid,
 	    sig ? "signal" : "status", sig ? sig : code);
 	ch->state = CH_DYING;

@@ -49,6 +49,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/health", NULL, R_HEALTH, route_health },
 	{ EVHTTP_REQ_GET, "/capabilities", NULL, 0, route_capabilities },
 	{ EVHTTP_REQ_GET, "/daemon/status", NULL, 0, route_daemon_status },
+	{ EVHTTP_REQ_GET, "/metrics", NULL, 0, route_metrics },
 	{ EVHTTP_REQ_POST, "/session", NULL, R_BODY, route_session_create },
 	{ EVHTTP_REQ_GET, "/workspace/sessions", NULL, 0, route_workspace_sessions },
 	{ EVHTTP_REQ_POST, "/session/", "/load", R_ID | R_BODY, route_session_load },
@@ -367,6 +368,19 @@ body_wanted(const struct route *r, const struct http_ctx *ctx)
 	    clients_find(&s->clients, ctx->client_id) != NULL);
 }
 
+/* "DELETE /session/:id", "POST /session/:id/permission/:requestId". */
+static void
+audit_route(struct evhttp_request *req, const struct route *r, const char *id)
+{
+	char what[128];
+
+	snprintf(what, sizeof(what), "%s %s%s%s%s",
+	    r->method == EVHTTP_REQ_POST ? "POST" : "DELETE", r->prefix,
+	    (r->flags & R_ID) ? ":id" : "", r->suffix != NULL ? r->suffix : "",
+	    (r->flags & R_TAIL) ? ":requestId" : "");
+	audit_begin(req, what, id);
+}
+
 /* Run the matched route with its context. */
 static void
 dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
@@ -395,6 +409,8 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 		goto out;
 	}
 	ctx.path_id = id;
+	if (r->method == EVHTTP_REQ_POST || r->method == EVHTTP_REQ_DELETE)
+		audit_route(req, r, id);
 	if (r->flags & R_TAIL)
 		ctx.path_tail = seg + seglen + strlen(r->suffix);
 	if ((r->flags & R_BODY) && body_wanted(r, &ctx) &&

@@ -11,7 +11,8 @@
  * routes-agent.c (permission answers, model and mode routes), switches.c
  * (a session's model and approval mode, switched through its agent),
  * routes-history.c (transcript pages, branches), routes-daemon.c (health,
- * capabilities, daemon status, workspace listing route), listing.c (the
+ * capabilities, daemon status, workspace listing route), metrics.c
+ * (GET /metrics), audit.c (--audit-log), listing.c (the
  * listing itself, a slice per loop turn), web.c (the console's files),
  * bus.c
  * (event buses and their replay rings), sse.c (their SSE subscribers),
@@ -85,6 +86,7 @@ struct serve_conf {
 	char		*agent_acp;	/* passed to qwen-acp-child */
 	int		 agent_prestart;	/* --agent-prestart yes (default) */
 	char		*log_file;
+	char		*audit_log;	/* --audit-log, or NULL */
 	char		*trace_file;
 	char		*otlp_endpoint;		/* --otlp-endpoint, or NULL */
 	int64_t		 init_timeout_ms;
@@ -528,6 +530,8 @@ struct session	*sessions_find(const char *id);
 size_t		 sessions_count(void);
 size_t		 sessions_active_prompts(void);
 size_t		 sessions_subscribers(void);	/* SSE streams of every session */
+/* Prompts queued and permission requests pending, over every session. */
+void		 sessions_totals(size_t *queued, size_t *perms);
 /* Create a live session on ch (registered, counted).  NULL on ENOMEM. */
 struct session	*session_new(const char *id, struct channel *ch);
 /* Publish session_closed (reason) and remove; closes it on the child too. */
@@ -704,5 +708,30 @@ void	reply_slice_free_all(void);
 int	inflight_route_early(struct channel *, const char *id, json_object *params);
 /* Session ids fenced against late notifications, on every channel. */
 size_t	inflight_fences_count(void);
+
+/* ---- audit.c: --audit-log, who changed what -------------------------- */
+int	audit_open(const char *path);	/* 0, or -1 with errno */
+int	audit_reopen(void);		/* SIGHUP */
+/* A state-changing request: recorded once its answer is sent. */
+void	audit_begin(struct evhttp_request *, const char *what, const char *session_id);
+void	audit_done(struct evhttp_request *);	/* the answer went out */
+void	audit_forget(struct evhttp_request *);	/* a new request at this address */
+void	audit_free(void);
+
+/* ---- metrics.c: GET /metrics (Prometheus text format) ------------------ */
+void	route_metrics(struct http_ctx *);
+/* A restore's public answer: action (enum inflight_action), outcome
+   (enum rfsm_result), ms since its start. */
+void	metrics_restore(int action, int outcome, uint64_t ms);
+/* A prompt ended: "complete", "error" or "deadline_exceeded". */
+void	metrics_prompt(const char *result, uint64_t ms);
+void	metrics_sse_evicted(size_t dropped);	/* frames never sent */
+void	metrics_conn_open(int is_unix);
+void	metrics_conn_closed(int is_unix);
+/* A connection or request refused before its route (reason: error code). */
+void	metrics_refusal(int is_unix, const char *reason);
+void	metrics_child_started(int restart);
+void	metrics_child_exited(int killed);
+void	metrics_permission_asked(void);
 
 #endif

@@ -168,6 +168,7 @@ sub_check_queue(struct sse_sub *s)
 		log_info("session %s: evicting a slow SSE client (%zu frames, %zu bytes)",
 		    s->bus->session_id, queued, bytes);
 		sub_synthetic(s, "client_evicted", d);
+		metrics_sse_evicted(queued);
 		sub_end(s);
 		return -1;
 	}
