@@ -25,8 +25,12 @@
 #include "ws.h"
 #include "xmalloc.h"
 
-/* R_TAIL: one more path segment after the suffix (ctx.path_tail). */
-enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4, R_ACP = 8, R_TAIL = 16 };
+/*
+ * R_TAIL: one more path segment after the suffix (ctx.path_tail).  R_WS:
+ * the segment is a workspace (its id or URL-encoded cwd), not a session id.
+ */
+enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4, R_ACP = 8, R_TAIL = 16,
+	R_WS = 32 };
 
 struct route {
 	enum evhttp_cmd_type	 method;
@@ -42,6 +46,8 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/daemon/status", NULL, 0, route_daemon_status },
 	{ EVHTTP_REQ_POST, "/session", NULL, R_BODY, route_session_create },
 	{ EVHTTP_REQ_GET, "/workspace/sessions", NULL, 0, route_workspace_sessions },
+	{ EVHTTP_REQ_GET, "/workspace/", "/sessions", R_ID | R_WS,
+	    route_workspace_sessions_page },
 	{ EVHTTP_REQ_POST, "/session/", "/load", R_ID | R_BODY, route_session_load },
 	{ EVHTTP_REQ_POST, "/session/", "/resume", R_ID | R_BODY, route_session_resume },
 	{ EVHTTP_REQ_POST, "/session/", "/prompt", R_ID | R_BODY, route_session_prompt },
@@ -288,6 +294,33 @@ decode_session_id(const char *seg, size_t seglen)
 	return id;
 }
 
+/*
+ * A workspace path segment as the body {cwd} routes_check_cwd() reads: a
+ * workspace id ("primary", "wsN") becomes its cwd, anything else is taken
+ * as a URL-encoded cwd (and refused there when it is none of ours).
+ */
+static json_object *
+workspace_selector_body(const char *seg, size_t seglen)
+{
+	json_object *o = xjson_object_new_object();
+	char id[32], *raw, *dec;
+
+	for (size_t i = 0; i < conf.n_workspaces; i++) {
+		names_workspace_id(i, id, sizeof(id));
+		if (strlen(id) == seglen && strncmp(seg, id, seglen) == 0) {
+			json_object_object_add(o, "cwd",
+			    xjson_object_new_string(conf.workspaces[i]));
+			return o;
+		}
+	}
+	raw = xstrndup(seg, seglen);
+	dec = evhttp_uridecode(raw, 0, NULL);
+	free(raw);
+	json_object_object_add(o, "cwd", xjson_object_new_string(dec != NULL ? dec : ""));
+	free(dec);
+	return o;
+}
+
 /* Match path against r; *idp gets the id segment (start, length). */
 static int
 route_match(const struct route *r, const char *path, const char **seg, size_t *seglen)
@@ -339,6 +372,11 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 	}
 	ctx.query = &q;
 	client_id_header(req, &ctx);
+	if (r->flags & R_WS) {
+		ctx.body = workspace_selector_body(seg, seglen);
+		r->fn(&ctx);
+		goto out;
+	}
 	if ((r->flags & R_ID) && (id = decode_session_id(seg, seglen)) == NULL) {
 		struct qerr *e = qerr_new("invalid_session_id", "Invalid session id");
 		char *raw = strndup(seg, seglen);

@@ -323,13 +323,16 @@ void	route_session_branch(struct http_ctx *);
 void	route_health(struct http_ctx *);
 void	route_capabilities(struct http_ctx *);
 void	route_workspace_sessions(struct http_ctx *);
+void	route_workspace_sessions_page(struct http_ctx *);
 json_object *routes_capabilities_json(void);
 void	route_daemon_status(struct http_ctx *);
 
 /* ---- listing.c: the persisted sessions, a slice per loop turn --------- */
-/* Answer req with the newest max persisted sessions (never blocking the
-   loop); free the jobs and the prompt cache at exit. */
-void	listing_start(struct evhttp_request *req, const char *workspace, size_t max);
+/* Answer req with the newest persisted sessions from skip on, at most max
+   (never blocking the loop); paged: with nextCursor when more follow.  Free
+   the jobs and the prompt cache at exit. */
+void	listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
+	    size_t max, int paged);
 void	listing_free_all(void);
 
 /* ---- web.c: the browser console's static files ------------------------- */
