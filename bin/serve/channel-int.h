@@ -49,6 +49,9 @@ struct channel {
 	struct rpc_pending	*pending;
 	struct event		*deadline_ev;
 	struct event		*idle_ev;
+	struct event		*warm_ev;	/* a kept-warm child's restart */
+	uint64_t		 started_ms;	/* monotonic, of the current child */
+	long			 warm_backoff_ms;
 	struct event		*kill_ev;
 	struct event		*more_ev;
 	int			 kill_stage;
