@@ -36,6 +36,7 @@ struct prompt {
 	int64_t			 deadline_ms;	/* 0: none */
 	struct event		*deadline_ev;
 	struct span		*span;		/* from dispatch to settlement */
+	uint64_t		 started_ms;	/* dispatched (monotonic) */
 	json_object		*content;	/* the prompt's blocks (for listing) */
 	uint64_t		 queued_at_ms;	/* wall clock */
 };
@@ -68,6 +69,7 @@ prompts_init(struct session *s)
 static void
 prompt_span_result(struct prompt *p, const char *result, const char *code)
 {
+	metrics_prompt(result, clock_mono_ms() - p->started_ms);
 	span_set_str(p->span, "qwen-code.daemon.prompt.result", result);
 	if (code != NULL)
 		span_set_status(p->span, SPAN_STATUS_ERROR, code);
@@ -98,6 +100,7 @@ prompt_span_start(struct session *s, struct prompt *p)
 	struct trace_ctx tc;
 	char tp[TRACEPARENT_LEN + 1];
 
+	p->started_ms = clock_mono_ms();
 	p->span = span_start("qwen-code.daemon.bridge", SPAN_KIND_CLIENT, NULL);
 	span_set_str(p->span, "qwen-code.daemon.operation", "session.prompt");
 	span_set_str(p->span, "qwen-code.daemon.bridge.operation", "session.prompt");
