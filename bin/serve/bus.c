@@ -42,9 +42,12 @@ struct sse_sub {
 	uint64_t		 idle_since_ms;
 	size_t			 max_queued;
 	int			 warned;
-	/* Sizes of the live frames still in the output buffer, oldest first. */
+	/*
+	 * Sizes of the live frames still in the output buffer, oldest first:
+	 * room for fcap, grown on demand up to fmax (max_queued and a margin).
+	 */
 	size_t			*fifo;
-	size_t			 fcap, fhead, fcount, fbytes;
+	size_t			 fcap, fmax, fhead, fcount, fbytes;
 };
 
 /* An in-process listener (an ACP connection holding the session). */
@@ -62,8 +65,12 @@ struct bus {
 	uint64_t		 seeded_hi;	/* highest id handed out by bus_seed */
 	int			 raw;		/* bus_new_raw(): a message stream */
 	uint64_t		 delivered;	/* raw: highest id written to a stream */
+	/*
+	 * Room for cap frames, grown on demand up to limit (the ring size):
+	 * most sessions never see enough events to need the whole of it.
+	 */
 	struct ring_ev		*ring;
-	size_t			 cap, head, count;
+	size_t			 cap, limit, head, count;
 	size_t			 bytes;		/* frames in the ring */
 	TAILQ_HEAD(, sse_sub)	 subs;
 	size_t			 nsubs;
@@ -72,6 +79,32 @@ struct bus {
 
 static void	sub_end(struct sse_sub *);
 
+/* What a ring or a subscriber's queue starts with, before it grows. */
+#define BUS_FIRST_ROOM	8
+
+/*
+ * Grow a circular array of n used elements of size sz from head (room
+ * for *cap) to twice the room, at most max, unwrapped: -1 when it cannot.
+ */
+static int
+bus_grow(void **arr, size_t sz, size_t *cap, size_t *head, size_t n,
+    size_t max)
+{
+	size_t ncap = *cap * 2 > max ? max : *cap * 2, first;
+	char *na, *old = *arr;
+
+	if (ncap <= *cap || (na = reallocarray(NULL, ncap, sz)) == NULL)
+		return -1;
+	first = *cap - *head < n ? *cap - *head : n;
+	memcpy(na, old + *head * sz, first * sz);
+	memcpy(na + first * sz, old, (n - first) * sz);
+	free(old);
+	*arr = na;
+	*cap = ncap;
+	*head = 0;
+	return 0;
+}
+
 struct bus *
 bus_new(const char *session_id, size_t ring_size)
 {
@@ -79,14 +112,15 @@ bus_new(const char *session_id, size_t ring_size)
 
 	if ((b = calloc(1, sizeof(*b))) == NULL)
 		return NULL;
-	if ((b->ring = calloc(ring_size, sizeof(*b->ring))) == NULL) {
+	b->limit = ring_size;
+	b->cap = ring_size < BUS_FIRST_ROOM ? ring_size : BUS_FIRST_ROOM;
+	if ((b->ring = calloc(b->cap, sizeof(*b->ring))) == NULL) {
 		free(b);
 		return NULL;
 	}
 	strlcpy(b->session_id, session_id, sizeof(b->session_id));
 	uuid_new(b->epoch);
 	b->next_id = 1;
-	b->cap = ring_size;
 	TAILQ_INIT(&b->subs);
 	TAILQ_INIT(&b->listeners);
 	return b;
@@ -242,6 +276,9 @@ sub_write(struct sse_sub *s, const char *frame, size_t len, int live)
 	if (!live)
 		return;
 	sub_account(s);
+	if (s->fcount == s->fcap)
+		(void)bus_grow((void **)&s->fifo, sizeof(*s->fifo), &s->fcap,
+		    &s->fhead, s->fcount, s->fmax);
 	if (s->fcount < s->fcap) {
 		s->fifo[(s->fhead + s->fcount) % s->fcap] = sz;
 		s->fcount++;
@@ -439,6 +476,9 @@ ring_push(struct bus *b, uint64_t id, const char *frame, size_t len)
 	if ((copy = malloc(len)) == NULL)
 		return;
 	memcpy(copy, frame, len);
+	if (b->count == b->cap)
+		(void)bus_grow((void **)&b->ring, sizeof(*b->ring), &b->cap,
+		    &b->head, b->count, b->limit);
 	while (b->count > 0 && (b->count == b->cap ||
 	    b->bytes + len > SERVE_RING_BYTES))
 		ring_evict(b);
@@ -640,12 +680,13 @@ bus_subscribe(struct bus *b, struct evhttp_request *req, int64_t last_event_id,
 		return;
 	}
 	if (evcon == NULL || (s = calloc(1, sizeof(*s))) == NULL ||
-	    (s->fifo = calloc((size_t)max_queued + 8, sizeof(*s->fifo))) == NULL) {
+	    (s->fifo = calloc(BUS_FIRST_ROOM, sizeof(*s->fifo))) == NULL) {
 		free(s);
 		http_error(req, "internal", NULL);
 		return;
 	}
-	s->fcap = (size_t)max_queued + 8;
+	s->fcap = BUS_FIRST_ROOM;
+	s->fmax = (size_t)max_queued + 8;
 	s->bus = b;
 	s->req = req;
 	s->max_queued = (size_t)max_queued;
