@@ -559,10 +559,15 @@ rj_session(struct child *c, struct rpc_msg *m, const char *sid)
 	const char *cwd = rj_cwd(c, m->params);
 	char *path;
 
-	if (c->nsessions >= CHILD_MAX_SESSIONS) {
+	if (c->opts.max_sessions > 0 && c->nsessions >= c->opts.max_sessions) {
+		json_object *data = child_error_data("session_limit_exceeded");
+
+		json_object_object_add(data, "limit",
+		    xjson_object_new_int64((int64_t)c->opts.max_sessions));
+		json_object_object_add(data, "scope",
+		    xjson_object_new_string("workspace process"));
 		child_send_error(c, m->id, RPC_INTERNAL_ERROR,
-		    "too many sessions in this process",
-		    child_error_data("session_limit_exceeded"));
+		    "too many sessions in this process", data);
 		return NULL;
 	}
 	if ((path = paths_transcript(c->opts.data_dir, cwd, sid)) == NULL ||

@@ -17,6 +17,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "errors.h"
+#include "json.h"
 #include "log.h"
 #include "paths.h"
 #include "rpc-frame.h"
@@ -147,6 +148,27 @@ http_error(struct evhttp_request *req, const char *code, const char *session_id)
  * errorKind or JSON-RPC code) keeps its REST shape; anything else is a 500
  * copying the JSON-RPC code and data.
  */
+/*
+ * The facts a catalogued template names that the child gave in its data
+ * (a session cap's limit and scope): the message is filled, not left
+ * with its {placeholders}.
+ */
+static void
+http_rpc_extras(struct qerr *e, json_object *rpc_error)
+{
+	json_object *data, *v;
+	const char *scope;
+
+	if (!json_object_object_get_ex(rpc_error, "data", &data) ||
+	    !json_object_is_type(data, json_type_object))
+		return;
+	if (json_object_object_get_ex(data, "limit", &v) &&
+	    json_object_is_type(v, json_type_int))
+		qerr_set_int(e, "limit", json_object_get_int64(v));
+	if ((scope = json_get_str(data, "scope")) != NULL)
+		qerr_set_str(e, "scope", scope);
+}
+
 void
 http_error_rpc(struct evhttp_request *req, json_object *rpc_error,
     const char *session_id)
@@ -165,6 +187,8 @@ http_error_rpc(struct evhttp_request *req, json_object *rpc_error,
 			qerr_set_str(e, "sessionId", session_id);
 		if (e != NULL && c.reason != NULL)
 			qerr_set_reason(e, c.reason);
+		if (e != NULL)
+			http_rpc_extras(e, rpc_error);
 		qerr_class_clear(&c);
 		http_send_qerr(req, e);
 		return;
