@@ -107,8 +107,8 @@ P='{"prompt":[{"type":"text","text":"hello"}]}'
 	expect 200
 	req POST /session '{"sessionScope":"thread"}'
 	expect 503 '.code == "session_limit_exceeded" and .retryable == true'
-	expect 503 '.error == "Session limit reached (2 per workspace process)"'
-	expect 503 '.limit == 2 and .scope == "workspace process"'
+	expect 503 '.error == "Session limit reached (2 per workspace child)"'
+	expect 503 '.limit == 2 and .scope == "workspace child"'
 }
 
 @test "load: state, compactedReplay with bus ids, cursor, clientId; second load attaches" {

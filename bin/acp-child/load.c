@@ -568,7 +568,7 @@ rj_session(struct child *c, struct rpc_msg *m, const char *sid)
 		json_object_object_add(data, "limit",
 		    xjson_object_new_int64((int64_t)c->opts.max_sessions));
 		json_object_object_add(data, "scope",
-		    xjson_object_new_string("workspace process"));
+		    xjson_object_new_string("workspace child"));
 		child_send_error(c, m->id, RPC_INTERNAL_ERROR,
 		    "too many sessions in this process", data);
 		return NULL;
