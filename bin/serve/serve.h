@@ -102,6 +102,7 @@ struct serve_conf {
 	size_t		 compacted_replay_max_bytes;
 	int		 max_sessions;		/* 0: unlimited */
 	int		 max_total_sessions;	/* 0: unlimited */
+	int		 child_max_sessions;	/* -1: derived, 0: unlimited */
 	int		 max_pending_prompts;	/* 0: unlimited */
 	int		 no_web;		/* --no-web: no console at / */
 	char		*web_dir;	/* --web-dir; NULL: env or pkgdatadir */
