@@ -53,7 +53,6 @@ struct channel {
 	struct event		*more_ev;
 	int			 kill_stage;
 	int			 killed;	/* we ended it */
-	int			 keep_warm;	/* prestarted: the idle policy spares it */
 	TAILQ_HEAD(, chan_req)	 waiting;
 	TAILQ_HEAD(, chan_req)	 respawn;	/* arrived while an idle child ended */
 	size_t			 nsessions;

@@ -361,8 +361,7 @@ chan_check_idle(struct channel *ch)
 	case RFSM_REAP_IDLE_POLICY:
 		break;
 	}
-	if (ch->nsessions > 0 || rpc_pending_count(ch->pending) > 0 ||
-	    ch->keep_warm)
+	if (ch->nsessions > 0 || rpc_pending_count(ch->pending) > 0)
 		return;
 	if (conf.channel_idle_timeout_ms == 0) {
 		on_idle(-1, 0, ch);
@@ -395,29 +394,6 @@ channel_get(const char *workspace)
 	ch->more_ev = evtimer_new(serve_base, chan_on_more, ch);
 	TAILQ_INSERT_TAIL(&channels, ch, entry);
 	return ch;
-}
-
-/*
- * A daemon restarted before its users come back has each workspace's
- * agent warm: the child starts it at once.  Such a child is kept through
- * idle spells (its agent's start is what a first prompt would pay).
- */
-void
-channels_prestart(void)
-{
-	struct channel *ch;
-	size_t i;
-
-	if (conf.agent_acp == NULL || !conf.agent_prestart || conf.child_argv != NULL)
-		return;
-	for (i = 0; i < conf.n_workspaces; i++) {
-		if ((ch = channel_get(conf.workspaces[i])) == NULL)
-			continue;
-		ch->keep_warm = 1;
-		if (ch->state == CH_IDLE)
-			chan_start(ch);
-		log_info("workspace %s: child prestarted", ch->workspace);
-	}
 }
 
 void

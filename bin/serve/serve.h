@@ -83,7 +83,6 @@ struct serve_conf {
 	char		*cache_dir;	/* likewise (kept transcript indexes) */
 	char		*agent_command;
 	char		*agent_acp;	/* passed to qwen-acp-child */
-	int		 agent_prestart;	/* --agent-prestart: children and agents early */
 	char		*log_file;
 	char		*trace_file;
 	char		*otlp_endpoint;		/* --otlp-endpoint, or NULL */
@@ -446,8 +445,6 @@ void	channel_reconsider(struct channel *);
 void	channel_kill(struct channel *);
 /* Shutdown: end every child; returns the number still running. */
 size_t	channels_shutdown(void);
-/* With --agent-acp: start every workspace's child (and its agent) now. */
-void	channels_prestart(void);
 size_t	channels_running(void);
 void	channels_free(void);
 
