@@ -18,7 +18,6 @@
 struct bufferevent;
 struct child;
 struct event;
-struct session;
 
 enum call_kind { CALL_INIT, CALL_RESUME, CALL_PROMPT, CALL_PERMISSION };
 
@@ -43,10 +42,6 @@ struct delegate {
 	TAILQ_HEAD(, call)	 calls;
 	TAILQ_HEAD(, call)	 waiting;	/* prompts until the agent is ready */
 	char			 secret[48];
-	enum { RESUME_BY_RESUME, RESUME_BY_LOAD } resume_by;	/* its capabilities */
-	struct event		*ev_restart;	/* the backoff before a new start */
-	int			 failures;	/* exits in a row, for the backoff */
-	uint64_t		 started_ms;
 };
 
 
@@ -69,20 +64,5 @@ int		 dlg_start(struct child *, char **cause);
 void		 dlg_message(struct child *, struct rpc_msg *);
 /* delegate.c: the agent's process is gone. */
 void		 dlg_gone(struct child *);
-/*
- * delegate.c: resume s at the agent; with a prompt (pid, params: borrowed)
- * that then runs, without one in the background (warm).
- */
-void		 dlg_resume(struct child *, struct session *, json_object *pid,
-		    json_object *params);
-
-/* delegate-warm.c: the agent is ready: resume the restored sessions. */
-void		 warm_ready(struct child *);
-/* delegate-warm.c: the agent is gone or did not start: start it again later. */
-void		 warm_gone(struct child *);
-/* delegate-warm.c: whether a restart is waiting for its backoff. */
-int		 warm_pending(void);
-/* delegate-warm.c: the restart timer goes (shutdown). */
-void		 warm_stop(void);
 
 #endif

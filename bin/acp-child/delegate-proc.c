@@ -22,7 +22,6 @@
 #include "agent.h"
 #include "base64.h"
 #include "child.h"
-#include "clock.h"
 #include "delegate.h"
 #include "delegate-int.h"
 #include "log.h"
@@ -156,7 +155,6 @@ dlg_start(struct child *c, char **cause)
 	if (dlg.ev_exit != NULL)
 		event_add(dlg.ev_exit, NULL);
 	dlg.state = D_STARTING;
-	dlg.started_ms = clock_mono_ms();
 	log_info("agent %ld started (%s)", (long)dlg.pid, c->opts.agent_acp[0]);
 	if ((k = call_new(CALL_INIT, NULL, NULL, NULL)) != NULL)
 		dlg_call(k, "initialize", rpc_acp_initialize_params("qwen-acp-child",
@@ -233,7 +231,6 @@ int
 delegate_shutdown(struct child *c)
 {
 	(void)c;
-	warm_stop();
 	if (dlg.pid <= 0)
 		return 0;
 	if (dlg.in != NULL) {

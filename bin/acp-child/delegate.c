@@ -2,19 +2,17 @@
  * delegate.c: the sessions and turns at the ACP agent (--agent-acp
  * 'CMD ARGS') that answers this child's prompts.
  *
- * One agent process per child, started with spawn_start() (with the
- * child, or on the first prompt with --agent-prestart=no; loads never
- * wait for it), initialized with a private-parent secret of our own, then
- * each session is resumed there once (its writer lease released first, so
- * that the agent can write): in the background once its restore answer is
- * queued (delegate-warm.c), or by its first prompt.
+ * One agent process per child, started with spawn_start() on the first
+ * prompt (never at load: loads stay ours and fast), initialized with a
+ * private-parent secret of our own, then each session is resumed there
+ * once (its writer lease released first, so that the agent can write).
  * A session's prompt is forwarded with a fresh id; the agent's
  * session/update notifications go to our parent unchanged, its
  * session/request_permission requests too (as our requests, whose
  * answers we hand back), and its answer ends the turn.  Until the agent
  * is ready the session's subscribers see a session_info_update saying so.
  * An agent that exits fails the turns it held (errorKind agent_failed)
- * and is started again after a backoff (delegate-warm.c).  The process and the wire are
+ * and is started again by the next prompt.  The process and the wire are
  * delegate-proc.c's.
  */
 #include "config.h"
@@ -31,7 +29,6 @@
 #include "child.h"
 #include "delegate.h"
 #include "delegate-int.h"
-#include "json.h"
 #include "lease.h"
 #include "log.h"
 
@@ -85,26 +82,20 @@ tell_state(struct child *c, const char *sid, const char *state)
 /* ---- sessions at the agent ---------------------------------------------- */
 
 /*
- * Resume s at the agent (releasing our writer lease), then prompt when pid
- * is given.  A session with no transcript yet (session/new, nothing said)
- * cannot be resumed: the agent creates it under our id instead (only for
- * a prompt).  An agent that cannot resume loads, its replay unforwarded.
+ * Resume s at the agent (releasing our writer lease), then prompt.  A
+ * session with no transcript yet (session/new, nothing said) cannot be
+ * resumed: the agent creates it under our id instead.
  */
-void
+static void
 dlg_resume(struct child *c, struct session *s, json_object *pid, json_object *params)
 {
-	json_object *p, *meta;
+	json_object *p = json_object_new_object(), *meta;
 	int exists = s->path != NULL && access(s->path, F_OK) == 0;
-	int load = exists && dlg.resume_by == RESUME_BY_LOAD;
-	const char *method = !exists ? "session/new" : load ? "session/load" :
-	    "session/resume";
 	struct call *k;
 
-	if (!exists && pid == NULL)
-		return;
 	if ((k = call_new(CALL_RESUME, s->id, pid, params)) == NULL) {
-		if (pid != NULL)
-			fail_turn(c, s->id, pid, "out of memory");
+		json_object_put(p);
+		fail_turn(c, s->id, pid, "out of memory");
 		return;
 	}
 	/* The agent takes the writer lease; we write nothing meanwhile. */
@@ -112,8 +103,6 @@ dlg_resume(struct child *c, struct session *s, json_object *pid, json_object *pa
 	s->app = NULL;
 	lease_release(s->lease);
 	s->lease = NULL;
-	s->agent_resuming = load ? 2 : 1;
-	p = json_object_new_object();
 	json_object_object_add(p, "sessionId", json_object_new_string(s->id));
 	json_object_object_add(p, "cwd", json_object_new_string(s->cwd != NULL ?
 	    s->cwd : c->opts.workspace));
@@ -123,9 +112,8 @@ dlg_resume(struct child *c, struct session *s, json_object *pid, json_object *pa
 		json_object_object_add(meta, "qwen-code/sessionId", json_object_new_string(s->id));
 		json_object_object_add(p, "_meta", meta);
 	}
-	log_info("session %s: %s at the agent%s", s->id, method,
-	    pid == NULL ? " (warm)" : "");
-	dlg_call(k, method, p);
+	log_info("session %s: %s it at the agent", s->id, exists ? "resuming" : "creating");
+	dlg_call(k, exists ? "session/resume" : "session/new", p);
 }
 
 static void
@@ -175,18 +163,6 @@ delegate_prompt(struct child *c, struct rpc_msg *m, struct session *s)
 	char *cause = NULL;
 
 	s->busy = 1;
-	if (dlg.state == D_READY && s->agent_resuming) {
-		/* A warm resume is on its way: the prompt rides on its answer. */
-		TAILQ_FOREACH(k, &dlg.calls, entry)
-			if (k->kind == CALL_RESUME && k->peer_id == NULL &&
-			    strcmp(k->sid, s->id) == 0) {
-				json_object_deep_copy(m->id, &k->peer_id, NULL);
-				if (m->params != NULL)
-					json_object_deep_copy(m->params, &k->params, NULL);
-				tell_state(c, s->id, "starting");
-				return;
-			}
-	}
 	if (dlg.state == D_READY) {
 		if (s->delegated)
 			dlg_send_prompt(c, s, m->id, m->params);
@@ -200,8 +176,7 @@ delegate_prompt(struct child *c, struct rpc_msg *m, struct session *s)
 	}
 	TAILQ_INSERT_TAIL(&dlg.waiting, k, entry);
 	tell_state(c, s->id, "starting");
-	/* After an exit the backoff's timer starts it, not each prompt. */
-	if (dlg.state == D_DOWN && !warm_pending() && dlg_start(c, &cause) == -1) {
+	if (dlg.state == D_DOWN && dlg_start(c, &cause) == -1) {
 		dlg_release_waiting(c, 0, cause);
 		free(cause);
 	}
@@ -260,58 +235,13 @@ take_call(int64_t id, enum call_kind not_kind)
 	return NULL;
 }
 
-/*
- * How the agent restores a session it did not start: session/resume when
- * it offers sessionCapabilities.resume (no replay), else session/load
- * when it offers loadSession, as upstream's daemon chooses.
- */
-static int
-dlg_resume_by(json_object *result)
-{
-	json_object *caps = json_get_obj(result, "agentCapabilities"), *v;
-
-	if (caps != NULL && json_get_obj(caps, "sessionCapabilities") != NULL &&
-	    json_get_obj(json_get_obj(caps, "sessionCapabilities"), "resume") != NULL)
-		return RESUME_BY_RESUME;
-	if (caps != NULL && json_object_object_get_ex(caps, "loadSession", &v) &&
-	    json_object_get_boolean(v))
-		return RESUME_BY_LOAD;
-	return RESUME_BY_RESUME;
-}
-
-/* The agent answered a resume: the session is its; a prompt may run. */
-static void
-dlg_resumed(struct child *c, struct session *s, struct call *k, struct rpc_msg *m)
-{
-	json_object *msg;
-
-	s->agent_resuming = 0;
-	if (m->kind == RPC_RESULT) {
-		s->delegated = 1;
-		if (k->peer_id == NULL) {
-			log_info("session %s: resumed at the agent (warm)", s->id);
-			return;
-		}
-		tell_state(c, s->id, "ready");
-		dlg_send_prompt(c, s, k->peer_id, k->params);
-		return;
-	}
-	msg = json_object_object_get(m->error, "message");
-	if (k->peer_id == NULL) {
-		log_warnx("session %s: the agent did not resume it (warm): %s", s->id,
-		    msg != NULL ? json_object_get_string(msg) : "?");
-		return;
-	}
-	fail_turn(c, s->id, k->peer_id, msg != NULL ?
-	    json_object_get_string(msg) : "the agent cannot resume the session");
-}
-
 /* An answer to one of our requests. */
 static void
 dlg_answer(struct child *c, struct rpc_msg *m)
 {
 	struct session *s;
 	struct call *k;
+	json_object *msg;
 
 	if (!json_object_is_type(m->id, json_type_int) ||
 	    (k = take_call(json_object_get_int64(m->id), CALL_PERMISSION)) == NULL)
@@ -322,16 +252,23 @@ dlg_answer(struct child *c, struct rpc_msg *m)
 		dlg.state = m->kind == RPC_RESULT ? D_READY : D_STARTING;
 		log_info("agent %ld: initialize %s", (long)dlg.pid,
 		    m->kind == RPC_RESULT ? "done" : "refused");
-		if (m->kind == RPC_RESULT) {
-			dlg.resume_by = dlg_resume_by(m->result);
+		if (m->kind == RPC_RESULT)
 			dlg_release_waiting(c, 1, NULL);
-			warm_ready(c);
-		} else
+		else
 			kill(-dlg.pid, SIGTERM);
 		break;
 	case CALL_RESUME:
-		if (s != NULL)
-			dlg_resumed(c, s, k, m);
+		if (s == NULL)
+			break;
+		if (m->kind == RPC_RESULT) {
+			s->delegated = 1;
+			tell_state(c, s->id, "ready");
+			dlg_send_prompt(c, s, k->peer_id, k->params);
+		} else {
+			msg = json_object_object_get(m->error, "message");
+			fail_turn(c, s->id, k->peer_id, msg != NULL ?
+			    json_object_get_string(msg) : "the agent cannot resume the session");
+		}
 		break;
 	case CALL_PROMPT:
 		if (m->kind == RPC_RESULT)
@@ -390,24 +327,12 @@ delegate_parent_answer(struct child *c, struct rpc_msg *m)
 	call_free(k);
 }
 
-/* Whether an update is the replay of a session/load we sent (ours to drop). */
-static int
-dlg_replaying(struct child *c, json_object *params)
-{
-	const char *sid = json_get_str(params, "sessionId");
-	struct session *s;
-
-	return sid != NULL && (s = session_find(&c->sessions, sid)) != NULL &&
-	    s->agent_resuming == 2;
-}
-
 void
 dlg_message(struct child *c, struct rpc_msg *m)
 {
 	switch (m->kind) {
 	case RPC_NOTIFICATION:
-		if (strcmp(m->method, "session/update") == 0 && m->params != NULL &&
-		    !dlg_replaying(c, m->params))
+		if (strcmp(m->method, "session/update") == 0 && m->params != NULL)
 			child_send(c, rpc_new_notification("session/update",
 			    json_object_get(m->params)));
 		break;
@@ -433,14 +358,13 @@ dlg_gone(struct child *c)
 	struct call *k;
 
 	RB_FOREACH(s, session_tree, &c->sessions)
-		s->delegated = s->agent_resuming = 0;
+		s->delegated = 0;
 	while ((k = TAILQ_FIRST(&dlg.calls)) != NULL) {
 		TAILQ_REMOVE(&dlg.calls, k, entry);
-		if ((k->kind == CALL_PROMPT || k->kind == CALL_RESUME) && k->peer_id != NULL)
+		if (k->kind == CALL_PROMPT || k->kind == CALL_RESUME)
 			fail_turn(c, k->sid, k->peer_id, "the agent exited during the turn");
 		call_free(k);
 	}
 	dlg_release_waiting(c, 0, NULL);
-	warm_gone(c);
 	child_check_done(c);
 }

@@ -2,9 +2,8 @@
  * delegate.h: --agent-acp, the real ACP agent behind this child.
  *
  * The child keeps serving load/resume/replay with its own loader; a
- * session's prompts go to one ACP agent process (started with the child,
- * or on the first prompt with --agent-prestart=no), which resumes each
- * restored session once its answer is out, and from then on
+ * session's prompts go to one ACP agent process (started on the first
+ * prompt, once per child), which resumes the session and from then on
  * gets its prompts, cancels and permission answers, and writes its
  * transcript itself (the child holds no writer lease on it meanwhile).
  */
@@ -24,10 +23,6 @@ void	delegate_cancel(struct child *, struct session *, int queued);
 void	delegate_parent_answer(struct child *, struct rpc_msg *);
 /* Shutdown: end the agent; 1 while it still runs. */
 int	delegate_shutdown(struct child *);
-/* Child start: start the agent now unless --agent-prestart=no. */
-void	delegate_boot(struct child *);
-/* s's load or resume answer is queued: resume it at the agent (warm). */
-void	delegate_restored(struct child *, struct session *);
 /* The session goes: forget it at the agent's side. */
 void	delegate_session_gone(struct child *, struct session *);
 

@@ -23,7 +23,6 @@
 #include "chain.h"
 #include "child.h"
 #include "clock.h"
-#include "delegate.h"
 #include "jsonw.h"
 #include "lagmon.h"
 #include "lease.h"
@@ -392,7 +391,7 @@ rj_done(struct lw_job *lw)
 	struct session *s = j->s;
 	struct lag_snapshot lag;
 	json_object *data;
-	int i, ok, warm;
+	int i, ok;
 
 	s->busy = 0;
 	if (j->err_code == 0 && rj_register(c, j) == 0) {
@@ -424,13 +423,9 @@ rj_done(struct lw_job *lw)
 	    j->sid, j->err_code != 0 ? j->err_kind : NULL);
 	j->span = NULL;
 	ok = j->err_code == 0;
-	warm = ok && j->kind != RJ_NEW;
 	rj_free(j);
 	if (ok)
 		indexkeep_start(c, s);
-	/* Its answer is queued: now the agent may resume it, off our path. */
-	if (warm)
-		delegate_restored(c, s);
 	child_session_idle(c, s);
 }
 
@@ -521,8 +516,8 @@ rj_submit(struct child *c, struct rpc_msg *m, struct session *s,
 	j->refresh = s->registered;
 	j->fresh = s->fresh;
 	/* A session the --agent-acp agent writes: no lease, no appender of ours. */
-	j->have_lease = s->lease != NULL || s->delegated || s->agent_resuming;
-	j->have_app = s->app != NULL || s->delegated || s->agent_resuming;
+	j->have_lease = s->lease != NULL || s->delegated;
+	j->have_app = s->app != NULL || s->delegated;
 	j->tx = s->tx;
 	s->tx = NULL;
 	s->busy = 1;

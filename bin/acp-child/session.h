@@ -40,8 +40,6 @@ struct session {
 	int			 busy;
 	int			 fresh;		/* from session/new: no file until the first append */
 	int			 delegated;	/* resumed at the --agent-acp agent */
-	int			 warm;		/* restored: keep it resumed there */
-	int			 agent_resuming;	/* 1 resume, 2 load in flight there */
 	char			 mode[16];	/* approval mode (modes.c) */
 	TAILQ_HEAD(, session_op) queue;
 	size_t			 nqueue;
