@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <event2/event.h>
 
@@ -236,14 +237,85 @@ on_prompt_deadline(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(s->grace_ev, &tv);
 }
 
+/* A non-empty string member of obj, or NULL. */
+static const char *
+str_member(json_object *obj, const char *key)
+{
+	json_object *v;
+
+	if (obj == NULL || !json_object_object_get_ex(obj, key, &v) ||
+	    !json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0)
+		return NULL;
+	return json_object_get_string(v);
+}
+
+/*
+ * What the agent said went wrong, in upstream's order: data itself when
+ * it is a string, data.details, data.message, data.error (or its
+ * message), then the error's own message ("Internal error" says least).
+ */
+static const char *
+rpc_error_words(json_object *err)
+{
+	json_object *data = NULL, *e = NULL;
+	const char *w;
+
+	(void)json_object_object_get_ex(err, "data", &data);
+	if (data != NULL && json_object_is_type(data, json_type_string) &&
+	    json_object_get_string_len(data) > 0)
+		return json_object_get_string(data);
+	if ((w = str_member(data, "details")) != NULL ||
+	    (w = str_member(data, "message")) != NULL)
+		return w;
+	if (data != NULL && json_object_object_get_ex(data, "error", &e)) {
+		if (json_object_is_type(e, json_type_string) &&
+		    json_object_get_string_len(e) > 0)
+			return json_object_get_string(e);
+		if ((w = str_member(e, "message")) != NULL)
+			return w;
+	}
+	return (w = str_member(err, "message")) != NULL ? w : "Prompt failed";
+}
+
+/*
+ * turn_error for a JSON-RPC error answer to the prompt, as upstream's
+ * daemon maps one: the agent's own words and code (data.code, else the
+ * JSON-RPC code as a string: "-32603"), data.loopType; and our
+ * classification alongside in errorKind (data.errorKind, a "terminated"
+ * stream, else acp_error).
+ */
+static void
+turn_error_rpc(struct session *s, struct prompt *p, json_object *err)
+{
+	json_object *data = NULL, *extra = xjson_object_new_object(), *v;
+	const char *msg = rpc_error_words(err), *code, *kind, *loop;
+	char num[24];
+
+	(void)json_object_object_get_ex(err, "data", &data);
+	if (!json_object_is_type(data, json_type_object))
+		data = NULL;
+	if ((code = str_member(data, "code")) == NULL &&
+	    json_object_object_get_ex(err, "code", &v) && json_object_is_type(v, json_type_int)) {
+		snprintf(num, sizeof(num), "%lld", (long long)json_object_get_int64(v));
+		code = num;
+	}
+	if ((kind = str_member(data, "errorKind")) == NULL)
+		kind = strcasecmp(msg, "terminated") == 0 ?
+		    "model_stream_interrupted" : "acp_error";
+	if ((loop = str_member(data, "loopType")) != NULL)
+		json_object_object_add(extra, "loopType", xjson_object_new_string(loop));
+	turn_error_ex(s, p, msg, code != NULL ? code : "acp_error", kind, extra);
+	prompt_span_result(p, "error", code != NULL ? code : "acp_error");
+}
+
 /* The child answered session/prompt (or could not). */
 static void
 on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 {
 	struct prompt *p = arg;
 	struct session *s = p->s;
-	json_object *d, *v, *data = NULL;
-	const char *stop = "end_turn", *msg = "Prompt failed", *code = NULL, *kind = NULL;
+	json_object *d, *v;
+	const char *stop = "end_turn";
 
 	p->req = NULL;
 	if (p == s->expired) {
@@ -265,18 +337,7 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 		prompt_span_result(p, "complete", NULL);
 		span_set_str(p->span, "qwen-code.daemon.prompt.stop_reason", stop);
 	} else if (o == CHAN_ERROR) {
-		if (json_object_object_get_ex(payload, "message", &v))
-			msg = json_object_get_string(v);
-		(void)json_object_object_get_ex(payload, "data", &data);
-		if (json_object_object_get_ex(data, "code", &v) &&
-		    json_object_is_type(v, json_type_string))
-			code = json_object_get_string(v);
-		/* The child's classification (agent_failed, ...) goes along. */
-		if (json_object_object_get_ex(data, "errorKind", &v) &&
-		    json_object_is_type(v, json_type_string))
-			kind = json_object_get_string(v);
-		turn_error(s, p, msg, code != NULL ? code : "acp_error", kind);
-		prompt_span_result(p, "error", code != NULL ? code : "acp_error");
+		turn_error_rpc(s, p, payload);
 	} else {
 		turn_error(s, p, "The agent process exited during the prompt",
 		    "channel_closed", "acp_channel_unavailable");
