@@ -30,6 +30,7 @@
 
 struct page_req {
 	struct evhttp_request	*req;
+	struct channel		*ch;	/* counts it as control work (seed 000) */
 	char			 id[SERVE_SESSION_ID_MAX + 1];
 	char			 new_id[UUID_LEN + 1];	/* a branch */
 	char			*name;				/* a branch */
@@ -156,6 +157,7 @@ on_page(void *arg, enum chan_outcome o, json_object *payload)
 		http_send_qerr(pr->req, e);
 	} else
 		unavailable(pr->req);
+	channel_control_end(pr->ch);
 	free(pr);
 }
 
@@ -187,9 +189,13 @@ route_session_transcript(struct http_ctx *ctx)
 		return;
 	}
 	pr->req = ctx->req;
+	pr->ch = ch;
 	strlcpy(pr->id, ctx->path_id, sizeof(pr->id));
+	/* Counted before it goes: a request that fails at once is answered now. */
+	channel_control_begin(ch);
 	if (channel_request(ch, "qwen/status/session/transcript", params,
 	    (uint64_t)conf.restore_timeout_ms, on_page, pr) == NULL) {
+		channel_control_end(ch);
 		free(pr);
 		unavailable(ctx->req);
 	}
@@ -247,6 +253,7 @@ on_branch(void *arg, enum chan_outcome o, json_object *payload)
 		http_send_qerr(pr->req, e);
 	} else
 		unavailable(pr->req);
+	channel_control_end(pr->ch);
 	free(pr->name);
 	free(pr);
 }
@@ -295,6 +302,9 @@ route_session_branch(struct http_ctx *ctx)
 		return;
 	}
 	ch = s != NULL ? s->channel : channel_get(ctx->workspace);
+	/* A branch is fresh work: not on a quarantined or overdue channel. */
+	if (ch != NULL && inflight_admit_control(ctx->req, ch) == -1)
+		return;
 	if (ch == NULL || (pr = calloc(1, sizeof(*pr))) == NULL ||
 	    (name != NULL && (pr->name = strdup(name)) == NULL)) {
 		if (ch != NULL && pr != NULL)
@@ -303,6 +313,7 @@ route_session_branch(struct http_ctx *ctx)
 		return;
 	}
 	pr->req = ctx->req;
+	pr->ch = ch;
 	strlcpy(pr->id, ctx->path_id, sizeof(pr->id));
 	uuid_new(pr->new_id);
 	params = xjson_object_new_object();
@@ -311,8 +322,11 @@ route_session_branch(struct http_ctx *ctx)
 	json_object_object_add(params, "newSessionId", xjson_object_new_string(pr->new_id));
 	if (at != NULL)
 		json_object_object_add(params, "atRecordId", xjson_object_new_string(at));
+	/* Counted before it goes: a request that fails at once is answered now. */
+	channel_control_begin(ch);
 	if (channel_request(ch, "qwen/control/session/branch", params,
 	    (uint64_t)conf.restore_timeout_ms, on_branch, pr) == NULL) {
+		channel_control_end(ch);
 		free(pr->name);
 		free(pr);
 		unavailable(ctx->req);
