@@ -1,5 +1,5 @@
 /*
- * txpage.c: _qwen/session/transcript, pages of a session's active history
+ * txpage.c: qwen/status/session/transcript (also _qwen/...), pages of a session's active history
  * (the daemon's GET /session/:id/transcript), live or not.
  *
  * A page is answered from a kept index of the transcript, its active
@@ -429,11 +429,28 @@ txp_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 	loadwork_submit(c->work, &j->lw);
 }
 
+/* A branch, under upstream's name or our older private one. */
+static int
+txp_is_branch(const char *method)
+{
+	return strcmp(method, "qwen/control/session/branch") == 0 ||
+	    strcmp(method, "_qwen/session/branch") == 0;
+}
+
+/* Pages and branches: upstream daemon's names, and our older ones. */
+int
+txpage_is_method(const char *method)
+{
+	return txp_is_branch(method) ||
+	    strcmp(method, "qwen/status/session/transcript") == 0 ||
+	    strcmp(method, "_qwen/session/transcript") == 0;
+}
+
 /* A page or a branch, on the idle entry e. */
 static void
 txp_dispatch(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 {
-	if (strcmp(m->method, "_qwen/session/branch") == 0)
+	if (txp_is_branch(m->method))
 		txbranch_start(c, e, m);
 	else
 		txp_start(c, e, m);

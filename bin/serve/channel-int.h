@@ -32,6 +32,7 @@ struct chan_req {
 	json_object		*msg;		/* unsent request */
 	uint64_t		 timeout_ms;
 	int			 forgotten;
+	int			 control;	/* a workspace-control operation */
 };
 
 struct channel {
@@ -56,6 +57,7 @@ struct channel {
 	TAILQ_HEAD(, chan_req)	 waiting;
 	TAILQ_HEAD(, chan_req)	 respawn;	/* arrived while an idle child ended */
 	size_t			 nsessions;
+	unsigned		 ncontrol;	/* control operations in flight */
 	char			 secret[48];
 	unsigned		 serial;	/* of the current child */
 };

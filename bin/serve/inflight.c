@@ -376,6 +376,7 @@ inflight_chan_view(struct channel *ch, struct rfsm_chan_view *v)
 	memset(v, 0, sizeof(*v));
 	v->live_sessions = (unsigned)channel_nsessions(ch);
 	v->empty_reap_pending = channel_idle_pending(ch);
+	v->control_ops = channel_control_ops(ch);
 	TAILQ_FOREACH(op, &ops, entry) {
 		if (op->ch != ch)
 			continue;
@@ -403,6 +404,28 @@ inflight_admit(struct evhttp_request *req, struct channel *ch)
 		http_send_qerr(req, rfsm_err_unavailable(reason, budget));
 	}
 	return a;
+}
+
+/*
+ * Fresh work that takes no session slot (a branch): refused with 503
+ * acp_channel_unavailable on an overdue or quarantined channel, as a
+ * spawn, load or resume is.  -1 after the answer.
+ */
+int
+inflight_refuse_fresh(struct evhttp_request *req, struct channel *ch)
+{
+	struct rfsm_chan_view v;
+	const char *reason;
+	int64_t budget;
+
+	if (ch == NULL)
+		return 0;
+	inflight_chan_view(ch, &v);
+	if ((reason = rfsm_chan_unavailable(&v, &budget)) == NULL)
+		return 0;
+	log_info("fresh work refused: %s", reason);
+	http_send_qerr(req, rfsm_err_unavailable(reason, budget));
+	return -1;
 }
 
 void

@@ -15,10 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <event2/event.h>
 
 #include "clock.h"
+#include "errors.h"
 #include "json.h"
 #include "log.h"
 #include "serve.h"
@@ -236,14 +238,93 @@ on_prompt_deadline(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(s->grace_ev, &tv);
 }
 
+/* A non-empty string member of o, or NULL. */
+static const char *
+str_member(json_object *o, const char *key)
+{
+	const char *v = json_get_str(o, key);
+
+	return v != NULL && *v != '\0' ? v : NULL;
+}
+
+/*
+ * The agent's own words for a failed prompt, as upstream's daemon takes
+ * them: data itself when a string, else data.details, data.message,
+ * data.error (a string or its message), and only then the error's message
+ * ("Internal error" says nothing).
+ */
+static const char *
+agent_message(json_object *err)
+{
+	json_object *data = NULL, *e = NULL;
+	const char *m;
+
+	(void)json_object_object_get_ex(err, "data", &data);
+	if (json_object_is_type(data, json_type_string) &&
+	    json_object_get_string_len(data) > 0)
+		return json_object_get_string(data);
+	if ((m = str_member(data, "details")) != NULL ||
+	    (m = str_member(data, "message")) != NULL)
+		return m;
+	if (json_object_object_get_ex(data, "error", &e)) {
+		if (json_object_is_type(e, json_type_string) &&
+		    json_object_get_string_len(e) > 0)
+			return json_object_get_string(e);
+		if ((m = str_member(e, "message")) != NULL)
+			return m;
+	}
+	return (m = str_member(err, "message")) != NULL ? m : "Prompt failed";
+}
+
+/*
+ * turn_error for a JSON-RPC error of the child's (or its agent's), mapped
+ * as upstream's daemon maps it: message the agent's words, code the
+ * structured data.code when data.errorKind is given, else the JSON-RPC
+ * code as a string ("-32603"); errorKind data.errorKind, or
+ * model_stream_interrupted for "terminated".  Our classification goes
+ * alongside: acpErrorCode, the catalog's code of the answer.
+ */
+static void
+agent_words(struct session *s, struct prompt *p, json_object *err)
+{
+	json_object *data = NULL, *v, *extra = xjson_object_new_object();
+	const char *msg = agent_message(err), *code = NULL, *kind, *loop, *ours;
+	struct qerr_class qc;
+	char num[24];
+
+	(void)json_object_object_get_ex(err, "data", &data);
+	if ((kind = str_member(data, "errorKind")) != NULL)
+		code = str_member(data, "code");
+	else if (strcasecmp(msg, "terminated") == 0)
+		kind = "model_stream_interrupted";
+	if (code == NULL && json_object_object_get_ex(err, "code", &v)) {
+		if (json_object_is_type(v, json_type_string))
+			code = json_object_get_string(v);
+		else if (json_object_is_type(v, json_type_int)) {
+			snprintf(num, sizeof(num), "%lld",
+			    (long long)json_object_get_int64(v));
+			code = num;
+		}
+	}
+	if ((loop = str_member(data, "loopType")) != NULL)
+		json_object_object_add(extra, "loopType", xjson_object_new_string(loop));
+	memset(&qc, 0, sizeof(qc));
+	ours = qerr_classify_rpc(&qc, err) == 0 && qc.code != NULL &&
+	    strcmp(qc.code, "unknown") != 0 ? qc.code : "acp_error";
+	json_object_object_add(extra, "classification", xjson_object_new_string(ours));
+	turn_error_ex(s, p, msg, code != NULL ? code : ours, kind, extra);
+	prompt_span_result(p, "error", ours);
+	qerr_class_clear(&qc);
+}
+
 /* The child answered session/prompt (or could not). */
 static void
 on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 {
 	struct prompt *p = arg;
 	struct session *s = p->s;
-	json_object *d, *v, *data = NULL;
-	const char *stop = "end_turn", *msg = "Prompt failed", *code = NULL, *kind = NULL;
+	json_object *d, *v;
+	const char *stop = "end_turn";
 
 	p->req = NULL;
 	if (p == s->expired) {
@@ -265,18 +346,7 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 		prompt_span_result(p, "complete", NULL);
 		span_set_str(p->span, "qwen-code.daemon.prompt.stop_reason", stop);
 	} else if (o == CHAN_ERROR) {
-		if (json_object_object_get_ex(payload, "message", &v))
-			msg = json_object_get_string(v);
-		(void)json_object_object_get_ex(payload, "data", &data);
-		if (json_object_object_get_ex(data, "code", &v) &&
-		    json_object_is_type(v, json_type_string))
-			code = json_object_get_string(v);
-		/* The child's classification (agent_failed, ...) goes along. */
-		if (json_object_object_get_ex(data, "errorKind", &v) &&
-		    json_object_is_type(v, json_type_string))
-			kind = json_object_get_string(v);
-		turn_error(s, p, msg, code != NULL ? code : "acp_error", kind);
-		prompt_span_result(p, "error", code != NULL ? code : "acp_error");
+		agent_words(s, p, payload);
 	} else {
 		turn_error(s, p, "The agent process exited during the prompt",
 		    "channel_closed", "acp_channel_unavailable");

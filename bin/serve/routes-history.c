@@ -2,10 +2,11 @@
  * routes-history.c: a session's history without loading it.
  * GET /session/:id/transcript pages it (live or not); the query is
  * checked here with upstream's rules and errors, and the page comes from
- * the workspace's child (_qwen/session/transcript), which answers from
+ * the workspace's child (qwen/status/session/transcript, upstream's name), which answers from
  * its kept index of the transcript, so a page costs what its records
  * cost.  POST /session/:id/branch forks it into a new session whose
- * transcript the child writes whole (_qwen/session/branch).
+ * transcript the child writes whole (qwen/control/session/branch).
+ * Both are workspace-control operations: the child is kept while they run.
  */
 #include "config.h"
 
@@ -186,7 +187,7 @@ route_session_transcript(struct http_ctx *ctx)
 	}
 	pr->req = ctx->req;
 	strlcpy(pr->id, ctx->path_id, sizeof(pr->id));
-	if (channel_request(ch, "_qwen/session/transcript", params,
+	if (channel_control_request(ch, "qwen/status/session/transcript", params,
 	    (uint64_t)conf.restore_timeout_ms, on_page, pr) == NULL) {
 		free(pr);
 		unavailable(ctx->req);
@@ -286,6 +287,9 @@ route_session_branch(struct http_ctx *ctx)
 		return;
 	}
 	ch = s != NULL ? s->channel : channel_get(ctx->workspace);
+	/* A branch is fresh work: not on a channel closed to it. */
+	if (inflight_refuse_fresh(ctx->req, ch) == -1)
+		return;
 	if (ch == NULL || (pr = calloc(1, sizeof(*pr))) == NULL ||
 	    (name != NULL && (pr->name = strdup(name)) == NULL)) {
 		if (ch != NULL && pr != NULL)
@@ -302,7 +306,7 @@ route_session_branch(struct http_ctx *ctx)
 	json_object_object_add(params, "newSessionId", xjson_object_new_string(pr->new_id));
 	if (at != NULL)
 		json_object_object_add(params, "atRecordId", xjson_object_new_string(at));
-	if (channel_request(ch, "_qwen/session/branch", params,
+	if (channel_control_request(ch, "qwen/control/session/branch", params,
 	    (uint64_t)conf.restore_timeout_ms, on_branch, pr) == NULL) {
 		free(pr->name);
 		free(pr);

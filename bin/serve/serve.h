@@ -419,6 +419,14 @@ struct chan_req	*channel_request(struct channel *, const char *method,
 struct chan_req	*channel_request_sent(struct channel *, const char *method,
 		    json_object *params, uint64_t timeout_ms, chan_cb cb,
 		    void (*sent)(void *arg), void *arg);
+/*
+ * As channel_request, for a workspace-control operation (a transcript
+ * page, a branch): counted as the channel's visible work until answered.
+ */
+struct chan_req	*channel_control_request(struct channel *, const char *method,
+		    json_object *params, uint64_t timeout_ms, chan_cb cb, void *arg);
+/* Workspace-control operations in flight on the channel. */
+unsigned	 channel_control_ops(const struct channel *);
 /* The caller is gone: the answer will be dropped. */
 void	channel_forget(struct chan_req *);
 /*
@@ -606,6 +614,8 @@ void	inflight_same_id(struct inflight *, struct evhttp_request *, const char *cl
  * capacity (RFSM_ADMIT_CAPACITY: the caller answers).
  */
 enum rfsm_admit	inflight_admit(struct evhttp_request *, struct channel *);
+/* A branch: 503 acp_channel_unavailable on an overdue/quarantined channel (-1). */
+int	inflight_refuse_fresh(struct evhttp_request *, struct channel *);
 /* What ch holds, for rfsm_chan_reap() (visible work, abandoned restores). */
 void	inflight_chan_view(struct channel *, struct rfsm_chan_view *);
 /* ch's child exited: every restore on it settles; its fences go. */
