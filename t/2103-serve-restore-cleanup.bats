@@ -84,6 +84,10 @@ S3=33333333-3333-4333-8333-333333333333
 	[ "$(header Retry-After)" = 5 ]
 	req POST /session/$SID2/load '{}'
 	expect 503 '.reason == "restore_cleanup_failed"'
+	# A branch is fresh work too: refused before it reaches the child.
+	req POST /session/$SID2/branch '{}'
+	expect 503 '.code == "acp_channel_unavailable" and .reason == "restore_cleanup_failed"'
+	[ "$(calls qwen/control/session/branch)" -eq 0 ]
 	req POST /session/$SID/load '{}'
 	expect 409 '.reason == "awaiting_abandoned_cleanup"'
 	# Existing sessions keep working; attach too.
@@ -128,6 +132,9 @@ S3=33333333-3333-4333-8333-333333333333
 	done
 	req POST /session "{\"sessionId\":\"$S3\"}"
 	expect 503 '.reason == "restore_settlement_overdue"'
+	req POST /session/$SID2/branch '{}'
+	expect 503 '.code == "acp_channel_unavailable" and .reason == "restore_settlement_overdue"'
+	[ "$(calls qwen/control/session/branch)" -eq 0 ]
 	# Existing sessions keep working.
 	sibling_works "$sib"
 	# Draining closes the transport: the only lever on a hung request.

@@ -18,6 +18,8 @@
  *                      (text "poke"), whether or not ID is a session here
  *   fail=METHOD:CODE   answer METHOD with JSON-RPC error CODE (after its
  *                      delay=, if any: a late failure)
+ *   fail-details=TEXT  ... with message "Internal error" and data.details
+ *                      TEXT, as the real agent fails a prompt
  *   crash-after=N      exit(3) after reading N lines
  *   crash-on=METHOD    SIGKILL itself when METHOD arrives
  *   close-stdout-after=N   close stdout after reading N lines
@@ -46,6 +48,9 @@
  *   garble=METHOD:N    the answer to METHOD is a line the daemon's framer
  *                      rejects: N=1 invalid UTF-8 (its id still readable),
  *                      N=2 a broken line naming no id
+ * qwen/status/session/transcript answers an empty page and
+ * qwen/control/session/branch {} (upstream daemon's names; with hold= a
+ * workspace-control operation the test keeps in flight).
  * Transcripts under --data-dir (<dir>/projects/<ws>/chats/<id>.jsonl) also
  * count as persisted.  Methods are a table: a new behaviour is a row and a knob.
  */
@@ -86,7 +91,7 @@ static struct {
 	long		 late_update;
 	char		*known[MAX_KNOB], *held[MAX_KNOB];
 	size_t		 nknown, nheld;
-	char		*data_dir, *workspace, *updates;
+	char		*data_dir, *workspace, *updates, *fail_details;
 	FILE		*log;
 } cf = { .crash_after = -1, .close_after = -1, .chunks = 2, .replay = 3,
     .replay_bytes = 16 };
@@ -180,6 +185,8 @@ parse_knobs(const char *env)
 			cf.replay = atol(v);
 		else if (strcmp(tok, "replay-bytes") == 0)
 			cf.replay_bytes = atol(v);
+		else if (strcmp(tok, "fail-details") == 0)
+			cf.fail_details = strdup(v);
 		else if (strcmp(tok, "known") == 0 && cf.nknown < MAX_KNOB)
 			cf.known[cf.nknown++] = strdup(v);
 	}
@@ -600,6 +607,24 @@ m_close(struct rpc_msg *m, long delay)
 	return rpc_new_result(json_object_get(m->id), r);
 }
 
+/* A page of nothing: the session's history is not this fake's. */
+static json_object *
+m_page(struct rpc_msg *m, long delay)
+{
+	json_object *r = obj("events", json_object_new_array());
+
+	(void)delay;
+	json_object_object_add(r, "hasMore", json_object_new_boolean(0));
+	return rpc_new_result(json_object_get(m->id), r);
+}
+
+static json_object *
+m_branch(struct rpc_msg *m, long delay)
+{
+	(void)delay;
+	return rpc_new_result(json_object_get(m->id), json_object_new_object());
+}
+
 static const struct method {
 	const char	*name;
 	json_object	*(*fn)(struct rpc_msg *, long delay);
@@ -615,6 +640,8 @@ static const struct method {
 	{ "session/set_model", m_set_model },
 	{ "qwen/control/session/approval_mode", m_mode },
 	{ "session/set_mode", m_mode },
+	{ "qwen/status/session/transcript", m_page },
+	{ "qwen/control/session/branch", m_branch },
 };
 
 /* ---- loop --------------------------------------------------------------- */
@@ -675,7 +702,10 @@ dispatch(struct rpc_msg *m)
 			    delay + cf.late_update, NULL, 0, NULL);
 	}
 	if (code != 0 && m->kind == RPC_REQUEST) {
-		emit(rpc_new_error(json_object_get(m->id), (int)code, "Injected failure",
+		emit(cf.fail_details != NULL ? rpc_new_error(json_object_get(m->id),
+		    (int)code, "Internal error", obj("details",
+		    json_object_new_string(cf.fail_details))) :
+		    rpc_new_error(json_object_get(m->id), (int)code, "Injected failure",
 		    NULL), delay, NULL, 0, NULL);
 		return;
 	}
