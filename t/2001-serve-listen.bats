@@ -45,6 +45,8 @@ teardown() {
 	run qwen-serve --socket "$SOCK" --no-tcp 3>&-
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"another qwen-serve owns this socket"* ]]
+	# What ends the daemon is an error, not a warning.
+	[[ "$output" == *" error: $SOCK: another qwen-serve owns this socket"* ]]
 	req GET /health
 	expect 200 '.status == "ok"'
 }

@@ -136,23 +136,22 @@ EOF
 	sse_open a /session/$SID/events
 	req POST /session/$SID/prompt "$P"
 	local pid=$(jq -r .promptId <<<"$body")
-	sse_wait a ".type == \"turn_error\" and .data.promptId == \"$pid\" and .data.message == \"Injected failure\" and .data.code == \"-32603\""
+	sse_wait a ".type == \"turn_error\" and .data.promptId == \"$pid\" and .data.message == \"Injected failure\""
+	# The JSON-RPC code as upstream gives it, our classification beside it.
+	sse_has a '.type == "turn_error" and .data.code == "-32603" and .data.errorKind == "acp_error"'
 	req GET /session/$SID/status
 	expect 200 '.hasActivePrompt == false'
 }
 
-@test "a prompt the agent refuses: turn_error has the agent's words and code, our classification beside" {
-	FAKE_CHILD="fail=session/prompt:-32603,fail-details=Context is too large to send safely" serve_start
+@test "an agent's failed prompt: turn_error carries the agent's own words (data.details) and code" {
+	FAKE_CHILD="fail=session/prompt:-32603,fail-detail=Context is too large to send safely after automatic compression." serve_start
 	make_transcript
 	req POST /session/$SID/load '{}'
 	sse_open a /session/$SID/events
 	req POST /session/$SID/prompt "$P"
 	local pid=$(jq -r .promptId <<<"$body")
 	sse_wait a ".type == \"turn_error\" and .data.promptId == \"$pid\""
-	# As upstream's daemon: data.details over "Internal error", the
-	# JSON-RPC code as a string; what our catalog makes of it alongside.
-	sse_has a ".type == \"turn_error\" and .data.message == \"Context is too large to send safely\" and
-	    .data.code == \"-32603\" and .data.classification == \"internal\" and (.data | has(\"errorKind\") | not)"
+	sse_has a '.type == "turn_error" and .data.message == "Context is too large to send safely after automatic compression." and .data.code == "-32603" and .data.errorKind == "acp_error"'
 }
 
 @test "idle policy: 0 ends the child with its last session; N keeps it N ms" {

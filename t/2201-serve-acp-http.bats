@@ -311,3 +311,17 @@ aserve() {
 	req GET /capabilities
 	expect 200 '(.transports | index("acp-http")) == null'
 }
+
+@test "a prompt the agent fails: the ACP answer carries the agent's words, code and our classification" {
+	FAKE_CHILD="fail=session/prompt:-32603,fail-detail=Context is too large to send safely." serve_start
+	acp_init
+	acp_open conn
+	acp_call 1 session/new "{\"cwd\":\"$WS\",\"mcpServers\":[]}"
+	acp_wait_answer conn 1
+	local sid=$(jq -r .result.sessionId <<<"$answer")
+	acp_open s1 "$sid"
+	acp_call 2 session/prompt "{\"sessionId\":\"$sid\",\"prompt\":[{\"type\":\"text\",\"text\":\"hello\"}]}"
+	acp_wait_answer s1 2
+	jq -e '.error.message == "Context is too large to send safely."' <<<"$answer"
+	jq -e '.error.data.turnErrorCode == "-32603" and .error.data.turnErrorKind == "acp_error"' <<<"$answer"
+}

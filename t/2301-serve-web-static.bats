@@ -155,6 +155,17 @@ web() {
 	jq -e '.code == "not_found" and (.error | test("not installed"))' "$BATS_TEST_TMPDIR/body"
 }
 
+@test "web: run from a build tree with neither flag nor variable, the tree's own console" {
+	[ -f "$QWEN_TOP_BUILDDIR/web/index.html" ] || skip "a VPATH build: the console is not beside bin/"
+	unset QWEN_SERVE_WEB_DIR
+	serve_start
+	run grep -q 'web console:' "$BATS_TEST_TMPDIR/err"
+	[ "$status" -ne 0 ]
+	web /
+	[ "$code" = 200 ]
+	cmp -s "$BATS_TEST_TMPDIR/body" "$QWEN_TOP_BUILDDIR/web/index.html"
+}
+
 @test "web: the page is public, the API keeps its bearer (--token, --require-auth)" {
 	serve_start --web-dir "$WEB" --token s3cret
 	web /

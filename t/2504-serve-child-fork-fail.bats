@@ -51,7 +51,7 @@ EOF
 
 @test "the delegating child: the --agent-acp agent fails to fork: the prompt fails retryably, the child lives" {
 	run acp-drive -t 10 -e "$ERR" -- env LD_PRELOAD="$SHIM" FAILFORK_FILE="$FAIL" \
-	    qwen-acp-child --data-dir "$DATA" --workspace "$WS" --agent-acp cat <<EOF
+	    qwen-acp-child --data-dir "$DATA" --workspace "$WS" --agent-acp cat --agent-prestart no <<EOF
 $INIT
 $(req '"new"' session/new "{\"_meta\":{\"qwen-code/sessionId\":\"$SID1\"}}")
 shell touch $FAIL

@@ -101,8 +101,10 @@ ids() {
 	FAKE_CHILD="log=$BATS_TEST_TMPDIR/child.log" serve_start
 	export QWEN_SERVE_SOCKET=$SOCK
 	cd "$WS"
-	run -0 qwen-restore new --session-id "$SID2" --approval-mode plan --model-service svc-1
+	# A model the fake agent does not know: created, but the command fails.
+	run -1 --separate-stderr qwen-restore new --session-id "$SID2" --approval-mode plan --model-service svc-1
 	[ "$output" = "$SID2" ]
+	[[ "$stderr" == *"model svc-1 was not applied"* ]]
 	grep -q "session/new $SID2" "$BATS_TEST_TMPDIR/child.log"
 	run -2 qwen-restore new --session-id "$SID" --approval-mode sometimes
 	[[ "$output" == *"Invalid approvalMode"* ]]

@@ -25,19 +25,35 @@ asked() {
 }
 
 @test "new --model-service --approval-mode: modelApplied in --json, the mode applied" {
-	run -0 qwen-restore --json new --model-service fake-b --approval-mode yolo
+	run -0 qwen-restore --json attach --model-service fake-b --approval-mode yolo
 	jq -e '.modelApplied == true' <<<"$output"
 	local sid
 	sid=$(jq -r .sessionId <<<"$output")
 	[ "$(asked session/set_model "$sid")" -eq 1 ]
 	[ "$(asked qwen/control/session/approval_mode "$sid")" -eq 1 ]
 	# Into the default session: an attach, a best-effort switch.
-	run -0 qwen-restore --json new --model-service fake-a
+	run -0 qwen-restore --json attach --model-service fake-a
 	jq -e '.attached == true and (has("modelApplied") | not)' <<<"$output"
+	[ "$(jq -r .sessionId <<<"$output")" = "$sid" ]
 	[ "$(asked session/set_model "$sid")" -eq 2 ]
-	# A model the agent refuses: still a new session, modelApplied false.
-	run -0 qwen-restore --json new --session-id "$SID2" --model-service nothing-like-it
+	# A model the agent refuses: still a new session, modelApplied false,
+	# and the command fails saying so.
+	run --separate-stderr qwen-restore --json new --session-id "$SID2" --model-service nothing-like-it
+	[ "$status" -eq 1 ]
 	jq -e '.modelApplied == false and .attached == false' <<<"$output"
+	[[ "$stderr" == *"new: model nothing-like-it was not applied (the session is $SID2)"* ]]
+}
+
+@test "new is new every time; attach joins the default session" {
+	run -0 qwen-restore new
+	local a=$output
+	run -0 qwen-restore new
+	[ "$output" != "$a" ]
+	run -0 qwen-restore attach
+	local d=$output
+	run -0 qwen-restore attach
+	[ "$output" = "$d" ]
+	[ "$d" != "$a" ]
 }
 
 @test "model ID MODEL and mode ID MODE switch a live session; the answers and errors" {
@@ -75,6 +91,6 @@ asked() {
 	[ "$(asked qwen/control/session/approval_mode "$SID")" -eq 2 ]
 	run -0 qwen-restore --json status "$SID"
 	run -2 qwen-restore status "$SID" --approval-mode yolo
-	[[ "$output" == *"--approval-mode: only with new load resume"* ]]
+	[[ "$output" == *"--approval-mode: only with new attach load resume"* ]]
 	run -2 qwen-restore model "$SID" fake-a --model-service fake-b
 }

@@ -42,6 +42,9 @@ struct delegate {
 	TAILQ_HEAD(, call)	 calls;
 	TAILQ_HEAD(, call)	 waiting;	/* prompts until the agent is ready */
 	char			 secret[48];
+	struct event		*restart_ev;	/* the backoff after an exit */
+	uint64_t		 started_ms;	/* monotonic, of the last start */
+	long			 backoff_ms;
 };
 
 
@@ -60,6 +63,15 @@ void		 dlg_call(struct call *, const char *method, json_object *params);
  * *cause (caller frees; NULL when unknown).
  */
 int		 dlg_start(struct child *, char **cause);
+/* Start the agent unless it runs or its backoff is not over; prompts that
+   waited fail when it cannot start. */
+void		 dlg_restart(struct child *);
+/* The agent is gone: start it again after the backoff. */
+void		 dlg_schedule_restart(struct child *);
+/* Whether a restart waits for the backoff. */
+int		 dlg_backing_off(void);
+/* delegate.c: prompts waiting for the agent run, or fail with cause. */
+void		 dlg_release_waiting(struct child *, int ready, const char *cause);
 /* delegate.c: one message from the agent (borrowed). */
 void		 dlg_message(struct child *, struct rpc_msg *);
 /* delegate.c: the agent's process is gone. */

@@ -22,6 +22,7 @@
 #include "agent.h"
 #include "base64.h"
 #include "child.h"
+#include "clock.h"
 #include "delegate.h"
 #include "delegate-int.h"
 #include "log.h"
@@ -155,6 +156,7 @@ dlg_start(struct child *c, char **cause)
 	if (dlg.ev_exit != NULL)
 		event_add(dlg.ev_exit, NULL);
 	dlg.state = D_STARTING;
+	dlg.started_ms = clock_mono_ms();
 	log_info("agent %ld started (%s)", (long)dlg.pid, c->opts.agent_acp[0]);
 	if ((k = call_new(CALL_INIT, NULL, NULL, NULL)) != NULL)
 		dlg_call(k, "initialize", rpc_acp_initialize_params("qwen-acp-child",
@@ -227,10 +229,67 @@ dlg_on_exit(evutil_socket_t fd, short what, void *arg)
 	dlg_gone(c);
 }
 
+/* An agent that lived this long restarts after the shortest backoff. */
+#define DLG_BACKOFF_MIN_MS	1000
+#define DLG_BACKOFF_MAX_MS	30000
+#define DLG_LIVED_MS		60000
+
+int
+dlg_backing_off(void)
+{
+	return dlg.restart_ev != NULL && evtimer_pending(dlg.restart_ev, NULL);
+}
+
+void
+dlg_restart(struct child *c)
+{
+	char *cause = NULL;
+
+	if (dlg.state != D_DOWN || dlg_backing_off() || c->closing)
+		return;
+	if (dlg_start(c, &cause) == -1) {
+		log_warnx("agent: cannot start it: %s", cause != NULL ? cause : "?");
+		dlg_release_waiting(c, 0, cause);
+		free(cause);
+	}
+}
+
+static void
+dlg_on_restart(evutil_socket_t fd, short what, void *arg)
+{
+	struct child *c = arg;
+
+	(void)fd; (void)what;
+	if (c->opts.agent_prestart || !TAILQ_EMPTY(&dlg.waiting))
+		dlg_restart(c);
+}
+
+void
+dlg_schedule_restart(struct child *c)
+{
+	struct timeval tv;
+
+	if (clock_mono_ms() - dlg.started_ms >= DLG_LIVED_MS || dlg.backoff_ms == 0)
+		dlg.backoff_ms = DLG_BACKOFF_MIN_MS;
+	else if ((dlg.backoff_ms *= 2) > DLG_BACKOFF_MAX_MS)
+		dlg.backoff_ms = DLG_BACKOFF_MAX_MS;
+	if (dlg.restart_ev == NULL &&
+	    (dlg.restart_ev = evtimer_new(c->base, dlg_on_restart, c)) == NULL)
+		return;
+	tv.tv_sec = dlg.backoff_ms / 1000;
+	tv.tv_usec = (dlg.backoff_ms % 1000) * 1000;
+	log_info("agent: starting it again in %ld ms", dlg.backoff_ms);
+	evtimer_add(dlg.restart_ev, &tv);
+}
+
 int
 delegate_shutdown(struct child *c)
 {
 	(void)c;
+	if (dlg.restart_ev != NULL) {
+		event_free(dlg.restart_ev);
+		dlg.restart_ev = NULL;
+	}
 	if (dlg.pid <= 0)
 		return 0;
 	if (dlg.in != NULL) {

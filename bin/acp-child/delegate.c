@@ -2,18 +2,24 @@
  * delegate.c: the sessions and turns at the ACP agent (--agent-acp
  * 'CMD ARGS') that answers this child's prompts.
  *
- * One agent process per child, started with spawn_start() on the first
- * prompt (never at load: loads stay ours and fast), initialized with a
- * private-parent secret of our own, then each session is resumed there
- * once (its writer lease released first, so that the agent can write).
+ * One agent process per child, initialized with a private-parent secret
+ * of our own, then each session is resumed there once (its writer lease
+ * released first, so that the agent can write).  With --agent-prestart
+ * (the default) the agent starts with the child, and each session is
+ * resumed there in the background once its load or resume has been
+ * answered (never before: loads stay ours and fast), so that the first
+ * prompt finds the agent and the session ready; a prompt that comes
+ * before waits for them.  Without it the agent starts on the first
+ * prompt and the session is resumed then.
  * A session's prompt is forwarded with a fresh id; the agent's
  * session/update notifications go to our parent unchanged, its
  * session/request_permission requests too (as our requests, whose
  * answers we hand back), and its answer ends the turn.  Until the agent
  * is ready the session's subscribers see a session_info_update saying so.
  * An agent that exits fails the turns it held (errorKind agent_failed)
- * and is started again by the next prompt.  The process and the wire are
- * delegate-proc.c's.
+ * and is started again after a backoff (1 s, doubling to 30 s while it
+ * keeps dying young): at once with --agent-prestart, else by the first
+ * prompt after it.  The process and the wire are delegate-proc.c's.
  */
 #include "config.h"
 
@@ -29,6 +35,7 @@
 #include "child.h"
 #include "delegate.h"
 #include "delegate-int.h"
+#include "json.h"
 #include "lease.h"
 #include "log.h"
 
@@ -87,17 +94,11 @@ tell_state(struct child *c, const char *sid, const char *state)
  * resumed: the agent creates it under our id instead.
  */
 static void
-dlg_resume(struct child *c, struct session *s, json_object *pid, json_object *params)
+resume_send(struct child *c, struct session *s, struct call *k)
 {
 	json_object *p = json_object_new_object(), *meta;
 	int exists = s->path != NULL && access(s->path, F_OK) == 0;
-	struct call *k;
 
-	if ((k = call_new(CALL_RESUME, s->id, pid, params)) == NULL) {
-		json_object_put(p);
-		fail_turn(c, s->id, pid, "out of memory");
-		return;
-	}
 	/* The agent takes the writer lease; we write nothing meanwhile. */
 	appender_free(s->app);
 	s->app = NULL;
@@ -112,8 +113,34 @@ dlg_resume(struct child *c, struct session *s, json_object *pid, json_object *pa
 		json_object_object_add(meta, "qwen-code/sessionId", json_object_new_string(s->id));
 		json_object_object_add(p, "_meta", meta);
 	}
-	log_info("session %s: %s it at the agent", s->id, exists ? "resuming" : "creating");
+	log_info("session %s: %s it at the agent%s", s->id, exists ? "resuming" :
+	    "creating", k->peer_id == NULL ? " (in the background)" : "");
+	s->warming = 1;
 	dlg_call(k, exists ? "session/resume" : "session/new", p);
+}
+
+static void
+dlg_resume(struct child *c, struct session *s, json_object *pid, json_object *params)
+{
+	struct call *k;
+
+	if ((k = call_new(CALL_RESUME, s->id, pid, params)) == NULL) {
+		fail_turn(c, s->id, pid, "out of memory");
+		return;
+	}
+	resume_send(c, s, k);
+}
+
+/* A background resume of s, answered to nobody: the next prompt's head start. */
+static void
+dlg_warm(struct child *c, struct session *s)
+{
+	struct call *k;
+
+	if (s->delegated || s->warming || !s->registered || c->closing ||
+	    (k = call_new(CALL_RESUME, s->id, NULL, NULL)) == NULL)
+		return;
+	resume_send(c, s, k);
 }
 
 static void
@@ -134,18 +161,25 @@ dlg_send_prompt(struct child *c, struct session *s, json_object *pid,
  * The agent is ready (or gone): run or fail the prompts that waited;
  * cause says why it could not be started, when it is known.
  */
-static void
+void
 dlg_release_waiting(struct child *c, int ready, const char *cause)
 {
 	struct session *s;
 	struct call *k;
+	TAILQ_HEAD(, call) later = TAILQ_HEAD_INITIALIZER(later);
 
+	if (ready && c->opts.agent_prestart)
+		RB_FOREACH(s, session_tree, &c->sessions)
+			dlg_warm(c, s);
 	while ((k = TAILQ_FIRST(&dlg.waiting)) != NULL) {
 		TAILQ_REMOVE(&dlg.waiting, k, entry);
 		s = session_find(&c->sessions, k->sid);
 		if (s == NULL)
 			;
-		else if (!ready)
+		else if (ready && s->warming) {
+			TAILQ_INSERT_TAIL(&later, k, entry);	/* its resume answers first */
+			continue;
+		} else if (!ready)
 			fail_turn_cause(c, k->sid, k->peer_id,
 			    "the agent could not be started", cause);
 		else if (s->delegated)
@@ -154,6 +188,44 @@ dlg_release_waiting(struct child *c, int ready, const char *cause)
 			dlg_resume(c, s, k->peer_id, k->params);
 		call_free(k);
 	}
+	TAILQ_CONCAT(&dlg.waiting, &later, entry);
+}
+
+/* s's background resume answered (ok or not): run the prompts it held. */
+static void
+dlg_release_session(struct child *c, struct session *s)
+{
+	struct call *k, *next;
+
+	TAILQ_FOREACH_SAFE(k, &dlg.waiting, entry, next) {
+		if (strcmp(k->sid, s->id) != 0)
+			continue;
+		TAILQ_REMOVE(&dlg.waiting, k, entry);
+		if (s->delegated) {
+			tell_state(c, s->id, "ready");
+			dlg_send_prompt(c, s, k->peer_id, k->params);
+		} else
+			dlg_resume(c, s, k->peer_id, k->params);
+		call_free(k);
+	}
+}
+
+void
+delegate_session_ready(struct child *c, struct session *s)
+{
+	if (c->opts.agent_acp == NULL || !c->opts.agent_prestart)
+		return;
+	if (dlg.state == D_READY)
+		dlg_warm(c, s);
+	else if (dlg.state == D_DOWN)
+		dlg_restart(c);		/* warmed once it is ready */
+}
+
+void
+delegate_prestart(struct child *c)
+{
+	if (c->opts.agent_acp != NULL && c->opts.agent_prestart)
+		dlg_restart(c);
 }
 
 void
@@ -163,7 +235,7 @@ delegate_prompt(struct child *c, struct rpc_msg *m, struct session *s)
 	char *cause = NULL;
 
 	s->busy = 1;
-	if (dlg.state == D_READY) {
+	if (dlg.state == D_READY && !s->warming) {
 		if (s->delegated)
 			dlg_send_prompt(c, s, m->id, m->params);
 		else
@@ -176,7 +248,8 @@ delegate_prompt(struct child *c, struct rpc_msg *m, struct session *s)
 	}
 	TAILQ_INSERT_TAIL(&dlg.waiting, k, entry);
 	tell_state(c, s->id, "starting");
-	if (dlg.state == D_DOWN && dlg_start(c, &cause) == -1) {
+	/* An agent that died recently starts when its backoff is over. */
+	if (dlg.state == D_DOWN && !dlg_backing_off() && dlg_start(c, &cause) == -1) {
 		dlg_release_waiting(c, 0, cause);
 		free(cause);
 	}
@@ -212,7 +285,8 @@ delegate_session_gone(struct child *c, struct session *s)
 	json_object *p;
 
 	(void)c;
-	if (!s->delegated || dlg.state != D_READY)
+	/* A background resume still on its way is closed after it. */
+	if (!(s->delegated || s->warming) || dlg.state != D_READY)
 		return;
 	p = json_object_new_object();
 	json_object_object_add(p, "sessionId", json_object_new_string(s->id));
@@ -260,7 +334,15 @@ dlg_answer(struct child *c, struct rpc_msg *m)
 	case CALL_RESUME:
 		if (s == NULL)
 			break;
-		if (m->kind == RPC_RESULT) {
+		s->warming = 0;
+		if (k->peer_id == NULL) {
+			s->delegated = m->kind == RPC_RESULT;
+			if (!s->delegated)
+				log_warnx("session %s: the agent refused the background "
+				    "resume: %s", s->id, json_get_str(m->error, "message") ?
+				    json_get_str(m->error, "message") : "?");
+			dlg_release_session(c, s);
+		} else if (m->kind == RPC_RESULT) {
 			s->delegated = 1;
 			tell_state(c, s->id, "ready");
 			dlg_send_prompt(c, s, k->peer_id, k->params);
@@ -358,13 +440,15 @@ dlg_gone(struct child *c)
 	struct call *k;
 
 	RB_FOREACH(s, session_tree, &c->sessions)
-		s->delegated = 0;
+		s->delegated = s->warming = 0;
 	while ((k = TAILQ_FIRST(&dlg.calls)) != NULL) {
 		TAILQ_REMOVE(&dlg.calls, k, entry);
-		if (k->kind == CALL_PROMPT || k->kind == CALL_RESUME)
+		if (k->kind == CALL_PROMPT || (k->kind == CALL_RESUME && k->peer_id != NULL))
 			fail_turn(c, k->sid, k->peer_id, "the agent exited during the turn");
 		call_free(k);
 	}
 	dlg_release_waiting(c, 0, NULL);
+	if (!c->closing)
+		dlg_schedule_restart(c);
 	child_check_done(c);
 }

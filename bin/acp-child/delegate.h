@@ -23,6 +23,10 @@ void	delegate_cancel(struct child *, struct session *, int queued);
 void	delegate_parent_answer(struct child *, struct rpc_msg *);
 /* Shutdown: end the agent; 1 while it still runs. */
 int	delegate_shutdown(struct child *);
+/* --agent-prestart: start the agent now, with the child. */
+void	delegate_prestart(struct child *);
+/* s's load or resume was answered: resume it at the agent in the background. */
+void	delegate_session_ready(struct child *, struct session *);
 /* The session goes: forget it at the agent's side. */
 void	delegate_session_gone(struct child *, struct session *);
 

@@ -22,6 +22,7 @@
 #include "append.h"
 #include "chain.h"
 #include "child.h"
+#include "delegate.h"
 #include "clock.h"
 #include "jsonw.h"
 #include "lagmon.h"
@@ -427,6 +428,8 @@ rj_done(struct lw_job *lw)
 	if (ok)
 		indexkeep_start(c, s);
 	child_session_idle(c, s);
+	if (ok)
+		delegate_session_ready(c, s);	/* after the answer, never before */
 }
 
 /*

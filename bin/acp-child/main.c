@@ -30,6 +30,7 @@
 #include "argv.h"
 #include "child.h"
 #include "clock.h"
+#include "delegate.h"
 #include "inspect.h"
 #include "log.h"
 #include "otlp.h"
@@ -55,7 +56,8 @@ usage_status(int status)
 {
 	fprintf(status == 0 ? stdout : stderr,
 	    "usage: %s [--data-dir DIR] [--cache-dir DIR] [--workspace DIR]\n"
-	    "       [--agent-command CMD] [--trace-file FILE] [--otlp-endpoint URL]\n"
+	    "       [--agent-command CMD | --agent-acp 'CMD ARGS'] [--agent-prestart yes|no]\n"
+	    "       [--trace-file FILE] [--otlp-endpoint URL]\n"
 	    "       [--replay-max-bytes N] [--fsync always|never]\n"
 	    "       [--max-frame-bytes N] [--log-level LEVEL] [--help] [--version]\n"
 	    "       %s --inspect FILE\n", getprogname(), getprogname());
@@ -125,6 +127,7 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 		{ "workspace", required_argument, NULL, 'w' },
 		{ "agent-command", required_argument, NULL, 'a' },
 		{ "agent-acp", required_argument, NULL, 'A' },
+		{ "agent-prestart", required_argument, NULL, 'P' },
 		{ "trace-file", required_argument, NULL, 't' },
 		{ "otlp-endpoint", required_argument, NULL, 'o' },
 		{ "replay-max-bytes", required_argument, NULL, 'r' },
@@ -147,6 +150,17 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 		case 'w': workspace = optarg; break;
 		case 'a': o->agent_command = optarg; break;
 		case 'A': agent_acp_opt(o, optarg); break;
+		case 'P':
+			if (strcmp(optarg, "yes") == 0)
+				o->agent_prestart = 1;
+			else if (strcmp(optarg, "no") == 0)
+				o->agent_prestart = 0;
+			else {
+				fprintf(stderr, "%s: --agent-prestart: yes or no, not '%s'\n",
+				    getprogname(), optarg);
+				usage();
+			}
+			break;
 		case 't': o->trace_file = optarg; break;
 		case 'o': o->otlp_endpoint = optarg; break;
 		case 'r': o->replay_max_bytes = parse_size("--replay-max-bytes", optarg); break;
@@ -269,6 +283,7 @@ main(int argc, char **argv)
 	mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024);
 	c.opts.replay_max_bytes = 4u * 1024 * 1024;
 	c.opts.do_fsync = 1;
+	c.opts.agent_prestart = 1;
 	parse_options(argc, argv, &c.opts, &inspect);
 	if (inspect != NULL)
 		return inspect_main(inspect, NULL);
@@ -286,6 +301,7 @@ main(int argc, char **argv)
 	}
 	log_debug("ready: data dir %s, cache dir %s, workspace %s",
 	    c.opts.data_dir, c.opts.cache_dir, c.opts.workspace);
+	delegate_prestart(&c);
 	event_base_dispatch(c.base);
 	child_teardown(&c);
 	return c.exit_code;

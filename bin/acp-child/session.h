@@ -40,6 +40,7 @@ struct session {
 	int			 busy;
 	int			 fresh;		/* from session/new: no file until the first append */
 	int			 delegated;	/* resumed at the --agent-acp agent */
+	int			 warming;	/* ... a background resume is on its way */
 	char			 mode[16];	/* approval mode (modes.c) */
 	TAILQ_HEAD(, session_op) queue;
 	size_t			 nqueue;

@@ -1,5 +1,5 @@
 /*
- * txpage.c: qwen/status/session/transcript (also _qwen/...), pages of a session's active history
+ * txpage.c: _qwen/session/transcript, pages of a session's active history
  * (the daemon's GET /session/:id/transcript), live or not.
  *
  * A page is answered from a kept index of the transcript, its active
@@ -429,7 +429,10 @@ txp_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 	loadwork_submit(c->work, &j->lw);
 }
 
-/* A branch, under upstream's name or our older private one. */
+/*
+ * Upstream's daemon asks qwen/status/session/transcript and
+ * qwen/control/session/branch; our older names are answered too.
+ */
 static int
 txp_is_branch(const char *method)
 {
@@ -437,7 +440,6 @@ txp_is_branch(const char *method)
 	    strcmp(method, "_qwen/session/branch") == 0;
 }
 
-/* Pages and branches: upstream daemon's names, and our older ones. */
 int
 txpage_is_method(const char *method)
 {

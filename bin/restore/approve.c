@@ -7,8 +7,8 @@
  * (allow), none (deny) or ask (y/n on the terminal; without one it is
  * none, so that cron never hangs).  The permission command answers one
  * request from another process: it finds the request's options in the
- * session's event ring (replayed from the start), picks the allow or
- * reject option by its ACP kind, and posts the answer.
+ * session's status (pendingInteractions), picks the allow or reject
+ * option by its ACP kind, and posts the answer.
  */
 #include "config.h"
 
@@ -155,38 +155,52 @@ approve_show_update(const struct rctx *ctx, json_object *update)
 		    json_get_str(update, "toolCallId") : "?", st);
 }
 
-/* The permission_request envelope for req_id in the session's ring. */
+/*
+ * The pending interaction req_id of the session, from its status'
+ * pendingInteractions (caller puts): one bounded request, so a session
+ * whose event ring no longer holds the request's event (a load with
+ * history, a long turn) is answered as quickly as a fresh one.
+ */
 static json_object *
 find_request(struct rctx *ctx, const char *client_id, const char *req_id,
     struct rerr *e)
 {
-	json_object *env, *found = NULL;
-	const char *type, *id;
-	struct sub s;
+	json_object *answer, *list, *it, *found = NULL;
+	struct http_resp resp;
+	struct http_req req;
+	enum timeout_source src;
+	const char *id;
+	char *path;
 
-	memset(&s, 0, sizeof(s));
-	if (sub_start(&s, ctx, ctx->session_id, client_id, 0) == -1) {
-		output_classify(&s.resp, e);
-		sub_stop(&s);
+	memset(&resp, 0, sizeof(resp));
+	if ((path = http_session_path(ctx->session_id, "/status")) == NULL) {
+		output_local(e, "internal_error", EXIT_FAIL, "out of memory");
 		return NULL;
 	}
-	while (found == NULL && (env = sub_next(&s)) != NULL) {
-		type = json_get_str(env, "type");
-		id = json_get_str(json_get_obj(env, "data"), "requestId");
-		if (type != NULL && strcmp(type, "permission_request") == 0 &&
-		    id != NULL && strcmp(id, req_id) == 0)
-			found = json_object_get(env);
-		else if (type != NULL && (strcmp(type, "replay_complete") == 0 ||
-		    env_session_end(env))) {
-			json_object_put(env);
-			break;
-		}
-		json_object_put(env);
+	http_req_init(&req, "GET", path, NULL, client_id, timeout_fetch_ms(ctx, &src));
+	if (http_do(ctx, &req, &resp) == -1 || !http_ok(&resp)) {
+		output_classify(&resp, e);
+		free(path);
+		http_resp_clear(&resp);
+		return NULL;
 	}
-	sub_stop(&s);
+	free(path);
+	answer = http_resp_json(&resp);
+	http_resp_clear(&resp);
+	if (answer != NULL && json_object_object_get_ex(answer, "pendingInteractions",
+	    &list) && json_object_is_type(list, json_type_array))
+		for (size_t i = 0; found == NULL &&
+		    i < json_object_array_length(list); i++) {
+			it = json_object_array_get_idx(list, i);
+			if ((id = json_get_str(it, "requestId")) != NULL &&
+			    strcmp(id, req_id) == 0)
+				found = json_object_get(it);
+		}
+	json_object_put(answer);
 	if (found == NULL)
 		output_local(e, "permission_not_found", EXIT_NOTFOUND,
-		    "no permission request %s on session %s", req_id, ctx->session_id);
+		    "no pending permission request %s on session %s", req_id,
+		    ctx->session_id);
 	return found;
 }
 
@@ -210,7 +224,7 @@ cmd_permission(struct rctx *ctx, char **args)
 	state_client_get(ctx->state, ctx->session_id, client_id, sizeof(client_id));
 	if ((env = find_request(ctx, client_id, args[0], &e)) == NULL)
 		return output_fail(ctx, &e);
-	opt = pick_option(json_get_obj(env, "data"), allow);
+	opt = pick_option(env, allow);
 	memset(&resp, 0, sizeof(resp));
 	rc = EXIT_OK;
 	if (send_answer(ctx, ctx->session_id, client_id, args[0], opt, &resp) == -1) {

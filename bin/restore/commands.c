@@ -205,9 +205,37 @@ print_session(const struct rctx *ctx, const struct http_resp *r,
 		puts(json_object_get_string(v));
 }
 
-/* new: POST /session in the workspace; store the new clientId. */
-int
-cmd_new(struct rctx *ctx, char **args)
+/*
+ * A --model-service the agent did not take: the session is there (its id
+ * was printed), but not as asked, so the command fails.
+ */
+static int
+model_refused(struct rctx *ctx, json_object *obj)
+{
+	json_object *v;
+	struct rerr e;
+
+	if (ctx->model_service == NULL ||
+	    !json_object_object_get_ex(obj, "modelApplied", &v) ||
+	    !json_object_is_type(v, json_type_boolean) || json_object_get_boolean(v))
+		return EXIT_OK;
+	output_local(&e, "model_switch_failed", EXIT_FAIL,
+	    "%s: model %s was not applied (the session is %s)", ctx->command,
+	    ctx->model_service, json_get_str(obj, "sessionId") != NULL ?
+	    json_get_str(obj, "sessionId") : "?");
+	if (ctx->json) {	/* stdout has the answer: the reason on stderr */
+		fprintf(stderr, "%s: %s\n", getprogname(), e.message);
+		return e.exit_code;
+	}
+	return output_fail(ctx, &e);
+}
+
+/*
+ * POST /session in the workspace; store the new clientId.  thread: a new
+ * session of its own (new), else the workspace's default one (attach).
+ */
+static int
+create(struct rctx *ctx, int thread)
 {
 	struct http_req		 req;
 	struct http_resp	 resp;
@@ -216,9 +244,10 @@ cmd_new(struct rctx *ctx, char **args)
 	char			 id[RESTORE_ID_MAX + 1];
 	int			 rc;
 
-	(void)args;
 	body = xjson_object_new_object();
 	json_object_object_add(body, "cwd", xjson_object_new_string(ctx->cwd));
+	if (thread)
+		json_object_object_add(body, "sessionScope", xjson_object_new_string("thread"));
 	if (ctx->new_id != NULL)
 		json_object_object_add(body, "sessionId", xjson_object_new_string(ctx->new_id));
 	if (ctx->approval_mode != NULL)
@@ -244,11 +273,28 @@ cmd_new(struct rctx *ctx, char **args)
 			state_client_put(ctx->state, json_object_get_string(v),
 			    id);
 		print_session(ctx, &resp, obj);
+		rc = model_refused(ctx, obj);
 		json_object_put(obj);
 	}
 	json_object_put(body);
 	http_resp_clear(&resp);
 	return rc;
+}
+
+/* new: a session of its own, every time. */
+int
+cmd_new(struct rctx *ctx, char **args)
+{
+	(void)args;
+	return create(ctx, 1);
+}
+
+/* attach: the workspace's default session, shared with other clients. */
+int
+cmd_attach(struct rctx *ctx, char **args)
+{
+	(void)args;
+	return create(ctx, 0);
 }
 
 /* POST /session/sid/<action> under the restore timeout. */
@@ -406,12 +452,53 @@ cmd_heartbeat(struct rctx *ctx, char **args)
 	return simple(ctx, "POST", "/heartbeat", 1, 1);
 }
 
-/* status ID: print the live status. */
+/* One pending interaction for people, with the command that answers it. */
+static void
+print_interaction(const struct rctx *ctx, json_object *it)
+{
+	json_object *action = json_get_obj(it, "action");
+	const char *kind = json_get_str(it, "kind"), *id = json_get_str(it, "requestId");
+	const char *title = json_get_str(action, "title"), *type = json_get_str(action, "type");
+
+	if (id == NULL)
+		return;
+	if (title == NULL)
+		title = json_get_str(it, "title");
+	printf("pending %s %s: %s%s%s%s\n", kind != NULL ? kind : "interaction", id,
+	    title != NULL ? title : "(no title)", type != NULL ? " (" : "",
+	    type != NULL ? type : "", type != NULL ? ")" : "");
+	printf("  answer: %s permission %s %s allow|deny\n", getprogname(),
+	    ctx->session_id, id);
+}
+
+/* status's answer: key/value lines, then each pending request. */
+static void
+print_status(const struct rctx *ctx, json_object *obj)
+{
+	json_object *list = NULL;
+
+	if (json_object_object_get_ex(obj, "pendingInteractions", &list))
+		json_object_get(list);
+	json_object_object_del(obj, "pendingInteractions");
+	human_keyvalue(obj);
+	if (list != NULL && json_object_is_type(list, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(list); i++)
+			print_interaction(ctx, json_object_array_get_idx(list, i));
+	json_object_put(list);
+}
+
+/* status ID: print the live status, and how to answer what it waits for. */
 int
 cmd_status(struct rctx *ctx, char **args)
 {
+	struct http_resp	 resp;
+	int			 rc;
+
 	(void)args;
-	return simple(ctx, "GET", "/status", 0, 1);
+	if ((rc = session_call(ctx, "GET", "/status", NULL, 0, &resp)) == 0)
+		print_answer(ctx, &resp, print_status);
+	http_resp_clear(&resp);
+	return rc;
 }
 
 /* detach / close: 204 or 404 is done; the stored clientId is forgotten. */

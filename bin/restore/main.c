@@ -29,13 +29,14 @@ enum {
 	OPT_JSON, OPT_RETRY, OPT_STATE, OPT_NO_AUTO, OPT_NO_WAIT, OPT_PARALLEL,
 	OPT_LAST_ID, OPT_VERSION, OPT_PAGE_SIZE, OPT_REPLAY_MODE, OPT_DEADLINE,
 	OPT_SESSION_ID, OPT_APPROVAL, OPT_MODEL_SERVICE, OPT_LIMIT, OPT_BEFORE,
-	OPT_AT, OPT_NAME, OPT_APPROVE,
+	OPT_AT, OPT_NAME, OPT_APPROVE, OPT_TOKEN_FILE,
 };
 
 static const struct option longopts[] = {
 	{ "socket",		required_argument, NULL, OPT_SOCKET },
 	{ "url",		required_argument, NULL, OPT_URL },
 	{ "token",		required_argument, NULL, OPT_TOKEN },
+	{ "token-file",		required_argument, NULL, OPT_TOKEN_FILE },
 	{ "cwd",		required_argument, NULL, OPT_CWD },
 	{ "fetch-timeout-ms",	required_argument, NULL, OPT_FETCH },
 	{ "timeout-ms",		required_argument, NULL, OPT_TIMEOUT },
@@ -81,14 +82,15 @@ usage(int status)
 {
 	FILE	*f = status == 0 ? stdout : stderr;
 
-	fprintf(f, "usage: %s [--socket path | --url url] [--token token] "
-	    "[--cwd dir]\n"
+	fprintf(f, "usage: %s [--socket path | --url url] "
+	    "[--token-file file | --token token] [--cwd dir]\n"
 	    "\t[--fetch-timeout-ms ms] [--timeout-ms ms] [--json] "
 	    "[--retry n]\n"
 	    "\t[--state-dir dir] [-qv] [--help] [--version] command [args]\n"
 	    "commands: capabilities, list,\n"
 	    "\tnew [--session-id ID] [--approval-mode mode] "
 	    "[--model-service id],\n"
+	    "\tattach [--approval-mode mode] [--model-service id],\n"
 	    "\tload ID [--page-size n] [--replay-mode full|summary] "
 	    "[--approval-mode mode],\n"
 	    "\tresume ID [--approval-mode mode], model ID MODEL, "
@@ -101,7 +103,9 @@ usage(int status)
 	    "detach ID,\n"
 	    "\tclose ID, status ID, transcript ID [--limit n] "
 	    "[--before record],\n"
-	    "\tbranch ID [--at record] [--name name]\n", getprogname());
+	    "\tbranch ID [--at record] [--name name], help [COMMAND]\n"
+	    "'%s help COMMAND' or '%s COMMAND --help' tells what one does.\n",
+	    getprogname(), getprogname(), getprogname());
 	exit_flushed(status);
 }
 
@@ -258,41 +262,72 @@ url_is_loopback(const char *url)
 }
 
 /*
- * Over loopback TCP without a token: the one the local daemon wrote
- * beside its socket (<socket dir>/token), if it is ours and private.
- * Never for another host: the token would go to it.
+ * The first line of a token file into ctx->token: a regular file of ours
+ * that nobody else may read.  0, or -1 with *why (a static string).
  */
-static void
-setup_token_file(struct rctx *ctx)
+static int
+read_token_file(struct rctx *ctx, const char *path, const char **why)
 {
-	const char *sock = getenv("QWEN_SERVE_SOCKET");
-	const char *slash;
-	char *path = NULL, buf[4096];
+	char buf[4096];
 	struct stat st;
 	ssize_t n;
-	int fd;
+	int fd, rc = -1;
 
-	if (ctx->token != NULL || ctx->socket_path != NULL ||
-	    !url_is_loopback(ctx->base_url))
+	*why = "cannot be opened";
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) == -1)
+		return -1;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode))
+		*why = "is not a regular file";
+	else if (st.st_uid != getuid())
+		*why = "is not yours";
+	else if ((st.st_mode & 077) != 0)
+		*why = "is readable by others (chmod 600 it)";
+	else if ((n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+		*why = "is empty";
+	else {
+		buf[n] = '\0';
+		buf[strcspn(buf, "\r\n")] = '\0';
+		if (buf[0] == '\0')
+			*why = "is empty";
+		else {
+			free(ctx->token);
+			ctx->token = xstrdup(buf);
+			rc = 0;
+		}
+	}
+	explicit_bzero(buf, sizeof(buf));
+	close(fd);
+	return rc;
+}
+
+/*
+ * --token-file FILE, else without a token: the one the local daemon wrote
+ * beside its socket (<socket dir>/token), if it is ours and private, over
+ * the socket itself or loopback TCP.  Never for another host: the token
+ * would go to it.
+ */
+static void
+setup_token_file(struct rctx *ctx, const char *file)
+{
+	const char *sock = ctx->socket_path != NULL ? ctx->socket_path :
+	    getenv("QWEN_SERVE_SOCKET");
+	const char *slash, *why;
+	char *path = NULL;
+
+	if (file != NULL) {
+		if (read_token_file(ctx, file, &why) == -1)
+			usage_err("--token-file %s %s", file, why);
+		return;
+	}
+	if (ctx->token != NULL ||
+	    (ctx->socket_path == NULL && !url_is_loopback(ctx->base_url)))
 		return;
 	if (sock != NULL && (slash = strrchr(sock, '/')) != NULL)
 		xasprintf(&path, "%.*s/token", (int)(slash - sock), sock);
 	else if ((path = address_default_token()) == NULL)
 		return;
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) == -1) {
-		free(path);
-		return;
-	}
+	(void)read_token_file(ctx, path, &why);
 	free(path);
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() &&
-	    (st.st_mode & 077) == 0 && (n = read(fd, buf, sizeof(buf) - 1)) > 0) {
-		buf[n] = '\0';
-		buf[strcspn(buf, "\r\n")] = '\0';
-		if (buf[0] != '\0')
-			ctx->token = xstrdup(buf);
-	}
-	explicit_bzero(buf, sizeof(buf));
-	close(fd);
 }
 
 /* QWEN_FETCH_TIMEOUT_MS when --fetch-timeout-ms was not given. */
@@ -313,6 +348,7 @@ static void
 parse_args(struct rctx *ctx, int argc, char **argv)
 {
 	const char	*sock = NULL, *url = NULL, *token = NULL, *cwd = NULL;
+	const char	*token_file = NULL;
 	int		 ch, approve_set = 0;
 
 	while ((ch = getopt_long(argc, argv, "qvh", longopts, NULL)) != -1) {
@@ -320,6 +356,7 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 		case OPT_SOCKET: sock = optarg; break;
 		case OPT_URL: url = optarg; break;
 		case OPT_TOKEN: token = optarg; break;
+		case OPT_TOKEN_FILE: token_file = optarg; break;
 		case OPT_CWD: cwd = optarg; break;
 		case OPT_FETCH:
 			ctx->fetch_timeout_ms = parse_num("--fetch-timeout-ms",
@@ -370,7 +407,7 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 			break;
 		case 'q': ctx->quiet = 1; break;
 		case 'v': ctx->verbose = 1; break;
-		case 'h': usage(0);
+		case 'h': ctx->help = 1; break;
 		case OPT_VERSION:
 			printf("qwen-restore %s\n", PACKAGE_VERSION);
 			exit_flushed(0);
@@ -385,7 +422,9 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 	setup_address(ctx, sock, url);
 	setup_cwd(ctx, cwd);
 	setup_token(ctx, token);
-	setup_token_file(ctx);
+	if (token != NULL && token_file != NULL)
+		usage_err("--token and --token-file are exclusive");
+	setup_token_file(ctx, token_file);
 	setup_fetch_env(ctx);
 	if (ctx->base_url == NULL || ctx->addr_key == NULL || ctx->cwd == NULL)
 		usage_err("out of memory");
@@ -428,7 +467,7 @@ output_width(void)
 	return 0;
 }
 
-/* The command table. */
+/* The command table: name, operands, the function, and its help. */
 static const struct command {
 	const char	*name;
 	int		 takes_id;	/* 1: ID required */
@@ -438,6 +477,7 @@ static const struct command {
 	{ "capabilities",	0, 0, cmd_capabilities },
 	{ "list",		0, 0, cmd_list },
 	{ "new",		0, 0, cmd_new },
+	{ "attach",		0, 0, cmd_attach },
 	{ "load",		1, 0, cmd_load },
 	{ "resume",		1, 0, cmd_resume },
 	{ "prompt",		1, 1, cmd_prompt_args },
@@ -453,6 +493,72 @@ static const struct command {
 	{ "model",		1, 1, cmd_model },
 	{ "mode",		1, 1, cmd_mode },
 };
+
+/* What "help CMD" and "CMD --help" print: the synopsis, then what it does. */
+static const struct command_help {
+	const char	*name, *synopsis, *text;
+} command_help[] = {
+	{ "capabilities", "capabilities",
+	  "Show what the daemon offers and cache its restore budget\n"
+	  "(the timer of later loads and resumes)." },
+	{ "list", "list",
+	  "List the persisted sessions of the workspace, newest first." },
+	{ "new", "new [--session-id ID] [--approval-mode MODE] [--model-service ID]",
+	  "Create a session of its own in the workspace and print its id\n"
+	  "(a model the agent did not take: exit 1, the id printed)." },
+	{ "attach", "attach [--approval-mode MODE] [--model-service ID]",
+	  "Join the workspace's default session, shared with other clients,\n"
+	  "and print its id." },
+	{ "load", "load ID [--page-size N] [--replay-mode full|summary] "
+	  "[--approval-mode MODE]",
+	  "Restore a session with its history (under the restore budget) and\n"
+	  "print its id." },
+	{ "resume", "resume ID [--approval-mode MODE]",
+	  "Restore a session without its history and print its id." },
+	{ "prompt", "prompt ID [TEXT|-] [--no-wait] [--parallel] "
+	  "[--no-auto-resume]\n\t[--deadline-ms MS] [--approve ask|all|none]",
+	  "Send a prompt (TEXT, or standard input with - or without TEXT) and\n"
+	  "stream the answer to standard output; --approve answers the agent's\n"
+	  "permission requests." },
+	{ "permission", "permission ID REQUEST-ID allow|deny",
+	  "Answer a pending permission request of the session (see status)." },
+	{ "events", "events ID [--last-event-id N]",
+	  "Follow the session's events, one JSON envelope a line." },
+	{ "cancel", "cancel ID", "Cancel the session's running turn." },
+	{ "heartbeat", "heartbeat ID", "Tell the daemon this client is alive." },
+	{ "detach", "detach ID", "Leave the session; it stays live for others." },
+	{ "close", "close ID", "Close the session for every client." },
+	{ "status", "status ID",
+	  "Show the session's live state and every request it waits for." },
+	{ "transcript", "transcript ID [--limit N] [--before RECORD]",
+	  "Show the session's history, a page at a time." },
+	{ "branch", "branch ID [--at RECORD] [--name NAME]",
+	  "Make a new session from the history of ID and print its id." },
+	{ "model", "model ID MODEL", "Switch the session's model." },
+	{ "mode", "mode ID plan|default|auto-edit|auto|yolo",
+	  "Switch the session's approval mode." },
+	{ "help", "help [COMMAND]", "Show the usage, or one command's help." },
+};
+
+/* help [CMD]: one command's help, or the usage; exits 0 (2 if unknown). */
+static void __attribute__((noreturn))
+help(const char *name)
+{
+	size_t i;
+
+	if (name == NULL)
+		usage(0);
+	for (i = 0; i < sizeof(command_help) / sizeof(command_help[0]); i++)
+		if (strcmp(command_help[i].name, name) == 0) {
+			printf("usage: %s [options] %s\n\n%s\n\n"
+			    "Options for every command: %s --help; "
+			    "all of it: man qwen-restore\n", getprogname(),
+			    command_help[i].synopsis, command_help[i].text,
+			    getprogname());
+			exit_flushed(0);
+		}
+	usage_err("help: unknown command '%s'", name);
+}
 
 /* Whether word is one of the space-separated words of list. */
 static int
@@ -474,8 +580,8 @@ check_command_options(const struct rctx *ctx, const char *cmd)
 	static const struct { const char *opt, *cmd; } only[] = {
 		{ "--page-size", "load" }, { "--replay-mode", "load" },
 		{ "--deadline-ms", "prompt" }, { "--session-id", "new" },
-		{ "--approval-mode", "new load resume" },
-		{ "--model-service", "new" },
+		{ "--approval-mode", "new attach load resume" },
+		{ "--model-service", "new attach" },
 		{ "--limit", "transcript" }, { "--before", "transcript" },
 		{ "--at", "branch" }, { "--name", "branch" },
 	};
@@ -505,6 +611,13 @@ main(int argc, char **argv)
 	ctx.page_size = ctx.deadline_ms = ctx.limit = -1;
 	parse_args(&ctx, argc, argv);
 	ctx.cols = output_width();
+	if (ctx.help)
+		help(optind < argc ? argv[optind] : NULL);
+	if (optind < argc && strcmp(argv[optind], "help") == 0) {
+		if (argc - optind > 2)
+			usage_err("help: too many arguments");
+		help(optind + 1 < argc ? argv[optind + 1] : NULL);
+	}
 	if (optind >= argc)
 		usage(EXIT_USAGE);
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

@@ -155,6 +155,9 @@ print_line(const struct rctx *ctx, const struct rerr *e)
 	fputs(e->message, stderr);
 	if (e->retryable && e->retry_after >= 0)
 		fprintf(stderr, " (retry in %d s)", e->retry_after);
+	if (strcmp(e->code, "unauthorized") == 0)
+		fprintf(stderr, " (the daemon wants its token: --token-file FILE, "
+		    "or QWEN_SERVER_TOKEN)");
 	fputc('\n', stderr);
 	funlockfile(stderr);
 }

@@ -43,6 +43,7 @@ struct rctx {
 	char		*addr_key;	/* "unix:PATH" or the URL: state key */
 	char		*token;		/* NULL: no Authorization */
 	char		*cwd;		/* absolute */
+	int		 help;		/* --help: of the command, if one is named */
 	char		*state_dir;	/* NULL: the default */
 	int64_t		 fetch_timeout_ms;	/* -1 when not given */
 	enum timeout_source fetch_source;	/* FLAG or ENV when given */
@@ -372,6 +373,7 @@ int	cmd_prompt(struct rctx *, const char *text);
 int	cmd_capabilities(struct rctx *, char **args);
 int	cmd_list(struct rctx *, char **args);
 int	cmd_new(struct rctx *, char **args);
+int	cmd_attach(struct rctx *, char **args);
 int	cmd_load(struct rctx *, char **args);
 int	cmd_resume(struct rctx *, char **args);
 int	cmd_prompt_args(struct rctx *, char **args);

@@ -201,6 +201,8 @@ prompt_end(struct acp_conn *c, struct acp_sess *a, const char *type,
 		    "message", &v) ? json_object_get_string(v) : "Prompt failed");
 		if (e != NULL && json_object_object_get_ex(data, "code", &v))
 			qerr_set_str(e, "turnErrorCode", json_object_get_string(v));
+		if (e != NULL && json_object_object_get_ex(data, "errorKind", &v))
+			qerr_set_str(e, "turnErrorKind", json_object_get_string(v));
 		if (e != NULL)
 			qerr_set_str(e, "sessionId", a->id);
 		acp_reply_error(c, a->id, p->rpc_id, e);

@@ -50,6 +50,9 @@ struct channel {
 	struct rpc_pending	*pending;
 	struct event		*deadline_ev;
 	struct event		*idle_ev;
+	struct event		*warm_ev;	/* a kept-warm child's restart */
+	uint64_t		 started_ms;	/* monotonic, of the current child */
+	long			 warm_backoff_ms;
 	struct event		*kill_ev;
 	struct event		*more_ev;
 	int			 kill_stage;
@@ -63,6 +66,8 @@ struct channel {
 };
 
 void	chan_req_finish(struct chan_req *, enum chan_outcome, json_object *payload);
+/* channel-close.c: hold r (1) when it restores an id whose close is pending. */
+int	chan_close_hold(struct channel *, struct chan_req *);
 void	chan_req_send(struct channel *, struct chan_req *);
 void	chan_arm_deadline(struct channel *);
 void	chan_on_deadline(evutil_socket_t, short, void *);

@@ -113,7 +113,9 @@ request_new(struct channel *ch, const char *method, json_object *params,
 		ch->ncontrol++;
 	if (ch->idle_ev != NULL)
 		event_del(ch->idle_ev);
-	if (ch->state == CH_STARTING)
+	if (chan_close_hold(ch, r))
+		;	/* sent once the close of its id is answered */
+	else if (ch->state == CH_STARTING)
 		TAILQ_INSERT_TAIL(&ch->waiting, r, entry);
 	else if (ch->state == CH_DYING)
 		TAILQ_INSERT_TAIL(&ch->respawn, r, entry);

@@ -130,6 +130,7 @@ chan_pipes(int in[2], int out[2], int err[2])
 
 static void	on_exit_ready(evutil_socket_t, short, void *);
 static void	respawn(struct channel *);
+static void	chan_rewarm(struct channel *);
 
 /* Spawn the child and send initialize. */
 void
@@ -156,6 +157,7 @@ chan_start(struct channel *ch)
 		return;
 	}
 	ch->pidfd = (int)syscall(SYS_pidfd_open, ch->pid, 0);
+	ch->started_ms = clock_mono_ms();
 	ch->killed = 0;
 	ch->kill_stage = 0;
 	ch->serial = ++chan_serial;
@@ -298,6 +300,7 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 		event_del(ch->kill_ev);
 	ch->state = CH_IDLE;
 	respawn(ch);
+	chan_rewarm(ch);
 }
 
 /* Requests that came while an idle child was ending get a fresh one. */
@@ -361,7 +364,8 @@ chan_check_idle(struct channel *ch)
 	case RFSM_REAP_IDLE_POLICY:
 		break;
 	}
-	if (ch->nsessions > 0 || rpc_pending_count(ch->pending) > 0)
+	if (ch->nsessions > 0 || rpc_pending_count(ch->pending) > 0 ||
+	    channel_kept_warm())
 		return;
 	if (conf.channel_idle_timeout_ms == 0) {
 		on_idle(-1, 0, ch);
@@ -370,6 +374,64 @@ chan_check_idle(struct channel *ch)
 	tv.tv_sec = conf.channel_idle_timeout_ms / 1000;
 	tv.tv_usec = (conf.channel_idle_timeout_ms % 1000) * 1000;
 	event_add(ch->idle_ev, &tv);
+}
+
+/* Kept-warm restarts back off while the child keeps dying young. */
+#define WARM_BACKOFF_MIN_MS	1000
+#define WARM_BACKOFF_MAX_MS	30000
+#define WARM_LIVED_MS		60000
+
+static void
+on_warm(evutil_socket_t fd, short what, void *arg)
+{
+	struct channel *ch = arg;
+
+	(void)fd; (void)what;
+	if (ch->state == CH_IDLE && !serve_shutting_down())
+		chan_start(ch);
+}
+
+/* A kept-warm child that exited is started again, after a backoff. */
+static void
+chan_rewarm(struct channel *ch)
+{
+	struct timeval tv;
+
+	if (!channel_kept_warm() || ch->state != CH_IDLE || serve_shutting_down())
+		return;
+	if (clock_mono_ms() - ch->started_ms >= WARM_LIVED_MS || ch->warm_backoff_ms == 0)
+		ch->warm_backoff_ms = WARM_BACKOFF_MIN_MS;
+	else if ((ch->warm_backoff_ms *= 2) > WARM_BACKOFF_MAX_MS)
+		ch->warm_backoff_ms = WARM_BACKOFF_MAX_MS;
+	if (ch->warm_ev == NULL &&
+	    (ch->warm_ev = evtimer_new(serve_base, on_warm, ch)) == NULL)
+		return;
+	tv.tv_sec = ch->warm_backoff_ms / 1000;
+	tv.tv_usec = (ch->warm_backoff_ms % 1000) * 1000;
+	event_add(ch->warm_ev, &tv);
+}
+
+int
+channel_kept_warm(void)
+{
+	return conf.agent_acp != NULL && conf.agent_prestart;
+}
+
+/*
+ * A warm agent waits for the users of a daemon that was (re)started
+ * before they came back; a prestarted child is kept, not reaped idle.
+ */
+void
+channels_prestart(void)
+{
+	struct channel *ch;
+
+	if (!channel_kept_warm())
+		return;
+	for (size_t i = 0; i < conf.n_workspaces; i++)
+		if ((ch = channel_get(conf.workspaces[i])) != NULL &&
+		    ch->state == CH_IDLE)
+			chan_start(ch);
 }
 
 struct channel *
@@ -494,6 +556,8 @@ channels_free(void)
 		TAILQ_REMOVE(&channels, ch, entry);
 		if (ch->idle_ev != NULL)
 			event_free(ch->idle_ev);
+		if (ch->warm_ev != NULL)
+			event_free(ch->warm_ev);
 		if (ch->kill_ev != NULL)
 			event_free(ch->kill_ev);
 		if (ch->more_ev != NULL)

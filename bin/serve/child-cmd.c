@@ -106,6 +106,8 @@ acp_child_command(const char *workspace)
 	child_cmd_opt(cmd, "--cache-dir", conf.cache_dir);
 	child_cmd_opt(cmd, "--agent-command", conf.agent_command);
 	child_cmd_opt(cmd, "--agent-acp", conf.agent_acp);
+	if (conf.agent_acp != NULL && !conf.agent_prestart)
+		child_cmd_opt(cmd, "--agent-prestart", "no");
 	child_cmd_opt(cmd, "--otlp-endpoint", conf.otlp_endpoint);
 	child_cmd_opt(cmd, "--trace-file", conf.trace_file);
 	return cmd;

@@ -111,26 +111,26 @@ claim_socket_path(const char *path)
 		return -1;
 	lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (lock_fd == -1) {
-		log_warn("%s", lock_path);
+		log_errx("%s: %s", lock_path, strerror(errno));
 		return -1;
 	}
 	if (flock(lock_fd, LOCK_EX | LOCK_NB) == -1) {
-		log_warnx("%s: another qwen-serve owns this socket", path);
+		log_errx("%s: another qwen-serve owns this socket", path);
 		return -1;
 	}
 	if (lstat(path, &st) == -1)
 		return errno == ENOENT ? 0 : -1;
 	if (!S_ISSOCK(st.st_mode)) {
-		log_warnx("%s exists and is not a socket; refusing to remove it", path);
+		log_errx("%s exists and is not a socket; refusing to remove it", path);
 		return -1;
 	}
 	if (socket_is_live(path)) {
-		log_warnx("%s: a daemon is already listening there", path);
+		log_errx("%s: a daemon is already listening there", path);
 		return -1;
 	}
 	log_info("removing stale socket %s", path);
 	if (unlink(path) == -1 && errno != ENOENT) {
-		log_warn("unlink %s", path);
+		log_errx("unlink %s: %s", path, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -221,7 +221,7 @@ listen_unix_fd(struct evhttp *http, int fd, const char *path)
 	unix_listener = evconnlistener_new(serve_base, NULL, NULL,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
 	if (unix_listener == NULL || evhttp_bind_listener(http, unix_listener) == NULL) {
-		log_warnx("cannot listen on %s", path);
+		log_errx("cannot listen on %s", path);
 		return -1;
 	}
 	evconnlistener_set_error_cb(unix_listener, accept_error);
@@ -242,7 +242,7 @@ listen_unix(struct evhttp *http, const char *path)
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	if (strlcpy(sun.sun_path, path, sizeof(sun.sun_path)) >= sizeof(sun.sun_path)) {
-		log_warnx("socket path too long: %s", path);
+		log_errx("socket path too long: %s", path);
 		return -1;
 	}
 	if ((dir = privdir_of(path)) == NULL)
@@ -260,14 +260,14 @@ listen_unix(struct evhttp *http, const char *path)
 	old = umask(0177);
 	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
 		umask(old);
-		log_warn("bind %s", path);
+		log_errx("bind %s: %s", path, strerror(errno));
 		close(fd);
 		return -1;
 	}
 	umask(old);
 	own_socket = 1;
 	if (chmod(path, 0600) == -1 || listen(fd, 128) == -1) {
-		log_warn("listen %s", path);
+		log_errx("listen %s: %s", path, strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -315,7 +315,7 @@ listen_tcp(struct evhttp *http)
 		tcp_listener = tcp_bind(host);
 	if (tcp_listener == NULL ||
 	    (tcp_handle = evhttp_bind_listener(http, tcp_listener)) == NULL) {
-		log_warnx("cannot listen on %s port %d", conf.hostname, conf.port);
+		log_errx("cannot listen on %s port %d", conf.hostname, conf.port);
 		return -1;
 	}
 	evconnlistener_set_error_cb(tcp_listener, accept_error);

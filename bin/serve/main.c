@@ -54,6 +54,7 @@ enum {
 	OPT_NO_WEB, OPT_WEB_DIR,
 	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_OTLP, OPT_TOKEN_FILE, OPT_CHILD_CMD,
 	OPT_PERM_TO, OPT_AGENT_ACP, OPT_PROMPT_DEADLINE, OPT_WRITER_IDLE,
+	OPT_AGENT_PRESTART,
 };
 
 static const struct option longopts[] = {
@@ -73,6 +74,7 @@ static const struct option longopts[] = {
 	{ "cache-dir", required_argument, NULL, OPT_CACHE_DIR },
 	{ "agent-command", required_argument, NULL, OPT_AGENT_CMD },
 	{ "agent-acp", required_argument, NULL, OPT_AGENT_ACP },
+	{ "agent-prestart", required_argument, NULL, OPT_AGENT_PRESTART },
 	{ "log-file", required_argument, NULL, OPT_LOG_FILE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "trace-file", required_argument, NULL, OPT_TRACE_FILE },
@@ -157,7 +159,7 @@ usage(int status)
 	    "\t[--max-connections N] [--workspace DIR]\n"
 	    "\t[--child PATH | --child-command 'CMD ARGS']\n"
 	    "\t[--data-dir DIR] [--cache-dir DIR]\n"
-	    "\t[--agent-command CMD | --agent-acp 'CMD ARGS']\n"
+	    "\t[--agent-command CMD | --agent-acp 'CMD ARGS'] [--agent-prestart yes|no]\n"
 	    "\t[--log-file FILE]\n"
 	    "\t[--log-level LEVEL] [--trace-file FILE] [--otlp-endpoint URL]\n"
 	    "\t[--initialize-timeout-ms MS]\n"
@@ -297,6 +299,7 @@ conf_defaults(void)
 	conf.max_connections = 256;
 	conf.init_timeout_ms = BUDGET_INITIALIZE_DEFAULT_MS;
 	conf.channel_idle_timeout_ms = 0;
+	conf.agent_prestart = 1;
 	conf.session_idle_timeout_ms = 1800000;
 	conf.session_reap_interval_ms = 60000;
 	conf.sse_heartbeat_ms = 15000;
@@ -358,6 +361,14 @@ parse_args(int argc, char **argv)
 		case OPT_CACHE_DIR: free(conf.cache_dir); conf.cache_dir = xstrdup(optarg); break;
 		case OPT_AGENT_CMD: free(conf.agent_command); conf.agent_command = xstrdup(optarg); break;
 		case OPT_AGENT_ACP: free(conf.agent_acp); conf.agent_acp = xstrdup(optarg); break;
+		case OPT_AGENT_PRESTART:
+			if (strcmp(optarg, "yes") != 0 && strcmp(optarg, "no") != 0) {
+				fprintf(stderr, "qwen-serve: --agent-prestart: yes or no, "
+				    "not '%s'\n", optarg);
+				exit(2);
+			}
+			conf.agent_prestart = strcmp(optarg, "yes") == 0;
+			break;
 		case OPT_LOG_FILE: free(conf.log_file); conf.log_file = xstrdup(optarg); break;
 		case OPT_LOG_LEVEL:
 			lvl = optarg;
@@ -582,6 +593,7 @@ main(int argc, char **argv)
 		event_add(sigs[i], NULL);
 	}
 	sessions_start_reaper();
+	channels_prestart();
 	web_check();
 	printf("qwen-serve: ready\n");
 	fflush(stdout);

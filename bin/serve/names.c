@@ -56,12 +56,20 @@ names_transcript_dir_ws(const char *workspace)
 const char *
 names_workspace(const char *dir)
 {
-	size_t i;
+	const char *best = NULL;
+	size_t i, n;
 
-	for (i = 0; i < conf.n_workspaces; i++)
+	for (i = 0; i < conf.n_workspaces; i++) {
+		n = strlen(conf.workspaces[i]);
 		if (strcmp(conf.workspaces[i], dir) == 0)
 			return conf.workspaces[i];
-	return NULL;
+		/* A directory inside a workspace is in it (git's walk upwards). */
+		if (dir[0] == '/' && strncmp(conf.workspaces[i], dir, n) == 0 &&
+		    (dir[n] == '/' || strcmp(conf.workspaces[i], "/") == 0) &&
+		    (best == NULL || n > strlen(best)))
+			best = conf.workspaces[i];
+	}
+	return best;
 }
 
 void

@@ -11,13 +11,17 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <event2/event.h>
 
+#include "clock.h"
+#include "json.h"
 #include "log.h"
 #include "serve.h"
+#include "xmalloc.h"
 
 /* Held requests per session; more are cancelled at once (upstream: 64). */
 #define PERM_MAX_PER_SESSION	64
@@ -32,6 +36,7 @@ struct perm {
 	unsigned		 serial;	/* of the child that asked */
 	json_object		*rpc_id;	/* the child's request id */
 	json_object		*option_ids;	/* array of the allowed ids */
+	json_object		*interaction;	/* as status shows it (upstream's shape) */
 	struct event		*timer;
 };
 static TAILQ_HEAD(, perm) perms = TAILQ_HEAD_INITIALIZER(perms);
@@ -104,6 +109,7 @@ perm_resolve(struct perm *p, const char *option_id, const char *voter, int tell)
 		event_free(p->timer);
 	json_object_put(p->rpc_id);
 	json_object_put(p->option_ids);
+	json_object_put(p->interaction);
 	free(p);
 }
 
@@ -133,6 +139,138 @@ option_ids(json_object *params)
 			json_object_array_add(out, json_object_get(id));
 	}
 	return out;
+}
+
+/* Member name of params' object obj copied into out as as (when present). */
+static void
+copy_member(json_object *out, const char *as, json_object *obj, const char *name)
+{
+	json_object *v;
+
+	if (obj != NULL && json_object_object_get_ex(obj, name, &v) && v != NULL)
+		json_object_object_add(out, as, json_object_get(v));
+}
+
+/* [{optionId, label?, kind?}] from the child's options (caller owns). */
+static json_object *
+interaction_options(json_object *params)
+{
+	json_object *opts, *o, *v, *out = json_object_new_array(), *e;
+	size_t n;
+
+	if (!json_object_object_get_ex(params, "options", &opts) ||
+	    !json_object_is_type(opts, json_type_array))
+		return out;
+	n = json_object_array_length(opts);
+	for (size_t i = 0; i < n; i++) {
+		o = json_object_array_get_idx(opts, i);
+		e = json_object_new_object();
+		json_object_object_add(e, "optionId", json_object_new_string(
+		    json_object_object_get_ex(o, "optionId", &v) &&
+		    json_object_is_type(v, json_type_string) ?
+		    json_object_get_string(v) : ""));
+		if (json_object_object_get_ex(o, "name", &v) &&
+		    json_object_is_type(v, json_type_string))
+			json_object_object_add(e, "label", json_object_get(v));
+		if (json_object_object_get_ex(o, "kind", &v) &&
+		    json_object_is_type(v, json_type_string))
+			json_object_object_add(e, "kind", json_object_get(v));
+		json_object_array_add(out, e);
+	}
+	return out;
+}
+
+/*
+ * The request as a late client sees it in status' pendingInteractions:
+ * upstream's {requestId, kind, createdAt, action|questions, options}.  A
+ * tool call whose _meta.qwenInteractionKind is "user_question" is a
+ * question to the user, with its questions keyed by position.
+ */
+static json_object *
+interaction_new(const struct perm *p, json_object *params)
+{
+	json_object *o = json_object_new_object(), *tool = NULL, *meta = NULL;
+	json_object *a, *qs, *q, *out, *v;
+	char iso[CLOCK_ISO_LEN], key[24];
+	const char *k = NULL;
+
+	if (json_object_object_get_ex(params, "toolCall", &tool) &&
+	    !json_object_is_type(tool, json_type_object))
+		tool = NULL;
+	if (tool != NULL && json_object_object_get_ex(tool, "_meta", &meta) &&
+	    json_object_is_type(meta, json_type_object) &&
+	    json_object_object_get_ex(meta, "qwenInteractionKind", &v) &&
+	    json_object_is_type(v, json_type_string))
+		k = json_object_get_string(v);
+	clock_iso_time(clock_wall_ms(), iso);
+	json_object_object_add(o, "requestId", json_object_new_string(p->request_id));
+	if (k != NULL && strcmp(k, "user_question") == 0) {
+		json_object_object_add(o, "kind", json_object_new_string("user_question"));
+		json_object_object_add(o, "createdAt", json_object_new_string(iso));
+		copy_member(o, "title", tool, "title");
+		out = json_object_new_array();
+		if ((json_object_object_get_ex(meta, "qwenQuestions", &qs) ||
+		    (json_object_object_get_ex(tool, "rawInput", &v) &&
+		    json_object_object_get_ex(v, "questions", &qs))) &&
+		    json_object_is_type(qs, json_type_array))
+			for (size_t i = 0; i < json_object_array_length(qs); i++) {
+				q = json_object_array_get_idx(qs, i);
+				if (!json_object_is_type(q, json_type_object))
+					continue;
+				v = json_object_new_object();
+				json_object_object_foreach(q, qk, qv)
+					json_object_object_add(v, qk, json_object_get(qv));
+				snprintf(key, sizeof(key), "%zu", i);
+				json_object_object_add(v, "answerKey",
+				    json_object_new_string(key));
+				json_object_array_add(out, v);
+			}
+		json_object_object_add(o, "questions", out);
+	} else {
+		json_object_object_add(o, "kind", json_object_new_string("permission"));
+		json_object_object_add(o, "createdAt", json_object_new_string(iso));
+		a = json_object_new_object();
+		copy_member(a, "type", tool, "kind");
+		copy_member(a, "title", tool, "title");
+		copy_member(a, "content", tool, "content");
+		copy_member(a, "locations", tool, "locations");
+		copy_member(a, "input", tool, "rawInput");
+		json_object_object_add(o, "action", a);
+	}
+	json_object_object_add(o, "options", interaction_options(params));
+	return o;
+}
+
+/* Whether p asks the user a question rather than for a permission. */
+static int
+perm_is_question(const struct perm *p)
+{
+	const char *k = json_get_str(p->interaction, "kind");
+
+	return k != NULL && strcmp(k, "user_question") == 0;
+}
+
+json_object *
+perm_interactions(const struct session *s)
+{
+	json_object *out = xjson_object_new_array();
+	struct perm *p;
+
+	TAILQ_FOREACH(p, &perms, entry)
+		if (p->s == s && p->interaction != NULL)
+			json_object_array_add(out, json_object_get(p->interaction));
+	return out;
+}
+
+size_t
+perm_questions(const struct session *s)
+{
+	struct perm *p;
+	size_t n = 0;
+
+	TAILQ_FOREACH(p, &perms, entry)
+		n += p->s == s && perm_is_question(p);
+	return n;
 }
 
 /* permission_request {requestId, sessionId, toolCall, options}. */
@@ -183,6 +321,7 @@ perm_request(struct channel *ch, json_object *rpc_id, json_object *params)
 	p->serial = channel_serial(ch);
 	p->rpc_id = json_object_get(rpc_id);
 	p->option_ids = option_ids(params);
+	p->interaction = interaction_new(p, params);
 	TAILQ_INSERT_TAIL(&perms, p, entry);
 	log_info("session %s: permission %s requested", s->id, p->request_id);
 	publish_request(p, params);

@@ -20,7 +20,6 @@
 #include <event2/event.h>
 
 #include "clock.h"
-#include "errors.h"
 #include "json.h"
 #include "log.h"
 #include "serve.h"
@@ -238,83 +237,75 @@ on_prompt_deadline(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(s->grace_ev, &tv);
 }
 
-/* A non-empty string member of o, or NULL. */
+/* A non-empty string member of obj, or NULL. */
 static const char *
-str_member(json_object *o, const char *key)
+str_member(json_object *obj, const char *key)
 {
-	const char *v = json_get_str(o, key);
+	json_object *v;
 
-	return v != NULL && *v != '\0' ? v : NULL;
+	if (obj == NULL || !json_object_object_get_ex(obj, key, &v) ||
+	    !json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0)
+		return NULL;
+	return json_object_get_string(v);
 }
 
 /*
- * The agent's own words for a failed prompt, as upstream's daemon takes
- * them: data itself when a string, else data.details, data.message,
- * data.error (a string or its message), and only then the error's message
- * ("Internal error" says nothing).
+ * What the agent said went wrong, in upstream's order: data itself when
+ * it is a string, data.details, data.message, data.error (or its
+ * message), then the error's own message ("Internal error" says least).
  */
 static const char *
-agent_message(json_object *err)
+rpc_error_words(json_object *err)
 {
 	json_object *data = NULL, *e = NULL;
-	const char *m;
+	const char *w;
 
 	(void)json_object_object_get_ex(err, "data", &data);
-	if (json_object_is_type(data, json_type_string) &&
+	if (data != NULL && json_object_is_type(data, json_type_string) &&
 	    json_object_get_string_len(data) > 0)
 		return json_object_get_string(data);
-	if ((m = str_member(data, "details")) != NULL ||
-	    (m = str_member(data, "message")) != NULL)
-		return m;
-	if (json_object_object_get_ex(data, "error", &e)) {
+	if ((w = str_member(data, "details")) != NULL ||
+	    (w = str_member(data, "message")) != NULL)
+		return w;
+	if (data != NULL && json_object_object_get_ex(data, "error", &e)) {
 		if (json_object_is_type(e, json_type_string) &&
 		    json_object_get_string_len(e) > 0)
 			return json_object_get_string(e);
-		if ((m = str_member(e, "message")) != NULL)
-			return m;
+		if ((w = str_member(e, "message")) != NULL)
+			return w;
 	}
-	return (m = str_member(err, "message")) != NULL ? m : "Prompt failed";
+	return (w = str_member(err, "message")) != NULL ? w : "Prompt failed";
 }
 
 /*
- * turn_error for a JSON-RPC error of the child's (or its agent's), mapped
- * as upstream's daemon maps it: message the agent's words, code the
- * structured data.code when data.errorKind is given, else the JSON-RPC
- * code as a string ("-32603"); errorKind data.errorKind, or
- * model_stream_interrupted for "terminated".  Our classification goes
- * alongside: acpErrorCode, the catalog's code of the answer.
+ * turn_error for a JSON-RPC error answer to the prompt, as upstream's
+ * daemon maps one: the agent's own words and code (data.code, else the
+ * JSON-RPC code as a string: "-32603"), data.loopType; and our
+ * classification alongside in errorKind (data.errorKind, a "terminated"
+ * stream, else acp_error).
  */
 static void
-agent_words(struct session *s, struct prompt *p, json_object *err)
+turn_error_rpc(struct session *s, struct prompt *p, json_object *err)
 {
-	json_object *data = NULL, *v, *extra = xjson_object_new_object();
-	const char *msg = agent_message(err), *code = NULL, *kind, *loop, *ours;
-	struct qerr_class qc;
+	json_object *data = NULL, *extra = xjson_object_new_object(), *v;
+	const char *msg = rpc_error_words(err), *code, *kind, *loop;
 	char num[24];
 
 	(void)json_object_object_get_ex(err, "data", &data);
-	if ((kind = str_member(data, "errorKind")) != NULL)
-		code = str_member(data, "code");
-	else if (strcasecmp(msg, "terminated") == 0)
-		kind = "model_stream_interrupted";
-	if (code == NULL && json_object_object_get_ex(err, "code", &v)) {
-		if (json_object_is_type(v, json_type_string))
-			code = json_object_get_string(v);
-		else if (json_object_is_type(v, json_type_int)) {
-			snprintf(num, sizeof(num), "%lld",
-			    (long long)json_object_get_int64(v));
-			code = num;
-		}
+	if (!json_object_is_type(data, json_type_object))
+		data = NULL;
+	if ((code = str_member(data, "code")) == NULL &&
+	    json_object_object_get_ex(err, "code", &v) && json_object_is_type(v, json_type_int)) {
+		snprintf(num, sizeof(num), "%lld", (long long)json_object_get_int64(v));
+		code = num;
 	}
+	if ((kind = str_member(data, "errorKind")) == NULL)
+		kind = strcasecmp(msg, "terminated") == 0 ?
+		    "model_stream_interrupted" : "acp_error";
 	if ((loop = str_member(data, "loopType")) != NULL)
 		json_object_object_add(extra, "loopType", xjson_object_new_string(loop));
-	memset(&qc, 0, sizeof(qc));
-	ours = qerr_classify_rpc(&qc, err) == 0 && qc.code != NULL &&
-	    strcmp(qc.code, "unknown") != 0 ? qc.code : "acp_error";
-	json_object_object_add(extra, "classification", xjson_object_new_string(ours));
-	turn_error_ex(s, p, msg, code != NULL ? code : ours, kind, extra);
-	prompt_span_result(p, "error", ours);
-	qerr_class_clear(&qc);
+	turn_error_ex(s, p, msg, code != NULL ? code : "acp_error", kind, extra);
+	prompt_span_result(p, "error", code != NULL ? code : "acp_error");
 }
 
 /* The child answered session/prompt (or could not). */
@@ -346,7 +337,7 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 		prompt_span_result(p, "complete", NULL);
 		span_set_str(p->span, "qwen-code.daemon.prompt.stop_reason", stop);
 	} else if (o == CHAN_ERROR) {
-		agent_words(s, p, payload);
+		turn_error_rpc(s, p, payload);
 	} else {
 		turn_error(s, p, "The agent process exited during the prompt",
 		    "channel_closed", "acp_channel_unavailable");

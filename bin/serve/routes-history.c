@@ -2,7 +2,8 @@
  * routes-history.c: a session's history without loading it.
  * GET /session/:id/transcript pages it (live or not); the query is
  * checked here with upstream's rules and errors, and the page comes from
- * the workspace's child (qwen/status/session/transcript, upstream's name), which answers from
+ * the workspace's child (qwen/status/session/transcript, upstream's name,
+ * so that a real agent as the child answers it too), which answers from
  * its kept index of the transcript, so a page costs what its records
  * cost.  POST /session/:id/branch forks it into a new session whose
  * transcript the child writes whole (qwen/control/session/branch).
@@ -18,6 +19,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "errors.h"
+#include "json.h"
 #include "log.h"
 #include "serve.h"
 #include "uuid.h"
@@ -212,15 +214,22 @@ on_branch(void *arg, enum chan_outcome o, json_object *payload)
 {
 	struct page_req *pr = arg;
 	json_object *body, *ff;
+	const char *nid, *title;
 	char buf[96];
 
 	if (o == CHAN_RESULT) {
+		/* A real agent picks the new id and title itself. */
+		if ((nid = json_get_str(payload, "newSessionId")) != NULL &&
+		    strlen(nid) == UUID_LEN && names_session_id_ok(nid))
+			strlcpy(pr->new_id, nid, sizeof(pr->new_id));
+		title = json_get_str(payload, "displayName");
 		body = xjson_object_new_object();
 		json_object_object_add(body, "sessionId", xjson_object_new_string(pr->new_id));
 		if (pr->name == NULL)
 			snprintf(buf, sizeof(buf), "Branch of %.8s", pr->id);
 		json_object_object_add(body, "displayName",
-		    xjson_object_new_string(pr->name != NULL ? pr->name : buf));
+		    xjson_object_new_string(pr->name != NULL ? pr->name :
+		    title != NULL ? title : buf));
 		ff = xjson_object_new_object();
 		json_object_object_add(ff, "sessionId", xjson_object_new_string(pr->id));
 		json_object_object_add(ff, "displayName", short_name(pr->id));

@@ -507,8 +507,11 @@ route_session_status(struct http_ctx *ctx)
 	    xjson_object_new_int64((int64_t)session_pending_prompts(s)));
 	json_object_object_add(o, "isWaitingForPermission",
 	    xjson_object_new_boolean(perm_pending(s) > 0));
+	json_object_object_add(o, "isWaitingForUserQuestion",
+	    xjson_object_new_boolean(perm_questions(s) > 0));
 	json_object_object_add(o, "pendingInteractionCount",
 	    xjson_object_new_int64((int64_t)perm_pending(s)));
+	json_object_object_add(o, "pendingInteractions", perm_interactions(s));
 	json_object_object_add(o, "lastEventId",
 	    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
 	json_object_object_add(o, "eventEpoch", xjson_object_new_string(bus_epoch(s->bus)));

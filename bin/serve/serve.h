@@ -83,6 +83,7 @@ struct serve_conf {
 	char		*cache_dir;	/* likewise (kept transcript indexes) */
 	char		*agent_command;
 	char		*agent_acp;	/* passed to qwen-acp-child */
+	int		 agent_prestart;	/* --agent-prestart yes (default) */
 	char		*log_file;
 	char		*trace_file;
 	char		*otlp_endpoint;		/* --otlp-endpoint, or NULL */
@@ -127,7 +128,8 @@ int	serve_shutting_down(void);
 int	names_session_id_ok(const char *id);	/* 1..128 of [A-Za-z0-9._:-], no leading . */
 char	*names_transcript_dir(void);	/* caller frees; NULL without a data dir */
 char	*names_transcript_dir_ws(const char *workspace);	/* likewise */
-/* The registered workspace path equal to dir (canonical), or NULL. */
+/* The registered workspace equal to dir (canonical), else the deepest one
+   that dir is inside of (a subdirectory of a project), or NULL. */
 const char *names_workspace(const char *dir);
 /* The id of workspaces[i] in capabilities: "primary", "ws1", ... */
 void	names_workspace_id(size_t i, char *buf, size_t size);
@@ -240,6 +242,9 @@ enum perm_answer perm_answer(const char *session_id, const char *request_id,
 /* The session a held request belongs to, or NULL. */
 const char *perm_session_of(const char *request_id);
 size_t	perm_pending(const struct session *);
+/* Every unanswered request of s as status shows it (caller owns). */
+json_object *perm_interactions(const struct session *);
+size_t	perm_questions(const struct session *);
 /* Cancel the session's requests (answering the child if it still runs). */
 void	perm_cancel_session(struct session *, int child_alive);
 /* The session is going: cancel quietly (its bus is ending). */
@@ -437,6 +442,11 @@ void	channel_reply(struct channel *, unsigned serial, json_object *id,
 	    json_object *result);
 /* Send a notification (params: takes ownership). */
 void	channel_notify(struct channel *, const char *method, json_object *params);
+/*
+ * Close session id at the child; a load, resume or create of the id sent
+ * before the close is answered waits for it (channel-close.c).
+ */
+void	channel_close_session(struct channel *, const char *id);
 
 /* ---- channel.c (continued) ------------------------------------------- */
 /* Session accounting for the idle policy. */
@@ -453,6 +463,10 @@ void	channel_reconsider(struct channel *);
 void	channel_kill(struct channel *);
 /* Shutdown: end every child; returns the number still running. */
 size_t	channels_shutdown(void);
+/* --agent-acp: every workspace's child (and its agent) started now. */
+void	channels_prestart(void);
+/* Whether a channel's child is kept warm while it has no session. */
+int	channel_kept_warm(void);
 size_t	channels_running(void);
 void	channels_free(void);
 

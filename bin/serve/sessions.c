@@ -240,12 +240,8 @@ session_close(struct session *s, const char *reason, const char *closed_by)
 		json_object_object_add(p, "sessionId", xjson_object_new_string(s->id));
 		channel_notify(s->channel, "session/cancel", p);
 	}
-	if (channel_alive(s->channel)) {
-		p = xjson_object_new_object();
-		json_object_object_add(p, "sessionId", xjson_object_new_string(s->id));
-		(void)channel_request(s->channel, "qwen/control/session/close", p,
-		    (uint64_t)conf.init_timeout_ms, NULL, NULL);
-	}
+	if (channel_alive(s->channel))
+		channel_close_session(s->channel, s->id);
 	json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
 	json_object_object_add(d, "reason", xjson_object_new_string(reason));
 	if (closed_by != NULL)

@@ -54,16 +54,53 @@ static const struct web_file web_files[] = {
 	{ "/sse.mjs", "sse.mjs", "text/javascript; charset=utf-8" },
 };
 
-/* The web directory in effect: flag, then environment, then pkgdatadir. */
+/*
+ * A daemon run from a build tree (not from the installed bindir) serves
+ * the tree's own console, as it starts the tree's own child: <dir of the
+ * program>/../web when it has an index.html.  NULL otherwise.
+ */
+static const char *
+build_tree_web(void)
+{
+	static char dir[PATH_MAX];
+	static int done;
+	char self[PATH_MAX], p[PATH_MAX + 16], *slash;
+	ssize_t n;
+
+	if (done)
+		return dir[0] != '\0' ? dir : NULL;
+	done = 1;
+	if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) <= 0)
+		return NULL;
+	self[n] = '\0';
+	if ((slash = strrchr(self, '/')) == NULL)
+		return NULL;
+	*slash = '\0';
+	if (strcmp(self, QWEN_BINDIR) == 0 || (slash = strrchr(self, '/')) == NULL)
+		return NULL;
+	*slash = '\0';
+	snprintf(p, sizeof(p), "%s/web/index.html", self);
+	if (access(p, R_OK) == 0 &&
+	    (size_t)snprintf(dir, sizeof(dir), "%s/web", self) >= sizeof(dir))
+		dir[0] = '\0';
+	return dir[0] != '\0' ? dir : NULL;
+}
+
+/*
+ * The web directory in effect: flag, then environment, then a build
+ * tree's own, then pkgdatadir.
+ */
 const char *
 web_dir(void)
 {
-	const char *env;
+	const char *env, *tree;
 
 	if (conf.web_dir != NULL)
 		return conf.web_dir;
 	if ((env = getenv("QWEN_SERVE_WEB_DIR")) != NULL && env[0] != '\0')
 		return env;
+	if ((tree = build_tree_web()) != NULL)
+		return tree;
 	return QWEN_PKGDATADIR "/web";
 }
 

@@ -18,8 +18,6 @@
  *                      (text "poke"), whether or not ID is a session here
  *   fail=METHOD:CODE   answer METHOD with JSON-RPC error CODE (after its
  *                      delay=, if any: a late failure)
- *   fail-details=TEXT  ... with message "Internal error" and data.details
- *                      TEXT, as the real agent fails a prompt
  *   crash-after=N      exit(3) after reading N lines
  *   crash-on=METHOD    SIGKILL itself when METHOD arrives
  *   close-stdout-after=N   close stdout after reading N lines
@@ -33,6 +31,12 @@
  *   late-update=MS     ... and one MS after their answer
  *   linger             do not exit when stdin closes (with ignore-term: a
  *                      child that only SIGKILL ends)
+ *   fail-detail=TEXT   a fail= answer carries data {details: TEXT, errorKind?}
+ *                      as the real agent's errors do (no commas in TEXT)
+ *   ask                a prompt first sends session/request_permission
+ *                      (allow_once, allow_always, reject_once) and holds
+ *                      its chunks and answer until the daemon answers it;
+ *                      a chunk "permission <optionId|cancelled>" comes first
  * METHOD in delay, hang, hold, fail, crash-on and close-stdout-on may carry
  * "@ID": the knob then applies to messages for session ID only
  * (params.sessionId; for session/new the id asked for in
@@ -87,11 +91,12 @@ static struct {
 	char		*poke[MAX_KNOB];
 	size_t		 npoke;
 	long		 crash_after, close_after, chunks, chunk_delay, replay, replay_bytes;
-	int		 wrong_id, linger, early_update;
+	int		 wrong_id, linger, early_update, ask;
+	char		*fail_detail;
 	long		 late_update;
 	char		*known[MAX_KNOB], *held[MAX_KNOB];
 	size_t		 nknown, nheld;
-	char		*data_dir, *workspace, *updates, *fail_details;
+	char		*data_dir, *workspace, *updates;
 	FILE		*log;
 } cf = { .crash_after = -1, .close_after = -1, .chunks = 2, .replay = 3,
     .replay_bytes = 16 };
@@ -167,6 +172,10 @@ parse_knobs(const char *env)
 			cf.close_after = atol(v);
 		else if (strcmp(tok, "early-update") == 0)
 			cf.early_update = 1;
+		else if (strcmp(tok, "ask") == 0)
+			cf.ask = 1;
+		else if (strcmp(tok, "fail-detail") == 0)
+			cf.fail_detail = strdup(v);
 		else if (strcmp(tok, "late-update") == 0)
 			cf.late_update = atol(v);
 		else if (strcmp(tok, "linger") == 0)
@@ -185,8 +194,6 @@ parse_knobs(const char *env)
 			cf.replay = atol(v);
 		else if (strcmp(tok, "replay-bytes") == 0)
 			cf.replay_bytes = atol(v);
-		else if (strcmp(tok, "fail-details") == 0)
-			cf.fail_details = strdup(v);
 		else if (strcmp(tok, "known") == 0 && cf.nknown < MAX_KNOB)
 			cf.known[cf.nknown++] = strdup(v);
 	}
@@ -532,6 +539,57 @@ send_updates(const char *sid, long delay)
 	fclose(f);
 }
 
+/* ask: session/request_permission for sid, with the request id "ask-SID". */
+static void
+ask_permission(const char *sid)
+{
+	static const char *const opts[][2] = {
+		{ "proceed_once", "allow_once" }, { "proceed_always", "allow_always" },
+		{ "cancel", "reject_once" },
+	};
+	json_object *p = obj("sessionId", json_object_new_string(sid));
+	json_object *tool = obj("toolCallId", json_object_new_string("ask-call"));
+	json_object *a = json_object_new_array(), *o;
+	char id[160];
+
+	json_object_object_add(tool, "title", json_object_new_string("write the marker"));
+	json_object_object_add(tool, "kind", json_object_new_string("edit"));
+	json_object_object_add(tool, "rawInput", obj("file_path",
+	    json_object_new_string("marker.txt")));
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		o = obj("optionId", json_object_new_string(opts[i][0]));
+		json_object_object_add(o, "name", json_object_new_string(opts[i][0]));
+		json_object_object_add(o, "kind", json_object_new_string(opts[i][1]));
+		json_object_array_add(a, o);
+	}
+	json_object_object_add(p, "toolCall", tool);
+	json_object_object_add(p, "options", a);
+	snprintf(id, sizeof(id), "ask-%s", sid);
+	emit(rpc_new_request(json_object_new_string(id), "session/request_permission", p),
+	    0, NULL, 0, NULL);
+}
+
+/* The daemon's answer to an ask: say the outcome, release the prompt. */
+static void
+ask_answered(struct rpc_msg *m)
+{
+	const char *id = json_object_get_string(m->id), *sid, *opt;
+	json_object *outcome = json_get_obj(m->result, "outcome");
+	uint64_t now = clock_mono_ms();
+	char text[96];
+
+	if (id == NULL || strncmp(id, "ask-", 4) != 0)
+		return;
+	sid = id + 4;
+	opt = json_get_str(outcome, "optionId");
+	snprintf(text, sizeof(text), "permission %s", opt != NULL ? opt : "cancelled");
+	emit(rpc_new_notification("session/update",
+	    update(sid, "agent_message_chunk", text)), 0, NULL, 0, NULL);
+	for (size_t i = 0; i < nouts; i++)
+		if (strcmp(outs[i].tag, sid) == 0 && outs[i].due >= now + (uint64_t)HOLD_MS / 2)
+			outs[i].due = now + 1;
+}
+
 static json_object *
 m_prompt(struct rpc_msg *m, long delay)
 {
@@ -541,6 +599,10 @@ m_prompt(struct rpc_msg *m, long delay)
 
 	if (sid == NULL || sess_find(sid) < 0)
 		return not_found(m->id, sid);
+	if (cf.ask) {
+		ask_permission(sid);
+		delay = HOLD_MS;
+	}
 	send_updates(sid, delay);
 	for (i = 0; i < cf.chunks; i++) {
 		snprintf(text, sizeof(text), "chunk %ld", i + 1);
@@ -667,8 +729,10 @@ dispatch(struct rpc_msg *m)
 	json_object *reply = NULL;
 	size_t i;
 
-	if (m->method == NULL)
-		return;		/* an answer: we send no requests */
+	if (m->method == NULL) {
+		ask_answered(m);	/* our only requests are asks */
+		return;
+	}
 	sid = msg_session(m);
 	delay = knob_of(cf.delay, cf.ndelay, m->method, sid, 0);
 	if (knob_of(cf.hold, cf.nhold, m->method, sid, 0))
@@ -702,11 +766,9 @@ dispatch(struct rpc_msg *m)
 			    delay + cf.late_update, NULL, 0, NULL);
 	}
 	if (code != 0 && m->kind == RPC_REQUEST) {
-		emit(cf.fail_details != NULL ? rpc_new_error(json_object_get(m->id),
-		    (int)code, "Internal error", obj("details",
-		    json_object_new_string(cf.fail_details))) :
-		    rpc_new_error(json_object_get(m->id), (int)code, "Injected failure",
-		    NULL), delay, NULL, 0, NULL);
+		emit(rpc_new_error(json_object_get(m->id), (int)code, "Injected failure",
+		    cf.fail_detail != NULL ? obj("details",
+		    json_object_new_string(cf.fail_detail)) : NULL), delay, NULL, 0, NULL);
 		return;
 	}
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
