@@ -66,8 +66,6 @@ struct channel {
 };
 
 void	chan_req_finish(struct chan_req *, enum chan_outcome, json_object *payload);
-/* channel-close.c: hold r (1) when it restores an id whose close is pending. */
-int	chan_close_hold(struct channel *, struct chan_req *);
 void	chan_req_send(struct channel *, struct chan_req *);
 void	chan_arm_deadline(struct channel *);
 void	chan_on_deadline(evutil_socket_t, short, void *);
@@ -83,5 +81,9 @@ void	chan_start(struct channel *);
 struct spawn_cmd *child_cmd_new(const char *workspace, const char *secret);
 void	chan_end(struct channel *, int hard);
 void	chan_check_idle(struct channel *);
+
+/* ---- channel-close.c ---- */
+/* Hold r (1) when it restores an id whose close is pending. */
+int	chan_close_hold(struct channel *, struct chan_req *);
 
 #endif

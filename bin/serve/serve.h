@@ -442,6 +442,8 @@ void	channel_reply(struct channel *, unsigned serial, json_object *id,
 	    json_object *result);
 /* Send a notification (params: takes ownership). */
 void	channel_notify(struct channel *, const char *method, json_object *params);
+
+/* ---- channel-close.c ------------------------------------------------- */
 /*
  * Close session id at the child; a load, resume or create of the id sent
  * before the close is answered waits for it (channel-close.c).
