@@ -116,6 +116,20 @@ S3=33333333-3333-4333-8333-333333333333
 	expect 503 '.reason == "restore_cleanup_failed"'
 }
 
+@test "a close answered closed:false is uncertain: quarantined" {
+	rserve "hold=session/load@$SID,close-held=$SID" --session-restore-timeout-ms 300
+	req POST /session '{}'
+	expect 200
+	req POST /session/$SID/load '{}'
+	expect 504
+	kill -USR1 "$(child_pid)"	# the held load answers now, late
+	health_wait '.restoresQuarantined == 1' 10
+	grep -q "cleanup close: close_failed" "$BATS_TEST_TMPDIR/err"
+	[ "$(calls qwen/control/session/close "$SID")" -eq 1 ]
+	req POST /session/$SID2/resume '{}'
+	expect 503 '.code == "acp_channel_unavailable" and .reason == "restore_cleanup_failed"'
+}
+
 @test "overdue: one further budget, fresh work 503 restore_settlement_overdue; drain recovers" {
 	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
 	rserve "hang=session/load@$SID,chunks=1" --session-restore-timeout-ms 300 \
