@@ -88,62 +88,41 @@ abandon_beside_sibling() {
 	[ "$(child_pid)" = "$pid" ]
 }
 
-# control_keeps METHOD PATH [BODY]: a workspace-control operation held in
-# flight keeps a timed-out restore on an otherwise empty channel from
-# killing the child.  It goes after the load, so its own deadline (the
-# same budget, long enough for the test to send it in between) comes
-# after the load's; released (or timed out), the live child answers it,
-# never 503 channel_closed.
-control_keeps() {
-	local m=$1 path=$2
-	rserve "hold=$m,hold=session/load@$SID" --session-restore-timeout-ms 3000
+# hold_control OP METHOD PATH [BODY]: a held load of SID, then the control
+# operation OP (METHOD PATH) on the otherwise empty channel, held too; the
+# load times out first (both have the restore budget; the load went first).
+hold_control() {
+	local op=$1 m=$2 p=$3 b=${4-}
+	# A budget long enough for the operation to go out before the deadline.
+	rserve "hold=$op,hold=session/load@$SID" --session-restore-timeout-ms 3000
 	bg_req load POST /session/$SID/load '{}'
-	wait_for 10 calls_are 1 session/load
-	if [ $# -gt 2 ]; then
-		bg_req ctl POST "$path" "$3"
-	else
-		bg_req ctl GET "$path"
-	fi
-	wait_for 10 calls_are 1 "$m"
-	local pid=$(child_pid)
+	wait_for 10 calls_are 1 session/load "$SID"
+	bg_req ctl "$m" "$p" "$b"
+	wait_for 10 calls_are 1 "$op"
+	PID=$(child_pid)
 	bg_wait load
 	[ "$code" = 504 ]
+}
+
+@test "a pending transcript read keeps an abandoned restore from killing its channel" {
+	hold_control qwen/status/session/transcript GET "/session/$SID2/transcript?limit=5"
 	[ "$(log_count "session $SID: abandoned on an empty channel")" -eq 0 ]
-	# (Once the operation is answered the drained channel is recycled.)
-	kill -USR1 "$pid" 2>/dev/null || true
+	kill -0 "$PID"
+	kill -USR1 "$PID"
+	# Answered by the same child (or its own read timeout), never 503 channel_closed.
 	bg_wait ctl
 	[ "$code" != 503 ]
-	health_wait '.restoresUnsettled == 0' 10
+	[ "$(child_pid)" = "$PID" ]
 }
 
-@test "a transcript read in flight keeps a timed-out restore from killing its channel" {
-	control_keeps qwen/status/session/transcript /session/$SID2/transcript
-}
-
-@test "a branch in flight keeps a timed-out restore from killing its channel" {
-	control_keeps qwen/control/session/branch /session/$SID2/branch '{}'
-}
-
-@test "a control operation in flight keeps a drained, condemned channel from its reap" {
-	rserve "hold=session/load@$SID,hold=qwen/status/session/transcript" \
-	    --session-restore-timeout-ms 3000 --channel-idle-timeout-ms 600000
-	req POST /session '{}'
-	expect 200
-	local sib=$(jq -r .sessionId <<<"$body") pid=$(child_pid)
-	req POST /session/$SID/load '{}'
-	expect 504
-	health_has '.restoresUnsettled == 1'
-	bg_req page GET /session/$SID2/transcript
-	wait_for 10 calls_are 1 qwen/status/session/transcript
-	# The sibling goes: the channel is condemned, but the read is visible
-	# work, so the child stays under it.
-	req DELETE /session/$sib
-	expect 204
-	[ "$(log_count 'drained with an unsettled restore')" -eq 0 ]
-	kill -0 "$pid"
-	kill -USR1 "$pid"
-	bg_wait page
+@test "a pending branch keeps an abandoned restore from killing its channel" {
+	hold_control qwen/control/session/branch POST "/session/$SID2/branch" '{}'
+	[ "$(log_count "session $SID: abandoned on an empty channel")" -eq 0 ]
+	kill -0 "$PID"
+	kill -USR1 "$PID"
+	bg_wait ctl
 	[ "$code" != 503 ]
+	[ "$(child_pid)" = "$PID" ]
 }
 
 @test "another restore on the channel keeps the first abandoned one from killing it" {

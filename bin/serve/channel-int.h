@@ -32,7 +32,6 @@ struct chan_req {
 	json_object		*msg;		/* unsent request */
 	uint64_t		 timeout_ms;
 	int			 forgotten;
-	int			 control;	/* a workspace-control operation */
 };
 
 struct channel {
@@ -60,7 +59,7 @@ struct channel {
 	TAILQ_HEAD(, chan_req)	 waiting;
 	TAILQ_HEAD(, chan_req)	 respawn;	/* arrived while an idle child ended */
 	size_t			 nsessions;
-	unsigned		 ncontrol;	/* control operations in flight */
+	unsigned		 control_ops;	/* transcript reads, branches in flight */
 	char			 secret[48];
 	unsigned		 serial;	/* of the current child */
 };
@@ -82,7 +81,7 @@ struct spawn_cmd *child_cmd_new(const char *workspace, const char *secret);
 void	chan_end(struct channel *, int hard);
 void	chan_check_idle(struct channel *);
 
-/* ---- channel-close.c ---- */
+/* channel-close.c */
 /* Hold r (1) when it restores an id whose close is pending. */
 int	chan_close_hold(struct channel *, struct chan_req *);
 

@@ -47,8 +47,6 @@ chan_arm_deadline(struct channel *ch)
 void
 chan_req_finish(struct chan_req *r, enum chan_outcome o, json_object *payload)
 {
-	if (r->control && r->ch->ncontrol > 0)
-		r->ch->ncontrol--;
 	if (!r->forgotten && r->cb != NULL)
 		r->cb(r->arg, o, payload);
 	json_object_put(r->msg);
@@ -89,10 +87,9 @@ channel_request(struct channel *ch, const char *method, json_object *params,
 	return channel_request_sent(ch, method, params, timeout_ms, cb, NULL, arg);
 }
 
-/* A request; control: one the restore machine counts as visible work. */
-static struct chan_req *
-request_new(struct channel *ch, const char *method, json_object *params,
-    uint64_t timeout_ms, chan_cb cb, void (*sent)(void *), void *arg, int control)
+struct chan_req *
+channel_request_sent(struct channel *ch, const char *method, json_object *params,
+    uint64_t timeout_ms, chan_cb cb, void (*sent)(void *), void *arg)
 {
 	struct chan_req *r;
 
@@ -109,8 +106,6 @@ request_new(struct channel *ch, const char *method, json_object *params,
 	r->arg = arg;
 	r->timeout_ms = timeout_ms;
 	r->msg = rpc_new_request(NULL, method, params);
-	if ((r->control = control))
-		ch->ncontrol++;
 	if (ch->idle_ev != NULL)
 		event_del(ch->idle_ev);
 	if (chan_close_hold(ch, r))
@@ -122,31 +117,6 @@ request_new(struct channel *ch, const char *method, json_object *params,
 	else
 		chan_req_send(ch, r);
 	return r;
-}
-
-struct chan_req *
-channel_request_sent(struct channel *ch, const char *method, json_object *params,
-    uint64_t timeout_ms, chan_cb cb, void (*sent)(void *), void *arg)
-{
-	return request_new(ch, method, params, timeout_ms, cb, sent, arg, 0);
-}
-
-/*
- * A workspace-control operation (a transcript page, a branch): while it is
- * in flight the channel has visible work, so neither a timed-out restore
- * nor the reap of a drained channel ends the child under it (seed 000).
- */
-struct chan_req *
-channel_control_request(struct channel *ch, const char *method,
-    json_object *params, uint64_t timeout_ms, chan_cb cb, void *arg)
-{
-	return request_new(ch, method, params, timeout_ms, cb, NULL, arg, 1);
-}
-
-unsigned
-channel_control_ops(const struct channel *ch)
-{
-	return ch->ncontrol;
 }
 
 void

@@ -7,7 +7,6 @@
  * its kept index of the transcript, so a page costs what its records
  * cost.  POST /session/:id/branch forks it into a new session whose
  * transcript the child writes whole (qwen/control/session/branch).
- * Both are workspace-control operations: the child is kept while they run.
  */
 #include "config.h"
 
@@ -21,6 +20,7 @@
 #include "errors.h"
 #include "json.h"
 #include "log.h"
+#include "restore-fsm.h"
 #include "serve.h"
 #include "uuid.h"
 #include "xmalloc.h"
@@ -31,6 +31,7 @@
 
 struct page_req {
 	struct evhttp_request	*req;
+	struct channel		*ch;	/* counts it as control work (seed 000) */
 	char			 id[SERVE_SESSION_ID_MAX + 1];
 	char			 new_id[UUID_LEN + 1];	/* a branch */
 	char			*name;				/* a branch */
@@ -157,6 +158,7 @@ on_page(void *arg, enum chan_outcome o, json_object *payload)
 		http_send_qerr(pr->req, e);
 	} else
 		unavailable(pr->req);
+	channel_control_end(pr->ch);
 	free(pr);
 }
 
@@ -188,9 +190,13 @@ route_session_transcript(struct http_ctx *ctx)
 		return;
 	}
 	pr->req = ctx->req;
+	pr->ch = ch;
 	strlcpy(pr->id, ctx->path_id, sizeof(pr->id));
-	if (channel_control_request(ch, "qwen/status/session/transcript", params,
+	/* Counted before it goes: a request that fails at once is answered now. */
+	channel_control_begin(ch);
+	if (channel_request(ch, "qwen/status/session/transcript", params,
 	    (uint64_t)conf.restore_timeout_ms, on_page, pr) == NULL) {
+		channel_control_end(ch);
 		free(pr);
 		unavailable(ctx->req);
 	}
@@ -248,6 +254,7 @@ on_branch(void *arg, enum chan_outcome o, json_object *payload)
 		http_send_qerr(pr->req, e);
 	} else
 		unavailable(pr->req);
+	channel_control_end(pr->ch);
 	free(pr->name);
 	free(pr);
 }
@@ -296,8 +303,8 @@ route_session_branch(struct http_ctx *ctx)
 		return;
 	}
 	ch = s != NULL ? s->channel : channel_get(ctx->workspace);
-	/* A branch is fresh work: not on a channel closed to it. */
-	if (inflight_refuse_fresh(ctx->req, ch) == -1)
+	/* A branch is fresh work: not on a quarantined or overdue channel. */
+	if (ch != NULL && inflight_admit_control(ctx->req, ch) == -1)
 		return;
 	if (ch == NULL || (pr = calloc(1, sizeof(*pr))) == NULL ||
 	    (name != NULL && (pr->name = strdup(name)) == NULL)) {
@@ -307,6 +314,7 @@ route_session_branch(struct http_ctx *ctx)
 		return;
 	}
 	pr->req = ctx->req;
+	pr->ch = ch;
 	strlcpy(pr->id, ctx->path_id, sizeof(pr->id));
 	uuid_new(pr->new_id);
 	params = xjson_object_new_object();
@@ -315,8 +323,11 @@ route_session_branch(struct http_ctx *ctx)
 	json_object_object_add(params, "newSessionId", xjson_object_new_string(pr->new_id));
 	if (at != NULL)
 		json_object_object_add(params, "atRecordId", xjson_object_new_string(at));
-	if (channel_control_request(ch, "qwen/control/session/branch", params,
+	/* Counted before it goes: a request that fails at once is answered now. */
+	channel_control_begin(ch);
+	if (channel_request(ch, "qwen/control/session/branch", params,
 	    (uint64_t)conf.restore_timeout_ms, on_branch, pr) == NULL) {
+		channel_control_end(ch);
 		free(pr->name);
 		free(pr);
 		unavailable(ctx->req);

@@ -74,6 +74,18 @@ sessions_subscribers(void)
 	return n;
 }
 
+void
+sessions_totals(size_t *queued, size_t *perms)
+{
+	struct session *s;
+
+	*queued = *perms = 0;
+	TAILQ_FOREACH(s, &sessions, entry) {
+		*queued += s->queued;
+		*perms += perm_pending(s);
+	}
+}
+
 struct session *
 sessions_default(const char *workspace)
 {
