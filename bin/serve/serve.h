@@ -446,6 +446,8 @@ void	channel_notify(struct channel *, const char *method, json_object *params);
  * before the close is answered waits for it.
  */
 void	channel_close_session(struct channel *, const char *id);
+
+/* ---- channel.c (continued) ------------------------------------------- */
 /*
  * A workspace-control operation (a transcript read, a branch) in flight on
  * the channel: visible work that keeps its child (seed 000).
@@ -453,8 +455,6 @@ void	channel_close_session(struct channel *, const char *id);
 void	channel_control_begin(struct channel *);
 void	channel_control_end(struct channel *);
 unsigned channel_control_ops(const struct channel *);
-
-/* ---- channel.c (continued) ------------------------------------------- */
 /* Session accounting for the idle policy. */
 void	channel_session_added(struct channel *);
 void	channel_session_removed(struct channel *);
