@@ -25,7 +25,11 @@ paths_valid_session_id(const char *id)
 	return id[n] == '\0' && n >= 32 && n <= 36;
 }
 
-/* $HOME, else the password entry's, else /tmp (borrowed). */
+/*
+ * $HOME, else the password entry's (borrowed); NULL (ENOENT) when there is
+ * neither: never a shared directory such as /tmp, where another user could
+ * plant or read sessions.
+ */
 static const char *
 home_dir(void)
 {
@@ -34,8 +38,11 @@ home_dir(void)
 
 	if ((home = getenv("HOME")) == NULL || *home == '\0') {
 		pw = getpwuid(getuid());
-		home = pw != NULL ? pw->pw_dir : "/tmp";
+		home = pw != NULL && pw->pw_dir != NULL && pw->pw_dir[0] == '/' ?
+		    pw->pw_dir : NULL;
 	}
+	if (home == NULL)
+		errno = ENOENT;
 	return home;
 }
 
@@ -50,7 +57,9 @@ paths_data_dir(const char *dir)
 		return strdup(dir);
 	if ((home = getenv("QWEN_HOME")) != NULL && *home != '\0')
 		return strdup(home);
-	if (asprintf(&out, "%s/.qwen", home_dir()) == -1)
+	if ((home = home_dir()) == NULL)
+		return NULL;
+	if (asprintf(&out, "%s/.qwen", home) == -1)
 		return NULL;
 	return out;
 }
@@ -76,7 +85,9 @@ paths_cache_dir(const char *dir)
 			return NULL;
 		return out;
 	}
-	if (asprintf(&out, "%s/.cache/qwen-serve", home_dir()) == -1)
+	if ((v = home_dir()) == NULL)
+		return NULL;
+	if (asprintf(&out, "%s/.cache/qwen-serve", v) == -1)
 		return NULL;
 	return out;
 }

@@ -84,3 +84,26 @@ teardown() {
 	[[ "$output" == *"choose another with --socket, or set XDG_RUNTIME_DIR"* ]]
 	[ ! -e "$run/qwen-serve/qwen-serve.sock" ]
 }
+
+@test "no home directory: the daemon and the child refuse to start, naming the way out (never /tmp/.qwen)" {
+	unshare -U --map-user=54321 --map-group=54321 true 2>/dev/null ||
+	    skip "no user namespaces here"
+	local d=$BATS_TEST_TMPDIR/nohome
+	mkdir -m 700 "$d"
+	# A uid with no password entry, and no HOME: nothing says where home is.
+	run env -u HOME -u QWEN_HOME -u XDG_CACHE_HOME -u CACHE_DIRECTORY \
+	    unshare -U --map-user=54321 --map-group=54321 \
+	    qwen-serve --no-tcp --socket "$d/s.sock" 3>&-
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"no home directory (HOME is not set and the user has none): set HOME, or give --data-dir and --cache-dir"* ]]
+	[ ! -e "$d/s.sock" ]
+	run env -u HOME -u QWEN_HOME -u XDG_CACHE_HOME -u CACHE_DIRECTORY \
+	    unshare -U --map-user=54321 --map-group=54321 qwen-acp-child </dev/null
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"no home directory"* ]]
+	# With the directories given, it starts.
+	run env -u HOME -u QWEN_HOME -u XDG_CACHE_HOME -u CACHE_DIRECTORY \
+	    unshare -U --map-user=54321 --map-group=54321 \
+	    qwen-serve --no-tcp --socket "$d/s.sock" --data-dir "$d/data" --cache-dir "$d/cache" --check-config 3>&-
+	[ "$status" -eq 0 ]
+}

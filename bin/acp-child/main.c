@@ -230,7 +230,12 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 	if ((o->workspace = strdup(resolved)) == NULL ||
 	    (o->data_dir = paths_data_dir(data_dir)) == NULL ||
 	    (o->cache_dir = paths_cache_dir(cache_dir)) == NULL) {
-		fprintf(stderr, "%s: out of memory\n", getprogname());
+		if (errno == ENOENT)
+			fprintf(stderr, "%s: no home directory (HOME is not set and "
+			    "the user has none): set HOME, or give --data-dir and "
+			    "--cache-dir\n", getprogname());
+		else
+			fprintf(stderr, "%s: out of memory\n", getprogname());
 		exit(1);
 	}
 	if (o->trace_file == NULL && getenv("QWEN_TRACE_FILE") != NULL &&

@@ -291,7 +291,10 @@ checkconf_run(void)
 	for (size_t i = 0; i < conf.n_workspaces; i++)
 		if (stat(conf.workspaces[i], &st) == -1 || !S_ISDIR(st.st_mode))
 			complain(1, "--workspace %s: not a directory", conf.workspaces[i]);
-	if (data == NULL)
+	if (data == NULL && errno == ENOENT)
+		complain(1, "the data directory: no home directory (HOME is not "
+		    "set and the user has none): set HOME, or give --data-dir");
+	else if (data == NULL)
 		complain(1, "the data directory: out of memory");
 	else
 		check_dir("the data directory", data);

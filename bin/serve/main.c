@@ -28,6 +28,7 @@
 #include "log.h"
 #include "otlp.h"
 #include "outflush.h"
+#include "paths.h"
 #include "rpc-frame.h"
 #include "serve.h"
 #include "acp.h"
@@ -427,6 +428,31 @@ parse_args(int argc, char **argv)
 	    "QWEN_SERVE_WRITER_IDLE_TIMEOUT_MS");
 }
 
+/*
+ * Without --data-dir (and --cache-dir) the data lives under the home
+ * directory: with none, refuse to start rather than fall back to a shared
+ * directory another user could own.
+ */
+static void
+check_home(void)
+{
+	char *d = NULL, *c = NULL;
+
+	if ((conf.data_dir == NULL && (d = paths_data_dir(NULL)) == NULL) ||
+	    (conf.cache_dir == NULL && (c = paths_cache_dir(NULL)) == NULL)) {
+		if (errno != ENOENT) {
+			fprintf(stderr, "qwen-serve: out of memory\n");
+			exit(1);
+		}
+		fprintf(stderr, "qwen-serve: no home directory (HOME is not set and "
+		    "the user has none): set HOME, or give --data-dir and "
+		    "--cache-dir\n");
+		exit(1);
+	}
+	free(d);
+	free(c);
+}
+
 /* Resolve the workspace, the socket, the child and the token. */
 static void
 resolve_conf(void)
@@ -570,6 +596,7 @@ main(int argc, char **argv)
 	resolve_conf();
 	if (conf.check_config)
 		exit(checkconf_run());
+	check_home();
 	ops_start();
 	signal(SIGPIPE, SIG_IGN);
 	if (conf.log_file != NULL && log_open_file(conf.log_file) == -1) {
