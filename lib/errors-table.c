@@ -169,6 +169,9 @@ static const struct qerr_def qerr_table[] = {
 	  "Accept must include text/event-stream" },
 	{ "payload_too_large", 413, NULL, 0, N, 0, FULL, X_FAIL, 0,
 	  "Request body too large (max 10 MB)" },
+	{ "json_too_complex", 413, "json_too_complex", 0, N, 0, FULL, X_FAIL,
+	  0, "Request has too many JSON values (max 16384) or nests deeper "
+	  "than 64" },
 	{ "unsupported_media_type", 415, NULL, 0, N, 0, FULL, X_FAIL, 0,
 	  "Content-Type must be application/json" },
 	{ "not_implemented", 501, NULL, 0, N, 0, FULL, X_FAIL, 0,

@@ -24,6 +24,7 @@ static enum log_level log_level_max = LOG_LEVEL_INFO;
 static int log_fd = STDERR_FILENO;
 static char *log_path;
 static int log_journal;
+static int log_json;
 
 static const struct {
 	const char *name;
@@ -174,6 +175,91 @@ log_prefix(enum log_level level, char *buf, size_t size)
 	return n;
 }
 
+int
+log_set_format(const char *name)
+{
+	if (strcmp(name, "text") == 0)
+		log_json = 0;
+	else if (strcmp(name, "json") == 0)
+		log_json = 1;
+	else
+		return -1;
+	return 0;
+}
+
+/* Append s[0..n) to buf as JSON string content; controls become \\u00XX. */
+static void
+log_json_str(char *buf, size_t *at, size_t size, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n && *at + 7 < size; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\') {
+			buf[(*at)++] = '\\';
+			buf[(*at)++] = (char)c;
+		} else if (c < 0x20) {
+			memcpy(buf + *at, "\\u00", 4);
+			*at += 4;
+			buf[(*at)++] = hex[c >> 4];
+			buf[(*at)++] = hex[c & 15];
+		} else
+			buf[(*at)++] = (char)c;
+	}
+}
+
+/* The id of a "session ID: ..." message, its length in *n; NULL if none. */
+static const char *
+log_session_of(const char *msg, size_t *n)
+{
+	const char *p;
+
+	if (strncmp(msg, "session ", 8) != 0)
+		return NULL;
+	msg += 8;
+	*n = strcspn(msg, ": ");
+	p = msg + *n;
+	return *n > 0 && *n <= 128 && *p == ':' ? msg : NULL;
+}
+
+/* One JSON object a line (--log-format json), in one write(). */
+static void
+log_vmsg_json(enum log_level level, const char *fmt, va_list ap)
+{
+	char msg[1536], line[4096], ts[40];
+	struct timespec tspec;
+	struct tm tm;
+	const char *sid;
+	size_t n, m, sn;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	clock_gettime(CLOCK_REALTIME, &tspec);
+	gmtime_r(&tspec.tv_sec, &tm);
+	n = strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(ts + n, sizeof(ts) - n, ".%03ldZ", tspec.tv_nsec / 1000000L);
+	n = 0;
+	log_advance(&n, snprintf(line, sizeof(line), "{\"time\":\"%s\",\"level\":\"%s\","
+	    "\"program\":\"", ts, log_level_name(level)), sizeof(line));
+	log_json_str(line, &n, sizeof(line), log_prog, strnlen(log_prog, LOG_PROG_MAX));
+	log_advance(&n, snprintf(line + n, sizeof(line) - n, "\",\"pid\":%ld,",
+	    (long)getpid()), sizeof(line));
+	if ((sid = log_session_of(msg, &sn)) != NULL) {
+		log_advance(&n, snprintf(line + n, sizeof(line) - n, "\"sessionId\":\""),
+		    sizeof(line));
+		log_json_str(line, &n, sizeof(line), sid, sn);
+		log_advance(&n, snprintf(line + n, sizeof(line) - n, "\","), sizeof(line));
+	}
+	log_advance(&n, snprintf(line + n, sizeof(line) - n, "\"message\":\""), sizeof(line));
+	m = strlen(msg);
+	log_json_str(line, &n, sizeof(line) - 3, msg, m);
+	line[n++] = '"';
+	line[n++] = '}';
+	line[n++] = '\n';
+	if (write(log_fd, line, n) < 0) {
+	}
+}
+
 /*
  * Format the line in one buffer so that one write() keeps it whole.  Control
  * characters in the message (a newline from a peer's string) become '?', so
@@ -188,6 +274,11 @@ log_vmsg(enum log_level level, const char *fmt, va_list ap)
 
 	if (level > log_level_max)
 		return;
+	if (log_json) {
+		log_vmsg_json(level, fmt, ap);
+		errno = saved;
+		return;
+	}
 	n = log_prefix(level, line, size);
 	i = n;
 	log_advance(&n, vsnprintf(line + n, size - n, fmt, ap), size);

@@ -39,6 +39,13 @@ int	log_open_file(const char *path);
 /* Reopen the file given to log_open_file() (for SIGHUP after rotation). */
 int	log_reopen(void);
 
+/*
+ * "text" (the default) or "json": one object a line, {time, level,
+ * program, pid, message} and sessionId when the message is about one
+ * ("session ID: ...").  0, or -1 for another name.
+ */
+int	log_set_format(const char *name);
+
 /* Whether lines carry journald priority prefixes (for tests). */
 int	log_is_journal(void);
 

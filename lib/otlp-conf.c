@@ -5,11 +5,11 @@
  */
 #include "config.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cause.h"
 #include "otlp-int.h"
 
 /* The value of the first variable of names that is set and not empty. */
@@ -23,19 +23,6 @@ env_first(const char *a, const char *b)
 	if (b != NULL && (v = getenv(b)) != NULL && *v != '\0')
 		return v;
 	return NULL;
-}
-
-/* A message for the caller (the error policy's char **cause). */
-int
-otlp_cause(char **cause, const char *fmt, ...)
-{
-	va_list	ap;
-
-	va_start(ap, fmt);
-	if (vasprintf(cause, fmt, ap) == -1)
-		*cause = NULL;
-	va_end(ap);
-	return -1;
 }
 
 int
@@ -55,7 +42,7 @@ otlp_endpoint(const char *flag, char **url, char **cause)
 			return 0;
 	}
 	if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) {
-		return otlp_cause(cause, "%s %s: must start with http:// or "
+		return cause_set(cause, "%s %s: must start with http:// or "
 		    "https://", what, v);
 	}
 	len = strlen(v);
@@ -68,7 +55,7 @@ otlp_endpoint(const char *flag, char **url, char **cause)
 	} else
 		*url = strndup(v, len);
 	if (*url == NULL)
-		return otlp_cause(cause, "%s: out of memory", what);
+		return cause_set(cause, "%s: out of memory", what);
 	return 0;
 }
 
@@ -152,7 +139,7 @@ env_num(const char *a, const char *b, long long min, long long max,
 		return 0;
 	*out = strtonum(v, min, max, &errstr);
 	if (errstr != NULL)
-		return otlp_cause(cause, "%s=%s: %s (%lld to %lld)", a, v,
+		return cause_set(cause, "%s=%s: %s (%lld to %lld)", a, v,
 		    errstr, min, max);
 	return 0;
 }
@@ -195,13 +182,13 @@ otlp_conf_load(struct otlp *o, const char *service, char **cause)
 	if (o->headers == NULL || kv_list(env_first(
 	    "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"),
 	    add_header, o) == -1)
-		return otlp_cause(cause, "OTEL_EXPORTER_OTLP_HEADERS: not a "
+		return cause_set(cause, "OTEL_EXPORTER_OTLP_HEADERS: not a "
 		    "list of key=value pairs");
 	if (kv_list(getenv("OTEL_RESOURCE_ATTRIBUTES"), add_attr, o) == -1)
-		return otlp_cause(cause, "OTEL_RESOURCE_ATTRIBUTES: not a list "
+		return cause_set(cause, "OTEL_RESOURCE_ATTRIBUTES: not a list "
 		    "of key=value pairs");
 	sn = env_first("OTEL_SERVICE_NAME", NULL);
 	if ((o->service = strdup(sn != NULL ? sn : service)) == NULL)
-		return otlp_cause(cause, "OTLP export: out of memory");
+		return cause_set(cause, "OTLP export: out of memory");
 	return 0;
 }

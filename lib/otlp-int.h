@@ -50,8 +50,5 @@ struct otlp {
 
 /* The settings of o from the environment (see otlp.h).  0, or -1 + *cause. */
 int	otlp_conf_load(struct otlp *o, const char *service, char **cause);
-/* *cause = the formatted message (NULL when memory ran out); returns -1. */
-int	otlp_cause(char **cause, const char *fmt, ...)
-	    __attribute__((format(printf, 2, 3)));
 
 #endif

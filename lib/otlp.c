@@ -18,6 +18,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "cause.h"
 #include "otlp-int.h"
 
 static void	*otlp_worker(void *);
@@ -31,13 +32,13 @@ otlp_start(const char *url, const char *service, char **cause)
 	/* Before any thread of ours: libcurl's global state is not safe. */
 	*cause = NULL;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		otlp_cause(cause, "OTLP export: cannot initialise libcurl");
+		cause_set(cause, "OTLP export: cannot initialise libcurl");
 		return NULL;
 	}
 	if ((o = calloc(1, sizeof(*o))) == NULL ||
 	    (o->url = strdup(url)) == NULL ||
 	    (o->attrs = json_object_new_array()) == NULL) {
-		otlp_cause(cause, "OTLP export: out of memory");
+		cause_set(cause, "OTLP export: out of memory");
 		goto fail;
 	}
 	TAILQ_INIT(&o->q);
@@ -46,7 +47,7 @@ otlp_start(const char *url, const char *service, char **cause)
 	pthread_mutex_init(&o->mu, NULL);
 	pthread_cond_init(&o->cv, NULL);
 	if (pthread_create(&o->thread, NULL, otlp_worker, o) != 0) {
-		otlp_cause(cause, "OTLP export: %s", strerror(errno));
+		cause_set(cause, "OTLP export: %s", strerror(errno));
 		pthread_mutex_destroy(&o->mu);
 		pthread_cond_destroy(&o->cv);
 		goto fail;

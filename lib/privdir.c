@@ -8,27 +8,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cause.h"
 #include "privdir.h"
-
-/* *cause = the formatted message; errno = err; returns -1. */
-static int
-privdir_cause(char **cause, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (vasprintf(cause, fmt, ap) == -1)
-		*cause = NULL;
-	va_end(ap);
-	errno = err;
-	return -1;
-}
 
 /* Whether the directory fd may be trusted under flags; -1 + *cause if not. */
 static int
@@ -38,22 +24,22 @@ privdir_check(int fd, const char *what, const char *dir, int flags,
 	struct stat st;
 
 	if (fstat(fd, &st) == -1)
-		return privdir_cause(cause, errno, "%s %s: %s", what, dir,
+		return cause_errno(cause, errno, "%s %s: %s", what, dir,
 		    strerror(errno));
 	if (!S_ISDIR(st.st_mode))
-		return privdir_cause(cause, ENOTDIR, "%s %s is not a directory",
+		return cause_errno(cause, ENOTDIR, "%s %s is not a directory",
 		    what, dir);
 	if (st.st_uid != geteuid() &&
 	    !(st.st_uid == 0 && (flags & PRIVDIR_ROOT_OK)))
-		return privdir_cause(cause, EPERM, "%s %s is owned by uid %u, "
+		return cause_errno(cause, EPERM, "%s %s is owned by uid %u, "
 		    "not %u", what, dir, (unsigned)st.st_uid,
 		    (unsigned)geteuid());
 	if ((flags & PRIVDIR_PRIVATE) && (st.st_mode & 077) != 0)
-		return privdir_cause(cause, EPERM, "%s %s has mode %04o, want "
+		return cause_errno(cause, EPERM, "%s %s has mode %04o, want "
 		    "0700", what, dir, (unsigned)(st.st_mode & 07777));
 	/* Sticky does not help: others could still plant names in it. */
 	if ((st.st_mode & 022) != 0)
-		return privdir_cause(cause, EPERM, "%s %s is writable by others "
+		return cause_errno(cause, EPERM, "%s %s is writable by others "
 		    "(mode %04o); use a directory only its owner can write, "
 		    "such as a 0700 one", what, dir,
 		    (unsigned)(st.st_mode & 07777));
@@ -69,16 +55,16 @@ privdir_open(const char *what, const char *dir, int flags, char **cause)
 	*cause = NULL;
 	if ((flags & PRIVDIR_CREATE) && mkdir(dir, 0700) == -1 &&
 	    errno != EEXIST)
-		return privdir_cause(cause, errno, "%s %s: %s", what, dir,
+		return cause_errno(cause, errno, "%s %s: %s", what, dir,
 		    strerror(errno));
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	/* O_NOFOLLOW with O_DIRECTORY says ENOTDIR for a link. */
 	if (fd == -1 && (errno == ELOOP || errno == ENOTDIR) &&
 	    lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
-		return privdir_cause(cause, ELOOP, "%s %s is not a directory "
+		return cause_errno(cause, ELOOP, "%s %s is not a directory "
 		    "(symlinks are refused)", what, dir);
 	if (fd == -1)
-		return privdir_cause(cause, errno, "%s %s: %s", what, dir,
+		return cause_errno(cause, errno, "%s %s: %s", what, dir,
 		    errno == ENOTDIR ? "not a directory" : strerror(errno));
 	if (privdir_check(fd, what, dir, flags, cause) == -1) {
 		saved = errno;

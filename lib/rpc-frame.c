@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json-limit.h"
 #include "rpc-frame.h"
 #include "rpc-frame-int.h"
 
@@ -48,6 +49,7 @@ struct rpc_reader {
 	size_t			 scan;		/* no '\n' in [start, scan) */
 	size_t			 end;		/* one past the last byte */
 	size_t			 max_frame;
+	size_t			 max_values;	/* rpc_reader_limit; 0: none */
 	size_t			 line_no;	/* lines completed so far */
 	int			 discarding;	/* inside an oversize line */
 	const char		*splice;	/* rpc_reader_splice: marker */
@@ -59,6 +61,8 @@ static const char msg_parse[] = "Parse error: not valid JSON";
 static const char msg_nonfinite[] = "Parse error: NaN or Infinity";
 static const char msg_quote[] = "Parse error: single-quoted string";
 static const char msg_too_large[] = "Invalid Request: frame too large";
+static const char msg_too_many[] = "Invalid Request: too many JSON values or "
+    "nested too deep";
 
 /* Make a new tokener with the library's depth and flags. */
 static struct json_tokener *
@@ -293,16 +297,24 @@ rpc_frame_suspect(const char *buf, size_t len, json_object *root)
 	return has_single_quote(buf, len) || nonfinite_in(buf, len, root);
 }
 
-/* Parse buf with tok (reset first) and classify the result. */
+/*
+ * Parse buf with tok (reset first) and classify the result; a line of more
+ * than max_values values (0: no limit) is refused before it is parsed.
+ */
 static enum rpc_read_status
 parse_with(struct json_tokener *tok, const char *buf, size_t len,
-    struct rpc_msg *msg, struct rpc_bad *bad)
+    size_t max_values, struct rpc_msg *msg, struct rpc_bad *bad)
 {
 	json_object *root;
 	size_t used = len;
 
 	if (len > INT_MAX)
 		return bad_set(bad, RPC_INVALID_REQUEST, msg_too_large, NULL);
+	/* Refused unparsed, but answered with the id its bytes name. */
+	if (max_values != 0 &&
+	    !json_limit_ok(buf, len, max_values, RPC_MAX_DEPTH))
+		return bad_set(bad, RPC_INVALID_REQUEST, msg_too_many,
+		    rpc_frame_scan_id(buf, len));
 	json_tokener_reset(tok);
 	root = json_tokener_parse_ex(tok, buf, (int)len);
 	if (root == NULL &&
@@ -404,7 +416,8 @@ reader_line(struct rpc_reader *r, const char *line, size_t len,
 		if (r->splice == NULL || rpc_splice_parse(&r->sp, r->tok,
 		    r->splice, r->splice_path, line, len, msg, bad, &st,
 		    &lent) == -1)
-			st = parse_with(r->tok, line, len, msg, bad);
+			st = parse_with(r->tok, line, len, r->max_values, msg,
+			    bad);
 		else if (st == RPC_READ_MSG && reader_lend(r, lent) == -1) {
 			/* (A bad message has dropped its raw already.) */
 			rpc_msg_clear(msg);
@@ -519,10 +532,24 @@ rpc_reader_pending(const struct rpc_reader *r)
 	return r->end - r->start;
 }
 
+void
+rpc_reader_limit(struct rpc_reader *r, size_t max_values)
+{
+	r->max_values = max_values;
+}
+
 /* Parse one complete message with a tokener of its own. */
 enum rpc_read_status
 rpc_parse(const char *buf, size_t len, struct rpc_msg *msg,
     struct rpc_bad *bad)
+{
+	return rpc_parse_limited(buf, len, 0, msg, bad);
+}
+
+/* The same, refusing more than max_values values unparsed. */
+enum rpc_read_status
+rpc_parse_limited(const char *buf, size_t len, size_t max_values,
+    struct rpc_msg *msg, struct rpc_bad *bad)
 {
 	struct json_tokener *tok;
 	enum rpc_read_status st;
@@ -532,7 +559,7 @@ rpc_parse(const char *buf, size_t len, struct rpc_msg *msg,
 	if ((tok = tokener_new()) == NULL)
 		return bad_set(bad, RPC_INTERNAL_ERROR, "Internal error: out of memory",
 		    NULL);
-	st = parse_with(tok, buf, len, msg, bad);
+	st = parse_with(tok, buf, len, max_values, msg, bad);
 	json_tokener_free(tok);
 	return st;
 }

@@ -94,6 +94,10 @@ struct rpc_reader;
 struct rpc_reader	*rpc_reader_new(size_t max_frame);
 void			 rpc_reader_free(struct rpc_reader *);	/* NULL-safe */
 
+/* Refuse a line of more than max_values JSON values (-32600, before it is
+   parsed; json-limit.h); 0, the default, refuses none. */
+void	rpc_reader_limit(struct rpc_reader *, size_t max_values);
+
 /* Append bytes.  Returns 0, or -1 (ENOMEM) with the reader unchanged. */
 int	rpc_reader_feed(struct rpc_reader *, const void *buf, size_t len);
 
@@ -163,6 +167,10 @@ size_t	rpc_reader_pending(const struct rpc_reader *);
  */
 enum rpc_read_status rpc_parse(const char *buf, size_t len, struct rpc_msg *msg,
 	    struct rpc_bad *bad);
+/* rpc_parse refusing (-32600, unparsed) a message of more than max_values
+   JSON values or nested deeper than RPC_MAX_DEPTH (json-limit.h). */
+enum rpc_read_status rpc_parse_limited(const char *buf, size_t len,
+	    size_t max_values, struct rpc_msg *msg, struct rpc_bad *bad);
 
 /* Classify an already parsed object; takes ownership of root either way. */
 enum rpc_read_status rpc_classify(json_object *root, struct rpc_msg *msg,

@@ -343,3 +343,31 @@ EOF
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--log-level"* ]]
 }
+
+@test "a line of too many JSON values is refused unparsed with its id; the child goes on" {
+	many=$(awk 'BEGIN { printf "["; for (i = 1; i < 40000; i++) printf "{},";
+	    printf "{}]" }')
+	run drive <<EOF
+$INIT
+$(req 1 session/new '{}')
+send {"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"$SID1","prompt":$many}}
+wait 2
+$(req 3 qwen/status/loop_lag '{}')
+EOF
+	[ "$(resp 2 | jq .error.code)" = -32600 ]
+	[[ "$(resp 2 | jq -r .error.message)" == *"too many JSON values"* ]]
+	[ "$(resp 3 | jq .result.v)" = 1 ]
+}
+
+@test "the 4097th session is refused with the limit and scope the daemon's message names" {
+	DRIVE_TIMEOUT=120 run drive <<EOF
+$INIT
+$(for i in $(seq 1 4097); do printf 'send {"jsonrpc":"2.0","id":%d,"method":"session/new","params":{}}\n' "$i"; done)
+wait 4097
+EOF
+	[ "$(resp 4096 | jq -r '.result.sessionId != null')" = true ]
+	r=$(resp 4097)
+	[ "$(jq -r .error.data.errorKind <<<"$r")" = session_limit_exceeded ]
+	[ "$(jq .error.data.limit <<<"$r")" = 4096 ]
+	[ "$(jq -r .error.data.scope <<<"$r")" = "workspace child" ]
+}

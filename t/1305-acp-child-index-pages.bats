@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# _qwen/session/transcript pages (GET /session/:id/transcript) in a new
+# qwen/status/session/transcript (and our older _qwen/session/transcript)
+# pages (GET /session/:id/transcript) in a new
 # child come from the index a load kept in --cache-dir: the transcript is
 # not read again (8 KiB of digests, in the child's debug log: ids and
 # numbers only), the pages are those a full pass gives, and a damaged
@@ -24,7 +25,7 @@ EOF
 pages() {
 	run drive --cache-dir "$1" --log-level debug <<EOF
 $INIT
-$(req 1 _qwen/session/transcript "{\"sessionId\":\"$SID\",\"cwd\":\"$WS\",\"limit\":7,\"direction\":\"backward\"}")
+$(req 1 qwen/status/session/transcript "{\"sessionId\":\"$SID\",\"cwd\":\"$WS\",\"limit\":7,\"direction\":\"backward\"}")
 $(req 2 _qwen/session/transcript "{\"sessionId\":\"$SID\",\"cwd\":\"$WS\",\"limit\":7,\"cursor\":\"v1.b.20\"}")
 EOF
 	[ "$status" -eq 0 ]

@@ -88,6 +88,43 @@ abandon_beside_sibling() {
 	[ "$(child_pid)" = "$pid" ]
 }
 
+# hold_control OP METHOD PATH [BODY]: a held load of SID, then the control
+# operation OP (METHOD PATH) on the otherwise empty channel, held too; the
+# load times out first (both have the restore budget; the load went first).
+hold_control() {
+	local op=$1 m=$2 p=$3 b=${4-}
+	# A budget long enough for the operation to go out before the deadline.
+	rserve "hold=$op,hold=session/load@$SID" --session-restore-timeout-ms 3000
+	bg_req load POST /session/$SID/load '{}'
+	wait_for 10 calls_are 1 session/load "$SID"
+	bg_req ctl "$m" "$p" "$b"
+	wait_for 10 calls_are 1 "$op"
+	PID=$(child_pid)
+	bg_wait load
+	[ "$code" = 504 ]
+}
+
+@test "a pending transcript read keeps an abandoned restore from killing its channel" {
+	hold_control qwen/status/session/transcript GET "/session/$SID2/transcript?limit=5"
+	[ "$(log_count "session $SID: abandoned on an empty channel")" -eq 0 ]
+	kill -0 "$PID"
+	kill -USR1 "$PID"
+	# Answered by the same child (or its own read timeout), never 503 channel_closed.
+	bg_wait ctl
+	[ "$code" != 503 ]
+	[ "$(child_pid)" = "$PID" ]
+}
+
+@test "a pending branch keeps an abandoned restore from killing its channel" {
+	hold_control qwen/control/session/branch POST "/session/$SID2/branch" '{}'
+	[ "$(log_count "session $SID: abandoned on an empty channel")" -eq 0 ]
+	kill -0 "$PID"
+	kill -USR1 "$PID"
+	bg_wait ctl
+	[ "$code" != 503 ]
+	[ "$(child_pid)" = "$PID" ]
+}
+
 @test "another restore on the channel keeps the first abandoned one from killing it" {
 	rserve "hold=initialize,hold=session/load" --session-restore-timeout-ms 300
 	# Both restores wait for the held initialize, so both are dispatched

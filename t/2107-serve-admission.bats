@@ -64,6 +64,23 @@ abandon() {
 	expect 200 '.attached == true'
 }
 
+@test "admission: a branch is fresh work, refused on a quarantined and on an overdue channel" {
+	abandon "fail=qwen/control/session/close@$SID:-32603" --max-sessions 8
+	kill -USR1 "$(child_pid)"
+	health_wait '.restoresQuarantined == 1' 10
+	req POST "/session/$SID2/branch" '{}'
+	expect 503 '.code == "acp_channel_unavailable" and .reason == "restore_cleanup_failed"'
+	[ "$(calls qwen/control/session/branch)" -eq 0 ]
+}
+
+@test "admission: a branch is refused while a restore is overdue" {
+	abandon "" --max-sessions 8
+	health_wait '.restoresOverdue == 1' 10
+	req POST "/session/$SID2/branch" '{}'
+	expect 503 '.code == "acp_channel_unavailable" and .reason == "restore_settlement_overdue"'
+	[ "$(calls qwen/control/session/branch)" -eq 0 ]
+}
+
 @test "admission: a clean full daemon answers session_limit_exceeded; with room it admits" {
 	rserve "" --max-sessions 1
 	req POST /session '{}'

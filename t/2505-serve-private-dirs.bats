@@ -72,3 +72,15 @@ teardown() {
 	serve_stop
 	[ ! -e "$run/qwen-serve/token" ]
 }
+
+@test "a default socket directory made open by someone else is refused with a way out named" {
+	run=$BATS_TEST_TMPDIR/run
+	mkdir -p "$run/qwen-serve" "$BATS_TEST_TMPDIR/ws"
+	chmod 0777 "$run/qwen-serve"
+	cd "$BATS_TEST_TMPDIR/ws"
+	XDG_RUNTIME_DIR=$run run timeout 20 qwen-serve --no-tcp --child "$FAKE_CHILD_BIN" 3>&-
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"socket directory $run/qwen-serve has mode 0777, want 0700"* ]]
+	[[ "$output" == *"choose another with --socket, or set XDG_RUNTIME_DIR"* ]]
+	[ ! -e "$run/qwen-serve/qwen-serve.sock" ]
+}

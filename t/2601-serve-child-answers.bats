@@ -99,3 +99,12 @@ real_serve() {
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"67043328"* ]]
 }
+
+@test "a full child's refusal is 503 session_limit_exceeded with its template filled" {
+	rserve "full=session/load@$SID" "${BUDGET[@]}"
+	make_transcript "$SID"
+	req POST /session/$SID/load '{}' "${CURL_MAX[@]}"
+	expect 503 '.code == "session_limit_exceeded"'
+	[ "$(jq -r .error <<<"$body")" = "Session limit reached (4096 per workspace child)" ]
+	[ "$(header Retry-After)" = 5 ]
+}

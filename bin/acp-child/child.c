@@ -19,6 +19,7 @@
 
 #include "argv.h"
 #include "child.h"
+#include "json-limit.h"
 #include "txpage.h"
 #include "lagmon.h"
 #include "loadwork.h"
@@ -116,6 +117,11 @@ child_setup(struct child *c, const struct child_ops *ops)
 	    event_add(c->ev_term, NULL) == -1 || event_add(c->ev_int, NULL) == -1 ||
 	    event_add(c->ev_exit, NULL) == -1)
 		return -1;
+	/*
+	 * The daemon forwards what it took under its own budget, inside an
+	 * envelope of its own: twice it bounds what this child builds.
+	 */
+	rpc_reader_limit(c->reader, 2 * JSON_LIMIT_VALUES);
 	return child_setup_io(c);
 }
 

@@ -563,9 +563,15 @@ rj_session(struct child *c, struct rpc_msg *m, const char *sid)
 	char *path;
 
 	if (c->nsessions >= CHILD_MAX_SESSIONS) {
+		json_object *data = child_error_data("session_limit_exceeded");
+
+		/* What the daemon's "Session limit reached" message names. */
+		json_object_object_add(data, "limit",
+		    xjson_object_new_int(CHILD_MAX_SESSIONS));
+		json_object_object_add(data, "scope",
+		    xjson_object_new_string("workspace child"));
 		child_send_error(c, m->id, RPC_INTERNAL_ERROR,
-		    "too many sessions in this process",
-		    child_error_data("session_limit_exceeded"));
+		    "too many sessions in this process", data);
 		return NULL;
 	}
 	if ((path = paths_transcript(c->opts.data_dir, cwd, sid)) == NULL ||

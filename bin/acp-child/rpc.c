@@ -306,8 +306,7 @@ rpc_dispatch(struct child *c, struct rpc_msg *m)
 		rpc_session_request(c, m);
 	} else if (modes_is_switch(m->method)) {
 		modes_request(c, m);
-	} else if (strcmp(m->method, "_qwen/session/transcript") == 0 ||
-	    strcmp(m->method, "_qwen/session/branch") == 0) {
+	} else if (txpage_is_method(m->method)) {
 		txpage_request(c, m);
 	} else if (strcmp(m->method, "qwen/status/loop_lag") == 0) {
 		rpc_loop_lag(c, m);

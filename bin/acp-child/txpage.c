@@ -429,11 +429,30 @@ txp_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 	loadwork_submit(c->work, &j->lw);
 }
 
+/*
+ * Upstream's daemon asks qwen/status/session/transcript and
+ * qwen/control/session/branch; our older names are answered too.
+ */
+static int
+txp_is_branch(const char *method)
+{
+	return strcmp(method, "qwen/control/session/branch") == 0 ||
+	    strcmp(method, "_qwen/session/branch") == 0;
+}
+
+int
+txpage_is_method(const char *method)
+{
+	return txp_is_branch(method) ||
+	    strcmp(method, "qwen/status/session/transcript") == 0 ||
+	    strcmp(method, "_qwen/session/transcript") == 0;
+}
+
 /* A page or a branch, on the idle entry e. */
 static void
 txp_dispatch(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 {
-	if (strcmp(m->method, "_qwen/session/branch") == 0)
+	if (txp_is_branch(m->method))
 		txbranch_start(c, e, m);
 	else
 		txp_start(c, e, m);

@@ -22,6 +22,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "errors.h"
+#include "json-limit.h"
 #include "log.h"
 #include "rpc-frame.h"
 #include "serve.h"
@@ -358,17 +359,21 @@ route_acp_post(struct http_ctx *ctx)
 		ah_fail(req, qerr_new("not_implemented", "Batches are not supported"));
 		return;
 	}
-	if (rpc_parse(p, len, &m, &bad) == RPC_READ_BAD) {
+	/* A named connection is known before its message is parsed. */
+	if (in_header(req, "Acp-Connection-Id") != NULL &&
+	    (a = ah_lookup(req)) == NULL)
+		return;
+	if (rpc_parse_limited(p, len, JSON_LIMIT_VALUES, &m, &bad) ==
+	    RPC_READ_BAD) {
 		ah_malformed(req, bad.id, bad.message);
 		bad.id = NULL;
 		rpc_bad_clear(&bad);
 		return;
 	}
-	if (in_header(req, "Acp-Connection-Id") != NULL || !is_initialize(&m)) {
-		if ((a = ah_lookup(req)) == NULL)
-			goto out;
+	if (a == NULL && !is_initialize(&m) && (a = ah_lookup(req)) == NULL)
+		goto out;
+	if (a != NULL)
 		ah_touch(a);
-	}
 	if (is_initialize(&m))
 		post_initialize(req, &m, a);
 	else {
@@ -419,7 +424,7 @@ route_acp_get(struct http_ctx *ctx)
 		return;
 	}
 	/* A whole ring's worth: a load's snapshot may arrive in one burst. */
-	bus_subscribe(b, req, routes_last_event_id(req),
+	sse_subscribe(b, req, routes_last_event_id(req),
 	    in_header(req, "X-Qwen-Event-Epoch"), AH_RING);
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "errors.h"
+#include "json-limit.h"
 #include "log.h"
 #include "rpc-frame.h"
 #include "serve.h"
@@ -238,8 +239,12 @@ acp_conn_handle(struct acp_conn *c, const char *msg, size_t len)
 {
 	struct rpc_msg m;
 	struct rpc_bad bad;
+	int rc;
 
-	return intake(c, rpc_parse(msg, len, &m, &bad), &m, &bad);
+	rc = intake(c, rpc_parse_limited(msg, len, JSON_LIMIT_VALUES, &m, &bad),
+	    &m, &bad);
+	json_limit_release(len);
+	return rc;
 }
 
 /* One parsed message from the transport. */

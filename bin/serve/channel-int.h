@@ -59,6 +59,7 @@ struct channel {
 	TAILQ_HEAD(, chan_req)	 waiting;
 	TAILQ_HEAD(, chan_req)	 respawn;	/* arrived while an idle child ended */
 	size_t			 nsessions;
+	unsigned		 control_ops;	/* transcript reads, branches in flight */
 	char			 secret[48];
 	unsigned		 serial;	/* of the current child */
 };
@@ -79,5 +80,9 @@ void	chan_start(struct channel *);
 struct spawn_cmd *child_cmd_new(const char *workspace, const char *secret);
 void	chan_end(struct channel *, int hard);
 void	chan_check_idle(struct channel *);
+
+/* channel-close.c */
+/* Hold r (1) when it restores an id whose close is pending. */
+int	chan_close_hold(struct channel *, struct chan_req *);
 
 #endif

@@ -108,7 +108,9 @@ channel_request_sent(struct channel *ch, const char *method, json_object *params
 	r->msg = rpc_new_request(NULL, method, params);
 	if (ch->idle_ev != NULL)
 		event_del(ch->idle_ev);
-	if (ch->state == CH_STARTING)
+	if (chan_close_hold(ch, r))
+		;	/* sent once the close of its id is answered */
+	else if (ch->state == CH_STARTING)
 		TAILQ_INSERT_TAIL(&ch->waiting, r, entry);
 	else if (ch->state == CH_DYING)
 		TAILQ_INSERT_TAIL(&ch->respawn, r, entry);

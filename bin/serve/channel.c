@@ -26,6 +26,7 @@
 #include "base64.h"
 #include "clock.h"
 #include "log.h"
+#include "restore-fsm.h"
 #include "rpc-frame.h"
 #include "rpc-pending.h"
 #include "channel-int.h"
@@ -160,6 +161,7 @@ chan_start(struct channel *ch)
 	ch->started_ms = clock_mono_ms();
 	ch->killed = 0;
 	ch->kill_stage = 0;
+	metrics_child_started(ch->serial != 0);
 	ch->serial = ++chan_serial;
 	ch->in = wrap_fd(in[1], NULL, chan_on_in_event, ch);
 	/* Big answers (bulk replays) come in big reads, not 4 KiB ones. */
@@ -269,6 +271,7 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 	else if (WIFSIGNALED(st))
 		sig = WTERMSIG(st);
 	ch->pid = 0;	/* reaped: never signal that number again */
+	metrics_child_exited(killed);
 	log_info("child %ld exited (%s %d)", (long)pid,
 	    sig ? "signal" : "status", sig ? sig : code);
 	ch->state = CH_DYING;
@@ -328,7 +331,7 @@ on_idle(evutil_socket_t fd, short what, void *arg)
 	struct channel *ch = arg;
 
 	(void)fd; (void)what;
-	if (ch->nsessions == 0 && ch->state == CH_READY &&
+	if (ch->nsessions == 0 && ch->control_ops == 0 && ch->state == CH_READY &&
 	    rpc_pending_count(ch->pending) == 0) {
 		log_info("child %ld idle: ending it", (long)ch->pid);
 		chan_end(ch, 0);
@@ -364,8 +367,8 @@ chan_check_idle(struct channel *ch)
 	case RFSM_REAP_IDLE_POLICY:
 		break;
 	}
-	if (ch->nsessions > 0 || rpc_pending_count(ch->pending) > 0 ||
-	    channel_kept_warm())
+	if (ch->nsessions > 0 || ch->control_ops > 0 ||
+	    rpc_pending_count(ch->pending) > 0 || channel_kept_warm())
 		return;
 	if (conf.channel_idle_timeout_ms == 0) {
 		on_idle(-1, 0, ch);
@@ -471,6 +474,27 @@ channel_session_removed(struct channel *ch)
 	if (ch->nsessions > 0)
 		ch->nsessions--;
 	chan_check_idle(ch);
+}
+
+void
+channel_control_begin(struct channel *ch)
+{
+	ch->control_ops++;
+	event_del(ch->idle_ev);
+}
+
+void
+channel_control_end(struct channel *ch)
+{
+	if (ch->control_ops > 0)
+		ch->control_ops--;
+	chan_check_idle(ch);
+}
+
+unsigned
+channel_control_ops(const struct channel *ch)
+{
+	return ch->control_ops;
 }
 
 /* Condemnation may have changed (restore-fsm): apply the policy again. */

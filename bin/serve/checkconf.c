@@ -303,6 +303,8 @@ checkconf_run(void)
 	check_tcp();
 	if (conf.log_file != NULL)
 		check_file("--log-file", conf.log_file);
+	if (conf.audit_log != NULL)
+		check_file("--audit-log", conf.audit_log);
 	if (conf.trace_file != NULL)
 		check_file("--trace-file", conf.trace_file);
 	if (conf.pidfile != NULL) {

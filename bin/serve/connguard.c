@@ -78,6 +78,7 @@ struct guard {
 	int			 live;	/* attached, counted against the cap */
 	int			 preauth;	/* TCP, no request authenticated yet */
 	int			 chunked;
+	int			 is_unix;	/* came in on the Unix socket */
 	size_t			 body_left;	/* Content-Length still to come */
 	size_t			 body_seen;	/* chunked: raw bytes so far */
 	size_t			 headlen;
@@ -159,6 +160,8 @@ guard_free(struct guard *g)
 		npreauth--;
 	if (g->live)
 		nlive--;
+	if (g->evcon != NULL)
+		metrics_conn_closed(g->is_unix);
 	event_free(g->ev);
 	free(g);
 	listen_fd_freed();
@@ -204,6 +207,7 @@ guard_refuse(struct guard *g, const char *code)
 	char head[256];
 	int n, ra = e != NULL ? qerr_retry_after(e) : -1;
 
+	metrics_refusal(g->is_unix, code);
 	if (e != NULL && strcmp(code, "connection_limit_exceeded") == 0)
 		qerr_set_int(e, "limit", guard_cap);
 	body = e != NULL ? qerr_rest_body(e) : NULL;
@@ -314,7 +318,8 @@ guard_attach(struct guard *g)
 	g->evcon = arg;
 	bufferevent_decref(g->bev);
 	evhttp_connection_set_closecb(g->evcon, guard_closed, g);
-	is_unix = guard_is_unix(g);
+	is_unix = g->is_unix = guard_is_unix(g);
+	metrics_conn_open(is_unix);
 	g->live = 1;
 	nlive++;
 	if ((!is_unix && guard_join_preauth(g) == -1) ||
@@ -559,7 +564,8 @@ guard_reply_done(struct evhttp_request *req, void *arg)
 {
 	struct guard *g;
 
-	(void)req; (void)arg;
+	(void)arg;
+	audit_done(req);
 	/* g may be gone (a closing connection): look it up by address. */
 	TAILQ_FOREACH(g, &guards, entry)
 		if (g == arg && g->phase != G_TAKEN) {
@@ -574,6 +580,7 @@ guard_request(struct evhttp_request *req)
 {
 	struct guard *g = guard_of(req);
 
+	audit_forget(req);
 	if (g == NULL)
 		return;
 	guard_request_whole(g);

@@ -125,8 +125,11 @@ tcp_peer_trusted(int fd)
 static int
 gate_unauthorized(struct evhttp_request *req)
 {
+	int fd;
+
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "WWW-Authenticate", "Bearer");
+	metrics_refusal(req_family(req, &fd) == AF_UNIX, "unauthorized");
 	http_error(req, "unauthorized", NULL);
 	return -1;
 }
@@ -169,20 +172,24 @@ listen_gate(struct evhttp_request *req, enum gate_kind kind)
 	int fd = -1, fam = req_family(req, &fd);
 
 	if (fam == AF_UNIX && !peer_unix_trusted(fd)) {
+		metrics_refusal(1, "forbidden_host");
 		http_send_qerr(req, qerr_new("forbidden_host",
 		    "Peer credentials not allowed"));
 		return -1;
 	}
 	if (fam != AF_UNIX && conf.tcp_loopback &&
 	    !host_ok(evhttp_find_header(h, "Host"))) {
+		metrics_refusal(0, "forbidden_host");
 		http_error(req, "forbidden_host", NULL);
 		return -1;
 	}
 	if (origin != NULL && !origin_ok(origin)) {
+		metrics_refusal(fam == AF_UNIX, "origin_forbidden");
 		http_error(req, "origin_forbidden", NULL);
 		return -1;
 	}
 	if (!fetch_site_ok(req, kind, origin)) {
+		metrics_refusal(fam == AF_UNIX, "origin_forbidden");
 		http_send_qerr(req, qerr_new("origin_forbidden",
 		    "Cross-site request refused (Sec-Fetch-Site)"));
 		return -1;

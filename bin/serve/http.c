@@ -17,6 +17,8 @@
 #include <event2/keyvalq_struct.h>
 
 #include "errors.h"
+#include "json.h"
+#include "json-limit.h"
 #include "log.h"
 #include "paths.h"
 #include "rpc-frame.h"
@@ -25,8 +27,15 @@
 #include "ws.h"
 #include "xmalloc.h"
 
-/* R_TAIL: one more path segment after the suffix (ctx.path_tail). */
-enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4, R_ACP = 8, R_TAIL = 16 };
+/*
+ * R_TAIL: one more path segment after the suffix (ctx.path_tail).
+ * R_LIVE: the route answers only a live session and a client registered
+ * on it (when named): its body is parsed only then, else the route runs
+ * with {} and refuses by itself (10 MiB to a missing session's cancel
+ * costs no parse).
+ */
+enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4, R_ACP = 8, R_TAIL = 16,
+	R_LIVE = 32 };
 
 struct route {
 	enum evhttp_cmd_type	 method;
@@ -40,23 +49,24 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/health", NULL, R_HEALTH, route_health },
 	{ EVHTTP_REQ_GET, "/capabilities", NULL, 0, route_capabilities },
 	{ EVHTTP_REQ_GET, "/daemon/status", NULL, 0, route_daemon_status },
+	{ EVHTTP_REQ_GET, "/metrics", NULL, 0, route_metrics },
 	{ EVHTTP_REQ_POST, "/session", NULL, R_BODY, route_session_create },
 	{ EVHTTP_REQ_GET, "/workspace/sessions", NULL, 0, route_workspace_sessions },
 	{ EVHTTP_REQ_POST, "/session/", "/load", R_ID | R_BODY, route_session_load },
 	{ EVHTTP_REQ_POST, "/session/", "/resume", R_ID | R_BODY, route_session_resume },
-	{ EVHTTP_REQ_POST, "/session/", "/prompt", R_ID | R_BODY, route_session_prompt },
-	{ EVHTTP_REQ_POST, "/session/", "/cancel", R_ID | R_BODY, route_session_cancel },
-	{ EVHTTP_REQ_POST, "/session/", "/heartbeat", R_ID | R_BODY, route_session_heartbeat },
-	{ EVHTTP_REQ_POST, "/session/", "/detach", R_ID | R_BODY, route_session_detach },
+	{ EVHTTP_REQ_POST, "/session/", "/prompt", R_ID | R_BODY | R_LIVE, route_session_prompt },
+	{ EVHTTP_REQ_POST, "/session/", "/cancel", R_ID | R_BODY | R_LIVE, route_session_cancel },
+	{ EVHTTP_REQ_POST, "/session/", "/heartbeat", R_ID | R_BODY | R_LIVE, route_session_heartbeat },
+	{ EVHTTP_REQ_POST, "/session/", "/detach", R_ID | R_BODY | R_LIVE, route_session_detach },
 	{ EVHTTP_REQ_GET, "/session/", "/status", R_ID, route_session_status },
 	{ EVHTTP_REQ_GET, "/session/", "/events", R_ID, route_session_events },
 	{ EVHTTP_REQ_GET, "/session/", "/transcript", R_ID, route_session_transcript },
 	{ EVHTTP_REQ_POST, "/session/", "/branch", R_ID | R_BODY, route_session_branch },
 	{ EVHTTP_REQ_DELETE, "/session/", "", R_ID, route_session_delete },
-	{ EVHTTP_REQ_POST, "/session/", "/permission/", R_ID | R_BODY | R_TAIL,
+	{ EVHTTP_REQ_POST, "/session/", "/permission/", R_ID | R_BODY | R_TAIL | R_LIVE,
 	    route_session_permission },
-	{ EVHTTP_REQ_POST, "/session/", "/model", R_ID | R_BODY, route_session_model },
-	{ EVHTTP_REQ_POST, "/session/", "/approval-mode", R_ID | R_BODY,
+	{ EVHTTP_REQ_POST, "/session/", "/model", R_ID | R_BODY | R_LIVE, route_session_model },
+	{ EVHTTP_REQ_POST, "/session/", "/approval-mode", R_ID | R_BODY | R_LIVE,
 	    route_session_approval_mode },
 	{ EVHTTP_REQ_POST, "/acp", NULL, R_ACP, route_acp_post },
 	{ EVHTTP_REQ_GET, "/acp", NULL, R_ACP, route_acp_get },
@@ -142,6 +152,19 @@ http_error(struct evhttp_request *req, const char *code, const char *session_id)
 	http_send_qerr(req, e);
 }
 
+/* A child's capacity refusal names its limit and scope (the template's). */
+static void
+rpc_limit_params(struct qerr *e, json_object *rpc_error)
+{
+	json_object *data = json_get_obj(rpc_error, "data"), *v;
+	const char *scope = json_get_str(data, "scope");
+
+	if ((v = json_get(data, "limit", json_type_int)) != NULL)
+		qerr_set_int(e, "limit", json_object_get_int64(v));
+	if (scope != NULL)
+		qerr_set_str(e, "scope", scope);
+}
+
 /*
  * A JSON-RPC error from the child: a catalogued code (by data.code,
  * errorKind or JSON-RPC code) keeps its REST shape; anything else is a 500
@@ -165,6 +188,8 @@ http_error_rpc(struct evhttp_request *req, json_object *rpc_error,
 			qerr_set_str(e, "sessionId", session_id);
 		if (e != NULL && c.reason != NULL)
 			qerr_set_reason(e, c.reason);
+		if (e != NULL)
+			rpc_limit_params(e, rpc_error);
 		qerr_class_clear(&c);
 		http_send_qerr(req, e);
 		return;
@@ -223,7 +248,10 @@ json_text_strict(const char *p, size_t len)
 	return 1;
 }
 
-/* Parse the body as a JSON object; non-objects count as {}.  -1: malformed. */
+/*
+ * Parse the body as a JSON object; non-objects count as {}.  -1:
+ * malformed, -2: over the value budget (json-limit.h), refused unparsed.
+ */
 static int
 parse_body(struct evhttp_request *req, json_object **out)
 {
@@ -238,8 +266,11 @@ parse_body(struct evhttp_request *req, json_object **out)
 		*out = xjson_object_new_object();
 		return 0;
 	}
-	if ((p = (const char *)evbuffer_pullup(in, -1)) == NULL ||
-	    !json_text_strict(p, len) ||
+	if ((p = (const char *)evbuffer_pullup(in, -1)) == NULL)
+		return -1;
+	if (!json_limit_ok(p, len, JSON_LIMIT_VALUES, JSON_LIMIT_DEPTH))
+		return -2;
+	if (!json_text_strict(p, len) ||
 	    (tok = json_tokener_new_ex(RPC_MAX_DEPTH)) == NULL)
 		return -1;
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
@@ -323,6 +354,33 @@ client_id_header(struct evhttp_request *req, struct http_ctx *ctx)
 	ctx->client_id_bad = !client_id_valid(v);
 }
 
+/* Whether an R_LIVE route's session is live and its caller registered. */
+static int
+body_wanted(const struct route *r, const struct http_ctx *ctx)
+{
+	struct session *s;
+
+	if (!(r->flags & R_LIVE))
+		return 1;
+	if ((s = sessions_find(ctx->path_id)) == NULL)
+		return 0;
+	return ctx->client_id == NULL || (!ctx->client_id_bad &&
+	    clients_find(&s->clients, ctx->client_id) != NULL);
+}
+
+/* "DELETE /session/:id", "POST /session/:id/permission/:requestId". */
+static void
+audit_route(struct evhttp_request *req, const struct route *r, const char *id)
+{
+	char what[128];
+
+	snprintf(what, sizeof(what), "%s %s%s%s%s",
+	    r->method == EVHTTP_REQ_POST ? "POST" : "DELETE", r->prefix,
+	    (r->flags & R_ID) ? ":id" : "", r->suffix != NULL ? r->suffix : "",
+	    (r->flags & R_TAIL) ? ":requestId" : "");
+	audit_begin(req, what, id);
+}
+
 /* Run the matched route with its context. */
 static void
 dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
@@ -331,6 +389,7 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 	struct http_ctx ctx = { .req = req };
 	struct evkeyvalq q;
 	char *id = NULL;
+	int rc;
 
 	TAILQ_INIT(&q);
 	if (query != NULL && evhttp_parse_query_str(query, &q) == -1) {
@@ -350,10 +409,14 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 		goto out;
 	}
 	ctx.path_id = id;
+	if (r->method == EVHTTP_REQ_POST || r->method == EVHTTP_REQ_DELETE)
+		audit_route(req, r, id);
 	if (r->flags & R_TAIL)
 		ctx.path_tail = seg + seglen + strlen(r->suffix);
-	if ((r->flags & R_BODY) && parse_body(req, &ctx.body) == -1) {
-		http_error(req, "invalid_json", NULL);
+	if ((r->flags & R_BODY) && body_wanted(r, &ctx) &&
+	    (rc = parse_body(req, &ctx.body)) < 0) {
+		http_error(req, rc == -2 ? "json_too_complex" : "invalid_json",
+		    NULL);
 		goto out;
 	}
 	if (ctx.body == NULL)
@@ -363,6 +426,7 @@ out:
 	json_object_put(ctx.body);
 	evhttp_clear_headers(&q);
 	free(id);
+	json_limit_release(evbuffer_get_length(evhttp_request_get_input_buffer(req)));
 }
 
 static const char *workspace_of_acp_path(const char *);

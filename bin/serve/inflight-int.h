@@ -7,7 +7,33 @@
 #ifndef QWEN_SERVE_INFLIGHT_INT_H
 #define QWEN_SERVE_INFLIGHT_INT_H
 
+#include "restore-fsm.h"
 #include "serve.h"
+
+struct inflight_waiter;
+struct span;
+struct inflight {
+	TAILQ_ENTRY(inflight)	 entry;
+	char			 id[SERVE_SESSION_ID_MAX + 1];	/* "" for an id-less spawn */
+	enum inflight_action	 action;
+	int			 is_default;
+	TAILQ_HEAD(, inflight_waiter)	 waiters;
+	struct channel		*ch;
+	struct chan_req		*req;
+	json_object		*body;		/* the first caller's body */
+	struct span		*span;
+	uint64_t		 started_ms;
+	/* Spawns and restores run under the seed-000 lifecycle machine. */
+	struct rfsm		 fsm;
+	struct event		*timer;		/* deadline, then grace */
+	json_object		*answer;	/* the in-time ACP answer */
+	enum chan_outcome	 answer_o;
+	struct chan_req		*close_req;
+	json_object		*early;		/* buffered session/update params */
+	char			 shape[64];	/* coalescing key of a load */
+	int			 summary;	/* compactedReplayMode summary */
+	int			 released;	/* capacity given back */
+};
 
 /* One caller waiting for an in-flight spawn or restore. */
 struct inflight_waiter {

@@ -114,6 +114,7 @@ fsm_public(void *ctx, enum rfsm_result r)
 	struct inflight *op = ctx;
 	struct inflight_waiter *w;
 
+	metrics_restore((int)op->action, (int)r, clock_mono_ms() - op->started_ms);
 	if (r == RFSM_RESULT_TIMEOUT) {
 		log_warnx("session %s: %s timed out after %lld ms", inflight_label(op),
 		    inflight_action_name(op->action), (long long)op->fsm.budget_ms);

@@ -36,6 +36,12 @@ inflight_action_name(enum inflight_action a)
 	return a == OP_LOAD ? "load" : a == OP_RESUME ? "resume" : "spawn";
 }
 
+int
+inflight_is_active_spawn(const struct inflight *op)
+{
+	return op->action == OP_SPAWN && op->fsm.state == RFSM_ACTIVE;
+}
+
 struct inflight *
 inflight_find(const char *id)
 {
@@ -375,6 +381,7 @@ inflight_chan_view(struct channel *ch, struct rfsm_chan_view *v)
 
 	memset(v, 0, sizeof(*v));
 	v->live_sessions = (unsigned)channel_nsessions(ch);
+	v->control_ops = channel_control_ops(ch);
 	v->empty_reap_pending = channel_idle_pending(ch);
 	TAILQ_FOREACH(op, &ops, entry) {
 		if (op->ch != ch)
@@ -403,6 +410,21 @@ inflight_admit(struct evhttp_request *req, struct channel *ch)
 		http_send_qerr(req, rfsm_err_unavailable(reason, budget));
 	}
 	return a;
+}
+
+int
+inflight_admit_control(struct evhttp_request *req, struct channel *ch)
+{
+	struct rfsm_chan_view v;
+	const char *reason;
+	int64_t budget;
+
+	inflight_chan_view(ch, &v);
+	if ((reason = rfsm_chan_unavailable(&v, &budget)) == NULL)
+		return 0;
+	log_info("fresh work refused: %s", reason);
+	http_send_qerr(req, rfsm_err_unavailable(reason, budget));
+	return -1;
 }
 
 void

@@ -74,7 +74,10 @@ listen_check_dir(const char *dir)
 	flags = conf.socket_default ? PRIVDIR_CREATE | PRIVDIR_PRIVATE :
 	    PRIVDIR_ROOT_OK;
 	if ((fd = privdir_open("socket directory", dir, flags, &cause)) == -1) {
-		log_warnx("%s", cause != NULL ? cause : strerror(errno));
+		/* Someone else may have made the default first: name a way out. */
+		log_warnx("%s%s", cause != NULL ? cause : strerror(errno),
+		    conf.socket_default ? " (choose another with --socket, or "
+		    "set XDG_RUNTIME_DIR to a directory of your own)" : "");
 		free(cause);
 	}
 	return fd;

@@ -35,13 +35,7 @@
 #include "ws.h"
 #include "xmalloc.h"
 
-struct serve_conf conf;
-struct event_base *serve_base;
-struct trace_sink *serve_trace;
-struct otlp *serve_otlp;
-
 static struct evhttp *http;
-static int shutting_down;
 static struct event *stop_timer;
 
 enum {
@@ -53,7 +47,7 @@ enum {
 	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
 	OPT_NO_WEB, OPT_WEB_DIR,
 	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_OTLP, OPT_TOKEN_FILE, OPT_CHILD_CMD,
-	OPT_PERM_TO, OPT_AGENT_ACP, OPT_PROMPT_DEADLINE, OPT_WRITER_IDLE,
+	OPT_AUDIT_LOG, OPT_LOG_FORMAT, OPT_PERM_TO, OPT_AGENT_ACP, OPT_PROMPT_DEADLINE, OPT_WRITER_IDLE,
 	OPT_AGENT_PRESTART,
 };
 
@@ -77,6 +71,8 @@ static const struct option longopts[] = {
 	{ "agent-prestart", required_argument, NULL, OPT_AGENT_PRESTART },
 	{ "log-file", required_argument, NULL, OPT_LOG_FILE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
+	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
 	{ "trace-file", required_argument, NULL, OPT_TRACE_FILE },
 	{ "otlp-endpoint", required_argument, NULL, OPT_OTLP },
 	{ "initialize-timeout-ms", required_argument, NULL, OPT_INIT_TO },
@@ -160,7 +156,8 @@ usage(int status)
 	    "\t[--child PATH | --child-command 'CMD ARGS']\n"
 	    "\t[--data-dir DIR] [--cache-dir DIR]\n"
 	    "\t[--agent-command CMD | --agent-acp 'CMD ARGS'] [--agent-prestart yes|no]\n"
-	    "\t[--log-file FILE]\n"
+	    "\t[--log-file FILE] [--audit-log FILE]\n"
+	    "\t[--log-format text|json]\n"
 	    "\t[--log-level LEVEL] [--trace-file FILE] [--otlp-endpoint URL]\n"
 	    "\t[--initialize-timeout-ms MS]\n"
 	    "\t[--session-restore-timeout-ms MS] [--channel-idle-timeout-ms MS]\n"
@@ -370,6 +367,13 @@ parse_args(int argc, char **argv)
 			conf.agent_prestart = strcmp(optarg, "yes") == 0;
 			break;
 		case OPT_LOG_FILE: free(conf.log_file); conf.log_file = xstrdup(optarg); break;
+		case OPT_LOG_FORMAT:
+			if (log_set_format(optarg) == -1) {
+				fprintf(stderr, "qwen-serve: --log-format: unknown format '%s' (text, json)\n", optarg);
+				exit(2);
+			}
+			break;
+		case OPT_AUDIT_LOG: free(conf.audit_log); conf.audit_log = xstrdup(optarg); break;
 		case OPT_LOG_LEVEL:
 			lvl = optarg;
 			if (log_level_parse(lvl) == -1) {
@@ -492,6 +496,8 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 		log_info("SIGHUP: reopening log and trace files");
 		if (conf.log_file != NULL && log_reopen() == -1)
 			log_warn("reopen %s", conf.log_file);
+		if (audit_reopen() == -1)
+			log_warn("reopen %s", conf.audit_log);
 		if (serve_trace != NULL && trace_sink_reopen(serve_trace) == -1)
 			log_warn("reopen %s", conf.trace_file);
 		return;
@@ -506,9 +512,9 @@ serve_request_shutdown(void)
 {
 	struct timeval tv = { 0, 50000 };
 
-	if (shutting_down)
+	if (serve_shutting_down())
 		return;
-	shutting_down = 1;
+	serve_shutdown_begin();
 	sdnotify_stopping();
 	listen_stop();
 	ws_shutdown();		/* before acp_shutdown(): ends its own connections */
@@ -518,12 +524,6 @@ serve_request_shutdown(void)
 	channels_shutdown();
 	stop_timer = event_new(serve_base, -1, EV_PERSIST, stop_check, NULL);
 	event_add(stop_timer, &tv);
-}
-
-int
-serve_shutting_down(void)
-{
-	return shutting_down;
 }
 
 #ifdef QWEN_FUZZ_HTTP
@@ -537,6 +537,8 @@ serve_fuzz_http(int argc, char **argv)
 {
 	parse_args(argc, argv);
 	resolve_conf();
+	/* Without the guard's caps every request is refused 503. */
+	guard_init();
 	if ((serve_base = event_base_new()) == NULL)
 		return NULL;
 	return http = http_new(serve_base);
@@ -568,6 +570,11 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (conf.log_file != NULL && log_open_file(conf.log_file) == -1) {
 		fprintf(stderr, "qwen-serve: --log-file %s: %s\n", conf.log_file,
+		    strerror(errno));
+		exit(1);
+	}
+	if (conf.audit_log != NULL && audit_open(conf.audit_log) == -1) {
+		fprintf(stderr, "qwen-serve: --audit-log %s: %s\n", conf.audit_log,
 		    strerror(errno));
 		exit(1);
 	}
@@ -613,6 +620,7 @@ main(int argc, char **argv)
 	ready_probe_free();
 	sdnotify_free();
 	http_free(http);
+	audit_free();
 	listing_free_all();
 	acp_free();
 	sessions_free();

@@ -323,6 +323,7 @@ perm_request(struct channel *ch, json_object *rpc_id, json_object *params)
 	p->option_ids = option_ids(params);
 	p->interaction = interaction_new(p, params);
 	TAILQ_INSERT_TAIL(&perms, p, entry);
+	metrics_permission_asked();
 	log_info("session %s: permission %s requested", s->id, p->request_id);
 	publish_request(p, params);
 	if (conf.permission_timeout_ms > 0 &&

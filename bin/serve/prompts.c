@@ -36,6 +36,7 @@ struct prompt {
 	int64_t			 deadline_ms;	/* 0: none */
 	struct event		*deadline_ev;
 	struct span		*span;		/* from dispatch to settlement */
+	uint64_t		 started_ms;	/* dispatched (monotonic) */
 };
 
 static void	prompts_pump(struct session *);
@@ -66,6 +67,7 @@ prompts_init(struct session *s)
 static void
 prompt_span_result(struct prompt *p, const char *result, const char *code)
 {
+	metrics_prompt(result, clock_mono_ms() - p->started_ms);
 	span_set_str(p->span, "qwen-code.daemon.prompt.result", result);
 	if (code != NULL)
 		span_set_status(p->span, SPAN_STATUS_ERROR, code);
@@ -95,6 +97,7 @@ prompt_span_start(struct session *s, struct prompt *p)
 	struct trace_ctx tc;
 	char tp[TRACEPARENT_LEN + 1];
 
+	p->started_ms = clock_mono_ms();
 	p->span = span_start("qwen-code.daemon.bridge", SPAN_KIND_CLIENT, NULL);
 	span_set_str(p->span, "qwen-code.daemon.operation", "session.prompt");
 	span_set_str(p->span, "qwen-code.daemon.bridge.operation", "session.prompt");

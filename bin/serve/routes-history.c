@@ -2,10 +2,11 @@
  * routes-history.c: a session's history without loading it.
  * GET /session/:id/transcript pages it (live or not); the query is
  * checked here with upstream's rules and errors, and the page comes from
- * the workspace's child (_qwen/session/transcript), which answers from
+ * the workspace's child (qwen/status/session/transcript, upstream's name,
+ * so that a real agent as the child answers it too), which answers from
  * its kept index of the transcript, so a page costs what its records
  * cost.  POST /session/:id/branch forks it into a new session whose
- * transcript the child writes whole (_qwen/session/branch).
+ * transcript the child writes whole (qwen/control/session/branch).
  */
 #include "config.h"
 
@@ -17,6 +18,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "errors.h"
+#include "json.h"
 #include "log.h"
 #include "serve.h"
 #include "uuid.h"
@@ -28,6 +30,7 @@
 
 struct page_req {
 	struct evhttp_request	*req;
+	struct channel		*ch;	/* counts it as control work (seed 000) */
 	char			 id[SERVE_SESSION_ID_MAX + 1];
 	char			 new_id[UUID_LEN + 1];	/* a branch */
 	char			*name;				/* a branch */
@@ -154,6 +157,7 @@ on_page(void *arg, enum chan_outcome o, json_object *payload)
 		http_send_qerr(pr->req, e);
 	} else
 		unavailable(pr->req);
+	channel_control_end(pr->ch);
 	free(pr);
 }
 
@@ -185,9 +189,13 @@ route_session_transcript(struct http_ctx *ctx)
 		return;
 	}
 	pr->req = ctx->req;
+	pr->ch = ch;
 	strlcpy(pr->id, ctx->path_id, sizeof(pr->id));
-	if (channel_request(ch, "_qwen/session/transcript", params,
+	/* Counted before it goes: a request that fails at once is answered now. */
+	channel_control_begin(ch);
+	if (channel_request(ch, "qwen/status/session/transcript", params,
 	    (uint64_t)conf.restore_timeout_ms, on_page, pr) == NULL) {
+		channel_control_end(ch);
 		free(pr);
 		unavailable(ctx->req);
 	}
@@ -211,15 +219,22 @@ on_branch(void *arg, enum chan_outcome o, json_object *payload)
 {
 	struct page_req *pr = arg;
 	json_object *body, *ff;
+	const char *nid, *title;
 	char buf[96];
 
 	if (o == CHAN_RESULT) {
+		/* A real agent picks the new id and title itself. */
+		if ((nid = json_get_str(payload, "newSessionId")) != NULL &&
+		    strlen(nid) == UUID_LEN && names_session_id_ok(nid))
+			strlcpy(pr->new_id, nid, sizeof(pr->new_id));
+		title = json_get_str(payload, "displayName");
 		body = xjson_object_new_object();
 		json_object_object_add(body, "sessionId", xjson_object_new_string(pr->new_id));
 		if (pr->name == NULL)
 			snprintf(buf, sizeof(buf), "Branch of %.8s", pr->id);
 		json_object_object_add(body, "displayName",
-		    xjson_object_new_string(pr->name != NULL ? pr->name : buf));
+		    xjson_object_new_string(pr->name != NULL ? pr->name :
+		    title != NULL ? title : buf));
 		ff = xjson_object_new_object();
 		json_object_object_add(ff, "sessionId", xjson_object_new_string(pr->id));
 		json_object_object_add(ff, "displayName", short_name(pr->id));
@@ -238,6 +253,7 @@ on_branch(void *arg, enum chan_outcome o, json_object *payload)
 		http_send_qerr(pr->req, e);
 	} else
 		unavailable(pr->req);
+	channel_control_end(pr->ch);
 	free(pr->name);
 	free(pr);
 }
@@ -286,6 +302,9 @@ route_session_branch(struct http_ctx *ctx)
 		return;
 	}
 	ch = s != NULL ? s->channel : channel_get(ctx->workspace);
+	/* A branch is fresh work: not on a quarantined or overdue channel. */
+	if (ch != NULL && inflight_admit_control(ctx->req, ch) == -1)
+		return;
 	if (ch == NULL || (pr = calloc(1, sizeof(*pr))) == NULL ||
 	    (name != NULL && (pr->name = strdup(name)) == NULL)) {
 		if (ch != NULL && pr != NULL)
@@ -294,6 +313,7 @@ route_session_branch(struct http_ctx *ctx)
 		return;
 	}
 	pr->req = ctx->req;
+	pr->ch = ch;
 	strlcpy(pr->id, ctx->path_id, sizeof(pr->id));
 	uuid_new(pr->new_id);
 	params = xjson_object_new_object();
@@ -302,8 +322,11 @@ route_session_branch(struct http_ctx *ctx)
 	json_object_object_add(params, "newSessionId", xjson_object_new_string(pr->new_id));
 	if (at != NULL)
 		json_object_object_add(params, "atRecordId", xjson_object_new_string(at));
-	if (channel_request(ch, "_qwen/session/branch", params,
+	/* Counted before it goes: a request that fails at once is answered now. */
+	channel_control_begin(ch);
+	if (channel_request(ch, "qwen/control/session/branch", params,
 	    (uint64_t)conf.restore_timeout_ms, on_branch, pr) == NULL) {
+		channel_control_end(ch);
 		free(pr->name);
 		free(pr);
 		unavailable(ctx->req);

@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "errors.h"
 #include "log.h"
+#include "restore-fsm.h"
 #include "serve.h"
 #include "xmalloc.h"
 
@@ -280,7 +281,7 @@ route_session_create(struct http_ctx *ctx)
 	if (id[0] != '\0') {
 		scope = "thread";
 		if (sessions_find(id) == NULL && (op = inflight_find(id)) != NULL &&
-		    !(op->action == OP_SPAWN && op->fsm.state == RFSM_ACTIVE)) {
+		    !inflight_is_active_spawn(op)) {
 			/*
 			 * A restore of the id, active or awaiting its
 			 * cleanup, or a spawn awaiting its cleanup.
@@ -561,7 +562,7 @@ route_session_events(struct http_ctx *ctx)
 	    (c = clients_find(&s->clients, ctx->client_id)) != NULL)
 		c->last_seen_ms = clock_wall_ms();
 	s->last_active_mono_ms = clock_mono_ms();
-	bus_subscribe(s->bus, ctx->req, routes_last_event_id(ctx->req),
+	sse_subscribe(s->bus, ctx->req, routes_last_event_id(ctx->req),
 	    evhttp_find_header(evhttp_request_get_input_headers(ctx->req),
 	    "X-Qwen-Event-Epoch"), (int)max);
 }

@@ -11,10 +11,12 @@
  * routes-agent.c (permission answers, model and mode routes), switches.c
  * (a session's model and approval mode, switched through its agent),
  * routes-history.c (transcript pages, branches), routes-daemon.c (health,
- * capabilities, daemon status, workspace listing route), listing.c (the
+ * capabilities, daemon status, workspace listing route), metrics.c
+ * (GET /metrics), audit.c (--audit-log), listing.c (the
  * listing itself, a slice per loop turn), web.c (the console's files),
  * bus.c
- * (event buses and SSE subscribers), inflight.c (in-flight spawns and
+ * (event buses and their replay rings), sse.c (their SSE subscribers),
+ * inflight.c (in-flight spawns and
  * restores: the seam of the restore state machine; restore-fsm.c the
  * machine, inflight-ops.c its callbacks, inflight-reply.c the public
  * answers, inflight-fence.c fences and early events), channel.c and
@@ -36,7 +38,6 @@
 #include <event2/http.h>
 #include <json-c/json.h>
 
-#include "restore-fsm.h"
 #include "uuid.h"
 
 #define SERVE_MAX_BODY		(10u * 1024 * 1024)
@@ -85,6 +86,7 @@ struct serve_conf {
 	char		*agent_acp;	/* passed to qwen-acp-child */
 	int		 agent_prestart;	/* --agent-prestart yes (default) */
 	char		*log_file;
+	char		*audit_log;	/* --audit-log, or NULL */
 	char		*trace_file;
 	char		*otlp_endpoint;		/* --otlp-endpoint, or NULL */
 	int64_t		 init_timeout_ms;
@@ -114,15 +116,17 @@ struct serve_conf {
 	uint64_t	 started_wall_ms;
 };
 
+/* ---- serve.c: what the whole daemon shares (set by main.c) ----------- */
 extern struct serve_conf conf;
 extern struct event_base *serve_base;
-
-/* main.c */
 struct trace_sink;
 extern struct trace_sink *serve_trace;
 extern struct otlp *serve_otlp;		/* NULL: no OTLP export */
+int	serve_shutting_down(void);	/* serve_request_shutdown() has run */
+void	serve_shutdown_begin(void);
+
+/* main.c */
 void	serve_request_shutdown(void);
-int	serve_shutting_down(void);
 
 /* ---- names.c: session ids, workspaces and transcript directories ------ */
 int	names_session_id_ok(const char *id);	/* 1..128 of [A-Za-z0-9._:-], no leading . */
@@ -371,15 +375,6 @@ json_object *bus_seed(struct bus *, const char *type, json_object *data);
 /* Just the next id of a seeded update (its envelope made elsewhere). */
 uint64_t	 bus_seed_id(struct bus *);
 /*
- * Open a stream on req: headers, retry:, replay from last_event_id (-1 =
- * none), replay_complete, then live.  epoch: the client's X-Qwen-Event-Epoch
- * or NULL.  Sends the reply itself (including pre-stream errors).
- */
-void	bus_subscribe(struct bus *, struct evhttp_request *req, int64_t last_event_id,
-	    const char *epoch, int max_queued);
-/* Connection of sub closed (from http.c). */
-void	sse_sub_closed(struct sse_sub *);
-/*
  * In-process listeners (ACP connections): fn gets every published
  * envelope (borrowed) before the SSE subscribers, with terminal set for
  * the bus's last event; env NULL when the bus is freed (the listener is
@@ -390,6 +385,17 @@ struct bus_listener;
 typedef void	(*bus_listen_fn)(void *arg, json_object *env, int terminal);
 struct bus_listener *bus_listen(struct bus *, bus_listen_fn fn, void *arg);
 void	bus_unlisten(struct bus_listener *);	/* NULL-safe */
+
+/* ---- sse.c ------------------------------------------------------------- */
+/*
+ * Open a stream on req: headers, retry:, replay from last_event_id (-1 =
+ * none), replay_complete, then live.  epoch: the client's X-Qwen-Event-Epoch
+ * or NULL.  Sends the reply itself (including pre-stream errors).
+ */
+void	sse_subscribe(struct bus *, struct evhttp_request *req, int64_t last_event_id,
+	    const char *epoch, int max_queued);
+/* Connection of sub closed (from http.c). */
+void	sse_sub_closed(struct sse_sub *);
 
 /* ---- channel.c --------------------------------------------------------- */
 enum chan_outcome {
@@ -434,6 +440,19 @@ void	channel_reply(struct channel *, unsigned serial, json_object *id,
 	    json_object *result);
 /* Send a notification (params: takes ownership). */
 void	channel_notify(struct channel *, const char *method, json_object *params);
+/* ---- channel-close.c -------------------------------------------------- */
+/*
+ * Close session id at the child; a load, resume or create of the id sent
+ * before the close is answered waits for it.
+ */
+void	channel_close_session(struct channel *, const char *id);
+/*
+ * A workspace-control operation (a transcript read, a branch) in flight on
+ * the channel: visible work that keeps its child (seed 000).
+ */
+void	channel_control_begin(struct channel *);
+void	channel_control_end(struct channel *);
+unsigned channel_control_ops(const struct channel *);
 
 /* ---- channel.c (continued) ------------------------------------------- */
 /* Session accounting for the idle policy. */
@@ -511,6 +530,8 @@ struct session	*sessions_find(const char *id);
 size_t		 sessions_count(void);
 size_t		 sessions_active_prompts(void);
 size_t		 sessions_subscribers(void);	/* SSE streams of every session */
+/* Prompts queued and permission requests pending, over every session. */
+void		 sessions_totals(size_t *queued, size_t *perms);
 /* Create a live session on ch (registered, counted).  NULL on ENOMEM. */
 struct session	*session_new(const char *id, struct channel *ch);
 /* Publish session_closed (reason) and remove; closes it on the child too. */
@@ -553,30 +574,7 @@ void	prompts_update(struct session *, json_object *params);
 /* ---- inflight.c: in-flight spawns and restores (the lifecycle seam) --- */
 enum inflight_action { OP_SPAWN, OP_LOAD, OP_RESUME };
 
-struct inflight_waiter;
-struct span;
-struct inflight {
-	TAILQ_ENTRY(inflight)	 entry;
-	char			 id[SERVE_SESSION_ID_MAX + 1];	/* "" for an id-less spawn */
-	enum inflight_action	 action;
-	int			 is_default;
-	TAILQ_HEAD(, inflight_waiter)	 waiters;
-	struct channel		*ch;
-	struct chan_req		*req;
-	json_object		*body;		/* the first caller's body */
-	struct span		*span;
-	uint64_t		 started_ms;
-	/* Spawns and restores run under the seed-000 lifecycle machine. */
-	struct rfsm		 fsm;
-	struct event		*timer;		/* deadline, then grace */
-	json_object		*answer;	/* the in-time ACP answer */
-	enum chan_outcome	 answer_o;
-	struct chan_req		*close_req;
-	json_object		*early;		/* buffered session/update params */
-	char			 shape[64];	/* coalescing key of a load */
-	int			 summary;	/* compactedReplayMode summary */
-	int			 released;	/* capacity given back */
-};
+struct inflight;
 
 const char	*inflight_action_name(enum inflight_action);
 struct inflight	*inflight_find(const char *id);
@@ -608,6 +606,9 @@ size_t	inflight_count(void);
  */
 void	inflight_same_id(struct inflight *, struct evhttp_request *, const char *client_id,
 	    enum inflight_action, json_object *body);
+/* A spawn of op's that a same-id create may join (active, not a restore). */
+int	inflight_is_active_spawn(const struct inflight *);
+#ifdef QWEN_SERVE_RESTORE_FSM_H	/* for the files that include restore-fsm.h */
 /*
  * Admit a fresh spawn/load/resume on ch (NULL: none yet) by
  * rfsm_admit_fresh(): the channel's state (quarantine, overdue
@@ -615,8 +616,14 @@ void	inflight_same_id(struct inflight *, struct evhttp_request *, const char *cl
  * capacity (RFSM_ADMIT_CAPACITY: the caller answers).
  */
 enum rfsm_admit	inflight_admit(struct evhttp_request *, struct channel *);
+/*
+ * Fresh work that is not a session (a branch) on ch: 0, or -1 after the
+ * 503 acp_channel_unavailable of a quarantined or overdue channel.
+ */
+int	inflight_admit_control(struct evhttp_request *, struct channel *);
 /* What ch holds, for rfsm_chan_reap() (visible work, abandoned restores). */
 void	inflight_chan_view(struct channel *, struct rfsm_chan_view *);
+#endif
 /* ch's child exited: every restore on it settles; its fences go. */
 void	inflight_channel_exited(struct channel *);
 /* Restores not yet settled (active or abandoned), and other counts. */
@@ -701,5 +708,30 @@ void	reply_slice_free_all(void);
 int	inflight_route_early(struct channel *, const char *id, json_object *params);
 /* Session ids fenced against late notifications, on every channel. */
 size_t	inflight_fences_count(void);
+
+/* ---- audit.c: --audit-log, who changed what -------------------------- */
+int	audit_open(const char *path);	/* 0, or -1 with errno */
+int	audit_reopen(void);		/* SIGHUP */
+/* A state-changing request: recorded once its answer is sent. */
+void	audit_begin(struct evhttp_request *, const char *what, const char *session_id);
+void	audit_done(struct evhttp_request *);	/* the answer went out */
+void	audit_forget(struct evhttp_request *);	/* a new request at this address */
+void	audit_free(void);
+
+/* ---- metrics.c: GET /metrics (Prometheus text format) ------------------ */
+void	route_metrics(struct http_ctx *);
+/* A restore's public answer: action (enum inflight_action), outcome
+   (enum rfsm_result), ms since its start. */
+void	metrics_restore(int action, int outcome, uint64_t ms);
+/* A prompt ended: "complete", "error" or "deadline_exceeded". */
+void	metrics_prompt(const char *result, uint64_t ms);
+void	metrics_sse_evicted(size_t dropped);	/* frames never sent */
+void	metrics_conn_open(int is_unix);
+void	metrics_conn_closed(int is_unix);
+/* A connection or request refused before its route (reason: error code). */
+void	metrics_refusal(int is_unix, const char *reason);
+void	metrics_child_started(int restart);
+void	metrics_child_exited(int killed);
+void	metrics_permission_asked(void);
 
 #endif

@@ -74,6 +74,18 @@ sessions_subscribers(void)
 	return n;
 }
 
+void
+sessions_totals(size_t *queued, size_t *perms)
+{
+	struct session *s;
+
+	*queued = *perms = 0;
+	TAILQ_FOREACH(s, &sessions, entry) {
+		*queued += s->queued;
+		*perms += perm_pending(s);
+	}
+}
+
 struct session *
 sessions_default(const char *workspace)
 {
@@ -240,12 +252,8 @@ session_close(struct session *s, const char *reason, const char *closed_by)
 		json_object_object_add(p, "sessionId", xjson_object_new_string(s->id));
 		channel_notify(s->channel, "session/cancel", p);
 	}
-	if (channel_alive(s->channel)) {
-		p = xjson_object_new_object();
-		json_object_object_add(p, "sessionId", xjson_object_new_string(s->id));
-		(void)channel_request(s->channel, "qwen/control/session/close", p,
-		    (uint64_t)conf.init_timeout_ms, NULL, NULL);
-	}
+	if (channel_alive(s->channel))
+		channel_close_session(s->channel, s->id);
 	json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
 	json_object_object_add(d, "reason", xjson_object_new_string(reason));
 	if (closed_by != NULL)

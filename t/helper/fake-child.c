@@ -3,7 +3,8 @@
  * tests.  Speaks the ACP subset qwen-serve uses (NDJSON JSON-RPC 2.0 on
  * stdin/stdout): initialize, session/new, session/load (bulk or streamed
  * replay), session/resume, session/prompt (N streamed chunks, then
- * end_turn), session/cancel, qwen/control/session/close, session/set_model
+ * end_turn), session/cancel, qwen/control/session/close, transcript pages
+ * (empty) and branches (of a persisted session), session/set_model
  * (the advertised fake-a and fake-b only), qwen/control/session/approval_mode
  * and session/set_mode (upstream's modes; current_mode_update first), with
  * an in-memory session table.
@@ -18,6 +19,8 @@
  *                      (text "poke"), whether or not ID is a session here
  *   fail=METHOD:CODE   answer METHOD with JSON-RPC error CODE (after its
  *                      delay=, if any: a late failure)
+ *   full=METHOD        answer METHOD as a child at its session cap does
+ *                      (-32603, data {errorKind, limit 4096, scope})
  *   crash-after=N      exit(3) after reading N lines
  *   crash-on=METHOD    SIGKILL itself when METHOD arrives
  *   close-stdout-after=N   close stdout after reading N lines
@@ -82,6 +85,8 @@ struct knob { char method[64]; char id[132]; long val; };
 
 static struct {
 	struct knob	 delay[MAX_KNOB], fail[MAX_KNOB], hang[MAX_KNOB];
+	struct knob	 full[MAX_KNOB];
+	size_t		 nfull;
 	struct knob	 crash_on[MAX_KNOB], close_on[MAX_KNOB], hold[MAX_KNOB];
 	struct knob	 garble[MAX_KNOB];
 	size_t		 ndelay, nfail, nhang, ncrash, nclose_on, nhold, ngarble;
@@ -148,6 +153,8 @@ parse_knobs(const char *env)
 			knob_set(&cf.fail[cf.nfail++], v, (size_t)(colon - v), atol(colon + 1));
 		else if (strcmp(tok, "garble") == 0 && colon && cf.ngarble < MAX_KNOB)
 			knob_set(&cf.garble[cf.ngarble++], v, (size_t)(colon - v), atol(colon + 1));
+		else if (strcmp(tok, "full") == 0 && cf.nfull < MAX_KNOB)
+			knob_set(&cf.full[cf.nfull++], v, strlen(v), 1);
 		else if (strcmp(tok, "hold") == 0 && cf.nhold < MAX_KNOB)
 			knob_set(&cf.hold[cf.nhold++], v, strlen(v), 1);
 		else if (strcmp(tok, "poke") == 0 && cf.npoke < MAX_KNOB)
@@ -666,6 +673,38 @@ m_close(struct rpc_msg *m, long delay)
 	return rpc_new_result(json_object_get(m->id), r);
 }
 
+/* qwen/status/session/transcript: an empty page of a persisted session. */
+static json_object *
+m_transcript(struct rpc_msg *m, long delay)
+{
+	const char *sid = json_get_str(m->params, "sessionId");
+	json_object *r;
+
+	(void)delay;
+	if (sid == NULL || !persisted(sid))
+		return not_found(m->id, sid);
+	r = obj("events", json_object_new_array());
+	json_object_object_add(r, "hasMore", json_object_new_boolean(0));
+	json_object_object_add(r, "records", json_object_new_int(0));
+	return rpc_new_result(json_object_get(m->id), r);
+}
+
+/* qwen/control/session/branch: {sessionId: newSessionId, records: 0}. */
+static json_object *
+m_branch(struct rpc_msg *m, long delay)
+{
+	const char *sid = json_get_str(m->params, "sessionId");
+	const char *nid = json_get_str(m->params, "newSessionId");
+	json_object *r;
+
+	(void)delay;
+	if (sid == NULL || nid == NULL || !persisted(sid))
+		return not_found(m->id, sid);
+	r = obj("sessionId", json_object_new_string(nid));
+	json_object_object_add(r, "records", json_object_new_int(0));
+	return rpc_new_result(json_object_get(m->id), r);
+}
+
 static const struct method {
 	const char	*name;
 	json_object	*(*fn)(struct rpc_msg *, long delay);
@@ -674,6 +713,8 @@ static const struct method {
 	{ "session/new", m_new },
 	{ "session/load", m_load },
 	{ "session/resume", m_resume },
+	{ "qwen/status/session/transcript", m_transcript },
+	{ "qwen/control/session/branch", m_branch },
 	{ "unstable_resumeSession", m_resume },
 	{ "session/prompt", m_prompt },
 	{ "session/cancel", m_cancel },
@@ -746,6 +787,18 @@ dispatch(struct rpc_msg *m)
 		emit(rpc_new_error(json_object_get(m->id), (int)code, "Injected failure",
 		    cf.fail_detail != NULL ? obj("details",
 		    json_object_new_string(cf.fail_detail)) : NULL), delay, NULL, 0, NULL);
+		return;
+	}
+	if (knob_of(cf.full, cf.nfull, m->method, sid, 0) && m->kind == RPC_REQUEST) {
+		json_object *data = json_object_new_object();
+
+		json_object_object_add(data, "errorKind",
+		    json_object_new_string("session_limit_exceeded"));
+		json_object_object_add(data, "limit", json_object_new_int(4096));
+		json_object_object_add(data, "scope",
+		    json_object_new_string("workspace child"));
+		emit(rpc_new_error(json_object_get(m->id), RPC_INTERNAL_ERROR,
+		    "too many sessions in this process", data), delay, NULL, 0, NULL);
 		return;
 	}
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)

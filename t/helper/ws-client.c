@@ -20,6 +20,8 @@
  *   raw HEX            write the bytes HEX as they are (a hand-made frame)
  *   badutf8            send a text message with an invalid UTF-8 byte
  *   big N              send a valid JSON-RPC text message of N bytes
+ *   values N           send a valid JSON-RPC text message whose params
+ *                      hold N empty objects (id "values")
  *   flood N [SIZE]     send N pings of SIZE bytes (0-125, default 125)
  *                      without reading (pongs are counted, not printed,
  *                      from then on)
@@ -352,6 +354,29 @@ send_big(size_t n)
 	free(buf);
 }
 
+/* A valid request whose params.v is n empty objects. */
+static void
+send_values(size_t n)
+{
+	const char *head = "{\"jsonrpc\":\"2.0\",\"id\":\"values\","
+	    "\"method\":\"x\",\"params\":{\"v\":[";
+	size_t hl = strlen(head), len = hl + 3 * n + 3, i;
+	char *buf, *p;
+
+	if ((buf = malloc(len)) == NULL)
+		return;
+	memcpy(buf, head, hl);
+	p = buf + hl;
+	for (i = 0; i < n; i++) {
+		memcpy(p, i + 1 < n ? "{}," : "{}", i + 1 < n ? 3 : 2);
+		p += i + 1 < n ? 3 : 2;
+	}
+	memcpy(p, "]}}", 3);
+	p += 3;
+	queue(WSLAY_TEXT_FRAME, buf, (size_t)(p - buf));
+	free(buf);
+}
+
 /*
  * n masked 125-byte pings, built by hand and written in big pieces without
  * reading anything (a peer that does not read); stops early when the
@@ -422,6 +447,8 @@ run(char *line)
 		queue(WSLAY_TEXT_FRAME, bad, sizeof(bad) - 1);
 	} else if (strcmp(line, "big") == 0)
 		send_big(strtoul(arg, NULL, 10));
+	else if (strcmp(line, "values") == 0)
+		send_values(strtoul(arg, NULL, 10));
 	else if (strcmp(line, "frag") == 0) {
 		char *json = strchr(arg, ' ');
 

@@ -1,17 +1,21 @@
-/* test-libqwen-util.c: libqwen's uuid.c, json.c getters, ISO time; xmalloc.c. */
+/* test-libqwen-util.c: libqwen's uuid.c, json.c getters, json-limit.c, ISO
+   time; xmalloc.c. */
 #include "config.h"
 
 #include <sys/wait.h>
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 
+#include "cause.h"
 #include "clock.h"
 #include "json.h"
+#include "json-limit.h"
 #include "log.h"
 #include "tap.h"
 #include "uuid.h"
@@ -149,12 +153,71 @@ allocation(void)
 	free(s);
 }
 
+/* cause_set and cause_errno: the message, -1, errno kept or set. */
+static void
+causes(void)
+{
+	char *cause = NULL;
+
+	errno = EINTR;
+	is_int(cause_set(&cause, "open %s: %d", "x", 7), -1, "cause_set returns -1");
+	is_str(cause, "open x: 7", "cause_set formats the message");
+	is_int(errno, EINTR, "cause_set keeps errno");
+	free(cause);
+	cause = NULL;
+	is_int(cause_errno(&cause, EPERM, "%s", "no"), -1, "cause_errno returns -1");
+	is_str(cause, "no", "cause_errno formats the message");
+	is_int(errno, EPERM, "cause_errno sets errno");
+	free(cause);
+	is_int(cause_set(NULL, "%s", "nobody wants it"), -1,
+	    "a NULL cause is allowed");
+}
+
+/* Every kind of value counts once; strings hide their brackets. */
+static void
+limits(void)
+{
+	static const struct {
+		const char	*text;
+		size_t		 values, depth;
+	} c[] = {
+		{ "", 0, 0 },
+		{ "{}", 1, 1 },
+		{ "[{},{},{}]", 4, 2 },
+		{ "{\"a\":1,\"b\":[true,null,-2.5e3]}", 8, 2 },
+		{ "\"[[[{{{\\\"]]]\"", 1, 0 },
+		{ " [ 1 , \"x\" ] ", 3, 1 },
+		{ "[[[[]]]]", 4, 4 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		const char *t = c[i].text;
+		size_t n = strlen(t);
+
+		is_int((int)json_limit_count(t, n, 0), (int)c[i].values,
+		    "values of '%s'", t);
+		ok(json_limit_ok(t, n, c[i].values, c[i].depth),
+		    "'%s' within its own counts", t);
+		if (c[i].values > 1)	/* (0 is no limit) */
+			ok(!json_limit_ok(t, n, c[i].values - 1, 0),
+			    "'%s' over one value fewer", t);
+		if (c[i].depth > 1)
+			ok(!json_limit_ok(t, n, 0, c[i].depth - 1),
+			    "'%s' over one level fewer", t);
+	}
+	/* Counting stops past its stop: a huge text costs no full pass. */
+	is_int((int)json_limit_count("[1,2,3,4,5,6]", 13, 2), 3, "stops past 2");
+}
+
 int
 main(void)
 {
 	uuids();
 	getters();
+	limits();
 	iso();
 	allocation();
+	causes();
 	return done_testing();
 }

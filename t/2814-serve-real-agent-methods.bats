@@ -1,0 +1,37 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# The real qwen-code agent as the child (--child-command) answers what the
+# daemon asks of it, because the daemon uses upstream's method names:
+# transcript pages (qwen/status/session/transcript), branch
+# (qwen/control/session/branch); and DELETE then an immediate load of
+# the same session succeeds (the load waits for the agent's close).
+
+load agent_helper
+
+setup() {
+	agent_require
+	fake_model_start '[{"when":"first question","text":"ANSWER-ONE."}]'
+}
+
+teardown() {
+	agent_teardown
+}
+
+@test "real agent as the child: transcript pages and branch answer, DELETE then load succeeds" {
+	agent_serve_start
+	new_session
+	sse_open ev "/session/$SID/events"
+	prompt_and_wait ev "A first question"
+	req GET "/session/$SID/transcript?limit=20"
+	expect 200 '.sessionId != null and (.events | type) == "array" and (.events | length) > 0'
+	req POST "/session/$SID/branch" '{}'
+	[ "$code" -lt 300 ]
+	jq -e '.sessionId | test("^[0-9a-f-]{36}$")' <<<"$body"
+	local branch
+	branch=$(jq -r .sessionId <<<"$body")
+	[ "$branch" != "$SID" ]
+	req DELETE "/session/$SID"
+	[ "$code" -lt 300 ]
+	req POST "/session/$SID/load" "{\"cwd\":\"$WS\"}"
+	expect 200 ".sessionId == \"$SID\""
+}
