@@ -446,6 +446,8 @@ void	channel_notify(struct channel *, const char *method, json_object *params);
  * before the close is answered waits for it.
  */
 void	channel_close_session(struct channel *, const char *id);
+
+/* ---- channel.c (continued) ------------------------------------------- */
 /*
  * A workspace-control operation (a transcript read, a branch) in flight on
  * the channel: visible work that keeps its child (seed 000).
@@ -453,8 +455,6 @@ void	channel_close_session(struct channel *, const char *id);
 void	channel_control_begin(struct channel *);
 void	channel_control_end(struct channel *);
 unsigned channel_control_ops(const struct channel *);
-
-/* ---- channel.c (continued) ------------------------------------------- */
 /* Session accounting for the idle policy. */
 void	channel_session_added(struct channel *);
 void	channel_session_removed(struct channel *);
@@ -608,6 +608,11 @@ void	inflight_same_id(struct inflight *, struct evhttp_request *, const char *cl
 	    enum inflight_action, json_object *body);
 /* A spawn of op's that a same-id create may join (active, not a restore). */
 int	inflight_is_active_spawn(const struct inflight *);
+/*
+ * Fresh work that is not a session (a branch) on ch: 0, or -1 after the
+ * 503 acp_channel_unavailable of a quarantined or overdue channel.
+ */
+int	inflight_admit_control(struct evhttp_request *, struct channel *);
 #ifdef QWEN_SERVE_RESTORE_FSM_H	/* for the files that include restore-fsm.h */
 /*
  * Admit a fresh spawn/load/resume on ch (NULL: none yet) by
@@ -616,11 +621,6 @@ int	inflight_is_active_spawn(const struct inflight *);
  * capacity (RFSM_ADMIT_CAPACITY: the caller answers).
  */
 enum rfsm_admit	inflight_admit(struct evhttp_request *, struct channel *);
-/*
- * Fresh work that is not a session (a branch) on ch: 0, or -1 after the
- * 503 acp_channel_unavailable of a quarantined or overdue channel.
- */
-int	inflight_admit_control(struct evhttp_request *, struct channel *);
 /* What ch holds, for rfsm_chan_reap() (visible work, abandoned restores). */
 void	inflight_chan_view(struct channel *, struct rfsm_chan_view *);
 #endif
