@@ -98,6 +98,19 @@ P='{"prompt":[{"type":"text","text":"hello"}]}'
 	expect 503 '.code == "session_limit_exceeded"'
 }
 
+@test "the child's own cap (--child-max-sessions) answers a filled session_limit_exceeded" {
+	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_start --max-sessions 10 \
+	    --child-max-sessions 2
+	req POST /session '{"sessionScope":"thread"}'
+	expect 200
+	req POST /session '{"sessionScope":"thread"}'
+	expect 200
+	req POST /session '{"sessionScope":"thread"}'
+	expect 503 '.code == "session_limit_exceeded" and .retryable == true'
+	expect 503 '.error == "Session limit reached (2 per workspace child)"'
+	expect 503 '.limit == 2 and .scope == "workspace child"'
+}
+
 @test "load: state, compactedReplay with bus ids, cursor, clientId; second load attaches" {
 	serve_start
 	make_transcript

@@ -12,7 +12,7 @@ teardown() {
 @test "capabilities: policy, workspaces[], supportedLanguages, sessionLiveStatePollIntervalMs" {
 	serve_start
 	req GET /capabilities
-	expect 200 '.policy.permission == "cancel" and .supportedLanguages == ["en"] and .sessionLiveStatePollIntervalMs == 5000'
+	expect 200 '.policy.permission == "first-responder" and .supportedLanguages == ["en"] and .sessionLiveStatePollIntervalMs == 5000'
 	expect 200 ".workspaces | length == 1"
 	expect 200 ".workspaces[0] == {id: \"primary\", cwd: \"$WS\", displayName: \"ws\", primary: true, trusted: true, workflowsEnabled: false, removable: false}"
 	# No qwen-code runs here: no qwenCodeVersion to report.

@@ -84,6 +84,10 @@ S3=33333333-3333-4333-8333-333333333333
 	[ "$(header Retry-After)" = 5 ]
 	req POST /session/$SID2/load '{}'
 	expect 503 '.reason == "restore_cleanup_failed"'
+	# A branch is fresh work too: refused before it reaches the child.
+	req POST /session/$SID2/branch '{}'
+	expect 503 '.code == "acp_channel_unavailable" and .reason == "restore_cleanup_failed"'
+	[ "$(calls qwen/control/session/branch)" -eq 0 ]
 	req POST /session/$SID/load '{}'
 	expect 409 '.reason == "awaiting_abandoned_cleanup"'
 	# Existing sessions keep working; attach too.
@@ -112,6 +116,20 @@ S3=33333333-3333-4333-8333-333333333333
 	expect 503 '.reason == "restore_cleanup_failed"'
 }
 
+@test "a close answered closed:false is uncertain: quarantined" {
+	rserve "hold=session/load@$SID,close-held=$SID" --session-restore-timeout-ms 300
+	req POST /session '{}'
+	expect 200
+	req POST /session/$SID/load '{}'
+	expect 504
+	kill -USR1 "$(child_pid)"	# the held load answers now, late
+	health_wait '.restoresQuarantined == 1' 10
+	grep -q "cleanup close: close_failed" "$BATS_TEST_TMPDIR/err"
+	[ "$(calls qwen/control/session/close "$SID")" -eq 1 ]
+	req POST /session/$SID2/resume '{}'
+	expect 503 '.code == "acp_channel_unavailable" and .reason == "restore_cleanup_failed"'
+}
+
 @test "overdue: one further budget, fresh work 503 restore_settlement_overdue; drain recovers" {
 	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
 	rserve "hang=session/load@$SID,chunks=1" --session-restore-timeout-ms 300 \
@@ -128,6 +146,9 @@ S3=33333333-3333-4333-8333-333333333333
 	done
 	req POST /session "{\"sessionId\":\"$S3\"}"
 	expect 503 '.reason == "restore_settlement_overdue"'
+	req POST /session/$SID2/branch '{}'
+	expect 503 '.code == "acp_channel_unavailable" and .reason == "restore_settlement_overdue"'
+	[ "$(calls qwen/control/session/branch)" -eq 0 ]
 	# Existing sessions keep working.
 	sibling_works "$sib"
 	# Draining closes the transport: the only lever on a hung request.

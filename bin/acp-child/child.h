@@ -25,7 +25,7 @@ struct trace_sink;
 
 #define CHILD_OUT_HIGH		(64u * 1024 * 1024)	/* stop reading input */
 #define CHILD_OUT_LOW		(16u * 1024 * 1024)	/* read again */
-#define CHILD_MAX_SESSIONS	4096
+#define CHILD_MAX_SESSIONS	4096	/* --max-sessions's default */
 #define CHILD_MAX_QUEUED	64			/* per session */
 /* Room for an answer besides its replay: a replay gets the frame cap less this. */
 #define ANSWER_RESERVE		(64u * 1024)
@@ -41,6 +41,7 @@ struct child_opts {
 	const char	*otlp_endpoint;	/* --otlp-endpoint, or NULL */
 	size_t		 replay_max_bytes;
 	size_t		 max_frame;
+	size_t		 max_sessions;	/* --max-sessions, 0: no cap */
 	int		 do_fsync;
 	const char	*parent_capability;	/* NULL: not checked */
 };

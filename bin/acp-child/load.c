@@ -562,12 +562,11 @@ rj_session(struct child *c, struct rpc_msg *m, const char *sid)
 	const char *cwd = rj_cwd(c, m->params);
 	char *path;
 
-	if (c->nsessions >= CHILD_MAX_SESSIONS) {
+	if (c->opts.max_sessions > 0 && c->nsessions >= c->opts.max_sessions) {
 		json_object *data = child_error_data("session_limit_exceeded");
 
-		/* What the daemon's "Session limit reached" message names. */
 		json_object_object_add(data, "limit",
-		    xjson_object_new_int(CHILD_MAX_SESSIONS));
+		    xjson_object_new_int64((int64_t)c->opts.max_sessions));
 		json_object_object_add(data, "scope",
 		    xjson_object_new_string("workspace child"));
 		child_send_error(c, m->id, RPC_INTERNAL_ERROR,

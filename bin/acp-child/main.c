@@ -59,7 +59,8 @@ usage_status(int status)
 	    "       [--agent-command CMD | --agent-acp 'CMD ARGS'] [--agent-prestart yes|no]\n"
 	    "       [--trace-file FILE] [--otlp-endpoint URL]\n"
 	    "       [--replay-max-bytes N] [--fsync always|never]\n"
-	    "       [--max-frame-bytes N] [--log-level LEVEL] [--help] [--version]\n"
+	    "       [--max-frame-bytes N] [--max-sessions N] [--log-level LEVEL]\n"
+	    "       [--help] [--version]\n"
 	    "       %s --inspect FILE\n", getprogname(), getprogname());
 	exit_flushed(status);
 }
@@ -118,6 +119,21 @@ agent_acp_opt(struct child_opts *o, const char *arg)
 	}
 }
 
+/* --max-sessions N: 0 (no cap) to a million, else exit 2. */
+static size_t
+max_sessions_opt(const char *arg)
+{
+	const char *errstr;
+	long long n = strtonum(arg, 0, 1000000, &errstr);
+
+	if (errstr != NULL) {
+		fprintf(stderr, "%s: --max-sessions: %s: '%s'\n", getprogname(),
+		    errstr, arg);
+		exit(2);
+	}
+	return (size_t)n;
+}
+
 static void
 parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 {
@@ -133,6 +149,7 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 		{ "replay-max-bytes", required_argument, NULL, 'r' },
 		{ "fsync", required_argument, NULL, 'f' },
 		{ "max-frame-bytes", required_argument, NULL, 'm' },
+		{ "max-sessions", required_argument, NULL, 'S' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "inspect", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
@@ -165,6 +182,7 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 		case 'o': o->otlp_endpoint = optarg; break;
 		case 'r': o->replay_max_bytes = parse_size("--replay-max-bytes", optarg); break;
 		case 'm': o->max_frame = parse_size("--max-frame-bytes", optarg); break;
+		case 'S': o->max_sessions = max_sessions_opt(optarg); break;
 		case 'i': *inspect = optarg; break;
 		case 'f':
 			if (strcmp(optarg, "always") == 0)
@@ -283,6 +301,7 @@ main(int argc, char **argv)
 	mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024);
 	c.opts.replay_max_bytes = 4u * 1024 * 1024;
 	c.opts.do_fsync = 1;
+	c.opts.max_sessions = CHILD_MAX_SESSIONS;
 	c.opts.agent_prestart = 1;
 	parse_options(argc, argv, &c.opts, &inspect);
 	if (inspect != NULL)

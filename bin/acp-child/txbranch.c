@@ -1,5 +1,5 @@
 /*
- * txbranch.c: _qwen/session/branch, a new session forked from a session's
+ * txbranch.c: qwen/control/session/branch (also _qwen/session/branch), a new session forked from a session's
  * active history (the daemon's POST /session/:id/branch).
  *
  * As upstream's fork: a new transcript whose records are the source's

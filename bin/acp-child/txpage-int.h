@@ -52,7 +52,7 @@ int	txp_error(int *code, const char **kind, char *msg, size_t msgsize,
 /* On the loop: e is free again; start the next request waiting for it. */
 void	txp_entry_release(struct child *, struct txp_entry *);
 
-/* txbranch.c: _qwen/session/branch on an idle entry. */
+/* txbranch.c: qwen/control/session/branch on an idle entry. */
 void	txbranch_start(struct child *, struct txp_entry *, struct rpc_msg *);
 
 #endif

@@ -27,8 +27,12 @@ struct bus {
 	uint64_t		 seeded_hi;	/* highest id handed out by bus_seed */
 	int			 raw;		/* bus_new_raw(): a message stream */
 	uint64_t		 delivered;	/* raw: highest id written to a stream */
+	/*
+	 * Room for cap frames, grown on demand up to limit (the ring size):
+	 * most sessions never see enough events to need the whole of it.
+	 */
 	struct ring_ev		*ring;
-	size_t			 cap, head, count;
+	size_t			 cap, limit, head, count;
 	size_t			 bytes;		/* frames in the ring */
 	TAILQ_HEAD(, sse_sub)	 subs;
 	size_t			 nsubs;
@@ -48,5 +52,12 @@ char		*bus_frame(json_object *env, uint64_t id, const char *type,
 /* Write frame f to every subscriber of b; a terminal frame ends them. */
 void	sse_fan_out(struct bus *b, const char *f, size_t len, int terminal);
 void	sse_end_all(struct bus *b);	/* end every subscriber of b */
+
+/* What a ring or a subscriber's queue starts with, before it grows. */
+#define BUS_FIRST_ROOM	8
+
+/* ---- bus.c ---- */
+/* Double a circular array's room (at most max), unwrapped; -1: cannot. */
+int	bus_grow(void **, size_t, size_t *, size_t *, size_t, size_t);
 
 #endif

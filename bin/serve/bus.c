@@ -22,6 +22,29 @@ struct bus_listener {
 	void			*arg;
 };
 
+/*
+ * Grow a circular array of n used elements of size sz from head (room
+ * for *cap) to twice the room, at most max, unwrapped: -1 when it cannot.
+ */
+int
+bus_grow(void **arr, size_t sz, size_t *cap, size_t *head, size_t n,
+    size_t max)
+{
+	size_t ncap = *cap * 2 > max ? max : *cap * 2, first;
+	char *na, *old = *arr;
+
+	if (ncap <= *cap || (na = reallocarray(NULL, ncap, sz)) == NULL)
+		return -1;
+	first = *cap - *head < n ? *cap - *head : n;
+	memcpy(na, old + *head * sz, first * sz);
+	memcpy(na + first * sz, old, (n - first) * sz);
+	free(old);
+	*arr = na;
+	*cap = ncap;
+	*head = 0;
+	return 0;
+}
+
 struct bus *
 bus_new(const char *session_id, size_t ring_size)
 {
@@ -29,14 +52,15 @@ bus_new(const char *session_id, size_t ring_size)
 
 	if ((b = calloc(1, sizeof(*b))) == NULL)
 		return NULL;
-	if ((b->ring = calloc(ring_size, sizeof(*b->ring))) == NULL) {
+	b->limit = ring_size;
+	b->cap = ring_size < BUS_FIRST_ROOM ? ring_size : BUS_FIRST_ROOM;
+	if ((b->ring = calloc(b->cap, sizeof(*b->ring))) == NULL) {
 		free(b);
 		return NULL;
 	}
 	strlcpy(b->session_id, session_id, sizeof(b->session_id));
 	uuid_new(b->epoch);
 	b->next_id = 1;
-	b->cap = ring_size;
 	TAILQ_INIT(&b->subs);
 	TAILQ_INIT(&b->listeners);
 	return b;
@@ -158,6 +182,9 @@ ring_push(struct bus *b, uint64_t id, const char *frame, size_t len)
 	if ((copy = malloc(len)) == NULL)
 		return;
 	memcpy(copy, frame, len);
+	if (b->count == b->cap)
+		(void)bus_grow((void **)&b->ring, sizeof(*b->ring), &b->cap,
+		    &b->head, b->count, b->limit);
 	while (b->count > 0 && (b->count == b->cap ||
 	    b->bytes + len > SERVE_RING_BYTES))
 		ring_evict(b);

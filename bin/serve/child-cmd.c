@@ -22,6 +22,9 @@
 
 extern char **environ;
 
+/* qwen-acp-child's own default session cap (its --max-sessions). */
+#define CHILD_CMD_MAX_SESSIONS	4096
+
 /* Secrets of ours or upstream's that no child may see. */
 static const char *const scrubbed[] = {
 	"QWEN_SERVER_TOKEN", "QWEN_DAEMON_TOKEN",
@@ -95,11 +98,30 @@ child_cmd_opt(struct spawn_cmd *cmd, const char *flag, const char *value)
 	}
 }
 
+/*
+ * The child's own session cap: --child-max-sessions, else never below
+ * what the daemon may hold in one workspace (nor below the child's 4096).
+ */
+static int
+child_cmd_max_sessions(void)
+{
+	int n = CHILD_CMD_MAX_SESSIONS;
+
+	if (conf.child_max_sessions >= 0)
+		return conf.child_max_sessions;
+	if (conf.max_sessions > n)
+		n = conf.max_sessions;
+	if (conf.max_total_sessions > n)
+		n = conf.max_total_sessions;
+	return n;
+}
+
 /* Our own child's argument vector. */
 static struct spawn_cmd *
 acp_child_command(const char *workspace)
 {
 	struct spawn_cmd *cmd = spawn_cmd_new(conf.child_path);
+	char max[16];
 
 	child_cmd_opt(cmd, "--workspace", workspace);
 	child_cmd_opt(cmd, "--data-dir", conf.data_dir);
@@ -110,6 +132,8 @@ acp_child_command(const char *workspace)
 		child_cmd_opt(cmd, "--agent-prestart", "no");
 	child_cmd_opt(cmd, "--otlp-endpoint", conf.otlp_endpoint);
 	child_cmd_opt(cmd, "--trace-file", conf.trace_file);
+	snprintf(max, sizeof(max), "%d", child_cmd_max_sessions());
+	child_cmd_opt(cmd, "--max-sessions", max);
 	return cmd;
 }
 

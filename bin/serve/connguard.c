@@ -42,6 +42,8 @@
 #define GUARD_BODY_SEC		60
 /* Bytes that may wait behind a request being answered (pipelining). */
 #define GUARD_PENDING_MAX	(256u * 1024)
+/* A head buffer's first room; it doubles up to SERVE_MAX_HEADERS. */
+#define GUARD_HEAD_FIRST	1024u
 /* Chunked framing on top of the body cap before the guard says 413. */
 #define GUARD_CHUNK_SLACK	(SERVE_MAX_BODY / 64)
 /* Descriptors kept free for the Unix socket, children, logs and traces. */
@@ -81,8 +83,12 @@ struct guard {
 	int			 is_unix;	/* came in on the Unix socket */
 	size_t			 body_left;	/* Content-Length still to come */
 	size_t			 body_seen;	/* chunked: raw bytes so far */
-	size_t			 headlen;
-	char			 head[SERVE_MAX_HEADERS + 1];
+	/*
+	 * The head so far, grown on demand up to SERVE_MAX_HEADERS and freed
+	 * once judged: ten thousand idle streams hold none of it.
+	 */
+	char			*head;
+	size_t			 headlen, headcap;
 };
 
 static TAILQ_HEAD(, guard) guards = TAILQ_HEAD_INITIALIZER(guards);
@@ -163,6 +169,7 @@ guard_free(struct guard *g)
 	if (g->evcon != NULL)
 		metrics_conn_closed(g->is_unix);
 	event_free(g->ev);
+	free(g->head);
 	free(g);
 	listen_fd_freed();
 }
@@ -393,6 +400,36 @@ head_field(const char *head, const char *name)
 	return NULL;
 }
 
+/* Room for one more head byte; 0 when the head is at its cap. */
+static int
+guard_head_room(struct guard *g)
+{
+	size_t ncap;
+	char *n;
+
+	if (g->headlen < g->headcap)
+		return 1;
+	if (g->headcap >= SERVE_MAX_HEADERS)
+		return 0;
+	ncap = g->headcap == 0 ? GUARD_HEAD_FIRST : g->headcap * 2;
+	if (ncap > SERVE_MAX_HEADERS)
+		ncap = SERVE_MAX_HEADERS;
+	if ((n = realloc(g->head, ncap + 1)) == NULL)
+		return 0;	/* judged on what fits, as at the cap */
+	g->head = n;
+	g->headcap = ncap;
+	return 1;
+}
+
+/* The head is judged: its bytes go until the next request's. */
+static void
+guard_head_forget(struct guard *g)
+{
+	free(g->head);
+	g->head = NULL;
+	g->headlen = g->headcap = 0;
+}
+
 /* The head is complete: decide on its body. */
 static void
 guard_head_done(struct guard *g, size_t extra)
@@ -402,6 +439,7 @@ guard_head_done(struct guard *g, size_t extra)
 	unsigned long long len = cl != NULL ? strtoull(cl, NULL, 10) : 0;
 
 	g->chunked = te != NULL && strncasecmp(te, "chunked", 7) == 0;
+	guard_head_forget(g);
 	if (!g->chunked && len > SERVE_MAX_BODY) {
 		guard_too_large(g);
 		return;
@@ -421,7 +459,7 @@ static void
 guard_head_bytes(struct guard *g, const char *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (g->headlen < SERVE_MAX_HEADERS)
+		if (guard_head_room(g))
 			g->head[g->headlen++] = p[i];
 		if (p[i] != '\n' || g->headlen < 2)
 			continue;

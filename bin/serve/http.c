@@ -32,10 +32,11 @@
  * R_LIVE: the route answers only a live session and a client registered
  * on it (when named): its body is parsed only then, else the route runs
  * with {} and refuses by itself (10 MiB to a missing session's cancel
- * costs no parse).
+ * costs no parse).  R_WS: the segment is a workspace (its id or
+ * URL-encoded cwd), not a session id.
  */
 enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4, R_ACP = 8, R_TAIL = 16,
-	R_LIVE = 32 };
+	R_LIVE = 32, R_WS = 64 };
 
 struct route {
 	enum evhttp_cmd_type	 method;
@@ -52,6 +53,8 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/metrics", NULL, 0, route_metrics },
 	{ EVHTTP_REQ_POST, "/session", NULL, R_BODY, route_session_create },
 	{ EVHTTP_REQ_GET, "/workspace/sessions", NULL, 0, route_workspace_sessions },
+	{ EVHTTP_REQ_GET, "/workspace/", "/sessions", R_ID | R_WS,
+	    route_workspace_sessions_page },
 	{ EVHTTP_REQ_POST, "/session/", "/load", R_ID | R_BODY, route_session_load },
 	{ EVHTTP_REQ_POST, "/session/", "/resume", R_ID | R_BODY, route_session_resume },
 	{ EVHTTP_REQ_POST, "/session/", "/prompt", R_ID | R_BODY | R_LIVE, route_session_prompt },
@@ -66,6 +69,9 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_POST, "/session/", "/permission/", R_ID | R_BODY | R_TAIL | R_LIVE,
 	    route_session_permission },
 	{ EVHTTP_REQ_POST, "/session/", "/model", R_ID | R_BODY | R_LIVE, route_session_model },
+	{ EVHTTP_REQ_GET, "/session/", "/pending-prompts", R_ID, route_session_pending },
+	{ EVHTTP_REQ_DELETE, "/session/", "/pending-prompts/", R_ID | R_TAIL,
+	    route_session_pending_remove },
 	{ EVHTTP_REQ_POST, "/session/", "/approval-mode", R_ID | R_BODY | R_LIVE,
 	    route_session_approval_mode },
 	{ EVHTTP_REQ_POST, "/acp", NULL, R_ACP, route_acp_post },
@@ -319,6 +325,33 @@ decode_session_id(const char *seg, size_t seglen)
 	return id;
 }
 
+/*
+ * A workspace path segment as the body {cwd} routes_check_cwd() reads: a
+ * workspace id ("primary", "wsN") becomes its cwd, anything else is taken
+ * as a URL-encoded cwd (and refused there when it is none of ours).
+ */
+static json_object *
+workspace_selector_body(const char *seg, size_t seglen)
+{
+	json_object *o = xjson_object_new_object();
+	char id[32], *raw, *dec;
+
+	for (size_t i = 0; i < conf.n_workspaces; i++) {
+		names_workspace_id(i, id, sizeof(id));
+		if (strlen(id) == seglen && strncmp(seg, id, seglen) == 0) {
+			json_object_object_add(o, "cwd",
+			    xjson_object_new_string(conf.workspaces[i]));
+			return o;
+		}
+	}
+	raw = xstrndup(seg, seglen);
+	dec = evhttp_uridecode(raw, 0, NULL);
+	free(raw);
+	json_object_object_add(o, "cwd", xjson_object_new_string(dec != NULL ? dec : ""));
+	free(dec);
+	return o;
+}
+
 /* Match path against r; *idp gets the id segment (start, length). */
 static int
 route_match(const struct route *r, const char *path, const char **seg, size_t *seglen)
@@ -398,6 +431,11 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 	}
 	ctx.query = &q;
 	client_id_header(req, &ctx);
+	if (r->flags & R_WS) {
+		ctx.body = workspace_selector_body(seg, seglen);
+		r->fn(&ctx);
+		goto out;
+	}
 	if ((r->flags & R_ID) && (id = decode_session_id(seg, seglen)) == NULL) {
 		struct qerr *e = qerr_new("invalid_session_id", "Invalid session id");
 		char *raw = strndup(seg, seglen);

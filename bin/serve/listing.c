@@ -29,6 +29,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
+#include "clock.h"
 #include "errors.h"
 #include "log.h"
 #include "serve.h"
@@ -55,8 +56,10 @@ struct listing {
 	struct event		*ev;
 	DIR			*dir;
 	struct list_ent		*e;
-	size_t			 n, cap, max, next;
+	size_t			 n, cap, max, next, skip;
 	int			 running, scanning;
+	int			 paged;		/* GET /workspace/:ws/sessions */
+	int			 more;		/* entries past the page */
 	struct evbuffer		*out;		/* the sessions array, encoded */
 	const char		*workspace;	/* whose sessions (conf's) */
 };
@@ -273,8 +276,11 @@ scan_slice(struct listing *l)
 	for (i = 0; i < LIST_SCAN_SLICE; i++) {
 		if ((de = readdir(l->dir)) == NULL) {
 			qsort(l->e, l->n, sizeof *l->e, by_mtime_desc);
-			if (l->n > l->max)
-				l->n = l->max;	/* ?limit before any read */
+			/* The page (?limit, or cursor and size) before any read. */
+			l->next = l->skip < l->n ? l->skip : l->n;
+			l->more = l->n - l->next > l->max;
+			if (l->more)
+				l->n = l->next + l->max;
 			return 1;
 		}
 		scan_one(l, de->d_name);
@@ -288,6 +294,7 @@ static void
 encode_entry(struct listing *l, const struct list_ent *e, const char *text)
 {
 	json_object *o = xjson_object_new_object();
+	char iso[CLOCK_ISO_LEN];
 	const char *s;
 
 	json_object_object_add(o, "sessionId", xjson_object_new_string(e->id));
@@ -297,6 +304,12 @@ encode_entry(struct listing *l, const struct list_ent *e, const char *text)
 	    text != NULL ? xjson_object_new_string(text) : NULL);
 	json_object_object_add(o, "live",
 	    xjson_object_new_boolean(sessions_find(e->id) != NULL));
+	/* The fields of upstream's session summary. */
+	clock_iso_time((uint64_t)e->mtime_ms, iso);
+	json_object_object_add(o, "workspaceCwd", xjson_object_new_string(l->workspace));
+	json_object_object_add(o, "updatedAt", xjson_object_new_string(iso));
+	if (text != NULL)
+		json_object_object_add(o, "displayName", xjson_object_new_string(text));
 	s = json_object_to_json_string_ext(o, LIST_JSON_FLAGS);
 	if (evbuffer_get_length(l->out) > 0)
 		evbuffer_add(l->out, ",", 1);
@@ -332,7 +345,11 @@ listing_reply(struct listing *l)
 	evbuffer_add_printf(buf, "{\"workspaceCwd\":%s,\"sessions\":[", s);
 	json_object_put(ws);
 	evbuffer_add_buffer(buf, l->out);
-	evbuffer_add(buf, "]}", 2);
+	evbuffer_add(buf, "]", 1);
+	/* The cursor is the offset of the next page in the newest-first order. */
+	if (l->paged && l->more)
+		evbuffer_add_printf(buf, ",\"nextCursor\":\"%zu\"", l->n);
+	evbuffer_add(buf, "}", 1);
 	listen_cors_headers(l->req);
 	evhttp_add_header(evhttp_request_get_output_headers(l->req),
 	    "Content-Type", "application/json");
@@ -383,7 +400,8 @@ listing_run(struct listing *l)
  * the others wait (a little memory each) rather than all growing together.
  */
 void
-listing_start(struct evhttp_request *req, const char *workspace, size_t max)
+listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
+    size_t max, int paged)
 {
 	struct listing *l;
 
@@ -398,6 +416,8 @@ listing_start(struct evhttp_request *req, const char *workspace, size_t max)
 	l->req = req;
 	l->workspace = workspace;
 	l->max = max;
+	l->skip = skip;
+	l->paged = paged;
 	l->scanning = 1;
 	if (nrunning < LIST_MAX_RUNNING)
 		listing_run(l);

@@ -44,7 +44,7 @@ enum {
 	OPT_CHILD, OPT_DATA_DIR, OPT_CACHE_DIR, OPT_AGENT_CMD, OPT_LOG_FILE, OPT_LOG_LEVEL,
 	OPT_TRACE_FILE, OPT_INIT_TO, OPT_RESTORE_TO, OPT_CHAN_IDLE,
 	OPT_SESS_IDLE, OPT_SESS_REAP, OPT_SSE_HB, OPT_RING, OPT_REPLAY_MAX,
-	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
+	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_CHILD_MAX, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
 	OPT_NO_WEB, OPT_WEB_DIR,
 	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_OTLP, OPT_TOKEN_FILE, OPT_CHILD_CMD,
 	OPT_AUDIT_LOG, OPT_LOG_FORMAT, OPT_PERM_TO, OPT_AGENT_ACP, OPT_PROMPT_DEADLINE, OPT_WRITER_IDLE,
@@ -86,6 +86,7 @@ static const struct option longopts[] = {
 	{ "compacted-replay-max-bytes", required_argument, NULL, OPT_REPLAY_MAX },
 	{ "max-sessions", required_argument, NULL, OPT_MAX_SESS },
 	{ "max-total-sessions", required_argument, NULL, OPT_MAX_TOTAL },
+	{ "child-max-sessions", required_argument, NULL, OPT_CHILD_MAX },
 	{ "max-pending-prompts-per-session", required_argument, NULL, OPT_MAX_PENDING },
 	{ "no-web", no_argument, NULL, OPT_NO_WEB },
 	{ "web-dir", required_argument, NULL, OPT_WEB_DIR },
@@ -165,7 +166,8 @@ usage(int status)
 	    "\t[--session-idle-timeout-ms MS] [--session-reap-interval-ms MS]\n"
 	    "\t[--sse-heartbeat-ms MS] [--event-ring-size N]\n"
 	    "\t[--compacted-replay-max-bytes N] [--max-sessions N]\n"
-	    "\t[--max-total-sessions N] [--max-pending-prompts-per-session N]\n"
+	    "\t[--max-total-sessions N] [--child-max-sessions N]\n"
+	    "\t[--max-pending-prompts-per-session N]\n"
 	    "\t[--prompt-deadline-ms MS] [--writer-idle-timeout-ms MS]\n"
 	    "\t[--no-web | --web-dir DIR] [--pidfile FILE] [--check-config]\n"
 	    "\t[--help] [--version]\n");
@@ -304,6 +306,7 @@ conf_defaults(void)
 	conf.compacted_replay_max_bytes = 4u * 1024 * 1024;
 	conf.max_sessions = 32;
 	conf.max_total_sessions = 800;
+	conf.child_max_sessions = -1;	/* derived in child-cmd.c */
 	conf.max_pending_prompts = 5;
 	conf.prompt_deadline_ms = -1;		/* unset: the environment decides */
 	conf.writer_idle_timeout_ms = -1;
@@ -395,6 +398,7 @@ parse_args(int argc, char **argv)
 		case OPT_REPLAY_MAX: conf.compacted_replay_max_bytes = (size_t)num_opt("compacted-replay-max-bytes", optarg, 1, REPLAY_MAX_BYTES); break;
 		case OPT_MAX_SESS: conf.max_sessions = (int)num_opt("max-sessions", optarg, 0, 1000000); break;
 		case OPT_MAX_TOTAL: conf.max_total_sessions = (int)num_opt("max-total-sessions", optarg, 0, 1000000); break;
+		case OPT_CHILD_MAX: conf.child_max_sessions = (int)num_opt("child-max-sessions", optarg, 0, 1000000); break;
 		case OPT_MAX_PENDING: conf.max_pending_prompts = (int)num_opt("max-pending-prompts-per-session", optarg, 0, 100000); break;
 		case OPT_NO_WEB: conf.no_web = 1; break;
 		case OPT_WEB_DIR: free(conf.web_dir); conf.web_dir = xstrdup(optarg); break;

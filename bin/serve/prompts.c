@@ -37,6 +37,8 @@ struct prompt {
 	struct event		*deadline_ev;
 	struct span		*span;		/* from dispatch to settlement */
 	uint64_t		 started_ms;	/* dispatched (monotonic) */
+	json_object		*content;	/* the prompt's blocks (for listing) */
+	uint64_t		 queued_at_ms;	/* wall clock */
 };
 
 static void	prompts_pump(struct session *);
@@ -82,6 +84,7 @@ prompt_free(struct prompt *p)
 	if (p->deadline_ev != NULL)
 		event_free(p->deadline_ev);
 	json_object_put(p->params);
+	json_object_put(p->content);
 	span_end(p->span, serve_trace);
 	free(p);
 }
@@ -448,6 +451,9 @@ session_prompt_admit(struct session *s, json_object *body, const char *client_id
 		strlcpy(p->client_id, client_id, sizeof(p->client_id));
 	p->params = params;
 	p->s = s;
+	p->queued_at_ms = clock_wall_ms();
+	if (json_object_object_get_ex(params, "prompt", &v))
+		p->content = json_object_get(v);
 	/* deadlineMs (checked by the route) can only shorten the flag's. */
 	p->deadline_ms = conf.prompt_deadline_ms;
 	if (json_object_object_get_ex(body, "deadlineMs", &v) && v != NULL &&
@@ -495,4 +501,74 @@ prompts_update(struct session *s, json_object *params)
 	s->last_active_mono_ms = clock_mono_ms();
 	bus_publish(s->bus, "session_update", json_object_get(params),
 	    p != NULL ? p->id : NULL, p != NULL && p->client_id[0] ? p->client_id : NULL, 0);
+}
+
+/* The text of a prompt's text blocks, joined (caller frees). */
+static char *
+prompt_text(json_object *content)
+{
+	json_object *b, *t;
+	char *out = xstrdup(""), *n;
+
+	for (size_t i = 0; content != NULL && i < json_object_array_length(content); i++) {
+		b = json_object_array_get_idx(content, i);
+		if (!json_object_object_get_ex(b, "text", &t) ||
+		    !json_object_is_type(t, json_type_string))
+			continue;
+		xasprintf(&n, "%s%s%s", out, out[0] ? "\n" : "", json_object_get_string(t));
+		free(out);
+		out = n;
+	}
+	return out;
+}
+
+/* One entry of GET /session/:id/pending-prompts (caller owns). */
+static json_object *
+prompt_summary(struct prompt *p, const char *state)
+{
+	json_object *o = xjson_object_new_object();
+	char *text = prompt_text(p->content);
+
+	json_object_object_add(o, "promptId", xjson_object_new_string(p->id));
+	json_object_object_add(o, "text", xjson_object_new_string(text));
+	free(text);
+	if (p->content != NULL)
+		json_object_object_add(o, "content", json_object_get(p->content));
+	json_object_object_add(o, "queuedAt", xjson_object_new_int64((int64_t)p->queued_at_ms));
+	json_object_object_add(o, "state", xjson_object_new_string(state));
+	if (p->client_id[0])
+		json_object_object_add(o, "originatorClientId",
+		    xjson_object_new_string(p->client_id));
+	return o;
+}
+
+/* The running prompt, then the queued ones in order (caller owns). */
+json_object *
+prompts_list(struct session *s)
+{
+	json_object *a = xjson_object_new_array();
+	struct prompt *p;
+
+	if (s->active != NULL)
+		json_object_array_add(a, prompt_summary(s->active, "running"));
+	TAILQ_FOREACH(p, &s->queue, entry)
+		json_object_array_add(a, prompt_summary(p, "queued"));
+	return a;
+}
+
+/* Take a queued prompt out of the FIFO: 1 removed, 0 not queued. */
+int
+prompts_remove(struct session *s, const char *prompt_id)
+{
+	struct prompt *p;
+
+	TAILQ_FOREACH(p, &s->queue, entry)
+		if (strcmp(p->id, prompt_id) == 0)
+			break;
+	if (p == NULL)
+		return 0;
+	TAILQ_REMOVE(&s->queue, p, entry);
+	s->queued--;
+	prompt_free(p);
+	return 1;
 }

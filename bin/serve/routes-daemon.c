@@ -123,7 +123,9 @@ routes_capabilities_json(void)
 	    "session_events", "slow_client_warning", "typed_event_schema",
 	    "client_identity", "client_heartbeat", "session_close",
 	    "session_status", "session_detach", "workspace_session_list",
-	    "session_set_model", "session_approval_mode_control", NULL };
+	    "session_set_model", "session_approval_mode_control",
+	    "session_branch", "session_permission_vote", "permission_mediation",
+	    "daemon_status", "session_list", NULL };
 	static const char *const versions[] = { "v1", NULL };
 	static const char *const languages[] = { "en", NULL };
 	json_object *o = xjson_object_new_object(), *pv = xjson_object_new_object();
@@ -168,9 +170,9 @@ routes_capabilities_json(void)
 	for (size_t i = 0; i < conf.n_workspaces; i++)
 		json_object_array_add(ws, workspace_json(i));
 	json_object_object_add(o, "workspaces", ws);
-	/* The daemon answers every permission request of the agent "cancelled". */
+	/* The agent's permission requests wait for the first client's answer. */
 	pol = xjson_object_new_object();
-	json_object_object_add(pol, "permission", xjson_object_new_string("cancel"));
+	json_object_object_add(pol, "permission", xjson_object_new_string("first-responder"));
 	json_object_object_add(o, "policy", pol);
 	/* The console and every message are English only. */
 	json_object_object_add(o, "supportedLanguages", strings(languages));
@@ -246,7 +248,7 @@ status_runtime(void)
 	json_object_object_add(r, "sessions", o);
 	o = xjson_object_new_object();
 	json_object_object_add(o, "pending", xjson_object_new_int(0));
-	json_object_object_add(o, "policy", xjson_object_new_string("cancel"));
+	json_object_object_add(o, "policy", xjson_object_new_string("first-responder"));
 	json_object_object_add(r, "permissions", o);
 	o = xjson_object_new_object();
 	json_object_object_add(o, "live", xjson_object_new_boolean(channels_running() > 0));
@@ -348,5 +350,56 @@ route_workspace_sessions(struct http_ctx *ctx)
 		    "limit must be an integer from 1 to 10000"));
 		return;
 	}
-	listing_start(ctx->req, ctx->workspace, (size_t)max);
+	listing_start(ctx->req, ctx->workspace, 0, (size_t)max, 0);
+}
+
+/*
+ * GET /workspace/:ws/sessions?size=&cursor=: upstream's paged session
+ * list, newest first; the cursor is the offset of the next page.  The
+ * filters upstream keeps in its own catalog (archiveState, group, view,
+ * parentSessionId, sourceType) are refused rather than ignored: none of
+ * our sessions is archived, grouped or parented.
+ */
+void
+route_workspace_sessions_page(struct http_ctx *ctx)
+{
+	static const char *const unknown[] = { "view", "group",
+	    "parentSessionId", "sourceType", "sourceId", NULL };
+	const char *size = evhttp_find_header(ctx->query, "size");
+	const char *cur = evhttp_find_header(ctx->query, "cursor");
+	const char *arch = evhttp_find_header(ctx->query, "archiveState");
+	const char *errstr = NULL;
+	long long max = 50, skip = 0;
+
+	if (routes_check_cwd(ctx) == -1)
+		return;
+	if (size != NULL && ((max = strtonum(size, 1, 1000, &errstr)), errstr != NULL)) {
+		http_send_qerr(ctx->req, qerr_new("bad_request",
+		    "size must be an integer from 1 to 1000"));
+		return;
+	}
+	if (cur != NULL && ((skip = strtonum(cur, 0, INT_MAX, &errstr)), errstr != NULL)) {
+		http_send_qerr(ctx->req, qerr_new("bad_request", "Invalid cursor"));
+		return;
+	}
+	for (size_t i = 0; unknown[i] != NULL; i++)
+		if (evhttp_find_header(ctx->query, unknown[i]) != NULL) {
+			http_send_qerr(ctx->req, qerr_new("bad_request",
+			    "This session filter is not served"));
+			return;
+		}
+	if (arch != NULL && strcmp(arch, "active") != 0) {
+		/* Nothing is ever archived here: an archived page is empty. */
+		if (strcmp(arch, "archived") != 0) {
+			http_send_qerr(ctx->req, qerr_new("bad_request",
+			    "archiveState must be active or archived"));
+			return;
+		}
+		json_object *o = xjson_object_new_object();
+
+		json_object_object_add(o, "sessions", xjson_object_new_array());
+		http_reply_json(ctx->req, 200, o);
+		return;
+	}
+	listing_start(ctx->req, ctx->workspace, (size_t)skip, (size_t)max, 1);
 }

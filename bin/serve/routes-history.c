@@ -20,6 +20,7 @@
 #include "errors.h"
 #include "json.h"
 #include "log.h"
+#include "restore-fsm.h"
 #include "serve.h"
 #include "uuid.h"
 #include "xmalloc.h"

@@ -102,6 +102,7 @@ struct serve_conf {
 	size_t		 compacted_replay_max_bytes;
 	int		 max_sessions;		/* 0: unlimited */
 	int		 max_total_sessions;	/* 0: unlimited */
+	int		 child_max_sessions;	/* -1: derived, 0: unlimited */
 	int		 max_pending_prompts;	/* 0: unlimited */
 	int		 no_web;		/* --no-web: no console at / */
 	char		*web_dir;	/* --web-dir; NULL: env or pkgdatadir */
@@ -328,17 +329,24 @@ void	route_session_approval_mode(struct http_ctx *);
 void	route_session_transcript(struct http_ctx *);
 void	route_session_branch(struct http_ctx *);
 
+/* ---- routes-queue.c: a session's prompt queue ------------------------- */
+void	route_session_pending(struct http_ctx *);
+void	route_session_pending_remove(struct http_ctx *);
+
 /* ---- routes-daemon.c --------------------------------------------------- */
 void	route_health(struct http_ctx *);
 void	route_capabilities(struct http_ctx *);
 void	route_workspace_sessions(struct http_ctx *);
+void	route_workspace_sessions_page(struct http_ctx *);
 json_object *routes_capabilities_json(void);
 void	route_daemon_status(struct http_ctx *);
 
 /* ---- listing.c: the persisted sessions, a slice per loop turn --------- */
-/* Answer req with the newest max persisted sessions (never blocking the
-   loop); free the jobs and the prompt cache at exit. */
-void	listing_start(struct evhttp_request *req, const char *workspace, size_t max);
+/* Answer req with the newest persisted sessions from skip on, at most max
+   (never blocking the loop); paged: with nextCursor when more follow.  Free
+   the jobs and the prompt cache at exit. */
+void	listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
+	    size_t max, int paged);
 void	listing_free_all(void);
 
 /* ---- web.c: the browser console's static files ------------------------- */
@@ -570,6 +578,10 @@ const char *session_active_prompt(const struct session *, const char **client_id
 void	session_cancel(struct session *, const char *client_id);
 /* A session/update for s from the child (params borrowed). */
 void	prompts_update(struct session *, json_object *params);
+/* GET /session/:id/pending-prompts' array (caller owns). */
+json_object *prompts_list(struct session *);
+/* Remove a queued prompt: 1 removed, 0 when it is not queued. */
+int	prompts_remove(struct session *, const char *prompt_id);
 
 /* ---- inflight.c: in-flight spawns and restores (the lifecycle seam) --- */
 enum inflight_action { OP_SPAWN, OP_LOAD, OP_RESUME };

@@ -39,7 +39,7 @@ struct sse_sub {
 	int			 warned;
 	/* Sizes of the live frames still in the output buffer, oldest first. */
 	size_t			*fifo;
-	size_t			 fcap, fhead, fcount, fbytes;
+	size_t			 fcap, fmax, fhead, fcount, fbytes;	/* grown to fmax */
 };
 
 static void	sub_end(struct sse_sub *);
@@ -102,6 +102,9 @@ sub_write(struct sse_sub *s, const char *frame, size_t len, int live)
 	if (!live)
 		return;
 	sub_account(s);
+	if (s->fcount == s->fcap)
+		(void)bus_grow((void **)&s->fifo, sizeof(*s->fifo), &s->fcap,
+		    &s->fhead, s->fcount, s->fmax);
 	if (s->fcount < s->fcap) {
 		s->fifo[(s->fhead + s->fcount) % s->fcap] = sz;
 		s->fcount++;
@@ -376,12 +379,13 @@ sse_subscribe(struct bus *b, struct evhttp_request *req, int64_t last_event_id,
 		return;
 	}
 	if (evcon == NULL || (s = calloc(1, sizeof(*s))) == NULL ||
-	    (s->fifo = calloc((size_t)max_queued + 8, sizeof(*s->fifo))) == NULL) {
+	    (s->fifo = calloc(BUS_FIRST_ROOM, sizeof(*s->fifo))) == NULL) {
 		free(s);
 		http_error(req, "internal", NULL);
 		return;
 	}
-	s->fcap = (size_t)max_queued + 8;
+	s->fcap = BUS_FIRST_ROOM;
+	s->fmax = (size_t)max_queued + 8;
 	s->bus = b;
 	s->req = req;
 	s->max_queued = (size_t)max_queued;

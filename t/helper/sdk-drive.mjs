@@ -2,7 +2,8 @@
 // Drives the real @qwen-code/sdk 0.1.14 (DaemonClient, DaemonSessionClient)
 // against qwen-serve.  STEP "main" runs the whole session surface; STEP
 // "before-restart" loads SESSION and writes the stale clientId to stdout;
-// STEP "after-restart CLIENT_ID" proves the self-heal path; STEP
+// STEP "after-restart CLIENT_ID" proves the self-heal path; STEP "list"
+// pages SESSION's workspace (three transcripts); STEP
 // "transcript" pages SESSION's history both ways through
 // getSessionTranscriptPage and prints EVENTS=<n> for the caller to compare.  Each check
 // prints "ok - <what>"; the first failure throws (exit 1).
@@ -155,7 +156,7 @@ async function transcript() {
 async function status() {
 	const caps = await client.capabilities();
 	check(caps.sessionLiveStatePollIntervalMs === 5000 &&
-	    Array.isArray(caps.supportedLanguages) && caps.policy.permission === 'cancel' &&
+	    Array.isArray(caps.supportedLanguages) && caps.policy.permission === 'first-responder' &&
 	    caps.workspaces[0].cwd === workspaceCwd && caps.workspaces[0].primary === true,
 	    'capability fields');
 	const st = await client.daemonStatus();
@@ -204,8 +205,32 @@ async function workspaces() {
 	}
 }
 
+// listWorkspaceSessionsPage / listWorkspaceSessions over SESSION's
+// workspace holding three transcripts, pages of two.
+async function list() {
+	const caps = await client.capabilities();
+	check(caps.features.includes('session_list'), 'session_list advertised');
+	const p1 = await client.listWorkspaceSessionsPage(workspaceCwd, { pageSize: 2 });
+	check(p1.sessions.length === 2 && typeof p1.nextCursor === 'string' &&
+	    p1.sessions.every((x) => x.workspaceCwd === workspaceCwd &&
+	    typeof x.updatedAt === 'string'), 'first page of two, with a cursor');
+	const p2 = await client.listWorkspaceSessionsPage(workspaceCwd,
+	    { pageSize: 2, cursor: p1.nextCursor });
+	check(p2.sessions.length === 1 && p2.nextCursor === undefined,
+	    'last page, no cursor');
+	const ids = new Set([...p1.sessions, ...p2.sessions].map((x) => x.sessionId));
+	check(ids.size === 3 && ids.has(sessionId), 'every session once across the pages');
+	const all = await client.listWorkspaceSessions(workspaceCwd);
+	check(all.length === 3 && all.find((x) => x.sessionId === sessionId).displayName ===
+	    'Why is loading slow?', 'listWorkspaceSessions with the first prompt as displayName');
+	const arch = await client.listWorkspaceSessions(workspaceCwd, { archiveState: 'archived' });
+	check(arch.length === 0, 'no archived sessions');
+}
+
 if (step === 'main')
 	await main();
+else if (step === 'list')
+	await list();
 else if (step === 'workspaces')
 	await workspaces();
 else if (step === 'branch')

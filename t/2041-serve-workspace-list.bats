@@ -1,0 +1,120 @@
+#!/usr/bin/env bats
+# qwen-serve: GET /workspace/:ws/sessions, upstream's paged session list
+# (size, cursor, archiveState), through curl and the real SDK; the
+# capability tags this daemon advertises, each answered by its route.
+
+load serve_helper
+bats_require_minimum_version 1.5.0
+
+teardown() {
+	serve_teardown
+}
+
+# Three transcripts, SID the newest.
+three() {
+	SID=11111111-1111-4111-8111-111111111111
+	make_transcript 33333333-3333-4333-8333-333333333333
+	make_transcript 22222222-2222-4222-8222-222222222222
+	make_transcript "$SID"
+	local dir
+	dir=$(dirname "$(ls "$DATA"/projects/*/chats/$SID.jsonl)")
+	touch -d '2026-01-01 00:00:01' "$dir/33333333-3333-4333-8333-333333333333.jsonl"
+	touch -d '2026-01-01 00:00:02' "$dir/22222222-2222-4222-8222-222222222222.jsonl"
+	touch -d '2026-01-01 00:00:03' "$dir/$SID.jsonl"
+}
+
+enc() {
+	jq -rn --arg s "$1" '$s | @uri'
+}
+
+@test "GET /workspace/:ws/sessions: pages newest first with a cursor, by cwd or workspace id" {
+	serve_start
+	three
+	req GET "/workspace/$(enc "$WS")/sessions?size=2"
+	expect 200 ".sessions | length == 2"
+	expect 200 ".sessions[0].sessionId == \"$SID\" and .sessions[0].workspaceCwd == \"$WS\""
+	expect 200 '.sessions[0].displayName == "Why is loading slow?"'
+	expect 200 '.sessions[0].updatedAt == "2026-01-01T00:00:03.000Z"'
+	expect 200 '.nextCursor == "2"'
+	req GET "/workspace/$(enc "$WS")/sessions?size=2&cursor=2"
+	expect 200 '.sessions | length == 1'
+	expect 200 '.sessions[0].sessionId == "33333333-3333-4333-8333-333333333333"'
+	expect 200 'has("nextCursor") | not'
+	req GET "/workspace/primary/sessions"
+	expect 200 '.sessions | length == 3'
+	expect 200 'has("nextCursor") | not'
+	req GET "/workspace/primary/sessions?cursor=9"
+	expect 200 '.sessions == []'
+	req GET "/workspace/primary/sessions?archiveState=archived"
+	expect 200 '.sessions == []'
+}
+
+@test "GET /workspace/:ws/sessions: bad workspace, size, cursor and unserved filters refused" {
+	serve_start
+	three
+	req GET "/workspace/$(enc /etc)/sessions"
+	expect 400 '.code == "workspace_mismatch"'
+	req GET "/workspace/nope/sessions"
+	expect 400 '.code == "workspace_mismatch"'
+	req GET "/workspace/primary/sessions?size=0"
+	expect 400 '.code == "bad_request"'
+	req GET "/workspace/primary/sessions?size=1001"
+	expect 400 '.code == "bad_request"'
+	req GET "/workspace/primary/sessions?cursor=-1"
+	expect 400 '.code == "bad_request"'
+	req GET "/workspace/primary/sessions?archiveState=both"
+	expect 400 '.code == "bad_request"'
+	req GET "/workspace/primary/sessions?group=pinned"
+	expect 400 '.code == "bad_request"'
+	req POST "/workspace/primary/sessions" '{}'
+	expect 405
+}
+
+@test "capabilities: first-responder policy; each advertised management tag answers its route" {
+	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_start
+	three
+	req GET /capabilities
+	expect 200 '.policy.permission == "first-responder"'
+	local tags
+	tags=$(jq -r '.features[]' <<<"$body")
+	for t in session_list workspace_session_list daemon_status session_branch \
+	    session_status session_transcript session_permission_vote permission_mediation; do
+		grep -qx "$t" <<<"$tags"
+	done
+	req GET "/workspace/primary/sessions"
+	expect 200 '.sessions | length == 3'
+	req GET /workspace/sessions
+	expect 200 '.sessions | length == 3'
+	req GET /daemon/status
+	expect 200 '.status == "ok"'
+	req GET "/session/$SID/transcript"
+	expect 200 '.events | length > 0'
+	req POST "/session/$SID/branch" '{"name":"b","atRecordId":"u1"}'
+	[ "$code" -ge 200 ]
+	[ "$code" -lt 300 ]
+	req POST /session '{}'
+	expect 200
+	local id
+	id=$(jq -r .sessionId <<<"$body")
+	req GET "/session/$id/status"
+	expect 200 '.isWaitingForPermission == false'
+	req POST "/session/$id/permission/no-such" '{"outcome":{"outcome":"cancelled"}}'
+	expect 404
+	# An agent-level route this daemon does not serve: a JSON 404 at once.
+	req GET "/session/$id/context"
+	expect 404 '.code == "not_found"'
+	# Tags for what is not served stay out.
+	for t in session_archive session_delete session_search session_export \
+	    session_metadata session_groups session_fork session_continue; do
+		run ! grep -qx "$t" <<<"$tags"
+	done
+}
+
+@test "SDK: listWorkspaceSessionsPage pages and listWorkspaceSessions" {
+	command -v node >/dev/null || skip "node not installed"
+	serve_start
+	three
+	sdk_run list
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"ok - no archived sessions"* ]]
+}
