@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # The tree's layout rules (scripts/check-headers): header sections name the
 # file that defines their prototypes, one include-guard style, config.h
-# first in every .c.
+# first in every .c, and which of qwen-acp-child's rooms (loader/, replay/)
+# may include what.
 
 load test_helper
 
@@ -74,4 +75,56 @@ H
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"lib/x-y.h: include guard X_Y_H, want QWEN_X_Y_H"* ]]
 	[[ "$output" == *"bin/prog/c.c: config.h is not the first include"* ]]
+}
+
+# The checkout's bin/ and lib/ sources under $BATS_TEST_TMPDIR/tree.
+tree_copy() {
+	T=$BATS_TEST_TMPDIR/tree
+	mkdir -p "$T"
+	(cd "$QWEN_TOP_SRCDIR" && find bin lib -name '*.[ch]' -print) |
+	    while read -r f; do
+		mkdir -p "$T/$(dirname "$f")"
+		cp "$QWEN_TOP_SRCDIR/$f" "$T/$f"
+	done
+	run "$CHECK" "$T"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "check-headers: the projection includes no loader-private header" {
+	tree_copy
+	sed -i 's/^#include "transcript.h"$/#include "transcript-int.h"/' \
+	    "$T/bin/acp-child/replay/project.c"
+	printf '#include "config.h"\n#include "cachedir.h"\n' \
+	    >"$T/bin/acp-child/replay/project-x.c"
+	run "$CHECK" "$T"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"bin/acp-child/replay/project.c:"*": includes transcript-int.h, private to the loader room"* ]]
+	[[ "$output" == *"bin/acp-child/replay/project-x.c:2: includes cachedir.h, private to the loader room"* ]]
+}
+
+@test "check-headers: the loader includes no program or projection header" {
+	tree_copy
+	printf '#include "config.h"\n#include "transcript.h"\n#include "load.h"\n#include "replay.h"\n' \
+	    >"$T/bin/acp-child/loader/transcript-x.c"
+	run "$CHECK" "$T"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"bin/acp-child/loader/transcript-x.c:3: includes load.h, a program header"* ]]
+	[[ "$output" == *"bin/acp-child/loader/transcript-x.c:4: includes replay.h, a projection header"* ]]
+	[[ "$output" != *"includes transcript.h"* ]]
+}
+
+@test "check-headers: guards, config.h first and sections hold inside rooms" {
+	tree_copy
+	sed -i 's/QWEN_ACP_CHAIN_H/QWEN_CHAIN_H/' "$T/bin/acp-child/loader/chain.h"
+	printf '#include <stdio.h>\n#include "config.h"\n' >"$T/bin/acp-child/replay/project-x.c"
+	printf '\n/* gone.c */\nint gone_run(void);\n' >>"$T/bin/acp-child/replay/project-int.h"
+	run "$CHECK" "$T"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"bin/acp-child/loader/chain.h: include guard QWEN_CHAIN_H, want QWEN_ACP_CHAIN_H"* ]]
+	[[ "$output" == *"bin/acp-child/replay/project-x.c: config.h is not the first include"* ]]
+	[[ "$output" == *"bin/acp-child/replay/project-int.h:"*": section gone.c: no such file"* ]]
 }

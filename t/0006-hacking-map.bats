@@ -78,3 +78,18 @@ H
 	[[ "$output" == *"t/2002-prog-more.bats: not in Makefile.am's BATS_TESTS"* ]]
 	[[ "$output" != *"2001-prog.bats"* ]]
 }
+
+@test "check-map: a room's files are mapped under its own heading" {
+	mini_tree
+	mkdir -p "$T/bin/prog/room"
+	touch "$T/bin/prog/room/walk.c" "$T/bin/prog/room/walk.h" "$T/bin/prog/room/stray.c"
+	printf '\n**bin/prog/room/** (a room)\n- `walk.c` walking; `gone.c` gone\n' >"$BATS_TEST_TMPDIR/room"
+	sed -i "/^- \`main.c\` options/r $BATS_TEST_TMPDIR/room" "$T/HACKING.md"
+	run "$CHECK" "$T"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"no line for bin/prog/room/stray.c"* ]]
+	[[ "$output" == *"names bin/prog/room/gone.c, which does not exist"* ]]
+	[[ "$output" != *"room/walk"* ]]
+	[[ "$output" != *"bin/prog/walk.c"* ]]
+}

@@ -9,7 +9,7 @@
 #include "json.h"
 #include "jtape.h"
 #include "project.h"
-#include "transcript-int.h"
+#include "transcript.h"
 
 struct pctx {
 	struct transcript *t;

@@ -16,7 +16,7 @@
 
 #include "project.h"
 #include "project-int.h"
-#include "transcript-int.h"
+#include "transcript.h"
 #include "xmalloc.h"
 
 #define GAP_NOTICE "Earlier history could not be restored: a parent record is " \

@@ -17,6 +17,9 @@
 
 #include <json-c/json.h>
 
+/* json-c nesting limit for every record parse (the loader's and the projection's). */
+#define TX_JSON_DEPTH	1024
+
 enum tx_type { TX_USER = 1, TX_ASSISTANT, TX_TOOL_RESULT, TX_SYSTEM };
 
 struct tx_stats {
@@ -79,6 +82,9 @@ int64_t transcript_leaf(const struct transcript *);
 const char *transcript_uuid_ref(const struct transcript *, uint32_t rec, char buf[37], size_t *len);
 /* Bytes after the last indexed newline (a torn or still-being-written last line). */
 uint64_t transcript_pending_bytes(const struct transcript *);
+
+/* Set *cause to a formatted message (caller frees; NULL cause: ignored). */
+void transcript_cause(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Transcript bytes read through t so far (index passes, records, digests). */
 uint64_t transcript_bytes_read(const struct transcript *);

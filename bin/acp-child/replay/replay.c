@@ -18,7 +18,7 @@
 #include "chain.h"
 #include "project.h"
 #include "replay.h"
-#include "transcript-int.h"
+#include "transcript.h"
 
 /* Estimated encoded update bytes of a record from its source bytes: tool
    results and assistant turns project to about 1.08x their size (content plus

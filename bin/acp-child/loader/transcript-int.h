@@ -1,8 +1,9 @@
 /*
  * transcript-int.h: internals of the transcript index (transcript.c,
  * transcript-index.c, transcript-record.c, transcript-split.c), also read
- * by the loader's walkers (chain.c, replay.c, project*.c); the rest of the
- * child uses transcript.h.
+ * by the rest of the loader room (chain.c, cachedir.c, the kept index) and
+ * by white-box tests; the projection and the program use transcript.h
+ * (scripts/check-headers checks it).
  */
 #ifndef QWEN_ACP_TRANSCRIPT_INT_H
 #define QWEN_ACP_TRANSCRIPT_INT_H
@@ -15,7 +16,6 @@
 
 #include "transcript.h"
 
-#define TX_JSON_DEPTH	1024
 #define TX_RBUF_KEEP	(4u << 20)
 
 #define TX_SUB_NONCONV	0x01		/* subtype of a non-conversation record */
@@ -158,7 +158,6 @@ int transcript_add_fragment(struct transcript *, uint32_t rec, uint64_t off, uin
 void transcript_key_stored(const struct transcript *, const uint8_t v[16], int str, struct tx_key *);
 /* The first pass of a big file: two threads, one per half, then a merge (transcript-split.c). */
 int transcript_index_split(struct transcript *, uint64_t size, char **cause);
-void transcript_cause(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* transcript-cache.c: the persistent index (transcript-cache-load.c reads it). */
 #define TX_CACHE_MAGIC	"qwtxidx\n"
