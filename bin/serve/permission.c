@@ -35,7 +35,6 @@ struct perm {
 	struct channel		*ch;
 	unsigned		 serial;	/* of the child that asked */
 	json_object		*rpc_id;	/* the child's request id */
-	json_object		*option_ids;	/* array of the allowed ids */
 	json_object		*interaction;	/* as status shows it (upstream's shape) */
 	struct event		*timer;
 };
@@ -108,7 +107,6 @@ perm_resolve(struct perm *p, const char *option_id, const char *voter, int tell)
 	if (p->timer != NULL)
 		event_free(p->timer);
 	json_object_put(p->rpc_id);
-	json_object_put(p->option_ids);
 	json_object_put(p->interaction);
 	free(p);
 }
@@ -118,27 +116,6 @@ on_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd; (void)what;
 	perm_resolve(arg, NULL, NULL, 1);
-}
-
-/* The optionIds the child offered, as an array (caller owns). */
-static json_object *
-option_ids(json_object *params)
-{
-	json_object *opts, *o, *id, *out = json_object_new_array();
-	size_t n;
-
-	if (!json_object_object_get_ex(params, "options", &opts) ||
-	    !json_object_is_type(opts, json_type_array))
-		return out;
-	n = json_object_array_length(opts);
-	for (size_t i = 0; i < n; i++) {
-		o = json_object_array_get_idx(opts, i);
-		if (json_object_object_get_ex(o, "optionId", &id) &&
-		    json_object_is_type(id, json_type_string) &&
-		    json_object_get_string_len(id) > 0)
-			json_object_array_add(out, json_object_get(id));
-	}
-	return out;
 }
 
 /* Member name of params' object obj copied into out as as (when present). */
@@ -320,7 +297,6 @@ perm_request(struct channel *ch, json_object *rpc_id, json_object *params)
 	p->ch = ch;
 	p->serial = channel_serial(ch);
 	p->rpc_id = json_object_get(rpc_id);
-	p->option_ids = option_ids(params);
 	p->interaction = interaction_new(p, params);
 	TAILQ_INSERT_TAIL(&perms, p, entry);
 	metrics_permission_asked();
@@ -334,15 +310,16 @@ perm_request(struct channel *ch, json_object *rpc_id, json_object *params)
 	}
 }
 
-/* Is option_id one the child offered? */
+/* Is option_id one the child offered (its interaction's options)? */
 static int
 option_allowed(const struct perm *p, const char *option_id)
 {
-	size_t n = json_object_array_length(p->option_ids);
+	json_object *opts = json_get(p->interaction, "options", json_type_array);
+	const char *id;
 
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(json_object_get_string(json_object_array_get_idx(p->option_ids,
-		    i)), option_id) == 0)
+	for (size_t i = 0; opts != NULL && i < json_object_array_length(opts); i++)
+		if ((id = json_get_str(json_object_array_get_idx(opts, i),
+		    "optionId")) != NULL && id[0] != '\0' && strcmp(id, option_id) == 0)
 			return 1;
 	return 0;
 }
