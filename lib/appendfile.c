@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* appendfile.c: open and atomically reopen append-only files. */
 #include "config.h"	/* _GNU_SOURCE, for dup3 */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * appendfile.h: the append-only files a process writes while it runs (the
  * log, the trace file), opened and reopened one way.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * approval.c: qwen-code's approval modes (approval.h).
  */

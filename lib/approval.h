@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * approval.h: qwen-code's approval modes, the ones upstream's daemon and
  * agent accept (plan, default, auto-edit, auto, yolo), in their order.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * argv.c: split 'CMD ARGS' into an argument vector without a shell, by the
  * quoting rules of libpipeline's pipecmd_new_argstr, but strict: bad

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * argv.h: a command line given as one string ('CMD ARGS'), split into an
  * argument vector by libpipeline's rules (pipecmd_new_argstr): words end

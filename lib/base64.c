@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* base64.c: RFC 4648 base64 and base64url, strict decoding. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * base64.h: RFC 4648 base64, standard and URL-safe alphabets.
  *

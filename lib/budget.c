@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* budget.c: millisecond budgets and timeouts (seed 000). */
 #include "config.h"
 

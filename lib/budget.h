@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * budget.h: millisecond budgets and timeouts (seed 000).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * cause.c: the one helper behind every char **cause (cause.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * cause.h: the error policy's char **cause (HACKING.md "Errors"): a
  * recoverable error goes back as -1 or NULL plus a malloc'd message the

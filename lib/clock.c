@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* clock.c: monotonic and wall clocks in milliseconds and nanoseconds, ISO time. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * errors-classify.c: the reverse of the error catalog.  An HTTP error
  * answer or a JSON-RPC error object, from our daemon, the upstream one or

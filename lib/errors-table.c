@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* errors-table.c: THE error catalog, and lookups in it. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* errors.c: the structured error value and its REST / JSON-RPC forms. */
 #include "config.h"	/* _GNU_SOURCE, for vasprintf and open_memstream */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * errors.h: the error catalog, one table of every error code the system
  * emits, and the one structured error value built from it.

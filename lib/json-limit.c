@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* json-limit.c: the values and nesting of a JSON text, counted unparsed. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * json-limit.h: what a JSON text would cost once parsed, counted before it
  * is.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* json.c: typed member getters over json-c, one definition for all. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * json.h: typed members of a json-c object.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* log.c: levelled logging to stderr or a file, journald-aware. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

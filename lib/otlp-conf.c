@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * otlp-conf.c: the OTLP exporter's settings, the OpenTelemetry way (see
  * otlp.h): the endpoint from the flag or OTEL_EXPORTER_OTLP_*, headers,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * otlp-int.h: the OTLP exporter's state, shared by otlp.c (the queue and
  * the worker) and otlp-conf.c (the settings from the environment).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * otlp.c: the OTLP/HTTP JSON exporter (see otlp.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * otlp.h: OpenTelemetry export of the toolkit's spans over OTLP/HTTP JSON.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * outflush.c: the write status of a stdio stream at exit (see outflush.h).
  */

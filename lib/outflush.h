@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * outflush.h: did everything a program printed reach its reader?
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* paths.c: qwen-code data locations and session id rules (daemon and child). */
 #include "config.h"
 

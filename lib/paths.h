@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * paths.h: where qwen-code keeps transcripts and leases, and which session
  * ids may name a file.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * privdir.c: open a directory nobody else may write into, and check the
  * directory opened rather than a path that may change under us.

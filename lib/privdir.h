@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * privdir.h: a directory that nobody else may write into: the socket's,
  * the generated token's, the index cache.  It is opened once (never

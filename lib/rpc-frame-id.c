@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * rpc-frame-id.c: the id of a line that could not be taken as a message.
  *

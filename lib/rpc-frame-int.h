@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * rpc-frame-int.h: shared between rpc-frame.c (the reader and parser) and
  * rpc-splice.c (an array kept as bytes).  Not for other modules.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * rpc-frame.c: NDJSON JSON-RPC 2.0 framing: the incremental line reader and
  * the parser.  Classification, builders and the writer are in rpc-message.c.

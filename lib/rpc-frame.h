@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * rpc-frame.h: NDJSON JSON-RPC 2.0 framing.
  *

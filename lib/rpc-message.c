@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * rpc-message.c: the JSON-RPC 2.0 message shapes: classification of a parsed
  * object, the builders, and the one-line encoder and writer.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * rpc-pending.c: the table of requests awaiting an answer.
  *

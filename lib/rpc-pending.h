@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * rpc-pending.h: the table of requests this side sent and awaits answers to.
  *

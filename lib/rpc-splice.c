@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * rpc-splice.c: taking one big array of a message as bytes (rpc-frame.h:
  * rpc_reader_splice).

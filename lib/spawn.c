@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * spawn.c: commands built in the parent, forked by us, exec'd with
  * async-signal-safe calls only (spawn.h says why).

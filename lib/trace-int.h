@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * trace-int.h: the span recorder's data, shared by trace-span.c (building
  * spans) and trace.c (encoding and writing them).  Not for other modules.

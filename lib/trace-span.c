@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * trace-span.c: building spans in memory: attributes, events and status,
  * within the limits of trace.h, with strings cleaned to bounded UTF-8.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * trace.c: W3C trace context, the OTLP/JSON encoding of a span and the
  * append-only trace file it is written to.  Spans are built in trace-span.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * trace.h: W3C trace context and an OTLP/JSON span recorder.
  *

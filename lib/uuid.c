@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* uuid.c: UUID v4 generation, binary/text conversion, validation. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * uuid.h: RFC 4122 UUIDs as qwen-code writes them: new (version 4),
  * binary and text forms, and the check for a client-given UUID.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* xmalloc.c: allocation that ends the program on failure (programs only). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * xmalloc.h: allocation for the programs, never for libqwen.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # The suite's own hygiene: assertions that can fail, unique test numbers,
 # man pages that lint clean.  scripts/lint-tests does the bats checks.
 load test_helper

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # libqwen NDJSON JSON-RPC framing through `qwen-test-tool frame`.
 
 load test_helper

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # libqwen error catalog through `qwen-test-tool errors`.
 
 load test_helper

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # libqwen budgets and timeouts (seed 000) through `qwen-test-tool budget`.
 
 load test_helper

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # libqwen trace context and OTLP/JSON span recorder, through qwen-test-tool.
 load test_helper
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # The tree's layout rules (scripts/check-headers): header sections name the
 # file that defines their prototypes, one include-guard style, config.h
 # first in every .c, and which of qwen-acp-child's rooms (loader/, replay/)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # HACKING.md tells the truth (scripts/check-map): its file map names every
 # source file and only files that exist, every test number lies in a range
 # of its table, and every bats file is in Makefile.am's BATS_TESTS.
@@ -29,9 +30,12 @@ mini_tree() {
 H
 	printf 'BATS_TESTS = \\\n\tt/0001-lint.bats \\\n\tt/2001-prog.bats\n\nOTHER = t/2002-prog-more.bats\n' \
 	    >"$T/Makefile.am"
-	touch "$T/lib/x.c" "$T/lib/x.h" "$T/bin/prog/prog.h" "$T/bin/prog/main.c" \
-	    "$T/bin/prog/run.c" "$T/bin/prog/run-int.h" "$T/t/0001-lint.bats" \
-	    "$T/t/2001-prog.bats"
+	local f
+	for f in lib/x.c lib/x.h bin/prog/prog.h bin/prog/main.c \
+	    bin/prog/run.c bin/prog/run-int.h t/0001-lint.bats t/2001-prog.bats; do
+		echo '/* SPDX-License-Identifier: ISC */' >"$T/$f"
+	done
+	echo 'ISC' >"$T/LICENSE"
 }
 
 @test "check-map: HACKING.md's map and test table match the tree" {
@@ -49,9 +53,21 @@ H
 	[ -z "$output" ]
 }
 
+@test "check-map: a source file without an SPDX line, or no LICENSE, is caught" {
+	mini_tree
+	printf '/* x */\n' >"$T/bin/prog/run.c"
+	rm "$T/LICENSE"
+	run "$CHECK" "$T"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"bin/prog/run.c: no SPDX-License-Identifier line"* ]]
+	[[ "$output" == *"LICENSE: missing"* ]]
+}
+
 @test "check-map: a source file without a line in the map is caught" {
 	mini_tree
-	touch "$T/bin/prog/new.c" "$T/lib/y.h"
+	echo '/* SPDX-License-Identifier: ISC */' >"$T/bin/prog/new.c"
+	echo '/* SPDX-License-Identifier: ISC */' >"$T/lib/y.h"
 	run "$CHECK" "$T"
 	echo "$output"
 	[ "$status" -eq 1 ]
@@ -82,7 +98,9 @@ H
 @test "check-map: a room's files are mapped under its own heading" {
 	mini_tree
 	mkdir -p "$T/bin/prog/room"
-	touch "$T/bin/prog/room/walk.c" "$T/bin/prog/room/walk.h" "$T/bin/prog/room/stray.c"
+	for f in walk.c walk.h stray.c; do
+		echo '/* SPDX-License-Identifier: ISC */' >"$T/bin/prog/room/$f"
+	done
 	printf '\n**bin/prog/room/** (a room)\n- `walk.c` walking; `gone.c` gone\n' >"$BATS_TEST_TMPDIR/room"
 	sed -i "/^- \`main.c\` options/r $BATS_TEST_TMPDIR/room" "$T/HACKING.md"
 	run "$CHECK" "$T"

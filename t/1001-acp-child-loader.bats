@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-acp-child loader: fixtures and generated transcripts against the
 # independent reference loader of ../shared/tools/gen-transcript, the
 # project's own generator, the replay window and --inspect's exit codes.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-acp-child: every ACP method over a real pipe, errors, EOF.
 load acp_helper
 

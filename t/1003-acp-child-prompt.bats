@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-acp-child: prompts, the agent command, cancel, transcript appends.
 load acp_helper
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-acp-child: the session writer lease between processes.
 load acp_helper
 

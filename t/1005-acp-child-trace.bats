@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-acp-child: restore spans (phase profiler) and the lag snapshot.
 load acp_helper
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-acp-child: sibling sessions are answered while a large load runs.
 # Causal only: the big loads are held by a gate the test releases (no
 # "the load is slow enough" assumption); the latency figures (sibling

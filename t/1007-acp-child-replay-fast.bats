@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-acp-child replay: the fast projection (straight from the record
 # bytes) and the json-c projection give the same updates byte for byte, on
 # generated transcripts (tool calls, thoughts, plans, compressions, glued and

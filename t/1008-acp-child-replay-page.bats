@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-acp-child session/load replay options: _meta
 # "qwen.session.loadReplayPageSize" (the newest page of at most N records,
 # turn aligned, with hasMore and anchorRecordId) and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-acp-child replay of the record kinds the fake model cannot make the
 # real agent write in t/1201: cancelled turns, cron, mid-turn, goal and
 # voice input, the daemon's prompt ids and annotations, background task

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-acp-child and hostile transcript files: invalid UTF-8 is replayed as
 # U+FFFD (fast and json-c paths alike), a FIFO or a symlink where a
 # transcript should be is a prompt transcript_unreadable naming the session

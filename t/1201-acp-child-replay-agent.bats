@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # Replay equal to the real agent's: the real qwen-code agent (0.24.4)
 # writes a transcript, driven by the fake model through text, thoughts,
 # read-only tools, tool calls allowed, denied and failing (an edit of a file

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-acp-child's persistent transcript index (--cache-dir): an index kept
 # by a previous run is used and the transcript is not read again (the
 # loader's read counter, bytesRead), bytes appended since are indexed on

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-acp-child --cache-dir: a load or resume in a new child uses the
 # index a previous child kept, reads only what it sends (the answer's
 # _meta["qwen.session.restore"].bytesRead and the span's bytes_read), and

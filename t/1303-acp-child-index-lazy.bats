@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # A kept transcript index is checked as it is used: a warm restore checks
 # the blocks of the index it touches (indexBytesChecked, a counter, never
 # a time), a damaged block it does not use changes nothing, and a damaged

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-acp-child restoring from a kept index checks it as it is used: a
 # warm resume reads 8 KiB of the transcript and checks a bounded part of
 # the index (_meta["qwen.session.restore"].indexBytesChecked), and a load

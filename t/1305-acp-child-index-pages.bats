@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen/status/session/transcript (and our older _qwen/session/transcript)
 # pages (GET /session/:id/transcript) in a new
 # child come from the index a load kept in --cache-dir: the transcript is

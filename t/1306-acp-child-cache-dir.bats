@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-acp-child's index cache directory: opened once and used through
 # its descriptor; pruning removes only the names the cache itself makes
 # (tx-<16 hex>.idx, and .tx-<6 characters> staging files), so a foreign

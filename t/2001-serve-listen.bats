@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: listeners, socket safety, auth gates, bounds, signals.
 
 load serve_helper

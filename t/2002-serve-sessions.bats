@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: session routes, client ids (seed 001), codes and bodies.
 
 load serve_helper

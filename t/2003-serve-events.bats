@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: SSE streams — framing, replay ring, resync, heartbeats,
 # back-pressure, ordering against the prompt's 202.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: the ACP child channel — spawn, initialize, faults, death,
 # respawn, idle policy.
 

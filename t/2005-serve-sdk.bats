@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve against the real @qwen-code/sdk 0.1.14 (npm; skipped when the
 # registry cannot be reached).  Uses the real qwen-acp-child when built.
 

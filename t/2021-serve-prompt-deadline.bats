@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: the absolute prompt deadline (--prompt-deadline-ms, body
 # deadlineMs): its errors, turn_error prompt_deadline_exceeded to every
 # subscriber, the cancel sent to the child, the next queued prompt, and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: --writer-idle-timeout-ms evicts an SSE subscriber whose
 # socket takes nothing (client_evicted writer_idle_timeout); a reading or
 # merely quiet subscriber stays.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: GET /session/:id/transcript, paged history from the real
 # qwen-acp-child's index, live or not: forward and backward paging,
 # cursors, beforeRecordId, upstream's errors, and the real SDK's

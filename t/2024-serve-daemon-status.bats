@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: the capability fields upstream clients read (policy,
 # workspaces[], supportedLanguages, sessionLiveStatePollIntervalMs) and
 # GET /daemon/status, by curl and through the real SDK.

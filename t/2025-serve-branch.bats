@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: POST /session/:id/branch with the real qwen-acp-child: the
 # new transcript (forkedFrom on every record, re-parented linearly,
 # written whole and atomically), loadable at once and with

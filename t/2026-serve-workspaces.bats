@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve with several workspaces (--workspace repeatable): one child
 # per workspace, started on demand; cwd picks the workspace; errors;
 # per-workspace and total capacity; a restore timed out in one workspace

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve's browser console with two workspaces (headless Chromium, as
 # t/2302): the picker switches the session list, load and attach.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: GET /workspace/:ws/sessions, upstream's paged session list
 # (size, cursor, archiveState), through curl and the real SDK; the
 # capability tags this daemon advertises, each answered by its route.

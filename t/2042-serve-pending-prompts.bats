@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: a live session's prompt queue as upstream shows it:
 # GET /session/:id/pending-prompts and DELETE .../pending-prompts/:promptId.
 

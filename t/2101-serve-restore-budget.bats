@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: the restore budget (seed 000) — resolution from the flags,
 # refusal of bad values at start, publication in capabilities before any
 # child exists.

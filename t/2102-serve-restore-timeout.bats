@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: a restore that crosses its deadline (seed 000) — the 504,
 # the empty-channel reap that does not wait for the kill, sibling survival,
 # same-id fencing, coalescing, capacity retention.  Budgets are small.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: the settlement of an abandoned restore (seed 000) — exactly
 # one close, quarantine, overdue, transport close during cleanup, recovery,
 # shutdown with a hung request, the restore span and its propagation.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: safe restore with the real qwen-acp-child and small budgets.
 # A stopped (SIGSTOP) child, or a big load held at the child's load gate
 # (QWEN_ACP_TEST_LOAD_GATE, released by the test), stands for a restore

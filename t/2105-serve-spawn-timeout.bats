@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: a session/new that outlives the initialize budget runs under
 # the restore lifecycle (seed 000, protocol §6 "timed-out session/new
 # mirrors this"): 504 init_timeout, exactly one close of the late-created

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: seed 000's channel rules, end to end through the daemon's
 # real channel view.  Every late answer here is held by the fake child
 # (hold=) and released by the test (SIGUSR1): nothing depends on speed.

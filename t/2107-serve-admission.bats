@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: admission of fresh work (a spawn or a restore), through the
 # daemon, for every outcome of rfsm_admit_fresh() (unit-tested in
 # t/unit/test-restore-fsm): an unavailable channel (quarantined or

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: a prompt's trace context.  session/prompt carries the
 # traceparent of the daemon's prompt span (qwen-code.daemon.bridge,
 # operation session.prompt) in _meta, as new/load/resume do, and the real

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: ACP over HTTP (POST/GET/DELETE /acp) against the real
 # qwen-acp-child: the methods, the streams, the error mapping shared with
 # REST, bad input, and connections that end without leaking anything.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: ACP over WebSocket on /acp (ws-upgrade.c, ws.c) with
 # t/helper/ws-client: the handshake and its gates, frames and limits, the
 # close handshake, slow readers, abrupt disconnects, and the ACP methods

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: the browser console's static route (GET/HEAD /, a fixed file
 # list, strict headers, --no-web, --web-dir, auth and Host/Origin gates),
 # and the console's timer rules in node (web/budget.mjs, no browser).

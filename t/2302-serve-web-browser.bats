@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve's browser console in headless Chromium (Debian's chromium,
 # driven by playwright-core from npm, cached in the build tree's t/web),
 # against the real daemon and the real qwen-acp-child with generated

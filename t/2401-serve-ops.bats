@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve for operators: --pidfile, --check-config, journald priorities.
 
 load serve_helper

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve under a service manager: socket activation (LISTEN_FDS) and
 # the readiness protocol (NOTIFY_SOCKET), with the sockact and notify-recv
 # helpers standing in for systemd, and systemd-socket-activate when present.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # Packaging: the make install layout, the example systemd units
 # (systemd-analyze verify when available) and the bash completions, which
 # must list every option each program's --help and man page give.

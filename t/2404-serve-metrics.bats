@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve GET /metrics: Prometheus text format, checked by promtool;
 # behind the same gates as every route; its figures move with the events.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve --audit-log: one durable JSON record a state-changing
 # request (who, what, which session, outcome), written as it is answered.
 

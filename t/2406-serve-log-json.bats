@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve --log-format json: every line of a run is one JSON object.
 
 load serve_helper

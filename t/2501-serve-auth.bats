@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: who may connect over loopback TCP: the kernel's
 # word on the peer's uid, or the bearer; where the token comes from.
 load serve_helper

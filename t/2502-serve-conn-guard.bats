@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: connections from their accept on:
 # the cap at accept, descriptors running out, deadlines, bytes sent into
 # a stream, the 413 body and the CORS preflight.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # A fork that fails (RLIMIT_NPROC, memory) while starting a child or an
 # agent: libpipeline would end the process; the request gets a retryable
 # error instead, and the daemon and the child live on.

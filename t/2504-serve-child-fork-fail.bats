@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-acp-child: the agent's fork fails (RLIMIT_NPROC, memory): that
 # prompt fails retryably, and the child and its session live on (t/2503
 # has the daemon's half).  t/helper/failfork.so makes fork() fail while

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: the directories it writes secrets and sockets into are its
 # own: the socket's, and the generated token's (with a TCP-only socket
 # activation too, where no Unix socket is bound).

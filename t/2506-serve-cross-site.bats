@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: a browser's request from another site (Sec-Fetch-Site) is
 # refused on every route, though the same user's browser needs no token:
 # a cross-site GET carries no Origin to refuse it by.

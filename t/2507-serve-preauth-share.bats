@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: TCP connections that have not authenticated hold at most a
 # quarter of the connection cap, so idle connects (any local user can
 # make them) cannot lock out a client until their head deadlines.

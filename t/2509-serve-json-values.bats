@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: requests bounded in JSON values and nesting, not only in
 # bytes (json-limit.h), on the REST routes, ACP over HTTP and the
 # WebSocket; a body for a session that is not live is never parsed.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve and answers or transcripts it cannot use: a child's answer the
 # framer rejects fails its request at once (502 acp_child_protocol_error,
 # never a wait for the restore budget); a line naming no request ends the

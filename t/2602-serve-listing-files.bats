@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve: GET /workspace/sessions never blocks on what sits in the
 # chats directory (a FIFO, a symlink), reads only the transcripts ?limit
 # keeps, and caches first prompts by (dev, inode, size, mtime).

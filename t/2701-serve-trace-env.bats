@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve honours QWEN_TRACE_FILE as qwen-acp-child does (issue 17):
 # without --trace-file both programs write their spans to that file, so
 # qwen-trace-dump joins a restore's daemon and child halves.

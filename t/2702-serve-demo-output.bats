@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # scripts/demo writes terminal escapes only to a terminal, and never with
 # NO_COLOR (issue 17).  A copy of the demo whose scripts/setup fails right
 # away shows its first heading and stops, without building anything.

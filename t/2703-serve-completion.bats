@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # The bash completion of qwen-serve (issue 17): it offers exactly the
 # options of `qwen-serve --help` and the manual, and completes their
 # arguments.

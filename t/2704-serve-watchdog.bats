@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve and the systemd watchdog (issue 17): with WATCHDOG_USEC the
 # event loop sends WATCHDOG=1 every half period after READY=1;
 # WATCHDOG_PID of another process means no pings;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # The example systemd units (issue 17): the watchdog in both services, the
 # user unit on its Unix socket only with flags under %E, a token credential
 # for the system unit's TCP listener, a tighter SystemCallFilter whose

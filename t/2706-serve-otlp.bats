@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # OTLP/HTTP JSON export (issue 17): qwen-serve and qwen-acp-child send their
 # restore spans to a collector, from worker threads, batched, beside the
 # trace file.  The collector is t/helper/otlp-recv.js, which checks every

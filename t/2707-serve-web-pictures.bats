@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # The console's pictures and accessibility in headless Chromium (issue 17):
 # restore bars against the budget with the deadline, the watchdog and the
 # Retry-After countdown marked; the live chart of restores and sessions;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve --child-command: any ACP agent as the workspace child, split
 # without a shell, given upstream's child environment (§4.1).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve with the real qwen-code agent (@qwen-code/qwen-code 0.24.4,
 # from npm) as its --child-command, against a fake OpenAI-compatible model
 # on loopback.  Skipped when npm cannot reach the registry.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # The real qwen-code agent asks before running a shell command (approval
 # mode "default"): permission_request on SSE, answered over REST (allowed,
 # denied), or cancelled when nobody answers in time.

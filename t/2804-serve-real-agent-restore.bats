@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # A restore timeout with the real qwen-code agent as the child: a 1 ms
 # budget makes its load cross the deadline; 504, the late restore
 # settles, and a sibling session on the same child keeps answering.

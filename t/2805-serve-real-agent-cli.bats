@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-restore in front of the real qwen-code agent: prompt prints the
 # agent's text, -v its tool calls; --approve answers its permission
 # requests; the permission command answers one from another process.

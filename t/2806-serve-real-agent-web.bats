@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # The browser console in front of the real qwen-code agent: tool calls
 # and permission requests with Allow / Deny buttons (headless Chromium,
 # playwright-core from npm as in t/2302).

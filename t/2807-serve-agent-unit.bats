@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # The example drop-in that makes the user qwen-serve.service serve the
 # real qwen-code agent: systemd accepts it, and its command line is one
 # qwen-serve accepts (checked with --check-config).

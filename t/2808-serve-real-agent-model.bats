@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # Model switches the real qwen-code agent advertises, through the daemon:
 # POST /session/:id/model → ACP session/set_model; model_switched or
 # model_switch_failed on the event stream.

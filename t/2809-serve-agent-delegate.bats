@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # The delegating child: qwen-acp-child --agent-acp (through qwen-serve
 # --agent-acp) loads with its own loader and hands prompts to the real
 # qwen-code agent, which resumes the session and writes its transcript.

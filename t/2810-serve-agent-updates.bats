@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # Every session/update kind the agent sends reaches clients unchanged: a
 # fake child sends plan, usage_update, current_mode_update,
 # config_option_update, available_commands_update, agent_thought_chunk and

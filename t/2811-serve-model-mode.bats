@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # A session's model and approval mode as upstream's daemon sets them, with
 # the fake child (which advertises the models fake-a and fake-b and
 # upstream's five approval modes): modelServiceId on POST /session

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # The real qwen-code agent's model and approval mode set through the
 # daemon as upstream's does: modelServiceId on POST /session (the model
 # the agent advertises, applied before the answer: the fake model sees

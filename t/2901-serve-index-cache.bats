@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve --cache-dir: the daemon hands the directory to its child (as
 # --data-dir), so a load after a restart restores from the index the
 # previous child kept there (the child's restore span: index warm, a few

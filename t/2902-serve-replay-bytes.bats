@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve forwards a load's replay as the child's bytes: the answer's
 # compactedReplay, put together around the child's encoded updates, is
 # byte for byte what parsing and encoding every update again gives

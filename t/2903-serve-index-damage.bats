@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # Through qwen-serve, after a restart: a resume from the index the previous
 # child kept checks a bounded part of it and reads 8 KiB of the transcript,
 # and a load whose window is in a damaged block of it answers, from a full

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-serve writes a load's big answer a slice per loop turn: the body is
 # encoded without its compactedReplay, sent with its exact Content-Length,
 # and the replay's envelopes follow a slice at a time

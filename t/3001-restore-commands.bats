@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-restore: each command's request and output, the address and token
 # options, and the SSE reader, against the scripted fake daemon.
 

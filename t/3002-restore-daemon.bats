@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-restore against the real qwen-serve, end to end:
 # (1) a daemon restart between two prompts: the second prompt succeeds
 #     through auto-resume, with exactly one resume;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-restore: the clientId self-heal of seed 001 and auto-resume, against
 # the scripted fake daemon (t/helper/fake-daemon).
 

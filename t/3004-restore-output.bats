@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-restore: exit codes, error lines, --json, --retry, the progress line
 # and the state files' modes.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-restore: the restore timeout of seed 000 (SDK rules) and the
 # capability cache, against the scripted fake daemon.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-restore as a user meets it (issue 17): connection errors that name
 # the socket or URL and why, the default socket lookup, human output
 # (tables, key/value) against --json, NDJSON prompts, labelled --parallel

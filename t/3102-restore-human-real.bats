@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-restore's human output against the real qwen-serve (issue 17):
 # list as a table with local times and the first prompt, status as
 # key/value lines, and --json beside them.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-restore: transcript and branch, and the flags for what the daemon
 # accepts: load --page-size/--replay-mode, prompt --deadline-ms,
 # new --session-id/--approval-mode/--model-service.

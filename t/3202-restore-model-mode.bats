@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-restore: a session's model and approval mode (model ID MODEL,
 # mode ID MODE, new --model-service/--approval-mode, load and resume
 # --approval-mode), against the daemon and its fake child (models fake-a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-trace-dump: the text view, --summary and the filters, against
 # golden output with ids and times normalised.
 load test_helper

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-trace-dump: --format json and chrome, malformed lines, colours and
 # the pager.
 load test_helper

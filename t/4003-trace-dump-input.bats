@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-trace-dump: inputs (stdin, several files, QWEN_TRACE_FILE), exit
 # codes, --follow, the cap on incomplete restores, and a large file in one
 # pass with bounded memory.

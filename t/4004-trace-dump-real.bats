@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-trace-dump on the spans of real qwen-serve and qwen-acp-child runs:
 # a fast restore, one the child fails, a timed-out one, a quarantined one
 # and a child killed mid-restore.  The text, json, --summary and chrome

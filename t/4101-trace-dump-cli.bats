@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # Every program as a Unix user meets it (issue 17): --version and --help
 # on stdout with exit 0, a write error (ENOSPC) exits 1 with a message, a
 # closed pipe stays quiet; qwen-trace-dump says "no restores found" for an

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # qwen-trace-dump --format svg (issue 17): the restore timeline as a
 # standalone SVG, checked as XML with python3's xml.etree: one group per
 # restore, daemon and child tracks, a shape per stage, the deadline and

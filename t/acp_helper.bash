@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 # acp_helper.bash: driving qwen-acp-child over real pipes with acp-drive.
 
 load test_helper

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 # agent_helper.bash: qwen-serve in front of the real qwen-code agent
 # (@qwen-code/qwen-code 0.24.4 on Node 22, both from npm, installed once
 # into $QWEN_AGENT_DIR or t/agent of the build tree; the tests skip when

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 # index_helper.bash: the persistent transcript index (--cache-dir) through
 # qwen-inspect, checked against a fresh pass and the reference loader, and
 # damage to one byte of a kept index (t/1301, t/1303-t/1305, t/2903).

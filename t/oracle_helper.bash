@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 # oracle_helper.bash: comparing the loader with the independent reference
 # loader of ../shared/tools/gen-transcript.
 

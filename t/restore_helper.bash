@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 # restore_helper.bash: the scripted fake daemon for the qwen-restore tests.
 
 load test_helper

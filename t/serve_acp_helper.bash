@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 # serve_acp_helper.bash: ACP clients of qwen-serve (t/22xx-serve-acp-*):
 # ACP over HTTP, and the error views that REST, ACP over HTTP and the
 # WebSocket must agree on.

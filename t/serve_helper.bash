@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 # serve_helper.bash: start/stop qwen-serve and talk to it over either
 # listener.  TRANSPORT=unix (default) or tcp picks the listener for req().
 

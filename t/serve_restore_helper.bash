@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 # serve_restore_helper.bash: the safe-restore tests (t/21xx-serve-restore-*):
 # a fake child that logs every message, health counters, timing.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 # test_helper.bash: shared setup for the bats tests.
 
 : "${QWEN_TOP_SRCDIR:=$(cd "$BATS_TEST_DIRNAME/.." && pwd)}"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: ISC
 // app.js: the qwen-serve browser console.  Plain ES module, no framework.
 // It talks to the daemon's REST API on the same origin: GET /capabilities,
 // GET /workspace/sessions, POST /session/:id/{load,resume,prompt,cancel,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: ISC
 // budget.mjs: the console's timer rules (seed 000) and error reading.
 // No DOM here: node imports this file to test it (t/helper/web-budget-test.mjs).
 // The same arithmetic as libqwen's budget_web_request_ms/budget_watchdog_ms.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: ISC
 // charts.mjs: the console's pictures, as inline SVG built with DOM calls.
 //
 // RestoreBars: each restore of this tab as a bar of its elapsed time on a

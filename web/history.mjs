@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: ISC
 // history.mjs: the conversation view of the console.  Replayed and live
 // session/update payloads become message blocks; adjacent chunks of one
 // kind (and one prompt) join one message; tool calls update in place by

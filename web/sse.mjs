@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: ISC
 // sse.mjs: a Server-Sent Events parser for a fetch() body (the console
 // reads the stream with fetch so that it can send the bearer; EventSource
 // cannot).  No DOM: node tests it (t/helper/web-sse-test.mjs).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * agent.c: per-prompt agent processes (a command run by spawn_start(),
  * exits watched with a pidfd) and the echo agent.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* append.c: whole-record appends with truncate-back on failure. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * append.h: appending records to a transcript without ever leaving a
  * partial line.

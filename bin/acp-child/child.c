@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * child.c: the qwen-acp-child process (struct child): its event loop,
  * signals, shutdown and teardown.

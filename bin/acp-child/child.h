@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * child.h: the qwen-acp-child process state shared by its modules.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * delegate-int.h: what delegate.c (the sessions and turns at the
  * --agent-acp agent) and delegate-proc.c (its process and wire) share.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * delegate-proc.c: the --agent-acp agent's process and wire: a command
  * run by spawn_start() (exits watched with a pidfd), NDJSON JSON-RPC on its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * delegate.c: the sessions and turns at the ACP agent (--agent-acp
  * 'CMD ARGS') that answers this child's prompts.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * delegate.h: --agent-acp, the real ACP agent behind this child.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * indexkeep.c: write a session's transcript index to the cache directory
  * after its restore answered (transcript.h: transcript_save).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * inspect.c: `qwen-acp-child --inspect FILE`, a JSON summary of what the
  * loader makes of a transcript (the same figures as the shared generator's

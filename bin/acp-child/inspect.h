@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* inspect.h: `qwen-acp-child --inspect FILE`. */
 #ifndef QWEN_ACP_INSPECT_H
 #define QWEN_ACP_INSPECT_H

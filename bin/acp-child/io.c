@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * io.c: stdin and stdout of qwen-acp-child.
  *

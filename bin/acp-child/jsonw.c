@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* jsonw.c: compact JSON output with run-at-a-time string escaping. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * jsonw.h: a fast JSON writer for big answers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * jtape-int.h: internals shared by jtape.c (the reader) and jtape-str.c
  * (strings: decoding and canonical writing).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * jtape-str.c: the strings of a jtape: C strings for lookups (decoded into
  * a per-record arena) and the canonical writer, which escapes exactly as

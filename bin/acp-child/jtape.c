@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * jtape.c: the replay fast path's JSON reader (strings: jtape-str.c).
  *

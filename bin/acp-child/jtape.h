@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * jtape.h: a flat, allocation-light JSON reader for the replay fast path.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* lagmon.c: how late a periodic timer fires, over a ring of samples. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * lagmon.h: event-loop lag monitor.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* lease.c: exclusive writer lock files with dead-owner reclaim. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * lease.h: the session writer lease.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * load-answer.c: the bytes a restore answers with, built on the worker.
  *

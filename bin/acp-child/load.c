@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * load.c: session/new, session/load and session/resume.
  *

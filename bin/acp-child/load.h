@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * load.h: one session/new, session/load or session/resume in flight.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* loadwork.c: a small pthread pool feeding results back to libevent. */
 #include "config.h"
 

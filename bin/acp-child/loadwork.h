@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * loadwork.h: worker threads that run session loads off the event loop.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * main.c: qwen-acp-child, an ACP agent over stdin/stdout that hosts many
  * sessions of qwen-code transcripts.

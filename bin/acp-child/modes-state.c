@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * modes-state.c: what the echo agent advertises in session/new, load and
  * resume answers: its one model and upstream's five approval modes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * modes.c: the echo agent's model and approval modes.  It advertises one
  * model ("echo") and upstream's five approval modes in session/new and in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* profiler.c: stage timings of a restore, ended as one span. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * profiler.h: the phase profiler of a session restore.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * prompt.c: session/prompt and session/cancel.
  *

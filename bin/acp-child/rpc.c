@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * rpc.c: JSON-RPC dispatch of the ACP methods.
  *

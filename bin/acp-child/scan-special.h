@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * scan-special.h: the one SIMD scanner of the loader, shared by the
  * transcript key scanner (txscan.c) and the JSON tape (jtape.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* session.c: the session table and per-session request queues. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * session.h: the table of sessions a child hosts.
  *

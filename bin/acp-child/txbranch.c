@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * txbranch.c: qwen/control/session/branch (also _qwen/session/branch), a new session forked from a session's
  * active history (the daemon's POST /session/:id/branch).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * txpage-int.h: the kept transcript indexes shared by transcript pages
  * (txpage.c) and branching (txbranch.c).  Loop thread only, except that

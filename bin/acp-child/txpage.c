@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * txpage.c: _qwen/session/transcript, pages of a session's active history
  * (the daemon's GET /session/:id/transcript), live or not.

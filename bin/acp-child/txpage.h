@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * txpage.h: qwen/status/session/transcript (and _qwen/session/transcript),
  * pages of a session's active history

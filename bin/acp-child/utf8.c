@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* utf8.c: validate UTF-8 across read boundaries. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * utf8.h: turning arbitrary process output into valid UTF-8 for JSON.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * address.c: where qwen-restore finds the daemon, and why it could not.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * approve.c: what a prompt shows beyond the agent's text, and the answers
  * to the agent's permission requests.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * commands.c: the request/answer commands of qwen-restore.
  *

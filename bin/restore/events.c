@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * events.c: the event subscription and the events command.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * heal.c: prompt admission with the clientId self-heal of seed 001.
  *

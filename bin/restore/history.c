@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * history.c: a session's history without loading it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * http.c: libcurl requests for qwen-restore.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * human.c: qwen-restore's output for people (without --json).
  *

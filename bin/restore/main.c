@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * main.c: qwen-restore, the command-line client of qwen-serve.
  *

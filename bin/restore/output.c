@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * output.c: what qwen-restore tells its caller when something fails.
  *

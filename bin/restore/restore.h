@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * restore.h: qwen-restore, the command-line client of qwen-serve.
  *

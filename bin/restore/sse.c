@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * sse.c: an incremental Server-Sent Events parser.
  *

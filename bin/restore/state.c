@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * state.c: qwen-restore's state directory.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * switches.c: the model and approval-mode commands of qwen-restore, over
  * upstream's routes: model ID MODEL (POST /session/:id/model {modelId})

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * timeout.c: which timer applies to a request (seed 000, SDK rules).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * acp-call.c: ACP methods run the REST routes themselves.  A call is an
  * evhttp request with no connection, handed to the route like any other;

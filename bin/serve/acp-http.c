@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * acp-http.c: ACP over HTTP.  POST /acp carries one JSON-RPC message;
  * initialize is answered inline with an Acp-Connection-Id header, later

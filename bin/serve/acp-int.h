@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * acp-int.h: what the files of the transport-independent ACP layer share
  * (acp.c: connections and intake; acp-methods.c: the method table;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * acp-methods.c: the ACP method table.  Each method turns its params into
  * the body of the REST route that does the work, runs it (acp-call.c) and

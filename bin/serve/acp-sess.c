@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * acp-sess.c: the sessions one ACP connection holds.  An attached session
  * is a client registration (the clientId its create/load/resume got) plus

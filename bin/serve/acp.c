@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * acp.c: ACP client connections, independent of the transport: the
  * connection registry and cap, message intake and the method table.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * acp.h: ACP for clients, independent of the transport.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * audit.c: --audit-log FILE, one JSON object a line for every
  * state-changing request (POST and DELETE routes): who (the peer's uid,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * bus-int.h: the bus's ring, shared by bus.c (the ring) and sse.c (its
  * SSE subscribers).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * bus.c: one event bus per session.  Events get per-session ids from 1
  * within a bus epoch and are kept in a ring for Last-Event-ID replay; the

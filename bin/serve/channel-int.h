@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * channel-int.h: what channel.c (the child's lifecycle) and channel-rpc.c
  * (the JSON-RPC traffic with it) share, and how child-cmd.c hands

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * channel-rpc.c: the JSON-RPC traffic with a qwen-acp-child: requests
  * multiplexed with lib/rpc-pending (ids, deadlines), answers matched to

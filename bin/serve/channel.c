@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * channel.c: one qwen-acp-child per workspace, started on demand with
  * spawn_start() (our fork and exec; exits watched with a pidfd) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * checkconf.c: qwen-serve --check-config.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * child-cmd.c: what a workspace child is started as.  Either our own
  * qwen-acp-child (--child, given our options), or any ACP agent

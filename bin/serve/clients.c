@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * clients.c: the client registry of a session (seed 001).  Registration
  * never fails: an unknown or absent id gets a fresh client_<uuid>, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * connguard.c: every HTTP connection from its accept on, on both
  * listeners.  evhttp hides the accept, but asks us for each connection's

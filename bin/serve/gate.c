@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * gate.c: the gates every request passes: peer credentials (Unix socket),
  * Host allowlist (loopback TCP, against DNS rebinding), Origin, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * http.c: the evhttp server, the route table, JSON bodies with limits,
  * replies and error bodies.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * inflight-fence.c: the session-id fences and early events of in-flight
  * spawns and restores (seed 000).  While a registration for an id is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * inflight-int.h: what the files of the in-flight spawns and restores
  * share.  Private to them: inflight.c (the registry and the dispatch),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * inflight-ops.c: the world of the in-flight lifecycle machine
  * (restore-fsm.c), as struct rfsm_ops over libevent and the channel.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * inflight-reply.c: the public answers of in-flight spawns and restores.
  * A success registers the session (with load's bounded compactedReplay

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * inflight.c: in-flight spawns (session/new) and restores (session/load,
  * session/resume).  One entry per session id; callers of the same action

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * listen.c: the Unix socket and loopback TCP listeners: binding them (or
  * taking systemd's), and pausing them while descriptors run out.  The

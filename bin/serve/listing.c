@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * listing.c: GET /workspace/sessions, the persisted sessions of the
  * workspace, without ever blocking the event loop.

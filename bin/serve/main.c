@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * main.c: qwen-serve options, signals and lifecycle.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * metrics.c: GET /metrics, the daemon's figures in the Prometheus text
  * exposition format (version 0.0.4).  Counters and histograms are kept

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * names.c: the names a session goes by in the daemon: the ids clients may
  * give, the workspaces (--workspace, repeatable) and the directory its

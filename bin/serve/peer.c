@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * peer.c: who is on the other end of a connection.  On the Unix socket
  * the kernel says so (SO_PEERCRED); on loopback TCP the peer's socket is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * permission.c: the child's session/request_permission requests, held
  * until a client answers.  Each becomes a permission_request event on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * pidfile.c: --pidfile for supervisors other than systemd.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * prompts.c: a session's prompt FIFO.  One prompt runs on the child at a
  * time and the rest wait, in order; a prompt goes out from the loop just

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * ready.c: the readiness probe behind READY=1.
  *

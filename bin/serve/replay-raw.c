@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * replay-raw.c: load's compactedReplay straight from the child's bytes.
  *

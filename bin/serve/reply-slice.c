@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * reply-slice.c: a big JSON reply written a slice per loop turn.
  *

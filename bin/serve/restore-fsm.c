@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * restore-fsm.c: the in-flight restore lifecycle of seed 000 as one table
  * of states by events, with one small action per cell.  See restore-fsm.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * restore-fsm.h: the lifecycle of one in-flight restore (seed 000), as a
  * table of states by events.

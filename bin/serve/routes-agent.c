@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * routes-agent.c: the routes that talk to the agent about a live session
  * beyond prompts: answers to its permission requests, and model and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * routes-daemon.c: the routes about the daemon and its workspace rather
  * than one session: GET /health, GET /capabilities (only what really

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * routes-history.c: a session's history without loading it.
  * GET /session/:id/transcript pages it (live or not); the query is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * routes-queue.c: a live session's prompt queue, as upstream shows it:
  * GET /session/:id/pending-prompts (the running prompt, then the queued

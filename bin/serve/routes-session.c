@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * routes-session.c: the REST session routes.  Each handler validates in
  * the order of the protocol (session lookup, then the client id, then the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * sdnotify.c: the systemd readiness protocol without libsystemd.
  *

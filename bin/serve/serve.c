@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * serve.c: what the whole daemon shares: its settings, its event loop, its
  * trace sink and OTLP exporter.  main.c sets them; every module reads them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * serve.h: qwen-serve internals shared by its files.
  *

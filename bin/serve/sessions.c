@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * sessions.c: the session map.  A live session owns its event bus, its
  * client registry and its prompt FIFO (prompts.c).  Sessions leave the map by close, idle reaping,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * sockact.c: socket activation, the LISTEN_FDS protocol of systemd.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * sse.c: a bus's SSE subscribers.  They are chunked evhttp replies with a
  * queue cap (warning at 75%, eviction on overflow), a writer idle timeout

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * switches.c: a live session's model and approval mode, switched through
  * its agent the way upstream's bridge does it.  A model switch is ACP

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * token.c: the bearer token.  Where it comes from (--token-file, systemd's
  * credentials directory, QWEN_SERVER_TOKEN, or --token, which is wiped

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * web.c: the browser console's static files at /.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * ws-upgrade.c: the RFC 6455 opening handshake on an evhttp request.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * ws.c: WebSocket connections after the upgrade, driven by wslay on the
  * evhttp connection's bufferevent.

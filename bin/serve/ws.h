@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * ws.h: ACP over WebSocket (RFC 6455) on qwen-serve's evhttp connections.
  *

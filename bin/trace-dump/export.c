@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * export.c: --format json (one object per restore per line) and --format
  * chrome (Chrome trace-event JSON for Perfetto and chrome://tracing).

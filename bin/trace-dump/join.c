@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * join.c: pair the daemon's restore span with the child's phase span.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * qwen-trace-dump: where restore time went, from the daemon's and the
  * child's OTLP/JSON spans.

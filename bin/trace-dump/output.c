@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * output.c: filters, --slowest, and where the output goes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * reader.c: a streaming line reader over trace files, stdin, or a growing
  * file (--follow).

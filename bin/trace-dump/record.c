@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * record.c: one restore's facts, derived from its daemon and child spans.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * render.c: the text view, one block per restore.
  *

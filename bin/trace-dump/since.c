@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * since.c: the --since TIME argument, ISO 8601 or relative to now.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * span.c: OTLP/JSON span objects into struct tspan, and their accessors.
  *

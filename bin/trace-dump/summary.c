@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * summary.c: --summary, per action and per stage count and percentiles.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * svg.c: --format svg, the restore timeline as a standalone SVG picture.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * trace-dump.h: shared types of qwen-trace-dump.
  *

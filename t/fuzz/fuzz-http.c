@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * fuzz-http.c: libFuzzer harness, raw bytes into the daemon's HTTP
  * handlers.

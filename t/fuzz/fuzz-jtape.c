@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * fuzz-jtape.c: libFuzzer harness, the replay fast path's record reader
  * (jtape) against json-c.

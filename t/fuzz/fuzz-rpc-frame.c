@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * fuzz-rpc-frame.c: libFuzzer harness for the NDJSON JSON-RPC reader.
  *

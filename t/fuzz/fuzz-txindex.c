@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * fuzz-txindex.c: libFuzzer harness, the transcript key scanner and the
  * indexer on arbitrary bytes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * acp-drive: drive an NDJSON JSON-RPC child over real pipes from a script.
  *

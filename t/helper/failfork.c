@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * failfork.c: an LD_PRELOAD shim that makes fork() fail with EAGAIN while
  * the file named by $FAILFORK_FILE exists, as it does at RLIMIT_NPROC or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * fake-child.c: a scriptable stand-in for qwen-acp-child, for the daemon's
  * tests.  Speaks the ACP subset qwen-serve uses (NDJSON JSON-RPC 2.0 on

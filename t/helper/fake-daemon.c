@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * fake-daemon: a scripted stand-in for qwen-serve in the qwen-restore tests.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: ISC
 // fake-openai.mjs: a scriptable OpenAI-compatible chat-completions server
 // for the tests, on loopback.  Usage: node fake-openai.mjs SCRIPT LOGDIR
 // It listens on 127.0.0.1:0, writes the port to LOGDIR/port, and writes

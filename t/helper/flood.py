@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
 """flood.py: hostile clients for t/2501.
 
   flood.py sse UNIX-SOCKET PATH MIB   open an SSE stream, then send MIB MiB

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * gen-corpus.c: text pools for qwen-gen-transcript.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * gen-corpus.h: buffers, a seeded PRNG and pre-built text pools for
  * qwen-gen-transcript.

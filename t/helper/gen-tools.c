@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * gen-tools.c: tool calls of qwen-gen-transcript (arguments, outputs and
  * resultDisplay values shaped like the real tools').

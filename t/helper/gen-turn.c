@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * gen-turn.c: the record kinds of qwen-gen-transcript: user turns with
  * assistant rounds and tool results, telemetry, titles, file-history

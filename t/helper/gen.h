@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * gen.h: internals of qwen-gen-transcript (generator state, record writers).
  */

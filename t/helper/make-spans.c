@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * make-spans: write synthetic restore span pairs with libqwen's real trace
  * writer (lib/trace.h), for the qwen-trace-dump tests.

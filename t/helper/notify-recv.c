@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * notify-recv: a stand-in for systemd's NOTIFY_SOCKET end.
  *

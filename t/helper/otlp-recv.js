@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: ISC
 // otlp-recv.js: a stand-in OpenTelemetry Collector for the OTLP export tests.
 //
 //   node otlp-recv.js --modules DIR --port-file F --log F [--hold FILE]

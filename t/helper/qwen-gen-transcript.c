@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * qwen-gen-transcript: fast, deterministic generator of qwen-code style JSONL
  * session transcripts (the real record shapes of upstream-transcript.md 2:

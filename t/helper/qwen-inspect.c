@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * qwen-inspect: test driver for the acp-child transcript loader.
  *

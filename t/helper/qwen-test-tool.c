@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * qwen-test-tool: exposes libqwen to the shell tests, as git's test-tool
  * does.  Each subcommand lives in its own t/helper/tool-*.c file.

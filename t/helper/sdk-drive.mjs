@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: ISC
 // sdk-drive.mjs SDK_DIR BASE_URL WORKSPACE SESSION STEP
 // Drives the real @qwen-code/sdk 0.1.14 (DaemonClient, DaemonSessionClient)
 // against qwen-serve.  STEP "main" runs the whole session surface; STEP

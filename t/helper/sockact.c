@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * sockact: socket activation without systemd, for the tests.
  *

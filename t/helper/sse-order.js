@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: ISC
 // sse-order.js SOCKET SESSION N: one SSE stream, N prompts in turn.  Fails
 // when an event of a prompt arrives before that prompt's 202 response has
 // arrived, or when its turn_complete is seen before the 202 body has been

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: ISC
 // sse-slow.js SOCKET SESSION OUT: a subscriber that stops reading after the
 // stream starts (maxQueued=16), writes a marker file "OUT.ready", resumes
 // reading when "OUT.go" appears, and writes everything it got to OUT.

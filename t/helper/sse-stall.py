@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
 # sse-stall.py SOCKET PATH OUT: an SSE subscriber that stops reading once
 # the stream has started (a NAT ghost, a frozen client): it writes
 # "OUT.ready", reads nothing more until "OUT.go" exists, then reads the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * tool-budget.c: qwen-test-tool budget, the budget arithmetic for the shell.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * tool-errors.c: qwen-test-tool errors, the error catalog for the shell.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * tool-frame.c: qwen-test-tool frame [--max-frame N] [--chunk N]
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * tool-trace.c: "qwen-test-tool trace": the trace context and span recorder
  * from the shell.

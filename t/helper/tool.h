@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* tool.h: the subcommands of qwen-test-tool. */
 #ifndef QWEN_TOOL_H
 #define QWEN_TOOL_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: ISC
 // web-budget-test.mjs: the console's timer rules (web/budget.mjs) in node,
 // without a browser.  usage: node web-budget-test.mjs WEB_DIR.  TAP output.
 import path from 'node:path';

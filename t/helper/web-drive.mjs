@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: ISC
 // web-drive.mjs: drive the qwen-serve console in headless Chromium.
 // usage: node web-drive.mjs PLAYWRIGHT_DIR BASE_URL MODE [ARGS...]
 //   main SID SID2 BUDGET     list, load with replay, prompt, self-heal

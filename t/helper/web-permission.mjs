@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: ISC
 // web-permission.mjs: the console in headless Chromium answers the real
 // agent's permission requests with its Allow / Deny buttons.
 // usage: node web-permission.mjs PLAYWRIGHT_DIR BASE_URL

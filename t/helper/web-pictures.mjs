@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: ISC
 // web-pictures.mjs: the console's pictures and accessibility in headless
 // Chromium (issue 17).
 // usage: node web-pictures.mjs PLAYWRIGHT_DIR BASE_URL SID SLOW_SID

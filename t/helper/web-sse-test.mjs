@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: ISC
 // web-sse-test.mjs: the console's SSE parser (web/sse.mjs) in node.
 // usage: node web-sse-test.mjs WEB_DIR.  TAP output.
 import path from 'node:path';

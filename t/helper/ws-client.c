@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * ws-client: a scriptable WebSocket client for the tests (wslay, client
  * mode), over a Unix socket or loopback TCP.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * tap.h: a minimal TAP producer for the C unit tests.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * test-acp-child: the small pure modules of qwen-acp-child: session id and
  * path rules, UTF-8 cleaning across reads, lag percentiles, the JSON

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* test-argv.c: 'CMD ARGS' split by libpipeline's quoting rules, strictly. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* test-base64.c: RFC 4648 vectors, both alphabets, strict decoding. */
 #include "config.h"
 

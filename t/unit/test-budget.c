@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* test-budget.c: budget parsing and resolution (seed 000). */
 #include "config.h"
 

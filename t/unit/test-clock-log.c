@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* test-clock-log.c: libqwen's clocks and levelled logging. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* test-errors.c: the error catalog, its builders and the classifier. */
 #include "config.h"
 

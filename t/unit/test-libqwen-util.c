@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* test-libqwen-util.c: libqwen's uuid.c, json.c getters, json-limit.c, ISO
    time; xmalloc.c. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * test-restore-fsm.c: the restore lifecycle machine (seed 000) on its own,
  * with a fake clock, a fake timer and a recording world.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* test-restore-sse: qwen-restore's incremental SSE parser (bin/restore/sse.c). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * test-rpc-frame.c: the NDJSON JSON-RPC reader, classifier, builders and
  * writer.  Framing is checked by rendering every event of a run as a line of

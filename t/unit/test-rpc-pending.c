@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * test-rpc-pending.c: the pending-request table: ids, take, take by json
  * id, deadlines and expiry order, drain, and a model check against a plain

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * test-rpc-splice.c: rpc_reader_splice, an array kept as bytes.  Every
  * line is read twice, with and without the splice: the messages must

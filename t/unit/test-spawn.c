@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * test-spawn.c: lib/spawn.c, our fork and exec: the pipes, the command's
  * environment and directory, $PATH, exit statuses as pipeline_wait()

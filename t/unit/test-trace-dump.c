@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * test-trace-dump.c: qwen-trace-dump's reader, join, restore model,
  * percentiles and --since parsing, on their own.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* test-trace.c: W3C trace context and the OTLP/JSON span recorder. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * test-transcript.c: the acp-child transcript loader (index, recovery,
  * validation, fragments, chain, checkpoint, model history, refresh, replay)

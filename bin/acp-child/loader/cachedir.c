@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * cachedir.c: the index cache's directory.  It is opened once, never
  * through a symbolic link, and checked on that descriptor (ours, writable

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * cachedir.h: the index cache's directory, opened once and checked on its
  * descriptor; every file operation goes through that descriptor.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * chain.c: the active chain of a transcript (upstream-transcript.md 3.5,
  * 3.7): walk parentUuid from the leaf, stop at a root, a gap or a cycle

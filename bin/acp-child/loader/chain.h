@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * chain.h: the active chain of a transcript (leaf -> root through
  * parentUuid, gap and cycle aware, reversed to oldest first), its last

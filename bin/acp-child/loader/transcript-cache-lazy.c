@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * transcript-cache-lazy.c: a kept index checked as it is used.
  *

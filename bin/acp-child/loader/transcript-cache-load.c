@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * transcript-cache-load.c: opening a transcript from its kept index
  * (transcript-cache.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * transcript-cache.c: the persistent transcript index.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * transcript-index.c: uuid keys, the uuid hash, subtype interning and record access
  * for the transcript index.

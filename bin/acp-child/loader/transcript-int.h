@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * transcript-int.h: internals of the transcript index (transcript.c,
  * transcript-index.c, transcript-record.c, transcript-split.c), also read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * transcript-record.c: loading one logical record of the transcript index with
  * json-c: its fragments read with pread() into a reusable buffer, parsed,

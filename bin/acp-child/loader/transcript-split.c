@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * transcript-split.c: the first index pass of a big transcript on two threads.
  *

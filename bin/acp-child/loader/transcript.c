@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * transcript.c: the index of a qwen-code JSONL transcript.
  *

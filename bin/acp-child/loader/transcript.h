@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * transcript.h: fast index of a qwen-code JSONL session transcript.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * txscan.c: string-aware top-level key scanner for transcript lines.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * txscan.h: the top-level key scanner of the transcript index pass.
  *

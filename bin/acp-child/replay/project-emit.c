@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * project-emit.c: how every update of the replay ends, on both paths: the
  * record's _meta (timestamp, qwenTranscript ids and segment, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * project-fast-tool.c: tool calls and tool results of the fast replay
  * projection, mirroring project-tool.c rule for rule (same bytes).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * project-fast.c: the replay projection straight from a record's bytes.
  *

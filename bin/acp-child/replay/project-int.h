@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * project-int.h: internals shared by project.c and project-tool.c.
  */

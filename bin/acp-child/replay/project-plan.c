@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * project-plan.c: todo_write results as plan updates, as the agent replays
  * them: the todos it accepts (string content, a known status), each with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * project-system.c: system records of the replay projection, as the agent
  * replays them: a slash command's output, a cancelled turn

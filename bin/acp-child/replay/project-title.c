@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * project-title.c: how the agent presents a built-in tool call in its
  * replay: "DisplayName: description" titles, ACP kinds and locations, as

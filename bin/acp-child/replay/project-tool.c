@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * project-tool.c: tool calls and tool results of the replay projection
  * (tool_call, tool_call_update, plan for todo_write, failed calls whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * project-ts.c: record timestamps for the replay's _meta.timestamp: the
  * common exact shape is read directly, anything else through sscanf and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * project-user.c: user records through json-c, as the agent replays them:
  * their text and images, the displayText of tagged kinds and hooked

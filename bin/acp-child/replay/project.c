@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * project.c: chain records to ACP SessionUpdate objects, per
  * upstream-transcript.md 3.8.  Every update carries _meta.timestamp (epoch

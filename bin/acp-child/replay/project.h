@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * project.h: projection of chain records to ACP SessionUpdate objects
  * (upstream-transcript.md 3.8), used by replay.c.  Updates are kept encoded

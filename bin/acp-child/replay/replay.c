@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * replay.c: the session/load replay (upstream-transcript.md 3.8).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * replay.h: projection of active-chain records to ACP SessionUpdate objects
  * (upstream-transcript.md 3.8), bounded to the newest turns.
