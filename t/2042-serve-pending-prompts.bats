@@ -10,6 +10,16 @@ teardown() {
 	serve_teardown
 }
 
+# The pid of the child, from the daemon log.
+child_pid() {
+	sed -n 's/.*started .* (pid \([0-9]*\)).*/\1/p' "$BATS_TEST_TMPDIR/err" | tail -1
+}
+
+# prompts_read N: the child has read N session/prompt requests.
+prompts_read() {
+	[ "$(grep -c ' session/prompt ' "$BATS_TEST_TMPDIR/child.log" 2>/dev/null)" -ge "$1" ]
+}
+
 # The queue's first entry is prompt $1, running.
 running() {
 	req GET /session/$SID/pending-prompts
@@ -58,4 +68,66 @@ running() {
 	expect 200 '.pendingPrompts == []'
 	req GET /session/00000000-0000-4000-8000-000000000000/pending-prompts
 	expect 404 '.code == "session_not_found"'
+}
+
+@test "pending_prompt_added / _started / _completed for a prompt that waits; none for one that runs at once" {
+	FAKE_CHILD="hold=session/prompt,log=$BATS_TEST_TMPDIR/child.log" serve_loaded
+	sse_open a /session/$SID/events
+	prompt_post "$SID" '{"prompt":[{"type":"text","text":"first"}]}'
+	local first=$PROMPT_ID
+	wait_for 5 prompts_read 1
+	prompt_post "$SID" '{"prompt":[{"type":"text","text":"second"}]}'
+	local second=$PROMPT_ID
+	prompt_post "$SID" '{"prompt":[{"type":"text","text":"third"}]}'
+	local third=$PROMPT_ID
+	sse_wait a ".type == \"pending_prompt_added\" and .data.promptId == \"$third\""
+	sse_has a ".type == \"pending_prompt_added\" and .data.promptId == \"$second\" and .data.text == \"second\" and .data.sessionId == \"$SID\" and (.data.queuedAt | type) == \"number\" and (.id | type) == \"number\""
+	run ! sse_has a "(.type | startswith(\"pending_prompt\")) and .data.promptId == \"$first\""
+	# A queued one taken out: completed, state removed; it never starts.
+	req DELETE /session/$SID/pending-prompts/$third
+	expect 200 '.removed == true'
+	sse_wait a ".type == \"pending_prompt_completed\" and .data.promptId == \"$third\" and .data.state == \"removed\""
+	# The first ends: the second starts, runs, completes.
+	kill -USR1 "$(child_pid)"
+	sse_wait a ".type == \"pending_prompt_started\" and .data.promptId == \"$second\" and .data.text == \"second\""
+	wait_for 5 prompts_read 2
+	kill -USR1 "$(child_pid)"
+	sse_wait a ".type == \"pending_prompt_completed\" and .data.promptId == \"$second\" and .data.state == \"completed\""
+	# In order: added, started, turn_complete, completed.
+	sse_events a | jq -e --arg p "$second" '[.[] | select(.data.promptId == $p) | .type] == ["pending_prompt_added","pending_prompt_started","turn_complete","pending_prompt_completed"]' >/dev/null
+	run ! sse_has a ".type == \"pending_prompt_started\" and .data.promptId == \"$third\""
+}
+
+@test "status: activeWorkState, hasTurnError and turnError until the next prompt starts" {
+	FAKE_CHILD="hold=session/prompt,fail=session/prompt:-32603,log=$BATS_TEST_TMPDIR/child.log" serve_loaded
+	req GET /session/$SID/status
+	expect 200 '.activeWorkState == "idle" and .hasTurnError == false and (has("turnError") | not)'
+	sse_open a /session/$SID/events
+	prompt_post "$SID"
+	wait_for 5 prompts_read 1
+	req GET /session/$SID/status
+	expect 200 '.activeWorkState == "active" and .hasTurnError == false'
+	kill -USR1 "$(child_pid)"
+	sse_wait a ".type == \"turn_error\" and .data.promptId == \"$PROMPT_ID\""
+	req GET /session/$SID/status
+	expect 200 '.activeWorkState == "idle" and .hasTurnError == true and .turnError.code == "-32603" and (.turnError.message | length) > 0'
+	prompt_post "$SID"
+	wait_for 5 running "$PROMPT_ID"
+	req GET /session/$SID/status
+	expect 200 '.activeWorkState == "active" and .hasTurnError == false'
+}
+
+@test "?snapshot=1 sends session_snapshot (model, approval mode) after the replay; without it none" {
+	serve_loaded
+	sse_open a "/session/$SID/events?snapshot=1" -H 'Last-Event-ID: 0'
+	sse_wait a ".type == \"session_snapshot\""
+	sse_has a ".type == \"session_snapshot\" and .data.sessionId == \"$SID\" and .data.currentApprovalMode == \"default\" and .data.recordingDegraded == false and (.data | has(\"currentModelId\")) and (has(\"id\") | not)"
+	sse_events a | jq -e '[.[].type] | index("replay_complete") < index("session_snapshot")' >/dev/null
+	req POST /session/$SID/model '{"modelId":"fake-b"}'
+	expect 200
+	sse_open b "/session/$SID/events?snapshot=1"
+	sse_wait b ".type == \"session_snapshot\" and .data.currentModelId == \"fake-b\""
+	sse_open c "/session/$SID/events"
+	prompt_turn d "$SID"
+	run ! sse_has c '.type == "session_snapshot"'
 }

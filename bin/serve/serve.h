@@ -399,10 +399,11 @@ void	bus_unlisten(struct bus_listener *);	/* NULL-safe */
 /*
  * Open a stream on req: headers, retry:, replay from last_event_id (-1 =
  * none), replay_complete, then live.  epoch: the client's X-Qwen-Event-Epoch
- * or NULL.  Sends the reply itself (including pre-stream errors).
+ * or NULL.  snapshot (taken, NULL for none): session_snapshot's data, sent
+ * after the replay.  Sends the reply itself (including pre-stream errors).
  */
 void	sse_subscribe(struct bus *, struct evhttp_request *req, int64_t last_event_id,
-	    const char *epoch, int max_queued);
+	    const char *epoch, int max_queued, json_object *snapshot);
 /* Connection of sub closed (from http.c). */
 void	sse_sub_closed(struct sse_sub *);
 
@@ -533,6 +534,8 @@ struct session {
 	struct prompt		*expired;
 	struct event		*grace_ev;
 	char			 approval_mode[16];	/* as the agent last said */
+	json_object		*turn_error;	/* the last turn's {message, code,
+						   errorKind}, until the next starts */
 };
 
 struct session	*sessions_find(const char *id);
@@ -583,6 +586,8 @@ void	prompts_update(struct session *, json_object *params);
 json_object *prompts_list(struct session *);
 /* Remove a queued prompt: 1 removed, 0 when it is not queued. */
 int	prompts_remove(struct session *, const char *prompt_id);
+/* Status: activeWorkState, hasTurnError and turnError into o. */
+void	prompts_status(struct session *, json_object *o);
 
 /* ---- inflight.c: in-flight spawns and restores (the lifecycle seam) --- */
 enum inflight_action { OP_SPAWN, OP_LOAD, OP_RESUME };
@@ -651,6 +656,8 @@ json_object *inflight_session_json(struct session *, enum inflight_action,
 /* ---- switches.c: a session's model and approval mode, through its agent - */
 /* s->approval_mode from the agent's state (modes.currentModeId). */
 void	switches_seed(struct session *);
+/* session_snapshot's data: model, approval mode (caller owns). */
+json_object *switches_snapshot(struct session *);
 /*
  * session/set_model; model_switched or model_switch_failed to every
  * subscriber, then cb(arg, outcome, payload) (cb may be NULL).  -1: the
