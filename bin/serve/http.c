@@ -88,7 +88,8 @@ http_reply_json(struct evhttp_request *req, int status, json_object *body)
 	struct evbuffer *buf;
 	const char *s;
 
-	if (acp_call_capture(req, status, body, NULL)) {	/* an ACP call's */
+	if (acp_call_capture(req, status, body, NULL) ||	/* an ACP call's */
+	    branch_live_capture(req, status, body, NULL)) {	/* a branch's resume */
 		json_object_put(body);
 		return;
 	}
@@ -113,7 +114,8 @@ http_reply_json(struct evhttp_request *req, int status, json_object *body)
 void
 http_reply_empty(struct evhttp_request *req, int status)
 {
-	if (acp_call_capture(req, status, NULL, NULL))
+	if (acp_call_capture(req, status, NULL, NULL) ||
+	    branch_live_capture(req, status, NULL, NULL))
 		return;
 	listen_cors_headers(req);
 	evhttp_send_reply(req, status, NULL, NULL);
@@ -134,7 +136,8 @@ http_send_qerr(struct evhttp_request *req, struct qerr *e)
 	json_object *body;
 	int ra;
 
-	if (acp_call_capture(req, e != NULL ? qerr_status(e) : 500, NULL, e)) {
+	if (acp_call_capture(req, e != NULL ? qerr_status(e) : 500, NULL, e) ||
+	    branch_live_capture(req, e != NULL ? qerr_status(e) : 500, NULL, e)) {
 		qerr_free(e);
 		return;
 	}

@@ -141,8 +141,11 @@ routes_capabilities_json(void)
 		json_object_array_add(f, xjson_object_new_string("prompt_absolute_deadline"));
 	if (conf.writer_idle_timeout_ms > 0)
 		json_object_array_add(f, xjson_object_new_string("writer_idle_timeout"));
-	if (conf.n_workspaces > 1)
+	if (conf.n_workspaces > 1) {
 		json_object_array_add(f, xjson_object_new_string("multi_workspace_sessions"));
+		/* /workspaces/:w/acp, as upstream advertises it: with several. */
+		json_object_array_add(f, xjson_object_new_string("workspace_qualified_acp"));
+	}
 	json_object_object_add(o, "v", xjson_object_new_int(1));
 	json_object_object_add(pv, "current", xjson_object_new_string("v1"));
 	json_object_object_add(pv, "supported", strings(versions));

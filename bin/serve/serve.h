@@ -330,6 +330,18 @@ void	route_session_approval_mode(struct http_ctx *);
 void	route_session_transcript(struct http_ctx *);
 void	route_session_branch(struct http_ctx *);
 
+/* ---- branch-live.c: a branch resumed and attached ---------------------- */
+/*
+ * Resume new_id (in workspace, for client_id) and answer req 201 with the
+ * restored session and branch's keys (takes ownership of branch).
+ */
+void	branch_live_start(struct evhttp_request *req, const char *workspace,
+	    const char *new_id, const char *client_id, json_object *branch);
+/* A reply to the resume's own request: handled (1) or not ours (0). */
+struct qerr;
+int	branch_live_capture(struct evhttp_request *req, int status,
+	    json_object *body, struct qerr *e);
+
 /* ---- routes-queue.c: a session's prompt queue ------------------------- */
 void	route_session_pending(struct http_ctx *);
 void	route_session_pending_remove(struct http_ctx *);
