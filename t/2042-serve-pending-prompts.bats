@@ -131,3 +131,43 @@ running() {
 	prompt_turn d "$SID"
 	run ! sse_has c '.type == "session_snapshot"'
 }
+
+# A transcript ($1) whose prompts came from a daemon: p1 answered, p2
+# ended by its turn_result alone; with "cut", p3 after them, with nothing
+# after it.
+daemon_transcript() {
+	local id=$1 san dir
+	san=$(printf '%s' "$WS" | sed 's/[^A-Za-z0-9]/-/g')
+	dir=$DATA/projects/$san/chats
+	mkdir -p "$dir"
+	cat >"$dir/$id.jsonl" <<JSONL
+{"uuid":"u1","parentUuid":null,"sessionId":"$id","timestamp":"2026-08-01T15:01:13.619Z","type":"user","cwd":"$WS","version":"0.24.4","daemonPromptId":"p1","message":{"role":"user","parts":[{"text":"one"}]}}
+{"uuid":"a1","parentUuid":"u1","sessionId":"$id","timestamp":"2026-08-01T15:01:14.619Z","type":"assistant","cwd":"$WS","version":"0.24.4","message":{"role":"model","parts":[{"text":"One."}]}}
+{"uuid":"u2","parentUuid":"a1","sessionId":"$id","timestamp":"2026-08-01T15:01:15.619Z","type":"user","cwd":"$WS","version":"0.24.4","daemonPromptId":"p2","message":{"role":"user","parts":[{"text":"two"}]}}
+{"uuid":"s2","parentUuid":"u2","sessionId":"$id","timestamp":"2026-08-01T15:01:16.619Z","type":"system","subtype":"turn_result","cwd":"$WS","version":"0.24.4","systemPayload":{"promptId":"p2","state":"cancelled","endedAt":"2026-08-01T15:01:16.619Z"}}
+JSONL
+	[ "${2-}" = cut ] || return 0
+	cat >>"$dir/$id.jsonl" <<JSONL
+{"uuid":"u3","parentUuid":"s2","sessionId":"$id","timestamp":"2026-08-01T15:01:17.619Z","type":"user","cwd":"$WS","version":"0.24.4","daemonPromptId":"p3","message":{"role":"user","parts":[{"text":"three"}]}}
+JSONL
+}
+
+@test "load: promptTerminals for the daemon's prompts of the history; none without them" {
+	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_start
+	daemon_transcript "$SID"
+	daemon_transcript "$SID2" cut
+	local done='"terminal":"completed","stopReason":"reconstructed_from_transcript"'
+	req POST /session/$SID/load '{}'
+	expect 200 '.promptTerminals | length == 2'
+	expect 200 ".promptTerminals[0] == {\"promptId\":\"p1\",$done}"
+	expect 200 ".promptTerminals[1] == {\"promptId\":\"p2\",$done}"
+	req POST /session/$SID2/load '{}'
+	expect 200 '.promptTerminals | length == 3'
+	expect 200 ".promptTerminals[1] == {\"promptId\":\"p2\",$done}"
+	expect 200 '.promptTerminals[2] == {"promptId":"p3","terminal":"interrupted","code":"daemon_lost"}'
+	req DELETE /session/$SID
+	expect 204
+	make_transcript
+	req POST /session/$SID/load '{}'
+	expect 200 '(has("promptTerminals") | not) and (.compactedReplay | length) > 0'
+}
