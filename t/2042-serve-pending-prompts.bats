@@ -171,3 +171,43 @@ JSONL
 	req POST /session/$SID/load '{}'
 	expect 200 '(has("promptTerminals") | not) and (.compactedReplay | length) > 0'
 }
+
+# The records of session $1's transcript, one JSON object a line.
+records() {
+	cat "$DATA"/projects/*/chats/"$1".jsonl
+}
+
+@test "continue: a cut-off prompt is answered once, with no second user record; else accepted false" {
+	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_start
+	daemon_transcript "$SID2" cut
+	daemon_transcript "$SID"
+	req POST /session/$SID2/load '{}'
+	expect 200
+	sse_open a /session/$SID2/events
+	req POST /session/$SID2/continue '{}'
+	expect 200 '.accepted == true and .interruption == "interrupted_prompt" and (.promptId | type) == "string" and (.lastEventId | type) == "number" and (.eventEpoch | type) == "string"'
+	local pid
+	pid=$(jq -r .promptId <<<"$body")
+	sse_wait a ".type == \"turn_complete\" and .data.promptId == \"$pid\""
+	# One assistant record answers u3; no user record was added.
+	[ "$(records "$SID2" | jq -s '[.[] | select(.type == "user")] | length')" = 3 ]
+	records "$SID2" | jq -e -s '.[-1].type == "assistant" and .[-1].parentUuid == "u3"' >/dev/null
+	req POST /session/$SID2/continue '{}'
+	expect 200 '. == {"accepted":false,"interruption":"none"}'
+	# A history that ended cleanly has nothing to continue.
+	req POST /session/$SID/load '{}'
+	expect 200
+	req POST /session/$SID/continue '{}'
+	expect 200 '.accepted == false and .interruption == "none"'
+	# A client cannot mark its own prompt as a continuation.
+	prompt_turn b "$SID" '{"prompt":[{"type":"text","text":"mine"}],"_meta":{"qwen.daemon.continue":true}}'
+	records "$SID" | jq -e -s 'any(.[]; .type == "user" and .message.parts[0].text == "mine")' >/dev/null
+	req POST /session/00000000-0000-4000-8000-000000000000/continue '{}'
+	expect 404 '.code == "session_not_found"'
+}
+
+@test "continue: an agent without the method gets a stable 501, never its -32601" {
+	serve_loaded
+	req POST /session/$SID/continue '{}'
+	expect 501 ".code == \"not_implemented\" and .sessionId == \"$SID\""
+}

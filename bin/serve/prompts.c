@@ -485,7 +485,7 @@ prompt_valid(json_object *body)
 
 const char *
 session_prompt_admit(struct session *s, json_object *body, const char *client_id,
-    const char **err)
+    int cont, const char **err)
 {
 		struct timeval now = { 0, SERVE_PROMPT_DISPATCH_MS * 1000 };
 	struct prompt *p;
@@ -509,6 +509,16 @@ session_prompt_admit(struct session *s, json_object *body, const char *client_id
 	json_object_object_del(params, "deadlineMs");
 	json_object_object_del(params, "eventDetailMode");
 	json_object_object_del(params, "delivery");
+	/* Only POST /session/:id/continue marks a continuation, not a client. */
+	if ((v = json_get_obj(params, "_meta")) != NULL)
+		json_object_object_del(v, SERVE_CONTINUE_META);
+	if (cont) {
+		if ((v = json_get_obj(params, "_meta")) == NULL) {
+			v = xjson_object_new_object();
+			json_object_object_add(params, "_meta", v);
+		}
+		json_object_object_add(v, SERVE_CONTINUE_META, xjson_object_new_boolean(1));
+	}
 	json_object_object_add(params, "sessionId", xjson_object_new_string(s->id));
 	uuid_new(p->id);
 	if (client_id != NULL)

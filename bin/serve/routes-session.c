@@ -404,7 +404,7 @@ route_session_prompt(struct http_ctx *ctx)
 	json_object_object_add(o, "lastEventId",
 	    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
 	json_object_object_add(o, "eventEpoch", xjson_object_new_string(bus_epoch(s->bus)));
-	if ((pid = session_prompt_admit(s, ctx->body, ctx->client_id, &err)) == NULL) {
+	if ((pid = session_prompt_admit(s, ctx->body, ctx->client_id, 0, &err)) == NULL) {
 		json_object_put(o);
 		if (strcmp(err, "prompt_queue_full") == 0) {
 			if ((e = qerr_new("prompt_queue_full", NULL)) != NULL) {

@@ -345,6 +345,7 @@ int	branch_live_capture(struct evhttp_request *req, int status,
 /* ---- routes-queue.c: a session's prompt queue ------------------------- */
 void	route_session_pending(struct http_ctx *);
 void	route_session_pending_remove(struct http_ctx *);
+void	route_session_continue(struct http_ctx *);
 
 /* ---- routes-daemon.c --------------------------------------------------- */
 void	route_health(struct http_ctx *);
@@ -585,9 +586,14 @@ void	sessions_free(void);
 /* The FIFO's events (0, or -1 on ENOMEM); prompts_clear frees them all. */
 int	prompts_init(struct session *);
 void	prompts_clear(struct session *);
-/* Admit a prompt: returns its id (borrowed), or NULL with *err set. */
+/*
+ * Admit a prompt: returns its id (borrowed), or NULL with *err set.  cont:
+ * the continuation of a cut-off turn (_meta SERVE_CONTINUE_META, which a
+ * client's own prompt never carries).
+ */
+#define SERVE_CONTINUE_META	"qwen.daemon.continue"
 const char *session_prompt_admit(struct session *, json_object *body,
-	    const char *client_id, const char **err);
+	    const char *client_id, int cont, const char **err);
 size_t	session_pending_prompts(const struct session *);
 /* The running prompt's id (and its client, if client_id), or NULL. */
 const char *session_active_prompt(const struct session *, const char **client_id);
