@@ -147,3 +147,19 @@ history_ids() {
 	NEW=$(sed -n 's/^NEW=//p' <<<"$output")
 	jq -e -s --arg at "$at" '.[-1].uuid == $at' "$CHATS/$NEW.jsonl" >/dev/null
 }
+
+@test "fork: through the session's agent, its answer as it is; 501 from an agent without it; 400 without a directive" {
+	serve_loaded
+	req POST /session/$SID/fork '{"directive":"look at the tests"}'
+	expect 200 '. == {"sessionId":"33333333-3333-4333-8333-333333333333","description":"look at the tests","launched":true}'
+	for b in '{}' '{"directive":""}' '{"directive":5}'; do
+		req POST /session/$SID/fork "$b"
+		expect 400 '.code == "bad_request"'
+	done
+	req POST /session/$SID2/fork '{"directive":"x"}'
+	expect 404 '.code == "session_not_found"'
+	serve_stop
+	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_loaded
+	req POST /session/$SID/fork '{"directive":"x"}'
+	expect 501 ".code == \"not_implemented\" and .sessionId == \"$SID\""
+}

@@ -73,6 +73,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/session/", "/pending-prompts", R_ID, route_session_pending },
 	{ EVHTTP_REQ_POST, "/session/", "/continue", R_ID | R_BODY | R_LIVE,
 	    route_session_continue },
+	{ EVHTTP_REQ_POST, "/session/", "/fork", R_ID | R_BODY | R_LIVE, route_session_fork },
 	{ EVHTTP_REQ_DELETE, "/session/", "/pending-prompts/", R_ID | R_TAIL,
 	    route_session_pending_remove },
 	{ EVHTTP_REQ_POST, "/session/", "/approval-mode", R_ID | R_BODY | R_LIVE,

@@ -342,6 +342,9 @@ struct qerr;
 int	branch_live_capture(struct evhttp_request *req, int status,
 	    json_object *body, struct qerr *e);
 
+/* ---- routes-fork.c: a session forked through its agent ----------------- */
+void	route_session_fork(struct http_ctx *);
+
 /* ---- routes-queue.c: a session's prompt queue ------------------------- */
 void	route_session_pending(struct http_ctx *);
 void	route_session_pending_remove(struct http_ctx *);

@@ -14,7 +14,8 @@
 //
 // agent-only: the method belongs to the agent (upstream forwards it to
 // the workspace's agent under a qwen/control/* or qwen/status/* name);
-// qwen-serve does not forward it yet, whatever the child.  not served:
+// qwen-serve does not forward it yet, whatever the child, except fork,
+// which it forwards (qwen-acp-child, the child here, answers 501).  not served:
 // qwen-serve has no such route; "manage" marks the session-management
 // routes another branch adds (the table is updated when it lands).
 import { pathToFileURL } from 'node:url';
@@ -47,6 +48,7 @@ const AGENT = 'the agent\'s own state: not forwarded to the agent yet';
 const NOSTORE = 'no attachment, artifact or source store in qwen-serve';
 const NOWT = 'no worktree sessions in qwen-serve';
 const STANDALONE = 'upstream standalone sessions: outside qwen-serve';
+const FORK = 'POST /session/:id/fork goes to the agent as qwen/control/session/fork_agent; qwen-acp-child has none: 501 not_implemented';
 
 // [method, status, why, call(ctx), check(result)] in the order they run.
 const T = [
@@ -147,7 +149,7 @@ const T = [
 	['DaemonClient.continueSession', 'works', 'POST /session/:id/continue (the agent\'s qwen/control/session/continue pre-check)',
 	    (c) => client.continueSession(sessionId, { clientId: ctx.cid }),
 	    (r) => r.accepted === false && r.interruption === 'none'],
-	['DaemonClient.forkSession', 'agent-only', 'qwen/control/session/fork_agent: ' + AGENT,
+	['DaemonClient.forkSession', 'agent-only', FORK,
 	    (c) => client.forkSession(sessionId, { directive: 'd' }, ctx.cid)],
 	['DaemonClient.createSideTaskSession', 'agent-only', 'qwen/control/session/side_task: ' + AGENT,
 	    (c) => client.createSideTaskSession(sessionId, {}, ctx.cid)],
@@ -326,7 +328,7 @@ const T = [
 	    (c) => ctx.s.getTurnIndexPage()],
 	['DaemonSessionClient.continueSession', 'works', 'POST /session/:id/continue',
 	    (c) => ctx.s.continueSession(), (r) => r.accepted === false],
-	['DaemonSessionClient.fork', 'agent-only', 'qwen/control/session/fork_agent: ' + AGENT,
+	['DaemonSessionClient.fork', 'agent-only', FORK,
 	    (c) => ctx.s.fork('d')],
 	['DaemonSessionClient.context', 'agent-only', AGENT, (c) => ctx.s.context()],
 	['DaemonSessionClient.contextUsage', 'agent-only', AGENT, (c) => ctx.s.contextUsage()],
