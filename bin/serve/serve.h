@@ -330,6 +330,9 @@ void	route_session_approval_mode(struct http_ctx *);
 void	route_session_transcript(struct http_ctx *);
 void	route_session_branch(struct http_ctx *);
 
+/* ---- routes-pass.c: the agent's own session calls, passed to it ------- */
+void	route_session_pass(struct http_ctx *);
+
 /* ---- routes-queue.c: a session's prompt queue ------------------------- */
 void	route_session_pending(struct http_ctx *);
 void	route_session_pending_remove(struct http_ctx *);
