@@ -494,7 +494,7 @@ static const char *workspace_of_acp_path(const char *);
 static void	route_request(struct evhttp_request *, const char *,
 		    enum evhttp_cmd_type, const struct evhttp_uri *);
 
-/* The one request callback: gates, routing (connguard.c counted it). */
+/* The one request callback: gates, routing (conn.c counted it). */
 static void
 on_request(struct evhttp_request *req, void *arg)
 {
@@ -503,8 +503,8 @@ on_request(struct evhttp_request *req, void *arg)
 	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
 
 	(void)arg;
-	guard_request(req);
-	/* A chunked body is only measured whole (connguard.c cuts it early). */
+	conn_request(req);
+	/* A chunked body is only measured whole (conn.c cuts it early). */
 	if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) > SERVE_MAX_BODY) {
 		http_error(req, "payload_too_large", NULL);
 		return;
@@ -609,7 +609,7 @@ http_new(struct event_base *base)
 
 	if ((http = evhttp_new(base)) == NULL)
 		return NULL;
-	guard_install(http);
+	conn_install(http);
 	evhttp_set_max_headers_size(http, SERVE_MAX_HEADERS);
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
 	    EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);

@@ -566,7 +566,7 @@ serve_fuzz_http(int argc, char **argv)
 	parse_args(argc, argv);
 	resolve_conf();
 	/* Without the guard's caps every request is refused 503. */
-	guard_init();
+	conn_init();
 	if ((serve_base = event_base_new()) == NULL)
 		return NULL;
 	return http = http_new(serve_base);
@@ -613,7 +613,7 @@ main(int argc, char **argv)
 		    strerror(errno));
 		exit(1);
 	}
-	guard_init();
+	conn_init();
 	otlp_setup();
 	if ((serve_base = event_base_new()) == NULL ||
 	    (http = http_new(serve_base)) == NULL) {

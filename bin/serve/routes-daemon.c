@@ -66,8 +66,8 @@ route_health(struct http_ctx *ctx)
 		put_count(o, "activePrompts", sessions_active_prompts());
 		json_object_object_add(o, "channelAlive",
 		    xjson_object_new_boolean(channels_running() > 0));
-		put_count(o, "connections", http_conn_count());
-		put_count(o, "maxConnections", guard_limit());
+		put_count(o, "connections", conn_count());
+		put_count(o, "maxConnections", conn_limit());
 		put_count(o, "wsConnections", ws_conn_count());
 		inflight_stats(&active, &unsettled, &overdue, &quarantined);
 		put_count(o, "restoresActive", active);

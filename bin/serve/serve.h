@@ -5,7 +5,7 @@
  * One file per role: main.c (options, signals, lifecycle), checkconf.c
  * (--check-config), pidfile.c, sockact.c (socket activation), sdnotify.c
  * and ready.c (readiness), listen.c (sockets), gate.c (request gates),
- * peer.c (who the peer is), token.c (the bearer), connguard.c
+ * peer.c (who the peer is), token.c (the bearer), conn.c
  * (connections from their accept on), http.c (routing, bodies, replies;
  * /workspaces/:w/acp), names.c (session ids, the workspaces, the
  * transcript directories), routes-session.c (session routes),
@@ -288,17 +288,17 @@ void	http_error_rpc(struct evhttp_request *, json_object *rpc_error,
 	    const char *session_id);
 /* Connection registry (for the cap and SSE close detection). */
 struct sse_sub;
-/* ---- connguard.c: every connection from its accept on ------------------ */
-void	guard_init(void);	/* raise RLIMIT_NOFILE, derive the cap */
-int	guard_limit(void);	/* the connection cap in force */
-void	guard_install(struct evhttp *);
-void	guard_request(struct evhttp_request *);	/* a whole request arrived */
-void	http_conn_set_sub(struct evhttp_request *, struct sse_sub *);
-void	http_conn_streaming(struct evhttp_request *);	/* input discarded */
-void	http_conn_taken(struct evhttp_request *);	/* WebSocket takeover */
+/* ---- conn.c: every connection from its accept on ------------------ */
+void	conn_init(void);	/* raise RLIMIT_NOFILE, derive the cap */
+int	conn_limit(void);	/* the connection cap in force */
+void	conn_install(struct evhttp *);
+void	conn_request(struct evhttp_request *);	/* a whole request arrived */
+void	conn_set_sub(struct evhttp_request *, struct sse_sub *);
+void	conn_streaming(struct evhttp_request *);	/* input discarded */
+void	conn_taken(struct evhttp_request *);	/* WebSocket takeover */
 /* A request on the connection was authenticated (bearer or our uid). */
-void	http_conn_authed(struct evhttp_request *);
-size_t	http_conn_count(void);
+void	conn_authed(struct evhttp_request *);
+size_t	conn_count(void);
 
 /* ---- routes-session.c -------------------------------------------------- */
 void	route_session_create(struct http_ctx *);

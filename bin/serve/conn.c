@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * connguard.c: every HTTP connection from its accept on, on both
+ * conn.c: every HTTP connection from its accept on, on both
  * listeners.  evhttp hides the accept, but asks us for each connection's
  * bufferevent (evhttp_set_bevcb): that is where a connection is counted,
  * and where a watcher goes on its input buffer, which sees every byte the
@@ -39,45 +39,45 @@
 #include "log.h"
 #include "serve.h"
 
-#define GUARD_HEAD_SEC		10
-#define GUARD_BODY_SEC		60
+#define CONN_HEAD_SEC		10
+#define CONN_BODY_SEC		60
 /* Bytes that may wait behind a request being answered (pipelining). */
-#define GUARD_PENDING_MAX	(256u * 1024)
+#define CONN_PENDING_MAX	(256u * 1024)
 /* A head buffer's first room; it doubles up to SERVE_MAX_HEADERS. */
-#define GUARD_HEAD_FIRST	1024u
+#define CONN_HEAD_FIRST	1024u
 /* Chunked framing on top of the body cap before the guard says 413. */
-#define GUARD_CHUNK_SLACK	(SERVE_MAX_BODY / 64)
+#define CONN_CHUNK_SLACK	(SERVE_MAX_BODY / 64)
 /* Descriptors kept free for the Unix socket, children, logs and traces. */
-#define GUARD_FD_RESERVE	64
+#define CONN_FD_RESERVE	64
 /* After a refusal, what the peer still sends is read and dropped this long, */
-#define GUARD_LINGER_SEC	2
+#define CONN_LINGER_SEC	2
 /* by this many connections at most (the others are closed at once). */
-#define GUARD_LINGER_MAX	16
+#define CONN_LINGER_MAX	16
 /* What the Unix socket (the operator's way in) may have beyond the
  * descriptor-derived cap. */
-#define GUARD_UNIX_EXTRA	8
-/* TCP connections not yet authenticated share 1/GUARD_PREAUTH_DIV of the cap. */
-#define GUARD_PREAUTH_DIV	4
+#define CONN_UNIX_EXTRA	8
+/* TCP connections not yet authenticated share 1/CONN_PREAUTH_DIV of the cap. */
+#define CONN_PREAUTH_DIV	4
 
-enum guard_phase {
-	G_HEAD,		/* reading a request head (deadline running) */
-	G_BODY,		/* reading its body (deadline running) */
-	G_BUSY,		/* the request is being answered */
-	G_STREAM,	/* a response stream: input is discarded */
-	G_TAKEN,	/* taken over (WebSocket): its owner reads */
-	G_IDLE,		/* keep-alive, between requests */
+enum conn_phase {
+	C_HEAD,		/* reading a request head (deadline running) */
+	C_BODY,		/* reading its body (deadline running) */
+	C_BUSY,		/* the request is being answered */
+	C_STREAM,	/* a response stream: input is discarded */
+	C_TAKEN,	/* taken over (WebSocket): its owner reads */
+	C_IDLE,		/* keep-alive, between requests */
 };
 
-enum guard_refusal { R_NONE, R_TOO_LARGE, R_CLOSING };
+enum conn_refusal { R_NONE, R_TOO_LARGE, R_CLOSING };
 
-struct guard {
-	TAILQ_ENTRY(guard)	 entry;
+struct conn {
+	TAILQ_ENTRY(conn)	 entry;
 	struct bufferevent	*bev;
 	struct evhttp_connection *evcon;	/* NULL until attached */
 	struct event		*ev;	/* attach, deadlines, refusals */
 	struct sse_sub		*sub;
-	enum guard_phase	 phase;
-	enum guard_refusal	 refusal;
+	enum conn_phase	 phase;
+	enum conn_refusal	 refusal;
 	int			 live;	/* attached, counted against the cap */
 	int			 preauth;	/* TCP, no request authenticated yet */
 	int			 chunked;
@@ -92,19 +92,19 @@ struct guard {
 	size_t			 headlen, headcap;
 };
 
-static TAILQ_HEAD(, guard) guards = TAILQ_HEAD_INITIALIZER(guards);
-static size_t nguards, nlinger, npreauth;
+static TAILQ_HEAD(, conn) conns = TAILQ_HEAD_INITIALIZER(conns);
+static size_t nconns, nlinger, npreauth;
 static size_t nlive;	/* attached and not refused: what the cap counts */
-static int guard_cap, unix_cap;	/* TCP, and the Unix socket */
+static int conn_cap, unix_cap;	/* TCP, and the Unix socket */
 static int preauth_cap;		/* TCP connections before authentication */
 
-static void guard_input(struct evbuffer *, const struct evbuffer_cb_info *, void *);
+static void conn_input(struct evbuffer *, const struct evbuffer_cb_info *, void *);
 
 /* The cap: --max-connections, within what the descriptor limit allows. */
 int
-guard_limit(void)
+conn_limit(void)
 {
-	return guard_cap;
+	return conn_cap;
 }
 
 /*
@@ -113,7 +113,7 @@ guard_limit(void)
  * the trace files always find a descriptor.
  */
 static void
-guard_fit_rlimit(void)
+conn_fit_rlimit(void)
 {
 	struct rlimit rl;
 	long room;
@@ -126,41 +126,41 @@ guard_fit_rlimit(void)
 			getrlimit(RLIMIT_NOFILE, &rl);
 	}
 	room = rl.rlim_cur == RLIM_INFINITY ? 65536 :
-	    (long)rl.rlim_cur - GUARD_FD_RESERVE;
+	    (long)rl.rlim_cur - CONN_FD_RESERVE;
 	if (room < (long)rl.rlim_cur / 2)
 		room = (long)rl.rlim_cur / 4;	/* a tiny limit: lingering ones too */
-	if (room < guard_cap) {
+	if (room < conn_cap) {
 		log_info("descriptor limit %ld: at most %ld connections",
 		    (long)rl.rlim_cur, room);
-		guard_cap = (int)room;
+		conn_cap = (int)room;
 	}
-	if (room + GUARD_UNIX_EXTRA < unix_cap)
-		unix_cap = (int)room + GUARD_UNIX_EXTRA;
+	if (room + CONN_UNIX_EXTRA < unix_cap)
+		unix_cap = (int)room + CONN_UNIX_EXTRA;
 }
 
 /* The caps: --max-connections within the descriptor limit, and the share. */
 void
-guard_init(void)
+conn_init(void)
 {
-	guard_cap = unix_cap = conf.max_connections;
-	guard_fit_rlimit();
-	preauth_cap = guard_cap / GUARD_PREAUTH_DIV;
+	conn_cap = unix_cap = conf.max_connections;
+	conn_fit_rlimit();
+	preauth_cap = conn_cap / CONN_PREAUTH_DIV;
 	if (preauth_cap < 1)
 		preauth_cap = 1;
 }
 
 size_t
-http_conn_count(void)
+conn_count(void)
 {
-	return nguards;
+	return nconns;
 }
 
 /* Unlink and free g; the bufferevent is evhttp's (or already gone). */
 static void
-guard_free(struct guard *g)
+conn_free(struct conn *g)
 {
-	TAILQ_REMOVE(&guards, g, entry);
-	nguards--;
+	TAILQ_REMOVE(&conns, g, entry);
+	nconns--;
 	if (g->refusal == R_CLOSING)
 		nlinger--;
 	if (g->preauth)
@@ -177,21 +177,21 @@ guard_free(struct guard *g)
 
 /* evhttp frees the connection: the stream ends, the slot is free. */
 static void
-guard_closed(struct evhttp_connection *evcon, void *arg)
+conn_closed(struct evhttp_connection *evcon, void *arg)
 {
-	struct guard *g = arg;
+	struct conn *g = arg;
 	struct sse_sub *sub = g->sub;
 
 	(void)evcon;
-	evbuffer_remove_cb(bufferevent_get_input(g->bev), guard_input, g);
-	guard_free(g);
+	evbuffer_remove_cb(bufferevent_get_input(g->bev), conn_input, g);
+	conn_free(g);
 	if (sub != NULL)
 		sse_sub_closed(sub);
 }
 
 /* Arm the deadline of the phase just entered. */
 static void
-guard_deadline(struct guard *g, int seconds)
+conn_deadline(struct conn *g, int seconds)
 {
 	struct timeval tv = { seconds, 0 };
 
@@ -207,7 +207,7 @@ guard_deadline(struct guard *g, int seconds)
  * reset the connection before the peer reads the answer).
  */
 static void
-guard_refuse(struct guard *g, const char *code)
+conn_refuse(struct conn *g, const char *code)
 {
 	struct qerr *e = qerr_new(code, NULL);
 	json_object *body;
@@ -217,7 +217,7 @@ guard_refuse(struct guard *g, const char *code)
 
 	metrics_refusal(g->is_unix, code);
 	if (e != NULL && strcmp(code, "connection_limit_exceeded") == 0)
-		qerr_set_int(e, "limit", guard_cap);
+		qerr_set_int(e, "limit", conn_cap);
 	body = e != NULL ? qerr_rest_body(e) : NULL;
 	s = body != NULL ? json_object_to_json_string_ext(body,
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : "{}";
@@ -245,22 +245,22 @@ guard_refuse(struct guard *g, const char *code)
 		g->preauth = 0;
 		npreauth--;
 	}
-	if (nlinger >= GUARD_LINGER_MAX) {
-		evhttp_connection_free(g->evcon);	/* calls guard_closed */
+	if (nlinger >= CONN_LINGER_MAX) {
+		evhttp_connection_free(g->evcon);	/* calls conn_closed */
 		return;
 	}
 	shutdown(bufferevent_getfd(g->bev), SHUT_WR);
 	nlinger++;
-	g->phase = G_STREAM;
+	g->phase = C_STREAM;
 	g->refusal = R_CLOSING;
 	evbuffer_drain(bufferevent_get_input(g->bev),
 	    evbuffer_get_length(bufferevent_get_input(g->bev)));
-	guard_deadline(g, GUARD_LINGER_SEC);
+	conn_deadline(g, CONN_LINGER_SEC);
 }
 
 /* Whether g came in on the Unix socket. */
 static int
-guard_is_unix(struct guard *g)
+conn_is_unix(struct conn *g)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
@@ -276,16 +276,16 @@ guard_is_unix(struct guard *g)
  * closed.
  */
 static int
-guard_evict_preauth(void)
+conn_evict_preauth(void)
 {
-	struct guard *g;
+	struct conn *g;
 
-	TAILQ_FOREACH(g, &guards, entry) {
+	TAILQ_FOREACH(g, &conns, entry) {
 		if (!g->preauth || g->evcon == NULL || g->refusal != R_NONE ||
-		    (g->phase != G_HEAD && g->phase != G_BODY && g->phase != G_IDLE))
+		    (g->phase != C_HEAD && g->phase != C_BODY && g->phase != C_IDLE))
 			continue;
 		log_debug("connection: unauthenticated share full, closing the oldest");
-		evhttp_connection_free(g->evcon);	/* calls guard_closed */
+		evhttp_connection_free(g->evcon);	/* calls conn_closed */
 		return 0;
 	}
 	return -1;
@@ -296,9 +296,9 @@ guard_evict_preauth(void)
  * first; -1 when nothing could be closed (all are being answered).
  */
 static int
-guard_join_preauth(struct guard *g)
+conn_join_preauth(struct conn *g)
 {
-	if (npreauth >= (size_t)preauth_cap && guard_evict_preauth() == -1)
+	if (npreauth >= (size_t)preauth_cap && conn_evict_preauth() == -1)
 		return -1;
 	g->preauth = 1;
 	npreauth++;
@@ -311,28 +311,28 @@ guard_join_preauth(struct guard *g)
  * take the close callback, and apply the cap.  -1 when g is gone.
  */
 static int
-guard_attach(struct guard *g)
+conn_attach(struct conn *g)
 {
-	struct timeval tv = { GUARD_HEAD_SEC, 0 };
+	struct timeval tv = { CONN_HEAD_SEC, 0 };
 	void *arg = NULL;
 	int is_unix;
 
 	bufferevent_getcb(g->bev, NULL, NULL, NULL, &arg);
 	if (arg == NULL) {
 		bufferevent_decref(g->bev);	/* frees it: evhttp let it go */
-		guard_free(g);
+		conn_free(g);
 		return -1;
 	}
 	g->evcon = arg;
 	bufferevent_decref(g->bev);
-	evhttp_connection_set_closecb(g->evcon, guard_closed, g);
-	is_unix = g->is_unix = guard_is_unix(g);
+	evhttp_connection_set_closecb(g->evcon, conn_closed, g);
+	is_unix = g->is_unix = conn_is_unix(g);
 	metrics_conn_open(is_unix);
 	g->live = 1;
 	nlive++;
-	if ((!is_unix && guard_join_preauth(g) == -1) ||
-	    nlive > (size_t)(is_unix ? unix_cap : guard_cap))
-		guard_refuse(g, "connection_limit_exceeded");
+	if ((!is_unix && conn_join_preauth(g) == -1) ||
+	    nlive > (size_t)(is_unix ? unix_cap : conn_cap))
+		conn_refuse(g, "connection_limit_exceeded");
 	else
 		evtimer_add(g->ev, &tv);
 	return 0;
@@ -340,46 +340,46 @@ guard_attach(struct guard *g)
 
 /* Timer, attach and refusal: one event per connection. */
 static void
-guard_event(evutil_socket_t fd, short what, void *arg)
+conn_event(evutil_socket_t fd, short what, void *arg)
 {
-	struct guard *g = arg;
+	struct conn *g = arg;
 
 	(void)fd; (void)what;
 	if (g->evcon == NULL) {
-		guard_attach(g);
+		conn_attach(g);
 		return;
 	}
 	if (g->refusal == R_TOO_LARGE) {
-		guard_refuse(g, "payload_too_large");
+		conn_refuse(g, "payload_too_large");
 		return;
 	}
 	if (g->refusal == R_CLOSING) {
-		evhttp_connection_free(g->evcon);	/* calls guard_closed */
+		evhttp_connection_free(g->evcon);	/* calls conn_closed */
 		return;
 	}
-	if (g->phase == G_HEAD || g->phase == G_BODY) {
+	if (g->phase == C_HEAD || g->phase == C_BODY) {
 		/* A head or body past its deadline: nobody waits for it. */
 		log_debug("connection: request %s not complete in time, closing",
-		    g->phase == G_HEAD ? "head" : "body");
+		    g->phase == C_HEAD ? "head" : "body");
 		evhttp_connection_free(g->evcon);
 	}
 }
 
 /* Leave the request phases: the request is whole, evhttp has it. */
 static void
-guard_request_whole(struct guard *g)
+conn_request_whole(struct conn *g)
 {
-	g->phase = G_BUSY;
+	g->phase = C_BUSY;
 	if (g->evcon != NULL && g->refusal == R_NONE)
 		evtimer_del(g->ev);
 }
 
 /* Refuse the request as too large, from the event (never inside evbuffer). */
 static void
-guard_too_large(struct guard *g)
+conn_too_large(struct conn *g)
 {
 	g->refusal = R_TOO_LARGE;
-	g->phase = G_BUSY;
+	g->phase = C_BUSY;
 	event_active(g->ev, EV_TIMEOUT, 1);
 }
 
@@ -403,7 +403,7 @@ head_field(const char *head, const char *name)
 
 /* Room for one more head byte; 0 when the head is at its cap. */
 static int
-guard_head_room(struct guard *g)
+conn_head_room(struct conn *g)
 {
 	size_t ncap;
 	char *n;
@@ -412,7 +412,7 @@ guard_head_room(struct guard *g)
 		return 1;
 	if (g->headcap >= SERVE_MAX_HEADERS)
 		return 0;
-	ncap = g->headcap == 0 ? GUARD_HEAD_FIRST : g->headcap * 2;
+	ncap = g->headcap == 0 ? CONN_HEAD_FIRST : g->headcap * 2;
 	if (ncap > SERVE_MAX_HEADERS)
 		ncap = SERVE_MAX_HEADERS;
 	if ((n = realloc(g->head, ncap + 1)) == NULL)
@@ -424,7 +424,7 @@ guard_head_room(struct guard *g)
 
 /* The head is judged: its bytes go until the next request's. */
 static void
-guard_head_forget(struct guard *g)
+conn_head_forget(struct conn *g)
 {
 	free(g->head);
 	g->head = NULL;
@@ -433,41 +433,41 @@ guard_head_forget(struct guard *g)
 
 /* The head is complete: decide on its body. */
 static void
-guard_head_done(struct guard *g, size_t extra)
+conn_head_done(struct conn *g, size_t extra)
 {
 	const char *cl = head_field(g->head, "Content-Length");
 	const char *te = head_field(g->head, "Transfer-Encoding");
 	unsigned long long len = cl != NULL ? strtoull(cl, NULL, 10) : 0;
 
 	g->chunked = te != NULL && strncasecmp(te, "chunked", 7) == 0;
-	guard_head_forget(g);
+	conn_head_forget(g);
 	if (!g->chunked && len > SERVE_MAX_BODY) {
-		guard_too_large(g);
+		conn_too_large(g);
 		return;
 	}
 	if (!g->chunked && len <= extra) {
-		guard_request_whole(g);
+		conn_request_whole(g);
 		return;
 	}
-	g->phase = G_BODY;
+	g->phase = C_BODY;
 	g->body_left = (size_t)len - (g->chunked ? 0 : extra);
 	g->body_seen = extra;
-	guard_deadline(g, GUARD_BODY_SEC);
+	conn_deadline(g, CONN_BODY_SEC);
 }
 
 /* Head bytes: copy them (bounded) and look for the blank line. */
 static void
-guard_head_bytes(struct guard *g, const char *p, size_t n)
+conn_head_bytes(struct conn *g, const char *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (guard_head_room(g))
+		if (conn_head_room(g))
 			g->head[g->headlen++] = p[i];
 		if (p[i] != '\n' || g->headlen < 2)
 			continue;
 		if (g->head[g->headlen - 2] == '\n' || (g->headlen >= 3 &&
 		    g->head[g->headlen - 2] == '\r' && g->head[g->headlen - 3] == '\n')) {
 			g->head[g->headlen] = '\0';
-			guard_head_done(g, n - i - 1);
+			conn_head_done(g, n - i - 1);
 			return;
 		}
 	}
@@ -475,23 +475,23 @@ guard_head_bytes(struct guard *g, const char *p, size_t n)
 
 /* Body bytes: count them against the cap and the declared length. */
 static void
-guard_body_bytes(struct guard *g, size_t n)
+conn_body_bytes(struct conn *g, size_t n)
 {
 	g->body_seen += n;
 	if (g->chunked) {
-		if (g->body_seen > SERVE_MAX_BODY + GUARD_CHUNK_SLACK)
-			guard_too_large(g);
+		if (g->body_seen > SERVE_MAX_BODY + CONN_CHUNK_SLACK)
+			conn_too_large(g);
 		return;
 	}
 	if (n >= g->body_left)
-		guard_request_whole(g);
+		conn_request_whole(g);
 	else
 		g->body_left -= n;
 }
 
 /* The bytes just added to the input buffer (the last n of it). */
 static void
-guard_scan_added(struct guard *g, struct evbuffer *buf, size_t n)
+conn_scan_added(struct conn *g, struct evbuffer *buf, size_t n)
 {
 	struct evbuffer_iovec v[8];
 	struct evbuffer_ptr pos;
@@ -504,10 +504,10 @@ guard_scan_added(struct guard *g, struct evbuffer *buf, size_t n)
 	for (int i = 0; i < nv && i < 8 && n > 0; i++) {
 		size_t k = v[i].iov_len < n ? v[i].iov_len : n;
 
-		if (g->phase == G_HEAD)
-			guard_head_bytes(g, v[i].iov_base, k);
-		else if (g->phase == G_BODY)
-			guard_body_bytes(g, k);
+		if (g->phase == C_HEAD)
+			conn_head_bytes(g, v[i].iov_base, k);
+		else if (g->phase == C_BODY)
+			conn_body_bytes(g, k);
 		n -= k;
 	}
 }
@@ -518,80 +518,80 @@ guard_scan_added(struct guard *g, struct evbuffer *buf, size_t n)
  * stream's input.
  */
 static void
-guard_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+conn_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
-	struct guard *g = arg;
+	struct conn *g = arg;
 
 	if (info->n_added == 0)
 		return;
 	switch (g->phase) {
-	case G_IDLE:
-		g->phase = G_HEAD;
+	case C_IDLE:
+		g->phase = C_HEAD;
 		g->headlen = 0;
-		guard_deadline(g, GUARD_HEAD_SEC);
+		conn_deadline(g, CONN_HEAD_SEC);
 		/* FALLTHROUGH */
-	case G_HEAD:
-	case G_BODY:
-		guard_scan_added(g, buf, info->n_added);
+	case C_HEAD:
+	case C_BODY:
+		conn_scan_added(g, buf, info->n_added);
 		break;
-	case G_STREAM:
+	case C_STREAM:
 		evbuffer_drain(buf, evbuffer_get_length(buf));
 		break;
-	case G_BUSY:
-		if (evbuffer_get_length(buf) > GUARD_PENDING_MAX)
+	case C_BUSY:
+		if (evbuffer_get_length(buf) > CONN_PENDING_MAX)
 			evbuffer_drain(buf, evbuffer_get_length(buf));
 		break;
-	case G_TAKEN:
+	case C_TAKEN:
 		break;
 	}
 }
 
 /* evhttp asks for a connection's bufferevent: a connection was accepted. */
 static struct bufferevent *
-guard_bevcb(struct event_base *base, void *arg)
+conn_bevcb(struct event_base *base, void *arg)
 {
 	struct bufferevent *bev;
-	struct guard *g;
+	struct conn *g;
 
 	(void)arg;
 	if ((bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE)) == NULL)
 		return NULL;
 	if ((g = calloc(1, sizeof(*g))) == NULL ||
-	    (g->ev = event_new(base, -1, 0, guard_event, g)) == NULL) {
+	    (g->ev = event_new(base, -1, 0, conn_event, g)) == NULL) {
 		free(g);
 		return bev;
 	}
 	/* Well under the cap again: a descriptor shortage, if any, is over. */
-	if (nguards < (size_t)guard_cap / 2)
+	if (nconns < (size_t)conn_cap / 2)
 		listen_accepted();
 	g->bev = bev;
-	g->phase = G_HEAD;
-	TAILQ_INSERT_TAIL(&guards, g, entry);
-	nguards++;
-	/* Keep it until guard_attach() has looked at it. */
+	g->phase = C_HEAD;
+	TAILQ_INSERT_TAIL(&conns, g, entry);
+	nconns++;
+	/* Keep it until conn_attach() has looked at it. */
 	bufferevent_incref(bev);
-	evbuffer_add_cb(bufferevent_get_input(bev), guard_input, g);
+	evbuffer_add_cb(bufferevent_get_input(bev), conn_input, g);
 	event_active(g->ev, EV_TIMEOUT, 1);
 	return bev;
 }
 
 void
-guard_install(struct evhttp *http)
+conn_install(struct evhttp *http)
 {
 	/* Ours is the cap; evhttp's only stops what the guard let through. */
 	evhttp_set_max_body_size(http, 2 * SERVE_MAX_BODY);
-	evhttp_set_bevcb(http, guard_bevcb, NULL);
+	evhttp_set_bevcb(http, conn_bevcb, NULL);
 }
 
-static struct guard *
-guard_of(struct evhttp_request *req)
+static struct conn *
+conn_of(struct evhttp_request *req)
 {
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-	struct guard *g;
+	struct conn *g;
 
 	if (evcon == NULL)
 		return NULL;
-	TAILQ_FOREACH(g, &guards, entry)
+	TAILQ_FOREACH(g, &conns, entry)
 		if (g->evcon == evcon)
 			return g;
 	return NULL;
@@ -599,39 +599,39 @@ guard_of(struct evhttp_request *req)
 
 /* The reply is sent: the connection waits for its next request. */
 static void
-guard_reply_done(struct evhttp_request *req, void *arg)
+conn_reply_done(struct evhttp_request *req, void *arg)
 {
-	struct guard *g;
+	struct conn *g;
 
 	(void)arg;
 	audit_done(req);
 	/* g may be gone (a closing connection): look it up by address. */
-	TAILQ_FOREACH(g, &guards, entry)
-		if (g == arg && g->phase != G_TAKEN) {
-			g->phase = G_IDLE;
+	TAILQ_FOREACH(g, &conns, entry)
+		if (g == arg && g->phase != C_TAKEN) {
+			g->phase = C_IDLE;
 			g->headlen = 0;
 		}
 }
 
 /* A request reached the router: its head and body are whole. */
 void
-guard_request(struct evhttp_request *req)
+conn_request(struct evhttp_request *req)
 {
-	struct guard *g = guard_of(req);
+	struct conn *g = conn_of(req);
 
 	audit_forget(req);
 	if (g == NULL)
 		return;
-	guard_request_whole(g);
-	evhttp_request_set_on_complete_cb(req, guard_reply_done, g);
+	conn_request_whole(g);
+	evhttp_request_set_on_complete_cb(req, conn_reply_done, g);
 }
 
 /* A request on req's connection was authenticated: it leaves the
    unauthenticated share for good. */
 void
-http_conn_authed(struct evhttp_request *req)
+conn_authed(struct evhttp_request *req)
 {
-	struct guard *g = guard_of(req);
+	struct conn *g = conn_of(req);
 
 	if (g != NULL && g->preauth) {
 		g->preauth = 0;
@@ -641,12 +641,12 @@ http_conn_authed(struct evhttp_request *req)
 
 /* The response to req is a stream: discard what its client sends. */
 void
-http_conn_streaming(struct evhttp_request *req)
+conn_streaming(struct evhttp_request *req)
 {
-	struct guard *g = guard_of(req);
+	struct conn *g = conn_of(req);
 
 	if (g != NULL) {
-		g->phase = G_STREAM;
+		g->phase = C_STREAM;
 		evbuffer_drain(bufferevent_get_input(g->bev),
 		    evbuffer_get_length(bufferevent_get_input(g->bev)));
 	}
@@ -654,22 +654,22 @@ http_conn_streaming(struct evhttp_request *req)
 
 /* req's connection is taken over (WebSocket): its owner reads it. */
 void
-http_conn_taken(struct evhttp_request *req)
+conn_taken(struct evhttp_request *req)
 {
-	struct guard *g = guard_of(req);
+	struct conn *g = conn_of(req);
 
 	if (g != NULL)
-		g->phase = G_TAKEN;
+		g->phase = C_TAKEN;
 }
 
 void
-http_conn_set_sub(struct evhttp_request *req, struct sse_sub *sub)
+conn_set_sub(struct evhttp_request *req, struct sse_sub *sub)
 {
-	struct guard *g = guard_of(req);
+	struct conn *g = conn_of(req);
 
 	if (g == NULL)
 		return;
 	g->sub = sub;
 	if (sub != NULL)
-		http_conn_streaming(req);
+		conn_streaming(req);
 }
