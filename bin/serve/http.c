@@ -504,7 +504,7 @@ on_request(struct evhttp_request *req, void *arg)
 
 	(void)arg;
 	conn_request(req);
-	/* A chunked body is only measured whole (conn.c cuts it early). */
+	/* A chunked body is only measured whole (conn-input.c cuts it early). */
 	if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) > SERVE_MAX_BODY) {
 		http_error(req, "payload_too_large", NULL);
 		return;
