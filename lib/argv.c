@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "argv.h"
+#include "cause.h"
 
 enum quote { Q_NONE, Q_SINGLE, Q_DOUBLE };
 
@@ -74,7 +75,7 @@ read_word(const char **sp, char *buf, const char **why)
 }
 
 int
-argv_split(const char *s, char ***argvp, char *err, size_t errlen)
+argv_split(const char *s, char ***argvp, char **cause)
 {
 	const char *why = "out of memory";
 	char **v = NULL, *buf;
@@ -94,14 +95,12 @@ argv_split(const char *s, char ***argvp, char *err, size_t errlen)
 			goto fail;
 	}
 	free(buf);
-	if (argc == 0) {
-		snprintf(err, errlen, "no command");
-		return -1;
-	}
+	if (argc == 0)
+		return cause_set(cause, "no command");
 	*argvp = v;
 	return argc;
 fail:
-	snprintf(err, errlen, "%s", why);
+	cause_set(cause, "%s", why);
 	free(buf);
 	argv_free(v);
 	return -1;

@@ -15,9 +15,10 @@
 
 /*
  * Split s into a NULL-terminated vector; caller frees it with argv_free().
- * Returns the number of words (at least 1), or -1 with a message in err.
+ * Returns the number of words (at least 1), or -1 with a message in
+ * *cause (lib/cause.h; the caller frees it; cause may be NULL).
  */
-int	argv_split(const char *s, char ***argvp, char *err, size_t errlen);
+int	argv_split(const char *s, char ***argvp, char **cause);
 
 /* Free a vector from argv_split (NULL-safe). */
 void	argv_free(char **);

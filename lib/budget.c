@@ -7,15 +7,13 @@
 #include <string.h>
 
 #include "budget.h"
+#include "cause.h"
 
 /* Quote at most 40 bytes of the rejected text, so a message stays short. */
 static void
-budget_reject(const char *flag, const char *text, int allow_zero, char *err,
-    size_t errlen)
+budget_reject(const char *flag, const char *text, int allow_zero, char **cause)
 {
-	if (err == NULL || errlen == 0)
-		return;
-	snprintf(err, errlen, "%s: must be a %s integer of milliseconds "
+	cause_set(cause, "%s: must be a %s integer of milliseconds "
 	    "no greater than %lld, not '%.40s%s'",
 	    flag != NULL ? flag : "value",
 	    allow_zero ? "non-negative" : "positive", BUDGET_MAX_MS,
@@ -30,7 +28,7 @@ budget_reject(const char *flag, const char *text, int allow_zero, char *err,
  */
 int
 budget_parse_ms(const char *flag, const char *text, int allow_zero,
-    int64_t *out, char *err, size_t errlen)
+    int64_t *out, char **cause)
 {
 	const char *p;
 	int64_t v = 0;
@@ -52,7 +50,7 @@ budget_parse_ms(const char *flag, const char *text, int allow_zero,
 		*out = v;
 	return 0;
 bad:
-	budget_reject(flag, text, allow_zero, err, errlen);
+	budget_reject(flag, text, allow_zero, cause);
 	return -1;
 }
 

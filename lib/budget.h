@@ -29,10 +29,11 @@
  * text means the same to every reader.  Returns 0 and sets *out, or -1 and
  * writes a message such as "--session-restore-timeout-ms: must be a
  * positive integer of milliseconds no greater than 2147483647, not '0'"
- * into err (NULL err: no message; with allow_zero it says "non-negative").
+ * in *cause (lib/cause.h: the caller frees it; NULL cause: no message;
+ * with allow_zero it says "non-negative").
  */
 int	budget_parse_ms(const char *flag, const char *text, int allow_zero,
-	    int64_t *out, char *err, size_t errlen);
+	    int64_t *out, char **cause);
 
 /*
  * The daemon's restore budget.  restore_ms / init_ms are the values given

@@ -7,22 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "fatal.h"
 #include "xmalloc.h"
-
-/* Last words through the program's log, then out. */
-void
-fatalx(const char *fmt, ...)
-{
-	char msg[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	log_errx("fatal: %s", msg);
-	exit(1);
-}
 
 /* Zero bytes gets one, so a result is never NULL. */
 void *

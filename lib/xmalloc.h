@@ -3,7 +3,7 @@
  * xmalloc.h: allocation for the programs, never for libqwen.
  *
  * The error policy (HACKING.md): a program cannot go on without memory, so
- * these end it with a message (fatalx()) instead of returning NULL; libqwen
+ * these end it with a message (fatalx(), fatal.h) instead of returning NULL; libqwen
  * itself keeps returning NULL or -1 with errno and leaves the decision to
  * its caller.  They are built as lib/libxmalloc.a, outside libqwen.a.
  */
@@ -15,9 +15,7 @@
 
 #include <json-c/json.h>
 
-/* Log "fatal: <message>" (log.h: stderr or the log file) and exit(1). */
-void	fatalx(const char *fmt, ...)
-	    __attribute__((format(printf, 1, 2), noreturn));
+#include "fatal.h"
 
 void	*xmalloc(size_t);
 void	*xcalloc(size_t, size_t);

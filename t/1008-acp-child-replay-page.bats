@@ -17,11 +17,6 @@ load_req() {
 	req "$1" session/load "{\"sessionId\":\"$SID1\",\"_meta\":{\"qwen.session.loadReplayMode\":\"bulk\"$2}}"
 }
 
-# replay ID: the loadReplay envelope of answer ID.
-replay() {
-	resp "$1" | jq -c '.result._meta["qwen.session.loadReplay"]'
-}
-
 # Turn i's first record uuid in make_transcript's numbering.
 user_uuid() {
 	printf '%08x-0000-4000-8000-%012x' "$1" "$(($1 * 2))"

@@ -30,11 +30,6 @@ stats() {
 	resp "$1" | jq -c '.result._meta["qwen.session.restore"]'
 }
 
-# replay ID: the replay envelope of answer ID.
-replay() {
-	resp "$1" | jq -c '.result._meta["qwen.session.loadReplay"]'
-}
-
 @test "a second child loads from the kept index without reading the transcript" {
 	run drive --cache-dir "$CACHE" <<EOF
 $INIT

@@ -32,11 +32,6 @@ stats() {
 	resp "$1" | jq -c '.result._meta["qwen.session.restore"]'
 }
 
-# replay ID: the replay envelope of answer ID.
-replay() {
-	resp "$1" | jq -c '.result._meta["qwen.session.loadReplay"]'
-}
-
 # same ID JSON: answer ID's counters are JSON's but for where the index came from.
 same() {
 	[ "$(stats "$1" | jq -c 'del(.index, .bytesRead, .indexBytesChecked)')" = \

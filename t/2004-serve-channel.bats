@@ -11,10 +11,6 @@ teardown() {
 
 P='{"prompt":[{"type":"text","text":"hello"}]}'
 
-child_pid() {
-	sed -n 's/.*started .* (pid \([0-9]*\)).*/\1/p' "$BATS_TEST_TMPDIR/err" | tail -1
-}
-
 @test "the child is started on demand; its stderr goes to the daemon log" {
 	serve_start
 	req GET '/health?deep=1'

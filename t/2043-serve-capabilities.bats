@@ -15,7 +15,9 @@ teardown() {
 
 # Each advertised tag and the request that shows it is served.  $SID is
 # a live session, $WSID the primary workspace's id.  A tag for a
-# behaviour rather than a route names the route that carries it.
+# behaviour rather than a route names the route that carries it.  The
+# agent's own calls (context, stats, rewind, ...) are served by passing
+# them to the session's agent: the route answers whatever the agent says.
 SERVED='
 health                        GET /health
 capabilities                  GET /capabilities
@@ -49,6 +51,19 @@ prompt_absolute_deadline      POST /session/$SID/prompt
 writer_idle_timeout           GET /session/$SID/events
 multi_workspace_sessions      POST /session
 workspace_qualified_acp       POST /workspaces/$WSID/acp
+session_context               GET /session/$SID/context
+session_context_usage         GET /session/$SID/context-usage
+session_stats                 GET /session/$SID/stats
+session_supported_commands    GET /session/$SID/supported-commands
+session_tasks                 GET /session/$SID/tasks
+session_agents                GET /session/$SID/agents
+session_lsp                   GET /session/$SID/lsp
+session_resources             GET /session/$SID/resources
+session_hooks                 GET /session/$SID/hooks
+session_rewind                POST /session/$SID/rewind
+session_recap                 POST /session/$SID/recap
+session_btw                   POST /session/$SID/btw
+session_language              POST /session/$SID/language
 '
 
 # Upstream's tags whose routes this daemon does not serve (yet): absent
@@ -62,20 +77,7 @@ session_organization               PATCH /session/$SID/organization
 session_export                     GET /session/$SID/export
 session_turn_navigation            GET /session/$SID/turn-index
 session_turn_status                GET /session/$SID/turns/current
-session_context                    GET /session/$SID/context
-session_context_usage              GET /session/$SID/context-usage
-session_supported_commands         GET /session/$SID/supported-commands
-session_tasks                      GET /session/$SID/tasks
-session_agents                     GET /session/$SID/agents
 session_agent_trace                GET /session/$SID/agent-trace
-session_stats                      GET /session/$SID/stats
-session_lsp                        GET /session/$SID/lsp
-session_resources                  GET /session/$SID/resources
-session_hooks                      GET /session/$SID/hooks
-session_rewind                     POST /session/$SID/rewind
-session_recap                      POST /session/$SID/recap
-session_btw                        POST /session/$SID/btw
-session_language                   POST /session/$SID/language
 session_side_task                  POST /session/$SID/side-task
 session_generation                 POST /session/$SID/generate
 session_shell_command              POST /session/$SID/shell

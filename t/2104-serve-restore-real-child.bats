@@ -17,16 +17,10 @@ teardown() {
 	rteardown
 }
 
-real_serve() {
-	SERVE_CHILD=$REAL serve_start "$@"
-	make_transcript "$SID"
-	make_transcript "$SID2"
-}
-
 @test "real child, held load: the restore crosses its deadline, one close, the sibling stays" {
 	TRACE=$BATS_TEST_TMPDIR/trace.jsonl
 	gate_open
-	real_serve --session-restore-timeout-ms 200 --trace-file "$TRACE"
+	real_child_serve --session-restore-timeout-ms 200 --trace-file "$TRACE"
 	# Past the child's 16 MiB fast lane: a big load, which waits at the gate.
 	qwen-gen-transcript --mib 20 --seed 7 --session-id "$SID" --data-dir "$DATA" \
 	    --workspace "$WS" >/dev/null
@@ -56,7 +50,7 @@ real_serve() {
 }
 
 @test "real child stopped: 504 on time, same-id 409, late success closed after SIGCONT" {
-	real_serve --session-restore-timeout-ms 400
+	real_child_serve --session-restore-timeout-ms 400
 	req POST /session/$SID2/load '{}'
 	expect 200
 	local pid=$(child_pid)
@@ -82,7 +76,7 @@ real_serve() {
 
 @test "real child, nothing else on it: killed at the deadline, the daemon lives" {
 	gate_open
-	real_serve --session-restore-timeout-ms 200
+	real_child_serve --session-restore-timeout-ms 200
 	# A big load, held at the gate (never released): it cannot answer.
 	qwen-gen-transcript --mib 20 --seed 7 --session-id "$SID" --data-dir "$DATA" \
 	    --workspace "$WS" >/dev/null

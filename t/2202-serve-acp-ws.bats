@@ -202,15 +202,8 @@ EOF
 
 # ---- ACP end to end against the real child ----------------------------------
 
-real_serve() {
-	[ -x "$REAL" ] || skip "qwen-acp-child not built"
-	SERVE_CHILD=$REAL serve_start "$@"
-	make_transcript "$SID"
-	make_transcript "$SID2"
-}
-
 @test "real child: initialize, new, load with replay, prompt with streamed updates, resume, close" {
-	real_serve
+	real_child_serve
 	local new=33333333-3333-4333-8333-333333333333
 	ws e2e <<EOF
 text $init
@@ -259,7 +252,7 @@ EOF
 }
 
 @test "real child: session/cancel stops a running prompt (stopReason cancelled)" {
-	real_serve --agent-command 'echo started; exec sleep 30'
+	real_child_serve --agent-command 'echo started; exec sleep 30'
 	ws c <<EOF
 text $init
 wait 1
@@ -277,7 +270,7 @@ EOF
 
 @test "abrupt disconnects: after a load, mid-prompt and mid-restore nothing is left behind" {
 	local gate=$BATS_TEST_TMPDIR/gate
-	real_serve --agent-command "echo started; while [ ! -e '$gate' ]; do sleep 0.02; done"
+	real_child_serve --agent-command "echo started; while [ ! -e '$gate' ]; do sleep 0.02; done"
 	ws idle <<EOF
 text $init
 wait 1
@@ -332,7 +325,7 @@ EOF
 	# A big load held at the child's gate (never released): each of the
 	# three loads crosses its deadline because the test holds it.
 	gate_open
-	real_serve --session-restore-timeout-ms 200
+	real_child_serve --session-restore-timeout-ms 200
 	qwen-gen-transcript --mib 20 --seed 7 --session-id "$SID" --data-dir "$DATA" \
 	    --workspace "$WS" >/dev/null
 	local load="{\"sessionId\":\"$SID\",\"cwd\":\"$WS\",\"mcpServers\":[]}"

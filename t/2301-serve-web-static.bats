@@ -39,10 +39,15 @@ web() {
 	[[ "$csp" != *unsafe* ]]
 	[ -n "$(header ETag)" ]
 	local f t
-	for f in index.html:text/html app.js:text/javascript app.css:text/css \
-	    budget.mjs:text/javascript history.mjs:text/javascript sse.mjs:text/javascript; do
-		t=${f#*:}
-		f=${f%%:*}
+	# Every file of the console, each with its type.
+	for f in "$WEB"/*; do
+		f=${f##*/}
+		case $f in
+		*.html) t=text/html ;;
+		*.css) t=text/css ;;
+		*.js|*.mjs) t=text/javascript ;;
+		*) continue ;;
+		esac
 		web "/$f"
 		[ "$code" = 200 ]
 		cmp "$BATS_TEST_TMPDIR/body" "$WEB/$f"

@@ -31,11 +31,6 @@ teardown() { serve_teardown; }
 	expect 200
 }
 
-# The pid of the last child the daemon started, from its log.
-child_pid() {
-	sed -n 's/.*started .* (pid \([0-9]*\)).*/\1/p' "$BATS_TEST_TMPDIR/err" | tail -1
-}
-
 # A placeholder fork followed by pipeline_start() only narrows the window:
 # the fork after a good one is libpipeline's, and its failure ends the
 # process.  Here only the second fork fails; no fork may be fatal.

@@ -18,11 +18,7 @@ BUDGET=(--session-restore-timeout-ms 120000)
 CURL_MAX=(--max-time 30)
 
 real_serve() {
-	REAL=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
-	[ -x "$REAL" ] || skip "qwen-acp-child not built"
-	SERVE_CHILD=$REAL serve_start "${BUDGET[@]}"
-	make_transcript "$SID"
-	make_transcript "$SID2"
+	real_child_serve "${BUDGET[@]}"
 	CHATS=$DATA/projects/$(printf '%s' "$WS" | sed 's/[^A-Za-z0-9]/-/g')/chats
 }
 

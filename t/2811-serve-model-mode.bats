@@ -14,10 +14,6 @@ teardown() {
 	serve_teardown
 }
 
-child_pid() {
-	sed -n 's/.*started .* (pid \([0-9]*\)).*/\1/p' "$BATS_TEST_TMPDIR/err" | tail -1
-}
-
 # The methods the child read, in order ("<method> <sessionId>" a line).
 child_methods() {
 	awk '{print $2, $3}' "$BATS_TEST_TMPDIR/child.log"

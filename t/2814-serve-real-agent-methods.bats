@@ -4,7 +4,9 @@
 # daemon asks of it, because the daemon uses upstream's method names:
 # transcript pages (qwen/status/session/transcript), branch
 # (qwen/control/session/branch); and DELETE then an immediate load of
-# the same session succeeds (the load waits for the agent's close).
+# the same session succeeds (the load waits for the agent's close); and
+# the agent's own session calls (context usage, stats, supported
+# commands) are answered by the agent through the daemon.
 
 load agent_helper
 
@@ -39,4 +41,19 @@ teardown() {
 	[ "$code" -lt 300 ]
 	req POST "/session/$SID/load" "{\"cwd\":\"$WS\"}"
 	expect 200 ".sessionId == \"$SID\""
+}
+
+@test "real agent as the child: the agent's own session calls answer through the daemon" {
+	agent_serve_start
+	new_session
+	sse_open ev "/session/$SID/events"
+	prompt_and_wait ev "A first question"
+	req GET "/session/$SID/context-usage"
+	expect 200 '. | type == "object"'
+	req GET "/session/$SID/stats"
+	expect 200 '. | type == "object"'
+	req GET "/session/$SID/supported-commands"
+	expect 200 '(.availableCommands | type) == "array"'
+	req GET "/session/$SID/hooks"
+	expect 200 "(.hooks | type) == \"array\" and .sessionId == \"$SID\""
 }

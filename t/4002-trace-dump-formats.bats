@@ -96,11 +96,6 @@ EOT
 	[ "$(grep -c 'malformed line:' <<<"$stderr")" -le 100 ]
 }
 
-# on_tty CMD: run CMD with a terminal as stdin and stdout (script(1)).
-on_tty() {
-	script -qec "$*" /dev/null </dev/null
-}
-
 @test "colours only on a terminal, never with NO_COLOR" {
 	run qwen-trace-dump "$TD/quarantined.jsonl"
 	[[ "$output" != *$'\033['* ]]

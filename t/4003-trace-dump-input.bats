@@ -8,11 +8,6 @@ bats_require_minimum_version 1.5.0
 
 TD="${TESTDATA:-$BATS_TEST_DIRNAME/data}/trace-dump"
 
-# on_tty CMD...: run CMD with a terminal as stdin and stdout (script(1)).
-on_tty() {
-	script -qec "$*" /dev/null </dev/null
-}
-
 @test "stdin when no file is given or with -" {
 	run qwen-trace-dump <"$TD/fast.jsonl"
 	[ "$status" -eq 0 ]

@@ -72,11 +72,6 @@ PROGRAMS="qwen-serve qwen-acp-child qwen-restore qwen-trace-dump"
 	jq -e ".traceEvents | type == \"array\"" <<<"$output" >/dev/null
 }
 
-# on_tty CMD: run CMD with a terminal as stdout (script(1)).
-on_tty() {
-	script -qec "$1" /dev/null </dev/null
-}
-
 @test "the pager starts only when there is output" {
 	command -v script >/dev/null || skip "script(1) not installed"
 	pager=$BATS_TEST_TMPDIR/pager

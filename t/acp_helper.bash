@@ -108,3 +108,8 @@ sib_answers() {
 	child_lines | jq -s '[.[] | select((.id | tostring | startswith("sib-")) and
 	    .result._meta["qwen.session.restore"].chainRecords == 6)] | length'
 }
+
+# replay ID: the loadReplay envelope of answer ID.
+replay() {
+	resp "$1" | jq -c '.result._meta["qwen.session.loadReplay"]'
+}

@@ -182,3 +182,18 @@ sdk_run() {
 	    "$WS" "$SID" "$@" 3>&-
 	echo "$output"
 }
+
+# child_pid: the pid of the child the daemon started last (from its log).
+child_pid() {
+	sed -n 's/.*started .* (pid \([0-9]*\)).*/\1/p' "$BATS_TEST_TMPDIR/err" | tail -1
+}
+
+# real_child_serve [SERVE-ARGS...]: the daemon with the real qwen-acp-child
+# ($REAL, the build tree's by default) and transcripts for $SID and $SID2.
+real_child_serve() {
+	REAL=${REAL:-$QWEN_TOP_BUILDDIR/bin/qwen-acp-child}
+	[ -x "$REAL" ] || skip "qwen-acp-child not built"
+	SERVE_CHILD=$REAL serve_start "$@"
+	make_transcript "$SID"
+	make_transcript "$SID2"
+}

@@ -90,3 +90,8 @@ browser_setup() {
 	ART=$QWEN_TOP_BUILDDIR/t/artifacts
 	mkdir -p "$ART"
 }
+
+# on_tty CMD...: run CMD with a terminal as stdin and stdout (script(1)).
+on_tty() {
+	script -qec "$*" /dev/null </dev/null
+}

@@ -2,8 +2,9 @@
 // app.js: the qwen-serve browser console.  Plain ES module, no framework.
 // It talks to the daemon's REST API on the same origin: GET /capabilities,
 // GET /workspace/sessions, POST /session/:id/{load,resume,prompt,cancel,
-// detach}, GET /session/:id/events (SSE read through fetch() so that the
-// bearer can ride in the Authorization header), GET /health?deep=1.
+// detach,permission}, GET /session/:id/{events,status,transcript} (SSE read
+// through fetch() so that the bearer can ride in the Authorization header),
+// GET /health?deep=1.
 // Timers follow seed 000 (budget.mjs); the prompt heals a stale clientId
 // once as in seed 001.  All text goes in through textContent.
 import {
@@ -16,6 +17,7 @@ import { SseParser } from './sse.mjs';
 
 const TOKEN_KEY = 'qwen-serve.token';
 const STATUS_POLL_MS = 5000;
+const HISTORY_PAGE = 200;	// records a load replays, and a "Load older" page
 const $ = (id) => document.getElementById(id);
 
 const st = {
@@ -389,6 +391,8 @@ async function restore(action, id) {
 		    () => restore(action, id));
 	}, wdMs);
 	const body = st.ws ? { cwd: st.ws } : {};
+	if (action === 'load')
+		body.historyPageSize = HISTORY_PAGE;
 	const r = await api('POST', path, { body, timeoutMs: reqMs, signal: ctrl.signal });
 	clearTimeout(wd);
 	if (dead)
@@ -418,12 +422,55 @@ async function restore(action, id) {
 		    'Resumed without history; new events appear below.');
 	else if (replay.length === 0)
 		st.hist.note('No history to replay.');
-	if (b.historyHasMore || b.partial)
+	if (b.historyHasMore && b.historyAnchorRecordId)
+		olderFrom(b.sessionId, b.historyAnchorRecordId);
+	else if (b.historyHasMore || b.partial)
 		st.hist.note('Older history was left out of this replay.');
 	log(`${what} ${b.sessionId.slice(0, 8)}: ${replay.length} events replayed`);
 	openStream();
+	showPending(st.cur);
 	loadSessions();
 	pollStatus();
+}
+
+// A permission asked before this console attached is in the session's
+// status only: show each one with its buttons, as if it had been seen.
+async function showPending(cur) {
+	const r = await api('GET', `/session/${sid(cur.id)}/status`,
+	    { timeoutMs: OTHER_REQUEST_MS });
+	if (st.cur !== cur || r.status !== 200 || !Array.isArray(r.body?.pendingInteractions))
+		return;
+	for (const p of r.body.pendingInteractions)
+		st.hist.interaction(p, answerPermission);
+}
+
+// The "Load older" bar at the top: pages of the transcript before the
+// oldest record shown, HISTORY_PAGE records at a time.
+function olderFrom(id, anchor) {
+	let before = anchor;
+	st.hist.olderBar(async () => {
+		const cur = st.cur;
+		const r = await api('GET', `/session/${sid(id)}/transcript?beforeRecordId=` +
+		    `${encodeURIComponent(before)}&limit=${HISTORY_PAGE}`,
+		    { timeoutMs: OTHER_REQUEST_MS });
+		if (st.cur !== cur)
+			return;
+		if (r.status !== 200 || !Array.isArray(r.body?.events)) {
+			st.hist.olderDone(true);
+			if (r.status !== 401)
+				showError(failure(r, 'Older history'), null);
+			return;
+		}
+		const evs = r.body.events;
+		st.hist.prepend(() => {
+			for (const env of evs)
+				renderEvent({ type: 'session_update', data: { update: env.data } }, true);
+		});
+		const first = evs[0]?.data?._meta?.['qwen.session.recordId'];
+		if (typeof first === 'string')
+			before = first;
+		st.hist.olderDone(Boolean(r.body.hasMore) && typeof first === 'string');
+	});
 }
 
 // ---- history ---------------------------------------------------------------
@@ -482,6 +529,7 @@ function settled(env, d) {
 }
 
 function turnDone(text, state) {
+	st.hist.unfollow();
 	if (state !== 'idle')
 		pollStatus();
 	$('turn').textContent = text;
@@ -668,6 +716,7 @@ async function onPrompt(ev) {
 	st.hist.cut();
 	st.hist.chunk('user_message_chunk', text, null, false);
 	st.hist.cut();
+	st.hist.follow();
 	$('turn').textContent = 'sending…';
 	$('turn').dataset.state = 'sending';
 	const r = await admit(cur, { prompt: [{ type: 'text', text }] });

@@ -20,7 +20,7 @@ struct bufferevent;
 struct child;
 struct event;
 
-enum call_kind { CALL_INIT, CALL_RESUME, CALL_PROMPT, CALL_PERMISSION };
+enum call_kind { CALL_INIT, CALL_RESUME, CALL_PROMPT, CALL_PERMISSION, CALL_PASS };
 
 /* A request in flight: ours to the agent, or the agent's to our parent. */
 struct call {
@@ -77,5 +77,9 @@ void		 dlg_release_waiting(struct child *, int ready, const char *cause);
 void		 dlg_message(struct child *, struct rpc_msg *);
 /* delegate.c: the agent's process is gone. */
 void		 dlg_gone(struct child *);
+/* delegate-pass.c: the agent's answer to a passed call (borrowed), or
+   none ever. */
+void		 dlg_pass_answer(struct child *, struct call *, struct rpc_msg *);
+void		 dlg_pass_gone(struct child *, struct call *);
 
 #endif

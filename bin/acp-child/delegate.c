@@ -360,6 +360,9 @@ dlg_answer(struct child *c, struct rpc_msg *m)
 			child_send(c, rpc_new_error_obj(json_object_get(k->peer_id), m->error));
 		turn_over(c, k->sid);
 		break;
+	case CALL_PASS:
+		dlg_pass_answer(c, k, m);
+		break;
 	case CALL_PERMISSION:
 		break;
 	}
@@ -446,6 +449,8 @@ dlg_gone(struct child *c)
 		TAILQ_REMOVE(&dlg.calls, k, entry);
 		if (k->kind == CALL_PROMPT || (k->kind == CALL_RESUME && k->peer_id != NULL))
 			fail_turn(c, k->sid, k->peer_id, "the agent exited during the turn");
+		else if (k->kind == CALL_PASS)
+			dlg_pass_gone(c, k);
 		call_free(k);
 	}
 	dlg_release_waiting(c, 0, NULL);

@@ -30,5 +30,8 @@ void	delegate_prestart(struct child *);
 void	delegate_session_ready(struct child *, struct session *);
 /* The session goes: forget it at the agent's side. */
 void	delegate_session_gone(struct child *, struct session *);
+/* delegate-pass.c: an agent-level session call the agent answers: 1 when
+   it was taken (passed, or refused because the agent is not ready). */
+int	delegate_pass(struct child *, struct rpc_msg *);
 
 #endif

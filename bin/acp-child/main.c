@@ -16,6 +16,7 @@
  */
 #include "config.h"
 
+#include <err.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -111,13 +112,11 @@ replay_fit_frame(struct child_opts *o)
 static void
 agent_acp_opt(struct child_opts *o, const char *arg)
 {
-	char err[128];
+	char *cause = NULL;
 
 	argv_free(o->agent_acp);
-	if (argv_split(arg, &o->agent_acp, err, sizeof(err)) == -1) {
-		fprintf(stderr, "%s: --agent-acp: %s\n", getprogname(), err);
-		exit(2);
-	}
+	if (argv_split(arg, &o->agent_acp, &cause) == -1)
+		errx(2, "--agent-acp: %s", cause != NULL ? cause : "out of memory");
 }
 
 /* --max-sessions N: 0 (no cap) to a million, else exit 2. */

@@ -316,6 +316,8 @@ rpc_dispatch(struct child *c, struct rpc_msg *m)
 		txpage_request(c, m);
 	} else if (strcmp(m->method, "qwen/status/loop_lag") == 0) {
 		rpc_loop_lag(c, m);
+	} else if (delegate_pass(c, m)) {
+		;	/* the --agent-acp agent's to answer */
 	} else {
 		char msg[160];
 		snprintf(msg, sizeof(msg), "Method not found: %.120s", m->method);

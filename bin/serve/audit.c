@@ -164,7 +164,7 @@ audit_write(const struct audit_req *a, int status)
 	json_object_put(o);
 }
 
-/* req's answer is sent (connguard.c): its record goes to disk. */
+/* req's answer is sent (conn-input.c): its record goes to disk. */
 void
 audit_done(struct evhttp_request *req)
 {

@@ -13,6 +13,7 @@
  */
 #include "config.h"
 
+#include <err.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,12 +44,10 @@ is_loader_var(const char *entry)
 void
 child_cmd_option(const char *line)
 {
-	char err[128], **v;
+	char *cause = NULL, **v;
 
-	if (argv_split(line, &v, err, sizeof(err)) == -1) {
-		fprintf(stderr, "qwen-serve: --child-command: %s\n", err);
-		exit(2);
-	}
+	if (argv_split(line, &v, &cause) == -1)
+		errx(2, "--child-command: %s", cause != NULL ? cause : "out of memory");
 	argv_free(conf.child_argv);
 	conf.child_argv = v;
 }

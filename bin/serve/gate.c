@@ -150,7 +150,7 @@ gate_bearer(struct evhttp_request *req, enum gate_kind kind, int fam, int fd)
 	    (kind == GATE_HEALTH && !conf.require_auth);
 
 	if (conf.token == NULL || token_check(auth)) {
-		http_conn_authed(req);
+		conn_authed(req);
 		return 0;
 	}
 	if (fam == AF_UNIX)
@@ -161,7 +161,7 @@ gate_bearer(struct evhttp_request *req, enum gate_kind kind, int fam, int fd)
 		 * a remote browser loads them and then asks for it. */
 		return kind == GATE_PUBLIC && !conf.token_generated ? 0 :
 		    gate_unauthorized(req);
-	http_conn_authed(req);		/* our own user */
+	conn_authed(req);		/* our own user */
 	return conf.token_generated || open_route ? 0 : gate_unauthorized(req);
 }
 

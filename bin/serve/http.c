@@ -78,6 +78,28 @@ static const struct route routes[] = {
 	    route_session_pending_remove },
 	{ EVHTTP_REQ_POST, "/session/", "/approval-mode", R_ID | R_BODY | R_LIVE,
 	    route_session_approval_mode },
+	/* The agent's own session calls (routes-pass.c). */
+	{ EVHTTP_REQ_GET, "/session/", "/context", R_ID, route_session_pass },
+	{ EVHTTP_REQ_GET, "/session/", "/context-usage", R_ID, route_session_pass },
+	{ EVHTTP_REQ_GET, "/session/", "/stats", R_ID, route_session_pass },
+	{ EVHTTP_REQ_GET, "/session/", "/supported-commands", R_ID, route_session_pass },
+	{ EVHTTP_REQ_GET, "/session/", "/tasks", R_ID, route_session_pass },
+	{ EVHTTP_REQ_GET, "/session/", "/agents", R_ID, route_session_pass },
+	{ EVHTTP_REQ_GET, "/session/", "/lsp", R_ID, route_session_pass },
+	{ EVHTTP_REQ_GET, "/session/", "/resources", R_ID, route_session_pass },
+	{ EVHTTP_REQ_GET, "/session/", "/hooks", R_ID, route_session_pass },
+	{ EVHTTP_REQ_GET, "/session/", "/rewind/snapshots", R_ID, route_session_pass },
+	{ EVHTTP_REQ_GET, "/session/", "/goal", R_ID, route_session_pass },
+	{ EVHTTP_REQ_POST, "/session/", "/goal", R_ID | R_BODY | R_LIVE, route_session_pass },
+	{ EVHTTP_REQ_POST, "/session/", "/goal/clear", R_ID | R_BODY | R_LIVE,
+	    route_session_pass },
+	{ EVHTTP_REQ_POST, "/session/", "/rewind", R_ID | R_BODY | R_LIVE, route_session_pass },
+	{ EVHTTP_REQ_POST, "/session/", "/recap", R_ID | R_BODY | R_LIVE, route_session_pass },
+	{ EVHTTP_REQ_POST, "/session/", "/btw", R_ID | R_BODY | R_LIVE, route_session_pass },
+	{ EVHTTP_REQ_POST, "/session/", "/language", R_ID | R_BODY | R_LIVE,
+	    route_session_pass },
+	{ EVHTTP_REQ_POST, "/session/", "/config-option", R_ID | R_BODY | R_LIVE,
+	    route_session_pass },
 	{ EVHTTP_REQ_POST, "/acp", NULL, R_ACP, route_acp_post },
 	{ EVHTTP_REQ_GET, "/acp", NULL, R_ACP, route_acp_get },
 	{ EVHTTP_REQ_DELETE, "/acp", NULL, R_ACP, route_acp_delete },
@@ -478,7 +500,7 @@ static const char *workspace_of_acp_path(const char *);
 static void	route_request(struct evhttp_request *, const char *,
 		    enum evhttp_cmd_type, const struct evhttp_uri *);
 
-/* The one request callback: gates, routing (connguard.c counted it). */
+/* The one request callback: gates, routing (conn.c counted it). */
 static void
 on_request(struct evhttp_request *req, void *arg)
 {
@@ -487,8 +509,8 @@ on_request(struct evhttp_request *req, void *arg)
 	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
 
 	(void)arg;
-	guard_request(req);
-	/* A chunked body is only measured whole (connguard.c cuts it early). */
+	conn_request(req);
+	/* A chunked body is only measured whole (conn-input.c cuts it early). */
 	if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) > SERVE_MAX_BODY) {
 		http_error(req, "payload_too_large", NULL);
 		return;
@@ -593,7 +615,7 @@ http_new(struct event_base *base)
 
 	if ((http = evhttp_new(base)) == NULL)
 		return NULL;
-	guard_install(http);
+	conn_install(http);
 	evhttp_set_max_headers_size(http, SERVE_MAX_HEADERS);
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
 	    EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);

@@ -10,6 +10,7 @@
 
 #include <sys/stat.h>
 
+#include <err.h>
 #include <errno.h>
 #include <getopt.h>
 #include <malloc.h>
@@ -200,14 +201,12 @@ num_opt(const char *flag, const char *arg, long long min, long long max)
 static int64_t
 ms_opt(const char *flag, const char *arg, int allow_zero)
 {
-	char err[256], name[64];
+	char *cause = NULL, name[64];
 	int64_t v;
 
 	snprintf(name, sizeof(name), "--%s", flag);
-	if (budget_parse_ms(name, arg, allow_zero, &v, err, sizeof(err)) == -1) {
-		fprintf(stderr, "qwen-serve: %s\n", err);
-		exit(2);
-	}
+	if (budget_parse_ms(name, arg, allow_zero, &v, &cause) == -1)
+		errx(2, "%s", cause != NULL ? cause : "out of memory");
 	return v;
 }
 
@@ -322,17 +321,15 @@ static int64_t
 env_ms(int64_t flag_value, const char *var)
 {
 	const char *v = getenv(var);
-	char err[256];
+	char *cause = NULL;
 	int64_t ms;
 
 	if (flag_value >= 0)
 		return flag_value;
 	if (v == NULL || *v == '\0')
 		return 0;
-	if (budget_parse_ms(var, v, 1, &ms, err, sizeof(err)) == -1) {
-		fprintf(stderr, "qwen-serve: %s\n", err);
-		exit(2);
-	}
+	if (budget_parse_ms(var, v, 1, &ms, &cause) == -1)
+		errx(2, "%s", cause != NULL ? cause : "out of memory");
 	return ms;
 }
 
@@ -569,7 +566,7 @@ serve_fuzz_http(int argc, char **argv)
 	parse_args(argc, argv);
 	resolve_conf();
 	/* Without the guard's caps every request is refused 503. */
-	guard_init();
+	conn_init();
 	if ((serve_base = event_base_new()) == NULL)
 		return NULL;
 	return http = http_new(serve_base);
@@ -616,7 +613,7 @@ main(int argc, char **argv)
 		    strerror(errno));
 		exit(1);
 	}
-	guard_init();
+	conn_init();
 	otlp_setup();
 	if ((serve_base = event_base_new()) == NULL ||
 	    (http = http_new(serve_base)) == NULL) {

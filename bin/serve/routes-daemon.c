@@ -66,8 +66,8 @@ route_health(struct http_ctx *ctx)
 		put_count(o, "activePrompts", sessions_active_prompts());
 		json_object_object_add(o, "channelAlive",
 		    xjson_object_new_boolean(channels_running() > 0));
-		put_count(o, "connections", http_conn_count());
-		put_count(o, "maxConnections", guard_limit());
+		put_count(o, "connections", conn_count());
+		put_count(o, "maxConnections", conn_limit());
 		put_count(o, "wsConnections", ws_conn_count());
 		inflight_stats(&active, &unsettled, &overdue, &quarantined);
 		put_count(o, "restoresActive", active);
@@ -126,7 +126,12 @@ routes_capabilities_json(void)
 	    "session_status", "session_detach", "workspace_session_list",
 	    "session_set_model", "session_approval_mode_control",
 	    "session_branch", "session_permission_vote", "permission_mediation",
-	    "daemon_status", "session_list", NULL };
+	    "daemon_status", "session_list",
+	    /* routes-pass.c: served by passing them to the session's agent */
+	    "session_context", "session_context_usage", "session_stats",
+	    "session_supported_commands", "session_tasks", "session_agents",
+	    "session_lsp", "session_resources", "session_hooks", "session_rewind",
+	    "session_recap", "session_btw", "session_language", NULL };
 	static const char *const versions[] = { "v1", NULL };
 	static const char *const languages[] = { "en", NULL };
 	json_object *o = xjson_object_new_object(), *pv = xjson_object_new_object();

@@ -4,9 +4,9 @@
  * live session into a background agent that works on the directive.
  * The fork is the agent's work: the request goes to the session's agent
  * under upstream's name (qwen/control/session/fork_agent) and its answer
- * {sessionId, description, launched} comes back as it is; an agent
- * without the method (qwen-acp-child's own) gets a stable 501
- * not_implemented, never its -32601.
+ * {sessionId, description, launched} comes back as it is, and so does its
+ * error, as upstream's daemon and routes-pass.c answer one (an agent
+ * without the method, like qwen-acp-child's own: 500 with its -32601).
  */
 #include "config.h"
 
@@ -33,17 +33,9 @@ static void
 on_fork(void *arg, enum chan_outcome o, json_object *payload)
 {
 	struct fork_req *fr = arg;
-	json_object *v;
-	struct qerr *e;
-
 	if (o == CHAN_RESULT && json_object_is_type(payload, json_type_object)) {
 		log_info("session %s: forked through its agent", fr->sid);
 		http_reply_json(fr->req, 200, json_object_get(payload));
-	} else if (o == CHAN_ERROR && (v = json_get(payload, "code", json_type_int)) != NULL &&
-	    json_object_get_int(v) == -32601) {
-		if ((e = qerr_new("not_implemented", "the agent cannot fork a session")) != NULL)
-			qerr_set_str(e, "sessionId", fr->sid);
-		http_send_qerr(fr->req, e);
 	} else if (o == CHAN_ERROR)
 		http_error_rpc(fr->req, payload, fr->sid);
 	else

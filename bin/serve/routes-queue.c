@@ -122,18 +122,10 @@ on_continue(void *arg, enum chan_outcome o, json_object *payload)
 	struct session *s = sessions_find(cr->sid);
 	json_object *v;
 	const char *kind;
-	struct qerr *e;
 
 	if (s == NULL)
 		http_error(cr->req, "session_not_found", cr->sid);
-	else if (o == CHAN_ERROR && (v = json_get(payload, "code", json_type_int)) != NULL &&
-	    json_object_get_int(v) == -32601) {
-		/* An agent without the method: a stable answer, not its -32601. */
-		if ((e = qerr_new("not_implemented",
-		    "the agent cannot continue a turn")) != NULL)
-			qerr_set_str(e, "sessionId", s->id);
-		http_send_qerr(cr->req, e);
-	} else if (o == CHAN_ERROR)
+	else if (o == CHAN_ERROR)	/* as routes-pass.c answers the agent's errors */
 		http_error_rpc(cr->req, payload, s->id);
 	else if (o != CHAN_RESULT)
 		http_error(cr->req, "acp_channel_unavailable", NULL);

@@ -141,7 +141,7 @@ sdnotify_status_text(char *buf, size_t size)
 	    "%zu prompts running, %zu connections",
 	    serve_shutting_down() ? "stopping: " : "",
 	    sessions_count(), inflight_count(), sessions_active_prompts(),
-	    http_conn_count());
+	    conn_count());
 }
 
 /* The rate limiter: send STATUS= when the text changed since the last one. */

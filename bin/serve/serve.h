@@ -5,8 +5,9 @@
  * One file per role: main.c (options, signals, lifecycle), checkconf.c
  * (--check-config), pidfile.c, sockact.c (socket activation), sdnotify.c
  * and ready.c (readiness), listen.c (sockets), gate.c (request gates),
- * peer.c (who the peer is), token.c (the bearer), connguard.c
- * (connections from their accept on), http.c (routing, bodies, replies;
+ * peer.c (who the peer is), token.c (the bearer), conn.c
+ * (connections from their accept on), conn-input.c
+ * (what they send), http.c (routing, bodies, replies;
  * /workspaces/:w/acp), names.c (session ids, the workspaces, the
  * transcript directories), routes-session.c (session routes),
  * routes-agent.c (permission answers, model and mode routes), switches.c
@@ -286,19 +287,20 @@ void	http_error(struct evhttp_request *, const char *code, const char *session_i
 /* Map a JSON-RPC error object from the child (borrowed) to a REST reply. */
 void	http_error_rpc(struct evhttp_request *, json_object *rpc_error,
 	    const char *session_id);
-/* Connection registry (for the cap and SSE close detection). */
+/* ---- conn.c: every connection from its accept on (registry, caps) ---- */
 struct sse_sub;
-/* ---- connguard.c: every connection from its accept on ------------------ */
-void	guard_init(void);	/* raise RLIMIT_NOFILE, derive the cap */
-int	guard_limit(void);	/* the connection cap in force */
-void	guard_install(struct evhttp *);
-void	guard_request(struct evhttp_request *);	/* a whole request arrived */
-void	http_conn_set_sub(struct evhttp_request *, struct sse_sub *);
-void	http_conn_streaming(struct evhttp_request *);	/* input discarded */
-void	http_conn_taken(struct evhttp_request *);	/* WebSocket takeover */
+void	conn_init(void);	/* raise RLIMIT_NOFILE, derive the cap */
+int	conn_limit(void);	/* the connection cap in force */
+void	conn_install(struct evhttp *);
 /* A request on the connection was authenticated (bearer or our uid). */
-void	http_conn_authed(struct evhttp_request *);
-size_t	http_conn_count(void);
+void	conn_authed(struct evhttp_request *);
+size_t	conn_count(void);
+
+/* ---- conn-input.c: what a connection sends, request by request ------- */
+void	conn_request(struct evhttp_request *);	/* a whole request arrived */
+void	conn_set_sub(struct evhttp_request *, struct sse_sub *);
+void	conn_streaming(struct evhttp_request *);	/* input discarded */
+void	conn_taken(struct evhttp_request *);	/* WebSocket takeover */
 
 /* ---- routes-session.c -------------------------------------------------- */
 void	route_session_create(struct http_ctx *);
@@ -344,6 +346,9 @@ int	branch_live_capture(struct evhttp_request *req, int status,
 
 /* ---- routes-fork.c: a session forked through its agent ----------------- */
 void	route_session_fork(struct http_ctx *);
+
+/* ---- routes-pass.c: the agent's own session calls, passed to it ------- */
+void	route_session_pass(struct http_ctx *);
 
 /* ---- routes-queue.c: a session's prompt queue ------------------------- */
 void	route_session_pending(struct http_ctx *);

@@ -205,7 +205,7 @@ sub_end(struct sse_sub *s)
 	if (s->idle != NULL)
 		event_free(s->idle);
 	free(s->fifo);
-	http_conn_set_sub(s->req, NULL);
+	conn_set_sub(s->req, NULL);
 	if (evcon != NULL)
 		evhttp_connection_set_timeout(evcon, 30);
 	evhttp_send_reply_end(s->req);
@@ -398,7 +398,7 @@ sse_subscribe(struct bus *b, struct evhttp_request *req, int64_t last_event_id,
 	evhttp_connection_set_timeout(evcon, 24 * 3600);
 	sse_headers(req, b->epoch);
 	evhttp_send_reply_start(req, 200, "OK");
-	http_conn_set_sub(req, s);
+	conn_set_sub(req, s);
 	snprintf(retry, sizeof(retry), "retry: %d\n\n", SERVE_SSE_RETRY_MS);
 	sub_write(s, retry, strlen(retry), 0);
 	if (b->raw && last_event_id < 0)

@@ -11,6 +11,7 @@
 
 #include <sys/stat.h>
 
+#include <err.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -67,37 +68,27 @@ token_read_file(const char *path, int strict)
 
 	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) == -1 ||
 	    fstat(fd, &st) == -1) {
-		fprintf(stderr, "qwen-serve: token file %s: %s\n", path, strerror(errno));
-		exit(2);
+		err(2, "token file %s", path);
 	}
-	if (!S_ISREG(st.st_mode)) {
-		fprintf(stderr, "qwen-serve: token file %s: not a regular file\n", path);
-		exit(2);
-	}
-	if (strict && (st.st_mode & 077) != 0) {
-		fprintf(stderr, "qwen-serve: token file %s: mode %04o lets group or "
-		    "others read it; refusing it (chmod 600 %s)\n", path,
+	if (!S_ISREG(st.st_mode))
+		errx(2, "token file %s: not a regular file", path);
+	if (strict && (st.st_mode & 077) != 0)
+		errx(2, "token file %s: mode %04o lets group or others read it; "
+		    "refusing it (chmod 600 %s)", path,
 		    (unsigned)(st.st_mode & 07777), path);
-		exit(2);
-	}
-	if (strict && st.st_uid != geteuid() && st.st_uid != 0) {
-		fprintf(stderr, "qwen-serve: token file %s: owned by uid %u, not us\n",
-		    path, (unsigned)st.st_uid);
-		exit(2);
-	}
+	if (strict && st.st_uid != geteuid() && st.st_uid != 0)
+		errx(2, "token file %s: owned by uid %u, not us", path,
+		    (unsigned)st.st_uid);
 	n = read(fd, buf, sizeof(buf));
 	close(fd);
-	if (n < 0 || n > TOKEN_FILE_MAX) {
-		fprintf(stderr, "qwen-serve: token file %s: %s\n", path,
-		    n < 0 ? strerror(errno) : "larger than 4096 bytes");
-		exit(2);
-	}
+	if (n < 0)
+		err(2, "token file %s", path);
+	if (n > TOKEN_FILE_MAX)
+		errx(2, "token file %s: larger than 4096 bytes", path);
 	buf[n] = '\0';
-	if (token_trim(buf) == NULL || strpbrk(buf, "\r\n") != NULL) {
-		fprintf(stderr, "qwen-serve: token file %s: %s\n", path,
+	if (token_trim(buf) == NULL || strpbrk(buf, "\r\n") != NULL)
+		errx(2, "token file %s: %s", path,
 		    strpbrk(buf, "\r\n") != NULL ? "more than one line" : "empty");
-		exit(2);
-	}
 	return xstrdup(buf);
 }
 
@@ -111,9 +102,8 @@ token_from_argv(char *arg)
 	char *t = xstrdup(arg);
 
 	explicit_bzero(arg, strlen(arg));
-	fprintf(stderr, "qwen-serve: warning: --token is visible to other users "
-	    "until it is wiped; use --token-file, LoadCredential= or "
-	    "QWEN_SERVER_TOKEN\n");
+	warnx("warning: --token is visible to other users until it is wiped; "
+	    "use --token-file, LoadCredential= or QWEN_SERVER_TOKEN");
 	return t;
 }
 

@@ -52,6 +52,7 @@ static const struct web_file web_files[] = {
 	{ "/budget.mjs", "budget.mjs", "text/javascript; charset=utf-8" },
 	{ "/charts.mjs", "charts.mjs", "text/javascript; charset=utf-8" },
 	{ "/history.mjs", "history.mjs", "text/javascript; charset=utf-8" },
+	{ "/markdown.mjs", "markdown.mjs", "text/javascript; charset=utf-8" },
 	{ "/sse.mjs", "sse.mjs", "text/javascript; charset=utf-8" },
 };
 

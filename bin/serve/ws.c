@@ -371,7 +371,7 @@ ws_conn_start(struct evhttp_request *req, const char *handshake)
 	}
 	c->evcon = evcon;
 	c->bev = evhttp_connection_get_bufferevent(evcon);
-	http_conn_taken(req);
+	conn_taken(req);
 	if ((c->kick = event_new(serve_base, -1, 0, ws_kick_cb, c)) == NULL ||
 	    (c->timer = evtimer_new(serve_base, ws_timer_cb, c)) == NULL ||
 	    ws_ctx_new(c) == -1 ||

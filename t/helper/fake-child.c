@@ -38,6 +38,9 @@
  *                      child that only SIGKILL ends)
  *   fail-detail=TEXT   a fail= answer carries data {details: TEXT, errorKind?}
  *                      as the real agent's errors do (no commas in TEXT)
+ *   echo-ext           a request for a method it does not know is answered
+ *                      {method, params} (the agent-level calls passed
+ *                      through, as an agent that knows them would)
  *   ask                a prompt first sends session/request_permission
  *                      (allow_once, allow_always, reject_once) and holds
  *                      its chunks and answer until the daemon answers it;
@@ -95,7 +98,7 @@ static struct {
 	char		*poke[MAX_KNOB];
 	size_t		 npoke;
 	long		 crash_after, close_after, chunks, chunk_delay, replay, replay_bytes;
-	int		 wrong_id, linger, early_update, ask;
+	int		 wrong_id, linger, early_update, ask, echo_ext;
 	char		*fail_detail;
 	long		 late_update;
 	char		*known[MAX_KNOB], *held[MAX_KNOB];
@@ -180,6 +183,8 @@ parse_knobs(const char *env)
 			cf.early_update = 1;
 		else if (strcmp(tok, "ask") == 0)
 			cf.ask = 1;
+		else if (strcmp(tok, "echo-ext") == 0)
+			cf.echo_ext = 1;
 		else if (strcmp(tok, "fail-detail") == 0)
 			cf.fail_detail = strdup(v);
 		else if (strcmp(tok, "late-update") == 0)
@@ -826,7 +831,13 @@ dispatch(struct rpc_msg *m)
 			reply = methods[i].fn(m, delay);
 			break;
 		}
-	if (i == sizeof(methods) / sizeof(methods[0]) && m->kind == RPC_REQUEST)
+	if (i == sizeof(methods) / sizeof(methods[0]) && m->kind == RPC_REQUEST &&
+	    cf.echo_ext) {
+		json_object *r = obj("method", json_object_new_string(m->method));
+
+		json_object_object_add(r, "params", json_object_get(m->params));
+		reply = rpc_new_result(json_object_get(m->id), r);
+	} else if (i == sizeof(methods) / sizeof(methods[0]) && m->kind == RPC_REQUEST)
 		reply = rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
 		    "Method not found", NULL);
 	if (reply != NULL && m->kind == RPC_REQUEST)

@@ -4,18 +4,19 @@
 // DaemonClient and DaemonSessionClient against qwen-serve (started with
 // the real qwen-acp-child, SESSION persisted in WORKSPACE) and checks
 // each against the table below: "works" must resolve (and pass its
-// check), "agent-only" and "not served" must be refused as a route this
-// daemon does not have (404 not_found, 405 or 501), never hang, never
-// answer HTML (a method the SDK turns a 404 into a value for is judged
+// check), "agent-only" must reach the agent (qwen-acp-child, which has
+// none of them: 500 with its -32601), "not served" must be refused as a
+// route this daemon does not have (404 not_found, 405 or 501); never a
+// hang, never HTML (a method the SDK turns a 404 into a value for is judged
 // by the answer; one the SDK refuses because /capabilities lacks its
 // feature counts as refused).  Prints "ok - <method>" or "not ok - <method>: <why>" a
 // method; exit 1 if any is not ok.  With "table" it prints the table as
 // tab-separated lines (method, status, why) instead.
 //
-// agent-only: the method belongs to the agent (upstream forwards it to
-// the workspace's agent under a qwen/control/* or qwen/status/* name);
-// qwen-serve does not forward it yet, whatever the child, except fork,
-// which it forwards (qwen-acp-child, the child here, answers 501).  not served:
+// agent-only: the method belongs to the agent, and qwen-serve passes it
+// to the session's agent under upstream's qwen/control/* or
+// qwen/status/* name (routes-pass.c, routes-fork.c); the agent's own
+// methods it does not pass yet are "not served".  not served:
 // qwen-serve has no such route; "manage" marks the session-management
 // routes another branch adds (the table is updated when it lands).
 import { pathToFileURL } from 'node:url';
@@ -44,11 +45,12 @@ const isObj = (r) => r !== null && typeof r === 'object';
 const drain = async (it) => { const out = []; for await (const v of it) out.push(v); return out; };
 
 const MANAGE = 'session management: added on wip/manage';
-const AGENT = 'the agent\'s own state: not forwarded to the agent yet';
+const PASSED = 'the agent\'s own: passed to the session\'s agent under upstream\'s name; qwen-acp-child has none (500 -32601)';
+const NOTPASSED = 'the agent\'s own: not passed to the agent yet';
 const NOSTORE = 'no attachment, artifact or source store in qwen-serve';
 const NOWT = 'no worktree sessions in qwen-serve';
 const STANDALONE = 'upstream standalone sessions: outside qwen-serve';
-const FORK = 'POST /session/:id/fork goes to the agent as qwen/control/session/fork_agent; qwen-acp-child has none: 501 not_implemented';
+const FORK = 'POST /session/:id/fork, passed to the agent as qwen/control/session/fork_agent; qwen-acp-child has none (500 -32601)';
 
 // [method, status, why, call(ctx), check(result)] in the order they run.
 const T = [
@@ -151,67 +153,67 @@ const T = [
 	    (r) => r.accepted === false && r.interruption === 'none'],
 	['DaemonClient.forkSession', 'agent-only', FORK,
 	    (c) => client.forkSession(sessionId, { directive: 'd' }, ctx.cid)],
-	['DaemonClient.createSideTaskSession', 'agent-only', 'qwen/control/session/side_task: ' + AGENT,
+	['DaemonClient.createSideTaskSession', 'not served', NOTPASSED,
 	    (c) => client.createSideTaskSession(sessionId, {}, ctx.cid)],
-	['DaemonClient.sessionContext', 'agent-only', AGENT,
+	['DaemonClient.sessionContext', 'agent-only', PASSED,
 	    (c) => client.sessionContext(sessionId, ctx.cid)],
-	['DaemonClient.sessionContextUsage', 'agent-only', AGENT,
+	['DaemonClient.sessionContextUsage', 'agent-only', PASSED,
 	    (c) => client.sessionContextUsage(sessionId)],
-	['DaemonClient.sessionStats', 'agent-only', AGENT,
+	['DaemonClient.sessionStats', 'agent-only', PASSED,
 	    (c) => client.sessionStats(sessionId, ctx.cid)],
-	['DaemonClient.sessionSupportedCommands', 'agent-only', AGENT,
+	['DaemonClient.sessionSupportedCommands', 'agent-only', PASSED,
 	    (c) => client.sessionSupportedCommands(sessionId, ctx.cid)],
-	['DaemonClient.sessionTasks', 'agent-only', AGENT,
+	['DaemonClient.sessionTasks', 'agent-only', PASSED,
 	    (c) => client.sessionTasks(sessionId, ctx.cid)],
-	['DaemonClient.sessionTaskCancel', 'agent-only', AGENT,
+	['DaemonClient.sessionTaskCancel', 'not served', NOTPASSED,
 	    (c) => client.sessionTaskCancel(sessionId, 't1', 'agent')],
-	['DaemonClient.sessionAgents', 'agent-only', AGENT,
+	['DaemonClient.sessionAgents', 'agent-only', PASSED,
 	    (c) => client.sessionAgents(sessionId, ctx.cid)],
-	['DaemonClient.sessionAgentTrace', 'agent-only', AGENT,
+	['DaemonClient.sessionAgentTrace', 'not served', NOTPASSED,
 	    (c) => client.sessionAgentTrace(sessionId)],
-	['DaemonClient.sessionWorkflowTasks', 'agent-only', AGENT,
+	['DaemonClient.sessionWorkflowTasks', 'agent-only', PASSED,
 	    (c) => client.sessionWorkflowTasks(sessionId, ctx.cid)],
-	['DaemonClient.sessionSavedWorkflow', 'agent-only', AGENT,
+	['DaemonClient.sessionSavedWorkflow', 'not served', NOTPASSED,
 	    (c) => client.sessionSavedWorkflow(sessionId, 'w', ctx.cid)],
-	['DaemonClient.sessionWorkflowTaskAction', 'agent-only', AGENT,
+	['DaemonClient.sessionWorkflowTaskAction', 'not served', NOTPASSED,
 	    (c) => client.sessionWorkflowTaskAction(sessionId, 't1', 'pause')],
-	['DaemonClient.sessionLspStatus', 'agent-only', AGENT,
+	['DaemonClient.sessionLspStatus', 'agent-only', PASSED,
 	    (c) => client.sessionLspStatus(sessionId, ctx.cid)],
-	['DaemonClient.sessionHooks', 'agent-only', AGENT,
+	['DaemonClient.sessionHooks', 'agent-only', PASSED,
 	    (c) => client.sessionHooks(sessionId)],
-	['DaemonClient.sessionResources', 'agent-only', AGENT,
+	['DaemonClient.sessionResources', 'agent-only', PASSED,
 	    (c) => client.sessionResources(sessionId, ctx.cid)],
-	['DaemonClient.sessionGoal', 'agent-only', AGENT,
+	['DaemonClient.sessionGoal', 'agent-only', PASSED,
 	    (c) => client.sessionGoal(sessionId, ctx.cid)],
-	['DaemonClient.sessionGoalControl', 'agent-only', AGENT,
+	['DaemonClient.sessionGoalControl', 'agent-only', PASSED,
 	    (c) => client.sessionGoalControl(sessionId, { action: 'pause' }, ctx.cid)],
-	['DaemonClient.sessionGoalClear', 'agent-only', AGENT,
+	['DaemonClient.sessionGoalClear', 'agent-only', PASSED,
 	    (c) => client.sessionGoalClear(sessionId, ctx.cid)],
-	['DaemonClient.setSessionConfigOption', 'agent-only', AGENT,
+	['DaemonClient.setSessionConfigOption', 'agent-only', PASSED,
 	    (c) => client.setSessionConfigOption(sessionId, 'reasoning_effort', 'low')],
-	['DaemonClient.setSessionLanguage', 'agent-only', AGENT,
+	['DaemonClient.setSessionLanguage', 'agent-only', PASSED,
 	    (c) => client.setSessionLanguage(sessionId, 'en')],
-	['DaemonClient.getRewindSnapshots', 'agent-only', AGENT,
+	['DaemonClient.getRewindSnapshots', 'agent-only', PASSED,
 	    (c) => client.getRewindSnapshots(sessionId)],
-	['DaemonClient.rewindSession', 'agent-only', AGENT,
+	['DaemonClient.rewindSession', 'agent-only', PASSED,
 	    (c) => client.rewindSession(sessionId, 'p1')],
-	['DaemonClient.recapSession', 'agent-only', AGENT,
+	['DaemonClient.recapSession', 'agent-only', PASSED,
 	    (c) => client.recapSession(sessionId)],
-	['DaemonClient.generateSessionContent', 'agent-only', AGENT,
+	['DaemonClient.generateSessionContent', 'not served', NOTPASSED,
 	    (c) => drain(client.generateSessionContent(sessionId, 'x'))],
-	['DaemonClient.btwSession', 'agent-only', AGENT,
+	['DaemonClient.btwSession', 'agent-only', PASSED,
 	    (c) => client.btwSession(sessionId, 'q')],
-	['DaemonClient.enqueueMidTurnMessage', 'agent-only', AGENT,
+	['DaemonClient.enqueueMidTurnMessage', 'not served', NOTPASSED,
 	    (c) => client.enqueueMidTurnMessage(sessionId, 'm')],
-	['DaemonClient.getMidTurnMessages', 'agent-only', AGENT,
+	['DaemonClient.getMidTurnMessages', 'not served', NOTPASSED,
 	    (c) => client.getMidTurnMessages(sessionId)],
-	['DaemonClient.removeMidTurnMessage', 'agent-only', AGENT,
+	['DaemonClient.removeMidTurnMessage', 'not served', NOTPASSED,
 	    (c) => client.removeMidTurnMessage(sessionId, 'm1')],
-	['DaemonClient.shellCommand', 'agent-only', AGENT,
+	['DaemonClient.shellCommand', 'not served', NOTPASSED,
 	    (c) => client.shellCommand(sessionId, 'true')],
-	['DaemonClient.resolveSubagentSession', 'agent-only', AGENT,
+	['DaemonClient.resolveSubagentSession', 'not served', NOTPASSED,
 	    (c) => client.resolveSubagentSession(sessionId, 'a1', ctx.cid)],
-	['DaemonClient.cancelSubagentSession', 'agent-only', AGENT,
+	['DaemonClient.cancelSubagentSession', 'not served', NOTPASSED,
 	    (c) => client.cancelSubagentSession(sessionId, 'a1', ctx.cid)],
 	// Not a session server's.
 	['DaemonClient.respondToPermission', 'not served', 'legacy POST /permission/:requestId: answer through the session\'s route',
@@ -330,37 +332,37 @@ const T = [
 	    (c) => ctx.s.continueSession(), (r) => r.accepted === false],
 	['DaemonSessionClient.fork', 'agent-only', FORK,
 	    (c) => ctx.s.fork('d')],
-	['DaemonSessionClient.context', 'agent-only', AGENT, (c) => ctx.s.context()],
-	['DaemonSessionClient.contextUsage', 'agent-only', AGENT, (c) => ctx.s.contextUsage()],
-	['DaemonSessionClient.stats', 'agent-only', AGENT, (c) => ctx.s.stats()],
-	['DaemonSessionClient.supportedCommands', 'agent-only', AGENT, (c) => ctx.s.supportedCommands()],
-	['DaemonSessionClient.tasks', 'agent-only', AGENT, (c) => ctx.s.tasks()],
-	['DaemonSessionClient.cancelTask', 'agent-only', AGENT, (c) => ctx.s.cancelTask('t1', 'agent')],
-	['DaemonSessionClient.agents', 'agent-only', AGENT, (c) => ctx.s.agents()],
-	['DaemonSessionClient.agentTrace', 'agent-only', AGENT, (c) => ctx.s.agentTrace()],
-	['DaemonSessionClient.workflowTasks', 'agent-only', AGENT, (c) => ctx.s.workflowTasks()],
-	['DaemonSessionClient.savedWorkflow', 'agent-only', AGENT, (c) => ctx.s.savedWorkflow('w')],
-	['DaemonSessionClient.controlWorkflowTask', 'agent-only', AGENT,
+	['DaemonSessionClient.context', 'agent-only', PASSED, (c) => ctx.s.context()],
+	['DaemonSessionClient.contextUsage', 'agent-only', PASSED, (c) => ctx.s.contextUsage()],
+	['DaemonSessionClient.stats', 'agent-only', PASSED, (c) => ctx.s.stats()],
+	['DaemonSessionClient.supportedCommands', 'agent-only', PASSED, (c) => ctx.s.supportedCommands()],
+	['DaemonSessionClient.tasks', 'agent-only', PASSED, (c) => ctx.s.tasks()],
+	['DaemonSessionClient.cancelTask', 'not served', NOTPASSED, (c) => ctx.s.cancelTask('t1', 'agent')],
+	['DaemonSessionClient.agents', 'agent-only', PASSED, (c) => ctx.s.agents()],
+	['DaemonSessionClient.agentTrace', 'not served', NOTPASSED, (c) => ctx.s.agentTrace()],
+	['DaemonSessionClient.workflowTasks', 'agent-only', PASSED, (c) => ctx.s.workflowTasks()],
+	['DaemonSessionClient.savedWorkflow', 'not served', NOTPASSED, (c) => ctx.s.savedWorkflow('w')],
+	['DaemonSessionClient.controlWorkflowTask', 'not served', NOTPASSED,
 	    (c) => ctx.s.controlWorkflowTask('t1', 'pause')],
-	['DaemonSessionClient.lspStatus', 'agent-only', AGENT, (c) => ctx.s.lspStatus()],
-	['DaemonSessionClient.resources', 'agent-only', AGENT, (c) => ctx.s.resources()],
-	['DaemonSessionClient.goal', 'agent-only', AGENT, (c) => ctx.s.goal()],
-	['DaemonSessionClient.controlGoal', 'agent-only', AGENT, (c) => ctx.s.controlGoal({ action: 'pause' })],
-	['DaemonSessionClient.clearGoal', 'agent-only', AGENT, (c) => ctx.s.clearGoal()],
-	['DaemonSessionClient.setConfigOption', 'agent-only', AGENT,
+	['DaemonSessionClient.lspStatus', 'agent-only', PASSED, (c) => ctx.s.lspStatus()],
+	['DaemonSessionClient.resources', 'agent-only', PASSED, (c) => ctx.s.resources()],
+	['DaemonSessionClient.goal', 'agent-only', PASSED, (c) => ctx.s.goal()],
+	['DaemonSessionClient.controlGoal', 'agent-only', PASSED, (c) => ctx.s.controlGoal({ action: 'pause' })],
+	['DaemonSessionClient.clearGoal', 'agent-only', PASSED, (c) => ctx.s.clearGoal()],
+	['DaemonSessionClient.setConfigOption', 'agent-only', PASSED,
 	    (c) => ctx.s.setConfigOption('reasoning_effort', 'low')],
-	['DaemonSessionClient.getRewindSnapshots', 'agent-only', AGENT, (c) => ctx.s.getRewindSnapshots()],
-	['DaemonSessionClient.rewind', 'agent-only', AGENT, (c) => ctx.s.rewind('p1')],
-	['DaemonSessionClient.recap', 'agent-only', AGENT, (c) => ctx.s.recap()],
-	['DaemonSessionClient.generateContent', 'agent-only', AGENT,
+	['DaemonSessionClient.getRewindSnapshots', 'agent-only', PASSED, (c) => ctx.s.getRewindSnapshots()],
+	['DaemonSessionClient.rewind', 'agent-only', PASSED, (c) => ctx.s.rewind('p1')],
+	['DaemonSessionClient.recap', 'agent-only', PASSED, (c) => ctx.s.recap()],
+	['DaemonSessionClient.generateContent', 'not served', NOTPASSED,
 	    (c) => drain(ctx.s.generateContent('x'))],
-	['DaemonSessionClient.btw', 'agent-only', AGENT, (c) => ctx.s.btw('q')],
-	['DaemonSessionClient.enqueueMidTurnMessage', 'agent-only', AGENT,
+	['DaemonSessionClient.btw', 'agent-only', PASSED, (c) => ctx.s.btw('q')],
+	['DaemonSessionClient.enqueueMidTurnMessage', 'not served', NOTPASSED,
 	    (c) => ctx.s.enqueueMidTurnMessage('m')],
-	['DaemonSessionClient.getMidTurnMessages', 'agent-only', AGENT, (c) => ctx.s.getMidTurnMessages()],
-	['DaemonSessionClient.removeMidTurnMessage', 'agent-only', AGENT,
+	['DaemonSessionClient.getMidTurnMessages', 'not served', NOTPASSED, (c) => ctx.s.getMidTurnMessages()],
+	['DaemonSessionClient.removeMidTurnMessage', 'not served', NOTPASSED,
 	    (c) => ctx.s.removeMidTurnMessage('m1')],
-	['DaemonSessionClient.shellCommand', 'agent-only', AGENT, (c) => ctx.s.shellCommand('true')],
+	['DaemonSessionClient.shellCommand', 'not served', NOTPASSED, (c) => ctx.s.shellCommand('true')],
 	['DaemonSessionClient.uploadAttachment', 'not served', NOSTORE,
 	    (c) => ctx.s.uploadAttachment(blob(), 'a.txt', 'text/plain')],
 	['DaemonSessionClient.readAttachment', 'not served', NOSTORE, (c) => ctx.s.readAttachment('a1')],
@@ -414,6 +416,16 @@ function refusedAsUnserved(o) {
 	return unserved(o.error.status, o.error.body?.code);
 }
 
+// Passed to the agent, which (qwen-acp-child) has no such method: its
+// JSON-RPC -32601 as upstream's daemon answers it, a 500.
+function answeredByAgent(o) {
+	if (o.hang)
+		return false;
+	if (o.error === undefined)
+		return last !== null && last.status === 500 && last.code === -32601;
+	return o.error.status === 500 && o.error.body?.code === -32601;
+}
+
 // One call under a deadline: its result, or its error, or 'hang'.
 async function settle(fn) {
 	let timer;
@@ -446,6 +458,8 @@ for (const [name, status, , call, check] of T) {
 	let good;
 	if (status === 'works')
 		good = !o.hang && !o.error && (check === undefined || check(o.value));
+	else if (status === 'agent-only')
+		good = answeredByAgent(o);
 	else
 		good = refusedAsUnserved(o);
 	if (!good)

@@ -75,7 +75,7 @@ print_timer(int64_t ms)
 static int
 cmd_parse(int argc, char **argv)
 {
-	char err[256];
+	char *cause = NULL;
 	int64_t v;
 	int allow_zero = argc == 3 && strcmp(argv[2], "--allow-zero") == 0;
 
@@ -84,9 +84,9 @@ cmd_parse(int argc, char **argv)
 		    "usage: budget parse FLAG TEXT [--allow-zero]\n");
 		return 2;
 	}
-	if (budget_parse_ms(argv[0], argv[1], allow_zero, &v, err,
-	    sizeof(err)) == -1) {
-		fprintf(stderr, "%s\n", err);
+	if (budget_parse_ms(argv[0], argv[1], allow_zero, &v, &cause) == -1) {
+		fprintf(stderr, "%s\n", cause != NULL ? cause : "out of memory");
+		free(cause);
 		return 2;
 	}
 	printf("%" PRId64 "\n", v);

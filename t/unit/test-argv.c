@@ -12,12 +12,13 @@
 static void
 split_is(const char *s, const char *want)
 {
-	char err[128], **v, buf[512] = "";
+	char *err = NULL, **v, buf[512] = "";
 	int n;
 
-	n = argv_split(s, &v, err, sizeof(err));
+	n = argv_split(s, &v, &err);
 	if (n == -1) {
 		ok(0, "split [%s]: %s", s, err);
+		free(err);
 		return;
 	}
 	for (int i = 0; i < n; i++) {
@@ -33,23 +34,24 @@ split_is(const char *s, const char *want)
 static void
 split_fails(const char *s, const char *why)
 {
-	char err[128] = "", **v = (char **)1;
+	char *err = NULL, **v = (char **)1;
 
-	ok(argv_split(s, &v, err, sizeof(err)) == -1 && v == NULL,
+	ok(argv_split(s, &v, &err) == -1 && v == NULL,
 	    "split [%s] fails", s);
 	is_str(err, why, "split [%s]: reason", s);
+	free(err);
 }
 
 /* join then split gives the same words back. */
 static void
 round_trip(const char *s)
 {
-	char err[128], **v, **w, *j;
+	char **v, **w, *j;
 	int n, m, same;
 
-	n = argv_split(s, &v, err, sizeof(err));
+	n = argv_split(s, &v, NULL);
 	j = argv_join(v);
-	m = argv_split(j, &w, err, sizeof(err));
+	m = argv_split(j, &w, NULL);
 	same = n == m;
 	for (int i = 0; same && i < n; i++)
 		same = strcmp(v[i], w[i]) == 0;

@@ -128,6 +128,14 @@ call_fatalx(void)
 }
 
 static void
+call_fatal(void)
+{
+	log_init("test", LOG_LEVEL_INFO);
+	errno = ENOENT;
+	fatal("open %s", "x");
+}
+
+static void
 null_json(void)
 {
 	log_init("test", LOG_LEVEL_INFO);
@@ -141,6 +149,9 @@ allocation(void)
 
 	is_int(in_child(call_fatalx, out, sizeof(out)), 1, "fatalx exits 1");
 	ok(strstr(out, "fatal: boom 7") != NULL, "fatalx logs its message");
+	is_int(in_child(call_fatal, out, sizeof(out)), 1, "fatal exits 1");
+	ok(strstr(out, "fatal: open x: No such file or directory") != NULL,
+	    "fatal logs its message and errno's words");
 	is_int(in_child(null_json, out, sizeof(out)), 1,
 	    "a NULL json-c result is fatal");
 	ok(strstr(out, "out of memory") != NULL, "... and says so");

@@ -3,8 +3,8 @@
  * jtape-int.h: internals shared by jtape.c (the reader) and jtape-str.c
  * (strings: decoding and canonical writing).
  */
-#ifndef QWEN_ACP_JTAPE_INT_H
-#define QWEN_ACP_JTAPE_INT_H
+#ifndef QWEN_JTAPE_INT_H
+#define QWEN_JTAPE_INT_H
 
 #include "jtape.h"
 #include "scan-special.h"

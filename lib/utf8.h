@@ -6,8 +6,8 @@
  * sequence at the end of a piece is carried into the next one.  Invalid
  * bytes become U+FFFD.
  */
-#ifndef QWEN_ACP_UTF8_H
-#define QWEN_ACP_UTF8_H
+#ifndef QWEN_UTF8_H
+#define QWEN_UTF8_H
 
 #include <stddef.h>
 

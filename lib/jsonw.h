@@ -9,8 +9,8 @@
  * a byte that is not part of valid UTF-8 becomes U+FFFD (json-c copies it,
  * and the daemon rejects a frame that holds it).
  */
-#ifndef QWEN_ACP_JSONW_H
-#define QWEN_ACP_JSONW_H
+#ifndef QWEN_JSONW_H
+#define QWEN_JSONW_H
 
 #include <stddef.h>
 #include <string.h>

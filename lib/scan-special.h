@@ -9,8 +9,8 @@
  * tape, which must escape them) or '\n' only (SCAN_NL: the line scanner,
  * where a newline ends the line and other bytes are left to json-c).
  */
-#ifndef QWEN_ACP_SCAN_SPECIAL_H
-#define QWEN_ACP_SCAN_SPECIAL_H
+#ifndef QWEN_SCAN_SPECIAL_H
+#define QWEN_SCAN_SPECIAL_H
 
 enum scan_stop { SCAN_NL, SCAN_CTL };
 

@@ -9,8 +9,8 @@
  * escapes, invalid UTF-8, escaped or duplicate keys, deep nesting, odd
  * whitespace, any syntax error) makes jt_parse() answer JT_BAIL and the caller uses json-c.
  */
-#ifndef QWEN_ACP_JTAPE_H
-#define QWEN_ACP_JTAPE_H
+#ifndef QWEN_JTAPE_H
+#define QWEN_JTAPE_H
 
 #include <stddef.h>
 #include <stdint.h>
