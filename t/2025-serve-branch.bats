@@ -3,7 +3,8 @@
 # qwen-serve: POST /session/:id/branch with the real qwen-acp-child: the
 # new transcript (forkedFrom on every record, re-parented linearly,
 # written whole and atomically), loadable at once and with
-# hideInheritedHistory; its errors; the real SDK's branchSession.
+# hideInheritedHistory; 201, and without atRecordId live and attached;
+# its errors; the real SDK's branchSession.
 
 load serve_helper
 bats_require_minimum_version 1.5.0
@@ -38,7 +39,7 @@ history_ids() {
 	local at
 	at=$(sed -n 40p "$BATS_TEST_TMPDIR/src")
 	req POST /session/$SID/branch "{\"atRecordId\":\"$at\",\"name\":\"try this\"}"
-	expect 200 ".displayName == \"try this\" and .forkedFrom.sessionId == \"$SID\" and .sessionId != \"$SID\""
+	expect 201 ".displayName == \"try this\" and .forkedFrom.sessionId == \"$SID\" and .sessionId != \"$SID\""
 	NEW=$(jq -r .sessionId <<<"$body")
 	local f=$CHATS/$NEW.jsonl
 	[ -f "$f" ]
@@ -57,11 +58,14 @@ history_ids() {
 @test "a branch loads at once; with hideInheritedHistory only its own turns replay" {
 	gen
 	req POST /session/$SID/branch '{}'
-	expect 200 '.displayName | startswith("Branch of ")'
+	expect 201 '.displayName | startswith("Branch of ")'
 	NEW=$(jq -r .sessionId <<<"$body")
 	# Without atRecordId: the whole active history.
 	history_ids "$SID" >"$BATS_TEST_TMPDIR/src"
 	history_ids "$NEW" | cmp "$BATS_TEST_TMPDIR/src" -
+	# It came back live (resumed, no replay): closed, a load replays it.
+	req DELETE /session/$NEW
+	expect 204
 	req POST /session/$NEW/load '{}'
 	expect 200 ".sessionId == \"$NEW\" and (.compactedReplay | length) > 0"
 	prompt_turn a "$NEW" '{"prompt":[{"type":"text","text":"on the branch"}]}'
@@ -78,6 +82,33 @@ history_ids() {
 	# The source is untouched.
 	req GET /session/$SID/transcript?limit=1
 	expect 200
+}
+
+@test "201: without atRecordId the branch is live and attached; at a record it is only persisted" {
+	gen
+	req POST /session/$SID/branch '{"name":"live one"}' -H 'X-Qwen-Client-Id: client_mine'
+	expect 201 ".sessionId != \"$SID\" and .displayName == \"live one\" and .forkedFrom.sessionId == \"$SID\""
+	expect 201 ".attached == false and (.clientId | type) == \"string\" and .workspaceCwd == \"$WS\" and (.state | type) == \"object\" and (.eventEpoch | type) == \"string\""
+	NEW=$(jq -r .sessionId <<<"$body")
+	local cid
+	cid=$(jq -r .clientId <<<"$body")
+	req GET /session/$NEW/status
+	expect 200 ".sessionId == \"$NEW\" and .clientCount == 1"
+	# Its client is registered: a heartbeat with it is accepted, and
+	# prompts run on it at once.
+	req POST /session/$NEW/heartbeat '{}' -H "X-Qwen-Client-Id: $cid"
+	expect 200 ".clientId == \"$cid\""
+	prompt_turn a "$NEW"
+	# The source is not touched.
+	req GET /session/$SID/status
+	expect 404
+	local at
+	at=$(history_ids "$SID" | sed -n 5p)
+	req POST /session/$SID/branch "{\"atRecordId\":\"$at\"}"
+	expect 201 '(has("clientId") | not) and (has("attached") | not)'
+	NEW=$(jq -r .sessionId <<<"$body")
+	req GET /session/$NEW/status
+	expect 404 '.code == "session_not_found"'
 }
 
 @test "errors: unknown session, bad record, bad body" {
@@ -115,4 +146,20 @@ history_ids() {
 	[[ "$output" == *"ok - the branch loads at once"* ]]
 	NEW=$(sed -n 's/^NEW=//p' <<<"$output")
 	jq -e -s --arg at "$at" '.[-1].uuid == $at' "$CHATS/$NEW.jsonl" >/dev/null
+}
+
+@test "fork: through the session's agent, its answer or its error as it is; 400 without a directive" {
+	serve_loaded
+	req POST /session/$SID/fork '{"directive":"look at the tests"}'
+	expect 200 '. == {"sessionId":"33333333-3333-4333-8333-333333333333","description":"look at the tests","launched":true}'
+	for b in '{}' '{"directive":""}' '{"directive":5}'; do
+		req POST /session/$SID/fork "$b"
+		expect 400 '.code == "bad_request"'
+	done
+	req POST /session/$SID2/fork '{"directive":"x"}'
+	expect 404 '.code == "session_not_found"'
+	serve_stop
+	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_loaded
+	req POST /session/$SID/fork '{"directive":"x"}'
+	expect 500 '.code == -32601 and (.error | test("fork_agent"))'
 }

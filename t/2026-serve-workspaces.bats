@@ -124,7 +124,7 @@ child_pids() {
 	req GET "/session/$SID2/transcript?limit=5&cwd=$WSB"
 	expect 200 '(.events | length) > 0 and .hasMore == true'
 	req POST /session/$SID2/branch "{\"cwd\":\"$WSB\"}"
-	expect 200 ".forkedFrom.sessionId == \"$SID2\""
+	expect 201 ".forkedFrom.sessionId == \"$SID2\" and .workspaceCwd == \"$WSB\""
 	local new
 	new=$(jq -r .sessionId <<<"$body")
 	ls "$DATA"/projects/*/chats/"$new".jsonl | grep -qF -- "$(printf '%s' "$WSB" | sed 's/[^A-Za-z0-9]/-/g')"

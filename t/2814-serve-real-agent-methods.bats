@@ -27,11 +27,16 @@ teardown() {
 	req GET "/session/$SID/transcript?limit=20"
 	expect 200 '.sessionId != null and (.events | type) == "array" and (.events | length) > 0'
 	req POST "/session/$SID/branch" '{}'
-	[ "$code" -lt 300 ]
+	expect 201 '(.clientId | type) == "string" and (.state | type) == "object"'
 	jq -e '.sessionId | test("^[0-9a-f-]{36}$")' <<<"$body"
 	local branch
 	branch=$(jq -r .sessionId <<<"$body")
 	[ "$branch" != "$SID" ]
+	# Without atRecordId the real agent resumed it: live, one client.
+	req GET "/session/$branch/status"
+	expect 200 '.clientCount == 1'
+	req DELETE "/session/$branch"
+	expect 204
 	req DELETE "/session/$SID"
 	[ "$code" -lt 300 ]
 	req POST "/session/$SID/load" "{\"cwd\":\"$WS\"}"

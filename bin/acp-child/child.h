@@ -145,6 +145,15 @@ void	load_start(struct child *, struct rpc_msg *msg, struct session *s,
    is busy (its requests wait) until that is done. */
 void	indexkeep_start(struct child *, struct session *);
 
+/* continue.c: qwen/control/session/continue and the continuation turn. */
+/* Answer {accepted, interruption} from the end of s's history. */
+void	continue_request(struct child *, struct rpc_msg *msg, struct session *s);
+/* Whether a prompt's params ask for the continuation of the last turn. */
+int	continue_marked(json_object *params);
+/* The text of the unanswered user record s ends with (caller frees), or
+   NULL when s does not end with one. */
+char	*continue_text(struct session *, size_t *len);
+
 /* prompt.c: session/prompt and session/cancel. */
 void	prompt_start(struct child *, struct rpc_msg *msg, struct session *s);
 /* Cancel the running prompt; queued: answer queued prompts "cancelled" too. */

@@ -88,6 +88,9 @@ rj_replay_tail(struct load_job *j, const struct replay_result *rr,
 		jbuf_puts(b, ",\"anchorRecordId\":");
 		jsonw_string(b, uuid, strlen(uuid));
 	}
+	if (j->kind == RJ_LOAD && rr->records <= j->chain.len)
+		terminals_write(j->tx, &j->chain, rr->anchor >= 0 ? (size_t)rr->anchor :
+		    j->chain.len - rr->records, b);
 	jbuf_put(b, "}", 1);
 }
 

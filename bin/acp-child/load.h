@@ -76,6 +76,15 @@ struct replay_result;
    replay's encoded updates are taken from rr, not copied.  -1 on OOM. */
 int	load_answer_build(struct load_job *, struct replay_result *);
 
+/* terminals.c: load's promptTerminals, from the transcript */
+#define TERMINAL_ID_MAX	128	/* a longer daemonPromptId is not one */
+struct jbuf;
+struct transcript;
+/* ,"promptTerminals":[...] for the daemon prompts of ch[from..] into b
+   (nothing when there are none). */
+void	terminals_write(struct transcript *, const struct tx_chain *, size_t from,
+	    struct jbuf *b);
+
 /* modes-state.c: the echo agent's model and modes, as answers advertise them */
 #define MODES_ECHO_MODEL	"echo"
 /* {models, modes}.  Caller frees. */

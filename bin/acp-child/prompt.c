@@ -11,6 +11,8 @@
  * failed or cancelled turn appends no assistant record.  Each prompt
  * is one span `qwen-code.daemon.session_prompt`, a child of the
  * traceparent in its _meta: ids and the stop reason only, no content.
+ * A prompt marked as the continuation of a cut-off turn (continue.c)
+ * runs the agent on the unanswered user record instead of appending one.
  */
 #include "config.h"
 
@@ -234,20 +236,24 @@ prompt_start(struct child *c, struct rpc_msg *m, struct session *s)
 	struct span *sp;
 	char *text, *cause = NULL;
 	size_t len = 0;
+	int cont;
 
 	if (c->opts.agent_acp != NULL) {
 		delegate_prompt(c, m, s);	/* _meta goes on to the agent */
 		return;
 	}
 	sp = prompt_span_start(m, s);
-	if ((text = prompt_text(m->params, &len)) == NULL) {
-		child_send_error(c, m->id, RPC_INVALID_PARAMS,
+	cont = continue_marked(m->params);
+	if ((text = cont ? continue_text(s, &len) : prompt_text(m->params, &len)) == NULL) {
+		child_send_error(c, m->id, RPC_INVALID_PARAMS, cont ?
+		    "nothing to continue: the session does not end with an unanswered prompt" :
 		    "session/prompt needs params.prompt with at least one text block",
 		    NULL);
 		prompt_span_end(c, sp, NULL, "invalid_params");
 		return;
 	}
-	if (prompt_append(c, s, m->id, "user", text, len) == -1) {
+	/* A continuation answers the user record already there. */
+	if (!cont && prompt_append(c, s, m->id, "user", text, len) == -1) {
 		free(text);
 		prompt_span_end(c, sp, NULL, "transcript_write_failed");
 		return;

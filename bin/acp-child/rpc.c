@@ -166,6 +166,10 @@ rpc_session_run(struct child *c, struct rpc_msg *m, struct session *s,
 		prompt_start(c, m, s);
 		return 0;
 	}
+	if (strcmp(method, "qwen/control/session/continue") == 0) {
+		continue_request(c, m, s);
+		return 0;
+	}
 	rpc_close(c, m, s);
 	return 1;
 }
@@ -177,6 +181,7 @@ rpc_is_session_method(const char *method)
 	    strcmp(method, "session/resume") == 0 ||
 	    strcmp(method, "unstable_resumeSession") == 0 ||
 	    strcmp(method, "session/prompt") == 0 ||
+	    strcmp(method, "qwen/control/session/continue") == 0 ||
 	    strcmp(method, "qwen/control/session/close") == 0;
 }
 

@@ -426,7 +426,7 @@ route_acp_get(struct http_ctx *ctx)
 	}
 	/* A whole ring's worth: a load's snapshot may arrive in one burst. */
 	sse_subscribe(b, req, routes_last_event_id(req),
-	    in_header(req, "X-Qwen-Event-Epoch"), AH_RING);
+	    in_header(req, "X-Qwen-Event-Epoch"), AH_RING, NULL);
 }
 
 /* DELETE /acp: end the connection. */

@@ -71,6 +71,9 @@ static const struct route routes[] = {
 	    route_session_permission },
 	{ EVHTTP_REQ_POST, "/session/", "/model", R_ID | R_BODY | R_LIVE, route_session_model },
 	{ EVHTTP_REQ_GET, "/session/", "/pending-prompts", R_ID, route_session_pending },
+	{ EVHTTP_REQ_POST, "/session/", "/continue", R_ID | R_BODY | R_LIVE,
+	    route_session_continue },
+	{ EVHTTP_REQ_POST, "/session/", "/fork", R_ID | R_BODY | R_LIVE, route_session_fork },
 	{ EVHTTP_REQ_DELETE, "/session/", "/pending-prompts/", R_ID | R_TAIL,
 	    route_session_pending_remove },
 	{ EVHTTP_REQ_POST, "/session/", "/approval-mode", R_ID | R_BODY | R_LIVE,
@@ -110,7 +113,8 @@ http_reply_json(struct evhttp_request *req, int status, json_object *body)
 	struct evbuffer *buf;
 	const char *s;
 
-	if (acp_call_capture(req, status, body, NULL)) {	/* an ACP call's */
+	if (acp_call_capture(req, status, body, NULL) ||	/* an ACP call's */
+	    branch_live_capture(req, status, body, NULL)) {	/* a branch's resume */
 		json_object_put(body);
 		return;
 	}
@@ -135,7 +139,8 @@ http_reply_json(struct evhttp_request *req, int status, json_object *body)
 void
 http_reply_empty(struct evhttp_request *req, int status)
 {
-	if (acp_call_capture(req, status, NULL, NULL))
+	if (acp_call_capture(req, status, NULL, NULL) ||
+	    branch_live_capture(req, status, NULL, NULL))
 		return;
 	listen_cors_headers(req);
 	evhttp_send_reply(req, status, NULL, NULL);
@@ -156,7 +161,8 @@ http_send_qerr(struct evhttp_request *req, struct qerr *e)
 	json_object *body;
 	int ra;
 
-	if (acp_call_capture(req, e != NULL ? qerr_status(e) : 500, NULL, e)) {
+	if (acp_call_capture(req, e != NULL ? qerr_status(e) : 500, NULL, e) ||
+	    branch_live_capture(req, e != NULL ? qerr_status(e) : 500, NULL, e)) {
 		qerr_free(e);
 		return;
 	}

@@ -130,6 +130,10 @@ seed_replay(struct session *s, json_object *result)
 	if (lr != NULL && json_object_object_get_ex(lr, "anchorRecordId", &v) &&
 	    json_object_is_type(v, json_type_string))
 		json_object_object_add(flags, "historyAnchorRecordId", json_object_get(v));
+	/* How the daemon prompts of the history ended (omitted when none). */
+	if (lr != NULL && json_object_object_get_ex(lr, "promptTerminals", &v) &&
+	    json_object_is_type(v, json_type_array) && json_object_array_length(v) > 0)
+		json_object_object_add(flags, "promptTerminals", json_object_get(v));
 	s->replay = out;
 	s->replay_flags = flags;
 }

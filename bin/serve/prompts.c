@@ -40,6 +40,7 @@ struct prompt {
 	uint64_t		 started_ms;	/* dispatched (monotonic) */
 	json_object		*content;	/* the prompt's blocks (for listing) */
 	uint64_t		 queued_at_ms;	/* wall clock */
+	int			 announced;	/* waited: pending_prompt_* told */
 };
 
 static void	prompts_pump(struct session *);
@@ -158,6 +159,22 @@ session_active_prompt(const struct session *s, const char **client_id)
 	return s->active != NULL ? s->active->id : NULL;
 }
 
+/* The last turn's error, kept for status until the next prompt starts. */
+static void
+turn_error_keep(struct session *s, const char *message, const char *code,
+    const char *kind)
+{
+	json_object *e = xjson_object_new_object();
+
+	json_object_object_add(e, "message", xjson_object_new_string(message));
+	if (code != NULL)
+		json_object_object_add(e, "code", xjson_object_new_string(code));
+	if (kind != NULL)
+		json_object_object_add(e, "errorKind", xjson_object_new_string(kind));
+	json_object_put(s->turn_error);
+	s->turn_error = e;
+}
+
 /* turn_error for p; extra: more data fields (takes ownership, NULL-safe). */
 static void
 turn_error_ex(struct session *s, struct prompt *p, const char *message,
@@ -172,6 +189,7 @@ turn_error_ex(struct session *s, struct prompt *p, const char *message,
 	if (kind != NULL)
 		json_object_object_add(d, "errorKind", xjson_object_new_string(kind));
 	json_object_object_add(d, "promptId", xjson_object_new_string(p->id));
+	turn_error_keep(s, message, code, kind);
 	bus_publish(s->bus, "turn_error", d, p->id,
 	    p->client_id[0] ? p->client_id : NULL, 0);
 }
@@ -181,6 +199,44 @@ turn_error(struct session *s, struct prompt *p, const char *message,
     const char *code, const char *kind)
 {
 	turn_error_ex(s, p, message, code, kind, NULL);
+}
+
+static char	*prompt_text(json_object *);
+
+/*
+ * pending_prompt_added / _started / _completed for p, a prompt that had
+ * to wait behind another (upstream announces only those): state is
+ * "completed" or "removed" for _completed, NULL otherwise.
+ */
+static void
+pending_event(struct session *s, struct prompt *p, const char *type,
+    const char *state)
+{
+	json_object *d = xjson_object_new_object();
+	char *text;
+
+	json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
+	json_object_object_add(d, "promptId", xjson_object_new_string(p->id));
+	if (state != NULL)
+		json_object_object_add(d, "state", xjson_object_new_string(state));
+	else {
+		text = prompt_text(p->content);
+		json_object_object_add(d, "text", xjson_object_new_string(text));
+		free(text);
+	}
+	if (strcmp(type, "pending_prompt_added") == 0)
+		json_object_object_add(d, "queuedAt",
+		    xjson_object_new_int64((int64_t)p->queued_at_ms));
+	bus_publish(s->bus, type, d, p->id, p->client_id[0] ? p->client_id : NULL, 0);
+}
+
+/* p is over: a prompt that waited says so with pending_prompt_completed. */
+static void
+pending_settled(struct session *s, struct prompt *p, const char *state)
+{
+	if (p->announced)
+		pending_event(s, p, "pending_prompt_completed", state);
+	p->announced = 0;
 }
 
 /* The expired prompt is over (answered or given up on): take the next. */
@@ -236,6 +292,7 @@ on_prompt_deadline(evutil_socket_t fd, short what, void *arg)
 	turn_error_ex(s, p, msg, "prompt_deadline_exceeded",
 	    "prompt_deadline_exceeded", d);
 	prompt_span_result(p, "deadline_exceeded", "prompt_deadline_exceeded");
+	pending_settled(s, p, "completed");
 	c = xjson_object_new_object();
 	json_object_object_add(c, "sessionId", xjson_object_new_string(s->id));
 	channel_notify(s->channel, "session/cancel", c);
@@ -350,6 +407,7 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 		    "channel_closed", "acp_channel_unavailable");
 		prompt_span_result(p, "error", "channel_closed");
 	}
+	pending_settled(s, p, "completed");
 	prompt_free(p);
 	prompts_pump(s);
 	/*
@@ -387,6 +445,10 @@ prompts_pump(struct session *s)
 		TAILQ_REMOVE(&s->queue, p, entry);
 		s->queued--;
 		s->active = p;
+		json_object_put(s->turn_error);
+		s->turn_error = NULL;
+		if (p->announced)
+			pending_event(s, p, "pending_prompt_started", NULL);
 		prompt_span_start(s, p);
 		p->req = channel_request(s->channel, "session/prompt", p->params, 0,
 		    on_prompt_done, p);
@@ -396,6 +458,7 @@ prompts_pump(struct session *s)
 			turn_error(s, p, "The agent process is not available",
 			    "acp_channel_unavailable", "acp_channel_unavailable");
 			prompt_span_result(p, "error", "acp_channel_unavailable");
+			pending_settled(s, p, "completed");
 			prompt_free(p);
 		} else
 			prompt_arm_deadline(p);
@@ -422,7 +485,7 @@ prompt_valid(json_object *body)
 
 const char *
 session_prompt_admit(struct session *s, json_object *body, const char *client_id,
-    const char **err)
+    int cont, const char **err)
 {
 		struct timeval now = { 0, SERVE_PROMPT_DISPATCH_MS * 1000 };
 	struct prompt *p;
@@ -446,6 +509,16 @@ session_prompt_admit(struct session *s, json_object *body, const char *client_id
 	json_object_object_del(params, "deadlineMs");
 	json_object_object_del(params, "eventDetailMode");
 	json_object_object_del(params, "delivery");
+	/* Only POST /session/:id/continue marks a continuation, not a client. */
+	if ((v = json_get_obj(params, "_meta")) != NULL)
+		json_object_object_del(v, SERVE_CONTINUE_META);
+	if (cont) {
+		if ((v = json_get_obj(params, "_meta")) == NULL) {
+			v = xjson_object_new_object();
+			json_object_object_add(params, "_meta", v);
+		}
+		json_object_object_add(v, SERVE_CONTINUE_META, xjson_object_new_boolean(1));
+	}
 	json_object_object_add(params, "sessionId", xjson_object_new_string(s->id));
 	uuid_new(p->id);
 	if (client_id != NULL)
@@ -460,6 +533,11 @@ session_prompt_admit(struct session *s, json_object *body, const char *client_id
 	if (json_object_object_get_ex(body, "deadlineMs", &v) && v != NULL &&
 	    (p->deadline_ms <= 0 || json_object_get_int64(v) < p->deadline_ms))
 		p->deadline_ms = json_object_get_int64(v);
+	/* It waits behind another: announced, as upstream does. */
+	if (s->active != NULL || s->expired != NULL || s->queued > 0) {
+		p->announced = 1;
+		pending_event(s, p, "pending_prompt_added", NULL);
+	}
 	TAILQ_INSERT_TAIL(&s->queue, p, entry);
 	s->queued++;
 	s->last_active_mono_ms = clock_mono_ms();
@@ -570,6 +648,23 @@ prompts_remove(struct session *s, const char *prompt_id)
 		return 0;
 	TAILQ_REMOVE(&s->queue, p, entry);
 	s->queued--;
+	pending_settled(s, p, "removed");
 	prompt_free(p);
 	return 1;
+}
+
+/*
+ * What status says of the work: "active" while a prompt runs (or an
+ * expired one has not let go), else "idle"; whether the last turn ended
+ * in turn_error, and that error.
+ */
+void
+prompts_status(struct session *s, json_object *o)
+{
+	json_object_object_add(o, "activeWorkState", xjson_object_new_string(
+	    s->active != NULL || s->expired != NULL ? "active" : "idle"));
+	json_object_object_add(o, "hasTurnError",
+	    xjson_object_new_boolean(s->turn_error != NULL));
+	if (s->turn_error != NULL)
+		json_object_object_add(o, "turnError", json_object_get(s->turn_error));
 }

@@ -126,7 +126,12 @@ routes_capabilities_json(void)
 	    "session_status", "session_detach", "workspace_session_list",
 	    "session_set_model", "session_approval_mode_control",
 	    "session_branch", "session_permission_vote", "permission_mediation",
-	    "daemon_status", "session_list", NULL };
+	    "daemon_status", "session_list",
+	    /* routes-pass.c: served by passing them to the session's agent */
+	    "session_context", "session_context_usage", "session_stats",
+	    "session_supported_commands", "session_tasks", "session_agents",
+	    "session_lsp", "session_resources", "session_hooks", "session_rewind",
+	    "session_recap", "session_btw", "session_language", NULL };
 	static const char *const versions[] = { "v1", NULL };
 	static const char *const languages[] = { "en", NULL };
 	json_object *o = xjson_object_new_object(), *pv = xjson_object_new_object();
@@ -141,8 +146,11 @@ routes_capabilities_json(void)
 		json_object_array_add(f, xjson_object_new_string("prompt_absolute_deadline"));
 	if (conf.writer_idle_timeout_ms > 0)
 		json_object_array_add(f, xjson_object_new_string("writer_idle_timeout"));
-	if (conf.n_workspaces > 1)
+	if (conf.n_workspaces > 1) {
 		json_object_array_add(f, xjson_object_new_string("multi_workspace_sessions"));
+		/* /workspaces/:w/acp, as upstream advertises it: with several. */
+		json_object_array_add(f, xjson_object_new_string("workspace_qualified_acp"));
+	}
 	json_object_object_add(o, "v", xjson_object_new_int(1));
 	json_object_object_add(pv, "current", xjson_object_new_string("v1"));
 	json_object_object_add(pv, "supported", strings(versions));

@@ -7,7 +7,9 @@
  * so that a real agent as the child answers it too), which answers from
  * its kept index of the transcript, so a page costs what its records
  * cost.  POST /session/:id/branch forks it into a new session whose
- * transcript the child writes whole (qwen/control/session/branch).
+ * transcript the child writes whole (qwen/control/session/branch): 201,
+ * and without atRecordId the new session is resumed and attached
+ * (branch-live.c).
  */
 #include "config.h"
 
@@ -36,6 +38,8 @@ struct page_req {
 	char			 id[SERVE_SESSION_ID_MAX + 1];
 	char			 new_id[UUID_LEN + 1];	/* a branch */
 	char			*name;				/* a branch */
+	int			 live;	/* a branch without atRecordId: resumed */
+	char			 client_id[SERVE_CLIENT_ID_MAX + 1];	/* "" none */
 };
 
 static void
@@ -242,7 +246,11 @@ on_branch(void *arg, enum chan_outcome o, json_object *payload)
 		json_object_object_add(ff, "displayName", short_name(pr->id));
 		json_object_object_add(body, "forkedFrom", ff);
 		log_info("session %s branched into %s", pr->id, pr->new_id);
-		http_reply_json(pr->req, 200, body);
+		if (pr->live)
+			branch_live_start(pr->req, channel_workspace(pr->ch), pr->new_id,
+			    pr->client_id, body);
+		else
+			http_reply_json(pr->req, 201, body);
 	} else if (o == CHAN_ERROR)
 		http_error_rpc(pr->req, payload, pr->id);
 	else if (o == CHAN_TIMEOUT) {
@@ -316,6 +324,9 @@ route_session_branch(struct http_ctx *ctx)
 	}
 	pr->req = ctx->req;
 	pr->ch = ch;
+	pr->live = at == NULL;
+	if (ctx->client_id != NULL)
+		strlcpy(pr->client_id, ctx->client_id, sizeof(pr->client_id));
 	strlcpy(pr->id, ctx->path_id, sizeof(pr->id));
 	uuid_new(pr->new_id);
 	params = xjson_object_new_object();

@@ -4,11 +4,21 @@
  * GET /session/:id/pending-prompts (the running prompt, then the queued
  * ones) and DELETE /session/:id/pending-prompts/:promptId (a queued one
  * taken out before it runs; the running one is cancelled, not removed).
+ * POST /session/:id/continue resumes a turn that was cut off: the agent
+ * says from the history whether there is one
+ * (qwen/control/session/continue, upstream's name), and if so the
+ * continuation is admitted into the queue as a prompt of its own.
  */
 #include "config.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include <event2/http.h>
 
+#include "errors.h"
+#include "json.h"
+#include "log.h"
 #include "serve.h"
 #include "xmalloc.h"
 
@@ -37,4 +47,124 @@ route_session_pending_remove(struct http_ctx *ctx)
 	json_object_object_add(o, "removed",
 	    xjson_object_new_boolean(prompts_remove(s, ctx->path_tail)));
 	http_reply_json(ctx->req, 200, o);
+}
+
+/* ---- POST /session/:id/continue ---------------------------------------- */
+
+struct cont_req {
+	struct evhttp_request	*req;
+	char			 sid[SERVE_SESSION_ID_MAX + 1];
+	char			 client_id[SERVE_CLIENT_ID_MAX + 1];	/* "" none */
+};
+
+/* 200 {accepted: false, interruption}. */
+static void
+cont_declined(struct evhttp_request *req, const char *interruption)
+{
+	json_object *o = xjson_object_new_object();
+
+	json_object_object_add(o, "accepted", xjson_object_new_boolean(0));
+	json_object_object_add(o, "interruption", xjson_object_new_string(interruption));
+	http_reply_json(req, 200, o);
+}
+
+/* The agent's interruption, one of upstream's three (else "none"). */
+static const char *
+cont_kind(json_object *answer)
+{
+	const char *k = json_get_str(answer, "interruption");
+
+	if (k != NULL && (strcmp(k, "interrupted_prompt") == 0 ||
+	    strcmp(k, "interrupted_turn") == 0))
+		return k;
+	return "none";
+}
+
+/* Admit the continuation: 200 {accepted, interruption, promptId, lastEventId, eventEpoch}. */
+static void
+cont_admit(struct cont_req *cr, struct session *s, const char *kind)
+{
+	json_object *body = xjson_object_new_object(), *pr, *b, *o;
+	const char *pid, *err = NULL;
+	struct qerr *e;
+	int64_t last = (int64_t)bus_last_id(s->bus);
+
+	pr = xjson_object_new_array();
+	b = xjson_object_new_object();
+	json_object_object_add(b, "type", xjson_object_new_string("text"));
+	json_object_object_add(b, "text", xjson_object_new_string(""));
+	json_object_array_add(pr, b);
+	json_object_object_add(body, "prompt", pr);
+	pid = session_prompt_admit(s, body, cr->client_id[0] ? cr->client_id : NULL, 1, &err);
+	json_object_put(body);
+	if (pid == NULL) {
+		if ((e = qerr_new(strcmp(err, "prompt_queue_full") == 0 ?
+		    "prompt_queue_full" : "internal", NULL)) != NULL)
+			qerr_set_str(e, "sessionId", s->id);
+		http_send_qerr(cr->req, e);
+		return;
+	}
+	log_info("session %s: continuing a cut-off turn (%s)", s->id, kind);
+	o = xjson_object_new_object();
+	json_object_object_add(o, "accepted", xjson_object_new_boolean(1));
+	json_object_object_add(o, "interruption", xjson_object_new_string(kind));
+	json_object_object_add(o, "promptId", xjson_object_new_string(pid));
+	json_object_object_add(o, "lastEventId", xjson_object_new_int64(last));
+	json_object_object_add(o, "eventEpoch", xjson_object_new_string(bus_epoch(s->bus)));
+	http_reply_json(cr->req, 200, o);
+}
+
+/* The agent's pre-check answered (or could not). */
+static void
+on_continue(void *arg, enum chan_outcome o, json_object *payload)
+{
+	struct cont_req *cr = arg;
+	struct session *s = sessions_find(cr->sid);
+	json_object *v;
+	const char *kind;
+
+	if (s == NULL)
+		http_error(cr->req, "session_not_found", cr->sid);
+	else if (o == CHAN_ERROR)	/* as routes-pass.c answers the agent's errors */
+		http_error_rpc(cr->req, payload, s->id);
+	else if (o != CHAN_RESULT)
+		http_error(cr->req, "acp_channel_unavailable", NULL);
+	else {
+		kind = cont_kind(payload);
+		v = json_get(payload, "accepted", json_type_boolean);
+		/* A prompt admitted meanwhile runs first: nothing to continue. */
+		if (v == NULL || !json_object_get_boolean(v) || session_pending_prompts(s) > 0)
+			cont_declined(cr->req, kind);
+		else
+			cont_admit(cr, s, kind);
+	}
+	free(cr);
+}
+
+void
+route_session_continue(struct http_ctx *ctx)
+{
+	struct session *s;
+	struct cont_req *cr;
+	json_object *p;
+
+	if ((s = routes_session(ctx)) == NULL)
+		return;
+	/* A prompt running or waiting: nothing was cut off (upstream's no-op). */
+	if (session_pending_prompts(s) > 0) {
+		cont_declined(ctx->req, "none");
+		return;
+	}
+	cr = xcalloc(1, sizeof(*cr));
+	cr->req = ctx->req;
+	strlcpy(cr->sid, s->id, sizeof(cr->sid));
+	if (ctx->client_id != NULL)
+		strlcpy(cr->client_id, ctx->client_id, sizeof(cr->client_id));
+	p = xjson_object_new_object();
+	json_object_object_add(p, "sessionId", xjson_object_new_string(s->id));
+	if (channel_request(s->channel, "qwen/control/session/continue", p,
+	    (uint64_t)conf.init_timeout_ms, on_continue, cr) == NULL) {
+		free(cr);
+		http_error(ctx->req, "acp_channel_unavailable", NULL);
+	}
 }

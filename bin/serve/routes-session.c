@@ -404,7 +404,7 @@ route_session_prompt(struct http_ctx *ctx)
 	json_object_object_add(o, "lastEventId",
 	    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
 	json_object_object_add(o, "eventEpoch", xjson_object_new_string(bus_epoch(s->bus)));
-	if ((pid = session_prompt_admit(s, ctx->body, ctx->client_id, &err)) == NULL) {
+	if ((pid = session_prompt_admit(s, ctx->body, ctx->client_id, 0, &err)) == NULL) {
 		json_object_put(o);
 		if (strcmp(err, "prompt_queue_full") == 0) {
 			if ((e = qerr_new("prompt_queue_full", NULL)) != NULL) {
@@ -514,6 +514,7 @@ route_session_status(struct http_ctx *ctx)
 	json_object_object_add(o, "pendingInteractionCount",
 	    xjson_object_new_int64((int64_t)perm_pending(s)));
 	json_object_object_add(o, "pendingInteractions", perm_interactions(s));
+	prompts_status(s, o);
 	json_object_object_add(o, "lastEventId",
 	    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
 	json_object_object_add(o, "eventEpoch", xjson_object_new_string(bus_epoch(s->bus)));
@@ -546,6 +547,7 @@ void
 route_session_events(struct http_ctx *ctx)
 {
 	const char *mq = evhttp_find_header(ctx->query, "maxQueued"), *errstr;
+	const char *snap = evhttp_find_header(ctx->query, "snapshot");
 	struct session *s;
 	struct client *c;
 	long long max = 256;
@@ -565,5 +567,6 @@ route_session_events(struct http_ctx *ctx)
 	s->last_active_mono_ms = clock_mono_ms();
 	sse_subscribe(s->bus, ctx->req, routes_last_event_id(ctx->req),
 	    evhttp_find_header(evhttp_request_get_input_headers(ctx->req),
-	    "X-Qwen-Event-Epoch"), (int)max);
+	    "X-Qwen-Event-Epoch"), (int)max,
+	    snap != NULL && strcmp(snap, "1") == 0 ? switches_snapshot(s) : NULL);
 }

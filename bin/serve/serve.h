@@ -332,12 +332,28 @@ void	route_session_approval_mode(struct http_ctx *);
 void	route_session_transcript(struct http_ctx *);
 void	route_session_branch(struct http_ctx *);
 
+/* ---- branch-live.c: a branch resumed and attached ---------------------- */
+/*
+ * Resume new_id (in workspace, for client_id) and answer req 201 with the
+ * restored session and branch's keys (takes ownership of branch).
+ */
+void	branch_live_start(struct evhttp_request *req, const char *workspace,
+	    const char *new_id, const char *client_id, json_object *branch);
+/* A reply to the resume's own request: handled (1) or not ours (0). */
+struct qerr;
+int	branch_live_capture(struct evhttp_request *req, int status,
+	    json_object *body, struct qerr *e);
+
+/* ---- routes-fork.c: a session forked through its agent ----------------- */
+void	route_session_fork(struct http_ctx *);
+
 /* ---- routes-pass.c: the agent's own session calls, passed to it ------- */
 void	route_session_pass(struct http_ctx *);
 
 /* ---- routes-queue.c: a session's prompt queue ------------------------- */
 void	route_session_pending(struct http_ctx *);
 void	route_session_pending_remove(struct http_ctx *);
+void	route_session_continue(struct http_ctx *);
 
 /* ---- routes-daemon.c --------------------------------------------------- */
 void	route_health(struct http_ctx *);
@@ -404,10 +420,11 @@ void	bus_unlisten(struct bus_listener *);	/* NULL-safe */
 /*
  * Open a stream on req: headers, retry:, replay from last_event_id (-1 =
  * none), replay_complete, then live.  epoch: the client's X-Qwen-Event-Epoch
- * or NULL.  Sends the reply itself (including pre-stream errors).
+ * or NULL.  snapshot (taken, NULL for none): session_snapshot's data, sent
+ * after the replay.  Sends the reply itself (including pre-stream errors).
  */
 void	sse_subscribe(struct bus *, struct evhttp_request *req, int64_t last_event_id,
-	    const char *epoch, int max_queued);
+	    const char *epoch, int max_queued, json_object *snapshot);
 /* Connection of sub closed (from http.c). */
 void	sse_sub_closed(struct sse_sub *);
 
@@ -538,6 +555,8 @@ struct session {
 	struct prompt		*expired;
 	struct event		*grace_ev;
 	char			 approval_mode[16];	/* as the agent last said */
+	json_object		*turn_error;	/* the last turn's {message, code,
+						   errorKind}, until the next starts */
 };
 
 struct session	*sessions_find(const char *id);
@@ -575,9 +594,14 @@ void	sessions_free(void);
 /* The FIFO's events (0, or -1 on ENOMEM); prompts_clear frees them all. */
 int	prompts_init(struct session *);
 void	prompts_clear(struct session *);
-/* Admit a prompt: returns its id (borrowed), or NULL with *err set. */
+/*
+ * Admit a prompt: returns its id (borrowed), or NULL with *err set.  cont:
+ * the continuation of a cut-off turn (_meta SERVE_CONTINUE_META, which a
+ * client's own prompt never carries).
+ */
+#define SERVE_CONTINUE_META	"qwen.daemon.continue"
 const char *session_prompt_admit(struct session *, json_object *body,
-	    const char *client_id, const char **err);
+	    const char *client_id, int cont, const char **err);
 size_t	session_pending_prompts(const struct session *);
 /* The running prompt's id (and its client, if client_id), or NULL. */
 const char *session_active_prompt(const struct session *, const char **client_id);
@@ -588,6 +612,8 @@ void	prompts_update(struct session *, json_object *params);
 json_object *prompts_list(struct session *);
 /* Remove a queued prompt: 1 removed, 0 when it is not queued. */
 int	prompts_remove(struct session *, const char *prompt_id);
+/* Status: activeWorkState, hasTurnError and turnError into o. */
+void	prompts_status(struct session *, json_object *o);
 
 /* ---- inflight.c: in-flight spawns and restores (the lifecycle seam) --- */
 enum inflight_action { OP_SPAWN, OP_LOAD, OP_RESUME };
@@ -656,6 +682,8 @@ json_object *inflight_session_json(struct session *, enum inflight_action,
 /* ---- switches.c: a session's model and approval mode, through its agent - */
 /* s->approval_mode from the agent's state (modes.currentModeId). */
 void	switches_seed(struct session *);
+/* session_snapshot's data: model, approval mode (caller owns). */
+json_object *switches_snapshot(struct session *);
 /*
  * session/set_model; model_switched or model_switch_failed to every
  * subscriber, then cb(arg, outcome, payload) (cb may be NULL).  -1: the

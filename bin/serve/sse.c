@@ -363,7 +363,7 @@ sse_headers(struct evhttp_request *req, const char *epoch)
 
 void
 sse_subscribe(struct bus *b, struct evhttp_request *req, int64_t last_event_id,
-    const char *epoch, int max_queued)
+    const char *epoch, int max_queued, json_object *snapshot)
 {
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 	struct timeval tv;
@@ -377,11 +377,13 @@ sse_subscribe(struct bus *b, struct evhttp_request *req, int64_t last_event_id,
 			qerr_set_int(e, "limit", SERVE_MAX_SUBSCRIBERS);
 		}
 		http_send_qerr(req, e);
+		json_object_put(snapshot);
 		return;
 	}
 	if (evcon == NULL || (s = calloc(1, sizeof(*s))) == NULL ||
 	    (s->fifo = calloc(BUS_FIRST_ROOM, sizeof(*s->fifo))) == NULL) {
 		free(s);
+		json_object_put(snapshot);
 		http_error(req, "internal", NULL);
 		return;
 	}
@@ -403,6 +405,8 @@ sse_subscribe(struct bus *b, struct evhttp_request *req, int64_t last_event_id,
 		last_event_id = (int64_t)b->delivered;	/* what nobody got yet */
 	if (last_event_id >= 0)
 		sub_replay(s, last_event_id, epoch);
+	if (snapshot != NULL)
+		sub_synthetic(s, "session_snapshot", snapshot);
 	sub_idle_start(s);
 	if (conf.sse_heartbeat_ms > 0) {
 		tv.tv_sec = conf.sse_heartbeat_ms / 1000;

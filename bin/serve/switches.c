@@ -83,6 +83,43 @@ failure_text(enum chan_outcome o, json_object *payload)
 
 /* ---- model --------------------------------------------------------------- */
 
+/* The switched-to model, in the state a snapshot and an attach report. */
+static void
+model_remember(struct session *s, const char *model)
+{
+	json_object *models;
+
+	if (s->state == NULL || !json_object_is_type(s->state, json_type_object))
+		return;
+	if ((models = json_get_obj(s->state, "models")) == NULL) {
+		models = xjson_object_new_object();
+		json_object_object_add(s->state, "models", models);
+	}
+	json_object_object_add(models, "currentModelId", xjson_object_new_string(model));
+}
+
+/*
+ * session_snapshot's data: {sessionId, currentModelId, currentApprovalMode,
+ * recordingDegraded} (caller owns).  The model is null when the agent
+ * never named one.
+ */
+json_object *
+switches_snapshot(struct session *s)
+{
+	json_object *d = xjson_object_new_object(), *models;
+	const char *model = NULL;
+
+	if (s->state != NULL && (models = json_get_obj(s->state, "models")) != NULL)
+		model = json_get_str(models, "currentModelId");
+	json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
+	json_object_object_add(d, "currentModelId",
+	    model != NULL ? xjson_object_new_string(model) : NULL);
+	json_object_object_add(d, "currentApprovalMode",
+	    xjson_object_new_string(s->approval_mode[0] ? s->approval_mode : "default"));
+	json_object_object_add(d, "recordingDegraded", xjson_object_new_boolean(0));
+	return d;
+}
+
 static void
 on_model(void *arg, enum chan_outcome o, json_object *payload)
 {
@@ -99,6 +136,8 @@ on_model(void *arg, enum chan_outcome o, json_object *payload)
 		if (o != CHAN_RESULT)
 			json_object_object_add(d, "error",
 			    xjson_object_new_string(failure_text(o, payload)));
+		else
+			model_remember(s, op->value);
 		bus_publish(s->bus, o == CHAN_RESULT ? "model_switched" : "model_switch_failed",
 		    d, session_active_prompt(s, NULL), cid, 0);
 	}

@@ -5,7 +5,8 @@
  * stdin/stdout): initialize, session/new, session/load (bulk or streamed
  * replay), session/resume, session/prompt (N streamed chunks, then
  * end_turn), session/cancel, qwen/control/session/close, transcript pages
- * (empty) and branches (of a persisted session), session/set_model
+ * (empty) and branches (of a persisted session), forks of a live one
+ * (qwen/control/session/fork_agent), session/set_model
  * (the advertised fake-a and fake-b only), qwen/control/session/approval_mode
  * and session/set_mode (upstream's modes; current_mode_update first), with
  * an in-memory session table.
@@ -711,6 +712,23 @@ m_branch(struct rpc_msg *m, long delay)
 	return rpc_new_result(json_object_get(m->id), r);
 }
 
+/* qwen/control/session/fork_agent of a live session: {sessionId, description, launched}. */
+static json_object *
+m_fork(struct rpc_msg *m, long delay)
+{
+	const char *sid = json_get_str(m->params, "sessionId");
+	const char *d = json_get_str(m->params, "directive");
+	json_object *r;
+
+	(void)delay;
+	if (sid == NULL || sess_find(sid) < 0)
+		return not_found(m->id, sid);
+	r = obj("sessionId", json_object_new_string("33333333-3333-4333-8333-333333333333"));
+	json_object_object_add(r, "description", json_object_new_string(d != NULL ? d : ""));
+	json_object_object_add(r, "launched", json_object_new_boolean(1));
+	return rpc_new_result(json_object_get(m->id), r);
+}
+
 static const struct method {
 	const char	*name;
 	json_object	*(*fn)(struct rpc_msg *, long delay);
@@ -721,6 +739,7 @@ static const struct method {
 	{ "session/resume", m_resume },
 	{ "qwen/status/session/transcript", m_transcript },
 	{ "qwen/control/session/branch", m_branch },
+	{ "qwen/control/session/fork_agent", m_fork },
 	{ "unstable_resumeSession", m_resume },
 	{ "session/prompt", m_prompt },
 	{ "session/cancel", m_cancel },

@@ -1,0 +1,473 @@
+// SPDX-License-Identifier: ISC
+// sdk-methods.mjs SDK_DIR BASE_URL WORKSPACE SESSION [table]
+// Drives every session-level method of the real @qwen-code/sdk 0.1.14
+// DaemonClient and DaemonSessionClient against qwen-serve (started with
+// the real qwen-acp-child, SESSION persisted in WORKSPACE) and checks
+// each against the table below: "works" must resolve (and pass its
+// check), "agent-only" must reach the agent (qwen-acp-child, which has
+// none of them: 500 with its -32601), "not served" must be refused as a
+// route this daemon does not have (404 not_found, 405 or 501); never a
+// hang, never HTML (a method the SDK turns a 404 into a value for is judged
+// by the answer; one the SDK refuses because /capabilities lacks its
+// feature counts as refused).  Prints "ok - <method>" or "not ok - <method>: <why>" a
+// method; exit 1 if any is not ok.  With "table" it prints the table as
+// tab-separated lines (method, status, why) instead.
+//
+// agent-only: the method belongs to the agent, and qwen-serve passes it
+// to the session's agent under upstream's qwen/control/* or
+// qwen/status/* name (routes-pass.c, routes-fork.c); the agent's own
+// methods it does not pass yet are "not served".  not served:
+// qwen-serve has no such route; "manage" marks the session-management
+// routes another branch adds (the table is updated when it lands).
+import { pathToFileURL } from 'node:url';
+import path from 'node:path';
+
+const [sdkDir, baseUrl, workspaceCwd, sessionId, mode] = process.argv.slice(2);
+const sdk = await import(pathToFileURL(path.join(sdkDir,
+    'node_modules/@qwen-code/sdk/dist/daemon/index.js')).href);
+const { DaemonClient, DaemonSessionClient } = sdk;
+// The last answer, for methods that turn a 404 into a value (false).
+let last = null;
+const recFetch = async (url, init = {}) => {
+	const res = await fetch(url, init);
+	last = { status: res.status, code: undefined };
+	if ((res.headers.get('content-type') ?? '').includes('application/json'))
+		last.code = (await res.clone().json().catch(() => ({}))).code;
+	return res;
+};
+const client = new DaemonClient({ baseUrl, fetch: recFetch, fetchTimeoutMs: 10000 });
+const ctx = {};
+const text = (t) => ({ prompt: [{ type: 'text', text: t }] });
+const cancelled = { outcome: { outcome: 'cancelled' } };
+const blob = () => new Blob(['x'], { type: 'text/plain' });
+const isObj = (r) => r !== null && typeof r === 'object';
+// An async generator's whole output (its first request is at next()).
+const drain = async (it) => { const out = []; for await (const v of it) out.push(v); return out; };
+
+const MANAGE = 'session management: added on wip/manage';
+const PASSED = 'the agent\'s own: passed to the session\'s agent under upstream\'s name; qwen-acp-child has none (500 -32601)';
+const NOTPASSED = 'the agent\'s own: not passed to the agent yet';
+const NOSTORE = 'no attachment, artifact or source store in qwen-serve';
+const NOWT = 'no worktree sessions in qwen-serve';
+const STANDALONE = 'upstream standalone sessions: outside qwen-serve';
+const FORK = 'POST /session/:id/fork, passed to the agent as qwen/control/session/fork_agent; qwen-acp-child has none (500 -32601)';
+
+// [method, status, why, call(ctx), check(result)] in the order they run.
+const T = [
+	// DaemonClient, the session core.
+	['DaemonClient.createOrAttachSession', 'works', 'POST /session',
+	    (c) => client.createOrAttachSession({ workspaceCwd }),
+	    (r) => { ctx.fresh = r; return r.attached === false && r.clientId.startsWith('client_'); }],
+	['DaemonClient.loadSession', 'works', 'POST /session/:id/load',
+	    (c) => client.loadSession(sessionId, { workspaceCwd }),
+	    (r) => { ctx.cid = r.clientId; return r.sessionId === sessionId && Array.isArray(r.compactedReplay); }],
+	['DaemonClient.resumeSession', 'works', 'POST /session/:id/resume (attaches when live)',
+	    (c) => client.resumeSession(sessionId, { workspaceCwd }),
+	    (r) => r.sessionId === sessionId && r.attached === true],
+	['DaemonClient.reservePromptSlot', 'works', 'local admission count',
+	    (c) => client.reservePromptSlot(sessionId)(), () => true],
+	['DaemonClient.prompt', 'works', 'POST /session/:id/prompt, then turn_complete on SSE',
+	    (c) => client.prompt(sessionId, text('one'), undefined, ctx.cid),
+	    (r) => r.stopReason === 'end_turn'],
+	['DaemonClient.promptNonBlocking', 'works', '202 {promptId, lastEventId}',
+	    (c) => client.promptNonBlocking(sessionId, text('two'), undefined, ctx.cid),
+	    (r) => typeof r.promptId === 'string' && typeof r.lastEventId === 'number'],
+	['DaemonClient.subscribeEvents', 'works', 'GET /session/:id/events (SSE)',
+	    async (c) => {
+		const ac = new AbortController();
+		const it = client.subscribeEvents(sessionId, { signal: ac.signal, lastEventId: 0 });
+		const first = await it.next();
+		ac.abort();
+		return first.value;
+	    }, (r) => isObj(r) && r.v === 1],
+	['DaemonClient.heartbeat', 'works', 'POST /session/:id/heartbeat',
+	    (c) => client.heartbeat(sessionId, ctx.cid), (r) => r.sessionId === sessionId],
+	['DaemonClient.cancel', 'works', 'POST /session/:id/cancel',
+	    (c) => client.cancel(sessionId, ctx.cid), () => true],
+	['DaemonClient.sessionStatus', 'works', 'GET /session/:id/status',
+	    (c) => client.sessionStatus(sessionId, ctx.cid),
+	    (r) => r.sessionId === sessionId && typeof r.activeWorkState === 'string' &&
+	    Array.isArray(r.pendingInteractions)],
+	['DaemonClient.getPendingPrompts', 'works', 'GET /session/:id/pending-prompts',
+	    (c) => client.getPendingPrompts(sessionId, { clientId: ctx.cid }),
+	    (r) => Array.isArray(r.pendingPrompts)],
+	['DaemonClient.removePendingPrompt', 'works', 'DELETE /session/:id/pending-prompts/:promptId',
+	    (c) => client.removePendingPrompt(sessionId, '00000000-0000-4000-8000-000000000000',
+	    { clientId: ctx.cid }), (r) => r.removed === false],
+	['DaemonClient.respondToSessionPermission', 'works', 'POST /session/:id/permission/:requestId (first responder)',
+	    (c) => client.respondToSessionPermission(sessionId, 'no-such-request', cancelled, ctx.cid),
+	    (r) => r === false],
+	['DaemonClient.setSessionModel', 'works', 'POST /session/:id/model (the agent switches)',
+	    (c) => client.setSessionModel(sessionId, 'echo', ctx.cid), (r) => isObj(r)],
+	['DaemonClient.setSessionApprovalMode', 'works', 'POST /session/:id/approval-mode',
+	    (c) => client.setSessionApprovalMode(sessionId, 'default', { clientId: ctx.cid }),
+	    (r) => isObj(r)],
+	['DaemonClient.getSessionTranscriptPage', 'works', 'GET /session/:id/transcript',
+	    (c) => client.getSessionTranscriptPage(sessionId, { limit: 10 }),
+	    (r) => r.sessionId === sessionId && Array.isArray(r.events)],
+	['DaemonClient.listWorkspaceSessions', 'works', 'GET /workspace/:id/sessions',
+	    (c) => client.listWorkspaceSessions(workspaceCwd), (r) => Array.isArray(r)],
+	['DaemonClient.listWorkspaceSessionsPage', 'works', 'GET /workspace/:id/sessions (a page)',
+	    (c) => client.listWorkspaceSessionsPage(workspaceCwd, { limit: 5 }),
+	    (r) => Array.isArray(r.sessions)],
+	['DaemonClient.branchSession', 'works', 'POST /session/:id/branch: 201, live without atRecordId',
+	    (c) => client.branchSession(sessionId, { name: 'sdk' }),
+	    (r) => { ctx.branch = r; return r.forkedFrom.sessionId === sessionId &&
+	    typeof r.clientId === 'string'; }],
+	// Session management (wip/manage).
+	['DaemonClient.searchWorkspaceSessions', 'not served', MANAGE,
+	    (c) => client.searchWorkspaceSessions(workspaceCwd, 'why')],
+	['WorkspaceDaemonClient.getWorkspaceSessionInfo', 'not served', MANAGE,
+	    (c) => client.workspaceByCwd(workspaceCwd).getWorkspaceSessionInfo()],
+	['DaemonClient.getWorkspaceSessionLiveState', 'not served', MANAGE,
+	    (c) => client.getWorkspaceSessionLiveState(workspaceCwd)],
+	['WorkspaceDaemonClient.getSessionLiveState', 'not served', MANAGE,
+	    (c) => client.workspaceByCwd(workspaceCwd).getSessionLiveState()],
+	['DaemonClient.exportSession', 'not served', MANAGE,
+	    (c) => client.exportSession(sessionId)],
+	['WorkspaceDaemonClient.exportArchivedSession', 'not served', MANAGE,
+	    (c) => client.workspaceByCwd(workspaceCwd).exportArchivedSession(sessionId)],
+	['DaemonClient.updateSessionMetadata', 'not served', MANAGE,
+	    (c) => client.updateSessionMetadata(sessionId, { title: 't' })],
+	['DaemonClient.updateSessionOrganization', 'not served', MANAGE,
+	    (c) => client.updateSessionOrganization(sessionId, { isPinned: true })],
+	['DaemonClient.listSessionGroups', 'not served', MANAGE,
+	    (c) => client.listSessionGroups(workspaceCwd)],
+	['DaemonClient.createSessionGroup', 'not served', MANAGE,
+	    (c) => client.createSessionGroup(workspaceCwd, { name: 'g' })],
+	['DaemonClient.updateSessionGroup', 'not served', MANAGE,
+	    (c) => client.updateSessionGroup(workspaceCwd, 'g1', { name: 'h' })],
+	['DaemonClient.deleteSessionGroup', 'not served', MANAGE,
+	    (c) => client.deleteSessionGroup(workspaceCwd, 'g1')],
+	['DaemonClient.getSessionTurnIndexPage', 'not served', MANAGE,
+	    (c) => client.getSessionTurnIndexPage(sessionId)],
+	['DaemonClient.archiveSessionsData', 'not served', MANAGE,
+	    (c) => client.archiveSessionsData([sessionId])],
+	['DaemonClient.unarchiveSessionsData', 'not served', MANAGE,
+	    (c) => client.unarchiveSessionsData([sessionId])],
+	['DaemonClient.deleteSessionsData', 'not served', MANAGE,
+	    (c) => client.deleteSessionsData([sessionId])],
+	// The agent's own state and work.
+	['DaemonClient.continueSession', 'works', 'POST /session/:id/continue (the agent\'s qwen/control/session/continue pre-check)',
+	    (c) => client.continueSession(sessionId, { clientId: ctx.cid }),
+	    (r) => r.accepted === false && r.interruption === 'none'],
+	['DaemonClient.forkSession', 'agent-only', FORK,
+	    (c) => client.forkSession(sessionId, { directive: 'd' }, ctx.cid)],
+	['DaemonClient.createSideTaskSession', 'not served', NOTPASSED,
+	    (c) => client.createSideTaskSession(sessionId, {}, ctx.cid)],
+	['DaemonClient.sessionContext', 'agent-only', PASSED,
+	    (c) => client.sessionContext(sessionId, ctx.cid)],
+	['DaemonClient.sessionContextUsage', 'agent-only', PASSED,
+	    (c) => client.sessionContextUsage(sessionId)],
+	['DaemonClient.sessionStats', 'agent-only', PASSED,
+	    (c) => client.sessionStats(sessionId, ctx.cid)],
+	['DaemonClient.sessionSupportedCommands', 'agent-only', PASSED,
+	    (c) => client.sessionSupportedCommands(sessionId, ctx.cid)],
+	['DaemonClient.sessionTasks', 'agent-only', PASSED,
+	    (c) => client.sessionTasks(sessionId, ctx.cid)],
+	['DaemonClient.sessionTaskCancel', 'not served', NOTPASSED,
+	    (c) => client.sessionTaskCancel(sessionId, 't1', 'agent')],
+	['DaemonClient.sessionAgents', 'agent-only', PASSED,
+	    (c) => client.sessionAgents(sessionId, ctx.cid)],
+	['DaemonClient.sessionAgentTrace', 'not served', NOTPASSED,
+	    (c) => client.sessionAgentTrace(sessionId)],
+	['DaemonClient.sessionWorkflowTasks', 'agent-only', PASSED,
+	    (c) => client.sessionWorkflowTasks(sessionId, ctx.cid)],
+	['DaemonClient.sessionSavedWorkflow', 'not served', NOTPASSED,
+	    (c) => client.sessionSavedWorkflow(sessionId, 'w', ctx.cid)],
+	['DaemonClient.sessionWorkflowTaskAction', 'not served', NOTPASSED,
+	    (c) => client.sessionWorkflowTaskAction(sessionId, 't1', 'pause')],
+	['DaemonClient.sessionLspStatus', 'agent-only', PASSED,
+	    (c) => client.sessionLspStatus(sessionId, ctx.cid)],
+	['DaemonClient.sessionHooks', 'agent-only', PASSED,
+	    (c) => client.sessionHooks(sessionId)],
+	['DaemonClient.sessionResources', 'agent-only', PASSED,
+	    (c) => client.sessionResources(sessionId, ctx.cid)],
+	['DaemonClient.sessionGoal', 'agent-only', PASSED,
+	    (c) => client.sessionGoal(sessionId, ctx.cid)],
+	['DaemonClient.sessionGoalControl', 'agent-only', PASSED,
+	    (c) => client.sessionGoalControl(sessionId, { action: 'pause' }, ctx.cid)],
+	['DaemonClient.sessionGoalClear', 'agent-only', PASSED,
+	    (c) => client.sessionGoalClear(sessionId, ctx.cid)],
+	['DaemonClient.setSessionConfigOption', 'agent-only', PASSED,
+	    (c) => client.setSessionConfigOption(sessionId, 'reasoning_effort', 'low')],
+	['DaemonClient.setSessionLanguage', 'agent-only', PASSED,
+	    (c) => client.setSessionLanguage(sessionId, 'en')],
+	['DaemonClient.getRewindSnapshots', 'agent-only', PASSED,
+	    (c) => client.getRewindSnapshots(sessionId)],
+	['DaemonClient.rewindSession', 'agent-only', PASSED,
+	    (c) => client.rewindSession(sessionId, 'p1')],
+	['DaemonClient.recapSession', 'agent-only', PASSED,
+	    (c) => client.recapSession(sessionId)],
+	['DaemonClient.generateSessionContent', 'not served', NOTPASSED,
+	    (c) => drain(client.generateSessionContent(sessionId, 'x'))],
+	['DaemonClient.btwSession', 'agent-only', PASSED,
+	    (c) => client.btwSession(sessionId, 'q')],
+	['DaemonClient.enqueueMidTurnMessage', 'not served', NOTPASSED,
+	    (c) => client.enqueueMidTurnMessage(sessionId, 'm')],
+	['DaemonClient.getMidTurnMessages', 'not served', NOTPASSED,
+	    (c) => client.getMidTurnMessages(sessionId)],
+	['DaemonClient.removeMidTurnMessage', 'not served', NOTPASSED,
+	    (c) => client.removeMidTurnMessage(sessionId, 'm1')],
+	['DaemonClient.shellCommand', 'not served', NOTPASSED,
+	    (c) => client.shellCommand(sessionId, 'true')],
+	['DaemonClient.resolveSubagentSession', 'not served', NOTPASSED,
+	    (c) => client.resolveSubagentSession(sessionId, 'a1', ctx.cid)],
+	['DaemonClient.cancelSubagentSession', 'not served', NOTPASSED,
+	    (c) => client.cancelSubagentSession(sessionId, 'a1', ctx.cid)],
+	// Not a session server's.
+	['DaemonClient.respondToPermission', 'not served', 'legacy POST /permission/:requestId: answer through the session\'s route',
+	    (c) => client.respondToPermission('no-such-request', cancelled, ctx.cid)],
+	['DaemonClient.uploadSessionAttachment', 'not served', NOSTORE,
+	    (c) => client.uploadSessionAttachment(sessionId, blob(), 'a.txt', 'text/plain')],
+	['DaemonClient.readSessionAttachment', 'not served', NOSTORE,
+	    (c) => client.readSessionAttachment(sessionId, 'a1')],
+	['DaemonClient.listSessionAttachments', 'not served', NOSTORE,
+	    (c) => client.listSessionAttachments(sessionId)],
+	['DaemonClient.removeSessionAttachment', 'not served', NOSTORE,
+	    (c) => client.removeSessionAttachment(sessionId, 'a1')],
+	['DaemonClient.listSessionArtifacts', 'not served', NOSTORE,
+	    (c) => client.listSessionArtifacts(sessionId)],
+	['DaemonClient.addSessionArtifact', 'not served', NOSTORE,
+	    (c) => client.addSessionArtifact(sessionId, { kind: 'file', title: 't', path: 'a' })],
+	['DaemonClient.removeSessionArtifact', 'not served', NOSTORE,
+	    (c) => client.removeSessionArtifact(sessionId, 'a1')],
+	['DaemonClient.readSessionArtifactContent', 'not served', NOSTORE,
+	    (c) => client.readSessionArtifactContent(sessionId, 'a1')],
+	['DaemonClient.listSessionSources', 'not served', NOSTORE,
+	    (c) => client.listSessionSources(sessionId)],
+	['DaemonClient.upsertSessionSource', 'not served', NOSTORE,
+	    (c) => client.upsertSessionSource(sessionId, { kind: 'url', url: 'https://example.com/' })],
+	['DaemonClient.removeSessionSource', 'not served', NOSTORE,
+	    (c) => client.removeSessionSource(sessionId, 's1')],
+	['DaemonClient.resetWorktreeSession', 'not served', NOWT,
+	    (c) => client.resetWorktreeSession(sessionId)],
+	['DaemonClient.getStandaloneSessionOptions', 'not served', STANDALONE,
+	    (c) => client.getStandaloneSessionOptions()],
+	['DaemonClient.createStandaloneSession', 'not served', STANDALONE,
+	    (c) => client.createStandaloneSession()],
+	['DaemonClient.listStandaloneSessions', 'not served', STANDALONE,
+	    (c) => client.listStandaloneSessions()],
+	['DaemonClient.listStandaloneSessionsPage', 'not served', STANDALONE,
+	    (c) => client.listStandaloneSessionsPage()],
+	['DaemonClient.getStandaloneSession', 'not served', STANDALONE,
+	    (c) => client.getStandaloneSession(sessionId)],
+	['DaemonClient.loadStandaloneSession', 'not served', STANDALONE,
+	    (c) => client.loadStandaloneSession(sessionId)],
+	['DaemonClient.resumeStandaloneSession', 'not served', STANDALONE,
+	    (c) => client.resumeStandaloneSession(sessionId)],
+	['DaemonClient.repairStandaloneSessionDirectory', 'not served', STANDALONE,
+	    (c) => client.repairStandaloneSessionDirectory(sessionId)],
+	['DaemonClient.renameStandaloneSession', 'not served', STANDALONE,
+	    (c) => client.renameStandaloneSession(sessionId, 'n')],
+	['DaemonClient.exportStandaloneSession', 'not served', STANDALONE,
+	    (c) => client.exportStandaloneSession(sessionId)],
+	['DaemonClient.archiveStandaloneSessions', 'not served', STANDALONE,
+	    (c) => client.archiveStandaloneSessions([sessionId])],
+	['DaemonClient.unarchiveStandaloneSessions', 'not served', STANDALONE,
+	    (c) => client.unarchiveStandaloneSessions([sessionId])],
+	['DaemonClient.deleteStandaloneSessions', 'not served', STANDALONE,
+	    (c) => client.deleteStandaloneSessions([sessionId])],
+
+	// DaemonSessionClient: the session core.
+	['DaemonSessionClient.createOrAttach', 'works', 'POST /session',
+	    (c) => DaemonSessionClient.createOrAttach(client, { workspaceCwd }),
+	    (r) => { ctx.other = r; return typeof r.sessionId === 'string' && r.sessionId !== sessionId; }],
+	['DaemonSessionClient.load', 'works', 'POST /session/:id/load (attaches)',
+	    (c) => DaemonSessionClient.load(client, sessionId, { workspaceCwd }),
+	    (r) => { ctx.s = r; return r.sessionId === sessionId; }],
+	['DaemonSessionClient.resume', 'works', 'POST /session/:id/resume (attaches)',
+	    (c) => DaemonSessionClient.resume(client, sessionId, { workspaceCwd }),
+	    (r) => { ctx.r = r; return r.sessionId === sessionId; }],
+	['DaemonSessionClient.consumeReplaySnapshot', 'works', 'the load\'s replay',
+	    (c) => ctx.s.consumeReplaySnapshot(), (r) => Array.isArray(r.compactedReplay)],
+	['DaemonSessionClient.setLastEventId', 'works', 'local cursor',
+	    (c) => ctx.r.setLastEventId(0), () => true],
+	['DaemonSessionClient.prompt', 'works', 'prompt to turn_complete',
+	    (c) => ctx.s.prompt(text('three')), (r) => r.stopReason === 'end_turn'],
+	['DaemonSessionClient.submitPrompt', 'works', '202 envelope',
+	    (c) => ctx.s.submitPrompt(text('four')), (r) => typeof r.promptId === 'string'],
+	['DaemonSessionClient.events', 'works', 'SSE with the session\'s cursor',
+	    async (c) => {
+		const ac = new AbortController();
+		const it = ctx.r.events({ signal: ac.signal });
+		const first = await it.next();
+		ac.abort();
+		return first.value;
+	    }, (r) => isObj(r) && r.v === 1],
+	['DaemonSessionClient.subscribeEvents', 'works', 'SSE (the same as events)',
+	    async (c) => {
+		const ac = new AbortController();
+		const it = ctx.other.subscribeEvents({ signal: ac.signal });
+		const p = it.next();
+		await client.promptNonBlocking(ctx.other.sessionId, text('five'));
+		const first = await p;
+		ac.abort();
+		return first.value;
+	    }, (r) => isObj(r) && r.v === 1],
+	['DaemonSessionClient.heartbeat', 'works', 'POST /session/:id/heartbeat',
+	    (c) => ctx.s.heartbeat(), (r) => r.sessionId === sessionId],
+	['DaemonSessionClient.cancel', 'works', 'POST /session/:id/cancel',
+	    (c) => ctx.s.cancel(), () => true],
+	['DaemonSessionClient.status', 'works', 'GET /session/:id/status',
+	    (c) => ctx.s.status(), (r) => r.sessionId === sessionId && typeof r.hasTurnError === 'boolean'],
+	['DaemonSessionClient.setModel', 'works', 'POST /session/:id/model',
+	    (c) => ctx.s.setModel('echo'), (r) => isObj(r)],
+	['DaemonSessionClient.getPendingPrompts', 'works', 'GET /session/:id/pending-prompts',
+	    (c) => ctx.s.getPendingPrompts(), (r) => Array.isArray(r.pendingPrompts)],
+	['DaemonSessionClient.removePendingPrompt', 'works', 'DELETE /session/:id/pending-prompts/:promptId',
+	    (c) => ctx.s.removePendingPrompt('00000000-0000-4000-8000-000000000000'),
+	    (r) => r.removed === false],
+	['DaemonSessionClient.getTranscriptPage', 'works', 'GET /session/:id/transcript',
+	    (c) => ctx.s.getTranscriptPage({ limit: 5 }), (r) => Array.isArray(r.events)],
+	['DaemonSessionClient.respondToSessionPermission', 'works', 'POST /session/:id/permission/:requestId',
+	    (c) => ctx.s.respondToSessionPermission('no-such-request', cancelled), (r) => r === false],
+	['DaemonSessionClient.respondToPermission', 'not served', 'legacy POST /permission/:requestId',
+	    (c) => ctx.s.respondToPermission('no-such-request', cancelled)],
+	['DaemonSessionClient.updateMetadata', 'not served', MANAGE,
+	    (c) => ctx.s.updateMetadata({ title: 't' })],
+	['DaemonSessionClient.getTurnIndexPage', 'not served', MANAGE,
+	    (c) => ctx.s.getTurnIndexPage()],
+	['DaemonSessionClient.continueSession', 'works', 'POST /session/:id/continue',
+	    (c) => ctx.s.continueSession(), (r) => r.accepted === false],
+	['DaemonSessionClient.fork', 'agent-only', FORK,
+	    (c) => ctx.s.fork('d')],
+	['DaemonSessionClient.context', 'agent-only', PASSED, (c) => ctx.s.context()],
+	['DaemonSessionClient.contextUsage', 'agent-only', PASSED, (c) => ctx.s.contextUsage()],
+	['DaemonSessionClient.stats', 'agent-only', PASSED, (c) => ctx.s.stats()],
+	['DaemonSessionClient.supportedCommands', 'agent-only', PASSED, (c) => ctx.s.supportedCommands()],
+	['DaemonSessionClient.tasks', 'agent-only', PASSED, (c) => ctx.s.tasks()],
+	['DaemonSessionClient.cancelTask', 'not served', NOTPASSED, (c) => ctx.s.cancelTask('t1', 'agent')],
+	['DaemonSessionClient.agents', 'agent-only', PASSED, (c) => ctx.s.agents()],
+	['DaemonSessionClient.agentTrace', 'not served', NOTPASSED, (c) => ctx.s.agentTrace()],
+	['DaemonSessionClient.workflowTasks', 'agent-only', PASSED, (c) => ctx.s.workflowTasks()],
+	['DaemonSessionClient.savedWorkflow', 'not served', NOTPASSED, (c) => ctx.s.savedWorkflow('w')],
+	['DaemonSessionClient.controlWorkflowTask', 'not served', NOTPASSED,
+	    (c) => ctx.s.controlWorkflowTask('t1', 'pause')],
+	['DaemonSessionClient.lspStatus', 'agent-only', PASSED, (c) => ctx.s.lspStatus()],
+	['DaemonSessionClient.resources', 'agent-only', PASSED, (c) => ctx.s.resources()],
+	['DaemonSessionClient.goal', 'agent-only', PASSED, (c) => ctx.s.goal()],
+	['DaemonSessionClient.controlGoal', 'agent-only', PASSED, (c) => ctx.s.controlGoal({ action: 'pause' })],
+	['DaemonSessionClient.clearGoal', 'agent-only', PASSED, (c) => ctx.s.clearGoal()],
+	['DaemonSessionClient.setConfigOption', 'agent-only', PASSED,
+	    (c) => ctx.s.setConfigOption('reasoning_effort', 'low')],
+	['DaemonSessionClient.getRewindSnapshots', 'agent-only', PASSED, (c) => ctx.s.getRewindSnapshots()],
+	['DaemonSessionClient.rewind', 'agent-only', PASSED, (c) => ctx.s.rewind('p1')],
+	['DaemonSessionClient.recap', 'agent-only', PASSED, (c) => ctx.s.recap()],
+	['DaemonSessionClient.generateContent', 'not served', NOTPASSED,
+	    (c) => drain(ctx.s.generateContent('x'))],
+	['DaemonSessionClient.btw', 'agent-only', PASSED, (c) => ctx.s.btw('q')],
+	['DaemonSessionClient.enqueueMidTurnMessage', 'not served', NOTPASSED,
+	    (c) => ctx.s.enqueueMidTurnMessage('m')],
+	['DaemonSessionClient.getMidTurnMessages', 'not served', NOTPASSED, (c) => ctx.s.getMidTurnMessages()],
+	['DaemonSessionClient.removeMidTurnMessage', 'not served', NOTPASSED,
+	    (c) => ctx.s.removeMidTurnMessage('m1')],
+	['DaemonSessionClient.shellCommand', 'not served', NOTPASSED, (c) => ctx.s.shellCommand('true')],
+	['DaemonSessionClient.uploadAttachment', 'not served', NOSTORE,
+	    (c) => ctx.s.uploadAttachment(blob(), 'a.txt', 'text/plain')],
+	['DaemonSessionClient.readAttachment', 'not served', NOSTORE, (c) => ctx.s.readAttachment('a1')],
+	['DaemonSessionClient.listAttachments', 'not served', NOSTORE, (c) => ctx.s.listAttachments()],
+	['DaemonSessionClient.removeAttachment', 'not served', NOSTORE, (c) => ctx.s.removeAttachment('a1')],
+	['DaemonSessionClient.artifacts', 'not served', NOSTORE, (c) => ctx.s.artifacts()],
+	['DaemonSessionClient.addArtifact', 'not served', NOSTORE,
+	    (c) => ctx.s.addArtifact({ kind: 'file', title: 't', path: 'a' })],
+	['DaemonSessionClient.removeArtifact', 'not served', NOSTORE, (c) => ctx.s.removeArtifact('a1')],
+	['DaemonSessionClient.listSources', 'not served', NOSTORE, (c) => ctx.s.listSources()],
+	['DaemonSessionClient.upsertSource', 'not served', NOSTORE,
+	    (c) => ctx.s.upsertSource({ kind: 'url', url: 'https://example.com/' })],
+	['DaemonSessionClient.removeSource', 'not served', NOSTORE, (c) => ctx.s.removeSource('s1')],
+	['DaemonSessionClient.resetWorktree', 'not served', NOWT,
+	    (c) => DaemonSessionClient.resetWorktree(client, sessionId)],
+	['DaemonSessionClient.createStandalone', 'not served', STANDALONE,
+	    (c) => DaemonSessionClient.createStandalone(client)],
+	['DaemonSessionClient.loadStandalone', 'not served', STANDALONE,
+	    (c) => DaemonSessionClient.loadStandalone(client, sessionId)],
+	['DaemonSessionClient.resumeStandalone', 'not served', STANDALONE,
+	    (c) => DaemonSessionClient.resumeStandalone(client, sessionId)],
+
+	// Last: the ones that let go of sessions.
+	['DaemonSessionClient.detach', 'works', 'POST /session/:id/detach',
+	    (c) => ctx.r.detach(), () => true],
+	['DaemonSessionClient.close', 'works', 'DELETE /session/:id',
+	    (c) => ctx.other.close(), () => true],
+	['DaemonClient.detachSession', 'works', 'POST /session/:id/detach',
+	    (c) => client.detachSession(ctx.branch.sessionId, ctx.branch.clientId), () => true],
+	['DaemonClient.closeSession', 'works', 'DELETE /session/:id (204, 404 taken as closed)',
+	    (c) => client.closeSession(sessionId), () => true],
+];
+
+// The refusal of a route this daemon does not serve: the route table's
+// JSON 404 not_found or 405, or 501 (a method evhttp does not take).
+function unserved(status, code) {
+	return (status === 404 && code === 'not_found') || status === 405 || status === 501;
+}
+
+// Refused as a route we do not serve: by the daemon, or by the SDK itself
+// because /capabilities does not advertise the feature the method needs.
+function refusedAsUnserved(o) {
+	if (o.hang)
+		return false;
+	if (o.error === undefined)	/* a 404 the SDK turned into a value */
+		return last !== null && unserved(last.status, last.code);
+	if (o.error.name === 'TimeoutError')
+		return false;
+	if (/does not advertise the \S+ feature/.test(o.error.message ?? ''))
+		return true;
+	return unserved(o.error.status, o.error.body?.code);
+}
+
+// Passed to the agent, which (qwen-acp-child) has no such method: its
+// JSON-RPC -32601 as upstream's daemon answers it, a 500.
+function answeredByAgent(o) {
+	if (o.hang)
+		return false;
+	if (o.error === undefined)
+		return last !== null && last.status === 500 && last.code === -32601;
+	return o.error.status === 500 && o.error.body?.code === -32601;
+}
+
+// One call under a deadline: its result, or its error, or 'hang'.
+async function settle(fn) {
+	let timer;
+	const hang = new Promise((res) => { timer = setTimeout(() => res({ hang: true }), 15000); });
+	try {
+		return await Promise.race([Promise.resolve().then(fn).then((value) => ({ value }),
+		    (error) => ({ error })), hang]);
+	} finally {
+		clearTimeout(timer);
+	}
+}
+
+function describe(o) {
+	if (o.hang)
+		return 'no answer in 15 s';
+	if (o.error)
+		return `rejected: ${o.error.status ?? ''} ${JSON.stringify(o.error.body ?? o.error.message)}`.slice(0, 300);
+	return `resolved: ${JSON.stringify(o.value)}`.slice(0, 300);
+}
+
+if (mode === 'table') {
+	for (const [name, status, why] of T)
+		console.log(`${name}\t${status}\t${why}`);
+	process.exit(0);
+}
+let bad = 0;
+for (const [name, status, , call, check] of T) {
+	last = null;
+	const o = await settle(() => call(ctx));
+	let good;
+	if (status === 'works')
+		good = !o.hang && !o.error && (check === undefined || check(o.value));
+	else if (status === 'agent-only')
+		good = answeredByAgent(o);
+	else
+		good = refusedAsUnserved(o);
+	if (!good)
+		bad++;
+	console.log(good ? `ok - ${name} (${status})` : `not ok - ${name} (${status}): ${describe(o)}`);
+}
+const counts = {};
+for (const [, status] of T)
+	counts[status] = (counts[status] ?? 0) + 1;
+console.log(`METHODS=${T.length} ${Object.entries(counts).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+process.exit(bad > 0 ? 1 : 0);
