@@ -200,7 +200,7 @@ records() {
 	req POST /session/$SID/continue '{}'
 	expect 200 '.accepted == false and .interruption == "none"'
 	# A client cannot mark its own prompt as a continuation.
-	prompt_turn b "$SID" '{"prompt":[{"type":"text","text":"mine"}],"_meta":{"qwen.daemon.continue":true}}'
+	prompt_turn b "$SID" '{"prompt":[{"type":"text","text":"mine"}],"_meta":{"qwen.daemon.continueLastTurn":true}}'
 	records "$SID" | jq -e -s 'any(.[]; .type == "user" and .message.parts[0].text == "mine")' >/dev/null
 	req POST /session/00000000-0000-4000-8000-000000000000/continue '{}'
 	expect 404 '.code == "session_not_found"'

@@ -4,7 +4,7 @@
  * resuming a turn that was cut off, from the persisted history: the
  * session's last record is a user prompt the agent never answered
  * ("interrupted_prompt": accepted, the daemon then sends the
- * continuation as a prompt marked in _meta "qwen.daemon.continue", which
+ * continuation as a prompt marked in _meta "qwen.daemon.continueLastTurn", which
  * runs the agent on that prompt again without a second user record), or
  * a tool result the model never followed ("interrupted_turn": this
  * child's agents take text, not tool results, so it is not accepted);
@@ -63,7 +63,7 @@ continue_request(struct child *c, struct rpc_msg *m, struct session *s)
 int
 continue_marked(json_object *params)
 {
-	json_object *v = json_get(json_get_obj(params, "_meta"), "qwen.daemon.continue",
+	json_object *v = json_get(json_get_obj(params, "_meta"), "qwen.daemon.continueLastTurn",
 	    json_type_boolean);
 
 	return v != NULL && json_object_get_boolean(v);

@@ -491,7 +491,8 @@ session_prompt_admit(struct session *s, json_object *body, const char *client_id
 	struct prompt *p;
 	json_object *params = NULL, *v;
 
-	if (!prompt_valid(body)) {
+	/* A continuation has no text of its own (upstream sends prompt: []). */
+	if (!cont && !prompt_valid(body)) {
 		*err = "bad_prompt";
 		return NULL;
 	}

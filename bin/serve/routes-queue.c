@@ -84,16 +84,13 @@ cont_kind(json_object *answer)
 static void
 cont_admit(struct cont_req *cr, struct session *s, const char *kind)
 {
-	json_object *body = xjson_object_new_object(), *pr, *b, *o;
+	json_object *body = xjson_object_new_object(), *pr, *o;
 	const char *pid, *err = NULL;
 	struct qerr *e;
 	int64_t last = (int64_t)bus_last_id(s->bus);
 
+	/* As upstream: no content, the agent runs the cut-off turn again. */
 	pr = xjson_object_new_array();
-	b = xjson_object_new_object();
-	json_object_object_add(b, "type", xjson_object_new_string("text"));
-	json_object_object_add(b, "text", xjson_object_new_string(""));
-	json_object_array_add(pr, b);
 	json_object_object_add(body, "prompt", pr);
 	pid = session_prompt_admit(s, body, cr->client_id[0] ? cr->client_id : NULL, 1, &err);
 	json_object_put(body);

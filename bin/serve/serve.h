@@ -599,7 +599,7 @@ void	prompts_clear(struct session *);
  * the continuation of a cut-off turn (_meta SERVE_CONTINUE_META, which a
  * client's own prompt never carries).
  */
-#define SERVE_CONTINUE_META	"qwen.daemon.continue"
+#define SERVE_CONTINUE_META	"qwen.daemon.continueLastTurn"
 const char *session_prompt_admit(struct session *, json_object *body,
 	    const char *client_id, int cont, const char **err);
 size_t	session_pending_prompts(const struct session *);
