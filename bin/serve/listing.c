@@ -61,6 +61,9 @@ struct listing {
 	int			 running, scanning;
 	int			 paged;		/* GET /workspace/:ws/sessions */
 	int			 more;		/* entries past the page */
+	int			 archived;	/* chats/archive/ */
+	char			*query;		/* a search: matches only */
+	size_t			 found;
 	struct evbuffer		*out;		/* the sessions array, encoded */
 	const char		*workspace;	/* whose sessions (conf's) */
 };
@@ -72,6 +75,7 @@ struct prompt_cache {
 	ino_t			 ino;
 	int64_t			 size, mtime_ns;
 	char			*text;		/* NULL: the file has none */
+	char			*search;	/* its searchable text (search.c) */
 };
 RB_HEAD(prompt_tree, prompt_cache);
 int	prompt_cmp(const struct prompt_cache *, const struct prompt_cache *);
@@ -102,6 +106,7 @@ listing_cache_clear(void)
 	while ((p = RB_MIN(prompt_tree, &prompts)) != NULL) {
 		RB_REMOVE(prompt_tree, &prompts, p);
 		free(p->text);
+		free(p->search);
 		free(p);
 	}
 	nprompts = 0;
@@ -148,34 +153,46 @@ prompt_in(char *buf)
  * waiting for a FIFO's writer, and only if it is still the regular file
  * the scan saw.  The text (caller frees) or NULL.
  */
-static char *
-prompt_read(int dfd, const struct list_ent *e)
+static int
+ent_open(int dfd, const struct list_ent *e)
 {
-	char name[SERVE_SESSION_ID_MAX + 8], *buf, *text = NULL;
+	char name[SERVE_SESSION_ID_MAX + 8];
 	struct stat st;
-	ssize_t n;
 	int fd;
 
 	snprintf(name, sizeof name, "%s.jsonl", e->id);
 	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd == -1)
-		return NULL;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_ino == e->ino &&
-	    st.st_dev == e->dev) {
-		buf = xmalloc(LIST_HEAD_BYTES);
-		if ((n = pread(fd, buf, LIST_HEAD_BYTES - 1, 0)) > 0) {
-			buf[n] = '\0';
-			text = prompt_in(buf);
-		}
-		free(buf);
+	if (fd != -1 && (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_ino != e->ino || st.st_dev != e->dev)) {
+		close(fd);
+		fd = -1;
 	}
+	return fd;
+}
+
+/* The first prompt of e's transcript head (caller frees) or NULL. */
+static char *
+prompt_read(int dfd, const struct list_ent *e)
+{
+	char *buf, *text = NULL;
+	ssize_t n;
+	int fd;
+
+	if ((fd = ent_open(dfd, e)) == -1)
+		return NULL;
+	buf = xmalloc(LIST_HEAD_BYTES);
+	if ((n = pread(fd, buf, LIST_HEAD_BYTES - 1, 0)) > 0) {
+		buf[n] = '\0';
+		text = prompt_in(buf);
+	}
+	free(buf);
 	close(fd);
 	return text;
 }
 
-/* e's first prompt, from the cache or the file (borrowed, may be NULL). */
-static const char *
-prompt_of(int dfd, const struct list_ent *e)
+/* e's cache entry, current (its texts reread when the file changed). */
+static struct prompt_cache *
+cache_of(int dfd, const struct list_ent *e)
 {
 	struct prompt_cache key, *p;
 
@@ -183,7 +200,7 @@ prompt_of(int dfd, const struct list_ent *e)
 	key.ino = e->ino;
 	if ((p = RB_FIND(prompt_tree, &prompts, &key)) != NULL &&
 	    p->size == e->size && p->mtime_ns == e->mtime_ns)
-		return p->text;
+		return p;
 	if (p == NULL) {
 		if (nprompts >= LIST_CACHE_MAX)
 			listing_cache_clear();
@@ -194,10 +211,35 @@ prompt_of(int dfd, const struct list_ent *e)
 		nprompts++;
 	}
 	free(p->text);
+	free(p->search);
+	p->search = NULL;
 	p->text = prompt_read(dfd, e);
 	p->size = e->size;
 	p->mtime_ns = e->mtime_ns;
-	return p->text;
+	return p;
+}
+
+/* e's first prompt, from the cache or the file (borrowed, may be NULL). */
+static const char *
+prompt_of(int dfd, const struct list_ent *e)
+{
+	return cache_of(dfd, e)->text;
+}
+
+/* e's searchable text, from the cache or the file (borrowed). */
+static const char *
+search_of(int dfd, const struct list_ent *e)
+{
+	struct prompt_cache *p = cache_of(dfd, e);
+	int fd;
+
+	if (p->search == NULL) {
+		fd = ent_open(dfd, e);
+		p->search = fd != -1 ? search_text_read(fd) : xstrdup("");
+		if (fd != -1)
+			close(fd);
+	}
+	return p->search;
 }
 
 /* Start the oldest waiting job, if there is one. */
@@ -225,6 +267,7 @@ listing_free(struct listing *l)
 		closedir(l->dir);
 	if (l->out != NULL)
 		evbuffer_free(l->out);
+	free(l->query);
 	free(l->e);
 	free(l);
 }
@@ -277,6 +320,8 @@ scan_slice(struct listing *l)
 	for (i = 0; i < LIST_SCAN_SLICE; i++) {
 		if ((de = readdir(l->dir)) == NULL) {
 			qsort(l->e, l->n, sizeof *l->e, by_mtime_desc);
+			if (l->query != NULL)
+				return 1;	/* every entry is looked at */
 			/* The page (?limit, or cursor and size) before any read. */
 			l->next = l->skip < l->n ? l->skip : l->n;
 			l->more = l->n - l->next > l->max;
@@ -289,14 +334,12 @@ scan_slice(struct listing *l)
 	return 0;
 }
 
-/* Append entry e to the encoded array (a 10000-entry tree encoded at the
-   end would hold the loop for a while). */
-static void
-encode_entry(struct listing *l, const struct list_ent *e, const char *text)
+/* Entry e as upstream's session summary (and our own fields). */
+static json_object *
+entry_json(struct listing *l, const struct list_ent *e, const char *text)
 {
 	json_object *o = xjson_object_new_object();
 	char iso[CLOCK_ISO_LEN];
-	const char *s;
 
 	json_object_object_add(o, "sessionId", xjson_object_new_string(e->id));
 	json_object_object_add(o, "size", xjson_object_new_int64(e->size));
@@ -311,11 +354,41 @@ encode_entry(struct listing *l, const struct list_ent *e, const char *text)
 	json_object_object_add(o, "updatedAt", xjson_object_new_string(iso));
 	if (text != NULL)
 		json_object_object_add(o, "displayName", xjson_object_new_string(text));
-	s = json_object_to_json_string_ext(o, LIST_JSON_FLAGS);
+	json_object_object_add(o, "isArchived", xjson_object_new_boolean(l->archived));
+	return o;
+}
+
+/* Append o (taken) to the encoded array (a 10000-entry tree encoded at the
+   end would hold the loop for a while). */
+static void
+encode_json(struct listing *l, json_object *o)
+{
+	const char *s = json_object_to_json_string_ext(o, LIST_JSON_FLAGS);
+
 	if (evbuffer_get_length(l->out) > 0)
 		evbuffer_add(l->out, ",", 1);
 	evbuffer_add(l->out, s, strlen(s));
 	json_object_put(o);
+}
+
+/* A search: e encoded as {session, snippet} when it matches. */
+static void
+search_entry(struct listing *l, const struct list_ent *e)
+{
+	int dfd = dirfd(l->dir);
+	const char *title = prompt_of(dfd, e);
+	json_object *o;
+	char *snip;
+
+	if (!search_match(search_of(dfd, e), l->query, &snip))
+		return;
+	o = xjson_object_new_object();
+	json_object_object_add(o, "session", entry_json(l, e, title));
+	json_object_object_add(o, "snippet", xjson_object_new_string(snip));
+	free(snip);
+	encode_json(l, o);
+	if (++l->found == l->max)
+		l->next = l->n;		/* enough: the rest is older */
 }
 
 /* One slice of the kept entries; 1 when the list is complete. */
@@ -327,7 +400,10 @@ read_slice(struct listing *l)
 
 	for (i = 0; i < LIST_READ_SLICE && l->next < l->n; i++) {
 		e = &l->e[l->next++];
-		encode_entry(l, e, prompt_of(dirfd(l->dir), e));
+		if (l->query != NULL)
+			search_entry(l, e);
+		else
+			encode_json(l, entry_json(l, e, prompt_of(dirfd(l->dir), e)));
 	}
 	return l->next == l->n;
 }
@@ -343,7 +419,10 @@ listing_reply(struct listing *l)
 
 	if (buf == NULL)
 		fatalx("out of memory (evbuffer)");
-	evbuffer_add_printf(buf, "{\"workspaceCwd\":%s,\"sessions\":[", s);
+	if (l->query != NULL)
+		evbuffer_add_printf(buf, "{\"workspaceCwd\":%s,\"results\":[", s);
+	else
+		evbuffer_add_printf(buf, "{\"workspaceCwd\":%s,\"sessions\":[", s);
 	json_object_put(ws);
 	evbuffer_add_buffer(buf, l->out);
 	evbuffer_add(buf, "]", 1);
@@ -386,8 +465,13 @@ static void
 listing_run(struct listing *l)
 {
 	struct timeval zero = { 0, 0 };
-	char *dir = names_transcript_dir_ws(l->workspace);
+	char *dir = names_transcript_dir_ws(l->workspace), *sub;
 
+	if (dir != NULL && l->archived) {
+		xasprintf(&sub, "%s/archive", dir);
+		free(dir);
+		dir = sub;
+	}
 	l->running = 1;
 	nrunning++;
 	if (dir == NULL || (l->dir = opendir(dir)) == NULL)
@@ -400,9 +484,9 @@ listing_run(struct listing *l)
  * A listing holds a directory and up to 10000 entries: a few run at once,
  * the others wait (a little memory each) rather than all growing together.
  */
-void
-listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
-    size_t max, int paged)
+static struct listing *
+listing_new(struct evhttp_request *req, const char *workspace, size_t skip,
+    size_t max)
 {
 	struct listing *l;
 
@@ -412,16 +496,51 @@ listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
 	    (l->ev = evtimer_new(serve_base, listing_step, l)) == NULL) {
 		listing_free(l);
 		http_send_qerr(req, qerr_new("internal", NULL));
-		return;
+		return NULL;
 	}
 	l->req = req;
 	l->workspace = workspace;
 	l->max = max;
 	l->skip = skip;
-	l->paged = paged;
 	l->scanning = 1;
+	return l;
+}
+
+/* Run l now, or once a running job ends. */
+static void
+listing_go(struct listing *l)
+{
 	if (nrunning < LIST_MAX_RUNNING)
 		listing_run(l);
+}
+
+void
+listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
+    size_t max, int paged, int archived)
+{
+	struct listing *l;
+
+	if ((l = listing_new(req, workspace, skip, max)) == NULL)
+		return;
+	l->paged = paged;
+	l->archived = archived;
+	listing_go(l);
+}
+
+/*
+ * A search is a listing that looks at every entry, newest first, and
+ * keeps the first max that match q.
+ */
+void
+listing_search(struct evhttp_request *req, const char *workspace,
+    const char *q, size_t max)
+{
+	struct listing *l;
+
+	if ((l = listing_new(req, workspace, 0, max)) == NULL)
+		return;
+	l->query = xstrdup(q);
+	listing_go(l);
 }
 
 /* At exit, after the HTTP server is gone: jobs and cache. */

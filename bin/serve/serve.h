@@ -347,8 +347,42 @@ void	route_daemon_status(struct http_ctx *);
    (never blocking the loop); paged: with nextCursor when more follow.  Free
    the jobs and the prompt cache at exit. */
 void	listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
-	    size_t max, int paged);
+	    size_t max, int paged, int archived);
+/* Answer req with the newest max sessions whose search text holds q. */
+void	listing_search(struct evhttp_request *req, const char *workspace,
+	    const char *q, size_t max);
 void	listing_free_all(void);
+
+/* ---- search.c: a transcript's searchable text ------------------------- */
+/* Titles and user prompt text of fd's transcript.  Caller frees. */
+char	*search_text_read(int fd);
+/* 1 when text holds q (ASCII case folded), *snippet (caller frees). */
+int	search_match(const char *text, const char *q, char **snippet);
+
+/* ---- catalog.c: session data archived, unarchived, deleted ------------ */
+#define CATALOG_ACTIVE		1
+#define CATALOG_ARCHIVED	2
+uint64_t	 catalog_revision(void);
+int		 catalog_where(const char *workspace, const char *id);
+const char	*catalog_workspace_of(const char *id);
+/* 0 removed, 1 not found, -1 refused or failed (*code, *cause freed by
+   the caller). */
+int	catalog_delete(const char *id, const char **code, char **cause);
+/* 0 moved, 1 already there, 2 not found, -1 refused or failed. */
+int	catalog_archive(const char *id, int archive, const char **code,
+	    char **cause);
+void	catalog_counts(const char *workspace, size_t *active, size_t *archived);
+/* At start: finish interrupted moves, empty the trash. */
+void	catalog_sweep(void);
+
+/* ---- routes-manage.c: session management routes ----------------------- */
+void	route_sessions_delete(struct http_ctx *);
+void	route_sessions_archive(struct http_ctx *);
+void	route_sessions_unarchive(struct http_ctx *);
+void	route_workspace_session_info(struct http_ctx *);
+void	route_workspace_live_state(struct http_ctx *);
+void	route_workspace_sessions_search(struct http_ctx *);
+void	route_session_export(struct http_ctx *);
 
 /* ---- web.c: the browser console's static files ------------------------- */
 const char *web_dir(void);	/* --web-dir, QWEN_SERVE_WEB_DIR, pkgdatadir/web */
@@ -536,6 +570,8 @@ struct session {
 };
 
 struct session	*sessions_find(const char *id);
+struct session	*sessions_first(void);
+struct session	*sessions_next(struct session *);
 size_t		 sessions_count(void);
 size_t		 sessions_active_prompts(void);
 size_t		 sessions_subscribers(void);	/* SSE streams of every session */

@@ -4,7 +4,8 @@
 // against qwen-serve.  STEP "main" runs the whole session surface; STEP
 // "before-restart" loads SESSION and writes the stale clientId to stdout;
 // STEP "after-restart CLIENT_ID" proves the self-heal path; STEP "list"
-// pages SESSION's workspace (three transcripts); STEP
+// pages SESSION's workspace (three transcripts); STEP "manage" its
+// management calls (search, info, export, archive, delete); STEP
 // "transcript" pages SESSION's history both ways through
 // getSessionTranscriptPage and prints EVENTS=<n> for the caller to compare.  Each check
 // prints "ok - <what>"; the first failure throws (exit 1).
@@ -228,8 +229,47 @@ async function list() {
 	check(arch.length === 0, 'no archived sessions');
 }
 
+// The management calls over SESSION's workspace (three transcripts, the
+// fixture of t/2047): search, info, live state, export, archive,
+// unarchive, delete; a live session is refused.
+async function manage() {
+	const caps = await client.capabilities();
+	check(['session_info', 'session_archive', 'session_export',
+	    'workspace_session_live_state'].every((t) => caps.features.includes(t)),
+	    'management tags advertised');
+	const found = await client.searchWorkspaceSessions(workspaceCwd, 'profiling');
+	check(found.results.length === 1 && found.results[0].session.sessionId === sessionId &&
+	    found.results[0].snippet.includes('Profiling'), 'searchWorkspaceSessions');
+	const ws = client.workspaceByCwd(workspaceCwd);
+	const info = await ws.getWorkspaceSessionInfo();
+	check(info.active === 3 && info.archived === 0 && info.total === 3 &&
+	    info.cost === 'disk_scan', 'getWorkspaceSessionInfo');
+	const ex = await client.exportSession(sessionId, { format: 'jsonl' });
+	check(ex.format === 'jsonl' && ex.filename === `${sessionId}.jsonl` &&
+	    ex.content.split('\n').filter(Boolean).every((l) => JSON.parse(l)),
+	    'exportSession jsonl');
+	const a = await client.archiveSessionsData([sessionId]);
+	check(a.archived.length === 1 && a.archived[0] === sessionId, 'archiveSessionsData');
+	const arch = await client.listWorkspaceSessions(workspaceCwd, { archiveState: 'archived' });
+	check(arch.length === 1 && arch[0].isArchived === true, 'archived listing');
+	const u = await client.unarchiveSessionsData([sessionId]);
+	check(u.unarchived[0] === sessionId && u.errors.length === 0, 'unarchiveSessionsData');
+	const live = await client.loadSession(sessionId, { workspaceCwd });
+	const state = await client.getWorkspaceSessionLiveState(workspaceCwd);
+	check(state.v === 1 && state.sessions.some((x) => x.sessionId === sessionId),
+	    'getWorkspaceSessionLiveState lists the live session');
+	const refused = await client.deleteSessionsData([sessionId]);
+	check(refused.removed.length === 0 && refused.errors[0].sessionId === sessionId,
+	    'deleteSessionsData refuses a live session');
+	await client.closeSession(sessionId, live.clientId);
+	const d = await client.deleteSessionsData([sessionId]);
+	check(d.removed[0] === sessionId, 'deleteSessionsData removes it');
+}
+
 if (step === 'main')
 	await main();
+else if (step === 'manage')
+	await manage();
 else if (step === 'list')
 	await list();
 else if (step === 'workspaces')

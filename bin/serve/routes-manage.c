@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * routes-manage.c: session management with upstream's paths and shapes:
+ * POST /sessions/{delete,archive,unarchive} (catalog.c does the disk),
+ * GET /workspaces/:ws/session-info, GET /workspaces/:ws/sessions/live-state,
+ * GET /session/:id/export and the session search (listing.c runs it).
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include "errors.h"
+#include "json.h"
+#include "paths.h"
+#include "serve.h"
+#include "uuid.h"
+#include "xmalloc.h"
+
+#define MANAGE_BATCH_MAX	1000	/* session ids in one request */
+#define SEARCH_QUERY_MAX	256
+
+static char generation[UUID_LEN + 1];
+
+/* ---- the batch routes -------------------------------------------------- */
+
+/* The body's sessionIds: an array of at most 1000 strings, else NULL. */
+static json_object *
+batch_ids(struct http_ctx *ctx)
+{
+	json_object *ids = json_get(ctx->body, "sessionIds", json_type_array);
+	size_t n;
+
+	if (ids == NULL || (n = json_object_array_length(ids)) > MANAGE_BATCH_MAX) {
+		http_send_qerr(ctx->req, qerr_new("bad_request",
+		    "sessionIds must be an array of at most %d session ids",
+		    MANAGE_BATCH_MAX));
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!json_object_is_type(json_object_array_get_idx(ids, i),
+		    json_type_string)) {
+			http_send_qerr(ctx->req, qerr_new("bad_request",
+			    "sessionIds must hold strings"));
+			return NULL;
+		}
+	return ids;
+}
+
+/* Append {sessionId, code, error} to errs. */
+static void
+batch_error(json_object *errs, const char *id, const char *code, char *cause)
+{
+	json_object *o = xjson_object_new_object();
+	struct qerr *e = qerr_new(code, NULL);
+
+	if (e != NULL)
+		qerr_set_str(e, "sessionId", id);
+	json_object_object_add(o, "sessionId", xjson_object_new_string(id));
+	json_object_object_add(o, "code", xjson_object_new_string(code));
+	json_object_object_add(o, "error", xjson_object_new_string(
+	    cause != NULL ? cause : e != NULL ? qerr_message(e) : code));
+	json_object_array_add(errs, o);
+	qerr_free(e);
+	free(cause);
+}
+
+/* A new object with empty arrays under the names (NULL-terminated). */
+static json_object *
+batch_result(const char *const *names)
+{
+	json_object *o = xjson_object_new_object();
+
+	for (; *names != NULL; names++)
+		json_object_object_add(o, *names, xjson_object_new_array());
+	json_object_object_add(o, "errors", xjson_object_new_array());
+	return o;
+}
+
+/* Add id to the result's array named key. */
+static void
+batch_add(json_object *res, const char *key, const char *id)
+{
+	json_object_array_add(json_get(res, key, json_type_array),
+	    xjson_object_new_string(id));
+}
+
+/* POST /sessions/delete {sessionIds}: {removed, notFound, errors}. */
+void
+route_sessions_delete(struct http_ctx *ctx)
+{
+	static const char *const names[] = { "removed", "notFound", NULL };
+	json_object *ids, *res, *errs;
+	const char *id, *code;
+	char *cause;
+	size_t i;
+
+	if ((ids = batch_ids(ctx)) == NULL)
+		return;
+	res = batch_result(names);
+	errs = json_get(res, "errors", json_type_array);
+	for (i = 0; i < json_object_array_length(ids); i++) {
+		id = json_object_get_string(json_object_array_get_idx(ids, i));
+		code = "internal";
+		cause = NULL;
+		if (!paths_valid_session_id(id)) {
+			batch_error(errs, id, "invalid_session_id", NULL);
+			continue;
+		}
+		switch (catalog_delete(id, &code, &cause)) {
+		case 0:
+			batch_add(res, "removed", id);
+			break;
+		case 1:
+			batch_add(res, "notFound", id);
+			break;
+		default:
+			batch_error(errs, id, code, cause);
+		}
+	}
+	http_reply_json(ctx->req, 200, res);
+}
+
+/* The archive and unarchive routes: one walk, two vocabularies. */
+static void
+archive_batch(struct http_ctx *ctx, int archive)
+{
+	static const char *const anames[] = { "archived", "alreadyArchived",
+	    "notFound", NULL };
+	static const char *const unames[] = { "unarchived", "alreadyActive",
+	    "notFound", NULL };
+	const char *const *names = archive ? anames : unames;
+	json_object *ids, *res, *errs;
+	const char *id, *code;
+	char *cause;
+	size_t i;
+	int rc;
+
+	if ((ids = batch_ids(ctx)) == NULL)
+		return;
+	res = batch_result(names);
+	errs = json_get(res, "errors", json_type_array);
+	for (i = 0; i < json_object_array_length(ids); i++) {
+		id = json_object_get_string(json_object_array_get_idx(ids, i));
+		code = "internal";
+		cause = NULL;
+		if (!paths_valid_session_id(id)) {
+			batch_error(errs, id, "invalid_session_id", NULL);
+			continue;
+		}
+		if ((rc = catalog_archive(id, archive, &code, &cause)) >= 0)
+			batch_add(res, names[rc], id);
+		else
+			batch_error(errs, id, code, cause);
+	}
+	http_reply_json(ctx->req, 200, res);
+}
+
+void
+route_sessions_archive(struct http_ctx *ctx)
+{
+	archive_batch(ctx, 1);
+}
+
+void
+route_sessions_unarchive(struct http_ctx *ctx)
+{
+	archive_batch(ctx, 0);
+}
+
+/* ---- workspace views --------------------------------------------------- */
+
+/* GET /workspaces/:ws/session-info: the catalog's counts (a disk scan). */
+void
+route_workspace_session_info(struct http_ctx *ctx)
+{
+	size_t active, archived, live = 0;
+	json_object *o;
+	struct session *s;
+
+	if (routes_check_cwd(ctx) == -1)
+		return;
+	catalog_counts(ctx->workspace, &active, &archived);
+	for (s = sessions_first(); s != NULL; s = sessions_next(s))
+		live += strcmp(channel_workspace(s->channel), ctx->workspace) == 0;
+	o = xjson_object_new_object();
+	json_object_object_add(o, "active", xjson_object_new_int64((int64_t)active));
+	json_object_object_add(o, "archived", xjson_object_new_int64((int64_t)archived));
+	json_object_object_add(o, "total",
+	    xjson_object_new_int64((int64_t)(active + archived)));
+	json_object_object_add(o, "live", xjson_object_new_int64((int64_t)live));
+	json_object_object_add(o, "expensive", xjson_object_new_boolean(1));
+	json_object_object_add(o, "cost", xjson_object_new_string("disk_scan"));
+	http_reply_json(ctx->req, 200, o);
+}
+
+/* One live session's volatile state, as upstream's live-state lists it. */
+static json_object *
+live_state_of(struct session *s)
+{
+	json_object *o = xjson_object_new_object();
+
+	json_object_object_add(o, "sessionId", xjson_object_new_string(s->id));
+	json_object_object_add(o, "clientCount",
+	    xjson_object_new_int64((int64_t)clients_count(&s->clients)));
+	json_object_object_add(o, "hasActivePrompt",
+	    xjson_object_new_boolean(s->active != NULL));
+	json_object_object_add(o, "activeWorkState", xjson_object_new_string(
+	    s->active != NULL ? "active" : "idle"));
+	json_object_object_add(o, "isWaitingForPermission",
+	    xjson_object_new_boolean(perm_pending(s) > 0));
+	json_object_object_add(o, "isWaitingForUserQuestion",
+	    xjson_object_new_boolean(perm_questions(s) > 0));
+	return o;
+}
+
+/*
+ * GET /workspaces/:ws/sessions/live-state: every live session of the
+ * workspace from memory; catalogVersion changes with every archive,
+ * unarchive and delete made here (generation: this daemon's run).
+ */
+void
+route_workspace_live_state(struct http_ctx *ctx)
+{
+	json_object *o, *cv, *arr;
+	struct session *s;
+
+	if (routes_check_cwd(ctx) == -1)
+		return;
+	if (generation[0] == '\0')
+		uuid_new(generation);
+	arr = xjson_object_new_array();
+	for (s = sessions_first(); s != NULL; s = sessions_next(s))
+		if (strcmp(channel_workspace(s->channel), ctx->workspace) == 0)
+			json_object_array_add(arr, live_state_of(s));
+	cv = xjson_object_new_object();
+	json_object_object_add(cv, "generation", xjson_object_new_string(generation));
+	json_object_object_add(cv, "revision",
+	    xjson_object_new_int64((int64_t)catalog_revision()));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "v", xjson_object_new_int(1));
+	json_object_object_add(o, "catalogVersion", cv);
+	json_object_object_add(o, "sessions", arr);
+	http_reply_json(ctx->req, 200, o);
+}
+
+/*
+ * GET /workspace/:ws/sessions/search?q=&maxResults=: sessions whose title
+ * or prompt text holds q (ASCII case folded), newest first, with a snippet.
+ */
+void
+route_workspace_sessions_search(struct http_ctx *ctx)
+{
+	const char *q = evhttp_find_header(ctx->query, "q");
+	const char *mr = evhttp_find_header(ctx->query, "maxResults");
+	const char *errstr = NULL;
+	long long max = 20;
+
+	if (routes_check_cwd(ctx) == -1)
+		return;
+	if (q == NULL || q[0] == '\0' || strlen(q) > SEARCH_QUERY_MAX) {
+		http_error(ctx->req, "invalid_search_query", NULL);
+		return;
+	}
+	if (mr != NULL && ((max = strtonum(mr, 1, 50, &errstr)), errstr != NULL)) {
+		http_error(ctx->req, "invalid_search_max_results", NULL);
+		return;
+	}
+	listing_search(ctx->req, ctx->workspace, q, (size_t)max);
+}
+
+/* ---- export ------------------------------------------------------------ */
+
+/* The transcript of id as an open descriptor (regular, not followed). */
+static int
+export_open(const char *ws, const char *id, struct stat *st)
+{
+	char *dir = names_transcript_dir_ws(ws), *path;
+	int fd;
+
+	if (dir == NULL)
+		return -1;
+	xasprintf(&path, "%s/%s.jsonl", dir, id);
+	free(dir);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	free(path);
+	if (fd != -1 && (fstat(fd, st) == -1 || !S_ISREG(st->st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/*
+ * GET /session/:id/export?format=jsonl: the transcript as it is on disk,
+ * sent from the file (no copy in memory).  Other formats are refused.
+ */
+void
+route_session_export(struct http_ctx *ctx)
+{
+	const char *fmt = evhttp_find_header(ctx->query, "format");
+	const char *ws = catalog_workspace_of(ctx->path_id);
+	struct evkeyvalq *h = evhttp_request_get_output_headers(ctx->req);
+	struct evbuffer *buf;
+	struct stat st;
+	char *disp;
+	int fd;
+
+	if (fmt == NULL || strcmp(fmt, "jsonl") != 0) {
+		http_error(ctx->req, "invalid_export_format", NULL);
+		return;
+	}
+	if (ws == NULL) {
+		http_error(ctx->req, "session_not_found", ctx->path_id);
+		return;
+	}
+	if ((fd = export_open(ws, ctx->path_id, &st)) == -1) {
+		http_error(ctx->req, "session_archived", ctx->path_id);
+		return;
+	}
+	if ((buf = evbuffer_new()) == NULL)
+		fatalx("out of memory (evbuffer)");
+	if (st.st_size > 0 && evbuffer_add_file(buf, fd, 0, st.st_size) == -1) {
+		evbuffer_free(buf);
+		http_error(ctx->req, "internal", NULL);
+		return;
+	}
+	if (st.st_size == 0)
+		close(fd);
+	xasprintf(&disp, "attachment; filename=\"%s.jsonl\"", ctx->path_id);
+	listen_cors_headers(ctx->req);
+	evhttp_add_header(h, "Content-Type", "application/x-ndjson");
+	evhttp_add_header(h, "Content-Disposition", disp);
+	free(disp);
+	evhttp_send_reply(ctx->req, 200, NULL, buf);
+	evbuffer_free(buf);
+}
