@@ -55,7 +55,10 @@ line_text(struct search_text *t, const char *line, size_t len)
 	json_object *rec, *parts, *p;
 	const char *s;
 
+	/* Only user and title records are parsed (qwen-code writes compact
+	   JSON; a space after the colon is let through too). */
 	if ((memmem(line, len, "\"type\":\"user\"", 13) == NULL &&
+	    memmem(line, len, "\"type\": \"user\"", 14) == NULL &&
 	    memmem(line, len, "\"custom_title\"", 14) == NULL) ||
 	    (rec = json_tokener_parse(line)) == NULL)
 		return;
