@@ -106,7 +106,7 @@ enc() {
 	expect 404 '.code == "not_found"'
 	# Tags for what is not served stay out.
 	for t in session_delete session_search \
-	    session_metadata session_groups session_fork session_continue; do
+	    session_groups session_fork session_continue; do
 		run ! grep -qx "$t" <<<"$tags"
 	done
 }

@@ -52,6 +52,10 @@ three() {
 	expect 200 ".alreadyArchived == [\"$SID\"] and .archived == []"
 	req GET "/session/$SID/export?format=jsonl"
 	expect 409 '.code == "session_archived"'
+	req POST "/session/$SID/load" '{}'
+	expect 409 ".code == \"session_archived\" and .sessionId == \"$SID\""
+	req POST "/session/$SID/resume" '{}'
+	expect 409 '.code == "session_archived"'
 	req POST /sessions/unarchive "{\"sessionIds\":[\"$SID\",\"$A\"]}"
 	expect 200 ".unarchived == [\"$SID\"] and .alreadyActive == [\"$A\"] and .errors == []"
 	cmp "$CHATS/$SID.jsonl" "$BATS_TEST_TMPDIR/orig"
@@ -79,6 +83,8 @@ three() {
 	req POST /sessions/unarchive "{\"sessionIds\":[\"$SID\"]}"
 	expect 200 ".errors[0].code == \"session_conflict\""
 	[ "$(cat "$CHATS/archive/$SID.jsonl")" = other ]
+	req POST "/session/$SID/load" '{}'
+	expect 409 '.code == "session_conflict"'
 	grep -q 'Why is loading slow' "$CHATS/$SID.jsonl"
 }
 
@@ -200,10 +206,51 @@ three() {
 	expect 404 '.code == "session_not_found"'
 }
 
+@test "metadata: a persisted session's title, a custom_title record on its chain" {
+	serve_start
+	three
+	req PATCH "/session/$SID/metadata" '{"displayName":"Renamed by PATCH"}'
+	expect 200 '.displayName == "Renamed by PATCH"'
+	tail -1 "$CHATS/$SID.jsonl" | jq -e '.type == "system" and .subtype == "custom_title"'
+	tail -1 "$CHATS/$SID.jsonl" | jq -e '.parentUuid == "s1" and .systemPayload.customTitle == "Renamed by PATCH"'
+	tail -1 "$CHATS/$SID.jsonl" | jq -e ".sessionId == \"$SID\" and (.uuid | length) == 36"
+	req GET "/workspace/primary/sessions"
+	expect 200 ".sessions[0].sessionId == \"$SID\" and .sessions[0].displayName == \"Renamed by PATCH\""
+	expect 200 '.sessions[0].titleSource == "manual" and .sessions[0].firstPrompt == "Why is loading slow?"'
+	req GET "/workspace/primary/sessions/search?q=by%20patch"
+	expect 200 ".results | length == 1 and .[0].session.sessionId == \"$SID\""
+	req PATCH "/session/$SID/metadata" '{"displayName":""}'
+	expect 400 '.code == "invalid_metadata" and .field == "displayName"'
+	req PATCH "/session/$SID/metadata" '{"displayName":"a\nb"}'
+	expect 400 '.code == "invalid_metadata"'
+	req PATCH "/session/$SID/metadata" '{"pr":{"number":1}}'
+	expect 400 '.code == "invalid_metadata" and .field == "pr"'
+	req PATCH "/session/44444444-4444-4444-8444-444444444444/metadata" '{"displayName":"x"}'
+	expect 404 '.code == "session_not_found"'
+	req POST /sessions/archive "{\"sessionIds\":[\"$A\"]}"
+	req PATCH "/session/$A/metadata" '{"displayName":"x"}'
+	expect 409 '.code == "session_archived"'
+	mkdir -p "$DATA/tmp/session-writer-locks"
+	jq -nc --arg id "$B" --arg h "$(hostname)" --argjson pid $$ \
+	    '{schema_version:2,state:"active",session_id:$id,owner_id:"other",pid:$pid,hostname:$h}' \
+	    >"$DATA/tmp/session-writer-locks/$B.lock"
+	req PATCH "/session/$B/metadata" '{"displayName":"x"}'
+	expect 409 '.code == "session_writer_conflict"'
+	run ! grep -q '"customTitle":"x"' "$CHATS/$B.jsonl"
+}
+
+@test "metadata: a live session's transcript is its child's, refused" {
+	serve_loaded
+	req PATCH "/session/$SID/metadata" '{"displayName":"x"}'
+	expect 409 ".code == \"live_session_active\" and .sessionId == \"$SID\""
+	run ! grep -q custom_title "$DATA"/projects/*/chats/$SID.jsonl
+}
+
 @test "capabilities advertise the management tags served" {
 	serve_start
 	req GET /capabilities
-	for t in session_info session_archive session_export workspace_session_live_state; do
+	for t in session_info session_archive session_export workspace_session_live_state \
+	    session_metadata; do
 		jq -e --arg t "$t" '.features | index($t)' >/dev/null <<<"$body"
 	done
 }

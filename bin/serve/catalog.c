@@ -157,8 +157,8 @@ catalog_workspace_of(const char *id)
 }
 
 /* Take id's writer lease for the daemon: NULL and *code when refused. */
-static struct lease *
-catalog_lease(const char *id, const char **code, char **cause)
+struct lease *
+catalog_lease_take(const char *id, const char **code, char **cause)
 {
 	char *base = paths_data_dir(conf.data_dir), *owner;
 	struct lease *l = NULL;
@@ -177,8 +177,15 @@ catalog_lease(const char *id, const char **code, char **cause)
 	return r == LEASE_OK ? l : NULL;
 }
 
+/* Give the lease back (NULL-safe). */
+void
+catalog_lease_drop(struct lease *l)
+{
+	lease_release(l);
+}
+
 /* Whether id may be changed now: not live, not being restored here. */
-static int
+int
 catalog_idle(const char *id, const char **code)
 {
 	if (sessions_find(id) != NULL || inflight_find(id) != NULL) {
@@ -226,7 +233,7 @@ catalog_delete(const char *id, const char **code, char **cause)
 
 	if (ws == NULL)
 		return 1;
-	if (!catalog_idle(id, code) || (l = catalog_lease(id, code, cause)) == NULL)
+	if (!catalog_idle(id, code) || (l = catalog_lease_take(id, code, cause)) == NULL)
 		return -1;
 	where = catalog_where(ws, id);
 	dir = names_transcript_dir_ws(ws);
@@ -292,7 +299,7 @@ catalog_archive(const char *id, int archive, const char **code, char **cause)
 	}
 	if (where == (archive ? CATALOG_ARCHIVED : CATALOG_ACTIVE))
 		return 1;
-	if (!catalog_idle(id, code) || (l = catalog_lease(id, code, cause)) == NULL)
+	if (!catalog_idle(id, code) || (l = catalog_lease_take(id, code, cause)) == NULL)
 		return -1;
 	dir = names_transcript_dir_ws(ws);
 	rc = -1;

@@ -73,6 +73,8 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_POST, "/sessions/unarchive", NULL, R_BODY,
 	    route_sessions_unarchive },
 	{ EVHTTP_REQ_GET, "/session/", "/export", R_ID, route_session_export },
+	{ EVHTTP_REQ_PATCH, "/session/", "/metadata", R_ID | R_BODY,
+	    route_session_metadata },
 	{ EVHTTP_REQ_POST, "/session/", "/load", R_ID | R_BODY, route_session_load },
 	{ EVHTTP_REQ_POST, "/session/", "/resume", R_ID | R_BODY, route_session_resume },
 	{ EVHTTP_REQ_POST, "/session/", "/prompt", R_ID | R_BODY | R_LIVE, route_session_prompt },
@@ -426,7 +428,8 @@ audit_route(struct evhttp_request *req, const struct route *r, const char *id)
 	char what[128];
 
 	snprintf(what, sizeof(what), "%s %s%s%s%s",
-	    r->method == EVHTTP_REQ_POST ? "POST" : "DELETE", r->prefix,
+	    r->method == EVHTTP_REQ_POST ? "POST" :
+	    r->method == EVHTTP_REQ_PATCH ? "PATCH" : "DELETE", r->prefix,
 	    (r->flags & R_ID) ? ":id" : "", r->suffix != NULL ? r->suffix : "",
 	    (r->flags & R_TAIL) ? ":requestId" : "");
 	audit_begin(req, what, id);
@@ -465,7 +468,8 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 		goto out;
 	}
 	ctx.path_id = id;
-	if (r->method == EVHTTP_REQ_POST || r->method == EVHTTP_REQ_DELETE)
+	if (r->method == EVHTTP_REQ_POST || r->method == EVHTTP_REQ_DELETE ||
+	    r->method == EVHTTP_REQ_PATCH)
 		audit_route(req, r, id);
 	if (r->flags & R_TAIL)
 		ctx.path_tail = seg + seglen + strlen(r->suffix);
@@ -607,7 +611,8 @@ http_new(struct event_base *base)
 	guard_install(http);
 	evhttp_set_max_headers_size(http, SERVE_MAX_HEADERS);
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
-	    EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);
+	    EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH |
+	    EVHTTP_REQ_OPTIONS);
 	evhttp_set_timeout(http, 120);
 	evhttp_set_default_content_type(http, "application/json");
 	evhttp_set_gencb(http, on_request, NULL);

@@ -76,6 +76,7 @@ struct prompt_cache {
 	int64_t			 size, mtime_ns;
 	char			*text;		/* NULL: the file has none */
 	char			*search;	/* its searchable text (search.c) */
+	char			*title;		/* its last custom title, or NULL */
 };
 RB_HEAD(prompt_tree, prompt_cache);
 int	prompt_cmp(const struct prompt_cache *, const struct prompt_cache *);
@@ -107,6 +108,7 @@ listing_cache_clear(void)
 		RB_REMOVE(prompt_tree, &prompts, p);
 		free(p->text);
 		free(p->search);
+		free(p->title);
 		free(p);
 	}
 	nprompts = 0;
@@ -170,24 +172,33 @@ ent_open(int dfd, const struct list_ent *e)
 	return fd;
 }
 
-/* The first prompt of e's transcript head (caller frees) or NULL. */
-static char *
-prompt_read(int dfd, const struct list_ent *e)
+/*
+ * The first prompt of e's transcript head and its last custom title (of
+ * the head, or of the last 64 KiB of a longer file) into p.
+ */
+static void
+prompt_read(int dfd, const struct list_ent *e, struct prompt_cache *p)
 {
-	char *buf, *text = NULL;
+	char *buf;
 	ssize_t n;
 	int fd;
 
 	if ((fd = ent_open(dfd, e)) == -1)
-		return NULL;
+		return;
 	buf = xmalloc(LIST_HEAD_BYTES);
+	if (e->size >= LIST_HEAD_BYTES &&
+	    (n = pread(fd, buf, LIST_HEAD_BYTES - 1, e->size - (LIST_HEAD_BYTES - 1))) > 0) {
+		buf[n] = '\0';
+		p->title = metadata_title_in(buf);
+	}
 	if ((n = pread(fd, buf, LIST_HEAD_BYTES - 1, 0)) > 0) {
 		buf[n] = '\0';
-		text = prompt_in(buf);
+		if (e->size < LIST_HEAD_BYTES)
+			p->title = metadata_title_in(buf);
+		p->text = prompt_in(buf);
 	}
 	free(buf);
 	close(fd);
-	return text;
 }
 
 /* e's cache entry, current (its texts reread when the file changed). */
@@ -212,8 +223,9 @@ cache_of(int dfd, const struct list_ent *e)
 	}
 	free(p->text);
 	free(p->search);
-	p->search = NULL;
-	p->text = prompt_read(dfd, e);
+	free(p->title);
+	p->text = p->search = p->title = NULL;
+	prompt_read(dfd, e, p);
 	p->size = e->size;
 	p->mtime_ns = e->mtime_ns;
 	return p;
@@ -224,6 +236,13 @@ static const char *
 prompt_of(int dfd, const struct list_ent *e)
 {
 	return cache_of(dfd, e)->text;
+}
+
+/* e's custom title, likewise. */
+static const char *
+title_of(int dfd, const struct list_ent *e)
+{
+	return cache_of(dfd, e)->title;
 }
 
 /* e's searchable text, from the cache or the file (borrowed). */
@@ -336,9 +355,11 @@ scan_slice(struct listing *l)
 
 /* Entry e as upstream's session summary (and our own fields). */
 static json_object *
-entry_json(struct listing *l, const struct list_ent *e, const char *text)
+entry_json(struct listing *l, const struct list_ent *e)
 {
 	json_object *o = xjson_object_new_object();
+	const char *text = prompt_of(dirfd(l->dir), e);
+	const char *title = title_of(dirfd(l->dir), e);
 	char iso[CLOCK_ISO_LEN];
 
 	json_object_object_add(o, "sessionId", xjson_object_new_string(e->id));
@@ -352,8 +373,12 @@ entry_json(struct listing *l, const struct list_ent *e, const char *text)
 	clock_iso_time((uint64_t)e->mtime_ms, iso);
 	json_object_object_add(o, "workspaceCwd", xjson_object_new_string(l->workspace));
 	json_object_object_add(o, "updatedAt", xjson_object_new_string(iso));
-	if (text != NULL)
-		json_object_object_add(o, "displayName", xjson_object_new_string(text));
+	/* A custom title (PATCH .../metadata) wins over the first prompt. */
+	if (title != NULL || text != NULL)
+		json_object_object_add(o, "displayName",
+		    xjson_object_new_string(title != NULL ? title : text));
+	if (title != NULL)
+		json_object_object_add(o, "titleSource", xjson_object_new_string("manual"));
 	json_object_object_add(o, "isArchived", xjson_object_new_boolean(l->archived));
 	return o;
 }
@@ -376,14 +401,13 @@ static void
 search_entry(struct listing *l, const struct list_ent *e)
 {
 	int dfd = dirfd(l->dir);
-	const char *title = prompt_of(dfd, e);
 	json_object *o;
 	char *snip;
 
 	if (!search_match(search_of(dfd, e), l->query, &snip))
 		return;
 	o = xjson_object_new_object();
-	json_object_object_add(o, "session", entry_json(l, e, title));
+	json_object_object_add(o, "session", entry_json(l, e));
 	json_object_object_add(o, "snippet", xjson_object_new_string(snip));
 	free(snip);
 	encode_json(l, o);
@@ -403,7 +427,7 @@ read_slice(struct listing *l)
 		if (l->query != NULL)
 			search_entry(l, e);
 		else
-			encode_json(l, entry_json(l, e, prompt_of(dirfd(l->dir), e)));
+			encode_json(l, entry_json(l, e));
 	}
 	return l->next == l->n;
 }

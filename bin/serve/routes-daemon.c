@@ -127,7 +127,8 @@ routes_capabilities_json(void)
 	    "session_set_model", "session_approval_mode_control",
 	    "session_branch", "session_permission_vote", "permission_mediation",
 	    "daemon_status", "session_list", "session_info", "session_archive",
-	    "session_export", "workspace_session_live_state", NULL };
+	    "session_export", "workspace_session_live_state", "session_metadata",
+	    NULL };
 	static const char *const versions[] = { "v1", NULL };
 	static const char *const languages[] = { "en", NULL };
 	json_object *o = xjson_object_new_object(), *pv = xjson_object_new_object();

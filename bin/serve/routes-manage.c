@@ -177,6 +177,22 @@ route_sessions_unarchive(struct http_ctx *ctx)
 	archive_batch(ctx, 0);
 }
 
+/*
+ * A restore of an archived session is refused (409 session_archived), and
+ * of one with a copy on both sides (409 session_conflict): -1 when sent.
+ */
+int
+routes_check_archived(struct http_ctx *ctx)
+{
+	int where = catalog_where(ctx->workspace, ctx->path_id);
+
+	if (!(where & CATALOG_ARCHIVED))
+		return 0;
+	http_error(ctx->req, where & CATALOG_ACTIVE ? "session_conflict" :
+	    "session_archived", ctx->path_id);
+	return -1;
+}
+
 /* ---- workspace views --------------------------------------------------- */
 
 /* GET /workspaces/:ws/session-info: the catalog's counts (a disk scan). */
@@ -343,4 +359,75 @@ route_session_export(struct http_ctx *ctx)
 	free(disp);
 	evhttp_send_reply(ctx->req, 200, NULL, buf);
 	evbuffer_free(buf);
+}
+
+/* ---- metadata ---------------------------------------------------------- */
+
+#define META_TITLE_MAX	256
+
+/* displayName: 1 to 256 bytes of text without control characters. */
+static const char *
+meta_title(struct http_ctx *ctx)
+{
+	json_object *v;
+	const char *t;
+	struct qerr *e;
+
+	if (json_object_object_get_ex(ctx->body, "pr", &v) ||
+	    !json_object_object_get_ex(ctx->body, "displayName", &v) ||
+	    !json_object_is_type(v, json_type_string) ||
+	    (t = json_object_get_string(v))[0] == '\0' ||
+	    strlen(t) > META_TITLE_MAX) {
+		t = NULL;
+	} else {
+		for (const char *c = t; *c != '\0'; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				t = NULL;
+	}
+	if (t == NULL) {
+		e = qerr_new("invalid_metadata", "displayName must be 1 to %d bytes "
+		    "of text (pr is not served)", META_TITLE_MAX);
+		if (e != NULL)
+			qerr_set_str(e, "field", json_object_object_get_ex(ctx->body,
+			    "pr", &v) ? "pr" : "displayName");
+		http_send_qerr(ctx->req, e);
+	}
+	return t;
+}
+
+/*
+ * PATCH /session/:id/metadata {displayName}: a persisted session's title
+ * (metadata.c), answered with the title now in effect.  A live session's
+ * transcript is its child's: refused with live_session_active.
+ */
+void
+route_session_metadata(struct http_ctx *ctx)
+{
+	const char *ws = catalog_workspace_of(ctx->path_id), *t, *code = "internal";
+	char *cause = NULL;
+	json_object *o;
+	struct qerr *e;
+
+	if ((t = meta_title(ctx)) == NULL)
+		return;
+	if (ws == NULL) {
+		http_error(ctx->req, "session_not_found", ctx->path_id);
+		return;
+	}
+	if (!(catalog_where(ws, ctx->path_id) & CATALOG_ACTIVE)) {
+		http_error(ctx->req, "session_archived", ctx->path_id);
+		return;
+	}
+	if (!catalog_idle(ctx->path_id, &code) ||
+	    metadata_set_title(ws, ctx->path_id, t, &code, &cause) == -1) {
+		e = cause != NULL ? qerr_new(code, "%s", cause) : qerr_new(code, NULL);
+		if (e != NULL)
+			qerr_set_str(e, "sessionId", ctx->path_id);
+		http_send_qerr(ctx->req, e);
+		free(cause);
+		return;
+	}
+	o = xjson_object_new_object();
+	json_object_object_add(o, "displayName", xjson_object_new_string(t));
+	http_reply_json(ctx->req, 200, o);
 }

@@ -352,7 +352,7 @@ restore_route(struct http_ctx *ctx, enum inflight_action action)
 		inflight_same_id(op, ctx->req, ctx->client_id, action, ctx->body);
 		return;
 	}
-	if (admit_fresh(ctx) == -1)
+	if (routes_check_archived(ctx) == -1 || admit_fresh(ctx) == -1)
 		return;
 	inflight_restore(ctx->workspace, action, ctx->path_id, ctx->body, ctx->req,
 	    ctx->client_id);

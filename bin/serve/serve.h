@@ -362,7 +362,13 @@ int	search_match(const char *text, const char *q, char **snippet);
 /* ---- catalog.c: session data archived, unarchived, deleted ------------ */
 #define CATALOG_ACTIVE		1
 #define CATALOG_ARCHIVED	2
+struct lease;
 uint64_t	 catalog_revision(void);
+/* The daemon's writer lease on id: NULL and *code (*cause) when refused. */
+struct lease	*catalog_lease_take(const char *id, const char **code, char **cause);
+void		 catalog_lease_drop(struct lease *);	/* NULL-safe */
+/* 1 when id is neither live nor being restored, else 0 and *code. */
+int		 catalog_idle(const char *id, const char **code);
 int		 catalog_where(const char *workspace, const char *id);
 const char	*catalog_workspace_of(const char *id);
 /* 0 removed, 1 not found, -1 refused or failed (*code, *cause freed by
@@ -375,6 +381,13 @@ void	catalog_counts(const char *workspace, size_t *active, size_t *archived);
 /* At start: finish interrupted moves, empty the trash. */
 void	catalog_sweep(void);
 
+/* ---- metadata.c: a persisted session's title -------------------------- */
+/* Append a custom_title record (not live; under the lease): 0, or -1. */
+int	metadata_set_title(const char *ws, const char *id, const char *title,
+	    const char **code, char **cause);
+/* The last custom title in buf (caller frees) or NULL. */
+char	*metadata_title_in(const char *buf);
+
 /* ---- routes-manage.c: session management routes ----------------------- */
 void	route_sessions_delete(struct http_ctx *);
 void	route_sessions_archive(struct http_ctx *);
@@ -383,6 +396,9 @@ void	route_workspace_session_info(struct http_ctx *);
 void	route_workspace_live_state(struct http_ctx *);
 void	route_workspace_sessions_search(struct http_ctx *);
 void	route_session_export(struct http_ctx *);
+void	route_session_metadata(struct http_ctx *);
+/* 409 session_archived or session_conflict for a restore: -1 when sent. */
+int	routes_check_archived(struct http_ctx *);
 
 /* ---- web.c: the browser console's static files ------------------------- */
 const char *web_dir(void);	/* --web-dir, QWEN_SERVE_WEB_DIR, pkgdatadir/web */

@@ -235,7 +235,8 @@ async function list() {
 async function manage() {
 	const caps = await client.capabilities();
 	check(['session_info', 'session_archive', 'session_export',
-	    'workspace_session_live_state'].every((t) => caps.features.includes(t)),
+	    'workspace_session_live_state', 'session_metadata'].every((t) =>
+	    caps.features.includes(t)),
 	    'management tags advertised');
 	const found = await client.searchWorkspaceSessions(workspaceCwd, 'profiling');
 	check(found.results.length === 1 && found.results[0].session.sessionId === sessionId &&
@@ -248,6 +249,11 @@ async function manage() {
 	check(ex.format === 'jsonl' && ex.filename === `${sessionId}.jsonl` &&
 	    ex.content.split('\n').filter(Boolean).every((l) => JSON.parse(l)),
 	    'exportSession jsonl');
+	const meta = await client.updateSessionMetadata(sessionId, { displayName: 'From the SDK' });
+	check(meta.displayName === 'From the SDK', 'updateSessionMetadata');
+	const named = await client.listWorkspaceSessions(workspaceCwd);
+	check(named.find((x) => x.sessionId === sessionId).displayName === 'From the SDK',
+	    'the new title is the listed displayName');
 	const a = await client.archiveSessionsData([sessionId]);
 	check(a.archived.length === 1 && a.archived[0] === sessionId, 'archiveSessionsData');
 	const arch = await client.listWorkspaceSessions(workspaceCwd, { archiveState: 'archived' });
