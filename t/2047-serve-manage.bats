@@ -250,7 +250,7 @@ three() {
 	serve_start
 	req GET /capabilities
 	for t in session_info session_archive session_export workspace_session_live_state \
-	    session_metadata; do
+	    session_metadata session_organization; do
 		jq -e --arg t "$t" '.features | index($t)' >/dev/null <<<"$body"
 	done
 }

@@ -75,6 +75,24 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/session/", "/export", R_ID, route_session_export },
 	{ EVHTTP_REQ_PATCH, "/session/", "/metadata", R_ID | R_BODY,
 	    route_session_metadata },
+	{ EVHTTP_REQ_PATCH, "/session/", "/organization", R_ID | R_BODY,
+	    route_session_organization },
+	{ EVHTTP_REQ_GET, "/workspace/", "/session-groups", R_ID | R_WS,
+	    route_session_groups },
+	{ EVHTTP_REQ_GET, "/workspaces/", "/session-groups", R_ID | R_WS,
+	    route_session_groups },
+	{ EVHTTP_REQ_POST, "/workspace/", "/session-groups", R_ID | R_WS | R_BODY,
+	    route_session_group_create },
+	{ EVHTTP_REQ_POST, "/workspaces/", "/session-groups", R_ID | R_WS | R_BODY,
+	    route_session_group_create },
+	{ EVHTTP_REQ_PATCH, "/workspace/", "/session-groups/",
+	    R_ID | R_WS | R_BODY | R_TAIL, route_session_group_update },
+	{ EVHTTP_REQ_PATCH, "/workspaces/", "/session-groups/",
+	    R_ID | R_WS | R_BODY | R_TAIL, route_session_group_update },
+	{ EVHTTP_REQ_DELETE, "/workspace/", "/session-groups/", R_ID | R_WS | R_TAIL,
+	    route_session_group_delete },
+	{ EVHTTP_REQ_DELETE, "/workspaces/", "/session-groups/", R_ID | R_WS | R_TAIL,
+	    route_session_group_delete },
 	{ EVHTTP_REQ_POST, "/session/", "/load", R_ID | R_BODY, route_session_load },
 	{ EVHTTP_REQ_POST, "/session/", "/resume", R_ID | R_BODY, route_session_resume },
 	{ EVHTTP_REQ_POST, "/session/", "/prompt", R_ID | R_BODY | R_LIVE, route_session_prompt },
@@ -435,6 +453,37 @@ audit_route(struct evhttp_request *req, const struct route *r, const char *id)
 	audit_begin(req, what, id);
 }
 
+/*
+ * A workspace route: the segment becomes the body's cwd (a body, when the
+ * route takes one, is parsed first; its own cwd is overridden).
+ */
+static void
+ws_dispatch(struct evhttp_request *req, const struct route *r,
+    struct http_ctx *ctx, const char *seg, size_t seglen)
+{
+	json_object *sel = workspace_selector_body(seg, seglen), *cwd;
+	int rc;
+
+	if (r->flags & R_TAIL)
+		ctx->path_tail = seg + seglen + strlen(r->suffix);
+	if (r->method != EVHTTP_REQ_GET)
+		audit_route(req, r, NULL);
+	if ((r->flags & R_BODY) && (rc = parse_body(req, &ctx->body)) < 0) {
+		json_object_put(sel);
+		http_error(req, rc == -2 ? "json_too_complex" : "invalid_json", NULL);
+		return;
+	}
+	if (ctx->body == NULL || !json_object_is_type(ctx->body, json_type_object)) {
+		json_object_put(ctx->body);
+		ctx->body = sel;
+	} else {
+		json_object_object_get_ex(sel, "cwd", &cwd);
+		json_object_object_add(ctx->body, "cwd", json_object_get(cwd));
+		json_object_put(sel);
+	}
+	r->fn(ctx);
+}
+
 /* Run the matched route with its context. */
 static void
 dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
@@ -453,8 +502,7 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 	ctx.query = &q;
 	client_id_header(req, &ctx);
 	if (r->flags & R_WS) {
-		ctx.body = workspace_selector_body(seg, seglen);
-		r->fn(&ctx);
+		ws_dispatch(req, r, &ctx, seg, seglen);
 		goto out;
 	}
 	if ((r->flags & R_ID) && (id = decode_session_id(seg, seglen)) == NULL) {

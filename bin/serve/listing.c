@@ -32,6 +32,7 @@
 
 #include "clock.h"
 #include "errors.h"
+#include "json.h"
 #include "log.h"
 #include "serve.h"
 #include "xmalloc.h"
@@ -63,6 +64,7 @@ struct listing {
 	int			 more;		/* entries past the page */
 	int			 archived;	/* chats/archive/ */
 	char			*query;		/* a search: matches only */
+	json_object		*org;		/* routes-groups.c's document */
 	size_t			 found;
 	struct evbuffer		*out;		/* the sessions array, encoded */
 	const char		*workspace;	/* whose sessions (conf's) */
@@ -287,6 +289,7 @@ listing_free(struct listing *l)
 	if (l->out != NULL)
 		evbuffer_free(l->out);
 	free(l->query);
+	json_object_put(l->org);
 	free(l->e);
 	free(l);
 }
@@ -353,6 +356,23 @@ scan_slice(struct listing *l)
 	return 0;
 }
 
+/* e's organization (pinned, group, color), when it has one, into o. */
+static void
+entry_org(struct listing *l, const struct list_ent *e, json_object *o)
+{
+	json_object *org = json_get(json_get_obj(l->org, "sessions"), e->id,
+	    json_type_object);
+	static const char *const keys[] = { "isPinned", "pinnedAt", "groupId",
+	    "color", NULL };
+	json_object *v;
+
+	if (org == NULL)
+		return;
+	for (size_t i = 0; keys[i] != NULL; i++)
+		if (json_object_object_get_ex(org, keys[i], &v))
+			json_object_object_add(o, keys[i], json_object_get(v));
+}
+
 /* Entry e as upstream's session summary (and our own fields). */
 static json_object *
 entry_json(struct listing *l, const struct list_ent *e)
@@ -379,6 +399,7 @@ entry_json(struct listing *l, const struct list_ent *e)
 		    xjson_object_new_string(title != NULL ? title : text));
 	if (title != NULL)
 		json_object_object_add(o, "titleSource", xjson_object_new_string("manual"));
+	entry_org(l, e, o);
 	json_object_object_add(o, "isArchived", xjson_object_new_boolean(l->archived));
 	return o;
 }
@@ -498,6 +519,7 @@ listing_run(struct listing *l)
 	}
 	l->running = 1;
 	nrunning++;
+	l->org = routes_org_load(l->workspace);
 	if (dir == NULL || (l->dir = opendir(dir)) == NULL)
 		l->scanning = 0;	/* no chats directory yet: no sessions */
 	free(dir);

@@ -128,7 +128,7 @@ routes_capabilities_json(void)
 	    "session_branch", "session_permission_vote", "permission_mediation",
 	    "daemon_status", "session_list", "session_info", "session_archive",
 	    "session_export", "workspace_session_live_state", "session_metadata",
-	    NULL };
+	    "session_organization", NULL };
 	static const char *const versions[] = { "v1", NULL };
 	static const char *const languages[] = { "en", NULL };
 	json_object *o = xjson_object_new_object(), *pv = xjson_object_new_object();

@@ -388,6 +388,15 @@ int	metadata_set_title(const char *ws, const char *id, const char *title,
 /* The last custom title in buf (caller frees) or NULL. */
 char	*metadata_title_in(const char *buf);
 
+/* ---- routes-groups.c: session groups and organization ------------------ */
+void	route_session_groups(struct http_ctx *);
+void	route_session_group_create(struct http_ctx *);
+void	route_session_group_update(struct http_ctx *);
+void	route_session_group_delete(struct http_ctx *);
+void	route_session_organization(struct http_ctx *);
+/* Workspace ws's organization document (caller puts); NULL: unreadable. */
+json_object *routes_org_load(const char *ws);
+
 /* ---- routes-manage.c: session management routes ----------------------- */
 void	route_sessions_delete(struct http_ctx *);
 void	route_sessions_archive(struct http_ctx *);

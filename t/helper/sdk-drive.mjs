@@ -6,6 +6,7 @@
 // STEP "after-restart CLIENT_ID" proves the self-heal path; STEP "list"
 // pages SESSION's workspace (three transcripts); STEP "manage" its
 // management calls (search, info, export, archive, delete); STEP
+// "groups" session groups and organization; STEP
 // "transcript" pages SESSION's history both ways through
 // getSessionTranscriptPage and prints EVENTS=<n> for the caller to compare.  Each check
 // prints "ok - <what>"; the first failure throws (exit 1).
@@ -272,8 +273,27 @@ async function manage() {
 	check(d.removed[0] === sessionId, 'deleteSessionsData removes it');
 }
 
+// Session groups and a session's organization (t/2049's fixture).
+async function groups() {
+	const none = await client.listSessionGroups(workspaceCwd);
+	check(none.groups.length === 0 && none.colorOptions.includes('blue'), 'listSessionGroups');
+	const g = await client.createSessionGroup(workspaceCwd, { name: 'Work', color: 'green' });
+	check(g.name === 'Work' && typeof g.id === 'string', 'createSessionGroup');
+	const u = await client.updateSessionGroup(workspaceCwd, g.id, { name: 'Job' });
+	check(u.id === g.id && u.name === 'Job', 'updateSessionGroup');
+	const o = await client.updateSessionOrganization(sessionId, { isPinned: true, groupId: g.id });
+	check(o.sessionId === sessionId && o.isPinned === true && o.groupId === g.id,
+	    'updateSessionOrganization');
+	const all = await client.listWorkspaceSessions(workspaceCwd);
+	check(all.find((x) => x.sessionId === sessionId).groupId === g.id, 'listed with its group');
+	const d = await client.deleteSessionGroup(workspaceCwd, g.id);
+	check(d.deleted === true, 'deleteSessionGroup');
+}
+
 if (step === 'main')
 	await main();
+else if (step === 'groups')
+	await groups();
 else if (step === 'manage')
 	await manage();
 else if (step === 'list')
