@@ -246,6 +246,54 @@ three() {
 	run ! grep -q custom_title "$DATA"/projects/*/chats/$SID.jsonl
 }
 
+# A transcript with a dead end, a tool result and a scheduled turn.
+turns_fixture() {
+	SID=11111111-1111-4111-8111-111111111111
+	local san dir
+	san=$(printf '%s' "$WS" | sed 's/[^A-Za-z0-9]/-/g')
+	dir=$DATA/projects/$san/chats
+	mkdir -p "$dir"
+	cat >"$dir/$SID.jsonl" <<EOF
+{"uuid":"u1","parentUuid":null,"sessionId":"$SID","timestamp":"2026-08-01T15:00:00.000Z","type":"user","cwd":"$WS","message":{"role":"user","parts":[{"text":"first\\nprompt"}]}}
+{"uuid":"a1","parentUuid":"u1","sessionId":"$SID","timestamp":"2026-08-01T15:00:01.000Z","type":"assistant","cwd":"$WS","message":{"role":"model","parts":[{"text":"ok"}]}}
+{"uuid":"ux","parentUuid":"a1","sessionId":"$SID","timestamp":"2026-08-01T15:00:02.000Z","type":"user","cwd":"$WS","message":{"role":"user","parts":[{"text":"dead end"}]}}
+{"uuid":"u2","parentUuid":"a1","sessionId":"$SID","timestamp":"2026-08-01T15:00:03.000Z","type":"user","cwd":"$WS","message":{"role":"user","parts":[{"text":"second"}]}}
+{"uuid":"t2","parentUuid":"u2","sessionId":"$SID","timestamp":"2026-08-01T15:00:04.000Z","type":"tool_result","cwd":"$WS","message":{"role":"user","parts":[{"functionResponse":{"id":"c1","name":"x","response":{"output":"y"}}}]}}
+{"uuid":"a2","parentUuid":"t2","sessionId":"$SID","timestamp":"2026-08-01T15:00:05.000Z","type":"assistant","cwd":"$WS","message":{"role":"model","parts":[{"text":"done"}]}}
+{"uuid":"u3","parentUuid":"a2","sessionId":"$SID","timestamp":"2026-08-01T15:00:06.000Z","type":"user","subtype":"cron","cwd":"$WS","message":{"role":"user","parts":[{"text":"nightly"}]}}
+{"uuid":"a3","parentUuid":"u3","sessionId":"$SID","timestamp":"2026-08-01T15:00:07.000Z","type":"assistant","cwd":"$WS","message":{"role":"model","parts":[{"text":"ran"}]}}
+EOF
+}
+
+@test "turn-index: the prompts of the active history, paged, from the child's index" {
+	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_start
+	turns_fixture
+	req GET "/session/$SID/turn-index"
+	expect 200 ".v == 1 and .sessionId == \"$SID\" and .totalTurns == 3 and .start == 0"
+	expect 200 '.turns | map(.turnId) == ["u1", "u2", "u3"]'
+	expect 200 '.turns | map(.kind) == ["prompt", "prompt", "scheduled"]'
+	expect 200 '.turns[0].label == "first prompt" and .turns[0].ordinal == 0'
+	expect 200 '.turns[1].timestamp == "2026-08-01T15:00:03.000Z"'
+	expect 200 '.snapshot | startswith("v1.")'
+	local snap
+	snap=$(jq -r .snapshot <<<"$body")
+	req GET "/session/$SID/turn-index?start=1&limit=1&snapshot=$snap"
+	expect 200 '.totalTurns == 3 and .start == 1 and (.turns | length) == 1'
+	expect 200 '.turns[0].ordinal == 1 and .turns[0].turnId == "u2" and .turns[0].label == "second"'
+	req GET "/session/$SID/turn-index?start=9"
+	expect 200 '.turns == [] and .totalTurns == 3'
+	# A turn's id is a branch point.
+	req POST "/session/$SID/branch" '{"atRecordId":"u2"}'
+	[ "$code" -ge 200 ]
+	[ "$code" -lt 300 ]
+	req GET "/session/$SID/turn-index?limit=0"
+	expect 400 '.code == "invalid_transcript_limit"'
+	req GET "/session/$SID/turn-index?start=-1"
+	expect 400 '.code == "bad_request"'
+	req GET "/session/44444444-4444-4444-8444-444444444444/turn-index"
+	expect 404 '.code == "session_not_found"'
+}
+
 @test "capabilities advertise the management tags served" {
 	serve_start
 	req GET /capabilities
@@ -253,6 +301,15 @@ three() {
 	    session_metadata session_organization; do
 		jq -e --arg t "$t" '.features | index($t)' >/dev/null <<<"$body"
 	done
+}
+
+@test "SDK: getSessionTurnIndexPage" {
+	command -v node >/dev/null || skip "node not installed"
+	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_start
+	turns_fixture
+	sdk_run turns
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"ok - getSessionTurnIndexPage pages"* ]]
 }
 
 @test "SDK: search, info, live state, export, archive, unarchive, delete" {

@@ -73,6 +73,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_POST, "/sessions/unarchive", NULL, R_BODY,
 	    route_sessions_unarchive },
 	{ EVHTTP_REQ_GET, "/session/", "/export", R_ID, route_session_export },
+	{ EVHTTP_REQ_GET, "/session/", "/turn-index", R_ID, route_session_turn_index },
 	{ EVHTTP_REQ_PATCH, "/session/", "/metadata", R_ID | R_BODY,
 	    route_session_metadata },
 	{ EVHTTP_REQ_PATCH, "/session/", "/organization", R_ID | R_BODY,

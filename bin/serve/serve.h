@@ -328,6 +328,7 @@ void	route_session_approval_mode(struct http_ctx *);
 
 /* ---- routes-history.c --------------------------------------------------- */
 void	route_session_transcript(struct http_ctx *);
+void	route_session_turn_index(struct http_ctx *);
 void	route_session_branch(struct http_ctx *);
 
 /* ---- routes-queue.c: a session's prompt queue ------------------------- */

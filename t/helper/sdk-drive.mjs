@@ -6,7 +6,8 @@
 // STEP "after-restart CLIENT_ID" proves the self-heal path; STEP "list"
 // pages SESSION's workspace (three transcripts); STEP "manage" its
 // management calls (search, info, export, archive, delete); STEP
-// "groups" session groups and organization; STEP
+// "groups" session groups and organization; STEP "turns" the turn
+// index; STEP
 // "transcript" pages SESSION's history both ways through
 // getSessionTranscriptPage and prints EVENTS=<n> for the caller to compare.  Each check
 // prints "ok - <what>"; the first failure throws (exit 1).
@@ -290,8 +291,22 @@ async function groups() {
 	check(d.deleted === true, 'deleteSessionGroup');
 }
 
+// getSessionTurnIndexPage over t/2047's three-turn fixture.
+async function turns() {
+	const all = await client.getSessionTurnIndexPage(sessionId);
+	check(all.v === 1 && all.totalTurns === 3 && all.turns.length === 3 &&
+	    all.turns[1].turnId === 'u2' && all.turns[2].kind === 'scheduled',
+	    'getSessionTurnIndexPage');
+	const p = await client.getSessionTurnIndexPage(sessionId,
+	    { start: 2, limit: 1, snapshot: all.snapshot });
+	check(p.start === 2 && p.turns.length === 1 && p.turns[0].label === 'nightly',
+	    'getSessionTurnIndexPage pages');
+}
+
 if (step === 'main')
 	await main();
+else if (step === 'turns')
+	await turns();
 else if (step === 'groups')
 	await groups();
 else if (step === 'manage')
