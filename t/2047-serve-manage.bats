@@ -56,6 +56,9 @@ three() {
 	expect 409 ".code == \"session_archived\" and .sessionId == \"$SID\""
 	req POST "/session/$SID/resume" '{}'
 	expect 409 '.code == "session_archived"'
+	# Nor is its id taken again by a new session.
+	req POST /session "{\"sessionId\":\"$SID\"}"
+	expect 409 '.code == "session_id_conflict" and .conflict == "persisted"'
 	req POST /sessions/unarchive "{\"sessionIds\":[\"$SID\",\"$A\"]}"
 	expect 200 ".unarchived == [\"$SID\"] and .alreadyActive == [\"$A\"] and .errors == []"
 	cmp "$CHATS/$SID.jsonl" "$BATS_TEST_TMPDIR/orig"

@@ -294,7 +294,8 @@ route_session_create(struct http_ctx *ctx)
 			conflict = "live";
 		else if (inflight_find(id) != NULL)
 			conflict = "pending";
-		else if (inflight_transcript_exists(id))
+		else if (inflight_transcript_exists(id) ||
+		    catalog_workspace_of(id) != NULL)	/* archived too */
 			conflict = "persisted";
 		if (conflict != NULL) {
 			id_conflict(ctx, id, conflict);
