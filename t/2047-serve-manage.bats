@@ -242,30 +242,22 @@ three() {
 	run ! grep -q '"customTitle":"x"' "$CHATS/$B.jsonl"
 }
 
-@test "metadata: a live session's transcript is its child's, refused" {
-	serve_loaded
-	req PATCH "/session/$SID/metadata" '{"displayName":"x"}'
-	expect 409 ".code == \"live_session_active\" and .sessionId == \"$SID\""
-	run ! grep -q custom_title "$DATA"/projects/*/chats/$SID.jsonl
-}
-
-# A transcript with a dead end, a tool result and a scheduled turn.
-turns_fixture() {
-	SID=11111111-1111-4111-8111-111111111111
-	local san dir
-	san=$(printf '%s' "$WS" | sed 's/[^A-Za-z0-9]/-/g')
-	dir=$DATA/projects/$san/chats
-	mkdir -p "$dir"
-	cat >"$dir/$SID.jsonl" <<EOF
-{"uuid":"u1","parentUuid":null,"sessionId":"$SID","timestamp":"2026-08-01T15:00:00.000Z","type":"user","cwd":"$WS","message":{"role":"user","parts":[{"text":"first\\nprompt"}]}}
-{"uuid":"a1","parentUuid":"u1","sessionId":"$SID","timestamp":"2026-08-01T15:00:01.000Z","type":"assistant","cwd":"$WS","message":{"role":"model","parts":[{"text":"ok"}]}}
-{"uuid":"ux","parentUuid":"a1","sessionId":"$SID","timestamp":"2026-08-01T15:00:02.000Z","type":"user","cwd":"$WS","message":{"role":"user","parts":[{"text":"dead end"}]}}
-{"uuid":"u2","parentUuid":"a1","sessionId":"$SID","timestamp":"2026-08-01T15:00:03.000Z","type":"user","cwd":"$WS","message":{"role":"user","parts":[{"text":"second"}]}}
-{"uuid":"t2","parentUuid":"u2","sessionId":"$SID","timestamp":"2026-08-01T15:00:04.000Z","type":"tool_result","cwd":"$WS","message":{"role":"user","parts":[{"functionResponse":{"id":"c1","name":"x","response":{"output":"y"}}}]}}
-{"uuid":"a2","parentUuid":"t2","sessionId":"$SID","timestamp":"2026-08-01T15:00:05.000Z","type":"assistant","cwd":"$WS","message":{"role":"model","parts":[{"text":"done"}]}}
-{"uuid":"u3","parentUuid":"a2","sessionId":"$SID","timestamp":"2026-08-01T15:00:06.000Z","type":"user","subtype":"cron","cwd":"$WS","message":{"role":"user","parts":[{"text":"nightly"}]}}
-{"uuid":"a3","parentUuid":"u3","sessionId":"$SID","timestamp":"2026-08-01T15:00:07.000Z","type":"assistant","cwd":"$WS","message":{"role":"model","parts":[{"text":"ran"}]}}
-EOF
+@test "metadata: a live session's title is appended by its child, on its tail, and announced" {
+	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_loaded
+	sse_open ev "/session/$SID/events"
+	req PATCH "/session/$SID/metadata" '{"displayName":"Live title"}'
+	expect 200 '.displayName == "Live title"'
+	local f tid
+	f=$(ls "$DATA"/projects/*/chats/$SID.jsonl)
+	tail -1 "$f" | jq -e '.subtype == "custom_title" and .systemPayload.customTitle == "Live title"'
+	tail -1 "$f" | jq -e '.parentUuid == "a1"'
+	tid=$(tail -1 "$f" | jq -r .uuid)
+	sse_wait ev ".type == \"session_metadata_updated\" and .data.displayName == \"Live title\""
+	# The next prompt's first record hangs from the title.
+	prompt_turn ev2 "$SID"
+	jq -s -e --arg t "$tid" 'map(select(.parentUuid == $t)) | length == 1 and .[0].type == "user"' "$f"
+	req PATCH "/session/$SID/metadata" '{"displayName":""}'
+	expect 400 '.code == "invalid_metadata"'
 }
 
 @test "turn-index: the prompts of the active history, paged, from the child's index" {

@@ -395,21 +395,81 @@ meta_title(struct http_ctx *ctx)
 	return t;
 }
 
+/* A live session's title change on its way through the child. */
+struct meta_req {
+	struct evhttp_request	*req;
+	char			 id[SERVE_SESSION_ID_MAX + 1];
+	char			 client_id[SERVE_CLIENT_ID_MAX + 1];
+};
+
+/* The child's answer: 200 {displayName} and session_metadata_updated. */
+static void
+on_meta(void *arg, enum chan_outcome o, json_object *payload)
+{
+	struct meta_req *mr = arg;
+	struct session *s = sessions_find(mr->id);
+	const char *t = json_get_str(payload, "displayName");
+	json_object *body, *d;
+
+	if (o == CHAN_RESULT && t != NULL) {
+		body = xjson_object_new_object();
+		json_object_object_add(body, "displayName", xjson_object_new_string(t));
+		if (s != NULL) {
+			d = xjson_object_new_object();
+			json_object_object_add(d, "sessionId", xjson_object_new_string(mr->id));
+			json_object_object_add(d, "displayName", xjson_object_new_string(t));
+			bus_publish(s->bus, "session_metadata_updated", d, NULL,
+			    mr->client_id[0] != '\0' ? mr->client_id : NULL, 0);
+		}
+		http_reply_json(mr->req, 200, body);
+	} else if (o == CHAN_ERROR)
+		http_error_rpc(mr->req, payload, mr->id);
+	else
+		http_error(mr->req, "acp_channel_unavailable", mr->id);
+	free(mr);
+}
+
+/* A live session's title, appended by its child (which holds the lease). */
+static void
+meta_live(struct http_ctx *ctx, struct session *s, const char *t)
+{
+	json_object *params = xjson_object_new_object();
+	struct meta_req *mr = xcalloc(1, sizeof(*mr));
+
+	mr->req = ctx->req;
+	strlcpy(mr->id, s->id, sizeof(mr->id));
+	if (ctx->client_id != NULL && !ctx->client_id_bad)
+		strlcpy(mr->client_id, ctx->client_id, sizeof(mr->client_id));
+	json_object_object_add(params, "sessionId", xjson_object_new_string(s->id));
+	json_object_object_add(params, "displayName", xjson_object_new_string(t));
+	if (channel_request(s->channel, "_qwen/session/update_metadata", params,
+	    (uint64_t)conf.restore_timeout_ms, on_meta, mr) == NULL) {
+		free(mr);
+		http_error(ctx->req, "acp_channel_unavailable", s->id);
+	}
+}
+
 /*
- * PATCH /session/:id/metadata {displayName}: a persisted session's title
- * (metadata.c), answered with the title now in effect.  A live session's
- * transcript is its child's: refused with live_session_active.
+ * PATCH /session/:id/metadata {displayName}: the session's title,
+ * answered with the title now in effect.  A persisted session's record is
+ * appended here (metadata.c); a live session's by its child, which holds
+ * the writer lease, and announced as session_metadata_updated.
  */
 void
 route_session_metadata(struct http_ctx *ctx)
 {
 	const char *ws = catalog_workspace_of(ctx->path_id), *t, *code = "internal";
 	char *cause = NULL;
+	struct session *s;
 	json_object *o;
 	struct qerr *e;
 
 	if ((t = meta_title(ctx)) == NULL)
 		return;
+	if ((s = sessions_find(ctx->path_id)) != NULL) {
+		meta_live(ctx, s, t);
+		return;
+	}
 	if (ws == NULL) {
 		http_error(ctx->req, "session_not_found", ctx->path_id);
 		return;
