@@ -260,6 +260,25 @@ three() {
 	expect 400 '.code == "invalid_metadata"'
 }
 
+# A transcript with a dead end, a tool result and a scheduled turn.
+turns_fixture() {
+	SID=11111111-1111-4111-8111-111111111111
+	local san dir
+	san=$(printf '%s' "$WS" | sed 's/[^A-Za-z0-9]/-/g')
+	dir=$DATA/projects/$san/chats
+	mkdir -p "$dir"
+	cat >"$dir/$SID.jsonl" <<EOF
+{"uuid":"u1","parentUuid":null,"sessionId":"$SID","timestamp":"2026-08-01T15:00:00.000Z","type":"user","cwd":"$WS","message":{"role":"user","parts":[{"text":"first\\nprompt"}]}}
+{"uuid":"a1","parentUuid":"u1","sessionId":"$SID","timestamp":"2026-08-01T15:00:01.000Z","type":"assistant","cwd":"$WS","message":{"role":"model","parts":[{"text":"ok"}]}}
+{"uuid":"ux","parentUuid":"a1","sessionId":"$SID","timestamp":"2026-08-01T15:00:02.000Z","type":"user","cwd":"$WS","message":{"role":"user","parts":[{"text":"dead end"}]}}
+{"uuid":"u2","parentUuid":"a1","sessionId":"$SID","timestamp":"2026-08-01T15:00:03.000Z","type":"user","cwd":"$WS","message":{"role":"user","parts":[{"text":"second"}]}}
+{"uuid":"t2","parentUuid":"u2","sessionId":"$SID","timestamp":"2026-08-01T15:00:04.000Z","type":"tool_result","cwd":"$WS","message":{"role":"user","parts":[{"functionResponse":{"id":"c1","name":"x","response":{"output":"y"}}}]}}
+{"uuid":"a2","parentUuid":"t2","sessionId":"$SID","timestamp":"2026-08-01T15:00:05.000Z","type":"assistant","cwd":"$WS","message":{"role":"model","parts":[{"text":"done"}]}}
+{"uuid":"u3","parentUuid":"a2","sessionId":"$SID","timestamp":"2026-08-01T15:00:06.000Z","type":"user","subtype":"cron","cwd":"$WS","message":{"role":"user","parts":[{"text":"nightly"}]}}
+{"uuid":"a3","parentUuid":"u3","sessionId":"$SID","timestamp":"2026-08-01T15:00:07.000Z","type":"assistant","cwd":"$WS","message":{"role":"model","parts":[{"text":"ran"}]}}
+EOF
+}
+
 @test "turn-index: the prompts of the active history, paged, from the child's index" {
 	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_start
 	turns_fixture
