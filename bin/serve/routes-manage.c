@@ -346,6 +346,7 @@ route_session_export(struct http_ctx *ctx)
 	if ((buf = evbuffer_new()) == NULL)
 		fatalx("out of memory (evbuffer)");
 	if (st.st_size > 0 && evbuffer_add_file(buf, fd, 0, st.st_size) == -1) {
+		close(fd);	/* not taken when the segment could not be made */
 		evbuffer_free(buf);
 		http_error(ctx->req, "internal", NULL);
 		return;
