@@ -91,6 +91,21 @@ three() {
 	grep -q 'Why is loading slow' "$CHATS/$SID.jsonl"
 }
 
+@test "batch routes under /workspaces/:ws/: the workspace's sessions" {
+	serve_start
+	three
+	req POST /workspaces/primary/sessions/archive "{\"sessionIds\":[\"$SID\"]}"
+	expect 200 ".archived == [\"$SID\"]"
+	[ -f "$CHATS/archive/$SID.jsonl" ]
+	req POST "/workspaces/$(jq -rn --arg s "$WS" '$s | @uri')/sessions/unarchive" "{\"sessionIds\":[\"$SID\"]}"
+	expect 200 ".unarchived == [\"$SID\"]"
+	req POST /workspaces/nope/sessions/delete "{\"sessionIds\":[\"$SID\"]}"
+	expect 400 '.code == "workspace_mismatch"'
+	req POST /workspaces/primary/sessions/delete "{\"sessionIds\":[\"$SID\"]}"
+	expect 200 ".removed == [\"$SID\"]"
+	[ ! -e "$CHATS/$SID.jsonl" ]
+}
+
 @test "batch routes: bad bodies refused" {
 	serve_start
 	req POST /sessions/delete '{}'

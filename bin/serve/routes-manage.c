@@ -56,6 +56,30 @@ batch_ids(struct http_ctx *ctx)
 	return ids;
 }
 
+/*
+ * Under /workspaces/:ws/ the batch is that workspace's (the segment is the
+ * body's cwd); the unqualified routes take every workspace.  -1 after
+ * answering.
+ */
+static int
+batch_workspace(struct http_ctx *ctx)
+{
+	ctx->workspace = NULL;
+	if (!json_object_object_get_ex(ctx->body, "cwd", NULL))
+		return 0;
+	return routes_check_cwd(ctx);
+}
+
+/* Whether id's data lives outside the batch's workspace (when it has one). */
+static int
+batch_elsewhere(struct http_ctx *ctx, const char *id)
+{
+	const char *ws;
+
+	return ctx->workspace != NULL && (ws = catalog_workspace_of(id)) != NULL &&
+	    strcmp(ws, ctx->workspace) != 0;
+}
+
 /* Append {sessionId, code, error} to errs. */
 static void
 batch_error(json_object *errs, const char *id, const char *code, char *cause)
@@ -104,7 +128,7 @@ route_sessions_delete(struct http_ctx *ctx)
 	char *cause;
 	size_t i;
 
-	if ((ids = batch_ids(ctx)) == NULL)
+	if (batch_workspace(ctx) == -1 || (ids = batch_ids(ctx)) == NULL)
 		return;
 	res = batch_result(names);
 	errs = json_get(res, "errors", json_type_array);
@@ -114,6 +138,10 @@ route_sessions_delete(struct http_ctx *ctx)
 		cause = NULL;
 		if (!paths_valid_session_id(id)) {
 			batch_error(errs, id, "invalid_session_id", NULL);
+			continue;
+		}
+		if (batch_elsewhere(ctx, id)) {
+			batch_add(res, "notFound", id);
 			continue;
 		}
 		switch (catalog_delete(id, &code, &cause)) {
@@ -145,7 +173,7 @@ archive_batch(struct http_ctx *ctx, int archive)
 	size_t i;
 	int rc;
 
-	if ((ids = batch_ids(ctx)) == NULL)
+	if (batch_workspace(ctx) == -1 || (ids = batch_ids(ctx)) == NULL)
 		return;
 	res = batch_result(names);
 	errs = json_get(res, "errors", json_type_array);
@@ -155,6 +183,10 @@ archive_batch(struct http_ctx *ctx, int archive)
 		cause = NULL;
 		if (!paths_valid_session_id(id)) {
 			batch_error(errs, id, "invalid_session_id", NULL);
+			continue;
+		}
+		if (batch_elsewhere(ctx, id)) {
+			batch_add(res, names[2], id);
 			continue;
 		}
 		if ((rc = catalog_archive(id, archive, &code, &cause)) >= 0)
