@@ -105,8 +105,8 @@ enc() {
 	req GET "/session/$id/context"
 	expect 404 '.code == "not_found"'
 	# Tags for what is not served stay out.
-	for t in session_archive session_delete session_search session_export \
-	    session_metadata session_groups session_fork session_continue; do
+	for t in session_delete session_search \
+	    session_groups session_fork session_continue; do
 		run ! grep -qx "$t" <<<"$tags"
 	done
 }

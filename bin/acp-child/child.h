@@ -162,4 +162,8 @@ void	prompt_pause_all(struct child *, int paused);
 /* The error data of an agent that did not start (cause may be NULL). */
 json_object *agent_error_data(const char *cause);
 
+/* title.c: _qwen/session/update_metadata, a live session's title. */
+int	title_is_method(const char *method);
+void	title_set(struct child *, struct rpc_msg *msg, struct session *s);
+
 #endif

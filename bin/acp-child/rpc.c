@@ -170,6 +170,10 @@ rpc_session_run(struct child *c, struct rpc_msg *m, struct session *s,
 		continue_request(c, m, s);
 		return 0;
 	}
+	if (title_is_method(method)) {
+		title_set(c, m, s);
+		return 0;
+	}
 	rpc_close(c, m, s);
 	return 1;
 }
@@ -180,7 +184,7 @@ rpc_is_session_method(const char *method)
 	return strcmp(method, "session/load") == 0 ||
 	    strcmp(method, "session/resume") == 0 ||
 	    strcmp(method, "unstable_resumeSession") == 0 ||
-	    strcmp(method, "session/prompt") == 0 ||
+	    strcmp(method, "session/prompt") == 0 || title_is_method(method) ||
 	    strcmp(method, "qwen/control/session/continue") == 0 ||
 	    strcmp(method, "qwen/control/session/close") == 0;
 }

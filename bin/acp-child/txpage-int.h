@@ -55,5 +55,8 @@ void	txp_entry_release(struct child *, struct txp_entry *);
 
 /* txbranch.c: qwen/control/session/branch on an idle entry. */
 void	txbranch_start(struct child *, struct txp_entry *, struct rpc_msg *);
+/* txturns.c: qwen/status/session/turn_index on an idle entry. */
+int	txturns_is_method(const char *);
+void	txturns_start(struct child *, struct txp_entry *, struct rpc_msg *);
 
 #endif

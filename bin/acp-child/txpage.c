@@ -444,7 +444,7 @@ txp_is_branch(const char *method)
 int
 txpage_is_method(const char *method)
 {
-	return txp_is_branch(method) ||
+	return txp_is_branch(method) || txturns_is_method(method) ||
 	    strcmp(method, "qwen/status/session/transcript") == 0 ||
 	    strcmp(method, "_qwen/session/transcript") == 0;
 }
@@ -455,6 +455,8 @@ txp_dispatch(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 {
 	if (txp_is_branch(m->method))
 		txbranch_start(c, e, m);
+	else if (txturns_is_method(m->method))
+		txturns_start(c, e, m);
 	else
 		txp_start(c, e, m);
 }

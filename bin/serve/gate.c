@@ -241,7 +241,7 @@ listen_cors_headers(struct evhttp_request *req)
 	evhttp_add_header(out, "Access-Control-Allow-Headers",
 	    "Authorization, Content-Type, X-Qwen-Client-Id, Last-Event-ID, X-Qwen-Event-Epoch");
 	evhttp_add_header(out, "Access-Control-Allow-Methods",
-	    "GET, POST, DELETE, OPTIONS");
+	    "GET, POST, PATCH, DELETE, OPTIONS");
 	evhttp_add_header(out, "Access-Control-Expose-Headers",
 	    "Retry-After, X-Qwen-Event-Epoch, X-Qwen-SSE-Stream-Id");
 }

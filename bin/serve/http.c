@@ -56,6 +56,50 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/workspace/sessions", NULL, 0, route_workspace_sessions },
 	{ EVHTTP_REQ_GET, "/workspace/", "/sessions", R_ID | R_WS,
 	    route_workspace_sessions_page },
+	{ EVHTTP_REQ_GET, "/workspace/", "/sessions/search", R_ID | R_WS,
+	    route_workspace_sessions_search },
+	{ EVHTTP_REQ_GET, "/workspaces/", "/sessions/search", R_ID | R_WS,
+	    route_workspace_sessions_search },
+	{ EVHTTP_REQ_GET, "/workspaces/", "/sessions", R_ID | R_WS,
+	    route_workspace_sessions_page },
+	{ EVHTTP_REQ_GET, "/workspaces/", "/session-info", R_ID | R_WS,
+	    route_workspace_session_info },
+	{ EVHTTP_REQ_GET, "/workspace/", "/session-info", R_ID | R_WS,
+	    route_workspace_session_info },
+	{ EVHTTP_REQ_GET, "/workspaces/", "/sessions/live-state", R_ID | R_WS,
+	    route_workspace_live_state },
+	{ EVHTTP_REQ_POST, "/sessions/delete", NULL, R_BODY, route_sessions_delete },
+	{ EVHTTP_REQ_POST, "/workspaces/", "/sessions/delete", R_ID | R_WS | R_BODY,
+	    route_sessions_delete },
+	{ EVHTTP_REQ_POST, "/workspaces/", "/sessions/archive", R_ID | R_WS | R_BODY,
+	    route_sessions_archive },
+	{ EVHTTP_REQ_POST, "/workspaces/", "/sessions/unarchive", R_ID | R_WS | R_BODY,
+	    route_sessions_unarchive },
+	{ EVHTTP_REQ_POST, "/sessions/archive", NULL, R_BODY, route_sessions_archive },
+	{ EVHTTP_REQ_POST, "/sessions/unarchive", NULL, R_BODY,
+	    route_sessions_unarchive },
+	{ EVHTTP_REQ_GET, "/session/", "/export", R_ID, route_session_export },
+	{ EVHTTP_REQ_GET, "/session/", "/turn-index", R_ID, route_session_turn_index },
+	{ EVHTTP_REQ_PATCH, "/session/", "/metadata", R_ID | R_BODY,
+	    route_session_metadata },
+	{ EVHTTP_REQ_PATCH, "/session/", "/organization", R_ID | R_BODY,
+	    route_session_organization },
+	{ EVHTTP_REQ_GET, "/workspace/", "/session-groups", R_ID | R_WS,
+	    route_session_groups },
+	{ EVHTTP_REQ_GET, "/workspaces/", "/session-groups", R_ID | R_WS,
+	    route_session_groups },
+	{ EVHTTP_REQ_POST, "/workspace/", "/session-groups", R_ID | R_WS | R_BODY,
+	    route_session_group_create },
+	{ EVHTTP_REQ_POST, "/workspaces/", "/session-groups", R_ID | R_WS | R_BODY,
+	    route_session_group_create },
+	{ EVHTTP_REQ_PATCH, "/workspace/", "/session-groups/",
+	    R_ID | R_WS | R_BODY | R_TAIL, route_session_group_update },
+	{ EVHTTP_REQ_PATCH, "/workspaces/", "/session-groups/",
+	    R_ID | R_WS | R_BODY | R_TAIL, route_session_group_update },
+	{ EVHTTP_REQ_DELETE, "/workspace/", "/session-groups/", R_ID | R_WS | R_TAIL,
+	    route_session_group_delete },
+	{ EVHTTP_REQ_DELETE, "/workspaces/", "/session-groups/", R_ID | R_WS | R_TAIL,
+	    route_session_group_delete },
 	{ EVHTTP_REQ_POST, "/session/", "/load", R_ID | R_BODY, route_session_load },
 	{ EVHTTP_REQ_POST, "/session/", "/resume", R_ID | R_BODY, route_session_resume },
 	{ EVHTTP_REQ_POST, "/session/", "/prompt", R_ID | R_BODY | R_LIVE, route_session_prompt },
@@ -437,10 +481,42 @@ audit_route(struct evhttp_request *req, const struct route *r, const char *id)
 	char what[128];
 
 	snprintf(what, sizeof(what), "%s %s%s%s%s",
-	    r->method == EVHTTP_REQ_POST ? "POST" : "DELETE", r->prefix,
+	    r->method == EVHTTP_REQ_POST ? "POST" :
+	    r->method == EVHTTP_REQ_PATCH ? "PATCH" : "DELETE", r->prefix,
 	    (r->flags & R_ID) ? ":id" : "", r->suffix != NULL ? r->suffix : "",
 	    (r->flags & R_TAIL) ? ":requestId" : "");
 	audit_begin(req, what, id);
+}
+
+/*
+ * A workspace route: the segment becomes the body's cwd (a body, when the
+ * route takes one, is parsed first; its own cwd is overridden).
+ */
+static void
+ws_dispatch(struct evhttp_request *req, const struct route *r,
+    struct http_ctx *ctx, const char *seg, size_t seglen)
+{
+	json_object *sel = workspace_selector_body(seg, seglen), *cwd;
+	int rc;
+
+	if (r->flags & R_TAIL)
+		ctx->path_tail = seg + seglen + strlen(r->suffix);
+	if (r->method != EVHTTP_REQ_GET)
+		audit_route(req, r, NULL);
+	if ((r->flags & R_BODY) && (rc = parse_body(req, &ctx->body)) < 0) {
+		json_object_put(sel);
+		http_error(req, rc == -2 ? "json_too_complex" : "invalid_json", NULL);
+		return;
+	}
+	if (ctx->body == NULL || !json_object_is_type(ctx->body, json_type_object)) {
+		json_object_put(ctx->body);
+		ctx->body = sel;
+	} else {
+		json_object_object_get_ex(sel, "cwd", &cwd);
+		json_object_object_add(ctx->body, "cwd", json_object_get(cwd));
+		json_object_put(sel);
+	}
+	r->fn(ctx);
 }
 
 /* Run the matched route with its context. */
@@ -461,8 +537,7 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 	ctx.query = &q;
 	client_id_header(req, &ctx);
 	if (r->flags & R_WS) {
-		ctx.body = workspace_selector_body(seg, seglen);
-		r->fn(&ctx);
+		ws_dispatch(req, r, &ctx, seg, seglen);
 		goto out;
 	}
 	if ((r->flags & R_ID) && (id = decode_session_id(seg, seglen)) == NULL) {
@@ -476,7 +551,8 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 		goto out;
 	}
 	ctx.path_id = id;
-	if (r->method == EVHTTP_REQ_POST || r->method == EVHTTP_REQ_DELETE)
+	if (r->method == EVHTTP_REQ_POST || r->method == EVHTTP_REQ_DELETE ||
+	    r->method == EVHTTP_REQ_PATCH)
 		audit_route(req, r, id);
 	if (r->flags & R_TAIL)
 		ctx.path_tail = seg + seglen + strlen(r->suffix);
@@ -618,7 +694,8 @@ http_new(struct event_base *base)
 	conn_install(http);
 	evhttp_set_max_headers_size(http, SERVE_MAX_HEADERS);
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
-	    EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);
+	    EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH |
+	    EVHTTP_REQ_OPTIONS);
 	evhttp_set_timeout(http, 120);
 	evhttp_set_default_content_type(http, "application/json");
 	evhttp_set_gencb(http, on_request, NULL);

@@ -7,15 +7,16 @@
  * is read and every name fstatat()ed (no open: a FIFO or a symlink is
  * skipped unseen), then the entries are sorted newest first and cut to
  * ?limit, and only the kept ones are opened (O_NOFOLLOW | O_NONBLOCK,
- * regular by fstat of the descriptor) for their first prompt.  First
- * prompts are cached by (dev, inode, size, mtime), so a listing of an
- * unchanged directory reads no transcript at all.
+ * regular by fstat of the descriptor) for their first prompt and title
+ * (listing-cache.c keeps them by the file's identity, size and mtime).
+ * A search is the same job over every entry, keeping those whose
+ * searchable text holds the query; ?archiveState=archived lists
+ * chats/archive/; organized sessions carry routes-groups.c's fields.
  */
 #include "config.h"
 
 #include <sys/queue.h>
 #include <sys/stat.h>
-#include <sys/tree.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -32,24 +33,16 @@
 
 #include "clock.h"
 #include "errors.h"
+#include "json.h"
 #include "log.h"
 #include "serve.h"
+#include "listing-int.h"
 #include "xmalloc.h"
 
 #define LIST_SCAN_SLICE		256	/* directory entries per loop turn */
 #define LIST_READ_SLICE		16	/* transcripts read per loop turn */
-#define LIST_HEAD_BYTES		65536	/* where a first prompt is looked for */
-#define LIST_PROMPT_BYTES	200
-#define LIST_CACHE_MAX		65536	/* cached first prompts */
 #define LIST_MAX_RUNNING	4	/* jobs at once; later ones wait their turn */
 #define LIST_JSON_FLAGS		(JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
-
-struct list_ent {
-	char		 id[SERVE_SESSION_ID_MAX + 1];
-	int64_t		 size, mtime_ms, mtime_ns;
-	dev_t		 dev;
-	ino_t		 ino;
-};
 
 struct listing {
 	TAILQ_ENTRY(listing)	 entry;
@@ -61,144 +54,18 @@ struct listing {
 	int			 running, scanning;
 	int			 paged;		/* GET /workspace/:ws/sessions */
 	int			 more;		/* entries past the page */
+	int			 archived;	/* chats/archive/ */
+	char			*query;		/* a search: matches only */
+	json_object		*org;		/* routes-groups.c's document */
+	size_t			 found;
 	struct evbuffer		*out;		/* the sessions array, encoded */
 	const char		*workspace;	/* whose sessions (conf's) */
 };
 
-/* A cached first prompt: valid while the file keeps its size and mtime. */
-struct prompt_cache {
-	RB_ENTRY(prompt_cache)	 entry;
-	dev_t			 dev;
-	ino_t			 ino;
-	int64_t			 size, mtime_ns;
-	char			*text;		/* NULL: the file has none */
-};
-RB_HEAD(prompt_tree, prompt_cache);
-int	prompt_cmp(const struct prompt_cache *, const struct prompt_cache *);
-RB_PROTOTYPE(prompt_tree, prompt_cache, entry, prompt_cmp)
-
-static struct prompt_tree prompts = RB_INITIALIZER(&prompts);
-static size_t nprompts;
 static TAILQ_HEAD(, listing) listings = TAILQ_HEAD_INITIALIZER(listings);
 static int nrunning;
 
 static void	listing_run(struct listing *);
-
-int
-prompt_cmp(const struct prompt_cache *a, const struct prompt_cache *b)
-{
-	if (a->dev != b->dev)
-		return a->dev < b->dev ? -1 : 1;
-	return a->ino < b->ino ? -1 : a->ino > b->ino;
-}
-RB_GENERATE(prompt_tree, prompt_cache, entry, prompt_cmp)
-
-/* Forget every cached prompt (when the cache is full, and at exit). */
-static void
-listing_cache_clear(void)
-{
-	struct prompt_cache *p;
-
-	while ((p = RB_MIN(prompt_tree, &prompts)) != NULL) {
-		RB_REMOVE(prompt_tree, &prompts, p);
-		free(p->text);
-		free(p);
-	}
-	nprompts = 0;
-}
-
-/* The text of the first user record in buf (NUL-terminated), or NULL. */
-static char *
-prompt_in(char *buf)
-{
-	json_object *rec, *v, *parts, *part;
-	char *line, *save = NULL, *text = NULL;
-	const char *t;
-	size_t i, len;
-
-	for (line = strtok_r(buf, "\n", &save); line != NULL && text == NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
-		if ((rec = json_tokener_parse(line)) == NULL)
-			continue;
-		if (json_object_object_get_ex(rec, "type", &v) &&
-		    strcmp(json_object_get_string(v), "user") == 0 &&
-		    json_object_object_get_ex(rec, "message", &v) &&
-		    json_object_object_get_ex(v, "parts", &parts) &&
-		    json_object_is_type(parts, json_type_array))
-			for (i = 0; i < json_object_array_length(parts) && !text; i++) {
-				part = json_object_array_get_idx(parts, i);
-				if (!json_object_object_get_ex(part, "text", &v) ||
-				    !json_object_is_type(v, json_type_string))
-					continue;
-				t = json_object_get_string(v);
-				/* At most 200 bytes, cut on a character boundary. */
-				if ((len = strlen(t)) > LIST_PROMPT_BYTES)
-					for (len = LIST_PROMPT_BYTES; len > 0 &&
-					    ((unsigned char)t[len] & 0xc0) == 0x80; len--)
-						;
-				text = xstrndup(t, len);
-			}
-		json_object_put(rec);
-	}
-	return text;
-}
-
-/*
- * Read the head of e's transcript: opened without following a symlink nor
- * waiting for a FIFO's writer, and only if it is still the regular file
- * the scan saw.  The text (caller frees) or NULL.
- */
-static char *
-prompt_read(int dfd, const struct list_ent *e)
-{
-	char name[SERVE_SESSION_ID_MAX + 8], *buf, *text = NULL;
-	struct stat st;
-	ssize_t n;
-	int fd;
-
-	snprintf(name, sizeof name, "%s.jsonl", e->id);
-	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd == -1)
-		return NULL;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_ino == e->ino &&
-	    st.st_dev == e->dev) {
-		buf = xmalloc(LIST_HEAD_BYTES);
-		if ((n = pread(fd, buf, LIST_HEAD_BYTES - 1, 0)) > 0) {
-			buf[n] = '\0';
-			text = prompt_in(buf);
-		}
-		free(buf);
-	}
-	close(fd);
-	return text;
-}
-
-/* e's first prompt, from the cache or the file (borrowed, may be NULL). */
-static const char *
-prompt_of(int dfd, const struct list_ent *e)
-{
-	struct prompt_cache key, *p;
-
-	key.dev = e->dev;
-	key.ino = e->ino;
-	if ((p = RB_FIND(prompt_tree, &prompts, &key)) != NULL &&
-	    p->size == e->size && p->mtime_ns == e->mtime_ns)
-		return p->text;
-	if (p == NULL) {
-		if (nprompts >= LIST_CACHE_MAX)
-			listing_cache_clear();
-		p = xcalloc(1, sizeof *p);
-		p->dev = e->dev;
-		p->ino = e->ino;
-		RB_INSERT(prompt_tree, &prompts, p);
-		nprompts++;
-	}
-	free(p->text);
-	p->text = prompt_read(dfd, e);
-	p->size = e->size;
-	p->mtime_ns = e->mtime_ns;
-	return p->text;
-}
 
 /* Start the oldest waiting job, if there is one. */
 static void
@@ -225,6 +92,8 @@ listing_free(struct listing *l)
 		closedir(l->dir);
 	if (l->out != NULL)
 		evbuffer_free(l->out);
+	free(l->query);
+	json_object_put(l->org);
 	free(l->e);
 	free(l);
 }
@@ -277,6 +146,8 @@ scan_slice(struct listing *l)
 	for (i = 0; i < LIST_SCAN_SLICE; i++) {
 		if ((de = readdir(l->dir)) == NULL) {
 			qsort(l->e, l->n, sizeof *l->e, by_mtime_desc);
+			if (l->query != NULL)
+				return 1;	/* every entry is looked at */
 			/* The page (?limit, or cursor and size) before any read. */
 			l->next = l->skip < l->n ? l->skip : l->n;
 			l->more = l->n - l->next > l->max;
@@ -289,14 +160,31 @@ scan_slice(struct listing *l)
 	return 0;
 }
 
-/* Append entry e to the encoded array (a 10000-entry tree encoded at the
-   end would hold the loop for a while). */
+/* e's organization (pinned, group, color), when it has one, into o. */
 static void
-encode_entry(struct listing *l, const struct list_ent *e, const char *text)
+entry_org(struct listing *l, const struct list_ent *e, json_object *o)
+{
+	json_object *org = json_get(json_get_obj(l->org, "sessions"), e->id,
+	    json_type_object);
+	static const char *const keys[] = { "isPinned", "pinnedAt", "groupId",
+	    "color", NULL };
+	json_object *v;
+
+	if (org == NULL)
+		return;
+	for (size_t i = 0; keys[i] != NULL; i++)
+		if (json_object_object_get_ex(org, keys[i], &v))
+			json_object_object_add(o, keys[i], json_object_get(v));
+}
+
+/* Entry e as upstream's session summary (and our own fields). */
+static json_object *
+entry_json(struct listing *l, const struct list_ent *e)
 {
 	json_object *o = xjson_object_new_object();
+	const char *text = listing_cache_prompt(dirfd(l->dir), e);
+	const char *title = listing_cache_title(dirfd(l->dir), e);
 	char iso[CLOCK_ISO_LEN];
-	const char *s;
 
 	json_object_object_add(o, "sessionId", xjson_object_new_string(e->id));
 	json_object_object_add(o, "size", xjson_object_new_int64(e->size));
@@ -309,13 +197,47 @@ encode_entry(struct listing *l, const struct list_ent *e, const char *text)
 	clock_iso_time((uint64_t)e->mtime_ms, iso);
 	json_object_object_add(o, "workspaceCwd", xjson_object_new_string(l->workspace));
 	json_object_object_add(o, "updatedAt", xjson_object_new_string(iso));
-	if (text != NULL)
-		json_object_object_add(o, "displayName", xjson_object_new_string(text));
-	s = json_object_to_json_string_ext(o, LIST_JSON_FLAGS);
+	/* A custom title (PATCH .../metadata) wins over the first prompt. */
+	if (title != NULL || text != NULL)
+		json_object_object_add(o, "displayName",
+		    xjson_object_new_string(title != NULL ? title : text));
+	if (title != NULL)
+		json_object_object_add(o, "titleSource", xjson_object_new_string("manual"));
+	entry_org(l, e, o);
+	json_object_object_add(o, "isArchived", xjson_object_new_boolean(l->archived));
+	return o;
+}
+
+/* Append o (taken) to the encoded array (a 10000-entry tree encoded at the
+   end would hold the loop for a while). */
+static void
+encode_json(struct listing *l, json_object *o)
+{
+	const char *s = json_object_to_json_string_ext(o, LIST_JSON_FLAGS);
+
 	if (evbuffer_get_length(l->out) > 0)
 		evbuffer_add(l->out, ",", 1);
 	evbuffer_add(l->out, s, strlen(s));
 	json_object_put(o);
+}
+
+/* A search: e encoded as {session, snippet} when it matches. */
+static void
+search_entry(struct listing *l, const struct list_ent *e)
+{
+	int dfd = dirfd(l->dir);
+	json_object *o;
+	char *snip;
+
+	if (!search_match(listing_cache_search(dfd, e), l->query, &snip))
+		return;
+	o = xjson_object_new_object();
+	json_object_object_add(o, "session", entry_json(l, e));
+	json_object_object_add(o, "snippet", xjson_object_new_string(snip));
+	free(snip);
+	encode_json(l, o);
+	if (++l->found == l->max)
+		l->next = l->n;		/* enough: the rest is older */
 }
 
 /* One slice of the kept entries; 1 when the list is complete. */
@@ -327,7 +249,10 @@ read_slice(struct listing *l)
 
 	for (i = 0; i < LIST_READ_SLICE && l->next < l->n; i++) {
 		e = &l->e[l->next++];
-		encode_entry(l, e, prompt_of(dirfd(l->dir), e));
+		if (l->query != NULL)
+			search_entry(l, e);
+		else
+			encode_json(l, entry_json(l, e));
 	}
 	return l->next == l->n;
 }
@@ -343,7 +268,10 @@ listing_reply(struct listing *l)
 
 	if (buf == NULL)
 		fatalx("out of memory (evbuffer)");
-	evbuffer_add_printf(buf, "{\"workspaceCwd\":%s,\"sessions\":[", s);
+	if (l->query != NULL)
+		evbuffer_add_printf(buf, "{\"workspaceCwd\":%s,\"results\":[", s);
+	else
+		evbuffer_add_printf(buf, "{\"workspaceCwd\":%s,\"sessions\":[", s);
 	json_object_put(ws);
 	evbuffer_add_buffer(buf, l->out);
 	evbuffer_add(buf, "]", 1);
@@ -386,10 +314,16 @@ static void
 listing_run(struct listing *l)
 {
 	struct timeval zero = { 0, 0 };
-	char *dir = names_transcript_dir_ws(l->workspace);
+	char *dir = names_transcript_dir_ws(l->workspace), *sub;
 
+	if (dir != NULL && l->archived) {
+		xasprintf(&sub, "%s/archive", dir);
+		free(dir);
+		dir = sub;
+	}
 	l->running = 1;
 	nrunning++;
+	l->org = routes_org_load(l->workspace);
 	if (dir == NULL || (l->dir = opendir(dir)) == NULL)
 		l->scanning = 0;	/* no chats directory yet: no sessions */
 	free(dir);
@@ -400,9 +334,9 @@ listing_run(struct listing *l)
  * A listing holds a directory and up to 10000 entries: a few run at once,
  * the others wait (a little memory each) rather than all growing together.
  */
-void
-listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
-    size_t max, int paged)
+static struct listing *
+listing_new(struct evhttp_request *req, const char *workspace, size_t skip,
+    size_t max)
 {
 	struct listing *l;
 
@@ -412,16 +346,51 @@ listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
 	    (l->ev = evtimer_new(serve_base, listing_step, l)) == NULL) {
 		listing_free(l);
 		http_send_qerr(req, qerr_new("internal", NULL));
-		return;
+		return NULL;
 	}
 	l->req = req;
 	l->workspace = workspace;
 	l->max = max;
 	l->skip = skip;
-	l->paged = paged;
 	l->scanning = 1;
+	return l;
+}
+
+/* Run l now, or once a running job ends. */
+static void
+listing_go(struct listing *l)
+{
 	if (nrunning < LIST_MAX_RUNNING)
 		listing_run(l);
+}
+
+void
+listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
+    size_t max, int paged, int archived)
+{
+	struct listing *l;
+
+	if ((l = listing_new(req, workspace, skip, max)) == NULL)
+		return;
+	l->paged = paged;
+	l->archived = archived;
+	listing_go(l);
+}
+
+/*
+ * A search is a listing that looks at every entry, newest first, and
+ * keeps the first max that match q.
+ */
+void
+listing_search(struct evhttp_request *req, const char *workspace,
+    const char *q, size_t max)
+{
+	struct listing *l;
+
+	if ((l = listing_new(req, workspace, 0, max)) == NULL)
+		return;
+	l->query = xstrdup(q);
+	listing_go(l);
 }
 
 /* At exit, after the HTTP server is gone: jobs and cache. */

@@ -628,6 +628,8 @@ main(int argc, char **argv)
 		sigs[i] = evsignal_new(serve_base, signums[i], on_signal, NULL);
 		event_add(sigs[i], NULL);
 	}
+	/* Before any request: what a killed daemon left half moved. */
+	catalog_sweep();
 	sessions_start_reaper();
 	channels_prestart();
 	web_check();

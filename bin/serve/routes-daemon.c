@@ -126,7 +126,9 @@ routes_capabilities_json(void)
 	    "session_status", "session_detach", "workspace_session_list",
 	    "session_set_model", "session_approval_mode_control",
 	    "session_branch", "session_permission_vote", "permission_mediation",
-	    "daemon_status", "session_list",
+	    "daemon_status", "session_list", "session_info", "session_archive",
+	    "session_export", "workspace_session_live_state", "session_metadata",
+	    "session_organization",
 	    /* routes-pass.c: served by passing them to the session's agent */
 	    "session_context", "session_context_usage", "session_stats",
 	    "session_supported_commands", "session_tasks", "session_agents",
@@ -359,15 +361,15 @@ route_workspace_sessions(struct http_ctx *ctx)
 		    "limit must be an integer from 1 to 10000"));
 		return;
 	}
-	listing_start(ctx->req, ctx->workspace, 0, (size_t)max, 0);
+	listing_start(ctx->req, ctx->workspace, 0, (size_t)max, 0, 0);
 }
 
 /*
  * GET /workspace/:ws/sessions?size=&cursor=: upstream's paged session
- * list, newest first; the cursor is the offset of the next page.  The
- * filters upstream keeps in its own catalog (archiveState, group, view,
- * parentSessionId, sourceType) are refused rather than ignored: none of
- * our sessions is archived, grouped or parented.
+ * list, newest first; the cursor is the offset of the next page;
+ * archiveState=archived lists chats/archive/.  The filters upstream keeps
+ * in its own catalog (group, view, parentSessionId, sourceType) are
+ * refused rather than ignored: none of our sessions is grouped or parented.
  */
 void
 route_workspace_sessions_page(struct http_ctx *ctx)
@@ -397,18 +399,13 @@ route_workspace_sessions_page(struct http_ctx *ctx)
 			    "This session filter is not served"));
 			return;
 		}
-	if (arch != NULL && strcmp(arch, "active") != 0) {
-		/* Nothing is ever archived here: an archived page is empty. */
-		if (strcmp(arch, "archived") != 0) {
-			http_send_qerr(ctx->req, qerr_new("bad_request",
-			    "archiveState must be active or archived"));
-			return;
-		}
-		json_object *o = xjson_object_new_object();
-
-		json_object_object_add(o, "sessions", xjson_object_new_array());
-		http_reply_json(ctx->req, 200, o);
+	if (arch != NULL && strcmp(arch, "active") != 0 &&
+	    strcmp(arch, "archived") != 0) {
+		http_send_qerr(ctx->req, qerr_new("bad_request",
+		    "archiveState must be active or archived"));
 		return;
 	}
-	listing_start(ctx->req, ctx->workspace, (size_t)skip, (size_t)max, 1);
+	/* archived: chats/archive/, where POST /sessions/archive moves them. */
+	listing_start(ctx->req, ctx->workspace, (size_t)skip, (size_t)max, 1,
+	    arch != NULL && strcmp(arch, "archived") == 0);
 }

@@ -207,6 +207,95 @@ route_session_transcript(struct http_ctx *ctx)
 	}
 }
 
+/* ---- GET /session/:id/turn-index ---------------------------------------- */
+
+/* The child's turns: {v, sessionId, snapshot, totalTurns, start, turns}. */
+static void
+on_turns(void *arg, enum chan_outcome o, json_object *payload)
+{
+	static const char *const keys[] = { "snapshot", "totalTurns", "start",
+	    "turns", NULL };
+	struct page_req *pr = arg;
+	json_object *body, *v;
+
+	if (o == CHAN_RESULT && json_object_is_type(payload, json_type_object)) {
+		body = xjson_object_new_object();
+		json_object_object_add(body, "v", xjson_object_new_int(1));
+		json_object_object_add(body, "sessionId", xjson_object_new_string(pr->id));
+		for (size_t i = 0; keys[i] != NULL; i++)
+			if (json_object_object_get_ex(payload, keys[i], &v))
+				json_object_object_add(body, keys[i], json_object_get(v));
+		http_reply_json(pr->req, 200, body);
+	} else if (o == CHAN_ERROR)
+		http_error_rpc(pr->req, payload, pr->id);
+	else
+		unavailable(pr->req);
+	channel_control_end(pr->ch);
+	free(pr);
+}
+
+/* start: digits only, at most 10^9.  0, or -1 after the 400. */
+static int
+turns_start(struct http_ctx *ctx, json_object *params)
+{
+	const char *s = evhttp_find_header(ctx->query, "start");
+	const char *snap = evhttp_find_header(ctx->query, "snapshot");
+
+	if (s != NULL && (s[0] == '\0' || strlen(s) > 9 ||
+	    strspn(s, "0123456789") != strlen(s))) {
+		bad_query(ctx->req, "bad_request", "`start` must be a non-negative integer");
+		return -1;
+	}
+	if (snap != NULL && (snap[0] == '\0' || strlen(snap) > 64)) {
+		bad_query(ctx->req, "bad_request", "`snapshot` must be a short string");
+		return -1;
+	}
+	json_object_object_add(params, "start", xjson_object_new_int64(
+	    s != NULL ? atoll(s) : 0));
+	return 0;
+}
+
+/*
+ * GET /session/:id/turn-index?start=&limit=: a page of the session's turns
+ * (its user prompts on the active history) from the child's kept index.
+ * The snapshot a client sends back is accepted; the page is always of the
+ * transcript as it is now (it only grows, so ordinals stay).
+ */
+void
+route_session_turn_index(struct http_ctx *ctx)
+{
+	json_object *params = xjson_object_new_object();
+	struct session *s = sessions_find(ctx->path_id);
+	struct channel *ch;
+	struct page_req *pr;
+
+	if (routes_check_cwd(ctx) == -1 || page_limit(ctx, params) == -1 ||
+	    turns_start(ctx, params) == -1) {
+		json_object_put(params);
+		return;
+	}
+	ch = s != NULL ? s->channel : channel_get(ctx->workspace);
+	json_object_object_add(params, "sessionId", xjson_object_new_string(ctx->path_id));
+	json_object_object_add(params, "cwd", xjson_object_new_string(
+	    ch != NULL ? channel_workspace(ch) : ctx->workspace));
+	if (ch == NULL) {
+		json_object_put(params);
+		http_error(ctx->req, "internal", NULL);
+		return;
+	}
+	pr = xcalloc(1, sizeof(*pr));
+	pr->req = ctx->req;
+	pr->ch = ch;
+	strlcpy(pr->id, ctx->path_id, sizeof(pr->id));
+	channel_control_begin(ch);
+	if (channel_request(ch, "qwen/status/session/turn_index", params,
+	    (uint64_t)conf.restore_timeout_ms, on_turns, pr) == NULL) {
+		channel_control_end(ch);
+		free(pr);
+		unavailable(ctx->req);
+	}
+}
+
 /* ---- POST /session/:id/branch ------------------------------------------ */
 
 /* The source's name for forkedFrom.displayName: its id, shortened. */

@@ -294,7 +294,8 @@ route_session_create(struct http_ctx *ctx)
 			conflict = "live";
 		else if (inflight_find(id) != NULL)
 			conflict = "pending";
-		else if (inflight_transcript_exists(id))
+		else if (inflight_transcript_exists(id) ||
+		    catalog_workspace_of(id) != NULL)	/* archived too */
 			conflict = "persisted";
 		if (conflict != NULL) {
 			id_conflict(ctx, id, conflict);
@@ -352,7 +353,7 @@ restore_route(struct http_ctx *ctx, enum inflight_action action)
 		inflight_same_id(op, ctx->req, ctx->client_id, action, ctx->body);
 		return;
 	}
-	if (admit_fresh(ctx) == -1)
+	if (routes_check_archived(ctx) == -1 || admit_fresh(ctx) == -1)
 		return;
 	inflight_restore(ctx->workspace, action, ctx->path_id, ctx->body, ctx->req,
 	    ctx->client_id);

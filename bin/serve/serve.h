@@ -330,6 +330,7 @@ void	route_session_approval_mode(struct http_ctx *);
 
 /* ---- routes-history.c --------------------------------------------------- */
 void	route_session_transcript(struct http_ctx *);
+void	route_session_turn_index(struct http_ctx *);
 void	route_session_branch(struct http_ctx *);
 
 /* ---- branch-live.c: a branch resumed and attached ---------------------- */
@@ -368,8 +369,67 @@ void	route_daemon_status(struct http_ctx *);
    (never blocking the loop); paged: with nextCursor when more follow.  Free
    the jobs and the prompt cache at exit. */
 void	listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
-	    size_t max, int paged);
+	    size_t max, int paged, int archived);
+/* Answer req with the newest max sessions whose search text holds q. */
+void	listing_search(struct evhttp_request *req, const char *workspace,
+	    const char *q, size_t max);
 void	listing_free_all(void);
+
+/* ---- search.c: a transcript's searchable text ------------------------- */
+/* Titles and user prompt text of fd's transcript.  Caller frees. */
+char	*search_text_read(int fd);
+/* 1 when text holds q (ASCII case folded), *snippet (caller frees). */
+int	search_match(const char *text, const char *q, char **snippet);
+
+/* ---- catalog.c: session data archived, unarchived, deleted ------------ */
+#define CATALOG_ACTIVE		1
+#define CATALOG_ARCHIVED	2
+struct lease;
+uint64_t	 catalog_revision(void);
+/* The daemon's writer lease on id: NULL and *code (*cause) when refused. */
+struct lease	*catalog_lease_take(const char *id, const char **code, char **cause);
+void		 catalog_lease_drop(struct lease *);	/* NULL-safe */
+/* 1 when id is neither live nor being restored, else 0 and *code. */
+int		 catalog_idle(const char *id, const char **code);
+int		 catalog_where(const char *workspace, const char *id);
+const char	*catalog_workspace_of(const char *id);
+/* 0 removed, 1 not found, -1 refused or failed (*code, *cause freed by
+   the caller). */
+int	catalog_delete(const char *id, const char **code, char **cause);
+/* 0 moved, 1 already there, 2 not found, -1 refused or failed. */
+int	catalog_archive(const char *id, int archive, const char **code,
+	    char **cause);
+void	catalog_counts(const char *workspace, size_t *active, size_t *archived);
+/* At start: finish interrupted moves, empty the trash. */
+void	catalog_sweep(void);
+
+/* ---- metadata.c: a persisted session's title -------------------------- */
+/* Append a custom_title record (not live; under the lease): 0, or -1. */
+int	metadata_set_title(const char *ws, const char *id, const char *title,
+	    const char **code, char **cause);
+/* The last custom title in buf (caller frees) or NULL. */
+char	*metadata_title_in(const char *buf);
+
+/* ---- routes-groups.c: session groups and organization ------------------ */
+void	route_session_groups(struct http_ctx *);
+void	route_session_group_create(struct http_ctx *);
+void	route_session_group_update(struct http_ctx *);
+void	route_session_group_delete(struct http_ctx *);
+void	route_session_organization(struct http_ctx *);
+/* Workspace ws's organization document (caller puts); NULL: unreadable. */
+json_object *routes_org_load(const char *ws);
+
+/* ---- routes-manage.c: session management routes ----------------------- */
+void	route_sessions_delete(struct http_ctx *);
+void	route_sessions_archive(struct http_ctx *);
+void	route_sessions_unarchive(struct http_ctx *);
+void	route_workspace_session_info(struct http_ctx *);
+void	route_workspace_live_state(struct http_ctx *);
+void	route_workspace_sessions_search(struct http_ctx *);
+void	route_session_export(struct http_ctx *);
+void	route_session_metadata(struct http_ctx *);
+/* 409 session_archived or session_conflict for a restore: -1 when sent. */
+int	routes_check_archived(struct http_ctx *);
 
 /* ---- web.c: the browser console's static files ------------------------- */
 const char *web_dir(void);	/* --web-dir, QWEN_SERVE_WEB_DIR, pkgdatadir/web */
@@ -560,6 +620,8 @@ struct session {
 };
 
 struct session	*sessions_find(const char *id);
+struct session	*sessions_first(void);
+struct session	*sessions_next(struct session *);
 size_t		 sessions_count(void);
 size_t		 sessions_active_prompts(void);
 size_t		 sessions_subscribers(void);	/* SSE streams of every session */

@@ -47,6 +47,19 @@ sessions_find(const char *id)
 	return NULL;
 }
 
+/* The live sessions in order, for the routes that walk them. */
+struct session *
+sessions_first(void)
+{
+	return TAILQ_FIRST(&sessions);
+}
+
+struct session *
+sessions_next(struct session *s)
+{
+	return TAILQ_NEXT(s, entry);
+}
+
 size_t
 sessions_count(void)
 {

@@ -4,7 +4,10 @@
 // against qwen-serve.  STEP "main" runs the whole session surface; STEP
 // "before-restart" loads SESSION and writes the stale clientId to stdout;
 // STEP "after-restart CLIENT_ID" proves the self-heal path; STEP "list"
-// pages SESSION's workspace (three transcripts); STEP
+// pages SESSION's workspace (three transcripts); STEP "manage" its
+// management calls (search, info, export, archive, delete); STEP
+// "groups" session groups and organization; STEP "turns" the turn
+// index; STEP
 // "transcript" pages SESSION's history both ways through
 // getSessionTranscriptPage and prints EVENTS=<n> for the caller to compare.  Each check
 // prints "ok - <what>"; the first failure throws (exit 1).
@@ -228,8 +231,86 @@ async function list() {
 	check(arch.length === 0, 'no archived sessions');
 }
 
+// The management calls over SESSION's workspace (three transcripts, the
+// fixture of t/2047): search, info, live state, export, archive,
+// unarchive, delete; a live session is refused.
+async function manage() {
+	const caps = await client.capabilities();
+	check(['session_info', 'session_archive', 'session_export',
+	    'workspace_session_live_state', 'session_metadata'].every((t) =>
+	    caps.features.includes(t)),
+	    'management tags advertised');
+	const found = await client.searchWorkspaceSessions(workspaceCwd, 'profiling');
+	check(found.results.length === 1 && found.results[0].session.sessionId === sessionId &&
+	    found.results[0].snippet.includes('Profiling'), 'searchWorkspaceSessions');
+	const ws = client.workspaceByCwd(workspaceCwd);
+	const info = await ws.getWorkspaceSessionInfo();
+	check(info.active === 3 && info.archived === 0 && info.total === 3 &&
+	    info.cost === 'disk_scan', 'getWorkspaceSessionInfo');
+	const ex = await client.exportSession(sessionId, { format: 'jsonl' });
+	check(ex.format === 'jsonl' && ex.filename === `${sessionId}.jsonl` &&
+	    ex.content.split('\n').filter(Boolean).every((l) => JSON.parse(l)),
+	    'exportSession jsonl');
+	const meta = await client.updateSessionMetadata(sessionId, { displayName: 'From the SDK' });
+	check(meta.displayName === 'From the SDK', 'updateSessionMetadata');
+	const named = await client.listWorkspaceSessions(workspaceCwd);
+	check(named.find((x) => x.sessionId === sessionId).displayName === 'From the SDK',
+	    'the new title is the listed displayName');
+	const a = await client.archiveSessionsData([sessionId]);
+	check(a.archived.length === 1 && a.archived[0] === sessionId, 'archiveSessionsData');
+	const arch = await client.listWorkspaceSessions(workspaceCwd, { archiveState: 'archived' });
+	check(arch.length === 1 && arch[0].isArchived === true, 'archived listing');
+	const u = await client.unarchiveSessionsData([sessionId]);
+	check(u.unarchived[0] === sessionId && u.errors.length === 0, 'unarchiveSessionsData');
+	const live = await client.loadSession(sessionId, { workspaceCwd });
+	const state = await client.getWorkspaceSessionLiveState(workspaceCwd);
+	check(state.v === 1 && state.sessions.some((x) => x.sessionId === sessionId),
+	    'getWorkspaceSessionLiveState lists the live session');
+	const refused = await client.deleteSessionsData([sessionId]);
+	check(refused.removed.length === 0 && refused.errors[0].sessionId === sessionId,
+	    'deleteSessionsData refuses a live session');
+	await client.closeSession(sessionId, live.clientId);
+	const d = await client.deleteSessionsData([sessionId]);
+	check(d.removed[0] === sessionId, 'deleteSessionsData removes it');
+}
+
+// Session groups and a session's organization (t/2049's fixture).
+async function groups() {
+	const none = await client.listSessionGroups(workspaceCwd);
+	check(none.groups.length === 0 && none.colorOptions.includes('blue'), 'listSessionGroups');
+	const g = await client.createSessionGroup(workspaceCwd, { name: 'Work', color: 'green' });
+	check(g.name === 'Work' && typeof g.id === 'string', 'createSessionGroup');
+	const u = await client.updateSessionGroup(workspaceCwd, g.id, { name: 'Job' });
+	check(u.id === g.id && u.name === 'Job', 'updateSessionGroup');
+	const o = await client.updateSessionOrganization(sessionId, { isPinned: true, groupId: g.id });
+	check(o.sessionId === sessionId && o.isPinned === true && o.groupId === g.id,
+	    'updateSessionOrganization');
+	const all = await client.listWorkspaceSessions(workspaceCwd);
+	check(all.find((x) => x.sessionId === sessionId).groupId === g.id, 'listed with its group');
+	const d = await client.deleteSessionGroup(workspaceCwd, g.id);
+	check(d.deleted === true, 'deleteSessionGroup');
+}
+
+// getSessionTurnIndexPage over t/2047's three-turn fixture.
+async function turns() {
+	const all = await client.getSessionTurnIndexPage(sessionId);
+	check(all.v === 1 && all.totalTurns === 3 && all.turns.length === 3 &&
+	    all.turns[1].turnId === 'u2' && all.turns[2].kind === 'scheduled',
+	    'getSessionTurnIndexPage');
+	const p = await client.getSessionTurnIndexPage(sessionId,
+	    { start: 2, limit: 1, snapshot: all.snapshot });
+	check(p.start === 2 && p.turns.length === 1 && p.turns[0].label === 'nightly',
+	    'getSessionTurnIndexPage pages');
+}
+
 if (step === 'main')
 	await main();
+else if (step === 'turns')
+	await turns();
+else if (step === 'groups')
+	await groups();
+else if (step === 'manage')
+	await manage();
 else if (step === 'list')
 	await list();
 else if (step === 'workspaces')

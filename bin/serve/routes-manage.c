@@ -1,0 +1,526 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * routes-manage.c: session management with upstream's paths and shapes:
+ * POST /sessions/{delete,archive,unarchive} (catalog.c does the disk),
+ * GET /workspaces/:ws/session-info, GET /workspaces/:ws/sessions/live-state,
+ * GET /session/:id/export and the session search (listing.c runs it).
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include "errors.h"
+#include "json.h"
+#include "paths.h"
+#include "serve.h"
+#include "uuid.h"
+#include "xmalloc.h"
+
+#define MANAGE_BATCH_MAX	1000	/* session ids in one request */
+#define SEARCH_QUERY_MAX	256
+
+static char generation[UUID_LEN + 1];
+
+/* ---- the batch routes -------------------------------------------------- */
+
+/* The body's sessionIds: an array of at most 1000 strings, else NULL. */
+static json_object *
+batch_ids(struct http_ctx *ctx)
+{
+	json_object *ids = json_get(ctx->body, "sessionIds", json_type_array);
+	size_t n;
+
+	if (ids == NULL || (n = json_object_array_length(ids)) > MANAGE_BATCH_MAX) {
+		http_send_qerr(ctx->req, qerr_new("bad_request",
+		    "sessionIds must be an array of at most %d session ids",
+		    MANAGE_BATCH_MAX));
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!json_object_is_type(json_object_array_get_idx(ids, i),
+		    json_type_string)) {
+			http_send_qerr(ctx->req, qerr_new("bad_request",
+			    "sessionIds must hold strings"));
+			return NULL;
+		}
+	return ids;
+}
+
+/*
+ * Under /workspaces/:ws/ the batch is that workspace's (the segment is the
+ * body's cwd); the unqualified routes take every workspace.  -1 after
+ * answering.
+ */
+static int
+batch_workspace(struct http_ctx *ctx)
+{
+	ctx->workspace = NULL;
+	if (!json_object_object_get_ex(ctx->body, "cwd", NULL))
+		return 0;
+	return routes_check_cwd(ctx);
+}
+
+/* Whether id's data lives outside the batch's workspace (when it has one). */
+static int
+batch_elsewhere(struct http_ctx *ctx, const char *id)
+{
+	const char *ws;
+
+	return ctx->workspace != NULL && (ws = catalog_workspace_of(id)) != NULL &&
+	    strcmp(ws, ctx->workspace) != 0;
+}
+
+/* Append {sessionId, code, error} to errs. */
+static void
+batch_error(json_object *errs, const char *id, const char *code, char *cause)
+{
+	json_object *o = xjson_object_new_object();
+	struct qerr *e = qerr_new(code, NULL);
+
+	if (e != NULL)
+		qerr_set_str(e, "sessionId", id);
+	json_object_object_add(o, "sessionId", xjson_object_new_string(id));
+	json_object_object_add(o, "code", xjson_object_new_string(code));
+	json_object_object_add(o, "error", xjson_object_new_string(
+	    cause != NULL ? cause : e != NULL ? qerr_message(e) : code));
+	json_object_array_add(errs, o);
+	qerr_free(e);
+	free(cause);
+}
+
+/* A new object with empty arrays under the names (NULL-terminated). */
+static json_object *
+batch_result(const char *const *names)
+{
+	json_object *o = xjson_object_new_object();
+
+	for (; *names != NULL; names++)
+		json_object_object_add(o, *names, xjson_object_new_array());
+	json_object_object_add(o, "errors", xjson_object_new_array());
+	return o;
+}
+
+/* Add id to the result's array named key. */
+static void
+batch_add(json_object *res, const char *key, const char *id)
+{
+	json_object_array_add(json_get(res, key, json_type_array),
+	    xjson_object_new_string(id));
+}
+
+/* POST /sessions/delete {sessionIds}: {removed, notFound, errors}. */
+void
+route_sessions_delete(struct http_ctx *ctx)
+{
+	static const char *const names[] = { "removed", "notFound", NULL };
+	json_object *ids, *res, *errs;
+	const char *id, *code;
+	char *cause;
+	size_t i;
+
+	if (batch_workspace(ctx) == -1 || (ids = batch_ids(ctx)) == NULL)
+		return;
+	res = batch_result(names);
+	errs = json_get(res, "errors", json_type_array);
+	for (i = 0; i < json_object_array_length(ids); i++) {
+		id = json_object_get_string(json_object_array_get_idx(ids, i));
+		code = "internal";
+		cause = NULL;
+		if (!paths_valid_session_id(id)) {
+			batch_error(errs, id, "invalid_session_id", NULL);
+			continue;
+		}
+		if (batch_elsewhere(ctx, id)) {
+			batch_add(res, "notFound", id);
+			continue;
+		}
+		switch (catalog_delete(id, &code, &cause)) {
+		case 0:
+			batch_add(res, "removed", id);
+			break;
+		case 1:
+			batch_add(res, "notFound", id);
+			break;
+		default:
+			batch_error(errs, id, code, cause);
+		}
+	}
+	http_reply_json(ctx->req, 200, res);
+}
+
+/* The archive and unarchive routes: one walk, two vocabularies. */
+static void
+archive_batch(struct http_ctx *ctx, int archive)
+{
+	static const char *const anames[] = { "archived", "alreadyArchived",
+	    "notFound", NULL };
+	static const char *const unames[] = { "unarchived", "alreadyActive",
+	    "notFound", NULL };
+	const char *const *names = archive ? anames : unames;
+	json_object *ids, *res, *errs;
+	const char *id, *code;
+	char *cause;
+	size_t i;
+	int rc;
+
+	if (batch_workspace(ctx) == -1 || (ids = batch_ids(ctx)) == NULL)
+		return;
+	res = batch_result(names);
+	errs = json_get(res, "errors", json_type_array);
+	for (i = 0; i < json_object_array_length(ids); i++) {
+		id = json_object_get_string(json_object_array_get_idx(ids, i));
+		code = "internal";
+		cause = NULL;
+		if (!paths_valid_session_id(id)) {
+			batch_error(errs, id, "invalid_session_id", NULL);
+			continue;
+		}
+		if (batch_elsewhere(ctx, id)) {
+			batch_add(res, names[2], id);
+			continue;
+		}
+		if ((rc = catalog_archive(id, archive, &code, &cause)) >= 0)
+			batch_add(res, names[rc], id);
+		else
+			batch_error(errs, id, code, cause);
+	}
+	http_reply_json(ctx->req, 200, res);
+}
+
+void
+route_sessions_archive(struct http_ctx *ctx)
+{
+	archive_batch(ctx, 1);
+}
+
+void
+route_sessions_unarchive(struct http_ctx *ctx)
+{
+	archive_batch(ctx, 0);
+}
+
+/*
+ * A restore of an archived session is refused (409 session_archived), and
+ * of one with a copy on both sides (409 session_conflict): -1 when sent.
+ */
+int
+routes_check_archived(struct http_ctx *ctx)
+{
+	int where = catalog_where(ctx->workspace, ctx->path_id);
+
+	if (!(where & CATALOG_ARCHIVED))
+		return 0;
+	http_error(ctx->req, where & CATALOG_ACTIVE ? "session_conflict" :
+	    "session_archived", ctx->path_id);
+	return -1;
+}
+
+/* ---- workspace views --------------------------------------------------- */
+
+/* GET /workspaces/:ws/session-info: the catalog's counts (a disk scan). */
+void
+route_workspace_session_info(struct http_ctx *ctx)
+{
+	size_t active, archived, live = 0;
+	json_object *o;
+	struct session *s;
+
+	if (routes_check_cwd(ctx) == -1)
+		return;
+	catalog_counts(ctx->workspace, &active, &archived);
+	for (s = sessions_first(); s != NULL; s = sessions_next(s))
+		live += strcmp(channel_workspace(s->channel), ctx->workspace) == 0;
+	o = xjson_object_new_object();
+	json_object_object_add(o, "active", xjson_object_new_int64((int64_t)active));
+	json_object_object_add(o, "archived", xjson_object_new_int64((int64_t)archived));
+	json_object_object_add(o, "total",
+	    xjson_object_new_int64((int64_t)(active + archived)));
+	json_object_object_add(o, "live", xjson_object_new_int64((int64_t)live));
+	json_object_object_add(o, "expensive", xjson_object_new_boolean(1));
+	json_object_object_add(o, "cost", xjson_object_new_string("disk_scan"));
+	http_reply_json(ctx->req, 200, o);
+}
+
+/* One live session's volatile state, as upstream's live-state lists it. */
+static json_object *
+live_state_of(struct session *s)
+{
+	json_object *o = xjson_object_new_object();
+
+	json_object_object_add(o, "sessionId", xjson_object_new_string(s->id));
+	json_object_object_add(o, "clientCount",
+	    xjson_object_new_int64((int64_t)clients_count(&s->clients)));
+	json_object_object_add(o, "hasActivePrompt",
+	    xjson_object_new_boolean(s->active != NULL));
+	json_object_object_add(o, "activeWorkState", xjson_object_new_string(
+	    s->active != NULL ? "active" : "idle"));
+	json_object_object_add(o, "isWaitingForPermission",
+	    xjson_object_new_boolean(perm_pending(s) > 0));
+	json_object_object_add(o, "isWaitingForUserQuestion",
+	    xjson_object_new_boolean(perm_questions(s) > 0));
+	return o;
+}
+
+/*
+ * GET /workspaces/:ws/sessions/live-state: every live session of the
+ * workspace from memory; catalogVersion changes with every archive,
+ * unarchive and delete made here (generation: this daemon's run).
+ */
+void
+route_workspace_live_state(struct http_ctx *ctx)
+{
+	json_object *o, *cv, *arr;
+	struct session *s;
+
+	if (routes_check_cwd(ctx) == -1)
+		return;
+	if (generation[0] == '\0')
+		uuid_new(generation);
+	arr = xjson_object_new_array();
+	for (s = sessions_first(); s != NULL; s = sessions_next(s))
+		if (strcmp(channel_workspace(s->channel), ctx->workspace) == 0)
+			json_object_array_add(arr, live_state_of(s));
+	cv = xjson_object_new_object();
+	json_object_object_add(cv, "generation", xjson_object_new_string(generation));
+	json_object_object_add(cv, "revision",
+	    xjson_object_new_int64((int64_t)catalog_revision()));
+	o = xjson_object_new_object();
+	json_object_object_add(o, "v", xjson_object_new_int(1));
+	json_object_object_add(o, "catalogVersion", cv);
+	json_object_object_add(o, "sessions", arr);
+	http_reply_json(ctx->req, 200, o);
+}
+
+/*
+ * GET /workspace/:ws/sessions/search?q=&maxResults=: sessions whose title
+ * or prompt text holds q (ASCII case folded), newest first, with a snippet.
+ */
+void
+route_workspace_sessions_search(struct http_ctx *ctx)
+{
+	const char *q = evhttp_find_header(ctx->query, "q");
+	const char *mr = evhttp_find_header(ctx->query, "maxResults");
+	const char *errstr = NULL;
+	long long max = 20;
+
+	if (routes_check_cwd(ctx) == -1)
+		return;
+	if (q == NULL || q[0] == '\0' || strlen(q) > SEARCH_QUERY_MAX) {
+		http_error(ctx->req, "invalid_search_query", NULL);
+		return;
+	}
+	if (mr != NULL && ((max = strtonum(mr, 1, 50, &errstr)), errstr != NULL)) {
+		http_error(ctx->req, "invalid_search_max_results", NULL);
+		return;
+	}
+	listing_search(ctx->req, ctx->workspace, q, (size_t)max);
+}
+
+/* ---- export ------------------------------------------------------------ */
+
+/* The transcript of id as an open descriptor (regular, not followed). */
+static int
+export_open(const char *ws, const char *id, struct stat *st)
+{
+	char *dir = names_transcript_dir_ws(ws), *path;
+	int fd;
+
+	if (dir == NULL)
+		return -1;
+	xasprintf(&path, "%s/%s.jsonl", dir, id);
+	free(dir);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	free(path);
+	if (fd != -1 && (fstat(fd, st) == -1 || !S_ISREG(st->st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/*
+ * GET /session/:id/export?format=jsonl: the transcript as it is on disk,
+ * sent from the file (no copy in memory).  Other formats are refused.
+ */
+void
+route_session_export(struct http_ctx *ctx)
+{
+	const char *fmt = evhttp_find_header(ctx->query, "format");
+	const char *ws = catalog_workspace_of(ctx->path_id);
+	struct evkeyvalq *h = evhttp_request_get_output_headers(ctx->req);
+	struct evbuffer *buf;
+	struct stat st;
+	char *disp;
+	int fd;
+
+	if (fmt == NULL || strcmp(fmt, "jsonl") != 0) {
+		http_error(ctx->req, "invalid_export_format", NULL);
+		return;
+	}
+	if (ws == NULL) {
+		http_error(ctx->req, "session_not_found", ctx->path_id);
+		return;
+	}
+	if ((fd = export_open(ws, ctx->path_id, &st)) == -1) {
+		http_error(ctx->req, "session_archived", ctx->path_id);
+		return;
+	}
+	if ((buf = evbuffer_new()) == NULL)
+		fatalx("out of memory (evbuffer)");
+	if (st.st_size > 0 && evbuffer_add_file(buf, fd, 0, st.st_size) == -1) {
+		close(fd);	/* not taken when the segment could not be made */
+		evbuffer_free(buf);
+		http_error(ctx->req, "internal", NULL);
+		return;
+	}
+	if (st.st_size == 0)
+		close(fd);
+	xasprintf(&disp, "attachment; filename=\"%s.jsonl\"", ctx->path_id);
+	listen_cors_headers(ctx->req);
+	evhttp_add_header(h, "Content-Type", "application/x-ndjson");
+	evhttp_add_header(h, "Content-Disposition", disp);
+	free(disp);
+	evhttp_send_reply(ctx->req, 200, NULL, buf);
+	evbuffer_free(buf);
+}
+
+/* ---- metadata ---------------------------------------------------------- */
+
+#define META_TITLE_MAX	256
+
+/* displayName: 1 to 256 bytes of text without control characters. */
+static const char *
+meta_title(struct http_ctx *ctx)
+{
+	json_object *v;
+	const char *t;
+	struct qerr *e;
+
+	if (json_object_object_get_ex(ctx->body, "pr", &v) ||
+	    !json_object_object_get_ex(ctx->body, "displayName", &v) ||
+	    !json_object_is_type(v, json_type_string) ||
+	    (t = json_object_get_string(v))[0] == '\0' ||
+	    strlen(t) > META_TITLE_MAX) {
+		t = NULL;
+	} else {
+		for (const char *c = t; *c != '\0'; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				t = NULL;
+	}
+	if (t == NULL) {
+		e = qerr_new("invalid_metadata", "displayName must be 1 to %d bytes "
+		    "of text (pr is not served)", META_TITLE_MAX);
+		if (e != NULL)
+			qerr_set_str(e, "field", json_object_object_get_ex(ctx->body,
+			    "pr", &v) ? "pr" : "displayName");
+		http_send_qerr(ctx->req, e);
+	}
+	return t;
+}
+
+/* A live session's title change on its way through the child. */
+struct meta_req {
+	struct evhttp_request	*req;
+	char			 id[SERVE_SESSION_ID_MAX + 1];
+	char			 client_id[SERVE_CLIENT_ID_MAX + 1];
+};
+
+/* The child's answer: 200 {displayName} and session_metadata_updated. */
+static void
+on_meta(void *arg, enum chan_outcome o, json_object *payload)
+{
+	struct meta_req *mr = arg;
+	struct session *s = sessions_find(mr->id);
+	const char *t = json_get_str(payload, "displayName");
+	json_object *body, *d;
+
+	if (o == CHAN_RESULT && t != NULL) {
+		body = xjson_object_new_object();
+		json_object_object_add(body, "displayName", xjson_object_new_string(t));
+		if (s != NULL) {
+			d = xjson_object_new_object();
+			json_object_object_add(d, "sessionId", xjson_object_new_string(mr->id));
+			json_object_object_add(d, "displayName", xjson_object_new_string(t));
+			bus_publish(s->bus, "session_metadata_updated", d, NULL,
+			    mr->client_id[0] != '\0' ? mr->client_id : NULL, 0);
+		}
+		http_reply_json(mr->req, 200, body);
+	} else if (o == CHAN_ERROR)
+		http_error_rpc(mr->req, payload, mr->id);
+	else
+		http_error(mr->req, "acp_channel_unavailable", mr->id);
+	free(mr);
+}
+
+/* A live session's title, appended by its child (which holds the lease). */
+static void
+meta_live(struct http_ctx *ctx, struct session *s, const char *t)
+{
+	json_object *params = xjson_object_new_object();
+	struct meta_req *mr = xcalloc(1, sizeof(*mr));
+
+	mr->req = ctx->req;
+	strlcpy(mr->id, s->id, sizeof(mr->id));
+	if (ctx->client_id != NULL && !ctx->client_id_bad)
+		strlcpy(mr->client_id, ctx->client_id, sizeof(mr->client_id));
+	json_object_object_add(params, "sessionId", xjson_object_new_string(s->id));
+	json_object_object_add(params, "displayName", xjson_object_new_string(t));
+	if (channel_request(s->channel, "_qwen/session/update_metadata", params,
+	    (uint64_t)conf.restore_timeout_ms, on_meta, mr) == NULL) {
+		free(mr);
+		http_error(ctx->req, "acp_channel_unavailable", s->id);
+	}
+}
+
+/*
+ * PATCH /session/:id/metadata {displayName}: the session's title,
+ * answered with the title now in effect.  A persisted session's record is
+ * appended here (metadata.c); a live session's by its child, which holds
+ * the writer lease, and announced as session_metadata_updated.
+ */
+void
+route_session_metadata(struct http_ctx *ctx)
+{
+	const char *ws = catalog_workspace_of(ctx->path_id), *t, *code = "internal";
+	char *cause = NULL;
+	struct session *s;
+	json_object *o;
+	struct qerr *e;
+
+	if ((t = meta_title(ctx)) == NULL)
+		return;
+	if ((s = sessions_find(ctx->path_id)) != NULL) {
+		meta_live(ctx, s, t);
+		return;
+	}
+	if (ws == NULL) {
+		http_error(ctx->req, "session_not_found", ctx->path_id);
+		return;
+	}
+	if (!(catalog_where(ws, ctx->path_id) & CATALOG_ACTIVE)) {
+		http_error(ctx->req, "session_archived", ctx->path_id);
+		return;
+	}
+	if (!catalog_idle(ctx->path_id, &code) ||
+	    metadata_set_title(ws, ctx->path_id, t, &code, &cause) == -1) {
+		e = cause != NULL ? qerr_new(code, "%s", cause) : qerr_new(code, NULL);
+		if (e != NULL)
+			qerr_set_str(e, "sessionId", ctx->path_id);
+		http_send_qerr(ctx->req, e);
+		free(cause);
+		return;
+	}
+	o = xjson_object_new_object();
+	json_object_object_add(o, "displayName", xjson_object_new_string(t));
+	http_reply_json(ctx->req, 200, o);
+}
