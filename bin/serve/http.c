@@ -539,6 +539,24 @@ workspace_of_acp_path(const char *path)
 	return ws;
 }
 
+/*
+ * The rate limiter's class of r: prompts, other changes, reads; -1 for
+ * what upstream exempts (health, heartbeats, event streams, /acp) and
+ * for /metrics (a scraper is not a client to starve).
+ */
+static int
+route_rl_class(const struct route *r)
+{
+	if ((r->flags & (R_HEALTH | R_ACP)) || strcmp(r->prefix, "/metrics") == 0)
+		return -1;
+	if (r->suffix != NULL && (strcmp(r->suffix, "/heartbeat") == 0 ||
+	    strcmp(r->suffix, "/events") == 0))
+		return -1;
+	if (r->suffix != NULL && strcmp(r->suffix, "/prompt") == 0)
+		return RL_PROMPT;
+	return r->method == EVHTTP_REQ_GET ? RL_READ : RL_MUTATION;
+}
+
 /* Gates and routing of one request (path may be a rewritten one). */
 static void
 route_request(struct evhttp_request *req, const char *path,
@@ -568,6 +586,8 @@ route_request(struct evhttp_request *req, const char *path,
 			continue;
 		path_known = 1;
 		if (routes[i].method == method) {
+			if (ratelimit_admit(req, route_rl_class(&routes[i])) == -1)
+				return;
 			dispatch(req, &routes[i], seg, seglen, evhttp_uri_get_query(uri));
 			return;
 		}

@@ -135,6 +135,8 @@ routes_capabilities_json(void)
 
 	if (conf.require_auth)
 		json_object_array_add(f, xjson_object_new_string("require_auth"));
+	if (conf.rate_limit)
+		json_object_array_add(f, xjson_object_new_string("rate_limit"));
 	if (conf.n_allow_origin > 0)
 		json_object_array_add(f, xjson_object_new_string("allow_origin"));
 	if (conf.prompt_deadline_ms > 0)
@@ -263,8 +265,8 @@ status_runtime(void)
 	json_object_object_add(o, "acp", acp);
 	json_object_object_add(r, "transport", o);
 	o = xjson_object_new_object();
-	json_object_object_add(o, "enabled", xjson_object_new_boolean(0));
-	json_object_object_add(o, "rejectedSinceStart", xjson_object_new_object());
+	json_object_object_add(o, "enabled", xjson_object_new_boolean(conf.rate_limit));
+	json_object_object_add(o, "rejectedSinceStart", ratelimit_rejected_json());
 	json_object_object_add(r, "rateLimit", o);
 	return r;
 }
