@@ -34,10 +34,11 @@
  * on it (when named): its body is parsed only then, else the route runs
  * with {} and refuses by itself (10 MiB to a missing session's cancel
  * costs no parse).  R_WS: the segment is a workspace (its id or
- * URL-encoded cwd), not a session id.
+ * URL-encoded cwd), not a session id.  R_NEW: new work (a session, a
+ * restore, a turn), refused while the daemon drains.
  */
 enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4, R_ACP = 8, R_TAIL = 16,
-	R_LIVE = 32, R_WS = 64 };
+	R_LIVE = 32, R_WS = 64, R_NEW = 128 };
 
 struct route {
 	enum evhttp_cmd_type	 method;
@@ -52,20 +53,20 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/capabilities", NULL, 0, route_capabilities },
 	{ EVHTTP_REQ_GET, "/daemon/status", NULL, 0, route_daemon_status },
 	{ EVHTTP_REQ_GET, "/metrics", NULL, 0, route_metrics },
-	{ EVHTTP_REQ_POST, "/session", NULL, R_BODY, route_session_create },
+	{ EVHTTP_REQ_POST, "/session", NULL, R_BODY | R_NEW, route_session_create },
 	{ EVHTTP_REQ_GET, "/workspace/sessions", NULL, 0, route_workspace_sessions },
 	{ EVHTTP_REQ_GET, "/workspace/", "/sessions", R_ID | R_WS,
 	    route_workspace_sessions_page },
-	{ EVHTTP_REQ_POST, "/session/", "/load", R_ID | R_BODY, route_session_load },
-	{ EVHTTP_REQ_POST, "/session/", "/resume", R_ID | R_BODY, route_session_resume },
-	{ EVHTTP_REQ_POST, "/session/", "/prompt", R_ID | R_BODY | R_LIVE, route_session_prompt },
+	{ EVHTTP_REQ_POST, "/session/", "/load", R_ID | R_BODY | R_NEW, route_session_load },
+	{ EVHTTP_REQ_POST, "/session/", "/resume", R_ID | R_BODY | R_NEW, route_session_resume },
+	{ EVHTTP_REQ_POST, "/session/", "/prompt", R_ID | R_BODY | R_LIVE | R_NEW, route_session_prompt },
 	{ EVHTTP_REQ_POST, "/session/", "/cancel", R_ID | R_BODY | R_LIVE, route_session_cancel },
 	{ EVHTTP_REQ_POST, "/session/", "/heartbeat", R_ID | R_BODY | R_LIVE, route_session_heartbeat },
 	{ EVHTTP_REQ_POST, "/session/", "/detach", R_ID | R_BODY | R_LIVE, route_session_detach },
 	{ EVHTTP_REQ_GET, "/session/", "/status", R_ID, route_session_status },
 	{ EVHTTP_REQ_GET, "/session/", "/events", R_ID, route_session_events },
 	{ EVHTTP_REQ_GET, "/session/", "/transcript", R_ID, route_session_transcript },
-	{ EVHTTP_REQ_POST, "/session/", "/branch", R_ID | R_BODY, route_session_branch },
+	{ EVHTTP_REQ_POST, "/session/", "/branch", R_ID | R_BODY | R_NEW, route_session_branch },
 	{ EVHTTP_REQ_DELETE, "/session/", "", R_ID, route_session_delete },
 	{ EVHTTP_REQ_POST, "/session/", "/permission/", R_ID | R_BODY | R_TAIL | R_LIVE,
 	    route_session_permission },
@@ -586,6 +587,10 @@ route_request(struct evhttp_request *req, const char *path,
 			continue;
 		path_known = 1;
 		if (routes[i].method == method) {
+			if ((routes[i].flags & R_NEW) && drain_active()) {
+				http_error(req, "workspace_draining", NULL);
+				return;
+			}
 			if (ratelimit_admit(req, route_rl_class(&routes[i])) == -1)
 				return;
 			dispatch(req, &routes[i], seg, seglen, evhttp_uri_get_query(uri));

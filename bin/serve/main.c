@@ -528,6 +528,30 @@ resolve_conf(void)
 }
 
 /*
+ * A TCP listener other hosts reach needs a configured token (a generated
+ * one could only be read on this host) and the Host names its clients
+ * use (--allow-host): the loopback names are not accepted there.
+ * Exits 2.
+ */
+static void
+remote_bind_check(void)
+{
+	if (conf.no_tcp || conf.tcp_loopback || conf.activated)
+		return;
+	if (conf.token == NULL) {
+		fprintf(stderr, "qwen-serve: --hostname %s is not loopback: it "
+		    "needs a token (--token-file, --token or QWEN_SERVER_TOKEN)\n",
+		    conf.hostname);
+		exit(2);
+	}
+	if (conf.n_allow_host == 0) {
+		fprintf(stderr, "qwen-serve: --hostname %s is not loopback: name "
+		    "the Host its clients use with --allow-host\n", conf.hostname);
+		exit(2);
+	}
+}
+
+/*
  * What a service manager hands us: NOTIFY_SOCKET, the listeners of socket
  * activation; and the pidfile other supervisors read.  Exits 1 on error.
  */
@@ -574,6 +598,11 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 			log_warn("reopen %s", conf.audit_log);
 		if (serve_trace != NULL && trace_sink_reopen(serve_trace) == -1)
 			log_warn("reopen %s", conf.trace_file);
+		return;
+	}
+	if (conf.drain_grace_ms > 0 && !serve_shutting_down()) {
+		log_info("signal %d: draining", (int)sig);
+		drain_begin();
 		return;
 	}
 	log_info("signal %d: shutting down", (int)sig);
@@ -642,6 +671,7 @@ main(int argc, char **argv)
 		exit(checkconf_run());
 	check_home();
 	ops_start();
+	remote_bind_check();
 	signal(SIGPIPE, SIG_IGN);
 	if (conf.log_file != NULL && log_open_file(conf.log_file) == -1) {
 		fprintf(stderr, "qwen-serve: --log-file %s: %s\n", conf.log_file,
@@ -700,6 +730,7 @@ main(int argc, char **argv)
 	acp_free();
 	sessions_free();
 	ratelimit_free();
+	drain_free();
 	channels_free();
 	event_base_free(serve_base);
 	if (serve_otlp != NULL) {

@@ -26,6 +26,7 @@
 
 #include "clock.h"
 #include "errors.h"
+#include "log.h"
 #include "serve.h"
 #include "xmalloc.h"
 
@@ -37,6 +38,7 @@ struct rl_entry {
 	int			 cls;
 	uint64_t		 window_start;
 	int			 count;
+	int			 logged;	/* this window's refusal logged */
 };
 
 static TAILQ_HEAD(rl_head, rl_entry) lru = TAILQ_HEAD_INITIALIZER(lru);
@@ -104,6 +106,7 @@ rl_lookup(const char *key, int cls, uint64_t now)
 	e->cls = cls;
 	e->window_start = now;
 	e->count = 0;
+	e->logged = 0;
 	TAILQ_INSERT_HEAD(&lru, e, entry);
 	return e;
 }
@@ -155,6 +158,7 @@ ratelimit_admit(struct evhttp_request *req, int cls)
 	if (now < e->window_start || now - e->window_start >= window) {
 		e->window_start = now;
 		e->count = 0;
+		e->logged = 0;
 	}
 	limit = class_limit(cls);
 	reset_s = (int)((e->window_start + window - now + 999) / 1000);
@@ -164,6 +168,10 @@ ratelimit_admit(struct evhttp_request *req, int cls)
 		return 0;
 	}
 	rejected[cls]++;
+	if (!e->logged)		/* once a window: a flood is not a log flood */
+		log_info("rate limit: %s over %d %s requests a window", key,
+		    limit, class_names[cls]);
+	e->logged = 1;
 	rl_headers(req, limit, 0, reset_s);
 	metrics_refusal(peer_unix_uid(req) >= 0, "rate_limited");
 	if ((err = qerr_new("rate_limit_exceeded", NULL)) != NULL) {

@@ -58,7 +58,8 @@ route_health(struct http_ctx *ctx)
 	const char *deep = evhttp_find_header(ctx->query, "deep");
 	size_t active, unsettled, overdue, quarantined;
 
-	json_object_object_add(o, "status", xjson_object_new_string("ok"));
+	json_object_object_add(o, "status", xjson_object_new_string(
+	    drain_active() ? "draining" : "ok"));
 	if (serve_otlp != NULL)
 		json_object_object_add(o, "otlp", health_otlp());
 	if (deep != NULL && strcmp(deep, "1") == 0) {
@@ -78,7 +79,8 @@ route_health(struct http_ctx *ctx)
 		put_count(o, "inFlight", inflight_count());
 		put_count(o, "acpConnections", acp_conn_count());
 	}
-	http_reply_json(ctx->req, 200, o);
+	/* A proxy's health check takes a draining host out of its pool. */
+	http_reply_json(ctx->req, drain_active() ? 503 : 200, o);
 }
 
 /* {id, cwd, displayName, primary, trusted, workflowsEnabled, removable}. */

@@ -14,7 +14,7 @@
  * routes-history.c (transcript pages, branches), routes-daemon.c (health,
  * capabilities, daemon status, workspace listing route), metrics.c
  * (GET /metrics), audit.c (--audit-log), ratelimit.c (--rate-limit),
- * listing.c (the
+ * drain.c (SIGTERM's drain), listing.c (the
  * listing itself, a slice per loop turn), web.c (the console's files),
  * bus.c
  * (event buses and their replay rings), sse.c (their SSE subscribers),
@@ -747,6 +747,11 @@ void	audit_begin(struct evhttp_request *, const char *what, const char *session_
 void	audit_done(struct evhttp_request *);	/* the answer went out */
 void	audit_forget(struct evhttp_request *);	/* a new request at this address */
 void	audit_free(void);
+
+/* ---- drain.c: SIGTERM's drain before the shutdown (--drain-grace-ms) -- */
+int	drain_active(void);	/* /health fails, no new sessions or turns */
+void	drain_begin(void);	/* SIGTERM; a second one ends the drain */
+void	drain_free(void);
 
 /* ---- ratelimit.c: --rate-limit, per client and route class ---------- */
 enum { RL_PROMPT, RL_MUTATION, RL_READ, RL_NCLASSES };
