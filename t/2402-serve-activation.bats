@@ -126,7 +126,11 @@ child_env_lacks() {
 	# No token is generated (it would land in the journal).
 	[[ "$output" != *"token:"* ]]
 
-	QWEN_SERVER_TOKEN=0123456789abcdef0123 act_start -l tcp:0.0.0.0:0
+	QWEN_SERVER_TOKEN=0123456789abcdef0123 act_refused -l tcp:0.0.0.0:0
+	[[ "$output" == *"is not loopback and no --allow-host names the Host"* ]]
+
+	QWEN_SERVER_TOKEN=0123456789abcdef0123 act_start -l tcp:0.0.0.0:0 -- \
+	    --allow-host 127.0.0.1
 	TRANSPORT=tcp req GET /capabilities
 	expect 401
 	TRANSPORT=tcp req GET /capabilities '' -H 'Authorization: Bearer 0123456789abcdef0123'

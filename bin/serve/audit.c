@@ -3,7 +3,8 @@
  * audit.c: --audit-log FILE, one JSON object a line for every
  * state-changing request (POST and DELETE routes): who (the peer's uid,
  * or the bearer token), what (the route), which session, and the
- * outcome (the HTTP status sent).  A record is written and fsync'd when
+ * outcome (the HTTP status sent), and the client's address (the one a
+ * --trusted-proxy forwarded).  A record is written and fsync'd when
  * its answer has gone out, so a request that was answered is on disk
  * even if the daemon is killed right after.  Reopened on SIGHUP.
  * Records never hold a body, a prompt or anything else a client wrote
@@ -38,6 +39,7 @@ struct audit_req {
 	char			*what;
 	char			*session_id;
 	char			 who[32];
+	char			 client[PEER_ADDR_MAX];
 	int			 tcp;
 };
 
@@ -130,6 +132,7 @@ audit_begin(struct evhttp_request *req, const char *what, const char *session_id
 	a->what = xstrdup(what);
 	a->session_id = session_id != NULL ? xstrdup(session_id) : NULL;
 	audit_who(req, a);
+	peer_client_addr(req, a->client, sizeof(a->client));
 	TAILQ_INSERT_TAIL(&pending, a, entry);
 	npending++;
 }
@@ -148,6 +151,7 @@ audit_write(const struct audit_req *a, int status)
 	json_object_object_add(o, "who", xjson_object_new_string(a->who));
 	json_object_object_add(o, "listener", xjson_object_new_string(
 	    a->tcp ? "tcp" : "unix"));
+	json_object_object_add(o, "client", xjson_object_new_string(a->client));
 	json_object_object_add(o, "what", xjson_object_new_string(a->what));
 	json_object_object_add(o, "sessionId", a->session_id != NULL ?
 	    xjson_object_new_string(a->session_id) : NULL);

@@ -147,8 +147,12 @@ check_token(void)
 		if (strlen(conf.token) < 16)
 			complain(0, "the token is shorter than 16 characters");
 	} else if (!conf.no_tcp && !conf.tcp_loopback && !conf.activated)
-		complain(0, "--hostname %s is not loopback and no token is set: "
-		    "one will be generated at each start", conf.hostname);
+		complain(1, "--hostname %s is not loopback and no token is set "
+		    "(--token-file, --token or QWEN_SERVER_TOKEN)", conf.hostname);
+	if (!conf.no_tcp && !conf.tcp_loopback && !conf.activated &&
+	    conf.n_allow_host == 0)
+		complain(1, "--hostname %s is not loopback and no --allow-host "
+		    "names the Host its clients use", conf.hostname);
 }
 
 /* Budgets that parse but do not fit together. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * gate.c: the gates every request passes: peer credentials (Unix socket),
- * Host allowlist (loopback TCP, against DNS rebinding), Origin, the
+ * Host allowlist (loopback names against DNS rebinding, --allow-host),
+ * Origin, the
  * browser's Sec-Fetch-Site (cross-site requests without an Origin), and
  * the bearer token, which a loopback TCP peer running as the daemon's own
  * user may go without (peer.c); and the CORS answers.
@@ -39,24 +40,41 @@ req_family(struct evhttp_request *req, int *fdp)
 	return ss.ss_family;
 }
 
-/* The Host header must name a loopback host and our port. */
+/* Host is name, or name and our port (a default port may go without). */
+static int
+host_is(const char *host, const char *name)
+{
+	char want[300];
+
+	snprintf(want, sizeof(want), "%s:%d", name, conf.bound_port);
+	if (strcasecmp(host, want) == 0)
+		return 1;
+	return (conf.bound_port == 80 || conf.bound_port == 443) &&
+	    strcasecmp(host, name) == 0;
+}
+
+/*
+ * The Host header must name a loopback host and our port (against DNS
+ * rebinding), or an --allow-host name; on a listener that is not
+ * loopback, only an --allow-host name (a proxy's, or the host's).
+ */
 static int
 host_ok(const char *host)
 {
 	const char *names[] = { "localhost", "127.0.0.1", "[::1]",
 	    "host.docker.internal", conf.hostname };
-	char want[300];
 
 	if (host == NULL)
 		return 0;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		snprintf(want, sizeof(want), "%s:%d", names[i], conf.bound_port);
-		if (strcasecmp(host, want) == 0)
+	for (size_t i = 0; i < conf.n_allow_host; i++)
+		if (host_is(host, conf.allow_host[i]) ||
+		    strcasecmp(host, conf.allow_host[i]) == 0)
 			return 1;
-		if ((conf.bound_port == 80 || conf.bound_port == 443) &&
-		    strcasecmp(host, names[i]) == 0)
+	if (!conf.tcp_loopback)
+		return 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (host_is(host, names[i]))
 			return 1;
-	}
 	return 0;
 }
 
@@ -178,8 +196,7 @@ listen_gate(struct evhttp_request *req, enum gate_kind kind)
 		    "Peer credentials not allowed"));
 		return -1;
 	}
-	if (fam != AF_UNIX && conf.tcp_loopback &&
-	    !host_ok(evhttp_find_header(h, "Host"))) {
+	if (fam != AF_UNIX && !host_ok(evhttp_find_header(h, "Host"))) {
 		metrics_refusal(0, "forbidden_host");
 		http_error(req, "forbidden_host", NULL);
 		return -1;
@@ -215,8 +232,7 @@ listen_preflight(struct evhttp_request *req)
 		return 0;
 	if (fam == AF_UNIX && !peer_unix_trusted(fd))
 		return 0;
-	if (fam != AF_UNIX && conf.tcp_loopback &&
-	    !host_ok(evhttp_find_header(h, "Host")))
+	if (fam != AF_UNIX && !host_ok(evhttp_find_header(h, "Host")))
 		return 0;
 	if (!origin_ok(origin))
 		return 0;

@@ -34,10 +34,11 @@
  * on it (when named): its body is parsed only then, else the route runs
  * with {} and refuses by itself (10 MiB to a missing session's cancel
  * costs no parse).  R_WS: the segment is a workspace (its id or
- * URL-encoded cwd), not a session id.
+ * URL-encoded cwd), not a session id.  R_NEW: new work (a session, a
+ * restore, a turn), refused while the daemon drains.
  */
 enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4, R_ACP = 8, R_TAIL = 16,
-	R_LIVE = 32, R_WS = 64 };
+	R_LIVE = 32, R_WS = 64, R_NEW = 128 };
 
 struct route {
 	enum evhttp_cmd_type	 method;
@@ -52,7 +53,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/capabilities", NULL, 0, route_capabilities },
 	{ EVHTTP_REQ_GET, "/daemon/status", NULL, 0, route_daemon_status },
 	{ EVHTTP_REQ_GET, "/metrics", NULL, 0, route_metrics },
-	{ EVHTTP_REQ_POST, "/session", NULL, R_BODY, route_session_create },
+	{ EVHTTP_REQ_POST, "/session", NULL, R_BODY | R_NEW, route_session_create },
 	{ EVHTTP_REQ_GET, "/workspace/sessions", NULL, 0, route_workspace_sessions },
 	{ EVHTTP_REQ_GET, "/workspace/", "/sessions", R_ID | R_WS,
 	    route_workspace_sessions_page },
@@ -100,24 +101,24 @@ static const struct route routes[] = {
 	    route_session_group_delete },
 	{ EVHTTP_REQ_DELETE, "/workspaces/", "/session-groups/", R_ID | R_WS | R_TAIL,
 	    route_session_group_delete },
-	{ EVHTTP_REQ_POST, "/session/", "/load", R_ID | R_BODY, route_session_load },
-	{ EVHTTP_REQ_POST, "/session/", "/resume", R_ID | R_BODY, route_session_resume },
-	{ EVHTTP_REQ_POST, "/session/", "/prompt", R_ID | R_BODY | R_LIVE, route_session_prompt },
+	{ EVHTTP_REQ_POST, "/session/", "/load", R_ID | R_BODY | R_NEW, route_session_load },
+	{ EVHTTP_REQ_POST, "/session/", "/resume", R_ID | R_BODY | R_NEW, route_session_resume },
+	{ EVHTTP_REQ_POST, "/session/", "/prompt", R_ID | R_BODY | R_LIVE | R_NEW, route_session_prompt },
 	{ EVHTTP_REQ_POST, "/session/", "/cancel", R_ID | R_BODY | R_LIVE, route_session_cancel },
 	{ EVHTTP_REQ_POST, "/session/", "/heartbeat", R_ID | R_BODY | R_LIVE, route_session_heartbeat },
 	{ EVHTTP_REQ_POST, "/session/", "/detach", R_ID | R_BODY | R_LIVE, route_session_detach },
 	{ EVHTTP_REQ_GET, "/session/", "/status", R_ID, route_session_status },
 	{ EVHTTP_REQ_GET, "/session/", "/events", R_ID, route_session_events },
 	{ EVHTTP_REQ_GET, "/session/", "/transcript", R_ID, route_session_transcript },
-	{ EVHTTP_REQ_POST, "/session/", "/branch", R_ID | R_BODY, route_session_branch },
+	{ EVHTTP_REQ_POST, "/session/", "/branch", R_ID | R_BODY | R_NEW, route_session_branch },
 	{ EVHTTP_REQ_DELETE, "/session/", "", R_ID, route_session_delete },
 	{ EVHTTP_REQ_POST, "/session/", "/permission/", R_ID | R_BODY | R_TAIL | R_LIVE,
 	    route_session_permission },
 	{ EVHTTP_REQ_POST, "/session/", "/model", R_ID | R_BODY | R_LIVE, route_session_model },
 	{ EVHTTP_REQ_GET, "/session/", "/pending-prompts", R_ID, route_session_pending },
-	{ EVHTTP_REQ_POST, "/session/", "/continue", R_ID | R_BODY | R_LIVE,
+	{ EVHTTP_REQ_POST, "/session/", "/continue", R_ID | R_BODY | R_LIVE | R_NEW,
 	    route_session_continue },
-	{ EVHTTP_REQ_POST, "/session/", "/fork", R_ID | R_BODY | R_LIVE, route_session_fork },
+	{ EVHTTP_REQ_POST, "/session/", "/fork", R_ID | R_BODY | R_LIVE | R_NEW, route_session_fork },
 	{ EVHTTP_REQ_DELETE, "/session/", "/pending-prompts/", R_ID | R_TAIL,
 	    route_session_pending_remove },
 	{ EVHTTP_REQ_POST, "/session/", "/approval-mode", R_ID | R_BODY | R_LIVE,
@@ -643,6 +644,24 @@ workspace_of_acp_path(const char *path)
 	return ws;
 }
 
+/*
+ * The rate limiter's class of r: prompts, other changes, reads; -1 for
+ * what upstream exempts (health, heartbeats, event streams, /acp) and
+ * for /metrics (a scraper is not a client to starve).
+ */
+static int
+route_rl_class(const struct route *r)
+{
+	if ((r->flags & (R_HEALTH | R_ACP)) || strcmp(r->prefix, "/metrics") == 0)
+		return -1;
+	if (r->suffix != NULL && (strcmp(r->suffix, "/heartbeat") == 0 ||
+	    strcmp(r->suffix, "/events") == 0))
+		return -1;
+	if (r->suffix != NULL && strcmp(r->suffix, "/prompt") == 0)
+		return RL_PROMPT;
+	return r->method == EVHTTP_REQ_GET ? RL_READ : RL_MUTATION;
+}
+
 /* Gates and routing of one request (path may be a rewritten one). */
 static void
 route_request(struct evhttp_request *req, const char *path,
@@ -672,6 +691,12 @@ route_request(struct evhttp_request *req, const char *path,
 			continue;
 		path_known = 1;
 		if (routes[i].method == method) {
+			if ((routes[i].flags & R_NEW) && drain_active()) {
+				http_error(req, "workspace_draining", NULL);
+				return;
+			}
+			if (ratelimit_admit(req, route_rl_class(&routes[i])) == -1)
+				return;
 			dispatch(req, &routes[i], seg, seglen, evhttp_uri_get_query(uri));
 			return;
 		}

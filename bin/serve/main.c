@@ -51,7 +51,9 @@ enum {
 	OPT_NO_WEB, OPT_WEB_DIR,
 	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_OTLP, OPT_TOKEN_FILE, OPT_CHILD_CMD,
 	OPT_AUDIT_LOG, OPT_LOG_FORMAT, OPT_PERM_TO, OPT_AGENT_ACP, OPT_PROMPT_DEADLINE, OPT_WRITER_IDLE,
-	OPT_AGENT_PRESTART,
+	OPT_AGENT_PRESTART, OPT_RATE_LIMIT, OPT_RL_PROMPT, OPT_RL_MUTATION,
+	OPT_RL_READ, OPT_RL_WINDOW, OPT_RL_OWN_UID, OPT_TRUSTED_PROXY,
+	OPT_ALLOW_HOST, OPT_DRAIN_GRACE,
 };
 
 static const struct option longopts[] = {
@@ -75,6 +77,15 @@ static const struct option longopts[] = {
 	{ "log-file", required_argument, NULL, OPT_LOG_FILE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
+	{ "rate-limit", no_argument, NULL, OPT_RATE_LIMIT },
+	{ "rate-limit-prompt", required_argument, NULL, OPT_RL_PROMPT },
+	{ "rate-limit-mutation", required_argument, NULL, OPT_RL_MUTATION },
+	{ "rate-limit-read", required_argument, NULL, OPT_RL_READ },
+	{ "rate-limit-window-ms", required_argument, NULL, OPT_RL_WINDOW },
+	{ "rate-limit-own-uid", no_argument, NULL, OPT_RL_OWN_UID },
+	{ "trusted-proxy", required_argument, NULL, OPT_TRUSTED_PROXY },
+	{ "allow-host", required_argument, NULL, OPT_ALLOW_HOST },
+	{ "drain-grace-ms", required_argument, NULL, OPT_DRAIN_GRACE },
 	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
 	{ "trace-file", required_argument, NULL, OPT_TRACE_FILE },
 	{ "otlp-endpoint", required_argument, NULL, OPT_OTLP },
@@ -162,6 +173,9 @@ usage(int status)
 	    "\t[--agent-command CMD | --agent-acp 'CMD ARGS'] [--agent-prestart yes|no]\n"
 	    "\t[--log-file FILE] [--audit-log FILE]\n"
 	    "\t[--log-format text|json]\n"
+	    "\t[--rate-limit] [--rate-limit-prompt N] [--rate-limit-mutation N]\n"
+	    "\t[--rate-limit-read N] [--rate-limit-window-ms MS] [--rate-limit-own-uid]\n"
+	    "\t[--trusted-proxy ADDR]... [--allow-host HOST]... [--drain-grace-ms MS]\n"
 	    "\t[--log-level LEVEL] [--trace-file FILE] [--otlp-endpoint URL]\n"
 	    "\t[--initialize-timeout-ms MS]\n"
 	    "\t[--session-restore-timeout-ms MS] [--channel-idle-timeout-ms MS]\n"
@@ -311,6 +325,10 @@ conf_defaults(void)
 	conf.max_pending_prompts = 5;
 	conf.prompt_deadline_ms = -1;		/* unset: the environment decides */
 	conf.writer_idle_timeout_ms = -1;
+	conf.rate_limit_prompt = 10;		/* upstream's, per minute */
+	conf.rate_limit_mutation = 30;
+	conf.rate_limit_read = 120;
+	conf.rate_limit_window_ms = 60000;
 }
 
 /*
@@ -331,6 +349,29 @@ env_ms(int64_t flag_value, const char *var)
 	if (budget_parse_ms(var, v, 1, &ms, &cause) == -1)
 		errx(2, "%s", cause != NULL ? cause : "out of memory");
 	return ms;
+}
+
+/*
+ * The operations options (rate limits, proxies, drain); 1 when ch was
+ * one of them.  Any --rate-limit-* turns the limiter on.
+ */
+static int
+ops_option(int ch, const char *arg)
+{
+	switch (ch) {
+	case OPT_RATE_LIMIT: break;
+	case OPT_RL_PROMPT: conf.rate_limit_prompt = (int)num_opt("rate-limit-prompt", arg, 1, 1000000); break;
+	case OPT_RL_MUTATION: conf.rate_limit_mutation = (int)num_opt("rate-limit-mutation", arg, 1, 1000000); break;
+	case OPT_RL_READ: conf.rate_limit_read = (int)num_opt("rate-limit-read", arg, 1, 1000000); break;
+	case OPT_RL_WINDOW: conf.rate_limit_window_ms = ms_opt("rate-limit-window-ms", arg, 0); break;
+	case OPT_RL_OWN_UID: conf.rate_limit_own_uid = 1; break;
+	case OPT_TRUSTED_PROXY: strv_add(&conf.trusted_proxy, &conf.n_trusted_proxy, arg); return 1;
+	case OPT_ALLOW_HOST: strv_add(&conf.allow_host, &conf.n_allow_host, arg); return 1;
+	case OPT_DRAIN_GRACE: conf.drain_grace_ms = ms_opt("drain-grace-ms", arg, 1); return 1;
+	default: return 0;
+	}
+	conf.rate_limit = 1;
+	return 1;
 }
 
 /* Read the options; exits 2 on a usage error. */
@@ -407,7 +448,9 @@ parse_args(int argc, char **argv)
 		case OPT_WRITER_IDLE: conf.writer_idle_timeout_ms = ms_opt("writer-idle-timeout-ms", optarg, 1); break;
 		case OPT_VERSION: printf("qwen-serve %s\n", PACKAGE_VERSION); exit_flushed(0);
 		case 'h': case OPT_HELP: usage(0);
-		default: usage(2);
+		default:
+			if (!ops_option(ch, optarg))
+				usage(2);
 		}
 	}
 	if (optind != argc)
@@ -482,6 +525,30 @@ resolve_conf(void)
 }
 
 /*
+ * A TCP listener other hosts reach needs a configured token (a generated
+ * one could only be read on this host) and the Host names its clients
+ * use (--allow-host): the loopback names are not accepted there.
+ * Exits 2.
+ */
+static void
+remote_bind_check(void)
+{
+	if (conf.no_tcp || conf.tcp_loopback || conf.activated)
+		return;
+	if (conf.token == NULL) {
+		fprintf(stderr, "qwen-serve: --hostname %s is not loopback: it "
+		    "needs a token (--token-file, --token or QWEN_SERVER_TOKEN)\n",
+		    conf.hostname);
+		exit(2);
+	}
+	if (conf.n_allow_host == 0) {
+		fprintf(stderr, "qwen-serve: --hostname %s is not loopback: name "
+		    "the Host its clients use with --allow-host\n", conf.hostname);
+		exit(2);
+	}
+}
+
+/*
  * What a service manager hands us: NOTIFY_SOCKET, the listeners of socket
  * activation; and the pidfile other supervisors read.  Exits 1 on error.
  */
@@ -528,6 +595,11 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 			log_warn("reopen %s", conf.audit_log);
 		if (serve_trace != NULL && trace_sink_reopen(serve_trace) == -1)
 			log_warn("reopen %s", conf.trace_file);
+		return;
+	}
+	if (conf.drain_grace_ms > 0 && !serve_shutting_down()) {
+		log_info("signal %d: draining", (int)sig);
+		drain_begin();
 		return;
 	}
 	log_info("signal %d: shutting down", (int)sig);
@@ -596,6 +668,7 @@ main(int argc, char **argv)
 		exit(checkconf_run());
 	check_home();
 	ops_start();
+	remote_bind_check();
 	signal(SIGPIPE, SIG_IGN);
 	if (conf.log_file != NULL && log_open_file(conf.log_file) == -1) {
 		fprintf(stderr, "qwen-serve: --log-file %s: %s\n", conf.log_file,
@@ -655,6 +728,8 @@ main(int argc, char **argv)
 	listing_free_all();
 	acp_free();
 	sessions_free();
+	ratelimit_free();
+	drain_free();
 	channels_free();
 	event_base_free(serve_base);
 	if (serve_otlp != NULL) {

@@ -4,7 +4,8 @@
  * the kernel says so (SO_PEERCRED); on loopback TCP the peer's socket is
  * in our network namespace too, so the kernel's socket table (sock_diag,
  * the interface ss(8) uses) tells us the uid that owns it: the connection's
- * 4-tuple, seen from the peer's side, is looked up exactly.
+ * 4-tuple, seen from the peer's side, is looked up exactly.  And the
+ * client's address, forwarded by a --trusted-proxy.
  */
 #include "config.h"
 
@@ -14,10 +15,14 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <linux/inet_diag.h>
+#include <arpa/inet.h>
 
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <event2/bufferevent.h>
+#include <event2/http.h>
 
 #include "log.h"
 #include "serve.h"
@@ -182,4 +187,104 @@ peer_tcp_trusted(int fd)
 	long uid = peer_tcp_uid(fd);
 
 	return uid >= 0 && (uid_t)uid == geteuid();
+}
+
+/* The connection's socket, or -1. */
+static int
+req_fd(struct evhttp_request *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+
+	if (evcon == NULL)
+		return -1;
+	return bufferevent_getfd(evhttp_connection_get_bufferevent(evcon));
+}
+
+long
+peer_unix_uid(struct evhttp_request *req)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss), cl;
+	struct ucred uc;
+	int fd;
+
+	if ((fd = req_fd(req)) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len) == -1 ||
+	    ss.ss_family != AF_UNIX)
+		return -1;
+	cl = sizeof(uc);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &cl) == -1)
+		return -1;
+	return (long)uc.uid;
+}
+
+/* Whether addr (numeric) is one of the --trusted-proxy addresses. */
+static int
+proxy_trusted(const char *addr)
+{
+	for (size_t i = 0; i < conf.n_trusted_proxy; i++)
+		if (strcmp(addr, conf.trusted_proxy[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * The last (rightmost) address of X-Forwarded-For, the one our proxy
+ * added, if it is a numeric address; 0 when there is none.
+ */
+static int
+forwarded_for(struct evhttp_request *req, char *buf, size_t len)
+{
+	const char *xff = evhttp_find_header(evhttp_request_get_input_headers(req),
+	    "X-Forwarded-For"), *last;
+	unsigned char bin[sizeof(struct in6_addr)];
+	char cand[PEER_ADDR_MAX];
+	size_t n;
+
+	if (xff == NULL)
+		return 0;
+	last = strrchr(xff, ',');
+	last = last != NULL ? last + 1 : xff;
+	last += strspn(last, " \t");
+	n = strcspn(last, " \t");
+	if (n == 0 || n >= sizeof(cand))
+		return 0;
+	memcpy(cand, last, n);
+	cand[n] = '\0';
+	if (inet_pton(AF_INET, cand, bin) != 1 && inet_pton(AF_INET6, cand, bin) != 1)
+		return 0;
+	strlcpy(buf, cand, len);
+	return 1;
+}
+
+/*
+ * The client's address: the TCP peer's, or, when the peer is a
+ * --trusted-proxy, the one it forwarded; "unix" on the Unix socket,
+ * "unknown" when the kernel does not say.
+ */
+void
+peer_client_addr(struct evhttp_request *req, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	const void *a;
+	int fd;
+
+	strlcpy(buf, "unknown", len);
+	if ((fd = req_fd(req)) == -1 ||
+	    getpeername(fd, (struct sockaddr *)&ss, &sl) == -1)
+		return;
+	if (ss.ss_family == AF_UNIX) {
+		strlcpy(buf, "unix", len);
+		return;
+	}
+	a = ss.ss_family == AF_INET ?
+	    (const void *)&((struct sockaddr_in *)&ss)->sin_addr :
+	    (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
+	if (inet_ntop(ss.ss_family, a, buf, (socklen_t)len) == NULL) {
+		strlcpy(buf, "unknown", len);
+		return;
+	}
+	if (proxy_trusted(buf))
+		forwarded_for(req, buf, len);
 }

@@ -58,7 +58,8 @@ route_health(struct http_ctx *ctx)
 	const char *deep = evhttp_find_header(ctx->query, "deep");
 	size_t active, unsettled, overdue, quarantined;
 
-	json_object_object_add(o, "status", xjson_object_new_string("ok"));
+	json_object_object_add(o, "status", xjson_object_new_string(
+	    drain_active() ? "draining" : "ok"));
 	if (serve_otlp != NULL)
 		json_object_object_add(o, "otlp", health_otlp());
 	if (deep != NULL && strcmp(deep, "1") == 0) {
@@ -78,7 +79,8 @@ route_health(struct http_ctx *ctx)
 		put_count(o, "inFlight", inflight_count());
 		put_count(o, "acpConnections", acp_conn_count());
 	}
-	http_reply_json(ctx->req, 200, o);
+	/* A proxy's health check takes a draining host out of its pool. */
+	http_reply_json(ctx->req, drain_active() ? 503 : 200, o);
 }
 
 /* {id, cwd, displayName, primary, trusted, workflowsEnabled, removable}. */
@@ -142,6 +144,8 @@ routes_capabilities_json(void)
 
 	if (conf.require_auth)
 		json_object_array_add(f, xjson_object_new_string("require_auth"));
+	if (conf.rate_limit)
+		json_object_array_add(f, xjson_object_new_string("rate_limit"));
 	if (conf.n_allow_origin > 0)
 		json_object_array_add(f, xjson_object_new_string("allow_origin"));
 	if (conf.prompt_deadline_ms > 0)
@@ -273,8 +277,8 @@ status_runtime(void)
 	json_object_object_add(o, "acp", acp);
 	json_object_object_add(r, "transport", o);
 	o = xjson_object_new_object();
-	json_object_object_add(o, "enabled", xjson_object_new_boolean(0));
-	json_object_object_add(o, "rejectedSinceStart", xjson_object_new_object());
+	json_object_object_add(o, "enabled", xjson_object_new_boolean(conf.rate_limit));
+	json_object_object_add(o, "rejectedSinceStart", ratelimit_rejected_json());
 	json_object_object_add(r, "rateLimit", o);
 	return r;
 }

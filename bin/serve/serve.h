@@ -14,7 +14,8 @@
  * (a session's model and approval mode, switched through its agent),
  * routes-history.c (transcript pages, branches), routes-daemon.c (health,
  * capabilities, daemon status, workspace listing route), metrics.c
- * (GET /metrics), audit.c (--audit-log), listing.c (the
+ * (GET /metrics), audit.c (--audit-log), ratelimit.c (--rate-limit),
+ * drain.c (SIGTERM's drain), listing.c (the
  * listing itself, a slice per loop turn), web.c (the console's files),
  * bus.c
  * (event buses and their replay rings), sse.c (their SSE subscribers),
@@ -89,6 +90,17 @@ struct serve_conf {
 	int		 agent_prestart;	/* --agent-prestart yes (default) */
 	char		*log_file;
 	char		*audit_log;	/* --audit-log, or NULL */
+	int		 rate_limit;		/* --rate-limit */
+	int		 rate_limit_prompt;	/* per window and client */
+	int		 rate_limit_mutation;
+	int		 rate_limit_read;
+	int64_t		 rate_limit_window_ms;
+	int		 rate_limit_own_uid;	/* our own uid counted too */
+	char		**trusted_proxy;	/* --trusted-proxy addresses */
+	size_t		 n_trusted_proxy;
+	char		**allow_host;		/* --allow-host: Host names */
+	size_t		 n_allow_host;
+	int64_t		 drain_grace_ms;	/* SIGTERM: turns may finish */
 	char		*trace_file;
 	char		*otlp_endpoint;		/* --otlp-endpoint, or NULL */
 	int64_t		 init_timeout_ms;
@@ -192,6 +204,11 @@ void	 token_unlink(void);
 int	 peer_unix_trusted(int fd);	/* SO_PEERCRED: us or root */
 long	 peer_tcp_uid(int fd);		/* sock_diag; -1 when unknown */
 int	 peer_tcp_trusted(int fd);	/* loopback peer runs as us */
+#define PEER_ADDR_MAX	64		/* an INET6 address and more */
+long	 peer_unix_uid(struct evhttp_request *);	/* -1: not the Unix socket */
+/* The client's numeric address (X-Forwarded-For from a --trusted-proxy),
+   "unix" or "unknown". */
+void	 peer_client_addr(struct evhttp_request *, char *buf, size_t len);
 
 /* ---- sockact.c: socket activation (LISTEN_FDS) ------------------------ */
 /*
@@ -825,6 +842,19 @@ void	audit_begin(struct evhttp_request *, const char *what, const char *session_
 void	audit_done(struct evhttp_request *);	/* the answer went out */
 void	audit_forget(struct evhttp_request *);	/* a new request at this address */
 void	audit_free(void);
+
+/* ---- drain.c: SIGTERM's drain before the shutdown (--drain-grace-ms) -- */
+int	drain_active(void);	/* /health fails, no new sessions or turns */
+void	drain_begin(void);	/* SIGTERM; a second one ends the drain */
+void	drain_free(void);
+
+/* ---- ratelimit.c: --rate-limit, per client and route class ---------- */
+enum { RL_PROMPT, RL_MUTATION, RL_READ, RL_NCLASSES };
+/* 0 to go on (X-RateLimit-* set), or the 429 sent and -1; cls < 0: exempt. */
+int	ratelimit_admit(struct evhttp_request *, int cls);
+/* {prompt, mutation, read}: refusals since the start (caller frees). */
+json_object *ratelimit_rejected_json(void);
+void	ratelimit_free(void);
 
 /* ---- metrics.c: GET /metrics (Prometheus text format) ------------------ */
 void	route_metrics(struct http_ctx *);

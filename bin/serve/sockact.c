@@ -110,6 +110,12 @@ sockact_tcp(int fd, const char *name, const struct sockaddr_storage *ss,
 		    "QWEN_SERVER_TOKEN)", fd, name, addr, port);
 		return -1;
 	}
+	if (!conf.tcp_loopback && conf.n_allow_host == 0) {
+		xasprintf(cause, "fd %d (%s): TCP listener on %s port %d is "
+		    "not loopback and no --allow-host names the Host its "
+		    "clients use", fd, name, addr, port);
+		return -1;
+	}
 	free(conf.hostname);
 	conf.hostname = xstrdup(addr);
 	conf.port = port;
