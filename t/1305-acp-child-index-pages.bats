@@ -75,3 +75,13 @@ EOF2
 	[ "$(sed "s/$SID1/X/g" "$(dirname "$F")/$SID1.jsonl")" = \
 	    "$(sed "s/$SID2/X/g" "$(dirname "$F")/$SID2.jsonl")" ]
 }
+
+@test "a page through a fresh child keeps the index it built: the next fresh child reads 8 KiB, not the file" {
+	pc=$BATS_TEST_TMPDIR/pagecache
+	want=$(pages "$pc")
+	grep -q "transcript pages from the cold index, $(stat -c %s "$F") bytes read" "$ERR"
+	[ "$(find "$pc" -name 'tx-*.idx' | wc -l)" -eq 1 ]
+	got=$(pages "$pc")
+	grep -q "transcript pages from the warm index, 8192 bytes read" "$ERR"
+	[ "$got" = "$want" ]
+}
