@@ -21,9 +21,11 @@
 
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/tree.h>
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +74,7 @@ enum guard_refusal { R_NONE, R_TOO_LARGE, R_CLOSING };
 
 struct guard {
 	TAILQ_ENTRY(guard)	 entry;
+	RB_ENTRY(guard)		 by_evcon;	/* once attached */
 	struct bufferevent	*bev;
 	struct evhttp_connection *evcon;	/* NULL until attached */
 	struct event		*ev;	/* attach, deadlines, refusals */
@@ -93,12 +96,31 @@ struct guard {
 };
 
 static TAILQ_HEAD(, guard) guards = TAILQ_HEAD_INITIALIZER(guards);
+/*
+ * The attached guards by evhttp's connection: every request looks its
+ * guard up several times, and with ten thousand streams open a walk of
+ * the list was most of the daemon's time.
+ */
+RB_HEAD(guard_tree, guard);
+int	guard_cmp(const struct guard *, const struct guard *);
+RB_PROTOTYPE(guard_tree, guard, by_evcon, guard_cmp)
+static struct guard_tree guards_by_evcon = RB_INITIALIZER(&guards_by_evcon);
 static size_t nguards, nlinger, npreauth;
 static size_t nlive;	/* attached and not refused: what the cap counts */
 static int guard_cap, unix_cap;	/* TCP, and the Unix socket */
 static int preauth_cap;		/* TCP connections before authentication */
 
 static void guard_input(struct evbuffer *, const struct evbuffer_cb_info *, void *);
+
+/* The tree's order: the connection's address. */
+int
+guard_cmp(const struct guard *a, const struct guard *b)
+{
+	if (a->evcon == b->evcon)
+		return 0;
+	return (uintptr_t)a->evcon < (uintptr_t)b->evcon ? -1 : 1;
+}
+RB_GENERATE(guard_tree, guard, by_evcon, guard_cmp)
 
 /* The cap: --max-connections, within what the descriptor limit allows. */
 int
@@ -167,8 +189,10 @@ guard_free(struct guard *g)
 		npreauth--;
 	if (g->live)
 		nlive--;
-	if (g->evcon != NULL)
+	if (g->evcon != NULL) {
+		RB_REMOVE(guard_tree, &guards_by_evcon, g);
 		metrics_conn_closed(g->is_unix);
+	}
 	event_free(g->ev);
 	free(g->head);
 	free(g);
@@ -324,6 +348,7 @@ guard_attach(struct guard *g)
 		return -1;
 	}
 	g->evcon = arg;
+	RB_INSERT(guard_tree, &guards_by_evcon, g);
 	bufferevent_decref(g->bev);
 	evhttp_connection_set_closecb(g->evcon, guard_closed, g);
 	is_unix = g->is_unix = guard_is_unix(g);
@@ -586,15 +611,11 @@ guard_install(struct evhttp *http)
 static struct guard *
 guard_of(struct evhttp_request *req)
 {
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-	struct guard *g;
+	struct guard key;
 
-	if (evcon == NULL)
+	if ((key.evcon = evhttp_request_get_connection(req)) == NULL)
 		return NULL;
-	TAILQ_FOREACH(g, &guards, entry)
-		if (g->evcon == evcon)
-			return g;
-	return NULL;
+	return RB_FIND(guard_tree, &guards_by_evcon, &key);
 }
 
 /* The reply is sent: the connection waits for its next request. */
@@ -603,14 +624,12 @@ guard_reply_done(struct evhttp_request *req, void *arg)
 {
 	struct guard *g;
 
-	(void)arg;
 	audit_done(req);
-	/* g may be gone (a closing connection): look it up by address. */
-	TAILQ_FOREACH(g, &guards, entry)
-		if (g == arg && g->phase != G_TAKEN) {
-			g->phase = G_IDLE;
-			g->headlen = 0;
-		}
+	/* g may be gone (a closing connection): look it up by connection. */
+	if ((g = guard_of(req)) != NULL && g == arg && g->phase != G_TAKEN) {
+		g->phase = G_IDLE;
+		g->headlen = 0;
+	}
 }
 
 /* A request reached the router: its head and body are whole. */
