@@ -85,3 +85,13 @@ EOF2
 	grep -q "transcript pages from the warm index, 8192 bytes read" "$ERR"
 	[ "$got" = "$want" ]
 }
+
+@test "a branch through a fresh child keeps the index it built: the next fresh child's page reads 8 KiB" {
+	pc=$BATS_TEST_TMPDIR/pagecache
+	branch "$pc" "$SID1"
+	grep -q "transcript pages from the cold index" "$ERR"
+	want=$(pages "$BATS_TEST_TMPDIR/fresh")
+	got=$(pages "$pc")
+	grep -q "transcript pages from the warm index, 8192 bytes read" "$ERR"
+	[ "$got" = "$want" ]
+}
