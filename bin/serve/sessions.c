@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -219,6 +220,11 @@ session_new(const char *id, struct channel *ch)
 {
 	struct session *s;
 
+	if (sessions_find(id) != NULL) {
+		log_warnx("session %s: registered already", id);
+		errno = EEXIST;		/* the map holds one session an id */
+		return NULL;
+	}
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return NULL;
 	strlcpy(s->id, id, sizeof(s->id));
