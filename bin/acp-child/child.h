@@ -71,6 +71,9 @@ struct child {
 	struct event		*ev_in, *ev_out, *ev_term, *ev_int, *ev_exit;
 	int			 in_direct, out_direct;	/* not pollable: plain I/O */
 	int			 in_paused, in_eof, out_dead;
+	/* Prompts paused for a full output since the last wake: a wake with
+	   none walks no sessions (one a write, with thousands of sessions). */
+	size_t			 npaused;
 	int			 closing;
 	int			 initialized, denied;
 	struct session_tree	 sessions;
