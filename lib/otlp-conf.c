@@ -83,13 +83,14 @@ kv_list(const char *list, int (*fn)(void *, const char *, const char *),
 		*eq = '\0';
 		for (n = (int)strlen(item); n > 0 && item[n - 1] == ' '; n--)
 			item[n - 1] = '\0';
-		if ((val = curl_easy_unescape(NULL, eq + 1, 0, &n)) == NULL ||
+		val = otlp_curl.easy_unescape(NULL, eq + 1, 0, &n);
+		if (val == NULL ||
 		    strlen(val) != (size_t)n || strpbrk(val, "\r\n") != NULL ||
 		    strpbrk(item, "\r\n: ") != NULL)
 			rc = -1;
 		else
 			rc = fn(arg, item, val);
-		curl_free(val);
+		otlp_curl.free(val);
 	}
 	free(copy);
 	return rc;
@@ -105,7 +106,7 @@ add_header(void *arg, const char *k, const char *v)
 
 	if (asprintf(&line, "%s: %s", k, v) == -1)
 		return -1;
-	n = curl_slist_append(o->headers, line);
+	n = otlp_curl.slist_append(o->headers, line);
 	free(line);
 	if (n == NULL)
 		return -1;
@@ -179,7 +180,8 @@ otlp_conf_load(struct otlp *o, const char *service, char **cause)
 
 	if (otlp_limits(o, cause) == -1)
 		return -1;
-	o->headers = curl_slist_append(NULL, "Content-Type: application/json");
+	o->headers = otlp_curl.slist_append(NULL,
+	    "Content-Type: application/json");
 	if (o->headers == NULL || kv_list(env_first(
 	    "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"),
 	    add_header, o) == -1)

@@ -49,6 +49,30 @@ struct otlp {
 	char			 last_err[CURL_ERROR_SIZE];
 };
 
+/*
+ * libcurl's functions the exporter calls, filled by otlp_curl_load()
+ * (otlp-curl.c) when the first export starts: no process maps libcurl
+ * unless it exports.
+ */
+struct otlp_curl {
+	CURLcode	 (*global_init)(long);
+	CURL		*(*easy_init)(void);
+	CURLcode	 (*easy_setopt)(CURL *, CURLoption, ...);
+	CURLcode	 (*easy_perform)(CURL *);
+	CURLcode	 (*easy_getinfo)(CURL *, CURLINFO, ...);
+	void		 (*easy_cleanup)(CURL *);
+	const char	*(*easy_strerror)(CURLcode);
+	char		*(*easy_unescape)(CURL *, const char *, int, int *);
+	void		 (*free)(void *);
+	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+	void		 (*slist_free_all)(struct curl_slist *);
+};
+
+/* ---- otlp-curl.c ---- */
+extern struct otlp_curl otlp_curl;
+int	otlp_curl_load(char **cause);
+
+/* ---- otlp-conf.c ---- */
 /* The settings of o from the environment (see otlp.h).  0, or -1 + *cause. */
 int	otlp_conf_load(struct otlp *o, const char *service, char **cause);
 

@@ -32,7 +32,9 @@ otlp_start(const char *url, const char *service, char **cause)
 
 	/* Before any thread of ours: libcurl's global state is not safe. */
 	*cause = NULL;
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+	if (otlp_curl_load(cause) == -1)
+		return NULL;
+	if (otlp_curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		cause_set(cause, "OTLP export: cannot initialise libcurl");
 		return NULL;
 	}
@@ -56,7 +58,7 @@ otlp_start(const char *url, const char *service, char **cause)
 	return o;
 fail:
 	if (o != NULL) {
-		curl_slist_free_all(o->headers);
+		otlp_curl.slist_free_all(o->headers);
 		json_object_put(o->attrs);
 		free(o->service);
 		free(o->url);
@@ -182,27 +184,27 @@ post(struct otlp *o, const char *body)
 	long		 status = 0;
 	char		 errbuf[CURL_ERROR_SIZE] = "";
 
-	if ((c = curl_easy_init()) == NULL)
+	if ((c = otlp_curl.easy_init()) == NULL)
 		return -1;
-	curl_easy_setopt(c, CURLOPT_URL, o->url);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, o->headers);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, o->timeout_ms);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, post_sink);
-	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, post_progress);
-	curl_easy_setopt(c, CURLOPT_XFERINFODATA, o);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	rc = curl_easy_perform(c);
+	otlp_curl.easy_setopt(c, CURLOPT_URL, o->url);
+	otlp_curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	otlp_curl.easy_setopt(c, CURLOPT_HTTPHEADER, o->headers);
+	otlp_curl.easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	otlp_curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, o->timeout_ms);
+	otlp_curl.easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	otlp_curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, post_sink);
+	otlp_curl.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	otlp_curl.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, post_progress);
+	otlp_curl.easy_setopt(c, CURLOPT_XFERINFODATA, o);
+	otlp_curl.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	rc = otlp_curl.easy_perform(c);
 	if (rc == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_cleanup(c);
+		otlp_curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	otlp_curl.easy_cleanup(c);
 	pthread_mutex_lock(&o->mu);
 	if (rc != CURLE_OK)
-		strlcpy(o->last_err, errbuf[0] ? errbuf : curl_easy_strerror(rc),
-		    sizeof(o->last_err));
+		strlcpy(o->last_err, errbuf[0] ? errbuf :
+		    otlp_curl.easy_strerror(rc), sizeof(o->last_err));
 	else if (status < 200 || status >= 300)
 		snprintf(o->last_err, sizeof(o->last_err), "HTTP %ld", status);
 	pthread_mutex_unlock(&o->mu);
@@ -335,7 +337,7 @@ otlp_stop(struct otlp *o)
 	}
 	pthread_mutex_destroy(&o->mu);
 	pthread_cond_destroy(&o->cv);
-	curl_slist_free_all(o->headers);
+	otlp_curl.slist_free_all(o->headers);
 	json_object_put(o->attrs);
 	free(o->service);
 	free(o->url);

@@ -75,3 +75,23 @@ EOF2
 	[ "$(sed "s/$SID1/X/g" "$(dirname "$F")/$SID1.jsonl")" = \
 	    "$(sed "s/$SID2/X/g" "$(dirname "$F")/$SID2.jsonl")" ]
 }
+
+@test "a page through a fresh child keeps the index it built: the next fresh child reads 8 KiB, not the file" {
+	pc=$BATS_TEST_TMPDIR/pagecache
+	want=$(pages "$pc")
+	grep -q "transcript pages from the cold index, $(stat -c %s "$F") bytes read" "$ERR"
+	[ "$(find "$pc" -name 'tx-*.idx' | wc -l)" -eq 1 ]
+	got=$(pages "$pc")
+	grep -q "transcript pages from the warm index, 8192 bytes read" "$ERR"
+	[ "$got" = "$want" ]
+}
+
+@test "a branch through a fresh child keeps the index it built: the next fresh child's page reads 8 KiB" {
+	pc=$BATS_TEST_TMPDIR/pagecache
+	branch "$pc" "$SID1"
+	grep -q "transcript pages from the cold index" "$ERR"
+	want=$(pages "$BATS_TEST_TMPDIR/fresh")
+	got=$(pages "$pc")
+	grep -q "transcript pages from the warm index, 8192 bytes read" "$ERR"
+	[ "$got" = "$want" ]
+}

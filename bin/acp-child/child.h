@@ -23,6 +23,7 @@ struct evbuffer;
 struct lagmon;
 struct loadwork;
 struct trace_sink;
+struct txp_entry;
 
 #define CHILD_OUT_HIGH		(64u * 1024 * 1024)	/* stop reading input */
 #define CHILD_OUT_LOW		(16u * 1024 * 1024)	/* read again */
@@ -70,6 +71,9 @@ struct child {
 	struct event		*ev_in, *ev_out, *ev_term, *ev_int, *ev_exit;
 	int			 in_direct, out_direct;	/* not pollable: plain I/O */
 	int			 in_paused, in_eof, out_dead;
+	/* Prompts paused for a full output since the last wake: a wake with
+	   none walks no sessions (one a write, with thousands of sessions). */
+	size_t			 npaused;
 	int			 closing;
 	int			 initialized, denied;
 	struct session_tree	 sessions;
@@ -144,6 +148,11 @@ void	load_start(struct child *, struct rpc_msg *msg, struct session *s,
 /* When s's index changed since it was last kept, write it on a worker: s
    is busy (its requests wait) until that is done. */
 void	indexkeep_start(struct child *, struct session *);
+/* The same for the index of a transcript page's entry e (idle), so that
+   the next child's page reads only the page: 1 when the write started (e
+   is busy until it is done; txp_entry_release then), 0 when there is
+   nothing to keep. */
+int	indexkeep_entry_start(struct child *, struct txp_entry *e);
 
 /* continue.c: qwen/control/session/continue and the continuation turn. */
 /* Answer {accepted, interruption} from the end of s's history. */

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * indexkeep.c: write a session's transcript index to the cache directory
- * after its restore answered (transcript.h: transcript_save).
+ * after its restore answered, and the index a transcript page or branch
+ * built after it answered (transcript.h: transcript_save), so that a fresh
+ * child reads only what its request needs.
  *
  * The worker owns the index while it writes, as during a restore: the
- * session is busy, so a load or prompt for it waits, and gets the index
- * back when the write is done.  A failed write only costs the next cold
- * restore a full pass; it is logged, never answered.
+ * session (or the page's entry) is busy, so a load, prompt or page for it
+ * waits, and gets the index back when the write is done.  A failed write
+ * only costs the next cold read a full pass; it is logged, never answered.
  */
 #include "config.h"
 
@@ -22,6 +24,7 @@
 #include "log.h"
 #include "session.h"
 #include "transcript.h"
+#include "txpage-int.h"
 #include "xmalloc.h"
 
 /* Like restore.c's RJ_SMALL_BYTES: the fast lane's share. */
@@ -30,7 +33,8 @@
 struct keep_job {
 	struct lw_job		 lw;		/* first: the worker's handle */
 	struct child		*c;
-	struct session		*s;
+	struct session		*s;		/* a session's index, or */
+	struct txp_entry	*e;		/* a page's */
 	struct transcript	*tx;
 	const char		*dir;
 	char			*cause;
@@ -74,16 +78,57 @@ keep_done(struct lw_job *lw)
 {
 	struct keep_job *k = (struct keep_job *)lw;
 	struct session *s = k->s;
+	struct txp_entry *e = k->e;
 	struct child *c = k->c;
 
 	if (k->rc == -1)
-		log_warnx("session %s: cannot keep the index: %s", s->id,
-		    k->cause != NULL ? k->cause : "?");
-	s->tx = k->tx;
-	s->busy = 0;
+		log_warnx("session %s: cannot keep the index: %s",
+		    s != NULL ? s->id : e->sid, k->cause != NULL ? k->cause : "?");
+	if (s != NULL) {
+		s->tx = k->tx;
+		s->busy = 0;
+	}
 	free(k->cause);
 	free(k);
-	child_session_idle(c, s);
+	if (e != NULL)
+		txp_entry_release(c, e);
+	else
+		child_session_idle(c, s);
+}
+
+/* A job writing tx to the cache directory, on a background worker. */
+static struct keep_job *
+keep_job_new(struct child *c, struct transcript *tx)
+{
+	struct keep_job *k;
+
+	k = xcalloc(1, sizeof *k);
+	k->lw.run = keep_run;
+	k->lw.done = keep_done;
+	/* A small session's index is small: it must not wait behind big loads. */
+	k->lw.small = transcript_size(tx) < KEEP_SMALL_BYTES;
+	k->lw.background = 1;
+	k->c = c;
+	k->tx = tx;
+	k->dir = c->opts.cache_dir;
+	return k;
+}
+
+int
+indexkeep_entry_start(struct child *c, struct txp_entry *e)
+{
+	struct keep_job *k;
+
+	if (e->tx == NULL || e->busy || c->opts.cache_dir == NULL ||
+	    !transcript_index_dirty(e->tx) ||
+	    e->kept_at == transcript_size(e->tx))
+		return 0;
+	e->kept_at = transcript_size(e->tx);	/* one try per size */
+	k = keep_job_new(c, e->tx);
+	k->e = e;
+	e->busy = 1;
+	loadwork_submit(c->work, &k->lw);
+	return 1;
 }
 
 void
@@ -94,16 +139,8 @@ indexkeep_start(struct child *c, struct session *s)
 	if (s->tx == NULL || s->busy || c->opts.cache_dir == NULL ||
 	    !transcript_index_dirty(s->tx))
 		return;
-	k = xcalloc(1, sizeof *k);
-	k->lw.run = keep_run;
-	k->lw.done = keep_done;
-	/* A small session's index is small: it must not wait behind big loads. */
-	k->lw.small = transcript_size(s->tx) < KEEP_SMALL_BYTES;
-	k->lw.background = 1;
-	k->c = c;
+	k = keep_job_new(c, s->tx);
 	k->s = s;
-	k->tx = s->tx;
-	k->dir = c->opts.cache_dir;
 	s->tx = NULL;
 	s->busy = 1;
 	loadwork_submit(c->work, &k->lw);

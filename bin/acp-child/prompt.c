@@ -161,6 +161,7 @@ prompt_chunk(void *arg, const char *text, size_t len)
 	child_send(p->c, rpc_new_notification("session/update", params));
 	if (child_out_full(p->c) && !p->paused) {
 		p->paused = 1;
+		p->c->npaused++;
 		agent_pause(p->agent, 1);
 	}
 }
@@ -310,6 +311,11 @@ prompt_pause_all(struct child *c, int paused)
 {
 	struct session *s;
 
+	if (!paused) {
+		if (c->npaused == 0)
+			return;		/* nobody to wake */
+		c->npaused = 0;
+	}
 	RB_FOREACH(s, session_tree, &c->sessions) {
 		if (s->prompt == NULL || s->prompt->agent == NULL ||
 		    s->prompt->paused == paused)

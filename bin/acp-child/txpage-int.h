@@ -33,6 +33,7 @@ struct txp_entry {
 	uint32_t		*pos;		/* record -> chain index + 1 */
 	size_t			 npos;
 	uint64_t		 chained;	/* transcript size the chain is of */
+	uint64_t		 kept_at;	/* transcript size last kept, or 0 */
 	const char		*cache_dir;	/* the kept indexes (--cache-dir), or NULL */
 	int			 rescan;	/* the kept index was damaged: a full pass */
 	int			 busy;

@@ -7,7 +7,9 @@
  * chain and a record -> chain position map: the first request for a file
  * opens the persistent index a load kept in --cache-dir (transcript.h;
  * checked as it is used: a damaged part in use means a full pass and the
- * page again) or indexes the file on a worker; later ones read only what
+ * page again) or indexes the file on a worker, and keeps that index in
+ * --cache-dir once nobody waits (indexkeep.c), so that the next child's
+ * first page reads only the page; later ones read only what
  * was appended since (and rebuild the chain only then), so a page costs
  * what its records cost, not what the file does.  The few most recent
  * indexes are kept in memory.
@@ -365,6 +367,9 @@ txp_entry_release(struct child *c, struct txp_entry *e)
 		rpc_msg_clear(&w->msg);
 		free(w);
 	}
+	/* Nobody waits: keep the index the pages built, as a restore does. */
+	if (!e->busy)
+		(void)indexkeep_entry_start(c, e);
 	child_check_done(c);
 }
 

@@ -213,10 +213,9 @@ conn_reply_done(struct evhttp_request *req, void *arg)
 {
 	struct conn *g;
 
-	(void)arg;
 	audit_done(req);
-	/* g may be gone (a closing connection): look it up by address. */
-	if ((g = conn_registered(arg)) != NULL && g->phase != C_TAKEN) {
+	/* g may be gone (a closing connection): look it up by connection. */
+	if ((g = conn_of(req)) != NULL && g == arg && g->phase != C_TAKEN) {
 		g->phase = C_IDLE;
 		g->headlen = 0;
 	}

@@ -8,6 +8,7 @@
 #define QWEN_SERVE_CONN_INT_H
 
 #include <sys/queue.h>
+#include <sys/tree.h>
 
 #include <stddef.h>
 
@@ -37,6 +38,7 @@ enum conn_refusal { R_NONE, R_TOO_LARGE, R_CLOSING };
 
 struct conn {
 	TAILQ_ENTRY(conn)	 entry;
+	RB_ENTRY(conn)		 by_evcon;	/* once attached */
 	struct bufferevent	*bev;
 	struct evhttp_connection *evcon;	/* NULL until attached */
 	struct event		*ev;	/* attach, deadlines, refusals */
@@ -59,8 +61,6 @@ struct conn {
 
 /* conn.c: the connection of req, or NULL. */
 struct conn	*conn_of(struct evhttp_request *);
-/* conn.c: arg if it is still a registered connection, else NULL. */
-struct conn	*conn_registered(void *arg);
 /* conn.c: arm the deadline of the phase just entered. */
 void		 conn_deadline(struct conn *, int seconds);
 /* conn-input.c: every change to a connection's input buffer. */

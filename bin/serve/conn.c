@@ -19,8 +19,10 @@
 
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/tree.h>
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,10 +51,29 @@
 #define CONN_PREAUTH_DIV	4
 
 static TAILQ_HEAD(, conn) conns = TAILQ_HEAD_INITIALIZER(conns);
+/*
+ * The attached connections by evhttp's connection: every request looks
+ * its connection up several times, and with ten thousand streams open a
+ * walk of the list was most of the daemon's time.
+ */
+RB_HEAD(conn_tree, conn);
+int	conn_cmp(const struct conn *, const struct conn *);
+RB_PROTOTYPE(conn_tree, conn, by_evcon, conn_cmp)
+static struct conn_tree conns_by_evcon = RB_INITIALIZER(&conns_by_evcon);
 static size_t nconns, nlinger, npreauth;
 static size_t nlive;	/* attached and not refused: what the cap counts */
 static int conn_cap, unix_cap;	/* TCP, and the Unix socket */
 static int preauth_cap;		/* TCP connections before authentication */
+
+/* The tree's order: the connection's address. */
+int
+conn_cmp(const struct conn *a, const struct conn *b)
+{
+	if (a->evcon == b->evcon)
+		return 0;
+	return (uintptr_t)a->evcon < (uintptr_t)b->evcon ? -1 : 1;
+}
+RB_GENERATE(conn_tree, conn, by_evcon, conn_cmp)
 
 /* The cap: --max-connections, within what the descriptor limit allows. */
 int
@@ -121,8 +142,10 @@ conn_free(struct conn *g)
 		npreauth--;
 	if (g->live)
 		nlive--;
-	if (g->evcon != NULL)
+	if (g->evcon != NULL) {
+		RB_REMOVE(conn_tree, &conns_by_evcon, g);
 		metrics_conn_closed(g->is_unix);
+	}
 	event_free(g->ev);
 	free(g->head);
 	free(g);
@@ -278,6 +301,7 @@ conn_attach(struct conn *g)
 		return -1;
 	}
 	g->evcon = arg;
+	RB_INSERT(conn_tree, &conns_by_evcon, g);
 	bufferevent_decref(g->bev);
 	evhttp_connection_set_closecb(g->evcon, conn_closed, g);
 	is_unix = g->is_unix = conn_is_unix(g);
@@ -359,27 +383,11 @@ conn_install(struct evhttp *http)
 struct conn *
 conn_of(struct evhttp_request *req)
 {
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-	struct conn *g;
+	struct conn key;
 
-	if (evcon == NULL)
+	if ((key.evcon = evhttp_request_get_connection(req)) == NULL)
 		return NULL;
-	TAILQ_FOREACH(g, &conns, entry)
-		if (g->evcon == evcon)
-			return g;
-	return NULL;
-}
-
-/* arg if it is still a registered connection, else NULL. */
-struct conn *
-conn_registered(void *arg)
-{
-	struct conn *g;
-
-	TAILQ_FOREACH(g, &conns, entry)
-		if (g == arg)
-			return g;
-	return NULL;
+	return RB_FIND(conn_tree, &conns_by_evcon, &key);
 }
 
 /* A request on req's connection was authenticated: it leaves the

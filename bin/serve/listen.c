@@ -39,6 +39,13 @@ static int accept_paused, accept_episode, accept_logged;
 static time_t accept_logged_at;
 /* At most one "not accepting" line in this many seconds. */
 #define ACCEPT_LOG_SEC	60
+/*
+ * Connections waiting to be accepted: ten thousand clients may connect at
+ * once (a restart, a burst of subscribers), and a Unix socket refuses a
+ * connect with EAGAIN once its backlog is full.  The kernel caps it at
+ * net.core.somaxconn (4096 by default).
+ */
+#define SERVE_LISTEN_BACKLOG	4096
 static struct evhttp *bound_http;
 static int lock_fd = -1;
 static char *lock_path;
@@ -270,7 +277,7 @@ listen_unix(struct evhttp *http, const char *path)
 	}
 	umask(old);
 	own_socket = 1;
-	if (chmod(path, 0600) == -1 || listen(fd, 128) == -1) {
+	if (chmod(path, 0600) == -1 || listen(fd, SERVE_LISTEN_BACKLOG) == -1) {
 		log_errx("listen %s: %s", path, strerror(errno));
 		close(fd);
 		return -1;
@@ -295,7 +302,7 @@ tcp_bind(const char *host)
 		return NULL;
 	lev = evconnlistener_new_bind(serve_base, NULL, NULL,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE,
-	    128, ai->ai_addr, (int)ai->ai_addrlen);
+	    SERVE_LISTEN_BACKLOG, ai->ai_addr, (int)ai->ai_addrlen);
 	evutil_freeaddrinfo(ai);
 	return lev;
 }

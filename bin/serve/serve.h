@@ -33,6 +33,7 @@
 #define QWEN_SERVE_H
 
 #include <sys/queue.h>
+#include <sys/tree.h>
 #include <sys/socket.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -608,6 +609,7 @@ TAILQ_HEAD(prompt_list, prompt);
 
 struct session {
 	TAILQ_ENTRY(session)	 entry;
+	RB_ENTRY(session)	 by_id;		/* sessions.c's map */
 	char			 id[SERVE_SESSION_ID_MAX + 1];
 	struct channel		*channel;
 	struct bus		*bus;

@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +28,15 @@ struct tombstone {
 };
 
 static TAILQ_HEAD(, session) sessions = TAILQ_HEAD_INITIALIZER(sessions);
+/*
+ * The same sessions by id: every request and every update from a child
+ * finds its session, and with ten thousand sessions a walk of the list
+ * was most of the daemon's time.
+ */
+RB_HEAD(session_tree, session);
+int	session_cmp(const struct session *, const struct session *);
+RB_PROTOTYPE(session_tree, session, by_id, session_cmp)
+static struct session_tree sessions_by_id = RB_INITIALIZER(&sessions_by_id);
 static TAILQ_HEAD(, tombstone) tombstones = TAILQ_HEAD_INITIALIZER(tombstones);
 static size_t nsessions;
 static int inflight;
@@ -36,15 +46,22 @@ static void	tombstone_add(const char *);
 
 /* ---- map and tombstones ------------------------------------------------- */
 
+/* The map's order: the id. */
+int
+session_cmp(const struct session *a, const struct session *b)
+{
+	return strcmp(a->id, b->id);
+}
+RB_GENERATE(session_tree, session, by_id, session_cmp)
+
 struct session *
 sessions_find(const char *id)
 {
-	struct session *s;
+	struct session key;
 
-	TAILQ_FOREACH(s, &sessions, entry)
-		if (strcmp(s->id, id) == 0)
-			return s;
-	return NULL;
+	if (strlcpy(key.id, id, sizeof(key.id)) >= sizeof(key.id))
+		return NULL;	/* longer than any id */
+	return RB_FIND(session_tree, &sessions_by_id, &key);
 }
 
 /* The live sessions in order, for the routes that walk them. */
@@ -216,6 +233,11 @@ session_new(const char *id, struct channel *ch)
 {
 	struct session *s;
 
+	if (sessions_find(id) != NULL) {
+		log_warnx("session %s: registered already", id);
+		errno = EEXIST;		/* the map holds one session an id */
+		return NULL;
+	}
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return NULL;
 	strlcpy(s->id, id, sizeof(s->id));
@@ -230,6 +252,7 @@ session_new(const char *id, struct channel *ch)
 	s->created_wall_ms = s->last_seen_wall_ms = clock_wall_ms();
 	s->last_active_mono_ms = clock_mono_ms();
 	TAILQ_INSERT_TAIL(&sessions, s, entry);
+	RB_INSERT(session_tree, &sessions_by_id, s);
 	nsessions++;
 	channel_session_added(ch);
 	log_info("session %s registered", id);
@@ -242,6 +265,7 @@ session_remove(struct session *s)
 {
 	perm_forget_session(s);
 	TAILQ_REMOVE(&sessions, s, entry);
+	RB_REMOVE(session_tree, &sessions_by_id, s);
 	nsessions--;
 	tombstone_add(s->id);
 	prompts_clear(s);
