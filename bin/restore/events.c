@@ -257,6 +257,31 @@ ev_print(const struct rctx *ctx, struct render *r, json_object *env)
 	fflush(stdout);
 }
 
+/*
+ * follow on a session that is not live: resume it (as prompt does) and
+ * subscribe again, so that following a persisted session just works.
+ * 0 when the new stream is open, -1 otherwise (s->resp holds why).
+ */
+static int
+follow_resume(struct rctx *ctx, struct sub *s, char *id, size_t len)
+{
+	struct http_resp	resp;
+
+	if (s->started)
+		pthread_join(s->thread, NULL);
+	s->started = 0;
+	sub_stop(s);
+	memset(s, 0, sizeof(*s));
+	if (restore_session(ctx, "resume", ctx->session_id, id, &resp, id,
+	    len) == -1) {
+		s->resp = resp;
+		return -1;
+	}
+	output_verbose(ctx, "resumed %s to follow it", ctx->session_id);
+	http_resp_clear(&resp);
+	return sub_start(s, ctx, ctx->session_id, id, ctx->last_event_id);
+}
+
 /* events ID [--last-event-id N]: returns the exit code. */
 int
 cmd_events(struct rctx *ctx)
@@ -270,7 +295,11 @@ cmd_events(struct rctx *ctx)
 
 	render_init(&r);
 	state_client_get(ctx->state, ctx->session_id, id, sizeof(id));
-	if (sub_start(&s, ctx, ctx->session_id, id, ctx->last_event_id) == -1) {
+	if (sub_start(&s, ctx, ctx->session_id, id, ctx->last_event_id) == -1 &&
+	    ctx->follow && s.resp.status == 404 && follow_resume(ctx, &s, id,
+	    sizeof(id)) == 0)
+		;	/* resumed, and the stream is open */
+	else if (!s.opened) {
 		if (s.started)
 			pthread_join(s.thread, NULL);
 		s.started = 0;
