@@ -4,12 +4,14 @@
 # t/helper/man-examples.py: the count of each page, every entry checked
 # (shell by bash -n, a systemd unit's ExecStart by bash -n, a JSON line by
 # jq, a YAML job by python3's yaml when it is there), and the examples of
-# qwen-restore(1) and qwen-trace-dump(1) run as written against a daemon
-# this test starts (the fake child) and trace files it writes.  What runs
-# differently is said where it is done: a crontab line runs its command,
-# a unit its ExecStart from the built tree, system paths (/var/log, /tmp)
-# are the sandbox's.  A command that follows a stream (follow, --follow)
-# runs in the background and is stopped when its example is done.
+# qwen-restore(1), qwen-trace-dump(1) and qwen-acp-child(8) run as
+# written against a daemon this test starts (the fake child), and trace
+# files and transcripts it writes; qwen-serve(8)'s are checked, not yet
+# run.  What runs differently is said where it is done: a crontab line
+# runs its command, a unit its ExecStart from the built tree, system
+# paths (/var/log, /var/tmp, /tmp) are the sandbox's.  A command that
+# follows a stream (follow, --follow) runs in the background and is
+# stopped when its example is done.
 
 load serve_helper
 bats_require_minimum_version 1.5.0
@@ -95,7 +97,7 @@ run_examples() {
 # The sandbox's paths for the system ones; a follower in the background
 # until its entry is done.
 rewrite() {
-	sed -E -e "s#(^| |=)/(var/log|tmp)/#\1$BATS_TEST_TMPDIR/\2/#g" \
+	sed -E -e "s#(^| |=)/(var/log|var/tmp|tmp)/#\1$BATS_TEST_TMPDIR/\2/#g" \
 	    -e 's/^(qwen-restore follow .*)$/\1 \&\nsubscribed/' \
 	    -e 's/^(qwen-trace-dump --follow .*)$/\1 \&/'
 }
@@ -154,4 +156,22 @@ subscribed() {
 	grep -q '^restore resume session 11111111-1111-4111-8111-111111111111' "$BATS_TEST_TMPDIR/ex-1.out"
 	jq -e '.traceEvents | length > 0' restore.json >/dev/null
 	grep -q '<svg' slow.svg
+}
+
+@test "qwen-acp-child(8): every example runs as written in a home with the session it names" {
+	export HOME=$BATS_TEST_TMPDIR/home
+	local id=6ca613de-dd80-4a4b-a95c-b6f902cad22f san
+	mkdir -p "$HOME/src/acme" "$BATS_TEST_TMPDIR/var/tmp"
+	cd "$HOME"
+	WS=$HOME/src/acme
+	san=$(printf '%s' "$WS" | sed 's/[^A-Za-z0-9]/-/g')
+	DATA=$HOME/.qwen
+	make_transcript "$id"
+	mkdir -p "$HOME/.qwen/projects/-home-dev-acme/chats"
+	cp "$HOME/.qwen/projects/$san/chats/$id.jsonl" "$HOME/.qwen/projects/-home-dev-acme/chats/"
+	# 3 and 4 read standard input (here empty) and start their agents
+	# only for a prompt.
+	run_examples qwen-acp-child.8
+	jq -e -s '.[1].id == 2 and .[1].result != null' "$BATS_TEST_TMPDIR/ex-1.out" >/dev/null
+	grep -q . "$BATS_TEST_TMPDIR/ex-5.out"
 }
