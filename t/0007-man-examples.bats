@@ -6,8 +6,9 @@
 # jq, a YAML job by python3's yaml when it is there), and the examples of
 # qwen-restore(1), qwen-trace-dump(1) and qwen-acp-child(8) run as
 # written against a daemon this test starts (the fake child), and trace
-# files and transcripts it writes; qwen-serve(8)'s are checked, not yet
-# run.  What runs differently is said where it is done: a crontab line
+# files and transcripts it writes; of qwen-serve(8)'s, the private
+# socket and ACP ones run (on one daemon, as a user types them), the
+# others are checked only.  What runs differently is said where it is done: a crontab line
 # runs its command, a unit its ExecStart from the built tree, system
 # paths (/var/log, /var/tmp, /tmp) are the sandbox's.  A command that
 # follows a stream (follow, --follow) runs in the background and is
@@ -80,9 +81,9 @@ run_examples() {
 		text=$(jq -r .text <<<"$line")
 		script=$(rewrite <<<"$text")
 		echo "# $page example $n" >&3
-		SOCK=${SOCK:-} SID_EX=$SID_EX bash -e -o pipefail -c "$(declare -f wait_for subscribed)
+		SOCK=${SOCK:-} SID_EX=$SID_EX bash -e -o pipefail -c "$(declare -f wait_for subscribed served)
 		    $script
-		    for j in \$(jobs -p); do kill \$j; done; wait" \
+		    for j in \$(jobs -p); do kill \$j 2>/dev/null || true; done; wait" \
 		    >"$BATS_TEST_TMPDIR/ex-$n.out" 2>"$BATS_TEST_TMPDIR/ex-$n.err" </dev/null || {
 			echo "$page example $n failed:" >&2
 			printf '%s\n' "$script" >&2
@@ -97,9 +98,17 @@ run_examples() {
 # The sandbox's paths for the system ones; a follower in the background
 # until its entry is done.
 rewrite() {
-	sed -E -e "s#(^| |=)/(var/log|var/tmp|tmp)/#\1$BATS_TEST_TMPDIR/\2/#g" \
+	sed -e ':a' -e '/\\$/N; s/\\\n//; ta' | sed -E \
+	    -e 's/^(qwen-serve .*--socket ([^ ]+) .*&)$/\1\nserved \2/' \
+	    -e 's/^(curl -N [^&]*)$/\1 \&/' -e "s#(^| |=)/(var/log|var/tmp|tmp)/#\1$BATS_TEST_TMPDIR/\2/#g" \
 	    -e 's/^(qwen-restore follow .*)$/\1 \&\nsubscribed/' \
 	    -e 's/^(qwen-trace-dump --follow .*)$/\1 \&/'
+}
+
+# served SOCKET: wait until a daemon started in the background answers.
+served() {
+	up() { curl -sf --unix-socket "$1" http://localhost/health >/dev/null; }
+	wait_for 10 up "$1"
 }
 
 # subscribed: wait until the session of the examples has a subscriber (a
@@ -174,4 +183,28 @@ subscribed() {
 	run_examples qwen-acp-child.8
 	jq -e -s '.[1].id == 2 and .[1].result != null' "$BATS_TEST_TMPDIR/ex-1.out" >/dev/null
 	grep -q . "$BATS_TEST_TMPDIR/ex-5.out"
+}
+
+@test "qwen-serve(8): the private socket and ACP examples run as written, one after the other" {
+	export HOME=$BATS_TEST_TMPDIR/home XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/run
+	export ID=$SID_EX
+	mkdir -p "$HOME/src/app"
+	mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+	cd "$HOME/src/app"
+	WS=$(pwd -P)
+	DATA=$HOME/.qwen
+	make_transcript "$ID"
+	jq -c 'select(.page == "qwen-serve.8" and (.n == 5 or .n == 6))' "$EX" |
+	    jq -s -c '{page: "both", n: 56, kind: "shell", text: (map(.text) | join("\n") + "\nanswered")}' >"$EX.both"
+	# answered: session/new's answer comes on the connection's stream (the
+	# follower in the background): wait for it before the end stops it.
+	answered() {
+		got() { grep -q '"id":2,"result":{"sessionId"' "$OUT"; }
+		wait_for 10 got
+	}
+	export OUT=$BATS_TEST_TMPDIR/ex-56.out
+	export -f answered wait_for
+	EX=$EX.both run_examples both
+	grep -q "\"sessionId\":\"$ID\"" "$BATS_TEST_TMPDIR/ex-56.out"
+	grep -q '"id":2,"result":{"sessionId"' "$BATS_TEST_TMPDIR/ex-56.out"
 }
