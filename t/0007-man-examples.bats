@@ -80,6 +80,8 @@ run_examples() {
 		[ "$(jq -r .kind <<<"$line")" = shell ] || continue
 		text=$(jq -r .text <<<"$line")
 		script=$(rewrite <<<"$text")
+		# after_N: what the test waits for before the followers stop.
+		! declare -F "after_$n" >/dev/null || script+=$'\n'"after_$n"
 		echo "# $page example $n" >&3
 		SOCK=${SOCK:-} SID_EX=$SID_EX bash -e -o pipefail -c "$(declare -f wait_for subscribed served)
 		    $script
@@ -136,6 +138,12 @@ subscribed() {
 	# unit: its ExecStart runs from the build tree in the workspace; 7
 	# names the real agent's model ('fake-large(openai)', t/2808): bash -n
 	# above only.
+	# The follower has printed the turn the prompt of 3 ran.
+	after_3() {
+		done3() { grep -q '^\[turn complete\]' "$BATS_TEST_TMPDIR/ex-3.out"; }
+		wait_for 10 done3
+	}
+	export -f after_3 wait_for
 	run_examples qwen-restore.1 5 6 7
 	grep -q . "$BATS_TEST_TMPDIR/ex-1.out"
 	grep -qx "$SID_EX" "$BATS_TEST_TMPDIR/ex-2.out"
