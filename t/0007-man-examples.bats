@@ -10,7 +10,8 @@
 # socket and ACP ones run (on one daemon, as a user types them), the
 # others are checked only.  What runs differently is said where it is done: a crontab line
 # runs its command, a unit its ExecStart from the built tree, system
-# paths (/var/log, /var/tmp, /tmp) are the sandbox's.  A command that
+# paths (/var/log, /var/lib, /var/tmp, /run, /tmp) are the sandbox's,
+# a daemon started in the foreground runs in the background.  A command that
 # follows a stream (follow, --follow) runs in the background and is
 # stopped when its example is done.
 
@@ -101,15 +102,18 @@ run_examples() {
 # until its entry is done.
 rewrite() {
 	sed -e ':a' -e '/\\$/N; s/\\\n//; ta' | sed -E \
+	    -e "s#(^| |=|\()/(var/log|var/lib|var/tmp|tmp|run)/#\1$BATS_TEST_TMPDIR/\2/#g" \
 	    -e 's/^(qwen-serve .*--socket ([^ ]+) .*&)$/\1\nserved \2/' \
-	    -e 's/^(curl -N [^&]*)$/\1 \&/' -e "s#(^| |=)/(var/log|var/tmp|tmp)/#\1$BATS_TEST_TMPDIR/\2/#g" \
+	    -e '/--socket|--check-config|--web-dir/! s/^((QWEN_SERVER_TOKEN=[^ ]+ )?qwen-serve [^&]*[^& ])( &)?$/\1 \&\nserved "$XDG_RUNTIME_DIR\/qwen-serve\/qwen-serve.sock"/' \
+	    -e 's/^(curl -N [^&]*)$/\1 \&/' \
 	    -e 's/^(qwen-restore follow .*)$/\1 \&\nsubscribed/' \
 	    -e 's/^(qwen-trace-dump --follow .*)$/\1 \&/'
 }
 
 # served SOCKET: wait until a daemon started in the background answers.
 served() {
-	up() { curl -sf --unix-socket "$1" http://localhost/health >/dev/null; }
+	# Any answer (a 401 of a daemon that wants a token too).
+	up() { [ "$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$1" http://localhost/health)" != 000 ]; }
 	wait_for 10 up "$1"
 }
 
@@ -215,4 +219,21 @@ subscribed() {
 	EX=$EX.both run_examples both
 	grep -q "\"sessionId\":\"$ID\"" "$BATS_TEST_TMPDIR/ex-56.out"
 	grep -q '"id":2,"result":{"sessionId"' "$BATS_TEST_TMPDIR/ex-56.out"
+}
+
+@test "qwen-serve(8): the log, audit, token, API-only, check-config and pid-file examples run as written" {
+	export HOME=$BATS_TEST_TMPDIR/home XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/run
+	export ID=$SID_EX
+	mkdir -p "$HOME/src/app" "$HOME/.config" "$BATS_TEST_TMPDIR/var/log/qwen-serve"
+	mkdir -p -m 700 "$XDG_RUNTIME_DIR" "$XDG_RUNTIME_DIR/qwen-serve"
+	cd "$HOME/src/app"
+	WS=$(pwd -P)
+	DATA=$HOME/.qwen
+	make_transcript "$ID"
+	# 3 (a daemon on TCP 4170 and promtool), 4 (a Prometheus job), 5 and 6
+	# (the test above), 8, 9 and 11 (websocat, a browser, npm and the real
+	# agent), 13, 14, 16 and 17 (systemd, root): bash -n above only.
+	run_examples qwen-serve.8 3 4 5 6 8 9 11 13 14 16 17
+	[ -s "$BATS_TEST_TMPDIR/var/log/qwen-serve.jsonl" ]
+	cat "$BATS_TEST_TMPDIR/ex-12.out" "$BATS_TEST_TMPDIR/ex-12.err" | grep -q 'configuration OK'
 }
