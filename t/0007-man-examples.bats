@@ -82,7 +82,7 @@ run_examples() {
 		text=$(jq -r .text <<<"$line")
 		script=$(rewrite <<<"$text")
 		# after_N: what the test waits for before the followers stop.
-		! declare -F "after_$n" >/dev/null || script+=$'\n'"after_$n"
+		if declare -F "after_$n" >/dev/null; then script+=$'\n'"after_$n"; fi
 		echo "# $page example $n" >&3
 		SOCK=${SOCK:-} SID_EX=$SID_EX bash -e -o pipefail -c "$(declare -f wait_for subscribed served)
 		    $script
