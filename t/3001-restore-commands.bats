@@ -37,7 +37,7 @@ CREATED='{"sessionId":"s-new","workspaceCwd":"/w","attached":false,"clientId":"c
 	run qwen-restore list --json
 	[ "$status" -eq 0 ]
 	[ "$(jq -r '.sessions[0].sessionId' <<<"$output")" = s-1 ]
-	[ "$(requests GET /workspace/sessions | jq -r .query)" = "cwd=$(jq -rn --arg c "$WS" '$c | @uri')" ]
+	[ "$(requests GET /workspace/sessions | jq -r .query)" = "cwd=$(jq -rn --arg c "$WS" '$c | @uri')&limit=100" ]
 }
 
 @test "heartbeat, cancel and status send the stored clientId" {
@@ -94,7 +94,7 @@ GET /session/s-1/events 200 sse hold
 > {"v":1,"type":"replay_complete","data":{"replayedCount":1}}
 > {"id":5,"v":1,"type":"session_closed","data":{"sessionId":"s-1","reason":"client_close"}}
 EOF
-	run qwen-restore events s-1 --last-event-id 3
+	run qwen-restore --json events s-1 --last-event-id 3
 	[ "$status" -eq 0 ]
 	[ "${#lines[@]}" -eq 3 ]
 	[ "$(jq -r .type <<<"${lines[1]}")" = replay_complete ]
@@ -111,7 +111,7 @@ GET /session/s-1/events 200 sse
 >raw "type":"b","data":{}}\n\n
 >raw data: {"v":2,"type":"wrong_version"}\n\ndata: not json\n\ndata: {"id":3,"v":1,"type":"c",\ndata: "data":{}}\n\n
 EOF
-	run qwen-restore -v events s-1
+	run qwen-restore -v --json events s-1
 	[ "$status" -eq 0 ]
 	[ "$(grep -v '^qwen-restore' <<<"$output" | jq -r .type | tr '\n' ' ')" = "a b c " ]
 	[[ "$output" == *"last event id 3, 1 comments"* ]]
@@ -207,7 +207,7 @@ EOF
 GET /session/s-1/events 200 sse hold
 > {"id":1,"v":1,"type":"session_update","data":{}}
 EOF2
-	qwen-restore events s-1 >"$BATS_TEST_TMPDIR/ev.out" 2>"$BATS_TEST_TMPDIR/ev.err" 3>&- &
+	qwen-restore --json events s-1 >"$BATS_TEST_TMPDIR/ev.out" 2>"$BATS_TEST_TMPDIR/ev.err" 3>&- &
 	pid=$!
 	got_one() { [ -s "$BATS_TEST_TMPDIR/ev.out" ]; }
 	wait_for 10 got_one
@@ -215,5 +215,6 @@ EOF2
 	rc=0
 	wait "$pid" || rc=$?
 	[ "$rc" -eq 1 ]
-	grep -q "event stream broken" "$BATS_TEST_TMPDIR/ev.err"
+	# --json: the error is a JSON line after the envelopes.
+	tail -1 "$BATS_TEST_TMPDIR/ev.out" | jq -e '.code == "protocol_error" and (.error | startswith("event stream broken"))' >/dev/null
 }

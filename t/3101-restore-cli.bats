@@ -130,7 +130,7 @@ SCRIPT
 	[ "$status" -eq 2 ]
 	run qwen-restore prompt s-1 --last-event-id 3 hi
 	[ "$status" -eq 2 ]
-	[ "$output" = "qwen-restore: --last-event-id: only for events, not prompt" ]
+	[ "$output" = "qwen-restore: --last-event-id: only for events and follow, not prompt" ]
 	run qwen-restore prompt --parallel s-1 hi
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--parallel reads the prompts from standard input" ]]
@@ -167,7 +167,7 @@ SCRIPT
 	[ "$(complete_words qwen-restore load --js)" = --json ]
 	[ "$(complete_words qwen-restore prompt s-1 --no-w)" = --no-wait ]
 	[ "$(complete_words qwen-restore --cwd "$WS" load s- | sort | tr '\n' ' ')" = "s-1 s-22 " ]
-	[ "$(requests GET /workspace/sessions | jq -r .query)" = "cwd=$(jq -rn --arg c "$WS" '$c | @uri')" ]
+	[ "$(requests GET /workspace/sessions | jq -r .query)" = "cwd=$(jq -rn --arg c "$WS" '$c | @uri')&limit=10000" ]
 	[ "$(complete_words qwen-restore --socket "$FAKE_SOCK" status t)" = t-3 ]
 	# No second id, and nothing from a daemon that is not there.
 	[ -z "$(complete_words qwen-restore status s-1 s)" ]

@@ -32,19 +32,19 @@ ids() {
 
 @test "transcript: NDJSON of the whole history, oldest first; --limit one page; --before" {
 	gen
-	run -0 qwen-restore transcript "$SID"
+	run -0 qwen-restore --json transcript "$SID"
 	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/all"
 	jq -e -s 'length > 300 and all(.[]; .v == 1 and .type == "session_update")' "$BATS_TEST_TMPDIR/all" >/dev/null
 	# The same events the route gives page by page.
 	req GET "/session/$SID/transcript?limit=500"
 	expect 200
 	[ "$(head -n "$(jq '.events | length' <<<"$body")" "$BATS_TEST_TMPDIR/all" | jq -s -c .)" = "$(jq -c .events <<<"$body")" ]
-	run -0 qwen-restore transcript "$SID" --limit 3
+	run -0 qwen-restore --json transcript "$SID" --limit 3
 	[ "$(printf '%s\n' "$output" | ids | wc -l)" -le 3 ]
 	[ "$(printf '%s\n' "$output" | head -1)" = "$(head -1 "$BATS_TEST_TMPDIR/all")" ]
 	local rec
 	rec=$(ids <"$BATS_TEST_TMPDIR/all" | sed -n 60p)
-	run -0 qwen-restore transcript "$SID" --before "$rec"
+	run -0 qwen-restore --json transcript "$SID" --before "$rec"
 	printf '%s\n' "$output" | ids >"$BATS_TEST_TMPDIR/before"
 	ids <"$BATS_TEST_TMPDIR/all" | head -59 | cmp - "$BATS_TEST_TMPDIR/before"
 }
@@ -67,11 +67,11 @@ ids() {
 @test "branch: prints the new id; --at ends it there; --json the whole answer; the branch loads" {
 	gen
 	local rec new
-	rec=$(qwen-restore transcript "$SID" | ids | sed -n 20p)
+	rec=$(qwen-restore --json transcript "$SID" | ids | sed -n 20p)
 	run -0 qwen-restore branch "$SID" --at "$rec" --name "from cli"
 	new=$output
 	[[ "$new" =~ ^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}- ]]
-	[ "$(qwen-restore transcript "$new" | ids | tail -1)" = "$rec" ]
+	[ "$(qwen-restore --json transcript "$new" | ids | tail -1)" = "$rec" ]
 	run -0 qwen-restore --json branch "$SID" --name other
 	jq -e ".displayName == \"other\" and .forkedFrom.sessionId == \"$SID\"" <<<"$output" >/dev/null
 	run -0 qwen-restore load "$new"

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -154,28 +155,72 @@ out:
 	return rc;
 }
 
-/* list: the persisted sessions of the workspace. */
+/*
+ * GET the workspace's sessions, at most limit of them (caller clears
+ * *resp); 0 or the exit code (quiet: not reported, no retry).  Shared
+ * with the id prefixes (prefix.c).
+ */
 int
-cmd_list(struct rctx *ctx, char **args)
+commands_list_get(struct rctx *ctx, long limit, struct http_resp *resp,
+    int quiet)
 {
 	struct http_req		 req;
-	struct http_resp	 resp;
 	enum timeout_source	 src;
 	char			*esc, *path = NULL;
-	int			 rc = EXIT_FAIL;
+	int			 rc;
 
-	(void)args;
+	memset(resp, 0, sizeof(*resp));
 	if ((esc = curl_easy_escape(NULL, ctx->cwd, 0)) == NULL ||
-	    asprintf(&path, "/workspace/sessions?cwd=%s", esc) == -1) {
+	    asprintf(&path, "/workspace/sessions?cwd=%s&limit=%ld", esc,
+	    limit) == -1) {
 		curl_free(esc);
 		return EXIT_FAIL;
 	}
 	curl_free(esc);
 	http_req_init(&req, "GET", path, NULL, NULL, timeout_fetch_ms(ctx, &src));
-	if ((rc = run(ctx, &req, &resp, 0)) == 0)
-		print_answer(ctx, &resp, human_list);
-	http_resp_clear(&resp);
+	if (quiet)
+		rc = http_do(ctx, &req, resp) == 0 ? 0 : EXIT_FAIL;
+	else
+		rc = run(ctx, &req, resp, 0);
 	free(path);
+	return rc;
+}
+
+/*
+ * list [--limit N | --all] [--no-header]: one more than asked is fetched,
+ * so a cut listing says so on standard error instead of ending silently.
+ */
+int
+cmd_list(struct rctx *ctx, char **args)
+{
+	struct http_resp	 resp;
+	json_object		*obj, *list;
+	long			 want, got;
+	int			 rc;
+
+	(void)args;
+	want = ctx->all ? LIST_MAX : ctx->limit > 0 ? (long)ctx->limit :
+	    LIST_DEFAULT;
+	if ((rc = commands_list_get(ctx, ctx->json || want == LIST_MAX ?
+	    want : want + 1, &resp, 0)) != 0) {
+		http_resp_clear(&resp);
+		return rc;
+	}
+	if (ctx->json || (obj = http_resp_json(&resp)) == NULL) {
+		print_answer(ctx, &resp, human_list);
+		http_resp_clear(&resp);
+		return rc;
+	}
+	list = json_get(obj, "sessions", json_type_array);
+	got = list != NULL ? (long)json_object_array_length(list) : 0;
+	if (got > want)
+		json_object_array_del_idx(list, (size_t)want, (size_t)(got - want));
+	human_list(ctx, obj);
+	if (got > want || (want == LIST_MAX && got == LIST_MAX))
+		fprintf(stderr, "%s: more sessions than the %ld shown "
+		    "(--limit N or --all for more)\n", getprogname(), want);
+	json_object_put(obj);
+	http_resp_clear(&resp);
 	return rc;
 }
 
@@ -349,6 +394,41 @@ restore_session(const struct rctx *ctx, const char *action, const char *sid,
 	return rc;
 }
 
+/*
+ * After load or resume, on a terminal (or with -v): what was restored and
+ * what to do next, on standard error so that standard output stays the
+ * id scripts read.
+ */
+static void
+restore_summary(const struct rctx *ctx, const char *action, json_object *obj)
+{
+	json_object	*v;
+	const char	*sid = json_get_str(obj, "sessionId");
+	size_t		 n = 0;
+	int		 more;
+
+	if (ctx->json || ctx->quiet || sid == NULL ||
+	    (!ctx->verbose && !isatty(STDERR_FILENO)))
+		return;
+	if ((v = json_get(obj, "compactedReplay", json_type_array)) != NULL)
+		n = json_object_array_length(v);
+	more = json_object_object_get_ex(obj, "historyHasMore", &v) &&
+	    json_object_get_boolean(v);
+	fprintf(stderr, "%s: %s %s", getprogname(),
+	    json_object_object_get_ex(obj, "attached", &v) &&
+	    json_object_get_boolean(v) ? "attached to the live session" :
+	    strcmp(action, "load") == 0 ? "loaded" : "resumed", sid);
+	if (strcmp(action, "load") == 0)
+		fprintf(stderr, ", %zu history events%s", n,
+		    more ? " (older ones not replayed)" : "");
+	if (json_object_object_get_ex(obj, "hasActivePrompt", &v) &&
+	    json_object_get_boolean(v))
+		fputs(", a turn is running", stderr);
+	fprintf(stderr, "\n%s: next: %s show %s, %s prompt %s TEXT, "
+	    "%s follow %s\n", getprogname(), getprogname(), sid,
+	    getprogname(), sid, getprogname(), sid);
+}
+
 /* load ID / resume ID. */
 static int
 cmd_restore(struct rctx *ctx, const char *action)
@@ -374,8 +454,10 @@ cmd_restore(struct rctx *ctx, const char *action)
 		output_local(&e, "protocol_error", EXIT_FAIL,
 		    "the answer is not a JSON object");
 		rc = output_fail(ctx, &e);
-	} else
+	} else {
 		print_session(ctx, &resp, obj);
+		restore_summary(ctx, action, obj);
+	}
 	json_object_put(obj);
 	http_resp_clear(&resp);
 	return rc;
@@ -443,6 +525,20 @@ cmd_cancel(struct rctx *ctx, char **args)
 {
 	(void)args;
 	return simple(ctx, "POST", "/cancel", 1, 0);
+}
+
+/* The cancel of a prompt's ^C or --max-time: no answer printed. */
+int
+commands_cancel(struct rctx *ctx)
+{
+	struct http_resp	 resp;
+	json_object		*b = xjson_object_new_object();
+	int			 rc;
+
+	rc = session_call(ctx, "POST", "/cancel", b, 0, &resp);
+	json_object_put(b);
+	http_resp_clear(&resp);
+	return rc;
 }
 
 /* heartbeat ID: print the answer. */

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "clock.h"
 #include "restore.h"
 
 /* Parse one SSE data payload into a v1 envelope and queue it. */
@@ -198,6 +200,40 @@ sub_next(struct sub *s)
 	return env;
 }
 
+/*
+ * sub_next() that also gives up (NULL, the stream still open) once *flag
+ * is no longer seen or the monotonic deadline (ms, 0: none) has passed;
+ * both are looked at every SUB_TICK_MS, since a signal handler cannot
+ * signal a condition variable.
+ */
+json_object *
+sub_next_until(struct sub *s, uint64_t deadline,
+    volatile sig_atomic_t *flag, sig_atomic_t seen)
+{
+	struct qev	*e;
+	struct timespec	 ts;
+	json_object	*env = NULL;
+
+	pthread_mutex_lock(&s->mu);
+	while (TAILQ_EMPTY(&s->q) && !s->ended && *flag == seen &&
+	    (deadline == 0 || clock_mono_ms() < deadline)) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += SUB_TICK_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		(void)pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+	}
+	if ((e = TAILQ_FIRST(&s->q)) != NULL) {
+		TAILQ_REMOVE(&s->q, e, entry);
+		env = e->env;
+		free(e);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return env;
+}
+
 /* Whether a terminal session frame ends every prompt. */
 int
 env_session_end(json_object *env)
@@ -209,13 +245,41 @@ env_session_end(json_object *env)
 	    strcmp(type, "client_evicted") == 0;
 }
 
-/* Print one envelope as a JSON line. */
+/* Print one envelope: a JSON line (--json), else as text. */
 static void
-ev_print(json_object *env)
+ev_print(const struct rctx *ctx, struct render *r, json_object *env)
 {
-	puts(json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN |
-	    JSON_C_TO_STRING_NOSLASHESCAPE));
+	if (ctx->json)
+		puts(json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN |
+		    JSON_C_TO_STRING_NOSLASHESCAPE));
+	else
+		render_event(r, env);
 	fflush(stdout);
+}
+
+/*
+ * follow on a session that is not live: resume it (as prompt does) and
+ * subscribe again, so that following a persisted session just works.
+ * 0 when the new stream is open, -1 otherwise (s->resp holds why).
+ */
+static int
+follow_resume(struct rctx *ctx, struct sub *s, char *id, size_t len)
+{
+	struct http_resp	resp;
+
+	if (s->started)
+		pthread_join(s->thread, NULL);
+	s->started = 0;
+	sub_stop(s);
+	memset(s, 0, sizeof(*s));
+	if (restore_session(ctx, "resume", ctx->session_id, id, &resp, id,
+	    len) == -1) {
+		s->resp = resp;
+		return -1;
+	}
+	output_verbose(ctx, "resumed %s to follow it", ctx->session_id);
+	http_resp_clear(&resp);
+	return sub_start(s, ctx, ctx->session_id, id, ctx->last_event_id);
 }
 
 /* events ID [--last-event-id N]: returns the exit code. */
@@ -224,12 +288,18 @@ cmd_events(struct rctx *ctx)
 {
 	struct sub	 s;
 	struct rerr	 e;
+	struct render	 r;
 	json_object	*env;
 	char		 id[RESTORE_ID_MAX + 1];
 	int		 rc = EXIT_OK, end = 0;
 
+	render_init(&r);
 	state_client_get(ctx->state, ctx->session_id, id, sizeof(id));
-	if (sub_start(&s, ctx, ctx->session_id, id, ctx->last_event_id) == -1) {
+	if (sub_start(&s, ctx, ctx->session_id, id, ctx->last_event_id) == -1 &&
+	    ctx->follow && s.resp.status == 404 && follow_resume(ctx, &s, id,
+	    sizeof(id)) == 0)
+		;	/* resumed, and the stream is open */
+	else if (!s.opened) {
 		if (s.started)
 			pthread_join(s.thread, NULL);
 		s.started = 0;
@@ -244,7 +314,7 @@ cmd_events(struct rctx *ctx)
 		return rc;
 	}
 	while ((env = sub_next(&s)) != NULL) {
-		ev_print(env);
+		ev_print(ctx, &r, env);
 		end = env_session_end(env);
 		json_object_put(env);
 		if (end)
@@ -260,6 +330,8 @@ cmd_events(struct rctx *ctx)
 		    "event stream broken: %s", s.resp.errbuf);
 		rc = output_fail(ctx, &e);
 	}
+	if (!ctx->json)
+		render_end(&r);
 	output_verbose(ctx, "last event id %" PRId64 ", %lu comments",
 	    s.last_id, sse_comments(s.parser));
 	sub_stop(&s);

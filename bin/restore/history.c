@@ -2,8 +2,9 @@
 /*
  * history.c: a session's history without loading it.
  *
- * transcript ID prints the events of GET /session/:id/transcript as
- * NDJSON, oldest first, following the pages to the end (500 records a
+ * transcript ID (and show ID) prints the events of GET
+ * /session/:id/transcript as a conversation (render.c; --json: NDJSON),
+ * oldest first, following the pages to the end (500 records a
  * page); --limit N prints one page of N; --before RECORD pages back from
  * just before that record (the pages are then printed oldest first once
  * all are in).  branch ID forks the session (POST /session/:id/branch) at
@@ -83,15 +84,20 @@ page_events(json_object *page)
 	return NULL;
 }
 
-/* Print a page's events, one JSON line each. */
+/* Print a page's events: one JSON line each (--json), else as text. */
 static void
-print_events(json_object *events)
+print_events(const struct rctx *ctx, struct render *r, json_object *events)
 {
 	size_t	i, n = json_object_array_length(events);
 
 	for (i = 0; i < n; i++)
-		puts(json_object_to_json_string_ext(json_object_array_get_idx(events, i),
-		    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+		if (ctx->json)
+			puts(json_object_to_json_string_ext(
+			    json_object_array_get_idx(events, i),
+			    JSON_C_TO_STRING_PLAIN |
+			    JSON_C_TO_STRING_NOSLASHESCAPE));
+		else
+			render_event(r, json_object_array_get_idx(events, i));
 }
 
 /* Fetch one page into *page (caller puts); 0 or the exit code. */
@@ -124,15 +130,17 @@ int
 cmd_transcript(struct rctx *ctx, char **args)
 {
 	json_object	*page, *v, **back = NULL, **nb;
+	struct render	 r;
 	size_t		 nback = 0, i;
 	char		*cursor = NULL;
 	int		 rc, first = 1, more;
 
 	(void)args;
+	render_init(&r);
 	while ((rc = get_page(ctx, cursor, first, &page)) == 0) {
 		first = 0;
 		if (ctx->before == NULL)
-			print_events(page_events(page));
+			print_events(ctx, &r, page_events(page));
 		else if ((nb = reallocarray(back, nback + 1, sizeof(*back))) != NULL) {
 			back = nb;
 			back[nback++] = json_object_get(page);
@@ -150,11 +158,13 @@ cmd_transcript(struct rctx *ctx, char **args)
 	/* Backward pages came newest first. */
 	for (i = nback; i-- > 0;) {
 		if (rc == 0)
-			print_events(page_events(back[i]));
+			print_events(ctx, &r, page_events(back[i]));
 		json_object_put(back[i]);
 	}
 	free(back);
 	free(cursor);
+	if (!ctx->json)
+		render_end(&r);
 	return rc;
 }
 

@@ -6,7 +6,9 @@
  * prompt), cut to the terminal width; status, capabilities and heartbeat
  * are "key  value" lines, nested keys joined with dots, times in local
  * time.  Control characters in daemon strings are shown as spaces so an
- * answer cannot move the cursor or recolour the terminal.
+ * answer cannot move the cursor or recolour the terminal.  Widths are
+ * terminal columns (wcwidth: a CJK character takes two), not bytes or
+ * code points.
  */
 #include "config.h"
 
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <wchar.h>
 
 #include "json.h"
 #include "restore.h"
@@ -21,27 +24,104 @@
 #define KEY_MAX	128
 
 /*
- * Print s with control characters as spaces, at most max columns (code
- * points; 0: no limit), "…" marking a cut.
+ * The next code point of s (UTF-8; a bad byte is U+FFFD, one byte) into
+ * *cp; returns its length in bytes.
  */
+static size_t
+utf8_next(const unsigned char *s, wchar_t *cp)
+{
+	size_t	n, i;
+	wchar_t	c;
+
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
+	c = n == 4 ? s[0] & 0x07 : n == 3 ? s[0] & 0x0f : s[0] & 0x1f;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			break;
+		c = (c << 6) | (s[i] & 0x3f);
+	}
+	if (n == 0 || i < n) {
+		*cp = 0xfffd;
+		return 1;
+	}
+	*cp = c;
+	return n;
+}
+
+/* Columns a code point takes on a terminal: 0, 1 or 2 (CJK, emoji). */
+static int
+cp_width(wchar_t c)
+{
+	int	w;
+
+	if (c < 0x20 || c == 0x7f)
+		return 1;	/* shown as a space */
+	if ((w = wcwidth(c)) < 0)
+		return 1;
+	return w;
+}
+
+/* Display width of s in terminal columns. */
+size_t
+human_width(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t	 w = 0;
+	wchar_t	 c;
+
+	while (*p != '\0') {
+		p += utf8_next(p, &c);
+		w += (size_t)cp_width(c);
+	}
+	return w;
+}
+
+/*
+ * Print s with control characters as spaces, at most max terminal columns
+ * (0: no limit), "…" marking a cut; pad with spaces to pad columns.
+ * Returns the columns printed.
+ */
+size_t
+human_put(const char *s, size_t max, size_t pad)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t	 cols = 0, n, w;
+	wchar_t	 c;
+
+	if (max > 0 && human_width(s) > max) {
+		while (*p != '\0') {
+			n = utf8_next(p, &c);
+			w = (size_t)cp_width(c);
+			if (cols + w + 1 > max)
+				break;
+			if (c < 0x20 || c == 0x7f)
+				putchar(' ');
+			else
+				fwrite(p, 1, n, stdout);
+			cols += w;
+			p += n;
+		}
+		fputs("\xe2\x80\xa6", stdout);
+		cols++;
+	} else {
+		for (; *p != '\0'; p++)
+			putchar(*p < 0x20 || *p == 0x7f ? ' ' : *p);
+		cols = human_width(s);
+	}
+	for (; cols < pad; cols++)
+		putchar(' ');
+	return cols;
+}
+
+/* The old name: no padding. */
 static void
 put_clean(const char *s, size_t max)
 {
-	size_t	cols = 0, total = 0;
-	const unsigned char *p;
-
-	for (p = (const unsigned char *)s; *p != '\0'; p++)
-		total += (*p & 0xc0) != 0x80;
-	for (p = (const unsigned char *)s; *p != '\0'; p++) {
-		if ((*p & 0xc0) != 0x80) {
-			if (max > 0 && total > max && cols + 1 >= max) {
-				fputs("\xe2\x80\xa6", stdout);
-				return;
-			}
-			cols++;
-		}
-		putchar(*p < 0x20 || *p == 0x7f ? ' ' : *p);
-	}
+	(void)human_put(s, max, 0);
 }
 
 /* Local time of an epoch in ms: "2026-12-01 14:38". */
@@ -107,12 +187,14 @@ human_list(const struct rctx *ctx, json_object *answer)
 		if ((id = json_get_str(json_object_array_get_idx(list, i),
 		    "sessionId")) != NULL && strlen(id) > idw)
 			idw = strlen(id);
-	printf("%-*s %6s %-16s %-4s ", (int)idw, "ID", "SIZE", "MODIFIED",
-	    "LIVE");
 	used = idw + 6 + 16 + 4 + 4;
-	put_clean("FIRST PROMPT", ctx->cols > 0 && (size_t)ctx->cols > used ?
-	    (size_t)ctx->cols - used : 0);
-	putchar('\n');
+	if (!ctx->no_header) {
+		printf("%-*s %6s %-16s %-4s ", (int)idw, "ID", "SIZE",
+		    "MODIFIED", "LIVE");
+		put_clean("FIRST PROMPT", ctx->cols > 0 &&
+		    (size_t)ctx->cols > used ? (size_t)ctx->cols - used : 0);
+		putchar('\n');
+	}
 	for (i = 0; i < n; i++) {
 		e = json_object_array_get_idx(list, i);
 		id = json_get_str(e, "sessionId");

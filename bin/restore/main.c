@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <locale.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,8 @@ enum {
 	OPT_JSON, OPT_RETRY, OPT_STATE, OPT_NO_AUTO, OPT_NO_WAIT, OPT_PARALLEL,
 	OPT_LAST_ID, OPT_VERSION, OPT_PAGE_SIZE, OPT_REPLAY_MODE, OPT_DEADLINE,
 	OPT_SESSION_ID, OPT_APPROVAL, OPT_MODEL_SERVICE, OPT_LIMIT, OPT_BEFORE,
-	OPT_AT, OPT_NAME, OPT_APPROVE, OPT_TOKEN_FILE,
+	OPT_AT, OPT_NAME, OPT_APPROVE, OPT_TOKEN_FILE, OPT_ALL, OPT_NO_HEADER,
+	OPT_MAX_TIME,
 };
 
 static const struct option longopts[] = {
@@ -55,6 +57,9 @@ static const struct option longopts[] = {
 	{ "approval-mode",	required_argument, NULL, OPT_APPROVAL },
 	{ "model-service",	required_argument, NULL, OPT_MODEL_SERVICE },
 	{ "limit",		required_argument, NULL, OPT_LIMIT },
+	{ "all",		no_argument,	   NULL, OPT_ALL },
+	{ "no-header",		no_argument,	   NULL, OPT_NO_HEADER },
+	{ "max-time",		required_argument, NULL, OPT_MAX_TIME },
 	{ "before",		required_argument, NULL, OPT_BEFORE },
 	{ "at",			required_argument, NULL, OPT_AT },
 	{ "name",		required_argument, NULL, OPT_NAME },
@@ -88,7 +93,8 @@ usage(int status)
 	    "\t[--fetch-timeout-ms ms] [--timeout-ms ms] [--json] "
 	    "[--retry n]\n"
 	    "\t[--state-dir dir] [-qv] [--help] [--version] command [args]\n"
-	    "commands: capabilities, list,\n"
+	    "commands: capabilities,\n"
+	    "\tlist [--limit n | --all] [--no-header],\n"
 	    "\tnew [--session-id ID] [--approval-mode mode] "
 	    "[--model-service id],\n"
 	    "\tattach [--approval-mode mode] [--model-service id],\n"
@@ -98,11 +104,11 @@ usage(int status)
 	    "mode ID MODE,\n"
 	    "\tprompt ID [TEXT|-] [--no-wait] [--parallel] "
 	    "[--no-auto-resume] [--deadline-ms ms]\n"
-	    "\t    [--approve ask|all|none],\n"
+	    "\t    [--max-time s] [--approve ask|all|none],\n"
 	    "\tpermission ID REQUEST-ID allow|deny,\n"
-	    "\tevents ID [--last-event-id n], cancel ID, heartbeat ID, "
+	    "\tevents|follow ID [--last-event-id n], cancel ID, heartbeat ID, "
 	    "detach ID,\n"
-	    "\tclose ID, status ID, transcript ID [--limit n] "
+	    "\tclose ID, status ID, transcript|show ID [--limit n] "
 	    "[--before record],\n"
 	    "\tbranch ID [--at record] [--name name], help [COMMAND]\n"
 	    "'%s help COMMAND' or '%s COMMAND --help' tells what one does.\n",
@@ -151,6 +157,21 @@ parse_count(const char *flag, const char *text, long long max)
 	if (v < 1)
 		usage_err("%s: must be 1 to %lld", flag, max);
 	return v;
+}
+
+/* Seconds as curl's --max-time takes them ("30", "2.5"), in ms. */
+static int64_t
+parse_seconds(const char *flag, const char *text)
+{
+	char	*end;
+	double	 v;
+
+	errno = 0;
+	v = strtod(text, &end);
+	if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno != 0 ||
+	    v <= 0 || v > 86400 * 365)
+		usage_err("%s: seconds above 0, not '%s'", flag, text);
+	return (int64_t)(v * 1000 + 0.5) > 0 ? (int64_t)(v * 1000 + 0.5) : 1;
 }
 
 /* --retry waits. */
@@ -396,7 +417,12 @@ parse_args(struct rctx *ctx, int argc, char **argv)
 		case OPT_APPROVAL: ctx->approval_mode = optarg; break;
 		case OPT_MODEL_SERVICE: ctx->model_service = optarg; break;
 		case OPT_LIMIT:
-			ctx->limit = parse_count("--limit", optarg, 500);
+			ctx->limit = parse_count("--limit", optarg, LIST_MAX);
+			break;
+		case OPT_ALL: ctx->all = 1; break;
+		case OPT_NO_HEADER: ctx->no_header = 1; break;
+		case OPT_MAX_TIME:
+			ctx->max_time_ms = parse_seconds("--max-time", optarg);
 			break;
 		case OPT_BEFORE: ctx->before = optarg; break;
 		case OPT_AT: ctx->at = optarg; break;
@@ -447,8 +473,14 @@ check_options(const struct rctx *ctx, const char *cmd)
 		if (bad != NULL)
 			usage_err("%s: only for prompt, not %s", bad, cmd);
 	}
-	if (strcmp(cmd, "events") != 0 && ctx->last_event_id >= 0)
-		usage_err("--last-event-id: only for events, not %s", cmd);
+	if (strcmp(cmd, "events") != 0 && strcmp(cmd, "follow") != 0 &&
+	    ctx->last_event_id >= 0)
+		usage_err("--last-event-id: only for events and follow, not %s",
+		    cmd);
+	if (ctx->limit > 500 && strcmp(cmd, "list") != 0)
+		usage_err("--limit: 1 to 500 for %s", cmd);
+	if (ctx->all && ctx->limit >= 0)
+		usage_err("--limit and --all are exclusive");
 }
 
 /* The width tables are cut to: the terminal's, else $COLUMNS, else none. */
@@ -489,6 +521,8 @@ static const struct command {
 	{ "close",		1, 0, cmd_close },
 	{ "status",		1, 0, cmd_status },
 	{ "transcript",		1, 0, cmd_transcript },
+	{ "show",		1, 0, cmd_transcript },
+	{ "follow",		1, 0, cmd_events_args },
 	{ "branch",		1, 0, cmd_branch },
 	{ "permission",		1, 2, cmd_permission },
 	{ "model",		1, 1, cmd_model },
@@ -502,8 +536,10 @@ static const struct command_help {
 	{ "capabilities", "capabilities",
 	  "Show what the daemon offers and cache its restore budget\n"
 	  "(the timer of later loads and resumes)." },
-	{ "list", "list",
-	  "List the persisted sessions of the workspace, newest first." },
+	{ "list", "list [--limit N | --all] [--no-header]",
+	  "List the persisted sessions of the workspace, newest first: 100\n"
+	  "unless --limit or --all, a line on standard error when there are\n"
+	  "more.  A session ID may be given to any command by a unique prefix." },
 	{ "new", "new [--session-id ID] [--approval-mode MODE] [--model-service ID]",
 	  "Create a session of its own in the workspace and print its id\n"
 	  "(a model the agent did not take: exit 1, the id printed)." },
@@ -513,18 +549,26 @@ static const struct command_help {
 	{ "load", "load ID [--page-size N] [--replay-mode full|summary] "
 	  "[--approval-mode MODE]",
 	  "Restore a session with its history (under the restore budget) and\n"
-	  "print its id." },
+	  "print its id, then what was restored (standard error)." },
 	{ "resume", "resume ID [--approval-mode MODE]",
 	  "Restore a session without its history and print its id." },
 	{ "prompt", "prompt ID [TEXT|-] [--no-wait] [--parallel] "
-	  "[--no-auto-resume]\n\t[--deadline-ms MS] [--approve ask|all|none]",
+	  "[--no-auto-resume]\n\t[--deadline-ms MS] [--max-time SECONDS] "
+	  "[--approve ask|all|none]",
 	  "Send a prompt (TEXT, or standard input with - or without TEXT) and\n"
 	  "stream the answer to standard output; --approve answers the agent's\n"
-	  "permission requests." },
+	  "permission requests.  ^C cancels the turn (a second ^C leaves it\n"
+	  "running and exits 130); --max-time SECONDS cancels it after that\n"
+	  "long and exits 124." },
 	{ "permission", "permission ID REQUEST-ID allow|deny",
 	  "Answer a pending permission request of the session (see status)." },
 	{ "events", "events ID [--last-event-id N]",
-	  "Follow the session's events, one JSON envelope a line." },
+	  "Follow the session's events as text (--json: one JSON envelope a\n"
+	  "line)." },
+	{ "follow", "follow ID [--last-event-id N]",
+	  "Follow the session's events as a conversation (events as text)." },
+	{ "show", "show ID [--limit N] [--before RECORD]",
+	  "Print the session's history as a conversation (transcript as text)." },
 	{ "cancel", "cancel ID", "Cancel the session's running turn." },
 	{ "heartbeat", "heartbeat ID", "Tell the daemon this client is alive." },
 	{ "detach", "detach ID", "Leave the session; it stays live for others." },
@@ -532,7 +576,8 @@ static const struct command_help {
 	{ "status", "status ID",
 	  "Show the session's live state and every request it waits for." },
 	{ "transcript", "transcript ID [--limit N] [--before RECORD]",
-	  "Show the session's history, a page at a time." },
+	  "Show the session's history as a conversation (--json: NDJSON\n"
+	  "events), all of it or --limit N records." },
 	{ "branch", "branch ID [--at RECORD] [--name NAME]",
 	  "Make a new session from the history of ID and print its id." },
 	{ "model", "model ID MODEL", "Switch the session's model." },
@@ -583,18 +628,33 @@ check_command_options(const struct rctx *ctx, const char *cmd)
 		{ "--deadline-ms", "prompt" }, { "--session-id", "new" },
 		{ "--approval-mode", "new attach load resume" },
 		{ "--model-service", "new attach" },
-		{ "--limit", "transcript" }, { "--before", "transcript" },
+		{ "--limit", "transcript show list" },
+		{ "--before", "transcript show" },
 		{ "--at", "branch" }, { "--name", "branch" },
+		{ "--all", "list" }, { "--no-header", "list" },
+		{ "--max-time", "prompt" },
 	};
 	const int given[] = { ctx->page_size >= 0, ctx->replay_mode != NULL,
 	    ctx->deadline_ms >= 0, ctx->new_id != NULL, ctx->approval_mode != NULL,
 	    ctx->model_service != NULL, ctx->limit >= 0, ctx->before != NULL,
-	    ctx->at != NULL, ctx->name != NULL };
+	    ctx->at != NULL, ctx->name != NULL, ctx->all, ctx->no_header,
+	    ctx->max_time_ms >= 0 };
 	size_t i;
 
 	for (i = 0; i < sizeof(only) / sizeof(only[0]); i++)
 		if (given[i] && !word_in(cmd, only[i].cmd))
 			usage_err("%s: only with %s", only[i].opt, only[i].cmd);
+}
+
+/*
+ * Widths by wcwidth need a UTF-8 character type: the user's locale, else
+ * C.UTF-8 (what the daemon sends is UTF-8 whatever the locale says).
+ */
+static void
+setup_locale(void)
+{
+	if (setlocale(LC_CTYPE, "") == NULL || MB_CUR_MAX == 1)
+		(void)setlocale(LC_CTYPE, "C.UTF-8");
 }
 
 /* Parse, open the state, run one command, exit with its code. */
@@ -609,7 +669,8 @@ main(int argc, char **argv)
 
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.fetch_timeout_ms = ctx.timeout_ms = ctx.last_event_id = -1;
-	ctx.page_size = ctx.deadline_ms = ctx.limit = -1;
+	ctx.page_size = ctx.deadline_ms = ctx.limit = ctx.max_time_ms = -1;
+	setup_locale();
 	parse_args(&ctx, argc, argv);
 	ctx.cols = output_width();
 	if (ctx.help)
@@ -654,7 +715,12 @@ main(int argc, char **argv)
 		    getprogname());
 		return EXIT_FAIL;
 	}
-	rc = cmd->fn(&ctx, argv + optind + 1 + cmd->takes_id);
+	ctx.follow = strcmp(cmd->name, "follow") == 0;
+	if (strcmp(cmd->name, "show") == 0 || ctx.follow)
+		ctx.json = 0;	/* text is what they are for */
+	rc = ctx.session_id != NULL ? prefix_resolve(&ctx) : 0;
+	if (rc == 0)
+		rc = cmd->fn(&ctx, argv + optind + 1 + cmd->takes_id);
 	http_global_cleanup();
 	state_free(ctx.state);
 	free(ctx.socket_path);
@@ -664,6 +730,7 @@ main(int argc, char **argv)
 	free(ctx.token);
 	free(ctx.cwd);
 	free(ctx.state_dir);
+	free(ctx.session_id_full);
 	if (outflush(stdout) == -1) {
 		fprintf(stderr, "%s: write error: %s\n", getprogname(),
 		    strerror(errno));

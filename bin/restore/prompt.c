@@ -10,18 +10,25 @@
  * it), it subscribes after the admission from the 202's lastEventId, so no
  * event of the prompt is missed.  With --parallel every stdin line is a
  * prompt; all are admitted concurrently (one thread each) and share one
- * subscription and one reattach.  --no-wait prints the promptIds.
+ * subscription and one reattach.  --no-wait prints the promptIds.  While
+ * it waits, ^C (or --max-time) cancels the turn and waits for its end a
+ * while; a second ^C leaves it running.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "clock.h"
 #include "restore.h"
 #include "xmalloc.h"
+
+#define PR_CANCEL_GRACE_MS	10000	/* for the cancelled turn to end */
 
 /* One prompt of this invocation. */
 struct pr {
@@ -230,6 +237,56 @@ pr_block(struct pr *p, size_t i, size_t n)
 	}
 }
 
+/* ^C presses while a prompt waits (prompt_on_int). */
+static volatile sig_atomic_t pr_interrupts;
+
+/*
+ * SIGINT while waiting: the first is seen by pr_wait, which cancels the
+ * turn; a second leaves the turn running and exits at once.
+ */
+static void
+pr_on_int(int sig)
+{
+	static const char msg[] = "\nqwen-restore: the turn is left running "
+	    "(qwen-restore cancel ID ends it)\n";
+
+	(void)sig;
+	if (pr_interrupts++ > 0) {
+		(void)write(STDERR_FILENO, msg, sizeof(msg) - 1);
+		_exit(EXIT_INTERRUPT);
+	}
+}
+
+/*
+ * ^C or --max-time: cancel the session's turn and say so; the turn's end
+ * is then waited for PR_CANCEL_GRACE_MS at most.  Returns the new
+ * deadline.
+ */
+static uint64_t
+pr_stop_turn(struct rctx *ctx, int why)
+{
+	if (why == EXIT_INTERRUPT)
+		fprintf(stderr, "\n%s: ^C: cancelling the turn (^C again "
+		    "leaves it running)\n", getprogname());
+	else
+		fprintf(stderr, "\n%s: --max-time %.3g s passed: cancelling "
+		    "the turn\n", getprogname(), (double)ctx->max_time_ms / 1000);
+	(void)commands_cancel(ctx);
+	return clock_mono_ms() + PR_CANCEL_GRACE_MS;
+}
+
+/* Catch ^C from now on (the prompts are in: a turn is there to cancel). */
+static void
+pr_catch_int(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = pr_on_int;
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(SIGINT, &sa, NULL);
+}
+
 /* Wait for the turns of all admitted prompts; returns the exit code. */
 static int
 pr_wait(struct rctx *ctx, struct sub *s, struct pr *ps, size_t n)
@@ -237,14 +294,27 @@ pr_wait(struct rctx *ctx, struct sub *s, struct pr *ps, size_t n)
 	json_object	*env;
 	struct rerr	 e;
 	size_t		 i, left;
-	int		 direct = n == 1, rc = EXIT_OK;
+	uint64_t	 deadline = 0;
+	int		 direct = n == 1, rc = EXIT_OK, stopped = 0;
+	size_t		 left_at_stop = 0;
 
+	if (ctx->max_time_ms > 0)
+		deadline = clock_mono_ms() + (uint64_t)ctx->max_time_ms;
 	for (;;) {
 		for (i = 0, left = 0; i < n; i++)
 			left += !ps[i].done;
-		if (left == 0)
+		if (left == 0 || (stopped && left < left_at_stop))
 			break;
-		if ((env = sub_next(s)) == NULL)
+		env = sub_next_until(s, deadline, &pr_interrupts, stopped ?
+		    pr_interrupts : 0);
+		if (env == NULL && !s->ended && !stopped) {
+			stopped = pr_interrupts > 0 ? EXIT_INTERRUPT :
+			    EXIT_MAXTIME;
+			left_at_stop = left;
+			deadline = pr_stop_turn(ctx, stopped);
+			continue;
+		}
+		if (env == NULL)
 			break;
 		if (env_session_end(env)) {
 			output_verbose(ctx, "session ended: %s",
@@ -262,7 +332,7 @@ pr_wait(struct rctx *ctx, struct sub *s, struct pr *ps, size_t n)
 			output_local(&e, "turn_error", EXIT_FAIL, "%s",
 			    ps[i].error);
 			rc = output_fail(ctx, &e);
-		} else if (!ps[i].done) {
+		} else if (!ps[i].done && !stopped) {
 			output_local(&e, "protocol_error", EXIT_FAIL,
 			    "event stream ended before the turn finished");
 			rc = output_fail(ctx, &e);
@@ -270,7 +340,7 @@ pr_wait(struct rctx *ctx, struct sub *s, struct pr *ps, size_t n)
 	}
 	if (direct && !ctx->json && ps[0].printed && !ps[0].ends_nl)
 		fputc('\n', stdout);
-	return rc;
+	return stopped ? stopped : rc;
 }
 
 /* Read the prompts: text, or stdin (whole, or one per line). */
@@ -400,6 +470,11 @@ cmd_prompt(struct rctx *ctx, const char *text)
 	size_t		 n, i, admitted = 0;
 	int		 rc = EXIT_OK, live = 0, wrc;
 
+	if (ctx->no_wait && ctx->max_time_ms >= 0) {
+		output_local(&e, "bad_request", EXIT_USAGE,
+		    "--max-time: not with --no-wait (nothing is waited for)");
+		return output_fail(ctx, &e);
+	}
 	if (pr_read(ctx, text, &texts, &n) == -1 || n == 0) {
 		free(texts);
 		output_local(&e, "bad_request", EXIT_USAGE, "no prompt text");
@@ -446,6 +521,7 @@ cmd_prompt(struct rctx *ctx, const char *text)
 				printf("%s\n", ps[i].prompt_id);
 		}
 	} else if (admitted > 0) {
+		pr_catch_int();
 		if (!live && pr_late_sub(ctx, &h, &s, ps, n) == -1) {
 			output_classify(&s.resp, &e);
 			wrc = output_error(ctx, &s.resp, &e);

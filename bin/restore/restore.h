@@ -15,6 +15,7 @@
 #include <sys/queue.h>
 
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,8 @@
 
 #define RESTORE_ID_MAX		128	/* session and client ids */
 #define RESTORE_FETCH_DEFAULT_MS 30000	/* SDK default fetchTimeoutMs */
+#define LIST_DEFAULT	100	/* list without --limit */
+#define LIST_MAX	10000	/* the daemon's largest ?limit (--all) */
 
 struct state;
 
@@ -63,7 +66,11 @@ struct rctx {
 	const char	*new_id;	/* new --session-id */
 	const char	*approval_mode;	/* new --approval-mode */
 	const char	*model_service;	/* new --model-service */
-	int64_t		 limit;		/* transcript --limit, -1 */
+	int64_t		 limit;		/* transcript, list --limit, -1 */
+	int		 all;		/* list --all */
+	int		 no_header;	/* list --no-header */
+	int64_t		 max_time_ms;	/* prompt --max-time, -1 */
+	int		 follow;	/* show --follow, follow */
 	const char	*before;	/* transcript --before RECORD */
 	const char	*at;		/* branch --at RECORD */
 	const char	*name;		/* branch --name NAME */
@@ -71,6 +78,7 @@ struct rctx {
 	int		 cols;		/* output width, 0: no limit */
 	const char	*command;
 	const char	*session_id;	/* NULL for capabilities/list/new */
+	char		*session_id_full; /* owned: a prefix completed */
 	struct state	*state;
 };
 
@@ -163,6 +171,13 @@ char	*address_default_token(void);
 
 /* ---- human.c ------------------------------------------------------------ */
 
+/* Display width of s in terminal columns (wcwidth). */
+size_t	human_width(const char *s);
+/*
+ * Print s cleaned of control characters in at most max columns (0: no
+ * limit, a cut marked "…"), padded to pad columns; the columns printed.
+ */
+size_t	human_put(const char *s, size_t max, size_t pad);
 /* list: an aligned table of the sessions answer (borrowed). */
 void	human_list(const struct rctx *, json_object *answer);
 /* status, capabilities, heartbeat: "key  value" lines of obj (borrowed). */
@@ -237,6 +252,8 @@ const char *timeout_source_name(enum timeout_source);
 #define EXIT_FAIL	1
 #define EXIT_USAGE	2
 #define EXIT_NOTFOUND	3
+#define EXIT_MAXTIME	124	/* prompt --max-time passed (timeout(1)'s) */
+#define EXIT_INTERRUPT	130	/* prompt ended by ^C (128 + SIGINT) */
 #define EXIT_UNREACH	69
 #define EXIT_RETRY	75
 
@@ -346,6 +363,13 @@ int	sub_start(struct sub *s, struct rctx *ctx, const char *sid,
 void	sub_stop(struct sub *s);
 /* The next envelope (caller puts), or NULL once the stream ended. */
 json_object *sub_next(struct sub *s);
+#define SUB_TICK_MS	100	/* how often sub_next_until() looks */
+/*
+ * sub_next(), or NULL too once *flag != seen (a signal came) or the
+ * monotonic deadline in ms (0: none) passed, the stream still open.
+ */
+json_object *sub_next_until(struct sub *s, uint64_t deadline,
+	    volatile sig_atomic_t *flag, sig_atomic_t seen);
 /* Whether an envelope ends the session's stream (closed, died, evicted). */
 int	env_session_end(json_object *env);
 
@@ -384,6 +408,14 @@ int	cmd_heartbeat(struct rctx *, char **args);
 int	cmd_detach(struct rctx *, char **args);
 int	cmd_close(struct rctx *, char **args);
 int	cmd_status(struct rctx *, char **args);
+/* POST /session/ID/cancel, printing nothing but an error; exit code. */
+int	commands_cancel(struct rctx *);
+/*
+ * GET the workspace's sessions, at most limit (caller clears *resp);
+ * 0 or the exit code, reported unless quiet.
+ */
+int	commands_list_get(struct rctx *, long limit, struct http_resp *resp,
+	    int quiet);
 /*
  * A session request with the stored clientId; prints the answer (print:
  * as key/value lines unless --json).  body: NULL none, else taken.
@@ -408,6 +440,24 @@ int	cmd_mode(struct rctx *, char **args);
 
 int	cmd_transcript(struct rctx *, char **args);
 int	cmd_branch(struct rctx *, char **args);
+
+/* ---- render.c: events as a conversation -------------------------------- */
+
+struct render {
+	const char	*kind;	/* the open paragraph's kind, NULL none */
+	int		 bol;	/* the cursor is at the start of a line */
+};
+
+void	render_init(struct render *);
+/* One event envelope (borrowed) as text on stdout. */
+void	render_event(struct render *, json_object *env);
+/* Close the open paragraph and flush. */
+void	render_end(struct render *);
+
+/* ---- prefix.c: short session ids --------------------------------------- */
+
+/* Complete a short ctx->session_id; 0, or the exit code (ambiguous). */
+int	prefix_resolve(struct rctx *);
 
 /* ---- main.c: shared with heal.c and prompt.c ---------------------------- */
 

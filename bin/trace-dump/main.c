@@ -213,9 +213,33 @@ run_inputs(struct run *rn, int follow)
 	free(done);
 }
 
+/*
+ * --follow on a file not there yet waits for it, as tail -F does: the
+ * daemon creates its trace file with its first span.  NULL once stopped.
+ */
+static struct reader *
+open_when_there(const char *path)
+{
+	struct timespec ts = { 0, FOLLOW_POLL_MS * 1000000L };
+	struct reader *r;
+
+	warnx("%s: not there yet; waiting for it", path);
+	while (!stop) {
+		if ((r = reader_open(path)) != NULL) {
+			warnx("%s: has appeared; following it", path);
+			return r;
+		}
+		if (errno != ENOENT)
+			return NULL;
+		nanosleep(&ts, NULL);
+	}
+	errno = EINTR;
+	return NULL;
+}
+
 /* Open the inputs named on the command line (or the default). */
 static void
-open_inputs(struct run *rn, int argc, char **argv)
+open_inputs(struct run *rn, int argc, char **argv, int follow)
 {
 	const char *dflt = getenv("QWEN_TRACE_FILE");
 	static char dash[] = "-";
@@ -236,6 +260,11 @@ open_inputs(struct run *rn, int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		struct reader *r = reader_open(argv[i]);
 
+		if (r == NULL && errno == ENOENT && follow &&
+		    strcmp(argv[i], "-") != 0)
+			r = open_when_there(argv[i]);
+		if (r == NULL && stop)
+			continue;
 		if (r == NULL) {
 			warn("%s", argv[i]);
 			rn->status = 1;
@@ -246,7 +275,10 @@ open_inputs(struct run *rn, int argc, char **argv)
 	}
 }
 
-/* Read, join, filter and show; exit 0, 1 (unreadable input) or 2 (usage). */
+/*
+ * Read, join, filter and show; exit 0, 1 (unreadable input), 2 (usage) or
+ * 3 (filters that matched no restore).
+ */
 int
 main(int argc, char **argv)
 {
@@ -255,18 +287,18 @@ main(int argc, char **argv)
 	struct join_out jo = { output_restore, output_span, NULL };
 	size_t cap = DEFAULT_MAX_PENDING;
 	unsigned long malformed = 0, evicted;
-	int optend = parse_options(argc, argv, &opts, &cap);
+	int fs, optend = parse_options(argc, argv, &opts, &cap);
 
-	open_inputs(&rn, argc - optend, argv + optend);
+	if (opts.follow) {
+		signal(SIGINT, on_signal);
+		signal(SIGTERM, on_signal);
+	}
+	open_inputs(&rn, argc - optend, argv + optend, opts.follow);
 	if ((rn.out = output_new(&opts)) == NULL)
 		err(1, "output");
 	jo.arg = rn.out;
 	if ((rn.join = join_new(cap, &jo)) == NULL)
 		err(1, "join");
-	if (opts.follow) {
-		signal(SIGINT, on_signal);
-		signal(SIGTERM, on_signal);
-	}
 	rn.linger_ns = opts.linger_ms * 1000000ULL;
 	run_inputs(&rn, opts.follow);
 	join_flush(rn.join, 0);
@@ -276,8 +308,9 @@ main(int argc, char **argv)
 		reader_free(rn.readers[i]);
 	}
 	free(rn.readers);
-	if (output_finish(rn.out, malformed, evicted) != 0)
-		rn.status = 1;
+	if ((fs = output_finish(rn.out, malformed, evicted)) != 0 &&
+	    rn.status == 0)
+		rn.status = fs;
 	join_free(rn.join);
 	if (malformed > 0)
 		warnx("%lu malformed line%s skipped", malformed,

@@ -37,6 +37,11 @@ struct output {
 	struct svg		*svg;
 	struct restore		**heap;		/* --slowest: min-heap by elapsed */
 	size_t			 nheap;
+	size_t			 restores;	/* restores written */
+	/* The text view's other spans, shown after the restores. */
+	FILE			*later;
+	char			*later_buf;
+	size_t			 later_len, nlater;
 };
 
 /* Start $PAGER (default less) with our output as its input; NULL if none. */
@@ -150,6 +155,7 @@ static void
 emit_restore(struct output *o, const struct restore *r)
 {
 	o->shown++;
+	o->restores++;
 	out_begin(o);
 	if (o->summary != NULL)
 		summary_add(o->summary, r);
@@ -235,6 +241,55 @@ output_restore(struct restore *r, void *arg)
 		fflush(o->f);
 }
 
+/*
+ * The text view holds the other spans (prompts, session starts) for after
+ * the restores, which a busy daemon's prompt spans would otherwise bury.
+ */
+static int
+spans_later(struct output *o)
+{
+	if (o->later == NULL &&
+	    (o->later = open_memstream(&o->later_buf, &o->later_len)) == NULL)
+		return 0;
+	return 1;
+}
+
+/* The held spans under their heading, after the restores. */
+static void
+spans_flush_later(struct output *o)
+{
+	if (o->later == NULL)
+		return;
+	fclose(o->later);
+	o->later = NULL;
+	if (o->nlater > 0) {
+		out_begin(o);
+		fprintf(o->f, "%zu other span%s (after the restores):\n\n",
+		    o->nlater, o->nlater == 1 ? "" : "s");
+		fwrite(o->later_buf, 1, o->later_len, o->f);
+	}
+	free(o->later_buf);
+	o->later_buf = NULL;
+}
+
+/* The filters given, as the words of "no restores match ...". */
+static void
+filters_text(const struct td_opts *op, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (op->session != NULL)
+		snprintf(buf + strlen(buf), len - strlen(buf), " --session %s",
+		    op->session);
+	if (op->trace != NULL)
+		snprintf(buf + strlen(buf), len - strlen(buf), " --trace %s",
+		    op->trace);
+	if (op->since_ns > 0)
+		snprintf(buf + strlen(buf), len - strlen(buf), " --since");
+	if (op->result != NULL)
+		snprintf(buf + strlen(buf), len - strlen(buf), " --result %s",
+		    op->result);
+}
+
 /* Sink a generic span (takes ownership); hidden by restore-only filters. */
 void
 output_span(struct tspan *sp, void *arg)
@@ -259,7 +314,10 @@ output_span(struct tspan *sp, void *arg)
 		chrome_span(o->chrome, sp);
 	else if (op->format == FORMAT_SVG)
 		;	/* the picture is of restores */
-	else
+	else if (!op->follow && spans_later(o)) {
+		render_span(o->later, sp, &o->ro);
+		o->nlater++;
+	} else
 		render_span(o->f, sp, &o->ro);
 	tspan_free(sp);
 	if (op->follow)
@@ -293,6 +351,7 @@ finish_stream(struct output *o)
 int
 output_finish(struct output *o, unsigned long malformed, unsigned long evicted)
 {
+	char filters[512];
 	int status = 0;
 
 	if (o->heap != NULL) {
@@ -303,22 +362,29 @@ output_finish(struct output *o, unsigned long malformed, unsigned long evicted)
 		}
 		free(o->heap);
 	}
-	if (o->shown == 0 && o->summary == NULL &&
-	    o->opts.format == FORMAT_TEXT)
+	filters_text(&o->opts, filters, sizeof(filters));
+	if (o->restores == 0 && filters[0] != '\0') {
+		/* Asked for something that is not there: say so, exit 3. */
+		warnx("no restores match%s", filters);
+		status = TD_EXIT_NOMATCH;
+	} else if (o->restores == 0 && o->summary == NULL)
 		warnx("no restores found");
-	else
+	if (o->shown > 0 || o->summary != NULL ||
+	    o->opts.format != FORMAT_TEXT)
 		out_begin(o);	/* a summary, or an empty export's frame */
+	spans_flush_later(o);
 	if (o->summary != NULL)
 		summary_print(o->f, o->summary, malformed, evicted);
 	summary_free(o->summary);
 	chrome_finish(o->chrome);
 	svg_finish(o->svg);
-	status = finish_stream(o);
+	if (finish_stream(o) != 0)
+		status = 1;
 	if (o->pager != NULL) {
 		int ps = pipeline_wait(o->pager);
 
 		pipeline_free(o->pager);
-		if (ps != 0 && status == 0) {
+		if (ps != 0 && status != 1) {
 			warnx("the pager failed");
 			status = 1;
 		}

@@ -126,7 +126,8 @@ render_stage(FILE *f, const struct stage *st, double scale, int failed,
 
 	if (n > o->width)
 		n = o->width;
-	if (n == 0 && st->ms > 0)
+	/* A stage printed as 0.0 ms draws nothing; any longer one a mark. */
+	if (n == 0 && st->ms >= 0.05)
 		n = 1;
 	fprintf(f, "    %-22s %10.1f ms  |", st->name, st->ms);
 	if (o->color && failed)
@@ -143,19 +144,33 @@ render_stage(FILE *f, const struct stage *st, double scale, int failed,
 	fputc('\n', f);
 }
 
-/* The stage table. */
+/*
+ * The stage table.  Bars are scaled to the budget when the stages took a
+ * real share of it (a tenth or more: a near timeout shows as such), else
+ * to the slowest stage, so that against a 60 s budget a 20 ms stage and
+ * a 0 ms one still differ; without a budget, to the child's span.
+ */
 static void
 render_stages(FILE *f, const struct restore *r, const struct render_opts *o)
 {
-	double scale = r->budget_ms;
+	double scale = r->budget_ms, sum = 0, slowest = 0;
 	int marked = 0;
 
 	if (r->child == NULL)
 		return;
-	if (scale > 0)
+	for (size_t i = 0; i < r->nstages; i++) {
+		sum += r->stages[i].ms;
+		if (r->stages[i].ms > slowest)
+			slowest = r->stages[i].ms;
+	}
+	if (scale > 0 && sum >= scale / 10)
 		fprintf(f, "  stages     bar: %d columns = budget %.0f ms\n",
 		    o->width, scale);
-	else {
+	else if (scale > 0 && slowest > 0) {
+		scale = slowest;
+		fprintf(f, "  stages     bar: %d columns = slowest stage %.1f ms\n",
+		    o->width, scale);
+	} else {
 		scale = (double)(r->child->end_ns - r->child->start_ns) / 1e6;
 		fprintf(f, "  stages     bar: %d columns = child span\n", o->width);
 	}

@@ -7,8 +7,10 @@
  * session_restore span, the child's stages laid end to end inside it.  A
  * dashed line marks the budget (the deadline), a solid one the public
  * result; a deadline more than four times the restore's length is noted
- * at the right edge instead of squashing the bars.  Every shape has a <title> (a tooltip in browsers, a name for
- * screen readers).  The root element needs the height, so rows are built
+ * at the right edge instead of squashing the bars.  Every shape has a
+ * <title> (a tooltip in browsers, a name for screen readers); a legend
+ * under the rows names the tracks, the lines and each stage's colour (one
+ * colour per stage name across the picture).  The root element needs the height, so rows are built
  * in memory first: at most SVG_MAX_ROWS are drawn, the rest counted.
  */
 #include "config.h"
@@ -27,6 +29,10 @@
 #define SVG_ROW		100
 #define SVG_TOP		40
 
+#define SVG_LEGEND_MAX	TD_MAX_STAGES	/* stage names in the legend */
+#define SVG_LEGEND_COLS	4		/* legend entries a line */
+#define SVG_LEGEND_LINE	16
+
 struct svg {
 	FILE	*out;
 	FILE	*rows;		/* memstream */
@@ -34,6 +40,9 @@ struct svg {
 	size_t	 len;
 	size_t	 nrows;
 	size_t	 skipped;
+	/* The legend: each stage name once, in the order first drawn. */
+	char	 names[SVG_LEGEND_MAX][sizeof(((struct stage *)0)->name)];
+	size_t	 nnames;
 };
 
 /* The stage colours (distinct, readable on white). */
@@ -98,19 +107,85 @@ bar(FILE *f, double x, double y, double w, double h, const char *fill,
 	fprintf(f, ": %.3f ms</title></rect>\n", ms);
 }
 
+/*
+ * The colour of a stage: one per name across every row, so the legend
+ * holds for the whole picture.
+ */
+static const char *
+stage_colour(struct svg *s, const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < s->nnames && strcmp(s->names[i], name) != 0; i++)
+		;
+	if (i == s->nnames && s->nnames < SVG_LEGEND_MAX)
+		strlcpy(s->names[s->nnames++], name, sizeof(s->names[0]));
+	return palette[i % (sizeof(palette) / sizeof(palette[0]))];
+}
+
 /* The child's stages, end to end from its start. */
 static void
-stages(FILE *f, const struct restore *r, double c0, double scale, double y)
+stages(struct svg *s, const struct restore *r, double c0, double scale,
+    double y)
 {
 	double	x = c0;
 	size_t	i;
 
 	for (i = 0; i < r->nstages; i++) {
-		bar(f, SVG_LABEL + x * scale, y, r->stages[i].ms * scale, 16,
-		    palette[i % (sizeof(palette) / sizeof(palette[0]))],
-		    r->stages[i].name, r->stages[i].ms);
+		bar(s->rows, SVG_LABEL + x * scale, y, r->stages[i].ms * scale,
+		    16, stage_colour(s, r->stages[i].name), r->stages[i].name,
+		    r->stages[i].ms);
 		x += r->stages[i].ms;
 	}
+}
+
+/* Height of the legend: the tracks and marks line, then the stages. */
+static size_t
+legend_height(const struct svg *s)
+{
+	return SVG_LEGEND_LINE * (2 + (s->nnames + SVG_LEGEND_COLS - 1) /
+	    SVG_LEGEND_COLS) + 8;
+}
+
+/* One legend swatch (a rect, or a line for style) and its name. */
+static void
+legend_entry(FILE *f, double x, double y, const char *fill,
+    const char *style, const char *name)
+{
+	if (style == NULL)
+		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" "
+		    "height=\"10\" fill=\"%s\"/>", x, y - 9, fill);
+	else
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+		    "y2=\"%.1f\" stroke=\"#222\" %s/>", x + 6, y - 11, x + 6,
+		    y + 2, style);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">", x + 16,
+	    y);
+	xml(f, name);
+	fputs("</text>\n", f);
+}
+
+/* The legend under the rows: what each colour and line means. */
+static void
+legend(const struct svg *s, size_t top)
+{
+	FILE	*f = s->out;
+	double	 y = (double)top + SVG_LEGEND_LINE, w = SVG_WIDTH / SVG_LEGEND_COLS;
+	size_t	 i;
+
+	fprintf(f, "<g class=\"legend\"><text x=\"4\" y=\"%.1f\" "
+	    "font-size=\"11\" font-weight=\"bold\">Legend</text>\n", y);
+	legend_entry(f, 70, y, "#9aa5b1", NULL, "daemon bridge span");
+	legend_entry(f, 230, y, "#d5dbe1", NULL, "child restore span");
+	legend_entry(f, 390, y, NULL, "stroke-dasharray=\"4 3\"",
+	    "deadline (budget)");
+	legend_entry(f, 530, y, NULL, "", "public result");
+	for (i = 0; i < s->nnames; i++)
+		legend_entry(f, 4 + w * (double)(i % SVG_LEGEND_COLS),
+		    y + SVG_LEGEND_LINE * (double)(1 + i / SVG_LEGEND_COLS),
+		    palette[i % (sizeof(palette) / sizeof(palette[0]))], NULL,
+		    s->names[i]);
+	fputs("</g>\n", f);
 }
 
 /* A vertical marker with its label on line n (0, 1) under the tracks. */
@@ -174,7 +249,7 @@ svg_restore(struct svg *s, const struct restore *r)
 	if (r->child != NULL) {
 		bar(f, SVG_LABEL + c0 * scale, y + 40, (c1 - c0) * scale, 16,
 		    "#d5dbe1", TD_CHILD_SPAN, c1 - c0);
-		stages(f, r, c0, scale, y + 40);
+		stages(s, r, c0, scale, y + 40);
 	} else
 		fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\">no "
 		    "child span</text>\n", SVG_LABEL, y + 52);
@@ -201,7 +276,8 @@ svg_finish(struct svg *s)
 	if (s == NULL)
 		return;
 	fclose(s->rows);
-	h = SVG_TOP + s->nrows * SVG_ROW + (s->skipped > 0 ? 30 : 10);
+	h = SVG_TOP + s->nrows * SVG_ROW + (s->skipped > 0 ? 30 : 10) +
+	    legend_height(s);
 	fprintf(s->out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 	    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
 	    "height=\"%zu\" viewBox=\"0 0 %d %zu\" font-family=\"sans-serif\" "
@@ -216,7 +292,9 @@ svg_finish(struct svg *s)
 		fwrite(s->buf, 1, s->len, s->out);
 	if (s->skipped > 0)
 		fprintf(s->out, "<text x=\"4\" y=\"%zu\" font-size=\"12\">%zu "
-		    "more restores not drawn</text>\n", h - 12, s->skipped);
+		    "more restores not drawn</text>\n", h - 12 - legend_height(s),
+		    s->skipped);
+	legend(s, h - legend_height(s));
 	fputs("</svg>\n", s->out);
 	free(s->buf);
 	free(s);

@@ -227,9 +227,11 @@ void		 output_span(struct tspan *, void *output);
 /* Has the reader of our output gone (pager quit)? */
 int		 output_closed(const struct output *);
 void		 output_flush(struct output *);
+#define TD_EXIT_NOMATCH	3	/* a filter was given and no restore matched */
 /*
- * Emit what is held (--slowest, --summary, chrome trailer), wait for the
- * pager and free.  Returns the pager's exit status (0 without one).
+ * Emit what is held (--slowest, --summary, chrome trailer), the text
+ * view's other spans, wait for the pager and free.  Returns 0, 1 (a write
+ * or pager failure, reported) or TD_EXIT_NOMATCH.
  */
 int		 output_finish(struct output *, unsigned long malformed,
 		    unsigned long evicted);

@@ -1,0 +1,239 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# Every EXAMPLES entry of every man page (man/*.1, man/*.8), extracted by
+# t/helper/man-examples.py: the count of each page, every entry checked
+# (shell by bash -n, a systemd unit's ExecStart by bash -n, a JSON line by
+# jq, a YAML job by python3's yaml when it is there), and the examples of
+# qwen-restore(1), qwen-trace-dump(1) and qwen-acp-child(8) run as
+# written against a daemon this test starts (the fake child), and trace
+# files and transcripts it writes; of qwen-serve(8)'s, the private
+# socket and ACP ones run (on one daemon, as a user types them), the
+# others are checked only.  What runs differently is said where it is done: a crontab line
+# runs its command, a unit its ExecStart from the built tree, system
+# paths (/var/log, /var/lib, /var/tmp, /run, /tmp) are the sandbox's,
+# a daemon started in the foreground runs in the background.  A command that
+# follows a stream (follow, --follow) runs in the background and is
+# stopped when its example is done.
+
+load serve_helper
+bats_require_minimum_version 1.5.0
+
+SID_EX=3f2a9c1d-7e1b-4c2a-9d3e-0a1b2c3d4e5f
+
+setup() {
+	command -v python3 >/dev/null || skip "python3 not installed"
+	EX=$BATS_TEST_TMPDIR/examples.jsonl
+	python3 "$QWEN_TOP_SRCDIR/t/helper/man-examples.py" "$QWEN_TOP_SRCDIR"/man/*.1 \
+	    "$QWEN_TOP_SRCDIR"/man/*.8 >"$EX"
+}
+
+teardown() {
+	serve_teardown
+}
+
+# examples PAGE: the entries of PAGE, one JSON object a line.
+examples() {
+	jq -c --arg p "$1" 'select(.page == $p)' "$EX"
+}
+
+@test "every EXAMPLES entry of every page is extracted and checked" {
+	local page n kind text i=0
+	for page in $(jq -r .page "$EX" | sort -u); do
+		n=$(examples "$page" | wc -l)
+		echo "# $page: $n examples" >&3
+		[ "$n" -gt 0 ]
+	done
+	[ "$(jq -r .page "$EX" | sort -u | wc -l)" -eq "$(ls "$QWEN_TOP_SRCDIR"/man/*.[18] | wc -l)" ]
+	while read -r line; do
+		kind=$(jq -r .kind <<<"$line")
+		text=$(jq -r .text <<<"$line")
+		case $kind in
+		shell)
+			bash -n <<<"$text" ;;
+		unit)
+			grep -q '^\[Service\]$' <<<"$text"
+			sed -n '/^ExecStart=/,/[^\\]$/p' <<<"$text" | sed 's/^ExecStart=//' | bash -n ;;
+		json)
+			jq -e . <<<"$text" >/dev/null ;;
+		yaml)
+			if python3 -c 'import yaml' 2>/dev/null; then
+				python3 -c 'import sys, yaml; yaml.safe_load(sys.stdin)' <<<"$text"
+			else
+				grep -q '^scrape_configs:$' <<<"$text"
+			fi ;;
+		*)
+			false ;;
+		esac
+		i=$((i + 1))
+	done <"$EX"
+	echo "# all $i checked" >&3
+}
+
+# run_examples PAGE SKIP...: run each shell entry of PAGE (but the numbers
+# in SKIP) with bash -e in the current directory; followers in the
+# background, stopped at the end of their entry.
+run_examples() {
+	local page=$1 line n text script ran=0
+	shift
+	while read -r line; do
+		n=$(jq -r .n <<<"$line")
+		[[ " $* " != *" $n "* ]] || continue
+		[ "$(jq -r .kind <<<"$line")" = shell ] || continue
+		text=$(jq -r .text <<<"$line")
+		script=$(rewrite <<<"$text")
+		# after_N: what the test waits for before the followers stop.
+		if declare -F "after_$n" >/dev/null; then script+=$'\n'"after_$n"; fi
+		echo "# $page example $n" >&3
+		SOCK=${SOCK:-} SID_EX=$SID_EX bash -e -o pipefail -c "$(declare -f wait_for subscribed served)
+		    $script
+		    for j in \$(jobs -p); do kill \$j 2>/dev/null || true; done; wait" \
+		    >"$BATS_TEST_TMPDIR/ex-$n.out" 2>"$BATS_TEST_TMPDIR/ex-$n.err" </dev/null || {
+			echo "$page example $n failed:" >&2
+			printf '%s\n' "$script" >&2
+			cat "$BATS_TEST_TMPDIR/ex-$n.err" "$BATS_TEST_TMPDIR/ex-$n.out" >&2
+			return 1
+		}
+		ran=$((ran + 1))
+	done < <(examples "$page")
+	echo "# $page: $ran ran" >&3
+}
+
+# The sandbox's paths for the system ones; a follower in the background
+# until its entry is done.
+rewrite() {
+	sed -e ':a' -e '/\\$/N; s/\\\n//; ta' | sed -E \
+	    -e "s#(^| |=|\()/(var/log|var/lib|var/tmp|tmp|run)/#\1$BATS_TEST_TMPDIR/\2/#g" \
+	    -e 's/^(qwen-serve .*--socket ([^ ]+) .*&)$/\1\nserved \2/' \
+	    -e '/--socket|--check-config|--web-dir/! s/^((QWEN_SERVER_TOKEN=[^ ]+ )?qwen-serve [^&]*[^& ])( &)?$/\1 \&\nserved "$XDG_RUNTIME_DIR\/qwen-serve\/qwen-serve.sock"/' \
+	    -e 's/^(curl -N [^&]*)$/\1 \&/' \
+	    -e 's/^(qwen-restore follow .*)$/\1 \&\nsubscribed/' \
+	    -e 's/^(qwen-trace-dump --follow .*)$/\1 \&/'
+}
+
+# served SOCKET: wait until a daemon started in the background answers.
+served() {
+	# Any answer (a 401 of a daemon that wants a token too).
+	up() { [ "$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$1" http://localhost/health)" != 000 ]; }
+	wait_for 10 up "$1"
+}
+
+# subscribed: wait until the session of the examples has a subscriber (a
+# follower in the background), for the line after it.
+subscribed() {
+	has_sub() {
+		[ "$(curl -s --unix-socket "$SOCK" "http://localhost/session/$SID_EX/status" |
+		    jq '.subscriberCount // 0')" -ge 1 ]
+	}
+	wait_for 10 has_sub
+}
+
+@test "qwen-restore(1): every example runs as written against a daemon on the default socket" {
+	export HOME=$BATS_TEST_TMPDIR/home XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/run
+	export XDG_STATE_HOME=$BATS_TEST_TMPDIR/state
+	unset QWEN_SERVE_SOCKET QWEN_SERVE_URL QWEN_SERVER_TOKEN
+	mkdir -p "$HOME/src"
+	mkdir -p -m 700 "$XDG_RUNTIME_DIR" "$XDG_RUNTIME_DIR/qwen-serve"
+	FAKE_CHILD="chunks=2" serve_start --socket "$XDG_RUNTIME_DIR/qwen-serve/qwen-serve.sock"
+	SOCK=$XDG_RUNTIME_DIR/qwen-serve/qwen-serve.sock	# the last --socket
+	ln -s "$WS" "$HOME/src/app"
+	make_transcript "$SID_EX"
+	cd "$HOME/src/app"
+	# 5 is a crontab line: its command runs (cron's sh, in $HOME); 6 is a
+	# unit: its ExecStart runs from the build tree in the workspace; 7
+	# names the real agent's model ('fake-large(openai)', t/2808): bash -n
+	# above only.
+	# The follower has printed the turn the prompt of 3 ran.
+	after_3() {
+		done3() { grep -q '^\[turn complete\]' "$BATS_TEST_TMPDIR/ex-3.out"; }
+		wait_for 10 done3
+	}
+	export -f after_3 wait_for
+	run_examples qwen-restore.1 5 6 7
+	grep -q . "$BATS_TEST_TMPDIR/ex-1.out"
+	grep -qx "$SID_EX" "$BATS_TEST_TMPDIR/ex-2.out"
+	grep -q '^agent> ' "$BATS_TEST_TMPDIR/ex-3.out"
+	[ -s todo.txt ]
+	cron=$(jq -r 'select(.page == "qwen-restore.1" and .n == 5) | .text' "$EX" |
+	    sed -E '1s/^([^ ]+ +){5}//')
+	(cd "$HOME" && sh -c "$cron")
+	[ -s "$HOME/review.log" ]
+	unit=$(jq -r 'select(.page == "qwen-restore.1" and .n == 6) | .text' "$EX" |
+	    sed -n '/^ExecStart=/,/[^\\]$/p' | sed "s|^ExecStart=/usr/bin/|$QWEN_TOP_BUILDDIR/bin/|")
+	run -0 bash -c "$unit"
+	[ "$output" = "$SID_EX" ]
+}
+
+@test "qwen-trace-dump(1): every example runs as written on trace files of the sandbox" {
+	local all=$TESTDATA/trace-dump/all.jsonl
+	mkdir -p "$BATS_TEST_TMPDIR/var/log/qwen" "$BATS_TEST_TMPDIR/tmp" "$BATS_TEST_TMPDIR/d"
+	cd "$BATS_TEST_TMPDIR/d"
+	# trace.jsonl holds the sessions the examples name; the daemon's and
+	# the child's spans apart; the last hour's timeouts from the real writer.
+	sed 's/5e7d0f2a-0002-4000-8000-000000000002/11111111-1111-4111-8111-111111111111/g' "$all" >trace.jsonl
+	jq -c 'select(.resourceSpans[0].resource.attributes[]? | .value.stringValue == "qwen-serve")' "$all" >serve-trace.jsonl
+	jq -c 'select(.resourceSpans[0].resource.attributes[]? | .value.stringValue == "qwen-acp-child")' "$all" >child-trace.jsonl
+	make-spans "$BATS_TEST_TMPDIR/var/log/qwen/trace.jsonl" -n 3 -s timeout >/dev/null
+	run_examples qwen-trace-dump.1
+	grep -q '^restore resume session 11111111-1111-4111-8111-111111111111' "$BATS_TEST_TMPDIR/ex-1.out"
+	jq -e '.traceEvents | length > 0' restore.json >/dev/null
+	grep -q '<svg' slow.svg
+}
+
+@test "qwen-acp-child(8): every example runs as written in a home with the session it names" {
+	export HOME=$BATS_TEST_TMPDIR/home
+	local id=6ca613de-dd80-4a4b-a95c-b6f902cad22f san
+	mkdir -p "$HOME/src/acme" "$BATS_TEST_TMPDIR/var/tmp"
+	cd "$HOME"
+	WS=$HOME/src/acme
+	san=$(printf '%s' "$WS" | sed 's/[^A-Za-z0-9]/-/g')
+	DATA=$HOME/.qwen
+	make_transcript "$id"
+	mkdir -p "$HOME/.qwen/projects/-home-dev-acme/chats"
+	cp "$HOME/.qwen/projects/$san/chats/$id.jsonl" "$HOME/.qwen/projects/-home-dev-acme/chats/"
+	# 3 and 4 read standard input (here empty) and start their agents
+	# only for a prompt.
+	run_examples qwen-acp-child.8
+	jq -e -s '.[1].id == 2 and .[1].result != null' "$BATS_TEST_TMPDIR/ex-1.out" >/dev/null
+	grep -q . "$BATS_TEST_TMPDIR/ex-5.out"
+}
+
+@test "qwen-serve(8): the private socket and ACP examples run as written, one after the other" {
+	export HOME=$BATS_TEST_TMPDIR/home XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/run
+	export ID=$SID_EX
+	mkdir -p "$HOME/src/app"
+	mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+	cd "$HOME/src/app"
+	WS=$(pwd -P)
+	DATA=$HOME/.qwen
+	make_transcript "$ID"
+	jq -c 'select(.page == "qwen-serve.8" and (.n == 5 or .n == 6))' "$EX" |
+	    jq -s -c '{page: "both", n: 56, kind: "shell", text: (map(.text) | join("\n") + "\nanswered")}' >"$EX.both"
+	# answered: session/new's answer comes on the connection's stream (the
+	# follower in the background): wait for it before the end stops it.
+	answered() {
+		got() { grep -q '"id":2,"result":{"sessionId"' "$OUT"; }
+		wait_for 10 got
+	}
+	export OUT=$BATS_TEST_TMPDIR/ex-56.out
+	export -f answered wait_for
+	EX=$EX.both run_examples both
+	grep -q "\"sessionId\":\"$ID\"" "$BATS_TEST_TMPDIR/ex-56.out"
+	grep -q '"id":2,"result":{"sessionId"' "$BATS_TEST_TMPDIR/ex-56.out"
+}
+
+@test "qwen-serve(8): the log, audit, token, API-only, check-config and pid-file examples run as written" {
+	export HOME=$BATS_TEST_TMPDIR/home XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/run
+	export ID=$SID_EX
+	mkdir -p "$HOME/src/app" "$HOME/.config" "$BATS_TEST_TMPDIR/var/log/qwen-serve"
+	mkdir -p -m 700 "$XDG_RUNTIME_DIR" "$XDG_RUNTIME_DIR/qwen-serve"
+	cd "$HOME/src/app"
+	WS=$(pwd -P)
+	DATA=$HOME/.qwen
+	make_transcript "$ID"
+	# 3 (a daemon on TCP 4170 and promtool), 4 (a Prometheus job), 5 and 6
+	# (the test above), 8, 9 and 11 (websocat, a browser, npm and the real
+	# agent), 13, 14, 16 and 17 (systemd, root): bash -n above only.
+	run_examples qwen-serve.8 3 4 5 6 8 9 11 13 14 16 17
+	[ -s "$BATS_TEST_TMPDIR/var/log/qwen-serve.jsonl" ]
+	cat "$BATS_TEST_TMPDIR/ex-12.out" "$BATS_TEST_TMPDIR/ex-12.err" | grep -q 'configuration OK'
+}
