@@ -43,6 +43,10 @@ const ctx = {};
 const text = (t) => ({ prompt: [{ type: 'text', text: t }] });
 const cancelled = { outcome: { outcome: 'cancelled' } };
 const blob = () => new Blob(['x'], { type: 'text/plain' });
+const ws = () => client.workspaceByCwd(workspaceCwd);
+// A well-formed session id no workspace holds.
+const NOSUCH = '33333333-3333-4333-8333-333333333333';
+const NOWSSESSION = 'no /workspaces/:ws/session/:id/ routes (served as /session/:id/)';
 const isObj = (r) => r !== null && typeof r === 'object';
 // An async generator's whole output (its first request is at next()).
 const drain = async (it) => { const out = []; for await (const v of it) out.push(v); return out; };
@@ -182,6 +186,41 @@ const T = [
 	    (r) => r.del.removed.length === 1 && r.del.removed[0] === spare &&
 	    r.del.errors.length === 1 && r.del.errors[0].sessionId === sessionId &&
 	    r.gone.status === 404 && r.gone.body?.code === 'session_not_found'],
+	// The same through WorkspaceDaemonClient (/workspaces/:ws/...).
+	['WorkspaceDaemonClient.listWorkspaceSessionsPage', 'works', 'GET /workspaces/:ws/sessions',
+	    (c) => ws().listWorkspaceSessionsPage({ pageSize: 50 }),
+	    (r) => r.sessions.some((x) => x.sessionId === sessionId) && !r.sessions.some((x) => x.sessionId === spare)],
+	['WorkspaceDaemonClient.listWorkspaceSessions', 'works', 'GET /workspaces/:ws/sessions',
+	    (c) => ws().listWorkspaceSessions(), (r) => r.some((x) => x.sessionId === sessionId)],
+	['WorkspaceDaemonClient.getSessionTranscriptPage', 'not served', NOWSSESSION,
+	    (c) => ws().getSessionTranscriptPage(sessionId, { limit: 5 })],
+	['WorkspaceDaemonClient.getSessionTurnIndexPage', 'not served', NOWSSESSION,
+	    (c) => ws().getSessionTurnIndexPage(sessionId)],
+	['WorkspaceDaemonClient.exportSession', 'not served', NOWSSESSION,
+	    (c) => ws().exportSession(sessionId, { format: 'jsonl' })],
+	['WorkspaceDaemonClient.updateSessionMetadata', 'not served', NOWSSESSION,
+	    (c) => ws().updateSessionMetadata(sessionId, { displayName: 'ws title' })],
+	['WorkspaceDaemonClient.listSessionGroups', 'works', 'GET /workspaces/:ws/session-groups',
+	    (c) => ws().listSessionGroups(), (r) => Array.isArray(r.groups) && r.groups.length === 0],
+	['WorkspaceDaemonClient.createSessionGroup', 'works', 'POST /workspaces/:ws/session-groups: 201 {group}',
+	    (c) => ws().createSessionGroup({ name: 'w', color: 'red' }),
+	    (r) => { ctx.wgroup = r.id; return typeof r.id === 'string' && r.name === 'w'; }],
+	['WorkspaceDaemonClient.updateSessionOrganization', 'not served', NOWSSESSION,
+	    (c) => ws().updateSessionOrganization(sessionId, { groupId: ctx.wgroup })],
+	['WorkspaceDaemonClient.updateSessionGroup', 'works', 'PATCH /workspaces/:ws/session-groups/:groupId',
+	    (c) => ws().updateSessionGroup(ctx.wgroup, { color: 'green' }),
+	    (r) => r.id === ctx.wgroup && r.color === 'green'],
+	['WorkspaceDaemonClient.deleteSessionGroup', 'works', 'DELETE /workspaces/:ws/session-groups/:groupId',
+	    (c) => ws().deleteSessionGroup(ctx.wgroup), (r) => r.deleted === true],
+	['WorkspaceDaemonClient.archiveSessionsData', 'works', 'POST /workspaces/:ws/sessions/archive',
+	    (c) => ws().archiveSessionsData([NOSUCH, sessionId]),
+	    (r) => r.notFound.length === 1 && r.notFound[0] === NOSUCH && r.errors[0]?.sessionId === sessionId],
+	['WorkspaceDaemonClient.unarchiveSessionsData', 'works', 'POST /workspaces/:ws/sessions/unarchive',
+	    (c) => ws().unarchiveSessionsData([NOSUCH]),
+	    (r) => r.notFound.length === 1 && r.notFound[0] === NOSUCH],
+	['WorkspaceDaemonClient.deleteSessionsData', 'works', 'POST /workspaces/:ws/sessions/delete',
+	    (c) => ws().deleteSessionsData([NOSUCH, sessionId]),
+	    (r) => r.notFound.length === 1 && r.notFound[0] === NOSUCH && r.errors[0]?.sessionId === sessionId],
 	// The agent's own state and work.
 	['DaemonClient.continueSession', 'works', 'POST /session/:id/continue (the agent\'s qwen/control/session/continue pre-check)',
 	    (c) => client.continueSession(sessionId, { clientId: ctx.cid }),
