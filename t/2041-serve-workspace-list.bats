@@ -101,10 +101,12 @@ enc() {
 	expect 200 '.isWaitingForPermission == false'
 	req POST "/session/$id/permission/no-such" '{"outcome":{"outcome":"cancelled"}}'
 	expect 404
-	# An agent-level route this daemon does not serve: a JSON 404 at once.
+	# An agent-level route is passed to the agent, which (qwen-acp-child)
+	# lacks the method: its JSON-RPC error at once, never a hang.
 	req GET "/session/$id/context"
-	expect 404 '.code == "not_found"'
-	# Tags for what is not served stay out.
+	expect 500 '.code == -32601'
+	# No tag upstream's registry lacks (delete, search and the groups
+	# have none there; fork and continue neither).
 	for t in session_delete session_search \
 	    session_groups session_fork session_continue; do
 		run ! grep -qx "$t" <<<"$tags"

@@ -51,6 +51,13 @@ prompt_absolute_deadline      POST /session/$SID/prompt
 writer_idle_timeout           GET /session/$SID/events
 multi_workspace_sessions      POST /session
 workspace_qualified_acp       POST /workspaces/$WSID/acp
+session_info                  GET /workspace/$WSID/session-info
+workspace_session_live_state  GET /workspaces/$WSID/sessions/live-state
+session_archive               POST /sessions/archive
+session_metadata              PATCH /session/$SID/metadata
+session_organization          PATCH /session/$SID/organization
+session_export                GET /session/$SID/export?format=jsonl
+session_turn_navigation       GET /session/$SID/turn-index
 session_context               GET /session/$SID/context
 session_context_usage         GET /session/$SID/context-usage
 session_stats                 GET /session/$SID/stats
@@ -69,13 +76,7 @@ session_language              POST /session/$SID/language
 # Upstream's tags whose routes this daemon does not serve (yet): absent
 # while the route is not there, required once it is.
 UNSERVED='
-session_info                       GET /workspace/$WSID/session-info
 session_catalog_batch              POST /sessions/catalog
-session_archive                    POST /sessions/archive
-session_metadata                   PATCH /session/$SID/metadata
-session_organization               PATCH /session/$SID/organization
-session_export                     GET /session/$SID/export
-session_turn_navigation            GET /session/$SID/turn-index
 session_turn_status                GET /session/$SID/turns/current
 session_agent_trace                GET /session/$SID/agent-trace
 session_side_task                  POST /session/$SID/side-task

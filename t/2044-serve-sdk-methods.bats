@@ -3,8 +3,9 @@
 # qwen-serve: every session-level method of the real @qwen-code/sdk
 # 0.1.14 DaemonClient and DaemonSessionClient, driven through
 # t/helper/sdk-methods.mjs against its table: "works" resolves and
-# passes its check, "agent-only" and "not served" are refused as routes
-# this daemon does not serve (never a hang, never an HTML page).  The
+# passes its check, "agent-only" reaches the agent, "not served" is
+# refused as a route (or a variant) this daemon does not serve (never a
+# hang, never an HTML page).  The
 # same table is in qwen-serve(8).
 
 load serve_helper
@@ -20,8 +21,9 @@ teardown() {
 	npm_cached "$dir" @qwen-code/sdk 0.1.14 --foreground-scripts
 	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_start
 	make_transcript
+	make_transcript "$SID2"	# archived, unarchived and deleted on the way
 	run node "$QWEN_TOP_SRCDIR/t/helper/sdk-methods.mjs" "$dir" "http://127.0.0.1:$PORT" \
-	    "$WS" "$SID" 3>&-
+	    "$WS" "$SID" "$SID2" 3>&-
 	echo "$output"
 	local out=$output n
 	[ "$status" -eq 0 ]

@@ -130,7 +130,7 @@ routes_capabilities_json(void)
 	    "session_branch", "session_permission_vote", "permission_mediation",
 	    "daemon_status", "session_list", "session_info", "session_archive",
 	    "session_export", "workspace_session_live_state", "session_metadata",
-	    "session_organization",
+	    "session_organization", "session_turn_navigation",
 	    /* routes-pass.c: served by passing them to the session's agent */
 	    "session_context", "session_context_usage", "session_stats",
 	    "session_supported_commands", "session_tasks", "session_agents",

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: ISC
-// sdk-methods.mjs SDK_DIR BASE_URL WORKSPACE SESSION [table]
+// sdk-methods.mjs SDK_DIR BASE_URL WORKSPACE SESSION SPARE | table
 // Drives every session-level method of the real @qwen-code/sdk 0.1.14
 // DaemonClient and DaemonSessionClient against qwen-serve (started with
-// the real qwen-acp-child, SESSION persisted in WORKSPACE) and checks
+// the real qwen-acp-child, SESSION and SPARE persisted in WORKSPACE, both
+// with the prompt "Why is loading slow?"; SPARE is archived, unarchived
+// and deleted on the way) and checks
 // each against the table below: "works" must resolve (and pass its
 // check), "agent-only" must reach the agent (qwen-acp-child, which has
 // none of them: 500 with its -32601), "not served" must be refused as a
-// route this daemon does not have (404 not_found, 405 or 501); never a
+// route this daemon does not have (404 not_found, 405 or 501, or the
+// row's own refusal for a variant it does not serve); never a
 // hang, never HTML (a method the SDK turns a 404 into a value for is judged
 // by the answer; one the SDK refuses because /capabilities lacks its
 // feature counts as refused).  Prints "ok - <method>" or "not ok - <method>: <why>" a
@@ -17,12 +20,12 @@
 // to the session's agent under upstream's qwen/control/* or
 // qwen/status/* name (routes-pass.c, routes-fork.c); the agent's own
 // methods it does not pass yet are "not served".  not served:
-// qwen-serve has no such route; "manage" marks the session-management
-// routes another branch adds (the table is updated when it lands).
+// qwen-serve has no such route (or not that variant of it).
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
 
-const [sdkDir, baseUrl, workspaceCwd, sessionId, mode] = process.argv.slice(2);
+const [sdkDir, baseUrl, workspaceCwd, sessionId, spare] = process.argv.slice(2);
+const mode = spare === 'table' ? 'table' : 'run';
 const sdk = await import(pathToFileURL(path.join(sdkDir,
     'node_modules/@qwen-code/sdk/dist/daemon/index.js')).href);
 const { DaemonClient, DaemonSessionClient } = sdk;
@@ -40,11 +43,14 @@ const ctx = {};
 const text = (t) => ({ prompt: [{ type: 'text', text: t }] });
 const cancelled = { outcome: { outcome: 'cancelled' } };
 const blob = () => new Blob(['x'], { type: 'text/plain' });
+const ws = () => client.workspaceByCwd(workspaceCwd);
+// A well-formed session id no workspace holds.
+const NOSUCH = '33333333-3333-4333-8333-333333333333';
+const NOWSSESSION = 'no /workspaces/:ws/session/:id/ routes (served as /session/:id/)';
 const isObj = (r) => r !== null && typeof r === 'object';
 // An async generator's whole output (its first request is at next()).
 const drain = async (it) => { const out = []; for await (const v of it) out.push(v); return out; };
 
-const MANAGE = 'session management: added on wip/manage';
 const PASSED = 'the agent\'s own: passed to the session\'s agent under upstream\'s name; qwen-acp-child has none (500 -32601)';
 const NOTPASSED = 'the agent\'s own: not passed to the agent yet';
 const NOSTORE = 'no attachment, artifact or source store in qwen-serve';
@@ -52,7 +58,8 @@ const NOWT = 'no worktree sessions in qwen-serve';
 const STANDALONE = 'upstream standalone sessions: outside qwen-serve';
 const FORK = 'POST /session/:id/fork, passed to the agent as qwen/control/session/fork_agent; qwen-acp-child has none (500 -32601)';
 
-// [method, status, why, call(ctx), check(result)] in the order they run.
+// [method, status, why, call(ctx), check(result), refused(outcome)] in the
+// order they run; refused, for a "not served" row, is its own refusal.
 const T = [
 	// DaemonClient, the session core.
 	['DaemonClient.createOrAttachSession', 'works', 'POST /session',
@@ -114,39 +121,106 @@ const T = [
 	    (c) => client.branchSession(sessionId, { name: 'sdk' }),
 	    (r) => { ctx.branch = r; return r.forkedFrom.sessionId === sessionId &&
 	    typeof r.clientId === 'string'; }],
-	// Session management (wip/manage).
-	['DaemonClient.searchWorkspaceSessions', 'not served', MANAGE,
-	    (c) => client.searchWorkspaceSessions(workspaceCwd, 'why')],
-	['WorkspaceDaemonClient.getWorkspaceSessionInfo', 'not served', MANAGE,
-	    (c) => client.workspaceByCwd(workspaceCwd).getWorkspaceSessionInfo()],
-	['DaemonClient.getWorkspaceSessionLiveState', 'not served', MANAGE,
-	    (c) => client.getWorkspaceSessionLiveState(workspaceCwd)],
-	['WorkspaceDaemonClient.getSessionLiveState', 'not served', MANAGE,
-	    (c) => client.workspaceByCwd(workspaceCwd).getSessionLiveState()],
-	['DaemonClient.exportSession', 'not served', MANAGE,
-	    (c) => client.exportSession(sessionId)],
-	['WorkspaceDaemonClient.exportArchivedSession', 'not served', MANAGE,
-	    (c) => client.workspaceByCwd(workspaceCwd).exportArchivedSession(sessionId)],
-	['DaemonClient.updateSessionMetadata', 'not served', MANAGE,
-	    (c) => client.updateSessionMetadata(sessionId, { title: 't' })],
-	['DaemonClient.updateSessionOrganization', 'not served', MANAGE,
-	    (c) => client.updateSessionOrganization(sessionId, { isPinned: true })],
-	['DaemonClient.listSessionGroups', 'not served', MANAGE,
-	    (c) => client.listSessionGroups(workspaceCwd)],
-	['DaemonClient.createSessionGroup', 'not served', MANAGE,
-	    (c) => client.createSessionGroup(workspaceCwd, { name: 'g' })],
-	['DaemonClient.updateSessionGroup', 'not served', MANAGE,
-	    (c) => client.updateSessionGroup(workspaceCwd, 'g1', { name: 'h' })],
-	['DaemonClient.deleteSessionGroup', 'not served', MANAGE,
-	    (c) => client.deleteSessionGroup(workspaceCwd, 'g1')],
-	['DaemonClient.getSessionTurnIndexPage', 'not served', MANAGE,
-	    (c) => client.getSessionTurnIndexPage(sessionId)],
-	['DaemonClient.archiveSessionsData', 'not served', MANAGE,
-	    (c) => client.archiveSessionsData([sessionId])],
-	['DaemonClient.unarchiveSessionsData', 'not served', MANAGE,
-	    (c) => client.unarchiveSessionsData([sessionId])],
-	['DaemonClient.deleteSessionsData', 'not served', MANAGE,
-	    (c) => client.deleteSessionsData([sessionId])],
+	// Session management: the workspace's catalog, search, export,
+	// organization, and the batch routes (on SPARE, a second persisted
+	// session that is never live; the live session is refused).
+	['DaemonClient.searchWorkspaceSessions', 'works', 'GET /workspace/:id/sessions/search (titles and prompt text)',
+	    (c) => client.searchWorkspaceSessions(workspaceCwd, 'why', { maxResults: 5 }),
+	    (r) => Array.isArray(r.results) && r.results.some((m) => m.session?.sessionId === spare &&
+	    /why/i.test(m.snippet))],
+	['WorkspaceDaemonClient.getWorkspaceSessionInfo', 'works', 'GET /workspaces/:ws/session-info (a disk scan)',
+	    (c) => client.workspaceByCwd(workspaceCwd).getWorkspaceSessionInfo(),
+	    (r) => r.active >= 2 && r.archived === 0 && r.total === r.active + r.archived && r.live >= 1],
+	['DaemonClient.getWorkspaceSessionLiveState', 'works', 'GET /workspaces/:ws/sessions/live-state',
+	    (c) => client.getWorkspaceSessionLiveState(workspaceCwd),
+	    (r) => r.v === 1 && typeof r.catalogVersion?.generation === 'string' &&
+	    r.sessions.some((x) => x.sessionId === sessionId) && !r.sessions.some((x) => x.sessionId === spare)],
+	['WorkspaceDaemonClient.getSessionLiveState', 'works', 'GET /workspaces/:ws/sessions/live-state',
+	    (c) => client.workspaceByCwd(workspaceCwd).getSessionLiveState(),
+	    (r) => r.sessions.some((x) => x.sessionId === sessionId)],
+	['DaemonClient.exportSession', 'works', 'GET /session/:id/export?format=jsonl (the transcript as on disk)',
+	    (c) => client.exportSession(spare, { format: 'jsonl' }),
+	    (r) => r.format === 'jsonl' && r.filename === `${spare}.jsonl` &&
+	    r.mimeType.startsWith('application/x-ndjson') &&
+	    r.content.trim().split('\n').every((l) => JSON.parse(l).sessionId === spare)],
+	['DaemonClient.exportSession format=html', 'not served', 'html (the SDK\'s default), md, json: 400 invalid_export_format',
+	    (c) => client.exportSession(spare),
+	    undefined, (o) => o.error?.status === 400 && o.error.body?.code === 'invalid_export_format'],
+	['DaemonClient.updateSessionMetadata', 'works', 'PATCH /session/:id/metadata {displayName} (a live session\'s by its agent)',
+	    (c) => client.updateSessionMetadata(sessionId, { displayName: 'sdk title' }),
+	    (r) => r.displayName === 'sdk title'],
+	['DaemonClient.listSessionGroups', 'works', 'GET /workspace/:id/session-groups',
+	    (c) => client.listSessionGroups(workspaceCwd),
+	    (r) => Array.isArray(r.groups) && r.groups.length === 0 && r.colorOptions.includes('blue')],
+	['DaemonClient.createSessionGroup', 'works', 'POST /workspace/:id/session-groups: 201 {group}',
+	    (c) => client.createSessionGroup(workspaceCwd, { name: 'g', color: 'blue' }),
+	    (r) => { ctx.group = r.id; return typeof r.id === 'string' && r.name === 'g' && r.color === 'blue'; }],
+	['DaemonClient.updateSessionOrganization', 'works', 'PATCH /session/:id/organization (pinned, group, color)',
+	    (c) => client.updateSessionOrganization(spare, { isPinned: true, groupId: ctx.group }),
+	    (r) => r.sessionId === spare && r.isPinned === true && r.groupId === ctx.group],
+	['DaemonClient.updateSessionGroup', 'works', 'PATCH /workspace/:id/session-groups/:groupId',
+	    (c) => client.updateSessionGroup(workspaceCwd, ctx.group, { name: 'h' }),
+	    (r) => r.id === ctx.group && r.name === 'h'],
+	['DaemonClient.deleteSessionGroup', 'works', 'DELETE /workspace/:id/session-groups/:groupId (its sessions ungrouped)',
+	    async (c) => ({ del: await client.deleteSessionGroup(workspaceCwd, ctx.group),
+	    list: await client.listSessionGroups(workspaceCwd) }),
+	    (r) => r.del.deleted === true && r.list.groups.length === 0],
+	['DaemonClient.getSessionTurnIndexPage', 'works', 'GET /session/:id/turn-index (the agent\'s kept index)',
+	    (c) => client.getSessionTurnIndexPage(sessionId, { limit: 50 }),
+	    (r) => r.sessionId === sessionId && typeof r.snapshot === 'string' &&
+	    r.totalTurns >= 1 && Array.isArray(r.turns) && r.turns.length === r.totalTurns],
+	['DaemonClient.archiveSessionsData', 'works', 'POST /sessions/archive (a live session refused)',
+	    (c) => client.archiveSessionsData([spare, sessionId]),
+	    (r) => r.archived.length === 1 && r.archived[0] === spare &&
+	    r.errors.length === 1 && r.errors[0].sessionId === sessionId],
+	['WorkspaceDaemonClient.exportArchivedSession', 'not served', 'no export of archived data (unarchive it first)',
+	    (c) => client.workspaceByCwd(workspaceCwd).exportArchivedSession(spare, { format: 'jsonl' })],
+	['DaemonClient.unarchiveSessionsData', 'works', 'POST /sessions/unarchive',
+	    async (c) => ({ un: await client.unarchiveSessionsData([spare]),
+	    info: await client.workspaceByCwd(workspaceCwd).getWorkspaceSessionInfo() }),
+	    (r) => r.un.unarchived.length === 1 && r.un.unarchived[0] === spare &&
+	    r.un.errors.length === 0 && r.info.archived === 0],
+	['DaemonClient.deleteSessionsData', 'works', 'POST /sessions/delete (a live session refused; whole or nothing)',
+	    async (c) => ({ del: await client.deleteSessionsData([spare, sessionId]),
+	    gone: await client.exportSession(spare, { format: 'jsonl' }).catch((e) => e) }),
+	    (r) => r.del.removed.length === 1 && r.del.removed[0] === spare &&
+	    r.del.errors.length === 1 && r.del.errors[0].sessionId === sessionId &&
+	    r.gone.status === 404 && r.gone.body?.code === 'session_not_found'],
+	// The same through WorkspaceDaemonClient (/workspaces/:ws/...).
+	['WorkspaceDaemonClient.listWorkspaceSessionsPage', 'works', 'GET /workspaces/:ws/sessions',
+	    (c) => ws().listWorkspaceSessionsPage({ pageSize: 50 }),
+	    (r) => r.sessions.some((x) => x.sessionId === sessionId) && !r.sessions.some((x) => x.sessionId === spare)],
+	['WorkspaceDaemonClient.listWorkspaceSessions', 'works', 'GET /workspaces/:ws/sessions',
+	    (c) => ws().listWorkspaceSessions(), (r) => r.some((x) => x.sessionId === sessionId)],
+	['WorkspaceDaemonClient.getSessionTranscriptPage', 'not served', NOWSSESSION,
+	    (c) => ws().getSessionTranscriptPage(sessionId, { limit: 5 })],
+	['WorkspaceDaemonClient.getSessionTurnIndexPage', 'not served', NOWSSESSION,
+	    (c) => ws().getSessionTurnIndexPage(sessionId)],
+	['WorkspaceDaemonClient.exportSession', 'not served', NOWSSESSION,
+	    (c) => ws().exportSession(sessionId, { format: 'jsonl' })],
+	['WorkspaceDaemonClient.updateSessionMetadata', 'not served', NOWSSESSION,
+	    (c) => ws().updateSessionMetadata(sessionId, { displayName: 'ws title' })],
+	['WorkspaceDaemonClient.listSessionGroups', 'works', 'GET /workspaces/:ws/session-groups',
+	    (c) => ws().listSessionGroups(), (r) => Array.isArray(r.groups) && r.groups.length === 0],
+	['WorkspaceDaemonClient.createSessionGroup', 'works', 'POST /workspaces/:ws/session-groups: 201 {group}',
+	    (c) => ws().createSessionGroup({ name: 'w', color: 'red' }),
+	    (r) => { ctx.wgroup = r.id; return typeof r.id === 'string' && r.name === 'w'; }],
+	['WorkspaceDaemonClient.updateSessionOrganization', 'not served', NOWSSESSION,
+	    (c) => ws().updateSessionOrganization(sessionId, { groupId: ctx.wgroup })],
+	['WorkspaceDaemonClient.updateSessionGroup', 'works', 'PATCH /workspaces/:ws/session-groups/:groupId',
+	    (c) => ws().updateSessionGroup(ctx.wgroup, { color: 'green' }),
+	    (r) => r.id === ctx.wgroup && r.color === 'green'],
+	['WorkspaceDaemonClient.deleteSessionGroup', 'works', 'DELETE /workspaces/:ws/session-groups/:groupId',
+	    (c) => ws().deleteSessionGroup(ctx.wgroup), (r) => r.deleted === true],
+	['WorkspaceDaemonClient.archiveSessionsData', 'works', 'POST /workspaces/:ws/sessions/archive',
+	    (c) => ws().archiveSessionsData([NOSUCH, sessionId]),
+	    (r) => r.notFound.length === 1 && r.notFound[0] === NOSUCH && r.errors[0]?.sessionId === sessionId],
+	['WorkspaceDaemonClient.unarchiveSessionsData', 'works', 'POST /workspaces/:ws/sessions/unarchive',
+	    (c) => ws().unarchiveSessionsData([NOSUCH]),
+	    (r) => r.notFound.length === 1 && r.notFound[0] === NOSUCH],
+	['WorkspaceDaemonClient.deleteSessionsData', 'works', 'POST /workspaces/:ws/sessions/delete',
+	    (c) => ws().deleteSessionsData([NOSUCH, sessionId]),
+	    (r) => r.notFound.length === 1 && r.notFound[0] === NOSUCH && r.errors[0]?.sessionId === sessionId],
 	// The agent's own state and work.
 	['DaemonClient.continueSession', 'works', 'POST /session/:id/continue (the agent\'s qwen/control/session/continue pre-check)',
 	    (c) => client.continueSession(sessionId, { clientId: ctx.cid }),
@@ -324,10 +398,12 @@ const T = [
 	    (c) => ctx.s.respondToSessionPermission('no-such-request', cancelled), (r) => r === false],
 	['DaemonSessionClient.respondToPermission', 'not served', 'legacy POST /permission/:requestId',
 	    (c) => ctx.s.respondToPermission('no-such-request', cancelled)],
-	['DaemonSessionClient.updateMetadata', 'not served', MANAGE,
-	    (c) => ctx.s.updateMetadata({ title: 't' })],
-	['DaemonSessionClient.getTurnIndexPage', 'not served', MANAGE,
-	    (c) => ctx.s.getTurnIndexPage()],
+	['DaemonSessionClient.updateMetadata', 'works', 'PATCH /session/:id/metadata {displayName}',
+	    (c) => ctx.s.updateMetadata({ displayName: 'session title' }),
+	    (r) => r.displayName === 'session title'],
+	['DaemonSessionClient.getTurnIndexPage', 'works', 'GET /session/:id/turn-index',
+	    (c) => ctx.s.getTurnIndexPage({ limit: 1 }),
+	    (r) => r.sessionId === sessionId && r.turns.length === 1 && r.totalTurns >= 1],
 	['DaemonSessionClient.continueSession', 'works', 'POST /session/:id/continue',
 	    (c) => ctx.s.continueSession(), (r) => r.accepted === false],
 	['DaemonSessionClient.fork', 'agent-only', FORK,
@@ -452,7 +528,7 @@ if (mode === 'table') {
 	process.exit(0);
 }
 let bad = 0;
-for (const [name, status, , call, check] of T) {
+for (const [name, status, , call, check, refused] of T) {
 	last = null;
 	const o = await settle(() => call(ctx));
 	let good;
@@ -460,6 +536,8 @@ for (const [name, status, , call, check] of T) {
 		good = !o.hang && !o.error && (check === undefined || check(o.value));
 	else if (status === 'agent-only')
 		good = answeredByAgent(o);
+	else if (refused !== undefined)
+		good = !o.hang && refused(o);
 	else
 		good = refusedAsUnserved(o);
 	if (!good)
