@@ -29,6 +29,7 @@ struct call {
 	int64_t			 id;		/* ours (to the agent, or to the parent) */
 	json_object		*peer_id;	/* parent's prompt id / agent's request id */
 	json_object		*params;	/* CALL_RESUME: the prompt to send next */
+	uint64_t		 sent_ms;	/* monotonic, when it went to the agent */
 	char			 sid[37];
 };
 

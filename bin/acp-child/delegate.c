@@ -34,6 +34,7 @@
 
 #include "append.h"
 #include "child.h"
+#include "clock.h"
 #include "delegate.h"
 #include "delegate-int.h"
 #include "json.h"
@@ -336,6 +337,9 @@ dlg_answer(struct child *c, struct rpc_msg *m)
 		if (s == NULL)
 			break;
 		s->warming = 0;
+		log_info("session %s: the agent %s it in %llu ms", s->id,
+		    m->kind == RPC_RESULT ? "resumed" : "refused",
+		    (unsigned long long)(clock_mono_ms() - k->sent_ms));
 		if (k->peer_id == NULL) {
 			s->delegated = m->kind == RPC_RESULT;
 			if (!s->delegated)
