@@ -206,7 +206,7 @@ subscribed() {
 	WS=$(pwd -P)
 	DATA=$HOME/.qwen
 	make_transcript "$ID"
-	jq -c 'select(.page == "qwen-serve.8" and (.n == 5 or .n == 6))' "$EX" |
+	jq -c 'select(.page == "qwen-serve.8" and (.n == 7 or .n == 8))' "$EX" |
 	    jq -s -c '{page: "both", n: 56, kind: "shell", text: (map(.text) | join("\n") + "\nanswered")}' >"$EX.both"
 	# answered: session/new's answer comes on the connection's stream (the
 	# follower in the background): wait for it before the end stops it.
@@ -230,10 +230,11 @@ subscribed() {
 	WS=$(pwd -P)
 	DATA=$HOME/.qwen
 	make_transcript "$ID"
-	# 3 (a daemon on TCP 4170 and promtool), 4 (a Prometheus job), 5 and 6
-	# (the test above), 8, 9 and 11 (websocat, a browser, npm and the real
-	# agent), 13, 14, 16 and 17 (systemd, root): bash -n above only.
-	run_examples qwen-serve.8 3 4 5 6 8 9 11 13 14 16 17
+	# 3 (a non-loopback address), 5 (a daemon on TCP 4170 and promtool),
+	# 6 (a Prometheus job), 7 and 8 (the test above), 10, 11 and 13
+	# (websocat, a browser, npm and the real agent), 15, 16, 18 and 19
+	# (systemd, root): bash -n above only.
+	run_examples qwen-serve.8 3 5 6 7 8 10 11 13 15 16 18 19
 	[ -s "$BATS_TEST_TMPDIR/var/log/qwen-serve.jsonl" ]
-	cat "$BATS_TEST_TMPDIR/ex-12.out" "$BATS_TEST_TMPDIR/ex-12.err" | grep -q 'configuration OK'
+	cat "$BATS_TEST_TMPDIR/ex-14.out" "$BATS_TEST_TMPDIR/ex-14.err" | grep -q 'configuration OK'
 }

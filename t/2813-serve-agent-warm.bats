@@ -132,3 +132,22 @@ agent_pid() {
 	run grep -q 'idle: ending it' "$BATS_TEST_TMPDIR/err"
 	[ "$status" -ne 0 ]
 }
+
+@test "an agent that offers session/load and not session/resume is asked to load; its replay is not ours to pass on" {
+	warm_serve "load-only,replay=3,replay-bytes=16"
+	make_transcript
+	req POST "/session/$SID/load" '{}'
+	expect 200
+	local last
+	last=$(jq -r .lastEventId <<<"$body")
+	wait_for 10 asked_is 1 session/load "$SID"
+	[ "$(asked session/resume "$SID")" -eq 0 ]
+	# Everything the bus carried for the session since our load answered.
+	sse_open ev "/session/$SID/events" -H "Last-Event-ID: $last"
+	prompt_post "$SID"
+	sse_wait ev ".type == \"turn_complete\" and .promptId == \"$PROMPT_ID\"" 20
+	[ "$(asked session/prompt "$SID")" -eq 1 ]
+	# The agent's replay (16 x) stayed in the child: the subscribers have it from our load.
+	! sse_has ev '.data.update.content.text == "xxxxxxxxxxxxxxxx"' || false
+	grep -q "session $SID: the agent resumed it in" "$BATS_TEST_TMPDIR/err"
+}

@@ -29,6 +29,8 @@ struct call {
 	int64_t			 id;		/* ours (to the agent, or to the parent) */
 	json_object		*peer_id;	/* parent's prompt id / agent's request id */
 	json_object		*params;	/* CALL_RESUME: the prompt to send next */
+	uint64_t		 sent_ms;	/* monotonic, when it went to the agent */
+	int			 loading;	/* CALL_RESUME by session/load */
 	char			 sid[37];
 };
 
@@ -46,6 +48,7 @@ struct delegate {
 	struct event		*restart_ev;	/* the backoff after an exit */
 	uint64_t		 started_ms;	/* monotonic, of the last start */
 	long			 backoff_ms;
+	int			 load_only;	/* it offers session/load, not resume */
 };
 
 

@@ -78,6 +78,7 @@ dlg_write(json_object *msg)
 void
 dlg_call(struct call *k, const char *method, json_object *params)
 {
+	k->sent_ms = clock_mono_ms();
 	TAILQ_INSERT_TAIL(&dlg.calls, k, entry);
 	dlg_write(rpc_new_request(json_object_new_int64(k->id), method, params));
 }

@@ -34,6 +34,7 @@
 
 #include "append.h"
 #include "child.h"
+#include "clock.h"
 #include "delegate.h"
 #include "delegate-int.h"
 #include "json.h"
@@ -92,7 +93,9 @@ tell_state(struct child *c, const char *sid, const char *state)
 /*
  * Resume s at the agent (releasing our writer lease), then prompt.  A
  * session with no transcript yet (session/new, nothing said) cannot be
- * resumed: the agent creates it under our id instead.
+ * resumed: the agent creates it under our id instead.  An agent that
+ * offers session/load and not session/resume is asked to load it (the
+ * history it replays is dropped: our parent has it from us).
  */
 static void
 resume_send(struct child *c, struct session *s, struct call *k)
@@ -117,7 +120,37 @@ resume_send(struct child *c, struct session *s, struct call *k)
 	log_info("session %s: %s it at the agent%s", s->id, exists ? "resuming" :
 	    "creating", k->peer_id == NULL ? " (in the background)" : "");
 	s->warming = 1;
-	dlg_call(k, exists ? "session/resume" : "session/new", p);
+	k->loading = exists && dlg.load_only;
+	dlg_call(k, !exists ? "session/new" : k->loading ? "session/load" :
+	    "session/resume", p);
+}
+
+/* Whether the agent is replaying sid's history to us (a session/load). */
+static int
+dlg_loading(const char *sid)
+{
+	struct call *k;
+
+	TAILQ_FOREACH(k, &dlg.calls, entry)
+		if (k->kind == CALL_RESUME && k->loading && sid != NULL &&
+		    strcmp(k->sid, sid) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * How the agent restores a session, from what initialize says it offers:
+ * session/resume (sessionCapabilities.resume) when it does, else
+ * session/load when loadSession is true, else resume all the same.
+ */
+static void
+dlg_capabilities(json_object *result)
+{
+	json_object *caps = json_get_obj(result, "agentCapabilities"), *v;
+
+	dlg.load_only = json_get_obj(json_get_obj(caps, "sessionCapabilities"),
+	    "resume") == NULL && json_object_object_get_ex(caps, "loadSession", &v) &&
+	    json_object_get_boolean(v);
 }
 
 static void
@@ -327,8 +360,10 @@ dlg_answer(struct child *c, struct rpc_msg *m)
 		dlg.state = m->kind == RPC_RESULT ? D_READY : D_STARTING;
 		log_info("agent %ld: initialize %s", (long)dlg.pid,
 		    m->kind == RPC_RESULT ? "done" : "refused");
-		if (m->kind == RPC_RESULT)
+		if (m->kind == RPC_RESULT) {
+			dlg_capabilities(m->result);
 			dlg_release_waiting(c, 1, NULL);
+		}
 		else
 			kill(-dlg.pid, SIGTERM);
 		break;
@@ -336,6 +371,9 @@ dlg_answer(struct child *c, struct rpc_msg *m)
 		if (s == NULL)
 			break;
 		s->warming = 0;
+		log_info("session %s: the agent %s it in %llu ms", s->id,
+		    m->kind == RPC_RESULT ? "resumed" : "refused",
+		    (unsigned long long)(clock_mono_ms() - k->sent_ms));
 		if (k->peer_id == NULL) {
 			s->delegated = m->kind == RPC_RESULT;
 			if (!s->delegated)
@@ -418,7 +456,8 @@ dlg_message(struct child *c, struct rpc_msg *m)
 {
 	switch (m->kind) {
 	case RPC_NOTIFICATION:
-		if (strcmp(m->method, "session/update") == 0 && m->params != NULL)
+		if (strcmp(m->method, "session/update") == 0 && m->params != NULL &&
+		    !dlg_loading(json_get_str(m->params, "sessionId")))
 			child_send(c, rpc_new_notification("session/update",
 			    json_object_get(m->params)));
 		break;

@@ -31,6 +31,8 @@
  *   log=PATH           append "<pid> <method> <sessionId|-> <traceparent|->"
  *                      per message read (_meta["qwen.telemetry.traceparent"])
  *   ignore-term        ignore SIGTERM (only SIGKILL ends it)
+ *   load-only          initialize offers session/load and not
+ *                      session/resume, which is then not a method here
  *   early-update       load/resume send one session/update for the id at
  *                      once, before their (possibly delayed) answer
  *   late-update=MS     ... and one MS after their answer
@@ -98,7 +100,7 @@ static struct {
 	char		*poke[MAX_KNOB];
 	size_t		 npoke;
 	long		 crash_after, close_after, chunks, chunk_delay, replay, replay_bytes;
-	int		 wrong_id, linger, early_update, ask, echo_ext;
+	int		 wrong_id, linger, early_update, ask, echo_ext, load_only;
 	char		*fail_detail;
 	long		 late_update;
 	char		*known[MAX_KNOB], *held[MAX_KNOB];
@@ -181,6 +183,8 @@ parse_knobs(const char *env)
 			cf.close_after = atol(v);
 		else if (strcmp(tok, "early-update") == 0)
 			cf.early_update = 1;
+		else if (strcmp(tok, "load-only") == 0)
+			cf.load_only = 1;
 		else if (strcmp(tok, "ask") == 0)
 			cf.ask = 1;
 		else if (strcmp(tok, "echo-ext") == 0)
@@ -441,8 +445,9 @@ m_initialize(struct rpc_msg *m, long delay)
 	json_object_object_add(r, "protocolVersion", json_object_new_int(1));
 	json_object_object_add(r, "agentInfo", obj("name", json_object_new_string("fake-child")));
 	json_object_object_add(caps, "loadSession", json_object_new_boolean(1));
-	json_object_object_add(caps, "sessionCapabilities",
-	    obj("resume", json_object_new_object()));
+	if (!cf.load_only)
+		json_object_object_add(caps, "sessionCapabilities",
+		    obj("resume", json_object_new_object()));
 	json_object_object_add(r, "agentCapabilities", caps);
 	return rpc_new_result(json_object_get(m->id), r);
 }
@@ -526,6 +531,9 @@ m_load(struct rpc_msg *m, long delay)
 static json_object *
 m_resume(struct rpc_msg *m, long delay)
 {
+	if (cf.load_only)
+		return rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
+		    "Method not found", NULL);
 	return restore(m, delay, 0);
 }
 
