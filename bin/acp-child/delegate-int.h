@@ -46,6 +46,8 @@ struct delegate {
 	struct event		*restart_ev;	/* the backoff after an exit */
 	uint64_t		 started_ms;	/* monotonic, of the last start */
 	long			 backoff_ms;
+	char			*rtdir;		/* the agent's QWEN_RUNTIME_DIR (compact
+						   transcripts), NULL: none */
 };
 
 

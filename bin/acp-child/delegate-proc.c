@@ -24,6 +24,7 @@
 #include "base64.h"
 #include "child.h"
 #include "clock.h"
+#include "compact.h"
 #include "delegate.h"
 #include "delegate-int.h"
 #include "log.h"
@@ -109,6 +110,7 @@ dlg_command(struct child *c)
 {
 	struct spawn_cmd *cmd = spawn_cmd_new(c->opts.agent_acp[0]);
 	unsigned char raw[32];
+	char *cause = NULL;
 
 	for (char **a = c->opts.agent_acp + 1; *a != NULL; a++)
 		spawn_cmd_arg(cmd, *a);
@@ -119,6 +121,16 @@ dlg_command(struct child *c)
 	spawn_cmd_setenv(cmd, "QWEN_CODE_PRIVATE_ACP_CAPABILITY", dlg.secret);
 	spawn_cmd_setenv(cmd, "QWEN_CODE_NO_RELAUNCH", "true");
 	spawn_cmd_setenv(cmd, "QWEN_HOME", c->opts.data_dir);
+	if (c->opts.agent_compact && dlg.rtdir == NULL &&
+	    (dlg.rtdir = compact_runtime_dir(c->opts.data_dir, &cause)) == NULL) {
+		log_warnx("agent: no compact transcripts: %s", cause != NULL ? cause : "?");
+		free(cause);
+	}
+	/* Its transcripts (and other runtime files) in our private directory. */
+	if (dlg.rtdir != NULL)
+		spawn_cmd_setenv(cmd, "QWEN_RUNTIME_DIR", dlg.rtdir);
+	else
+		spawn_cmd_unsetenv(cmd, "QWEN_RUNTIME_DIR");
 	spawn_cmd_pre_exec(cmd, agent_pre_exec, NULL);
 	return cmd;
 }

@@ -28,6 +28,8 @@ int	delegate_shutdown(struct child *);
 void	delegate_prestart(struct child *);
 /* s's load or resume was answered: resume it at the agent in the background. */
 void	delegate_session_ready(struct child *, struct session *);
+/* s's index is back from being kept: a background resume that waited for it. */
+void	delegate_index_back(struct child *, struct session *);
 /* The session goes: forget it at the agent's side. */
 void	delegate_session_gone(struct child *, struct session *);
 

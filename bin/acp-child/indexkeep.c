@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "delegate.h"
 #include "loadwork.h"
 #include "log.h"
 #include "session.h"
@@ -83,6 +84,7 @@ keep_done(struct lw_job *lw)
 	s->busy = 0;
 	free(k->cause);
 	free(k);
+	delegate_index_back(c, s);	/* before the queue runs: s may go */
 	child_session_idle(c, s);
 }
 

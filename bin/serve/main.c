@@ -51,6 +51,7 @@ enum {
 	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_OTLP, OPT_TOKEN_FILE, OPT_CHILD_CMD,
 	OPT_AUDIT_LOG, OPT_LOG_FORMAT, OPT_PERM_TO, OPT_AGENT_ACP, OPT_PROMPT_DEADLINE, OPT_WRITER_IDLE,
 	OPT_AGENT_PRESTART,
+	OPT_AGENT_COMPACT,
 };
 
 static const struct option longopts[] = {
@@ -71,6 +72,7 @@ static const struct option longopts[] = {
 	{ "agent-command", required_argument, NULL, OPT_AGENT_CMD },
 	{ "agent-acp", required_argument, NULL, OPT_AGENT_ACP },
 	{ "agent-prestart", required_argument, NULL, OPT_AGENT_PRESTART },
+	{ "agent-compact", required_argument, NULL, OPT_AGENT_COMPACT },
 	{ "log-file", required_argument, NULL, OPT_LOG_FILE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
@@ -159,6 +161,7 @@ usage(int status)
 	    "\t[--child PATH | --child-command 'CMD ARGS']\n"
 	    "\t[--data-dir DIR] [--cache-dir DIR]\n"
 	    "\t[--agent-command CMD | --agent-acp 'CMD ARGS'] [--agent-prestart yes|no]\n"
+	    "\t[--agent-compact yes|no]\n"
 	    "\t[--log-file FILE] [--audit-log FILE]\n"
 	    "\t[--log-format text|json]\n"
 	    "\t[--log-level LEVEL] [--trace-file FILE] [--otlp-endpoint URL]\n"
@@ -301,6 +304,7 @@ conf_defaults(void)
 	conf.init_timeout_ms = BUDGET_INITIALIZE_DEFAULT_MS;
 	conf.channel_idle_timeout_ms = 0;
 	conf.agent_prestart = 1;
+	conf.agent_compact = 1;
 	conf.session_idle_timeout_ms = 1800000;
 	conf.session_reap_interval_ms = 60000;
 	conf.sse_heartbeat_ms = 15000;
@@ -370,6 +374,14 @@ parse_args(int argc, char **argv)
 				exit(2);
 			}
 			conf.agent_prestart = strcmp(optarg, "yes") == 0;
+			break;
+		case OPT_AGENT_COMPACT:
+			if (strcmp(optarg, "yes") != 0 && strcmp(optarg, "no") != 0) {
+				fprintf(stderr, "qwen-serve: --agent-compact: yes or no, "
+				    "not '%s'\n", optarg);
+				exit(2);
+			}
+			conf.agent_compact = strcmp(optarg, "yes") == 0;
 			break;
 		case OPT_LOG_FILE: free(conf.log_file); conf.log_file = xstrdup(optarg); break;
 		case OPT_LOG_FORMAT:
