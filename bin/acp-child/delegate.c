@@ -4,8 +4,10 @@
  * 'CMD ARGS') that answers this child's prompts.
  *
  * One agent process per child, initialized with a private-parent secret
- * of our own, then each session is resumed there once (its writer lease
- * released first, so that the agent can write).  With --agent-prestart
+ * of our own, then each session is resumed there once: from a compact
+ * transcript whose new records come back to the real one under our lease
+ * (agent_view(); compact.c, mirror.c), or from the real transcript, our
+ * writer lease released first so that the agent can write.  With --agent-prestart
  * (the default) the agent starts with the child, and each session is
  * resumed there in the background once its load or resume has been
  * answered (never before: loads stay ours and fast), so that the first
