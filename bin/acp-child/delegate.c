@@ -36,6 +36,7 @@
 
 #include "append.h"
 #include "child.h"
+#include "clock.h"
 #include "compact.h"
 #include "delegate.h"
 #include "delegate-int.h"
@@ -145,6 +146,7 @@ agent_view(struct child *c, struct session *s, int exists)
 {
 	struct compact_stats st = { 0 };
 	char *cause = NULL;
+	uint64_t t0 = clock_mono_ms();
 	int rc = -1;
 
 	if (dlg.rtdir == NULL) {
@@ -171,9 +173,10 @@ agent_view(struct child *c, struct session *s, int exists)
 		if (exists)
 			log_info("session %s: the agent resumes a compact transcript "
 			    "(%llu of %llu bytes; %llu records kept from before the "
-			    "checkpoint, %llu from it on)", s->id,
+			    "checkpoint, %llu from it on; %llu ms)", s->id,
 			    (unsigned long long)st.bytes, (unsigned long long)st.source,
-			    (unsigned long long)st.before, (unsigned long long)st.after);
+			    (unsigned long long)st.before, (unsigned long long)st.after,
+			    (unsigned long long)(clock_mono_ms() - t0));
 		return;
 	}
 	log_warnx("session %s: no compact transcript: %s", s->id,
