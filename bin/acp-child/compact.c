@@ -37,6 +37,7 @@
 #include "privdir.h"
 #include "rpc-frame.h"
 #include "transcript.h"
+#include "txscan.h"
 #include "xmalloc.h"
 
 /* The runtime directory, checked: a path, or NULL with *cause. */
@@ -95,6 +96,48 @@ write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
+/*
+ * The fast way: rec's own bytes with its parentUuid string swapped (the
+ * top-level key, found by the index's scanner).  1 done, 0 not possible
+ * (use json-c), -1 + cause.
+ */
+static int
+splice_parent(struct transcript *t, int fd, uint32_t rec, const char *parent,
+    char uuid[64], char **cause)
+{
+	struct txscan sc;
+	const char *b, *e, *v;
+	size_t len;
+	int r, w;
+
+	if ((r = transcript_record_bytes(t, rec, &b, &len, cause)) != 1)
+		return r;
+	for (e = b + len; e > b && txscan_isspace((unsigned char)e[-1]); e--)
+		;
+	memset(&sc, 0, sizeof(sc));
+	if (txscan_object(b, e, &sc) != TXSCAN_OK || sc.f[TXF_PARENT].kind != TXK_STR ||
+	    sc.f[TXF_UUID].kind != TXK_STR || sc.f[TXF_UUID].len >= 64)
+		return 0;
+	memcpy(uuid, sc.f[TXF_UUID].p, sc.f[TXF_UUID].len);
+	uuid[sc.f[TXF_UUID].len] = '\0';
+	v = sc.f[TXF_PARENT].p;		/* inside the quotes */
+	if (parent != NULL)
+		w = write_all(fd, b, (size_t)(v - b)) == -1 ||
+		    write_all(fd, parent, strlen(parent)) == -1 ||
+		    write_all(fd, v + sc.f[TXF_PARENT].len,
+		    (size_t)(e - v - sc.f[TXF_PARENT].len)) == -1;
+	else
+		w = write_all(fd, b, (size_t)(v - 1 - b)) == -1 ||
+		    write_all(fd, "null", 4) == -1 ||
+		    write_all(fd, v + sc.f[TXF_PARENT].len + 1,
+		    (size_t)(e - v - sc.f[TXF_PARENT].len - 1)) == -1;
+	if (w || write_all(fd, "\n", 1) == -1) {
+		transcript_cause(cause, "write: %s", strerror(errno));
+		return -1;
+	}
+	return 1;
+}
+
 /* Write rec re-parented to parent (NULL: a root); its uuid into uuid. */
 static int
 put_reparented(struct transcript *t, int fd, uint32_t rec, const char *parent,
@@ -105,6 +148,8 @@ put_reparented(struct transcript *t, int fd, uint32_t rec, const char *parent,
 	size_t len;
 	int rc;
 
+	if ((rc = splice_parent(t, fd, rec, parent, uuid, cause)) != 0)
+		return rc == 1 ? 0 : -1;
 	if ((o = transcript_load_record(t, rec, cause)) == NULL)
 		return -1;
 	json_object_object_add(o, "parentUuid", parent != NULL ?
@@ -195,10 +240,12 @@ write_compact(struct transcript *t, const struct tx_chain *ch, int fd,
 	char prev[64] = "", uuid[64];
 	int rc = 0;
 
+	transcript_read_ahead(t, pre, npre);
 	for (i = 0; i < npre && rc == 0; i++) {
 		rc = put_reparented(t, fd, pre[i], prev[0] ? prev : NULL, uuid, cause);
 		memcpy(prev, uuid, sizeof(prev));
 	}
+	transcript_read_ahead(t, NULL, 0);
 	free(pre);
 	st->before = npre;
 	if (rc == -1 || ch->len == 0)
