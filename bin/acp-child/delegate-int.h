@@ -30,6 +30,7 @@ struct call {
 	json_object		*peer_id;	/* parent's prompt id / agent's request id */
 	json_object		*params;	/* CALL_RESUME: the prompt to send next */
 	char			 sid[37];
+	uint64_t		 sent_ms;	/* monotonic, when it was sent */
 };
 
 struct delegate {

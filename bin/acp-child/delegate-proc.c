@@ -80,6 +80,7 @@ void
 dlg_call(struct call *k, const char *method, json_object *params)
 {
 	TAILQ_INSERT_TAIL(&dlg.calls, k, entry);
+	k->sent_ms = clock_mono_ms();
 	dlg_write(rpc_new_request(json_object_new_int64(k->id), method, params));
 }
 

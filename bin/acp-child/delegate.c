@@ -475,6 +475,10 @@ dlg_answer(struct child *c, struct rpc_msg *m)
 			break;
 		if (m->kind != RPC_RESULT && compact_refused(c, s, k, m))
 			break;
+		log_info("session %s: the agent %s the %s transcript in %llu ms", s->id,
+		    m->kind == RPC_RESULT ? "resumed" : "refused",
+		    s->compact ? "compact" : "real",
+		    (unsigned long long)(clock_mono_ms() - k->sent_ms));
 		s->warming = 0;
 		if (k->peer_id == NULL) {
 			s->delegated = m->kind == RPC_RESULT;

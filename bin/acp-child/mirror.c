@@ -30,8 +30,10 @@
 #include "log.h"
 #include "xmalloc.h"
 
-/* Past this much unread without a newline the copy gives up. */
-#define MIRROR_MAX_LINE	(512u << 20)
+/* Read this much at a time, more (doubling) for a longer line; a line
+   longer than the agent's own cap on a transcript stops the copy. */
+#define MIRROR_CHUNK	(1u << 20)
+#define MIRROR_MAX_LINE	(256u << 20)
 
 struct mirror {
 	char		*path;		/* the compact transcript */
@@ -127,13 +129,44 @@ mirror_copy(struct mirror *m, const char *buf, size_t len)
 	return (ssize_t)n;
 }
 
+/* Copy the whole lines of [m->off, size), a chunk at a time.  0, or -1
+   to stop (a line over the cap). */
+static int
+mirror_chunks(struct mirror *m, uint64_t size)
+{
+	size_t want = MIRROR_CHUNK, len;
+	ssize_t n, done;
+	char *buf;
+
+	while (m->off < size) {
+		len = size - m->off < want ? (size_t)(size - m->off) : want;
+		buf = xmalloc(len);
+		n = pread(m->fd, buf, len, (off_t)m->off);
+		done = n > 0 ? mirror_copy(m, buf, (size_t)n) : -1;
+		free(buf);
+		if (done == -1)
+			return 0;	/* a read or write error: the next change retries */
+		if (done > 0) {
+			m->off += (uint64_t)done;
+			want = MIRROR_CHUNK;
+			continue;
+		}
+		if ((size_t)n < want)
+			return 0;	/* a line still being written (or torn) */
+		if (want >= MIRROR_MAX_LINE) {
+			log_warnx("session %s: a line of over %u MiB from the agent; "
+			    "copying stops", m->sid, MIRROR_MAX_LINE >> 20);
+			return -1;
+		}
+		want *= 2;
+	}
+	return 0;
+}
+
 void
 mirror_drain(struct mirror *m)
 {
 	struct stat st, ps;
-	char *buf;
-	size_t len;
-	ssize_t n;
 
 	if (m == NULL || m->dead || mirror_open(m) == -1)
 		return;
@@ -147,21 +180,8 @@ mirror_drain(struct mirror *m)
 		m->dead = 1;
 		return;
 	}
-	if ((uint64_t)st.st_size == m->off)
-		return;
-	if ((uint64_t)st.st_size - m->off > MIRROR_MAX_LINE) {
-		log_warnx("session %s: %llu bytes without a whole line from the "
-		    "agent; copying stops", m->sid,
-		    (unsigned long long)((uint64_t)st.st_size - m->off));
+	if (mirror_chunks(m, (uint64_t)st.st_size) == -1)
 		m->dead = 1;
-		return;
-	}
-	len = (size_t)((uint64_t)st.st_size - m->off);
-	buf = xmalloc(len);
-	n = pread(m->fd, buf, len, (off_t)m->off);
-	if (n > 0 && (n = mirror_copy(m, buf, (size_t)n)) > 0)
-		m->off += (uint64_t)n;
-	free(buf);
 }
 
 uint64_t
