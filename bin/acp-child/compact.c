@@ -9,9 +9,12 @@
  * it resumes a session we write there, under the same session id:
  *   - the transcript's first record (the agent checks its cwd), and the
  *     active chain's records before the checkpoint that the agent
- *     rebuilds state from (telemetry, file history, session model,
- *     source, parent, attribution, goals, the last title), re-parented
- *     into one line of descent;
+ *     rebuilds state from (file history, session model, source, parent,
+ *     attribution, goals, the last title, the last telemetry event: its
+ *     prompt id numbers the next turn), re-parented into one line of
+ *     descent.  The telemetry before the checkpoint (a tenth of a long
+ *     session, and most of the agent's resume time) only feeds the
+ *     agent's own usage statistics, and is left out;
  *   - the checkpoint, its parent set to the last of those;
  *   - every active record after it, byte for byte.
  * The leaf is the same record as in the real transcript, so what the
@@ -62,7 +65,7 @@ static int
 keep_before(const struct transcript *t, uint32_t rec)
 {
 	static const char *const kinds[] = {
-		"ui_telemetry", "file_history_snapshot", "session_model",
+		"file_history_snapshot", "session_model",
 		"session_source", "parent_session", "attribution_snapshot",
 		"agent_session_ready", NULL
 	};
@@ -208,7 +211,7 @@ pick_before(struct transcript *t, const struct tx_chain *ch, size_t cut,
     uint32_t *out)
 {
 	size_t n = 0, i;
-	int64_t title = -1;
+	int64_t title = -1, tele = -1;
 
 	/* The physical first record (its cwd is the ownership proof). */
 	if (cut == 0)
@@ -218,13 +221,17 @@ pick_before(struct transcript *t, const struct tx_chain *ch, size_t cut,
 		uint32_t r = ch->rec[i];
 		if (r == 0)
 			continue;
-		if (transcript_type(t, r) == TX_SYSTEM &&
-		    strcmp(transcript_subtype(t, r), "custom_title") == 0)
+		if (transcript_type(t, r) != TX_SYSTEM)
+			continue;
+		if (strcmp(transcript_subtype(t, r), "custom_title") == 0)
 			title = (int64_t)i;
+		else if (strcmp(transcript_subtype(t, r), "ui_telemetry") == 0)
+			tele = (int64_t)i;
 	}
 	for (i = 0; i < cut; i++) {
 		uint32_t r = ch->rec[i];
-		if (r != 0 && (keep_before(t, r) || (int64_t)i == title))
+		if (r != 0 && (keep_before(t, r) || (int64_t)i == title ||
+		    (int64_t)i == tele))
 			out[n++] = r;
 	}
 	return n;
