@@ -37,6 +37,11 @@ compact_base() {
 	    "$BATS_TEST_TMPDIR/err" | tail -1
 }
 
+# The turn numbers of FILE's prompt ids (<sessionId>########N), sorted.
+turns() {
+	grep -o "\"prompt_id\":\"$SID########[0-9]*\"" "$1" | sed 's/.*#\([0-9]*\)"$/\1/' | sort -n
+}
+
 # inspect FILE FIELD: what our loader says of FILE.
 inspect() {
 	qwen-acp-child --inspect "$1" | jq -r ".$2"
@@ -84,6 +89,12 @@ real_is_original_plus_agent() {
 	serve_stop
 	# Byte for byte: the original, then every whole line the agent appended.
 	real_is_original_plus_agent
+	# It numbered its turns after the old ones, as on the whole transcript.
+	local old new
+	old=$(turns "$ORIG" | tail -1)
+	new=$(turns "$BATS_TEST_TMPDIR/added" | head -1)
+	[ -n "$new" ]
+	[ "$new" -gt "$old" ]
 	# Our loader: the same chain, grown by the agent's records from the old leaf.
 	[ "$(inspect "$REAL" gaps)" = 0 ]
 	[ "$(inspect "$REAL" malformedLines)" = 0 ]
