@@ -144,9 +144,24 @@ appender_write(int fd, const char *buf, size_t len)
 int
 appender_append(struct appender *a, json_object *rec, char **cause)
 {
+	char *line;
+	size_t len;
+	int rc;
+
+	*cause = NULL;
+	if ((line = rpc_encode(rec, &len)) == NULL)
+		return appender_fail(cause, "cannot encode record for", a->path, ENOMEM);
+	rc = appender_append_raw(a, line, len, cause);
+	free(line);
+	return rc;
+}
+
+int
+appender_append_raw(struct appender *a, const char *line, size_t len, char **cause)
+{
 	struct stat st;
-	char *line, *buf;
-	size_t len, off;
+	char *buf;
+	size_t off;
 	ssize_t n;
 	int e;
 
@@ -155,16 +170,11 @@ appender_append(struct appender *a, json_object *rec, char **cause)
 		return -1;
 	if (fstat(a->fd, &st) == -1)
 		return appender_fail(cause, "cannot stat transcript", a->path, errno);
-	if ((line = rpc_encode(rec, &len)) == NULL)
-		return appender_fail(cause, "cannot encode record for", a->path, ENOMEM);
 	off = appender_torn(a->fd, st.st_size) ? 1 : 0;
-	if ((buf = malloc(len + off)) == NULL) {
-		free(line);
+	if ((buf = malloc(len + off)) == NULL)
 		return appender_fail(cause, "cannot append to", a->path, ENOMEM);
-	}
 	buf[0] = '\n';
 	memcpy(buf + off, line, len);
-	free(line);
 	len += off;
 	n = appender_write(a->fd, buf, len);
 	free(buf);

@@ -35,6 +35,11 @@ int	appender_open(struct appender *, char **cause);
 /* Append rec (borrowed) as one line.  0, or -1 + *cause (caller frees). */
 int	appender_append(struct appender *, json_object *rec, char **cause);
 
+/* Append len bytes of whole lines (each ending in '\n') as they are, in one
+   write.  0, or -1 + *cause (caller frees). */
+int	appender_append_raw(struct appender *, const char *line, size_t len,
+	    char **cause);
+
 /*
  * A qwen-code record: uuid (written into uuid_out[37]), parentUuid
  * (NULL: null), sessionId, timestamp, type, provenance, cwd, version,

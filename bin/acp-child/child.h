@@ -39,6 +39,7 @@ struct child_opts {
 	const char	*agent_command;	/* NULL: echo agent */
 	char		**agent_acp;	/* --agent-acp argv, or NULL */
 	int		 agent_prestart;	/* start the agent and warm sessions */
+	int		 agent_compact;	/* resume it from compact transcripts */
 	const char	*trace_file;	/* NULL: no spans */
 	const char	*otlp_endpoint;	/* --otlp-endpoint, or NULL */
 	size_t		 replay_max_bytes;

@@ -49,6 +49,8 @@ struct delegate {
 	uint64_t		 started_ms;	/* monotonic, of the last start */
 	long			 backoff_ms;
 	int			 load_only;	/* it offers session/load, not resume */
+	char			*rtdir;		/* the agent's QWEN_RUNTIME_DIR (compact
+						   transcripts), NULL: none */
 };
 
 

@@ -24,6 +24,7 @@
 #include "base64.h"
 #include "child.h"
 #include "clock.h"
+#include "compact.h"
 #include "delegate.h"
 #include "delegate-int.h"
 #include "log.h"
@@ -78,8 +79,8 @@ dlg_write(json_object *msg)
 void
 dlg_call(struct call *k, const char *method, json_object *params)
 {
-	k->sent_ms = clock_mono_ms();
 	TAILQ_INSERT_TAIL(&dlg.calls, k, entry);
+	k->sent_ms = clock_mono_ms();
 	dlg_write(rpc_new_request(json_object_new_int64(k->id), method, params));
 }
 
@@ -110,6 +111,7 @@ dlg_command(struct child *c)
 {
 	struct spawn_cmd *cmd = spawn_cmd_new(c->opts.agent_acp[0]);
 	unsigned char raw[32];
+	char *cause = NULL;
 
 	for (char **a = c->opts.agent_acp + 1; *a != NULL; a++)
 		spawn_cmd_arg(cmd, *a);
@@ -120,6 +122,16 @@ dlg_command(struct child *c)
 	spawn_cmd_setenv(cmd, "QWEN_CODE_PRIVATE_ACP_CAPABILITY", dlg.secret);
 	spawn_cmd_setenv(cmd, "QWEN_CODE_NO_RELAUNCH", "true");
 	spawn_cmd_setenv(cmd, "QWEN_HOME", c->opts.data_dir);
+	if (c->opts.agent_compact && dlg.rtdir == NULL &&
+	    (dlg.rtdir = compact_runtime_dir(c->opts.data_dir, &cause)) == NULL) {
+		log_warnx("agent: no compact transcripts: %s", cause != NULL ? cause : "?");
+		free(cause);
+	}
+	/* Its transcripts (and other runtime files) in our private directory. */
+	if (dlg.rtdir != NULL)
+		spawn_cmd_setenv(cmd, "QWEN_RUNTIME_DIR", dlg.rtdir);
+	else
+		spawn_cmd_unsetenv(cmd, "QWEN_RUNTIME_DIR");
 	spawn_cmd_pre_exec(cmd, agent_pre_exec, NULL);
 	return cmd;
 }

@@ -4,8 +4,10 @@
  * 'CMD ARGS') that answers this child's prompts.
  *
  * One agent process per child, initialized with a private-parent secret
- * of our own, then each session is resumed there once (its writer lease
- * released first, so that the agent can write).  With --agent-prestart
+ * of our own, then each session is resumed there once: from a compact
+ * transcript whose new records come back to the real one under our lease
+ * (agent_view(); compact.c, mirror.c), or from the real transcript, our
+ * writer lease released first so that the agent can write.  With --agent-prestart
  * (the default) the agent starts with the child, and each session is
  * resumed there in the background once its load or resume has been
  * answered (never before: loads stay ours and fast), so that the first
@@ -35,11 +37,14 @@
 #include "append.h"
 #include "child.h"
 #include "clock.h"
+#include "compact.h"
 #include "delegate.h"
 #include "delegate-int.h"
 #include "json.h"
 #include "lease.h"
 #include "log.h"
+#include "paths.h"
+#include "xmalloc.h"
 
 /* The turn of the session ends: let its queue run. */
 static void
@@ -90,9 +95,99 @@ tell_state(struct child *c, const char *sid, const char *state)
 
 /* ---- sessions at the agent ---------------------------------------------- */
 
+/* Our lease and appender on s, for the copy back.  0, or -1 (logged). */
+static int
+hold_writer(struct child *c, struct session *s, int exists)
+{
+	char *cause = NULL;
+
+	if (s->lease == NULL && lease_acquire(c->opts.data_dir, s->id,
+	    c->owner_id, &s->lease, &cause) != LEASE_OK) {
+		log_warnx("session %s: no writer lease for the agent's records: %s",
+		    s->id, cause != NULL ? cause : "?");
+		free(cause);
+		return -1;
+	}
+	if (s->app == NULL &&
+	    (s->app = appender_new(s->path, c->opts.do_fsync, !exists)) == NULL)
+		return -1;
+	return 0;
+}
+
+/* The agent writes s's real transcript itself: no lease, no appender of
+   ours; with a runtime directory the real file is linked in there. */
+static void
+view_direct(struct session *s)
+{
+	char *cause = NULL;
+
+	mirror_stop(s->mirror);
+	s->mirror = NULL;
+	s->compact = 0;
+	appender_free(s->app);
+	s->app = NULL;
+	lease_release(s->lease);
+	s->lease = NULL;
+	if (s->agent_path != NULL &&
+	    compact_link_real(s->path, s->agent_path, &cause) == -1) {
+		log_warnx("session %s: %s", s->id, cause != NULL ? cause : "?");
+		free(cause);
+	}
+}
+
 /*
- * Resume s at the agent (releasing our writer lease), then prompt.  A
- * session with no transcript yet (session/new, nothing said) cannot be
+ * What the agent resumes s from: a compact transcript in its runtime
+ * directory, what it appends there copied back under our lease; else
+ * (no runtime directory, no index at hand, refused once, an error) the
+ * real transcript.
+ */
+static void
+agent_view(struct child *c, struct session *s, int exists)
+{
+	struct compact_stats st = { 0 };
+	char *cause = NULL;
+	uint64_t t0 = clock_mono_ms();
+	int rc = -1;
+
+	if (dlg.rtdir == NULL) {
+		view_direct(s);
+		return;
+	}
+	if (s->agent_path == NULL)
+		s->agent_path = paths_transcript(dlg.rtdir, s->cwd != NULL ?
+		    s->cwd : c->opts.workspace, s->id);
+	mirror_stop(s->mirror);
+	s->mirror = NULL;
+	if ((s->compact_refused && exists) || (exists && s->tx == NULL) ||
+	    hold_writer(c, s, exists) == -1) {
+		view_direct(s);
+		return;
+	}
+	if (!exists)
+		rc = compact_link_real(s->path, s->agent_path, &cause);
+	else
+		rc = compact_write(s->tx, s->agent_path, &st, &cause);
+	if (rc == 0 && (s->mirror = mirror_start(c->base, s->agent_path, s->id,
+	    s->app, st.bytes, &cause)) != NULL) {
+		s->compact = 1;
+		if (exists)
+			log_info("session %s: the agent resumes a compact transcript "
+			    "(%llu of %llu bytes; %llu records kept from before the "
+			    "checkpoint, %llu from it on; %llu ms)", s->id,
+			    (unsigned long long)st.bytes, (unsigned long long)st.source,
+			    (unsigned long long)st.before, (unsigned long long)st.after,
+			    (unsigned long long)(clock_mono_ms() - t0));
+		return;
+	}
+	log_warnx("session %s: no compact transcript: %s", s->id,
+	    cause != NULL ? cause : "?");
+	free(cause);
+	view_direct(s);
+}
+
+/*
+ * Resume s at the agent (from agent_view()'s transcript), then prompt.
+ * A session with no transcript yet (session/new, nothing said) cannot be
  * resumed: the agent creates it under our id instead.  An agent that
  * offers session/load and not session/resume is asked to load it (the
  * history it replays is dropped: our parent has it from us).
@@ -103,11 +198,7 @@ resume_send(struct child *c, struct session *s, struct call *k)
 	json_object *p = json_object_new_object(), *meta;
 	int exists = s->path != NULL && access(s->path, F_OK) == 0;
 
-	/* The agent takes the writer lease; we write nothing meanwhile. */
-	appender_free(s->app);
-	s->app = NULL;
-	lease_release(s->lease);
-	s->lease = NULL;
+	agent_view(c, s, exists);
 	json_object_object_add(p, "sessionId", json_object_new_string(s->id));
 	json_object_object_add(p, "cwd", json_object_new_string(s->cwd != NULL ?
 	    s->cwd : c->opts.workspace));
@@ -153,6 +244,35 @@ dlg_capabilities(json_object *result)
 	    json_object_get_boolean(v);
 }
 
+/*
+ * The agent refused to resume s from its compact transcript: say why
+ * (the code and kind, never the text), and resume the real one instead.
+ * 1 when the resume was sent again.
+ */
+static int
+compact_refused(struct child *c, struct session *s, struct call *k,
+    struct rpc_msg *m)
+{
+	json_object *code, *data, *kind;
+	struct call *again;
+
+	if (!s->compact || access(s->path, F_OK) == -1)
+		return 0;
+	code = json_object_object_get(m->error, "code");
+	data = json_object_object_get(m->error, "data");
+	kind = data != NULL ? json_object_object_get(data, "errorKind") : NULL;
+	log_warnx("session %s: the agent refused its compact transcript (code %d%s%s); "
+	    "resuming the real one", s->id, code != NULL ? json_object_get_int(code) : 0,
+	    kind != NULL ? ", " : "", kind != NULL && json_object_is_type(kind,
+	    json_type_string) && strlen(json_object_get_string(kind)) < 64 ?
+	    json_object_get_string(kind) : "");
+	s->compact_refused = 1;
+	if ((again = call_new(CALL_RESUME, s->id, k->peer_id, k->params)) == NULL)
+		return 0;
+	resume_send(c, s, again);
+	return 1;
+}
+
 static void
 dlg_resume(struct child *c, struct session *s, json_object *pid, json_object *params)
 {
@@ -171,8 +291,14 @@ dlg_warm(struct child *c, struct session *s)
 {
 	struct call *k;
 
-	if (s->delegated || s->warming || !s->registered || c->closing ||
-	    (k = call_new(CALL_RESUME, s->id, NULL, NULL)) == NULL)
+	if (s->delegated || s->warming || !s->registered || c->closing)
+		return;
+	/* The index is being kept: its compact transcript once it is back. */
+	if (dlg.rtdir != NULL && s->tx == NULL && !s->compact_refused) {
+		s->warm_later = 1;
+		return;
+	}
+	if ((k = call_new(CALL_RESUME, s->id, NULL, NULL)) == NULL)
 		return;
 	resume_send(c, s, k);
 }
@@ -256,6 +382,15 @@ delegate_session_ready(struct child *c, struct session *s)
 }
 
 void
+delegate_index_back(struct child *c, struct session *s)
+{
+	if (!s->warm_later)
+		return;
+	s->warm_later = 0;
+	delegate_session_ready(c, s);
+}
+
+void
 delegate_prestart(struct child *c)
 {
 	if (c->opts.agent_acp != NULL && c->opts.agent_prestart)
@@ -319,6 +454,8 @@ delegate_session_gone(struct child *c, struct session *s)
 	json_object *p;
 
 	(void)c;
+	mirror_stop(s->mirror);
+	s->mirror = NULL;
 	/* A background resume still on its way is closed after it. */
 	if (!(s->delegated || s->warming) || dlg.state != D_READY)
 		return;
@@ -363,17 +500,19 @@ dlg_answer(struct child *c, struct rpc_msg *m)
 		if (m->kind == RPC_RESULT) {
 			dlg_capabilities(m->result);
 			dlg_release_waiting(c, 1, NULL);
-		}
-		else
+		} else
 			kill(-dlg.pid, SIGTERM);
 		break;
 	case CALL_RESUME:
 		if (s == NULL)
 			break;
-		s->warming = 0;
-		log_info("session %s: the agent %s it in %llu ms", s->id,
+		if (m->kind != RPC_RESULT && compact_refused(c, s, k, m))
+			break;
+		log_info("session %s: the agent %s the %s transcript in %llu ms", s->id,
 		    m->kind == RPC_RESULT ? "resumed" : "refused",
+		    s->compact ? "compact" : "real",
 		    (unsigned long long)(clock_mono_ms() - k->sent_ms));
+		s->warming = 0;
 		if (k->peer_id == NULL) {
 			s->delegated = m->kind == RPC_RESULT;
 			if (!s->delegated)
@@ -392,6 +531,8 @@ dlg_answer(struct child *c, struct rpc_msg *m)
 		}
 		break;
 	case CALL_PROMPT:
+		if (s != NULL)
+			mirror_drain(s->mirror);	/* what it wrote before it answered */
 		if (m->kind == RPC_RESULT)
 			child_send_result(c, k->peer_id, json_object_get(m->result));
 		else
@@ -482,8 +623,13 @@ dlg_gone(struct child *c)
 	struct session *s;
 	struct call *k;
 
-	RB_FOREACH(s, session_tree, &c->sessions)
+	RB_FOREACH(s, session_tree, &c->sessions) {
 		s->delegated = s->warming = 0;
+		/* Its last whole records are copied; a torn line is not. */
+		mirror_stop(s->mirror);
+		s->mirror = NULL;
+		s->compact = 0;
+	}
 	while ((k = TAILQ_FIRST(&dlg.calls)) != NULL) {
 		TAILQ_REMOVE(&dlg.calls, k, entry);
 		if (k->kind == CALL_PROMPT || (k->kind == CALL_RESUME && k->peer_id != NULL))

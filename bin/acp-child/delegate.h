@@ -5,8 +5,10 @@
  * The child keeps serving load/resume/replay with its own loader; a
  * session's prompts go to one ACP agent process (started on the first
  * prompt, once per child), which resumes the session and from then on
- * gets its prompts, cancels and permission answers, and writes its
- * transcript itself (the child holds no writer lease on it meanwhile).
+ * gets its prompts, cancels and permission answers.  It resumes a
+ * compact transcript whose new records the child copies back under its
+ * writer lease (compact.h), or with --agent-compact=no (or after a
+ * refusal) the real one, which it then writes itself (no lease of ours).
  */
 #ifndef QWEN_ACP_DELEGATE_H
 #define QWEN_ACP_DELEGATE_H
@@ -28,6 +30,8 @@ int	delegate_shutdown(struct child *);
 void	delegate_prestart(struct child *);
 /* s's load or resume was answered: resume it at the agent in the background. */
 void	delegate_session_ready(struct child *, struct session *);
+/* s's index is back from being kept: a background resume that waited for it. */
+void	delegate_index_back(struct child *, struct session *);
 /* The session goes: forget it at the agent's side. */
 void	delegate_session_gone(struct child *, struct session *);
 /* delegate-pass.c: an agent-level session call the agent answers: 1 when

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "delegate.h"
 #include "loadwork.h"
 #include "log.h"
 #include "session.h"
@@ -92,8 +93,10 @@ keep_done(struct lw_job *lw)
 	free(k);
 	if (e != NULL)
 		txp_entry_release(c, e);
-	else
+	else {
+		delegate_index_back(c, s);	/* before the queue runs: s may go */
 		child_session_idle(c, s);
+	}
 }
 
 /* A job writing tx to the cache directory, on a background worker. */

@@ -59,6 +59,7 @@ usage_status(int status)
 	fprintf(status == 0 ? stdout : stderr,
 	    "usage: %s [--data-dir DIR] [--cache-dir DIR] [--workspace DIR]\n"
 	    "       [--agent-command CMD | --agent-acp 'CMD ARGS'] [--agent-prestart yes|no]\n"
+	    "       [--agent-compact yes|no]\n"
 	    "       [--trace-file FILE] [--otlp-endpoint URL]\n"
 	    "       [--replay-max-bytes N] [--fsync always|never]\n"
 	    "       [--max-frame-bytes N] [--max-sessions N] [--log-level LEVEL]\n"
@@ -144,6 +145,7 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 		{ "agent-command", required_argument, NULL, 'a' },
 		{ "agent-acp", required_argument, NULL, 'A' },
 		{ "agent-prestart", required_argument, NULL, 'P' },
+		{ "agent-compact", required_argument, NULL, 'C' },
 		{ "trace-file", required_argument, NULL, 't' },
 		{ "otlp-endpoint", required_argument, NULL, 'o' },
 		{ "replay-max-bytes", required_argument, NULL, 'r' },
@@ -174,6 +176,17 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 				o->agent_prestart = 0;
 			else {
 				fprintf(stderr, "%s: --agent-prestart: yes or no, not '%s'\n",
+				    getprogname(), optarg);
+				usage();
+			}
+			break;
+		case 'C':
+			if (strcmp(optarg, "yes") == 0)
+				o->agent_compact = 1;
+			else if (strcmp(optarg, "no") == 0)
+				o->agent_compact = 0;
+			else {
+				fprintf(stderr, "%s: --agent-compact: yes or no, not '%s'\n",
 				    getprogname(), optarg);
 				usage();
 			}
@@ -308,6 +321,7 @@ main(int argc, char **argv)
 	c.opts.do_fsync = 1;
 	c.opts.max_sessions = CHILD_MAX_SESSIONS;
 	c.opts.agent_prestart = 1;
+	c.opts.agent_compact = 1;
 	parse_options(argc, argv, &c.opts, &inspect);
 	if (inspect != NULL)
 		return inspect_main(inspect, NULL);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "append.h"
+#include "compact.h"
 #include "lease.h"
 #include "session.h"
 #include "transcript.h"
@@ -47,8 +48,10 @@ session_free(struct session *s)
 		rpc_msg_clear(&op->msg);
 		free(op);
 	}
+	mirror_stop(s->mirror);		/* its last whole records first */
 	lease_release(s->lease);
 	appender_free(s->app);
+	free(s->agent_path);
 	transcript_free(s->tx);
 	free(s->tail);
 	free(s->cwd);

@@ -19,6 +19,7 @@
 
 struct appender;
 struct lease;
+struct mirror;
 struct prompt;
 struct transcript;
 
@@ -42,6 +43,11 @@ struct session {
 	int			 fresh;		/* from session/new: no file until the first append */
 	int			 delegated;	/* resumed at the --agent-acp agent */
 	int			 warming;	/* ... a background resume is on its way */
+	int			 warm_later;	/* ... once the index is back */
+	int			 compact;	/* the agent resumed a compact transcript */
+	int			 compact_refused;	/* ... and refused it once */
+	char			*agent_path;	/* its transcript at the agent */
+	struct mirror		*mirror;	/* the copy of its records back */
 	char			 mode[16];	/* approval mode (modes.c) */
 	TAILQ_HEAD(, session_op) queue;
 	size_t			 nqueue;

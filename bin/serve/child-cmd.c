@@ -130,6 +130,8 @@ acp_child_command(const char *workspace)
 	child_cmd_opt(cmd, "--agent-acp", conf.agent_acp);
 	if (conf.agent_acp != NULL && !conf.agent_prestart)
 		child_cmd_opt(cmd, "--agent-prestart", "no");
+	if (conf.agent_acp != NULL && !conf.agent_compact)
+		child_cmd_opt(cmd, "--agent-compact", "no");
 	child_cmd_opt(cmd, "--otlp-endpoint", conf.otlp_endpoint);
 	child_cmd_opt(cmd, "--trace-file", conf.trace_file);
 	snprintf(max, sizeof(max), "%d", child_cmd_max_sessions());

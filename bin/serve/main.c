@@ -51,9 +51,9 @@ enum {
 	OPT_NO_WEB, OPT_WEB_DIR,
 	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_OTLP, OPT_TOKEN_FILE, OPT_CHILD_CMD,
 	OPT_AUDIT_LOG, OPT_LOG_FORMAT, OPT_PERM_TO, OPT_AGENT_ACP, OPT_PROMPT_DEADLINE, OPT_WRITER_IDLE,
-	OPT_AGENT_PRESTART, OPT_RATE_LIMIT, OPT_RL_PROMPT, OPT_RL_MUTATION,
-	OPT_RL_READ, OPT_RL_WINDOW, OPT_RL_OWN_UID, OPT_TRUSTED_PROXY,
-	OPT_ALLOW_HOST, OPT_DRAIN_GRACE,
+	OPT_AGENT_PRESTART, OPT_AGENT_COMPACT, OPT_RATE_LIMIT, OPT_RL_PROMPT,
+	OPT_RL_MUTATION, OPT_RL_READ, OPT_RL_WINDOW, OPT_RL_OWN_UID,
+	OPT_TRUSTED_PROXY, OPT_ALLOW_HOST, OPT_DRAIN_GRACE,
 };
 
 static const struct option longopts[] = {
@@ -74,6 +74,7 @@ static const struct option longopts[] = {
 	{ "agent-command", required_argument, NULL, OPT_AGENT_CMD },
 	{ "agent-acp", required_argument, NULL, OPT_AGENT_ACP },
 	{ "agent-prestart", required_argument, NULL, OPT_AGENT_PRESTART },
+	{ "agent-compact", required_argument, NULL, OPT_AGENT_COMPACT },
 	{ "log-file", required_argument, NULL, OPT_LOG_FILE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
@@ -171,6 +172,7 @@ usage(int status)
 	    "\t[--child PATH | --child-command 'CMD ARGS']\n"
 	    "\t[--data-dir DIR] [--cache-dir DIR]\n"
 	    "\t[--agent-command CMD | --agent-acp 'CMD ARGS'] [--agent-prestart yes|no]\n"
+	    "\t[--agent-compact yes|no]\n"
 	    "\t[--log-file FILE] [--audit-log FILE]\n"
 	    "\t[--log-format text|json]\n"
 	    "\t[--rate-limit] [--rate-limit-prompt N] [--rate-limit-mutation N]\n"
@@ -314,6 +316,7 @@ conf_defaults(void)
 	conf.init_timeout_ms = BUDGET_INITIALIZE_DEFAULT_MS;
 	conf.channel_idle_timeout_ms = 0;
 	conf.agent_prestart = 1;
+	conf.agent_compact = 1;
 	conf.session_idle_timeout_ms = 1800000;
 	conf.session_reap_interval_ms = 60000;
 	conf.sse_heartbeat_ms = 15000;
@@ -408,6 +411,14 @@ parse_args(int argc, char **argv)
 				exit(2);
 			}
 			conf.agent_prestart = strcmp(optarg, "yes") == 0;
+			break;
+		case OPT_AGENT_COMPACT:
+			if (strcmp(optarg, "yes") != 0 && strcmp(optarg, "no") != 0) {
+				fprintf(stderr, "qwen-serve: --agent-compact: yes or no, "
+				    "not '%s'\n", optarg);
+				exit(2);
+			}
+			conf.agent_compact = strcmp(optarg, "yes") == 0;
 			break;
 		case OPT_LOG_FILE: free(conf.log_file); conf.log_file = xstrdup(optarg); break;
 		case OPT_LOG_FORMAT:

@@ -89,6 +89,7 @@ struct serve_conf {
 	char		*agent_command;
 	char		*agent_acp;	/* passed to qwen-acp-child */
 	int		 agent_prestart;	/* --agent-prestart yes (default) */
+	int		 agent_compact;	/* --agent-compact yes (default) */
 	char		*log_file;
 	char		*audit_log;	/* --audit-log, or NULL */
 	int		 rate_limit;		/* --rate-limit */

@@ -21,6 +21,13 @@
  *                      (text "poke"), whether or not ID is a session here
  *   fail=METHOD:CODE   answer METHOD with JSON-RPC error CODE (after its
  *                      delay=, if any: a late failure)
+ *   fail-first=METHOD:CODE  ... the first METHOD only
+ *   append             a prompt first appends a user and an assistant
+ *                      record (the user's text, "fake answer") to its
+ *                      session's transcript under $QWEN_RUNTIME_DIR (else
+ *                      $QWEN_HOME) for its cwd, hanging from the file's
+ *                      last record, as the real agent does
+ *   append-torn        ... then half a record, and SIGKILLs itself
  *   full=METHOD        answer METHOD as a child at its session cap does
  *                      (-32603, data {errorKind, limit 4096, scope})
  *   crash-after=N      exit(3) after reading N lines
@@ -95,7 +102,9 @@ static struct {
 	struct knob	 full[MAX_KNOB];
 	size_t		 nfull;
 	struct knob	 crash_on[MAX_KNOB], close_on[MAX_KNOB], hold[MAX_KNOB];
-	struct knob	 garble[MAX_KNOB];
+	struct knob	 garble[MAX_KNOB], fail_first[MAX_KNOB];
+	size_t		 nfail_first;
+	int		 append;
 	size_t		 ndelay, nfail, nhang, ncrash, nclose_on, nhold, ngarble;
 	char		*poke[MAX_KNOB];
 	size_t		 npoke;
@@ -158,6 +167,13 @@ parse_knobs(const char *env)
 			knob_set(&cf.delay[cf.ndelay++], v, (size_t)(colon - v), atol(colon + 1));
 		else if (strcmp(tok, "fail") == 0 && colon && cf.nfail < MAX_KNOB)
 			knob_set(&cf.fail[cf.nfail++], v, (size_t)(colon - v), atol(colon + 1));
+		else if (strcmp(tok, "fail-first") == 0 && colon && cf.nfail_first < MAX_KNOB)
+			knob_set(&cf.fail_first[cf.nfail_first++], v, (size_t)(colon - v),
+			    atol(colon + 1));
+		else if (strcmp(tok, "append") == 0)
+			cf.append = 1;
+		else if (strcmp(tok, "append-torn") == 0)
+			cf.append = 2;
 		else if (strcmp(tok, "garble") == 0 && colon && cf.ngarble < MAX_KNOB)
 			knob_set(&cf.garble[cf.ngarble++], v, (size_t)(colon - v), atol(colon + 1));
 		else if (strcmp(tok, "full") == 0 && cf.nfull < MAX_KNOB)
@@ -609,6 +625,82 @@ ask_answered(struct rpc_msg *m)
 			outs[i].due = now + 1;
 }
 
+/* The uuid of the last record of the file at path into out (empty: none). */
+static void
+last_uuid(const char *path, char out[64])
+{
+	char line[65536], *p;
+	FILE *f;
+
+	out[0] = '\0';
+	if ((f = fopen(path, "r")) == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if ((p = strstr(line, "\"uuid\":\"")) != NULL)
+			snprintf(out, 64, "%.36s", p + 8);
+	fclose(f);
+}
+
+/* append: the turn's records in sid's transcript, as the agent writes them. */
+static void
+append_turn(const char *sid, const char *text)
+{
+	const char *base = getenv("QWEN_RUNTIME_DIR");
+	char cwd[4096], path[8192], parent[64], u1[40], u2[40], *san;
+	FILE *f;
+
+	if (base == NULL && (base = getenv("QWEN_HOME")) == NULL)
+		return;
+	if (getcwd(cwd, sizeof(cwd)) == NULL || (san = strdup(cwd)) == NULL)
+		return;
+	for (char *p = san; *p; p++)
+		if (!isalnum((unsigned char)*p))
+			*p = '-';
+	snprintf(path, sizeof(path), "%s/projects/%s/chats/%s.jsonl", base, san, sid);
+	free(san);
+	last_uuid(path, parent);
+	snprintf(u1, sizeof(u1), "fa%06ld-0000-4000-8000-%012ld", (long)getpid() % 1000000,
+	    (long)clock_mono_ms() % 1000000000000L);
+	snprintf(u2, sizeof(u2), "fb%06ld-0000-4000-8000-%012ld", (long)getpid() % 1000000,
+	    (long)clock_mono_ms() % 1000000000000L);
+	if ((f = fopen(path, "a")) == NULL)
+		return;
+	fprintf(f, "{\"uuid\":\"%s\",\"parentUuid\":%s%s%s,\"sessionId\":\"%s\","
+	    "\"timestamp\":\"2026-08-01T15:01:13.619Z\",\"type\":\"user\",\"cwd\":\"%s\","
+	    "\"version\":\"fake\",\"message\":{\"role\":\"user\",\"parts\":[{\"text\":\"%s\"}]}}\n",
+	    u1, parent[0] ? "\"" : "", parent[0] ? parent : "null", parent[0] ? "\"" : "",
+	    sid, cwd, text);
+	fflush(f);
+	fprintf(f, "{\"uuid\":\"%s\",\"parentUuid\":\"%s\",\"sessionId\":\"%s\","
+	    "\"timestamp\":\"2026-08-01T15:01:14.619Z\",\"type\":\"assistant\",\"cwd\":\"%s\","
+	    "\"version\":\"fake\",\"message\":{\"role\":\"model\",\"parts\":[{\"text\":\"fake answer\"}]}}\n",
+	    u2, u1, sid, cwd);
+	fflush(f);
+	if (cf.append == 2) {
+		fprintf(f, "{\"uuid\":\"torn-record\",\"parentUuid\":\"%s\",\"sess", u2);
+		fflush(f);
+		raise(SIGKILL);
+	}
+	fclose(f);
+}
+
+/* The text of a prompt's first text block, when it is plain ([A-Za-z0-9 ]). */
+static const char *
+prompt_text(json_object *params, char *buf, size_t size)
+{
+	json_object *a = json_object_object_get(params, "prompt"), *b;
+	const char *t = NULL;
+
+	snprintf(buf, size, "fake question");
+	if (a != NULL && json_object_is_type(a, json_type_array) &&
+	    json_object_array_length(a) > 0 && (b = json_object_array_get_idx(a, 0)) != NULL)
+		t = json_get_str(b, "text");
+	if (t != NULL && strlen(t) < size && strspn(t, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ") == strlen(t))
+		snprintf(buf, size, "%s", t);
+	return buf;
+}
+
 static json_object *
 m_prompt(struct rpc_msg *m, long delay)
 {
@@ -618,6 +710,10 @@ m_prompt(struct rpc_msg *m, long delay)
 
 	if (sid == NULL || sess_find(sid) < 0)
 		return not_found(m->id, sid);
+	if (cf.append) {
+		char buf[256];
+		append_turn(sid, prompt_text(m->params, buf, sizeof(buf)));
+	}
 	if (cf.ask) {
 		ask_permission(sid);
 		delay = HOLD_MS;
@@ -789,6 +885,11 @@ dispatch(struct rpc_msg *m)
 	if (knob_of(cf.hold, cf.nhold, m->method, sid, 0))
 		delay = HOLD_MS;
 	code = knob_of(cf.fail, cf.nfail, m->method, sid, 0);
+	for (i = 0; code == 0 && i < cf.nfail_first; i++)
+		if (strcmp(cf.fail_first[i].method, m->method) == 0 && cf.fail_first[i].val) {
+			code = cf.fail_first[i].val;
+			cf.fail_first[i].val = 0;	/* once */
+		}
 	if (cf.log != NULL) {
 		json_object *meta = NULL;
 		const char *tp = NULL;
