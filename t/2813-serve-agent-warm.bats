@@ -149,5 +149,5 @@ agent_pid() {
 	[ "$(asked session/prompt "$SID")" -eq 1 ]
 	# The agent's replay (16 x) stayed in the child: the subscribers have it from our load.
 	! sse_has ev '.data.update.content.text == "xxxxxxxxxxxxxxxx"' || false
-	grep -q "session $SID: the agent resumed it in" "$BATS_TEST_TMPDIR/err"
+	grep -qE "session $SID: the agent resumed the (compact|real) transcript in" "$BATS_TEST_TMPDIR/err"
 }
