@@ -244,6 +244,30 @@ fenced_drops() {
 	sse_wait a ".type == \"session_update\" and .data.update.content.text == \"poke\""
 }
 
+@test "fence hand-over: the new owner lifts the fence, so after it closes the id is closed, not fenced" {
+	# While the new owner's session lives, its updates route to it before
+	# any fence is consulted; only once it has gone does the fence (or its
+	# absence) decide: the hand-over removed it, the tombstone answers.
+	rserve "hold=session/load@$SID,poke=$SID" --session-restore-timeout-ms 300 \
+	    --log-level debug
+	req POST /session '{}'
+	local pid=$(child_pid)
+	req POST /session/$SID/load '{}'
+	expect 504
+	kill -USR1 "$pid"
+	health_wait '.restoresUnsettled == 0' 10
+	wait_for 5 fenced_drops 1
+	health_has '.restoresFenced == 1'
+	req POST /session/$SID/resume '{}'
+	expect 200
+	health_has '.restoresFenced == 0'
+	req DELETE /session/$SID
+	expect 204
+	kill -USR1 "$pid"
+	wait_for 5 grep -q "update for closed session $SID dropped" "$BATS_TEST_TMPDIR/err"
+	fenced_drops 1
+}
+
 @test "a failed attempt purges its early events and restores the tombstone" {
 	rserve "early-update,late-update=200,delay=session/resume@$SID:200,fail=session/resume@$SID:-32603" \
 	    --log-level debug
