@@ -50,6 +50,31 @@ EOF
 	! grep -q "answer" "$TRACE" || false
 }
 
+@test "load: stage timings are values, in ms, within the span; reading is never free" {
+	make_transcript "$SID1" 200
+	run drive --trace-file "$TRACE" <<EOF
+$INIT
+$(req 1 session/load "{\"sessionId\":\"$SID1\",\"_meta\":{\"qwen.session.loadReplayMode\":\"bulk\"}}")
+EOF
+	[ "$(resp 1 | jq '.result | has("_meta")')" = true ]
+	local s=$(jq -c '.resourceSpans[].scopeSpans[].spans[] | select(.name == "qwen-code.daemon.session_restore")' "$TRACE")
+	local keys=$(for st in $STAGES; do printf '"qwen-code.daemon.session_restore.%s_ms",' "$st"; done)
+	# {span: its duration in ms, stages: [ms...], read, replay}.
+	local v=$(jq -c "{span: (((.endTimeUnixNano | tonumber) - (.startTimeUnixNano | tonumber)) / 1e6),
+	    stages: [.attributes[] | select(.key | IN(${keys%,})) | .value.doubleValue],
+	    read: [.attributes[] | select(.key == \"qwen-code.daemon.session_restore.transcript_read_ms\") | .value.doubleValue][0],
+	    replay: [.attributes[] | select(.key == \"qwen-code.daemon.session_restore.history_replay_ms\") | .value.doubleValue][0]}" <<<"$s")
+	echo "$v" >&2
+	[ "$(jq '.stages | length' <<<"$v")" -eq 10 ]
+	jq -e '.stages | all(type == "number" and . >= 0)' <<<"$v"
+	# Each stage, and all of them together, fit in the span (1 us per
+	# stage of rounding): durations in ms, not timestamps, not ns.
+	jq -e '.span as $d | .stages | all(. <= $d + 0.001)' <<<"$v"
+	jq -e '(.stages | add) <= .span + 0.01' <<<"$v"
+	# Reading and replaying 400 records take measurable time.
+	jq -e '.read > 0 and .replay > 0' <<<"$v"
+}
+
 @test "resume via QWEN_TRACE_FILE: operation acp_session_resume; an invalid traceparent gives a root" {
 	make_transcript "$SID1" 1
 	QWEN_TRACE_FILE="$TRACE" run drive <<EOF

@@ -53,6 +53,44 @@ same() {
 	same 2 "$cold"
 }
 
+# page_req ID: the newest transcript page of SID.
+page_req() {
+	req "$1" qwen/status/session/transcript "{\"sessionId\":\"$SID\",\"cwd\":\"$WS\",\"limit\":7,\"direction\":\"backward\"}"
+}
+
+@test "a kept index truncated or rewritten in place while in use: no SIGBUS, the same answers" {
+	# The pages a cold child answers, and a kept index.
+	run drive --cache-dir "$CACHE" <<EOF
+$INIT
+$(load_req 1 session/load)
+$(page_req 2)
+EOF
+	[ "$status" -eq 0 ]
+	local want1=$(replay 1) want2=$(resp 2 | jq -c .result)
+	[ "$want2" != null ]
+	idx=$(find "$CACHE" -name 'tx-*.idx')
+	cp "$idx" "$BATS_TEST_TMPDIR/idx.saved"
+	# A new child loads from it (warm), then the file shrinks under the
+	# session and later requests use what it holds of the index; then
+	# the same with the file rewritten in place with other bytes.
+	local mode
+	for mode in "truncate -s 4096 '$idx'" "head -c \$(stat -c %s '$idx') /dev/urandom 1<>'$idx'"; do
+		cp "$BATS_TEST_TMPDIR/idx.saved" "$idx"
+		run drive --cache-dir "$CACHE" <<EOF
+$INIT
+$(load_req 1 session/load)
+shell $mode
+$(page_req 2)
+$(load_req 3 session/load)
+EOF
+		[ "$status" -eq 0 ]
+		[ "$(stats 1 | jq -r .index)" = warm ]
+		[ "$(resp 2 | jq -c .result)" = "$want2" ]
+		[ "$(replay 3)" = "$want1" ]
+		grep -qx "#exit 0" <<<"$output"
+	done
+}
+
 @test "a load whose window is in a damaged block answers from a full pass" {
 	restore 1 session/load
 	[ "$(stats 1 | jq -r .index)" = cold ]

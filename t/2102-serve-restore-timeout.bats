@@ -142,6 +142,37 @@ teardown() {
 	[ "$(calls session/load "$SID")" -eq 1 ]
 }
 
+# coalesce_probe OWNER-BODY REFUSED-BODY JOINER-BODY: while a load with
+# OWNER-BODY is held, one with REFUSED-BODY is 409 restore_in_progress and
+# one with JOINER-BODY coalesces onto it (one ACP call, attached:true).
+coalesce_probe() {
+	rserve "hold=session/load@$SID" --session-restore-timeout-ms 5000 --log-level debug
+	bg_req owner POST /session/$SID/load "$1"
+	wait_for 5 calls_are 1 session/load "$SID"
+	req POST /session/$SID/load "$2"
+	expect 409 '.code == "restore_in_progress" and .reason == "restore_in_progress" and .requestedAction == "load"'
+	bg_req joiner POST /session/$SID/load "$3"
+	# The owner is the first waiter, the joiner the second.
+	wait_for 5 cond '[ "$(grep -c "session $SID: load joined" "$BATS_TEST_TMPDIR/err")" -eq 2 ]'
+	kill -USR1 "$(child_pid)"
+	bg_wait owner
+	[ "$code" = 200 ]
+	bg_wait joiner
+	[ "$code" = 200 ]
+	jq -e '.attached == true' <<<"$body" >/dev/null
+	[ "$(calls session/load "$SID")" -eq 1 ]
+}
+
+@test "coalescing shape: hideInheritedHistory differs, refused; a summary caller joins a full load" {
+	coalesce_probe '{}' '{"hideInheritedHistory":true}' '{"compactedReplayMode":"summary"}'
+}
+
+@test "coalescing shape: a full caller does not join a summary load; another summary does" {
+	coalesce_probe '{"compactedReplayMode":"summary","hideInheritedHistory":true}' \
+	    '{"hideInheritedHistory":true}' \
+	    '{"compactedReplayMode":"summary","hideInheritedHistory":true}'
+}
+
 @test "coalesced waiters all get the owner's 504" {
 	rserve "hang=session/load@$SID" --session-restore-timeout-ms 1500
 	req POST /session '{}'

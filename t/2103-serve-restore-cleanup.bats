@@ -4,7 +4,7 @@
 # one close, quarantine, overdue, transport close during cleanup, recovery,
 # shutdown with a hung request, the restore span and its propagation.
 
-load serve_restore_helper
+load serve_acp_helper
 
 teardown() {
 	rteardown
@@ -46,6 +46,39 @@ S3=33333333-3333-4333-8333-333333333333
 	local tp=$(awk -v id="$SID" '$2 == "session/load" && $3 == id {print $4}' "$CLOG")
 	[[ "$tp" == "00-$(jq -r .traceId <<<"$span")-$(jq -r .spanId <<<"$span")-"?? ]]
 	! grep -q 'Why is loading slow' "$TRACE" || false
+}
+
+@test "ACP end to end: fresh work on a quarantined channel is 503 acp_channel_unavailable, as on REST" {
+	rserve "hold=session/load@$SID,fail=qwen/control/session/close@$SID:-32603,chunks=1" \
+	    --session-restore-timeout-ms 300
+	req POST /session '{}'
+	expect 200
+	req POST /session/$SID/load '{}'
+	expect 504
+	kill -USR1 "$(child_pid)"	# the held load answers now, late
+	health_wait '.restoresQuarantined == 1' 10
+	req POST /session/$SID2/load '{}'
+	expect 503
+	local rest=$(rest_error_view)
+	acp_init
+	acp_open conn
+	acp_call 7 session/load "{\"sessionId\":\"$SID2\"}"
+	acp_wait_answer conn 7
+	local rpc=$(rpc_error_view "$(jq -c .error <<<"$answer")")
+	echo "REST: $rest" >&2
+	echo "ACP:  $rpc" >&2
+	[ -n "$rest" ]
+	[ "$rest" = "$rpc" ]
+	jq -e '.code == "acp_channel_unavailable" and .errorKind == "acp_channel_unavailable" and
+	    .httpStatus == 503 and .retryable == true and .retryAfterSeconds == 5 and
+	    .reason == "restore_cleanup_failed"' <<<"$rpc"
+	# A caller-named session/new is fresh work too.
+	acp_call 8 session/new "{\"cwd\":\"$WS\",\"mcpServers\":[],\"_meta\":{\"qwen-code/sessionId\":\"$S3\"}}"
+	acp_wait_answer conn 8
+	rpc_error_view "$(jq -c .error <<<"$answer")" |
+	    jq -e '.code == "acp_channel_unavailable" and .httpStatus == 503 and .reason == "restore_cleanup_failed"'
+	[ "$(calls session/load "$SID2")" -eq 0 ]
+	[ "$(calls session/new "$S3")" -eq 0 ]
 }
 
 @test "late failure: exactly one close; not found counts as clean" {
@@ -242,6 +275,30 @@ fenced_drops() {
 	sse_open a /session/$SID/events -H 'Last-Event-ID: 0'
 	kill -USR1 "$pid"
 	sse_wait a ".type == \"session_update\" and .data.update.content.text == \"poke\""
+}
+
+@test "fence hand-over: the new owner lifts the fence, so after it closes the id is closed, not fenced" {
+	# While the new owner's session lives, its updates route to it before
+	# any fence is consulted; only once it has gone does the fence (or its
+	# absence) decide: the hand-over removed it, the tombstone answers.
+	rserve "hold=session/load@$SID,poke=$SID" --session-restore-timeout-ms 300 \
+	    --log-level debug
+	req POST /session '{}'
+	local pid=$(child_pid)
+	req POST /session/$SID/load '{}'
+	expect 504
+	kill -USR1 "$pid"
+	health_wait '.restoresUnsettled == 0' 10
+	wait_for 5 fenced_drops 1
+	health_has '.restoresFenced == 1'
+	req POST /session/$SID/resume '{}'
+	expect 200
+	health_has '.restoresFenced == 0'
+	req DELETE /session/$SID
+	expect 204
+	kill -USR1 "$pid"
+	wait_for 5 grep -q "update for closed session $SID dropped" "$BATS_TEST_TMPDIR/err"
+	fenced_drops 1
 }
 
 @test "a failed attempt purges its early events and restores the tombstone" {

@@ -108,3 +108,72 @@ teardown() {
 	    qwen-serve --no-tcp --socket "$d/s.sock" --data-dir "$d/data" --cache-dir "$d/cache" --check-config 3>&-
 	[ "$status" -eq 0 ]
 }
+
+# refused WHAT DIR FLAG-ARGS...: qwen-serve and --check-config refuse to
+# start, naming DIR and the way out; nothing is bound.
+refused() {
+	local what=$1 dir=$2
+	shift 2
+	mkdir -m 700 -p "$BATS_TEST_TMPDIR/s"
+	run timeout 20 qwen-serve --no-tcp --socket "$BATS_TEST_TMPDIR/s/s.sock" \
+	    --child "$FAKE_CHILD_BIN" "$@" 3>&-
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"$what $dir "* ]]
+	[[ "$output" == *"a directory of your own"* ]]
+	[ ! -e "$BATS_TEST_TMPDIR/s/s.sock" ]
+	run qwen-serve --check-config --no-tcp --socket "$BATS_TEST_TMPDIR/s/s.sock" \
+	    --child "$FAKE_CHILD_BIN" "$@" 3>&-
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"error: $what $dir "* ]]
+}
+
+@test "the data and cache directories: writable by others, or another user's, refused with the way out" {
+	local d=$BATS_TEST_TMPDIR
+	mkdir -m 755 "$d/data" "$d/cache"
+	chmod 0777 "$d/data"
+	refused "data directory" "$d/data" --data-dir "$d/data" --cache-dir "$d/cache"
+	[[ "$output" == *"writable by others (mode 0777)"*"give --data-dir"* ]]
+	chmod 0755 "$d/data"
+	chmod 0770 "$d/cache"
+	refused "cache directory" "$d/cache" --data-dir "$d/data" --cache-dir "$d/cache"
+	[[ "$output" == *"writable by others (mode 0770)"*"give --cache-dir"* ]]
+	chmod 0700 "$d/cache"
+	# Another user's (as root in CI, a chown to nobody shows it).
+	if [ "$(id -u)" -eq 0 ]; then
+		chown nobody "$d/data"
+		refused "data directory" "$d/data" --data-dir "$d/data" --cache-dir "$d/cache"
+		[[ "$output" == *"is owned by uid $(id -u nobody)"* ]]
+		chown root "$d/data"
+	fi
+	# Ours alone, or not there yet, they are fine.
+	serve_start --data-dir "$d/data" --cache-dir "$d/cache.new"
+	req GET /health
+	expect 200
+}
+
+@test "a runtime directory (XDG_RUNTIME_DIR) others may write to is refused with the way out" {
+	local run=$BATS_TEST_TMPDIR/run
+	mkdir -m 777 "$run"
+	mkdir "$BATS_TEST_TMPDIR/ws"
+	cd "$BATS_TEST_TMPDIR/ws"
+	XDG_RUNTIME_DIR=$run run timeout 20 qwen-serve --no-tcp --child "$FAKE_CHILD_BIN" \
+	    --data-dir "$BATS_TEST_TMPDIR/data" 3>&-
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"runtime directory (XDG_RUNTIME_DIR) $run is writable by others (mode 0777)"* ]]
+	[[ "$output" == *"set XDG_RUNTIME_DIR to a directory of your own, or choose a socket with --socket"* ]]
+	[ ! -e "$run/qwen-serve" ]
+}
+
+@test "a squatted /tmp/qwen-serve-UID (no XDG_RUNTIME_DIR): a clear error naming the way out" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root (a private /tmp, a chown)"
+	unshare -m true 2>/dev/null || skip "no mount namespaces here"
+	# A /tmp of our own, where another user (nobody) made the directory first.
+	run env -u XDG_RUNTIME_DIR unshare -m sh -c '
+	    mount -t tmpfs tmpfs /tmp &&
+	    mkdir -m 700 /tmp/qwen-serve-0 /tmp/ws && chown nobody /tmp/qwen-serve-0 &&
+	    cd /tmp/ws && exec timeout 20 "$0" --no-tcp --child "$1" --data-dir /tmp/data' \
+	    "$(command -v qwen-serve)" "$FAKE_CHILD_BIN" 3>&-
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"socket directory /tmp/qwen-serve-0 is owned by uid $(id -u nobody), not 0"* ]]
+	[[ "$output" == *"choose another with --socket, or set XDG_RUNTIME_DIR to a directory of your own"* ]]
+}

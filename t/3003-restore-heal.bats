@@ -94,6 +94,22 @@ EOF
 	[ "$(stored_client s-1)" = c1 ]
 }
 
+@test "the heal predicate checks the status: invalid_client_id with 409 or 500 is not healed" {
+	store_client s-1 c1
+	fake_start <<EOF
+POST /session/s-1/prompt 409 $INVALID_C1
+POST /session/s-1/prompt 500 $INVALID_C1
+POST /session/s-1/resume 200 $RESUMED
+EOF
+	run qwen-restore prompt --no-wait s-1 "a"
+	[ "$status" -ne 0 ]
+	run qwen-restore prompt --no-wait s-1 "b"
+	[ "$status" -ne 0 ]
+	[ "$(count POST /session/s-1/resume)" -eq 0 ]
+	[ "$(count POST /session/s-1/prompt)" -eq 2 ]
+	[ "$(stored_client s-1)" = c1 ]
+}
+
 @test "non-invalid errors are not retried: other 400s and prompt_queue_full" {
 	store_client s-1 c1
 	fake_start <<'EOF'

@@ -28,6 +28,7 @@
 #include "paths.h"
 #include "privdir.h"
 #include "serve.h"
+#include "xmalloc.h"
 
 static int n_errors;
 
@@ -175,6 +176,53 @@ check_budgets(void)
 		    (long long)conf.session_idle_timeout_ms);
 }
 
+/*
+ * One directory the daemon keeps things in, when it exists: a real
+ * directory owned by us (or root) that nobody else may write into, as
+ * the socket's (privdir.h).  0, or -1 with the problem and way out in
+ * *cause.
+ */
+static int
+check_own_dir(const char *what, const char *dir, const char *way_out,
+    char **cause)
+{
+	char *why = NULL;
+	int fd;
+
+	if (dir == NULL || (access(dir, F_OK) == -1 && errno == ENOENT))
+		return 0;	/* made private when first used */
+	if ((fd = privdir_open(what, dir, PRIVDIR_ROOT_OK, &why)) != -1) {
+		close(fd);
+		return 0;
+	}
+	xasprintf(cause, "%s (%s)", why != NULL ? why : strerror(errno), way_out);
+	free(why);
+	return -1;
+}
+
+int
+checkconf_dirs(char **cause)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	char *data = paths_data_dir(conf.data_dir);
+	char *cache = paths_cache_dir(conf.cache_dir);
+	int rc = -1;
+
+	*cause = NULL;
+	if (check_own_dir("data directory", data,
+	    "give --data-dir a directory of your own", cause) == 0 &&
+	    check_own_dir("cache directory", cache,
+	    "give --cache-dir a directory of your own", cause) == 0 &&
+	    (!conf.socket_default || xdg == NULL || xdg[0] != '/' ||
+	    check_own_dir("runtime directory (XDG_RUNTIME_DIR)", xdg,
+	    "set XDG_RUNTIME_DIR to a directory of your own, or choose a "
+	    "socket with --socket", cause) == 0))
+		rc = 0;
+	free(data);
+	free(cache);
+	return rc;
+}
+
 /* An existing socket directory is ours alone to write (privdir.h). */
 static void
 check_socket_dir_owner(const char *dir)
@@ -303,6 +351,10 @@ checkconf_run(void)
 		complain(1, "the data directory: out of memory");
 	else
 		check_dir("the data directory", data);
+	if (checkconf_dirs(&cause) == -1)
+		complain(1, "%s", cause);
+	free(cause);
+	cause = NULL;
 	check_environment();
 	check_token();
 	check_budgets();

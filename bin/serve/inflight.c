@@ -104,6 +104,7 @@ inflight_join(struct inflight *op, struct evhttp_request *req, const char *clien
 	if (client_id != NULL)
 		strlcpy(w->client_id, client_id, sizeof(w->client_id));
 	TAILQ_INSERT_TAIL(&op->waiters, w, entry);
+	log_debug("session %s: %s joined", op->id, inflight_action_name(op->action));
 }
 
 int

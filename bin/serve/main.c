@@ -483,7 +483,8 @@ parse_args(int argc, char **argv)
 /*
  * Without --data-dir (and --cache-dir) the data lives under the home
  * directory: with none, refuse to start rather than fall back to a shared
- * directory another user could own.
+ * directory another user could own.  The directories that exist must be
+ * ours alone, or another user could plant or read sessions.
  */
 static void
 check_home(void)
@@ -503,6 +504,10 @@ check_home(void)
 	}
 	free(d);
 	free(c);
+	if (checkconf_dirs(&d) == -1) {
+		fprintf(stderr, "qwen-serve: %s\n", d);
+		exit(1);
+	}
 }
 
 /* Resolve the workspace, the socket, the child and the token. */

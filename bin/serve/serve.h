@@ -279,6 +279,8 @@ void	perm_forget_session(struct session *);
 /* ---- checkconf.c ------------------------------------------------------- */
 /* --check-config: report on stdout/stderr; the exit status (0 or 1). */
 int	checkconf_run(void);
+/* The data, cache and runtime directories are ours alone, when they exist. */
+int	checkconf_dirs(char **cause);
 
 /* ---- http.c ------------------------------------------------------------ */
 struct http_ctx {

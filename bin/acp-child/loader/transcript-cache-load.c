@@ -10,7 +10,9 @@
  * read), then the blocks' checksums, and every offset and link is
  * bounds-checked before the index is used.  The first check that fails
  * names the reason and the caller indexes the whole file.  The index is
- * used where it is mapped until something is added to it.
+ * read into private memory (never a mapping of the file, which another
+ * process could shrink under us) and used there until something is
+ * added to it.
  */
 #include "config.h"
 
@@ -140,20 +142,55 @@ adopt(struct transcript *t, struct tx_cache_load *l)
 	return 0;
 }
 
-/* Map fd's index and check its header: 0, or -1 (not an index of ours). */
+/*
+ * Read the n bytes of fd into p: 0, or -1 when the file ends early (it
+ * shrank while we read) or cannot be read.
+ */
+static int
+load_read(int fd, char *p, size_t n)
+{
+	size_t off = 0;
+	ssize_t r;
+
+	while (off < n) {
+		if ((r = pread(fd, p + off, n - off, (off_t)off)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0)
+			return -1;
+		off += (size_t)r;
+	}
+	return 0;
+}
+
+/*
+ * Copy fd's index into anonymous memory and check its header: 0, or -1
+ * (not an index of ours).  Not a mapping of the file: a file mapping
+ * dies of SIGBUS, with every session of the child, when another process
+ * truncates the file under it, and sees whatever is written into it in
+ * place.  A copy cannot shrink or change; a file that shrank or grew
+ * while it was read is refused (the caller makes a full pass), one
+ * rewritten in place fails the checksums as any damage does.
+ */
 static int
 load_map(int fd, struct tx_cache_load *l)
 {
-	struct stat ist;
+	struct stat ist, ist2;
 	void *p;
 
 	if (fstat(fd, &ist) == -1 || !S_ISREG(ist.st_mode) ||
 	    (uint64_t)ist.st_size < sizeof l->h || (uint64_t)ist.st_size > SIZE_MAX)
 		return -1;
 	l->len = (size_t)ist.st_size;
-	if ((p = mmap(NULL, l->len, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED)
+	if ((p = mmap(NULL, l->len, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
 		return -1;
 	l->map = p;
+	if (load_read(fd, p, l->len) == -1 || fstat(fd, &ist2) == -1 ||
+	    ist2.st_size != ist.st_size || mprotect(p, l->len, PROT_READ) == -1)
+		return -1;
 	memcpy(&l->h, l->map, sizeof l->h);
 	if (!head_ok(l))
 		return -1;
