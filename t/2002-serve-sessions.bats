@@ -241,21 +241,28 @@ P='{"prompt":[{"type":"text","text":"hello"}]}'
 }
 
 @test "prompt: per-session FIFO" {
-	FAKE_CHILD=chunks=2,chunk-delay=50 serve_start
+	# p1 is held by the child until the test releases it, so p2 is
+	# certainly queued behind it (not merely posted after it ended).
+	FAKE_CHILD="hold=session/prompt,log=$BATS_TEST_TMPDIR/child.log" serve_start
 	make_transcript
 	req POST /session/$SID/load '{}'
 	sse_open a /session/$SID/events
-	req POST /session/$SID/prompt "$P"
-	expect 202
-	local p1=$(jq -r .promptId <<<"$body")
-	req POST /session/$SID/prompt "$P"
-	expect 202
-	local p2=$(jq -r .promptId <<<"$body")
+	prompt_post "$SID" "$P"
+	local p1=$PROMPT_ID
+	wait_for 5 prompts_read 1
+	prompt_post "$SID" "$P"
+	local p2=$PROMPT_ID
+	sse_wait a ".type == \"pending_prompt_added\" and .data.promptId == \"$p2\""
+	# p2 is not sent to the child while p1 runs.
+	run ! prompts_read 2
+	kill -USR1 "$(child_pid)"
+	wait_for 5 prompts_read 2
+	kill -USR1 "$(child_pid)"
 	sse_wait a ".type == \"turn_complete\" and .data.promptId == \"$p2\""
-	# p1's events all come before p2's.
+	# p1's turn events all come before p2's (its queue events aside).
 	sse_events a | jq -e --arg a "$p1" --arg b "$p2" '
-	    [.[] | select(.promptId != null) | .promptId] as $o |
-	    ($o | index($b)) > ($o | rindex($a))' >/dev/null
+	    [.[] | select(.promptId != null and (.type | startswith("pending_prompt") | not)) | .promptId] as $o |
+	    ($o | index($a)) != null and ($o | index($b)) > ($o | rindex($a))' >/dev/null
 	req GET /session/$SID/status
 	expect 200 '.pendingPrompts == 0 and .hasActivePrompt == false'
 }

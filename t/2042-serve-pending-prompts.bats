@@ -15,11 +15,6 @@ child_pid() {
 	sed -n 's/.*started .* (pid \([0-9]*\)).*/\1/p' "$BATS_TEST_TMPDIR/err" | tail -1
 }
 
-# prompts_read N: the child has read N session/prompt requests.
-prompts_read() {
-	[ "$(grep -c ' session/prompt ' "$BATS_TEST_TMPDIR/child.log" 2>/dev/null)" -ge "$1" ]
-}
-
 # The queue's first entry is prompt $1, running.
 running() {
 	req GET /session/$SID/pending-prompts

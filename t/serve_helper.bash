@@ -153,6 +153,12 @@ serve_loaded() {
 	expect 200
 }
 
+# prompts_read N: the fake child (FAKE_CHILD=log=$BATS_TEST_TMPDIR/child.log)
+# has read at least N session/prompt requests.
+prompts_read() {
+	[ "$(grep -c ' session/prompt ' "$BATS_TEST_TMPDIR/child.log" 2>/dev/null)" -ge "$1" ]
+}
+
 # prompt_post ID [BODY]: POST BODY (default: one text block) to session
 # ID's prompt, which must be admitted (202); its promptId in $PROMPT_ID.
 prompt_post() {
