@@ -10,11 +10,6 @@ teardown() {
 	serve_teardown
 }
 
-# The pid of the child, from the daemon log.
-child_pid() {
-	sed -n 's/.*started .* (pid \([0-9]*\)).*/\1/p' "$BATS_TEST_TMPDIR/err" | tail -1
-}
-
 # The queue's first entry is prompt $1, running.
 running() {
 	req GET /session/$SID/pending-prompts
