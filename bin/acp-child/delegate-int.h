@@ -86,5 +86,8 @@ void		 dlg_gone(struct child *);
    none ever. */
 void		 dlg_pass_answer(struct child *, struct call *, struct rpc_msg *);
 void		 dlg_pass_gone(struct child *, struct call *);
+/* nodecache.c: NODE_COMPILE_CACHE on the agent's command: our private
+   directory unless the user chose; a refused one is logged, not set. */
+void		 nodecache_env(struct child *, struct spawn_cmd *);
 
 #endif

@@ -132,6 +132,7 @@ dlg_command(struct child *c)
 		spawn_cmd_setenv(cmd, "QWEN_RUNTIME_DIR", dlg.rtdir);
 	else
 		spawn_cmd_unsetenv(cmd, "QWEN_RUNTIME_DIR");
+	nodecache_env(c, cmd);
 	spawn_cmd_pre_exec(cmd, agent_pre_exec, NULL);
 	return cmd;
 }
