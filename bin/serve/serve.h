@@ -322,6 +322,9 @@ void	conn_request(struct evhttp_request *);	/* a whole request arrived */
 void	conn_set_sub(struct evhttp_request *, struct sse_sub *);
 void	conn_streaming(struct evhttp_request *);	/* input discarded */
 void	conn_taken(struct evhttp_request *);	/* WebSocket takeover */
+/* The memory of a request or message of len bytes back to the system on
+   the next loop turn, once its buffer is freed (from 256 KiB up). */
+void	conn_release_later(size_t len);
 
 /* ---- routes-session.c -------------------------------------------------- */
 void	route_session_create(struct http_ctx *);
