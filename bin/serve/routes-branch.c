@@ -5,7 +5,9 @@
  * 201, and without atRecordId the new session is resumed and attached
  * (branch-live.c).
  *
- * A branch costs a copy of the transcript, so it is bounded: at most
+ * A branch costs a copy of the transcript (every record is rewritten, and
+ * the real agent reads only its own file, so no new file can point at the
+ * source's records instead), so it is bounded: at most
  * BRANCH_MAX_SESSION in flight per source session and BRANCH_MAX_WORKSPACE
  * per workspace (429 branch_limit_exceeded).  When the restore budget
  * passes the caller gets its 504 but the branch stays counted (and keeps
