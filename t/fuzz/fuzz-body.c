@@ -81,6 +81,7 @@ keep_live(void)
 		strlcpy(client_id, c->id, sizeof client_id);
 }
 
+/* One input: a route, its headers and a body, on one connection. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -80,6 +80,7 @@ run_dir(const char *dir)
 	return rc;
 }
 
+/* Each argument, a file or a directory of them, in turn. */
 int
 main(int argc, char **argv)
 {

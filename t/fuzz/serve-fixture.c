@@ -154,6 +154,7 @@ connect_loopback(int fd)
 	return err == 0 ? 0 : -1;
 }
 
+/* One input on a connection of its own, closed with a reset. */
 int
 fixture_send(const uint8_t *data, size_t size)
 {
