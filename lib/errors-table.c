@@ -144,6 +144,9 @@ static const struct qerr_def qerr_table[] = {
 	{ "prompt_queue_full", 503, "prompt_queue_full", 1, F, 5, FULL, X_TMP,
 	  0, "Prompt queue of session {sessionId} is full ({pendingCount} "
 	  "pending, limit {limit})" },
+	{ "branch_limit_exceeded", 429, "branch_limit_exceeded", 1, F, 5, FULL,
+	  X_TMP, 0, "Branch limit reached ({inFlight} in flight per {scope}, "
+	  "limit {limit})" },
 	{ "subscriber_limit_exceeded", 429, NULL, 1, F, 5, FULL, X_TMP, 0,
 	  "Too many event subscribers for session {sessionId} (limit "
 	  "{limit})" },

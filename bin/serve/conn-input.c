@@ -10,7 +10,9 @@
  *     discarded, and what may wait behind a request being answered is
  *     bounded;
  *   - the phase follows the request: head, body, answered, idle, a
- *     stream, or taken over (WebSocket).
+ *     stream, or taken over (WebSocket);
+ *   - the memory of a large body goes back to the system once evhttp
+ *     has freed it, parsed or not.
  */
 #include "config.h"
 
@@ -24,6 +26,7 @@
 #include <event2/http.h>
 
 #include "conn-int.h"
+#include "json-limit.h"
 #include "serve.h"
 
 /* Leave the request phases: the request is whole, evhttp has it. */
@@ -207,6 +210,24 @@ conn_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 	}
 }
 
+/* The loop turn after a large request: its body is freed by now. */
+static void
+release_later(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd; (void)what;
+	json_limit_release((size_t)(uintptr_t)arg);
+}
+
+void
+conn_release_later(size_t len)
+{
+	const struct timeval now = { 0, 0 };
+
+	if (len >= 256 * 1024)
+		event_base_once(serve_base, -1, EV_TIMEOUT, release_later,
+		    (void *)(uintptr_t)len, &now);
+}
+
 /* The reply is sent: the connection waits for its next request. */
 static void
 conn_reply_done(struct evhttp_request *req, void *arg)
@@ -214,6 +235,9 @@ conn_reply_done(struct evhttp_request *req, void *arg)
 	struct conn *g;
 
 	audit_done(req);
+	/* evhttp frees the body after this returns; glibc keeps its pages
+	   (10 MiB to a route that never parses it) unless told. */
+	conn_release_later(evbuffer_get_length(evhttp_request_get_input_buffer(req)));
 	/* g may be gone (a closing connection): look it up by connection. */
 	if ((g = conn_of(req)) != NULL && g == arg && g->phase != C_TAKEN) {
 		g->phase = C_IDLE;

@@ -6,10 +6,7 @@
  * the workspace's child (qwen/status/session/transcript, upstream's name,
  * so that a real agent as the child answers it too), which answers from
  * its kept index of the transcript, so a page costs what its records
- * cost.  POST /session/:id/branch forks it into a new session whose
- * transcript the child writes whole (qwen/control/session/branch): 201,
- * and without atRecordId the new session is resumed and attached
- * (branch-live.c).
+ * cost.  (POST /session/:id/branch: routes-branch.c.)
  */
 #include "config.h"
 
@@ -25,7 +22,6 @@
 #include "log.h"
 #include "restore-fsm.h"
 #include "serve.h"
-#include "uuid.h"
 #include "xmalloc.h"
 
 #define TRANSCRIPT_MAX_LIMIT		500	/* SESSION_TRANSCRIPT_MAX_LIMIT */
@@ -36,10 +32,6 @@ struct page_req {
 	struct evhttp_request	*req;
 	struct channel		*ch;	/* counts it as control work (seed 000) */
 	char			 id[SERVE_SESSION_ID_MAX + 1];
-	char			 new_id[UUID_LEN + 1];	/* a branch */
-	char			*name;				/* a branch */
-	int			 live;	/* a branch without atRecordId: resumed */
-	char			 client_id[SERVE_CLIENT_ID_MAX + 1];	/* "" none */
 };
 
 static void
@@ -291,145 +283,6 @@ route_session_turn_index(struct http_ctx *ctx)
 	if (channel_request(ch, "qwen/status/session/turn_index", params,
 	    (uint64_t)conf.restore_timeout_ms, on_turns, pr) == NULL) {
 		channel_control_end(ch);
-		free(pr);
-		unavailable(ctx->req);
-	}
-}
-
-/* ---- POST /session/:id/branch ------------------------------------------ */
-
-/* The source's name for forkedFrom.displayName: its id, shortened. */
-static json_object *
-short_name(const char *id)
-{
-	char buf[64];
-
-	snprintf(buf, sizeof(buf), "Session %.8s", id);
-	return xjson_object_new_string(buf);
-}
-
-/* {sessionId, displayName, forkedFrom: {sessionId, displayName}}. */
-static void
-on_branch(void *arg, enum chan_outcome o, json_object *payload)
-{
-	struct page_req *pr = arg;
-	json_object *body, *ff;
-	const char *nid, *title;
-	char buf[96];
-
-	if (o == CHAN_RESULT) {
-		/* A real agent picks the new id and title itself. */
-		if ((nid = json_get_str(payload, "newSessionId")) != NULL &&
-		    strlen(nid) == UUID_LEN && names_session_id_ok(nid))
-			strlcpy(pr->new_id, nid, sizeof(pr->new_id));
-		title = json_get_str(payload, "displayName");
-		body = xjson_object_new_object();
-		json_object_object_add(body, "sessionId", xjson_object_new_string(pr->new_id));
-		if (pr->name == NULL)
-			snprintf(buf, sizeof(buf), "Branch of %.8s", pr->id);
-		json_object_object_add(body, "displayName",
-		    xjson_object_new_string(pr->name != NULL ? pr->name :
-		    title != NULL ? title : buf));
-		ff = xjson_object_new_object();
-		json_object_object_add(ff, "sessionId", xjson_object_new_string(pr->id));
-		json_object_object_add(ff, "displayName", short_name(pr->id));
-		json_object_object_add(body, "forkedFrom", ff);
-		log_info("session %s branched into %s", pr->id, pr->new_id);
-		if (pr->live)
-			branch_live_start(pr->req, channel_workspace(pr->ch), pr->new_id,
-			    pr->client_id, body);
-		else
-			http_reply_json(pr->req, 201, body);
-	} else if (o == CHAN_ERROR)
-		http_error_rpc(pr->req, payload, pr->id);
-	else if (o == CHAN_TIMEOUT) {
-		struct qerr *e = qerr_new("transcript_read_timeout", NULL);
-
-		if (e != NULL) {
-			qerr_set_str(e, "sessionId", pr->id);
-			qerr_set_int(e, "timeoutMs", conf.restore_timeout_ms);
-		}
-		http_send_qerr(pr->req, e);
-	} else
-		unavailable(pr->req);
-	channel_control_end(pr->ch);
-	free(pr->name);
-	free(pr);
-}
-
-/* name (a string) and atRecordId (a record id): 0, or -1 after the 400. */
-static int
-branch_body(struct http_ctx *ctx, const char **name, const char **at)
-{
-	json_object *v;
-
-	*name = *at = NULL;
-	if (json_object_object_get_ex(ctx->body, "name", &v) && v != NULL) {
-		if (!json_object_is_type(v, json_type_string) ||
-		    json_object_get_string_len(v) > 256) {
-			bad_query(ctx->req, "bad_request", "`name` must be a string");
-			return -1;
-		}
-		*name = json_object_get_string(v);
-	}
-	if (json_object_object_get_ex(ctx->body, "atRecordId", &v) && v != NULL) {
-		if (!json_object_is_type(v, json_type_string) ||
-		    json_object_get_string_len(v) == 0 ||
-		    json_object_get_string_len(v) > TRANSCRIPT_RECORD_ID_MAX) {
-			http_error(ctx->req, "invalid_turn_anchor", NULL);
-			return -1;
-		}
-		*at = json_object_get_string(v);
-	}
-	return 0;
-}
-
-void
-route_session_branch(struct http_ctx *ctx)
-{
-	struct session *s = sessions_find(ctx->path_id);
-	const char *name, *at;
-	json_object *params;
-	struct channel *ch;
-	struct page_req *pr = NULL;
-
-	if (routes_check_cwd(ctx) == -1 || branch_body(ctx, &name, &at) == -1)
-		return;
-	/* A running or queued prompt is still writing the history. */
-	if (s != NULL && session_pending_prompts(s) > 0) {
-		http_error(ctx->req, "branch_while_prompt_active", s->id);
-		return;
-	}
-	ch = s != NULL ? s->channel : channel_get(ctx->workspace);
-	/* A branch is fresh work: not on a quarantined or overdue channel. */
-	if (ch != NULL && inflight_admit_control(ctx->req, ch) == -1)
-		return;
-	if (ch == NULL || (pr = calloc(1, sizeof(*pr))) == NULL ||
-	    (name != NULL && (pr->name = strdup(name)) == NULL)) {
-		if (ch != NULL && pr != NULL)
-			free(pr);
-		http_error(ctx->req, "internal", NULL);
-		return;
-	}
-	pr->req = ctx->req;
-	pr->ch = ch;
-	pr->live = at == NULL;
-	if (ctx->client_id != NULL)
-		strlcpy(pr->client_id, ctx->client_id, sizeof(pr->client_id));
-	strlcpy(pr->id, ctx->path_id, sizeof(pr->id));
-	uuid_new(pr->new_id);
-	params = xjson_object_new_object();
-	json_object_object_add(params, "sessionId", xjson_object_new_string(ctx->path_id));
-	json_object_object_add(params, "cwd", xjson_object_new_string(channel_workspace(ch)));
-	json_object_object_add(params, "newSessionId", xjson_object_new_string(pr->new_id));
-	if (at != NULL)
-		json_object_object_add(params, "atRecordId", xjson_object_new_string(at));
-	/* Counted before it goes: a request that fails at once is answered now. */
-	channel_control_begin(ch);
-	if (channel_request(ch, "qwen/control/session/branch", params,
-	    (uint64_t)conf.restore_timeout_ms, on_branch, pr) == NULL) {
-		channel_control_end(ch);
-		free(pr->name);
 		free(pr);
 		unavailable(ctx->req);
 	}

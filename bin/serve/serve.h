@@ -12,8 +12,8 @@
  * transcript directories), routes-session.c (session routes),
  * routes-agent.c (permission answers, model and mode routes), switches.c
  * (a session's model and approval mode, switched through its agent),
- * routes-history.c (transcript pages, branches), routes-daemon.c (health,
- * capabilities, daemon status, workspace listing route), metrics.c
+ * routes-history.c (transcript pages), routes-branch.c (branches,
+ * bounded), routes-daemon.c (health, capabilities, daemon status, workspace listing route), metrics.c
  * (GET /metrics), audit.c (--audit-log), ratelimit.c (--rate-limit),
  * drain.c (SIGTERM's drain), listing.c (the
  * listing itself, a slice per loop turn), web.c (the console's files),
@@ -322,6 +322,9 @@ void	conn_request(struct evhttp_request *);	/* a whole request arrived */
 void	conn_set_sub(struct evhttp_request *, struct sse_sub *);
 void	conn_streaming(struct evhttp_request *);	/* input discarded */
 void	conn_taken(struct evhttp_request *);	/* WebSocket takeover */
+/* The memory of a request or message of len bytes back to the system on
+   the next loop turn, once its buffer is freed (from 256 KiB up). */
+void	conn_release_later(size_t len);
 
 /* ---- routes-session.c -------------------------------------------------- */
 void	route_session_create(struct http_ctx *);
@@ -352,6 +355,8 @@ void	route_session_approval_mode(struct http_ctx *);
 /* ---- routes-history.c --------------------------------------------------- */
 void	route_session_transcript(struct http_ctx *);
 void	route_session_turn_index(struct http_ctx *);
+
+/* ---- routes-branch.c ---------------------------------------------------- */
 void	route_session_branch(struct http_ctx *);
 
 /* ---- branch-live.c: a branch resumed and attached ---------------------- */

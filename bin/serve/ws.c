@@ -237,6 +237,8 @@ ws_msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg 
 		return;
 	/* -1: not a JSON-RPC object; the error went out, the connection stays. */
 	(void)acp_conn_handle(c->acp, (const char *)m->msg, m->msg_length);
+	/* wslay frees the message after this returns. */
+	conn_release_later(m->msg_length);
 }
 
 /* The ACP sink: one JSON-RPC message as one text frame. */

@@ -319,25 +319,34 @@ sess_add(const char *id)
 		}
 }
 
+/* The transcript path of id under --data-dir: 0, or -1 without one. */
+static int
+transcript_path(const char *id, char *path, size_t size)
+{
+	char *san;
+
+	if (cf.data_dir == NULL || cf.workspace == NULL || strchr(id, '/') != NULL)
+		return -1;
+	san = strdup(cf.workspace);
+	for (char *p = san; *p; p++)
+		if (!isalnum((unsigned char)*p))
+			*p = '-';
+	snprintf(path, size, "%s/projects/%s/chats/%s.jsonl", cf.data_dir, san, id);
+	free(san);
+	return 0;
+}
+
 /* Persisted: a known= id or a transcript under --data-dir. */
 static int
 persisted(const char *id)
 {
-	char path[4096], *san;
+	char path[4096];
 	struct stat st;
 
 	for (size_t i = 0; i < cf.nknown; i++)
 		if (strcmp(cf.known[i], id) == 0)
 			return 1;
-	if (cf.data_dir == NULL || cf.workspace == NULL || strchr(id, '/') != NULL)
-		return 0;
-	san = strdup(cf.workspace);
-	for (char *p = san; *p; p++)
-		if (!isalnum((unsigned char)*p))
-			*p = '-';
-	snprintf(path, sizeof(path), "%s/projects/%s/chats/%s.jsonl", cf.data_dir, san, id);
-	free(san);
-	return stat(path, &st) == 0;
+	return transcript_path(id, path, sizeof(path)) == 0 && stat(path, &st) == 0;
 }
 
 static json_object *
@@ -800,7 +809,27 @@ m_transcript(struct rpc_msg *m, long delay)
 	return rpc_new_result(json_object_get(m->id), r);
 }
 
-/* qwen/control/session/branch: {sessionId: newSessionId, records: 0}. */
+/* Copy the transcript of sid to nid's (a branch as the child writes it). */
+static void
+branch_copy(const char *sid, const char *nid)
+{
+	char from[4096], to[4096], buf[8192];
+	FILE *in, *out;
+	size_t n;
+
+	if (strchr(nid, '/') != NULL || transcript_path(sid, from, sizeof(from)) == -1 ||
+	    transcript_path(nid, to, sizeof(to)) == -1 || (in = fopen(from, "r")) == NULL)
+		return;
+	if ((out = fopen(to, "wx")) != NULL) {
+		while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+			fwrite(buf, 1, n, out);
+		fclose(out);
+	}
+	fclose(in);
+}
+
+/* qwen/control/session/branch: {sessionId: newSessionId, records: 0}; a
+   persisted source's transcript is copied at once (the answer may wait). */
 static json_object *
 m_branch(struct rpc_msg *m, long delay)
 {
@@ -811,6 +840,7 @@ m_branch(struct rpc_msg *m, long delay)
 	(void)delay;
 	if (sid == NULL || nid == NULL || !persisted(sid))
 		return not_found(m->id, sid);
+	branch_copy(sid, nid);
 	r = obj("sessionId", json_object_new_string(nid));
 	json_object_object_add(r, "records", json_object_new_int(0));
 	return rpc_new_result(json_object_get(m->id), r);
