@@ -208,7 +208,7 @@ three() {
 	expect 400 '.code == "invalid_search_max_results"'
 }
 
-@test "export: the transcript's bytes as JSONL with a file name; other formats refused" {
+@test "export: the transcript's bytes as JSONL with a file name; an unknown format refused" {
 	serve_start
 	three
 	req GET "/session/$SID/export?format=jsonl"
@@ -216,9 +216,7 @@ three() {
 	cmp "$BATS_TEST_TMPDIR/body" "$CHATS/$SID.jsonl"
 	[ "$(header Content-Type)" = application/x-ndjson ]
 	[ "$(header Content-Disposition)" = "attachment; filename=\"$SID.jsonl\"" ]
-	req GET "/session/$SID/export?format=html"
-	expect 400 '.code == "invalid_export_format"'
-	req GET "/session/$SID/export"
+	req GET "/session/$SID/export?format=xml"
 	expect 400 '.code == "invalid_export_format"'
 	req GET "/session/44444444-4444-4444-8444-444444444444/export?format=jsonl"
 	expect 404 '.code == "session_not_found"'

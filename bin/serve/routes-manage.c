@@ -3,7 +3,8 @@
  * routes-manage.c: session management with upstream's paths and shapes:
  * POST /sessions/{delete,archive,unarchive} (catalog.c does the disk),
  * GET /workspaces/:ws/session-info, GET /workspaces/:ws/sessions/live-state,
- * GET /session/:id/export and the session search (listing.c runs it).
+ * GET /session/:id/export (and an archived session's under a workspace)
+ * and the session search (listing.c runs it).
  */
 #include "config.h"
 
@@ -19,6 +20,7 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 
+#include "clock.h"
 #include "errors.h"
 #include "json.h"
 #include "paths.h"
@@ -328,16 +330,19 @@ route_workspace_sessions_search(struct http_ctx *ctx)
 
 /* ---- export ------------------------------------------------------------ */
 
-/* The transcript of id as an open descriptor (regular, not followed). */
+/*
+ * The transcript of id (archived: the archive's copy) as an open
+ * descriptor (regular, not followed).
+ */
 static int
-export_open(const char *ws, const char *id, struct stat *st)
+export_open(const char *ws, const char *id, int archived, struct stat *st)
 {
 	char *dir = names_transcript_dir_ws(ws), *path;
 	int fd;
 
 	if (dir == NULL)
 		return -1;
-	xasprintf(&path, "%s/%s.jsonl", dir, id);
+	xasprintf(&path, "%s/%s%s.jsonl", dir, archived ? "archive/" : "", id);
 	free(dir);
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	free(path);
@@ -348,50 +353,119 @@ export_open(const char *ws, const char *id, struct stat *st)
 	return fd;
 }
 
-/*
- * GET /session/:id/export?format=jsonl: the transcript as it is on disk,
- * sent from the file (no copy in memory).  Other formats are refused.
- */
-void
-route_session_export(struct http_ctx *ctx)
+/* 400 invalid_export_format with upstream's format and allowedFormats. */
+static void
+export_bad_format(struct http_ctx *ctx, const char *fmt)
 {
-	const char *fmt = evhttp_find_header(ctx->query, "format");
-	const char *ws = catalog_workspace_of(ctx->path_id);
+	struct qerr *e = qerr_new("invalid_export_format", NULL);
+	json_object *allowed = xjson_object_new_array();
+
+	for (int i = EXPORT_HTML; i <= EXPORT_JSONL; i++)
+		json_object_array_add(allowed,
+		    xjson_object_new_string(export_format_name(i)));
+	if (e != NULL) {
+		qerr_set_str(e, "format", fmt);
+		qerr_set_json(e, "allowedFormats", allowed);
+	} else
+		json_object_put(allowed);
+	http_send_qerr(ctx->req, e);
+}
+
+/* The transcript's bytes into buf, sent from the file (no copy): 0/-1. */
+static int
+export_raw(struct evbuffer *buf, int fd, const struct stat *st)
+{
+	if (st->st_size > 0 && evbuffer_add_file(buf, fd, 0, st->st_size) == -1) {
+		close(fd);	/* not taken when the segment could not be made */
+		return -1;
+	}
+	if (st->st_size == 0)
+		close(fd);
+	return 0;
+}
+
+/* The reply: the document with its type and upstream's headers. */
+static void
+export_send(struct http_ctx *ctx, int fmt, struct evbuffer *buf)
+{
 	struct evkeyvalq *h = evhttp_request_get_output_headers(ctx->req);
+	char now[CLOCK_ISO_LEN], *disp;
+
+	if (fmt == EXPORT_JSONL)
+		xasprintf(&disp, "attachment; filename=\"%s.jsonl\"", ctx->path_id);
+	else {
+		clock_iso_now(now);
+		for (char *c = now; *c != '\0'; c++)
+			if (*c == ':' || *c == '.')
+				*c = '-';
+		xasprintf(&disp, "attachment; filename=\"qwen-code-export-%s.%s\"",
+		    now, export_format_name(fmt));
+	}
+	listen_cors_headers(ctx->req);
+	evhttp_add_header(h, "Content-Type", export_mime(fmt));
+	evhttp_add_header(h, "Content-Disposition", disp);
+	evhttp_add_header(h, "Cache-Control", "no-store");
+	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+	free(disp);
+	evhttp_send_reply(ctx->req, 200, NULL, buf);
+}
+
+/*
+ * The export of id from the active transcripts, or from the archived
+ * ones (archived): jsonl is the file as on disk, sent from it; html, md
+ * and json are rendered (export-doc.c), bounded.
+ */
+static void
+export_run(struct http_ctx *ctx, int archived)
+{
+	const char *fmtname = evhttp_find_header(ctx->query, "format");
+	const char *ws = ctx->bound != NULL ? ctx->bound :
+	    catalog_workspace_of(ctx->path_id);
 	struct evbuffer *buf;
 	struct stat st;
-	char *disp;
-	int fd;
+	int fmt, fd, where, rc;
 
-	if (fmt == NULL || strcmp(fmt, "jsonl") != 0) {
-		http_error(ctx->req, "invalid_export_format", NULL);
+	if ((fmt = export_format(fmtname)) == -1) {
+		export_bad_format(ctx, fmtname);
 		return;
 	}
-	if (ws == NULL) {
+	where = ws != NULL ? catalog_where(ws, ctx->path_id) : 0;
+	if (where == 0 || (archived && !(where & CATALOG_ARCHIVED))) {
 		http_error(ctx->req, "session_not_found", ctx->path_id);
 		return;
 	}
-	if ((fd = export_open(ws, ctx->path_id, &st)) == -1) {
+	if ((fd = export_open(ws, ctx->path_id, archived, &st)) == -1) {
 		http_error(ctx->req, "session_archived", ctx->path_id);
 		return;
 	}
 	if ((buf = evbuffer_new()) == NULL)
 		fatalx("out of memory (evbuffer)");
-	if (st.st_size > 0 && evbuffer_add_file(buf, fd, 0, st.st_size) == -1) {
-		close(fd);	/* not taken when the segment could not be made */
-		evbuffer_free(buf);
-		http_error(ctx->req, "internal", NULL);
-		return;
-	}
-	if (st.st_size == 0)
+	if (fmt == EXPORT_JSONL)
+		rc = export_raw(buf, fd, &st);
+	else {
+		rc = export_render(fd, &st, ctx->path_id, fmt, buf);
 		close(fd);
-	xasprintf(&disp, "attachment; filename=\"%s.jsonl\"", ctx->path_id);
-	listen_cors_headers(ctx->req);
-	evhttp_add_header(h, "Content-Type", "application/x-ndjson");
-	evhttp_add_header(h, "Content-Disposition", disp);
-	free(disp);
-	evhttp_send_reply(ctx->req, 200, NULL, buf);
+	}
+	if (rc == -1)
+		http_error(ctx->req, errno == EFBIG ? "export_too_large" :
+		    "internal", ctx->path_id);
+	else
+		export_send(ctx, fmt, buf);
 	evbuffer_free(buf);
+}
+
+/* GET /session/:id/export?format=html|md|json|jsonl (html by default). */
+void
+route_session_export(struct http_ctx *ctx)
+{
+	export_run(ctx, 0);
+}
+
+/* GET /workspaces/:ws/session/:id/archive/export: an archived session's. */
+void
+route_session_archive_export(struct http_ctx *ctx)
+{
+	export_run(ctx, 1);
 }
 
 /* ---- metadata ---------------------------------------------------------- */

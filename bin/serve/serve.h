@@ -290,6 +290,7 @@ struct http_ctx {
 	const char		*path_tail;	/* R_TAIL routes: the last segment */
 	const char		*client_id;	/* header value, NULL if absent */
 	const char		*workspace;	/* chosen by cwd (routes_check_cwd) */
+	const char		*bound;		/* /workspaces/:ws/session/:id/: ws */
 	int			 client_id_bad;	/* header present but malformed */
 	struct evkeyvalq	*query;
 };
@@ -448,9 +449,22 @@ void	route_workspace_session_info(struct http_ctx *);
 void	route_workspace_live_state(struct http_ctx *);
 void	route_workspace_sessions_search(struct http_ctx *);
 void	route_session_export(struct http_ctx *);
+void	route_session_archive_export(struct http_ctx *);
 void	route_session_metadata(struct http_ctx *);
 /* 409 session_archived or session_conflict for a restore: -1 when sent. */
 int	routes_check_archived(struct http_ctx *);
+
+/* ---- export-doc.c: a transcript as upstream's export documents -------- */
+#define EXPORT_FILE_MAX	(32 * 1024 * 1024)	/* transcripts rendered */
+enum export_fmt { EXPORT_HTML, EXPORT_MD, EXPORT_JSON, EXPORT_JSONL };
+int	export_format(const char *name);	/* NULL: html; -1 unknown */
+const char *export_format_name(int fmt);
+const char *export_mime(int fmt);
+struct stat;
+struct evbuffer;
+/* fd's transcript as fmt (not jsonl) into out: 0, or -1 (EFBIG: too big). */
+int	export_render(int fd, const struct stat *st, const char *id, int fmt,
+	    struct evbuffer *out);
 
 /* ---- web.c: the browser console's static files ------------------------- */
 const char *web_dir(void);	/* --web-dir, QWEN_SERVE_WEB_DIR, pkgdatadir/web */
