@@ -58,6 +58,9 @@ session_metadata              PATCH /session/$SID/metadata
 session_organization          PATCH /session/$SID/organization
 session_export                GET /session/$SID/export?format=jsonl
 session_turn_navigation       GET /session/$SID/turn-index
+workspace_persisted_transcript    GET /workspaces/$WSID/session/$SID/transcript
+workspace_session_export          GET /workspaces/$WSID/session/$SID/export?format=jsonl
+workspace_archived_session_export GET /workspaces/$WSID/session/$SID/archive/export
 session_context               GET /session/$SID/context
 session_context_usage         GET /session/$SID/context-usage
 session_stats                 GET /session/$SID/stats
