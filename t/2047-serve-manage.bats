@@ -177,7 +177,7 @@ three() {
 	expect 200 ".catalogVersion.revision > $rev"
 }
 
-@test "search: prompt text and titles, case folded, newest first, bounded" {
+@test "search: user and assistant text and titles, case folded, newest first, bounded" {
 	serve_start
 	three
 	req GET "/workspace/primary/sessions/search?q=loading"
@@ -190,8 +190,17 @@ three() {
 	expect 200 ".results | length == 1 and .[0].session.sessionId == \"$SID\""
 	req GET "/workspace/primary/sessions/search?q=loading&maxResults=1"
 	expect 200 ".results | length == 1 and .[0].session.sessionId == \"$SID\""
-	# The assistant's words are not prompt text.
+	# The assistant's words are searched too, as upstream searches them;
+	# a subtyped record and a tool's output are not.
 	req GET "/workspace/primary/sessions/search?q=Because"
+	expect 200 ".results | map(.session.sessionId) == [\"$SID\", \"$A\", \"$B\"]"
+	expect 200 '.results[0].snippet == "Because."'
+	printf '%s\n' '{"uuid":"x1","parentUuid":"a1","sessionId":"b","type":"assistant","subtype":"notice","message":{"role":"model","parts":[{"text":"quokka notice"}]}}' \
+	    '{"uuid":"x2","parentUuid":"x1","sessionId":"b","type":"tool_result","message":{"role":"user","parts":[{"text":"wombat output"}]}}' \
+	    >>"$CHATS/$B.jsonl"
+	req GET "/workspace/primary/sessions/search?q=quokka"
+	expect 200 '.results == []'
+	req GET "/workspace/primary/sessions/search?q=wombat"
 	expect 200 '.results == []'
 	# A changed file is read again.
 	printf '%s\n' '{"uuid":"u3","parentUuid":null,"sessionId":"a","type":"user","message":{"role":"user","parts":[{"text":"zebra crossing"}]}}' \

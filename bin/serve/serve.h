@@ -398,7 +398,7 @@ void	listing_search(struct evhttp_request *req, const char *workspace,
 void	listing_free_all(void);
 
 /* ---- search.c: a transcript's searchable text ------------------------- */
-/* Titles and user prompt text of fd's transcript.  Caller frees. */
+/* Titles, user and assistant text of fd's transcript.  Caller frees. */
 char	*search_text_read(int fd);
 /* 1 when text holds q (ASCII case folded), *snippet (caller frees). */
 int	search_match(const char *text, const char *q, char **snippet);

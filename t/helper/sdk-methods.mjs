@@ -123,10 +123,10 @@ const T = [
 	// Session management: the workspace's catalog, search, export,
 	// organization, and the batch routes (on SPARE, a second persisted
 	// session that is never live; the live session is refused).
-	['DaemonClient.searchWorkspaceSessions', 'works', 'GET /workspace/:id/sessions/search (titles and prompt text)',
-	    (c) => client.searchWorkspaceSessions(workspaceCwd, 'why', { maxResults: 5 }),
+	['DaemonClient.searchWorkspaceSessions', 'works', 'GET /workspace/:id/sessions/search (titles, user and assistant text)',
+	    (c) => client.searchWorkspaceSessions(workspaceCwd, 'because', { maxResults: 5 }),
 	    (r) => Array.isArray(r.results) && r.results.some((m) => m.session?.sessionId === spare &&
-	    /why/i.test(m.snippet))],
+	    /because/i.test(m.snippet))],
 	['WorkspaceDaemonClient.getWorkspaceSessionInfo', 'works', 'GET /workspaces/:ws/session-info (a disk scan)',
 	    (c) => client.workspaceByCwd(workspaceCwd).getWorkspaceSessionInfo(),
 	    (r) => r.active >= 2 && r.archived === 0 && r.total === r.active + r.archived && r.live >= 1],
