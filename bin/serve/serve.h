@@ -388,10 +388,11 @@ void	route_daemon_status(struct http_ctx *);
 
 /* ---- listing.c: the persisted sessions, a slice per loop turn --------- */
 /* Answer req with the newest persisted sessions from skip on, at most max
-   (never blocking the loop); paged: with nextCursor when more follow.  Free
-   the jobs and the prompt cache at exit. */
+   (never blocking the loop); paged: with nextCursor when more follow;
+   group (non-NULL: view=organized) filters and puts pinned ones first.
+   Free the jobs and the prompt cache at exit. */
 void	listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
-	    size_t max, int paged, int archived);
+	    size_t max, int paged, int archived, const char *group);
 /* Answer req with the newest max sessions whose search text holds q. */
 void	listing_search(struct evhttp_request *req, const char *workspace,
 	    const char *q, size_t max);
@@ -440,6 +441,8 @@ void	route_session_group_delete(struct http_ctx *);
 void	route_session_organization(struct http_ctx *);
 /* Workspace ws's organization document (caller puts); NULL: unreadable. */
 json_object *routes_org_load(const char *ws);
+/* Whether doc (borrowed, NULL-safe) holds the group named id. */
+int	routes_org_has_group(json_object *doc, const char *id);
 
 /* ---- routes-manage.c: session management routes ----------------------- */
 void	route_sessions_delete(struct http_ctx *);

@@ -176,6 +176,9 @@ const T = [
 	    async (c) => ({ del: await client.deleteSessionGroup(workspaceCwd, ctx.group),
 	    list: await client.listSessionGroups(workspaceCwd) }),
 	    (r) => r.del.deleted === true && r.list.groups.length === 0],
+	['DaemonClient.listWorkspaceSessionsPage view=organized', 'works', 'GET /workspace/:id/sessions?view=organized&group= (pinned first; all, pinned, ungrouped or a group)',
+	    (c) => client.listWorkspaceSessionsPage(workspaceCwd, { view: 'organized', group: 'pinned' }),
+	    (r) => r.sessions.length === 1 && r.sessions[0].sessionId === spare && r.sessions[0].isPinned === true],
 	['DaemonClient.getSessionTurnIndexPage', 'works', 'GET /session/:id/turn-index (the agent\'s kept index)',
 	    (c) => client.getSessionTurnIndexPage(sessionId, { limit: 50 }),
 	    (r) => r.sessionId === sessionId && typeof r.snapshot === 'string' &&
