@@ -91,6 +91,34 @@ three() {
 	grep -q 'Why is loading slow' "$CHATS/$SID.jsonl"
 }
 
+@test "resolveConflicts: the copy of the side it goes to is kept, the other deleted" {
+	serve_start
+	three
+	mkdir -p "$CHATS/archive"
+	echo other >"$CHATS/archive/$SID.jsonl"
+	cp "$CHATS/$A.jsonl" "$CHATS/archive/$A.jsonl"
+	echo mine >>"$CHATS/$A.jsonl"
+	req POST /sessions/archive "{\"sessionIds\":[\"$SID\"],\"resolveConflicts\":1}"
+	expect 400 '.code == "bad_request"'
+	req POST /sessions/archive "{\"sessionIds\":[\"$SID\"],\"resolveConflicts\":false}"
+	expect 200 '.errors[0].code == "session_conflict" and .resolvedConflicts == []'
+	# Archive: the archived copy stays, the active one goes with its ledger.
+	req POST /sessions/archive "{\"sessionIds\":[\"$SID\",\"$B\"],\"resolveConflicts\":true}"
+	expect 200 ".archived == [\"$SID\", \"$B\"] and .resolvedConflicts == [\"$SID\"] and .errors == []"
+	[ "$(cat "$CHATS/archive/$SID.jsonl")" = other ]
+	[ ! -e "$CHATS/$SID.jsonl" ]
+	[ ! -e "$CHATS/$SID.ledger.jsonl" ]
+	[ -f "$CHATS/archive/$B.jsonl" ]
+	# Unarchive: the active copy stays, the archived one goes.
+	req POST /workspaces/primary/sessions/unarchive "{\"sessionIds\":[\"$A\"],\"resolveConflicts\":true}"
+	expect 200 ".unarchived == [\"$A\"] and .resolvedConflicts == [\"$A\"]"
+	[ "$(tail -1 "$CHATS/$A.jsonl")" = mine ]
+	[ ! -e "$CHATS/archive/$A.jsonl" ]
+	[ -z "$(ls -A "$CHATS/.trash")" ]
+	req POST "/session/$A/load" '{}'
+	expect 200
+}
+
 @test "batch routes under /workspaces/:ws/: the workspace's sessions" {
 	serve_start
 	three

@@ -160,22 +160,43 @@ route_sessions_delete(struct http_ctx *ctx)
 	http_reply_json(ctx->req, 200, res);
 }
 
-/* The archive and unarchive routes: one walk, two vocabularies. */
+/* The body's resolveConflicts: 0 or 1, or -1 after answering. */
+static int
+batch_resolve(struct http_ctx *ctx)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(ctx->body, "resolveConflicts", &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_boolean)) {
+		http_send_qerr(ctx->req, qerr_new("bad_request",
+		    "`resolveConflicts` must be a boolean"));
+		return -1;
+	}
+	return json_object_get_boolean(v);
+}
+
+/*
+ * The archive and unarchive routes: one walk, two vocabularies; with
+ * resolveConflicts, a session with a copy on both sides keeps the copy
+ * of the side it goes to (listed there and in resolvedConflicts).
+ */
 static void
 archive_batch(struct http_ctx *ctx, int archive)
 {
 	static const char *const anames[] = { "archived", "alreadyArchived",
-	    "notFound", NULL };
+	    "notFound", "resolvedConflicts", NULL };
 	static const char *const unames[] = { "unarchived", "alreadyActive",
-	    "notFound", NULL };
+	    "notFound", "resolvedConflicts", NULL };
 	const char *const *names = archive ? anames : unames;
 	json_object *ids, *res, *errs;
 	const char *id, *code;
 	char *cause;
 	size_t i;
-	int rc;
+	int rc, resolve;
 
-	if (batch_workspace(ctx) == -1 || (ids = batch_ids(ctx)) == NULL)
+	if (batch_workspace(ctx) == -1 || (ids = batch_ids(ctx)) == NULL ||
+	    (resolve = batch_resolve(ctx)) == -1)
 		return;
 	res = batch_result(names);
 	errs = json_get(res, "errors", json_type_array);
@@ -191,7 +212,10 @@ archive_batch(struct http_ctx *ctx, int archive)
 			batch_add(res, names[2], id);
 			continue;
 		}
-		if ((rc = catalog_archive(id, archive, &code, &cause)) >= 0)
+		if ((rc = catalog_archive(id, archive, resolve, &code, &cause)) == 3) {
+			batch_add(res, names[0], id);
+			batch_add(res, names[3], id);
+		} else if (rc >= 0)
 			batch_add(res, names[rc], id);
 		else
 			batch_error(errs, id, code, cause);

@@ -419,9 +419,10 @@ const char	*catalog_workspace_of(const char *id);
 /* 0 removed, 1 not found, -1 refused or failed (*code, *cause freed by
    the caller). */
 int	catalog_delete(const char *id, const char **code, char **cause);
-/* 0 moved, 1 already there, 2 not found, -1 refused or failed. */
-int	catalog_archive(const char *id, int archive, const char **code,
-	    char **cause);
+/* 0 moved, 1 already there, 2 not found, 3 a conflict resolved (resolve:
+   the other side's copy deleted), -1 refused or failed. */
+int	catalog_archive(const char *id, int archive, int resolve,
+	    const char **code, char **cause);
 void	catalog_counts(const char *workspace, size_t *active, size_t *archived);
 /* At start: finish interrupted moves, empty the trash. */
 void	catalog_sweep(void);

@@ -187,6 +187,9 @@ const T = [
 	    (c) => client.archiveSessionsData([spare, sessionId]),
 	    (r) => r.archived.length === 1 && r.archived[0] === spare &&
 	    r.errors.length === 1 && r.errors[0].sessionId === sessionId],
+	['DaemonClient.archiveSessionsData resolveConflicts', 'works', 'POST /sessions/archive {resolveConflicts} (a copy on both sides: the archived one kept)',
+	    (c) => client.archiveSessionsData([NOSUCH], { resolveConflicts: true }),
+	    (r) => Array.isArray(r.resolvedConflicts) && r.notFound.length === 1 && r.notFound[0] === NOSUCH],
 	['WorkspaceDaemonClient.exportArchivedSession', 'works', 'GET /workspaces/:ws/session/:id/archive/export (from the archive only)',
 	    async (c) => ({ arch: await ws().exportArchivedSession(spare, { format: 'json' }),
 	    live: await ws().exportArchivedSession(sessionId, { format: 'json' }).catch((e) => e) }),
