@@ -36,10 +36,11 @@
  * costs no parse).  R_WS: the segment is a workspace (its id or
  * URL-encoded cwd), not a session id.  R_NEW: new work (a session, a
  * restore, a turn), refused while the daemon drains.  R_BOUND: served
- * only as /workspaces/:ws/session/:id/... (ws_session_path()).
+ * only as /workspaces/:ws/session/:id/... (ws_session_path()).  R_RAW:
+ * the segment is not a session id but the route's own (ctx.path_tail).
  */
 enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4, R_ACP = 8, R_TAIL = 16,
-	R_LIVE = 32, R_WS = 64, R_NEW = 128, R_BOUND = 256 };
+	R_LIVE = 32, R_WS = 64, R_NEW = 128, R_BOUND = 256, R_RAW = 512 };
 
 struct route {
 	enum evhttp_cmd_type	 method;
@@ -117,6 +118,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_DELETE, "/session/", "", R_ID, route_session_delete },
 	{ EVHTTP_REQ_POST, "/session/", "/permission/", R_ID | R_BODY | R_TAIL | R_LIVE,
 	    route_session_permission },
+	{ EVHTTP_REQ_POST, "/permission/", "", R_ID | R_RAW | R_BODY, route_permission },
 	{ EVHTTP_REQ_POST, "/session/", "/model", R_ID | R_BODY | R_LIVE, route_session_model },
 	{ EVHTTP_REQ_GET, "/session/", "/pending-prompts", R_ID, route_session_pending },
 	{ EVHTTP_REQ_POST, "/session/", "/continue", R_ID | R_BODY | R_LIVE | R_NEW,
@@ -576,6 +578,18 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 	client_id_header(req, &ctx);
 	if (r->flags & R_WS) {
 		ws_dispatch(req, r, &ctx, seg, seglen);
+		goto out;
+	}
+	if (r->flags & R_RAW) {
+		ctx.path_tail = seg;
+		audit_route(req, r, NULL);
+		if ((rc = parse_body(req, &ctx.body)) < 0) {
+			http_error(req, rc == -2 ? "json_too_complex" : "invalid_json", NULL);
+			goto out;
+		}
+		if (ctx.body == NULL)
+			ctx.body = xjson_object_new_object();
+		r->fn(&ctx);
 		goto out;
 	}
 	if ((r->flags & R_ID) && (id = decode_session_id(seg, seglen)) == NULL) {

@@ -347,6 +347,7 @@ struct session *routes_session(struct http_ctx *);
 
 /* ---- routes-agent.c ---------------------------------------------------- */
 void	route_session_permission(struct http_ctx *);
+void	route_permission(struct http_ctx *);	/* legacy POST /permission/:requestId */
 void	route_session_model(struct http_ctx *);
 void	route_session_approval_mode(struct http_ctx *);
 
