@@ -46,6 +46,7 @@ session_set_model             POST /session/$SID/model
 session_approval_mode_control POST /session/$SID/approval-mode
 session_branch                POST /session/$SID/branch
 session_permission_vote       POST /session/$SID/permission/none
+permission_vote               POST /permission/none
 permission_mediation          POST /session/$SID/permission/none
 prompt_absolute_deadline      POST /session/$SID/prompt
 writer_idle_timeout           GET /session/$SID/events
@@ -91,7 +92,6 @@ session_artifacts                  GET /session/$SID/artifacts
 session_sources                    GET /session/$SID/sources
 session_mid_turn_message_mutation  POST /session/$SID/mid-turn-message
 session_mid_turn_message_query     GET /session/$SID/mid-turn-messages
-permission_vote                    POST /permission/none
 '
 
 # served METHOD PATH: the route answers as a route (its own JSON answer,
