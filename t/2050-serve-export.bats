@@ -59,6 +59,8 @@ marked() {
 	expect 200 '.messages[3].message.parts == [{"text": "thinking it over", "thought": true}, {"text": "Yes."}]'
 	expect 200 ".metadata.cwd == \"$WS\" and .metadata.model == \"qwen3-coder\" and .metadata.promptCount == 2"
 	expect 200 '.metadata.channel == "daemon" and (.metadata.exportTime | test("^20[0-9-]+T"))'
+	expect 200 'keys_unsorted == ["sessionId", "startTime", "messages", "metadata"]'
+	expect 200 '.metadata | keys_unsorted | .[0:3] == ["sessionId", "startTime", "exportTime"]'
 	req GET "/session/$SID/export?format=jsonl"
 	[ "$code" = 200 ]
 	cmp "$BATS_TEST_TMPDIR/body" "$CHATS/$SID.jsonl"

@@ -133,6 +133,22 @@ doc_record(json_object *doc, json_object *meta, json_object *rec, size_t *prompt
 	json_object_array_add(json_get(doc, "messages", json_type_array), m);
 }
 
+/* o's members in upstream's order (names first, the rest after); puts o. */
+static json_object *
+in_order(json_object *o, const char *const *names)
+{
+	json_object *out = xjson_object_new_object(), *v;
+
+	for (; *names != NULL; names++)
+		if (json_object_object_get_ex(o, *names, &v))
+			json_object_object_add(out, *names, json_object_get(v));
+	json_object_object_foreach(o, k, val)
+		if (!json_object_object_get_ex(out, k, NULL))
+			json_object_object_add(out, k, json_object_get(val));
+	json_object_put(o);
+	return out;
+}
+
 /* Whether a line may be a record the document uses (parsed only then). */
 static int
 line_wanted(const char *line, size_t len, int first)
@@ -147,6 +163,11 @@ line_wanted(const char *line, size_t len, int first)
 static json_object *
 doc_build(char *buf, size_t len, const char *id)
 {
+	static const char *const doc_keys[] = { "sessionId", "startTime",
+	    "messages", "metadata", NULL };
+	static const char *const meta_keys[] = { "sessionId", "startTime",
+	    "exportTime", "cwd", "gitBranch", "model", "channel", "promptCount",
+	    NULL };
 	json_object *doc = xjson_object_new_object(), *meta = xjson_object_new_object();
 	json_tokener *tok = json_tokener_new_ex(RPC_MAX_DEPTH);
 	char *p = buf, *nl, now[CLOCK_ISO_LEN];
@@ -182,8 +203,8 @@ doc_build(char *buf, size_t len, const char *id)
 	json_object_object_add(meta, "channel", xjson_object_new_string("daemon"));
 	json_object_object_add(meta, "promptCount",
 	    xjson_object_new_int64((int64_t)prompts));
-	json_object_object_add(doc, "metadata", meta);
-	return doc;
+	json_object_object_add(doc, "metadata", in_order(meta, meta_keys));
+	return in_order(doc, doc_keys);
 }
 
 /* s with & and < escaped (upstream's Markdown header fields) into out. */
