@@ -68,6 +68,28 @@ marked() {
 	run ! grep -q 'bold\|loading slow\|Yes\.' "$BATS_TEST_TMPDIR/err"
 }
 
+@test "export: a transcript of many slices, records across the slice ends, all there" {
+	serve_start
+	make_transcript
+	CHATS=$(dirname "$(ls "$DATA"/projects/*/chats/$SID.jsonl)")
+	# 3 MiB: 3000 records of about 1 KiB, so lines cross every 1 MiB slice.
+	local pad
+	pad=$(head -c 1000 /dev/zero | tr '\0' x)
+	for i in $(seq 1 3000); do
+		printf '{"uuid":"r%d","sessionId":"%s","type":"%s","message":{"role":"user","parts":[{"text":"n%d %s"}]}}\n' \
+		    "$i" "$SID" "$([ $((i % 2)) = 1 ] && echo user || echo assistant)" "$i" "$pad"
+	done >>"$CHATS/$SID.jsonl"
+	[ "$(stat -c %s "$CHATS/$SID.jsonl")" -gt 3000000 ]
+	req GET "/session/$SID/export?format=json"
+	expect 200 '(.messages | length) == 3002 and .metadata.promptCount == 1501'
+	expect 200 '[.messages[2:][] | .message.parts[0].text | split(" ")[0]] == [range(1; 3001) | "n\(.)"]'
+	# The last line without its newline is a record too.
+	printf '{"uuid":"z","sessionId":"%s","type":"user","message":{"role":"user","parts":[{"text":"tail"}]}}' "$SID" \
+	    >>"$CHATS/$SID.jsonl"
+	req GET "/session/$SID/export?format=json"
+	expect 200 '(.messages | length) == 3003 and .messages[-1].message.parts[0].text == "tail"'
+}
+
 @test "export: bad format 400, unknown session 404, archived 409, over the bound 413" {
 	serve_start
 	marked

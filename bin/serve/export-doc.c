@@ -4,17 +4,14 @@
  * documents: json (its session-export shape: sessionId, startTime,
  * messages, metadata), md (its Markdown layout) and html (a static page
  * carrying the same document).  The messages are the user and assistant
- * records with text, in file order.  Bounded: a transcript over
- * EXPORT_FILE_MAX is refused, never read whole.
+ * records with text, in file order.  The document is fed a slice of
+ * the transcript at a time (export-job.c reads the file).
  */
 #include "config.h"
 
-#include <sys/stat.h>
-
-#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <json-c/json.h>
@@ -159,65 +156,135 @@ line_wanted(const char *line, size_t len, int first)
 	    memmem(line, len, "\"type\": \"assistant\"", 19) != NULL;
 }
 
-/* The document of the transcript in buf[0..len) (NUL-terminated). */
+/* A document being built, a slice of the transcript at a time. */
+struct export_doc {
+	json_object	*doc, *meta;
+	json_tokener	*tok;
+	size_t		 prompts;
+	int		 first;
+};
+
+/* A new document for session id (caller frees with export_doc_free). */
+struct export_doc *
+export_doc_new(const char *id)
+{
+	struct export_doc *d = xcalloc(1, sizeof(*d));
+
+	if ((d->tok = json_tokener_new_ex(RPC_MAX_DEPTH)) == NULL)
+		fatalx("out of memory (json tokener)");
+	d->doc = xjson_object_new_object();
+	d->meta = xjson_object_new_object();
+	d->first = 1;
+	json_object_object_add(d->doc, "sessionId", xjson_object_new_string(id));
+	json_object_object_add(d->doc, "messages", xjson_object_new_array());
+	return d;
+}
+
+void
+export_doc_free(struct export_doc *d)
+{
+	if (d == NULL)
+		return;
+	json_object_put(d->doc);
+	json_object_put(d->meta);
+	json_tokener_free(d->tok);
+	free(d);
+}
+
+/* One line (not NUL-terminated) into the document, when it is a record. */
+static void
+doc_line(struct export_doc *d, const char *line, size_t len)
+{
+	json_object *rec;
+
+	if (len == 0 || len > INT_MAX || !line_wanted(line, len, d->first))
+		return;
+	json_tokener_reset(d->tok);
+	rec = json_tokener_parse_ex(d->tok, line, (int)len);
+	if (rec != NULL && json_object_is_type(rec, json_type_object)) {
+		doc_record(d->doc, d->meta, rec, &d->prompts);
+		d->first = 0;
+	}
+	json_object_put(rec);
+}
+
+/*
+ * The whole lines of buf[0..*len) into the document; the last partial
+ * one is moved to buf's start (*len its length), or taken too when final.
+ */
+void
+export_doc_lines(struct export_doc *d, char *buf, size_t *len, int final)
+{
+	char *p = buf, *nl, *end = buf + *len;
+
+	while ((nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+		doc_line(d, p, (size_t)(nl - p));
+		p = nl + 1;
+	}
+	if (final) {
+		doc_line(d, p, (size_t)(end - p));
+		p = end;
+	}
+	*len = (size_t)(end - p);
+	memmove(buf, p, *len);
+}
+
+/* The finished document, members in upstream's order (borrowed from d). */
 static json_object *
-doc_build(char *buf, size_t len, const char *id)
+doc_finish(struct export_doc *d)
 {
 	static const char *const doc_keys[] = { "sessionId", "startTime",
 	    "messages", "metadata", NULL };
 	static const char *const meta_keys[] = { "sessionId", "startTime",
 	    "exportTime", "cwd", "gitBranch", "model", "channel", "promptCount",
 	    NULL };
-	json_object *doc = xjson_object_new_object(), *meta = xjson_object_new_object();
-	json_tokener *tok = json_tokener_new_ex(RPC_MAX_DEPTH);
-	char *p = buf, *nl, now[CLOCK_ISO_LEN];
-	size_t prompts = 0;
-	json_object *rec;
-	int first = 1;
+	json_object *doc = d->doc, *meta = d->meta;
+	char now[CLOCK_ISO_LEN];
 
-	if (tok == NULL)
-		fatalx("out of memory (json tokener)");
-	json_object_object_add(doc, "sessionId", xjson_object_new_string(id));
-	json_object_object_add(doc, "messages", xjson_object_new_array());
-	for (; p < buf + len; p = nl + 1) {
-		if ((nl = memchr(p, '\n', (size_t)(buf + len - p))) == NULL)
-			nl = buf + len;
-		if (nl == p || !line_wanted(p, (size_t)(nl - p), first))
-			continue;
-		json_tokener_reset(tok);
-		rec = json_tokener_parse_ex(tok, p, (int)(nl - p));
-		if (rec != NULL && json_object_is_type(rec, json_type_object)) {
-			doc_record(doc, meta, rec, &prompts);
-			first = 0;
-		}
-		json_object_put(rec);
-	}
-	json_tokener_free(tok);
 	if (!json_object_object_get_ex(doc, "startTime", NULL))
 		json_object_object_add(doc, "startTime", xjson_object_new_string(""));
 	clock_iso_now(now);
-	json_object_object_add(meta, "sessionId", xjson_object_new_string(id));
+	json_object_object_add(meta, "sessionId", json_object_get(
+	    json_get(doc, "sessionId", json_type_string)));
 	json_object_object_add(meta, "startTime", json_object_get(
 	    json_get(doc, "startTime", json_type_string)));
 	json_object_object_add(meta, "exportTime", xjson_object_new_string(now));
 	json_object_object_add(meta, "channel", xjson_object_new_string("daemon"));
 	json_object_object_add(meta, "promptCount",
-	    xjson_object_new_int64((int64_t)prompts));
+	    xjson_object_new_int64((int64_t)d->prompts));
 	json_object_object_add(doc, "metadata", in_order(meta, meta_keys));
-	return in_order(doc, doc_keys);
+	d->meta = NULL;
+	d->doc = in_order(doc, doc_keys);
+	return d->doc;
 }
 
-/* s with & and < escaped (upstream's Markdown header fields) into out. */
+/* s into out with each character that repl maps replaced (runs copied whole). */
+static void
+escape(struct evbuffer *out, const char *s, const char *(*repl)(char))
+{
+	const char *run = s, *r;
+
+	for (; *s != '\0'; s++) {
+		if ((r = repl(*s)) == NULL)
+			continue;
+		evbuffer_add(out, run, (size_t)(s - run));
+		evbuffer_add(out, r, strlen(r));
+		run = s + 1;
+	}
+	evbuffer_add(out, run, (size_t)(s - run));
+}
+
+/* & and < (upstream's Markdown header fields). */
+static const char *
+md_repl(char c)
+{
+	return c == '&' ? "&amp;" : c == '<' ? "&lt;" : NULL;
+}
+
 static void
 md_text(struct evbuffer *out, const char *s)
 {
-	for (; *s != '\0'; s++)
-		if (*s == '&')
-			evbuffer_add(out, "&amp;", 5);
-		else if (*s == '<')
-			evbuffer_add(out, "&lt;", 4);
-		else
-			evbuffer_add(out, s, 1);
+	escape(out, s, md_repl);
 }
 
 /* s as it is (upstream's Markdown keeps a message's text unescaped). */
@@ -285,32 +352,37 @@ render_md(struct evbuffer *out, json_object *doc)
 	}
 }
 
-/* s escaped for HTML text and attribute values. */
+/* HTML text and attribute values. */
+static const char *
+html_repl(char c)
+{
+	switch (c) {
+	case '&': return "&amp;";
+	case '<': return "&lt;";
+	case '>': return "&gt;";
+	case '"': return "&quot;";
+	case '\'': return "&#39;";
+	}
+	return NULL;
+}
+
 static void
 html_text(struct evbuffer *out, const char *s)
 {
-	for (; *s != '\0'; s++)
-		switch (*s) {
-		case '&': evbuffer_add(out, "&amp;", 5); break;
-		case '<': evbuffer_add(out, "&lt;", 4); break;
-		case '>': evbuffer_add(out, "&gt;", 4); break;
-		case '"': evbuffer_add(out, "&quot;", 6); break;
-		case '\'': evbuffer_add(out, "&#39;", 5); break;
-		default: evbuffer_add(out, s, 1);
-		}
+	escape(out, s, html_repl);
 }
 
 /* JSON inside <script>: no "<" may close it (as upstream escapes it). */
+static const char *
+json_repl(char c)
+{
+	return c == '<' ? "\\u003c" : c == '>' ? "\\u003e" : c == '&' ? "\\u0026" : NULL;
+}
+
 static void
 html_json(struct evbuffer *out, const char *s)
 {
-	for (; *s != '\0'; s++)
-		switch (*s) {
-		case '<': evbuffer_add(out, "\\u003c", 6); break;
-		case '>': evbuffer_add(out, "\\u003e", 6); break;
-		case '&': evbuffer_add(out, "\\u0026", 6); break;
-		default: evbuffer_add(out, s, 1);
-		}
+	escape(out, s, json_repl);
 }
 
 /*
@@ -347,53 +419,18 @@ render_html(struct evbuffer *out, json_object *doc)
 	evbuffer_add_printf(out, "</script>\n</body>\n</html>\n");
 }
 
-/* fd's first size bytes, NUL-terminated (caller frees), or NULL. */
-static char *
-read_whole(int fd, size_t size)
+/* The document, finished, rendered as fmt (not jsonl) into out. */
+void
+export_doc_render(struct export_doc *d, int fmt, struct evbuffer *out)
 {
-	char *buf = xmalloc(size + 1);
-	size_t off = 0;
-	ssize_t n;
+	json_object *doc = doc_finish(d);
+	const char *s;
 
-	while (off < size && (n = pread(fd, buf + off, size - off, (off_t)off)) > 0)
-		off += (size_t)n;
-	if (off < size) {
-		free(buf);
-		return NULL;
-	}
-	buf[size] = '\0';
-	return buf;
-}
-
-/*
- * Render fd's transcript (st its fstat) as fmt (not jsonl) into out:
- * 0, or -1 with errno (EFBIG over EXPORT_FILE_MAX).
- */
-int
-export_render(int fd, const struct stat *st, const char *id, int fmt,
-    struct evbuffer *out)
-{
-	json_object *doc;
-	char *buf;
-
-	if (st->st_size > EXPORT_FILE_MAX) {
-		errno = EFBIG;
-		return -1;
-	}
-	if ((buf = read_whole(fd, (size_t)st->st_size)) == NULL) {
-		errno = EIO;
-		return -1;
-	}
-	doc = doc_build(buf, (size_t)st->st_size, id);
-	free(buf);
 	if (fmt == EXPORT_JSON) {
-		const char *s = json_object_to_json_string_ext(doc, EXPORT_JSON_FLAGS);
-
+		s = json_object_to_json_string_ext(doc, EXPORT_JSON_FLAGS);
 		evbuffer_add(out, s, strlen(s));
 	} else if (fmt == EXPORT_MD)
 		render_md(out, doc);
 	else
 		render_html(out, doc);
-	json_object_put(doc);
-	return 0;
 }

@@ -410,13 +410,14 @@ export_raw(struct evbuffer *buf, int fd, const struct stat *st)
 
 /* The reply: the document with its type and upstream's headers. */
 static void
-export_send(struct http_ctx *ctx, int fmt, struct evbuffer *buf)
+export_send(struct evhttp_request *req, const char *id, int fmt,
+    struct evbuffer *buf)
 {
-	struct evkeyvalq *h = evhttp_request_get_output_headers(ctx->req);
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 	char now[CLOCK_ISO_LEN], *disp;
 
 	if (fmt == EXPORT_JSONL)
-		xasprintf(&disp, "attachment; filename=\"%s.jsonl\"", ctx->path_id);
+		xasprintf(&disp, "attachment; filename=\"%s.jsonl\"", id);
 	else {
 		clock_iso_now(now);
 		for (char *c = now; *c != '\0'; c++)
@@ -425,19 +426,57 @@ export_send(struct http_ctx *ctx, int fmt, struct evbuffer *buf)
 		xasprintf(&disp, "attachment; filename=\"qwen-code-export-%s.%s\"",
 		    now, export_format_name(fmt));
 	}
-	listen_cors_headers(ctx->req);
+	listen_cors_headers(req);
 	evhttp_add_header(h, "Content-Type", export_mime(fmt));
 	evhttp_add_header(h, "Content-Disposition", disp);
 	evhttp_add_header(h, "Cache-Control", "no-store");
 	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
 	free(disp);
-	evhttp_send_reply(ctx->req, 200, NULL, buf);
+	evhttp_send_reply(req, 200, NULL, buf);
+}
+
+/* A rendered export on its way (export-job.c). */
+struct export_req {
+	struct evhttp_request	*req;
+	char			 id[SERVE_SESSION_ID_MAX + 1];
+	int			 fmt;
+};
+
+/* The rendered document, sent; or the failure. */
+static void
+on_exported(void *arg, struct evbuffer *out, int err)
+{
+	struct export_req *x = arg;
+
+	if (err != ECANCELED) {
+		if (out != NULL)
+			export_send(x->req, x->id, x->fmt, out);
+		else
+			http_error(x->req, "internal", x->id);
+	}
+	free(x);
+}
+
+/* html, md or json: rendered a slice per loop turn, or 413 when too big. */
+static void
+export_rendered(struct http_ctx *ctx, int fd, const struct stat *st, int fmt)
+{
+	struct export_req *x = xcalloc(1, sizeof(*x));
+
+	x->req = ctx->req;
+	strlcpy(x->id, ctx->path_id, sizeof(x->id));
+	x->fmt = fmt;
+	if (export_job_start(fd, st, ctx->path_id, fmt, on_exported, x) == -1) {
+		free(x);
+		http_error(ctx->req, "export_too_large", ctx->path_id);
+	}
 }
 
 /*
  * The export of id from the active transcripts, or from the archived
  * ones (archived): jsonl is the file as on disk, sent from it; html, md
- * and json are rendered (export-doc.c), bounded.
+ * and json are rendered (export-doc.c) a slice per loop turn
+ * (export-job.c), bounded.
  */
 static void
 export_run(struct http_ctx *ctx, int archived)
@@ -447,7 +486,7 @@ export_run(struct http_ctx *ctx, int archived)
 	    catalog_workspace_of(ctx->path_id);
 	struct evbuffer *buf;
 	struct stat st;
-	int fmt, fd, where, rc;
+	int fmt, fd, where;
 
 	if ((fmt = export_format(fmtname)) == -1) {
 		export_bad_format(ctx, fmtname);
@@ -462,19 +501,16 @@ export_run(struct http_ctx *ctx, int archived)
 		http_error(ctx->req, "session_archived", ctx->path_id);
 		return;
 	}
+	if (fmt != EXPORT_JSONL) {
+		export_rendered(ctx, fd, &st, fmt);
+		return;
+	}
 	if ((buf = evbuffer_new()) == NULL)
 		fatalx("out of memory (evbuffer)");
-	if (fmt == EXPORT_JSONL)
-		rc = export_raw(buf, fd, &st);
-	else {
-		rc = export_render(fd, &st, ctx->path_id, fmt, buf);
-		close(fd);
-	}
-	if (rc == -1)
-		http_error(ctx->req, errno == EFBIG ? "export_too_large" :
-		    "internal", ctx->path_id);
+	if (export_raw(buf, fd, &st) == -1)
+		http_error(ctx->req, "internal", ctx->path_id);
 	else
-		export_send(ctx, fmt, buf);
+		export_send(ctx->req, ctx->path_id, fmt, buf);
 	evbuffer_free(buf);
 }
 

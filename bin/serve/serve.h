@@ -465,11 +465,24 @@ enum export_fmt { EXPORT_HTML, EXPORT_MD, EXPORT_JSON, EXPORT_JSONL };
 int	export_format(const char *name);	/* NULL: html; -1 unknown */
 const char *export_format_name(int fmt);
 const char *export_mime(int fmt);
-struct stat;
 struct evbuffer;
-/* fd's transcript as fmt (not jsonl) into out: 0, or -1 (EFBIG: too big). */
-int	export_render(int fd, const struct stat *st, const char *id, int fmt,
-	    struct evbuffer *out);
+struct export_doc;
+/* A document for session id, fed whole lines; freed by export_doc_free. */
+struct export_doc *export_doc_new(const char *id);
+void	export_doc_free(struct export_doc *);	/* NULL-safe */
+/* buf[0..*len)'s whole lines (all when final) in; the rest kept at buf. */
+void	export_doc_lines(struct export_doc *, char *buf, size_t *len, int final);
+/* The finished document as fmt (html, md or json) into out. */
+void	export_doc_render(struct export_doc *, int fmt, struct evbuffer *out);
+
+/* ---- export-job.c: a rendered export, a slice per loop turn ----------- */
+struct stat;
+/* out: the rendered bytes (borrowed), or NULL and err (ECANCELED at exit). */
+typedef void (*export_done_cb)(void *arg, struct evbuffer *out, int err);
+/* fd (taken) as fmt, answered through done later; -1 (EFBIG) too big. */
+int	export_job_start(int fd, const struct stat *st, const char *id, int fmt,
+	    export_done_cb done, void *arg);
+void	export_job_free_all(void);
 
 /* ---- web.c: the browser console's static files ------------------------- */
 const char *web_dir(void);	/* --web-dir, QWEN_SERVE_WEB_DIR, pkgdatadir/web */
