@@ -47,12 +47,14 @@ export_format(const char *name)
 	return -1;
 }
 
+/* The query value that names fmt. */
 const char *
 export_format_name(int fmt)
 {
 	return formats[fmt].name;
 }
 
+/* The Content-Type fmt is sent as (upstream's). */
 const char *
 export_mime(int fmt)
 {
@@ -180,6 +182,7 @@ export_doc_new(const char *id)
 	return d;
 }
 
+/* NULL-safe. */
 void
 export_doc_free(struct export_doc *d)
 {
@@ -274,13 +277,14 @@ escape(struct evbuffer *out, const char *s, const char *(*repl)(char))
 	evbuffer_add(out, run, (size_t)(s - run));
 }
 
-/* & and < (upstream's Markdown header fields). */
+/* & and < (upstream's Markdown sanitizing). */
 static const char *
 md_repl(char c)
 {
 	return c == '&' ? "&amp;" : c == '<' ? "&lt;" : NULL;
 }
 
+/* s with & and < escaped, as upstream's Markdown header fields. */
 static void
 md_text(struct evbuffer *out, const char *s)
 {
@@ -366,6 +370,7 @@ html_repl(char c)
 	return NULL;
 }
 
+/* s escaped for HTML text. */
 static void
 html_text(struct evbuffer *out, const char *s)
 {
@@ -379,6 +384,7 @@ json_repl(char c)
 	return c == '<' ? "\\u003c" : c == '>' ? "\\u003e" : c == '&' ? "\\u0026" : NULL;
 }
 
+/* A JSON text escaped for its script element. */
 static void
 html_json(struct evbuffer *out, const char *s)
 {

@@ -39,6 +39,7 @@ struct export_job {
 
 static TAILQ_HEAD(, export_job) jobs = TAILQ_HEAD_INITIALIZER(jobs);
 
+/* The job gone (its descriptor closed), whatever state it is in. */
 static void
 job_free(struct export_job *j)
 {

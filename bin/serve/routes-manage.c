@@ -223,12 +223,14 @@ archive_batch(struct http_ctx *ctx, int archive)
 	http_reply_json(ctx->req, 200, res);
 }
 
+/* POST /sessions/archive {sessionIds, resolveConflicts?}. */
 void
 route_sessions_archive(struct http_ctx *ctx)
 {
 	archive_batch(ctx, 1);
 }
 
+/* POST /sessions/unarchive {sessionIds, resolveConflicts?}. */
 void
 route_sessions_unarchive(struct http_ctx *ctx)
 {
