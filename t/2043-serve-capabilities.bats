@@ -62,6 +62,7 @@ session_turn_navigation       GET /session/$SID/turn-index
 workspace_persisted_transcript    GET /workspaces/$WSID/session/$SID/transcript
 workspace_session_export          GET /workspaces/$WSID/session/$SID/export?format=jsonl
 workspace_archived_session_export GET /workspaces/$WSID/session/$SID/archive/export
+workspace_session_metadata        PATCH /workspaces/$WSID/session/$SID/metadata
 session_context               GET /session/$SID/context
 session_context_usage         GET /session/$SID/context-usage
 session_stats                 GET /session/$SID/stats

@@ -113,7 +113,7 @@ marked() {
 	[ "$code" = 200 ]
 }
 
-@test "archived export: under its workspace, from the archive only" {
+@test "archived export and title: under its workspace, from the archive only" {
 	serve_start
 	marked
 	req GET "/workspaces/primary/session/$SID/archive/export?format=json"
@@ -131,6 +131,16 @@ marked() {
 	# Not a route of its own outside a workspace.
 	req GET "/session/$SID/archive/export"
 	expect 404 '.code == "not_found"'
+	# An archived session's title: under its workspace only, in the
+	# archive's copy, as upstream's qualified metadata route.
+	req PATCH "/session/$SID/metadata" '{"displayName":"Kept apart"}'
+	expect 409 '.code == "session_archived"'
+	req PATCH "/workspaces/primary/session/$SID/metadata" '{"displayName":"Kept apart"}'
+	expect 200 ". == {\"sessionId\": \"$SID\", \"displayName\": \"Kept apart\"}"
+	tail -1 "$CHATS/archive/$SID.jsonl" | jq -e '.subtype == "custom_title" and .parentUuid == "a2"'
+	[ ! -e "$CHATS/$SID.jsonl" ]
+	req GET "/workspace/primary/sessions?archiveState=archived"
+	expect 200 ".sessions[0].sessionId == \"$SID\" and .sessions[0].displayName == \"Kept apart\""
 }
 
 @test "workspace-qualified session routes: the workspace must hold the session" {

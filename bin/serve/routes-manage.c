@@ -582,6 +582,7 @@ on_meta(void *arg, enum chan_outcome o, json_object *payload)
 
 	if (o == CHAN_RESULT && t != NULL) {
 		body = xjson_object_new_object();
+		json_object_object_add(body, "sessionId", xjson_object_new_string(mr->id));
 		json_object_object_add(body, "displayName", xjson_object_new_string(t));
 		if (s != NULL) {
 			d = xjson_object_new_object();
@@ -620,18 +621,22 @@ meta_live(struct http_ctx *ctx, struct session *s, const char *t)
 
 /*
  * PATCH /session/:id/metadata {displayName}: the session's title,
- * answered with the title now in effect.  A persisted session's record is
- * appended here (metadata.c); a live session's by its child, which holds
- * the writer lease, and announced as session_metadata_updated.
+ * answered {sessionId, displayName} with the title now in effect.  A
+ * persisted session's record is appended here (metadata.c); a live
+ * session's by its child, which holds the writer lease, and announced as
+ * session_metadata_updated.  Under /workspaces/:ws/ an archived session's
+ * title is set too (in its archived copy), as upstream's qualified route.
  */
 void
 route_session_metadata(struct http_ctx *ctx)
 {
-	const char *ws = catalog_workspace_of(ctx->path_id), *t, *code = "internal";
+	const char *ws = ctx->bound != NULL ? ctx->bound :
+	    catalog_workspace_of(ctx->path_id), *t, *code = "internal";
 	char *cause = NULL;
 	struct session *s;
 	json_object *o;
 	struct qerr *e;
+	int where, archived;
 
 	if ((t = meta_title(ctx)) == NULL)
 		return;
@@ -643,12 +648,15 @@ route_session_metadata(struct http_ctx *ctx)
 		http_error(ctx->req, "session_not_found", ctx->path_id);
 		return;
 	}
-	if (!(catalog_where(ws, ctx->path_id) & CATALOG_ACTIVE)) {
-		http_error(ctx->req, "session_archived", ctx->path_id);
+	where = catalog_where(ws, ctx->path_id);
+	archived = !(where & CATALOG_ACTIVE);
+	if (archived && (ctx->bound == NULL || !(where & CATALOG_ARCHIVED))) {
+		http_error(ctx->req, where != 0 ? "session_archived" :
+		    "session_not_found", ctx->path_id);
 		return;
 	}
-	if (!catalog_idle(ctx->path_id, &code) ||
-	    metadata_set_title(ws, ctx->path_id, t, &code, &cause) == -1) {
+	if (!catalog_idle(ctx->path_id, &code) || metadata_set_title(ws,
+	    ctx->path_id, archived, t, &code, &cause) == -1) {
 		e = cause != NULL ? qerr_new(code, "%s", cause) : qerr_new(code, NULL);
 		if (e != NULL)
 			qerr_set_str(e, "sessionId", ctx->path_id);
@@ -657,6 +665,7 @@ route_session_metadata(struct http_ctx *ctx)
 		return;
 	}
 	o = xjson_object_new_object();
+	json_object_object_add(o, "sessionId", xjson_object_new_string(ctx->path_id));
 	json_object_object_add(o, "displayName", xjson_object_new_string(t));
 	http_reply_json(ctx->req, 200, o);
 }

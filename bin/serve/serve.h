@@ -429,9 +429,10 @@ void	catalog_counts(const char *workspace, size_t *active, size_t *archived);
 void	catalog_sweep(void);
 
 /* ---- metadata.c: a persisted session's title -------------------------- */
-/* Append a custom_title record (not live; under the lease): 0, or -1. */
-int	metadata_set_title(const char *ws, const char *id, const char *title,
-	    const char **code, char **cause);
+/* Append a custom_title record (not live; under the lease; archived: to
+   the archive's copy): 0, or -1. */
+int	metadata_set_title(const char *ws, const char *id, int archived,
+	    const char *title, const char **code, char **cause);
 /* The last custom title in buf (caller frees) or NULL. */
 char	*metadata_title_in(const char *buf);
 

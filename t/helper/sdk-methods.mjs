@@ -221,7 +221,7 @@ const T = [
 	['WorkspaceDaemonClient.exportSession', 'works', 'GET /workspaces/:ws/session/:id/export (the workspace must hold it)',
 	    (c) => ws().exportSession(sessionId, { format: 'jsonl' }),
 	    (r) => r.format === 'jsonl' && r.content.trim().split('\n').every((l) => JSON.parse(l).sessionId === sessionId)],
-	['WorkspaceDaemonClient.updateSessionMetadata', 'works', 'PATCH /workspaces/:ws/session/:id/metadata',
+	['WorkspaceDaemonClient.updateSessionMetadata', 'works', 'PATCH /workspaces/:ws/session/:id/metadata (an archived session\'s too)',
 	    (c) => ws().updateSessionMetadata(sessionId, { displayName: 'ws title' }),
 	    (r) => r.displayName === 'ws title'],
 	['WorkspaceDaemonClient.listSessionGroups', 'works', 'GET /workspaces/:ws/session-groups',
