@@ -64,8 +64,14 @@ enc() {
 	req GET "/workspace/primary/sessions?cursor=-1"
 	expect 400 '.code == "bad_request"'
 	req GET "/workspace/primary/sessions?archiveState=both"
-	expect 400 '.code == "bad_request"'
+	expect 400 '.code == "invalid_archive_state"'
 	req GET "/workspace/primary/sessions?group=pinned"
+	expect 400 '.code == "invalid_session_group_filter"'
+	req GET "/workspace/primary/sessions?view=flat"
+	expect 400 '.code == "invalid_session_view"'
+	req GET "/workspace/primary/sessions?view=organized&group=nope"
+	expect 404 '.code == "group_not_found"'
+	req GET "/workspace/primary/sessions?parentSessionId=$SID"
 	expect 400 '.code == "bad_request"'
 	req POST "/workspace/primary/sessions" '{}'
 	expect 405

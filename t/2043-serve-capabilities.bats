@@ -46,6 +46,7 @@ session_set_model             POST /session/$SID/model
 session_approval_mode_control POST /session/$SID/approval-mode
 session_branch                POST /session/$SID/branch
 session_permission_vote       POST /session/$SID/permission/none
+permission_vote               POST /permission/none
 permission_mediation          POST /session/$SID/permission/none
 prompt_absolute_deadline      POST /session/$SID/prompt
 writer_idle_timeout           GET /session/$SID/events
@@ -58,6 +59,10 @@ session_metadata              PATCH /session/$SID/metadata
 session_organization          PATCH /session/$SID/organization
 session_export                GET /session/$SID/export?format=jsonl
 session_turn_navigation       GET /session/$SID/turn-index
+workspace_persisted_transcript    GET /workspaces/$WSID/session/$SID/transcript
+workspace_session_export          GET /workspaces/$WSID/session/$SID/export?format=jsonl
+workspace_archived_session_export GET /workspaces/$WSID/session/$SID/archive/export
+workspace_session_metadata        PATCH /workspaces/$WSID/session/$SID/metadata
 session_context               GET /session/$SID/context
 session_context_usage         GET /session/$SID/context-usage
 session_stats                 GET /session/$SID/stats
@@ -88,7 +93,6 @@ session_artifacts                  GET /session/$SID/artifacts
 session_sources                    GET /session/$SID/sources
 session_mid_turn_message_mutation  POST /session/$SID/mid-turn-message
 session_mid_turn_message_query     GET /session/$SID/mid-turn-messages
-permission_vote                    POST /permission/none
 '
 
 # served METHOD PATH: the route answers as a route (its own JSON answer,

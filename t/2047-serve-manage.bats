@@ -91,6 +91,34 @@ three() {
 	grep -q 'Why is loading slow' "$CHATS/$SID.jsonl"
 }
 
+@test "resolveConflicts: the copy of the side it goes to is kept, the other deleted" {
+	serve_start
+	three
+	mkdir -p "$CHATS/archive"
+	echo other >"$CHATS/archive/$SID.jsonl"
+	cp "$CHATS/$A.jsonl" "$CHATS/archive/$A.jsonl"
+	echo mine >>"$CHATS/$A.jsonl"
+	req POST /sessions/archive "{\"sessionIds\":[\"$SID\"],\"resolveConflicts\":1}"
+	expect 400 '.code == "bad_request"'
+	req POST /sessions/archive "{\"sessionIds\":[\"$SID\"],\"resolveConflicts\":false}"
+	expect 200 '.errors[0].code == "session_conflict" and .resolvedConflicts == []'
+	# Archive: the archived copy stays, the active one goes with its ledger.
+	req POST /sessions/archive "{\"sessionIds\":[\"$SID\",\"$B\"],\"resolveConflicts\":true}"
+	expect 200 ".archived == [\"$SID\", \"$B\"] and .resolvedConflicts == [\"$SID\"] and .errors == []"
+	[ "$(cat "$CHATS/archive/$SID.jsonl")" = other ]
+	[ ! -e "$CHATS/$SID.jsonl" ]
+	[ ! -e "$CHATS/$SID.ledger.jsonl" ]
+	[ -f "$CHATS/archive/$B.jsonl" ]
+	# Unarchive: the active copy stays, the archived one goes.
+	req POST /workspaces/primary/sessions/unarchive "{\"sessionIds\":[\"$A\"],\"resolveConflicts\":true}"
+	expect 200 ".unarchived == [\"$A\"] and .resolvedConflicts == [\"$A\"]"
+	[ "$(tail -1 "$CHATS/$A.jsonl")" = mine ]
+	[ ! -e "$CHATS/archive/$A.jsonl" ]
+	[ -z "$(ls -A "$CHATS/.trash")" ]
+	req POST "/session/$A/load" '{}'
+	expect 200
+}
+
 @test "batch routes under /workspaces/:ws/: the workspace's sessions" {
 	serve_start
 	three
@@ -177,7 +205,7 @@ three() {
 	expect 200 ".catalogVersion.revision > $rev"
 }
 
-@test "search: prompt text and titles, case folded, newest first, bounded" {
+@test "search: user and assistant text and titles, case folded, newest first, bounded" {
 	serve_start
 	three
 	req GET "/workspace/primary/sessions/search?q=loading"
@@ -190,8 +218,17 @@ three() {
 	expect 200 ".results | length == 1 and .[0].session.sessionId == \"$SID\""
 	req GET "/workspace/primary/sessions/search?q=loading&maxResults=1"
 	expect 200 ".results | length == 1 and .[0].session.sessionId == \"$SID\""
-	# The assistant's words are not prompt text.
+	# The assistant's words are searched too, as upstream searches them;
+	# a subtyped record and a tool's output are not.
 	req GET "/workspace/primary/sessions/search?q=Because"
+	expect 200 ".results | map(.session.sessionId) == [\"$SID\", \"$A\", \"$B\"]"
+	expect 200 '.results[0].snippet == "Because."'
+	printf '%s\n' '{"uuid":"x1","parentUuid":"a1","sessionId":"b","type":"assistant","subtype":"notice","message":{"role":"model","parts":[{"text":"quokka notice"}]}}' \
+	    '{"uuid":"x2","parentUuid":"x1","sessionId":"b","type":"tool_result","message":{"role":"user","parts":[{"text":"wombat output"}]}}' \
+	    >>"$CHATS/$B.jsonl"
+	req GET "/workspace/primary/sessions/search?q=quokka"
+	expect 200 '.results == []'
+	req GET "/workspace/primary/sessions/search?q=wombat"
 	expect 200 '.results == []'
 	# A changed file is read again.
 	printf '%s\n' '{"uuid":"u3","parentUuid":null,"sessionId":"a","type":"user","message":{"role":"user","parts":[{"text":"zebra crossing"}]}}' \
@@ -208,7 +245,7 @@ three() {
 	expect 400 '.code == "invalid_search_max_results"'
 }
 
-@test "export: the transcript's bytes as JSONL with a file name; other formats refused" {
+@test "export: the transcript's bytes as JSONL with a file name; an unknown format refused" {
 	serve_start
 	three
 	req GET "/session/$SID/export?format=jsonl"
@@ -216,9 +253,7 @@ three() {
 	cmp "$BATS_TEST_TMPDIR/body" "$CHATS/$SID.jsonl"
 	[ "$(header Content-Type)" = application/x-ndjson ]
 	[ "$(header Content-Disposition)" = "attachment; filename=\"$SID.jsonl\"" ]
-	req GET "/session/$SID/export?format=html"
-	expect 400 '.code == "invalid_export_format"'
-	req GET "/session/$SID/export"
+	req GET "/session/$SID/export?format=xml"
 	expect 400 '.code == "invalid_export_format"'
 	req GET "/session/44444444-4444-4444-8444-444444444444/export?format=jsonl"
 	expect 404 '.code == "session_not_found"'

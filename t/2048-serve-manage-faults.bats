@@ -28,11 +28,12 @@ setup_two() {
 	mkfifo "$HOLD"
 }
 
-# Start held, send the batch in the background, SIGKILL at the hold point.
+# Start held, send the batch in the background, SIGKILL at the hold point
+# (kill_mid ROUTE [EXTRA-MEMBERS]).
 kill_mid() {
 	QWEN_SERVE_TEST_MANAGE_HOLD=$HOLD serve_start
 	curl -s --unix-socket "$SOCK" -X POST -H 'Content-Type: application/json' \
-	    --data-binary "{\"sessionIds\":[\"$SID\"]}" "http://localhost/sessions/$1" \
+	    --data-binary "{\"sessionIds\":[\"$SID\"]${2:-}}" "http://localhost/sessions/$1" \
 	    >/dev/null 3>&- &
 	local cpid=$!
 	wait_for 10 test -e "$HOLD.reached"
@@ -84,4 +85,20 @@ kill_mid() {
 	[ -f "$CHATS/$SID.ledger.jsonl" ]
 	[ ! -e "$CHATS/archive/$SID.ledger.jsonl" ]
 	[ ! -e "$CHATS/archive/$SID.jsonl" ]
+}
+
+@test "SIGKILL mid-resolveConflicts: the kept copy whole, the other gone after the restart" {
+	setup_two
+	mkdir -p "$CHATS/archive"
+	echo other >"$CHATS/archive/$SID.jsonl"
+	kill_mid archive ',"resolveConflicts":true'
+	[ "$(cat "$CHATS/archive/$SID.jsonl")" = other ]
+	[ ! -e "$CHATS/$SID.jsonl" ]
+	serve_start
+	[ -z "$(ls -A "$CHATS/.trash")" ]
+	[ ! -e "$CHATS/$SID.ledger.jsonl" ]
+	[ "$(cat "$CHATS/archive/$SID.jsonl")" = other ]
+	req GET "/workspace/primary/sessions?archiveState=archived"
+	expect 200 ".sessions | map(.sessionId) == [\"$SID\"]"
+	cmp "$CHATS/$A.jsonl" "$BATS_TEST_TMPDIR/a.orig"
 }

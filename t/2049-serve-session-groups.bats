@@ -49,6 +49,52 @@ two() {
 	[ -z "$(ls "$CHATS"/.org.*.tmp 2>/dev/null)" ]
 }
 
+@test "view=organized: pinned first, then newest; group filters all, pinned, ungrouped, a group" {
+	serve_start
+	local a=aaaaaaaa-0000-4000-8000-000000000001 b=bbbbbbbb-0000-4000-8000-000000000002
+	local c=cccccccc-0000-4000-8000-000000000003 d=dddddddd-0000-4000-8000-000000000004 gid
+	make_transcript "$a"
+	make_transcript "$b"
+	make_transcript "$c"
+	make_transcript "$d"
+	CHATS=$(dirname "$(ls "$DATA"/projects/*/chats/$a.jsonl)")
+	touch -d '2026-01-01 00:00:01' "$CHATS/$a.jsonl"
+	touch -d '2026-01-01 00:00:02' "$CHATS/$b.jsonl"
+	touch -d '2026-01-01 00:00:03' "$CHATS/$c.jsonl"
+	touch -d '2026-01-01 00:00:04' "$CHATS/$d.jsonl"
+	req POST /workspace/primary/session-groups '{"name":"Work","color":"blue"}'
+	gid=$(jq -r .group.id <<<"$body")
+	req PATCH "/session/$a/organization" '{"isPinned":true}'
+	expect 200
+	req PATCH "/session/$b/organization" "{\"groupId\":\"$gid\"}"
+	expect 200
+	req PATCH "/session/$c/organization" '{"color":"red"}'
+	expect 200
+	req GET "/workspace/primary/sessions"
+	expect 200 ".sessions | map(.sessionId) == [\"$d\", \"$c\", \"$b\", \"$a\"]"
+	req GET "/workspace/primary/sessions?view=organized"
+	expect 200 ".sessions | map(.sessionId) == [\"$a\", \"$d\", \"$c\", \"$b\"]"
+	req GET "/workspace/primary/sessions?view=organized&group=all&size=2"
+	expect 200 "(.sessions | map(.sessionId)) == [\"$a\", \"$d\"] and .nextCursor == \"2\""
+	req GET "/workspace/primary/sessions?view=organized&group=all&size=2&cursor=2"
+	expect 200 "(.sessions | map(.sessionId)) == [\"$c\", \"$b\"] and (has(\"nextCursor\") | not)"
+	req GET "/workspace/primary/sessions?view=organized&group=pinned"
+	expect 200 ".sessions | map(.sessionId) == [\"$a\"]"
+	# Ungrouped: neither a group nor a color (a pinned session counts).
+	req GET "/workspace/primary/sessions?view=organized&group=ungrouped"
+	expect 200 ".sessions | map(.sessionId) == [\"$a\", \"$d\"]"
+	req GET "/workspaces/primary/sessions?view=organized&group=$gid"
+	expect 200 "(.sessions | map(.sessionId)) == [\"$b\"] and .sessions[0].groupId == \"$gid\""
+	req GET "/workspace/primary/sessions?view=organized&group=nope"
+	expect 404 '.code == "group_not_found"'
+	req GET "/workspace/primary/sessions?group=pinned"
+	expect 400 '.code == "invalid_session_group_filter"'
+	# Archived sessions are organized the same way.
+	req POST /sessions/archive "{\"sessionIds\":[\"$a\",\"$d\"]}"
+	req GET "/workspace/primary/sessions?view=organized&archiveState=archived"
+	expect 200 ".sessions | map(.sessionId) == [\"$a\", \"$d\"]"
+}
+
 @test "groups: bad input refused, unknown groups and sessions 404" {
 	serve_start
 	two

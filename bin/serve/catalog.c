@@ -279,21 +279,37 @@ move_session(int from, int to, const char *id)
 }
 
 /*
+ * A copy on both sides, resolved as upstream's resolveConflicts: the
+ * side the session is moved to keeps its copy, the other copy (and its
+ * ledger) is deleted through the trash.  3, or -1.
+ */
+static int
+resolve_conflict(int dfd, int afd, const char *id, int archive)
+{
+	if (delete_in(archive ? dfd : afd, id) == -1)
+		return -1;
+	return 3;
+}
+
+/*
  * Archive (archive = 1) or unarchive id.  0 moved, 1 already there,
- * 2 not found, -1 refused or failed (*code, *cause).
+ * 2 not found, 3 a copy on both sides resolved (resolve set), -1 refused
+ * or failed (*code, *cause).
  */
 int
-catalog_archive(const char *id, int archive, const char **code, char **cause)
+catalog_archive(const char *id, int archive, int resolve, const char **code,
+    char **cause)
 {
 	const char *ws = catalog_workspace_of(id);
 	struct lease *l;
 	char *dir;
-	int where, dfd, afd = -1, rc;
+	int where, dfd, afd = -1, rc, conflict;
 
 	if (ws == NULL)
 		return 2;
 	where = catalog_where(ws, id);
-	if (where == (CATALOG_ACTIVE | CATALOG_ARCHIVED)) {
+	conflict = where == (CATALOG_ACTIVE | CATALOG_ARCHIVED);
+	if (conflict && !resolve) {
 		*code = "session_conflict";
 		return -1;
 	}
@@ -305,7 +321,8 @@ catalog_archive(const char *id, int archive, const char **code, char **cause)
 	rc = -1;
 	if ((dfd = dir_open(-1, dir)) != -1 &&
 	    (afd = subdir_open(dfd, CATALOG_ARCHIVE)) != -1)
-		rc = archive ? move_session(dfd, afd, id) : move_session(afd, dfd, id);
+		rc = conflict ? resolve_conflict(dfd, afd, id, archive) :
+		    archive ? move_session(dfd, afd, id) : move_session(afd, dfd, id);
 	if (rc == -1) {
 		*code = errno == EEXIST ? "session_conflict" : "internal";
 		xasprintf(cause, "cannot move session %s: %s", id, strerror(errno));

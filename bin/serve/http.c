@@ -35,10 +35,12 @@
  * with {} and refuses by itself (10 MiB to a missing session's cancel
  * costs no parse).  R_WS: the segment is a workspace (its id or
  * URL-encoded cwd), not a session id.  R_NEW: new work (a session, a
- * restore, a turn), refused while the daemon drains.
+ * restore, a turn), refused while the daemon drains.  R_BOUND: served
+ * only as /workspaces/:ws/session/:id/... (ws_session_path()).  R_RAW:
+ * the segment is not a session id but the route's own (ctx.path_tail).
  */
 enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4, R_ACP = 8, R_TAIL = 16,
-	R_LIVE = 32, R_WS = 64, R_NEW = 128 };
+	R_LIVE = 32, R_WS = 64, R_NEW = 128, R_BOUND = 256, R_RAW = 512 };
 
 struct route {
 	enum evhttp_cmd_type	 method;
@@ -80,6 +82,8 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_POST, "/sessions/unarchive", NULL, R_BODY,
 	    route_sessions_unarchive },
 	{ EVHTTP_REQ_GET, "/session/", "/export", R_ID, route_session_export },
+	{ EVHTTP_REQ_GET, "/session/", "/archive/export", R_ID | R_BOUND,
+	    route_session_archive_export },
 	{ EVHTTP_REQ_GET, "/session/", "/turn-index", R_ID, route_session_turn_index },
 	{ EVHTTP_REQ_PATCH, "/session/", "/metadata", R_ID | R_BODY,
 	    route_session_metadata },
@@ -114,6 +118,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_DELETE, "/session/", "", R_ID, route_session_delete },
 	{ EVHTTP_REQ_POST, "/session/", "/permission/", R_ID | R_BODY | R_TAIL | R_LIVE,
 	    route_session_permission },
+	{ EVHTTP_REQ_POST, "/permission/", "", R_ID | R_RAW | R_BODY, route_permission },
 	{ EVHTTP_REQ_POST, "/session/", "/model", R_ID | R_BODY | R_LIVE, route_session_model },
 	{ EVHTTP_REQ_GET, "/session/", "/pending-prompts", R_ID, route_session_pending },
 	{ EVHTTP_REQ_POST, "/session/", "/continue", R_ID | R_BODY | R_LIVE | R_NEW,
@@ -149,6 +154,10 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/acp", NULL, R_ACP, route_acp_get },
 	{ EVHTTP_REQ_DELETE, "/acp", NULL, R_ACP, route_acp_delete },
 };
+
+/* The workspace segment of a /workspaces/:ws/session/:id/... request. */
+static const char	*bound_sel;
+static size_t		 bound_sel_len;
 
 /* ---- replies ------------------------------------------------------------ */
 
@@ -520,6 +529,36 @@ ws_dispatch(struct evhttp_request *req, const struct route *r,
 	r->fn(ctx);
 }
 
+/*
+ * Under /workspaces/:ws/session/:id/...: the workspace must be ours
+ * (else workspace_mismatch) and hold the session, live there or on its
+ * disk (else 404 session_not_found); ctx->bound is then that workspace.
+ * -1 after answering.
+ */
+static int
+bound_check(struct http_ctx *ctx)
+{
+	struct http_ctx t = { .req = ctx->req };
+	struct session *s;
+	int rc, here;
+
+	t.body = workspace_selector_body(bound_sel, bound_sel_len);
+	rc = routes_check_cwd(&t);
+	json_object_put(t.body);
+	if (rc == -1)
+		return -1;
+	if ((s = sessions_find(ctx->path_id)) != NULL)
+		here = strcmp(channel_workspace(s->channel), t.workspace) == 0;
+	else
+		here = catalog_where(t.workspace, ctx->path_id) != 0;
+	if (!here) {
+		http_error(ctx->req, "session_not_found", ctx->path_id);
+		return -1;
+	}
+	ctx->bound = t.workspace;
+	return 0;
+}
+
 /* Run the matched route with its context. */
 static void
 dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
@@ -541,6 +580,18 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 		ws_dispatch(req, r, &ctx, seg, seglen);
 		goto out;
 	}
+	if (r->flags & R_RAW) {
+		ctx.path_tail = seg;
+		audit_route(req, r, NULL);
+		if ((rc = parse_body(req, &ctx.body)) < 0) {
+			http_error(req, rc == -2 ? "json_too_complex" : "invalid_json", NULL);
+			goto out;
+		}
+		if (ctx.body == NULL)
+			ctx.body = xjson_object_new_object();
+		r->fn(&ctx);
+		goto out;
+	}
 	if ((r->flags & R_ID) && (id = decode_session_id(seg, seglen)) == NULL) {
 		struct qerr *e = qerr_new("invalid_session_id", "Invalid session id");
 		char *raw = strndup(seg, seglen);
@@ -552,6 +603,8 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 		goto out;
 	}
 	ctx.path_id = id;
+	if (bound_sel != NULL && bound_check(&ctx) == -1)
+		goto out;
 	if (r->method == EVHTTP_REQ_POST || r->method == EVHTTP_REQ_DELETE ||
 	    r->method == EVHTTP_REQ_PATCH)
 		audit_route(req, r, id);
@@ -574,6 +627,7 @@ out:
 }
 
 static const char *workspace_of_acp_path(const char *);
+static const char *ws_session_path(const char *);
 static void	route_request(struct evhttp_request *, const char *,
 		    enum evhttp_cmd_type, const struct evhttp_uri *);
 
@@ -583,7 +637,7 @@ on_request(struct evhttp_request *req, void *arg)
 {
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
 	enum evhttp_cmd_type method = evhttp_request_get_command(req);
-	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
+	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL, *rest;
 
 	(void)arg;
 	conn_request(req);
@@ -606,7 +660,38 @@ on_request(struct evhttp_request *req, void *arg)
 		acp_bound_workspace = NULL;
 		return;
 	}
+	/* /workspaces/:w/session/:id/export is /session/:id/export in w. */
+	if (strncmp(path, "/workspaces/", 12) == 0 &&
+	    (rest = ws_session_path(path)) != NULL) {
+		bound_sel = path + 12;
+		bound_sel_len = (size_t)(rest - bound_sel);
+		route_request(req, rest, method, uri);
+		bound_sel = NULL;
+		return;
+	}
 	route_request(req, path, method, uri);
+}
+
+/*
+ * "/workspaces/<selector>/session/<id>/<route>" for the session routes
+ * upstream serves under a workspace: the "/session/..." part, or NULL.
+ */
+static const char *
+ws_session_path(const char *path)
+{
+	static const char *const tails[] = { "/transcript", "/turn-index",
+	    "/export", "/archive/export", "/metadata", "/organization" };
+	const char *slash = strchr(path + 12, '/'), *id, *end;
+
+	if (slash == NULL || slash == path + 12 || strncmp(slash, "/session/", 9) != 0)
+		return NULL;
+	id = slash + 9;
+	if ((end = strchr(id, '/')) == NULL || end == id)
+		return NULL;
+	for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++)
+		if (strcmp(end, tails[i]) == 0)
+			return slash;
+	return NULL;
 }
 
 /*
@@ -687,7 +772,8 @@ route_request(struct evhttp_request *req, const char *path,
 	}
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		if (!route_match(&routes[i], path, &seg, &seglen) ||
-		    ((routes[i].flags & R_ACP) && !acp_http_enabled()))
+		    ((routes[i].flags & R_ACP) && !acp_http_enabled()) ||
+		    ((routes[i].flags & R_BOUND) && bound_sel == NULL))
 			continue;
 		path_known = 1;
 		if (routes[i].method == method) {

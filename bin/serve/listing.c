@@ -11,7 +11,9 @@
  * (listing-cache.c keeps them by the file's identity, size and mtime).
  * A search is the same job over every entry, keeping those whose
  * searchable text holds the query; ?archiveState=archived lists
- * chats/archive/; organized sessions carry routes-groups.c's fields.
+ * chats/archive/; organized sessions carry routes-groups.c's fields, and
+ * upstream's view=organized puts the pinned ones first and filters by
+ * ?group (all, pinned, ungrouped or a group's id) before the page is cut.
  */
 #include "config.h"
 
@@ -55,6 +57,7 @@ struct listing {
 	int			 paged;		/* GET /workspace/:ws/sessions */
 	int			 more;		/* entries past the page */
 	int			 archived;	/* chats/archive/ */
+	char			*group;		/* view=organized: its group filter */
 	char			*query;		/* a search: matches only */
 	json_object		*org;		/* routes-groups.c's document */
 	size_t			 found;
@@ -93,6 +96,7 @@ listing_free(struct listing *l)
 	if (l->out != NULL)
 		evbuffer_free(l->out);
 	free(l->query);
+	free(l->group);
 	json_object_put(l->org);
 	free(l->e);
 	free(l);
@@ -136,6 +140,67 @@ by_mtime_desc(const void *a, const void *b)
 	    strcmp(x->id, y->id);
 }
 
+/* id's organization record in the listing's document, or NULL. */
+static json_object *
+entry_org_of(const struct listing *l, const char *id)
+{
+	return json_get(json_get_obj(l->org, "sessions"), id, json_type_object);
+}
+
+/* Whether id is pinned (upstream's isPinned === true). */
+static int
+entry_pinned(const struct listing *l, const char *id)
+{
+	json_object *v = json_get(entry_org_of(l, id), "isPinned",
+	    json_type_boolean);
+
+	return v != NULL && json_object_get_boolean(v);
+}
+
+/* Whether id passes the organized view's group filter, as upstream's. */
+static int
+entry_in_group(const struct listing *l, const char *id)
+{
+	json_object *org = entry_org_of(l, id);
+	const char *gid = json_get_str(org, "groupId");
+	int colored = json_get_str(org, "color") != NULL;
+
+	if (strcmp(l->group, "all") == 0)
+		return 1;
+	if (strcmp(l->group, "pinned") == 0)
+		return entry_pinned(l, id);
+	if (strcmp(l->group, "ungrouped") == 0)
+		return gid == NULL && !colored;
+	return !colored && gid != NULL && strcmp(gid, l->group) == 0;
+}
+
+/* The organized order: pinned first, then newest first, then by id. */
+static const struct listing *sort_listing;
+
+static int
+by_organized(const void *a, const void *b)
+{
+	const struct list_ent *x = a, *y = b;
+	int px = entry_pinned(sort_listing, x->id), py = entry_pinned(sort_listing, y->id);
+
+	return px != py ? py - px : by_mtime_desc(a, b);
+}
+
+/* view=organized: keep the group's entries, in the organized order. */
+static void
+organize(struct listing *l)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < l->n; i++)
+		if (entry_in_group(l, l->e[i].id))
+			l->e[k++] = l->e[i];
+	l->n = k;
+	sort_listing = l;
+	qsort(l->e, l->n, sizeof *l->e, by_organized);
+	sort_listing = NULL;
+}
+
 /* One slice of the directory; 1 when it is all read. */
 static int
 scan_slice(struct listing *l)
@@ -145,7 +210,10 @@ scan_slice(struct listing *l)
 
 	for (i = 0; i < LIST_SCAN_SLICE; i++) {
 		if ((de = readdir(l->dir)) == NULL) {
-			qsort(l->e, l->n, sizeof *l->e, by_mtime_desc);
+			if (l->group != NULL)
+				organize(l);
+			else
+				qsort(l->e, l->n, sizeof *l->e, by_mtime_desc);
 			if (l->query != NULL)
 				return 1;	/* every entry is looked at */
 			/* The page (?limit, or cursor and size) before any read. */
@@ -164,8 +232,7 @@ scan_slice(struct listing *l)
 static void
 entry_org(struct listing *l, const struct list_ent *e, json_object *o)
 {
-	json_object *org = json_get(json_get_obj(l->org, "sessions"), e->id,
-	    json_type_object);
+	json_object *org = entry_org_of(l, e->id);
 	static const char *const keys[] = { "isPinned", "pinnedAt", "groupId",
 	    "color", NULL };
 	json_object *v;
@@ -366,7 +433,7 @@ listing_go(struct listing *l)
 
 void
 listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
-    size_t max, int paged, int archived)
+    size_t max, int paged, int archived, const char *group)
 {
 	struct listing *l;
 
@@ -374,6 +441,7 @@ listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
 		return;
 	l->paged = paged;
 	l->archived = archived;
+	l->group = group != NULL ? xstrdup(group) : NULL;
 	listing_go(l);
 }
 

@@ -742,6 +742,7 @@ main(int argc, char **argv)
 	http_free(http);
 	audit_free();
 	listing_free_all();
+	export_job_free_all();
 	acp_free();
 	sessions_free();
 	ratelimit_free();

@@ -124,12 +124,13 @@ append_line(int fd, json_object *rec)
 }
 
 /*
- * Set the title of persisted session id (in workspace ws, not live).
- * 0, or -1 with *code (and *cause, caller frees).
+ * Set the title of persisted session id (in workspace ws, not live; its
+ * archived copy when archived).  0, or -1 with *code (and *cause, caller
+ * frees).
  */
 int
-metadata_set_title(const char *ws, const char *id, const char *title,
-    const char **code, char **cause)
+metadata_set_title(const char *ws, const char *id, int archived,
+    const char *title, const char **code, char **cause)
 {
 	struct lease *l;
 	json_object *rec;
@@ -140,7 +141,8 @@ metadata_set_title(const char *ws, const char *id, const char *title,
 	if ((l = catalog_lease_take(id, code, cause)) == NULL)
 		return -1;
 	dir = names_transcript_dir_ws(ws);
-	xasprintf(&path, "%s/%s.jsonl", dir != NULL ? dir : "", id);
+	xasprintf(&path, "%s/%s%s.jsonl", dir != NULL ? dir : "",
+	    archived ? "archive/" : "", id);
 	free(dir);
 	fd = open(path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
 	free(path);

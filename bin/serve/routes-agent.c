@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * routes-agent.c: the routes that talk to the agent about a live session
- * beyond prompts: answers to its permission requests, and model and
+ * beyond prompts: answers to its permission requests (also by upstream's
+ * legacy POST /permission/:requestId), and model and
  * approval-mode switches (POST /session/:id/model {modelId},
  * POST /session/:id/approval-mode {mode}; the work is in switches.c).
  */
@@ -60,6 +61,44 @@ route_session_permission(struct http_ctx *ctx)
 	case PERM_NOT_FOUND:
 		permission_error(ctx, 404, "No pending permission request for session",
 		    NULL, s->id, NULL);
+		break;
+	}
+}
+
+/*
+ * POST /permission/:requestId {outcome}: upstream's legacy form, the
+ * request answered in whichever live session holds it (first answer
+ * wins, as on the session's route); a client named must be one of that
+ * session's.  404 {error, requestId} when no session holds it.
+ */
+void
+route_permission(struct http_ctx *ctx)
+{
+	const char *sid = perm_session_of(ctx->path_tail);
+	struct session *s = sid != NULL ? sessions_find(sid) : NULL;
+	json_object *outcome = NULL;
+
+	if (ctx->client_id_bad || (ctx->client_id != NULL && s != NULL &&
+	    clients_find(&s->clients, ctx->client_id) == NULL)) {
+		http_error(ctx->req, "invalid_client_id", sid);
+		return;
+	}
+	(void)json_object_object_get_ex(ctx->body, "outcome", &outcome);
+	switch (perm_answer(NULL, ctx->path_tail, outcome, ctx->client_id)) {
+	case PERM_ACCEPTED:
+		http_reply_json(ctx->req, 200, json_object_new_object());
+		break;
+	case PERM_BAD_OUTCOME:
+		permission_error(ctx, 400, "`outcome` must be `{ outcome: \"cancelled\" }` "
+		    "or `{ outcome: \"selected\", optionId: string }`", NULL, NULL, NULL);
+		break;
+	case PERM_BAD_OPTION:
+		permission_error(ctx, 400, "optionId is not one the request offered",
+		    "invalid_option_id", NULL, outcome);
+		break;
+	case PERM_NOT_FOUND:
+		permission_error(ctx, 404, "No pending permission request", NULL,
+		    NULL, NULL);
 		break;
 	}
 }

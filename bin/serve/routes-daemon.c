@@ -127,10 +127,13 @@ routes_capabilities_json(void)
 	    "client_identity", "client_heartbeat", "session_close",
 	    "session_status", "session_detach", "workspace_session_list",
 	    "session_set_model", "session_approval_mode_control",
-	    "session_branch", "session_permission_vote", "permission_mediation",
+	    "session_branch", "session_permission_vote", "permission_vote",
+	    "permission_mediation",
 	    "daemon_status", "session_list", "session_info", "session_archive",
 	    "session_export", "workspace_session_live_state", "session_metadata",
 	    "session_organization", "session_turn_navigation",
+	    "workspace_persisted_transcript", "workspace_session_export",
+	    "workspace_archived_session_export", "workspace_session_metadata",
 	    /* routes-pass.c: served by passing them to the session's agent */
 	    "session_context", "session_context_usage", "session_stats",
 	    "session_supported_commands", "session_tasks", "session_agents",
@@ -365,25 +368,64 @@ route_workspace_sessions(struct http_ctx *ctx)
 		    "limit must be an integer from 1 to 10000"));
 		return;
 	}
-	listing_start(ctx->req, ctx->workspace, 0, (size_t)max, 0, 0);
+	listing_start(ctx->req, ctx->workspace, 0, (size_t)max, 0, 0, NULL);
+}
+
+/*
+ * ?view and ?group as upstream takes them: view must be "organized", group
+ * needs it and names all, pinned, ungrouped or one of the workspace's
+ * groups.  *group is NULL for the plain view.  -1 after answering.
+ */
+static int
+page_view(struct http_ctx *ctx, const char **group)
+{
+	const char *view = evhttp_find_header(ctx->query, "view");
+	const char *g = evhttp_find_header(ctx->query, "group");
+	json_object *doc;
+	int known;
+
+	*group = NULL;
+	if (view != NULL && strcmp(view, "organized") != 0) {
+		http_error(ctx->req, "invalid_session_view", NULL);
+		return -1;
+	}
+	if (g != NULL && view == NULL) {
+		http_error(ctx->req, "invalid_session_group_filter", NULL);
+		return -1;
+	}
+	if (view == NULL)
+		return 0;
+	*group = g != NULL ? g : "all";
+	if (strcmp(*group, "all") == 0 || strcmp(*group, "pinned") == 0 ||
+	    strcmp(*group, "ungrouped") == 0)
+		return 0;
+	doc = routes_org_load(ctx->workspace);
+	known = routes_org_has_group(doc, *group);
+	json_object_put(doc);
+	if (!known) {
+		http_error(ctx->req, "group_not_found", NULL);
+		return -1;
+	}
+	return 0;
 }
 
 /*
  * GET /workspace/:ws/sessions?size=&cursor=: upstream's paged session
  * list, newest first; the cursor is the offset of the next page;
- * archiveState=archived lists chats/archive/.  The filters upstream keeps
- * in its own catalog (group, view, parentSessionId, sourceType) are
- * refused rather than ignored: none of our sessions is grouped or parented.
+ * archiveState=archived lists chats/archive/; view=organized (and group)
+ * as upstream's organized list.  The filters upstream keeps for sessions
+ * it spawned (parentSessionId, sourceType, sourceId) are refused rather
+ * than ignored: none of our sessions has a parent or a source.
  */
 void
 route_workspace_sessions_page(struct http_ctx *ctx)
 {
-	static const char *const unknown[] = { "view", "group",
-	    "parentSessionId", "sourceType", "sourceId", NULL };
+	static const char *const unknown[] = { "parentSessionId", "sourceType",
+	    "sourceId", NULL };
 	const char *size = evhttp_find_header(ctx->query, "size");
 	const char *cur = evhttp_find_header(ctx->query, "cursor");
 	const char *arch = evhttp_find_header(ctx->query, "archiveState");
-	const char *errstr = NULL;
+	const char *errstr = NULL, *group;
 	long long max = 50, skip = 0;
 
 	if (routes_check_cwd(ctx) == -1)
@@ -403,13 +445,14 @@ route_workspace_sessions_page(struct http_ctx *ctx)
 			    "This session filter is not served"));
 			return;
 		}
+	if (page_view(ctx, &group) == -1)
+		return;
 	if (arch != NULL && strcmp(arch, "active") != 0 &&
 	    strcmp(arch, "archived") != 0) {
-		http_send_qerr(ctx->req, qerr_new("bad_request",
-		    "archiveState must be active or archived"));
+		http_error(ctx->req, "invalid_archive_state", NULL);
 		return;
 	}
 	/* archived: chats/archive/, where POST /sessions/archive moves them. */
 	listing_start(ctx->req, ctx->workspace, (size_t)skip, (size_t)max, 1,
-	    arch != NULL && strcmp(arch, "archived") == 0);
+	    arch != NULL && strcmp(arch, "archived") == 0, group);
 }

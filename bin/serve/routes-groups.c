@@ -165,6 +165,13 @@ group_find(json_object *doc, const char *id, size_t *idx)
 	return NULL;
 }
 
+/* Whether doc (borrowed; NULL-safe) has a group named id. */
+int
+routes_org_has_group(json_object *doc, const char *id)
+{
+	return doc != NULL && group_find(doc, id, NULL) != NULL;
+}
+
 /* ws's document for a route, or NULL after answering 500. */
 static json_object *
 org_open(struct http_ctx *ctx)

@@ -3,7 +3,8 @@
  * routes-manage.c: session management with upstream's paths and shapes:
  * POST /sessions/{delete,archive,unarchive} (catalog.c does the disk),
  * GET /workspaces/:ws/session-info, GET /workspaces/:ws/sessions/live-state,
- * GET /session/:id/export and the session search (listing.c runs it).
+ * GET /session/:id/export (and an archived session's under a workspace)
+ * and the session search (listing.c runs it).
  */
 #include "config.h"
 
@@ -19,6 +20,7 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 
+#include "clock.h"
 #include "errors.h"
 #include "json.h"
 #include "paths.h"
@@ -158,22 +160,43 @@ route_sessions_delete(struct http_ctx *ctx)
 	http_reply_json(ctx->req, 200, res);
 }
 
-/* The archive and unarchive routes: one walk, two vocabularies. */
+/* The body's resolveConflicts: 0 or 1, or -1 after answering. */
+static int
+batch_resolve(struct http_ctx *ctx)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(ctx->body, "resolveConflicts", &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_boolean)) {
+		http_send_qerr(ctx->req, qerr_new("bad_request",
+		    "`resolveConflicts` must be a boolean"));
+		return -1;
+	}
+	return json_object_get_boolean(v);
+}
+
+/*
+ * The archive and unarchive routes: one walk, two vocabularies; with
+ * resolveConflicts, a session with a copy on both sides keeps the copy
+ * of the side it goes to (listed there and in resolvedConflicts).
+ */
 static void
 archive_batch(struct http_ctx *ctx, int archive)
 {
 	static const char *const anames[] = { "archived", "alreadyArchived",
-	    "notFound", NULL };
+	    "notFound", "resolvedConflicts", NULL };
 	static const char *const unames[] = { "unarchived", "alreadyActive",
-	    "notFound", NULL };
+	    "notFound", "resolvedConflicts", NULL };
 	const char *const *names = archive ? anames : unames;
 	json_object *ids, *res, *errs;
 	const char *id, *code;
 	char *cause;
 	size_t i;
-	int rc;
+	int rc, resolve;
 
-	if (batch_workspace(ctx) == -1 || (ids = batch_ids(ctx)) == NULL)
+	if (batch_workspace(ctx) == -1 || (ids = batch_ids(ctx)) == NULL ||
+	    (resolve = batch_resolve(ctx)) == -1)
 		return;
 	res = batch_result(names);
 	errs = json_get(res, "errors", json_type_array);
@@ -189,7 +212,10 @@ archive_batch(struct http_ctx *ctx, int archive)
 			batch_add(res, names[2], id);
 			continue;
 		}
-		if ((rc = catalog_archive(id, archive, &code, &cause)) >= 0)
+		if ((rc = catalog_archive(id, archive, resolve, &code, &cause)) == 3) {
+			batch_add(res, names[0], id);
+			batch_add(res, names[3], id);
+		} else if (rc >= 0)
 			batch_add(res, names[rc], id);
 		else
 			batch_error(errs, id, code, cause);
@@ -197,12 +223,14 @@ archive_batch(struct http_ctx *ctx, int archive)
 	http_reply_json(ctx->req, 200, res);
 }
 
+/* POST /sessions/archive {sessionIds, resolveConflicts?}. */
 void
 route_sessions_archive(struct http_ctx *ctx)
 {
 	archive_batch(ctx, 1);
 }
 
+/* POST /sessions/unarchive {sessionIds, resolveConflicts?}. */
 void
 route_sessions_unarchive(struct http_ctx *ctx)
 {
@@ -328,16 +356,19 @@ route_workspace_sessions_search(struct http_ctx *ctx)
 
 /* ---- export ------------------------------------------------------------ */
 
-/* The transcript of id as an open descriptor (regular, not followed). */
+/*
+ * The transcript of id (archived: the archive's copy) as an open
+ * descriptor (regular, not followed).
+ */
 static int
-export_open(const char *ws, const char *id, struct stat *st)
+export_open(const char *ws, const char *id, int archived, struct stat *st)
 {
 	char *dir = names_transcript_dir_ws(ws), *path;
 	int fd;
 
 	if (dir == NULL)
 		return -1;
-	xasprintf(&path, "%s/%s.jsonl", dir, id);
+	xasprintf(&path, "%s/%s%s.jsonl", dir, archived ? "archive/" : "", id);
 	free(dir);
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	free(path);
@@ -348,50 +379,155 @@ export_open(const char *ws, const char *id, struct stat *st)
 	return fd;
 }
 
-/*
- * GET /session/:id/export?format=jsonl: the transcript as it is on disk,
- * sent from the file (no copy in memory).  Other formats are refused.
- */
-void
-route_session_export(struct http_ctx *ctx)
+/* 400 invalid_export_format with upstream's format and allowedFormats. */
+static void
+export_bad_format(struct http_ctx *ctx, const char *fmt)
 {
-	const char *fmt = evhttp_find_header(ctx->query, "format");
-	const char *ws = catalog_workspace_of(ctx->path_id);
-	struct evkeyvalq *h = evhttp_request_get_output_headers(ctx->req);
+	struct qerr *e = qerr_new("invalid_export_format", NULL);
+	json_object *allowed = xjson_object_new_array();
+
+	for (int i = EXPORT_HTML; i <= EXPORT_JSONL; i++)
+		json_object_array_add(allowed,
+		    xjson_object_new_string(export_format_name(i)));
+	if (e != NULL) {
+		qerr_set_str(e, "format", fmt);
+		qerr_set_json(e, "allowedFormats", allowed);
+	} else
+		json_object_put(allowed);
+	http_send_qerr(ctx->req, e);
+}
+
+/* The transcript's bytes into buf, sent from the file (no copy): 0/-1. */
+static int
+export_raw(struct evbuffer *buf, int fd, const struct stat *st)
+{
+	if (st->st_size > 0 && evbuffer_add_file(buf, fd, 0, st->st_size) == -1) {
+		close(fd);	/* not taken when the segment could not be made */
+		return -1;
+	}
+	if (st->st_size == 0)
+		close(fd);
+	return 0;
+}
+
+/* The reply: the document with its type and upstream's headers. */
+static void
+export_send(struct evhttp_request *req, const char *id, int fmt,
+    struct evbuffer *buf)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	char now[CLOCK_ISO_LEN], *disp;
+
+	if (fmt == EXPORT_JSONL)
+		xasprintf(&disp, "attachment; filename=\"%s.jsonl\"", id);
+	else {
+		clock_iso_now(now);
+		for (char *c = now; *c != '\0'; c++)
+			if (*c == ':' || *c == '.')
+				*c = '-';
+		xasprintf(&disp, "attachment; filename=\"qwen-code-export-%s.%s\"",
+		    now, export_format_name(fmt));
+	}
+	listen_cors_headers(req);
+	evhttp_add_header(h, "Content-Type", export_mime(fmt));
+	evhttp_add_header(h, "Content-Disposition", disp);
+	evhttp_add_header(h, "Cache-Control", "no-store");
+	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+	free(disp);
+	evhttp_send_reply(req, 200, NULL, buf);
+}
+
+/* A rendered export on its way (export-job.c). */
+struct export_req {
+	struct evhttp_request	*req;
+	char			 id[SERVE_SESSION_ID_MAX + 1];
+	int			 fmt;
+};
+
+/* The rendered document, sent; or the failure. */
+static void
+on_exported(void *arg, struct evbuffer *out, int err)
+{
+	struct export_req *x = arg;
+
+	if (err != ECANCELED) {
+		if (out != NULL)
+			export_send(x->req, x->id, x->fmt, out);
+		else
+			http_error(x->req, "internal", x->id);
+	}
+	free(x);
+}
+
+/* html, md or json: rendered a slice per loop turn, or 413 when too big. */
+static void
+export_rendered(struct http_ctx *ctx, int fd, const struct stat *st, int fmt)
+{
+	struct export_req *x = xcalloc(1, sizeof(*x));
+
+	x->req = ctx->req;
+	strlcpy(x->id, ctx->path_id, sizeof(x->id));
+	x->fmt = fmt;
+	if (export_job_start(fd, st, ctx->path_id, fmt, on_exported, x) == -1) {
+		free(x);
+		http_error(ctx->req, "export_too_large", ctx->path_id);
+	}
+}
+
+/*
+ * The export of id from the active transcripts, or from the archived
+ * ones (archived): jsonl is the file as on disk, sent from it; html, md
+ * and json are rendered (export-doc.c) a slice per loop turn
+ * (export-job.c), bounded.
+ */
+static void
+export_run(struct http_ctx *ctx, int archived)
+{
+	const char *fmtname = evhttp_find_header(ctx->query, "format");
+	const char *ws = ctx->bound != NULL ? ctx->bound :
+	    catalog_workspace_of(ctx->path_id);
 	struct evbuffer *buf;
 	struct stat st;
-	char *disp;
-	int fd;
+	int fmt, fd, where;
 
-	if (fmt == NULL || strcmp(fmt, "jsonl") != 0) {
-		http_error(ctx->req, "invalid_export_format", NULL);
+	if ((fmt = export_format(fmtname)) == -1) {
+		export_bad_format(ctx, fmtname);
 		return;
 	}
-	if (ws == NULL) {
+	where = ws != NULL ? catalog_where(ws, ctx->path_id) : 0;
+	if (where == 0 || (archived && !(where & CATALOG_ARCHIVED))) {
 		http_error(ctx->req, "session_not_found", ctx->path_id);
 		return;
 	}
-	if ((fd = export_open(ws, ctx->path_id, &st)) == -1) {
+	if ((fd = export_open(ws, ctx->path_id, archived, &st)) == -1) {
 		http_error(ctx->req, "session_archived", ctx->path_id);
+		return;
+	}
+	if (fmt != EXPORT_JSONL) {
+		export_rendered(ctx, fd, &st, fmt);
 		return;
 	}
 	if ((buf = evbuffer_new()) == NULL)
 		fatalx("out of memory (evbuffer)");
-	if (st.st_size > 0 && evbuffer_add_file(buf, fd, 0, st.st_size) == -1) {
-		close(fd);	/* not taken when the segment could not be made */
-		evbuffer_free(buf);
-		http_error(ctx->req, "internal", NULL);
-		return;
-	}
-	if (st.st_size == 0)
-		close(fd);
-	xasprintf(&disp, "attachment; filename=\"%s.jsonl\"", ctx->path_id);
-	listen_cors_headers(ctx->req);
-	evhttp_add_header(h, "Content-Type", "application/x-ndjson");
-	evhttp_add_header(h, "Content-Disposition", disp);
-	free(disp);
-	evhttp_send_reply(ctx->req, 200, NULL, buf);
+	if (export_raw(buf, fd, &st) == -1)
+		http_error(ctx->req, "internal", ctx->path_id);
+	else
+		export_send(ctx->req, ctx->path_id, fmt, buf);
 	evbuffer_free(buf);
+}
+
+/* GET /session/:id/export?format=html|md|json|jsonl (html by default). */
+void
+route_session_export(struct http_ctx *ctx)
+{
+	export_run(ctx, 0);
+}
+
+/* GET /workspaces/:ws/session/:id/archive/export: an archived session's. */
+void
+route_session_archive_export(struct http_ctx *ctx)
+{
+	export_run(ctx, 1);
 }
 
 /* ---- metadata ---------------------------------------------------------- */
@@ -446,6 +582,7 @@ on_meta(void *arg, enum chan_outcome o, json_object *payload)
 
 	if (o == CHAN_RESULT && t != NULL) {
 		body = xjson_object_new_object();
+		json_object_object_add(body, "sessionId", xjson_object_new_string(mr->id));
 		json_object_object_add(body, "displayName", xjson_object_new_string(t));
 		if (s != NULL) {
 			d = xjson_object_new_object();
@@ -484,18 +621,22 @@ meta_live(struct http_ctx *ctx, struct session *s, const char *t)
 
 /*
  * PATCH /session/:id/metadata {displayName}: the session's title,
- * answered with the title now in effect.  A persisted session's record is
- * appended here (metadata.c); a live session's by its child, which holds
- * the writer lease, and announced as session_metadata_updated.
+ * answered {sessionId, displayName} with the title now in effect.  A
+ * persisted session's record is appended here (metadata.c); a live
+ * session's by its child, which holds the writer lease, and announced as
+ * session_metadata_updated.  Under /workspaces/:ws/ an archived session's
+ * title is set too (in its archived copy), as upstream's qualified route.
  */
 void
 route_session_metadata(struct http_ctx *ctx)
 {
-	const char *ws = catalog_workspace_of(ctx->path_id), *t, *code = "internal";
+	const char *ws = ctx->bound != NULL ? ctx->bound :
+	    catalog_workspace_of(ctx->path_id), *t, *code = "internal";
 	char *cause = NULL;
 	struct session *s;
 	json_object *o;
 	struct qerr *e;
+	int where, archived;
 
 	if ((t = meta_title(ctx)) == NULL)
 		return;
@@ -507,12 +648,15 @@ route_session_metadata(struct http_ctx *ctx)
 		http_error(ctx->req, "session_not_found", ctx->path_id);
 		return;
 	}
-	if (!(catalog_where(ws, ctx->path_id) & CATALOG_ACTIVE)) {
-		http_error(ctx->req, "session_archived", ctx->path_id);
+	where = catalog_where(ws, ctx->path_id);
+	archived = !(where & CATALOG_ACTIVE);
+	if (archived && (ctx->bound == NULL || !(where & CATALOG_ARCHIVED))) {
+		http_error(ctx->req, where != 0 ? "session_archived" :
+		    "session_not_found", ctx->path_id);
 		return;
 	}
-	if (!catalog_idle(ctx->path_id, &code) ||
-	    metadata_set_title(ws, ctx->path_id, t, &code, &cause) == -1) {
+	if (!catalog_idle(ctx->path_id, &code) || metadata_set_title(ws,
+	    ctx->path_id, archived, t, &code, &cause) == -1) {
 		e = cause != NULL ? qerr_new(code, "%s", cause) : qerr_new(code, NULL);
 		if (e != NULL)
 			qerr_set_str(e, "sessionId", ctx->path_id);
@@ -521,6 +665,7 @@ route_session_metadata(struct http_ctx *ctx)
 		return;
 	}
 	o = xjson_object_new_object();
+	json_object_object_add(o, "sessionId", xjson_object_new_string(ctx->path_id));
 	json_object_object_add(o, "displayName", xjson_object_new_string(t));
 	http_reply_json(ctx->req, 200, o);
 }

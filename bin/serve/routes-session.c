@@ -88,6 +88,7 @@ routes_session(struct http_ctx *ctx)
 /*
  * body.cwd picks the workspace (ctx->workspace): absent, the primary;
  * else an absolute path naming one of ours, or 400 workspace_mismatch.
+ * Under /workspaces/:ws/session/:id/ the path's workspace is taken.
  */
 int
 routes_check_cwd(struct http_ctx *ctx)
@@ -97,8 +98,9 @@ routes_check_cwd(struct http_ctx *ctx)
 	char *real = NULL;
 	struct qerr *e;
 
-	ctx->workspace = conf.workspace;
-	if (!json_object_object_get_ex(ctx->body, "cwd", &v) || v == NULL)
+	ctx->workspace = ctx->bound != NULL ? ctx->bound : conf.workspace;
+	if (ctx->bound != NULL ||
+	    !json_object_object_get_ex(ctx->body, "cwd", &v) || v == NULL)
 		return 0;
 	cwd = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
 	if (cwd[0] == '/')

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * search.c: the searchable text of a transcript (its titles and the text
- * of its user prompts) and the match of a query in it with a snippet.
+ * search.c: the searchable text of a transcript (its titles and, as
+ * upstream searches, the text of its user and assistant messages) and
+ * the match of a query in it with a snippet.
  * listing.c keeps each transcript's text in its per-file cache, so a
  * search of an unchanged directory reads no transcript at all.
  */
@@ -48,24 +49,37 @@ text_add(struct search_text *t, const char *s)
 	t->buf[t->len] = '\0';
 }
 
-/* The text parts of a user record, or the title of a custom_title one. */
+/* Whether a line may be a user, assistant or title record. */
+static int
+line_wanted(const char *line, size_t len)
+{
+	/* qwen-code writes compact JSON; a space after the colon is let
+	   through too. */
+	return memmem(line, len, "\"type\":\"user\"", 13) != NULL ||
+	    memmem(line, len, "\"type\": \"user\"", 14) != NULL ||
+	    memmem(line, len, "\"type\":\"assistant\"", 18) != NULL ||
+	    memmem(line, len, "\"type\": \"assistant\"", 19) != NULL ||
+	    memmem(line, len, "\"custom_title\"", 14) != NULL;
+}
+
+/*
+ * The text parts of a user or assistant message (not a subtyped one, as
+ * upstream leaves those out), or the title of a custom_title record.
+ */
 static void
 line_text(struct search_text *t, const char *line, size_t len)
 {
 	json_object *rec, *parts, *p;
 	const char *s;
 
-	/* Only user and title records are parsed (qwen-code writes compact
-	   JSON; a space after the colon is let through too). */
-	if ((memmem(line, len, "\"type\":\"user\"", 13) == NULL &&
-	    memmem(line, len, "\"type\": \"user\"", 14) == NULL &&
-	    memmem(line, len, "\"custom_title\"", 14) == NULL) ||
-	    (rec = json_tokener_parse(line)) == NULL)
+	if (!line_wanted(line, len) || (rec = json_tokener_parse(line)) == NULL)
 		return;
 	if ((s = json_get_str(json_get_obj(rec, "systemPayload"),
 	    "customTitle")) != NULL)
 		text_add(t, s);
-	else if ((s = json_get_str(rec, "type")) != NULL && strcmp(s, "user") == 0 &&
+	else if ((s = json_get_str(rec, "type")) != NULL &&
+	    (strcmp(s, "user") == 0 || strcmp(s, "assistant") == 0) &&
+	    !json_object_object_get_ex(rec, "subtype", NULL) &&
 	    (parts = json_get(json_get_obj(rec, "message"), "parts",
 	    json_type_array)) != NULL)
 		for (size_t i = 0; i < json_object_array_length(parts); i++) {

@@ -290,6 +290,7 @@ struct http_ctx {
 	const char		*path_tail;	/* R_TAIL routes: the last segment */
 	const char		*client_id;	/* header value, NULL if absent */
 	const char		*workspace;	/* chosen by cwd (routes_check_cwd) */
+	const char		*bound;		/* /workspaces/:ws/session/:id/: ws */
 	int			 client_id_bad;	/* header present but malformed */
 	struct evkeyvalq	*query;
 };
@@ -349,6 +350,7 @@ struct session *routes_session(struct http_ctx *);
 
 /* ---- routes-agent.c ---------------------------------------------------- */
 void	route_session_permission(struct http_ctx *);
+void	route_permission(struct http_ctx *);	/* legacy POST /permission/:requestId */
 void	route_session_model(struct http_ctx *);
 void	route_session_approval_mode(struct http_ctx *);
 
@@ -392,17 +394,18 @@ void	route_daemon_status(struct http_ctx *);
 
 /* ---- listing.c: the persisted sessions, a slice per loop turn --------- */
 /* Answer req with the newest persisted sessions from skip on, at most max
-   (never blocking the loop); paged: with nextCursor when more follow.  Free
-   the jobs and the prompt cache at exit. */
+   (never blocking the loop); paged: with nextCursor when more follow;
+   group (non-NULL: view=organized) filters and puts pinned ones first.
+   Free the jobs and the prompt cache at exit. */
 void	listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
-	    size_t max, int paged, int archived);
+	    size_t max, int paged, int archived, const char *group);
 /* Answer req with the newest max sessions whose search text holds q. */
 void	listing_search(struct evhttp_request *req, const char *workspace,
 	    const char *q, size_t max);
 void	listing_free_all(void);
 
 /* ---- search.c: a transcript's searchable text ------------------------- */
-/* Titles and user prompt text of fd's transcript.  Caller frees. */
+/* Titles, user and assistant text of fd's transcript.  Caller frees. */
 char	*search_text_read(int fd);
 /* 1 when text holds q (ASCII case folded), *snippet (caller frees). */
 int	search_match(const char *text, const char *q, char **snippet);
@@ -422,17 +425,19 @@ const char	*catalog_workspace_of(const char *id);
 /* 0 removed, 1 not found, -1 refused or failed (*code, *cause freed by
    the caller). */
 int	catalog_delete(const char *id, const char **code, char **cause);
-/* 0 moved, 1 already there, 2 not found, -1 refused or failed. */
-int	catalog_archive(const char *id, int archive, const char **code,
-	    char **cause);
+/* 0 moved, 1 already there, 2 not found, 3 a conflict resolved (resolve:
+   the other side's copy deleted), -1 refused or failed. */
+int	catalog_archive(const char *id, int archive, int resolve,
+	    const char **code, char **cause);
 void	catalog_counts(const char *workspace, size_t *active, size_t *archived);
 /* At start: finish interrupted moves, empty the trash. */
 void	catalog_sweep(void);
 
 /* ---- metadata.c: a persisted session's title -------------------------- */
-/* Append a custom_title record (not live; under the lease): 0, or -1. */
-int	metadata_set_title(const char *ws, const char *id, const char *title,
-	    const char **code, char **cause);
+/* Append a custom_title record (not live; under the lease; archived: to
+   the archive's copy): 0, or -1. */
+int	metadata_set_title(const char *ws, const char *id, int archived,
+	    const char *title, const char **code, char **cause);
 /* The last custom title in buf (caller frees) or NULL. */
 char	*metadata_title_in(const char *buf);
 
@@ -444,6 +449,8 @@ void	route_session_group_delete(struct http_ctx *);
 void	route_session_organization(struct http_ctx *);
 /* Workspace ws's organization document (caller puts); NULL: unreadable. */
 json_object *routes_org_load(const char *ws);
+/* Whether doc (borrowed, NULL-safe) holds the group named id. */
+int	routes_org_has_group(json_object *doc, const char *id);
 
 /* ---- routes-manage.c: session management routes ----------------------- */
 void	route_sessions_delete(struct http_ctx *);
@@ -453,9 +460,35 @@ void	route_workspace_session_info(struct http_ctx *);
 void	route_workspace_live_state(struct http_ctx *);
 void	route_workspace_sessions_search(struct http_ctx *);
 void	route_session_export(struct http_ctx *);
+void	route_session_archive_export(struct http_ctx *);
 void	route_session_metadata(struct http_ctx *);
 /* 409 session_archived or session_conflict for a restore: -1 when sent. */
 int	routes_check_archived(struct http_ctx *);
+
+/* ---- export-doc.c: a transcript as upstream's export documents -------- */
+#define EXPORT_FILE_MAX	(32 * 1024 * 1024)	/* transcripts rendered */
+enum export_fmt { EXPORT_HTML, EXPORT_MD, EXPORT_JSON, EXPORT_JSONL };
+int	export_format(const char *name);	/* NULL: html; -1 unknown */
+const char *export_format_name(int fmt);
+const char *export_mime(int fmt);
+struct evbuffer;
+struct export_doc;
+/* A document for session id, fed whole lines; freed by export_doc_free. */
+struct export_doc *export_doc_new(const char *id);
+void	export_doc_free(struct export_doc *);	/* NULL-safe */
+/* buf[0..*len)'s whole lines (all when final) in; the rest kept at buf. */
+void	export_doc_lines(struct export_doc *, char *buf, size_t *len, int final);
+/* The finished document as fmt (html, md or json) into out. */
+void	export_doc_render(struct export_doc *, int fmt, struct evbuffer *out);
+
+/* ---- export-job.c: a rendered export, a slice per loop turn ----------- */
+struct stat;
+/* out: the rendered bytes (borrowed), or NULL and err (ECANCELED at exit). */
+typedef void (*export_done_cb)(void *arg, struct evbuffer *out, int err);
+/* fd (taken) as fmt, answered through done later; -1 (EFBIG) too big. */
+int	export_job_start(int fd, const struct stat *st, const char *id, int fmt,
+	    export_done_cb done, void *arg);
+void	export_job_free_all(void);
 
 /* ---- web.c: the browser console's static files ------------------------- */
 const char *web_dir(void);	/* --web-dir, QWEN_SERVE_WEB_DIR, pkgdatadir/web */

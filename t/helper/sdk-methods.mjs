@@ -46,7 +46,6 @@ const blob = () => new Blob(['x'], { type: 'text/plain' });
 const ws = () => client.workspaceByCwd(workspaceCwd);
 // A well-formed session id no workspace holds.
 const NOSUCH = '33333333-3333-4333-8333-333333333333';
-const NOWSSESSION = 'no /workspaces/:ws/session/:id/ routes (served as /session/:id/)';
 const isObj = (r) => r !== null && typeof r === 'object';
 // An async generator's whole output (its first request is at next()).
 const drain = async (it) => { const out = []; for await (const v of it) out.push(v); return out; };
@@ -124,10 +123,10 @@ const T = [
 	// Session management: the workspace's catalog, search, export,
 	// organization, and the batch routes (on SPARE, a second persisted
 	// session that is never live; the live session is refused).
-	['DaemonClient.searchWorkspaceSessions', 'works', 'GET /workspace/:id/sessions/search (titles and prompt text)',
-	    (c) => client.searchWorkspaceSessions(workspaceCwd, 'why', { maxResults: 5 }),
+	['DaemonClient.searchWorkspaceSessions', 'works', 'GET /workspace/:id/sessions/search (titles, user and assistant text)',
+	    (c) => client.searchWorkspaceSessions(workspaceCwd, 'because', { maxResults: 5 }),
 	    (r) => Array.isArray(r.results) && r.results.some((m) => m.session?.sessionId === spare &&
-	    /why/i.test(m.snippet))],
+	    /because/i.test(m.snippet))],
 	['WorkspaceDaemonClient.getWorkspaceSessionInfo', 'works', 'GET /workspaces/:ws/session-info (a disk scan)',
 	    (c) => client.workspaceByCwd(workspaceCwd).getWorkspaceSessionInfo(),
 	    (r) => r.active >= 2 && r.archived === 0 && r.total === r.active + r.archived && r.live >= 1],
@@ -143,9 +142,21 @@ const T = [
 	    (r) => r.format === 'jsonl' && r.filename === `${spare}.jsonl` &&
 	    r.mimeType.startsWith('application/x-ndjson') &&
 	    r.content.trim().split('\n').every((l) => JSON.parse(l).sessionId === spare)],
-	['DaemonClient.exportSession format=html', 'not served', 'html (the SDK\'s default), md, json: 400 invalid_export_format',
+	['DaemonClient.exportSession format=html', 'works', 'GET /session/:id/export (html, the SDK\'s default: a static page with the json document)',
 	    (c) => client.exportSession(spare),
-	    undefined, (o) => o.error?.status === 400 && o.error.body?.code === 'invalid_export_format'],
+	    (r) => r.format === 'html' && /^qwen-code-export-.*\.html$/.test(r.filename) &&
+	    r.mimeType === 'text/html; charset=utf-8' && r.content.startsWith('<!doctype html>') &&
+	    r.content.includes('Why is loading slow?') && r.content.includes('id="transcript-document"')],
+	['DaemonClient.exportSession format=md', 'works', 'GET /session/:id/export?format=md (upstream\'s Markdown layout)',
+	    (c) => client.exportSession(spare, { format: 'md' }),
+	    (r) => r.format === 'md' && r.mimeType === 'text/markdown; charset=utf-8' &&
+	    r.content.startsWith('# Chat Session Export') && r.content.includes('## User\n\nWhy is loading slow?')],
+	['DaemonClient.exportSession format=json', 'works', 'GET /session/:id/export?format=json (upstream\'s session-export document)',
+	    (c) => client.exportSession(spare, { format: 'json' }),
+	    (r) => { const d = JSON.parse(r.content); return r.format === 'json' &&
+	    r.mimeType === 'application/json; charset=utf-8' && d.sessionId === spare &&
+	    d.messages.length === 2 && d.messages[0].message.parts[0].text === 'Why is loading slow?' &&
+	    d.metadata.promptCount === 1; }],
 	['DaemonClient.updateSessionMetadata', 'works', 'PATCH /session/:id/metadata {displayName} (a live session\'s by its agent)',
 	    (c) => client.updateSessionMetadata(sessionId, { displayName: 'sdk title' }),
 	    (r) => r.displayName === 'sdk title'],
@@ -165,6 +176,9 @@ const T = [
 	    async (c) => ({ del: await client.deleteSessionGroup(workspaceCwd, ctx.group),
 	    list: await client.listSessionGroups(workspaceCwd) }),
 	    (r) => r.del.deleted === true && r.list.groups.length === 0],
+	['DaemonClient.listWorkspaceSessionsPage view=organized', 'works', 'GET /workspace/:id/sessions?view=organized&group= (pinned first; all, pinned, ungrouped or a group)',
+	    (c) => client.listWorkspaceSessionsPage(workspaceCwd, { view: 'organized', group: 'pinned' }),
+	    (r) => r.sessions.length === 1 && r.sessions[0].sessionId === spare && r.sessions[0].isPinned === true],
 	['DaemonClient.getSessionTurnIndexPage', 'works', 'GET /session/:id/turn-index (the agent\'s kept index)',
 	    (c) => client.getSessionTurnIndexPage(sessionId, { limit: 50 }),
 	    (r) => r.sessionId === sessionId && typeof r.snapshot === 'string' &&
@@ -173,8 +187,14 @@ const T = [
 	    (c) => client.archiveSessionsData([spare, sessionId]),
 	    (r) => r.archived.length === 1 && r.archived[0] === spare &&
 	    r.errors.length === 1 && r.errors[0].sessionId === sessionId],
-	['WorkspaceDaemonClient.exportArchivedSession', 'not served', 'no export of archived data (unarchive it first)',
-	    (c) => client.workspaceByCwd(workspaceCwd).exportArchivedSession(spare, { format: 'jsonl' })],
+	['DaemonClient.archiveSessionsData resolveConflicts', 'works', 'POST /sessions/archive {resolveConflicts} (a copy on both sides: the archived one kept)',
+	    (c) => client.archiveSessionsData([NOSUCH], { resolveConflicts: true }),
+	    (r) => Array.isArray(r.resolvedConflicts) && r.notFound.length === 1 && r.notFound[0] === NOSUCH],
+	['WorkspaceDaemonClient.exportArchivedSession', 'works', 'GET /workspaces/:ws/session/:id/archive/export (from the archive only)',
+	    async (c) => ({ arch: await ws().exportArchivedSession(spare, { format: 'json' }),
+	    live: await ws().exportArchivedSession(sessionId, { format: 'json' }).catch((e) => e) }),
+	    (r) => JSON.parse(r.arch.content).sessionId === spare &&
+	    r.live.status === 404 && r.live.body?.code === 'session_not_found'],
 	['DaemonClient.unarchiveSessionsData', 'works', 'POST /sessions/unarchive',
 	    async (c) => ({ un: await client.unarchiveSessionsData([spare]),
 	    info: await client.workspaceByCwd(workspaceCwd).getWorkspaceSessionInfo() }),
@@ -192,21 +212,26 @@ const T = [
 	    (r) => r.sessions.some((x) => x.sessionId === sessionId) && !r.sessions.some((x) => x.sessionId === spare)],
 	['WorkspaceDaemonClient.listWorkspaceSessions', 'works', 'GET /workspaces/:ws/sessions',
 	    (c) => ws().listWorkspaceSessions(), (r) => r.some((x) => x.sessionId === sessionId)],
-	['WorkspaceDaemonClient.getSessionTranscriptPage', 'not served', NOWSSESSION,
-	    (c) => ws().getSessionTranscriptPage(sessionId, { limit: 5 })],
-	['WorkspaceDaemonClient.getSessionTurnIndexPage', 'not served', NOWSSESSION,
-	    (c) => ws().getSessionTurnIndexPage(sessionId)],
-	['WorkspaceDaemonClient.exportSession', 'not served', NOWSSESSION,
-	    (c) => ws().exportSession(sessionId, { format: 'jsonl' })],
-	['WorkspaceDaemonClient.updateSessionMetadata', 'not served', NOWSSESSION,
-	    (c) => ws().updateSessionMetadata(sessionId, { displayName: 'ws title' })],
+	['WorkspaceDaemonClient.getSessionTranscriptPage', 'works', 'GET /workspaces/:ws/session/:id/transcript',
+	    (c) => ws().getSessionTranscriptPage(sessionId, { limit: 5 }),
+	    (r) => r.sessionId === sessionId && Array.isArray(r.events)],
+	['WorkspaceDaemonClient.getSessionTurnIndexPage', 'works', 'GET /workspaces/:ws/session/:id/turn-index',
+	    (c) => ws().getSessionTurnIndexPage(sessionId),
+	    (r) => r.sessionId === sessionId && r.totalTurns >= 1 && Array.isArray(r.turns)],
+	['WorkspaceDaemonClient.exportSession', 'works', 'GET /workspaces/:ws/session/:id/export (the workspace must hold it)',
+	    (c) => ws().exportSession(sessionId, { format: 'jsonl' }),
+	    (r) => r.format === 'jsonl' && r.content.trim().split('\n').every((l) => JSON.parse(l).sessionId === sessionId)],
+	['WorkspaceDaemonClient.updateSessionMetadata', 'works', 'PATCH /workspaces/:ws/session/:id/metadata (an archived session\'s too)',
+	    (c) => ws().updateSessionMetadata(sessionId, { displayName: 'ws title' }),
+	    (r) => r.displayName === 'ws title'],
 	['WorkspaceDaemonClient.listSessionGroups', 'works', 'GET /workspaces/:ws/session-groups',
 	    (c) => ws().listSessionGroups(), (r) => Array.isArray(r.groups) && r.groups.length === 0],
 	['WorkspaceDaemonClient.createSessionGroup', 'works', 'POST /workspaces/:ws/session-groups: 201 {group}',
 	    (c) => ws().createSessionGroup({ name: 'w', color: 'red' }),
 	    (r) => { ctx.wgroup = r.id; return typeof r.id === 'string' && r.name === 'w'; }],
-	['WorkspaceDaemonClient.updateSessionOrganization', 'not served', NOWSSESSION,
-	    (c) => ws().updateSessionOrganization(sessionId, { groupId: ctx.wgroup })],
+	['WorkspaceDaemonClient.updateSessionOrganization', 'works', 'PATCH /workspaces/:ws/session/:id/organization',
+	    (c) => ws().updateSessionOrganization(sessionId, { groupId: ctx.wgroup }),
+	    (r) => r.sessionId === sessionId && r.groupId === ctx.wgroup],
 	['WorkspaceDaemonClient.updateSessionGroup', 'works', 'PATCH /workspaces/:ws/session-groups/:groupId',
 	    (c) => ws().updateSessionGroup(ctx.wgroup, { color: 'green' }),
 	    (r) => r.id === ctx.wgroup && r.color === 'green'],
@@ -290,8 +315,9 @@ const T = [
 	['DaemonClient.cancelSubagentSession', 'not served', NOTPASSED,
 	    (c) => client.cancelSubagentSession(sessionId, 'a1', ctx.cid)],
 	// Not a session server's.
-	['DaemonClient.respondToPermission', 'not served', 'legacy POST /permission/:requestId: answer through the session\'s route',
-	    (c) => client.respondToPermission('no-such-request', cancelled, ctx.cid)],
+	['DaemonClient.respondToPermission', 'works', 'legacy POST /permission/:requestId (the session holding it; 404 taken as false)',
+	    (c) => client.respondToPermission('no-such-request', cancelled, ctx.cid),
+	    (r) => r === false && last.status === 404 && last.code === undefined],
 	['DaemonClient.uploadSessionAttachment', 'not served', NOSTORE,
 	    (c) => client.uploadSessionAttachment(sessionId, blob(), 'a.txt', 'text/plain')],
 	['DaemonClient.readSessionAttachment', 'not served', NOSTORE,
@@ -396,8 +422,9 @@ const T = [
 	    (c) => ctx.s.getTranscriptPage({ limit: 5 }), (r) => Array.isArray(r.events)],
 	['DaemonSessionClient.respondToSessionPermission', 'works', 'POST /session/:id/permission/:requestId',
 	    (c) => ctx.s.respondToSessionPermission('no-such-request', cancelled), (r) => r === false],
-	['DaemonSessionClient.respondToPermission', 'not served', 'legacy POST /permission/:requestId',
-	    (c) => ctx.s.respondToPermission('no-such-request', cancelled)],
+	['DaemonSessionClient.respondToPermission', 'works', 'legacy POST /permission/:requestId',
+	    (c) => ctx.s.respondToPermission('no-such-request', cancelled),
+	    (r) => r === false && last.status === 404 && last.code === undefined],
 	['DaemonSessionClient.updateMetadata', 'works', 'PATCH /session/:id/metadata {displayName}',
 	    (c) => ctx.s.updateMetadata({ displayName: 'session title' }),
 	    (r) => r.displayName === 'session title'],
