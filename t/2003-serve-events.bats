@@ -98,6 +98,49 @@ loaded() {
 	wait_for 5 bash -c "[ \$(grep -c '^: heartbeat' '$BATS_TEST_TMPDIR/a.sse') -ge 3 ]"
 }
 
+# beats_now: every stream's heartbeat count, a line each.
+beats_now() {
+	local f
+	for f in "$BATS_TEST_TMPDIR"/hb.*.sse; do
+		echo "$f $(grep -c '^: heartbeat' "$f")"
+	done
+}
+
+# Every stream has had $1 heartbeats more than in the counts file $2.
+all_beating() {
+	local f n
+	while read -r f n; do
+		[ "$(grep -c '^: heartbeat' "$f")" -ge $((n + $1)) ] || return 1
+	done <"$2"
+}
+
+# At least $2 ms have passed since the clock reading (ms) $1.
+ms_passed() {
+	[ $(( $(date +%s%3N) - $1 )) -ge "$2" ]
+}
+
+@test "heartbeats reach every stream when more are due than one loop turn runs" {
+	loaded --sse-heartbeat-ms 100
+	req POST /session '{"sessionScope":"thread"}'
+	expect 200
+	local sid2 i t0
+	sid2=$(jq -r .sessionId <<<"$body")
+	for i in $(seq 50); do
+		sse_open hb.a$i /session/$SID/events
+		sse_open hb.b$i /session/$sid2/events
+	done
+	# Held past several intervals, the daemon finds all 100 heartbeats due
+	# at once: more than one timer wake-up runs, the rest on the next turns.
+	kill -STOP "$SERVE_PID"
+	t0=$(date +%s%3N)
+	beats_now >"$BATS_TEST_TMPDIR/beats"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/beats")" -eq 100 ]
+	wait_for 5 ms_passed "$t0" 500
+	kill -CONT "$SERVE_PID"
+	wait_for 20 all_beating 3 "$BATS_TEST_TMPDIR/beats"
+	sse_stop_all
+}
+
 @test "subscriber limit: the 65th stream gets 429 subscriber_limit_exceeded" {
 	loaded
 	for i in $(seq 64); do

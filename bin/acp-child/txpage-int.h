@@ -14,6 +14,7 @@
 #include <json-c/json.h>
 
 #include "chain.h"
+#include "project.h"
 #include "rpc-frame.h"
 
 struct child;
@@ -33,6 +34,7 @@ struct txp_entry {
 	uint32_t		*pos;		/* record -> chain index + 1 */
 	size_t			 npos;
 	uint64_t		 chained;	/* transcript size the chain is of */
+	struct project_usage	 usage;		/* token sums along the chain */
 	uint64_t		 kept_at;	/* transcript size last kept, or 0 */
 	const char		*cache_dir;	/* the kept indexes (--cache-dir), or NULL */
 	int			 rescan;	/* the kept index was damaged: a full pass */

@@ -80,6 +80,7 @@ txp_entry_free(struct txp_entry *e)
 	}
 	transcript_free(e->tx);
 	chain_clear(&e->chain);
+	project_usage_clear(&e->usage);
 	free(e->pos);
 	free(e->path);
 	free(e);
@@ -194,6 +195,7 @@ txp_entry_index(struct txp_entry *e, int *code, const char **kind, char *msg,
 	if (e->chain.rec != NULL && e->chained == transcript_size(e->tx))
 		return 0;
 	chain_clear(&e->chain);
+	project_usage_clear(&e->usage);
 	if (chain_build(e->tx, &e->chain, &cause) == -1) {
 		free(cause);
 		return txp_error(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "transcript_unreadable",
@@ -220,6 +222,7 @@ txp_entry_reset(struct txp_entry *e)
 	transcript_free(e->tx);
 	e->tx = NULL;
 	chain_clear(&e->chain);
+	project_usage_clear(&e->usage);
 	free(e->pos);
 	e->pos = NULL;
 	e->npos = 0;
@@ -279,15 +282,17 @@ txp_page(struct txp_job *j)
 	struct tx_chain part;
 	size_t start = 0, end = 0, i;
 	char *cause = NULL, buf[64];
+	uint64_t read0;
 	int more;
 
 	memset(&p, 0, sizeof(p));
 	if (txp_index(j) == -1 || txp_range(j, &start, &end) == -1)
 		return;
+	read0 = transcript_bytes_read(j->e->tx);
 	part = j->e->chain;
 	part.len = end;
-	if (start < end && project_window(j->e->tx, &part, start,
-	    PROJECT_OPEN_END | PROJECT_CHAIN_STATS,
+	if (start < end && project_window_usage(j->e->tx, &part, start,
+	    PROJECT_OPEN_END | PROJECT_CHAIN_STATS, &j->e->usage,
 	    &p, &cause) == -1) {
 		free(cause);
 		txp_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
@@ -311,6 +316,9 @@ txp_page(struct txp_job *j)
 	}
 	snprintf(buf, sizeof(buf), ",\"records\":%zu}", end - start);
 	jbuf_puts(&j->out, buf);
+	/* Numbers only: what the page cost beyond the index. */
+	log_debug("session %s: transcript page of %zu records, %llu bytes read",
+	    j->e->sid, end - start, (unsigned long long)(transcript_bytes_read(j->e->tx) - read0));
 	if (j->out.oom)
 		txp_fail(j, RPC_INTERNAL_ERROR, "internal", "out of memory");
 	project_clear(&p);

@@ -547,6 +547,26 @@ void	sse_subscribe(struct bus *, struct evhttp_request *req, int64_t last_event_
 /* Connection of sub closed (from http.c). */
 void	sse_sub_closed(struct sse_sub *);
 
+/* ---- tick.c: many timers of one interval as one event ------------------ */
+/* One queue entry (embedded in its owner); zeroed before its first arm. */
+struct tick {
+	TAILQ_ENTRY(tick)	 entry;
+	uint64_t		 due;		/* clock_mono_ms() */
+	int			 armed;
+	void			(*fn)(void *);
+	void			*arg;
+};
+/* Entries of one interval: { TAILQ_HEAD_INITIALIZER(q.q), NULL, 0 }. */
+struct tick_queue {
+	TAILQ_HEAD(, tick)	 q;
+	struct event		*ev;
+	int64_t			 every_ms;	/* set before the first arm; 0: off */
+};
+/* Run fn(arg) every tq->every_ms (a few ms late at most) until disarmed. */
+void	tick_arm(struct tick_queue *tq, struct tick *t, void (*fn)(void *),
+	    void *arg);
+void	tick_disarm(struct tick_queue *tq, struct tick *t);	/* idempotent */
+
 /* ---- channel.c --------------------------------------------------------- */
 enum chan_outcome {
 	CHAN_RESULT,		/* payload: the result */

@@ -7,9 +7,13 @@
  */
 #include "config.h"
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -28,12 +32,14 @@ struct sse_sub {
 	TAILQ_ENTRY(sse_sub)	 entry;
 	struct bus		*bus;
 	struct evhttp_request	*req;
-	struct event		*hb;
+	struct tick		 hb;
+	int			 direct;	/* frames may go straight to the socket */
+	int			 chunked;	/* ... framed as chunks */
 	/*
 	 * --writer-idle-timeout-ms: the output buffer's length when last
 	 * seen, and when the socket last took bytes (or had none to take).
 	 */
-	struct event		*idle;
+	struct tick		 idle;
 	size_t			 idle_out;
 	uint64_t		 idle_since_ms;
 	size_t			 max_queued;
@@ -42,6 +48,10 @@ struct sse_sub {
 	size_t			*fifo;
 	size_t			 fcap, fmax, fhead, fcount, fbytes;	/* grown to fmax */
 };
+
+/* Every stream's heartbeat, and its idle look: one timer each for all. */
+static struct tick_queue hb_queue = { TAILQ_HEAD_INITIALIZER(hb_queue.q), NULL, 0 };
+static struct tick_queue idle_queue = { TAILQ_HEAD_INITIALIZER(idle_queue.q), NULL, 0 };
 
 static void	sub_end(struct sse_sub *);
 
@@ -87,19 +97,72 @@ sub_idle_look(struct sse_sub *s)
 	s->idle_out = out;
 }
 
+/*
+ * Write a frame straight to the socket when nothing waits in the output
+ * buffer (a stream's usual state): through evhttp it would be queued, the
+ * write event armed (an epoll_ctl), written a loop turn later and the
+ * event disarmed (another).  What the socket does not take goes to the
+ * output buffer, which the bufferevent writes as before (and where an
+ * error on the socket is seen).  -1: not possible, use evhttp.
+ */
+static int
+sub_write_direct(struct sse_sub *s, const char *frame, size_t len)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(s->req);
+	struct bufferevent *bev;
+	struct evbuffer *out;
+	struct iovec iov[3];
+	struct msghdr mh;
+	char head[24];
+	evutil_socket_t fd;
+	ssize_t n;
+
+	if (!s->direct || evcon == NULL)
+		return -1;
+	bev = evhttp_connection_get_bufferevent(evcon);
+	out = bufferevent_get_output(bev);
+	if (evbuffer_get_length(out) != 0 || (fd = bufferevent_getfd(bev)) < 0)
+		return -1;
+	iov[0].iov_base = head;
+	iov[0].iov_len = s->chunked ? (size_t)snprintf(head, sizeof(head),
+	    "%zx\r\n", len) : 0;
+	iov[1].iov_base = (void *)(uintptr_t)frame;
+	iov[1].iov_len = len;
+	iov[2].iov_base = (void *)(uintptr_t)"\r\n";
+	iov[2].iov_len = s->chunked ? 2 : 0;
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = iov;
+	mh.msg_iovlen = 3;
+	if ((n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT)) < 0)
+		n = 0;
+	for (int i = 0; i < 3; i++) {
+		size_t skip = (size_t)n < iov[i].iov_len ? (size_t)n : iov[i].iov_len;
+
+		n -= (ssize_t)skip;
+		if (iov[i].iov_len > skip)
+			evbuffer_add(out, (char *)iov[i].iov_base + skip,
+			    iov[i].iov_len - skip);
+	}
+	if (evbuffer_get_length(out) != 0)
+		bufferevent_enable(bev, EV_WRITE);
+	return 0;
+}
+
 static void
 sub_write(struct sse_sub *s, const char *frame, size_t len, int live)
 {
-	struct evbuffer *buf = evbuffer_new();
+	struct evbuffer *buf;
 	size_t sz = len + 12;	/* chunk size line and CRLF */
 
-	if (buf == NULL)
-		return;
 	sub_idle_look(s);
-	evbuffer_add(buf, frame, len);
-	evhttp_send_reply_chunk(s->req, buf);
+	if (sub_write_direct(s, frame, len) == -1) {
+		if ((buf = evbuffer_new()) == NULL)
+			return;
+		evbuffer_add(buf, frame, len);
+		evhttp_send_reply_chunk(s->req, buf);
+		evbuffer_free(buf);
+	}
 	s->idle_out = sub_out_bytes(s);
-	evbuffer_free(buf);
 	if (!live)
 		return;
 	sub_account(s);
@@ -200,10 +263,8 @@ sub_end(struct sse_sub *s)
 
 	TAILQ_REMOVE(&s->bus->subs, s, entry);
 	s->bus->nsubs--;
-	if (s->hb != NULL)
-		event_free(s->hb);
-	if (s->idle != NULL)
-		event_free(s->idle);
+	tick_disarm(&hb_queue, &s->hb);
+	tick_disarm(&idle_queue, &s->idle);
 	free(s->fifo);
 	conn_set_sub(s->req, NULL);
 	if (evcon != NULL)
@@ -219,13 +280,13 @@ sse_sub_closed(struct sse_sub *s)
 	sub_end(s);
 }
 
+/* The heartbeat comment, every --sse-heartbeat-ms. */
 static void
-sub_heartbeat(evutil_socket_t fd, short what, void *arg)
+sub_heartbeat(void *arg)
 {
 	struct sse_sub *s = arg;
 	static const char hb[] = ": heartbeat\n\n";
 
-	(void)fd; (void)what;
 	sub_write(s, hb, sizeof(hb) - 1, 1);
 	(void)sub_check_queue(s);
 }
@@ -236,13 +297,12 @@ sub_heartbeat(evutil_socket_t fd, short what, void *arg)
  * is evicted: client_evicted writer_idle_timeout, then the end.
  */
 static void
-sub_idle_check(evutil_socket_t fd, short what, void *arg)
+sub_idle_check(void *arg)
 {
 	struct sse_sub *s = arg;
 	uint64_t idle;
 	json_object *d;
 
-	(void)fd; (void)what;
 	sub_idle_look(s);
 	idle = clock_mono_ms() - s->idle_since_ms;
 	if (s->idle_out == 0 || idle < (uint64_t)conf.writer_idle_timeout_ms)
@@ -263,7 +323,6 @@ static void
 sub_idle_start(struct sse_sub *s)
 {
 	int64_t every = conf.writer_idle_timeout_ms / 4;
-	struct timeval tv;
 
 	if (conf.writer_idle_timeout_ms <= 0)
 		return;
@@ -271,11 +330,9 @@ sub_idle_start(struct sse_sub *s)
 		every = 10;
 	if (every > 1000)
 		every = 1000;
-	tv.tv_sec = every / 1000;
-	tv.tv_usec = (every % 1000) * 1000;
 	s->idle_since_ms = clock_mono_ms();
-	if ((s->idle = event_new(serve_base, -1, EV_PERSIST, sub_idle_check, s)) != NULL)
-		event_add(s->idle, &tv);
+	idle_queue.every_ms = every;
+	tick_arm(&idle_queue, &s->idle, sub_idle_check, s);
 }
 
 /* state_resync_required {reason, detail?, lastDeliveredId, earliestAvailableId}. */
@@ -366,8 +423,8 @@ sse_subscribe(struct bus *b, struct evhttp_request *req, int64_t last_event_id,
     const char *epoch, int max_queued, json_object *snapshot)
 {
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-	struct timeval tv;
 	struct sse_sub *s = NULL;
+	const char *te;
 	char retry[32];
 	struct qerr *e;
 
@@ -398,6 +455,10 @@ sse_subscribe(struct bus *b, struct evhttp_request *req, int64_t last_event_id,
 	evhttp_connection_set_timeout(evcon, 24 * 3600);
 	sse_headers(req, b->epoch);
 	evhttp_send_reply_start(req, 200, "OK");
+	te = evhttp_find_header(evhttp_request_get_output_headers(req),
+	    "Transfer-Encoding");
+	s->chunked = te != NULL && strcasecmp(te, "chunked") == 0;
+	s->direct = evhttp_request_get_command(req) == EVHTTP_REQ_GET;
 	conn_set_sub(req, s);
 	snprintf(retry, sizeof(retry), "retry: %d\n\n", SERVE_SSE_RETRY_MS);
 	sub_write(s, retry, strlen(retry), 0);
@@ -408,13 +469,8 @@ sse_subscribe(struct bus *b, struct evhttp_request *req, int64_t last_event_id,
 	if (snapshot != NULL)
 		sub_synthetic(s, "session_snapshot", snapshot);
 	sub_idle_start(s);
-	if (conf.sse_heartbeat_ms > 0) {
-		tv.tv_sec = conf.sse_heartbeat_ms / 1000;
-		tv.tv_usec = (conf.sse_heartbeat_ms % 1000) * 1000;
-		s->hb = event_new(serve_base, -1, EV_PERSIST, sub_heartbeat, s);
-		if (s->hb != NULL)
-			event_add(s->hb, &tv);
-	}
+	hb_queue.every_ms = conf.sse_heartbeat_ms;
+	tick_arm(&hb_queue, &s->hb, sub_heartbeat, s);
 }
 
 /* Write a live frame to every subscriber of b (the ring has kept it). */

@@ -34,6 +34,7 @@ struct pctx {
 	size_t start;			/* chain index of the window's first record */
 	int counted;			/* cum holds the records before start */
 	double cum[3];			/* tokens so far: prompt, cached, candidates */
+	struct project_usage *usage;	/* the chain's kept sums, NULL: none */
 	const char *plan_call;		/* planToolCallId of the update written */
 	json_object *bg_turn;		/* the record's backgroundTurn, NULL: none */
 	int oom;

@@ -124,9 +124,9 @@ jsonc_usage(struct pctx *x, json_object *r, enum tx_type type)
 	    pj_jsonc_count(u, "cachedTokens"), pj_jsonc_count(u, "outputTokens"));
 }
 
-/* Add the counts of the chain's records before the window; -1 on OOM. */
+/* Add the counts of the chain's records [from, to) to x->cum; -1 on OOM. */
 static int
-usage_before(struct pctx *x)
+usage_range(struct pctx *x, size_t from, size_t to)
 {
 	struct jtape t;
 	enum tx_type type;
@@ -136,7 +136,7 @@ usage_before(struct pctx *x)
 	int rc = 0, p;
 
 	memset(&t, 0, sizeof t);
-	for (i = 0; rc == 0 && i < x->start; i++) {
+	for (i = from; rc == 0 && i < to; i++) {
 		type = transcript_type(x->t, x->c->rec[i]);
 		if (type != TX_ASSISTANT && type != TX_TOOL_RESULT)
 			continue;
@@ -155,6 +155,65 @@ usage_before(struct pctx *x)
 	}
 	jt_free(&t);
 	return rc;
+}
+
+/* Make the kept sums up to sum[want]; -1 on OOM. */
+static int
+usage_sums(struct pctx *x, struct project_usage *u, size_t want)
+{
+	double save[3];
+	size_t k;
+	void *na;
+
+	if (want >= u->cap) {
+		if ((na = reallocarray(u->sum, want + 16, sizeof(*u->sum))) == NULL)
+			return -1;
+		u->sum = na;
+		u->cap = want + 16;
+	}
+	if (u->n == 0) {
+		u->sum[0][0] = u->sum[0][1] = u->sum[0][2] = 0;
+		u->n = 1;
+	}
+	memcpy(save, x->cum, sizeof(save));
+	while (u->n <= want) {
+		k = u->n;
+		memcpy(x->cum, u->sum[k - 1], sizeof(x->cum));
+		if (usage_range(x, (k - 1) * PROJECT_USAGE_EVERY,
+		    k * PROJECT_USAGE_EVERY) == -1) {
+			memcpy(x->cum, save, sizeof(x->cum));
+			return -1;
+		}
+		memcpy(u->sum[k], x->cum, sizeof(x->cum));
+		u->n++;
+	}
+	memcpy(x->cum, save, sizeof(x->cum));
+	return 0;
+}
+
+/*
+ * Add the counts of the chain's records before the window: from the kept
+ * sums, when there are, and the records since the last of them; -1 on OOM.
+ */
+static int
+usage_before(struct pctx *x)
+{
+	struct project_usage *u = x->usage;
+	size_t k = x->start / PROJECT_USAGE_EVERY;
+
+	if (u == NULL)
+		return usage_range(x, 0, x->start);
+	if (usage_sums(x, u, k) == -1)
+		return -1;
+	pj_add_usage(x, u->sum[k][0], u->sum[k][1], u->sum[k][2]);
+	return usage_range(x, k * PROJECT_USAGE_EVERY, x->start);
+}
+
+void
+project_usage_clear(struct project_usage *u)
+{
+	free(u->sum);
+	memset(u, 0, sizeof(*u));
 }
 
 /* A number as a json-c value printed as JavaScript prints it (new). */

@@ -303,6 +303,14 @@ int
 project_window(struct transcript *t, const struct tx_chain *c, size_t start,
     int flags, struct projection *p, char **cause)
 {
+	return project_window_usage(t, c, start, flags, NULL, p, cause);
+}
+
+int
+project_window_usage(struct transcript *t, const struct tx_chain *c,
+    size_t start, int flags, struct project_usage *u, struct projection *p,
+    char **cause)
+{
 	struct pctx x;
 	json_object *meta;
 	uint64_t est = 0;
@@ -316,6 +324,7 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 	x.pos = start;
 	x.start = start;
 	x.counted = start == 0 || !(flags & PROJECT_CHAIN_STATS);
+	x.usage = u;
 	x.ts = -1;
 	x.seg = -1;
 	project_clear(p);

@@ -45,6 +45,25 @@ struct projection {
    tool_call_update.  flags: PROJECT_*.  -1 + cause. */
 int project_window(struct transcript *, const struct tx_chain *, size_t start,
     int flags, struct projection *p, char **cause);
+
+/*
+ * The token counts of one chain's records before a page (what
+ * PROJECT_CHAIN_STATS adds at a page's first plan), kept between the pages
+ * of that chain: a sum every PROJECT_USAGE_EVERY records, made as pages
+ * need them, so a page near the end of a long session parses the records
+ * since the last sum, not all before it.  Zeroed to start; cleared when
+ * the chain changes.
+ */
+#define PROJECT_USAGE_EVERY	256
+struct project_usage {
+	double	(*sum)[3];	/* sum[k]: the chain's records [0, k * EVERY) */
+	size_t	  n, cap;	/* sums made, room */
+};
+/* project_window with the sums of the chain's records kept in *u. */
+int project_window_usage(struct transcript *, const struct tx_chain *,
+    size_t start, int flags, struct project_usage *u, struct projection *p,
+    char **cause);
+void project_usage_clear(struct project_usage *);	/* forget the sums */
 void project_clear(struct projection *);
 /* Whether rec carries forkedFrom (history inherited from a fork parent):
    1, 0, or -1 + cause on I/O failure. */
