@@ -32,7 +32,7 @@ deb_uninstall() {
 	fi
 	if [ -n "${DEB_USER_MADE:-}" ]; then
 		userdel qwen-serve 2>/dev/null || true
-		! getent group qwen-serve >/dev/null || groupdel qwen-serve
+		if getent group qwen-serve >/dev/null; then groupdel qwen-serve; fi
 		DEB_USER_MADE=
 	fi
 	if [ -n "${DEB_RUN:-}" ]; then
@@ -45,9 +45,9 @@ deb_uninstall() {
 deb_can_install() {
 	[ "$(id -u)" = 0 ] || { echo "not root"; return; }
 	command -v dpkg >/dev/null || { echo "no dpkg"; return; }
-	! dpkg -s qwen-serve >/dev/null 2>&1 || { echo "qwen-serve already installed"; return; }
-	! getent passwd qwen-serve >/dev/null || { echo "user qwen-serve already exists"; return; }
-	! getent group qwen-serve >/dev/null || { echo "group qwen-serve already exists"; return; }
+	if dpkg -s qwen-serve >/dev/null 2>&1; then echo "qwen-serve already installed"; return; fi
+	if getent passwd qwen-serve >/dev/null; then echo "user qwen-serve already exists"; return; fi
+	if getent group qwen-serve >/dev/null; then echo "group qwen-serve already exists"; return; fi
 	command -v runuser >/dev/null || { echo "no runuser"; return; }
 }
 
