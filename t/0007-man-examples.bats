@@ -71,7 +71,8 @@ examples() {
 
 # run_examples PAGE SKIP...: run each shell entry of PAGE (but the numbers
 # in SKIP) with bash -e in the current directory; followers in the
-# background, stopped at the end of their entry.
+# background, stopped at the end of their entry.  EX_WRAP: a command the
+# bash runs under (unshare -n); EX_PRE: script run before each entry.
 run_examples() {
 	local page=$1 line n text script ran=0
 	shift
@@ -84,7 +85,8 @@ run_examples() {
 		# after_N: what the test waits for before the followers stop.
 		if declare -F "after_$n" >/dev/null; then script+=$'\n'"after_$n"; fi
 		echo "# $page example $n" >&3
-		SOCK=${SOCK:-} SID_EX=$SID_EX bash -e -o pipefail -c "$(declare -f wait_for subscribed served)
+		SOCK=${SOCK:-} SID_EX=$SID_EX ${EX_WRAP:-} bash -e -o pipefail -c "$(declare -f wait_for subscribed served)
+		    ${EX_PRE:-}
 		    $script
 		    for j in \$(jobs -p); do kill \$j 2>/dev/null || true; done; wait" \
 		    >"$BATS_TEST_TMPDIR/ex-$n.out" 2>"$BATS_TEST_TMPDIR/ex-$n.err" </dev/null || {
@@ -102,12 +104,13 @@ run_examples() {
 # until its entry is done.
 rewrite() {
 	sed -e ':a' -e '/\\$/N; s/\\\n//; ta' | sed -E \
-	    -e "s#(^| |=|\()/(var/log|var/lib|var/tmp|tmp|run)/#\1$BATS_TEST_TMPDIR/\2/#g" \
+	    -e "s#(^| |=|\(|>)/(var/log|var/lib|var/tmp|tmp|run|etc)/#\1$BATS_TEST_TMPDIR/\2/#g" \
 	    -e 's/^(qwen-serve .*--socket ([^ ]+) .*&)$/\1\nserved \2/' \
 	    -e '/--socket|--check-config|--web-dir/! s/^((QWEN_SERVER_TOKEN=[^ ]+ )?qwen-serve [^&]*[^& ])( &)?$/\1 \&\nserved "$XDG_RUNTIME_DIR\/qwen-serve\/qwen-serve.sock"/' \
 	    -e 's/^(curl -N [^&]*)$/\1 \&/' \
 	    -e 's/^(qwen-restore follow .*)$/\1 \&\nsubscribed/' \
-	    -e 's/^(qwen-trace-dump --follow .*)$/\1 \&/'
+	    -e 's/^(qwen-trace-dump --follow .*)$/\1 \&/' \
+	    -e 's/^(systemd-socket-activate .*)$/\1 \&/'
 }
 
 # served SOCKET: wait until a daemon started in the background answers.
@@ -133,28 +136,31 @@ subscribed() {
 	unset QWEN_SERVE_SOCKET QWEN_SERVE_URL QWEN_SERVER_TOKEN
 	mkdir -p "$HOME/src"
 	mkdir -p -m 700 "$XDG_RUNTIME_DIR" "$XDG_RUNTIME_DIR/qwen-serve"
-	FAKE_CHILD="chunks=2" serve_start --socket "$XDG_RUNTIME_DIR/qwen-serve/qwen-serve.sock"
+	# The fake child takes the model 7 names as the real agent would.
+	FAKE_CHILD="chunks=2,model=fake-large(openai)" \
+	    serve_start --socket "$XDG_RUNTIME_DIR/qwen-serve/qwen-serve.sock"
 	SOCK=$XDG_RUNTIME_DIR/qwen-serve/qwen-serve.sock	# the last --socket
 	ln -s "$WS" "$HOME/src/app"
 	make_transcript "$SID_EX"
 	cd "$HOME/src/app"
 	# 5 is a crontab line: its command runs (cron's sh, in $HOME); 6 is a
-	# unit: its ExecStart runs from the build tree in the workspace; 7
-	# names the real agent's model ('fake-large(openai)', t/2808): bash -n
-	# above only.
+	# unit: its ExecStart runs from the build tree in the workspace.
 	# The follower has printed the turn the prompt of 3 ran.
 	after_3() {
 		done3() { grep -q '^\[turn complete\]' "$BATS_TEST_TMPDIR/ex-3.out"; }
 		wait_for 10 done3
 	}
 	export -f after_3 wait_for
-	run_examples qwen-restore.1 5 6 7
+	run_examples qwen-restore.1 5 6
 	grep -q . "$BATS_TEST_TMPDIR/ex-1.out"
 	grep -qx "$SID_EX" "$BATS_TEST_TMPDIR/ex-2.out"
 	# The prompt's own answer shares the output: the follower's line may
 	# follow it on the same line.
 	grep -q 'agent> ' "$BATS_TEST_TMPDIR/ex-3.out"
 	[ -s todo.txt ]
+	# 7: a new session with the model and mode asked for, then its mode.
+	[ -s "$BATS_TEST_TMPDIR/ex-7.out" ]
+	run ! grep -qi 'not applied\|error' "$BATS_TEST_TMPDIR/ex-7.err"
 	cron=$(jq -r 'select(.page == "qwen-restore.1" and .n == 5) | .text' "$EX" |
 	    sed -E '1s/^([^ ]+ +){5}//')
 	(cd "$HOME" && sh -c "$cron")
@@ -232,12 +238,32 @@ subscribed() {
 	WS=$(pwd -P)
 	DATA=$HOME/.qwen
 	make_transcript "$ID"
-	# 3 (a non-loopback address), 4 (the rate-limit flags: t/2407 runs
-	# them), 5 (a daemon on TCP 4170 and promtool),
-	# 6 (a Prometheus job), 7 and 8 (the test above), 10, 11 and 13
-	# (websocat, a browser, npm and the real agent), 15, 16, 18 and 19
-	# (systemd, root): bash -n above only.
-	run_examples qwen-serve.8 3 4 5 6 7 8 10 11 13 15 16 18 19
+	# 3, 4 and 5 (TCP 4170, a non-loopback address) run in the test
+	# below; 6 is a Prometheus job (promtool checks it, here); 7 and 8
+	# the test above; 10, 11 and 13 need websocat, a browser with a
+	# display, npm and a model service; 15 and 16 systemd as pid 1
+	# (systemctl enable): bash -n above only.
+	# 18: the activated daemon answers its first connection.
+	after_18() {
+		health() { [ "$(curl -s --unix-socket "$XDG_RUNTIME_DIR/q.sock" http://localhost/health | jq -r .status)" = ok ]; }
+		wait_for 10 health
+	}
+	export -f after_18 wait_for
+	if ! command -v systemd-socket-activate >/dev/null; then
+		skip18=18	# systemd's tool not installed: bash -n only
+	fi
+	run_examples qwen-serve.8 3 4 5 6 7 8 10 11 13 15 16 ${skip18:-}
 	[ -s "$BATS_TEST_TMPDIR/var/log/qwen-serve.jsonl" ]
 	cat "$BATS_TEST_TMPDIR/ex-14.out" "$BATS_TEST_TMPDIR/ex-14.err" | grep -q 'configuration OK'
+	# 19 made the token the other examples read, in the sandbox's /etc.
+	grep -Eqx '[0-9a-f]{32}' "$BATS_TEST_TMPDIR/etc/qwen-serve/token"
+	[ "$(stat -c %a "$BATS_TEST_TMPDIR/etc/qwen-serve/token")" = 600 ]
+	[ "$(stat -c %a "$BATS_TEST_TMPDIR/etc/qwen-serve")" = 700 ]
+	# 6: Prometheus's own check of the job, its token file the sandbox's.
+	if command -v promtool >/dev/null; then
+		jq -r 'select(.page == "qwen-serve.8" and .n == 6) | .text' "$EX" | rewrite \
+		    >"$BATS_TEST_TMPDIR/prometheus.yml"
+		grep -q "$BATS_TEST_TMPDIR/etc/qwen-serve/token" "$BATS_TEST_TMPDIR/prometheus.yml"
+		run -0 promtool check config "$BATS_TEST_TMPDIR/prometheus.yml"
+	fi
 }
