@@ -86,6 +86,7 @@ run_examples() {
 		if declare -F "after_$n" >/dev/null; then script+=$'\n'"after_$n"; fi
 		echo "# $page example $n" >&3
 		SOCK=${SOCK:-} SID_EX=$SID_EX ${EX_WRAP:-} bash -e -o pipefail -c "$(declare -f wait_for subscribed served)
+		    trap 'kill \$(jobs -p) 2>/dev/null || true' EXIT
 		    ${EX_PRE:-}
 		    $script
 		    for j in \$(jobs -p); do kill \$j 2>/dev/null || true; done; wait" \
@@ -266,4 +267,47 @@ subscribed() {
 		grep -q "$BATS_TEST_TMPDIR/etc/qwen-serve/token" "$BATS_TEST_TMPDIR/prometheus.yml"
 		run -0 promtool check config "$BATS_TEST_TMPDIR/prometheus.yml"
 	fi
+}
+
+@test "qwen-serve(8): the TCP examples (a remote address, rate limits, metrics) run as written, each in a network namespace" {
+	[ "$(id -u)" = 0 ] || skip "needs root (a network namespace for TCP 4170 and 10.0.0.5)"
+	command -v ip >/dev/null || skip "iproute2 not installed"
+	unshare -n true 2>/dev/null || skip "cannot make network namespaces here"
+	command -v promtool >/dev/null || skip "promtool not installed"
+	export HOME=$BATS_TEST_TMPDIR/home XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/run
+	export ID=$SID_EX
+	unset QWEN_SERVE_SOCKET QWEN_SERVE_URL QWEN_SERVER_TOKEN
+	mkdir -p "$HOME/src/app"
+	mkdir -p -m 700 "$XDG_RUNTIME_DIR" "$XDG_RUNTIME_DIR/qwen-serve"
+	cd "$HOME/src/app"
+	WS=$(pwd -P)
+	DATA=$HOME/.qwen
+	make_transcript "$ID"
+	# The token of 3, made as example 19 makes it (in the sandbox's /etc).
+	install -d -m 700 "$BATS_TEST_TMPDIR/etc/qwen-serve"
+	install -m 600 /dev/null "$BATS_TEST_TMPDIR/etc/qwen-serve/token"
+	openssl rand -hex 16 >"$BATS_TEST_TMPDIR/etc/qwen-serve/token"
+	export TOKEN_FILE=$BATS_TEST_TMPDIR/etc/qwen-serve/token
+	# Each entry in a network namespace of its own (only loopback, with
+	# 3's address on it): port 4170 is nobody else's, no packet leaves.
+	EX_WRAP="unshare -n"
+	EX_PRE="ip link set lo up; ip addr add 10.0.0.5/32 dev lo"
+	# 3: the daemon answers on 10.0.0.5 with the token and the allowed Host.
+	after_3() {
+		remote() {
+			[ "$(curl -s -H "Authorization: Bearer $(cat "$TOKEN_FILE")" \
+			    -H 'Host: qwen.internal' http://10.0.0.5:4170/health | jq -r .status)" = ok ]
+		}
+		wait_for 10 remote
+		[ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: qwen.internal' \
+		    http://10.0.0.5:4170/capabilities)" = 401 ]
+	}
+	export -f after_3 wait_for
+	run_examples qwen-serve.8 1 2 6 7 8 9 10 11 12 13 14 15 16 17 18 19
+	# 4: the limit and what is left of it.
+	grep -qi '^X-RateLimit-Limit: 5' "$BATS_TEST_TMPDIR/ex-4.out"
+	grep -qi '^X-RateLimit-Remaining: 4' "$BATS_TEST_TMPDIR/ex-4.out"
+	# 5: promtool passed the socket's metrics; TCP's came with the token.
+	grep -q '^# TYPE ' "$BATS_TEST_TMPDIR/ex-5.out"
+	[ "$(grep -c '^# TYPE ' "$BATS_TEST_TMPDIR/ex-5.out")" -gt 5 ]
 }
