@@ -25,7 +25,6 @@ RAN=$BATS_RUN_TMPDIR/examples-ran
 # The examples no test here can run as written, and why (bash -n only).
 declare -gA EXCEPT=(
 	["qwen-serve.8 10"]="websocat (not packaged in Debian 12)"
-	["qwen-serve.8 11"]="a browser on a display (chromium, interactive)"
 	["qwen-serve.8 13"]="npm install from the registry and a model service (llm.example)"
 	["qwen-serve.8 15"]="systemd as pid 1 and a system user (adduser, systemctl enable)"
 	["qwen-serve.8 16"]="a user's systemd manager (systemctl --user enable)"
@@ -348,6 +347,25 @@ subscribed() {
 	# 5: promtool passed the socket's metrics; TCP's came with the token.
 	grep -q '^# TYPE ' "$BATS_TEST_TMPDIR/ex-5.out"
 	[ "$(grep -c '^# TYPE ' "$BATS_TEST_TMPDIR/ex-5.out")" -gt 5 ]
+	# 11 is two ways to run the console, one after the other here: the
+	# page of a token-protected daemon in the real chromium (headless:
+	# there is no display), then the page from a build tree (the
+	# checkout, at ~/src/qwen-serve).
+	command -v chromium >/dev/null || skip_examples qwen-serve.8 11 "chromium not installed"
+	ln -s "$QWEN_TOP_SRCDIR" "$HOME/src/qwen-serve"
+	jq -c 'select(.page == "qwen-serve.8" and .n == 11) | .text |= (split("\n") | .[0:2] | join("\n")) |
+	    .page = "console" | .n = 111' "$EX" >"$EX.console"
+	jq -c 'select(.page == "qwen-serve.8" and .n == 11) | .text |= (split("\n") | .[2] + " &") |
+	    .page = "console" | .n = 112' "$EX" >>"$EX.console"
+	after_112() {
+		page() { curl -s http://127.0.0.1:4170/ | cmp -s - "$HOME/src/qwen-serve/web/index.html"; }
+		wait_for 10 page
+	}
+	export -f after_112
+	EX_PRE+="; chromium() { command chromium --headless --no-sandbox --dump-dom \"\$@\"; }"
+	EX=$EX.console run_examples console
+	grep -q '<title>qwen-serve console</title>' "$BATS_TEST_TMPDIR/ex-111.out"
+	ran qwen-serve.8 11
 }
 
 @test "every example of every page ran, but the few that cannot run here (each said why)" {
