@@ -3,17 +3,20 @@
 # Every EXAMPLES entry of every man page (man/*.1, man/*.8), extracted by
 # t/helper/man-examples.py: the count of each page, every entry checked
 # (shell by bash -n, a systemd unit's ExecStart by bash -n, a JSON line by
-# jq, a YAML job by python3's yaml when it is there), and the examples of
-# qwen-restore(1), qwen-trace-dump(1) and qwen-acp-child(8) run as
-# written against a daemon this test starts (the fake child), and trace
-# files and transcripts it writes; of qwen-serve(8)'s, the private
-# socket and ACP ones run (on one daemon, as a user types them), the
-# others are checked only.  What runs differently is said where it is done: a crontab line
-# runs its command, a unit its ExecStart from the built tree, system
-# paths (/var/log, /var/lib, /var/tmp, /run, /tmp) are the sandbox's,
-# a daemon started in the foreground runs in the background.  A command that
-# follows a stream (follow, --follow) runs in the background and is
-# stopped when its example is done.
+# jq, a YAML job by python3's yaml when it is there), and then run as
+# written: against daemons this test starts (the fake child), on trace
+# files and transcripts it writes; qwen-serve(8)'s TCP ones (port 4170,
+# a remote address) each in a network namespace of its own.  The last
+# test accounts for every entry: how many each page has, how many ran,
+# and why each of the few others cannot run here (EXCEPT below); an
+# entry neither run nor excepted fails it.  What runs differently is
+# said where it is done: a crontab line runs its command, a unit its
+# ExecStart from the built tree, a message is sent to the child, a
+# Prometheus job goes through promtool check config, system paths
+# (/var/log, /var/lib, /var/tmp, /run, /tmp, /etc) are the sandbox's, a
+# daemon started in the foreground runs in the background, the browser
+# runs headless.  A command that follows a stream (follow, --follow)
+# runs in the background and is stopped when its example is done.
 
 load serve_helper
 bats_require_minimum_version 1.5.0
