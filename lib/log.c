@@ -224,6 +224,34 @@ log_session_of(const char *msg, size_t *n)
 	return *n > 0 && *n <= 128 && *p == ':' ? msg : NULL;
 }
 
+static char log_ctx_rid[LOG_ID_MAX + 1], log_ctx_tid[LOG_ID_MAX + 1];
+static log_session_lookup log_lookup;
+
+void
+log_context_set(const char *request_id, const char *trace_id)
+{
+	strlcpy(log_ctx_rid, request_id != NULL ? request_id : "", sizeof(log_ctx_rid));
+	strlcpy(log_ctx_tid, trace_id != NULL ? trace_id : "", sizeof(log_ctx_tid));
+}
+
+void
+log_set_session_lookup(log_session_lookup fn)
+{
+	log_lookup = fn;
+}
+
+/* Append ,"key":"value" (escaped, bounded) when value is known. */
+static void
+log_json_field(char *line, size_t *n, size_t size, const char *key,
+    const char *value)
+{
+	if (value == NULL || value[0] == '\0')
+		return;
+	log_advance(n, snprintf(line + *n, size - *n, "\"%s\":\"", key), size);
+	log_json_str(line, n, size, value, strnlen(value, LOG_ID_MAX));
+	log_advance(n, snprintf(line + *n, size - *n, "\","), size);
+}
+
 /* One JSON object a line (--log-format json), in one write(). */
 static void
 log_vmsg_json(enum log_level level, const char *fmt, va_list ap)
@@ -231,7 +259,7 @@ log_vmsg_json(enum log_level level, const char *fmt, va_list ap)
 	char msg[1536], line[4096], ts[40];
 	struct timespec tspec;
 	struct tm tm;
-	const char *sid;
+	const char *sid, *rid = log_ctx_rid, *tid = log_ctx_tid, *lr, *lt;
 	size_t n, m, sn;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -250,7 +278,17 @@ log_vmsg_json(enum log_level level, const char *fmt, va_list ap)
 		    sizeof(line));
 		log_json_str(line, &n, sizeof(line), sid, sn);
 		log_advance(&n, snprintf(line + n, sizeof(line) - n, "\","), sizeof(line));
+		if (log_lookup != NULL && (rid[0] == '\0' || tid[0] == '\0')) {
+			lr = lt = NULL;
+			log_lookup(sid, sn, &lr, &lt);
+			if (rid[0] == '\0' && lr != NULL)
+				rid = lr;
+			if (tid[0] == '\0' && lt != NULL)
+				tid = lt;
+		}
 	}
+	log_json_field(line, &n, sizeof(line), "requestId", rid);
+	log_json_field(line, &n, sizeof(line), "traceId", tid);
 	log_advance(&n, snprintf(line + n, sizeof(line) - n, "\"message\":\""), sizeof(line));
 	m = strlen(msg);
 	log_json_str(line, &n, sizeof(line) - 3, msg, m);

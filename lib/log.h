@@ -12,6 +12,7 @@
 #define QWEN_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 /* syslog(3) priorities, so the numbers can be used as journald prefixes. */
 enum log_level {
@@ -42,10 +43,29 @@ int	log_reopen(void);
 
 /*
  * "text" (the default) or "json": one object a line, {time, level,
- * program, pid, message} and sessionId when the message is about one
- * ("session ID: ...").  0, or -1 for another name.
+ * program, pid, message}, sessionId when the message is about one
+ * ("session ID: ..."), requestId and traceId where known (below).  0, or
+ * -1 for another name.
  */
 int	log_set_format(const char *name);
+
+/*
+ * The request a line is logged for, for the JSON format's requestId and
+ * traceId: set while a request is handled, NULL (or "") for unknown.
+ * Each is copied (at most LOG_ID_MAX bytes); the caller bounds and checks
+ * them (they become JSON string content, escaped).
+ */
+#define LOG_ID_MAX	64
+void	log_context_set(const char *request_id, const char *trace_id);
+
+/*
+ * For a line about a session ("session ID: ...") with no request id or
+ * trace id in the context: fn(id, len) may give the ones last known for
+ * that session (NULL or "" for none).
+ */
+typedef void (*log_session_lookup)(const char *id, size_t len,
+    const char **request_id, const char **trace_id);
+void	log_set_session_lookup(log_session_lookup fn);
 
 /* Whether lines carry journald priority prefixes (for tests). */
 int	log_is_journal(void);

@@ -289,8 +289,8 @@ open(sys.argv[1] + ".up", "w").close(); time.sleep(30)' "$BATS_TEST_TMPDIR/l.soc
 	make_transcript
 	req POST /session/$SID/load '{}'
 	expect 200
-	wait_for 5 grep -q "session $SID registered" "$BATS_TEST_TMPDIR/log"
-	! grep -q "session $SID registered" "$BATS_TEST_TMPDIR/log.1" || false
+	wait_for 5 grep -q "session $SID: registered" "$BATS_TEST_TMPDIR/log"
+	! grep -q "session $SID: registered" "$BATS_TEST_TMPDIR/log.1" || false
 }
 
 @test "--trace-file: restore spans without transcript content; SIGHUP reopens the file" {

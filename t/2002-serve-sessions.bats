@@ -340,7 +340,7 @@ P='{"prompt":[{"type":"text","text":"hello"}]}'
 	expect 204
 	req GET /session/$SID/status
 	expect 404
-	grep -q "session $SID closed (last_client_detached)" "$BATS_TEST_TMPDIR/err"
+	grep -q "session $SID: closed (last_client_detached)" "$BATS_TEST_TMPDIR/err"
 }
 
 @test "detach keeps a session that an SSE subscriber still holds" {
@@ -381,7 +381,7 @@ P='{"prompt":[{"type":"text","text":"hello"}]}'
 	req POST /session/$SID/load '{}'
 	expect 200
 	wait_for 5 bash -c "! curl -sf --unix-socket '$SOCK' http://localhost/session/$SID/status >/dev/null"
-	grep -q "session $SID closed (idle_timeout)" "$BATS_TEST_TMPDIR/err"
+	grep -q "session $SID: closed (idle_timeout)" "$BATS_TEST_TMPDIR/err"
 }
 
 @test "heartbeats keep a session from being reaped" {

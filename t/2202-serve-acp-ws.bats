@@ -298,7 +298,7 @@ EOF
 	health_wait '.wsConnections == 0 and .activePrompts == 1' 10
 	touch "$gate"
 	health_wait '.sessions == 0 and .activePrompts == 0' 10
-	grep -q "session $SID closed (last_client_detached)" "$BATS_TEST_TMPDIR/err"
+	grep -q "session $SID: closed (last_client_detached)" "$BATS_TEST_TMPDIR/err"
 	# A load still in flight when the peer vanishes: a REST client keeps
 	# the child up with another session, and the child is stopped.
 	req POST /session/$SID2/load '{}'

@@ -32,7 +32,7 @@ audit_has() {
 	    '{"outcome":{"outcome":"selected","optionId":"proceed_once"}}'
 	expect 200
 	sse_wait ev '.type == "turn_complete"'
-	req DELETE /session/$SID
+	req DELETE /session/$SID '' -H 'X-Request-Id: nightly-7'
 	code_delete=$code
 	# A read is not a change: not recorded.
 	req GET /session/$SID2/status
@@ -43,7 +43,10 @@ audit_has() {
 	jq -e -s 'length == 5' "$(AUDIT)"
 	jq -e -s 'all(.[]; (.time | test("^20")) and .who == "uid:'"$(id -u)"'" and
 	    .listener == "unix" and (.status | type == "number") and
-	    (.outcome == "ok" or .outcome == "error"))' "$(AUDIT)"
+	    (.outcome == "ok" or .outcome == "error") and
+	    (.requestId | test("^[A-Za-z0-9._:-]{1,64}$")))' "$(AUDIT)"
+	# The request's id, the one its answer and the JSON log carry.
+	audit_has '.what == "DELETE /session/:id" and .requestId == "nightly-7"'
 	audit_has '.what == "POST /session" and .status == 200 and .sessionId == null'
 	audit_has '.what == "POST /session/:id/load" and .sessionId == "'$SID'" and .outcome == "ok"'
 	audit_has '.what == "POST /session/:id/prompt" and .status == 202'

@@ -8,6 +8,8 @@
 load serve_helper
 
 teardown() {
+	exec 4>&-
+	[ -z "${WSPID:-}" ] || kill "$WSPID" 2>/dev/null || true
 	serve_teardown
 }
 
@@ -39,6 +41,43 @@ child_pid() {
 	SERVE_PID=
 	[ "$SERVE_STATUS" = 0 ]
 	grep -q 'drain: every turn ended' "$BATS_TEST_TMPDIR/err"
+}
+
+@test "drain: ACP over an open WebSocket refuses session/new, load and prompt (workspace_draining), the connection stays" {
+	FAKE_CHILD=hold=session/prompt serve_loaded --drain-grace-ms 600000
+	local init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}'
+	# The client's script through a FIFO: it talks before and during the drain.
+	mkfifo "$BATS_TEST_TMPDIR/ws.in"
+	ws-client -t 20 -u "$SOCK" <"$BATS_TEST_TMPDIR/ws.in" >"$BATS_TEST_TMPDIR/ws.out" \
+	    2>"$BATS_TEST_TMPDIR/ws.err" 3>&- &
+	WSPID=$!
+	exec 4>"$BATS_TEST_TMPDIR/ws.in"
+	printf 'text %s\nwait 1\n' "$init" >&4
+	answered() { jq -e -s --argjson i "$1" 'any(.[]; .id == $i)' "$BATS_TEST_TMPDIR/ws.out" >/dev/null; }
+	wait_for 10 answered 1
+	prompt_post $SID
+	wait_for 5 cond '[ "$(req GET /health?deep=1; jq .activePrompts <<<"$body")" = 1 ]'
+	kill -TERM "$SERVE_PID"
+	wait_for 5 cond 'req GET /health; [ "$code" = 503 ]'
+	printf 'text {"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"%s","mcpServers":[]}}\nwait 2\n' "$WS" >&4
+	printf 'text {"jsonrpc":"2.0","id":3,"method":"session/load","params":{"sessionId":"%s","cwd":"%s","mcpServers":[]}}\nwait 3\n' "$SID" "$WS" >&4
+	printf 'text {"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"%s","prompt":[{"type":"text","text":"x"}]}}\nwait 4\n' "$SID" >&4
+	wait_for 10 answered 4
+	for i in 2 3 4; do
+		jq -e -s --argjson i "$i" 'any(.[]; .id == $i and .error.code == -32603 and
+		    .error.data.code == "workspace_draining" and .error.data.httpStatus == 503)' \
+		    "$BATS_TEST_TMPDIR/ws.out" >/dev/null
+	done
+	run ! jq -e -s 'any(.[]; .ws == "close" or .ws == "eof")' "$BATS_TEST_TMPDIR/ws.out"
+	# The held turn ends, the daemon exits, and the connection with it.
+	kill -USR1 "$(child_pid)"
+	SERVE_STATUS=0
+	wait "$SERVE_PID" || SERVE_STATUS=$?
+	SERVE_PID=
+	[ "$SERVE_STATUS" = 0 ]
+	exec 4>&-
+	wait "$WSPID" || true
+	jq -e -s 'any(.[]; .ws == "close" or .ws == "eof")' "$BATS_TEST_TMPDIR/ws.out" >/dev/null
 }
 
 @test "drain: the grace ends a turn that does not finish; a second SIGTERM ends it at once" {

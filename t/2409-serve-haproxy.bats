@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: ISC
 # Two hosts behind HAProxy: routing by workspace, SSE through the proxy,
-# a drain during a running turn that loses nothing.  The whole deployment
+# WebSocket /acp through the proxy (kept open, a round trip), a drain
+# during a running turn that loses nothing, ACP refusing new sessions on
+# the open WebSocket during the drain.  The whole deployment
 # runs inside `unshare -n -m` (t/helper/haproxy-hosts.sh): only loopback
 # and the namespaces it makes, so nothing leaves the machine.
 
@@ -18,5 +20,7 @@ load serve_helper
 	printf '%s\n' "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"step: routing by workspace: path prefix and header"* ]]
+	[[ "$output" == *"step: WebSocket /acp through the proxy: upgraded, session/new answered"* ]]
+	[[ "$output" == *"step: drain: ACP over the open WebSocket refuses new sessions (workspace_draining)"* ]]
 	[[ "$output" == *"step: drained: the running turn finished through the proxy, a exited 0"* ]]
 }

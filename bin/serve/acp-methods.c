@@ -381,19 +381,21 @@ m_heartbeat(struct acp_conn *c, struct rpc_msg *m)
 
 /* ---- dispatch ------------------------------------------------------------ */
 
+/* new: new work, refused during a drain as its REST route is. */
 static const struct {
 	const char	*name;
 	void		(*fn)(struct acp_conn *, struct rpc_msg *);
+	int		 new;
 } methods[] = {
-	{ "initialize", m_initialize },
-	{ "session/new", m_new },
-	{ "session/load", m_load },
-	{ "session/resume", m_resume },
-	{ "session/prompt", m_prompt },
-	{ "session/cancel", m_cancel },
-	{ "session/close", m_close },
-	{ "_qwen/session/heartbeat", m_heartbeat },
-	{ "_qwen/session/detach", m_detach },
+	{ "initialize", m_initialize, 0 },
+	{ "session/new", m_new, 1 },
+	{ "session/load", m_load, 1 },
+	{ "session/resume", m_resume, 1 },
+	{ "session/prompt", m_prompt, 1 },
+	{ "session/cancel", m_cancel, 0 },
+	{ "session/close", m_close, 0 },
+	{ "_qwen/session/heartbeat", m_heartbeat, 0 },
+	{ "_qwen/session/detach", m_detach, 0 },
 };
 
 /* Run the method of a request or notification; answers are ignored. */
@@ -422,6 +424,13 @@ acp_dispatch(struct acp_conn *c, struct rpc_msg *m)
 	}
 	if (m->params != NULL && !json_object_is_type(m->params, json_type_object)) {
 		bad_params(c, m, "params must be an object");
+		return 0;
+	}
+	/* The ACP methods call the routes directly, past http.c's check. */
+	if (methods[i].new && drain_active()) {
+		if (m->kind == RPC_REQUEST)
+			acp_reply_error(c, NULL, m->id,
+			    qerr_new("workspace_draining", NULL));
 		return 0;
 	}
 	methods[i].fn(c, m);

@@ -40,6 +40,7 @@ struct audit_req {
 	char			*session_id;
 	char			 who[32];
 	char			 client[PEER_ADDR_MAX];
+	char			 request_id[REQID_MAX + 1];
 	int			 tcp;
 };
 
@@ -122,6 +123,7 @@ void
 audit_begin(struct evhttp_request *req, const char *what, const char *session_id)
 {
 	struct audit_req *a;
+	char tid[REQID_TRACE_LEN + 1];
 
 	if (audit_fd == -1)
 		return;
@@ -133,6 +135,7 @@ audit_begin(struct evhttp_request *req, const char *what, const char *session_id
 	a->session_id = session_id != NULL ? xstrdup(session_id) : NULL;
 	audit_who(req, a);
 	peer_client_addr(req, a->client, sizeof(a->client));
+	reqid_current(a->request_id, tid, NULL);
 	TAILQ_INSERT_TAIL(&pending, a, entry);
 	npending++;
 }
@@ -153,6 +156,9 @@ audit_write(const struct audit_req *a, int status)
 	    a->tcp ? "tcp" : "unix"));
 	json_object_object_add(o, "client", xjson_object_new_string(a->client));
 	json_object_object_add(o, "what", xjson_object_new_string(a->what));
+	if (a->request_id[0] != '\0')
+		json_object_object_add(o, "requestId",
+		    xjson_object_new_string(a->request_id));
 	json_object_object_add(o, "sessionId", a->session_id != NULL ?
 	    xjson_object_new_string(a->session_id) : NULL);
 	json_object_object_add(o, "status", xjson_object_new_int(status));

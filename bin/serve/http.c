@@ -619,6 +619,8 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 	if (ctx.body == NULL)
 		ctx.body = xjson_object_new_object();
 	r->fn(&ctx);
+	if (id != NULL)
+		reqid_session(sessions_find(id));
 out:
 	json_object_put(ctx.body);
 	evhttp_clear_headers(&q);
@@ -628,6 +630,8 @@ out:
 
 static const char *workspace_of_acp_path(const char *);
 static const char *ws_session_path(const char *);
+static void	on_request_routed(struct evhttp_request *,
+		    const struct evhttp_uri *, enum evhttp_cmd_type, const char *);
 static void	route_request(struct evhttp_request *, const char *,
 		    enum evhttp_cmd_type, const struct evhttp_uri *);
 
@@ -641,6 +645,16 @@ on_request(struct evhttp_request *req, void *arg)
 
 	(void)arg;
 	conn_request(req);
+	reqid_begin(req);
+	on_request_routed(req, uri, method, path);
+	reqid_end();
+}
+
+/* on_request's work, with the request's log context set. */
+static void
+on_request_routed(struct evhttp_request *req, const struct evhttp_uri *uri,
+    enum evhttp_cmd_type method, const char *path)
+{
 	/* A chunked body is only measured whole (conn-input.c cuts it early). */
 	if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) > SERVE_MAX_BODY) {
 		http_error(req, "payload_too_large", NULL);

@@ -34,6 +34,8 @@ struct inflight {
 	char			 shape[64];	/* coalescing key of a load */
 	int			 summary;	/* compactedReplayMode summary */
 	int			 released;	/* capacity given back */
+	char			 log_rid[REQID_MAX + 1];	/* reqid.c */
+	char			 log_tid[REQID_TRACE_LEN + 1];
 };
 
 /* One caller waiting for an in-flight spawn or restore. */

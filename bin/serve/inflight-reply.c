@@ -269,6 +269,7 @@ inflight_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
 		return;
 	}
 	s->is_default = op->is_default;
+	reqid_session_set(s, op->log_rid, op->log_tid);
 	s->state = state_of(payload);
 	switches_seed(s);
 	if (op->action == OP_LOAD)

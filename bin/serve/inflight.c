@@ -54,6 +54,17 @@ inflight_find(const char *id)
 	return NULL;
 }
 
+void
+inflight_log_ids(const char *id, const char **rid, const char **tid)
+{
+	struct inflight *op = inflight_find(id);
+
+	if (op != NULL) {
+		*rid = op->log_rid;
+		*tid = op->log_tid;
+	}
+}
+
 struct inflight *
 inflight_default_spawn(const char *workspace)
 {
@@ -247,6 +258,7 @@ inflight_spawn(const char *workspace, const char *id, int is_default,
 	op->is_default = is_default;
 	op->span = span_start("qwen-code.daemon.bridge", SPAN_KIND_CLIENT, NULL);
 	span_set_str(op->span, "qwen-code.daemon.operation", "session.new");
+	reqid_current(op->log_rid, op->log_tid, op->span);
 	meta = inflight_meta(op);
 	json_object_object_add(meta, "qwen.daemon.sessionInitializationDeadlineMs",
 	    xjson_object_new_int64((int64_t)(clock_wall_ms() + (uint64_t)conf.init_timeout_ms)));
@@ -352,6 +364,7 @@ inflight_start(struct inflight *op)
 	fence_take(op->id);	/* ownership moves here, before the ACP call */
 	op->span = span_start("qwen-code.daemon.bridge", SPAN_KIND_CLIENT, NULL);
 	span_set_str(op->span, "qwen-code.daemon.operation", "session.restore");
+	reqid_current(op->log_rid, op->log_tid, op->span);
 	span_set_str(op->span, "qwen-code.daemon.bridge.operation",
 	    load ? "session.load" : "session.resume");
 	span_set_str(op->span, "session.id", op->id);

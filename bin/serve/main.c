@@ -691,6 +691,7 @@ main(int argc, char **argv)
 		    strerror(errno));
 		exit(1);
 	}
+	reqid_init();
 	if (conf.audit_log != NULL && audit_open(conf.audit_log) == -1) {
 		fprintf(stderr, "qwen-serve: --audit-log %s: %s\n", conf.audit_log,
 		    strerror(errno));

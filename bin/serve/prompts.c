@@ -72,6 +72,8 @@ static void
 prompt_span_result(struct prompt *p, const char *result, const char *code)
 {
 	metrics_prompt(result, clock_mono_ms() - p->started_ms);
+	log_info("session %s: prompt %s ended (%s) after %llu ms", p->s->id, p->id,
+	    result, (unsigned long long)(clock_mono_ms() - p->started_ms));
 	span_set_str(p->span, "qwen-code.daemon.prompt.result", result);
 	if (code != NULL)
 		span_set_status(p->span, SPAN_STATUS_ERROR, code);
@@ -112,6 +114,7 @@ prompt_span_start(struct session *s, struct prompt *p)
 	span_set_int(p->span, "qwen-code.daemon.prompt.deadline_ms", p->deadline_ms);
 	if (p->span == NULL)
 		return;
+	reqid_session_span(s, p->span);
 	if ((meta = json_get_obj(p->params, "_meta")) == NULL) {
 		meta = xjson_object_new_object();
 		json_object_object_add(p->params, "_meta", meta);
@@ -450,6 +453,7 @@ prompts_pump(struct session *s)
 		if (p->announced)
 			pending_event(s, p, "pending_prompt_started", NULL);
 		prompt_span_start(s, p);
+		log_info("session %s: prompt %s started", s->id, p->id);
 		p->req = channel_request(s->channel, "session/prompt", p->params, 0,
 		    on_prompt_done, p);
 		p->params = NULL;

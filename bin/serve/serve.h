@@ -47,6 +47,9 @@
 #define SERVE_MAX_BODY		(10u * 1024 * 1024)
 #define SERVE_MAX_HEADERS	(64u * 1024)
 #define SERVE_SESSION_ID_MAX	128
+/* reqid.c: a client's X-Request-Id at most; a trace id in hex. */
+#define REQID_MAX		64
+#define REQID_TRACE_LEN		32
 #define SERVE_CLIENT_ID_MAX	128
 /* Clients registered per session; the least recently seen makes room. */
 #define SERVE_MAX_CLIENTS	256
@@ -697,6 +700,8 @@ struct session {
 	char			 approval_mode[16];	/* as the agent last said */
 	json_object		*turn_error;	/* the last turn's {message, code,
 						   errorKind}, until the next starts */
+	char			 log_rid[REQID_MAX + 1];	/* reqid.c */
+	char			 log_tid[REQID_TRACE_LEN + 1];
 };
 
 struct session	*sessions_find(const char *id);
@@ -764,6 +769,8 @@ struct inflight;
 
 const char	*inflight_action_name(enum inflight_action);
 struct inflight	*inflight_find(const char *id);
+/* The request and trace ids of the spawn or restore of id (log lines). */
+void	inflight_log_ids(const char *id, const char **rid, const char **tid);
 struct inflight	*inflight_default_spawn(const char *workspace);
 /* Spawns and restores not yet given back to capacity, in workspace. */
 size_t		 inflight_count_ws(const char *workspace);
@@ -918,6 +925,19 @@ int	ratelimit_admit(struct evhttp_request *, int cls);
 /* {prompt, mutation, read}: refusals since the start (caller frees). */
 json_object *ratelimit_rejected_json(void);
 void	ratelimit_free(void);
+
+/* ---- reqid.c: request and trace ids of the JSON log's lines ---------- */
+struct span;
+void	reqid_init(void);	/* sessions' ids for their later lines */
+/* A request begins (X-Request-Id answered; the log context) or ends. */
+void	reqid_begin(struct evhttp_request *);
+void	reqid_end(void);
+void	reqid_session(struct session *);	/* the request acts on it */
+void	reqid_session_span(struct session *, const struct span *);
+void	reqid_session_set(struct session *, const char *rid, const char *tid);
+/* The request's ids (REQID_MAX + 1, REQID_TRACE_LEN + 1 bytes), the
+   trace id the span's when there is one. */
+void	reqid_current(char *rid, char *tid, const struct span *);
 
 /* ---- metrics.c: GET /metrics (Prometheus text format) ------------------ */
 void	route_metrics(struct http_ctx *);

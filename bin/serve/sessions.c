@@ -254,8 +254,9 @@ session_new(const char *id, struct channel *ch)
 	TAILQ_INSERT_TAIL(&sessions, s, entry);
 	RB_INSERT(session_tree, &sessions_by_id, s);
 	nsessions++;
+	reqid_session(s);
 	channel_session_added(ch);
-	log_info("session %s registered", id);
+	log_info("session %s: registered", id);
 	return s;
 }
 
@@ -284,7 +285,7 @@ session_close(struct session *s, const char *reason, const char *closed_by)
 {
 	json_object *d = xjson_object_new_object(), *p;
 
-	log_info("session %s closed (%s)", s->id, reason);
+	log_info("session %s: closed (%s)", s->id, reason);
 	perm_cancel_session(s, 1);
 	if (s->active != NULL) {
 		p = xjson_object_new_object();

@@ -17,6 +17,7 @@
  *   hang=METHOD        never answer METHOD
  *   hold=METHOD        answer METHOD only after a SIGUSR1 (the test decides
  *                      when: a held answer is late because it was held)
+ *   model=ID           advertise and take model ID too (after fake-a, fake-b)
  *   poke=ID            on each SIGUSR1 send one session/update for ID
  *                      (text "poke"), whether or not ID is a session here
  *   fail=METHOD:CODE   answer METHOD with JSON-RPC error CODE (after its
@@ -136,7 +137,7 @@ static char *sessions[MAX_SESS];
 static char modes[MAX_SESS][16];	/* each session's approval mode */
 
 /* What session/new advertises (upstream's approval modes as the modes). */
-static const char *const fake_models[] = { "fake-a", "fake-b", NULL };
+static const char *fake_models[] = { "fake-a", "fake-b", NULL, NULL };
 static int stdout_open = 1;
 
 /* Fill k from "METHOD[@ID]" (len bytes of s) and val. */
@@ -180,6 +181,8 @@ parse_knobs(const char *env)
 			knob_set(&cf.full[cf.nfull++], v, strlen(v), 1);
 		else if (strcmp(tok, "hold") == 0 && cf.nhold < MAX_KNOB)
 			knob_set(&cf.hold[cf.nhold++], v, strlen(v), 1);
+		else if (strcmp(tok, "model") == 0 && fake_models[2] == NULL)
+			fake_models[2] = strdup(v);
 		else if (strcmp(tok, "poke") == 0 && cf.npoke < MAX_KNOB)
 			cf.poke[cf.npoke++] = strdup(v);
 		else if (strcmp(tok, "hang") == 0 && cf.nhang < MAX_KNOB)

@@ -133,6 +133,26 @@ running() { px GET /ws/a/health?deep=1; jq -e '.activePrompts == 1' <<<"$body"; 
 wait_until 5 running || fail "the turn is not running: $body"
 step "SSE through the proxy, a turn running on a"
 
+# WebSocket /acp through the proxy: the upgrade kept open, a round trip.
+# Its script comes through a FIFO, so that later steps can go on talking.
+mkfifo "$dir/ws.in"
+ws-client -t 20 -c 8080 -p /ws/a/acp -H "Authorization: Bearer $token" \
+    <"$dir/ws.in" >"$dir/ws.out" 2>"$dir/ws.err" &
+wspid=$!
+pids+=("$wspid")
+exec 3>"$dir/ws.in"
+rpc() { printf 'text {"jsonrpc":"2.0","id":%s,"method":"%s","params":%s}\nwait %s\n' \
+    "$1" "$2" "$3" "$1" >&3; }
+answered() { jq -e -s "any(.[]; .id == $1)" "$dir/ws.out"; }
+rpc 1 initialize '{"protocolVersion":1}'
+wait_until 10 answered 1 || fail "no initialize answer over WebSocket: $(cat "$dir/ws.out" "$dir/ws.err")"
+jq -e -s 'any(.[]; .ws == "open")' "$dir/ws.out" >/dev/null || fail "no upgrade: $(cat "$dir/ws.out")"
+rpc 2 session/new "{\"cwd\":\"$wsa\",\"mcpServers\":[]}"
+wait_until 10 answered 2 || fail "no session/new answer over WebSocket: $(cat "$dir/ws.out")"
+jq -e -s 'any(.[]; .id == 2 and (.result.sessionId | length > 0))' "$dir/ws.out" >/dev/null ||
+    fail "session/new over WebSocket: $(cat "$dir/ws.out")"
+step "WebSocket /acp through the proxy: upgraded, session/new answered"
+
 # The proxy's client address reached the audit log (trusted proxy).
 jq -e -s 'any(.[]; .what == "POST /session/:id/prompt" and .client == "127.0.0.1")' \
     "$dir/a/audit" >/dev/null || fail "audit client: $(cat "$dir/a/audit")"
@@ -147,6 +167,18 @@ expect 200
 kill -0 "$pid_a" || fail "a exited before its turn ended"
 step "drain: a out of the pool, new work refused, b still served"
 
+# The WebSocket opened before the drain is still up; new sessions on it
+# are refused with the catalog's workspace_draining (JSON-RPC -32603).
+rpc 3 session/new "{\"cwd\":\"$wsa\",\"mcpServers\":[]}"
+wait_until 10 answered 3 || fail "no session/new answer during the drain: $(cat "$dir/ws.out")"
+jq -e -s 'any(.[]; .id == 3 and .error.code == -32603 and
+    .error.data.code == "workspace_draining" and .error.data.httpStatus == 503)' \
+    "$dir/ws.out" >/dev/null || fail "ACP session/new during the drain: $(cat "$dir/ws.out")"
+if jq -e -s 'any(.[]; .ws == "close" or .ws == "eof")' "$dir/ws.out" >/dev/null; then
+	fail "the WebSocket closed during the drain: $(cat "$dir/ws.out")"
+fi
+step "drain: ACP over the open WebSocket refuses new sessions (workspace_draining)"
+
 kill -USR1 "$(pgrep -P "$pid_a" -x fake-child)"
 wait_until 10 grep -q '"type":"turn_complete"' "$dir/sse" ||
     fail "the turn's end never reached the client: $(cat "$dir/sse")"
@@ -157,3 +189,8 @@ wait "$pid_a" || st=$?
 [ "$st" = 0 ] || fail "a exited $st"
 grep -q 'drain: every turn ended' "$dir/a/err" || fail "a: $(cat "$dir/a/err")"
 step "drained: the running turn finished through the proxy, a exited 0"
+# The daemon's exit closed the WebSocket (through the proxy) in the end.
+exec 3>&-
+wait "$wspid" || true
+jq -e -s 'any(.[]; .ws == "close" or .ws == "eof")' "$dir/ws.out" >/dev/null ||
+    fail "the WebSocket outlived its daemon: $(cat "$dir/ws.out")"
