@@ -641,7 +641,7 @@ on_request(struct evhttp_request *req, void *arg)
 {
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
 	enum evhttp_cmd_type method = evhttp_request_get_command(req);
-	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL, *rest;
+	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
 
 	(void)arg;
 	conn_request(req);
@@ -655,6 +655,8 @@ static void
 on_request_routed(struct evhttp_request *req, const struct evhttp_uri *uri,
     enum evhttp_cmd_type method, const char *path)
 {
+	const char *rest;
+
 	/* A chunked body is only measured whole (conn-input.c cuts it early). */
 	if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) > SERVE_MAX_BODY) {
 		http_error(req, "payload_too_large", NULL);
