@@ -20,7 +20,7 @@ struct inflight {
 	int			 is_default;
 	TAILQ_HEAD(, inflight_waiter)	 waiters;
 	struct channel		*ch;
-	struct chan_req		*req;
+	struct channel_req		*req;
 	json_object		*body;		/* the first caller's body */
 	struct span		*span;
 	uint64_t		 started_ms;
@@ -28,8 +28,8 @@ struct inflight {
 	struct rfsm		 fsm;
 	struct event		*timer;		/* deadline, then grace */
 	json_object		*answer;	/* the in-time ACP answer */
-	enum chan_outcome	 answer_o;
-	struct chan_req		*close_req;
+	enum channel_outcome	 answer_o;
+	struct channel_req		*close_req;
 	json_object		*early;		/* buffered session/update params */
 	char			 shape[64];	/* coalescing key of a load */
 	int			 summary;	/* compactedReplayMode summary */
@@ -53,26 +53,26 @@ void	inflight_waiters_free(struct inflight *);
 const char *inflight_label(const struct inflight *);
 
 /* inflight-fence.c */
-void	fence_add(struct channel *, const char *id);
+void	inflight_fence_add(struct channel *, const char *id);
 /* A new registration for id takes ownership: its fences go. */
-void	fence_take(const char *id);
+void	inflight_fence_take(const char *id);
 /* ch exited: its fences go. */
-void	fences_channel_exited(struct channel *);
+void	inflight_fences_channel_exited(struct channel *);
 /* The buffered early updates of op go to s, in order. */
-void	early_drain(struct inflight *, struct session *s);
+void	inflight_early_drain(struct inflight *, struct session *s);
 /* A failed attempt: its early updates go, the id is tombstoned again. */
-void	early_purge(struct inflight *);
+void	inflight_early_purge(struct inflight *);
 /* Abandoned: early updates gone, the id (if known) fenced on op's channel. */
-void	early_fence(struct inflight *);
+void	inflight_early_fence(struct inflight *);
 
 /* inflight-reply.c */
 /* The public result: register the session and answer, or fail everyone. */
-void	inflight_reply(struct inflight *, enum chan_outcome, json_object *payload);
+void	inflight_reply(struct inflight *, enum channel_outcome, json_object *payload);
 
 /* inflight-ops.c */
 extern const struct rfsm_ops inflight_fsm_ops;
-/* The ACP answer of a spawn or restore (chan_cb). */
-void	inflight_on_answer(void *op, enum chan_outcome, json_object *payload);
+/* The ACP answer of a spawn or restore (channel_cb). */
+void	inflight_on_answer(void *op, enum channel_outcome, json_object *payload);
 /* The machine's one timer fired (libevent callback). */
 void	inflight_on_timer(evutil_socket_t, short, void *op);
 

@@ -177,22 +177,22 @@ inflight_session_json(struct session *s, enum inflight_action action, int attach
 
 /* Every waiter gets the same error. */
 static void
-reply_error_all(struct inflight *op, enum chan_outcome o, json_object *payload)
+reply_error_all(struct inflight *op, enum channel_outcome o, json_object *payload)
 {
 	struct inflight_waiter *w;
 	struct qerr *e;
 
 	TAILQ_FOREACH(w, &op->waiters, entry) {
 		switch (o) {
-		case CHAN_ERROR:
+		case CHANNEL_ERROR:
 			http_error_rpc(w->req, payload, op->id[0] ? op->id : NULL);
 			continue;
-		case CHAN_TIMEOUT:
-		case CHAN_INIT_TIMEOUT:
+		case CHANNEL_TIMEOUT:
+		case CHANNEL_INIT_TIMEOUT:
 			if ((e = qerr_new("init_timeout", NULL)) == NULL)
 				break;
 			qerr_set_int(e, "timeoutMs", conf.init_timeout_ms);
-			if (o == CHAN_INIT_TIMEOUT) {
+			if (o == CHANNEL_INIT_TIMEOUT) {
 				qerr_set_str(e, "phase", "channel.initialize");
 				if (op->action == OP_SPAWN) {
 					qerr_set_bool(e, "sideEffectPossible", 0);
@@ -241,19 +241,19 @@ spawn_id_ok(struct inflight *op, const char *got)
 
 /* The public result: register the session and answer, or fail everyone. */
 void
-inflight_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
+inflight_reply(struct inflight *op, enum channel_outcome o, json_object *payload)
 {
 	struct inflight_waiter *w;
-	struct switches_caller *callers;
+	struct modes_caller *callers;
 	struct session *s;
 	json_object *v;
 	const char *id = op->id;
 	size_t n = 0;
 
 	log_info("session %s: %s %s after %llu ms", id[0] ? id : "(new)",
-	    inflight_action_name(op->action), o == CHAN_RESULT ? "succeeded" : "failed",
+	    inflight_action_name(op->action), o == CHANNEL_RESULT ? "succeeded" : "failed",
 	    (unsigned long long)(clock_mono_ms() - op->started_ms));
-	if (o != CHAN_RESULT) {
+	if (o != CHANNEL_RESULT) {
 		reply_error_all(op, o, payload);
 		return;
 	}
@@ -271,10 +271,10 @@ inflight_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
 	s->is_default = op->is_default;
 	reqid_session_set(s, op->log_rid, op->log_tid);
 	s->state = state_of(payload);
-	switches_seed(s);
+	modes_seed(s);
 	if (op->action == OP_LOAD)
 		seed_replay(s, payload);
-	early_drain(op, s);
+	inflight_early_drain(op, s);
 	TAILQ_FOREACH(w, &op->waiters, entry)
 		n++;
 	callers = xreallocarray(NULL, n, sizeof(*callers));
@@ -286,6 +286,6 @@ inflight_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
 		s->attach_count++;
 	}
 	/* The first caller's modelServiceId and approvalMode, as upstream. */
-	switches_reply(s, op->action, 0, op->body, callers, n);
+	modes_reply(s, op->action, 0, op->body, callers, n);
 	free(callers);
 }

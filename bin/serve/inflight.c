@@ -238,7 +238,7 @@ inflight_dispatch(struct inflight *op, const char *method, json_object *params,
 	op->req = channel_request_sent(op->ch, method, params, 0,
 	    inflight_on_answer, inflight_sent, op);
 	if (op->req == NULL) {
-		op->answer_o = CHAN_CLOSED;
+		op->answer_o = CHANNEL_CLOSED;
 		rfsm_feed(&op->fsm, RFSM_EV_TRANSPORT_CLOSED);	/* frees op */
 	}
 }
@@ -254,7 +254,7 @@ inflight_spawn(const char *workspace, const char *id, int is_default,
 		return;
 	op->body = json_object_get(body);
 	if (id != NULL)
-		fence_take(id);	/* the registration owns the id from now on */
+		inflight_fence_take(id);	/* the registration owns the id from now on */
 	op->is_default = is_default;
 	op->span = span_start("qwen-code.daemon.bridge", SPAN_KIND_CLIENT, NULL);
 	span_set_str(op->span, "qwen-code.daemon.operation", "session.new");
@@ -361,7 +361,7 @@ inflight_start(struct inflight *op)
 	json_object *p, *meta;
 	int load = op->action == OP_LOAD;
 
-	fence_take(op->id);	/* ownership moves here, before the ACP call */
+	inflight_fence_take(op->id);	/* ownership moves here, before the ACP call */
 	op->span = span_start("qwen-code.daemon.bridge", SPAN_KIND_CLIENT, NULL);
 	span_set_str(op->span, "qwen-code.daemon.operation", "session.restore");
 	reqid_current(op->log_rid, op->log_tid, op->span);
@@ -447,7 +447,7 @@ inflight_channel_exited(struct channel *ch)
 {
 	struct inflight *op, *next;
 
-	fences_channel_exited(ch);
+	inflight_fences_channel_exited(ch);
 	TAILQ_FOREACH_SAFE(op, &ops, entry, next)
 		if (op->ch == ch && rfsm_unsettled(op->fsm.state))
 			rfsm_feed(&op->fsm, RFSM_EV_TRANSPORT_CLOSED);	/* may free op */

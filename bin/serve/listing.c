@@ -346,13 +346,13 @@ listing_reply(struct listing *l)
 	if (l->paged && l->more)
 		evbuffer_add_printf(buf, ",\"nextCursor\":\"%zu\"", l->n);
 	evbuffer_add(buf, "}", 1);
-	listen_cors_headers(l->req);
-	evhttp_add_header(evhttp_request_get_output_headers(l->req),
+	gate_cors_headers(l->req);
+	http_set_header(l->req,
 	    "Content-Type", "application/json");
 	if ((evcon = evhttp_request_get_connection(l->req)) != NULL)
 		bufferevent_set_max_single_write(
 		    evhttp_connection_get_bufferevent(evcon), 1024 * 1024);
-	evhttp_send_reply(l->req, 200, NULL, buf);
+	http_reply_raw(l->req, 200, buf);
 	evbuffer_free(buf);
 	listing_free(l);
 	listing_next();

@@ -54,7 +54,7 @@ static uint64_t	conns[2];
 static uint64_t	conns_open[2];
 static uint64_t	refusals[2][NELEM(refusal_reasons)];
 static uint64_t	child_starts, child_restarts, child_exits[2];
-static uint64_t	perm_requests;
+static uint64_t	permission_requests;
 
 static size_t
 metrics_index(const char *const *names, size_t n, const char *name)
@@ -139,7 +139,7 @@ metrics_child_exited(int killed)
 void
 metrics_permission_asked(void)
 {
-	perm_requests++;
+	permission_requests++;
 }
 
 /* "# HELP" and "# TYPE" of one family. */
@@ -200,7 +200,7 @@ metrics_sessions(struct evbuffer *b)
 	sample(b, "qwen_serve_permission_requests_pending", perms);
 	family(b, "qwen_serve_permission_requests_total", "counter",
 	    "Permission requests the agent made.");
-	sample(b, "qwen_serve_permission_requests_total", perm_requests);
+	sample(b, "qwen_serve_permission_requests_total", permission_requests);
 	family(b, "qwen_serve_sse_subscribers", "gauge", "Open SSE event streams.");
 	sample(b, "qwen_serve_sse_subscribers", sessions_subscribers());
 	family(b, "qwen_serve_sse_evictions_total", "counter",
@@ -281,7 +281,7 @@ static void
 metrics_children(struct evbuffer *b)
 {
 	family(b, "qwen_serve_children_running", "gauge", "qwen-acp-child processes running.");
-	sample(b, "qwen_serve_children_running", channels_running());
+	sample(b, "qwen_serve_children_running", channel_running());
 	family(b, "qwen_serve_child_starts_total", "counter", "qwen-acp-child processes started.");
 	sample(b, "qwen_serve_child_starts_total", child_starts);
 	family(b, "qwen_serve_child_restarts_total", "counter",
@@ -345,9 +345,9 @@ route_metrics(struct http_ctx *ctx)
 	metrics_conns(b);
 	metrics_children(b);
 	metrics_process(b);
-	listen_cors_headers(ctx->req);
-	evhttp_add_header(evhttp_request_get_output_headers(ctx->req), "Content-Type",
+	gate_cors_headers(ctx->req);
+	http_set_header(ctx->req, "Content-Type",
 	    "text/plain; version=0.0.4; charset=utf-8");
-	evhttp_send_reply(ctx->req, 200, NULL, b);
+	http_reply_raw(ctx->req, 200, b);
 	evbuffer_free(b);
 }

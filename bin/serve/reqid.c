@@ -84,7 +84,7 @@ reqid_begin(struct evhttp_request *req)
 	if ((h = evhttp_find_header(in, "traceparent")) != NULL &&
 	    trace_parse_traceparent(h, &tc) == 0)
 		trace_hex(tc.trace_id, sizeof(tc.trace_id), cur_tid);
-	evhttp_add_header(evhttp_request_get_output_headers(req),
+	http_set_header(req,
 	    "X-Request-Id", cur_rid);
 	log_context_set(cur_rid, cur_tid);
 }

@@ -4,7 +4,7 @@
  * beyond prompts: answers to its permission requests (also by upstream's
  * legacy POST /permission/:requestId), and model and
  * approval-mode switches (POST /session/:id/model {modelId},
- * POST /session/:id/approval-mode {mode}; the work is in switches.c).
+ * POST /session/:id/approval-mode {mode}; the work is in modes.c).
  */
 #include "config.h"
 
@@ -46,19 +46,19 @@ route_session_permission(struct http_ctx *ctx)
 	if ((s = routes_session(ctx)) == NULL)
 		return;
 	(void)json_object_object_get_ex(ctx->body, "outcome", &outcome);
-	switch (perm_answer(s->id, ctx->path_tail, outcome, ctx->client_id)) {
-	case PERM_ACCEPTED:
+	switch (permission_answer(s->id, ctx->path_tail, outcome, ctx->client_id)) {
+	case PERMISSION_ACCEPTED:
 		http_reply_json(ctx->req, 200, json_object_new_object());
 		break;
-	case PERM_BAD_OUTCOME:
+	case PERMISSION_BAD_OUTCOME:
 		permission_error(ctx, 400, "`outcome` must be `{ outcome: \"cancelled\" }` "
 		    "or `{ outcome: \"selected\", optionId: string }`", NULL, NULL, NULL);
 		break;
-	case PERM_BAD_OPTION:
+	case PERMISSION_BAD_OPTION:
 		permission_error(ctx, 400, "optionId is not one the request offered",
 		    "invalid_option_id", NULL, outcome);
 		break;
-	case PERM_NOT_FOUND:
+	case PERMISSION_NOT_FOUND:
 		permission_error(ctx, 404, "No pending permission request for session",
 		    NULL, s->id, NULL);
 		break;
@@ -74,7 +74,7 @@ route_session_permission(struct http_ctx *ctx)
 void
 route_permission(struct http_ctx *ctx)
 {
-	const char *sid = perm_session_of(ctx->path_tail);
+	const char *sid = permission_session_of(ctx->path_tail);
 	struct session *s = sid != NULL ? sessions_find(sid) : NULL;
 	json_object *outcome = NULL;
 
@@ -84,19 +84,19 @@ route_permission(struct http_ctx *ctx)
 		return;
 	}
 	(void)json_object_object_get_ex(ctx->body, "outcome", &outcome);
-	switch (perm_answer(NULL, ctx->path_tail, outcome, ctx->client_id)) {
-	case PERM_ACCEPTED:
+	switch (permission_answer(NULL, ctx->path_tail, outcome, ctx->client_id)) {
+	case PERMISSION_ACCEPTED:
 		http_reply_json(ctx->req, 200, json_object_new_object());
 		break;
-	case PERM_BAD_OUTCOME:
+	case PERMISSION_BAD_OUTCOME:
 		permission_error(ctx, 400, "`outcome` must be `{ outcome: \"cancelled\" }` "
 		    "or `{ outcome: \"selected\", optionId: string }`", NULL, NULL, NULL);
 		break;
-	case PERM_BAD_OPTION:
+	case PERMISSION_BAD_OPTION:
 		permission_error(ctx, 400, "optionId is not one the request offered",
 		    "invalid_option_id", NULL, outcome);
 		break;
-	case PERM_NOT_FOUND:
+	case PERMISSION_NOT_FOUND:
 		permission_error(ctx, 404, "No pending permission request", NULL,
 		    NULL, NULL);
 		break;
@@ -121,15 +121,15 @@ rest_switch_new(struct http_ctx *ctx, struct session *s)
 
 /* The agent's answer (the set_model result, or our mode answer), or its error. */
 static void
-on_switch(void *arg, enum chan_outcome o, json_object *payload)
+on_switch(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct rest_switch *r = arg;
 
-	if (o == CHAN_RESULT)
+	if (o == CHANNEL_RESULT)
 		http_reply_json(r->req, 200, payload != NULL ?
 		    json_object_get(payload) : xjson_object_new_object());
 	else
-		switches_http_error(r->req, o, payload, r->session_id);
+		modes_http_error(r->req, o, payload, r->session_id);
 	free(r);
 }
 
@@ -167,7 +167,7 @@ route_session_model(struct http_ctx *ctx)
 		return;
 	}
 	r = rest_switch_new(ctx, s);
-	if (switches_model(s, model, ctx->client_id, on_switch, r) == -1) {
+	if (modes_model(s, model, ctx->client_id, on_switch, r) == -1) {
 		http_error(ctx->req, "acp_channel_unavailable", s->id);
 		free(r);
 	}
@@ -210,7 +210,7 @@ route_session_approval_mode(struct http_ctx *ctx)
 		plan = json_object_get_boolean(v);
 	}
 	r = rest_switch_new(ctx, s);
-	if (switches_mode(s, mode, plan, ctx->client_id, on_switch, r) == -1) {
+	if (modes_mode(s, mode, plan, ctx->client_id, on_switch, r) == -1) {
 		http_error(ctx->req, "acp_channel_unavailable", s->id);
 		free(r);
 	}

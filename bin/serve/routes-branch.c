@@ -45,7 +45,7 @@ struct branch_req {
 	TAILQ_ENTRY(branch_req)	 entry;
 	struct evhttp_request	*req;		/* NULL once abandoned */
 	struct channel		*ch;	/* counts it as control work (seed 000) */
-	struct chan_req		*rpc;
+	struct channel_req		*rpc;
 	struct event		*timer;
 	int			 overdue;	/* the second budget runs */
 	int			 sending;	/* inside channel_request() */
@@ -192,21 +192,21 @@ branch_reply(struct branch_req *br, json_object *payload)
 
 /* The child's answer: to the caller, or, abandoned, its copy removed. */
 static void
-on_branch(void *arg, enum chan_outcome o, json_object *payload)
+on_branch(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct branch_req *br = arg;
 	const char *nid;
 
 	/* A real agent picks the new id and title itself. */
-	if (o == CHAN_RESULT &&
+	if (o == CHANNEL_RESULT &&
 	    (nid = json_get_str(payload, "newSessionId")) != NULL &&
 	    strlen(nid) == UUID_LEN && names_session_id_ok(nid))
 		strlcpy(br->new_id, nid, sizeof(br->new_id));
 	if (br->req == NULL)
 		branch_remove(br, br->new_id);
-	else if (o == CHAN_RESULT)
+	else if (o == CHANNEL_RESULT)
 		branch_reply(br, payload);
-	else if (o == CHAN_ERROR)
+	else if (o == CHANNEL_ERROR)
 		http_error_rpc(br->req, payload, br->id);
 	else
 		unavailable(br->req);
@@ -314,7 +314,7 @@ route_session_branch(struct http_ctx *ctx)
 	if (routes_check_cwd(ctx) == -1 || branch_body(ctx, &name, &at) == -1)
 		return;
 	/* A running or queued prompt is still writing the history. */
-	if (s != NULL && session_pending_prompts(s) > 0) {
+	if (s != NULL && prompts_pending(s) > 0) {
 		http_error(ctx->req, "branch_while_prompt_active", s->id);
 		return;
 	}

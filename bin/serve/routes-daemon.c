@@ -55,7 +55,7 @@ void
 route_health(struct http_ctx *ctx)
 {
 	json_object *o = xjson_object_new_object();
-	const char *deep = evhttp_find_header(ctx->query, "deep");
+	const char *deep = http_query(ctx, "deep");
 	size_t active, unsettled, overdue, quarantined;
 
 	json_object_object_add(o, "status", xjson_object_new_string(
@@ -66,7 +66,7 @@ route_health(struct http_ctx *ctx)
 		put_count(o, "sessions", sessions_count());
 		put_count(o, "activePrompts", sessions_active_prompts());
 		json_object_object_add(o, "channelAlive",
-		    xjson_object_new_boolean(channels_running() > 0));
+		    xjson_object_new_boolean(channel_running() > 0));
 		put_count(o, "connections", conn_count());
 		put_count(o, "maxConnections", conn_limit());
 		put_count(o, "wsConnections", ws_conn_count());
@@ -269,7 +269,7 @@ status_runtime(void)
 	json_object_object_add(o, "policy", xjson_object_new_string("first-responder"));
 	json_object_object_add(r, "permissions", o);
 	o = xjson_object_new_object();
-	json_object_object_add(o, "live", xjson_object_new_boolean(channels_running() > 0));
+	json_object_object_add(o, "live", xjson_object_new_boolean(channel_running() > 0));
 	json_object_object_add(r, "channel", o);
 	o = xjson_object_new_object();
 	put_count(o, "restSseActive", sessions_subscribers());
@@ -293,7 +293,7 @@ status_runtime(void)
 void
 route_daemon_status(struct http_ctx *ctx)
 {
-	const char *detail = evhttp_find_header(ctx->query, "detail"), *level;
+	const char *detail = http_query(ctx, "detail"), *level;
 	json_object *o, *d, *sec, *caps = routes_capabilities_json(), *v;
 	char when[CLOCK_ISO_LEN];
 
@@ -355,8 +355,8 @@ route_capabilities(struct http_ctx *ctx)
 void
 route_workspace_sessions(struct http_ctx *ctx)
 {
-	const char *cwd = evhttp_find_header(ctx->query, "cwd");
-	const char *lim = evhttp_find_header(ctx->query, "limit"), *errstr = NULL;
+	const char *cwd = http_query(ctx, "cwd");
+	const char *lim = http_query(ctx, "limit"), *errstr = NULL;
 	long long max = 100;
 
 	if (cwd != NULL)
@@ -379,8 +379,8 @@ route_workspace_sessions(struct http_ctx *ctx)
 static int
 page_view(struct http_ctx *ctx, const char **group)
 {
-	const char *view = evhttp_find_header(ctx->query, "view");
-	const char *g = evhttp_find_header(ctx->query, "group");
+	const char *view = http_query(ctx, "view");
+	const char *g = http_query(ctx, "group");
 	json_object *doc;
 	int known;
 
@@ -422,9 +422,9 @@ route_workspace_sessions_page(struct http_ctx *ctx)
 {
 	static const char *const unknown[] = { "parentSessionId", "sourceType",
 	    "sourceId", NULL };
-	const char *size = evhttp_find_header(ctx->query, "size");
-	const char *cur = evhttp_find_header(ctx->query, "cursor");
-	const char *arch = evhttp_find_header(ctx->query, "archiveState");
+	const char *size = http_query(ctx, "size");
+	const char *cur = http_query(ctx, "cursor");
+	const char *arch = http_query(ctx, "archiveState");
 	const char *errstr = NULL, *group;
 	long long max = 50, skip = 0;
 
@@ -440,7 +440,7 @@ route_workspace_sessions_page(struct http_ctx *ctx)
 		return;
 	}
 	for (size_t i = 0; unknown[i] != NULL; i++)
-		if (evhttp_find_header(ctx->query, unknown[i]) != NULL) {
+		if (http_query(ctx, unknown[i]) != NULL) {
 			http_send_qerr(ctx->req, qerr_new("bad_request",
 			    "This session filter is not served"));
 			return;

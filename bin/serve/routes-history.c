@@ -5,7 +5,7 @@
  * checked here with upstream's rules and errors, and the page comes from
  * the workspace's child (qwen/status/session/transcript, upstream's name,
  * so that a real agent as the child answers it too), which answers from
- * its kept index of the transcript, so a page costs what its records
+ * its index cache of the transcript, so a page costs what its records
  * cost.  (POST /session/:id/branch: routes-branch.c.)
  */
 #include "config.h"
@@ -56,7 +56,7 @@ unavailable(struct evhttp_request *req)
 static int
 page_limit(struct http_ctx *ctx, json_object *params)
 {
-	const char *s = evhttp_find_header(ctx->query, "limit");
+	const char *s = http_query(ctx, "limit");
 	struct qerr *e;
 	long long n;
 
@@ -88,10 +88,10 @@ page_limit(struct http_ctx *ctx, json_object *params)
 static int
 page_anchor(struct http_ctx *ctx, json_object *params)
 {
-	const char *cur = evhttp_find_header(ctx->query, "cursor");
-	const char *dir = evhttp_find_header(ctx->query, "direction");
-	const char *before = evhttp_find_header(ctx->query, "beforeRecordId");
-	const char *mode = evhttp_find_header(ctx->query, "compactedReplayMode");
+	const char *cur = http_query(ctx, "cursor");
+	const char *dir = http_query(ctx, "direction");
+	const char *before = http_query(ctx, "beforeRecordId");
+	const char *mode = http_query(ctx, "compactedReplayMode");
 	const char *msg = NULL;
 
 	if (cur != NULL && (cur[0] == '\0' || strlen(cur) > TRANSCRIPT_CURSOR_MAX_BYTES))
@@ -104,8 +104,8 @@ page_anchor(struct http_ctx *ctx, json_object *params)
 	else if ((dir != NULL && (cur != NULL || before != NULL)) ||
 	    (cur != NULL && before != NULL))
 		msg = "`direction`, `cursor` and `beforeRecordId` cannot be combined";
-	else if (evhttp_find_header(ctx->query, "atRecordId") != NULL ||
-	    evhttp_find_header(ctx->query, "snapshot") != NULL)
+	else if (http_query(ctx, "atRecordId") != NULL ||
+	    http_query(ctx, "snapshot") != NULL)
 		msg = "`atRecordId` and `snapshot` anchors are not supported";
 	if (msg != NULL) {
 		bad_query(ctx->req, "invalid_transcript_cursor", msg);
@@ -126,13 +126,13 @@ page_anchor(struct http_ctx *ctx, json_object *params)
 
 /* The child's page: {v, sessionId, events, hasMore, nextCursor?}. */
 static void
-on_page(void *arg, enum chan_outcome o, json_object *payload)
+on_page(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct page_req *pr = arg;
 	json_object *body, *v;
 	struct qerr *e;
 
-	if (o == CHAN_RESULT && json_object_is_type(payload, json_type_object)) {
+	if (o == CHANNEL_RESULT && json_object_is_type(payload, json_type_object)) {
 		body = xjson_object_new_object();
 		json_object_object_add(body, "v", xjson_object_new_int(1));
 		json_object_object_add(body, "sessionId", xjson_object_new_string(pr->id));
@@ -145,9 +145,9 @@ on_page(void *arg, enum chan_outcome o, json_object *payload)
 		if (json_object_object_get_ex(payload, "nextCursor", &v))
 			json_object_object_add(body, "nextCursor", json_object_get(v));
 		http_reply_json(pr->req, 200, body);
-	} else if (o == CHAN_ERROR)
+	} else if (o == CHANNEL_ERROR)
 		http_error_rpc(pr->req, payload, pr->id);
-	else if (o == CHAN_TIMEOUT) {
+	else if (o == CHANNEL_TIMEOUT) {
 		if ((e = qerr_new("transcript_read_timeout", NULL)) != NULL) {
 			qerr_set_str(e, "sessionId", pr->id);
 			qerr_set_int(e, "timeoutMs", conf.restore_timeout_ms);
@@ -167,7 +167,7 @@ route_session_transcript(struct http_ctx *ctx)
 	struct channel *ch;
 	struct page_req *pr;
 
-	const char *cwd = evhttp_find_header(ctx->query, "cwd");
+	const char *cwd = http_query(ctx, "cwd");
 
 	if (cwd != NULL)
 		json_object_object_add(ctx->body, "cwd", xjson_object_new_string(cwd));
@@ -203,14 +203,14 @@ route_session_transcript(struct http_ctx *ctx)
 
 /* The child's turns: {v, sessionId, snapshot, totalTurns, start, turns}. */
 static void
-on_turns(void *arg, enum chan_outcome o, json_object *payload)
+on_turns(void *arg, enum channel_outcome o, json_object *payload)
 {
 	static const char *const keys[] = { "snapshot", "totalTurns", "start",
 	    "turns", NULL };
 	struct page_req *pr = arg;
 	json_object *body, *v;
 
-	if (o == CHAN_RESULT && json_object_is_type(payload, json_type_object)) {
+	if (o == CHANNEL_RESULT && json_object_is_type(payload, json_type_object)) {
 		body = xjson_object_new_object();
 		json_object_object_add(body, "v", xjson_object_new_int(1));
 		json_object_object_add(body, "sessionId", xjson_object_new_string(pr->id));
@@ -218,7 +218,7 @@ on_turns(void *arg, enum chan_outcome o, json_object *payload)
 			if (json_object_object_get_ex(payload, keys[i], &v))
 				json_object_object_add(body, keys[i], json_object_get(v));
 		http_reply_json(pr->req, 200, body);
-	} else if (o == CHAN_ERROR)
+	} else if (o == CHANNEL_ERROR)
 		http_error_rpc(pr->req, payload, pr->id);
 	else
 		unavailable(pr->req);
@@ -230,8 +230,8 @@ on_turns(void *arg, enum chan_outcome o, json_object *payload)
 static int
 turns_start(struct http_ctx *ctx, json_object *params)
 {
-	const char *s = evhttp_find_header(ctx->query, "start");
-	const char *snap = evhttp_find_header(ctx->query, "snapshot");
+	const char *s = http_query(ctx, "start");
+	const char *snap = http_query(ctx, "snapshot");
 
 	if (s != NULL && (s[0] == '\0' || strlen(s) > 9 ||
 	    strspn(s, "0123456789") != strlen(s))) {
@@ -249,7 +249,7 @@ turns_start(struct http_ctx *ctx, json_object *params)
 
 /*
  * GET /session/:id/turn-index?start=&limit=: a page of the session's turns
- * (its user prompts on the active history) from the child's kept index.
+ * (its user prompts on the active history) from the child's index cache.
  * The snapshot a client sends back is accepted; the page is always of the
  * transcript as it is now (it only grows, so ordinals stay).
  */

@@ -293,9 +293,9 @@ live_state_of(struct session *s)
 	json_object_object_add(o, "activeWorkState", xjson_object_new_string(
 	    s->active != NULL ? "active" : "idle"));
 	json_object_object_add(o, "isWaitingForPermission",
-	    xjson_object_new_boolean(perm_pending(s) > 0));
+	    xjson_object_new_boolean(permission_pending(s) > 0));
 	json_object_object_add(o, "isWaitingForUserQuestion",
-	    xjson_object_new_boolean(perm_questions(s) > 0));
+	    xjson_object_new_boolean(permission_questions(s) > 0));
 	return o;
 }
 
@@ -336,8 +336,8 @@ route_workspace_live_state(struct http_ctx *ctx)
 void
 route_workspace_sessions_search(struct http_ctx *ctx)
 {
-	const char *q = evhttp_find_header(ctx->query, "q");
-	const char *mr = evhttp_find_header(ctx->query, "maxResults");
+	const char *q = http_query(ctx, "q");
+	const char *mr = http_query(ctx, "maxResults");
 	const char *errstr = NULL;
 	long long max = 20;
 
@@ -428,13 +428,13 @@ export_send(struct evhttp_request *req, const char *id, int fmt,
 		xasprintf(&disp, "attachment; filename=\"qwen-code-export-%s.%s\"",
 		    now, export_format_name(fmt));
 	}
-	listen_cors_headers(req);
+	gate_cors_headers(req);
 	evhttp_add_header(h, "Content-Type", export_mime(fmt));
 	evhttp_add_header(h, "Content-Disposition", disp);
 	evhttp_add_header(h, "Cache-Control", "no-store");
 	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
 	free(disp);
-	evhttp_send_reply(req, 200, NULL, buf);
+	http_reply_raw(req, 200, buf);
 }
 
 /* A rendered export on its way (export-job.c). */
@@ -483,7 +483,7 @@ export_rendered(struct http_ctx *ctx, int fd, const struct stat *st, int fmt)
 static void
 export_run(struct http_ctx *ctx, int archived)
 {
-	const char *fmtname = evhttp_find_header(ctx->query, "format");
+	const char *fmtname = http_query(ctx, "format");
 	const char *ws = ctx->bound != NULL ? ctx->bound :
 	    catalog_workspace_of(ctx->path_id);
 	struct evbuffer *buf;
@@ -573,14 +573,14 @@ struct meta_req {
 
 /* The child's answer: 200 {displayName} and session_metadata_updated. */
 static void
-on_meta(void *arg, enum chan_outcome o, json_object *payload)
+on_meta(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct meta_req *mr = arg;
 	struct session *s = sessions_find(mr->id);
 	const char *t = json_get_str(payload, "displayName");
 	json_object *body, *d;
 
-	if (o == CHAN_RESULT && t != NULL) {
+	if (o == CHANNEL_RESULT && t != NULL) {
 		body = xjson_object_new_object();
 		json_object_object_add(body, "sessionId", xjson_object_new_string(mr->id));
 		json_object_object_add(body, "displayName", xjson_object_new_string(t));
@@ -592,7 +592,7 @@ on_meta(void *arg, enum chan_outcome o, json_object *payload)
 			    mr->client_id[0] != '\0' ? mr->client_id : NULL, 0);
 		}
 		http_reply_json(mr->req, 200, body);
-	} else if (o == CHAN_ERROR)
+	} else if (o == CHANNEL_ERROR)
 		http_error_rpc(mr->req, payload, mr->id);
 	else
 		http_error(mr->req, "acp_channel_unavailable", mr->id);

@@ -253,12 +253,12 @@ body_session_id(struct http_ctx *ctx, char *id, size_t size)
 static void
 attach(struct http_ctx *ctx, struct session *s, enum inflight_action action)
 {
-	struct switches_caller c;
+	struct modes_caller c;
 
 	s->attach_count++;
 	c.req = ctx->req;
 	c.client_id = clients_register(&s->clients, ctx->client_id);
-	switches_reply(s, action, 1, ctx->body, &c, 1);
+	modes_reply(s, action, 1, ctx->body, &c, 1);
 }
 
 void
@@ -407,14 +407,14 @@ route_session_prompt(struct http_ctx *ctx)
 	json_object_object_add(o, "lastEventId",
 	    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
 	json_object_object_add(o, "eventEpoch", xjson_object_new_string(bus_epoch(s->bus)));
-	if ((pid = session_prompt_admit(s, ctx->body, ctx->client_id, 0, &err)) == NULL) {
+	if ((pid = prompts_admit(s, ctx->body, ctx->client_id, 0, &err)) == NULL) {
 		json_object_put(o);
 		if (strcmp(err, "prompt_queue_full") == 0) {
 			if ((e = qerr_new("prompt_queue_full", NULL)) != NULL) {
 				qerr_set_str(e, "sessionId", s->id);
 				qerr_set_int(e, "limit", conf.max_pending_prompts);
 				qerr_set_int(e, "pendingCount",
-				    (int64_t)session_pending_prompts(s));
+				    (int64_t)prompts_pending(s));
 			}
 		} else if (strcmp(err, "bad_prompt") == 0)
 			e = qerr_new("bad_request",
@@ -435,7 +435,7 @@ route_session_cancel(struct http_ctx *ctx)
 
 	if ((s = lookup(ctx)) == NULL || check_client(ctx, s) == -1)
 		return;
-	session_cancel(s, ctx->client_id);
+	prompts_cancel(s, ctx->client_id);
 	http_reply_empty(ctx->req, 204);
 }
 
@@ -509,14 +509,14 @@ route_session_status(struct http_ctx *ctx)
 	    xjson_object_new_int64((int64_t)bus_subscriber_count(s->bus)));
 	json_object_object_add(o, "hasActivePrompt", xjson_object_new_boolean(s->active != NULL));
 	json_object_object_add(o, "pendingPrompts",
-	    xjson_object_new_int64((int64_t)session_pending_prompts(s)));
+	    xjson_object_new_int64((int64_t)prompts_pending(s)));
 	json_object_object_add(o, "isWaitingForPermission",
-	    xjson_object_new_boolean(perm_pending(s) > 0));
+	    xjson_object_new_boolean(permission_pending(s) > 0));
 	json_object_object_add(o, "isWaitingForUserQuestion",
-	    xjson_object_new_boolean(perm_questions(s) > 0));
+	    xjson_object_new_boolean(permission_questions(s) > 0));
 	json_object_object_add(o, "pendingInteractionCount",
-	    xjson_object_new_int64((int64_t)perm_pending(s)));
-	json_object_object_add(o, "pendingInteractions", perm_interactions(s));
+	    xjson_object_new_int64((int64_t)permission_pending(s)));
+	json_object_object_add(o, "pendingInteractions", permission_interactions(s));
 	prompts_status(s, o);
 	json_object_object_add(o, "lastEventId",
 	    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
@@ -532,7 +532,7 @@ route_session_status(struct http_ctx *ctx)
 int64_t
 routes_last_event_id(struct evhttp_request *req)
 {
-	const char *v = evhttp_find_header(evhttp_request_get_input_headers(req),
+	const char *v = http_header(req,
 	    "Last-Event-ID");
 	int64_t n = 0;
 
@@ -549,8 +549,8 @@ routes_last_event_id(struct evhttp_request *req)
 void
 route_session_events(struct http_ctx *ctx)
 {
-	const char *mq = evhttp_find_header(ctx->query, "maxQueued"), *errstr;
-	const char *snap = evhttp_find_header(ctx->query, "snapshot");
+	const char *mq = http_query(ctx, "maxQueued"), *errstr;
+	const char *snap = http_query(ctx, "snapshot");
 	struct session *s;
 	struct client *c;
 	long long max = 256;
@@ -569,7 +569,7 @@ route_session_events(struct http_ctx *ctx)
 		c->last_seen_ms = clock_wall_ms();
 	s->last_active_mono_ms = clock_mono_ms();
 	sse_subscribe(s->bus, ctx->req, routes_last_event_id(ctx->req),
-	    evhttp_find_header(evhttp_request_get_input_headers(ctx->req),
+	    http_header(ctx->req,
 	    "X-Qwen-Event-Epoch"), (int)max,
-	    snap != NULL && strcmp(snap, "1") == 0 ? switches_snapshot(s) : NULL);
+	    snap != NULL && strcmp(snap, "1") == 0 ? modes_snapshot(s) : NULL);
 }

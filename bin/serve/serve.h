@@ -10,7 +10,7 @@
  * (what they send), http.c (routing, bodies, replies;
  * /workspaces/:w/acp), names.c (session ids, the workspaces, the
  * transcript directories), routes-session.c (session routes),
- * routes-agent.c (permission answers, model and mode routes), switches.c
+ * routes-agent.c (permission answers, model and mode routes), modes.c
  * (a session's model and approval mode, switched through its agent),
  * routes-history.c (transcript pages), routes-branch.c (branches,
  * bounded), routes-daemon.c (health, capabilities, daemon status, workspace listing route), metrics.c
@@ -88,7 +88,7 @@ struct serve_conf {
 	char		*child_path;
 	char		**child_argv;	/* --child-command, split; or NULL */
 	char		*data_dir;	/* NULL: the child's default */
-	char		*cache_dir;	/* likewise (kept transcript indexes) */
+	char		*cache_dir;	/* likewise (transcript index caches) */
 	char		*agent_command;
 	char		*agent_acp;	/* passed to qwen-acp-child */
 	int		 agent_prestart;	/* --agent-prestart yes (default) */
@@ -189,11 +189,11 @@ void	listen_accepted(void);	/* a connection was accepted */
  * token.
  */
 enum gate_kind { GATE_API, GATE_HEALTH, GATE_PUBLIC };
-int	listen_gate(struct evhttp_request *req, enum gate_kind kind);
+int	gate_request(struct evhttp_request *req, enum gate_kind kind);
 /* Answer an allowed CORS preflight without the bearer; 1 when answered. */
-int	listen_preflight(struct evhttp_request *req);
+int	gate_preflight(struct evhttp_request *req);
 /* Extra response headers for an allowed cross-origin request. */
-void	listen_cors_headers(struct evhttp_request *req);
+void	gate_cors_headers(struct evhttp_request *req);
 
 /* ---- token.c: the bearer token --------------------------------------- */
 /* --token's value (caller frees), wiped from argv, with a warning. */
@@ -259,25 +259,25 @@ char	*child_cmd_describe(void);
 struct channel;
 struct session;
 /* The child asks (rpc_id, params borrowed): hold it for the clients. */
-void	perm_request(struct channel *, json_object *rpc_id, json_object *params);
-enum perm_answer { PERM_ACCEPTED, PERM_NOT_FOUND, PERM_BAD_OUTCOME, PERM_BAD_OPTION };
+void	permission_ask(struct channel *, json_object *rpc_id, json_object *params);
+enum permission_answer { PERMISSION_ACCEPTED, PERMISSION_NOT_FOUND, PERMISSION_BAD_OUTCOME, PERMISSION_BAD_OPTION };
 /*
  * A client's answer {outcome:"selected",optionId}|{outcome:"cancelled"}
  * (borrowed) to request_id of session_id (NULL: any session).  voter: the
  * answering clientId or NULL.
  */
-enum perm_answer perm_answer(const char *session_id, const char *request_id,
+enum permission_answer permission_answer(const char *session_id, const char *request_id,
 	    json_object *outcome, const char *voter);
 /* The session a held request belongs to, or NULL. */
-const char *perm_session_of(const char *request_id);
-size_t	perm_pending(const struct session *);
+const char *permission_session_of(const char *request_id);
+size_t	permission_pending(const struct session *);
 /* Every unanswered request of s as status shows it (caller owns). */
-json_object *perm_interactions(const struct session *);
-size_t	perm_questions(const struct session *);
+json_object *permission_interactions(const struct session *);
+size_t	permission_questions(const struct session *);
 /* Cancel the session's requests (answering the child if it still runs). */
-void	perm_cancel_session(struct session *, int child_alive);
+void	permission_cancel_session(struct session *, int child_alive);
 /* The session is going: cancel quietly (its bus is ending). */
-void	perm_forget_session(struct session *);
+void	permission_forget_session(struct session *);
 
 /* ---- checkconf.c ------------------------------------------------------- */
 /* --check-config: report on stdout/stderr; the exit status (0 or 1). */
@@ -571,17 +571,17 @@ void	tick_arm(struct tick_queue *tq, struct tick *t, void (*fn)(void *),
 void	tick_disarm(struct tick_queue *tq, struct tick *t);	/* idempotent */
 
 /* ---- channel.c --------------------------------------------------------- */
-enum chan_outcome {
-	CHAN_RESULT,		/* payload: the result */
-	CHAN_ERROR,		/* payload: the JSON-RPC error object */
-	CHAN_TIMEOUT,		/* payload NULL */
-	CHAN_CLOSED,		/* the channel died; payload NULL */
-	CHAN_INIT_TIMEOUT,	/* initialize timed out; payload NULL */
+enum channel_outcome {
+	CHANNEL_RESULT,		/* payload: the result */
+	CHANNEL_ERROR,		/* payload: the JSON-RPC error object */
+	CHANNEL_TIMEOUT,		/* payload NULL */
+	CHANNEL_CLOSED,		/* the channel died; payload NULL */
+	CHANNEL_INIT_TIMEOUT,	/* initialize timed out; payload NULL */
 };
-typedef void	(*chan_cb)(void *arg, enum chan_outcome, json_object *payload);
+typedef void	(*channel_cb)(void *arg, enum channel_outcome, json_object *payload);
 
 struct channel;
-struct chan_req;
+struct channel_req;
 
 /* The channel for the workspace, started on demand. */
 struct channel	*channel_get(const char *workspace);
@@ -593,18 +593,18 @@ struct channel	*channel_get(const char *workspace);
  * forgotten.  Returns a handle, or NULL (then cb is not called) when the
  * channel cannot take requests.
  */
-struct chan_req	*channel_request(struct channel *, const char *method,
-		    json_object *params, uint64_t timeout_ms, chan_cb cb, void *arg);
+struct channel_req	*channel_request(struct channel *, const char *method,
+		    json_object *params, uint64_t timeout_ms, channel_cb cb, void *arg);
 /*
  * As channel_request, and sent(arg) runs once when the request goes on the
  * wire: at once when the child is ready (before this returns), else after
  * its initialize.  Budgets of the child's own work start there.
  */
-struct chan_req	*channel_request_sent(struct channel *, const char *method,
-		    json_object *params, uint64_t timeout_ms, chan_cb cb,
+struct channel_req	*channel_request_sent(struct channel *, const char *method,
+		    json_object *params, uint64_t timeout_ms, channel_cb cb,
 		    void (*sent)(void *arg), void *arg);
 /* The caller is gone: the answer will be dropped. */
-void	channel_forget(struct chan_req *);
+void	channel_forget(struct channel_req *);
 /*
  * Answer a request the child made (id borrowed, result: takes ownership);
  * dropped when the child that asked (serial) is no longer the one running.
@@ -641,13 +641,13 @@ void	channel_reconsider(struct channel *);
 /* Mark dying now, TERM the child now and KILL it after a grace. */
 void	channel_kill(struct channel *);
 /* Shutdown: end every child; returns the number still running. */
-size_t	channels_shutdown(void);
+size_t	channel_shutdown(void);
 /* --agent-acp: every workspace's child (and its agent) started now. */
-void	channels_prestart(void);
+void	channel_prestart(void);
 /* Whether a channel's child is kept warm while it has no session. */
 int	channel_kept_warm(void);
-size_t	channels_running(void);
-void	channels_free(void);
+size_t	channel_running(void);
+void	channel_free_all(void);
 
 /* ---- clients.c --------------------------------------------------------- */
 struct client {
@@ -747,12 +747,12 @@ void	prompts_clear(struct session *);
  * client's own prompt never carries).
  */
 #define SERVE_CONTINUE_META	"qwen.daemon.continueLastTurn"
-const char *session_prompt_admit(struct session *, json_object *body,
+const char *prompts_admit(struct session *, json_object *body,
 	    const char *client_id, int cont, const char **err);
-size_t	session_pending_prompts(const struct session *);
+size_t	prompts_pending(const struct session *);
 /* The running prompt's id (and its client, if client_id), or NULL. */
-const char *session_active_prompt(const struct session *, const char **client_id);
-void	session_cancel(struct session *, const char *client_id);
+const char *prompts_active(const struct session *, const char **client_id);
+void	prompts_cancel(struct session *, const char *client_id);
 /* A session/update for s from the child (params borrowed). */
 void	prompts_update(struct session *, json_object *params);
 /* GET /session/:id/pending-prompts' array (caller owns). */
@@ -828,28 +828,28 @@ void	inflight_stats(size_t *active, size_t *unsettled, size_t *overdue,
 json_object *inflight_session_json(struct session *, enum inflight_action,
 	    int attached, const char *client_id);
 
-/* ---- switches.c: a session's model and approval mode, through its agent - */
+/* ---- modes.c: a session's model and approval mode, through its agent - */
 /* s->approval_mode from the agent's state (modes.currentModeId). */
-void	switches_seed(struct session *);
+void	modes_seed(struct session *);
 /* session_snapshot's data: model, approval mode (caller owns). */
-json_object *switches_snapshot(struct session *);
+json_object *modes_snapshot(struct session *);
 /*
  * session/set_model; model_switched or model_switch_failed to every
  * subscriber, then cb(arg, outcome, payload) (cb may be NULL).  -1: the
  * channel is gone (nothing sent, cb never runs).
  */
-int	switches_model(struct session *, const char *model, const char *client_id,
-	    chan_cb cb, void *arg);
+int	modes_model(struct session *, const char *model, const char *client_id,
+	    channel_cb cb, void *arg);
 /*
  * The approval mode (plan_mode -1: absent); on success approval_mode_changed
- * and cb gets CHAN_RESULT with the REST answer (borrowed).  -1 as above.
+ * and cb gets CHANNEL_RESULT with the REST answer (borrowed).  -1 as above.
  */
-int	switches_mode(struct session *, const char *mode, int plan_mode,
-	    const char *client_id, chan_cb cb, void *arg);
+int	modes_mode(struct session *, const char *mode, int plan_mode,
+	    const char *client_id, channel_cb cb, void *arg);
 /* The HTTP answer to a switch that failed with outcome o. */
-void	switches_http_error(struct evhttp_request *, enum chan_outcome,
+void	modes_http_error(struct evhttp_request *, enum channel_outcome,
 	    json_object *payload, const char *session_id);
-struct switches_caller {
+struct modes_caller {
 	struct evhttp_request	*req;
 	const char		*client_id;	/* registered; may be NULL */
 };
@@ -858,8 +858,8 @@ struct switches_caller {
  * attached or not, the others attached) once body's modelServiceId (a
  * create) and approvalMode are applied.  body borrowed.
  */
-void	switches_reply(struct session *, enum inflight_action, int attached,
-	    json_object *body, const struct switches_caller *, size_t n);
+void	modes_reply(struct session *, enum inflight_action, int attached,
+	    json_object *body, const struct modes_caller *, size_t n);
 
 /* ---- replay-raw.c: load's compactedReplay from the child's bytes ------- */
 struct rpc_raw;

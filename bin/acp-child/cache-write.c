@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * indexkeep.c: write a session's transcript index to the cache directory
+ * cache-write.c: write a session's transcript index to the cache directory
  * after its restore answered, and the index a transcript page or branch
  * built after it answered (transcript.h: transcript_save), so that a fresh
  * child reads only what its request needs.
@@ -28,14 +28,14 @@
 #include "txpage-int.h"
 #include "xmalloc.h"
 
-/* Like restore.c's RJ_SMALL_BYTES: the fast lane's share. */
+/* Like restore.c's LOAD_JOB_SMALL_BYTES: the fast lane's share. */
 #define KEEP_SMALL_BYTES	(16u * 1024 * 1024)
 
 struct keep_job {
 	struct lw_job		 lw;		/* first: the worker's handle */
 	struct child		*c;
 	struct session		*s;		/* a session's index, or */
-	struct txp_entry	*e;		/* a page's */
+	struct txpage_entry	*e;		/* a page's */
 	struct transcript	*tx;
 	const char		*dir;
 	char			*cause;
@@ -79,7 +79,7 @@ keep_done(struct lw_job *lw)
 {
 	struct keep_job *k = (struct keep_job *)lw;
 	struct session *s = k->s;
-	struct txp_entry *e = k->e;
+	struct txpage_entry *e = k->e;
 	struct child *c = k->c;
 
 	if (k->rc == -1)
@@ -92,7 +92,7 @@ keep_done(struct lw_job *lw)
 	free(k->cause);
 	free(k);
 	if (e != NULL)
-		txp_entry_release(c, e);
+		txpage_entry_release(c, e);
 	else {
 		delegate_index_back(c, s);	/* before the queue runs: s may go */
 		child_session_idle(c, s);
@@ -118,7 +118,7 @@ keep_job_new(struct child *c, struct transcript *tx)
 }
 
 int
-indexkeep_entry_start(struct child *c, struct txp_entry *e)
+cache_write_entry_start(struct child *c, struct txpage_entry *e)
 {
 	struct keep_job *k;
 
@@ -135,7 +135,7 @@ indexkeep_entry_start(struct child *c, struct txp_entry *e)
 }
 
 void
-indexkeep_start(struct child *c, struct session *s)
+cache_write_start(struct child *c, struct session *s)
 {
 	struct keep_job *k;
 

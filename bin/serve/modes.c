@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * switches.c: a live session's model and approval mode, switched through
+ * modes.c: a live session's model and approval mode, switched through
  * its agent the way upstream's bridge does it.  A model switch is ACP
  * session/set_model with the id as given (upstream passes a
  * modelServiceId through unchanged), announced as model_switched or
@@ -31,13 +31,13 @@ struct switch_op {
 	char		*value;		/* the model id or the mode */
 	int		 plan_mode;	/* -1 absent, else the planMode flag */
 	int		 fallback;	/* sent as session/set_mode */
-	chan_cb		 cb;
+	channel_cb		 cb;
 	void		*arg;
 };
 
 /* The mode the session's agent reported last (session/new, load, resume). */
 void
-switches_seed(struct session *s)
+modes_seed(struct session *s)
 {
 	json_object *modes;
 	const char *cur;
@@ -49,7 +49,7 @@ switches_seed(struct session *s)
 }
 
 static struct switch_op *
-op_new(struct session *s, const char *value, const char *client_id, chan_cb cb, void *arg)
+op_new(struct session *s, const char *value, const char *client_id, channel_cb cb, void *arg)
 {
 	struct switch_op *op = xcalloc(1, sizeof(*op));
 
@@ -72,13 +72,13 @@ op_free(struct switch_op *op)
 
 /* Why a switch failed, for model_switch_failed's error. */
 static const char *
-failure_text(enum chan_outcome o, json_object *payload)
+failure_text(enum channel_outcome o, json_object *payload)
 {
 	const char *m;
 
-	if (o == CHAN_ERROR && (m = json_get_str(payload, "message")) != NULL)
+	if (o == CHANNEL_ERROR && (m = json_get_str(payload, "message")) != NULL)
 		return m;
-	return o == CHAN_TIMEOUT ? "the agent did not answer in time" : "the agent is gone";
+	return o == CHANNEL_TIMEOUT ? "the agent did not answer in time" : "the agent is gone";
 }
 
 /* ---- model --------------------------------------------------------------- */
@@ -104,7 +104,7 @@ model_remember(struct session *s, const char *model)
  * never named one.
  */
 json_object *
-switches_snapshot(struct session *s)
+modes_snapshot(struct session *s)
 {
 	json_object *d = xjson_object_new_object(), *models;
 	const char *model = NULL;
@@ -121,7 +121,7 @@ switches_snapshot(struct session *s)
 }
 
 static void
-on_model(void *arg, enum chan_outcome o, json_object *payload)
+on_model(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct switch_op *op = arg;
 	struct session *s = sessions_find(op->session_id);
@@ -131,26 +131,26 @@ on_model(void *arg, enum chan_outcome o, json_object *payload)
 	if (s != NULL) {
 		d = xjson_object_new_object();
 		json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
-		json_object_object_add(d, o == CHAN_RESULT ? "modelId" : "requestedModelId",
+		json_object_object_add(d, o == CHANNEL_RESULT ? "modelId" : "requestedModelId",
 		    xjson_object_new_string(op->value));
-		if (o != CHAN_RESULT)
+		if (o != CHANNEL_RESULT)
 			json_object_object_add(d, "error",
 			    xjson_object_new_string(failure_text(o, payload)));
 		else
 			model_remember(s, op->value);
-		bus_publish(s->bus, o == CHAN_RESULT ? "model_switched" : "model_switch_failed",
-		    d, session_active_prompt(s, NULL), cid, 0);
+		bus_publish(s->bus, o == CHANNEL_RESULT ? "model_switched" : "model_switch_failed",
+		    d, prompts_active(s, NULL), cid, 0);
 	}
 	log_info("session %s: model switch %s", op->session_id,
-	    o == CHAN_RESULT ? "done" : "failed");
+	    o == CHANNEL_RESULT ? "done" : "failed");
 	if (op->cb != NULL)
 		op->cb(op->arg, o, payload);
 	op_free(op);
 }
 
 int
-switches_model(struct session *s, const char *model, const char *client_id,
-    chan_cb cb, void *arg)
+modes_model(struct session *s, const char *model, const char *client_id,
+    channel_cb cb, void *arg)
 {
 	struct switch_op *op = op_new(s, model, client_id, cb, arg);
 	json_object *p = xjson_object_new_object();
@@ -167,7 +167,7 @@ switches_model(struct session *s, const char *model, const char *client_id,
 
 /* ---- approval mode ------------------------------------------------------- */
 
-static struct chan_req *send_mode(struct session *, struct switch_op *);
+static struct channel_req *send_mode(struct session *, struct switch_op *);
 
 /* The REST answer {sessionId, mode, previous, persisted, planExecutionMode?}. */
 static json_object *
@@ -201,7 +201,7 @@ mode_announce(struct session *s, json_object *answer, const char *client_id)
 	if (json_object_object_get_ex(answer, "planExecutionMode", &v))
 		json_object_object_add(d, "planExecutionMode", json_object_get(v));
 	bus_publish(s->bus, "approval_mode_changed", d,
-	    session_active_prompt(s, NULL), client_id, 0);
+	    prompts_active(s, NULL), client_id, 0);
 }
 
 /*
@@ -228,28 +228,28 @@ mode_result(struct session *s, struct switch_op *op, json_object *payload)
 }
 
 static void
-on_mode(void *arg, enum chan_outcome o, json_object *payload)
+on_mode(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct switch_op *op = arg;
 	struct session *s = sessions_find(op->session_id);
 	json_object *answer = NULL, *err, *code;
 
-	if (s != NULL && o == CHAN_ERROR && !op->fallback && op->plan_mode == -1 &&
+	if (s != NULL && o == CHANNEL_ERROR && !op->fallback && op->plan_mode == -1 &&
 	    (code = json_get(payload, "code", json_type_int)) != NULL &&
 	    json_object_get_int(code) == -32601) {
 		/* Not a qwen agent: the standard ACP method. */
 		op->fallback = 1;
 		if (send_mode(s, op) != NULL)
 			return;
-		o = CHAN_CLOSED;
+		o = CHANNEL_CLOSED;
 	}
-	if (s != NULL && o == CHAN_RESULT &&
+	if (s != NULL && o == CHANNEL_RESULT &&
 	    (answer = mode_result(s, op, payload)) == NULL) {
 		err = xjson_object_new_object();
 		json_object_object_add(err, "code", xjson_object_new_int(-32603));
 		json_object_object_add(err, "message", xjson_object_new_string(
 		    "Agent returned an unknown approval mode"));
-		op->cb(op->arg, CHAN_ERROR, err);
+		op->cb(op->arg, CHANNEL_ERROR, err);
 		json_object_put(err);
 		op_free(op);
 		return;
@@ -261,13 +261,13 @@ on_mode(void *arg, enum chan_outcome o, json_object *payload)
 	}
 	log_info("session %s: approval mode switch %s", op->session_id,
 	    answer != NULL ? "done" : "failed");
-	op->cb(op->arg, answer != NULL ? CHAN_RESULT : o == CHAN_RESULT ? CHAN_CLOSED : o,
+	op->cb(op->arg, answer != NULL ? CHANNEL_RESULT : o == CHANNEL_RESULT ? CHANNEL_CLOSED : o,
 	    answer != NULL ? answer : payload);
 	json_object_put(answer);
 	op_free(op);
 }
 
-static struct chan_req *
+static struct channel_req *
 send_mode(struct session *s, struct switch_op *op)
 {
 	json_object *p = xjson_object_new_object();
@@ -283,8 +283,8 @@ send_mode(struct session *s, struct switch_op *op)
 }
 
 int
-switches_mode(struct session *s, const char *mode, int plan_mode, const char *client_id,
-    chan_cb cb, void *arg)
+modes_mode(struct session *s, const char *mode, int plan_mode, const char *client_id,
+    channel_cb cb, void *arg)
 {
 	struct switch_op *op = op_new(s, mode, client_id, cb, arg);
 
@@ -298,13 +298,13 @@ switches_mode(struct session *s, const char *mode, int plan_mode, const char *cl
 
 /* An HTTP error for a failed switch (the agent's error, a timeout, gone). */
 void
-switches_http_error(struct evhttp_request *req, enum chan_outcome o, json_object *payload,
+modes_http_error(struct evhttp_request *req, enum channel_outcome o, json_object *payload,
     const char *session_id)
 {
-	if (o == CHAN_ERROR)
+	if (o == CHANNEL_ERROR)
 		http_error_rpc(req, payload, session_id);
 	else
-		http_error(req, o == CHAN_TIMEOUT ? "init_timeout" : "acp_channel_unavailable",
+		http_error(req, o == CHANNEL_TIMEOUT ? "init_timeout" : "acp_channel_unavailable",
 		    session_id);
 }
 
@@ -362,13 +362,13 @@ setup_finish(struct setup *st)
 
 /* A model that was not applied only says so (modelApplied, the event). */
 static void
-on_setup_model(void *arg, enum chan_outcome o, json_object *payload)
+on_setup_model(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct setup *st = arg;
 
 	(void)payload;
 	if (st->model_applied != -1)
-		st->model_applied = o == CHAN_RESULT;
+		st->model_applied = o == CHANNEL_RESULT;
 	setup_mode(st);
 }
 
@@ -377,18 +377,18 @@ on_setup_model(void *arg, enum chan_outcome o, json_object *payload)
  * again, an attach (or a restore) gives back its registrations.
  */
 static void
-on_setup_mode(void *arg, enum chan_outcome o, json_object *payload)
+on_setup_mode(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct setup *st = arg;
 	struct session *s = sessions_find(st->session_id);
 	size_t i;
 
-	if (o == CHAN_RESULT) {
+	if (o == CHANNEL_RESULT) {
 		setup_finish(st);
 		return;
 	}
 	for (i = 0; i < st->n; i++)
-		switches_http_error(st->callers[i].req, o, payload, st->session_id);
+		modes_http_error(st->callers[i].req, o, payload, st->session_id);
 	if (s != NULL && st->action == OP_SPAWN && !st->attached)
 		session_close(s, "approval_mode_initialization_failed", NULL);
 	else if (s != NULL) {
@@ -411,9 +411,9 @@ setup_mode(struct setup *st)
 		setup_finish(st);
 		return;
 	}
-	if (switches_mode(s, st->mode, -1, st->callers[0].client_id[0] ?
+	if (modes_mode(s, st->mode, -1, st->callers[0].client_id[0] ?
 	    st->callers[0].client_id : NULL, on_setup_mode, st) == -1)
-		on_setup_mode(st, CHAN_CLOSED, NULL);
+		on_setup_mode(st, CHANNEL_CLOSED, NULL);
 }
 
 /*
@@ -421,8 +421,8 @@ setup_mode(struct setup *st)
  * modelServiceId (a create) and approvalMode are applied.  body borrowed.
  */
 void
-switches_reply(struct session *s, enum inflight_action action, int attached,
-    json_object *body, const struct switches_caller *callers, size_t n)
+modes_reply(struct session *s, enum inflight_action action, int attached,
+    json_object *body, const struct modes_caller *callers, size_t n)
 {
 	struct setup *st = xcalloc(1, sizeof(*st));
 	const char *model = NULL, *mode;
@@ -451,7 +451,7 @@ switches_reply(struct session *s, enum inflight_action action, int attached,
 	/* Only a new session says whether its model was applied. */
 	if (!attached)
 		st->model_applied = 0;
-	if (switches_model(s, model, st->callers[0].client_id[0] ?
+	if (modes_model(s, model, st->callers[0].client_id[0] ?
 	    st->callers[0].client_id : NULL, on_setup_model, st) == -1)
 		setup_mode(st);
 }
