@@ -23,7 +23,7 @@ struct closing {
 	TAILQ_ENTRY(closing)	 entry;
 	struct channel		*ch;
 	char			 id[SERVE_SESSION_ID_MAX + 1];
-	TAILQ_HEAD(, chan_req)	 held;
+	TAILQ_HEAD(, channel_req)	 held;
 };
 
 static TAILQ_HEAD(, closing) closings = TAILQ_HEAD_INITIALIZER(closings);
@@ -41,22 +41,22 @@ closing_find(const struct channel *ch, const char *id)
 
 /* The close was answered (or failed, or the child went): send what waited. */
 static void
-on_closed(void *arg, enum chan_outcome o, json_object *payload)
+on_closed(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct closing *k = arg;
 	struct channel *ch = k->ch;
-	struct chan_req *r;
+	struct channel_req *r;
 
 	(void)payload;
 	TAILQ_REMOVE(&closings, k, entry);
 	while ((r = TAILQ_FIRST(&k->held)) != NULL) {
 		TAILQ_REMOVE(&k->held, r, entry);
-		if (ch->state == CH_READY && o != CHAN_CLOSED)
-			chan_req_send(ch, r);
+		if (ch->state == CH_READY && o != CHANNEL_CLOSED)
+			channel_req_send(ch, r);
 		else if (ch->state == CH_STARTING)
 			TAILQ_INSERT_TAIL(&ch->waiting, r, entry);
 		else
-			chan_req_finish(r, CHAN_CLOSED, NULL);
+			channel_req_finish(r, CHANNEL_CLOSED, NULL);
 	}
 	free(k);
 }
@@ -81,7 +81,7 @@ channel_close_session(struct channel *ch, const char *id)
 
 /* The session a restore or create of r is for, or NULL. */
 static const char *
-restore_id(struct chan_req *r)
+restore_id(struct channel_req *r)
 {
 	json_object *params = json_get_obj(r->msg, "params");
 	const char *m = json_get_str(r->msg, "method");
@@ -95,7 +95,7 @@ restore_id(struct chan_req *r)
 }
 
 int
-chan_close_hold(struct channel *ch, struct chan_req *r)
+channel_close_hold(struct channel *ch, struct channel_req *r)
 {
 	struct closing *k;
 	const char *id;

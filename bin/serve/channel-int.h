@@ -14,20 +14,20 @@
 #include "serve.h"
 #include "spawn.h"
 
-#define CHAN_KILL_GRACE_MS	2000
-#define CHAN_STDERR_LINE	8192
-#define CHAN_BATCH		8
-#define CHAN_PIPE_SIZE		(1024 * 1024)
+#define CHANNEL_KILL_GRACE_MS	2000
+#define CHANNEL_STDERR_LINE	8192
+#define CHANNEL_BATCH		8
+#define CHANNEL_PIPE_SIZE		(1024 * 1024)
 /* Read at most this much of the child's output per loop turn: reading
    (and scanning) a whole pipe of a big answer held the loop for ms. */
-#define CHAN_READ_SLICE		(256 * 1024)
+#define CHANNEL_READ_SLICE		(256 * 1024)
 
-enum chan_state { CH_IDLE, CH_STARTING, CH_READY, CH_DYING };
+enum channel_state { CH_IDLE, CH_STARTING, CH_READY, CH_DYING };
 
-struct chan_req {
-	TAILQ_ENTRY(chan_req)	 entry;		/* waiting for initialize */
+struct channel_req {
+	TAILQ_ENTRY(channel_req)	 entry;		/* waiting for initialize */
 	struct channel		*ch;
-	chan_cb			 cb;
+	channel_cb			 cb;
 	void			(*sent)(void *arg);	/* on the wire, or NULL */
 	void			*arg;
 	json_object		*msg;		/* unsent request */
@@ -38,7 +38,7 @@ struct chan_req {
 struct channel {
 	TAILQ_ENTRY(channel)	 entry;
 	char			*workspace;
-	enum chan_state		 state;
+	enum channel_state		 state;
 	pid_t			 pid;
 	int			 pidfd;
 	struct event		*pid_ev;
@@ -57,33 +57,33 @@ struct channel {
 	struct event		*more_ev;
 	int			 kill_stage;
 	int			 killed;	/* we ended it */
-	TAILQ_HEAD(, chan_req)	 waiting;
-	TAILQ_HEAD(, chan_req)	 respawn;	/* arrived while an idle child ended */
+	TAILQ_HEAD(, channel_req)	 waiting;
+	TAILQ_HEAD(, channel_req)	 respawn;	/* arrived while an idle child ended */
 	size_t			 nsessions;
 	unsigned		 control_ops;	/* transcript reads, branches in flight */
 	char			 secret[48];
 	unsigned		 serial;	/* of the current child */
 };
 
-void	chan_req_finish(struct chan_req *, enum chan_outcome, json_object *payload);
-void	chan_req_send(struct channel *, struct chan_req *);
-void	chan_arm_deadline(struct channel *);
-void	chan_on_deadline(evutil_socket_t, short, void *);
-void	chan_on_out_ready(evutil_socket_t, short, void *);
+void	channel_req_finish(struct channel_req *, enum channel_outcome, json_object *payload);
+void	channel_req_send(struct channel *, struct channel_req *);
+void	channel_arm_deadline(struct channel *);
+void	channel_on_deadline(evutil_socket_t, short, void *);
+void	channel_on_out_ready(evutil_socket_t, short, void *);
 /* Take everything the child left in the pipe (it has exited). */
-void	chan_out_drain(struct channel *);
-void	chan_on_in_event(struct bufferevent *, short, void *);
-void	chan_on_err_read(struct bufferevent *, void *);
-void	chan_on_err_event(struct bufferevent *, short, void *);
-void	chan_on_more(evutil_socket_t, short, void *);
-void	chan_start(struct channel *);
+void	channel_out_drain(struct channel *);
+void	channel_on_in_event(struct bufferevent *, short, void *);
+void	channel_on_err_read(struct bufferevent *, void *);
+void	channel_on_err_event(struct bufferevent *, short, void *);
+void	channel_on_more(evutil_socket_t, short, void *);
+void	channel_start(struct channel *);
 /* The child's command, cwd and environment (spawn_start() frees it). */
 struct spawn_cmd *child_cmd_new(const char *workspace, const char *secret);
-void	chan_end(struct channel *, int hard);
-void	chan_check_idle(struct channel *);
+void	channel_end(struct channel *, int hard);
+void	channel_check_idle(struct channel *);
 
 /* channel-close.c */
 /* Hold r (1) when it restores an id whose close is pending. */
-int	chan_close_hold(struct channel *, struct chan_req *);
+int	channel_close_hold(struct channel *, struct channel_req *);
 
 #endif

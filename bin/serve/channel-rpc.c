@@ -30,7 +30,7 @@
 /* ---- requests ----------------------------------------------------------- */
 
 void
-chan_arm_deadline(struct channel *ch)
+channel_arm_deadline(struct channel *ch)
 {
 	uint64_t next = rpc_pending_next_deadline(ch->pending), now = clock_mono_ms();
 	struct timeval tv;
@@ -46,7 +46,7 @@ chan_arm_deadline(struct channel *ch)
 }
 
 void
-chan_req_finish(struct chan_req *r, enum chan_outcome o, json_object *payload)
+channel_req_finish(struct channel_req *r, enum channel_outcome o, json_object *payload)
 {
 	if (!r->forgotten && r->cb != NULL)
 		r->cb(r->arg, o, payload);
@@ -56,7 +56,7 @@ chan_req_finish(struct chan_req *r, enum chan_outcome o, json_object *payload)
 
 /* Put the request on the wire with an id from the pending table. */
 void
-chan_req_send(struct channel *ch, struct chan_req *r)
+channel_req_send(struct channel *ch, struct channel_req *r)
 {
 	uint64_t deadline = r->timeout_ms ? clock_mono_ms() + r->timeout_ms : 0;
 	int64_t id = rpc_pending_add(ch->pending, deadline, r);
@@ -66,7 +66,7 @@ chan_req_send(struct channel *ch, struct chan_req *r)
 	if (id < 0 || ch->in == NULL) {
 		if (id >= 0)
 			(void)rpc_pending_take(ch->pending, id, NULL);
-		chan_req_finish(r, CHAN_CLOSED, NULL);
+		channel_req_finish(r, CHANNEL_CLOSED, NULL);
 		return;
 	}
 	json_object_object_add(r->msg, "id", xjson_object_new_int64(id));
@@ -76,26 +76,26 @@ chan_req_send(struct channel *ch, struct chan_req *r)
 	}
 	json_object_put(r->msg);
 	r->msg = NULL;
-	chan_arm_deadline(ch);
+	channel_arm_deadline(ch);
 	if (r->sent != NULL && !r->forgotten)
 		r->sent(r->arg);
 }
 
-struct chan_req *
+struct channel_req *
 channel_request(struct channel *ch, const char *method, json_object *params,
-    uint64_t timeout_ms, chan_cb cb, void *arg)
+    uint64_t timeout_ms, channel_cb cb, void *arg)
 {
 	return channel_request_sent(ch, method, params, timeout_ms, cb, NULL, arg);
 }
 
-struct chan_req *
+struct channel_req *
 channel_request_sent(struct channel *ch, const char *method, json_object *params,
-    uint64_t timeout_ms, chan_cb cb, void (*sent)(void *), void *arg)
+    uint64_t timeout_ms, channel_cb cb, void (*sent)(void *), void *arg)
 {
-	struct chan_req *r;
+	struct channel_req *r;
 
 	if (ch->state == CH_IDLE)
-		chan_start(ch);
+		channel_start(ch);
 	if ((ch->state == CH_DYING && !(ch->killed && !serve_shutting_down())) ||
 	    ch->state == CH_IDLE || (r = calloc(1, sizeof(*r))) == NULL) {
 		json_object_put(params);
@@ -109,19 +109,19 @@ channel_request_sent(struct channel *ch, const char *method, json_object *params
 	r->msg = rpc_new_request(NULL, method, params);
 	if (ch->idle_ev != NULL)
 		event_del(ch->idle_ev);
-	if (chan_close_hold(ch, r))
+	if (channel_close_hold(ch, r))
 		;	/* sent once the close of its id is answered */
 	else if (ch->state == CH_STARTING)
 		TAILQ_INSERT_TAIL(&ch->waiting, r, entry);
 	else if (ch->state == CH_DYING)
 		TAILQ_INSERT_TAIL(&ch->respawn, r, entry);
 	else
-		chan_req_send(ch, r);
+		channel_req_send(ch, r);
 	return r;
 }
 
 void
-channel_forget(struct chan_req *r)
+channel_forget(struct channel_req *r)
 {
 	if (r != NULL)
 		r->forgotten = 1;
@@ -145,18 +145,18 @@ static void
 expire_one(int64_t id, void *arg, void *ctx)
 {
 	(void)id; (void)ctx;
-	chan_req_finish(arg, CHAN_TIMEOUT, NULL);
+	channel_req_finish(arg, CHANNEL_TIMEOUT, NULL);
 }
 
 void
-chan_on_deadline(evutil_socket_t fd, short what, void *arg)
+channel_on_deadline(evutil_socket_t fd, short what, void *arg)
 {
 	struct channel *ch = arg;
 
 	(void)fd; (void)what;
 	rpc_pending_expire(ch->pending, clock_mono_ms(), expire_one, NULL);
-	chan_arm_deadline(ch);
-	chan_check_idle(ch);
+	channel_arm_deadline(ch);
+	channel_check_idle(ch);
 }
 
 /* ---- messages from the child -------------------------------------------- */
@@ -221,10 +221,10 @@ handle_msg(struct channel *ch, struct rpc_msg *m)
 			    (long)ch->pid);
 			break;
 		}
-		chan_arm_deadline(ch);
-		chan_req_finish(arg, m->kind == RPC_RESULT ? CHAN_RESULT : CHAN_ERROR,
+		channel_arm_deadline(ch);
+		channel_req_finish(arg, m->kind == RPC_RESULT ? CHANNEL_RESULT : CHANNEL_ERROR,
 		    m->kind == RPC_RESULT ? m->result : m->error);
-		chan_check_idle(ch);
+		channel_check_idle(ch);
 		break;
 	}
 }
@@ -254,17 +254,17 @@ handle_bad(struct channel *ch, struct rpc_bad *bad)
 		json_object_object_add(err, "message", xjson_object_new_string(
 		    "The ACP child's answer could not be read"));
 		json_object_object_add(err, "data", data);
-		chan_arm_deadline(ch);
-		chan_req_finish(arg, CHAN_ERROR, err);
+		channel_arm_deadline(ch);
+		channel_req_finish(arg, CHANNEL_ERROR, err);
 		json_object_put(err);
-		chan_check_idle(ch);
+		channel_check_idle(ch);
 		return 0;
 	}
 	if (id != NULL)
 		return 0;	/* an answer to a request already settled */
 	log_warnx("child %ld: an unreadable line names no request: ending the "
 	    "channel", (long)ch->pid);
-	chan_end(ch, 1);
+	channel_end(ch, 1);
 	return -1;
 }
 
@@ -334,7 +334,7 @@ out_process(struct channel *ch, size_t batch)
 }
 
 /*
- * Take at most CHAN_BATCH messages, then let the loop run (and the SSE
+ * Take at most CHANNEL_BATCH messages, then let the loop run (and the SSE
  * streams drain) before the next batch; reading stops while messages wait,
  * so a child that floods us is held back by its pipe.
  */
@@ -345,7 +345,7 @@ out_pump(struct channel *ch)
 
 	if (ch->rd == NULL)
 		return;
-	if (out_process(ch, CHAN_BATCH)) {
+	if (out_process(ch, CHANNEL_BATCH)) {
 		event_add(ch->more_ev, &zero);
 		return;
 	}
@@ -354,33 +354,33 @@ out_pump(struct channel *ch)
 			log_debug("child %ld closed its stdout", (long)ch->pid);
 		else
 			log_warnx("child %ld closed its stdout", (long)ch->pid);
-		chan_end(ch, 1);
+		channel_end(ch, 1);
 		return;
 	}
 	event_add(ch->out_ev, NULL);
 }
 
 void
-chan_on_out_ready(evutil_socket_t fd, short what, void *arg)
+channel_on_out_ready(evutil_socket_t fd, short what, void *arg)
 {
 	struct channel *ch = arg;
 
 	(void)fd; (void)what;
 	if (ch->rd == NULL)
 		return;
-	out_read(ch, CHAN_READ_SLICE);
+	out_read(ch, CHANNEL_READ_SLICE);
 	out_pump(ch);
 }
 
 void
-chan_on_more(evutil_socket_t fd, short what, void *arg)
+channel_on_more(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd; (void)what;
 	out_pump(arg);
 }
 
 void
-chan_out_drain(struct channel *ch)
+channel_out_drain(struct channel *ch)
 {
 	if (ch->rd == NULL)
 		return;
@@ -393,20 +393,20 @@ chan_out_drain(struct channel *ch)
 }
 
 void
-chan_on_in_event(struct bufferevent *bev, short what, void *arg)
+channel_on_in_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct channel *ch = arg;
 
 	(void)bev;
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
 		log_warnx("child %ld: its stdin is gone", (long)ch->pid);
-		chan_end(ch, 1);
+		channel_end(ch, 1);
 	}
 }
 
 /* Copy the child's stderr lines into our log. */
 void
-chan_on_err_read(struct bufferevent *bev, void *arg)
+channel_on_err_read(struct bufferevent *bev, void *arg)
 {
 	struct channel *ch = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
@@ -417,12 +417,12 @@ chan_on_err_read(struct bufferevent *bev, void *arg)
 		log_info("child %ld: %.*s", (long)ch->pid, (int)n, line);
 		free(line);
 	}
-	if (evbuffer_get_length(in) > CHAN_STDERR_LINE)
+	if (evbuffer_get_length(in) > CHANNEL_STDERR_LINE)
 		evbuffer_drain(in, evbuffer_get_length(in));
 }
 
 void
-chan_on_err_event(struct bufferevent *bev, short what, void *arg)
+channel_on_err_event(struct bufferevent *bev, short what, void *arg)
 {
 	(void)arg;
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))

@@ -37,45 +37,45 @@
 #include "xmalloc.h"
 
 static TAILQ_HEAD(, channel) channels = TAILQ_HEAD_INITIALIZER(channels);
-static unsigned chan_serial;
+static unsigned channel_next_serial;
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
 static void
-fail_waiting(struct channel *ch, enum chan_outcome o)
+fail_waiting(struct channel *ch, enum channel_outcome o)
 {
-	struct chan_req *r;
+	struct channel_req *r;
 
 	while ((r = TAILQ_FIRST(&ch->waiting)) != NULL) {
 		TAILQ_REMOVE(&ch->waiting, r, entry);
-		chan_req_finish(r, o, NULL);
+		channel_req_finish(r, o, NULL);
 	}
 }
 
 static void
-on_initialized(void *arg, enum chan_outcome o, json_object *payload)
+on_initialized(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct channel *ch = arg;
-	struct chan_req *r;
+	struct channel_req *r;
 
 	(void)payload;
 	if (ch->state == CH_DYING) {
 		/* Ended while starting (an abandoned restore's kill): no sends. */
-		fail_waiting(ch, CHAN_CLOSED);
+		fail_waiting(ch, CHANNEL_CLOSED);
 		return;
 	}
-	if (o != CHAN_RESULT) {
+	if (o != CHANNEL_RESULT) {
 		log_warnx("child %ld: initialize %s", (long)ch->pid,
-		    o == CHAN_TIMEOUT ? "timed out" : "failed");
-		fail_waiting(ch, o == CHAN_TIMEOUT ? CHAN_INIT_TIMEOUT : CHAN_CLOSED);
-		chan_end(ch, 1);
+		    o == CHANNEL_TIMEOUT ? "timed out" : "failed");
+		fail_waiting(ch, o == CHANNEL_TIMEOUT ? CHANNEL_INIT_TIMEOUT : CHANNEL_CLOSED);
+		channel_end(ch, 1);
 		return;
 	}
 	log_info("child %ld initialized", (long)ch->pid);
 	ch->state = CH_READY;
 	while ((r = TAILQ_FIRST(&ch->waiting)) != NULL) {
 		TAILQ_REMOVE(&ch->waiting, r, entry);
-		chan_req_send(ch, r);
+		channel_req_send(ch, r);
 	}
 }
 
@@ -109,7 +109,7 @@ wrap_fd(int fd, bufferevent_data_cb rd, bufferevent_event_cb ev, void *arg)
 
 /* The child's stdin, stdout and stderr pipes; -1 leaves none open. */
 static int
-chan_pipes(int in[2], int out[2], int err[2])
+channel_pipes(int in[2], int out[2], int err[2])
 {
 	int saved;
 
@@ -132,16 +132,16 @@ chan_pipes(int in[2], int out[2], int err[2])
 
 static void	on_exit_ready(evutil_socket_t, short, void *);
 static void	respawn(struct channel *);
-static void	chan_rewarm(struct channel *);
+static void	channel_rewarm(struct channel *);
 
 /* Spawn the child and send initialize. */
 void
-chan_start(struct channel *ch)
+channel_start(struct channel *ch)
 {
 	int in[2], out[2], err[2];
-	struct chan_req *r;
+	struct channel_req *r;
 
-	if (chan_pipes(in, out, err) == -1) {
+	if (channel_pipes(in, out, err) == -1) {
 		log_warn("pipe");
 		return;
 	}
@@ -163,20 +163,20 @@ chan_start(struct channel *ch)
 	ch->killed = 0;
 	ch->kill_stage = 0;
 	metrics_child_started(ch->serial != 0);
-	ch->serial = ++chan_serial;
-	ch->in = wrap_fd(in[1], NULL, chan_on_in_event, ch);
+	ch->serial = ++channel_next_serial;
+	ch->in = wrap_fd(in[1], NULL, channel_on_in_event, ch);
 	/* Big answers (bulk replays) come in big reads, not 4 KiB ones. */
-	(void)fcntl(out[0], F_SETPIPE_SZ, CHAN_PIPE_SIZE);
+	(void)fcntl(out[0], F_SETPIPE_SZ, CHANNEL_PIPE_SIZE);
 	evutil_make_socket_nonblocking(out[0]);
 	ch->out_fd = out[0];
 	ch->out_eof = 0;
-	ch->out_ev = event_new(serve_base, out[0], EV_READ, chan_on_out_ready, ch);
-	ch->err = wrap_fd(err[0], chan_on_err_read, chan_on_err_event, ch);
+	ch->out_ev = event_new(serve_base, out[0], EV_READ, channel_on_out_ready, ch);
+	ch->err = wrap_fd(err[0], channel_on_err_read, channel_on_err_event, ch);
 	ch->rd = rpc_reader_new(0);
 	if (ch->rd != NULL)
 		replay_raw_setup(ch->rd);
 	ch->pending = rpc_pending_new();
-	ch->deadline_ev = evtimer_new(serve_base, chan_on_deadline, ch);
+	ch->deadline_ev = evtimer_new(serve_base, channel_on_deadline, ch);
 	ch->pid_ev = event_new(serve_base, ch->pidfd, EV_READ, on_exit_ready, ch);
 	if (ch->pidfd == -1 || ch->in == NULL || ch->out_ev == NULL ||
 	    ch->rd == NULL || ch->pending == NULL || ch->pid_ev == NULL) {
@@ -202,7 +202,7 @@ static void
 on_kill_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct channel *ch = arg;
-	struct timeval tv = { CHAN_KILL_GRACE_MS / 1000, 0 };
+	struct timeval tv = { CHANNEL_KILL_GRACE_MS / 1000, 0 };
 
 	(void)fd; (void)what;
 	if (ch->pid <= 0)
@@ -221,9 +221,9 @@ on_kill_timer(evutil_socket_t fd, short what, void *arg)
  * failed when the exit is seen.
  */
 void
-chan_end(struct channel *ch, int hard)
+channel_end(struct channel *ch, int hard)
 {
-	struct timeval tv = { CHAN_KILL_GRACE_MS / 1000, 0 };
+	struct timeval tv = { CHANNEL_KILL_GRACE_MS / 1000, 0 };
 
 	if (ch->state == CH_IDLE)
 		return;
@@ -250,7 +250,7 @@ static void
 drain_one(int64_t id, void *arg, void *ctx)
 {
 	(void)id; (void)ctx;
-	chan_req_finish(arg, CHAN_CLOSED, NULL);
+	channel_req_finish(arg, CHANNEL_CLOSED, NULL);
 }
 
 /* The pidfd is readable: reap, fail everything, tell the sessions. */
@@ -263,7 +263,7 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd; (void)what;
 	/* Take what the child wrote before it exited. */
-	chan_out_drain(ch);
+	channel_out_drain(ch);
 	pid = ch->pid;
 	if (spawn_wait(pid, &st) == -1)
 		log_warn("child %ld: waitpid", (long)pid);
@@ -276,7 +276,7 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 	log_info("child %ld exited (%s %d)", (long)pid,
 	    sig ? "signal" : "status", sig ? sig : code);
 	ch->state = CH_DYING;
-	fail_waiting(ch, CHAN_CLOSED);
+	fail_waiting(ch, CHANNEL_CLOSED);
 	rpc_pending_drain(ch->pending, drain_one, NULL);
 	sessions_channel_died(ch, code, sig, killed);
 	inflight_channel_exited(ch);
@@ -304,25 +304,25 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 		event_del(ch->kill_ev);
 	ch->state = CH_IDLE;
 	respawn(ch);
-	chan_rewarm(ch);
+	channel_rewarm(ch);
 }
 
 /* Requests that came while an idle child was ending get a fresh one. */
 static void
 respawn(struct channel *ch)
 {
-	struct chan_req *r;
+	struct channel_req *r;
 
 	if (TAILQ_EMPTY(&ch->respawn))
 		return;
 	if (!serve_shutting_down())
-		chan_start(ch);
+		channel_start(ch);
 	while ((r = TAILQ_FIRST(&ch->respawn)) != NULL) {
 		TAILQ_REMOVE(&ch->respawn, r, entry);
 		if (ch->state == CH_STARTING)
 			TAILQ_INSERT_TAIL(&ch->waiting, r, entry);
 		else
-			chan_req_finish(r, CHAN_CLOSED, NULL);
+			channel_req_finish(r, CHANNEL_CLOSED, NULL);
 	}
 }
 
@@ -335,7 +335,7 @@ on_idle(evutil_socket_t fd, short what, void *arg)
 	if (ch->nsessions == 0 && ch->control_ops == 0 && ch->state == CH_READY &&
 	    rpc_pending_count(ch->pending) == 0) {
 		log_info("child %ld idle: ending it", (long)ch->pid);
-		chan_end(ch, 0);
+		channel_end(ch, 0);
 	}
 }
 
@@ -346,7 +346,7 @@ on_idle(evutil_socket_t fd, short what, void *arg)
  * policy ends the child.
  */
 void
-chan_check_idle(struct channel *ch)
+channel_check_idle(struct channel *ch)
 {
 	struct rfsm_chan_view v;
 	struct timeval tv;
@@ -361,7 +361,7 @@ chan_check_idle(struct channel *ch)
 		if (v.unsettled > 0 || v.quarantined > 0) {
 			log_info("child %ld drained with an unsettled restore: recycling it",
 			    (long)ch->pid);
-			chan_end(ch, 0);
+			channel_end(ch, 0);
 			return;
 		}
 		break;
@@ -392,12 +392,12 @@ on_warm(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd; (void)what;
 	if (ch->state == CH_IDLE && !serve_shutting_down())
-		chan_start(ch);
+		channel_start(ch);
 }
 
 /* A kept-warm child that exited is started again, after a backoff. */
 static void
-chan_rewarm(struct channel *ch)
+channel_rewarm(struct channel *ch)
 {
 	struct timeval tv;
 
@@ -426,7 +426,7 @@ channel_kept_warm(void)
  * before they came back; a prestarted child is kept, not reaped idle.
  */
 void
-channels_prestart(void)
+channel_prestart(void)
 {
 	struct channel *ch;
 
@@ -435,7 +435,7 @@ channels_prestart(void)
 	for (size_t i = 0; i < conf.n_workspaces; i++)
 		if ((ch = channel_get(conf.workspaces[i])) != NULL &&
 		    ch->state == CH_IDLE)
-			chan_start(ch);
+			channel_start(ch);
 }
 
 struct channel *
@@ -457,7 +457,7 @@ channel_get(const char *workspace)
 	TAILQ_INIT(&ch->waiting);
 	TAILQ_INIT(&ch->respawn);
 	ch->idle_ev = evtimer_new(serve_base, on_idle, ch);
-	ch->more_ev = evtimer_new(serve_base, chan_on_more, ch);
+	ch->more_ev = evtimer_new(serve_base, channel_on_more, ch);
 	TAILQ_INSERT_TAIL(&channels, ch, entry);
 	return ch;
 }
@@ -474,7 +474,7 @@ channel_session_removed(struct channel *ch)
 {
 	if (ch->nsessions > 0)
 		ch->nsessions--;
-	chan_check_idle(ch);
+	channel_check_idle(ch);
 }
 
 void
@@ -489,7 +489,7 @@ channel_control_end(struct channel *ch)
 {
 	if (ch->control_ops > 0)
 		ch->control_ops--;
-	chan_check_idle(ch);
+	channel_check_idle(ch);
 }
 
 unsigned
@@ -502,7 +502,7 @@ channel_control_ops(const struct channel *ch)
 void
 channel_reconsider(struct channel *ch)
 {
-	chan_check_idle(ch);
+	channel_check_idle(ch);
 }
 
 /*
@@ -515,7 +515,7 @@ channel_kill(struct channel *ch)
 	if (ch->state == CH_IDLE || ch->state == CH_DYING)
 		return;
 	log_info("child %ld: nothing else on it, ending it", (long)ch->pid);
-	chan_end(ch, 1);
+	channel_end(ch, 1);
 	ch->killed = 1;
 }
 
@@ -550,7 +550,7 @@ channel_alive(const struct channel *ch)
 }
 
 size_t
-channels_running(void)
+channel_running(void)
 {
 	struct channel *ch;
 	size_t n = 0;
@@ -561,19 +561,19 @@ channels_running(void)
 }
 
 size_t
-channels_shutdown(void)
+channel_shutdown(void)
 {
 	struct channel *ch;
 
 	TAILQ_FOREACH(ch, &channels, entry)
 		if (ch->state != CH_IDLE)
-			chan_end(ch, 0);
-	return channels_running();
+			channel_end(ch, 0);
+	return channel_running();
 }
 
 /* Free every channel (after the loop has stopped; all are idle). */
 void
-channels_free(void)
+channel_free_all(void)
 {
 	struct channel *ch;
 

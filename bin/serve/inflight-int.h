@@ -20,7 +20,7 @@ struct inflight {
 	int			 is_default;
 	TAILQ_HEAD(, inflight_waiter)	 waiters;
 	struct channel		*ch;
-	struct chan_req		*req;
+	struct channel_req		*req;
 	json_object		*body;		/* the first caller's body */
 	struct span		*span;
 	uint64_t		 started_ms;
@@ -28,8 +28,8 @@ struct inflight {
 	struct rfsm		 fsm;
 	struct event		*timer;		/* deadline, then grace */
 	json_object		*answer;	/* the in-time ACP answer */
-	enum chan_outcome	 answer_o;
-	struct chan_req		*close_req;
+	enum channel_outcome	 answer_o;
+	struct channel_req		*close_req;
 	json_object		*early;		/* buffered session/update params */
 	char			 shape[64];	/* coalescing key of a load */
 	int			 summary;	/* compactedReplayMode summary */
@@ -65,12 +65,12 @@ void	early_fence(struct inflight *);
 
 /* inflight-reply.c */
 /* The public result: register the session and answer, or fail everyone. */
-void	inflight_reply(struct inflight *, enum chan_outcome, json_object *payload);
+void	inflight_reply(struct inflight *, enum channel_outcome, json_object *payload);
 
 /* inflight-ops.c */
 extern const struct rfsm_ops inflight_fsm_ops;
-/* The ACP answer of a spawn or restore (chan_cb). */
-void	inflight_on_answer(void *op, enum chan_outcome, json_object *payload);
+/* The ACP answer of a spawn or restore (channel_cb). */
+void	inflight_on_answer(void *op, enum channel_outcome, json_object *payload);
 /* The machine's one timer fired (libevent callback). */
 void	inflight_on_timer(evutil_socket_t, short, void *op);
 

@@ -45,19 +45,19 @@ spawn_late_id(struct inflight *op, json_object *payload)
 
 /* The event a late answer (after the deadline) means to the machine. */
 static enum rfsm_event
-late_event(struct inflight *op, enum chan_outcome o, json_object *payload)
+late_event(struct inflight *op, enum channel_outcome o, json_object *payload)
 {
 	enum rfsm_event ev;
 
-	if (o == CHAN_CLOSED || o == CHAN_INIT_TIMEOUT)
+	if (o == CHANNEL_CLOSED || o == CHANNEL_INIT_TIMEOUT)
 		ev = RFSM_EV_TRANSPORT_CLOSED;
 	else {
-		if (op->action == OP_SPAWN && o == CHAN_RESULT)
+		if (op->action == OP_SPAWN && o == CHANNEL_RESULT)
 			spawn_late_id(op, payload);
 		if (op->id[0] != '\0' && sessions_find(op->id) != NULL)
 			ev = RFSM_EV_ID_RECLAIMED;
 		else
-			ev = o == CHAN_RESULT ? RFSM_EV_ANSWER_OK : RFSM_EV_ANSWER_ERR;
+			ev = o == CHANNEL_RESULT ? RFSM_EV_ANSWER_OK : RFSM_EV_ANSWER_ERR;
 	}
 	log_info("session %s: late %s %s after %llu ms",
 	    inflight_label(op), inflight_action_name(op->action),
@@ -72,7 +72,7 @@ late_event(struct inflight *op, enum chan_outcome o, json_object *payload)
  * late result that the cleanup settles.
  */
 void
-inflight_on_answer(void *arg, enum chan_outcome o, json_object *payload)
+inflight_on_answer(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct inflight *op = arg;
 	enum rfsm_event ev;
@@ -81,8 +81,8 @@ inflight_on_answer(void *arg, enum chan_outcome o, json_object *payload)
 	if (op->fsm.state == RFSM_ACTIVE) {
 		op->answer_o = o;
 		op->answer = json_object_get(payload);
-		ev = o == CHAN_RESULT ? RFSM_EV_ANSWER_OK :
-		    o == CHAN_CLOSED ? RFSM_EV_TRANSPORT_CLOSED : RFSM_EV_ANSWER_ERR;
+		ev = o == CHANNEL_RESULT ? RFSM_EV_ANSWER_OK :
+		    o == CHANNEL_CLOSED ? RFSM_EV_TRANSPORT_CLOSED : RFSM_EV_ANSWER_ERR;
 	} else
 		ev = late_event(op, o, payload);
 	rfsm_feed(&op->fsm, ev);
@@ -129,7 +129,7 @@ fsm_public(void *ctx, enum rfsm_result r)
 }
 
 static void
-on_close(void *arg, enum chan_outcome o, json_object *payload)
+on_close(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct inflight *op = arg;
 	enum rfsm_event ev = RFSM_EV_CLOSE_FAILED;
@@ -137,17 +137,17 @@ on_close(void *arg, enum chan_outcome o, json_object *payload)
 
 	op->close_req = NULL;
 	switch (o) {
-	case CHAN_RESULT:
+	case CHANNEL_RESULT:
 		if (json_object_object_get_ex(payload, "closed", &v) &&
 		    json_object_get_boolean(v))
 			ev = RFSM_EV_CLOSE_OK;
 		break;
-	case CHAN_ERROR:
+	case CHANNEL_ERROR:
 		if (json_object_object_get_ex(payload, "code", &v) &&
 		    json_object_get_int(v) == QERR_RPC_RESOURCE_NOT_FOUND)
 			ev = RFSM_EV_CLOSE_NOT_FOUND;
 		break;
-	case CHAN_TIMEOUT:
+	case CHANNEL_TIMEOUT:
 		ev = RFSM_EV_CLOSE_TIMEOUT;
 		break;
 	default:
@@ -286,7 +286,7 @@ const struct rfsm_ops inflight_fsm_ops = {
 	.release_capacity = fsm_release,
 	.fence_on = fsm_fence,
 	.purge_early = fsm_purge,
-	.chan_view = fsm_view,
+	.channel_view = fsm_view,
 	.channel_changed = fsm_changed,
 	.trace = fsm_trace,
 	.finish = fsm_finish,

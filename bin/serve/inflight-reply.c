@@ -177,22 +177,22 @@ inflight_session_json(struct session *s, enum inflight_action action, int attach
 
 /* Every waiter gets the same error. */
 static void
-reply_error_all(struct inflight *op, enum chan_outcome o, json_object *payload)
+reply_error_all(struct inflight *op, enum channel_outcome o, json_object *payload)
 {
 	struct inflight_waiter *w;
 	struct qerr *e;
 
 	TAILQ_FOREACH(w, &op->waiters, entry) {
 		switch (o) {
-		case CHAN_ERROR:
+		case CHANNEL_ERROR:
 			http_error_rpc(w->req, payload, op->id[0] ? op->id : NULL);
 			continue;
-		case CHAN_TIMEOUT:
-		case CHAN_INIT_TIMEOUT:
+		case CHANNEL_TIMEOUT:
+		case CHANNEL_INIT_TIMEOUT:
 			if ((e = qerr_new("init_timeout", NULL)) == NULL)
 				break;
 			qerr_set_int(e, "timeoutMs", conf.init_timeout_ms);
-			if (o == CHAN_INIT_TIMEOUT) {
+			if (o == CHANNEL_INIT_TIMEOUT) {
 				qerr_set_str(e, "phase", "channel.initialize");
 				if (op->action == OP_SPAWN) {
 					qerr_set_bool(e, "sideEffectPossible", 0);
@@ -241,7 +241,7 @@ spawn_id_ok(struct inflight *op, const char *got)
 
 /* The public result: register the session and answer, or fail everyone. */
 void
-inflight_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
+inflight_reply(struct inflight *op, enum channel_outcome o, json_object *payload)
 {
 	struct inflight_waiter *w;
 	struct switches_caller *callers;
@@ -251,9 +251,9 @@ inflight_reply(struct inflight *op, enum chan_outcome o, json_object *payload)
 	size_t n = 0;
 
 	log_info("session %s: %s %s after %llu ms", id[0] ? id : "(new)",
-	    inflight_action_name(op->action), o == CHAN_RESULT ? "succeeded" : "failed",
+	    inflight_action_name(op->action), o == CHANNEL_RESULT ? "succeeded" : "failed",
 	    (unsigned long long)(clock_mono_ms() - op->started_ms));
-	if (o != CHAN_RESULT) {
+	if (o != CHANNEL_RESULT) {
 		reply_error_all(op, o, payload);
 		return;
 	}

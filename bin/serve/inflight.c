@@ -227,7 +227,7 @@ inflight_dispatch(struct inflight *op, const char *method, json_object *params,
 	op->req = channel_request_sent(op->ch, method, params, 0,
 	    inflight_on_answer, inflight_sent, op);
 	if (op->req == NULL) {
-		op->answer_o = CHAN_CLOSED;
+		op->answer_o = CHANNEL_CLOSED;
 		rfsm_feed(&op->fsm, RFSM_EV_TRANSPORT_CLOSED);	/* frees op */
 	}
 }

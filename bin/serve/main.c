@@ -595,7 +595,7 @@ stop_check(evutil_socket_t fd, short what, void *arg)
 	(void)fd; (void)what; (void)arg;
 	/* Each real settlement, raced with its channel's exit. */
 	inflight_stats(&active, &unsettled, &overdue, &quarantined);
-	if (channels_running() == 0 && active + unsettled == 0)
+	if (channel_running() == 0 && active + unsettled == 0)
 		event_base_loopexit(serve_base, NULL);
 }
 
@@ -637,7 +637,7 @@ serve_request_shutdown(void)
 	acp_http_shutdown();
 	acp_shutdown();
 	sessions_close_all("daemon_shutdown");
-	channels_shutdown();
+	channel_shutdown();
 	stop_timer = event_new(serve_base, -1, EV_PERSIST, stop_check, NULL);
 	event_add(stop_timer, &tv);
 }
@@ -720,7 +720,7 @@ main(int argc, char **argv)
 	/* Before any request: what a killed daemon left half moved. */
 	catalog_sweep();
 	sessions_start_reaper();
-	channels_prestart();
+	channel_prestart();
 	web_check();
 	printf("qwen-serve: ready\n");
 	fflush(stdout);
@@ -746,7 +746,7 @@ main(int argc, char **argv)
 	sessions_free();
 	ratelimit_free();
 	drain_free();
-	channels_free();
+	channel_free_all();
 	event_base_free(serve_base);
 	if (serve_otlp != NULL) {
 		trace_sink_set_export(serve_trace, NULL, NULL);

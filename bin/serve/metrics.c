@@ -281,7 +281,7 @@ static void
 metrics_children(struct evbuffer *b)
 {
 	family(b, "qwen_serve_children_running", "gauge", "qwen-acp-child processes running.");
-	sample(b, "qwen_serve_children_running", channels_running());
+	sample(b, "qwen_serve_children_running", channel_running());
 	family(b, "qwen_serve_child_starts_total", "counter", "qwen-acp-child processes started.");
 	sample(b, "qwen_serve_child_starts_total", child_starts);
 	family(b, "qwen_serve_child_restarts_total", "counter",

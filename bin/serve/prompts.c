@@ -32,7 +32,7 @@ struct prompt {
 	char			 id[UUID_LEN + 1];
 	char			 client_id[SERVE_CLIENT_ID_MAX + 1];
 	json_object		*params;
-	struct chan_req		*req;
+	struct channel_req		*req;
 	struct session		*s;
 	int64_t			 deadline_ms;	/* 0: none */
 	struct event		*deadline_ev;
@@ -374,7 +374,7 @@ turn_error_rpc(struct session *s, struct prompt *p, json_object *err)
 
 /* The child answered session/prompt (or could not). */
 static void
-on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
+on_prompt_done(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct prompt *p = arg;
 	struct session *s = p->s;
@@ -383,12 +383,12 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 
 	p->req = NULL;
 	if (p == s->expired) {
-		expired_settled(s, o != CHAN_CLOSED);	/* its turn_error is out */
+		expired_settled(s, o != CHANNEL_CLOSED);	/* its turn_error is out */
 		return;
 	}
 	s->active = NULL;
 	s->last_active_mono_ms = clock_mono_ms();
-	if (o == CHAN_RESULT) {
+	if (o == CHANNEL_RESULT) {
 		if (json_object_object_get_ex(payload, "stopReason", &v) &&
 		    json_object_is_type(v, json_type_string))
 			stop = json_object_get_string(v);
@@ -400,7 +400,7 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 		    p->client_id[0] ? p->client_id : NULL, 0);
 		prompt_span_result(p, "complete", NULL);
 		span_set_str(p->span, "qwen-code.daemon.prompt.stop_reason", stop);
-	} else if (o == CHAN_ERROR) {
+	} else if (o == CHANNEL_ERROR) {
 		turn_error_rpc(s, p, payload);
 	} else {
 		turn_error(s, p, "The agent process exited during the prompt",
@@ -416,7 +416,7 @@ on_prompt_done(void *arg, enum chan_outcome o, json_object *payload)
 	 * it does on a detach with nothing running.  (A dead child removes its
 	 * sessions itself, with session_died.)
 	 */
-	if (o != CHAN_CLOSED && clients_count(&s->clients) == 0 && !session_held(s))
+	if (o != CHANNEL_CLOSED && clients_count(&s->clients) == 0 && !session_held(s))
 		session_close(s, "last_client_detached", NULL);
 }
 

@@ -108,7 +108,7 @@ act_abandon(struct rfsm *m, enum rfsm_event ev)
 	publish(m, RFSM_RESULT_TIMEOUT);
 	arm_timer(m, (uint64_t)m->budget_ms);
 	memset(&v, 0, sizeof(v));
-	m->ops->chan_view(m->ctx, &v);
+	m->ops->channel_view(m->ctx, &v);
 	if (!rfsm_chan_visible_work(&v))
 		m->ops->kill_channel_async(m->ctx);
 	m->ops->channel_changed(m->ctx);

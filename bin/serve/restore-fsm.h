@@ -100,7 +100,7 @@ struct rfsm_ops {
 	/* A failed attempt: purge buffered early events, tombstone the id. */
 	void	(*purge_early)(void *ctx);
 	/* The channel's other work (this machine excluded or not ACTIVE). */
-	void	(*chan_view)(void *ctx, struct rfsm_chan_view *out);
+	void	(*channel_view)(void *ctx, struct rfsm_chan_view *out);
 	/* Condemnation may have changed: re-derive the channel's policy. */
 	void	(*channel_changed)(void *ctx);
 	/* Span event name with one string attribute (key NULL: none). */

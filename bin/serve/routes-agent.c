@@ -82,11 +82,11 @@ rest_switch_new(struct http_ctx *ctx, struct session *s)
 
 /* The agent's answer (the set_model result, or our mode answer), or its error. */
 static void
-on_switch(void *arg, enum chan_outcome o, json_object *payload)
+on_switch(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct rest_switch *r = arg;
 
-	if (o == CHAN_RESULT)
+	if (o == CHANNEL_RESULT)
 		http_reply_json(r->req, 200, payload != NULL ?
 		    json_object_get(payload) : xjson_object_new_object());
 	else

@@ -66,7 +66,7 @@ route_health(struct http_ctx *ctx)
 		put_count(o, "sessions", sessions_count());
 		put_count(o, "activePrompts", sessions_active_prompts());
 		json_object_object_add(o, "channelAlive",
-		    xjson_object_new_boolean(channels_running() > 0));
+		    xjson_object_new_boolean(channel_running() > 0));
 		put_count(o, "connections", conn_count());
 		put_count(o, "maxConnections", conn_limit());
 		put_count(o, "wsConnections", ws_conn_count());
@@ -266,7 +266,7 @@ status_runtime(void)
 	json_object_object_add(o, "policy", xjson_object_new_string("first-responder"));
 	json_object_object_add(r, "permissions", o);
 	o = xjson_object_new_object();
-	json_object_object_add(o, "live", xjson_object_new_boolean(channels_running() > 0));
+	json_object_object_add(o, "live", xjson_object_new_boolean(channel_running() > 0));
 	json_object_object_add(r, "channel", o);
 	o = xjson_object_new_object();
 	put_count(o, "restSseActive", sessions_subscribers());

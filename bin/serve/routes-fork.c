@@ -30,13 +30,13 @@ struct fork_req {
 
 /* The agent answered the fork (or could not). */
 static void
-on_fork(void *arg, enum chan_outcome o, json_object *payload)
+on_fork(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct fork_req *fr = arg;
-	if (o == CHAN_RESULT && json_object_is_type(payload, json_type_object)) {
+	if (o == CHANNEL_RESULT && json_object_is_type(payload, json_type_object)) {
 		log_info("session %s: forked through its agent", fr->sid);
 		http_reply_json(fr->req, 200, json_object_get(payload));
-	} else if (o == CHAN_ERROR)
+	} else if (o == CHANNEL_ERROR)
 		http_error_rpc(fr->req, payload, fr->sid);
 	else
 		http_error(fr->req, "acp_channel_unavailable", NULL);

@@ -134,13 +134,13 @@ page_anchor(struct http_ctx *ctx, json_object *params)
 
 /* The child's page: {v, sessionId, events, hasMore, nextCursor?}. */
 static void
-on_page(void *arg, enum chan_outcome o, json_object *payload)
+on_page(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct page_req *pr = arg;
 	json_object *body, *v;
 	struct qerr *e;
 
-	if (o == CHAN_RESULT && json_object_is_type(payload, json_type_object)) {
+	if (o == CHANNEL_RESULT && json_object_is_type(payload, json_type_object)) {
 		body = xjson_object_new_object();
 		json_object_object_add(body, "v", xjson_object_new_int(1));
 		json_object_object_add(body, "sessionId", xjson_object_new_string(pr->id));
@@ -153,9 +153,9 @@ on_page(void *arg, enum chan_outcome o, json_object *payload)
 		if (json_object_object_get_ex(payload, "nextCursor", &v))
 			json_object_object_add(body, "nextCursor", json_object_get(v));
 		http_reply_json(pr->req, 200, body);
-	} else if (o == CHAN_ERROR)
+	} else if (o == CHANNEL_ERROR)
 		http_error_rpc(pr->req, payload, pr->id);
-	else if (o == CHAN_TIMEOUT) {
+	else if (o == CHANNEL_TIMEOUT) {
 		if ((e = qerr_new("transcript_read_timeout", NULL)) != NULL) {
 			qerr_set_str(e, "sessionId", pr->id);
 			qerr_set_int(e, "timeoutMs", conf.restore_timeout_ms);
@@ -211,14 +211,14 @@ route_session_transcript(struct http_ctx *ctx)
 
 /* The child's turns: {v, sessionId, snapshot, totalTurns, start, turns}. */
 static void
-on_turns(void *arg, enum chan_outcome o, json_object *payload)
+on_turns(void *arg, enum channel_outcome o, json_object *payload)
 {
 	static const char *const keys[] = { "snapshot", "totalTurns", "start",
 	    "turns", NULL };
 	struct page_req *pr = arg;
 	json_object *body, *v;
 
-	if (o == CHAN_RESULT && json_object_is_type(payload, json_type_object)) {
+	if (o == CHANNEL_RESULT && json_object_is_type(payload, json_type_object)) {
 		body = xjson_object_new_object();
 		json_object_object_add(body, "v", xjson_object_new_int(1));
 		json_object_object_add(body, "sessionId", xjson_object_new_string(pr->id));
@@ -226,7 +226,7 @@ on_turns(void *arg, enum chan_outcome o, json_object *payload)
 			if (json_object_object_get_ex(payload, keys[i], &v))
 				json_object_object_add(body, keys[i], json_object_get(v));
 		http_reply_json(pr->req, 200, body);
-	} else if (o == CHAN_ERROR)
+	} else if (o == CHANNEL_ERROR)
 		http_error_rpc(pr->req, payload, pr->id);
 	else
 		unavailable(pr->req);
@@ -310,14 +310,14 @@ short_name(const char *id)
 
 /* {sessionId, displayName, forkedFrom: {sessionId, displayName}}. */
 static void
-on_branch(void *arg, enum chan_outcome o, json_object *payload)
+on_branch(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct page_req *pr = arg;
 	json_object *body, *ff;
 	const char *nid, *title;
 	char buf[96];
 
-	if (o == CHAN_RESULT) {
+	if (o == CHANNEL_RESULT) {
 		/* A real agent picks the new id and title itself. */
 		if ((nid = json_get_str(payload, "newSessionId")) != NULL &&
 		    strlen(nid) == UUID_LEN && names_session_id_ok(nid))
@@ -340,9 +340,9 @@ on_branch(void *arg, enum chan_outcome o, json_object *payload)
 			    pr->client_id, body);
 		else
 			http_reply_json(pr->req, 201, body);
-	} else if (o == CHAN_ERROR)
+	} else if (o == CHANNEL_ERROR)
 		http_error_rpc(pr->req, payload, pr->id);
-	else if (o == CHAN_TIMEOUT) {
+	else if (o == CHANNEL_TIMEOUT) {
 		struct qerr *e = qerr_new("transcript_read_timeout", NULL);
 
 		if (e != NULL) {

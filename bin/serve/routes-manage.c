@@ -437,14 +437,14 @@ struct meta_req {
 
 /* The child's answer: 200 {displayName} and session_metadata_updated. */
 static void
-on_meta(void *arg, enum chan_outcome o, json_object *payload)
+on_meta(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct meta_req *mr = arg;
 	struct session *s = sessions_find(mr->id);
 	const char *t = json_get_str(payload, "displayName");
 	json_object *body, *d;
 
-	if (o == CHAN_RESULT && t != NULL) {
+	if (o == CHANNEL_RESULT && t != NULL) {
 		body = xjson_object_new_object();
 		json_object_object_add(body, "displayName", xjson_object_new_string(t));
 		if (s != NULL) {
@@ -455,7 +455,7 @@ on_meta(void *arg, enum chan_outcome o, json_object *payload)
 			    mr->client_id[0] != '\0' ? mr->client_id : NULL, 0);
 		}
 		http_reply_json(mr->req, 200, body);
-	} else if (o == CHAN_ERROR)
+	} else if (o == CHANNEL_ERROR)
 		http_error_rpc(mr->req, payload, mr->id);
 	else
 		http_error(mr->req, "acp_channel_unavailable", mr->id);

@@ -87,17 +87,17 @@ pass_find(struct evhttp_request *req, const char *id)
 
 /* The agent's answer as it is, or its error as upstream maps it. */
 static void
-on_pass(void *arg, enum chan_outcome o, json_object *payload)
+on_pass(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct pass_req *pr = arg;
 
-	if (o == CHAN_RESULT)
+	if (o == CHANNEL_RESULT)
 		http_reply_json(pr->req, 200, payload != NULL ?
 		    json_object_get(payload) : xjson_object_new_object());
-	else if (o == CHAN_ERROR)
+	else if (o == CHANNEL_ERROR)
 		http_error_rpc(pr->req, payload, pr->id);
 	else
-		http_error(pr->req, o == CHAN_TIMEOUT ? "init_timeout" :
+		http_error(pr->req, o == CHANNEL_TIMEOUT ? "init_timeout" :
 		    "acp_channel_unavailable", pr->id);
 	channel_control_end(pr->ch);
 	free(pr);

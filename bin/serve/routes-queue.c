@@ -113,7 +113,7 @@ cont_admit(struct cont_req *cr, struct session *s, const char *kind)
 
 /* The agent's pre-check answered (or could not). */
 static void
-on_continue(void *arg, enum chan_outcome o, json_object *payload)
+on_continue(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct cont_req *cr = arg;
 	struct session *s = sessions_find(cr->sid);
@@ -122,9 +122,9 @@ on_continue(void *arg, enum chan_outcome o, json_object *payload)
 
 	if (s == NULL)
 		http_error(cr->req, "session_not_found", cr->sid);
-	else if (o == CHAN_ERROR)	/* as routes-pass.c answers the agent's errors */
+	else if (o == CHANNEL_ERROR)	/* as routes-pass.c answers the agent's errors */
 		http_error_rpc(cr->req, payload, s->id);
-	else if (o != CHAN_RESULT)
+	else if (o != CHANNEL_RESULT)
 		http_error(cr->req, "acp_channel_unavailable", NULL);
 	else {
 		kind = cont_kind(payload);

@@ -510,17 +510,17 @@ void	sse_subscribe(struct bus *, struct evhttp_request *req, int64_t last_event_
 void	sse_sub_closed(struct sse_sub *);
 
 /* ---- channel.c --------------------------------------------------------- */
-enum chan_outcome {
-	CHAN_RESULT,		/* payload: the result */
-	CHAN_ERROR,		/* payload: the JSON-RPC error object */
-	CHAN_TIMEOUT,		/* payload NULL */
-	CHAN_CLOSED,		/* the channel died; payload NULL */
-	CHAN_INIT_TIMEOUT,	/* initialize timed out; payload NULL */
+enum channel_outcome {
+	CHANNEL_RESULT,		/* payload: the result */
+	CHANNEL_ERROR,		/* payload: the JSON-RPC error object */
+	CHANNEL_TIMEOUT,		/* payload NULL */
+	CHANNEL_CLOSED,		/* the channel died; payload NULL */
+	CHANNEL_INIT_TIMEOUT,	/* initialize timed out; payload NULL */
 };
-typedef void	(*chan_cb)(void *arg, enum chan_outcome, json_object *payload);
+typedef void	(*channel_cb)(void *arg, enum channel_outcome, json_object *payload);
 
 struct channel;
-struct chan_req;
+struct channel_req;
 
 /* The channel for the workspace, started on demand. */
 struct channel	*channel_get(const char *workspace);
@@ -532,18 +532,18 @@ struct channel	*channel_get(const char *workspace);
  * forgotten.  Returns a handle, or NULL (then cb is not called) when the
  * channel cannot take requests.
  */
-struct chan_req	*channel_request(struct channel *, const char *method,
-		    json_object *params, uint64_t timeout_ms, chan_cb cb, void *arg);
+struct channel_req	*channel_request(struct channel *, const char *method,
+		    json_object *params, uint64_t timeout_ms, channel_cb cb, void *arg);
 /*
  * As channel_request, and sent(arg) runs once when the request goes on the
  * wire: at once when the child is ready (before this returns), else after
  * its initialize.  Budgets of the child's own work start there.
  */
-struct chan_req	*channel_request_sent(struct channel *, const char *method,
-		    json_object *params, uint64_t timeout_ms, chan_cb cb,
+struct channel_req	*channel_request_sent(struct channel *, const char *method,
+		    json_object *params, uint64_t timeout_ms, channel_cb cb,
 		    void (*sent)(void *arg), void *arg);
 /* The caller is gone: the answer will be dropped. */
-void	channel_forget(struct chan_req *);
+void	channel_forget(struct channel_req *);
 /*
  * Answer a request the child made (id borrowed, result: takes ownership);
  * dropped when the child that asked (serial) is no longer the one running.
@@ -580,13 +580,13 @@ void	channel_reconsider(struct channel *);
 /* Mark dying now, TERM the child now and KILL it after a grace. */
 void	channel_kill(struct channel *);
 /* Shutdown: end every child; returns the number still running. */
-size_t	channels_shutdown(void);
+size_t	channel_shutdown(void);
 /* --agent-acp: every workspace's child (and its agent) started now. */
-void	channels_prestart(void);
+void	channel_prestart(void);
 /* Whether a channel's child is kept warm while it has no session. */
 int	channel_kept_warm(void);
-size_t	channels_running(void);
-void	channels_free(void);
+size_t	channel_running(void);
+void	channel_free_all(void);
 
 /* ---- clients.c --------------------------------------------------------- */
 struct client {
@@ -774,15 +774,15 @@ json_object *switches_snapshot(struct session *);
  * channel is gone (nothing sent, cb never runs).
  */
 int	switches_model(struct session *, const char *model, const char *client_id,
-	    chan_cb cb, void *arg);
+	    channel_cb cb, void *arg);
 /*
  * The approval mode (plan_mode -1: absent); on success approval_mode_changed
- * and cb gets CHAN_RESULT with the REST answer (borrowed).  -1 as above.
+ * and cb gets CHANNEL_RESULT with the REST answer (borrowed).  -1 as above.
  */
 int	switches_mode(struct session *, const char *mode, int plan_mode,
-	    const char *client_id, chan_cb cb, void *arg);
+	    const char *client_id, channel_cb cb, void *arg);
 /* The HTTP answer to a switch that failed with outcome o. */
-void	switches_http_error(struct evhttp_request *, enum chan_outcome,
+void	switches_http_error(struct evhttp_request *, enum channel_outcome,
 	    json_object *payload, const char *session_id);
 struct switches_caller {
 	struct evhttp_request	*req;

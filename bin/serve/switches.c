@@ -31,7 +31,7 @@ struct switch_op {
 	char		*value;		/* the model id or the mode */
 	int		 plan_mode;	/* -1 absent, else the planMode flag */
 	int		 fallback;	/* sent as session/set_mode */
-	chan_cb		 cb;
+	channel_cb		 cb;
 	void		*arg;
 };
 
@@ -49,7 +49,7 @@ switches_seed(struct session *s)
 }
 
 static struct switch_op *
-op_new(struct session *s, const char *value, const char *client_id, chan_cb cb, void *arg)
+op_new(struct session *s, const char *value, const char *client_id, channel_cb cb, void *arg)
 {
 	struct switch_op *op = xcalloc(1, sizeof(*op));
 
@@ -72,13 +72,13 @@ op_free(struct switch_op *op)
 
 /* Why a switch failed, for model_switch_failed's error. */
 static const char *
-failure_text(enum chan_outcome o, json_object *payload)
+failure_text(enum channel_outcome o, json_object *payload)
 {
 	const char *m;
 
-	if (o == CHAN_ERROR && (m = json_get_str(payload, "message")) != NULL)
+	if (o == CHANNEL_ERROR && (m = json_get_str(payload, "message")) != NULL)
 		return m;
-	return o == CHAN_TIMEOUT ? "the agent did not answer in time" : "the agent is gone";
+	return o == CHANNEL_TIMEOUT ? "the agent did not answer in time" : "the agent is gone";
 }
 
 /* ---- model --------------------------------------------------------------- */
@@ -121,7 +121,7 @@ switches_snapshot(struct session *s)
 }
 
 static void
-on_model(void *arg, enum chan_outcome o, json_object *payload)
+on_model(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct switch_op *op = arg;
 	struct session *s = sessions_find(op->session_id);
@@ -131,18 +131,18 @@ on_model(void *arg, enum chan_outcome o, json_object *payload)
 	if (s != NULL) {
 		d = xjson_object_new_object();
 		json_object_object_add(d, "sessionId", xjson_object_new_string(s->id));
-		json_object_object_add(d, o == CHAN_RESULT ? "modelId" : "requestedModelId",
+		json_object_object_add(d, o == CHANNEL_RESULT ? "modelId" : "requestedModelId",
 		    xjson_object_new_string(op->value));
-		if (o != CHAN_RESULT)
+		if (o != CHANNEL_RESULT)
 			json_object_object_add(d, "error",
 			    xjson_object_new_string(failure_text(o, payload)));
 		else
 			model_remember(s, op->value);
-		bus_publish(s->bus, o == CHAN_RESULT ? "model_switched" : "model_switch_failed",
+		bus_publish(s->bus, o == CHANNEL_RESULT ? "model_switched" : "model_switch_failed",
 		    d, session_active_prompt(s, NULL), cid, 0);
 	}
 	log_info("session %s: model switch %s", op->session_id,
-	    o == CHAN_RESULT ? "done" : "failed");
+	    o == CHANNEL_RESULT ? "done" : "failed");
 	if (op->cb != NULL)
 		op->cb(op->arg, o, payload);
 	op_free(op);
@@ -150,7 +150,7 @@ on_model(void *arg, enum chan_outcome o, json_object *payload)
 
 int
 switches_model(struct session *s, const char *model, const char *client_id,
-    chan_cb cb, void *arg)
+    channel_cb cb, void *arg)
 {
 	struct switch_op *op = op_new(s, model, client_id, cb, arg);
 	json_object *p = xjson_object_new_object();
@@ -167,7 +167,7 @@ switches_model(struct session *s, const char *model, const char *client_id,
 
 /* ---- approval mode ------------------------------------------------------- */
 
-static struct chan_req *send_mode(struct session *, struct switch_op *);
+static struct channel_req *send_mode(struct session *, struct switch_op *);
 
 /* The REST answer {sessionId, mode, previous, persisted, planExecutionMode?}. */
 static json_object *
@@ -228,28 +228,28 @@ mode_result(struct session *s, struct switch_op *op, json_object *payload)
 }
 
 static void
-on_mode(void *arg, enum chan_outcome o, json_object *payload)
+on_mode(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct switch_op *op = arg;
 	struct session *s = sessions_find(op->session_id);
 	json_object *answer = NULL, *err, *code;
 
-	if (s != NULL && o == CHAN_ERROR && !op->fallback && op->plan_mode == -1 &&
+	if (s != NULL && o == CHANNEL_ERROR && !op->fallback && op->plan_mode == -1 &&
 	    (code = json_get(payload, "code", json_type_int)) != NULL &&
 	    json_object_get_int(code) == -32601) {
 		/* Not a qwen agent: the standard ACP method. */
 		op->fallback = 1;
 		if (send_mode(s, op) != NULL)
 			return;
-		o = CHAN_CLOSED;
+		o = CHANNEL_CLOSED;
 	}
-	if (s != NULL && o == CHAN_RESULT &&
+	if (s != NULL && o == CHANNEL_RESULT &&
 	    (answer = mode_result(s, op, payload)) == NULL) {
 		err = xjson_object_new_object();
 		json_object_object_add(err, "code", xjson_object_new_int(-32603));
 		json_object_object_add(err, "message", xjson_object_new_string(
 		    "Agent returned an unknown approval mode"));
-		op->cb(op->arg, CHAN_ERROR, err);
+		op->cb(op->arg, CHANNEL_ERROR, err);
 		json_object_put(err);
 		op_free(op);
 		return;
@@ -261,13 +261,13 @@ on_mode(void *arg, enum chan_outcome o, json_object *payload)
 	}
 	log_info("session %s: approval mode switch %s", op->session_id,
 	    answer != NULL ? "done" : "failed");
-	op->cb(op->arg, answer != NULL ? CHAN_RESULT : o == CHAN_RESULT ? CHAN_CLOSED : o,
+	op->cb(op->arg, answer != NULL ? CHANNEL_RESULT : o == CHANNEL_RESULT ? CHANNEL_CLOSED : o,
 	    answer != NULL ? answer : payload);
 	json_object_put(answer);
 	op_free(op);
 }
 
-static struct chan_req *
+static struct channel_req *
 send_mode(struct session *s, struct switch_op *op)
 {
 	json_object *p = xjson_object_new_object();
@@ -284,7 +284,7 @@ send_mode(struct session *s, struct switch_op *op)
 
 int
 switches_mode(struct session *s, const char *mode, int plan_mode, const char *client_id,
-    chan_cb cb, void *arg)
+    channel_cb cb, void *arg)
 {
 	struct switch_op *op = op_new(s, mode, client_id, cb, arg);
 
@@ -298,13 +298,13 @@ switches_mode(struct session *s, const char *mode, int plan_mode, const char *cl
 
 /* An HTTP error for a failed switch (the agent's error, a timeout, gone). */
 void
-switches_http_error(struct evhttp_request *req, enum chan_outcome o, json_object *payload,
+switches_http_error(struct evhttp_request *req, enum channel_outcome o, json_object *payload,
     const char *session_id)
 {
-	if (o == CHAN_ERROR)
+	if (o == CHANNEL_ERROR)
 		http_error_rpc(req, payload, session_id);
 	else
-		http_error(req, o == CHAN_TIMEOUT ? "init_timeout" : "acp_channel_unavailable",
+		http_error(req, o == CHANNEL_TIMEOUT ? "init_timeout" : "acp_channel_unavailable",
 		    session_id);
 }
 
@@ -362,13 +362,13 @@ setup_finish(struct setup *st)
 
 /* A model that was not applied only says so (modelApplied, the event). */
 static void
-on_setup_model(void *arg, enum chan_outcome o, json_object *payload)
+on_setup_model(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct setup *st = arg;
 
 	(void)payload;
 	if (st->model_applied != -1)
-		st->model_applied = o == CHAN_RESULT;
+		st->model_applied = o == CHANNEL_RESULT;
 	setup_mode(st);
 }
 
@@ -377,13 +377,13 @@ on_setup_model(void *arg, enum chan_outcome o, json_object *payload)
  * again, an attach (or a restore) gives back its registrations.
  */
 static void
-on_setup_mode(void *arg, enum chan_outcome o, json_object *payload)
+on_setup_mode(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct setup *st = arg;
 	struct session *s = sessions_find(st->session_id);
 	size_t i;
 
-	if (o == CHAN_RESULT) {
+	if (o == CHANNEL_RESULT) {
 		setup_finish(st);
 		return;
 	}
@@ -413,7 +413,7 @@ setup_mode(struct setup *st)
 	}
 	if (switches_mode(s, st->mode, -1, st->callers[0].client_id[0] ?
 	    st->callers[0].client_id : NULL, on_setup_mode, st) == -1)
-		on_setup_mode(st, CHAN_CLOSED, NULL);
+		on_setup_mode(st, CHANNEL_CLOSED, NULL);
 }
 
 /*
