@@ -972,15 +972,15 @@ test_parse_ts(void)
 		tm.tm_mon--;
 		tt = timegm(&tm);
 		want = tt == (time_t)-1 ? -1 : (int64_t)tt * 1000 + atoi(s + 20);
-		if (pj_parse_ts(s) != want && bad++ < 5)
-			diag("%s: %lld, want %lld", s, (long long)pj_parse_ts(s), (long long)want);
+		if (project_parse_ts(s) != want && bad++ < 5)
+			diag("%s: %lld, want %lld", s, (long long)project_parse_ts(s), (long long)want);
 	}
 	ok(bad == 0, "timestamps: the fast parser agrees with timegm");
 	for (i = 0, bad = 0; odd[i] != NULL; i++)
-		if (pj_parse_ts(odd[i]) != -1 && bad++ < 5)
-			diag("%s: %lld, want -1", odd[i], (long long)pj_parse_ts(odd[i]));
+		if (project_parse_ts(odd[i]) != -1 && bad++ < 5)
+			diag("%s: %lld, want -1", odd[i], (long long)project_parse_ts(odd[i]));
 	ok(bad == 0, "timestamps: other shapes are invalid");
-	is_int(pj_parse_ts("2024-02-31T00:00:00.000Z"), 1709337600000LL,
+	is_int(project_parse_ts("2024-02-31T00:00:00.000Z"), 1709337600000LL,
 	    "timestamps: Feb 31 is Mar 2 as timegm says");
 }
 

@@ -112,8 +112,8 @@ struct transcript {
 	size_t shtmask;
 
 	json_tokener *tok;
-	struct tx_key pf_key;		/* uuid hashed early by the scanner hook */
-	const char *pf_p;
+	struct tx_key project_fast_key;		/* uuid hashed early by the scanner hook */
+	const char *project_fast_p;
 	char *rbuf;			/* record read buffer, kept up to TX_RBUF_KEEP */
 	size_t rcap;
 	const uint32_t *ahead;		/* records to be read next (transcript_read_ahead) */

@@ -121,11 +121,11 @@ add_record(struct transcript *t, const struct txscan *s, uint64_t off,
 	    transcript_intern_sub(t, su->p, su->len, &sub) == -1)
 		return -1;
 	conv = !(type == TX_SYSTEM && (t->subflags[sub] & TX_SUB_NONCONV));
-	if (t->pf_p == u->p && (t->pf_key.str ? t->pf_key.len == u->len : u->len == 36))
-		key = t->pf_key;		/* hashed by prefetch_uuid */
+	if (t->project_fast_p == u->p && (t->project_fast_key.str ? t->project_fast_key.len == u->len : u->len == 36))
+		key = t->project_fast_key;		/* hashed by prefetch_uuid */
 	else
 		transcript_key_text(t, &key, u->p, u->len);
-	t->pf_p = NULL;
+	t->project_fast_p = NULL;
 	if (conv && transcript_ht_reserve(t) == -1)
 		return -1;
 	if (conv && (dup = transcript_ht_probe(t, &key, &slot)) >= 0) {
@@ -306,9 +306,9 @@ prefetch_uuid(void *arg, const char *p, size_t n)
 {
 	struct transcript *t = arg;
 
-	transcript_key_text(t, &t->pf_key, p, n);
-	t->pf_p = p;
-	__builtin_prefetch(&t->ht[t->pf_key.h & t->htmask]);
+	transcript_key_text(t, &t->project_fast_key, p, n);
+	t->project_fast_p = p;
+	__builtin_prefetch(&t->ht[t->project_fast_key.h & t->htmask]);
 }
 
 /* Index the line starting at buf[start] in one pass when it is one valid
@@ -323,9 +323,9 @@ fast_line(struct transcript *t, uint64_t off, const char *buf, size_t start,
 
 	while (p < e && *p != '\n' && txscan_isspace((unsigned char)*p))
 		p++;
-	t->pf_p = NULL;
+	t->project_fast_p = NULL;
 	if (p >= e || *p != '{' || !txscan_line(p, e, &s, &end, &nl)) {
-		t->pf_p = NULL;		/* never reuse a hash across lines */
+		t->project_fast_p = NULL;		/* never reuse a hash across lines */
 		return 0;
 	}
 	*rc = add_record(t, &s, off + (uint64_t)(p - buf), (size_t)(end - p), 0);

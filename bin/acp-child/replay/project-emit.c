@@ -16,7 +16,7 @@
 #include "xmalloc.h"
 
 int
-pj_span(struct pctx *x, size_t off)
+project_span(struct pctx *x, size_t off)
 {
 	struct projection *p = x->p;
 	struct pupd *nu;
@@ -35,7 +35,7 @@ pj_span(struct pctx *x, size_t off)
 }
 
 size_t
-pj_sep(struct pctx *x)
+project_sep(struct pctx *x)
 {
 	if (x->p->n > 0)
 		jbuf_put(&x->p->enc, ",", 1);
@@ -43,23 +43,23 @@ pj_sep(struct pctx *x)
 }
 
 int
-pj_text_lane(const char *kind, int nonempty)
+project_text_lane(const char *kind, int nonempty)
 {
 	if (!nonempty)
-		return PJ_LANE_NONE;
+		return PROJECT_LANE_NONE;
 	if (strcmp(kind, "user_message_chunk") == 0)
-		return PJ_LANE_USER;
+		return PROJECT_LANE_USER;
 	if (strcmp(kind, "agent_thought_chunk") == 0)
-		return PJ_LANE_THOUGHT;
-	return PJ_LANE_AGENT;
+		return PROJECT_LANE_THOUGHT;
+	return PROJECT_LANE_AGENT;
 }
 
 void
-pj_segment(struct pctx *x, int lane, int boundary)
+project_segment(struct pctx *x, int lane, int boundary)
 {
 	int o = x->ord++;
 
-	if (lane != PJ_LANE_NONE) {
+	if (lane != PROJECT_LANE_NONE) {
 		if (lane != x->lane || x->seg < 0) {
 			x->lane = lane;
 			x->seg = o;
@@ -69,7 +69,7 @@ pj_segment(struct pctx *x, int lane, int boundary)
 	}
 	x->useg = -1;
 	if (boundary) {
-		x->lane = PJ_LANE_NONE;
+		x->lane = PROJECT_LANE_NONE;
 		x->seg = -1;
 	}
 }
@@ -84,43 +84,43 @@ jsonc_segment(struct pctx *x, json_object *u)
 	if (strcmp(kind, "user_message_chunk") != 0 &&
 	    strcmp(kind, "agent_message_chunk") != 0 &&
 	    strcmp(kind, "agent_thought_chunk") != 0) {
-		pj_segment(x, PJ_LANE_NONE, 1);
+		project_segment(x, PROJECT_LANE_NONE, 1);
 		return;
 	}
 	type = json_get_str(content, "type");
 	if (type != NULL && strcmp(type, "image") == 0) {
-		pj_segment(x, PJ_LANE_IMAGE, 0);
+		project_segment(x, PROJECT_LANE_IMAGE, 0);
 		return;
 	}
 	if (type != NULL && strcmp(type, "resource") == 0) {
-		pj_segment(x, PJ_LANE_RESOURCE, 0);
+		project_segment(x, PROJECT_LANE_RESOURCE, 0);
 		return;
 	}
 	if (type != NULL && strcmp(type, "resource_link") == 0) {
-		pj_segment(x, PJ_LANE_LINK, 0);
+		project_segment(x, PROJECT_LANE_LINK, 0);
 		return;
 	}
 	text = json_get(content, "text", json_type_string);
-	pj_segment(x, pj_text_lane(kind, text && json_object_get_string_len(text) > 0), 0);
+	project_segment(x, project_text_lane(kind, text && json_object_get_string_len(text) > 0), 0);
 }
 
 /* Add _meta to u, encode it and append it to the projection (takes u):
    the record's timestamp, ids and segment, and the timestamp again at the
    top level, where the agent lifts it. */
 int
-pj_emit(struct pctx *x, json_object *u, json_object *extra_meta)
+project_emit(struct pctx *x, json_object *u, json_object *extra_meta)
 {
-	return pj_emit_raw(x, u, extra_meta, 0, NULL);
+	return project_emit_raw(x, u, extra_meta, 0, NULL);
 }
 
-/* pj_emit, with rawOutput (raw borrowed, may be json-c's null) after
+/* project_emit, with rawOutput (raw borrowed, may be json-c's null) after
    _meta when has_raw. */
 int
-pj_emit_raw(struct pctx *x, json_object *u, json_object *extra_meta, int has_raw,
+project_emit_raw(struct pctx *x, json_object *u, json_object *extra_meta, int has_raw,
     json_object *raw)
 {
 	json_object *meta, *qt, *ids, *v;
-	size_t off = pj_sep(x);
+	size_t off = project_sep(x);
 	char seg[160];
 
 	jsonc_segment(x, u);
@@ -144,7 +144,7 @@ pj_emit_raw(struct pctx *x, json_object *u, json_object *extra_meta, int has_raw
 	json_object_object_add(meta, "qwen.session.recordId", json_object_get(x->uuid));
 	if ((v = json_get(meta, "qwenDiscreteMessage", json_type_boolean)) != NULL &&
 	    json_object_get_boolean(v)) {
-		x->lane = PJ_LANE_NONE;
+		x->lane = PROJECT_LANE_NONE;
 		x->seg = -1;
 	}
 	json_object_object_add(u, "_meta", meta);
@@ -154,38 +154,38 @@ pj_emit_raw(struct pctx *x, json_object *u, json_object *extra_meta, int has_raw
 		json_object_object_add(u, "timestamp", xjson_object_new_int64(x->ts));
 	jsonw_value(&x->p->enc, u);
 	json_object_put(u);
-	return pj_span(x, off);
+	return project_span(x, off);
 }
 
 void
-pj_tail(struct pctx *x)
+project_tail(struct pctx *x)
 {
-	pj_tail_meta(x);
-	pj_tail_top(x);
+	project_tail_meta(x);
+	project_tail_top(x);
 }
 
 void
-pj_tail_top(struct pctx *x)
+project_tail_top(struct pctx *x)
 {
-	jbuf_put(&x->p->enc, x->sfx3.p, x->sfx3.len);
+	jbuf_put(&x->p->enc, x->update_end.p, x->update_end.len);
 }
 
 void
-pj_tail_meta(struct pctx *x)
+project_tail_meta(struct pctx *x)
 {
 	char seg[160];
 
-	jbuf_put(&x->p->enc, x->sfx.p, x->sfx.len);
+	jbuf_put(&x->p->enc, x->meta_ids.p, x->meta_ids.len);
 	if (x->useg >= 0) {
 		snprintf(seg, sizeof seg, "%.128s:%d", json_object_get_string(x->uuid), x->useg);
 		jbuf_puts(&x->p->enc, ",\"segmentId\":");
 		jsonw_string(&x->p->enc, seg, strlen(seg));
 	}
-	jbuf_put(&x->p->enc, x->sfx2.p, x->sfx2.len);
+	jbuf_put(&x->p->enc, x->meta_end.p, x->meta_end.len);
 }
 
 void
-pj_set_ts(struct pctx *x, int64_t ts)
+project_set_ts(struct pctx *x, int64_t ts)
 {
 	const char *s = json_object_get_string(x->uuid);
 	size_t n = (size_t)json_object_get_string_len(x->uuid);
@@ -193,26 +193,26 @@ pj_set_ts(struct pctx *x, int64_t ts)
 
 	x->ts = ts;
 	x->ord = 0;
-	x->lane = PJ_LANE_NONE;
+	x->lane = PROJECT_LANE_NONE;
 	x->seg = -1;
-	x->sfx.len = 0;
-	x->sfx2.len = 0;
-	x->sfx3.len = 0;
+	x->meta_ids.len = 0;
+	x->meta_end.len = 0;
+	x->update_end.len = 0;
 	if (x->ts >= 0) {
 		snprintf(num, sizeof num, "%lld", (long long)x->ts);
-		jbuf_puts(&x->sfx, "\"timestamp\":");
-		jbuf_puts(&x->sfx, num);
-		jbuf_put(&x->sfx, ",", 1);
+		jbuf_puts(&x->meta_ids, "\"timestamp\":");
+		jbuf_puts(&x->meta_ids, num);
+		jbuf_put(&x->meta_ids, ",", 1);
 	}
-	jbuf_puts(&x->sfx, "\"qwenTranscript\":{\"sourceRecordIds\":[");
-	jsonw_string(&x->sfx, s, n);
-	jbuf_puts(&x->sfx, "]");
-	jbuf_puts(&x->sfx2, "},\"qwen.session.recordId\":");
-	jsonw_string(&x->sfx2, s, n);
-	jbuf_put(&x->sfx2, "}", 1);
+	jbuf_puts(&x->meta_ids, "\"qwenTranscript\":{\"sourceRecordIds\":[");
+	jsonw_string(&x->meta_ids, s, n);
+	jbuf_puts(&x->meta_ids, "]");
+	jbuf_puts(&x->meta_end, "},\"qwen.session.recordId\":");
+	jsonw_string(&x->meta_end, s, n);
+	jbuf_put(&x->meta_end, "}", 1);
 	if (x->ts >= 0) {
-		jbuf_puts(&x->sfx3, ",\"timestamp\":");
-		jbuf_puts(&x->sfx3, num);
+		jbuf_puts(&x->update_end, ",\"timestamp\":");
+		jbuf_puts(&x->update_end, num);
 	}
-	jbuf_put(&x->sfx3, "}", 1);
+	jbuf_put(&x->update_end, "}", 1);
 }

@@ -15,23 +15,23 @@
 #define E	(&x->p->enc)
 
 /* Tool call arguments on the tape. */
-struct pf_arg {
+struct project_fast_arg {
 	struct pctx	*x;
 	int		 obj;
 };
 
 static const char *
-pa_str(void *a, const char *key)
+tape_arg_str(void *a, const char *key)
 {
-	struct pf_arg *pa = a;
+	struct project_fast_arg *pa = a;
 
 	return jt_get_str(&pa->x->tape, pa->obj, key, &pa->x->oom);
 }
 
 static int
-pa_num(void *a, const char *key, double *v)
+tape_arg_num(void *a, const char *key, double *v)
 {
-	struct pf_arg *pa = a;
+	struct project_fast_arg *pa = a;
 	int n = jt_get_typed(&pa->x->tape, pa->obj, key, JT_NUM);
 	char buf[64];
 
@@ -44,21 +44,21 @@ pa_num(void *a, const char *key, double *v)
 }
 
 static int
-pa_true(void *a, const char *key)
+tape_arg_true(void *a, const char *key)
 {
-	struct pf_arg *pa = a;
+	struct project_fast_arg *pa = a;
 
 	return jt_get_typed(&pa->x->tape, pa->obj, key, JT_TRUE) >= 0;
 }
 
 /* ,"_meta":{"toolName":name,"provenance":p[,"serverId":s], */
 static void
-pf_tool_meta(struct pctx *x, const char *name)
+project_fast_tool_meta(struct pctx *x, const char *name)
 {
 	const char *prov, *server;
 	size_t n;
 
-	prov = pj_provenance(name, &server, &n);
+	prov = project_provenance(name, &server, &n);
 	jbuf_puts(E, ",\"_meta\":{\"toolName\":");
 	jsonw_string(E, name, strlen(name));
 	jbuf_puts(E, ",\"provenance\":");
@@ -72,23 +72,23 @@ pf_tool_meta(struct pctx *x, const char *name)
 
 /* A functionCall part (its name non-empty): a tool_call, tracked as pending. */
 int
-pf_tool_call(struct pctx *x, int fc, size_t idx)
+project_fast_tool_call(struct pctx *x, int fc, size_t idx)
 {
 	int args = jt_get_typed(T, fc, "args", JT_OBJ), off;
 	const char *id = jt_get_str(T, fc, "id", &x->oom);
 	const char *name = jt_get_str(T, fc, "name", &x->oom), *kind, *path;
-	struct pf_arg pa = { x, args };
-	struct pj_args a = { pa_str, pa_num, pa_true, &pa };
-	char buf[128], title[PJ_TITLE_MAX];
+	struct project_fast_arg pa = { x, args };
+	struct project_args a = { tape_arg_str, tape_arg_num, tape_arg_true, &pa };
+	char buf[128], title[PROJECT_TITLE_MAX];
 	double line;
 
 	if (strcmp(name, "todo_write") == 0)
 		return 0;			/* its result becomes a plan */
-	id = pj_tool_start(x, name, id, idx, &a, buf, title, &kind, &path, &line);
-	pf_begin(x, "tool_call");
-	pf_str(x, "toolCallId", id);
+	id = project_tool_start(x, name, id, idx, &a, buf, title, &kind, &path, &line);
+	project_fast_begin(x, "tool_call");
+	project_fast_str(x, "toolCallId", id);
 	jbuf_puts(E, ",\"status\":\"in_progress\"");
-	pf_str(x, "title", title);
+	project_fast_str(x, "title", title);
 	jbuf_puts(E, ",\"content\":[],\"locations\":[");
 	if (path != NULL) {
 		jbuf_puts(E, "{\"path\":");
@@ -101,21 +101,21 @@ pf_tool_call(struct pctx *x, int fc, size_t idx)
 		jbuf_put(E, "}", 1);
 	}
 	jbuf_put(E, "]", 1);
-	pf_str(x, "kind", kind);
+	project_fast_str(x, "kind", kind);
 	jbuf_puts(E, ",\"rawInput\":");
 	if (args >= 0)
 		jt_write(E, T, args);
 	else
 		jbuf_put(E, "{}", 2);
-	pf_tool_meta(x, name);
-	return pf_close(x);
+	project_fast_tool_meta(x, name);
+	return project_fast_close(x);
 }
 
 
 /* {"type":"content","content":{"type":"text","text": ... }} around node
    (or s when node is -1). */
 static void
-pf_text_block(struct pctx *x, int node, const char *s, size_t n)
+project_fast_text_block(struct pctx *x, int node, const char *s, size_t n)
 {
 	jbuf_puts(E, "{\"type\":\"content\",\"content\":{\"type\":\"text\",\"text\":");
 	if (node >= 0)
@@ -127,27 +127,27 @@ pf_text_block(struct pctx *x, int node, const char *s, size_t n)
 
 /* A response's text: output, error, or the whole payload encoded. */
 static void
-pf_response_text(struct pctx *x, int resp)
+project_fast_response_text(struct pctx *x, int resp)
 {
 	struct jbuf b;
 	int v;
 
 	if ((v = jt_get_typed(T, resp, "output", JT_STR)) >= 0 ||
 	    (v = jt_get_typed(T, resp, "error", JT_STR)) >= 0) {
-		pf_text_block(x, v, NULL, 0);
+		project_fast_text_block(x, v, NULL, 0);
 		return;
 	}
 	memset(&b, 0, sizeof b);
 	jt_write(&b, T, resp);
 	if (b.oom)
 		x->oom = 1;
-	pf_text_block(x, -1, b.p ? b.p : "", b.len);
+	project_fast_text_block(x, -1, b.p ? b.p : "", b.len);
 	jbuf_free(&b);
 }
 
 /* The content blocks of a tool result (project-tool.c's result_content). */
 static void
-pf_result_content(struct pctx *x, int tcr, int display)
+project_fast_result_content(struct pctx *x, int tcr, int display)
 {
 	int msg, parts, part, v, resp, n = 0;
 	const char *path;
@@ -159,18 +159,18 @@ pf_result_content(struct pctx *x, int tcr, int display)
 		    (path = jt_get_str(T, display, "fileName", &x->oom)) == NULL)
 			path = "";
 		jbuf_puts(E, "[{\"type\":\"diff\"");
-		pf_str(x, "path", path);
+		project_fast_str(x, "path", path);
 		jbuf_puts(E, ",\"oldText\":");
-		pf_member_or(x, display, "originalContent", "");
+		project_fast_member_or(x, display, "originalContent", "");
 		jbuf_puts(E, ",\"newText\":");
-		pf_member_or(x, display, "newContent", "");
+		project_fast_member_or(x, display, "newContent", "");
 		jbuf_puts(E, "}]");
 		return;
 	}
 	if ((v = jt_get_typed(T, tcr, "error", JT_OBJ)) >= 0 &&
 	    (v = jt_get_typed(T, v, "message", JT_STR)) >= 0 && T->n[v].len > 0) {
 		jbuf_put(E, "[", 1);
-		pf_text_block(x, v, NULL, 0);
+		project_fast_text_block(x, v, NULL, 0);
 		jbuf_put(E, "]", 1);
 		return;
 	}
@@ -182,14 +182,14 @@ pf_result_content(struct pctx *x, int tcr, int display)
 		if ((v = jt_get_typed(T, part, "text", JT_STR)) >= 0 && T->n[v].len > 0) {
 			if (n++ > 0)
 				jbuf_put(E, ",", 1);
-			pf_text_block(x, v, NULL, 0);
+			project_fast_text_block(x, v, NULL, 0);
 		}
 		resp = jt_get_typed(T, jt_get_typed(T, part, "functionResponse", JT_OBJ),
 		    "response", JT_OBJ);
 		if (resp >= 0) {
 			if (n++ > 0)
 				jbuf_put(E, ",", 1);
-			pf_response_text(x, resp);
+			project_fast_response_text(x, resp);
 		}
 	}
 	jbuf_put(E, "]", 1);
@@ -198,7 +198,7 @@ pf_result_content(struct pctx *x, int tcr, int display)
 /* The first functionResponse part's string member key (non-empty when
    nonempty is set), or NULL. */
 static const char *
-pf_response_member(struct pctx *x, const char *key, int nonempty)
+project_fast_response_member(struct pctx *x, const char *key, int nonempty)
 {
 	int msg = jt_get_typed(T, 0, "message", JT_OBJ);
 	int parts = jt_get_typed(T, msg, "parts", JT_ARR), part, fr;
@@ -216,7 +216,7 @@ pf_response_member(struct pctx *x, const char *key, int nonempty)
 
 /* Whether a tool result failed. */
 static int
-pf_failed(struct pctx *x, int tcr)
+project_fast_failed(struct pctx *x, int tcr)
 {
 	const char *st = tcr >= 0 ? jt_get_str(T, tcr, "status", &x->oom) : NULL;
 	int e = jt_get(T, tcr, "error");
@@ -228,10 +228,10 @@ pf_failed(struct pctx *x, int tcr)
 /* tool_result records: tool_call_update; plans (todo_write) and a
    subagent's usage go through json-c. */
 int
-pf_tool_result(struct pctx *x)
+project_fast_tool_result(struct pctx *x)
 {
 	int tcr = jt_get_typed(T, 0, "toolCallResult", JT_OBJ), display = -1, rc, art;
-	const char *id = NULL, *name = pf_response_member(x, "name", 0), *dt;
+	const char *id = NULL, *name = project_fast_response_member(x, "name", 0), *dt;
 	json_object *pe;
 
 	if (name == NULL)
@@ -243,28 +243,28 @@ pf_tool_result(struct pctx *x)
 	}
 	dt = display >= 0 ? jt_get_str(T, display, "type", &x->oom) : NULL;
 	if (strcmp(name, "todo_write") == 0 || (dt && strcmp(dt, "task_execution") == 0))
-		return pj_record_jsonc(x);
+		return project_record_jsonc(x);
 	if (id == NULL)
-		id = pf_response_member(x, "id", 1);
-	id = pj_result_call(x, id, *name ? name : NULL, &pe);
-	pf_begin(x, "tool_call_update");
-	pf_str(x, "toolCallId", id);
-	pf_str(x, "status", pf_failed(x, tcr) ? "failed" : "completed");
+		id = project_fast_response_member(x, "id", 1);
+	id = project_result_call(x, id, *name ? name : NULL, &pe);
+	project_fast_begin(x, "tool_call_update");
+	project_fast_str(x, "toolCallId", id);
+	project_fast_str(x, "status", project_fast_failed(x, tcr) ? "failed" : "completed");
 	jbuf_puts(E, ",\"content\":");
-	pf_result_content(x, tcr, display);
-	pf_tool_meta(x, name);
+	project_fast_result_content(x, tcr, display);
+	project_fast_tool_meta(x, name);
 	if ((art = jt_get_typed(T, tcr, "artifacts", JT_ARR)) >= 0 && T->n[art].len > 0) {
 		jbuf_puts(E, "\"artifacts\":");
 		jt_write(E, T, art);
 		jbuf_put(E, ",", 1);
 	}
-	pj_tail_meta(x);
+	project_tail_meta(x);
 	if (display >= 0) {
 		jbuf_puts(E, ",\"rawOutput\":");
 		jt_write(E, T, display);
 	}
-	pj_tail_top(x);
-	rc = pj_span(x, x->uoff);
+	project_tail_top(x);
+	rc = project_span(x, x->uoff);
 	json_object_put(pe);
 	return rc;
 }

@@ -21,9 +21,9 @@
 
 /* Open an update {"sessionUpdate":kind. */
 static void
-pf_open(struct pctx *x, const char *kind)
+project_fast_open(struct pctx *x, const char *kind)
 {
-	x->uoff = pj_sep(x);
+	x->uoff = project_sep(x);
 	jbuf_puts(E, "{\"sessionUpdate\":\"");
 	jbuf_puts(E, kind);
 	jbuf_put(E, "\"", 1);
@@ -31,31 +31,31 @@ pf_open(struct pctx *x, const char *kind)
 
 /* Start an update that is no text chunk (it ends a text segment). */
 void
-pf_begin(struct pctx *x, const char *kind)
+project_fast_begin(struct pctx *x, const char *kind)
 {
-	pf_open(x, kind);
-	pj_segment(x, PJ_LANE_NONE, 1);
+	project_fast_open(x, kind);
+	project_segment(x, PROJECT_LANE_NONE, 1);
 }
 
 /* Close the update with the record's _meta tail (after any extra
    members, each ending with ','). */
 int
-pf_close(struct pctx *x)
+project_fast_close(struct pctx *x)
 {
-	pj_tail(x);
-	return pj_span(x, x->uoff);
+	project_tail(x);
+	return project_span(x, x->uoff);
 }
 
 int
-pf_end(struct pctx *x)
+project_fast_end(struct pctx *x)
 {
 	jbuf_puts(E, ",\"_meta\":{");
-	return pf_close(x);
+	return project_fast_close(x);
 }
 
 /* ,"key":s (a C string). */
 void
-pf_str(struct pctx *x, const char *key, const char *s)
+project_fast_str(struct pctx *x, const char *key, const char *s)
 {
 	jbuf_put(E, ",\"", 2);
 	jbuf_puts(E, key);
@@ -66,10 +66,10 @@ pf_str(struct pctx *x, const char *key, const char *s)
 /* A text chunk (text from string node, or s when node is -1), up to the
    opening of _meta. */
 static void
-pf_text(struct pctx *x, const char *kind, int node, const char *s)
+project_fast_text(struct pctx *x, const char *kind, int node, const char *s)
 {
-	pf_open(x, kind);
-	pj_segment(x, pj_text_lane(kind, node >= 0 ? T->n[node].len > 0 : *s != '\0'), 0);
+	project_fast_open(x, kind);
+	project_segment(x, project_text_lane(kind, node >= 0 ? T->n[node].len > 0 : *s != '\0'), 0);
 	jbuf_puts(E, ",\"content\":{\"type\":\"text\",\"text\":");
 	if (node >= 0)
 		jt_write(E, T, node);
@@ -79,15 +79,15 @@ pf_text(struct pctx *x, const char *kind, int node, const char *s)
 }
 
 static int
-pf_chunk(struct pctx *x, const char *kind, int node, const char *s)
+project_fast_chunk(struct pctx *x, const char *kind, int node, const char *s)
 {
-	pf_text(x, kind, node, s);
-	return pf_close(x);
+	project_fast_text(x, kind, node, s);
+	return project_fast_close(x);
 }
 
 /* The string member key of obj, or "" (node written when present). */
 void
-pf_member_or(struct pctx *x, int obj, const char *key, const char *dflt)
+project_fast_member_or(struct pctx *x, int obj, const char *key, const char *dflt)
 {
 	int v = jt_get_typed(T, obj, key, JT_STR);
 
@@ -99,23 +99,23 @@ pf_member_or(struct pctx *x, int obj, const char *key, const char *dflt)
 
 /* A user image part. */
 static int
-pf_image(struct pctx *x, int inl)
+project_fast_image(struct pctx *x, int inl)
 {
-	pf_open(x, "user_message_chunk");
-	pj_segment(x, PJ_LANE_IMAGE, 0);
+	project_fast_open(x, "user_message_chunk");
+	project_segment(x, PROJECT_LANE_IMAGE, 0);
 	jbuf_puts(E, ",\"content\":{\"type\":\"image\",\"mimeType\":");
-	pf_member_or(x, inl, "mimeType", "");
+	project_fast_member_or(x, inl, "mimeType", "");
 	jbuf_puts(E, ",\"data\":");
-	pf_member_or(x, inl, "data", "");
+	project_fast_member_or(x, inl, "data", "");
 	jbuf_put(E, "}", 1);
-	return pf_end(x);
+	return project_fast_end(x);
 }
 
 /* user records: text parts and images, a hook's displayText shown in
    place of the text parts; subtypes, the daemon's prompt ids and
    annotations, and attachments go through json-c. */
 static int
-pf_user(struct pctx *x)
+project_fast_user(struct pctx *x)
 {
 	int sp = jt_get_typed(T, 0, "systemPayload", JT_OBJ);
 	int msg = jt_get_typed(T, 0, "message", JT_OBJ);
@@ -127,7 +127,7 @@ pf_user(struct pctx *x)
 	    jt_get(T, sp, "inputAnnotations") >= 0 ||
 	    jt_get(T, sp, "attachmentReferences") >= 0 ||
 	    jt_get(T, sp, "resourceLinks") >= 0)
-		return pj_record_jsonc(x);
+		return project_record_jsonc(x);
 	display = sp >= 0 ? jt_get_str(T, sp, "displayText", &x->oom) : NULL;
 	if (display != NULL && jt_get(T, sp, "hookContext") < 0)
 		display = NULL;
@@ -136,38 +136,38 @@ pf_user(struct pctx *x)
 		if ((v = jt_get_typed(T, part, "text", JT_STR)) >= 0) {
 			if (display != NULL) {	/* shown once, for the first */
 				if (!shown++ && *display != '\0' &&
-				    pf_chunk(x, "user_message_chunk", -1, display) == -1)
+				    project_fast_chunk(x, "user_message_chunk", -1, display) == -1)
 					return -1;
 			} else if (T->n[v].len > 0 &&
-			    pf_chunk(x, "user_message_chunk", v, NULL) == -1)
+			    project_fast_chunk(x, "user_message_chunk", v, NULL) == -1)
 				return -1;
 		} else if ((v = jt_get_typed(T, part, "inlineData", JT_OBJ)) >= 0) {
-			if (pf_image(x, v) == -1)
+			if (project_fast_image(x, v) == -1)
 				return -1;
 		}
 	}
 	if (display != NULL && !shown && *display != '\0')
-		return pf_chunk(x, "user_message_chunk", -1, display);
+		return project_fast_chunk(x, "user_message_chunk", -1, display);
 	return 0;
 }
 
 /* The empty agent chunk carrying the record's usage under ACP's names. */
 static int
-pf_usage(struct pctx *x, int usage)
+project_fast_usage(struct pctx *x, int usage)
 {
 	int i, v, n = 0;
 
-	pj_add_usage(x, pj_tape_count(T, usage, "promptTokenCount"),
-	    pj_tape_count(T, usage, "cachedContentTokenCount"),
-	    pj_tape_count(T, usage, "candidatesTokenCount"));
-	pf_text(x, "agent_message_chunk", -1, "");
+	project_add_usage(x, project_tape_count(T, usage, "promptTokenCount"),
+	    project_tape_count(T, usage, "cachedContentTokenCount"),
+	    project_tape_count(T, usage, "candidatesTokenCount"));
+	project_fast_text(x, "agent_message_chunk", -1, "");
 	jbuf_puts(E, "\"usage\":{");
-	for (i = 0; pj_usage_keys[i][0] != NULL; i++) {
-		v = jt_get_typed(T, usage, pj_usage_keys[i][0], JT_NUM);
+	for (i = 0; project_usage_keys[i][0] != NULL; i++) {
+		v = jt_get_typed(T, usage, project_usage_keys[i][0], JT_NUM);
 		if (v < 0 && i >= 3)
 			continue;
 		jbuf_puts(E, n++ > 0 ? ",\"" : "\"");
-		jbuf_puts(E, pj_usage_keys[i][1]);
+		jbuf_puts(E, project_usage_keys[i][1]);
 		jbuf_put(E, "\":", 2);
 		if (v >= 0)
 			jt_write(E, T, v);
@@ -175,12 +175,12 @@ pf_usage(struct pctx *x, int usage)
 			jbuf_put(E, "0", 1);
 	}
 	jbuf_puts(E, "},");
-	return pf_close(x);
+	return project_fast_close(x);
 }
 
 /* assistant records: thoughts, text, tool calls, usage. */
 static int
-pf_assistant(struct pctx *x)
+project_fast_assistant(struct pctx *x)
 {
 	int msg = jt_get_typed(T, 0, "message", JT_OBJ);
 	int parts = jt_get_typed(T, msg, "parts", JT_ARR), part, fc, text, th;
@@ -194,26 +194,26 @@ pf_assistant(struct pctx *x)
 			    T->n[th].len == 0)
 				continue;	/* the agent skips a nameless call */
 			if (usage >= 0) {
-				rc = pf_usage(x, usage);
+				rc = project_fast_usage(x, usage);
 				usage = -1;
 			}
 			if (rc == 0)
-				rc = pf_tool_call(x, fc, i);
+				rc = project_fast_tool_call(x, fc, i);
 		} else if ((text = jt_get_typed(T, part, "text", JT_STR)) >= 0 &&
 		    T->n[text].len > 0) {
 			th = jt_get_typed(T, part, "thought", JT_TRUE);
-			rc = pf_chunk(x, th >= 0 ? "agent_thought_chunk" :
+			rc = project_fast_chunk(x, th >= 0 ? "agent_thought_chunk" :
 			    "agent_message_chunk", text, NULL);
 		}
 	}
 	if (rc == 0 && usage >= 0)
-		rc = pf_usage(x, usage);
+		rc = project_fast_usage(x, usage);
 	return rc;
 }
 
 /* One output item of a slash command's result (project.c's slash_item). */
 static int
-pf_slash_item(struct pctx *x, int item)
+project_fast_slash_item(struct pctx *x, int item)
 {
 	const char *s = jt_get_str(T, item, "text", &x->oom);
 	char *text;
@@ -221,26 +221,26 @@ pf_slash_item(struct pctx *x, int item)
 
 	if (s == NULL)
 		return 0;
-	text = pj_markdown_breaks(s);
-	pf_text(x, "agent_message_chunk", -1, text);
+	text = project_markdown_breaks(s);
+	project_fast_text(x, "agent_message_chunk", -1, text);
 	free(text);
 	jbuf_puts(E, "\"source\":\"slash_command\",");
-	for (i = 0; pj_slash_meta[i][0] != NULL; i++)
-		if ((v = jt_get_typed(T, item, pj_slash_meta[i][0],
-		    pj_slash_meta[i][1][0] == 'o' ? JT_OBJ : JT_ARR)) >= 0) {
+	for (i = 0; project_slash_meta[i][0] != NULL; i++)
+		if ((v = jt_get_typed(T, item, project_slash_meta[i][0],
+		    project_slash_meta[i][1][0] == 'o' ? JT_OBJ : JT_ARR)) >= 0) {
 			jbuf_put(E, "\"", 1);
-			jbuf_puts(E, pj_slash_meta[i][0]);
+			jbuf_puts(E, project_slash_meta[i][0]);
 			jbuf_put(E, "\":", 2);
 			jt_write(E, T, v);
 			jbuf_put(E, ",", 1);
 		}
-	return pf_close(x);
+	return project_fast_close(x);
 }
 
 /* system records: slash_command results; cancelled turns, background
    notices and subagent readiness go through json-c. */
 static int
-pf_system(struct pctx *x)
+project_fast_system(struct pctx *x)
 {
 	int sp = jt_get_typed(T, 0, "systemPayload", JT_OBJ), items, it;
 	const char *sub = jt_get_str(T, 0, "subtype", &x->oom), *s;
@@ -254,34 +254,34 @@ pf_system(struct pctx *x)
 	    (items = jt_get_typed(T, sp, "outputHistoryItems", JT_ARR)) >= 0) {
 		for (i = 0, it = JT_FIRST(items); i < T->n[items].len;
 		    i++, it = JT_NEXT(T, it))
-			if (pf_slash_item(x, it) == -1)
+			if (project_fast_slash_item(x, it) == -1)
 				return -1;
 	} else if (strcmp(sub, "turn_result") == 0 ||
 	    strcmp(sub, "background_task_completed") == 0 ||
 	    strcmp(sub, "agent_session_ready") == 0)
-		return pj_record_jsonc(x);
+		return project_record_jsonc(x);
 	return 0;
 }
 
 int
-pf_record(struct pctx *x)
+project_fast_record(struct pctx *x)
 {
 	int rc = 0;
 
 	if (jt_get(T, 0, "backgroundTurn") >= 0)	/* a background turn's */
-		return pj_record_jsonc(x);
+		return project_record_jsonc(x);
 	switch (transcript_type(x->t, x->c->rec[x->pos])) {
 	case TX_USER:
-		rc = pf_user(x);
+		rc = project_fast_user(x);
 		break;
 	case TX_ASSISTANT:
-		rc = pf_assistant(x);
+		rc = project_fast_assistant(x);
 		break;
 	case TX_TOOL_RESULT:
-		rc = pf_tool_result(x);
+		rc = project_fast_tool_result(x);
 		break;
 	case TX_SYSTEM:
-		rc = pf_system(x);
+		rc = project_fast_system(x);
 		break;
 	}
 	return x->oom ? -1 : rc;

@@ -21,7 +21,7 @@
 #include "xmalloc.h"
 
 void
-pj_add_usage(struct pctx *x, double prompt, double cached, double cand)
+project_add_usage(struct pctx *x, double prompt, double cached, double cand)
 {
 	x->cum[0] += prompt;
 	x->cum[1] += cached;
@@ -29,7 +29,7 @@ pj_add_usage(struct pctx *x, double prompt, double cached, double cand)
 }
 
 void
-pj_num(char *buf, size_t n, double v)
+project_num(char *buf, size_t n, double v)
 {
 	char *e;
 	int p;
@@ -53,7 +53,7 @@ pj_num(char *buf, size_t n, double v)
 }
 
 double
-pj_tape_count(const struct jtape *t, int obj, const char *key)
+project_tape_count(const struct jtape *t, int obj, const char *key)
 {
 	int v = jt_get_typed(t, obj, key, JT_NUM);
 	char buf[64];
@@ -66,7 +66,7 @@ pj_tape_count(const struct jtape *t, int obj, const char *key)
 }
 
 double
-pj_jsonc_count(json_object *o, const char *key)
+project_jsonc_count(json_object *o, const char *key)
 {
 	json_object *v = NULL;
 
@@ -86,9 +86,9 @@ tape_usage(struct pctx *x, struct jtape *t, enum tx_type type)
 
 	if (type == TX_ASSISTANT) {
 		if ((u = jt_get_typed(t, 0, "usageMetadata", JT_OBJ)) >= 0)
-			pj_add_usage(x, pj_tape_count(t, u, "promptTokenCount"),
-			    pj_tape_count(t, u, "cachedContentTokenCount"),
-			    pj_tape_count(t, u, "candidatesTokenCount"));
+			project_add_usage(x, project_tape_count(t, u, "promptTokenCount"),
+			    project_tape_count(t, u, "cachedContentTokenCount"),
+			    project_tape_count(t, u, "candidatesTokenCount"));
 		return;
 	}
 	d = jt_get_typed(t, jt_get_typed(t, 0, "toolCallResult", JT_OBJ),
@@ -97,8 +97,8 @@ tape_usage(struct pctx *x, struct jtape *t, enum tx_type type)
 	    strcmp(dt, "task_execution") != 0 ||
 	    (u = jt_get_typed(t, d, "executionSummary", JT_OBJ)) < 0)
 		return;
-	pj_add_usage(x, pj_tape_count(t, u, "inputTokens"),
-	    pj_tape_count(t, u, "cachedTokens"), pj_tape_count(t, u, "outputTokens"));
+	project_add_usage(x, project_tape_count(t, u, "inputTokens"),
+	    project_tape_count(t, u, "cachedTokens"), project_tape_count(t, u, "outputTokens"));
 }
 
 /* tape_usage() for a record json-c reads (several fragments, odd bytes). */
@@ -110,9 +110,9 @@ jsonc_usage(struct pctx *x, json_object *r, enum tx_type type)
 
 	if (type == TX_ASSISTANT) {
 		if ((u = json_get(r, "usageMetadata", json_type_object)) != NULL)
-			pj_add_usage(x, pj_jsonc_count(u, "promptTokenCount"),
-			    pj_jsonc_count(u, "cachedContentTokenCount"),
-			    pj_jsonc_count(u, "candidatesTokenCount"));
+			project_add_usage(x, project_jsonc_count(u, "promptTokenCount"),
+			    project_jsonc_count(u, "cachedContentTokenCount"),
+			    project_jsonc_count(u, "candidatesTokenCount"));
 		return;
 	}
 	d = json_get(json_get(r, "toolCallResult", json_type_object), "resultDisplay",
@@ -120,8 +120,8 @@ jsonc_usage(struct pctx *x, json_object *r, enum tx_type type)
 	if ((dt = json_get_str(d, "type")) == NULL || strcmp(dt, "task_execution") != 0 ||
 	    (u = json_get(d, "executionSummary", json_type_object)) == NULL)
 		return;
-	pj_add_usage(x, pj_jsonc_count(u, "inputTokens"),
-	    pj_jsonc_count(u, "cachedTokens"), pj_jsonc_count(u, "outputTokens"));
+	project_add_usage(x, project_jsonc_count(u, "inputTokens"),
+	    project_jsonc_count(u, "cachedTokens"), project_jsonc_count(u, "outputTokens"));
 }
 
 /* Add the counts of the chain's records before the window; -1 on OOM. */
@@ -159,11 +159,11 @@ usage_before(struct pctx *x)
 
 /* A number as a json-c value printed as JavaScript prints it (new). */
 static json_object *
-js_number(double v)
+plan_number(double v)
 {
 	char buf[48];
 
-	pj_num(buf, sizeof buf, v);
+	project_num(buf, sizeof buf, v);
 	return xjson_object_new_double_s(v, buf);
 }
 
@@ -247,9 +247,9 @@ plan_meta(struct pctx *x, json_object *d)
 	json_object *meta = xjson_object_new_object(), *stats = xjson_object_new_object();
 	json_object *v, *id;
 
-	json_object_object_add(stats, "promptTokens", js_number(x->cum[0]));
-	json_object_object_add(stats, "cachedTokens", js_number(x->cum[1]));
-	json_object_object_add(stats, "candidateTokens", js_number(x->cum[2]));
+	json_object_object_add(stats, "promptTokens", plan_number(x->cum[0]));
+	json_object_object_add(stats, "cachedTokens", plan_number(x->cum[1]));
+	json_object_object_add(stats, "candidateTokens", plan_number(x->cum[2]));
 	json_object_object_add(stats, "apiTimeMs", xjson_object_new_int(0));
 	json_object_object_add(meta, "stats", stats);
 	if ((v = json_get(d, "planId", json_type_string)) != NULL &&
@@ -265,7 +265,7 @@ plan_meta(struct pctx *x, json_object *d)
 }
 
 int
-pj_plan(struct pctx *x, json_object *display, const char *call_id)
+project_plan(struct pctx *x, json_object *display, const char *call_id)
 {
 	json_object *own, *d, *todos, *u, *entries, *e;
 	size_t i;
@@ -285,10 +285,10 @@ pj_plan(struct pctx *x, json_object *display, const char *call_id)
 	for (i = 0; i < json_object_array_length(todos); i++)
 		if ((e = plan_entry(json_object_array_get_idx(todos, i))) != NULL)
 			json_object_array_add(entries, e);
-	u = pj_update("plan");
+	u = project_update("plan");
 	json_object_object_add(u, "entries", entries);
 	x->plan_call = call_id;
-	rc = pj_emit(x, u, plan_meta(x, d));
+	rc = project_emit(x, u, plan_meta(x, d));
 	x->plan_call = NULL;
 	json_object_put(own);
 	return rc;

@@ -16,7 +16,7 @@
 #include "xmalloc.h"
 
 char *
-pj_markdown_breaks(const char *s)
+project_markdown_breaks(const char *s)
 {
 	size_t n = 0, i;
 	char *out, *o;
@@ -35,7 +35,7 @@ pj_markdown_breaks(const char *s)
 	return out;
 }
 
-const char *const pj_slash_meta[][2] = {
+const char *const project_slash_meta[][2] = {
 	{ "contextCompression", "o" }, { "contextCompressionNotice", "o" },
 	{ "sessionArtifacts", "a" }, { NULL, NULL }
 };
@@ -54,12 +54,12 @@ slash_item(struct pctx *x, json_object *item)
 		return 0;
 	meta = xjson_object_new_object();
 	json_object_object_add(meta, "source", xjson_object_new_string("slash_command"));
-	for (i = 0; pj_slash_meta[i][0] != NULL; i++)
-		if ((v = json_get(item, pj_slash_meta[i][0], pj_slash_meta[i][1][0] == 'o' ?
+	for (i = 0; project_slash_meta[i][0] != NULL; i++)
+		if ((v = json_get(item, project_slash_meta[i][0], project_slash_meta[i][1][0] == 'o' ?
 		    json_type_object : json_type_array)) != NULL)
-			json_object_object_add(meta, pj_slash_meta[i][0], json_object_get(v));
-	text = pj_markdown_breaks(s);
-	rc = pj_chunk(x, "agent_message_chunk", text, meta);
+			json_object_object_add(meta, project_slash_meta[i][0], json_object_get(v));
+	text = project_markdown_breaks(s);
+	rc = project_chunk(x, "agent_message_chunk", text, meta);
 	free(text);
 	return rc;
 }
@@ -98,13 +98,13 @@ cancelled_turn(struct pctx *x, json_object *sp)
 	pc = xjson_object_new_object();
 	json_object_object_add(pc, "promptId", xjson_object_new_string(pid));
 	json_object_object_add(pc, "cancelledAt", json_object_get(at));
-	pj_num(num, sizeof num, cancelled - started > 0 ? cancelled - started : 0);
+	project_num(num, sizeof num, cancelled - started > 0 ? cancelled - started : 0);
 	json_object_object_add(pc, "elapsedMs", xjson_object_new_double_s(
 	    cancelled - started > 0 ? cancelled - started : 0, num));
 	meta = xjson_object_new_object();
 	json_object_object_add(meta, "qwenDiscreteMessage", xjson_object_new_boolean(1));
 	json_object_object_add(meta, "promptCancelled", pc);
-	return pj_chunk(x, "agent_message_chunk", "", meta);
+	return project_chunk(x, "agent_message_chunk", "", meta);
 }
 
 /* A finished background task's notice: a discrete agent chunk. */
@@ -121,7 +121,7 @@ background_done(struct pctx *x, json_object *sp)
 	json_object_object_add(meta, "qwenDiscreteMessage", xjson_object_new_boolean(1));
 	if ((v = json_get(sp, "backgroundTask", json_type_object)) != NULL)
 		json_object_object_add(meta, "backgroundTask", json_object_get(v));
-	return pj_chunk(x, "agent_message_chunk", s, meta);
+	return project_chunk(x, "agent_message_chunk", s, meta);
 }
 
 /* A subagent's session is ready: an update of its pending call. */
@@ -140,15 +140,15 @@ subagent_ready(struct pctx *x, json_object *sp)
 			break;
 	if (i == n)
 		return 0;
-	u = pj_update("tool_call_update");
+	u = project_update("tool_call_update");
 	json_object_object_add(u, "toolCallId", xjson_object_new_string(id));
 	meta = xjson_object_new_object();
 	json_object_object_add(meta, "subagentSessionReady", json_object_get(ready));
-	return pj_emit(x, u, meta);
+	return project_emit(x, u, meta);
 }
 
 int
-pj_system(struct pctx *x, json_object *r)
+project_system(struct pctx *x, json_object *r)
 {
 	json_object *sp = json_get(r, "systemPayload", json_type_object);
 	json_object *items;
@@ -174,7 +174,7 @@ pj_system(struct pctx *x, json_object *r)
 }
 
 json_object *
-pj_background_turn(json_object *r)
+project_background_turn(json_object *r)
 {
 	static const char *const kinds[] = { "agent", "monitor", "shell", "workflow",
 	    "peer", NULL };

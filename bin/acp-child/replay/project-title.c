@@ -48,7 +48,7 @@ static const struct tool {
 };
 
 const char *
-pj_provenance(const char *name, const char **server, size_t *n)
+project_provenance(const char *name, const char **server, size_t *n)
 {
 	const char *s, *e;
 
@@ -96,7 +96,7 @@ num_text(char *buf, size_t n, double v)
 
 /* The shell tool's description: command [in dir] [background|timeout] (why). */
 static void
-shell_desc(const struct pj_args *a, char *d, size_t n)
+shell_desc(const struct project_args *a, char *d, size_t n)
 {
 	const char *cmd = a->str(a->arg, "command"), *dir = a->str(a->arg, "directory");
 	const char *why = a->str(a->arg, "description");
@@ -124,7 +124,7 @@ shell_desc(const struct pj_args *a, char *d, size_t n)
 
 /* read_file: path [(lines a-b) | (from line a) | (first n lines)]. */
 static void
-read_desc(const struct pj_args *a, const char *rel, char *d, size_t n)
+read_desc(const struct project_args *a, const char *rel, char *d, size_t n)
 {
 	const char *pages = a->str(a->arg, "pages");
 	char x[48], y[48];
@@ -157,7 +157,7 @@ blank(const char *s)
 
 /* The length of UTF-8 s in UTF-16 code units (JavaScript's length). */
 static size_t
-js_len(const char *s, size_t n)
+utf16_len(const char *s, size_t n)
 {
 	size_t i, u = 0;
 
@@ -179,12 +179,12 @@ trimmed_len(const char *s)
 	s += strspn(s, " \t\n\r\f\v");
 	for (n = strlen(s); n > 0 && strchr(" \t\n\r\f\v", s[n - 1]) != NULL; n--)
 		;
-	return js_len(s, n);
+	return utf16_len(s, n);
 }
 
 /* The bytes of s's first units UTF-16 code units (whole characters). */
 static size_t
-js_prefix(const char *s, size_t units)
+utf16_prefix(const char *s, size_t units)
 {
 	size_t i = 0, u = 0, w;
 
@@ -227,7 +227,7 @@ fetch_url(const char *url, char *buf, size_t n)
 /* web_fetch: the URL and a prompt cut to 100 UTF-16 units (97 and "..."),
    when the tool accepts them (an http(s) URL without credentials). */
 static int
-fetch_desc(const struct pj_args *a, char *d, size_t n)
+fetch_desc(const struct project_args *a, char *d, size_t n)
 {
 	const char *url = a->str(a->arg, "url"), *prompt = a->str(a->arg, "prompt");
 	const char *fmt = a->str(a->arg, "format"), *host, *end;
@@ -244,7 +244,7 @@ fetch_desc(const struct pj_args *a, char *d, size_t n)
 	if (fmt != NULL && strcmp(fmt, "auto") != 0 && strcmp(fmt, "markdown") != 0 &&
 	    strcmp(fmt, "html") != 0 && strcmp(fmt, "text") != 0)
 		return -1;
-	p = js_len(prompt, strlen(prompt)) > 100 ? js_prefix(prompt, 97) : strlen(prompt);
+	p = utf16_len(prompt, strlen(prompt)) > 100 ? utf16_prefix(prompt, 97) : strlen(prompt);
 	snprintf(d, n, "Fetching content from %s (format: %s) and processing with "
 	    "prompt: \"%.*s%s\"", fetch_url(url, raw, sizeof raw), fmt ? fmt : "auto",
 	    (int)p, prompt,
@@ -254,7 +254,7 @@ fetch_desc(const struct pj_args *a, char *d, size_t n)
 
 /* skill: its name and its arguments, Markdown-escaped, cut to 120 units. */
 static int
-skill_desc(const struct pj_args *a, char *d, size_t n)
+skill_desc(const struct project_args *a, char *d, size_t n)
 {
 	const char *skill = a->str(a->arg, "skill"), *args = a->str(a->arg, "args");
 	size_t l, i, p;
@@ -264,7 +264,7 @@ skill_desc(const struct pj_args *a, char *d, size_t n)
 	l = (size_t)snprintf(d, n, "Use skill: \"%s\"", skill);
 	if (args == NULL || l >= n)
 		return 0;
-	p = js_len(args, strlen(args)) > 120 ? js_prefix(args, 117) : strlen(args);
+	p = utf16_len(args, strlen(args)) > 120 ? utf16_prefix(args, 117) : strlen(args);
 	l += (size_t)snprintf(d + l, n - l, " with args: \"");
 	for (i = 0; i < p && l + 3 < n; i++) {
 		if (strchr("\\`*_{}[]()#+-.!|>", args[i]) != NULL)
@@ -279,7 +279,7 @@ skill_desc(const struct pj_args *a, char *d, size_t n)
 /* The description of a call the tool accepts; 0, or -1 when the tool
    would refuse its arguments (the agent then falls back). */
 static int
-describe(const struct tool *t, const struct pj_args *a, const char *cwd,
+describe(const struct tool *t, const struct project_args *a, const char *cwd,
     char *d, size_t n, const char **path, double *line)
 {
 	const char *fp = a->str(a->arg, "file_path"), *s, *p;
@@ -345,12 +345,12 @@ describe(const struct tool *t, const struct pj_args *a, const char *cwd,
 }
 
 const char *
-pj_tool_present(const char *name, const struct pj_args *a, const char *cwd,
+project_tool_present(const char *name, const struct project_args *a, const char *cwd,
     char *title, size_t tsize, const char **path, double *line)
 {
 	const struct tool *t;
 	const char *why;
-	char d[PJ_TITLE_MAX];
+	char d[PROJECT_TITLE_MAX];
 
 	*path = NULL;
 	*line = -1;
@@ -375,12 +375,12 @@ pj_tool_present(const char *name, const struct pj_args *a, const char *cwd,
 }
 
 const char *
-pj_tool_start(struct pctx *x, const char *name, const char *id, size_t idx,
-    const struct pj_args *a, char buf[128], char title[PJ_TITLE_MAX],
+project_tool_start(struct pctx *x, const char *name, const char *id, size_t idx,
+    const struct project_args *a, char buf[128], char title[PROJECT_TITLE_MAX],
     const char **kind, const char **path, double *line)
 {
-	id = pj_alloc_id(x, pj_call_id(x, id, idx, buf), 0);
-	*kind = pj_tool_present(name, a, x->cwd, title, PJ_TITLE_MAX, path, line);
-	pj_pending_add(x, id, name);
+	id = project_alloc_id(x, project_call_id(x, id, idx, buf), 0);
+	*kind = project_tool_present(name, a, x->cwd, title, PROJECT_TITLE_MAX, path, line);
+	project_pending_add(x, id, name);
 	return id;
 }

@@ -17,7 +17,7 @@
 	"run likely ended before this tool completed."
 
 const char *
-pj_call_id(struct pctx *x, const char *id, size_t idx, char buf[128])
+project_call_id(struct pctx *x, const char *id, size_t idx, char buf[128])
 {
 	char uuid[64];
 
@@ -30,13 +30,13 @@ pj_call_id(struct pctx *x, const char *id, size_t idx, char buf[128])
 
 /* Tool call arguments through json-c. */
 static const char *
-jc_str(void *o, const char *key)
+jsonc_arg_str(void *o, const char *key)
 {
 	return json_get_str(o, key);
 }
 
 static int
-jc_num(void *o, const char *key, double *v)
+jsonc_arg_num(void *o, const char *key, double *v)
 {
 	json_object *n = NULL;
 
@@ -48,7 +48,7 @@ jc_num(void *o, const char *key, double *v)
 }
 
 static int
-jc_true(void *o, const char *key)
+jsonc_arg_true(void *o, const char *key)
 {
 	json_object *b = json_get(o, key, json_type_boolean);
 
@@ -57,13 +57,13 @@ jc_true(void *o, const char *key)
 
 /* The tool's name and provenance in an update's _meta (new object). */
 json_object *
-pj_tool_meta(const char *name)
+project_tool_meta(const char *name)
 {
 	json_object *meta = xjson_object_new_object();
 	const char *prov, *server;
 	size_t n;
 
-	prov = pj_provenance(name, &server, &n);
+	prov = project_provenance(name, &server, &n);
 	json_object_object_add(meta, "toolName", xjson_object_new_string(name));
 	json_object_object_add(meta, "provenance", xjson_object_new_string(prov));
 	if (server != NULL)
@@ -74,13 +74,13 @@ pj_tool_meta(const char *name)
 
 /* A tool_call update for a functionCall part (its name non-empty). */
 int
-pj_tool_call(struct pctx *x, json_object *fc, size_t idx)
+project_tool_call(struct pctx *x, json_object *fc, size_t idx)
 {
 	json_object *args = json_get(fc, "args", json_type_object), *u, *loc, *locs, *off;
 	const char *id = json_get_str(fc, "id"), *name = json_get_str(fc, "name");
 	const char *kind, *path;
-	struct pj_args a;
-	char buf[128], title[PJ_TITLE_MAX];
+	struct project_args a;
+	char buf[128], title[PROJECT_TITLE_MAX];
 	double line;
 
 	if (strcmp(name, "todo_write") == 0)
@@ -89,12 +89,12 @@ pj_tool_call(struct pctx *x, json_object *fc, size_t idx)
 		args = xjson_object_new_object();
 	else
 		json_object_get(args);
-	a.str = jc_str;
-	a.num = jc_num;
-	a.istrue = jc_true;
+	a.str = jsonc_arg_str;
+	a.num = jsonc_arg_num;
+	a.istrue = jsonc_arg_true;
 	a.arg = args;
-	id = pj_tool_start(x, name, id, idx, &a, buf, title, &kind, &path, &line);
-	u = pj_update("tool_call");
+	id = project_tool_start(x, name, id, idx, &a, buf, title, &kind, &path, &line);
+	u = project_update("tool_call");
 	json_object_object_add(u, "toolCallId", xjson_object_new_string(id));
 	json_object_object_add(u, "status", xjson_object_new_string("in_progress"));
 	json_object_object_add(u, "title", xjson_object_new_string(title));
@@ -112,11 +112,11 @@ pj_tool_call(struct pctx *x, json_object *fc, size_t idx)
 	json_object_object_add(u, "locations", locs);
 	json_object_object_add(u, "kind", xjson_object_new_string(kind));
 	json_object_object_add(u, "rawInput", args);
-	return pj_emit(x, u, pj_tool_meta(name));
+	return project_emit(x, u, project_tool_meta(name));
 }
 
 void
-pj_pending_add(struct pctx *x, const char *id, const char *name)
+project_pending_add(struct pctx *x, const char *id, const char *name)
 {
 	json_object *pe = xjson_object_new_object();
 
@@ -129,7 +129,7 @@ pj_pending_add(struct pctx *x, const char *id, const char *name)
 }
 
 json_object *
-pj_take_pending(struct pctx *x, const char *id, const char *name)
+project_take_pending(struct pctx *x, const char *id, const char *name)
 {
 	size_t i, n = json_object_array_length(x->pending), hit = n, hits = 0;
 	json_object *pe;
@@ -167,7 +167,7 @@ pending_has(struct pctx *x, const char *id)
 }
 
 const char *
-pj_alloc_id(struct pctx *x, const char *cand, int reuse)
+project_alloc_id(struct pctx *x, const char *cand, int reuse)
 {
 	json_object *v;
 	char *id;
@@ -190,18 +190,18 @@ pj_alloc_id(struct pctx *x, const char *cand, int reuse)
 }
 
 const char *
-pj_result_call(struct pctx *x, const char *id, const char *name, json_object **pe)
+project_result_call(struct pctx *x, const char *id, const char *name, json_object **pe)
 {
 	char buf[128];
 
 	if (id != NULL) {
-		id = pj_alloc_id(x, id, 1);
-		*pe = pj_take_pending(x, id, NULL);
+		id = project_alloc_id(x, id, 1);
+		*pe = project_take_pending(x, id, NULL);
 		return id;
 	}
-	if ((*pe = pj_take_pending(x, NULL, name)) != NULL)
+	if ((*pe = project_take_pending(x, NULL, name)) != NULL)
 		return json_get_str(*pe, "id");
-	return pj_alloc_id(x, pj_result_id(x, buf), 0);
+	return project_alloc_id(x, project_result_id(x, buf), 0);
 }
 
 /* A string member as a new reference, or a new empty string. */
@@ -309,7 +309,7 @@ response_member(json_object *r, const char *key, int nonempty)
 }
 
 const char *
-pj_result_id(struct pctx *x, char buf[128])
+project_result_id(struct pctx *x, char buf[128])
 {
 	snprintf(buf, 128, "qwen-replay-tool:%.64s:result", json_object_get_string(x->uuid));
 	return buf;
@@ -338,14 +338,14 @@ task_usage(struct pctx *x, json_object *display, const char *id)
 		    json_object_is_type(v, json_type_double)))
 			json_object_object_add(usage, keys[i][1], json_object_get(v));
 	if (json_object_object_length(usage) > 0)
-		rc = pj_usage(x, usage, id);
+		rc = project_usage(x, usage, id);
 	json_object_put(usage);
 	return rc;
 }
 
 /* tool_result records: tool_call_update (or plan for todo_write). */
 int
-pj_tool_result(struct pctx *x, json_object *r)
+project_tool_result(struct pctx *x, json_object *r)
 {
 	json_object *tcr = json_get(r, "toolCallResult", json_type_object);
 	json_object *display = NULL, *u, *pe, *v, *meta;
@@ -361,25 +361,25 @@ pj_tool_result(struct pctx *x, json_object *r)
 	}
 	if (id == NULL)
 		id = response_member(r, "id", 1);
-	id = pj_result_call(x, id, *name ? name : NULL, &pe);
+	id = project_result_call(x, id, *name ? name : NULL, &pe);
 	if (strcmp(name, "todo_write") == 0) {
-		rc = pj_plan(x, display, id);
+		rc = project_plan(x, display, id);
 		json_object_put(pe);
 		return rc;
 	}
 	st = tcr ? json_get_str(tcr, "status") : NULL;
 	failed = (st != NULL && strcmp(st, "success") != 0) ||
 	    (tcr && json_object_object_get_ex(tcr, "error", &v) && v != NULL);
-	u = pj_update("tool_call_update");
+	u = project_update("tool_call_update");
 	json_object_object_add(u, "toolCallId", xjson_object_new_string(id));
 	json_object_object_add(u, "status", xjson_object_new_string(failed ?
 	    "failed" : "completed"));
 	json_object_object_add(u, "content", result_content(x, r, tcr, display));
-	meta = pj_tool_meta(name);
+	meta = project_tool_meta(name);
 	if ((v = json_get(tcr, "artifacts", json_type_array)) != NULL &&
 	    json_object_array_length(v) > 0)
 		json_object_object_add(meta, "artifacts", json_object_get(v));
-	rc = pj_emit_raw(x, u, meta, has_display, display);
+	rc = project_emit_raw(x, u, meta, has_display, display);
 	if (rc == 0 && (dt = json_get_str(display, "type")) != NULL &&
 	    strcmp(dt, "task_execution") == 0)
 		rc = task_usage(x, display, id);
@@ -390,7 +390,7 @@ pj_tool_result(struct pctx *x, json_object *r)
 /* Every call still pending at the end of the window failed, dated and
    attributed to the record of its call. */
 int
-pj_fail_pending(struct pctx *x)
+project_fail_pending(struct pctx *x)
 {
 	json_object *pe, *u, *content, *v;
 	const char *name;
@@ -404,9 +404,9 @@ pj_fail_pending(struct pctx *x)
 		json_object_put(x->uuid);
 		x->uuid = json_object_get(v);
 		json_object_object_get_ex(pe, "ts", &v);
-		pj_set_ts(x, json_object_get_int64(v));
+		project_set_ts(x, json_object_get_int64(v));
 		name = json_get_str(pe, "name");
-		u = pj_update("tool_call_update");
+		u = project_update("tool_call_update");
 		json_object_object_add(u, "toolCallId",
 		    xjson_object_new_string(json_get_str(pe, "id")));
 		json_object_object_add(u, "status", xjson_object_new_string("failed"));
@@ -414,7 +414,7 @@ pj_fail_pending(struct pctx *x)
 		json_object_array_add(content,
 		    text_block(xjson_object_new_string(MISSING_RESULT)));
 		json_object_object_add(u, "content", content);
-		if (pj_emit(x, u, pj_tool_meta(name)) == -1)
+		if (project_emit(x, u, project_tool_meta(name)) == -1)
 			return -1;
 	}
 	return 0;

@@ -63,7 +63,7 @@ fast_ts(const char *s)
 }
 
 int64_t
-pj_parse_ts(const char *s)
+project_parse_ts(const char *s)
 {
 	int64_t fast;
 

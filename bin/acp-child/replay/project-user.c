@@ -107,14 +107,14 @@ reference_chunk(struct pctx *x, json_object *ref, json_object *meta)
 		json_object_put(meta);
 		return 0;
 	}
-	u = pj_update("user_message_chunk");
+	u = project_update("user_message_chunk");
 	content = xjson_object_new_object();
 	json_object_object_add(content, "type", xjson_object_new_string(type));
 	json_object_object_add(content, "attachmentId", json_object_get(id));
 	json_object_object_add(content, "mimeType", json_object_get(mime));
 	json_object_object_add(content, "size", json_object_get(size));
 	json_object_object_add(u, "content", content);
-	return pj_emit(x, u, meta);
+	return project_emit(x, u, meta);
 }
 
 /* A resource link's update (meta taken): the link as the prompt sent it,
@@ -130,9 +130,9 @@ link_chunk(struct pctx *x, json_object *link, json_object *meta)
 		json_object_put(meta);
 		return 0;
 	}
-	u = pj_update("user_message_chunk");
+	u = project_update("user_message_chunk");
 	json_object_object_add(u, "content", json_object_get(link));
-	return pj_emit(x, u, meta);
+	return project_emit(x, u, meta);
 }
 
 /* The updates of the attachment references and resource links of user
@@ -147,11 +147,11 @@ user_attachments(struct pctx *x, json_object *r, const char *sub)
 	a = json_get(sp, "attachmentReferences", json_type_array);
 	for (i = 0; rc == 0 && a != NULL && i < json_object_array_length(a); i++)
 		if (json_object_is_type(e = json_object_array_get_idx(a, i), json_type_object))
-			rc = reference_chunk(x, e, pj_user_meta(r, sub, 0));
+			rc = reference_chunk(x, e, project_user_meta(r, sub, 0));
 	a = json_get(sp, "resourceLinks", json_type_array);
 	for (i = 0; rc == 0 && a != NULL && i < json_object_array_length(a); i++)
 		if (json_object_is_type(e = json_object_array_get_idx(a, i), json_type_object))
-			rc = link_chunk(x, e, pj_user_meta(r, sub, 0));
+			rc = link_chunk(x, e, project_user_meta(r, sub, 0));
 	return rc;
 }
 
@@ -159,20 +159,20 @@ user_attachments(struct pctx *x, json_object *r, const char *sub)
 static int
 image_chunk(struct pctx *x, json_object *inl, json_object *meta)
 {
-	json_object *u = pj_update("user_message_chunk"), *content = xjson_object_new_object();
+	json_object *u = project_update("user_message_chunk"), *content = xjson_object_new_object();
 	const char *mime = json_get_str(inl, "mimeType"), *data = json_get_str(inl, "data");
 
 	json_object_object_add(content, "type", xjson_object_new_string("image"));
 	json_object_object_add(content, "mimeType", xjson_object_new_string(mime ? mime : ""));
 	json_object_object_add(content, "data", xjson_object_new_string(data ? data : ""));
 	json_object_object_add(u, "content", content);
-	return pj_emit(x, u, meta);
+	return project_emit(x, u, meta);
 }
 
 /* A realtime message's source, the daemon's prompt id and the input
    annotations it saved, a mid-turn message's source. */
 json_object *
-pj_user_meta(json_object *r, const char *sub, int own)
+project_user_meta(json_object *r, const char *sub, int own)
 {
 	json_object *m = xjson_object_new_object(), *sp, *v, *a, *e;
 	const char *s;
@@ -246,19 +246,19 @@ user_parts(struct pctx *x, json_object *r, const char *sub, const char *display)
 		part = json_object_array_get_idx(parts, i);
 		if ((v = json_get(part, "text", json_type_string)) != NULL) {
 			if (display != NULL) {
-				if (!shown++ && *display != '\0' && pj_chunk(x,
-				    "user_message_chunk", display, pj_user_meta(r, sub, 0)) == -1)
+				if (!shown++ && *display != '\0' && project_chunk(x,
+				    "user_message_chunk", display, project_user_meta(r, sub, 0)) == -1)
 					return -1;
 			} else if (json_object_get_string_len(v) > 0 &&
-			    pj_chunk_obj(x, "user_message_chunk", v, pj_user_meta(r, sub, 0)) == -1)
+			    project_chunk_obj(x, "user_message_chunk", v, project_user_meta(r, sub, 0)) == -1)
 				return -1;
 		} else if ((v = json_get(part, "inlineData", json_type_object)) != NULL) {
-			if (image_chunk(x, v, pj_user_meta(r, sub, 0)) == -1)
+			if (image_chunk(x, v, project_user_meta(r, sub, 0)) == -1)
 				return -1;
 		}
 	}
 	if (display != NULL && !shown && *display != '\0')
-		return pj_chunk(x, "user_message_chunk", display, pj_user_meta(r, sub, 0));
+		return project_chunk(x, "user_message_chunk", display, project_user_meta(r, sub, 0));
 	return 0;
 }
 
@@ -267,7 +267,7 @@ user_parts(struct pctx *x, json_object *r, const char *sub, const char *display)
    attachments, or else its parts), without the attachment tokens the
    daemon appended; then the attachments. */
 int
-pj_user(struct pctx *x, json_object *r)
+project_user(struct pctx *x, json_object *r)
 {
 	json_object *sp = json_get(r, "systemPayload", json_type_object);
 	const char *sub = json_get_str(r, "subtype"), *s;
@@ -279,7 +279,7 @@ pj_user(struct pctx *x, json_object *r)
 		display = strip_attachment_tokens(s, sp);
 	if (user_tagged(sub)) {
 		if (display != NULL && *display != '\0') {
-			rc = pj_chunk(x, "user_message_chunk", display, pj_user_meta(r, sub, 1));
+			rc = project_chunk(x, "user_message_chunk", display, project_user_meta(r, sub, 1));
 			goto attachments;
 		}
 		if (strcmp(sub, "mid_turn_user_message") != 0)

@@ -25,7 +25,7 @@
 
 /* A new update of the given kind. */
 json_object *
-pj_update(const char *kind)
+project_update(const char *kind)
 {
 	json_object *u = xjson_object_new_object();
 
@@ -35,30 +35,30 @@ pj_update(const char *kind)
 
 /* A text chunk update (text borrowed; copied). */
 int
-pj_chunk(struct pctx *x, const char *kind, const char *text, json_object *meta)
+project_chunk(struct pctx *x, const char *kind, const char *text, json_object *meta)
 {
-	json_object *u = pj_update(kind), *content = xjson_object_new_object();
+	json_object *u = project_update(kind), *content = xjson_object_new_object();
 
 	json_object_object_add(content, "type", xjson_object_new_string("text"));
 	json_object_object_add(content, "text", xjson_object_new_string(text));
 	json_object_object_add(u, "content", content);
-	return pj_emit(x, u, meta);
+	return project_emit(x, u, meta);
 }
 
 int
-pj_chunk_obj(struct pctx *x, const char *kind, json_object *text, json_object *meta)
+project_chunk_obj(struct pctx *x, const char *kind, json_object *text, json_object *meta)
 {
-	json_object *u = pj_update(kind), *content = xjson_object_new_object();
+	json_object *u = project_update(kind), *content = xjson_object_new_object();
 
 	json_object_object_add(content, "type", xjson_object_new_string("text"));
 	json_object_object_add(content, "text", json_object_get(text));
 	json_object_object_add(u, "content", content);
-	return pj_emit(x, u, meta);
+	return project_emit(x, u, meta);
 }
 
 /* usageMetadata under ACP's names (the agent's mapping): input, output
    and total default to 0, thought and cached-read only when present. */
-const char *const pj_usage_keys[][2] = {
+const char *const project_usage_keys[][2] = {
 	{ "promptTokenCount", "inputTokens" },
 	{ "candidatesTokenCount", "outputTokens" },
 	{ "totalTokenCount", "totalTokens" },
@@ -68,27 +68,27 @@ const char *const pj_usage_keys[][2] = {
 };
 
 int
-pj_usage(struct pctx *x, json_object *usage, const char *parent)
+project_usage(struct pctx *x, json_object *usage, const char *parent)
 {
 	json_object *meta = xjson_object_new_object(), *acp = xjson_object_new_object(), *v;
 	int i;
 
-	pj_add_usage(x, pj_jsonc_count(usage, "promptTokenCount"),
-	    pj_jsonc_count(usage, "cachedContentTokenCount"),
-	    pj_jsonc_count(usage, "candidatesTokenCount"));
-	for (i = 0; pj_usage_keys[i][0] != NULL; i++) {
+	project_add_usage(x, project_jsonc_count(usage, "promptTokenCount"),
+	    project_jsonc_count(usage, "cachedContentTokenCount"),
+	    project_jsonc_count(usage, "candidatesTokenCount"));
+	for (i = 0; project_usage_keys[i][0] != NULL; i++) {
 		v = NULL;
-		json_object_object_get_ex(usage, pj_usage_keys[i][0], &v);
+		json_object_object_get_ex(usage, project_usage_keys[i][0], &v);
 		if (json_object_is_type(v, json_type_int) ||
 		    json_object_is_type(v, json_type_double))
-			json_object_object_add(acp, pj_usage_keys[i][1], json_object_get(v));
+			json_object_object_add(acp, project_usage_keys[i][1], json_object_get(v));
 		else if (i < 3)
-			json_object_object_add(acp, pj_usage_keys[i][1], xjson_object_new_int(0));
+			json_object_object_add(acp, project_usage_keys[i][1], xjson_object_new_int(0));
 	}
 	json_object_object_add(meta, "usage", acp);
 	if (parent != NULL)
 		json_object_object_add(meta, "parentToolCallId", xjson_object_new_string(parent));
-	return pj_chunk(x, "agent_message_chunk", "", meta);
+	return project_chunk(x, "agent_message_chunk", "", meta);
 }
 
 /* assistant records: thoughts, text, tool calls, usage. */
@@ -108,20 +108,20 @@ project_assistant(struct pctx *x, json_object *r)
 			    json_object_get_string_len(v) == 0)
 				continue;	/* the agent skips a nameless call */
 			if (usage != NULL) {
-				rc = pj_usage(x, usage, NULL);
+				rc = project_usage(x, usage, NULL);
 				usage = NULL;
 			}
 			if (rc == 0)
-				rc = pj_tool_call(x, fc, i);
+				rc = project_tool_call(x, fc, i);
 		} else if ((text = json_get(part, "text", json_type_string)) != NULL &&
 		    json_object_get_string_len(text) > 0) {
 			v = json_get(part, "thought", json_type_boolean);
-			rc = pj_chunk_obj(x, v && json_object_get_boolean(v) ?
+			rc = project_chunk_obj(x, v && json_object_get_boolean(v) ?
 			    "agent_thought_chunk" : "agent_message_chunk", text, NULL);
 		}
 	}
 	if (rc == 0 && usage != NULL)
-		rc = pj_usage(x, usage, NULL);
+		rc = project_usage(x, usage, NULL);
 	return rc;
 }
 
@@ -131,13 +131,13 @@ project_kind(struct pctx *x, json_object *r)
 {
 	switch (transcript_type(x->t, x->c->rec[x->pos])) {
 	case TX_USER:
-		return pj_user(x, r);
+		return project_user(x, r);
 	case TX_ASSISTANT:
 		return project_assistant(x, r);
 	case TX_TOOL_RESULT:
-		return pj_tool_result(x, r);
+		return project_tool_result(x, r);
 	case TX_SYSTEM:
-		return pj_system(x, r);
+		return project_system(x, r);
 	}
 	return 0;
 }
@@ -151,7 +151,7 @@ project_record(struct pctx *x, json_object *r)
 	int rc;
 
 	if (sub == NULL || strcmp(sub, "background_task_completed") != 0)
-		x->bg_turn = pj_background_turn(r);
+		x->bg_turn = project_background_turn(r);
 	rc = project_kind(x, r);
 	json_object_put(x->bg_turn);
 	x->bg_turn = NULL;
@@ -159,7 +159,7 @@ project_record(struct pctx *x, json_object *r)
 }
 
 int
-pj_record_jsonc(struct pctx *x)
+project_record_jsonc(struct pctx *x)
 {
 	json_object *r;
 	char *cause = NULL;
@@ -188,7 +188,7 @@ record_context(struct pctx *x, const char *ts_str)
 	json_object_put(x->uuid);
 	s = transcript_uuid_ref(x->t, x->c->rec[x->pos], buf, &n);
 	x->uuid = xjson_object_new_string_len(s, (int)n);
-	pj_set_ts(x, ts_str != NULL ? pj_parse_ts(ts_str) : -1);
+	project_set_ts(x, ts_str != NULL ? project_parse_ts(ts_str) : -1);
 }
 
 /* A json-c record's forkedFrom is set (not null). */
@@ -267,7 +267,7 @@ record_one(struct pctx *x, int flags, char **cause)
 		return 0;
 	record_context(x, jt_get_str(&x->tape, 0, "timestamp", &x->oom));
 	x->cwd = jt_get_str(&x->tape, 0, "cwd", &x->oom);
-	if (x->oom || pf_record(x) == -1) {
+	if (x->oom || project_fast_record(x) == -1) {
 		transcript_cause(cause, "replay: out of memory");
 		return -1;
 	}
@@ -335,7 +335,7 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 		record_context(&x, NULL);
 		meta = xjson_object_new_object();
 		json_object_object_add(meta, "qwenDiscreteMessage", xjson_object_new_boolean(1));
-		rc = pj_chunk(&x, "agent_message_chunk", GAP_NOTICE, meta);
+		rc = project_chunk(&x, "agent_message_chunk", GAP_NOTICE, meta);
 	}
 	/* The window's records are read in runs, not one pread each. */
 	if (!(flags & PROJECT_JSONC) && start < c->len)
@@ -343,15 +343,15 @@ project_window(struct transcript *t, const struct tx_chain *c, size_t start,
 	for (x.pos = start; rc == 0 && x.pos < c->len; x.pos++)
 		rc = record_one(&x, flags, cause);
 	transcript_read_ahead(t, NULL, 0);
-	if (rc == 0 && !(flags & PROJECT_OPEN_END) && (rc = pj_fail_pending(&x)) == -1)
+	if (rc == 0 && !(flags & PROJECT_OPEN_END) && (rc = project_fail_pending(&x)) == -1)
 		transcript_cause(cause, "replay: out of memory");
 	json_object_put(x.uuid);
 	json_object_put(x.pending);
 	json_object_put(x.used);
 	jt_free(&x.tape);
-	jbuf_free(&x.sfx);
-	jbuf_free(&x.sfx2);
-	jbuf_free(&x.sfx3);
+	jbuf_free(&x.meta_ids);
+	jbuf_free(&x.meta_end);
+	jbuf_free(&x.update_end);
 	if (rc == -1)
 		project_clear(p);
 	return rc;
