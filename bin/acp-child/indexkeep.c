@@ -28,7 +28,7 @@
 #include "txpage-int.h"
 #include "xmalloc.h"
 
-/* Like restore.c's RJ_SMALL_BYTES: the fast lane's share. */
+/* Like restore.c's LOAD_JOB_SMALL_BYTES: the fast lane's share. */
 #define KEEP_SMALL_BYTES	(16u * 1024 * 1024)
 
 struct keep_job {

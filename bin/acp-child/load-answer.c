@@ -23,7 +23,7 @@
 
 /* Summary counters a client may show or test; ids and numbers only. */
 static json_object *
-rj_stats(struct load_job *j)
+load_job_stats(struct load_job *j)
 {
 	json_object *o = xjson_object_new_object();
 	const struct tx_stats *st = j->tx != NULL ? transcript_stats(j->tx) : NULL;
@@ -60,7 +60,7 @@ rj_stats(struct load_job *j)
 
 /* Append one message (taken) as a line. */
 static void
-rj_emit(struct jbuf *b, json_object *msg)
+load_job_emit(struct jbuf *b, json_object *msg)
 {
 	jsonw_value(b, msg);
 	jbuf_put(b, "\n", 1);
@@ -69,7 +69,7 @@ rj_emit(struct jbuf *b, json_object *msg)
 
 /* The replay summary members after "v" and the updates or their count. */
 static void
-rj_replay_tail(struct load_job *j, const struct replay_result *rr,
+load_job_replay_tail(struct load_job *j, const struct replay_result *rr,
     struct jbuf *b)
 {
 	char num[32], uuid[64];
@@ -88,7 +88,7 @@ rj_replay_tail(struct load_job *j, const struct replay_result *rr,
 		jbuf_puts(b, ",\"anchorRecordId\":");
 		jsonw_string(b, uuid, strlen(uuid));
 	}
-	if (j->kind == RJ_LOAD && rr->records <= j->chain.len)
+	if (j->kind == LOAD_JOB_LOAD && rr->records <= j->chain.len)
 		terminals_write(j->tx, &j->chain, rr->anchor >= 0 ? (size_t)rr->anchor :
 		    j->chain.len - rr->records, b);
 	jbuf_put(b, "}", 1);
@@ -96,7 +96,7 @@ rj_replay_tail(struct load_job *j, const struct replay_result *rr,
 
 /* Hand b over as the next chunk of the answer; -1 (b freed) on OOM. */
 static int
-rj_out(struct load_job *j, struct jbuf *b)
+load_job_out(struct load_job *j, struct jbuf *b)
 {
 	if (b->oom) {
 		jbuf_free(b);
@@ -114,7 +114,7 @@ rj_out(struct load_job *j, struct jbuf *b)
    the updates stay in rr's buffer, sent from there, when they lie there in
    one run; else they are copied. */
 static int
-rj_bulk(struct load_job *j, struct replay_result *rr, struct jbuf *b)
+load_job_bulk(struct load_job *j, struct replay_result *rr, struct jbuf *b)
 {
 	struct jbuf t = { NULL, 0, 0, 0 };
 	const char *body;
@@ -124,7 +124,7 @@ rj_bulk(struct load_job *j, struct replay_result *rr, struct jbuf *b)
 		replay_result_write(rr, b);
 	} else {
 		jbuf_put(b, "[", 1);
-		if (rj_out(j, b) == -1)
+		if (load_job_out(j, b) == -1)
 			return -1;
 		j->out[j->nout].base = rr->p.enc.p;
 		j->out[j->nout].off = (size_t)(body - rr->p.enc.p);
@@ -134,9 +134,9 @@ rj_bulk(struct load_job *j, struct replay_result *rr, struct jbuf *b)
 		b = &t;
 		jbuf_put(b, "]", 1);
 	}
-	rj_replay_tail(j, rr, b);
+	load_job_replay_tail(j, rr, b);
 	jbuf_puts(b, "}}}\n");
-	return rj_out(j, b);
+	return load_job_out(j, b);
 }
 
 /* Notifications (legacy mode) then the answer, in j->out[].  The answer is
@@ -151,11 +151,11 @@ load_answer_build(struct load_job *j, struct replay_result *rr)
 	char num[32];
 	size_t i;
 
-	if (j->kind == RJ_NEW) {
+	if (j->kind == LOAD_JOB_NEW) {
 		result = j->advertise ? modes_state() : xjson_object_new_object();
 		json_object_object_add(result, "sessionId", xjson_object_new_string(j->sid));
-		rj_emit(&b, rpc_new_result(json_object_get(j->req_id), result));
-		return rj_out(j, &b);
+		load_job_emit(&b, rpc_new_result(json_object_get(j->req_id), result));
+		return load_job_out(j, &b);
 	}
 	for (i = 0; !j->bulk && i < p->n && !b.oom; i++) {
 		jbuf_puts(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\","
@@ -177,19 +177,19 @@ load_answer_build(struct load_job *j, struct replay_result *rr)
 	}
 	json_object_put(state);
 	jbuf_puts(&b, "\"_meta\":{\"qwen.session.restore\":");
-	stats = rj_stats(j);
+	stats = load_job_stats(j);
 	jsonw_value(&b, stats);
 	json_object_put(stats);
-	if (j->kind == RJ_LOAD && j->bulk) {
+	if (j->kind == LOAD_JOB_LOAD && j->bulk) {
 		jbuf_puts(&b, ",\"qwen.session.loadReplay\":{\"v\":1,\"updates\":");
-		return rj_bulk(j, rr, &b);
+		return load_job_bulk(j, rr, &b);
 	}
-	if (j->kind == RJ_LOAD) {
+	if (j->kind == LOAD_JOB_LOAD) {
 		snprintf(num, sizeof num, "%zu", p->n);
 		jbuf_puts(&b, ",\"qwen.session.replayInfo\":{\"v\":1,\"count\":");
 		jbuf_puts(&b, num);
-		rj_replay_tail(j, rr, &b);
+		load_job_replay_tail(j, rr, &b);
 	}
 	jbuf_puts(&b, "}}}\n");
-	return rj_out(j, &b);
+	return load_job_out(j, &b);
 }

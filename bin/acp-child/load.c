@@ -40,15 +40,15 @@
 #include "xmalloc.h"
 
 /* Jobs reading less than this go to the fast lane (loadwork.h). */
-#define RJ_SMALL_BYTES	(16u * 1024 * 1024)
+#define LOAD_JOB_SMALL_BYTES	(16u * 1024 * 1024)
 
 /* Fill the job's error (message copied); returns -1 for the caller. */
 static int
-rj_fail(struct load_job *j, int code, const char *kind, const char *fmt, ...)
+load_job_fail(struct load_job *j, int code, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 static int
-rj_fail(struct load_job *j, int code, const char *kind, const char *fmt, ...)
+load_job_fail(struct load_job *j, int code, const char *kind, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -65,7 +65,7 @@ rj_fail(struct load_job *j, int code, const char *kind, const char *fmt, ...)
 
 /* existence_check: does the transcript exist, and may it (new)? */
 static int
-rj_exists(struct load_job *j)
+load_job_exists(struct load_job *j)
 {
 	struct stat st;
 
@@ -73,18 +73,18 @@ rj_exists(struct load_job *j)
 	/* lstat: a symlink is refused here, as open() would refuse it. */
 	if (lstat(j->path, &st) == -1) {
 		if (errno != ENOENT)
-			return rj_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
+			return load_job_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
 			    "cannot stat transcript of session %s: %s", j->sid,
 			    strerror(errno));
-		if (j->kind != RJ_NEW && !j->fresh)
-			return rj_fail(j, RPC_RESOURCE_NOT_FOUND, "session_not_found",
+		if (j->kind != LOAD_JOB_NEW && !j->fresh)
+			return load_job_fail(j, RPC_RESOURCE_NOT_FOUND, "session_not_found",
 			    "Resource not found: session:%s", j->sid);
 		j->exists = 0;
-	} else if (j->kind == RJ_NEW) {
-		return rj_fail(j, RPC_INVALID_PARAMS, "session_exists",
+	} else if (j->kind == LOAD_JOB_NEW) {
+		return load_job_fail(j, RPC_INVALID_PARAMS, "session_exists",
 		    "session %s already has a transcript; use session/load", j->sid);
 	} else if (!S_ISREG(st.st_mode)) {
-		return rj_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
+		return load_job_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
 		    "transcript of session %s is not a regular file", j->sid);
 	} else
 		j->exists = 1;
@@ -94,7 +94,7 @@ rj_exists(struct load_job *j)
 
 /* A new index for the job: the kept one from the cache when valid. */
 static int
-rj_open(struct load_job *j)
+load_job_open(struct load_job *j)
 {
 	char *cause = NULL;
 	int e;
@@ -103,7 +103,7 @@ rj_open(struct load_job *j)
 	if ((j->tx = transcript_open_cached(j->path, j->sid, j->cache_dir,
 	    &cause)) == NULL) {
 		e = errno;
-		rj_fail(j, e == ENOENT ? RPC_RESOURCE_NOT_FOUND : RPC_INTERNAL_ERROR,
+		load_job_fail(j, e == ENOENT ? RPC_RESOURCE_NOT_FOUND : RPC_INTERNAL_ERROR,
 		    e == ENOENT ? "session_not_found" : "transcript_unreadable",
 		    e == ENOENT ? "Resource not found: session:%s" :
 		    "cannot read transcript of session %s", j->sid);
@@ -118,11 +118,11 @@ rj_open(struct load_job *j)
 	return 0;
 }
 
-static void rj_counts(struct load_job *);
+static void load_job_counts(struct load_job *);
 
 /* transcript_read: index the file, or only what was appended since. */
 static int
-rj_read(struct load_job *j)
+load_job_read(struct load_job *j)
 {
 	char *cause = NULL;
 
@@ -137,16 +137,16 @@ rj_read(struct load_job *j)
 		transcript_free(j->tx);
 		j->tx = NULL;
 	}
-	if (j->tx == NULL && rj_open(j) == -1)
+	if (j->tx == NULL && load_job_open(j) == -1)
 		return -1;
-	rj_counts(j);
+	load_job_counts(j);
 	prof_end(&j->prof, 1);
 	return 0;
 }
 
 /* The index's counters in the job. */
 static void
-rj_counts(struct load_job *j)
+load_job_counts(struct load_job *j)
 {
 	const struct tx_stats *st;
 
@@ -158,7 +158,7 @@ rj_counts(struct load_job *j)
 
 /* chain_reconstruct and config_setup (model history from the checkpoint). */
 static int
-rj_chain(struct load_job *j)
+load_job_chain(struct load_job *j)
 {
 	char *cause = NULL, uuid[64];
 
@@ -166,7 +166,7 @@ rj_chain(struct load_job *j)
 	if (chain_build(j->tx, &j->chain, &cause) == -1) {
 		log_warnx("session %s: chain: %s", j->sid, cause != NULL ? cause : "?");
 		free(cause);
-		return rj_fail(j, RPC_INTERNAL_ERROR, "transcript_corrupt",
+		return load_job_fail(j, RPC_INTERNAL_ERROR, "transcript_corrupt",
 		    "cannot reconstruct the history of session %s", j->sid);
 	}
 	j->have_chain = 1;
@@ -176,7 +176,7 @@ rj_chain(struct load_job *j)
 		log_warnx("session %s: model history: %s", j->sid,
 		    cause != NULL ? cause : "?");
 		free(cause);
-		return rj_fail(j, RPC_INTERNAL_ERROR, "transcript_corrupt",
+		return load_job_fail(j, RPC_INTERNAL_ERROR, "transcript_corrupt",
 		    "cannot restore the model context of session %s", j->sid);
 	}
 	if (j->chain.leaf >= 0) {
@@ -189,7 +189,7 @@ rj_chain(struct load_job *j)
 
 /* auth (the writer lease) and file_system_setup (the append descriptor). */
 static int
-rj_writer(struct load_job *j)
+load_job_writer(struct load_job *j)
 {
 	char *cause = NULL;
 	enum lease_result r;
@@ -198,7 +198,7 @@ rj_writer(struct load_job *j)
 	if (!j->have_lease && j->lease == NULL) {
 		r = lease_acquire(j->data_dir, j->sid, j->owner_id, &j->lease, &cause);
 		if (r != LEASE_OK) {
-			rj_fail(j, r == LEASE_CONFLICT ? RPC_WRITER_CONFLICT : -32023,
+			load_job_fail(j, r == LEASE_CONFLICT ? RPC_WRITER_CONFLICT : -32023,
 			    r == LEASE_CONFLICT ? "session_writer_conflict" :
 			    "session_writer_unavailable", "%s",
 			    cause != NULL ? cause : "writer lease unavailable");
@@ -210,9 +210,9 @@ rj_writer(struct load_job *j)
 	if (!j->have_app && j->app == NULL) {
 		j->app = appender_new(j->path, j->do_fsync, !j->exists);
 		if (j->app == NULL)
-			return rj_fail(j, RPC_INTERNAL_ERROR, "internal", "out of memory");
+			return load_job_fail(j, RPC_INTERNAL_ERROR, "internal", "out of memory");
 		if (j->exists && appender_open(j->app, &cause) == -1) {
-			rj_fail(j, RPC_INTERNAL_ERROR, "transcript_unwritable",
+			load_job_fail(j, RPC_INTERNAL_ERROR, "transcript_unwritable",
 			    "cannot open the transcript of session %s for appending: %s",
 			    j->sid, strerror(errno));
 			free(cause);
@@ -225,7 +225,7 @@ rj_writer(struct load_job *j)
 
 /* history_replay and response_build. */
 static int
-rj_answer(struct load_job *j)
+load_job_answer(struct load_job *j)
 {
 	struct replay_opts ro = { j->replay_max_bytes, 10000,
 	    j->hide_inherited ? PROJECT_HIDE_INHERITED : 0, j->page_size };
@@ -236,11 +236,11 @@ rj_answer(struct load_job *j)
 	memset(&rr, 0, sizeof(rr));
 	rr.anchor = -1;
 	prof_begin(&j->prof, PROF_HISTORY_REPLAY);
-	if (j->kind == RJ_LOAD && j->tx != NULL &&
+	if (j->kind == LOAD_JOB_LOAD && j->tx != NULL &&
 	    replay_build(j->tx, &j->chain, &ro, &rr, &cause) == -1) {
 		log_warnx("session %s: replay: %s", j->sid, cause != NULL ? cause : "?");
 		free(cause);
-		return rj_fail(j, RPC_INTERNAL_ERROR, "replay_failed",
+		return load_job_fail(j, RPC_INTERNAL_ERROR, "replay_failed",
 		    "cannot replay the history of session %s", j->sid);
 	}
 	j->prof.replay_records = rr.records;
@@ -253,7 +253,7 @@ rj_answer(struct load_job *j)
 	rc = load_answer_build(j, &rr);
 	replay_result_clear(&rr);
 	if (rc == -1)
-		return rj_fail(j, RPC_INTERNAL_ERROR, "internal",
+		return load_job_fail(j, RPC_INTERNAL_ERROR, "internal",
 		    "cannot build the answer: out of memory");
 	prof_end(&j->prof, 1);
 	return 0;
@@ -262,7 +262,7 @@ rj_answer(struct load_job *j)
 /* Drop what was derived from a damaged kept index and index the whole
    file instead.  0 or -1 (the job's error set). */
 static int
-rj_reindex(struct load_job *j)
+load_job_reindex(struct load_job *j)
 {
 	char *cause = NULL;
 	int i;
@@ -286,49 +286,49 @@ rj_reindex(struct load_job *j)
 	    &cause)) == NULL) {
 		log_warnx("session %s: %s", j->sid, cause != NULL ? cause : "?");
 		free(cause);
-		return rj_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
+		return load_job_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
 		    "cannot read transcript of session %s", j->sid);
 	}
 	j->prof.index = transcript_index_state_name(TX_INDEX_RESCAN);
-	rj_counts(j);
+	load_job_counts(j);
 	return 0;
 }
 
 /* The work from the index on: chain, writer, answer. */
 static void
-rj_derive(struct load_job *j)
+load_job_derive(struct load_job *j)
 {
-	if (j->exists && j->kind != RJ_NEW && rj_chain(j) == -1)
+	if (j->exists && j->kind != LOAD_JOB_NEW && load_job_chain(j) == -1)
 		return;
-	if (rj_writer(j) == -1)
+	if (load_job_writer(j) == -1)
 		return;
-	rj_answer(j);
+	load_job_answer(j);
 }
 
 /* Worker thread: everything that touches files. */
 static void
-rj_run(struct lw_job *lw)
+load_job_run(struct lw_job *lw)
 {
 	struct load_job *j = (struct load_job *)lw;
 
-	if (rj_exists(j) == -1)
+	if (load_job_exists(j) == -1)
 		return;
-	if (j->exists && j->kind != RJ_NEW && rj_read(j) == -1)
+	if (j->exists && j->kind != LOAD_JOB_NEW && load_job_read(j) == -1)
 		return;
-	rj_derive(j);
+	load_job_derive(j);
 	/* A kept index is checked as it is used: a damaged block in use
 	   means the answer (or error) came from it, so both are dropped. */
-	if (j->tx != NULL && transcript_index_damaged(j->tx) && rj_reindex(j) == 0)
-		rj_derive(j);
+	if (j->tx != NULL && transcript_index_damaged(j->tx) && load_job_reindex(j) == 0)
+		load_job_derive(j);
 }
 
 static const char *
-rj_operation(const struct load_job *j)
+load_job_operation(const struct load_job *j)
 {
 	switch (j->kind) {
-	case RJ_NEW:
+	case LOAD_JOB_NEW:
 		return "acp_session_new";
-	case RJ_LOAD:
+	case LOAD_JOB_LOAD:
 		return "acp_session_load";
 	default:
 		return "acp_session_resume";
@@ -336,7 +336,7 @@ rj_operation(const struct load_job *j)
 }
 
 static void
-rj_free(struct load_job *j)
+load_job_free(struct load_job *j)
 {
 	int i;
 
@@ -356,7 +356,7 @@ rj_free(struct load_job *j)
 
 /* session_register: hand the results to the session.  0 or -1. */
 static int
-rj_register(struct child *c, struct load_job *j)
+load_job_register(struct child *c, struct load_job *j)
 {
 	struct session *s = j->s;
 
@@ -372,7 +372,7 @@ rj_register(struct child *c, struct load_job *j)
 		s->app = j->app;
 		j->app = NULL;
 	}
-	if (j->kind == RJ_NEW)
+	if (j->kind == LOAD_JOB_NEW)
 		s->fresh = 1;
 	else if (j->exists) {
 		free(s->tail);
@@ -386,7 +386,7 @@ rj_register(struct child *c, struct load_job *j)
 
 /* Loop thread: answer, register or drop the session, end the span. */
 static void
-rj_done(struct lw_job *lw)
+load_job_done(struct lw_job *lw)
 {
 	struct load_job *j = (struct load_job *)lw;
 	struct child *c = j->c;
@@ -396,7 +396,7 @@ rj_done(struct lw_job *lw)
 	int i, ok;
 
 	s->busy = 0;
-	if (j->err_code == 0 && rj_register(c, j) == 0) {
+	if (j->err_code == 0 && load_job_register(c, j) == 0) {
 		for (i = 0; i < j->nout; i++)
 			child_send_ref(c, j->out[i].base, j->out[i].off, j->out[i].len);
 		j->nout = 0;
@@ -420,12 +420,12 @@ rj_done(struct lw_job *lw)
 		    "Internal error", data);
 	}
 	lagmon_snapshot(c->lag, &lag);
-	prof_span_finish(j->span, &j->prof, &lag, c->trace, rj_operation(j),
-	    j->refresh ? "refresh" : j->kind == RJ_NEW ? "create" : "restore",
+	prof_span_finish(j->span, &j->prof, &lag, c->trace, load_job_operation(j),
+	    j->refresh ? "refresh" : j->kind == LOAD_JOB_NEW ? "create" : "restore",
 	    j->sid, j->err_code != 0 ? j->err_kind : NULL);
 	j->span = NULL;
 	ok = j->err_code == 0;
-	rj_free(j);
+	load_job_free(j);
 	if (ok)
 		indexkeep_start(c, s);
 	child_session_idle(c, s);
@@ -438,22 +438,22 @@ rj_done(struct lw_job *lw)
  * part is small (an open or kept index only reads what was appended).
  */
 static int
-rj_small(struct load_job *j)
+load_job_small(struct load_job *j)
 {
 	struct stat st;
 	uint64_t done = j->tx != NULL ? transcript_size(j->tx) :
 	    transcript_cached_size(j->cache_dir, j->path);
 
-	if (j->kind == RJ_NEW || stat(j->path, &st) == -1)
+	if (j->kind == LOAD_JOB_NEW || stat(j->path, &st) == -1)
 		return 1;
-	return (uint64_t)st.st_size < done + RJ_SMALL_BYTES;
+	return (uint64_t)st.st_size < done + LOAD_JOB_SMALL_BYTES;
 }
 
 /* settings_load on the loop thread, then hand the job to a worker. */
 /* The replay paging options of a load's _meta: 0, or -1 after answering
    -32602 (the page size is an integer 1..REPLAY_MAX_PAGE_SIZE). */
 static int
-rj_page_opts(struct child *c, struct rpc_msg *m, json_object *meta,
+load_job_page_opts(struct child *c, struct rpc_msg *m, json_object *meta,
     size_t *page, int *hide)
 {
 	json_object *v, *data;
@@ -480,8 +480,8 @@ rj_page_opts(struct child *c, struct rpc_msg *m, json_object *meta,
 
 /* Start a restore job; page and hide are a load's replay paging options. */
 static void
-rj_submit(struct child *c, struct rpc_msg *m, struct session *s,
-    enum rj_kind kind, json_object *meta, size_t page, int hide)
+load_job_submit(struct child *c, struct rpc_msg *m, struct session *s,
+    enum load_job_kind kind, json_object *meta, size_t page, int hide)
 {
 	struct load_job *j;
 	json_object *v;
@@ -495,10 +495,10 @@ rj_submit(struct child *c, struct rpc_msg *m, struct session *s,
 	}
 	prof_init(&j->prof);
 	prof_begin(&j->prof, PROF_SETTINGS_LOAD);
-	j->span = prof_span_start(kind == RJ_NEW ? "qwen-code.daemon.session_start" :
+	j->span = prof_span_start(kind == LOAD_JOB_NEW ? "qwen-code.daemon.session_start" :
 	    "qwen-code.daemon.session_restore", meta);
-	j->lw.run = rj_run;
-	j->lw.done = rj_done;
+	j->lw.run = load_job_run;
+	j->lw.done = load_job_done;
 	j->c = c;
 	/* With --agent-acp the models and modes are the agent's, not ours. */
 	j->advertise = c->opts.agent_acp == NULL;
@@ -525,14 +525,14 @@ rj_submit(struct child *c, struct rpc_msg *m, struct session *s,
 	j->tx = s->tx;
 	s->tx = NULL;
 	s->busy = 1;
-	j->lw.small = rj_small(j);
+	j->lw.small = load_job_small(j);
 	prof_end(&j->prof, 1);
 	loadwork_submit(c->work, &j->lw);
 }
 
 /* The cwd of the request when it gives an absolute one, else ours. */
 static const char *
-rj_cwd(struct child *c, json_object *params)
+load_job_cwd(struct child *c, json_object *params)
 {
 	json_object *v;
 	const char *cwd;
@@ -545,7 +545,7 @@ rj_cwd(struct child *c, json_object *params)
 }
 
 static json_object *
-rj_meta(json_object *params)
+load_job_meta(json_object *params)
 {
 	json_object *v;
 
@@ -557,10 +557,10 @@ rj_meta(json_object *params)
 
 /* A new table entry for sid; NULL after answering the error. */
 static struct session *
-rj_session(struct child *c, struct rpc_msg *m, const char *sid)
+load_job_session(struct child *c, struct rpc_msg *m, const char *sid)
 {
 	struct session *s;
-	const char *cwd = rj_cwd(c, m->params);
+	const char *cwd = load_job_cwd(c, m->params);
 	char *path;
 
 	if (c->opts.max_sessions > 0 && c->nsessions >= c->opts.max_sessions) {
@@ -593,17 +593,17 @@ load_start(struct child *c, struct rpc_msg *m, struct session *s,
 	size_t page = 0;
 	int hide = 0;
 
-	if (!resume && rj_page_opts(c, m, rj_meta(m->params), &page, &hide) == -1)
+	if (!resume && load_job_page_opts(c, m, load_job_meta(m->params), &page, &hide) == -1)
 		return;
-	if (s == NULL && (s = rj_session(c, m, sid)) == NULL)
+	if (s == NULL && (s = load_job_session(c, m, sid)) == NULL)
 		return;
-	rj_submit(c, m, s, resume ? RJ_RESUME : RJ_LOAD, rj_meta(m->params), page, hide);
+	load_job_submit(c, m, s, resume ? LOAD_JOB_RESUME : LOAD_JOB_LOAD, load_job_meta(m->params), page, hide);
 }
 
 void
 load_new(struct child *c, struct rpc_msg *m)
 {
-	json_object *meta = rj_meta(m->params), *v;
+	json_object *meta = load_job_meta(m->params), *v;
 	struct session *s;
 	char sid[37];
 
@@ -625,6 +625,6 @@ load_new(struct child *c, struct rpc_msg *m)
 		    child_error_data("session_exists"));
 		return;
 	}
-	if ((s = rj_session(c, m, sid)) != NULL)
-		rj_submit(c, m, s, RJ_NEW, meta, 0, 0);
+	if ((s = load_job_session(c, m, sid)) != NULL)
+		load_job_submit(c, m, s, LOAD_JOB_NEW, meta, 0, 0);
 }

@@ -25,13 +25,13 @@ struct session;
 struct span;
 struct transcript;
 
-enum rj_kind { RJ_NEW, RJ_LOAD, RJ_RESUME };
+enum load_job_kind { LOAD_JOB_NEW, LOAD_JOB_LOAD, LOAD_JOB_RESUME };
 
 struct load_job {
 	struct lw_job		 lw;		/* first: the worker's handle */
 	struct child		*c;		/* loop thread only */
 	struct session		*s;		/* loop thread only */
-	enum rj_kind		 kind;
+	enum load_job_kind		 kind;
 	int			 bulk;		/* replay inside the result */
 	int			 refresh;	/* the session was loaded before */
 	json_object		*req_id;	/* a private copy */
@@ -58,7 +58,7 @@ struct load_job {
 	int64_t			 model_history;
 	uint64_t		 records;
 	char			*tail;
-	struct rj_out {
+	struct load_job_out {
 		char		*base;		/* freed once sent */
 		size_t		 off, len;
 	}			 out[3];	/* the answer (and notifications), in chunks */
