@@ -23,7 +23,7 @@ struct evbuffer;
 struct lagmon;
 struct loadwork;
 struct trace_sink;
-struct txp_entry;
+struct txpage_entry;
 
 #define CHILD_OUT_HIGH		(64u * 1024 * 1024)	/* stop reading input */
 #define CHILD_OUT_LOW		(16u * 1024 * 1024)	/* read again */
@@ -151,9 +151,9 @@ void	load_start(struct child *, struct rpc_msg *msg, struct session *s,
 void	indexkeep_start(struct child *, struct session *);
 /* The same for the index of a transcript page's entry e (idle), so that
    the next child's page reads only the page: 1 when the write started (e
-   is busy until it is done; txp_entry_release then), 0 when there is
+   is busy until it is done; txpage_entry_release then), 0 when there is
    nothing to keep. */
-int	indexkeep_entry_start(struct child *, struct txp_entry *e);
+int	indexkeep_entry_start(struct child *, struct txpage_entry *e);
 
 /* continue.c: qwen/control/session/continue and the continuation turn. */
 /* Answer {accepted, interruption} from the end of s's history. */

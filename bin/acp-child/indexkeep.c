@@ -35,7 +35,7 @@ struct keep_job {
 	struct lw_job		 lw;		/* first: the worker's handle */
 	struct child		*c;
 	struct session		*s;		/* a session's index, or */
-	struct txp_entry	*e;		/* a page's */
+	struct txpage_entry	*e;		/* a page's */
 	struct transcript	*tx;
 	const char		*dir;
 	char			*cause;
@@ -79,7 +79,7 @@ keep_done(struct lw_job *lw)
 {
 	struct keep_job *k = (struct keep_job *)lw;
 	struct session *s = k->s;
-	struct txp_entry *e = k->e;
+	struct txpage_entry *e = k->e;
 	struct child *c = k->c;
 
 	if (k->rc == -1)
@@ -92,7 +92,7 @@ keep_done(struct lw_job *lw)
 	free(k->cause);
 	free(k);
 	if (e != NULL)
-		txp_entry_release(c, e);
+		txpage_entry_release(c, e);
 	else {
 		delegate_index_back(c, s);	/* before the queue runs: s may go */
 		child_session_idle(c, s);
@@ -118,7 +118,7 @@ keep_job_new(struct child *c, struct transcript *tx)
 }
 
 int
-indexkeep_entry_start(struct child *c, struct txp_entry *e)
+indexkeep_entry_start(struct child *c, struct txpage_entry *e)
 {
 	struct keep_job *k;
 

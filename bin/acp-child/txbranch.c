@@ -37,10 +37,10 @@
 #include "xmalloc.h"
 #include "txpage-int.h"
 
-struct txb_job {
+struct txbranch_job {
 	struct lw_job		 lw;
 	struct child		*c;
-	struct txp_entry	*e;
+	struct txpage_entry	*e;
 	json_object		*id;
 	char			 new_id[37];
 	char			*cwd;
@@ -53,15 +53,15 @@ struct txb_job {
 };
 
 static int
-txb_fail(struct txb_job *j, int code, const char *kind, const char *msg)
+txbranch_fail(struct txbranch_job *j, int code, const char *kind, const char *msg)
 {
-	return txp_error(&j->err_code, &j->err_kind, j->err_msg, sizeof(j->err_msg),
+	return txpage_error(&j->err_code, &j->err_kind, j->err_msg, sizeof(j->err_msg),
 	    code, kind, msg);
 }
 
 /* Records a fork leaves behind (upstream-transcript.md 3.6). */
 static int
-txb_dropped(struct transcript *t, uint32_t rec)
+txbranch_dropped(struct transcript *t, uint32_t rec)
 {
 	const char *sub;
 
@@ -74,7 +74,7 @@ txb_dropped(struct transcript *t, uint32_t rec)
 
 /* One record, rewritten for the branch, as a line into b. */
 static int
-txb_record(struct txb_job *j, uint32_t rec, json_object **parent, struct jbuf *b)
+txbranch_record(struct txbranch_job *j, uint32_t rec, json_object **parent, struct jbuf *b)
 {
 	struct transcript *t = j->e->tx;
 	json_object *o, *ff, *uuid;
@@ -82,7 +82,7 @@ txb_record(struct txb_job *j, uint32_t rec, json_object **parent, struct jbuf *b
 
 	if ((o = transcript_load_record(t, rec, &cause)) == NULL) {
 		free(cause);
-		return txb_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
+		return txbranch_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
 		    "cannot read a record of the source transcript");
 	}
 	if (!json_object_object_get_ex(o, "uuid", &uuid)) {
@@ -106,7 +106,7 @@ txb_record(struct txb_job *j, uint32_t rec, json_object **parent, struct jbuf *b
 }
 
 static int
-txb_write_all(int fd, const char *p, size_t n)
+txbranch_write_all(int fd, const char *p, size_t n)
 {
 	ssize_t w;
 
@@ -124,7 +124,7 @@ txb_write_all(int fd, const char *p, size_t n)
 
 /* The chain records [0, end) into fd, a megabyte at a time. */
 static int
-txb_copy(struct txb_job *j, size_t end, int fd)
+txbranch_copy(struct txbranch_job *j, size_t end, int fd)
 {
 	struct jbuf b = { NULL, 0, 0, 0 };
 	json_object *parent = NULL;
@@ -132,18 +132,18 @@ txb_copy(struct txb_job *j, size_t end, int fd)
 	int rc = 0;
 
 	for (i = 0; rc == 0 && i < end; i++) {
-		if (txb_dropped(j->e->tx, j->e->chain.rec[i]))
+		if (txbranch_dropped(j->e->tx, j->e->chain.rec[i]))
 			continue;
-		rc = txb_record(j, j->e->chain.rec[i], &parent, &b);
+		rc = txbranch_record(j, j->e->chain.rec[i], &parent, &b);
 		if (rc == 0 && (b.oom || (b.len >= (1u << 20) &&
-		    txb_write_all(fd, b.p, b.len) == -1)))
-			rc = txb_fail(j, RPC_INTERNAL_ERROR, "internal",
+		    txbranch_write_all(fd, b.p, b.len) == -1)))
+			rc = txbranch_fail(j, RPC_INTERNAL_ERROR, "internal",
 			    b.oom ? "out of memory" : "cannot write the branch");
 		else if (b.len >= (1u << 20))
 			b.len = 0;
 	}
-	if (rc == 0 && b.len > 0 && txb_write_all(fd, b.p, b.len) == -1)
-		rc = txb_fail(j, RPC_INTERNAL_ERROR, "internal", "cannot write the branch");
+	if (rc == 0 && b.len > 0 && txbranch_write_all(fd, b.p, b.len) == -1)
+		rc = txbranch_fail(j, RPC_INTERNAL_ERROR, "internal", "cannot write the branch");
 	json_object_put(parent);
 	jbuf_free(&b);
 	return rc;
@@ -151,23 +151,23 @@ txb_copy(struct txb_job *j, size_t end, int fd)
 
 /* Worker: where the branch ends, then the staging file linked into place. */
 static void
-txb_run(struct lw_job *lw)
+txbranch_run(struct lw_job *lw)
 {
-	struct txb_job *j = (struct txb_job *)lw;
-	struct txp_entry *e = j->e;
+	struct txbranch_job *j = (struct txbranch_job *)lw;
+	struct txpage_entry *e = j->e;
 	char *tmp = NULL, *slash;
 	size_t end;
 	int64_t rec;
 	int fd = -1;
 
-	if (txp_entry_index(e, &j->err_code, &j->err_kind, j->err_msg,
+	if (txpage_entry_index(e, &j->err_code, &j->err_kind, j->err_msg,
 	    sizeof(j->err_msg)) == -1)
 		return;
 	/* A branch copies the chain into a new file: all of a kept index is
 	   checked first, not as the copy goes. */
 	if (transcript_index_check_all(e->tx) == -1) {
-		txp_entry_reset(e);
-		if (txp_entry_index(e, &j->err_code, &j->err_kind, j->err_msg,
+		txpage_entry_reset(e);
+		if (txpage_entry_index(e, &j->err_code, &j->err_kind, j->err_msg,
 		    sizeof(j->err_msg)) == -1)
 			return;
 	}
@@ -175,7 +175,7 @@ txb_run(struct lw_job *lw)
 	if (j->at != NULL) {
 		rec = transcript_find(e->tx, j->at);
 		if (rec < 0 || (size_t)rec >= e->npos || e->pos[rec] == 0) {
-			txb_fail(j, RPC_INVALID_PARAMS, "branch_point_invalid",
+			txbranch_fail(j, RPC_INVALID_PARAMS, "branch_point_invalid",
 			    "atRecordId is not a record of the session's active history");
 			return;
 		}
@@ -184,18 +184,18 @@ txb_run(struct lw_job *lw)
 	if ((slash = strrchr(j->dest, '/')) == NULL ||
 	    asprintf(&tmp, "%.*s/.%s.%08x.tmp", (int)(slash - j->dest), j->dest,
 	    j->new_id, arc4random()) == -1) {
-		txb_fail(j, RPC_INTERNAL_ERROR, "internal", "out of memory");
+		txbranch_fail(j, RPC_INTERNAL_ERROR, "internal", "out of memory");
 		return;
 	}
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) == -1)
-		txb_fail(j, RPC_INTERNAL_ERROR, "internal", "cannot create the branch");
-	else if (txb_copy(j, end, fd) == 0 && fsync(fd) == -1)
-		txb_fail(j, RPC_INTERNAL_ERROR, "internal", "cannot sync the branch");
+		txbranch_fail(j, RPC_INTERNAL_ERROR, "internal", "cannot create the branch");
+	else if (txbranch_copy(j, end, fd) == 0 && fsync(fd) == -1)
+		txbranch_fail(j, RPC_INTERNAL_ERROR, "internal", "cannot sync the branch");
 	if (fd != -1 && close(fd) == -1 && j->err_code == 0)
-		txb_fail(j, RPC_INTERNAL_ERROR, "internal", "cannot write the branch");
+		txbranch_fail(j, RPC_INTERNAL_ERROR, "internal", "cannot write the branch");
 	/* link() never replaces: a transcript already there stays. */
 	if (fd != -1 && j->err_code == 0 && link(tmp, j->dest) == -1)
-		txb_fail(j, RPC_INVALID_PARAMS, errno == EEXIST ? "session_id_conflict" :
+		txbranch_fail(j, RPC_INVALID_PARAMS, errno == EEXIST ? "session_id_conflict" :
 		    "internal", errno == EEXIST ? "a transcript with the new id exists" :
 		    "cannot put the branch in place");
 	if (fd != -1)
@@ -204,10 +204,10 @@ txb_run(struct lw_job *lw)
 }
 
 static void
-txb_done(struct lw_job *lw)
+txbranch_done(struct lw_job *lw)
 {
-	struct txb_job *j = (struct txb_job *)lw;
-	struct txp_entry *e = j->e;
+	struct txbranch_job *j = (struct txbranch_job *)lw;
+	struct txpage_entry *e = j->e;
 	struct child *c = j->c;
 	json_object *data, *res;
 
@@ -228,14 +228,14 @@ txb_done(struct lw_job *lw)
 	free(j->at);
 	free(j->dest);
 	free(j);
-	txp_entry_release(c, e);
+	txpage_entry_release(c, e);
 }
 
 void
-txbranch_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
+txbranch_start(struct child *c, struct txpage_entry *e, struct rpc_msg *m)
 {
 	const char *nid = json_get_str(m->params, "newSessionId"), *cwd, *at;
-	struct txb_job *j;
+	struct txbranch_job *j;
 
 	if (nid == NULL || !paths_valid_session_id(nid) || strlen(nid) > 36) {
 		child_send_error(c, m->id, RPC_INVALID_PARAMS, "newSessionId is required",
@@ -260,8 +260,8 @@ txbranch_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 	j->e = e;
 	j->id = json_object_get(m->id);
 	strlcpy(j->new_id, nid, sizeof(j->new_id));
-	j->lw.run = txb_run;
-	j->lw.done = txb_done;
+	j->lw.run = txbranch_run;
+	j->lw.done = txbranch_done;
 	e->busy = 1;
 	loadwork_submit(c->work, &j->lw);
 }

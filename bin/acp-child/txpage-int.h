@@ -19,13 +19,13 @@
 struct child;
 struct transcript;
 
-struct txp_wait {
-	TAILQ_ENTRY(txp_wait)	 entry;
+struct txpage_wait {
+	TAILQ_ENTRY(txpage_wait)	 entry;
 	struct rpc_msg		 msg;
 };
 
-struct txp_entry {
-	TAILQ_ENTRY(txp_entry)	 entry;
+struct txpage_entry {
+	TAILQ_ENTRY(txpage_entry)	 entry;
 	char			*path;
 	char			 sid[37];
 	struct transcript	*tx;
@@ -37,27 +37,27 @@ struct txp_entry {
 	const char		*cache_dir;	/* the kept indexes (--cache-dir), or NULL */
 	int			 rescan;	/* the kept index was damaged: a full pass */
 	int			 busy;
-	TAILQ_HEAD(, txp_wait)	 waits;
+	TAILQ_HEAD(, txpage_wait)	 waits;
 };
 
 /* On a worker: bring e's index and chain up to date with the file.  0, or
    -1 with *code (JSON-RPC), *kind and msg set. */
-int	txp_entry_index(struct txp_entry *, int *code, const char **kind,
+int	txpage_entry_index(struct txpage_entry *, int *code, const char **kind,
 	    char *msg, size_t msgsize);
 /* On a worker: e's kept index was found damaged in a part in use: drop
-   it (and what was derived from it); the next txp_entry_index indexes the
+   it (and what was derived from it); the next txpage_entry_index indexes the
    whole file. */
-void	txp_entry_reset(struct txp_entry *);
+void	txpage_entry_reset(struct txpage_entry *);
 /* Set a job's error (*code, *kind, msg); returns -1. */
-int	txp_error(int *code, const char **kind, char *msg, size_t msgsize,
+int	txpage_error(int *code, const char **kind, char *msg, size_t msgsize,
 	    int c, const char *k, const char *m);
 /* On the loop: e is free again; start the next request waiting for it. */
-void	txp_entry_release(struct child *, struct txp_entry *);
+void	txpage_entry_release(struct child *, struct txpage_entry *);
 
 /* txbranch.c: qwen/control/session/branch on an idle entry. */
-void	txbranch_start(struct child *, struct txp_entry *, struct rpc_msg *);
+void	txbranch_start(struct child *, struct txpage_entry *, struct rpc_msg *);
 /* txturns.c: qwen/status/session/turn_index on an idle entry. */
 int	txturns_is_method(const char *);
-void	txturns_start(struct child *, struct txp_entry *, struct rpc_msg *);
+void	txturns_start(struct child *, struct txpage_entry *, struct rpc_msg *);
 
 #endif

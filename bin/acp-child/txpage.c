@@ -42,14 +42,14 @@
 #include "txpage.h"
 #include "txpage-int.h"
 
-#define TXP_KEEP		4	/* indexes kept */
-#define TXP_DEFAULT_LIMIT	100
-#define TXP_MAX_LIMIT		500
+#define TXPAGE_KEEP		4	/* indexes kept */
+#define TXPAGE_DEFAULT_LIMIT	100
+#define TXPAGE_MAX_LIMIT		500
 
-struct txp_job {
+struct txpage_job {
 	struct lw_job		 lw;
 	struct child		*c;
-	struct txp_entry	*e;
+	struct txpage_entry	*e;
 	json_object		*id;
 	size_t			 limit;
 	int			 backward;
@@ -61,17 +61,17 @@ struct txp_job {
 	char			 err_msg[160];
 };
 
-static TAILQ_HEAD(txp_cache, txp_entry) cache = TAILQ_HEAD_INITIALIZER(cache);
+static TAILQ_HEAD(txpage_cache, txpage_entry) cache = TAILQ_HEAD_INITIALIZER(cache);
 static size_t ncache;
 
-static void	txp_start(struct child *, struct txp_entry *, struct rpc_msg *);
-static void	txp_page(struct txp_job *);
-static void	txp_dispatch(struct child *, struct txp_entry *, struct rpc_msg *);
+static void	txpage_start(struct child *, struct txpage_entry *, struct rpc_msg *);
+static void	txpage_page(struct txpage_job *);
+static void	txpage_dispatch(struct child *, struct txpage_entry *, struct rpc_msg *);
 
 static void
-txp_entry_free(struct txp_entry *e)
+txpage_entry_free(struct txpage_entry *e)
 {
-	struct txp_wait *w;
+	struct txpage_wait *w;
 
 	while ((w = TAILQ_FIRST(&e->waits)) != NULL) {
 		TAILQ_REMOVE(&e->waits, w, entry);
@@ -86,10 +86,10 @@ txp_entry_free(struct txp_entry *e)
 }
 
 /* The kept index of path (most recent first), or a new one. */
-static struct txp_entry *
-txp_entry_get(const char *path, const char *sid, const char *cache_dir)
+static struct txpage_entry *
+txpage_entry_get(const char *path, const char *sid, const char *cache_dir)
 {
-	struct txp_entry *e, *old;
+	struct txpage_entry *e, *old;
 
 	TAILQ_FOREACH(e, &cache, entry)
 		if (strcmp(e->path, path) == 0) {
@@ -107,8 +107,8 @@ txp_entry_get(const char *path, const char *sid, const char *cache_dir)
 	TAILQ_INSERT_HEAD(&cache, e, entry);
 	ncache++;
 	/* Forget the least recent idle one beyond the few kept. */
-	while (ncache > TXP_KEEP) {
-		struct txp_entry *x;
+	while (ncache > TXPAGE_KEEP) {
+		struct txpage_entry *x;
 
 		old = NULL;
 		TAILQ_FOREACH(x, &cache, entry)
@@ -118,29 +118,29 @@ txp_entry_get(const char *path, const char *sid, const char *cache_dir)
 			break;
 		TAILQ_REMOVE(&cache, old, entry);
 		ncache--;
-		txp_entry_free(old);
+		txpage_entry_free(old);
 	}
 	return e;
 }
 
 static int
-txp_fail(struct txp_job *j, int code, const char *kind, const char *msg)
+txpage_fail(struct txpage_job *j, int code, const char *kind, const char *msg)
 {
-	return txp_error(&j->err_code, &j->err_kind, j->err_msg, sizeof(j->err_msg),
+	return txpage_error(&j->err_code, &j->err_kind, j->err_msg, sizeof(j->err_msg),
 	    code, kind, msg);
 }
 
 static int
-txp_index(struct txp_job *j)
+txpage_index(struct txpage_job *j)
 {
-	if (txp_entry_index(j->e, &j->err_code, &j->err_kind, j->err_msg,
+	if (txpage_entry_index(j->e, &j->err_code, &j->err_kind, j->err_msg,
 	    sizeof(j->err_msg)) == -1)
 		return -1;
 	return 0;
 }
 
 int
-txp_error(int *code, const char **kind, char *msg, size_t size, int c,
+txpage_error(int *code, const char **kind, char *msg, size_t size, int c,
     const char *k, const char *m)
 {
 	*code = c;
@@ -151,7 +151,7 @@ txp_error(int *code, const char **kind, char *msg, size_t size, int c,
 
 /* e's index: the kept one when valid, else a full pass. */
 static struct transcript *
-txp_entry_open(struct txp_entry *e, char **cause)
+txpage_entry_open(struct txpage_entry *e, char **cause)
 {
 	struct transcript *t;
 
@@ -170,7 +170,7 @@ txp_entry_open(struct txp_entry *e, char **cause)
 }
 
 int
-txp_entry_index(struct txp_entry *e, int *code, const char **kind, char *msg,
+txpage_entry_index(struct txpage_entry *e, int *code, const char **kind, char *msg,
     size_t msgsize)
 {
 	char *cause = NULL;
@@ -183,12 +183,12 @@ txp_entry_index(struct txp_entry *e, int *code, const char **kind, char *msg,
 		e->tx = NULL;
 		e->chained = UINT64_MAX;
 	}
-	if (e->tx == NULL && (e->tx = txp_entry_open(e, &cause)) == NULL) {
+	if (e->tx == NULL && (e->tx = txpage_entry_open(e, &cause)) == NULL) {
 		free(cause);
 		if (errno == ENOENT)
-			return txp_error(code, kind, msg, msgsize, RPC_RESOURCE_NOT_FOUND, "session_not_found",
+			return txpage_error(code, kind, msg, msgsize, RPC_RESOURCE_NOT_FOUND, "session_not_found",
 			    "Resource not found");
-		return txp_error(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "transcript_unreadable",
+		return txpage_error(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "transcript_unreadable",
 		    "cannot read the transcript");
 	}
 	if (e->chain.rec != NULL && e->chained == transcript_size(e->tx))
@@ -196,26 +196,26 @@ txp_entry_index(struct txp_entry *e, int *code, const char **kind, char *msg,
 	chain_clear(&e->chain);
 	if (chain_build(e->tx, &e->chain, &cause) == -1) {
 		free(cause);
-		return txp_error(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "transcript_unreadable",
+		return txpage_error(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "transcript_unreadable",
 		    "cannot reconstruct the transcript's history");
 	}
 	n = transcript_count(e->tx);
 	free(e->pos);
 	if ((e->pos = calloc(n + 1, sizeof(*e->pos))) == NULL)
-		return txp_error(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "internal", "out of memory");
+		return txpage_error(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "internal", "out of memory");
 	e->npos = n;
 	for (i = 0; i < e->chain.len; i++)
 		e->pos[e->chain.rec[i]] = (uint32_t)i + 1;
 	e->chained = transcript_size(e->tx);
 	if (transcript_index_damaged(e->tx)) {
-		txp_entry_reset(e);	/* once: a full pass is not checked */
-		return txp_entry_index(e, code, kind, msg, msgsize);
+		txpage_entry_reset(e);	/* once: a full pass is not checked */
+		return txpage_entry_index(e, code, kind, msg, msgsize);
 	}
 	return 0;
 }
 
 void
-txp_entry_reset(struct txp_entry *e)
+txpage_entry_reset(struct txpage_entry *e)
 {
 	transcript_free(e->tx);
 	e->tx = NULL;
@@ -229,20 +229,20 @@ txp_entry_reset(struct txp_entry *e)
 
 /* Worker: the chain range [*start, *end) the request asks for. */
 static int
-txp_range(struct txp_job *j, size_t *start, size_t *end)
+txpage_range(struct txpage_job *j, size_t *start, size_t *end)
 {
-	struct txp_entry *e = j->e;
+	struct txpage_entry *e = j->e;
 	size_t n = e->chain.len;
 	int64_t rec;
 
 	if (j->before != NULL) {
 		rec = transcript_find(e->tx, j->before);
 		if (rec < 0 || (size_t)rec >= e->npos || e->pos[rec] == 0)
-			return txp_fail(j, RPC_INVALID_PARAMS, "invalid_transcript_cursor",
+			return txpage_fail(j, RPC_INVALID_PARAMS, "invalid_transcript_cursor",
 			    "beforeRecordId is not a record of the session's active history");
 		*end = e->pos[rec] - 1;
 	} else if (j->at > (int64_t)n)
-		return txp_fail(j, RPC_INVALID_PARAMS, "invalid_transcript_cursor",
+		return txpage_fail(j, RPC_INVALID_PARAMS, "invalid_transcript_cursor",
 		    "the cursor is past the end of the session's history");
 	else if (!j->backward) {
 		*start = j->at >= 0 ? (size_t)j->at : 0;
@@ -257,23 +257,23 @@ txp_range(struct txp_job *j, size_t *start, size_t *end)
 /* Worker: the page, from a full pass when the kept index turns out
    damaged in a part the page used. */
 static void
-txp_run(struct lw_job *lw)
+txpage_run(struct lw_job *lw)
 {
-	struct txp_job *j = (struct txp_job *)lw;
+	struct txpage_job *j = (struct txpage_job *)lw;
 
-	txp_page(j);
+	txpage_page(j);
 	if (j->e->tx == NULL || !transcript_index_damaged(j->e->tx))
 		return;
 	jbuf_free(&j->out);
 	memset(&j->out, 0, sizeof(j->out));
 	j->err_code = 0;
-	txp_entry_reset(j->e);
-	txp_page(j);
+	txpage_entry_reset(j->e);
+	txpage_page(j);
 }
 
 /* Project the range and write the result object. */
 static void
-txp_page(struct txp_job *j)
+txpage_page(struct txpage_job *j)
 {
 	struct projection p;
 	struct tx_chain part;
@@ -282,7 +282,7 @@ txp_page(struct txp_job *j)
 	int more;
 
 	memset(&p, 0, sizeof(p));
-	if (txp_index(j) == -1 || txp_range(j, &start, &end) == -1)
+	if (txpage_index(j) == -1 || txpage_range(j, &start, &end) == -1)
 		return;
 	part = j->e->chain;
 	part.len = end;
@@ -290,7 +290,7 @@ txp_page(struct txp_job *j)
 	    PROJECT_OPEN_END | PROJECT_CHAIN_STATS,
 	    &p, &cause) == -1) {
 		free(cause);
-		txp_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
+		txpage_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
 		    "cannot read the page's records");
 		return;
 	}
@@ -312,16 +312,16 @@ txp_page(struct txp_job *j)
 	snprintf(buf, sizeof(buf), ",\"records\":%zu}", end - start);
 	jbuf_puts(&j->out, buf);
 	if (j->out.oom)
-		txp_fail(j, RPC_INTERNAL_ERROR, "internal", "out of memory");
+		txpage_fail(j, RPC_INTERNAL_ERROR, "internal", "out of memory");
 	project_clear(&p);
 }
 
 /* Loop thread: answer, then start the next request waiting for the index. */
 static void
-txp_done(struct lw_job *lw)
+txpage_done(struct lw_job *lw)
 {
-	struct txp_job *j = (struct txp_job *)lw;
-	struct txp_entry *e = j->e;
+	struct txpage_job *j = (struct txpage_job *)lw;
+	struct txpage_entry *e = j->e;
 	struct child *c = j->c;
 	json_object *data;
 	const char *id;
@@ -351,19 +351,19 @@ txp_done(struct lw_job *lw)
 	jbuf_free(&j->out);
 	free(j->before);
 	free(j);
-	txp_entry_release(c, e);
+	txpage_entry_release(c, e);
 }
 
 void
-txp_entry_release(struct child *c, struct txp_entry *e)
+txpage_entry_release(struct child *c, struct txpage_entry *e)
 {
-	struct txp_wait *w;
+	struct txpage_wait *w;
 
 	e->busy = 0;
 	/* A request refused before it took e leaves it idle for the next. */
 	while (!e->busy && (w = TAILQ_FIRST(&e->waits)) != NULL) {
 		TAILQ_REMOVE(&e->waits, w, entry);
-		txp_dispatch(c, e, &w->msg);
+		txpage_dispatch(c, e, &w->msg);
 		rpc_msg_clear(&w->msg);
 		free(w);
 	}
@@ -375,7 +375,7 @@ txp_entry_release(struct child *c, struct txp_entry *e)
 
 /* A cursor "v1.f.N" or "v1.b.N": 0, or -1 when it is not one. */
 static int
-txp_cursor(const char *s, int *backward, int64_t *at)
+txpage_cursor(const char *s, int *backward, int64_t *at)
 {
 	char *end;
 	unsigned long long v;
@@ -394,12 +394,12 @@ txp_cursor(const char *s, int *backward, int64_t *at)
 
 /* Parse the request into a job and hand it to a worker (e is idle). */
 static void
-txp_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
+txpage_start(struct child *c, struct txpage_entry *e, struct rpc_msg *m)
 {
-	struct txp_job *j;
+	struct txpage_job *j;
 	const char *s;
 	json_object *v;
-	int64_t lim = TXP_DEFAULT_LIMIT;
+	int64_t lim = TXPAGE_DEFAULT_LIMIT;
 
 	if ((j = calloc(1, sizeof(*j))) == NULL) {
 		child_send_error(c, m->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
@@ -412,13 +412,13 @@ txp_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 	if (json_object_object_get_ex(m->params, "limit", &v) &&
 	    json_object_is_type(v, json_type_int))
 		lim = json_object_get_int64(v);
-	j->limit = lim >= 1 && lim <= TXP_MAX_LIMIT ? (size_t)lim : TXP_DEFAULT_LIMIT;
+	j->limit = lim >= 1 && lim <= TXPAGE_MAX_LIMIT ? (size_t)lim : TXPAGE_DEFAULT_LIMIT;
 	j->backward = (s = json_get_str(m->params, "direction")) != NULL &&
 	    strcmp(s, "backward") == 0;
 	if ((s = json_get_str(m->params, "beforeRecordId")) != NULL)
 		j->before = strdup(s);
 	if ((s = json_get_str(m->params, "cursor")) != NULL &&
-	    txp_cursor(s, &j->backward, &j->at) == -1) {
+	    txpage_cursor(s, &j->backward, &j->at) == -1) {
 		v = child_error_data("invalid_transcript_cursor");
 		json_object_object_add(v, "code",
 		    xjson_object_new_string("invalid_transcript_cursor"));
@@ -428,8 +428,8 @@ txp_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
 		free(j);
 		return;
 	}
-	j->lw.run = txp_run;
-	j->lw.done = txp_done;
+	j->lw.run = txpage_run;
+	j->lw.done = txpage_done;
 	j->lw.small = e->tx != NULL;	/* an open index reads the appended bytes only */
 	e->busy = 1;
 	loadwork_submit(c->work, &j->lw);
@@ -440,7 +440,7 @@ txp_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
  * qwen/control/session/branch; our older names are answered too.
  */
 static int
-txp_is_branch(const char *method)
+txpage_is_branch(const char *method)
 {
 	return strcmp(method, "qwen/control/session/branch") == 0 ||
 	    strcmp(method, "_qwen/session/branch") == 0;
@@ -449,29 +449,29 @@ txp_is_branch(const char *method)
 int
 txpage_is_method(const char *method)
 {
-	return txp_is_branch(method) || txturns_is_method(method) ||
+	return txpage_is_branch(method) || txturns_is_method(method) ||
 	    strcmp(method, "qwen/status/session/transcript") == 0 ||
 	    strcmp(method, "_qwen/session/transcript") == 0;
 }
 
 /* A page or a branch, on the idle entry e. */
 static void
-txp_dispatch(struct child *c, struct txp_entry *e, struct rpc_msg *m)
+txpage_dispatch(struct child *c, struct txpage_entry *e, struct rpc_msg *m)
 {
-	if (txp_is_branch(m->method))
+	if (txpage_is_branch(m->method))
 		txbranch_start(c, e, m);
 	else if (txturns_is_method(m->method))
 		txturns_start(c, e, m);
 	else
-		txp_start(c, e, m);
+		txpage_start(c, e, m);
 }
 
 void
 txpage_request(struct child *c, struct rpc_msg *m)
 {
 	const char *sid = json_get_str(m->params, "sessionId"), *cwd;
-	struct txp_entry *e;
-	struct txp_wait *w;
+	struct txpage_entry *e;
+	struct txpage_wait *w;
 	char *path;
 
 	if (sid == NULL || !paths_valid_session_id(sid)) {
@@ -482,14 +482,14 @@ txpage_request(struct child *c, struct rpc_msg *m)
 	if ((cwd = json_get_str(m->params, "cwd")) == NULL || cwd[0] != '/')
 		cwd = c->opts.workspace;
 	if ((path = paths_transcript(c->opts.data_dir, cwd, sid)) == NULL ||
-	    (e = txp_entry_get(path, sid, c->opts.cache_dir)) == NULL) {
+	    (e = txpage_entry_get(path, sid, c->opts.cache_dir)) == NULL) {
 		free(path);
 		child_send_error(c, m->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
 		return;
 	}
 	free(path);
 	if (!e->busy) {
-		txp_dispatch(c, e, m);
+		txpage_dispatch(c, e, m);
 		return;
 	}
 	if ((w = calloc(1, sizeof(*w))) == NULL) {
@@ -504,11 +504,11 @@ txpage_request(struct child *c, struct rpc_msg *m)
 void
 txpage_free(void)
 {
-	struct txp_entry *e;
+	struct txpage_entry *e;
 
 	while ((e = TAILQ_FIRST(&cache)) != NULL) {
 		TAILQ_REMOVE(&cache, e, entry);
-		txp_entry_free(e);
+		txpage_entry_free(e);
 	}
 	ncache = 0;
 }

@@ -31,7 +31,7 @@
 struct txt_job {
 	struct lw_job		 lw;
 	struct child		*c;
-	struct txp_entry	*e;
+	struct txpage_entry	*e;
 	json_object		*id;
 	size_t			 start, limit, total;
 	json_object		*turns;
@@ -117,7 +117,7 @@ txt_turn(struct txt_job *j, uint32_t rec, size_t ordinal, const char *kind)
 
 	if ((o = transcript_load_record(j->e->tx, rec, &cause)) == NULL) {
 		free(cause);
-		return txp_error(&j->err_code, &j->err_kind, j->err_msg,
+		return txpage_error(&j->err_code, &j->err_kind, j->err_msg,
 		    sizeof(j->err_msg), RPC_INTERNAL_ERROR, "transcript_unreadable",
 		    "cannot read a record of the transcript");
 	}
@@ -140,11 +140,11 @@ static void
 txt_run(struct lw_job *lw)
 {
 	struct txt_job *j = (struct txt_job *)lw;
-	struct txp_entry *e = j->e;
+	struct txpage_entry *e = j->e;
 	const char *kind;
 	size_t i, n = 0;
 
-	if (txp_entry_index(e, &j->err_code, &j->err_kind, j->err_msg,
+	if (txpage_entry_index(e, &j->err_code, &j->err_kind, j->err_msg,
 	    sizeof(j->err_msg)) == -1)
 		return;
 	j->turns = xjson_object_new_array();
@@ -164,7 +164,7 @@ static void
 txt_done(struct lw_job *lw)
 {
 	struct txt_job *j = (struct txt_job *)lw;
-	struct txp_entry *e = j->e;
+	struct txpage_entry *e = j->e;
 	struct child *c = j->c;
 	json_object *res, *data;
 	char snap[32];
@@ -187,7 +187,7 @@ txt_done(struct lw_job *lw)
 	json_object_put(j->turns);
 	json_object_put(j->id);
 	free(j);
-	txp_entry_release(c, e);
+	txpage_entry_release(c, e);
 }
 
 int
@@ -199,7 +199,7 @@ txturns_is_method(const char *method)
 
 /* A turn-index page on the idle entry e. */
 void
-txturns_start(struct child *c, struct txp_entry *e, struct rpc_msg *m)
+txturns_start(struct child *c, struct txpage_entry *e, struct rpc_msg *m)
 {
 	json_object *v;
 	struct txt_job *j = xcalloc(1, sizeof(*j));
