@@ -184,7 +184,7 @@ gate_bearer(struct evhttp_request *req, enum gate_kind kind, int fam, int fd)
 }
 
 int
-listen_gate(struct evhttp_request *req, enum gate_kind kind)
+gate_request(struct evhttp_request *req, enum gate_kind kind)
 {
 	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
 	const char *origin = evhttp_find_header(h, "Origin");
@@ -220,7 +220,7 @@ listen_gate(struct evhttp_request *req, enum gate_kind kind)
  * gate (a browser never sends credentials on it).  1 when answered.
  */
 int
-listen_preflight(struct evhttp_request *req)
+gate_preflight(struct evhttp_request *req)
 {
 	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
 	const char *origin = evhttp_find_header(h, "Origin");
@@ -236,7 +236,7 @@ listen_preflight(struct evhttp_request *req)
 		return 0;
 	if (!origin_ok(origin))
 		return 0;
-	listen_cors_headers(req);
+	gate_cors_headers(req);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Access-Control-Max-Age", "600");
 	evhttp_send_reply(req, 204, NULL, NULL);
@@ -244,7 +244,7 @@ listen_preflight(struct evhttp_request *req)
 }
 
 void
-listen_cors_headers(struct evhttp_request *req)
+gate_cors_headers(struct evhttp_request *req)
 {
 	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
 	const char *origin = evhttp_find_header(

@@ -164,7 +164,7 @@ http_reply_json(struct evhttp_request *req, int status, json_object *body)
 		return;
 	}
 	buf = evbuffer_new();
-	listen_cors_headers(req);
+	gate_cors_headers(req);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 	    "application/json");
 	if (body != NULL) {
@@ -187,7 +187,7 @@ http_reply_empty(struct evhttp_request *req, int status)
 	if (acp_call_capture(req, status, NULL, NULL) ||
 	    branch_live_capture(req, status, NULL, NULL))
 		return;
-	listen_cors_headers(req);
+	gate_cors_headers(req);
 	evhttp_send_reply(req, status, NULL, NULL);
 }
 
@@ -676,9 +676,9 @@ route_request(struct evhttp_request *req, const char *path,
 		ws_upgrade(req);
 		return;
 	}
-	if (listen_preflight(req) || web_route(req, path))
+	if (gate_preflight(req) || web_route(req, path))
 		return;
-	if (listen_gate(req, strcmp(path, "/health") == 0 ? GATE_HEALTH :
+	if (gate_request(req, strcmp(path, "/health") == 0 ? GATE_HEALTH :
 	    GATE_API) == -1)
 		return;
 	if (serve_shutting_down()) {

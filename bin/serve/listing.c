@@ -279,7 +279,7 @@ listing_reply(struct listing *l)
 	if (l->paged && l->more)
 		evbuffer_add_printf(buf, ",\"nextCursor\":\"%zu\"", l->n);
 	evbuffer_add(buf, "}", 1);
-	listen_cors_headers(l->req);
+	gate_cors_headers(l->req);
 	evhttp_add_header(evhttp_request_get_output_headers(l->req),
 	    "Content-Type", "application/json");
 	if ((evcon = evhttp_request_get_connection(l->req)) != NULL)

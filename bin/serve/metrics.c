@@ -345,7 +345,7 @@ route_metrics(struct http_ctx *ctx)
 	metrics_conns(b);
 	metrics_children(b);
 	metrics_process(b);
-	listen_cors_headers(ctx->req);
+	gate_cors_headers(ctx->req);
 	evhttp_add_header(evhttp_request_get_output_headers(ctx->req), "Content-Type",
 	    "text/plain; version=0.0.4; charset=utf-8");
 	evhttp_send_reply(ctx->req, 200, NULL, b);

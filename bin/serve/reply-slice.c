@@ -257,7 +257,7 @@ reply_slice_json(struct evhttp_request *req, int status, json_object *body,
 	json_object_put(body);
 	snprintf(clen, sizeof clen, "%zu", evbuffer_get_length(out) + alen +
 	    1 + rs->ntail);
-	listen_cors_headers(req);
+	gate_cors_headers(req);
 	evhttp_add_header(h, "Content-Type", "application/json");
 	evhttp_add_header(h, "Content-Length", clen);
 	bufferevent_set_max_single_write(evhttp_connection_get_bufferevent(evcon),

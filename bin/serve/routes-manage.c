@@ -386,7 +386,7 @@ route_session_export(struct http_ctx *ctx)
 	if (st.st_size == 0)
 		close(fd);
 	xasprintf(&disp, "attachment; filename=\"%s.jsonl\"", ctx->path_id);
-	listen_cors_headers(ctx->req);
+	gate_cors_headers(ctx->req);
 	evhttp_add_header(h, "Content-Type", "application/x-ndjson");
 	evhttp_add_header(h, "Content-Disposition", disp);
 	free(disp);

@@ -186,11 +186,11 @@ void	listen_accepted(void);	/* a connection was accepted */
  * token.
  */
 enum gate_kind { GATE_API, GATE_HEALTH, GATE_PUBLIC };
-int	listen_gate(struct evhttp_request *req, enum gate_kind kind);
+int	gate_request(struct evhttp_request *req, enum gate_kind kind);
 /* Answer an allowed CORS preflight without the bearer; 1 when answered. */
-int	listen_preflight(struct evhttp_request *req);
+int	gate_preflight(struct evhttp_request *req);
 /* Extra response headers for an allowed cross-origin request. */
-void	listen_cors_headers(struct evhttp_request *req);
+void	gate_cors_headers(struct evhttp_request *req);
 
 /* ---- token.c: the bearer token --------------------------------------- */
 /* --token's value (caller frees), wiped from argv, with a warning. */

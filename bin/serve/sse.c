@@ -352,7 +352,7 @@ sse_headers(struct evhttp_request *req, const char *epoch)
 	char stream_id[UUID_LEN + 1];
 
 	uuid_new(stream_id);
-	listen_cors_headers(req);
+	gate_cors_headers(req);
 	evhttp_add_header(h, "Content-Type", "text/event-stream");
 	evhttp_add_header(h, "Cache-Control", "no-cache, no-transform");
 	evhttp_add_header(h, "Connection", "keep-alive");

@@ -227,7 +227,7 @@ web_route(struct evhttp_request *req, const char *path)
 
 	if (conf.no_web || (f = web_lookup(path)) == NULL)
 		return 0;
-	if (listen_gate(req, GATE_PUBLIC) == -1)
+	if (gate_request(req, GATE_PUBLIC) == -1)
 		return 1;
 	web_headers(req);
 	if (m == EVHTTP_REQ_GET || m == EVHTTP_REQ_HEAD)

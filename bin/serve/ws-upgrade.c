@@ -159,7 +159,7 @@ handshake_problem(struct evkeyvalq *h)
 
 /*
  * A bearer given only as a subprotocol becomes the Authorization header,
- * so that listen_gate() judges it exactly as it judges every route.
+ * so that gate_request() judges it exactly as it judges every route.
  */
 static void
 bearer_from_subprotocol(struct evkeyvalq *h, const char *bearer)
@@ -186,7 +186,7 @@ ws_upgrade(struct evhttp_request *req)
 	subprotocols(h, bearer, sizeof(bearer), chosen, sizeof(chosen));
 	bearer_from_subprotocol(h, bearer);
 	explicit_bzero(bearer, sizeof(bearer));
-	if (listen_gate(req, GATE_API) == -1)
+	if (gate_request(req, GATE_API) == -1)
 		return;
 	if (serve_shutting_down()) {
 		http_error(req, "workspace_draining", NULL);
