@@ -57,34 +57,34 @@ struct delegate {
 extern struct delegate dlg;
 
 /* A call (copies peer_id and params); NULL on ENOMEM. */
-struct call	*call_new(enum call_kind, const char *sid, json_object *peer_id,
+struct call	*delegate_call_new(enum call_kind, const char *sid, json_object *peer_id,
 		    json_object *params);
-void		 call_free(struct call *);
+void		 delegate_call_free(struct call *);
 /* Write one message to the agent (takes msg). */
-void		 dlg_write(json_object *msg);
+void		 delegate_write(json_object *msg);
 /* Send a request to the agent and remember it (takes params). */
-void		 dlg_call(struct call *, const char *method, json_object *params);
+void		 delegate_call(struct call *, const char *method, json_object *params);
 /*
  * Start the agent and send initialize; -1 when it cannot run at all, with
  * *cause (caller frees; NULL when unknown).
  */
-int		 dlg_start(struct child *, char **cause);
+int		 delegate_start(struct child *, char **cause);
 /* Start the agent unless it runs or its backoff is not over; prompts that
    waited fail when it cannot start. */
-void		 dlg_restart(struct child *);
+void		 delegate_restart(struct child *);
 /* The agent is gone: start it again after the backoff. */
-void		 dlg_schedule_restart(struct child *);
+void		 delegate_schedule_restart(struct child *);
 /* Whether a restart waits for the backoff. */
-int		 dlg_backing_off(void);
+int		 delegate_backing_off(void);
 /* delegate.c: prompts waiting for the agent run, or fail with cause. */
-void		 dlg_release_waiting(struct child *, int ready, const char *cause);
+void		 delegate_release_waiting(struct child *, int ready, const char *cause);
 /* delegate.c: one message from the agent (borrowed). */
-void		 dlg_message(struct child *, struct rpc_msg *);
+void		 delegate_message(struct child *, struct rpc_msg *);
 /* delegate.c: the agent's process is gone. */
-void		 dlg_gone(struct child *);
+void		 delegate_gone(struct child *);
 /* delegate-pass.c: the agent's answer to a passed call (borrowed), or
    none ever. */
-void		 dlg_pass_answer(struct child *, struct call *, struct rpc_msg *);
-void		 dlg_pass_gone(struct child *, struct call *);
+void		 delegate_pass_answer(struct child *, struct call *, struct rpc_msg *);
+void		 delegate_pass_gone(struct child *, struct call *);
 
 #endif

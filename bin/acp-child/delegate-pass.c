@@ -48,18 +48,18 @@ delegate_pass(struct child *c, struct rpc_msg *m)
 		    "The agent has not resumed this session yet", data));
 		return 1;
 	}
-	if ((k = call_new(CALL_PASS, sid, m->id, NULL)) == NULL) {
+	if ((k = delegate_call_new(CALL_PASS, sid, m->id, NULL)) == NULL) {
 		child_send(c, rpc_new_error(json_object_get(m->id), RPC_INTERNAL_ERROR,
 		    "out of memory", NULL));
 		return 1;
 	}
-	dlg_call(k, m->method, json_object_get(m->params));
+	delegate_call(k, m->method, json_object_get(m->params));
 	return 1;
 }
 
 /* The agent's answer to a passed call, to our parent as it came. */
 void
-dlg_pass_answer(struct child *c, struct call *k, struct rpc_msg *m)
+delegate_pass_answer(struct child *c, struct call *k, struct rpc_msg *m)
 {
 	if (m->kind == RPC_RESULT)
 		child_send_result(c, k->peer_id, json_object_get(m->result));
@@ -69,7 +69,7 @@ dlg_pass_answer(struct child *c, struct call *k, struct rpc_msg *m)
 
 /* The agent went with the call unanswered. */
 void
-dlg_pass_gone(struct child *c, struct call *k)
+delegate_pass_gone(struct child *c, struct call *k)
 {
 	child_send(c, rpc_new_error(json_object_get(k->peer_id), RPC_INTERNAL_ERROR,
 	    "The agent exited before it answered", NULL));

@@ -37,7 +37,7 @@ struct delegate dlg = {
 };
 
 void
-call_free(struct call *k)
+delegate_call_free(struct call *k)
 {
 	json_object_put(k->peer_id);
 	json_object_put(k->params);
@@ -45,7 +45,7 @@ call_free(struct call *k)
 }
 
 struct call *
-call_new(enum call_kind kind, const char *sid, json_object *peer_id,
+delegate_call_new(enum call_kind kind, const char *sid, json_object *peer_id,
     json_object *params)
 {
 	struct call *k;
@@ -64,7 +64,7 @@ call_new(enum call_kind kind, const char *sid, json_object *peer_id,
 }
 
 void
-dlg_write(json_object *msg)
+delegate_write(json_object *msg)
 {
 	size_t len;
 	char *line;
@@ -77,21 +77,21 @@ dlg_write(json_object *msg)
 }
 
 void
-dlg_call(struct call *k, const char *method, json_object *params)
+delegate_call(struct call *k, const char *method, json_object *params)
 {
 	TAILQ_INSERT_TAIL(&dlg.calls, k, entry);
 	k->sent_ms = clock_mono_ms();
-	dlg_write(rpc_new_request(json_object_new_int64(k->id), method, params));
+	delegate_write(rpc_new_request(json_object_new_int64(k->id), method, params));
 }
 
 /* ---- the agent's process ------------------------------------------------ */
 
-static void	dlg_on_read(struct bufferevent *, void *);
-static void	dlg_on_event(struct bufferevent *, short, void *);
-static void	dlg_on_exit(evutil_socket_t, short, void *);
+static void	delegate_on_read(struct bufferevent *, void *);
+static void	delegate_on_event(struct bufferevent *, short, void *);
+static void	delegate_on_exit(evutil_socket_t, short, void *);
 
 static struct bufferevent *
-dlg_wrap(struct child *c, int fd, int reading)
+delegate_wrap(struct child *c, int fd, int reading)
 {
 	struct bufferevent *b;
 
@@ -100,14 +100,14 @@ dlg_wrap(struct child *c, int fd, int reading)
 		close(fd);
 		return NULL;
 	}
-	bufferevent_setcb(b, reading ? dlg_on_read : NULL, NULL, dlg_on_event, c);
+	bufferevent_setcb(b, reading ? delegate_on_read : NULL, NULL, delegate_on_event, c);
 	bufferevent_enable(b, reading ? EV_READ : EV_WRITE);
 	return b;
 }
 
 /* The command: the argv, our secret, the data directory as QWEN_HOME. */
 static struct spawn_cmd *
-dlg_command(struct child *c)
+delegate_command(struct child *c)
 {
 	struct spawn_cmd *cmd = spawn_cmd_new(c->opts.agent_acp[0]);
 	unsigned char raw[32];
@@ -137,7 +137,7 @@ dlg_command(struct child *c)
 }
 
 int
-dlg_start(struct child *c, char **cause)
+delegate_start(struct child *c, char **cause)
 {
 	int in[2], out[2];
 	struct call *k;
@@ -148,7 +148,7 @@ dlg_start(struct child *c, char **cause)
 		return -1;
 	}
 	/* Closes in[0] and out[1]; a failed fork fails the prompts, not us. */
-	if ((dlg.pid = spawn_start(dlg_command(c), in[0], out[1], -1)) == -1) {
+	if ((dlg.pid = spawn_start(delegate_command(c), in[0], out[1], -1)) == -1) {
 		log_warn("agent: cannot fork");
 		if (asprintf(cause, "%s: %s", AGENT_FORK_FAILED, strerror(errno)) == -1)
 			*cause = NULL;
@@ -158,11 +158,11 @@ dlg_start(struct child *c, char **cause)
 		return -1;
 	}
 	dlg.pidfd = pidfd_open(dlg.pid, 0);
-	dlg.in = dlg_wrap(c, in[1], 0);
-	dlg.out = dlg_wrap(c, out[0], 1);
+	dlg.in = delegate_wrap(c, in[1], 0);
+	dlg.out = delegate_wrap(c, out[0], 1);
 	dlg.rd = rpc_reader_new(c->opts.max_frame);
 	dlg.ev_exit = dlg.pidfd != -1 ?
-	    event_new(c->base, dlg.pidfd, EV_READ, dlg_on_exit, c) : NULL;
+	    event_new(c->base, dlg.pidfd, EV_READ, delegate_on_exit, c) : NULL;
 	if (dlg.in == NULL || dlg.out == NULL || dlg.rd == NULL || dlg.ev_exit == NULL) {
 		log_warnx("agent %ld: cannot watch it", (long)dlg.pid);
 		kill(dlg.pid, SIGKILL);
@@ -172,14 +172,14 @@ dlg_start(struct child *c, char **cause)
 	dlg.state = D_STARTING;
 	dlg.started_ms = clock_mono_ms();
 	log_info("agent %ld started (%s)", (long)dlg.pid, c->opts.agent_acp[0]);
-	if ((k = call_new(CALL_INIT, NULL, NULL, NULL)) != NULL)
-		dlg_call(k, "initialize", rpc_acp_initialize_params("qwen-acp-child",
+	if ((k = delegate_call_new(CALL_INIT, NULL, NULL, NULL)) != NULL)
+		delegate_call(k, "initialize", rpc_acp_initialize_params("qwen-acp-child",
 		    PACKAGE_VERSION, dlg.secret));
 	return 0;
 }
 
 static void
-dlg_on_read(struct bufferevent *b, void *arg)
+delegate_on_read(struct bufferevent *b, void *arg)
 {
 	struct child *c = arg;
 	struct evbuffer *in = bufferevent_get_input(b);
@@ -201,13 +201,13 @@ dlg_on_read(struct bufferevent *b, void *arg)
 			rpc_bad_clear(&bad);
 			continue;
 		}
-		dlg_message(c, &m);
+		delegate_message(c, &m);
 		rpc_msg_clear(&m);
 	}
 }
 
 static void
-dlg_on_event(struct bufferevent *b, short what, void *arg)
+delegate_on_event(struct bufferevent *b, short what, void *arg)
 {
 	(void)arg;
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
@@ -216,14 +216,14 @@ dlg_on_event(struct bufferevent *b, short what, void *arg)
 
 /* The agent exited: tear its process state down, then its sessions. */
 static void
-dlg_on_exit(evutil_socket_t fd, short what, void *arg)
+delegate_on_exit(evutil_socket_t fd, short what, void *arg)
 {
 	struct child *c = arg;
 	int st, status = -1;
 
 	(void)fd; (void)what;
 	if (dlg.out != NULL)
-		dlg_on_read(dlg.out, c);	/* what it wrote before it went */
+		delegate_on_read(dlg.out, c);	/* what it wrote before it went */
 	if (spawn_wait(dlg.pid, &st) == -1)
 		log_warn("agent %ld: waitpid", (long)dlg.pid);
 	else
@@ -240,55 +240,55 @@ dlg_on_exit(evutil_socket_t fd, short what, void *arg)
 	dlg.rd = NULL;
 	dlg.pid = 0;
 	dlg.state = D_DOWN;
-	dlg_gone(c);
+	delegate_gone(c);
 }
 
 /* An agent that lived this long restarts after the shortest backoff. */
-#define DLG_BACKOFF_MIN_MS	1000
-#define DLG_BACKOFF_MAX_MS	30000
-#define DLG_LIVED_MS		60000
+#define DELEGATE_BACKOFF_MIN_MS	1000
+#define DELEGATE_BACKOFF_MAX_MS	30000
+#define DELEGATE_LIVED_MS		60000
 
 int
-dlg_backing_off(void)
+delegate_backing_off(void)
 {
 	return dlg.restart_ev != NULL && evtimer_pending(dlg.restart_ev, NULL);
 }
 
 void
-dlg_restart(struct child *c)
+delegate_restart(struct child *c)
 {
 	char *cause = NULL;
 
-	if (dlg.state != D_DOWN || dlg_backing_off() || c->closing)
+	if (dlg.state != D_DOWN || delegate_backing_off() || c->closing)
 		return;
-	if (dlg_start(c, &cause) == -1) {
+	if (delegate_start(c, &cause) == -1) {
 		log_warnx("agent: cannot start it: %s", cause != NULL ? cause : "?");
-		dlg_release_waiting(c, 0, cause);
+		delegate_release_waiting(c, 0, cause);
 		free(cause);
 	}
 }
 
 static void
-dlg_on_restart(evutil_socket_t fd, short what, void *arg)
+delegate_on_restart(evutil_socket_t fd, short what, void *arg)
 {
 	struct child *c = arg;
 
 	(void)fd; (void)what;
 	if (c->opts.agent_prestart || !TAILQ_EMPTY(&dlg.waiting))
-		dlg_restart(c);
+		delegate_restart(c);
 }
 
 void
-dlg_schedule_restart(struct child *c)
+delegate_schedule_restart(struct child *c)
 {
 	struct timeval tv;
 
-	if (clock_mono_ms() - dlg.started_ms >= DLG_LIVED_MS || dlg.backoff_ms == 0)
-		dlg.backoff_ms = DLG_BACKOFF_MIN_MS;
-	else if ((dlg.backoff_ms *= 2) > DLG_BACKOFF_MAX_MS)
-		dlg.backoff_ms = DLG_BACKOFF_MAX_MS;
+	if (clock_mono_ms() - dlg.started_ms >= DELEGATE_LIVED_MS || dlg.backoff_ms == 0)
+		dlg.backoff_ms = DELEGATE_BACKOFF_MIN_MS;
+	else if ((dlg.backoff_ms *= 2) > DELEGATE_BACKOFF_MAX_MS)
+		dlg.backoff_ms = DELEGATE_BACKOFF_MAX_MS;
 	if (dlg.restart_ev == NULL &&
-	    (dlg.restart_ev = evtimer_new(c->base, dlg_on_restart, c)) == NULL)
+	    (dlg.restart_ev = evtimer_new(c->base, delegate_on_restart, c)) == NULL)
 		return;
 	tv.tv_sec = dlg.backoff_ms / 1000;
 	tv.tv_usec = (dlg.backoff_ms % 1000) * 1000;

@@ -212,13 +212,13 @@ resume_send(struct child *c, struct session *s, struct call *k)
 	    "creating", k->peer_id == NULL ? " (in the background)" : "");
 	s->warming = 1;
 	k->loading = exists && dlg.load_only;
-	dlg_call(k, !exists ? "session/new" : k->loading ? "session/load" :
+	delegate_call(k, !exists ? "session/new" : k->loading ? "session/load" :
 	    "session/resume", p);
 }
 
 /* Whether the agent is replaying sid's history to us (a session/load). */
 static int
-dlg_loading(const char *sid)
+delegate_loading(const char *sid)
 {
 	struct call *k;
 
@@ -235,7 +235,7 @@ dlg_loading(const char *sid)
  * session/load when loadSession is true, else resume all the same.
  */
 static void
-dlg_capabilities(json_object *result)
+delegate_capabilities(json_object *result)
 {
 	json_object *caps = json_get_obj(result, "agentCapabilities"), *v;
 
@@ -267,18 +267,18 @@ compact_refused(struct child *c, struct session *s, struct call *k,
 	    json_type_string) && strlen(json_object_get_string(kind)) < 64 ?
 	    json_object_get_string(kind) : "");
 	s->compact_refused = 1;
-	if ((again = call_new(CALL_RESUME, s->id, k->peer_id, k->params)) == NULL)
+	if ((again = delegate_call_new(CALL_RESUME, s->id, k->peer_id, k->params)) == NULL)
 		return 0;
 	resume_send(c, s, again);
 	return 1;
 }
 
 static void
-dlg_resume(struct child *c, struct session *s, json_object *pid, json_object *params)
+delegate_resume(struct child *c, struct session *s, json_object *pid, json_object *params)
 {
 	struct call *k;
 
-	if ((k = call_new(CALL_RESUME, s->id, pid, params)) == NULL) {
+	if ((k = delegate_call_new(CALL_RESUME, s->id, pid, params)) == NULL) {
 		fail_turn(c, s->id, pid, "out of memory");
 		return;
 	}
@@ -287,7 +287,7 @@ dlg_resume(struct child *c, struct session *s, json_object *pid, json_object *pa
 
 /* A background resume of s, answered to nobody: the next prompt's head start. */
 static void
-dlg_warm(struct child *c, struct session *s)
+delegate_warm(struct child *c, struct session *s)
 {
 	struct call *k;
 
@@ -298,23 +298,23 @@ dlg_warm(struct child *c, struct session *s)
 		s->warm_later = 1;
 		return;
 	}
-	if ((k = call_new(CALL_RESUME, s->id, NULL, NULL)) == NULL)
+	if ((k = delegate_call_new(CALL_RESUME, s->id, NULL, NULL)) == NULL)
 		return;
 	resume_send(c, s, k);
 }
 
 static void
-dlg_send_prompt(struct child *c, struct session *s, json_object *pid,
+delegate_send_prompt(struct child *c, struct session *s, json_object *pid,
     json_object *params)
 {
 	struct call *k;
 
 	(void)c;
-	if ((k = call_new(CALL_PROMPT, s->id, pid, NULL)) == NULL) {
+	if ((k = delegate_call_new(CALL_PROMPT, s->id, pid, NULL)) == NULL) {
 		fail_turn(c, s->id, pid, "out of memory");
 		return;
 	}
-	dlg_call(k, "session/prompt", json_object_get(params));
+	delegate_call(k, "session/prompt", json_object_get(params));
 }
 
 /*
@@ -322,7 +322,7 @@ dlg_send_prompt(struct child *c, struct session *s, json_object *pid,
  * cause says why it could not be started, when it is known.
  */
 void
-dlg_release_waiting(struct child *c, int ready, const char *cause)
+delegate_release_waiting(struct child *c, int ready, const char *cause)
 {
 	struct session *s;
 	struct call *k;
@@ -330,7 +330,7 @@ dlg_release_waiting(struct child *c, int ready, const char *cause)
 
 	if (ready && c->opts.agent_prestart)
 		RB_FOREACH(s, session_tree, &c->sessions)
-			dlg_warm(c, s);
+			delegate_warm(c, s);
 	while ((k = TAILQ_FIRST(&dlg.waiting)) != NULL) {
 		TAILQ_REMOVE(&dlg.waiting, k, entry);
 		s = session_find(&c->sessions, k->sid);
@@ -343,17 +343,17 @@ dlg_release_waiting(struct child *c, int ready, const char *cause)
 			fail_turn_cause(c, k->sid, k->peer_id,
 			    "the agent could not be started", cause);
 		else if (s->delegated)
-			dlg_send_prompt(c, s, k->peer_id, k->params);
+			delegate_send_prompt(c, s, k->peer_id, k->params);
 		else
-			dlg_resume(c, s, k->peer_id, k->params);
-		call_free(k);
+			delegate_resume(c, s, k->peer_id, k->params);
+		delegate_call_free(k);
 	}
 	TAILQ_CONCAT(&dlg.waiting, &later, entry);
 }
 
 /* s's background resume answered (ok or not): run the prompts it held. */
 static void
-dlg_release_session(struct child *c, struct session *s)
+delegate_release_session(struct child *c, struct session *s)
 {
 	struct call *k, *next;
 
@@ -363,10 +363,10 @@ dlg_release_session(struct child *c, struct session *s)
 		TAILQ_REMOVE(&dlg.waiting, k, entry);
 		if (s->delegated) {
 			tell_state(c, s->id, "ready");
-			dlg_send_prompt(c, s, k->peer_id, k->params);
+			delegate_send_prompt(c, s, k->peer_id, k->params);
 		} else
-			dlg_resume(c, s, k->peer_id, k->params);
-		call_free(k);
+			delegate_resume(c, s, k->peer_id, k->params);
+		delegate_call_free(k);
 	}
 }
 
@@ -376,9 +376,9 @@ delegate_session_ready(struct child *c, struct session *s)
 	if (c->opts.agent_acp == NULL || !c->opts.agent_prestart)
 		return;
 	if (dlg.state == D_READY)
-		dlg_warm(c, s);
+		delegate_warm(c, s);
 	else if (dlg.state == D_DOWN)
-		dlg_restart(c);		/* warmed once it is ready */
+		delegate_restart(c);		/* warmed once it is ready */
 }
 
 void
@@ -394,7 +394,7 @@ void
 delegate_prestart(struct child *c)
 {
 	if (c->opts.agent_acp != NULL && c->opts.agent_prestart)
-		dlg_restart(c);
+		delegate_restart(c);
 }
 
 void
@@ -406,20 +406,20 @@ delegate_prompt(struct child *c, struct rpc_msg *m, struct session *s)
 	s->busy = 1;
 	if (dlg.state == D_READY && !s->warming) {
 		if (s->delegated)
-			dlg_send_prompt(c, s, m->id, m->params);
+			delegate_send_prompt(c, s, m->id, m->params);
 		else
-			dlg_resume(c, s, m->id, m->params);
+			delegate_resume(c, s, m->id, m->params);
 		return;
 	}
-	if ((k = call_new(CALL_PROMPT, s->id, m->id, m->params)) == NULL) {
+	if ((k = delegate_call_new(CALL_PROMPT, s->id, m->id, m->params)) == NULL) {
 		fail_turn(c, s->id, m->id, "out of memory");
 		return;
 	}
 	TAILQ_INSERT_TAIL(&dlg.waiting, k, entry);
 	tell_state(c, s->id, "starting");
 	/* An agent that died recently starts when its backoff is over. */
-	if (dlg.state == D_DOWN && !dlg_backing_off() && dlg_start(c, &cause) == -1) {
-		dlg_release_waiting(c, 0, cause);
+	if (dlg.state == D_DOWN && !delegate_backing_off() && delegate_start(c, &cause) == -1) {
+		delegate_release_waiting(c, 0, cause);
 		free(cause);
 	}
 }
@@ -437,14 +437,14 @@ delegate_cancel(struct child *c, struct session *s, int queued)
 		r = json_object_new_object();
 		json_object_object_add(r, "stopReason", json_object_new_string("cancelled"));
 		child_send_result(c, k->peer_id, r);
-		call_free(k);
+		delegate_call_free(k);
 		turn_over(c, s->id);
 	}
 	(void)queued;
 	if (s->delegated && dlg.state == D_READY) {
 		p = json_object_new_object();
 		json_object_object_add(p, "sessionId", json_object_new_string(s->id));
-		dlg_write(rpc_new_notification("session/cancel", p));
+		delegate_write(rpc_new_notification("session/cancel", p));
 	}
 }
 
@@ -461,7 +461,7 @@ delegate_session_gone(struct child *c, struct session *s)
 		return;
 	p = json_object_new_object();
 	json_object_object_add(p, "sessionId", json_object_new_string(s->id));
-	dlg_write(rpc_new_request(json_object_new_int64(++dlg.next_id),
+	delegate_write(rpc_new_request(json_object_new_int64(++dlg.next_id),
 	    "qwen/control/session/close", p));
 }
 
@@ -482,7 +482,7 @@ take_call(int64_t id, enum call_kind not_kind)
 
 /* An answer to one of our requests. */
 static void
-dlg_answer(struct child *c, struct rpc_msg *m)
+delegate_answer(struct child *c, struct rpc_msg *m)
 {
 	struct session *s;
 	struct call *k;
@@ -498,8 +498,8 @@ dlg_answer(struct child *c, struct rpc_msg *m)
 		log_info("agent %ld: initialize %s", (long)dlg.pid,
 		    m->kind == RPC_RESULT ? "done" : "refused");
 		if (m->kind == RPC_RESULT) {
-			dlg_capabilities(m->result);
-			dlg_release_waiting(c, 1, NULL);
+			delegate_capabilities(m->result);
+			delegate_release_waiting(c, 1, NULL);
 		} else
 			kill(-dlg.pid, SIGTERM);
 		break;
@@ -519,11 +519,11 @@ dlg_answer(struct child *c, struct rpc_msg *m)
 				log_warnx("session %s: the agent refused the background "
 				    "resume: %s", s->id, json_get_str(m->error, "message") ?
 				    json_get_str(m->error, "message") : "?");
-			dlg_release_session(c, s);
+			delegate_release_session(c, s);
 		} else if (m->kind == RPC_RESULT) {
 			s->delegated = 1;
 			tell_state(c, s->id, "ready");
-			dlg_send_prompt(c, s, k->peer_id, k->params);
+			delegate_send_prompt(c, s, k->peer_id, k->params);
 		} else {
 			msg = json_object_object_get(m->error, "message");
 			fail_turn(c, s->id, k->peer_id, msg != NULL ?
@@ -540,22 +540,22 @@ dlg_answer(struct child *c, struct rpc_msg *m)
 		turn_over(c, k->sid);
 		break;
 	case CALL_PASS:
-		dlg_pass_answer(c, k, m);
+		delegate_pass_answer(c, k, m);
 		break;
 	case CALL_PERMISSION:
 		break;
 	}
-	call_free(k);
+	delegate_call_free(k);
 }
 
 /* The agent asks for a permission: ask our parent, remember the way back. */
 static void
-dlg_ask_parent(struct child *c, struct rpc_msg *m)
+delegate_ask_parent(struct child *c, struct rpc_msg *m)
 {
 	struct call *k;
 
-	if ((k = call_new(CALL_PERMISSION, NULL, m->id, NULL)) == NULL) {
-		dlg_write(rpc_new_error(json_object_get(m->id), RPC_INTERNAL_ERROR,
+	if ((k = delegate_call_new(CALL_PERMISSION, NULL, m->id, NULL)) == NULL) {
+		delegate_write(rpc_new_error(json_object_get(m->id), RPC_INTERNAL_ERROR,
 		    "out of memory", NULL));
 		return;
 	}
@@ -586,39 +586,39 @@ delegate_parent_answer(struct child *c, struct rpc_msg *m)
 		return;
 	TAILQ_REMOVE(&dlg.calls, k, entry);
 	if (m->kind == RPC_RESULT)
-		dlg_write(rpc_new_result(json_object_get(k->peer_id), json_object_get(m->result)));
+		delegate_write(rpc_new_result(json_object_get(k->peer_id), json_object_get(m->result)));
 	else
-		dlg_write(rpc_new_error_obj(json_object_get(k->peer_id), m->error));
-	call_free(k);
+		delegate_write(rpc_new_error_obj(json_object_get(k->peer_id), m->error));
+	delegate_call_free(k);
 }
 
 void
-dlg_message(struct child *c, struct rpc_msg *m)
+delegate_message(struct child *c, struct rpc_msg *m)
 {
 	switch (m->kind) {
 	case RPC_NOTIFICATION:
 		if (strcmp(m->method, "session/update") == 0 && m->params != NULL &&
-		    !dlg_loading(json_get_str(m->params, "sessionId")))
+		    !delegate_loading(json_get_str(m->params, "sessionId")))
 			child_send(c, rpc_new_notification("session/update",
 			    json_object_get(m->params)));
 		break;
 	case RPC_REQUEST:
 		if (strcmp(m->method, "session/request_permission") == 0)
-			dlg_ask_parent(c, m);
+			delegate_ask_parent(c, m);
 		else
-			dlg_write(rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
+			delegate_write(rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
 			    "Method not found", NULL));
 		break;
 	case RPC_RESULT:
 	case RPC_ERROR:
-		dlg_answer(c, m);
+		delegate_answer(c, m);
 		break;
 	}
 }
 
 /* The agent is gone: its turns fail; the next prompt starts another. */
 void
-dlg_gone(struct child *c)
+delegate_gone(struct child *c)
 {
 	struct session *s;
 	struct call *k;
@@ -635,11 +635,11 @@ dlg_gone(struct child *c)
 		if (k->kind == CALL_PROMPT || (k->kind == CALL_RESUME && k->peer_id != NULL))
 			fail_turn(c, k->sid, k->peer_id, "the agent exited during the turn");
 		else if (k->kind == CALL_PASS)
-			dlg_pass_gone(c, k);
-		call_free(k);
+			delegate_pass_gone(c, k);
+		delegate_call_free(k);
 	}
-	dlg_release_waiting(c, 0, NULL);
+	delegate_release_waiting(c, 0, NULL);
 	if (!c->closing)
-		dlg_schedule_restart(c);
+		delegate_schedule_restart(c);
 	child_check_done(c);
 }

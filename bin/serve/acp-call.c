@@ -24,7 +24,7 @@ static TAILQ_HEAD(, acp_call) calls = TAILQ_HEAD_INITIALIZER(calls);
 
 /* Free a call whose request is gone. */
 static void
-call_free(struct acp_call *call)
+delegate_call_free(struct acp_call *call)
 {
 	json_object_put(call->rpc_id);
 	free(call);
@@ -103,7 +103,7 @@ acp_call_capture(struct evhttp_request *req, int status, json_object *body,
 	else
 		orphan_undo(call, status, body);
 	evhttp_request_free(req);
-	call_free(call);
+	delegate_call_free(call);
 	return 1;
 }
 
@@ -127,7 +127,7 @@ acp_calls_free_orphans(void)
 	while ((call = TAILQ_FIRST(&calls)) != NULL) {
 		TAILQ_REMOVE(&calls, call, entry);
 		evhttp_request_free(call->req);
-		call_free(call);
+		delegate_call_free(call);
 	}
 }
 
