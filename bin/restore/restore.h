@@ -431,7 +431,7 @@ int	restore_session(const struct rctx *, const char *action,
 	    const char *sid, const char *client_id, struct http_resp *resp,
 	    char *new_id, size_t new_id_len);
 
-/* ---- switches.c: model and approval mode of a live session -------------- */
+/* ---- modes.c: model and approval mode of a live session -------------- */
 
 int	cmd_model(struct rctx *, char **args);
 int	cmd_mode(struct rctx *, char **args);

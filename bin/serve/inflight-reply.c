@@ -244,7 +244,7 @@ void
 inflight_reply(struct inflight *op, enum channel_outcome o, json_object *payload)
 {
 	struct inflight_waiter *w;
-	struct switches_caller *callers;
+	struct modes_caller *callers;
 	struct session *s;
 	json_object *v;
 	const char *id = op->id;
@@ -270,7 +270,7 @@ inflight_reply(struct inflight *op, enum channel_outcome o, json_object *payload
 	}
 	s->is_default = op->is_default;
 	s->state = state_of(payload);
-	switches_seed(s);
+	modes_seed(s);
 	if (op->action == OP_LOAD)
 		seed_replay(s, payload);
 	early_drain(op, s);
@@ -285,6 +285,6 @@ inflight_reply(struct inflight *op, enum channel_outcome o, json_object *payload
 		s->attach_count++;
 	}
 	/* The first caller's modelServiceId and approvalMode, as upstream. */
-	switches_reply(s, op->action, 0, op->body, callers, n);
+	modes_reply(s, op->action, 0, op->body, callers, n);
 	free(callers);
 }

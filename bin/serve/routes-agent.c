@@ -3,7 +3,7 @@
  * routes-agent.c: the routes that talk to the agent about a live session
  * beyond prompts: answers to its permission requests, and model and
  * approval-mode switches (POST /session/:id/model {modelId},
- * POST /session/:id/approval-mode {mode}; the work is in switches.c).
+ * POST /session/:id/approval-mode {mode}; the work is in modes.c).
  */
 #include "config.h"
 
@@ -90,7 +90,7 @@ on_switch(void *arg, enum channel_outcome o, json_object *payload)
 		http_reply_json(r->req, 200, payload != NULL ?
 		    json_object_get(payload) : xjson_object_new_object());
 	else
-		switches_http_error(r->req, o, payload, r->session_id);
+		modes_http_error(r->req, o, payload, r->session_id);
 	free(r);
 }
 
@@ -128,7 +128,7 @@ route_session_model(struct http_ctx *ctx)
 		return;
 	}
 	r = rest_switch_new(ctx, s);
-	if (switches_model(s, model, ctx->client_id, on_switch, r) == -1) {
+	if (modes_model(s, model, ctx->client_id, on_switch, r) == -1) {
 		http_error(ctx->req, "acp_channel_unavailable", s->id);
 		free(r);
 	}
@@ -171,7 +171,7 @@ route_session_approval_mode(struct http_ctx *ctx)
 		plan = json_object_get_boolean(v);
 	}
 	r = rest_switch_new(ctx, s);
-	if (switches_mode(s, mode, plan, ctx->client_id, on_switch, r) == -1) {
+	if (modes_mode(s, mode, plan, ctx->client_id, on_switch, r) == -1) {
 		http_error(ctx->req, "acp_channel_unavailable", s->id);
 		free(r);
 	}

@@ -251,12 +251,12 @@ body_session_id(struct http_ctx *ctx, char *id, size_t size)
 static void
 attach(struct http_ctx *ctx, struct session *s, enum inflight_action action)
 {
-	struct switches_caller c;
+	struct modes_caller c;
 
 	s->attach_count++;
 	c.req = ctx->req;
 	c.client_id = clients_register(&s->clients, ctx->client_id);
-	switches_reply(s, action, 1, ctx->body, &c, 1);
+	modes_reply(s, action, 1, ctx->body, &c, 1);
 }
 
 void
@@ -569,5 +569,5 @@ route_session_events(struct http_ctx *ctx)
 	sse_subscribe(s->bus, ctx->req, routes_last_event_id(ctx->req),
 	    evhttp_find_header(evhttp_request_get_input_headers(ctx->req),
 	    "X-Qwen-Event-Epoch"), (int)max,
-	    snap != NULL && strcmp(snap, "1") == 0 ? switches_snapshot(s) : NULL);
+	    snap != NULL && strcmp(snap, "1") == 0 ? modes_snapshot(s) : NULL);
 }

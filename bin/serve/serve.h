@@ -10,7 +10,7 @@
  * (what they send), http.c (routing, bodies, replies;
  * /workspaces/:w/acp), names.c (session ids, the workspaces, the
  * transcript directories), routes-session.c (session routes),
- * routes-agent.c (permission answers, model and mode routes), switches.c
+ * routes-agent.c (permission answers, model and mode routes), modes.c
  * (a session's model and approval mode, switched through its agent),
  * routes-history.c (transcript pages, branches), routes-daemon.c (health,
  * capabilities, daemon status, workspace listing route), metrics.c
@@ -763,28 +763,28 @@ void	inflight_stats(size_t *active, size_t *unsettled, size_t *overdue,
 json_object *inflight_session_json(struct session *, enum inflight_action,
 	    int attached, const char *client_id);
 
-/* ---- switches.c: a session's model and approval mode, through its agent - */
+/* ---- modes.c: a session's model and approval mode, through its agent - */
 /* s->approval_mode from the agent's state (modes.currentModeId). */
-void	switches_seed(struct session *);
+void	modes_seed(struct session *);
 /* session_snapshot's data: model, approval mode (caller owns). */
-json_object *switches_snapshot(struct session *);
+json_object *modes_snapshot(struct session *);
 /*
  * session/set_model; model_switched or model_switch_failed to every
  * subscriber, then cb(arg, outcome, payload) (cb may be NULL).  -1: the
  * channel is gone (nothing sent, cb never runs).
  */
-int	switches_model(struct session *, const char *model, const char *client_id,
+int	modes_model(struct session *, const char *model, const char *client_id,
 	    channel_cb cb, void *arg);
 /*
  * The approval mode (plan_mode -1: absent); on success approval_mode_changed
  * and cb gets CHANNEL_RESULT with the REST answer (borrowed).  -1 as above.
  */
-int	switches_mode(struct session *, const char *mode, int plan_mode,
+int	modes_mode(struct session *, const char *mode, int plan_mode,
 	    const char *client_id, channel_cb cb, void *arg);
 /* The HTTP answer to a switch that failed with outcome o. */
-void	switches_http_error(struct evhttp_request *, enum channel_outcome,
+void	modes_http_error(struct evhttp_request *, enum channel_outcome,
 	    json_object *payload, const char *session_id);
-struct switches_caller {
+struct modes_caller {
 	struct evhttp_request	*req;
 	const char		*client_id;	/* registered; may be NULL */
 };
@@ -793,8 +793,8 @@ struct switches_caller {
  * attached or not, the others attached) once body's modelServiceId (a
  * create) and approvalMode are applied.  body borrowed.
  */
-void	switches_reply(struct session *, enum inflight_action, int attached,
-	    json_object *body, const struct switches_caller *, size_t n);
+void	modes_reply(struct session *, enum inflight_action, int attached,
+	    json_object *body, const struct modes_caller *, size_t n);
 
 /* ---- replay-raw.c: load's compactedReplay from the child's bytes ------- */
 struct rpc_raw;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * switches.c: the model and approval-mode commands of qwen-restore, over
+ * modes.c: the model and approval-mode commands of qwen-restore, over
  * upstream's routes: model ID MODEL (POST /session/:id/model {modelId})
  * and mode ID MODE (POST /session/:id/approval-mode {mode}).  The daemon
  * asks the agent; its answer (or error) is printed as for any command.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * switches.c: a live session's model and approval mode, switched through
+ * modes.c: a live session's model and approval mode, switched through
  * its agent the way upstream's bridge does it.  A model switch is ACP
  * session/set_model with the id as given (upstream passes a
  * modelServiceId through unchanged), announced as model_switched or
@@ -37,7 +37,7 @@ struct switch_op {
 
 /* The mode the session's agent reported last (session/new, load, resume). */
 void
-switches_seed(struct session *s)
+modes_seed(struct session *s)
 {
 	json_object *modes;
 	const char *cur;
@@ -104,7 +104,7 @@ model_remember(struct session *s, const char *model)
  * never named one.
  */
 json_object *
-switches_snapshot(struct session *s)
+modes_snapshot(struct session *s)
 {
 	json_object *d = xjson_object_new_object(), *models;
 	const char *model = NULL;
@@ -149,7 +149,7 @@ on_model(void *arg, enum channel_outcome o, json_object *payload)
 }
 
 int
-switches_model(struct session *s, const char *model, const char *client_id,
+modes_model(struct session *s, const char *model, const char *client_id,
     channel_cb cb, void *arg)
 {
 	struct switch_op *op = op_new(s, model, client_id, cb, arg);
@@ -283,7 +283,7 @@ send_mode(struct session *s, struct switch_op *op)
 }
 
 int
-switches_mode(struct session *s, const char *mode, int plan_mode, const char *client_id,
+modes_mode(struct session *s, const char *mode, int plan_mode, const char *client_id,
     channel_cb cb, void *arg)
 {
 	struct switch_op *op = op_new(s, mode, client_id, cb, arg);
@@ -298,7 +298,7 @@ switches_mode(struct session *s, const char *mode, int plan_mode, const char *cl
 
 /* An HTTP error for a failed switch (the agent's error, a timeout, gone). */
 void
-switches_http_error(struct evhttp_request *req, enum channel_outcome o, json_object *payload,
+modes_http_error(struct evhttp_request *req, enum channel_outcome o, json_object *payload,
     const char *session_id)
 {
 	if (o == CHANNEL_ERROR)
@@ -388,7 +388,7 @@ on_setup_mode(void *arg, enum channel_outcome o, json_object *payload)
 		return;
 	}
 	for (i = 0; i < st->n; i++)
-		switches_http_error(st->callers[i].req, o, payload, st->session_id);
+		modes_http_error(st->callers[i].req, o, payload, st->session_id);
 	if (s != NULL && st->action == OP_SPAWN && !st->attached)
 		session_close(s, "approval_mode_initialization_failed", NULL);
 	else if (s != NULL) {
@@ -411,7 +411,7 @@ setup_mode(struct setup *st)
 		setup_finish(st);
 		return;
 	}
-	if (switches_mode(s, st->mode, -1, st->callers[0].client_id[0] ?
+	if (modes_mode(s, st->mode, -1, st->callers[0].client_id[0] ?
 	    st->callers[0].client_id : NULL, on_setup_mode, st) == -1)
 		on_setup_mode(st, CHANNEL_CLOSED, NULL);
 }
@@ -421,8 +421,8 @@ setup_mode(struct setup *st)
  * modelServiceId (a create) and approvalMode are applied.  body borrowed.
  */
 void
-switches_reply(struct session *s, enum inflight_action action, int attached,
-    json_object *body, const struct switches_caller *callers, size_t n)
+modes_reply(struct session *s, enum inflight_action action, int attached,
+    json_object *body, const struct modes_caller *callers, size_t n)
 {
 	struct setup *st = xcalloc(1, sizeof(*st));
 	const char *model = NULL, *mode;
@@ -451,7 +451,7 @@ switches_reply(struct session *s, enum inflight_action action, int attached,
 	/* Only a new session says whether its model was applied. */
 	if (!attached)
 		st->model_applied = 0;
-	if (switches_model(s, model, st->callers[0].client_id[0] ?
+	if (modes_model(s, model, st->callers[0].client_id[0] ?
 	    st->callers[0].client_id : NULL, on_setup_model, st) == -1)
 		setup_mode(st);
 }
