@@ -23,7 +23,7 @@ int	paths_valid_session_id(const char *id);
 char	*paths_data_dir(const char *dir);
 
 /*
- * The cache directory (kept transcript indexes): dir when non-NULL, else
+ * The cache directory (transcript index caches): dir when non-NULL, else
  * $CACHE_DIRECTORY's first entry, else $XDG_CACHE_HOME/qwen-serve, else
  * ~/.cache/qwen-serve.  Caller frees.
  */

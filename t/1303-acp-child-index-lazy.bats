@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: ISC
-# A kept transcript index is checked as it is used: a warm restore checks
+# A transcript index cache is checked as it is used: a warm restore checks
 # the blocks of the index it touches (indexBytesChecked, a counter, never
 # a time), a damaged block it does not use changes nothing, and a damaged
 # block it uses (a record of the replay window, the chain, the uuid hash)
@@ -19,12 +19,12 @@ setup() {
 	LAYOUT=$(qwen-inspect --index-layout "$IDX")
 }
 
-# section NAME: the byte offset of a section of the kept index.
+# section NAME: the byte offset of a section of the index cache.
 section() {
 	jq ".sections.$1[0]" <<<"$LAYOUT"
 }
 
-# record N: the byte offset of record N in the kept index.
+# record N: the byte offset of record N in the index cache.
 record() {
 	echo $(($(section records) + $1 * $(jq .recordSize <<<"$LAYOUT")))
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: ISC
-# qwen-acp-child restoring from a kept index checks it as it is used: a
+# qwen-acp-child restoring from an index cache checks it as it is used: a
 # warm resume reads 8 KiB of the transcript and checks a bounded part of
 # the index (_meta["qwen.session.restore"].indexBytesChecked), and a load
 # whose replay window lies in a damaged block throws away what it derived
@@ -59,7 +59,7 @@ page_req() {
 }
 
 @test "a kept index truncated or rewritten in place while in use: no SIGBUS, the same answers" {
-	# The pages a cold child answers, and a kept index.
+	# The pages a cold child answers, and an index cache.
 	run drive --cache-dir "$CACHE" <<EOF
 $INIT
 $(load_req 1 session/load)

@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: ISC
 # index_helper.bash: the persistent transcript index (--cache-dir) through
 # qwen-inspect, checked against a fresh pass and the reference loader, and
-# damage to one byte of a kept index (t/1301, t/1303-t/1305, t/2903).
+# damage to one byte of an index cache (t/1301, t/1303-t/1305, t/2903).
 
 load oracle_helper
 
 ORACLE="$SHARED_DIR/tools/gen-transcript"
 
-# index_setup [MIB [SANITIZED-MIB]]: the kept indexes go to $CACHE;
+# index_setup [MIB [SANITIZED-MIB]]: the index caches go to $CACHE;
 # generated transcripts are $MIB MiB (2, or 0.5 under the sanitizers); jq
 # is needed.
 index_setup() {
@@ -69,7 +69,7 @@ cached_is() {
 	fresh_agrees "$2" "$o"
 }
 
-# one_index: the path of the only kept index.
+# one_index: the path of the only index cache.
 one_index() {
 	local n
 	n=$(find "$CACHE" -name 'tx-*.idx' | wc -l)

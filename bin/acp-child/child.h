@@ -34,7 +34,7 @@ struct txpage_entry;
 
 struct child_opts {
 	char		*data_dir;	/* resolved */
-	char		*cache_dir;	/* resolved: kept transcript indexes */
+	char		*cache_dir;	/* resolved: transcript index caches */
 	char		*workspace;	/* realpath */
 	const char	*agent_command;	/* NULL: echo agent */
 	char		**agent_acp;	/* --agent-acp argv, or NULL */
@@ -144,16 +144,16 @@ void	load_new(struct child *, struct rpc_msg *msg);
 void	load_start(struct child *, struct rpc_msg *msg, struct session *s,
 	    const char *sid, int resume);
 
-/* indexkeep.c: keeping a session's transcript index in the cache directory
+/* cache-write.c: keeping a session's transcript index in the cache directory
    after its restore answered, on a worker, so the answer never waits. */
 /* When s's index changed since it was last kept, write it on a worker: s
    is busy (its requests wait) until that is done. */
-void	indexkeep_start(struct child *, struct session *);
+void	cache_write_start(struct child *, struct session *);
 /* The same for the index of a transcript page's entry e (idle), so that
    the next child's page reads only the page: 1 when the write started (e
    is busy until it is done; txpage_entry_release then), 0 when there is
    nothing to keep. */
-int	indexkeep_entry_start(struct child *, struct txpage_entry *e);
+int	cache_write_entry_start(struct child *, struct txpage_entry *e);
 
 /* continue.c: qwen/control/session/continue and the continuation turn. */
 /* Answer {accepted, interruption} from the end of s's history. */

@@ -112,7 +112,7 @@ summary(struct transcript *t, char **cause)
 	return o;
 }
 
-/* The summary, from a full pass when the kept index turns out damaged in
+/* The summary, from a full pass when the index cache turns out damaged in
    a part it used (what it derived from there is thrown away). */
 static json_object *
 summary_checked(struct transcript **t, const char *path, char **cause)

@@ -52,7 +52,7 @@ load_job_stats(struct load_job *j)
 	    xjson_object_new_string(j->prof.index != NULL ? j->prof.index : "none"));
 	json_object_object_add(o, "bytesRead",
 	    xjson_object_new_int64((int64_t)j->prof.bytes_read));
-	/* A kept index is checked as it is used: how much of it was. */
+	/* An index cache is checked as it is used: how much of it was. */
 	json_object_object_add(o, "indexBytesChecked", xjson_object_new_int64(
 	    j->tx != NULL ? (int64_t)transcript_index_checked(j->tx) : 0));
 	return o;

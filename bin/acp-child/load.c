@@ -8,7 +8,7 @@
  * response_build: the whole answer, replay notifications included, is
  * encoded on the worker) and the main thread registers the session
  * (session_register) and queues the bytes.  A session already loaded is
- * answered from its kept index, refreshed by the appended bytes only.
+ * answered from its index cache, refreshed by the appended bytes only.
  */
 #include "config.h"
 
@@ -259,7 +259,7 @@ load_job_answer(struct load_job *j)
 	return 0;
 }
 
-/* Drop what was derived from a damaged kept index and index the whole
+/* Drop what was derived from a damaged index cache and index the whole
    file instead.  0 or -1 (the job's error set). */
 static int
 load_job_reindex(struct load_job *j)
@@ -316,7 +316,7 @@ load_job_run(struct lw_job *lw)
 	if (j->exists && j->kind != LOAD_JOB_NEW && load_job_read(j) == -1)
 		return;
 	load_job_derive(j);
-	/* A kept index is checked as it is used: a damaged block in use
+	/* An index cache is checked as it is used: a damaged block in use
 	   means the answer (or error) came from it, so both are dropped. */
 	if (j->tx != NULL && transcript_index_damaged(j->tx) && load_job_reindex(j) == 0)
 		load_job_derive(j);
@@ -401,7 +401,7 @@ load_job_done(struct lw_job *lw)
 			child_send_ref(c, j->out[i].base, j->out[i].off, j->out[i].len);
 		j->nout = 0;
 	} else {
-		/* Give the kept index back; a failed first restore drops the session. */
+		/* Give the index cache back; a failed first restore drops the session. */
 		if (s->registered && s->tx == NULL) {
 			s->tx = j->tx;
 			j->tx = NULL;
@@ -427,7 +427,7 @@ load_job_done(struct lw_job *lw)
 	ok = j->err_code == 0;
 	load_job_free(j);
 	if (ok)
-		indexkeep_start(c, s);
+		cache_write_start(c, s);
 	child_session_idle(c, s);
 	if (ok)
 		delegate_session_ready(c, s);	/* after the answer, never before */
@@ -435,7 +435,7 @@ load_job_done(struct lw_job *lw)
 
 /*
  * Whether the job is quick: a new session, or a transcript whose unindexed
- * part is small (an open or kept index only reads what was appended).
+ * part is small (an open or index cache only reads what was appended).
  */
 static int
 load_job_small(struct load_job *j)

@@ -163,7 +163,7 @@ txbranch_run(struct lw_job *lw)
 	if (txpage_entry_index(e, &j->err_code, &j->err_kind, j->err_msg,
 	    sizeof(j->err_msg)) == -1)
 		return;
-	/* A branch copies the chain into a new file: all of a kept index is
+	/* A branch copies the chain into a new file: all of an index cache is
 	   checked first, not as the copy goes. */
 	if (transcript_index_check_all(e->tx) == -1) {
 		txpage_entry_reset(e);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * txpage-int.h: the kept transcript indexes shared by transcript pages
+ * txpage-int.h: the transcript index caches shared by transcript pages
  * (txpage.c) and branching (txbranch.c).  Loop thread only, except that
  * a job owns its entry's index while the entry is busy.
  */
@@ -34,8 +34,8 @@ struct txpage_entry {
 	size_t			 npos;
 	uint64_t		 chained;	/* transcript size the chain is of */
 	uint64_t		 kept_at;	/* transcript size last kept, or 0 */
-	const char		*cache_dir;	/* the kept indexes (--cache-dir), or NULL */
-	int			 rescan;	/* the kept index was damaged: a full pass */
+	const char		*cache_dir;	/* the index caches (--cache-dir), or NULL */
+	int			 rescan;	/* the index cache was damaged: a full pass */
 	int			 busy;
 	TAILQ_HEAD(, txpage_wait)	 waits;
 };
@@ -44,7 +44,7 @@ struct txpage_entry {
    -1 with *code (JSON-RPC), *kind and msg set. */
 int	txpage_entry_index(struct txpage_entry *, int *code, const char **kind,
 	    char *msg, size_t msgsize);
-/* On a worker: e's kept index was found damaged in a part in use: drop
+/* On a worker: e's index cache was found damaged in a part in use: drop
    it (and what was derived from it); the next txpage_entry_index indexes the
    whole file. */
 void	txpage_entry_reset(struct txpage_entry *);

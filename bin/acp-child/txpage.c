@@ -3,12 +3,12 @@
  * txpage.c: _qwen/session/transcript, pages of a session's active history
  * (the daemon's GET /session/:id/transcript), live or not.
  *
- * A page is answered from a kept index of the transcript, its active
+ * A page is answered from an index cache of the transcript, its active
  * chain and a record -> chain position map: the first request for a file
  * opens the persistent index a load kept in --cache-dir (transcript.h;
  * checked as it is used: a damaged part in use means a full pass and the
  * page again) or indexes the file on a worker, and keeps that index in
- * --cache-dir once nobody waits (indexkeep.c), so that the next child's
+ * --cache-dir once nobody waits (cache-write.c), so that the next child's
  * first page reads only the page; later ones read only what
  * was appended since (and rebuild the chain only then), so a page costs
  * what its records cost, not what the file does.  The few most recent
@@ -85,7 +85,7 @@ txpage_entry_free(struct txpage_entry *e)
 	free(e);
 }
 
-/* The kept index of path (most recent first), or a new one. */
+/* The index cache of path (most recent first), or a new one. */
 static struct txpage_entry *
 txpage_entry_get(const char *path, const char *sid, const char *cache_dir)
 {
@@ -254,7 +254,7 @@ txpage_range(struct txpage_job *j, size_t *start, size_t *end)
 	return 0;
 }
 
-/* Worker: the page, from a full pass when the kept index turns out
+/* Worker: the page, from a full pass when the index cache turns out
    damaged in a part the page used. */
 static void
 txpage_run(struct lw_job *lw)
@@ -369,7 +369,7 @@ txpage_entry_release(struct child *c, struct txpage_entry *e)
 	}
 	/* Nobody waits: keep the index the pages built, as a restore does. */
 	if (!e->busy)
-		(void)indexkeep_entry_start(c, e);
+		(void)cache_write_entry_start(c, e);
 	child_check_done(c);
 }
 

@@ -2,7 +2,7 @@
 /*
  * txpage.h: qwen/status/session/transcript (and _qwen/session/transcript),
  * pages of a session's active history
- * answered from a kept index (txpage.c).
+ * answered from an index cache (txpage.c).
  */
 #ifndef QWEN_ACP_TXPAGE_H
 #define QWEN_ACP_TXPAGE_H
@@ -14,7 +14,7 @@ struct rpc_msg;
 void	txpage_request(struct child *, struct rpc_msg *m);
 /* Whether method is a transcript page or a branch (either spelling). */
 int	txpage_is_method(const char *method);
-/* Drop the kept indexes (at exit). */
+/* Drop the index caches (at exit). */
 void	txpage_free(void);
 
 #endif

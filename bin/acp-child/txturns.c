@@ -4,7 +4,7 @@
  * turn_index), a page of a session's turns: the user prompts of its active
  * history, in order (the daemon's GET /session/:id/turn-index).
  *
- * Answered from the same kept index and chain as transcript pages
+ * Answered from the same index cache and chain as transcript pages
  * (txpage-int.h): the turns are counted from the records' types without
  * reading them, and only the page's own records are read for their label.
  * A turn's turnId is its record's uuid, the atRecordId a transcript page or

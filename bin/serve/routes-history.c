@@ -5,7 +5,7 @@
  * checked here with upstream's rules and errors, and the page comes from
  * the workspace's child (qwen/status/session/transcript, upstream's name,
  * so that a real agent as the child answers it too), which answers from
- * its kept index of the transcript, so a page costs what its records
+ * its index cache of the transcript, so a page costs what its records
  * cost.  POST /session/:id/branch forks it into a new session whose
  * transcript the child writes whole (qwen/control/session/branch): 201,
  * and without atRecordId the new session is resumed and attached
@@ -257,7 +257,7 @@ turns_start(struct http_ctx *ctx, json_object *params)
 
 /*
  * GET /session/:id/turn-index?start=&limit=: a page of the session's turns
- * (its user prompts on the active history) from the child's kept index.
+ * (its user prompts on the active history) from the child's index cache.
  * The snapshot a client sends back is accepted; the page is always of the
  * transcript as it is now (it only grows, so ordinals stay).
  */

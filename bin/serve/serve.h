@@ -85,7 +85,7 @@ struct serve_conf {
 	char		*child_path;
 	char		**child_argv;	/* --child-command, split; or NULL */
 	char		*data_dir;	/* NULL: the child's default */
-	char		*cache_dir;	/* likewise (kept transcript indexes) */
+	char		*cache_dir;	/* likewise (transcript index caches) */
 	char		*agent_command;
 	char		*agent_acp;	/* passed to qwen-acp-child */
 	int		 agent_prestart;	/* --agent-prestart yes (default) */

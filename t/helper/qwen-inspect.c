@@ -15,7 +15,7 @@
  *                                          compare the updates byte for byte
  *                                          (exit 1 when they differ)
  *   qwen-inspect --chain FILE              the active chain's uuids, oldest first
- *   qwen-inspect --index-layout IDX        where a kept index's sections are
+ *   qwen-inspect --index-layout IDX        where an index cache's sections are
  *                                          (byte offset and length), its block
  *                                          size and record counts, for tests
  *                                          that damage one part of it
@@ -85,7 +85,7 @@ replay_main(const char *path, size_t max_bytes, size_t max_updates, int flags,
 	if (replay_from(t, &c, &opts, &rr, &cause) == -1 &&
 	    !transcript_index_damaged(t))
 		errx(1, "%s", cause);
-	/* A damaged kept index in use: the loader's full pass and again. */
+	/* A damaged index cache in use: the loader's full pass and again. */
 	if (transcript_index_damaged(t)) {
 		free(cause);
 		cause = NULL;
@@ -270,7 +270,7 @@ bench_main(const char *path, size_t n)
 }
 
 /* {"block", "size", "records", "recordSize", "chain", "sections": {NAME: [off, len]}}
-   of a kept index (its header unchecked: it is what a test damages). */
+   of an index cache (its header unchecked: it is what a test damages). */
 static int
 layout_main(const char *file)
 {

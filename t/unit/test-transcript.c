@@ -839,7 +839,7 @@ test_hostile(void)
 	unlink(path);
 }
 
-/* Reseal a kept index after an edit: block sums, then the header's sum,
+/* Reseal an index cache after an edit: block sums, then the header's sum,
    as a hostile writer can (the sums find damage, not forgery). */
 static void
 reseal(char *map, struct tx_cache_head *h, const uint64_t off[TX_CACHE_NSEC + 1])
@@ -858,7 +858,7 @@ reseal(char *map, struct tx_cache_head *h, const uint64_t off[TX_CACHE_NSEC + 1]
 	memcpy(map, h, sizeof *h);
 }
 
-/* A kept index whose uuid hash has no empty slot (its header still says
+/* An index cache whose uuid hash has no empty slot (its header still says
    it is half empty): a lookup of a uuid not in it must end, and copying
    it to add to it must refuse it, not probe forever. */
 static void

@@ -127,7 +127,7 @@ push(struct tx_chain *c, size_t *cap, uint32_t rec)
 	return 0;
 }
 
-/* The chain the kept index has for these very bytes (transcript-cache.c). */
+/* The chain the index cache has for these very bytes (transcript-cache.c). */
 static int
 kept(const struct transcript *t, struct tx_chain *c, char **cause)
 {

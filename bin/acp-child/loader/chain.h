@@ -21,7 +21,7 @@ struct tx_chain {
 	size_t gaps;            /* 0 or 1: the walk stopped at a missing parent */
 	size_t cycles;          /* 0 or 1: the walk stopped at a revisited uuid */
 	size_t turn_starts;
-	int64_t model_history;  /* as the kept index has it, -1: count it */
+	int64_t model_history;  /* as the index cache has it, -1: count it */
 };
 
 /* Build the active chain into *out (caller clears with chain_clear). -1 + cause (caller frees). */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * transcript-cache-lazy.c: a kept index checked as it is used.
+ * transcript-cache-lazy.c: an index cache checked as it is used.
  *
  * A restore of a big transcript touches a few records, the chain and a
  * few hash slots, so checking all of a mapped index at open would cost

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * transcript-cache-load.c: opening a transcript from its kept index
+ * transcript-cache-load.c: opening a transcript from its index cache
  * (transcript-cache.c).
  *
  * Order of the checks, cheapest first: header layout, version and counts
@@ -30,7 +30,7 @@
 #include "transcript.h"
 #include "transcript-int.h"
 
-/* A kept index mapped, checked part by part before it is handed to t. */
+/* An index cache mapped, checked part by part before it is handed to t. */
 struct tx_cache_load {
 	struct tx_cache_head	 h;
 	const char	*map;
@@ -205,7 +205,7 @@ load_map(int fd, struct tx_cache_load *l)
 /* What load_index answers when no index is kept. */
 static const char no_index[] = "none";
 
-/* Check the kept index of t against its file (stat in *sb) and use it:
+/* Check the index cache of t against its file (stat in *sb) and use it:
    NULL when in use; no_index (t untouched); else why it is not usable
    (a static word), and t may hold part of it (the caller opens the file
    again). */

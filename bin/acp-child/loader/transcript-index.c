@@ -230,7 +230,7 @@ transcript_ht_probe(const struct transcript *t, const struct tx_key *k, size_t *
 	for (; (s = tx_slot(t, i))->rec != 0; i = (i + 1) & t->htmask) {
 		if (s->tag == tag && rec_is(t, tx_rec(t, s->rec - 1), k))
 			return s->rec - 1;
-		/* No empty slot: only a kept index lying about its use has
+		/* No empty slot: only an index cache lying about its use has
 		   that (a table we fill stays half empty); not found. */
 		if (++n > t->htmask) {
 			transcript_cache_full(t);
@@ -373,7 +373,7 @@ transcript_index_free(struct transcript *t)
 {
 	size_t i;
 
-	transcript_cache_unmap(t);	/* arrays in a kept index's mapping */
+	transcript_cache_unmap(t);	/* arrays in an index cache's mapping */
 	for (i = 0; i < t->nsub; i++)
 		free(t->subs[i]);
 	free(t->subs);

@@ -2,7 +2,7 @@
 /*
  * transcript-int.h: internals of the transcript index (transcript.c,
  * transcript-index.c, transcript-record.c, transcript-split.c), also read
- * by the rest of the loader room (chain.c, cachedir.c, the kept index) and
+ * by the rest of the loader room (chain.c, cachedir.c, the index cache) and
  * by white-box tests; the projection and the program use transcript.h
  * (scripts/check-headers checks it).
  */
@@ -62,7 +62,7 @@ struct tx_key {
 	uint64_t h;
 };
 
-/* The active chain as the kept index has it (transcript-cache.c): valid
+/* The active chain as the index cache has it (transcript-cache.c): valid
    for the bytes it was built from, i.e. while nothing was appended. */
 struct tx_kept_chain {
 	const uint32_t *rec;		/* in the mapping */
@@ -71,7 +71,7 @@ struct tx_kept_chain {
 	uint64_t gaps, cycles, turn_starts;
 };
 
-/* A mapped kept index's blocks, checked as they are first used
+/* A mapped index cache's blocks, checked as they are first used
    (transcript-cache-lazy.c). */
 struct tx_lazy {
 	const char *base;		/* block 0: the first section */
@@ -124,15 +124,15 @@ struct transcript {
 
 	uint64_t bytes_read;		/* transcript bytes read so far (tests, spans) */
 	enum tx_index_state istate;	/* where the index came from (transcript-cache.c) */
-	const char *ireason;		/* why a kept index was not used (static) */
+	const char *ireason;		/* why an index cache was not used (static) */
 	uint64_t cached;		/* indexed as loaded from or saved to the cache */
 	uint64_t seed;			/* of the uuid hash: per index, kept with it */
-	void *map;			/* a kept index mapped read-only: rec, frag, pool
+	void *map;			/* an index cache mapped read-only: rec, frag, pool
 					   and ht point into it until transcript_cache_own */
 	size_t maplen;
 	struct tx_kept_chain *kc;	/* the kept chain, or NULL */
 	struct tx_lazy *lazy;		/* while mapped: what is checked */
-	uint64_t ichecked;		/* kept index bytes checked before own */
+	uint64_t ichecked;		/* index cache bytes checked before own */
 };
 
 struct stat;
@@ -214,8 +214,8 @@ uint64_t transcript_cache_sum(const struct tx_cache_head *, const uint64_t *bsum
 /* A header with only the layout fields set. */
 void transcript_cache_layout(struct tx_cache_head *);
 
-/* transcript-cache-load.c: a kept index mapped in place. */
-/* Unmap a kept index's arrays (NULL-safe); own copies them first. */
+/* transcript-cache-load.c: an index cache mapped in place. */
+/* Unmap an index cache's arrays (NULL-safe); own copies them first. */
 void transcript_cache_unmap(struct transcript *);
 int transcript_cache_own(struct transcript *, char **cause);
 

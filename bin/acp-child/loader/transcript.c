@@ -342,7 +342,7 @@ transcript_index_pass(struct transcript *t, char **cause)
 	ssize_t n;
 	int skipping = 0, rc = 0;
 
-	/* A kept index in place is read-only: own it before adding to it. */
+	/* An index cache in place is read-only: own it before adding to it. */
 	if (t->map != NULL && transcript_cache_own(t, cause) == -1)
 		return -1;
 	if ((buf = malloc(cap)) == NULL)

@@ -101,14 +101,14 @@ uint64_t transcript_bytes_read(const struct transcript *);
  */
 enum tx_index_state {
 	TX_INDEX_NONE,		/* no cache asked for */
-	TX_INDEX_COLD,		/* no kept index: full pass */
-	TX_INDEX_WARM,		/* a kept index, valid; appended bytes indexed */
-	TX_INDEX_RESCAN		/* a kept index did not match: full pass */
+	TX_INDEX_COLD,		/* no index cache: full pass */
+	TX_INDEX_WARM,		/* an index cache, valid; appended bytes indexed */
+	TX_INDEX_RESCAN		/* an index cache did not match: full pass */
 };
-#define TX_CACHE_MAX_BYTES	(1024ull << 20)	/* all kept indexes together */
+#define TX_CACHE_MAX_BYTES	(1024ull << 20)	/* all index caches together */
 #define TX_CACHE_MAX_FILES	512
 
-/* Like transcript_open, from the kept index when it is valid (cache_dir NULL:
+/* Like transcript_open, from the index cache when it is valid (cache_dir NULL:
    transcript_open). */
 struct transcript *transcript_open_cached(const char *path, const char *session_id,
     const char *cache_dir, char **cause);
@@ -116,24 +116,24 @@ struct transcript *transcript_open_cached(const char *path, const char *session_
    directory's indexes, oldest first, to max_bytes and max_files.  0 or -1 + cause. */
 int transcript_save(struct transcript *, const char *cache_dir, uint64_t max_bytes,
     size_t max_files, char **cause);
-/* The size a kept index of path says it covers, unchecked (0: none): how
+/* The size an index cache of path says it covers, unchecked (0: none): how
    much a restore will have to read, for scheduling only. */
 uint64_t transcript_cached_size(const char *cache_dir, const char *path);
-/* Whether the kept index lags behind this one (a save would change it). */
+/* Whether the index cache lags behind this one (a save would change it). */
 int transcript_index_dirty(const struct transcript *);
 enum tx_index_state transcript_index_state(const struct transcript *);
 const char *transcript_index_state_name(enum tx_index_state);
-/* Why a kept index was not used ("checksum", "digest", ...), or NULL. */
+/* Why an index cache was not used ("checksum", "digest", ...), or NULL. */
 const char *transcript_index_reason(const struct transcript *);
-/* A kept index is checked block by block as it is used: whether a block
+/* An index cache is checked block by block as it is used: whether a block
    or entry in use was damaged.  Then what was derived from t may be wrong:
    throw it away and open with transcript_open_rescan. */
 int transcript_index_damaged(const struct transcript *);
-/* Check all of a kept index now: 0, or -1 when damaged (as above). */
+/* Check all of an index cache now: 0, or -1 when damaged (as above). */
 int transcript_index_check_all(const struct transcript *);
-/* Bytes of the kept index checked so far (its blocks are checked as used). */
+/* Bytes of the index cache checked so far (its blocks are checked as used). */
 uint64_t transcript_index_checked(const struct transcript *);
-/* Index the whole file, as when a kept index is found damaged (state
+/* Index the whole file, as when an index cache is found damaged (state
    rescan, reason why). */
 struct transcript *transcript_open_rescan(const char *path, const char *session_id,
     const char *why, char **cause);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * indexkeep.c: write a session's transcript index to the cache directory
+ * cache-write.c: write a session's transcript index to the cache directory
  * after its restore answered, and the index a transcript page or branch
  * built after it answered (transcript.h: transcript_save), so that a fresh
  * child reads only what its request needs.
@@ -118,7 +118,7 @@ keep_job_new(struct child *c, struct transcript *tx)
 }
 
 int
-indexkeep_entry_start(struct child *c, struct txpage_entry *e)
+cache_write_entry_start(struct child *c, struct txpage_entry *e)
 {
 	struct keep_job *k;
 
@@ -135,7 +135,7 @@ indexkeep_entry_start(struct child *c, struct txpage_entry *e)
 }
 
 void
-indexkeep_start(struct child *c, struct session *s)
+cache_write_start(struct child *c, struct session *s)
 {
 	struct keep_job *k;
 
