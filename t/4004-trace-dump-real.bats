@@ -121,14 +121,14 @@ goldens() {
 	golden "$1-json" --session "$SID" --format json
 	golden "$1-summary" --session "$SID" --summary
 	golden "$1-chrome" --session "$SID" --format chrome
-	chrome_valid "$BATS_TEST_TMPDIR/$1-chrome.raw" "$2"
+	export_chrome_valid "$BATS_TEST_TMPDIR/$1-chrome.raw" "$2"
 }
 
-# chrome_valid FILE NCHILD: trace-event JSON with the daemon's span on the
+# export_chrome_valid FILE NCHILD: trace-event JSON with the daemon's span on the
 # daemon track (pid 1), NCHILD child spans on the child track (pid 2) on
 # the same thread, the stages inside the child span, the daemon's events
 # inside its span, in microseconds of real (epoch) time.
-chrome_valid() {
+export_chrome_valid() {
 	jq -e --argjson n "$2" '
 	    [.traceEvents[] | select(.ph == "M" and .name == "process_name") |
 	     "\(.pid) \(.args.name)"][:2] ==

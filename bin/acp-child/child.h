@@ -170,7 +170,7 @@ void	prompt_start(struct child *, struct rpc_msg *msg, struct session *s);
 void	prompt_cancel(struct child *, struct session *s, int queued);
 void	prompt_pause_all(struct child *, int paused);
 /* The error data of an agent that did not start (cause may be NULL). */
-json_object *agent_error_data(const char *cause);
+json_object *prompt_agent_error_data(const char *cause);
 
 /* title.c: _qwen/session/update_metadata, a live session's title. */
 int	title_is_method(const char *method);

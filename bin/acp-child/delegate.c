@@ -67,7 +67,7 @@ fail_turn_cause(struct child *c, const char *sid, json_object *pid,
     const char *msg, const char *cause)
 {
 	child_send_error(c, pid, RPC_INTERNAL_ERROR, cause != NULL ? cause : msg,
-	    agent_error_data(cause));
+	    prompt_agent_error_data(cause));
 	turn_over(c, sid);
 }
 

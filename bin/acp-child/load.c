@@ -52,7 +52,7 @@ load_job_fail(struct load_job *j, int code, const char *kind, const char *fmt, .
 {
 	va_list ap;
 
-	prof_end(&j->prof, 0);
+	profiler_end(&j->prof, 0);
 	j->err_code = code;
 	j->err_kind = kind;
 	free(j->err_msg);
@@ -69,7 +69,7 @@ load_job_exists(struct load_job *j)
 {
 	struct stat st;
 
-	prof_begin(&j->prof, PROF_EXISTENCE_CHECK);
+	profiler_begin(&j->prof, PROFILER_EXISTENCE_CHECK);
 	/* lstat: a symlink is refused here, as open() would refuse it. */
 	if (lstat(j->path, &st) == -1) {
 		if (errno != ENOENT)
@@ -88,7 +88,7 @@ load_job_exists(struct load_job *j)
 		    "transcript of session %s is not a regular file", j->sid);
 	} else
 		j->exists = 1;
-	prof_end(&j->prof, 1);
+	profiler_end(&j->prof, 1);
 	return 0;
 }
 
@@ -126,7 +126,7 @@ load_job_read(struct load_job *j)
 {
 	char *cause = NULL;
 
-	prof_begin(&j->prof, PROF_TRANSCRIPT_READ);
+	profiler_begin(&j->prof, PROFILER_TRANSCRIPT_READ);
 	j->prof.index = "kept";		/* the session's own, refreshed */
 	j->read0 = j->tx != NULL ? transcript_bytes_read(j->tx) : 0;
 	if (j->tx != NULL && transcript_refresh(j->tx, &cause) == -1) {
@@ -140,7 +140,7 @@ load_job_read(struct load_job *j)
 	if (j->tx == NULL && load_job_open(j) == -1)
 		return -1;
 	load_job_counts(j);
-	prof_end(&j->prof, 1);
+	profiler_end(&j->prof, 1);
 	return 0;
 }
 
@@ -162,7 +162,7 @@ load_job_chain(struct load_job *j)
 {
 	char *cause = NULL, uuid[64];
 
-	prof_begin(&j->prof, PROF_CHAIN_RECONSTRUCT);
+	profiler_begin(&j->prof, PROFILER_CHAIN_RECONSTRUCT);
 	if (chain_build(j->tx, &j->chain, &cause) == -1) {
 		log_warnx("session %s: chain: %s", j->sid, cause != NULL ? cause : "?");
 		free(cause);
@@ -171,7 +171,7 @@ load_job_chain(struct load_job *j)
 	}
 	j->have_chain = 1;
 	j->prof.chain_records = j->chain.len;
-	prof_begin(&j->prof, PROF_CONFIG_SETUP);
+	profiler_begin(&j->prof, PROFILER_CONFIG_SETUP);
 	if ((j->model_history = chain_model_history(j->tx, &j->chain, &cause)) < 0) {
 		log_warnx("session %s: model history: %s", j->sid,
 		    cause != NULL ? cause : "?");
@@ -183,7 +183,7 @@ load_job_chain(struct load_job *j)
 		transcript_uuid(j->tx, (uint32_t)j->chain.leaf, uuid);
 		j->tail = xstrdup(uuid);
 	}
-	prof_end(&j->prof, 1);
+	profiler_end(&j->prof, 1);
 	return 0;
 }
 
@@ -194,7 +194,7 @@ load_job_writer(struct load_job *j)
 	char *cause = NULL;
 	enum lease_result r;
 
-	prof_begin(&j->prof, PROF_AUTH);
+	profiler_begin(&j->prof, PROFILER_AUTH);
 	if (!j->have_lease && j->lease == NULL) {
 		r = lease_acquire(j->data_dir, j->sid, j->owner_id, &j->lease, &cause);
 		if (r != LEASE_OK) {
@@ -206,7 +206,7 @@ load_job_writer(struct load_job *j)
 			return -1;
 		}
 	}
-	prof_begin(&j->prof, PROF_FILE_SYSTEM_SETUP);
+	profiler_begin(&j->prof, PROFILER_FILE_SYSTEM_SETUP);
 	if (!j->have_app && j->app == NULL) {
 		j->app = appender_new(j->path, j->do_fsync, !j->exists);
 		if (j->app == NULL)
@@ -219,7 +219,7 @@ load_job_writer(struct load_job *j)
 			return -1;
 		}
 	}
-	prof_end(&j->prof, 1);
+	profiler_end(&j->prof, 1);
 	return 0;
 }
 
@@ -235,7 +235,7 @@ load_job_answer(struct load_job *j)
 
 	memset(&rr, 0, sizeof(rr));
 	rr.anchor = -1;
-	prof_begin(&j->prof, PROF_HISTORY_REPLAY);
+	profiler_begin(&j->prof, PROFILER_HISTORY_REPLAY);
 	if (j->kind == LOAD_JOB_LOAD && j->tx != NULL &&
 	    replay_build(j->tx, &j->chain, &ro, &rr, &cause) == -1) {
 		log_warnx("session %s: replay: %s", j->sid, cause != NULL ? cause : "?");
@@ -249,13 +249,13 @@ load_job_answer(struct load_job *j)
 	j->prof.partial_replay = rr.partial;
 	if (j->tx != NULL)
 		j->prof.bytes_read = transcript_bytes_read(j->tx) - j->read0;
-	prof_begin(&j->prof, PROF_RESPONSE_BUILD);
+	profiler_begin(&j->prof, PROFILER_RESPONSE_BUILD);
 	rc = load_answer_build(j, &rr);
 	replay_result_clear(&rr);
 	if (rc == -1)
 		return load_job_fail(j, RPC_INTERNAL_ERROR, "internal",
 		    "cannot build the answer: out of memory");
-	prof_end(&j->prof, 1);
+	profiler_end(&j->prof, 1);
 	return 0;
 }
 
@@ -361,7 +361,7 @@ load_job_register(struct child *c, struct load_job *j)
 	struct session *s = j->s;
 
 	(void)c;
-	prof_begin(&j->prof, PROF_SESSION_REGISTER);
+	profiler_begin(&j->prof, PROFILER_SESSION_REGISTER);
 	s->tx = j->tx;
 	j->tx = NULL;
 	if (j->lease != NULL) {
@@ -380,7 +380,7 @@ load_job_register(struct child *c, struct load_job *j)
 		j->tail = NULL;
 	}
 	s->registered = 1;
-	prof_end(&j->prof, 1);
+	profiler_end(&j->prof, 1);
 	return 0;
 }
 
@@ -420,7 +420,7 @@ load_job_done(struct lw_job *lw)
 		    "Internal error", data);
 	}
 	lagmon_snapshot(c->lag, &lag);
-	prof_span_finish(j->span, &j->prof, &lag, c->trace, load_job_operation(j),
+	profiler_span_finish(j->span, &j->prof, &lag, c->trace, load_job_operation(j),
 	    j->refresh ? "refresh" : j->kind == LOAD_JOB_NEW ? "create" : "restore",
 	    j->sid, j->err_code != 0 ? j->err_kind : NULL);
 	j->span = NULL;
@@ -493,9 +493,9 @@ load_job_submit(struct child *c, struct rpc_msg *m, struct session *s,
 		child_session_idle(c, s);
 		return;
 	}
-	prof_init(&j->prof);
-	prof_begin(&j->prof, PROF_SETTINGS_LOAD);
-	j->span = prof_span_start(kind == LOAD_JOB_NEW ? "qwen-code.daemon.session_start" :
+	profiler_init(&j->prof);
+	profiler_begin(&j->prof, PROFILER_SETTINGS_LOAD);
+	j->span = profiler_span_start(kind == LOAD_JOB_NEW ? "qwen-code.daemon.session_start" :
 	    "qwen-code.daemon.session_restore", meta);
 	j->lw.run = load_job_run;
 	j->lw.done = load_job_done;
@@ -526,7 +526,7 @@ load_job_submit(struct child *c, struct rpc_msg *m, struct session *s,
 	s->tx = NULL;
 	s->busy = 1;
 	j->lw.small = load_job_small(j);
-	prof_end(&j->prof, 1);
+	profiler_end(&j->prof, 1);
 	loadwork_submit(c->work, &j->lw);
 }
 

@@ -10,9 +10,9 @@
 #include "profiler.h"
 #include "trace.h"
 
-#define PROF_PREFIX "qwen-code.daemon.session_restore."
+#define PROFILER_PREFIX "qwen-code.daemon.session_restore."
 
-static const char *const prof_names[PROF_NSTAGES] = {
+static const char *const profiler_names[PROFILER_NSTAGES] = {
 	"settings_load",
 	"existence_check",
 	"transcript_read",
@@ -26,7 +26,7 @@ static const char *const prof_names[PROF_NSTAGES] = {
 };
 
 void
-prof_init(struct prof *p)
+profiler_init(struct prof *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->failed = -1;
@@ -34,23 +34,23 @@ prof_init(struct prof *p)
 }
 
 const char *
-prof_stage_name(enum prof_stage s)
+profiler_stage_name(enum profiler_stage s)
 {
-	return (unsigned)s < PROF_NSTAGES ? prof_names[s] : "unknown";
+	return (unsigned)s < PROFILER_NSTAGES ? profiler_names[s] : "unknown";
 }
 
 void
-prof_begin(struct prof *p, enum prof_stage s)
+profiler_begin(struct prof *p, enum profiler_stage s)
 {
 	if (p->cur >= 0)
-		prof_end(p, 1);
+		profiler_end(p, 1);
 	p->cur = (int)s;
 	p->cur_start = clock_mono_ns();
 }
 
 /* A stage may run more than once (a retry); its durations add up. */
 void
-prof_end(struct prof *p, int ok)
+profiler_end(struct prof *p, int ok)
 {
 	if (p->cur < 0)
 		return;
@@ -62,7 +62,7 @@ prof_end(struct prof *p, int ok)
 }
 
 struct span *
-prof_span_start(const char *name, json_object *meta)
+profiler_span_start(const char *name, json_object *meta)
 {
 	struct trace_ctx parent;
 	json_object *tp;
@@ -77,23 +77,23 @@ prof_span_start(const char *name, json_object *meta)
 
 /* Stage attributes in milliseconds with microsecond resolution. */
 static void
-prof_put_stages(struct span *sp, const struct prof *p)
+profiler_put_stages(struct span *sp, const struct prof *p)
 {
 	char key[96];
 	int i;
 
-	for (i = 0; i < PROF_NSTAGES; i++) {
+	for (i = 0; i < PROFILER_NSTAGES; i++) {
 		if (!p->ran[i])
 			continue;
-		snprintf(key, sizeof(key), PROF_PREFIX "%s_ms", prof_names[i]);
+		snprintf(key, sizeof(key), PROFILER_PREFIX "%s_ms", profiler_names[i]);
 		span_set_double(sp, key, (double)(p->stage_ns[i] / 1000) / 1000.0);
 	}
 	if (p->failed >= 0)
-		span_set_str(sp, PROF_PREFIX "failed_stage", prof_names[p->failed]);
+		span_set_str(sp, PROFILER_PREFIX "failed_stage", profiler_names[p->failed]);
 }
 
 void
-prof_span_finish(struct span *sp, const struct prof *p,
+profiler_span_finish(struct span *sp, const struct prof *p,
     const struct lag_snapshot *lag, struct trace_sink *sink,
     const char *operation, const char *action, const char *session_id,
     const char *error_kind)
@@ -101,19 +101,19 @@ prof_span_finish(struct span *sp, const struct prof *p,
 	if (sp == NULL)
 		return;
 	span_set_str(sp, "qwen-code.daemon.operation", operation);
-	span_set_str(sp, PROF_PREFIX "action", action);
+	span_set_str(sp, PROFILER_PREFIX "action", action);
 	span_set_str(sp, "session.id", session_id);
-	prof_put_stages(sp, p);
-	span_set_int(sp, PROF_PREFIX "transcript_bytes", (int64_t)p->transcript_bytes);
-	span_set_int(sp, PROF_PREFIX "chain_records", (int64_t)p->chain_records);
-	span_set_int(sp, PROF_PREFIX "replay_records", (int64_t)p->replay_records);
-	span_set_int(sp, PROF_PREFIX "replay_bytes", (int64_t)p->replay_bytes);
-	span_set_int(sp, PROF_PREFIX "malformed_lines", (int64_t)p->malformed_lines);
-	span_set_int(sp, PROF_PREFIX "truncated_records", (int64_t)p->truncated_records);
-	span_set_bool(sp, PROF_PREFIX "partial_replay", p->partial_replay);
-	span_set_int(sp, PROF_PREFIX "bytes_read", (int64_t)p->bytes_read);
+	profiler_put_stages(sp, p);
+	span_set_int(sp, PROFILER_PREFIX "transcript_bytes", (int64_t)p->transcript_bytes);
+	span_set_int(sp, PROFILER_PREFIX "chain_records", (int64_t)p->chain_records);
+	span_set_int(sp, PROFILER_PREFIX "replay_records", (int64_t)p->replay_records);
+	span_set_int(sp, PROFILER_PREFIX "replay_bytes", (int64_t)p->replay_bytes);
+	span_set_int(sp, PROFILER_PREFIX "malformed_lines", (int64_t)p->malformed_lines);
+	span_set_int(sp, PROFILER_PREFIX "truncated_records", (int64_t)p->truncated_records);
+	span_set_bool(sp, PROFILER_PREFIX "partial_replay", p->partial_replay);
+	span_set_int(sp, PROFILER_PREFIX "bytes_read", (int64_t)p->bytes_read);
 	if (p->index != NULL)
-		span_set_str(sp, PROF_PREFIX "index", p->index);
+		span_set_str(sp, PROFILER_PREFIX "index", p->index);
 	if (lag != NULL) {
 		span_set_double(sp, "qwen-code.daemon.event_loop_lag.mean_ms", lag->mean_ms);
 		span_set_double(sp, "qwen-code.daemon.event_loop_lag.p50_ms", lag->p50_ms);

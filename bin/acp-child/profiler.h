@@ -21,23 +21,23 @@ struct lag_snapshot;
 struct span;
 struct trace_sink;
 
-enum prof_stage {
-	PROF_SETTINGS_LOAD,
-	PROF_EXISTENCE_CHECK,
-	PROF_TRANSCRIPT_READ,
-	PROF_CHAIN_RECONSTRUCT,
-	PROF_CONFIG_SETUP,
-	PROF_AUTH,
-	PROF_FILE_SYSTEM_SETUP,
-	PROF_SESSION_REGISTER,
-	PROF_HISTORY_REPLAY,
-	PROF_RESPONSE_BUILD,
-	PROF_NSTAGES
+enum profiler_stage {
+	PROFILER_SETTINGS_LOAD,
+	PROFILER_EXISTENCE_CHECK,
+	PROFILER_TRANSCRIPT_READ,
+	PROFILER_CHAIN_RECONSTRUCT,
+	PROFILER_CONFIG_SETUP,
+	PROFILER_AUTH,
+	PROFILER_FILE_SYSTEM_SETUP,
+	PROFILER_SESSION_REGISTER,
+	PROFILER_HISTORY_REPLAY,
+	PROFILER_RESPONSE_BUILD,
+	PROFILER_NSTAGES
 };
 
 struct prof {
-	uint64_t	 stage_ns[PROF_NSTAGES];
-	unsigned char	 ran[PROF_NSTAGES];
+	uint64_t	 stage_ns[PROFILER_NSTAGES];
+	unsigned char	 ran[PROFILER_NSTAGES];
 	int		 failed;	/* first failing stage, -1 when none */
 	int		 cur;		/* stage running, -1 when none */
 	uint64_t	 cur_start;
@@ -53,26 +53,26 @@ struct prof {
 	const char	*index;		/* the index: none, cold, warm, rescan */
 };
 
-void		 prof_init(struct prof *);
+void		 profiler_init(struct prof *);
 /* Start stage s (ending any stage still running as a success). */
-void		 prof_begin(struct prof *, enum prof_stage s);
+void		 profiler_begin(struct prof *, enum profiler_stage s);
 /* End the running stage; ok 0 marks it as the failed stage (first one wins). */
-void		 prof_end(struct prof *, int ok);
-const char	*prof_stage_name(enum prof_stage);
+void		 profiler_end(struct prof *, int ok);
+const char	*profiler_stage_name(enum profiler_stage);
 
 /*
  * Start the span: a child of the W3C traceparent found at
  * meta["qwen.telemetry.traceparent"] when it is valid, else a new root.
  * meta is borrowed and may be NULL.
  */
-struct span	*prof_span_start(const char *name, json_object *meta);
+struct span	*profiler_span_start(const char *name, json_object *meta);
 
 /*
  * Put the stage durations, counters and lag snapshot on span and end it,
  * writing to sink (NULL: dropped).  operation is e.g. "acp_session_load";
  * error_kind NULL on success.
  */
-void		 prof_span_finish(struct span *, const struct prof *,
+void		 profiler_span_finish(struct span *, const struct prof *,
 		    const struct lag_snapshot *, struct trace_sink *,
 		    const char *operation, const char *action,
 		    const char *session_id, const char *error_kind);

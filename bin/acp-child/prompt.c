@@ -47,7 +47,7 @@ prompt_span_start(struct rpc_msg *m, struct session *s)
 {
 	struct span *sp;
 
-	sp = prof_span_start("qwen-code.daemon.session_prompt",
+	sp = profiler_span_start("qwen-code.daemon.session_prompt",
 	    json_get_obj(m->params, "_meta"));
 	span_set_str(sp, "qwen-code.daemon.operation", "acp_session_prompt");
 	span_set_str(sp, "session.id", s->id);
@@ -216,7 +216,7 @@ prompt_done(void *arg, enum agent_end end, int status, const char *message)
  * now (fork failed) is retryable, where a bad agent command is not.
  */
 json_object *
-agent_error_data(const char *cause)
+prompt_agent_error_data(const char *cause)
 {
 	json_object *d = child_error_data("agent_failed");
 
@@ -274,7 +274,7 @@ prompt_start(struct child *c, struct rpc_msg *m, struct session *s)
 	free(text);
 	if (p->agent == NULL) {
 		child_send_error(c, m->id, RPC_INTERNAL_ERROR, cause != NULL ? cause :
-		    "cannot start the agent", agent_error_data(cause));
+		    "cannot start the agent", prompt_agent_error_data(cause));
 		free(cause);
 		prompt_span_end(c, sp, NULL, "agent_failed");
 		json_object_put(p->req_id);

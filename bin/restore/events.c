@@ -55,7 +55,7 @@ sub_event(void *arg, const struct sse_event *ev)
 	return 0;
 }
 
-/* http_stream: the stream is open; wake sub_start(). */
+/* http_stream: the stream is open; wake events_start(). */
 static void
 sub_open(void *arg)
 {
@@ -80,7 +80,7 @@ sub_data(void *arg, const char *buf, size_t len)
 	return rc == 0 ? 0 : -1;
 }
 
-/* http_stream: polled; sub_stop() asked the thread to end. */
+/* http_stream: polled; events_stop() asked the thread to end. */
 static int
 sub_should_stop(void *arg)
 {
@@ -123,7 +123,7 @@ sub_main(void *arg)
 
 /* Start a subscription from cursor and wait until it opened or failed. */
 int
-sub_start(struct sub *s, struct rctx *ctx, const char *sid,
+events_start(struct sub *s, struct rctx *ctx, const char *sid,
     const char *client_id, int64_t cursor)
 {
 	int	opened;
@@ -155,7 +155,7 @@ sub_start(struct sub *s, struct rctx *ctx, const char *sid,
 
 /* Stop the thread and free everything. */
 void
-sub_stop(struct sub *s)
+events_stop(struct sub *s)
 {
 	struct qev	*e;
 
@@ -183,7 +183,7 @@ sub_stop(struct sub *s)
 
 /* Next envelope (caller puts), or NULL when the stream ended. */
 json_object *
-sub_next(struct sub *s)
+events_next(struct sub *s)
 {
 	struct qev	*e;
 	json_object	*env = NULL;
@@ -201,13 +201,13 @@ sub_next(struct sub *s)
 }
 
 /*
- * sub_next() that also gives up (NULL, the stream still open) once *flag
+ * events_next() that also gives up (NULL, the stream still open) once *flag
  * is no longer seen or the monotonic deadline (ms, 0: none) has passed;
  * both are looked at every SUB_TICK_MS, since a signal handler cannot
  * signal a condition variable.
  */
 json_object *
-sub_next_until(struct sub *s, uint64_t deadline,
+events_next_until(struct sub *s, uint64_t deadline,
     volatile sig_atomic_t *flag, sig_atomic_t seen)
 {
 	struct qev	*e;
@@ -236,7 +236,7 @@ sub_next_until(struct sub *s, uint64_t deadline,
 
 /* Whether a terminal session frame ends every prompt. */
 int
-env_session_end(json_object *env)
+events_session_end(json_object *env)
 {
 	const char	*type = json_get_str(env, "type");
 
@@ -270,7 +270,7 @@ follow_resume(struct rctx *ctx, struct sub *s, char *id, size_t len)
 	if (s->started)
 		pthread_join(s->thread, NULL);
 	s->started = 0;
-	sub_stop(s);
+	events_stop(s);
 	memset(s, 0, sizeof(*s));
 	if (restore_session(ctx, "resume", ctx->session_id, id, &resp, id,
 	    len) == -1) {
@@ -279,7 +279,7 @@ follow_resume(struct rctx *ctx, struct sub *s, char *id, size_t len)
 	}
 	output_verbose(ctx, "resumed %s to follow it", ctx->session_id);
 	http_resp_clear(&resp);
-	return sub_start(s, ctx, ctx->session_id, id, ctx->last_event_id);
+	return events_start(s, ctx, ctx->session_id, id, ctx->last_event_id);
 }
 
 /* events ID [--last-event-id N]: returns the exit code. */
@@ -295,7 +295,7 @@ cmd_events(struct rctx *ctx)
 
 	render_init(&r);
 	state_client_get(ctx->state, ctx->session_id, id, sizeof(id));
-	if (sub_start(&s, ctx, ctx->session_id, id, ctx->last_event_id) == -1 &&
+	if (events_start(&s, ctx, ctx->session_id, id, ctx->last_event_id) == -1 &&
 	    ctx->follow && s.resp.status == 404 && follow_resume(ctx, &s, id,
 	    sizeof(id)) == 0)
 		;	/* resumed, and the stream is open */
@@ -310,12 +310,12 @@ cmd_events(struct rctx *ctx)
 		else
 			output_classify(&s.resp, &e);
 		rc = output_error(ctx, &s.resp, &e);
-		sub_stop(&s);
+		events_stop(&s);
 		return rc;
 	}
-	while ((env = sub_next(&s)) != NULL) {
+	while ((env = events_next(&s)) != NULL) {
 		ev_print(ctx, &r, env);
-		end = env_session_end(env);
+		end = events_session_end(env);
 		json_object_put(env);
 		if (end)
 			break;
@@ -334,6 +334,6 @@ cmd_events(struct rctx *ctx)
 		render_end(&r);
 	output_verbose(ctx, "last event id %" PRId64 ", %lu comments",
 	    s.last_id, sse_comments(s.parser));
-	sub_stop(&s);
+	events_stop(&s);
 	return rc;
 }

@@ -305,7 +305,7 @@ pr_wait(struct rctx *ctx, struct sub *s, struct pr *ps, size_t n)
 			left += !ps[i].done;
 		if (left == 0 || (stopped && left < left_at_stop))
 			break;
-		env = sub_next_until(s, deadline, &pr_interrupts, stopped ?
+		env = events_next_until(s, deadline, &pr_interrupts, stopped ?
 		    pr_interrupts : 0);
 		if (env == NULL && !s->ended && !stopped) {
 			stopped = pr_interrupts > 0 ? EXIT_INTERRUPT :
@@ -316,7 +316,7 @@ pr_wait(struct rctx *ctx, struct sub *s, struct pr *ps, size_t n)
 		}
 		if (env == NULL)
 			break;
-		if (env_session_end(env)) {
+		if (events_session_end(env)) {
 			output_verbose(ctx, "session ended: %s",
 			    json_get_str(env, "type"));
 			json_object_put(env);
@@ -451,11 +451,11 @@ pr_late_sub(struct rctx *ctx, struct heal *h, struct sub *s, struct pr *ps,
 		if (ps[i].admitted && !ps[i].done && ps[i].watermark >= 0 &&
 		    (from == -1 || ps[i].watermark < from))
 			from = ps[i].watermark;
-	sub_stop(s);
+	events_stop(s);
 	heal_client_id(h, id, sizeof(id));
 	output_verbose(ctx, "subscribing after admission from event %lld",
 	    (long long)(from < 0 ? 0 : from));
-	return sub_start(s, ctx, ctx->session_id, id, from < 0 ? 0 : from);
+	return events_start(s, ctx, ctx->session_id, id, from < 0 ? 0 : from);
 }
 
 /* prompt ID [TEXT|-]: returns the exit code. */
@@ -494,7 +494,7 @@ cmd_prompt(struct rctx *ctx, const char *text)
 	memset(&s, 0, sizeof(s));
 	if (!ctx->no_wait) {
 		heal_client_id(&h, id, sizeof(id));
-		live = sub_start(&s, ctx, ctx->session_id, id, -1) == 0;
+		live = events_start(&s, ctx, ctx->session_id, id, -1) == 0;
 		if (!live)
 			output_verbose(ctx, "events not open before the "
 			    "prompt (HTTP %ld)", s.resp.status);
@@ -532,7 +532,7 @@ cmd_prompt(struct rctx *ctx, const char *text)
 	}
 	fflush(stdout);
 	if (s.parser != NULL || s.started)
-		sub_stop(&s);
+		events_stop(&s);
 	output_verbose(ctx, "resumes sent: %d", h.resumes);
 	heal_destroy(&h);
 	pr_free(ps, texts, n);

@@ -174,7 +174,7 @@ render_event(struct render *r, json_object *env)
 		    "message")) != NULL ? t : "?");
 	else if (strcmp(type, "replay_complete") == 0)
 		render_line(r, "[history replayed: live events follow]");
-	else if (env_session_end(env))
+	else if (events_session_end(env))
 		render_line(r, "[%s]", type);
 }
 

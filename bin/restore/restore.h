@@ -356,22 +356,22 @@ struct sub {
 /*
  * Start a subscription of sid from cursor (-1: live only) and wait until
  * it is open (0) or failed (-1: s->resp holds the answer).  Either way
- * sub_stop() frees it.
+ * events_stop() frees it.
  */
-int	sub_start(struct sub *s, struct rctx *ctx, const char *sid,
+int	events_start(struct sub *s, struct rctx *ctx, const char *sid,
 	    const char *client_id, int64_t cursor);
-void	sub_stop(struct sub *s);
+void	events_stop(struct sub *s);
 /* The next envelope (caller puts), or NULL once the stream ended. */
-json_object *sub_next(struct sub *s);
-#define SUB_TICK_MS	100	/* how often sub_next_until() looks */
+json_object *events_next(struct sub *s);
+#define SUB_TICK_MS	100	/* how often events_next_until() looks */
 /*
- * sub_next(), or NULL too once *flag != seen (a signal came) or the
+ * events_next(), or NULL too once *flag != seen (a signal came) or the
  * monotonic deadline in ms (0: none) passed, the stream still open.
  */
-json_object *sub_next_until(struct sub *s, uint64_t deadline,
+json_object *events_next_until(struct sub *s, uint64_t deadline,
 	    volatile sig_atomic_t *flag, sig_atomic_t seen);
 /* Whether an envelope ends the session's stream (closed, died, evicted). */
-int	env_session_end(json_object *env);
+int	events_session_end(json_object *env);
 
 /* events ID: return the exit code. */
 int	cmd_events(struct rctx *);

@@ -42,7 +42,7 @@ fence_find(struct channel *ch, const char *id)
 
 /* Fence id on ch (once). */
 void
-fence_add(struct channel *ch, const char *id)
+inflight_fence_add(struct channel *ch, const char *id)
 {
 	struct fence *f;
 
@@ -55,7 +55,7 @@ fence_add(struct channel *ch, const char *id)
 
 /* A new registration for id takes ownership: its fences go. */
 void
-fence_take(const char *id)
+inflight_fence_take(const char *id)
 {
 	struct fence *f;
 
@@ -87,7 +87,7 @@ inflight_route_early(struct channel *ch, const char *id, json_object *params)
 
 /* The buffered early updates go to the new session, in order. */
 void
-early_drain(struct inflight *op, struct session *s)
+inflight_early_drain(struct inflight *op, struct session *s)
 {
 	size_t n = op->early != NULL ? json_object_array_length(op->early) : 0;
 
@@ -101,7 +101,7 @@ early_drain(struct inflight *op, struct session *s)
 
 /* A failed attempt: its early updates go, the id is tombstoned again. */
 void
-early_purge(struct inflight *op)
+inflight_early_purge(struct inflight *op)
 {
 	json_object_put(op->early);
 	op->early = NULL;
@@ -111,12 +111,12 @@ early_purge(struct inflight *op)
 
 /* Abandoned: out of the pending set, early events gone, the id fenced. */
 void
-early_fence(struct inflight *op)
+inflight_early_fence(struct inflight *op)
 {
 	json_object_put(op->early);
 	op->early = NULL;
 	if (op->id[0] != '\0')
-		fence_add(op->ch, op->id);
+		inflight_fence_add(op->ch, op->id);
 }
 
 /* How many ids are fenced, on every channel (GET /health?deep=1). */
@@ -133,7 +133,7 @@ inflight_fences_count(void)
 
 /* The channel exited: its fences go with it. */
 void
-fences_channel_exited(struct channel *ch)
+inflight_fences_channel_exited(struct channel *ch)
 {
 	struct fence *f, *fnext;
 

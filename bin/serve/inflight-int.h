@@ -51,17 +51,17 @@ void	inflight_waiters_free(struct inflight *);
 const char *inflight_label(const struct inflight *);
 
 /* inflight-fence.c */
-void	fence_add(struct channel *, const char *id);
+void	inflight_fence_add(struct channel *, const char *id);
 /* A new registration for id takes ownership: its fences go. */
-void	fence_take(const char *id);
+void	inflight_fence_take(const char *id);
 /* ch exited: its fences go. */
-void	fences_channel_exited(struct channel *);
+void	inflight_fences_channel_exited(struct channel *);
 /* The buffered early updates of op go to s, in order. */
-void	early_drain(struct inflight *, struct session *s);
+void	inflight_early_drain(struct inflight *, struct session *s);
 /* A failed attempt: its early updates go, the id is tombstoned again. */
-void	early_purge(struct inflight *);
+void	inflight_early_purge(struct inflight *);
 /* Abandoned: early updates gone, the id (if known) fenced on op's channel. */
-void	early_fence(struct inflight *);
+void	inflight_early_fence(struct inflight *);
 
 /* inflight-reply.c */
 /* The public result: register the session and answer, or fail everyone. */

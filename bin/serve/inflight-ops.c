@@ -225,13 +225,13 @@ fsm_release(void *ctx)
 static void
 fsm_fence(void *ctx)
 {
-	early_fence(ctx);
+	inflight_early_fence(ctx);
 }
 
 static void
 fsm_purge(void *ctx)
 {
-	early_purge(ctx);
+	inflight_early_purge(ctx);
 }
 
 static void

@@ -273,7 +273,7 @@ inflight_reply(struct inflight *op, enum channel_outcome o, json_object *payload
 	modes_seed(s);
 	if (op->action == OP_LOAD)
 		seed_replay(s, payload);
-	early_drain(op, s);
+	inflight_early_drain(op, s);
 	TAILQ_FOREACH(w, &op->waiters, entry)
 		n++;
 	callers = xreallocarray(NULL, n, sizeof(*callers));

@@ -243,7 +243,7 @@ inflight_spawn(const char *workspace, const char *id, int is_default,
 		return;
 	op->body = json_object_get(body);
 	if (id != NULL)
-		fence_take(id);	/* the registration owns the id from now on */
+		inflight_fence_take(id);	/* the registration owns the id from now on */
 	op->is_default = is_default;
 	op->span = span_start("qwen-code.daemon.bridge", SPAN_KIND_CLIENT, NULL);
 	span_set_str(op->span, "qwen-code.daemon.operation", "session.new");
@@ -349,7 +349,7 @@ inflight_start(struct inflight *op)
 	json_object *p, *meta;
 	int load = op->action == OP_LOAD;
 
-	fence_take(op->id);	/* ownership moves here, before the ACP call */
+	inflight_fence_take(op->id);	/* ownership moves here, before the ACP call */
 	op->span = span_start("qwen-code.daemon.bridge", SPAN_KIND_CLIENT, NULL);
 	span_set_str(op->span, "qwen-code.daemon.operation", "session.restore");
 	span_set_str(op->span, "qwen-code.daemon.bridge.operation",
@@ -434,7 +434,7 @@ inflight_channel_exited(struct channel *ch)
 {
 	struct inflight *op, *next;
 
-	fences_channel_exited(ch);
+	inflight_fences_channel_exited(ch);
 	TAILQ_FOREACH_SAFE(op, &ops, entry, next)
 		if (op->ch == ch && rfsm_unsettled(op->fsm.state))
 			rfsm_feed(&op->fsm, RFSM_EV_TRANSPORT_CLOSED);	/* may free op */

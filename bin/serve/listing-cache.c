@@ -41,20 +41,20 @@ struct prompt_cache {
 	char			*title;		/* its last custom title, or NULL */
 };
 RB_HEAD(prompt_tree, prompt_cache);
-int	prompt_cmp(const struct prompt_cache *, const struct prompt_cache *);
-RB_PROTOTYPE(prompt_tree, prompt_cache, entry, prompt_cmp)
+int	listing_cache_cmp(const struct prompt_cache *, const struct prompt_cache *);
+RB_PROTOTYPE(prompt_tree, prompt_cache, entry, listing_cache_cmp)
 
 static struct prompt_tree prompts = RB_INITIALIZER(&prompts);
 static size_t nprompts;
 
 int
-prompt_cmp(const struct prompt_cache *a, const struct prompt_cache *b)
+listing_cache_cmp(const struct prompt_cache *a, const struct prompt_cache *b)
 {
 	if (a->dev != b->dev)
 		return a->dev < b->dev ? -1 : 1;
 	return a->ino < b->ino ? -1 : a->ino > b->ino;
 }
-RB_GENERATE(prompt_tree, prompt_cache, entry, prompt_cmp)
+RB_GENERATE(prompt_tree, prompt_cache, entry, listing_cache_cmp)
 
 /* Forget every cached prompt (when the cache is full, and at exit). */
 void

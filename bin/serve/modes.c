@@ -139,7 +139,7 @@ on_model(void *arg, enum channel_outcome o, json_object *payload)
 		else
 			model_remember(s, op->value);
 		bus_publish(s->bus, o == CHANNEL_RESULT ? "model_switched" : "model_switch_failed",
-		    d, session_active_prompt(s, NULL), cid, 0);
+		    d, prompts_active(s, NULL), cid, 0);
 	}
 	log_info("session %s: model switch %s", op->session_id,
 	    o == CHANNEL_RESULT ? "done" : "failed");
@@ -201,7 +201,7 @@ mode_announce(struct session *s, json_object *answer, const char *client_id)
 	if (json_object_object_get_ex(answer, "planExecutionMode", &v))
 		json_object_object_add(d, "planExecutionMode", json_object_get(v));
 	bus_publish(s->bus, "approval_mode_changed", d,
-	    session_active_prompt(s, NULL), client_id, 0);
+	    prompts_active(s, NULL), client_id, 0);
 }
 
 /*

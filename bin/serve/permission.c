@@ -266,7 +266,7 @@ publish_request(struct perm *p, json_object *params)
 	    json_object_object_get_ex(params, "options", &v) &&
 	    json_object_is_type(v, json_type_array) ? json_object_get(v) :
 	    json_object_new_array());
-	(void)session_active_prompt(p->s, &origin);
+	(void)prompts_active(p->s, &origin);
 	bus_publish(p->s->bus, "permission_request", d,
 	    p->prompt_id[0] ? p->prompt_id : NULL, origin, 0);
 }
@@ -292,8 +292,8 @@ perm_request(struct channel *ch, json_object *rpc_id, json_object *params)
 	}
 	uuid_new(p->request_id);
 	strlcpy(p->session_id, s->id, sizeof(p->session_id));
-	strlcpy(p->prompt_id, session_active_prompt(s, NULL) != NULL ?
-	    session_active_prompt(s, NULL) : "", sizeof(p->prompt_id));
+	strlcpy(p->prompt_id, prompts_active(s, NULL) != NULL ?
+	    prompts_active(s, NULL) : "", sizeof(p->prompt_id));
 	p->s = s;
 	p->ch = ch;
 	p->serial = channel_serial(ch);

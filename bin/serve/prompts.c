@@ -145,13 +145,13 @@ prompts_clear(struct session *s)
 }
 
 size_t
-session_pending_prompts(const struct session *s)
+prompts_pending(const struct session *s)
 {
 	return s->queued + (s->active != NULL);
 }
 
 const char *
-session_active_prompt(const struct session *s, const char **client_id)
+prompts_active(const struct session *s, const char **client_id)
 {
 	if (client_id != NULL)
 		*client_id = s->active != NULL && s->active->client_id[0] ?
@@ -484,7 +484,7 @@ prompt_valid(json_object *body)
 }
 
 const char *
-session_prompt_admit(struct session *s, json_object *body, const char *client_id,
+prompts_admit(struct session *s, json_object *body, const char *client_id,
     int cont, const char **err)
 {
 		struct timeval now = { 0, SERVE_PROMPT_DISPATCH_MS * 1000 };
@@ -497,7 +497,7 @@ session_prompt_admit(struct session *s, json_object *body, const char *client_id
 		return NULL;
 	}
 	if (conf.max_pending_prompts > 0 &&
-	    session_pending_prompts(s) >= (size_t)conf.max_pending_prompts) {
+	    prompts_pending(s) >= (size_t)conf.max_pending_prompts) {
 		*err = "prompt_queue_full";
 		return NULL;
 	}
@@ -548,7 +548,7 @@ session_prompt_admit(struct session *s, json_object *body, const char *client_id
 }
 
 void
-session_cancel(struct session *s, const char *client_id)
+prompts_cancel(struct session *s, const char *client_id)
 {
 	json_object *p, *d;
 

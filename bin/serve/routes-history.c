@@ -396,7 +396,7 @@ route_session_branch(struct http_ctx *ctx)
 	if (routes_check_cwd(ctx) == -1 || branch_body(ctx, &name, &at) == -1)
 		return;
 	/* A running or queued prompt is still writing the history. */
-	if (s != NULL && session_pending_prompts(s) > 0) {
+	if (s != NULL && prompts_pending(s) > 0) {
 		http_error(ctx->req, "branch_while_prompt_active", s->id);
 		return;
 	}

@@ -92,7 +92,7 @@ cont_admit(struct cont_req *cr, struct session *s, const char *kind)
 	/* As upstream: no content, the agent runs the cut-off turn again. */
 	pr = xjson_object_new_array();
 	json_object_object_add(body, "prompt", pr);
-	pid = session_prompt_admit(s, body, cr->client_id[0] ? cr->client_id : NULL, 1, &err);
+	pid = prompts_admit(s, body, cr->client_id[0] ? cr->client_id : NULL, 1, &err);
 	json_object_put(body);
 	if (pid == NULL) {
 		if ((e = qerr_new(strcmp(err, "prompt_queue_full") == 0 ?
@@ -130,7 +130,7 @@ on_continue(void *arg, enum channel_outcome o, json_object *payload)
 		kind = cont_kind(payload);
 		v = json_get(payload, "accepted", json_type_boolean);
 		/* A prompt admitted meanwhile runs first: nothing to continue. */
-		if (v == NULL || !json_object_get_boolean(v) || session_pending_prompts(s) > 0)
+		if (v == NULL || !json_object_get_boolean(v) || prompts_pending(s) > 0)
 			cont_declined(cr->req, kind);
 		else
 			cont_admit(cr, s, kind);
@@ -148,7 +148,7 @@ route_session_continue(struct http_ctx *ctx)
 	if ((s = routes_session(ctx)) == NULL)
 		return;
 	/* A prompt running or waiting: nothing was cut off (upstream's no-op). */
-	if (session_pending_prompts(s) > 0) {
+	if (prompts_pending(s) > 0) {
 		cont_declined(ctx->req, "none");
 		return;
 	}

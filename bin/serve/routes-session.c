@@ -405,14 +405,14 @@ route_session_prompt(struct http_ctx *ctx)
 	json_object_object_add(o, "lastEventId",
 	    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
 	json_object_object_add(o, "eventEpoch", xjson_object_new_string(bus_epoch(s->bus)));
-	if ((pid = session_prompt_admit(s, ctx->body, ctx->client_id, 0, &err)) == NULL) {
+	if ((pid = prompts_admit(s, ctx->body, ctx->client_id, 0, &err)) == NULL) {
 		json_object_put(o);
 		if (strcmp(err, "prompt_queue_full") == 0) {
 			if ((e = qerr_new("prompt_queue_full", NULL)) != NULL) {
 				qerr_set_str(e, "sessionId", s->id);
 				qerr_set_int(e, "limit", conf.max_pending_prompts);
 				qerr_set_int(e, "pendingCount",
-				    (int64_t)session_pending_prompts(s));
+				    (int64_t)prompts_pending(s));
 			}
 		} else if (strcmp(err, "bad_prompt") == 0)
 			e = qerr_new("bad_request",
@@ -433,7 +433,7 @@ route_session_cancel(struct http_ctx *ctx)
 
 	if ((s = lookup(ctx)) == NULL || check_client(ctx, s) == -1)
 		return;
-	session_cancel(s, ctx->client_id);
+	prompts_cancel(s, ctx->client_id);
 	http_reply_empty(ctx->req, 204);
 }
 
@@ -507,7 +507,7 @@ route_session_status(struct http_ctx *ctx)
 	    xjson_object_new_int64((int64_t)bus_subscriber_count(s->bus)));
 	json_object_object_add(o, "hasActivePrompt", xjson_object_new_boolean(s->active != NULL));
 	json_object_object_add(o, "pendingPrompts",
-	    xjson_object_new_int64((int64_t)session_pending_prompts(s)));
+	    xjson_object_new_int64((int64_t)prompts_pending(s)));
 	json_object_object_add(o, "isWaitingForPermission",
 	    xjson_object_new_boolean(perm_pending(s) > 0));
 	json_object_object_add(o, "isWaitingForUserQuestion",

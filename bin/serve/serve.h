@@ -684,12 +684,12 @@ void	prompts_clear(struct session *);
  * client's own prompt never carries).
  */
 #define SERVE_CONTINUE_META	"qwen.daemon.continueLastTurn"
-const char *session_prompt_admit(struct session *, json_object *body,
+const char *prompts_admit(struct session *, json_object *body,
 	    const char *client_id, int cont, const char **err);
-size_t	session_pending_prompts(const struct session *);
+size_t	prompts_pending(const struct session *);
 /* The running prompt's id (and its client, if client_id), or NULL. */
-const char *session_active_prompt(const struct session *, const char **client_id);
-void	session_cancel(struct session *, const char *client_id);
+const char *prompts_active(const struct session *, const char **client_id);
+void	prompts_cancel(struct session *, const char *client_id);
 /* A session/update for s from the child (params borrowed). */
 void	prompts_update(struct session *, json_object *params);
 /* GET /session/:id/pending-prompts' array (caller owns). */

@@ -110,7 +110,7 @@ export_json_restore(FILE *f, const struct restore *r)
 	json_object *o = xjson_object_new_object(), *d = NULL;
 	char when[40];
 
-	format_time(r->start_ns, when, sizeof(when));
+	render_time(r->start_ns, when, sizeof(when));
 	put_str(o, "type", "restore");
 	put_str(o, "traceId", r->trace_id);
 	put_str(o, "sessionId", r->session_id);
@@ -173,7 +173,7 @@ export_json_span(FILE *f, const struct tspan *sp)
 	json_object *o = xjson_object_new_object();
 	char when[40];
 
-	format_time(sp->start_ns, when, sizeof(when));
+	render_time(sp->start_ns, when, sizeof(when));
 	put_str(o, "type", "span");
 	put_str(o, "name", sp->name);
 	put_str(o, "traceId", sp->trace_id);
@@ -189,7 +189,7 @@ export_json_span(FILE *f, const struct tspan *sp)
 
 /* Write one trace event (takes ownership of ev). */
 static void
-chrome_put(struct chrome *c, json_object *ev)
+export_chrome_put(struct chrome *c, json_object *ev)
 {
 	fprintf(c->f, "%s\n%s", c->n++ == 0 ? "" : ",",
 	    json_object_to_json_string_ext(ev,
@@ -199,7 +199,7 @@ chrome_put(struct chrome *c, json_object *ev)
 
 /* A new event with the common fields; ts in microseconds. */
 static json_object *
-chrome_event(const char *ph, const char *name, int pid, int tid, uint64_t ns)
+export_chrome_event(const char *ph, const char *name, int pid, int tid, uint64_t ns)
 {
 	json_object *ev = xjson_object_new_object();
 
@@ -221,19 +221,19 @@ chrome_event(const char *ph, const char *name, int pid, int tid, uint64_t ns)
 
 /* A metadata event naming a process or thread. */
 static void
-chrome_name(struct chrome *c, const char *what, int pid, int tid, const char *name)
+export_chrome_name(struct chrome *c, const char *what, int pid, int tid, const char *name)
 {
-	json_object *ev = chrome_event("M", what, pid, tid, 0), *args;
+	json_object *ev = export_chrome_event("M", what, pid, tid, 0), *args;
 
 	args = xjson_object_new_object();
 	put_str(args, "name", name);
 	json_object_object_add(ev, "args", args);
-	chrome_put(c, ev);
+	export_chrome_put(c, ev);
 }
 
 /* Start the document and name the three processes.  Caller finishes. */
 struct chrome *
-chrome_new(FILE *f)
+export_chrome_new(FILE *f)
 {
 	struct chrome *c;
 
@@ -241,17 +241,17 @@ chrome_new(FILE *f)
 		return NULL;
 	c->f = f;
 	fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", f);
-	chrome_name(c, "process_name", PID_DAEMON, 0, "qwen-serve (daemon)");
-	chrome_name(c, "process_name", PID_CHILD, 0, "qwen-acp-child (child)");
-	chrome_name(c, "process_name", PID_OTHER, 0, "other spans");
+	export_chrome_name(c, "process_name", PID_DAEMON, 0, "qwen-serve (daemon)");
+	export_chrome_name(c, "process_name", PID_CHILD, 0, "qwen-acp-child (child)");
+	export_chrome_name(c, "process_name", PID_OTHER, 0, "other spans");
 	return c;
 }
 
 /* A complete event for a whole span. */
 static json_object *
-chrome_complete(const char *name, int pid, int tid, uint64_t ns, double ms)
+export_chrome_complete(const char *name, int pid, int tid, uint64_t ns, double ms)
 {
-	json_object *ev = chrome_event("X", name, pid, tid, ns);
+	json_object *ev = export_chrome_event("X", name, pid, tid, ns);
 
 	json_object_object_add(ev, "dur", jdouble(ms * 1e3, 3));
 	return ev;
@@ -259,10 +259,10 @@ chrome_complete(const char *name, int pid, int tid, uint64_t ns, double ms)
 
 /* The daemon span and its events on the daemon track. */
 static void
-chrome_daemon(struct chrome *c, const struct restore *r, const char *label)
+export_chrome_daemon(struct chrome *c, const struct restore *r, const char *label)
 {
 	const struct tspan *d = r->daemon;
-	json_object *ev = chrome_complete(label, PID_DAEMON, c->tid, d->start_ns,
+	json_object *ev = export_chrome_complete(label, PID_DAEMON, c->tid, d->start_ns,
 	    span_ms(d));
 	json_object *args = xjson_object_new_object();
 
@@ -278,31 +278,31 @@ chrome_daemon(struct chrome *c, const struct restore *r, const char *label)
 	if (r->settled_by != NULL)
 		put_str(args, "settledBy", r->settled_by);
 	json_object_object_add(ev, "args", args);
-	chrome_put(c, ev);
+	export_chrome_put(c, ev);
 	for (size_t i = 0; i < d->nevents; i++) {
-		ev = chrome_event("i", d->events[i].name, PID_DAEMON, c->tid,
+		ev = export_chrome_event("i", d->events[i].name, PID_DAEMON, c->tid,
 		    d->events[i].time_ns);
 		put_str(ev, "s", "t");
 		json_object_object_add(ev, "args",
 		    json_attrs(d->events[i].attrs, d->events[i].nattrs));
-		chrome_put(c, ev);
+		export_chrome_put(c, ev);
 	}
 	/* Only a deadline the span reached: one far beyond it stretches the view. */
 	if (r->budget_ms >= 0 &&
 	    d->start_ns + (uint64_t)(r->budget_ms * 1e6) <= d->end_ns) {
-		ev = chrome_event("i", "deadline", PID_DAEMON, c->tid,
+		ev = export_chrome_event("i", "deadline", PID_DAEMON, c->tid,
 		    d->start_ns + (uint64_t)(r->budget_ms * 1e6));
 		put_str(ev, "s", "t");
-		chrome_put(c, ev);
+		export_chrome_put(c, ev);
 	}
 }
 
 /* The child span and its stages on the child track. */
 static void
-chrome_child(struct chrome *c, const struct restore *r, const char *label)
+export_chrome_child(struct chrome *c, const struct restore *r, const char *label)
 {
 	const struct tspan *ch = r->child;
-	json_object *ev = chrome_complete(label, PID_CHILD, c->tid, ch->start_ns,
+	json_object *ev = export_chrome_complete(label, PID_CHILD, c->tid, ch->start_ns,
 	    span_ms(ch));
 	json_object *args = xjson_object_new_object();
 	uint64_t at = ch->start_ns;
@@ -315,11 +315,11 @@ chrome_child(struct chrome *c, const struct restore *r, const char *label)
 	put_num(args, "chainRecords", r->chain_records, 0);
 	put_num(args, "loopLagP99Ms", r->lag_p99, 3);
 	json_object_object_add(ev, "args", args);
-	chrome_put(c, ev);
+	export_chrome_put(c, ev);
 	for (size_t i = 0; i < r->nstages; i++) {
 		const struct stage *st = &r->stages[i];
 
-		ev = chrome_complete(st->name, PID_CHILD, c->tid, at, st->ms);
+		ev = export_chrome_complete(st->name, PID_CHILD, c->tid, at, st->ms);
 		put_str(ev, "cat", "stage");
 		if (r->failed_stage != NULL && strcmp(r->failed_stage, st->name) == 0) {
 			args = xjson_object_new_object();
@@ -327,14 +327,14 @@ chrome_child(struct chrome *c, const struct restore *r, const char *label)
 			    xjson_object_new_boolean(1));
 			json_object_object_add(ev, "args", args);
 		}
-		chrome_put(c, ev);
+		export_chrome_put(c, ev);
 		at += st->ms > 0 ? (uint64_t)(st->ms * 1e6) : 0;
 	}
 }
 
 /* One restore: a thread on each track, the spans and the stages. */
 void
-chrome_restore(struct chrome *c, const struct restore *r)
+export_chrome_restore(struct chrome *c, const struct restore *r)
 {
 	char label[160];
 
@@ -342,32 +342,32 @@ chrome_restore(struct chrome *c, const struct restore *r)
 	    r->session_id != NULL ? r->session_id : "(unknown)");
 	c->tid++;
 	if (r->daemon != NULL) {
-		chrome_name(c, "thread_name", PID_DAEMON, c->tid, label);
-		chrome_daemon(c, r, label);
+		export_chrome_name(c, "thread_name", PID_DAEMON, c->tid, label);
+		export_chrome_daemon(c, r, label);
 	}
 	if (r->child != NULL) {
-		chrome_name(c, "thread_name", PID_CHILD, c->tid, label);
-		chrome_child(c, r, label);
+		export_chrome_name(c, "thread_name", PID_CHILD, c->tid, label);
+		export_chrome_child(c, r, label);
 	}
 }
 
 /* A generic span on the "other spans" track. */
 void
-chrome_span(struct chrome *c, const struct tspan *sp)
+export_chrome_span(struct chrome *c, const struct tspan *sp)
 {
 	json_object *ev;
 
 	c->tid++;
-	chrome_name(c, "thread_name", PID_OTHER, c->tid, sp->name);
-	ev = chrome_complete(sp->name, PID_OTHER, c->tid, sp->start_ns, span_ms(sp));
+	export_chrome_name(c, "thread_name", PID_OTHER, c->tid, sp->name);
+	ev = export_chrome_complete(sp->name, PID_OTHER, c->tid, sp->start_ns, span_ms(sp));
 	put_str(ev, "cat", "span");
 	json_object_object_add(ev, "args", json_attrs(sp->attrs, sp->nattrs));
-	chrome_put(c, ev);
+	export_chrome_put(c, ev);
 }
 
 /* Close the document and free.  NULL-safe. */
 void
-chrome_finish(struct chrome *c)
+export_chrome_finish(struct chrome *c)
 {
 	if (c == NULL)
 		return;

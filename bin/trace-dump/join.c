@@ -123,7 +123,7 @@ group_emit(struct join *j, struct group *g)
 	*gp = g->next;
 	TAILQ_REMOVE(&j->order, g, entry);
 	j->count--;
-	r = restore_build(g->daemon, g->child);
+	r = record_build(g->daemon, g->child);
 	free(g);
 	if (r != NULL)
 		j->out.restore(r, j->out.arg);
@@ -195,7 +195,7 @@ join_add(struct join *j, struct tspan *sp)
 		j->out.span(sp, j->out.arg);
 	else if (sp->parent_id[0] != '\0')
 		join_place(j, sp, 0);
-	else if ((r = restore_build(NULL, sp)) != NULL)
+	else if ((r = record_build(NULL, sp)) != NULL)
 		j->out.restore(r, j->out.arg);
 }
 

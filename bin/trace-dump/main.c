@@ -91,7 +91,7 @@ parse_options(int argc, char **argv, struct td_opts *opts, size_t *cap)
 					errx(2, "--trace: not a hex trace id: %s", optarg);
 			break;
 		case 'S':
-			if (parse_since(optarg, clock_wall_ns(), &opts->since_ns) == -1)
+			if (since_parse(optarg, clock_wall_ns(), &opts->since_ns) == -1)
 				errx(2, "--since: not an ISO 8601 time or a "
 				    "relative time like 10m: %s", optarg);
 			break;

@@ -83,7 +83,7 @@ out_begin(struct output *o)
 	}
 	if (o->summary == NULL && o->opts.format == FORMAT_CHROME &&
 	    o->chrome == NULL)
-		o->chrome = chrome_new(o->f);
+		o->chrome = export_chrome_new(o->f);
 	if (o->summary == NULL && o->opts.format == FORMAT_SVG &&
 	    o->svg == NULL && (o->svg = svg_new(o->f)) == NULL)
 		err(1, "svg");
@@ -162,7 +162,7 @@ emit_restore(struct output *o, const struct restore *r)
 	else if (o->opts.format == FORMAT_JSON)
 		export_json_restore(o->f, r);
 	else if (o->opts.format == FORMAT_CHROME)
-		chrome_restore(o->chrome, r);
+		export_chrome_restore(o->chrome, r);
 	else if (o->opts.format == FORMAT_SVG)
 		svg_restore(o->svg, r);
 	else
@@ -206,10 +206,10 @@ heap_offer(struct output *o, struct restore *r)
 
 	if (o->nheap == o->opts.slowest) {
 		if (r->elapsed_ms <= o->heap[0]->elapsed_ms) {
-			restore_free(r);
+			record_free(r);
 			return;
 		}
-		restore_free(o->heap[0]);
+		record_free(o->heap[0]);
 		o->heap[0] = r;
 		heap_down(o, 0);
 		return;
@@ -228,7 +228,7 @@ output_restore(struct restore *r, void *arg)
 	struct output *o = arg;
 
 	if (!restore_selected(o, r)) {
-		restore_free(r);
+		record_free(r);
 		return;
 	}
 	if (o->heap != NULL) {
@@ -236,7 +236,7 @@ output_restore(struct restore *r, void *arg)
 		return;
 	}
 	emit_restore(o, r);
-	restore_free(r);
+	record_free(r);
 	if (o->opts.follow)
 		fflush(o->f);
 }
@@ -311,7 +311,7 @@ output_span(struct tspan *sp, void *arg)
 	else if (op->format == FORMAT_JSON)
 		export_json_span(o->f, sp);
 	else if (op->format == FORMAT_CHROME)
-		chrome_span(o->chrome, sp);
+		export_chrome_span(o->chrome, sp);
 	else if (op->format == FORMAT_SVG)
 		;	/* the picture is of restores */
 	else if (!op->follow && spans_later(o)) {
@@ -358,7 +358,7 @@ output_finish(struct output *o, unsigned long malformed, unsigned long evicted)
 		qsort(o->heap, o->nheap, sizeof(*o->heap), cmp_slowest);
 		for (size_t i = 0; i < o->nheap; i++) {
 			emit_restore(o, o->heap[i]);
-			restore_free(o->heap[i]);
+			record_free(o->heap[i]);
 		}
 		free(o->heap);
 	}
@@ -376,7 +376,7 @@ output_finish(struct output *o, unsigned long malformed, unsigned long evicted)
 	if (o->summary != NULL)
 		summary_print(o->f, o->summary, malformed, evicted);
 	summary_free(o->summary);
-	chrome_finish(o->chrome);
+	export_chrome_finish(o->chrome);
 	svg_finish(o->svg);
 	if (finish_stream(o) != 0)
 		status = 1;

@@ -27,7 +27,7 @@ static const char *const stage_order[] = {
 
 /* Free the restore and its spans.  NULL-safe. */
 void
-restore_free(struct restore *r)
+record_free(struct restore *r)
 {
 	if (r == NULL)
 		return;
@@ -250,7 +250,7 @@ restore_channel(struct restore *r, const struct tspan *daemon,
 
 /* Build a restore from its spans (either may be NULL; takes ownership). */
 struct restore *
-restore_build(struct tspan *daemon, struct tspan *child)
+record_build(struct tspan *daemon, struct tspan *child)
 {
 	static const char *const session_keys[] = { "session.id",
 		"qwen-code.session.id", "qwen-code.daemon.session.id",

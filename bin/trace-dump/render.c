@@ -23,7 +23,7 @@
 
 /* Format an epoch-ns time as ISO 8601 UTC with microseconds. */
 void
-format_time(uint64_t ns, char *buf, size_t size)
+render_time(uint64_t ns, char *buf, size_t size)
 {
 	time_t secs = (time_t)(ns / 1000000000ULL);
 	struct tm tm;
@@ -216,7 +216,7 @@ render_restore(FILE *f, const struct restore *r, const struct render_opts *o)
 {
 	char when[40];
 
-	format_time(r->start_ns, when, sizeof(when));
+	render_time(r->start_ns, when, sizeof(when));
 	if (o->color)
 		fputs(C_BOLD, f);
 	fprintf(f, "restore %s session %s", r->action,
@@ -266,7 +266,7 @@ render_span(FILE *f, const struct tspan *sp, const struct render_opts *o)
 {
 	char when[40];
 
-	format_time(sp->start_ns, when, sizeof(when));
+	render_time(sp->start_ns, when, sizeof(when));
 	if (o->color)
 		fputs(C_BOLD, f);
 	fprintf(f, "span %s", sp->name);

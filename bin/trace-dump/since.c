@@ -73,7 +73,7 @@ parse_iso(const char *s, uint64_t *out)
 
 /* Parse ISO 8601 or a relative "10m" (before now_ns) into epoch ns. */
 int
-parse_since(const char *s, uint64_t now_ns, uint64_t *out)
+since_parse(const char *s, uint64_t now_ns, uint64_t *out)
 {
 	char *end;
 	unsigned long long n;

@@ -153,7 +153,7 @@ summary_add_span(struct summary *s, const struct tspan *sp)
 
 /* Nearest-rank percentile of a sorted array. */
 double
-percentile(const double *sorted, size_t n, double p)
+summary_percentile(const double *sorted, size_t n, double p)
 {
 	size_t rank;
 
@@ -182,8 +182,8 @@ series_print(FILE *f, struct series *se)
 {
 	qsort(se->v, se->n, sizeof(*se->v), cmp_double);
 	fprintf(f, "  %-22s %7zu %10.1f %10.1f %10.1f %10.1f\n", se->name, se->n,
-	    percentile(se->v, se->n, 50), percentile(se->v, se->n, 90),
-	    percentile(se->v, se->n, 99), percentile(se->v, se->n, 100));
+	    summary_percentile(se->v, se->n, 50), summary_percentile(se->v, se->n, 90),
+	    summary_percentile(se->v, se->n, 99), summary_percentile(se->v, se->n, 100));
 }
 
 /* Print the counts and, per action, the stage table. */

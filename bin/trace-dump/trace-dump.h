@@ -154,9 +154,9 @@ void		 join_add(struct join *, struct tspan *);
 void		 join_flush(struct join *, uint64_t cutoff_mono_ns);
 unsigned long	 join_evicted(const struct join *);
 size_t		 join_pending(const struct join *);
-void		 restore_free(struct restore *);	/* NULL-safe */
+void		 record_free(struct restore *);	/* NULL-safe */
 /* Build a restore from its spans (either may be NULL; takes ownership). */
-struct restore	*restore_build(struct tspan *daemon, struct tspan *child);
+struct restore	*record_build(struct tspan *daemon, struct tspan *child);
 
 /* --- render.c ------------------------------------------------------------ */
 
@@ -167,7 +167,7 @@ struct render_opts {
 void	render_restore(FILE *, const struct restore *, const struct render_opts *);
 void	render_span(FILE *, const struct tspan *, const struct render_opts *);
 /* Format an epoch-ns time as ISO 8601 UTC with microseconds. */
-void	format_time(uint64_t ns, char *buf, size_t size);
+void	render_time(uint64_t ns, char *buf, size_t size);
 
 /* --- summary.c ----------------------------------------------------------- */
 
@@ -179,7 +179,7 @@ void		 summary_add_span(struct summary *, const struct tspan *);
 void		 summary_print(FILE *, struct summary *, unsigned long malformed,
 		    unsigned long evicted);
 /* Nearest-rank percentile of a sorted array (p in 0..100). */
-double		 percentile(const double *sorted, size_t n, double p);
+double		 summary_percentile(const double *sorted, size_t n, double p);
 
 /* --- export.c ------------------------------------------------------------ */
 
@@ -188,11 +188,11 @@ void	export_json_restore(FILE *, const struct restore *);
 void	export_json_span(FILE *, const struct tspan *);
 
 struct chrome;
-struct chrome	*chrome_new(FILE *);
-void		 chrome_restore(struct chrome *, const struct restore *);
-void		 chrome_span(struct chrome *, const struct tspan *);
+struct chrome	*export_chrome_new(FILE *);
+void		 export_chrome_restore(struct chrome *, const struct restore *);
+void		 export_chrome_span(struct chrome *, const struct tspan *);
 /* Close the document and free.  NULL-safe. */
-void		 chrome_finish(struct chrome *);
+void		 export_chrome_finish(struct chrome *);
 
 /* --- svg.c: --format svg, the restore timeline as one SVG picture ------- */
 struct svg;
@@ -239,6 +239,6 @@ int		 output_finish(struct output *, unsigned long malformed,
 /* --- since.c ------------------------------------------------------------ */
 
 /* Parse ISO 8601 or a relative "10m" (before now_ns) into epoch ns. */
-int	parse_since(const char *s, uint64_t now_ns, uint64_t *out);
+int	since_parse(const char *s, uint64_t now_ns, uint64_t *out);
 
 #endif

@@ -146,19 +146,19 @@ test_profiler(void)
 {
 	struct prof p;
 
-	prof_init(&p);
+	profiler_init(&p);
 	ok(p.failed == -1, "no failure at start");
-	prof_begin(&p, PROF_EXISTENCE_CHECK);
-	prof_begin(&p, PROF_TRANSCRIPT_READ);	/* ends the previous as ok */
+	profiler_begin(&p, PROFILER_EXISTENCE_CHECK);
+	profiler_begin(&p, PROFILER_TRANSCRIPT_READ);	/* ends the previous as ok */
 	usleep(2000);
-	prof_end(&p, 0);
-	prof_begin(&p, PROF_CHAIN_RECONSTRUCT);
-	prof_end(&p, 0);
-	ok(p.ran[PROF_EXISTENCE_CHECK] && p.ran[PROF_TRANSCRIPT_READ], "stages ran");
-	ok(p.stage_ns[PROF_TRANSCRIPT_READ] >= 2000000, "durations are measured");
-	is_int(p.failed, PROF_TRANSCRIPT_READ, "the first failure wins");
-	is_str(prof_stage_name(PROF_RESPONSE_BUILD), "response_build", "stage names");
-	ok(!p.ran[PROF_HISTORY_REPLAY], "stages not reached are not reported");
+	profiler_end(&p, 0);
+	profiler_begin(&p, PROFILER_CHAIN_RECONSTRUCT);
+	profiler_end(&p, 0);
+	ok(p.ran[PROFILER_EXISTENCE_CHECK] && p.ran[PROFILER_TRANSCRIPT_READ], "stages ran");
+	ok(p.stage_ns[PROFILER_TRANSCRIPT_READ] >= 2000000, "durations are measured");
+	is_int(p.failed, PROFILER_TRANSCRIPT_READ, "the first failure wins");
+	is_str(profiler_stage_name(PROFILER_RESPONSE_BUILD), "response_build", "stage names");
+	ok(!p.ran[PROFILER_HISTORY_REPLAY], "stages not reached are not reported");
 }
 
 static void

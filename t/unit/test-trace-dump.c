@@ -172,7 +172,7 @@ on_restore(struct restore *r, void *arg)
 	if (nrestores < 8)
 		restores[nrestores++] = r;
 	else
-		restore_free(r);
+		record_free(r);
 }
 
 /* Join callback: count generic spans. */
@@ -262,7 +262,7 @@ test_join(json_tokener *tok)
 	    strcmp(restores[3]->channel_id, "7") == 0,
 	    "a flushed daemon span keeps its channel id");
 	for (size_t i = 0; i < nrestores; i++)
-		restore_free(restores[i]);
+		record_free(restores[i]);
 	join_free(j);
 }
 
@@ -287,21 +287,21 @@ test_settled(json_tokener *tok)
 	    CLEANUP("2500000000", "transport_closed") "]}") == -1)
 		abort();
 	sp = one(tok, js);
-	r = sp != NULL ? restore_build(sp, NULL) : NULL;
+	r = sp != NULL ? record_build(sp, NULL) : NULL;
 	ok(r != NULL && r->cleanup_result != NULL && r->settled_by != NULL &&
 	    strcmp(r->cleanup_result, "quarantined") == 0 &&
 	    strcmp(r->settled_by, "transport_closed") == 0,
 	    "quarantined, then settled by transport_closed");
-	restore_free(r);
+	record_free(r);
 	if (asprintf(&js, "{\"traceId\":\"" TID "\",\"spanId\":\"" DSID "\","
 	    "\"name\":\"" TD_DAEMON_SPAN "\",\"startTimeUnixNano\":\"1000000000\","
 	    "\"endTimeUnixNano\":\"3000000000\",\"attributes\":[],"
 	    "\"events\":[" CLEANUP("2000000000", "closed") "]}") == -1)
 		abort();
 	sp = one(tok, js);
-	r = sp != NULL ? restore_build(sp, NULL) : NULL;
+	r = sp != NULL ? record_build(sp, NULL) : NULL;
 	ok(r != NULL && r->settled_by == NULL, "one cleanup: no separate settlement");
-	restore_free(r);
+	record_free(r);
 }
 
 /* Nearest-rank percentiles. */
@@ -312,12 +312,12 @@ test_percentile(void)
 
 	for (int i = 0; i < 100; i++)
 		v[i] = i + 1;
-	ok(percentile(v, 100, 50) == 50 && percentile(v, 100, 90) == 90 &&
-	    percentile(v, 100, 99) == 99 && percentile(v, 100, 100) == 100,
+	ok(summary_percentile(v, 100, 50) == 50 && summary_percentile(v, 100, 90) == 90 &&
+	    summary_percentile(v, 100, 99) == 99 && summary_percentile(v, 100, 100) == 100,
 	    "nearest rank over 1..100");
-	ok(percentile(v, 1, 50) == 1 && percentile(v, 1, 99) == 1, "one sample");
-	ok(percentile(v, 0, 50) == 0, "no samples");
-	ok(percentile(v, 10, 90) == 9 && percentile(v, 10, 99) == 10,
+	ok(summary_percentile(v, 1, 50) == 1 && summary_percentile(v, 1, 99) == 1, "one sample");
+	ok(summary_percentile(v, 0, 50) == 0, "no samples");
+	ok(summary_percentile(v, 10, 90) == 9 && summary_percentile(v, 10, 99) == 10,
 	    "p90 of 10 is the 9th, p99 the 10th");
 }
 
@@ -327,28 +327,28 @@ test_since(void)
 {
 	uint64_t now = 1780000000ULL * 1000000000ULL, t = 0;
 
-	ok(parse_since("2026-05-28T20:26:40Z", now, &t) == 0 && t == now, "Z");
-	ok(parse_since("2026-05-28T22:26:40+02:00", now, &t) == 0 && t == now,
+	ok(since_parse("2026-05-28T20:26:40Z", now, &t) == 0 && t == now, "Z");
+	ok(since_parse("2026-05-28T22:26:40+02:00", now, &t) == 0 && t == now,
 	    "offset");
-	ok(parse_since("2026-05-28T15:26:40-0500", now, &t) == 0 && t == now,
+	ok(since_parse("2026-05-28T15:26:40-0500", now, &t) == 0 && t == now,
 	    "offset without colon");
-	ok(parse_since("2026-05-28 20:26:40.5", now, &t) == 0 &&
+	ok(since_parse("2026-05-28 20:26:40.5", now, &t) == 0 &&
 	    t == now + 500000000ULL, "space and fraction, UTC");
-	ok(parse_since("2026-05-28T20:26Z", now, &t) == 0 && t == now - 40000000000ULL,
+	ok(since_parse("2026-05-28T20:26Z", now, &t) == 0 && t == now - 40000000000ULL,
 	    "no seconds");
-	ok(parse_since("2026-05-28", now, &t) == 0 &&
+	ok(since_parse("2026-05-28", now, &t) == 0 &&
 	    t == now - (20 * 3600 + 26 * 60 + 40) * 1000000000ULL, "date only");
-	ok(parse_since("10m", now, &t) == 0 && t == now - 600000000000ULL, "10m");
-	ok(parse_since("2h", now, &t) == 0 && t == now - 7200000000000ULL, "2h");
-	ok(parse_since("1d", now, &t) == 0, "1d");
-	ok(parse_since("30s", now, &t) == 0 && t == now - 30000000000ULL, "30s");
-	ok(parse_since("yesterday", now, &t) == -1, "word rejected");
-	ok(parse_since("10x", now, &t) == -1, "unknown unit rejected");
-	ok(parse_since("10", now, &t) == -1, "no unit rejected");
-	ok(parse_since("2026-13-01", now, &t) == -1, "month 13 rejected");
-	ok(parse_since("2026-05-28T25:00Z", now, &t) == -1, "hour 25 rejected");
-	ok(parse_since("2026-05-28T20:26:40Q", now, &t) == -1, "bad zone rejected");
-	ok(parse_since("99999999999d", now, &t) == -1, "before the epoch rejected");
+	ok(since_parse("10m", now, &t) == 0 && t == now - 600000000000ULL, "10m");
+	ok(since_parse("2h", now, &t) == 0 && t == now - 7200000000000ULL, "2h");
+	ok(since_parse("1d", now, &t) == 0, "1d");
+	ok(since_parse("30s", now, &t) == 0 && t == now - 30000000000ULL, "30s");
+	ok(since_parse("yesterday", now, &t) == -1, "word rejected");
+	ok(since_parse("10x", now, &t) == -1, "unknown unit rejected");
+	ok(since_parse("10", now, &t) == -1, "no unit rejected");
+	ok(since_parse("2026-13-01", now, &t) == -1, "month 13 rejected");
+	ok(since_parse("2026-05-28T25:00Z", now, &t) == -1, "hour 25 rejected");
+	ok(since_parse("2026-05-28T20:26:40Q", now, &t) == -1, "bad zone rejected");
+	ok(since_parse("99999999999d", now, &t) == -1, "before the epoch rejected");
 }
 
 /* Run every group of checks. */
