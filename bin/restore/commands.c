@@ -345,7 +345,7 @@ cmd_attach(struct rctx *ctx, char **args)
 
 /* POST /session/sid/<action> under the restore timeout. */
 int
-restore_session(const struct rctx *ctx, const char *action, const char *sid,
+commands_restore_session(const struct rctx *ctx, const char *action, const char *sid,
     const char *client_id, struct http_resp *resp, char *new_id,
     size_t new_id_len)
 {
@@ -440,7 +440,7 @@ cmd_restore(struct rctx *ctx, const char *action)
 	int			 attempt = 0, rc = EXIT_OK;
 
 	state_client_get(ctx->state, ctx->session_id, id, sizeof(id));
-	while (restore_session(ctx, action, ctx->session_id, id, &resp,
+	while (commands_restore_session(ctx, action, ctx->session_id, id, &resp,
 	    new_id, sizeof(new_id)) == -1) {
 		output_classify(&resp, &e);
 		if (!restore_retry_wait(ctx, &e, &attempt)) {

@@ -272,7 +272,7 @@ follow_resume(struct rctx *ctx, struct sub *s, char *id, size_t len)
 	s->started = 0;
 	events_stop(s);
 	memset(s, 0, sizeof(*s));
-	if (restore_session(ctx, "resume", ctx->session_id, id, &resp, id,
+	if (commands_restore_session(ctx, "resume", ctx->session_id, id, &resp, id,
 	    len) == -1) {
 		s->resp = resp;
 		return -1;

@@ -114,7 +114,7 @@ heal_reattach_locked(struct heal *h, const char *failed_id,
 	pthread_mutex_lock(&h->mu);
 	h->resumes++;
 	pthread_mutex_unlock(&h->mu);
-	rc = restore_session(h->ctx, "resume", h->sid, NULL, resp, new_id, len);
+	rc = commands_restore_session(h->ctx, "resume", h->sid, NULL, resp, new_id, len);
 	state_unlock(fd);
 	return rc;
 }

@@ -427,7 +427,7 @@ int	commands_call(struct rctx *, const char *method, const char *suffix,
  * client_id (NULL: none), under the restore timeout; stores the returned
  * clientId.  0 on 2xx, -1 otherwise (*resp holds the answer).
  */
-int	restore_session(const struct rctx *, const char *action,
+int	commands_restore_session(const struct rctx *, const char *action,
 	    const char *sid, const char *client_id, struct http_resp *resp,
 	    char *new_id, size_t new_id_len);
 
