@@ -31,7 +31,7 @@ unstable_session_resume       POST /session/$SID/resume
 session_transcript            GET /session/$SID/transcript
 session_prompt                POST /session/$SID/prompt
 non_blocking_prompt           POST /session/$SID/prompt
-prompts_cancel                POST /session/$SID/cancel
+session_cancel                POST /session/$SID/cancel
 session_events                GET /session/$SID/events
 slow_client_warning           GET /session/$SID/events
 typed_event_schema            GET /session/$SID/events

@@ -122,7 +122,7 @@ routes_capabilities_json(void)
 	    "session_create", "session_id_override", "session_scope_override",
 	    "session_load", "session_resume", "unstable_session_resume",
 	    "session_transcript",
-	    "session_prompt", "non_blocking_prompt", "prompts_cancel",
+	    "session_prompt", "non_blocking_prompt", "session_cancel",
 	    "session_events", "slow_client_warning", "typed_event_schema",
 	    "client_identity", "client_heartbeat", "session_close",
 	    "session_status", "session_detach", "workspace_session_list",
