@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <err.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
@@ -75,11 +76,8 @@ static const struct option longopts[] = {
 static void __attribute__((noreturn))
 exit_flushed(int status)
 {
-	if (outflush(stdout) == -1) {
-		fprintf(stderr, "%s: write error: %s\n", getprogname(),
-		    strerror(errno));
-		exit(EXIT_FAIL);
-	}
+	if (outflush(stdout) == -1)
+		err(EXIT_FAIL, "write error");
 	exit(status);
 }
 
@@ -122,12 +120,8 @@ usage_err(const char *fmt, ...)
 {
 	va_list	ap;
 
-	fprintf(stderr, "%s: ", getprogname());
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(EXIT_USAGE);
+	verrx(EXIT_USAGE, fmt, ap);
 }
 
 /* A non-negative decimal integer option up to max. */
@@ -706,13 +700,12 @@ main(int argc, char **argv)
 	}
 	if ((ctx.state = state_open(ctx.state_dir, ctx.addr_key,
 	    &cause)) == NULL) {
-		fprintf(stderr, "%s: %s\n", getprogname(), cause);
+		warnx("%s", cause);
 		free(cause);
 		return EXIT_FAIL;
 	}
 	if (http_global_init() == -1) {
-		fprintf(stderr, "%s: cannot initialise libcurl\n",
-		    getprogname());
+		warnx("cannot initialise libcurl");
 		return EXIT_FAIL;
 	}
 	ctx.follow = strcmp(cmd->name, "follow") == 0;
@@ -732,8 +725,7 @@ main(int argc, char **argv)
 	free(ctx.state_dir);
 	free(ctx.session_id_full);
 	if (outflush(stdout) == -1) {
-		fprintf(stderr, "%s: write error: %s\n", getprogname(),
-		    strerror(errno));
+		warn("write error");
 		if (rc == EXIT_OK)
 			rc = EXIT_FAIL;
 	}
