@@ -679,13 +679,15 @@ void	sessions_free(void);
 int	prompts_init(struct session *);
 void	prompts_clear(struct session *);
 /*
- * Admit a prompt: returns its id (borrowed), or NULL with *err set.  cont:
+ * Admit a prompt: returns its id (borrowed), or NULL with errno EINVAL (not
+ * a non-empty array of content blocks), ENOBUFS (the queue is full) or
+ * ENOMEM.  cont:
  * the continuation of a cut-off turn (_meta SERVE_CONTINUE_META, which a
  * client's own prompt never carries).
  */
 #define SERVE_CONTINUE_META	"qwen.daemon.continueLastTurn"
 const char *prompts_admit(struct session *, json_object *body,
-	    const char *client_id, int cont, const char **err);
+	    const char *client_id, int cont);
 size_t	prompts_pending(const struct session *);
 /* The running prompt's id (and its client, if client_id), or NULL. */
 const char *prompts_active(const struct session *, const char **client_id);
