@@ -346,8 +346,8 @@ route_metrics(struct http_ctx *ctx)
 	metrics_children(b);
 	metrics_process(b);
 	gate_cors_headers(ctx->req);
-	evhttp_add_header(evhttp_request_get_output_headers(ctx->req), "Content-Type",
+	http_set_header(ctx->req, "Content-Type",
 	    "text/plain; version=0.0.4; charset=utf-8");
-	evhttp_send_reply(ctx->req, 200, NULL, b);
+	http_reply_raw(ctx->req, 200, b);
 	evbuffer_free(b);
 }

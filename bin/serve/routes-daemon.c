@@ -55,7 +55,7 @@ void
 route_health(struct http_ctx *ctx)
 {
 	json_object *o = xjson_object_new_object();
-	const char *deep = evhttp_find_header(ctx->query, "deep");
+	const char *deep = http_query(ctx, "deep");
 	size_t active, unsettled, overdue, quarantined;
 
 	json_object_object_add(o, "status", xjson_object_new_string(
@@ -290,7 +290,7 @@ status_runtime(void)
 void
 route_daemon_status(struct http_ctx *ctx)
 {
-	const char *detail = evhttp_find_header(ctx->query, "detail"), *level;
+	const char *detail = http_query(ctx, "detail"), *level;
 	json_object *o, *d, *sec, *caps = routes_capabilities_json(), *v;
 	char when[CLOCK_ISO_LEN];
 
@@ -352,8 +352,8 @@ route_capabilities(struct http_ctx *ctx)
 void
 route_workspace_sessions(struct http_ctx *ctx)
 {
-	const char *cwd = evhttp_find_header(ctx->query, "cwd");
-	const char *lim = evhttp_find_header(ctx->query, "limit"), *errstr = NULL;
+	const char *cwd = http_query(ctx, "cwd");
+	const char *lim = http_query(ctx, "limit"), *errstr = NULL;
 	long long max = 100;
 
 	if (cwd != NULL)
@@ -380,9 +380,9 @@ route_workspace_sessions_page(struct http_ctx *ctx)
 {
 	static const char *const unknown[] = { "view", "group",
 	    "parentSessionId", "sourceType", "sourceId", NULL };
-	const char *size = evhttp_find_header(ctx->query, "size");
-	const char *cur = evhttp_find_header(ctx->query, "cursor");
-	const char *arch = evhttp_find_header(ctx->query, "archiveState");
+	const char *size = http_query(ctx, "size");
+	const char *cur = http_query(ctx, "cursor");
+	const char *arch = http_query(ctx, "archiveState");
 	const char *errstr = NULL;
 	long long max = 50, skip = 0;
 
@@ -398,7 +398,7 @@ route_workspace_sessions_page(struct http_ctx *ctx)
 		return;
 	}
 	for (size_t i = 0; unknown[i] != NULL; i++)
-		if (evhttp_find_header(ctx->query, unknown[i]) != NULL) {
+		if (http_query(ctx, unknown[i]) != NULL) {
 			http_send_qerr(ctx->req, qerr_new("bad_request",
 			    "This session filter is not served"));
 			return;

@@ -64,7 +64,7 @@ unavailable(struct evhttp_request *req)
 static int
 page_limit(struct http_ctx *ctx, json_object *params)
 {
-	const char *s = evhttp_find_header(ctx->query, "limit");
+	const char *s = http_query(ctx, "limit");
 	struct qerr *e;
 	long long n;
 
@@ -96,10 +96,10 @@ page_limit(struct http_ctx *ctx, json_object *params)
 static int
 page_anchor(struct http_ctx *ctx, json_object *params)
 {
-	const char *cur = evhttp_find_header(ctx->query, "cursor");
-	const char *dir = evhttp_find_header(ctx->query, "direction");
-	const char *before = evhttp_find_header(ctx->query, "beforeRecordId");
-	const char *mode = evhttp_find_header(ctx->query, "compactedReplayMode");
+	const char *cur = http_query(ctx, "cursor");
+	const char *dir = http_query(ctx, "direction");
+	const char *before = http_query(ctx, "beforeRecordId");
+	const char *mode = http_query(ctx, "compactedReplayMode");
 	const char *msg = NULL;
 
 	if (cur != NULL && (cur[0] == '\0' || strlen(cur) > TRANSCRIPT_CURSOR_MAX_BYTES))
@@ -112,8 +112,8 @@ page_anchor(struct http_ctx *ctx, json_object *params)
 	else if ((dir != NULL && (cur != NULL || before != NULL)) ||
 	    (cur != NULL && before != NULL))
 		msg = "`direction`, `cursor` and `beforeRecordId` cannot be combined";
-	else if (evhttp_find_header(ctx->query, "atRecordId") != NULL ||
-	    evhttp_find_header(ctx->query, "snapshot") != NULL)
+	else if (http_query(ctx, "atRecordId") != NULL ||
+	    http_query(ctx, "snapshot") != NULL)
 		msg = "`atRecordId` and `snapshot` anchors are not supported";
 	if (msg != NULL) {
 		bad_query(ctx->req, "invalid_transcript_cursor", msg);
@@ -175,7 +175,7 @@ route_session_transcript(struct http_ctx *ctx)
 	struct channel *ch;
 	struct page_req *pr;
 
-	const char *cwd = evhttp_find_header(ctx->query, "cwd");
+	const char *cwd = http_query(ctx, "cwd");
 
 	if (cwd != NULL)
 		json_object_object_add(ctx->body, "cwd", xjson_object_new_string(cwd));
@@ -238,8 +238,8 @@ on_turns(void *arg, enum channel_outcome o, json_object *payload)
 static int
 turns_start(struct http_ctx *ctx, json_object *params)
 {
-	const char *s = evhttp_find_header(ctx->query, "start");
-	const char *snap = evhttp_find_header(ctx->query, "snapshot");
+	const char *s = http_query(ctx, "start");
+	const char *snap = http_query(ctx, "snapshot");
 
 	if (s != NULL && (s[0] == '\0' || strlen(s) > 9 ||
 	    strspn(s, "0123456789") != strlen(s))) {

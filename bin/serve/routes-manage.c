@@ -308,8 +308,8 @@ route_workspace_live_state(struct http_ctx *ctx)
 void
 route_workspace_sessions_search(struct http_ctx *ctx)
 {
-	const char *q = evhttp_find_header(ctx->query, "q");
-	const char *mr = evhttp_find_header(ctx->query, "maxResults");
+	const char *q = http_query(ctx, "q");
+	const char *mr = http_query(ctx, "maxResults");
 	const char *errstr = NULL;
 	long long max = 20;
 
@@ -355,9 +355,8 @@ export_open(const char *ws, const char *id, struct stat *st)
 void
 route_session_export(struct http_ctx *ctx)
 {
-	const char *fmt = evhttp_find_header(ctx->query, "format");
+	const char *fmt = http_query(ctx, "format");
 	const char *ws = catalog_workspace_of(ctx->path_id);
-	struct evkeyvalq *h = evhttp_request_get_output_headers(ctx->req);
 	struct evbuffer *buf;
 	struct stat st;
 	char *disp;
@@ -387,10 +386,10 @@ route_session_export(struct http_ctx *ctx)
 		close(fd);
 	xasprintf(&disp, "attachment; filename=\"%s.jsonl\"", ctx->path_id);
 	gate_cors_headers(ctx->req);
-	evhttp_add_header(h, "Content-Type", "application/x-ndjson");
-	evhttp_add_header(h, "Content-Disposition", disp);
+	http_set_header(ctx->req, "Content-Type", "application/x-ndjson");
+	http_set_header(ctx->req, "Content-Disposition", disp);
 	free(disp);
-	evhttp_send_reply(ctx->req, 200, NULL, buf);
+	http_reply_raw(ctx->req, 200, buf);
 	evbuffer_free(buf);
 }
 

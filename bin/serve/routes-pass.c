@@ -71,7 +71,7 @@ struct pass_req {
 static const struct pass_route *
 pass_find(struct evhttp_request *req, const char *id)
 {
-	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	const char *path = http_path(req);
 	const char *at;
 	size_t i;
 
@@ -79,7 +79,7 @@ pass_find(struct evhttp_request *req, const char *id)
 		return NULL;
 	at += strlen(id);
 	for (i = 0; i < sizeof(pass_routes) / sizeof(pass_routes[0]); i++)
-		if (pass_routes[i].cmd == evhttp_request_get_command(req) &&
+		if (pass_routes[i].cmd == http_method(req) &&
 		    strcmp(pass_routes[i].suffix, at) == 0)
 			return &pass_routes[i];
 	return NULL;
@@ -119,7 +119,7 @@ pass_params(const struct pass_route *r, struct http_ctx *ctx, const char *id)
 	}
 	for (i = 0; i < 3 && r->query[i] != NULL; i++) {
 		if (ctx->query == NULL ||
-		    (v = evhttp_find_header(ctx->query, r->query[i])) == NULL)
+		    (v = http_query(ctx, r->query[i])) == NULL)
 			continue;
 		if (strcmp(v, "true") == 0 || strcmp(v, "false") == 0)
 			json_object_object_add(p, r->query[i],

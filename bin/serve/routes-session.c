@@ -532,7 +532,7 @@ route_session_status(struct http_ctx *ctx)
 int64_t
 routes_last_event_id(struct evhttp_request *req)
 {
-	const char *v = evhttp_find_header(evhttp_request_get_input_headers(req),
+	const char *v = http_header(req,
 	    "Last-Event-ID");
 	int64_t n = 0;
 
@@ -549,8 +549,8 @@ routes_last_event_id(struct evhttp_request *req)
 void
 route_session_events(struct http_ctx *ctx)
 {
-	const char *mq = evhttp_find_header(ctx->query, "maxQueued"), *errstr;
-	const char *snap = evhttp_find_header(ctx->query, "snapshot");
+	const char *mq = http_query(ctx, "maxQueued"), *errstr;
+	const char *snap = http_query(ctx, "snapshot");
 	struct session *s;
 	struct client *c;
 	long long max = 256;
@@ -569,7 +569,7 @@ route_session_events(struct http_ctx *ctx)
 		c->last_seen_ms = clock_wall_ms();
 	s->last_active_mono_ms = clock_mono_ms();
 	sse_subscribe(s->bus, ctx->req, routes_last_event_id(ctx->req),
-	    evhttp_find_header(evhttp_request_get_input_headers(ctx->req),
+	    http_header(ctx->req,
 	    "X-Qwen-Event-Epoch"), (int)max,
 	    snap != NULL && strcmp(snap, "1") == 0 ? modes_snapshot(s) : NULL);
 }

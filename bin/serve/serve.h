@@ -300,6 +300,15 @@ void		 http_free(struct evhttp *);
 void	http_reply_json(struct evhttp_request *, int status, json_object *body);
 void	http_reply_empty(struct evhttp_request *, int status);
 void	http_set_retry_after(struct evhttp_request *, int seconds);
+const char *http_query(const struct http_ctx *, const char *name);
+const char *http_header(struct evhttp_request *, const char *name);
+const char *http_path(struct evhttp_request *);
+enum evhttp_cmd_type http_method(struct evhttp_request *);
+char	*http_uridecode(const char *);
+void	http_write_size(struct evhttp_request *, size_t bytes);
+void	http_set_header(struct evhttp_request *, const char *name,
+	    const char *value);
+void	http_reply_raw(struct evhttp_request *, int status, struct evbuffer *);
 struct qerr;
 /* Send e (takes ownership; NULL: a bare 500) with its status and Retry-After. */
 void	http_send_qerr(struct evhttp_request *, struct qerr *e);
