@@ -245,13 +245,13 @@ acp_perm_answer(struct acp_conn *c, struct rpc_msg *m)
 	const char *sid;
 
 	if (m->kind != RPC_RESULT || !json_object_is_type(m->id, json_type_string) ||
-	    (sid = perm_session_of(json_object_get_string(m->id))) == NULL ||
+	    (sid = permission_session_of(json_object_get_string(m->id))) == NULL ||
 	    (a = acp_sess_find(c, sid)) == NULL)
 		return;		/* not ours, already answered, or an error: no vote */
 	if (m->result != NULL)
 		(void)json_object_object_get_ex(m->result, "outcome", &outcome);
-	if (perm_answer(sid, json_object_get_string(m->id), outcome,
-	    a->client_id[0] ? a->client_id : NULL) != PERM_ACCEPTED)
+	if (permission_answer(sid, json_object_get_string(m->id), outcome,
+	    a->client_id[0] ? a->client_id : NULL) != PERMISSION_ACCEPTED)
 		log_info("acp: connection %s: an unusable permission answer", c->id);
 }
 

@@ -193,7 +193,7 @@ static void
 answer_child_request(struct channel *ch, struct rpc_msg *m)
 {
 	if (strcmp(m->method, "session/request_permission") == 0)
-		perm_request(ch, m->id, m->params);
+		permission_ask(ch, m->id, m->params);
 	else
 		write_msg(ch, rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
 		    "Method not found", NULL));

@@ -54,7 +54,7 @@ static uint64_t	conns[2];
 static uint64_t	conns_open[2];
 static uint64_t	refusals[2][NELEM(refusal_reasons)];
 static uint64_t	child_starts, child_restarts, child_exits[2];
-static uint64_t	perm_requests;
+static uint64_t	permission_requests;
 
 static size_t
 metrics_index(const char *const *names, size_t n, const char *name)
@@ -139,7 +139,7 @@ metrics_child_exited(int killed)
 void
 metrics_permission_asked(void)
 {
-	perm_requests++;
+	permission_requests++;
 }
 
 /* "# HELP" and "# TYPE" of one family. */
@@ -200,7 +200,7 @@ metrics_sessions(struct evbuffer *b)
 	sample(b, "qwen_serve_permission_requests_pending", perms);
 	family(b, "qwen_serve_permission_requests_total", "counter",
 	    "Permission requests the agent made.");
-	sample(b, "qwen_serve_permission_requests_total", perm_requests);
+	sample(b, "qwen_serve_permission_requests_total", permission_requests);
 	family(b, "qwen_serve_sse_subscribers", "gauge", "Open SSE event streams.");
 	sample(b, "qwen_serve_sse_subscribers", sessions_subscribers());
 	family(b, "qwen_serve_sse_evictions_total", "counter",

@@ -25,7 +25,7 @@
 #include "xmalloc.h"
 
 /* Held requests per session; more are cancelled at once (upstream: 64). */
-#define PERM_MAX_PER_SESSION	64
+#define PERMISSION_MAX_PER_SESSION	64
 
 struct perm {
 	TAILQ_ENTRY(perm)	 entry;
@@ -42,7 +42,7 @@ struct perm {
 static TAILQ_HEAD(, perm) perms = TAILQ_HEAD_INITIALIZER(perms);
 
 static struct perm *
-perm_find(const char *request_id)
+permission_find(const char *request_id)
 {
 	struct perm *p;
 
@@ -53,7 +53,7 @@ perm_find(const char *request_id)
 }
 
 static size_t
-perm_count(const struct session *s)
+permission_count(const struct session *s)
 {
 	struct perm *p;
 	size_t n = 0;
@@ -64,9 +64,9 @@ perm_count(const struct session *s)
 }
 
 size_t
-perm_pending(const struct session *s)
+permission_pending(const struct session *s)
 {
-	return perm_count(s);
+	return permission_count(s);
 }
 
 /* {outcome:"selected",optionId} or {outcome:"cancelled"}; caller owns. */
@@ -84,7 +84,7 @@ outcome_new(const char *option_id)
 
 /* Answer the child (when it still runs), tell the subscribers, free p. */
 static void
-perm_resolve(struct perm *p, const char *option_id, const char *voter, int tell)
+permission_resolve(struct perm *p, const char *option_id, const char *voter, int tell)
 {
 	json_object *res, *d;
 
@@ -116,7 +116,7 @@ static void
 on_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd; (void)what;
-	perm_resolve(arg, NULL, NULL, 1);
+	permission_resolve(arg, NULL, NULL, 1);
 }
 
 /* Member name of params' object obj copied into out as as (when present). */
@@ -221,7 +221,7 @@ interaction_new(const struct perm *p, json_object *params)
 
 /* Whether p asks the user a question rather than for a permission. */
 static int
-perm_is_question(const struct perm *p)
+permission_is_question(const struct perm *p)
 {
 	const char *k = json_get_str(p->interaction, "kind");
 
@@ -229,7 +229,7 @@ perm_is_question(const struct perm *p)
 }
 
 json_object *
-perm_interactions(const struct session *s)
+permission_interactions(const struct session *s)
 {
 	json_object *out = xjson_object_new_array();
 	struct perm *p;
@@ -241,13 +241,13 @@ perm_interactions(const struct session *s)
 }
 
 size_t
-perm_questions(const struct session *s)
+permission_questions(const struct session *s)
 {
 	struct perm *p;
 	size_t n = 0;
 
 	TAILQ_FOREACH(p, &perms, entry)
-		n += p->s == s && perm_is_question(p);
+		n += p->s == s && permission_is_question(p);
 	return n;
 }
 
@@ -273,7 +273,7 @@ publish_request(struct perm *p, json_object *params)
 
 /* Hold a request, or cancel it at once when no session can answer it. */
 void
-perm_request(struct channel *ch, json_object *rpc_id, json_object *params)
+permission_ask(struct channel *ch, json_object *rpc_id, json_object *params)
 {
 	struct timeval tv;
 	struct session *s = NULL;
@@ -283,7 +283,7 @@ perm_request(struct channel *ch, json_object *rpc_id, json_object *params)
 	if (params != NULL && json_object_object_get_ex(params, "sessionId", &v) &&
 	    json_object_is_type(v, json_type_string))
 		s = sessions_find(json_object_get_string(v));
-	if (s == NULL || s->channel != ch || perm_count(s) >= PERM_MAX_PER_SESSION ||
+	if (s == NULL || s->channel != ch || permission_count(s) >= PERMISSION_MAX_PER_SESSION ||
 	    (p = calloc(1, sizeof(*p))) == NULL) {
 		v = json_object_new_object();
 		json_object_object_add(v, "outcome", outcome_new(NULL));
@@ -325,45 +325,45 @@ option_allowed(const struct perm *p, const char *option_id)
 	return 0;
 }
 
-enum perm_answer
-perm_answer(const char *session_id, const char *request_id, json_object *outcome,
+enum permission_answer
+permission_answer(const char *session_id, const char *request_id, json_object *outcome,
     const char *voter)
 {
-	struct perm *p = perm_find(request_id);
+	struct perm *p = permission_find(request_id);
 	json_object *kind, *opt;
 	const char *k, *id = NULL;
 
 	if (outcome == NULL || !json_object_is_type(outcome, json_type_object) ||
 	    !json_object_object_get_ex(outcome, "outcome", &kind) ||
 	    !json_object_is_type(kind, json_type_string))
-		return PERM_BAD_OUTCOME;
+		return PERMISSION_BAD_OUTCOME;
 	k = json_object_get_string(kind);
 	if (strcmp(k, "selected") == 0) {
 		if (!json_object_object_get_ex(outcome, "optionId", &opt) ||
 		    !json_object_is_type(opt, json_type_string) ||
 		    json_object_get_string_len(opt) == 0)
-			return PERM_BAD_OUTCOME;
+			return PERMISSION_BAD_OUTCOME;
 		id = json_object_get_string(opt);
 	} else if (strcmp(k, "cancelled") != 0)
-		return PERM_BAD_OUTCOME;
+		return PERMISSION_BAD_OUTCOME;
 	if (p == NULL || (session_id != NULL && strcmp(p->session_id, session_id) != 0))
-		return PERM_NOT_FOUND;
+		return PERMISSION_NOT_FOUND;
 	if (id != NULL && !option_allowed(p, id))
-		return PERM_BAD_OPTION;
-	perm_resolve(p, id, voter, 1);
-	return PERM_ACCEPTED;
+		return PERMISSION_BAD_OPTION;
+	permission_resolve(p, id, voter, 1);
+	return PERMISSION_ACCEPTED;
 }
 
 const char *
-perm_session_of(const char *request_id)
+permission_session_of(const char *request_id)
 {
-	struct perm *p = perm_find(request_id);
+	struct perm *p = permission_find(request_id);
 
 	return p != NULL ? p->session_id : NULL;
 }
 
 void
-perm_cancel_session(struct session *s, int child_alive)
+permission_cancel_session(struct session *s, int child_alive)
 {
 	struct perm *p, *next;
 
@@ -372,16 +372,16 @@ perm_cancel_session(struct session *s, int child_alive)
 			continue;
 		if (!child_alive)
 			p->ch = NULL;
-		perm_resolve(p, NULL, NULL, 1);
+		permission_resolve(p, NULL, NULL, 1);
 	}
 }
 
 void
-perm_forget_session(struct session *s)
+permission_forget_session(struct session *s)
 {
 	struct perm *p, *next;
 
 	TAILQ_FOREACH_SAFE(p, &perms, entry, next)
 		if (p->s == s)
-			perm_resolve(p, NULL, NULL, 0);
+			permission_resolve(p, NULL, NULL, 0);
 }

@@ -555,7 +555,7 @@ prompts_cancel(struct session *s, const char *client_id)
 
 	if (s->active == NULL)
 		return;
-	perm_cancel_session(s, 1);
+	permission_cancel_session(s, 1);
 	p = xjson_object_new_object();
 	json_object_object_add(p, "sessionId", xjson_object_new_string(s->id));
 	channel_notify(s->channel, "session/cancel", p);

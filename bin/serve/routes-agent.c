@@ -45,19 +45,19 @@ route_session_permission(struct http_ctx *ctx)
 	if ((s = routes_session(ctx)) == NULL)
 		return;
 	(void)json_object_object_get_ex(ctx->body, "outcome", &outcome);
-	switch (perm_answer(s->id, ctx->path_tail, outcome, ctx->client_id)) {
-	case PERM_ACCEPTED:
+	switch (permission_answer(s->id, ctx->path_tail, outcome, ctx->client_id)) {
+	case PERMISSION_ACCEPTED:
 		http_reply_json(ctx->req, 200, json_object_new_object());
 		break;
-	case PERM_BAD_OUTCOME:
+	case PERMISSION_BAD_OUTCOME:
 		permission_error(ctx, 400, "`outcome` must be `{ outcome: \"cancelled\" }` "
 		    "or `{ outcome: \"selected\", optionId: string }`", NULL, NULL, NULL);
 		break;
-	case PERM_BAD_OPTION:
+	case PERMISSION_BAD_OPTION:
 		permission_error(ctx, 400, "optionId is not one the request offered",
 		    "invalid_option_id", NULL, outcome);
 		break;
-	case PERM_NOT_FOUND:
+	case PERMISSION_NOT_FOUND:
 		permission_error(ctx, 404, "No pending permission request for session",
 		    NULL, s->id, NULL);
 		break;

@@ -265,9 +265,9 @@ live_state_of(struct session *s)
 	json_object_object_add(o, "activeWorkState", xjson_object_new_string(
 	    s->active != NULL ? "active" : "idle"));
 	json_object_object_add(o, "isWaitingForPermission",
-	    xjson_object_new_boolean(perm_pending(s) > 0));
+	    xjson_object_new_boolean(permission_pending(s) > 0));
 	json_object_object_add(o, "isWaitingForUserQuestion",
-	    xjson_object_new_boolean(perm_questions(s) > 0));
+	    xjson_object_new_boolean(permission_questions(s) > 0));
 	return o;
 }
 

@@ -511,12 +511,12 @@ route_session_status(struct http_ctx *ctx)
 	json_object_object_add(o, "pendingPrompts",
 	    xjson_object_new_int64((int64_t)prompts_pending(s)));
 	json_object_object_add(o, "isWaitingForPermission",
-	    xjson_object_new_boolean(perm_pending(s) > 0));
+	    xjson_object_new_boolean(permission_pending(s) > 0));
 	json_object_object_add(o, "isWaitingForUserQuestion",
-	    xjson_object_new_boolean(perm_questions(s) > 0));
+	    xjson_object_new_boolean(permission_questions(s) > 0));
 	json_object_object_add(o, "pendingInteractionCount",
-	    xjson_object_new_int64((int64_t)perm_pending(s)));
-	json_object_object_add(o, "pendingInteractions", perm_interactions(s));
+	    xjson_object_new_int64((int64_t)permission_pending(s)));
+	json_object_object_add(o, "pendingInteractions", permission_interactions(s));
 	prompts_status(s, o);
 	json_object_object_add(o, "lastEventId",
 	    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));

@@ -256,25 +256,25 @@ char	*child_cmd_describe(void);
 struct channel;
 struct session;
 /* The child asks (rpc_id, params borrowed): hold it for the clients. */
-void	perm_request(struct channel *, json_object *rpc_id, json_object *params);
-enum perm_answer { PERM_ACCEPTED, PERM_NOT_FOUND, PERM_BAD_OUTCOME, PERM_BAD_OPTION };
+void	permission_ask(struct channel *, json_object *rpc_id, json_object *params);
+enum permission_answer { PERMISSION_ACCEPTED, PERMISSION_NOT_FOUND, PERMISSION_BAD_OUTCOME, PERMISSION_BAD_OPTION };
 /*
  * A client's answer {outcome:"selected",optionId}|{outcome:"cancelled"}
  * (borrowed) to request_id of session_id (NULL: any session).  voter: the
  * answering clientId or NULL.
  */
-enum perm_answer perm_answer(const char *session_id, const char *request_id,
+enum permission_answer permission_answer(const char *session_id, const char *request_id,
 	    json_object *outcome, const char *voter);
 /* The session a held request belongs to, or NULL. */
-const char *perm_session_of(const char *request_id);
-size_t	perm_pending(const struct session *);
+const char *permission_session_of(const char *request_id);
+size_t	permission_pending(const struct session *);
 /* Every unanswered request of s as status shows it (caller owns). */
-json_object *perm_interactions(const struct session *);
-size_t	perm_questions(const struct session *);
+json_object *permission_interactions(const struct session *);
+size_t	permission_questions(const struct session *);
 /* Cancel the session's requests (answering the child if it still runs). */
-void	perm_cancel_session(struct session *, int child_alive);
+void	permission_cancel_session(struct session *, int child_alive);
 /* The session is going: cancel quietly (its bus is ending). */
-void	perm_forget_session(struct session *);
+void	permission_forget_session(struct session *);
 
 /* ---- checkconf.c ------------------------------------------------------- */
 /* --check-config: report on stdout/stderr; the exit status (0 or 1). */

@@ -113,7 +113,7 @@ sessions_totals(size_t *queued, size_t *perms)
 	*queued = *perms = 0;
 	TAILQ_FOREACH(s, &sessions, entry) {
 		*queued += s->queued;
-		*perms += perm_pending(s);
+		*perms += permission_pending(s);
 	}
 }
 
@@ -263,7 +263,7 @@ session_new(const char *id, struct channel *ch)
 static void
 session_remove(struct session *s)
 {
-	perm_forget_session(s);
+	permission_forget_session(s);
 	TAILQ_REMOVE(&sessions, s, entry);
 	RB_REMOVE(session_tree, &sessions_by_id, s);
 	nsessions--;
@@ -285,7 +285,7 @@ session_close(struct session *s, const char *reason, const char *closed_by)
 	json_object *d = xjson_object_new_object(), *p;
 
 	log_info("session %s closed (%s)", s->id, reason);
-	perm_cancel_session(s, 1);
+	permission_cancel_session(s, 1);
 	if (s->active != NULL) {
 		p = xjson_object_new_object();
 		json_object_object_add(p, "sessionId", xjson_object_new_string(s->id));
@@ -333,7 +333,7 @@ sessions_channel_died(struct channel *ch, int exit_code, int signal_code, int ki
 		} else
 			json_object_object_add(d, "signalCode", NULL);
 		log_warnx("session %s died with its child", s->id);
-		perm_cancel_session(s, 0);
+		permission_cancel_session(s, 0);
 		bus_publish(s->bus, "session_died", d, NULL, NULL, 1);
 		session_remove(s);
 	}
