@@ -53,3 +53,16 @@ mini() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 }
+
+@test "check-names: a sanitizer build's own symbols are not names" {
+	T=$BATS_TEST_TMPDIR/tree
+	mkdir -p "$T/bin/prog" "$T/lib"
+	printf 'int prog_count = 1;\nint prog_get(void) { return prog_count; }\n' >"$T/bin/prog/prog.c"
+	cc -fsanitize=address -c -o "$T/bin/prog/prog.o" "$T/bin/prog/prog.c" 2>/dev/null ||
+	    skip "no -fsanitize=address"
+	nm -P -g --defined-only "$T/bin/prog/prog.o" | grep -q '^__' ||
+	    skip "the compiler adds no symbol of its own"
+	run "$CHECK" "$T" "$T"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
