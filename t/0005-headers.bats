@@ -129,3 +129,20 @@ tree_copy() {
 	[[ "$output" == *"bin/acp-child/replay/project-x.c: config.h is not the first include"* ]]
 	[[ "$output" == *"bin/acp-child/replay/project-int.h:"*": section gone.c: no such file"* ]]
 }
+
+@test "check-headers: only qwen-serve's HTTP edge calls evhttp_*" {
+	tree_copy
+	printf '#include "config.h"\n/* evhttp_send_reply() in a comment */\nstatic void\nf(void *r)\n{\n\t(void)evhttp_find_header(r, "x");\n}\n' \
+	    >"$T/bin/serve/routes-x.c"
+	printf '#include "config.h"\nvoid g(void *r) { evhttp_send_reply(r, 200, 0, 0); }\n' \
+	    >"$T/bin/serve/http-x.c"
+	run "$CHECK" "$T"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"bin/serve/routes-x.c:6: calls evhttp_* outside the HTTP edge"* ]]
+	[[ "$output" == *"bin/serve/http-x.c:2: calls evhttp_* outside the HTTP edge"* ]]
+	[[ "$output" != *"routes-x.c:2"* ]]
+	rm "$T/bin/serve/routes-x.c" "$T/bin/serve/http-x.c"
+	run "$CHECK" "$T"
+	[ "$status" -eq 0 ]
+}

@@ -44,11 +44,8 @@
 static void __attribute__((noreturn))
 exit_flushed(int status)
 {
-	if (outflush(stdout) == -1) {
-		fprintf(stderr, "%s: write error: %s\n", getprogname(),
-		    strerror(errno));
-		exit(1);
-	}
+	if (outflush(stdout) == -1)
+		err(1, "write error");
 	exit(status);
 }
 
@@ -83,8 +80,7 @@ parse_size(const char *flag, const char *text)
 
 	v = strtonum(text, 1, 1LL << 40, &errstr);
 	if (errstr != NULL) {
-		fprintf(stderr, "%s: %s: a byte count from 1 to 2^40, not '%s'\n",
-		    getprogname(), flag, text);
+		warnx("%s: a byte count from 1 to 2^40, not '%s'", flag, text);
 		usage();
 	}
 	return (size_t)v;
@@ -117,7 +113,8 @@ agent_acp_opt(struct child_opts *o, const char *arg)
 
 	argv_free(o->agent_acp);
 	if (argv_split(arg, &o->agent_acp, &cause) == -1)
-		errx(2, "--agent-acp: %s", cause != NULL ? cause : "out of memory");
+		errx(2, "--agent-acp: %s",
+		    cause != NULL ? cause : "out of memory");
 }
 
 /* --max-sessions N: 0 (no cap) to a million, else exit 2. */
@@ -127,11 +124,8 @@ max_sessions_opt(const char *arg)
 	const char *errstr;
 	long long n = strtonum(arg, 0, 1000000, &errstr);
 
-	if (errstr != NULL) {
-		fprintf(stderr, "%s: --max-sessions: %s: '%s'\n", getprogname(),
-		    errstr, arg);
-		exit(2);
-	}
+	if (errstr != NULL)
+		errx(2, "--max-sessions: %s: '%s'", errstr, arg);
 	return (size_t)n;
 }
 
@@ -175,8 +169,8 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 			else if (strcmp(optarg, "no") == 0)
 				o->agent_prestart = 0;
 			else {
-				fprintf(stderr, "%s: --agent-prestart: yes or no, not '%s'\n",
-				    getprogname(), optarg);
+				warnx("--agent-prestart: yes or no, not '%s'",
+				    optarg);
 				usage();
 			}
 			break;
@@ -186,8 +180,8 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 			else if (strcmp(optarg, "no") == 0)
 				o->agent_compact = 0;
 			else {
-				fprintf(stderr, "%s: --agent-compact: yes or no, not '%s'\n",
-				    getprogname(), optarg);
+				warnx("--agent-compact: yes or no, not '%s'",
+				    optarg);
 				usage();
 			}
 			break;
@@ -203,15 +197,15 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 			else if (strcmp(optarg, "never") == 0)
 				o->do_fsync = 0;
 			else {
-				fprintf(stderr, "%s: --fsync: always or never, not '%s'\n",
-				    getprogname(), optarg);
+				warnx("--fsync: always or never, not '%s'",
+				    optarg);
 				usage();
 			}
 			break;
 		case 'l':
 			if ((level = log_level_parse(optarg)) == -1) {
-				fprintf(stderr, "%s: --log-level: error, warn, notice, "
-				    "info or debug, not '%s'\n", getprogname(), optarg);
+				warnx("--log-level: error, warn, notice, info "
+				    "or debug, not '%s'", optarg);
 				usage();
 			}
 			log_set_level((enum log_level)level);
@@ -227,29 +221,21 @@ parse_options(int argc, char **argv, struct child_opts *o, const char **inspect)
 	}
 	if (optind != argc)
 		usage();
-	if (o->agent_acp != NULL && o->agent_command != NULL) {
-		fprintf(stderr, "%s: --agent-acp and --agent-command are exclusive\n",
-		    getprogname());
-		exit(2);
-	}
+	if (o->agent_acp != NULL && o->agent_command != NULL)
+		errx(2, "--agent-acp and --agent-command are exclusive");
 	if (*inspect != NULL)
 		return;
 	replay_fit_frame(o);
-	if (realpath(workspace, resolved) == NULL) {
-		fprintf(stderr, "%s: --workspace %s: %s\n", getprogname(), workspace,
-		    strerror(errno));
-		exit(1);
-	}
+	if (realpath(workspace, resolved) == NULL)
+		err(1, "--workspace %s", workspace);
 	if ((o->workspace = strdup(resolved)) == NULL ||
 	    (o->data_dir = paths_data_dir(data_dir)) == NULL ||
 	    (o->cache_dir = paths_cache_dir(cache_dir)) == NULL) {
 		if (errno == ENOENT)
-			fprintf(stderr, "%s: no home directory (HOME is not set and "
-			    "the user has none): set HOME, or give --data-dir and "
-			    "--cache-dir\n", getprogname());
-		else
-			fprintf(stderr, "%s: out of memory\n", getprogname());
-		exit(1);
+			errx(1, "no home directory (HOME is not set and the "
+			    "user has none): set HOME, or give --data-dir and "
+			    "--cache-dir");
+		errx(1, "out of memory");
 	}
 	if (o->trace_file == NULL && getenv("QWEN_TRACE_FILE") != NULL &&
 	    *getenv("QWEN_TRACE_FILE") != '\0')
@@ -289,14 +275,13 @@ otlp_setup(struct child *c)
 		goto fail;
 	if (c->trace == NULL &&
 	    (c->trace = trace_sink_open(NULL, "qwen-acp-child")) == NULL) {
-		fprintf(stderr, "%s: trace sink: %s\n", getprogname(),
-		    strerror(errno));
+		warn("trace sink");
 		return -1;
 	}
 	trace_sink_set_export(c->trace, otlp_enqueue, c->otlp);
 	return 0;
 fail:
-	fprintf(stderr, "%s: %s\n", getprogname(), cause != NULL ? cause :
+	warnx("%s", cause != NULL ? cause :
 	    "out of memory");
 	free(cause);
 	return -1;
@@ -327,8 +312,7 @@ main(int argc, char **argv)
 		return inspect_main(inspect, NULL);
 	if (c.opts.trace_file != NULL &&
 	    (c.trace = trace_sink_open(c.opts.trace_file, "qwen-acp-child")) == NULL) {
-		fprintf(stderr, "%s: trace file %s: %s\n", getprogname(),
-		    c.opts.trace_file, strerror(errno));
+		warn("trace file %s", c.opts.trace_file);
 		return 1;
 	}
 	if (otlp_setup(&c) == -1)

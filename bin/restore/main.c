@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <err.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
@@ -22,6 +23,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "cause.h"
 #include "outflush.h"
 #include "restore.h"
 #include "xmalloc.h"
@@ -75,11 +77,8 @@ static const struct option longopts[] = {
 static void __attribute__((noreturn))
 exit_flushed(int status)
 {
-	if (outflush(stdout) == -1) {
-		fprintf(stderr, "%s: write error: %s\n", getprogname(),
-		    strerror(errno));
-		exit(EXIT_FAIL);
-	}
+	if (outflush(stdout) == -1)
+		err(EXIT_FAIL, "write error");
 	exit(status);
 }
 
@@ -122,12 +121,8 @@ usage_err(const char *fmt, ...)
 {
 	va_list	ap;
 
-	fprintf(stderr, "%s: ", getprogname());
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(EXIT_USAGE);
+	verrx(EXIT_USAGE, fmt, ap);
 }
 
 /* A non-negative decimal integer option up to max. */
@@ -285,32 +280,33 @@ url_is_loopback(const char *url)
 
 /*
  * The first line of a token file into ctx->token: a regular file of ours
- * that nobody else may read.  0, or -1 with *why (a static string).
+ * that nobody else may read.  0, or -1 with *cause (what is wrong with
+ * the file; caller frees; cause may be NULL).
  */
 static int
-read_token_file(struct rctx *ctx, const char *path, const char **why)
+read_token_file(struct rctx *ctx, const char *path, char **cause)
 {
 	char buf[4096];
 	struct stat st;
 	ssize_t n;
 	int fd, rc = -1;
+	const char *why = NULL;
 
-	*why = "cannot be opened";
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) == -1)
-		return -1;
+		return cause_set(cause, "cannot be opened");
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode))
-		*why = "is not a regular file";
+		why = "is not a regular file";
 	else if (st.st_uid != getuid())
-		*why = "is not yours";
+		why = "is not yours";
 	else if ((st.st_mode & 077) != 0)
-		*why = "is readable by others (chmod 600 it)";
+		why = "is readable by others (chmod 600 it)";
 	else if ((n = read(fd, buf, sizeof(buf) - 1)) <= 0)
-		*why = "is empty";
+		why = "is empty";
 	else {
 		buf[n] = '\0';
 		buf[strcspn(buf, "\r\n")] = '\0';
 		if (buf[0] == '\0')
-			*why = "is empty";
+			why = "is empty";
 		else {
 			free(ctx->token);
 			ctx->token = xstrdup(buf);
@@ -319,6 +315,8 @@ read_token_file(struct rctx *ctx, const char *path, const char **why)
 	}
 	explicit_bzero(buf, sizeof(buf));
 	close(fd);
+	if (why != NULL)
+		(void)cause_set(cause, "%s", why);
 	return rc;
 }
 
@@ -333,12 +331,13 @@ setup_token_file(struct rctx *ctx, const char *file)
 {
 	const char *sock = ctx->socket_path != NULL ? ctx->socket_path :
 	    getenv("QWEN_SERVE_SOCKET");
-	const char *slash, *why;
-	char *path = NULL;
+	const char *slash;
+	char *path = NULL, *cause = NULL;
 
 	if (file != NULL) {
-		if (read_token_file(ctx, file, &why) == -1)
-			usage_err("--token-file %s %s", file, why);
+		if (read_token_file(ctx, file, &cause) == -1)
+			usage_err("--token-file %s %s", file,
+			    cause != NULL ? cause : "cannot be read");
 		return;
 	}
 	if (ctx->token != NULL ||
@@ -348,7 +347,7 @@ setup_token_file(struct rctx *ctx, const char *file)
 		xasprintf(&path, "%.*s/token", (int)(slash - sock), sock);
 	else if ((path = address_default_token()) == NULL)
 		return;
-	(void)read_token_file(ctx, path, &why);
+	(void)read_token_file(ctx, path, NULL);
 	free(path);
 }
 
@@ -706,13 +705,12 @@ main(int argc, char **argv)
 	}
 	if ((ctx.state = state_open(ctx.state_dir, ctx.addr_key,
 	    &cause)) == NULL) {
-		fprintf(stderr, "%s: %s\n", getprogname(), cause);
+		warnx("%s", cause);
 		free(cause);
 		return EXIT_FAIL;
 	}
 	if (http_global_init() == -1) {
-		fprintf(stderr, "%s: cannot initialise libcurl\n",
-		    getprogname());
+		warnx("cannot initialise libcurl");
 		return EXIT_FAIL;
 	}
 	ctx.follow = strcmp(cmd->name, "follow") == 0;
@@ -732,8 +730,7 @@ main(int argc, char **argv)
 	free(ctx.state_dir);
 	free(ctx.session_id_full);
 	if (outflush(stdout) == -1) {
-		fprintf(stderr, "%s: write error: %s\n", getprogname(),
-		    strerror(errno));
+		warn("write error");
 		if (rc == EXIT_OK)
 			rc = EXIT_FAIL;
 	}

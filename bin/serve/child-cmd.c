@@ -56,8 +56,7 @@ child_cmd_option(const char *line)
 static void __attribute__((noreturn))
 usage_conflict(const char *what)
 {
-	fprintf(stderr, "qwen-serve: %s\n", what);
-	exit(2);
+	errx(2, "%s", what);
 }
 
 void

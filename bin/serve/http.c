@@ -200,6 +200,70 @@ http_reply_empty(struct evhttp_request *req, int status)
 	evhttp_send_reply(req, status, NULL, NULL);
 }
 
+/* A query parameter of the request, or NULL (borrowed from the request). */
+const char *
+http_query(const struct http_ctx *ctx, const char *name)
+{
+	return evhttp_find_header(ctx->query, name);
+}
+
+/* A request header, or NULL (borrowed from the request). */
+const char *
+http_header(struct evhttp_request *req, const char *name)
+{
+	return evhttp_find_header(evhttp_request_get_input_headers(req), name);
+}
+
+/* The request's path (borrowed), or NULL. */
+const char *
+http_path(struct evhttp_request *req)
+{
+	return evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+}
+
+/* The request's method. */
+enum evhttp_cmd_type
+http_method(struct evhttp_request *req)
+{
+	return evhttp_request_get_command(req);
+}
+
+/* A %-encoded path segment decoded (caller frees), or NULL. */
+char *
+http_uridecode(const char *s)
+{
+	return evhttp_uridecode(s, 0, NULL);
+}
+
+/* Let a big reply go out in writes of up to bytes each. */
+void
+http_write_size(struct evhttp_request *req, size_t bytes)
+{
+	struct evhttp_connection *evcon;
+
+	if ((evcon = evhttp_request_get_connection(req)) != NULL)
+		bufferevent_set_max_single_write(
+		    evhttp_connection_get_bufferevent(evcon), bytes);
+}
+
+/* Add a header to the reply. */
+void
+http_set_header(struct evhttp_request *req, const char *name,
+    const char *value)
+{
+	evhttp_add_header(evhttp_request_get_output_headers(req), name, value);
+}
+
+/*
+ * Send a reply whose body is buf (drained), as it is: its headers are the
+ * caller's (no CORS headers, no capture by an in-process caller).
+ */
+void
+http_reply_raw(struct evhttp_request *req, int status, struct evbuffer *buf)
+{
+	evhttp_send_reply(req, status, NULL, buf);
+}
+
 void
 http_set_retry_after(struct evhttp_request *req, int seconds)
 {

@@ -331,7 +331,6 @@ listing_reply(struct listing *l)
 	struct evbuffer *buf = evbuffer_new();
 	json_object *ws = xjson_object_new_string(l->workspace);
 	const char *s = json_object_to_json_string_ext(ws, LIST_JSON_FLAGS);
-	struct evhttp_connection *evcon;
 
 	if (buf == NULL)
 		fatalx("out of memory (evbuffer)");
@@ -347,11 +346,8 @@ listing_reply(struct listing *l)
 		evbuffer_add_printf(buf, ",\"nextCursor\":\"%zu\"", l->n);
 	evbuffer_add(buf, "}", 1);
 	gate_cors_headers(l->req);
-	http_set_header(l->req,
-	    "Content-Type", "application/json");
-	if ((evcon = evhttp_request_get_connection(l->req)) != NULL)
-		bufferevent_set_max_single_write(
-		    evhttp_connection_get_bufferevent(evcon), 1024 * 1024);
+	http_set_header(l->req, "Content-Type", "application/json");
+	http_write_size(l->req, 1024 * 1024);
 	http_reply_raw(l->req, 200, buf);
 	evbuffer_free(buf);
 	listing_free(l);

@@ -132,10 +132,8 @@ otlp_setup(void)
 	if ((serve_otlp = otlp_start(url, "qwen-serve", &cause)) == NULL)
 		fatal_cause(cause);
 	if (serve_trace == NULL &&
-	    (serve_trace = trace_sink_open(NULL, "qwen-serve")) == NULL) {
-		fprintf(stderr, "qwen-serve: trace sink: %s\n", strerror(errno));
-		exit(1);
-	}
+	    (serve_trace = trace_sink_open(NULL, "qwen-serve")) == NULL)
+		err(1, "trace sink");
 	trace_sink_set_export(serve_trace, otlp_enqueue, serve_otlp);
 	log_info("exporting spans to %s (OTLP/HTTP JSON)", url);
 	free(url);
@@ -145,7 +143,7 @@ otlp_setup(void)
 static void __attribute__((noreturn))
 fatal_cause(char *cause)
 {
-	fprintf(stderr, "qwen-serve: %s\n", cause != NULL ? cause :
+	warnx("%s", cause != NULL ? cause :
 	    "out of memory");
 	free(cause);
 	exit(1);
@@ -155,10 +153,8 @@ fatal_cause(char *cause)
 static void __attribute__((noreturn))
 exit_flushed(int status)
 {
-	if (outflush(stdout) == -1) {
-		fprintf(stderr, "qwen-serve: write error: %s\n", strerror(errno));
-		exit(1);
-	}
+	if (outflush(stdout) == -1)
+		err(1, "write error");
 	exit(status);
 }
 
@@ -205,11 +201,9 @@ num_opt(const char *flag, const char *arg, long long min, long long max)
 	long long v;
 
 	v = strtonum(arg, min, max, &errstr);
-	if (errstr != NULL) {
-		fprintf(stderr, "qwen-serve: --%s: value '%s' is %s (%lld..%lld)\n",
+	if (errstr != NULL)
+		errx(2, "--%s: value '%s' is %s (%lld..%lld)",
 		    flag, arg, errstr, min, max);
-		exit(2);
-	}
 	return v;
 }
 
@@ -247,11 +241,8 @@ resolve_workspaces(void)
 	if (conf.n_workspaces == 0)
 		strv_add(&conf.workspaces, &conf.n_workspaces, ".");
 	for (i = 0; i < conf.n_workspaces; i++) {
-		if ((real = realpath(conf.workspaces[i], NULL)) == NULL) {
-			fprintf(stderr, "qwen-serve: --workspace %s: %s\n",
-			    conf.workspaces[i], strerror(errno));
-			exit(2);
-		}
+		if ((real = realpath(conf.workspaces[i], NULL)) == NULL)
+			err(2, "--workspace %s", conf.workspaces[i]);
 		free(conf.workspaces[i]);
 		for (j = 0; j < n && strcmp(conf.workspaces[j], real) != 0; j++)
 			;
@@ -405,35 +396,28 @@ parse_args(int argc, char **argv)
 		case OPT_AGENT_CMD: free(conf.agent_command); conf.agent_command = xstrdup(optarg); break;
 		case OPT_AGENT_ACP: free(conf.agent_acp); conf.agent_acp = xstrdup(optarg); break;
 		case OPT_AGENT_PRESTART:
-			if (strcmp(optarg, "yes") != 0 && strcmp(optarg, "no") != 0) {
-				fprintf(stderr, "qwen-serve: --agent-prestart: yes or no, "
-				    "not '%s'\n", optarg);
-				exit(2);
-			}
+			if (strcmp(optarg, "yes") != 0 && strcmp(optarg, "no") != 0)
+				errx(2, "--agent-prestart: yes or no, not '%s'",
+				    optarg);
 			conf.agent_prestart = strcmp(optarg, "yes") == 0;
 			break;
 		case OPT_AGENT_COMPACT:
-			if (strcmp(optarg, "yes") != 0 && strcmp(optarg, "no") != 0) {
-				fprintf(stderr, "qwen-serve: --agent-compact: yes or no, "
-				    "not '%s'\n", optarg);
-				exit(2);
-			}
+			if (strcmp(optarg, "yes") != 0 && strcmp(optarg, "no") != 0)
+				errx(2, "--agent-compact: yes or no, not '%s'",
+				    optarg);
 			conf.agent_compact = strcmp(optarg, "yes") == 0;
 			break;
 		case OPT_LOG_FILE: free(conf.log_file); conf.log_file = xstrdup(optarg); break;
 		case OPT_LOG_FORMAT:
-			if (log_set_format(optarg) == -1) {
-				fprintf(stderr, "qwen-serve: --log-format: unknown format '%s' (text, json)\n", optarg);
-				exit(2);
-			}
+			if (log_set_format(optarg) == -1)
+				errx(2, "--log-format: unknown format '%s' "
+				    "(text, json)", optarg);
 			break;
 		case OPT_AUDIT_LOG: free(conf.audit_log); conf.audit_log = xstrdup(optarg); break;
 		case OPT_LOG_LEVEL:
 			lvl = optarg;
-			if (log_level_parse(lvl) == -1) {
-				fprintf(stderr, "qwen-serve: --log-level: unknown level '%s'\n", lvl);
-				exit(2);
-			}
+			if (log_level_parse(lvl) == -1)
+				errx(2, "--log-level: unknown level '%s'", lvl);
 			log_set_level((enum log_level)log_level_parse(lvl));
 			break;
 		case OPT_TRACE_FILE: free(conf.trace_file); conf.trace_file = xstrdup(optarg); break;
@@ -493,21 +477,15 @@ check_home(void)
 
 	if ((conf.data_dir == NULL && (d = paths_data_dir(NULL)) == NULL) ||
 	    (conf.cache_dir == NULL && (c = paths_cache_dir(NULL)) == NULL)) {
-		if (errno != ENOENT) {
-			fprintf(stderr, "qwen-serve: out of memory\n");
-			exit(1);
-		}
-		fprintf(stderr, "qwen-serve: no home directory (HOME is not set and "
-		    "the user has none): set HOME, or give --data-dir and "
-		    "--cache-dir\n");
-		exit(1);
+		if (errno != ENOENT)
+			errx(1, "out of memory");
+		errx(1, "no home directory (HOME is not set and the user has "
+		    "none): set HOME, or give --data-dir and --cache-dir");
 	}
 	free(d);
 	free(c);
-	if (checkconf_dirs(&d) == -1) {
-		fprintf(stderr, "qwen-serve: %s\n", d);
-		exit(1);
-	}
+	if (checkconf_dirs(&d) == -1)
+		errx(1, "%s", d);
 }
 
 /* Resolve the workspace, the socket, the child and the token. */
@@ -523,21 +501,16 @@ resolve_conf(void)
 	conf.tcp_loopback = listen_is_loopback_host(conf.hostname);
 	if (conf.child_path == NULL)
 		conf.child_path = default_child();
-	if (conf.token != NULL && conf.token[0] == '\0') {
-		fprintf(stderr, "qwen-serve: --token: the token must not be empty\n");
-		exit(2);
-	}
-	if (conf.token != NULL && conf.token_file != NULL) {
-		fprintf(stderr, "qwen-serve: --token and --token-file are exclusive\n");
-		exit(2);
-	}
+	if (conf.token != NULL && conf.token[0] == '\0')
+		errx(2, "--token: the token must not be empty");
+	if (conf.token != NULL && conf.token_file != NULL)
+		errx(2, "--token and --token-file are exclusive");
 	conf.token = token_resolve(conf.token_file, conf.token);
 	if (conf.token != NULL)
 		token_set(conf.token);
-	if (conf.require_auth && conf.token == NULL) {
-		fprintf(stderr, "qwen-serve: --require-auth needs --token or QWEN_SERVER_TOKEN (or --token-file)\n");
-		exit(2);
-	}
+	if (conf.require_auth && conf.token == NULL)
+		errx(2, "--require-auth needs --token or QWEN_SERVER_TOKEN (or "
+		    "--token-file)");
 }
 
 /*
@@ -551,17 +524,13 @@ remote_bind_check(void)
 {
 	if (conf.no_tcp || conf.tcp_loopback || conf.activated)
 		return;
-	if (conf.token == NULL) {
-		fprintf(stderr, "qwen-serve: --hostname %s is not loopback: it "
-		    "needs a token (--token-file, --token or QWEN_SERVER_TOKEN)\n",
+	if (conf.token == NULL)
+		errx(2, "--hostname %s is not loopback: it needs a token "
+		    "(--token-file, --token or QWEN_SERVER_TOKEN)",
 		    conf.hostname);
-		exit(2);
-	}
-	if (conf.n_allow_host == 0) {
-		fprintf(stderr, "qwen-serve: --hostname %s is not loopback: name "
-		    "the Host its clients use with --allow-host\n", conf.hostname);
-		exit(2);
-	}
+	if (conf.n_allow_host == 0)
+		errx(2, "--hostname %s is not loopback: name the Host its "
+		    "clients use with --allow-host", conf.hostname);
 }
 
 /*
@@ -574,15 +543,11 @@ ops_start(void)
 	char *cause = NULL;
 
 	sdnotify_init();
-	if (sockact_take(&cause) == -1) {
-		fprintf(stderr, "qwen-serve: socket activation: %s\n", cause);
-		exit(1);
-	}
+	if (sockact_take(&cause) == -1)
+		errx(1, "socket activation: %s", cause);
 	if (conf.pidfile != NULL) {
-		if (pidfile_take(conf.pidfile, &cause) == -1) {
-			fprintf(stderr, "qwen-serve: %s\n", cause);
-			exit(1);
-		}
+		if (pidfile_take(conf.pidfile, &cause) == -1)
+			errx(1, "%s", cause);
 		atexit(pidfile_release);
 	}
 }
@@ -686,30 +651,19 @@ main(int argc, char **argv)
 	ops_start();
 	remote_bind_check();
 	signal(SIGPIPE, SIG_IGN);
-	if (conf.log_file != NULL && log_open_file(conf.log_file) == -1) {
-		fprintf(stderr, "qwen-serve: --log-file %s: %s\n", conf.log_file,
-		    strerror(errno));
-		exit(1);
-	}
+	if (conf.log_file != NULL && log_open_file(conf.log_file) == -1)
+		err(1, "--log-file %s", conf.log_file);
 	reqid_init();
-	if (conf.audit_log != NULL && audit_open(conf.audit_log) == -1) {
-		fprintf(stderr, "qwen-serve: --audit-log %s: %s\n", conf.audit_log,
-		    strerror(errno));
-		exit(1);
-	}
+	if (conf.audit_log != NULL && audit_open(conf.audit_log) == -1)
+		err(1, "--audit-log %s", conf.audit_log);
 	if (conf.trace_file != NULL &&
-	    (serve_trace = trace_sink_open(conf.trace_file, "qwen-serve")) == NULL) {
-		fprintf(stderr, "qwen-serve: --trace-file %s: %s\n", conf.trace_file,
-		    strerror(errno));
-		exit(1);
-	}
+	    (serve_trace = trace_sink_open(conf.trace_file, "qwen-serve")) == NULL)
+		err(1, "--trace-file %s", conf.trace_file);
 	conn_init();
 	otlp_setup();
 	if ((serve_base = event_base_new()) == NULL ||
-	    (http = http_new(serve_base)) == NULL) {
-		fprintf(stderr, "qwen-serve: cannot create the event loop\n");
-		exit(1);
-	}
+	    (http = http_new(serve_base)) == NULL)
+		errx(1, "cannot create the event loop");
 	if (listen_start(http) == -1)
 		exit(1);
 	if (!conf.no_tcp && conf.token == NULL)

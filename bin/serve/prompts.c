@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -489,7 +490,7 @@ prompt_valid(json_object *body)
 
 const char *
 prompts_admit(struct session *s, json_object *body, const char *client_id,
-    int cont, const char **err)
+    int cont)
 {
 		struct timeval now = { 0, SERVE_PROMPT_DISPATCH_MS * 1000 };
 	struct prompt *p;
@@ -497,18 +498,18 @@ prompts_admit(struct session *s, json_object *body, const char *client_id,
 
 	/* A continuation has no text of its own (upstream sends prompt: []). */
 	if (!cont && !prompt_valid(body)) {
-		*err = "bad_prompt";
+		errno = EINVAL;
 		return NULL;
 	}
 	if (conf.max_pending_prompts > 0 &&
 	    prompts_pending(s) >= (size_t)conf.max_pending_prompts) {
-		*err = "prompt_queue_full";
+		errno = ENOBUFS;
 		return NULL;
 	}
 	if ((p = calloc(1, sizeof(*p))) == NULL ||
 	    json_object_deep_copy(body, &params, NULL) != 0) {
 		free(p);
-		*err = "internal";
+		errno = ENOMEM;
 		return NULL;
 	}
 	json_object_object_del(params, "deadlineMs");

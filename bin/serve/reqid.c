@@ -69,8 +69,7 @@ reqid_init(void)
 void
 reqid_begin(struct evhttp_request *req)
 {
-	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
-	const char *h = evhttp_find_header(in, "X-Request-Id");
+	const char *h = http_header(req, "X-Request-Id");
 	struct trace_ctx tc;
 	char uuid[UUID_LEN + 1];
 
@@ -81,11 +80,10 @@ reqid_begin(struct evhttp_request *req)
 		strlcpy(cur_rid, uuid, sizeof(cur_rid));
 	}
 	cur_tid[0] = '\0';
-	if ((h = evhttp_find_header(in, "traceparent")) != NULL &&
+	if ((h = http_header(req, "traceparent")) != NULL &&
 	    trace_parse_traceparent(h, &tc) == 0)
 		trace_hex(tc.trace_id, sizeof(tc.trace_id), cur_tid);
-	http_set_header(req,
-	    "X-Request-Id", cur_rid);
+	http_set_header(req, "X-Request-Id", cur_rid);
 	log_context_set(cur_rid, cur_tid);
 }
 

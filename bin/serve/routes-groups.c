@@ -275,8 +275,7 @@ static json_object *
 group_of_path(struct http_ctx *ctx, json_object *doc, size_t *idx)
 {
 	json_object *g = NULL;
-	char *id = evhttp_uridecode(ctx->path_tail != NULL ? ctx->path_tail : "",
-	    0, NULL);
+	char *id = http_uridecode(ctx->path_tail != NULL ? ctx->path_tail : "");
 
 	if (id != NULL)
 		g = group_find(doc, id, idx);

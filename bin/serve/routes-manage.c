@@ -415,7 +415,6 @@ static void
 export_send(struct evhttp_request *req, const char *id, int fmt,
     struct evbuffer *buf)
 {
-	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 	char now[CLOCK_ISO_LEN], *disp;
 
 	if (fmt == EXPORT_JSONL)
@@ -429,10 +428,10 @@ export_send(struct evhttp_request *req, const char *id, int fmt,
 		    now, export_format_name(fmt));
 	}
 	gate_cors_headers(req);
-	evhttp_add_header(h, "Content-Type", export_mime(fmt));
-	evhttp_add_header(h, "Content-Disposition", disp);
-	evhttp_add_header(h, "Cache-Control", "no-store");
-	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+	http_set_header(req, "Content-Type", export_mime(fmt));
+	http_set_header(req, "Content-Disposition", disp);
+	http_set_header(req, "Cache-Control", "no-store");
+	http_set_header(req, "X-Content-Type-Options", "nosniff");
 	free(disp);
 	http_reply_raw(req, 200, buf);
 }

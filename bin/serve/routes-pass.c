@@ -71,7 +71,7 @@ struct pass_req {
 static const struct pass_route *
 pass_find(struct evhttp_request *req, const char *id)
 {
-	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	const char *path = http_path(req);
 	const char *at;
 	size_t i;
 
@@ -79,7 +79,7 @@ pass_find(struct evhttp_request *req, const char *id)
 		return NULL;
 	at += strlen(id);
 	for (i = 0; i < sizeof(pass_routes) / sizeof(pass_routes[0]); i++)
-		if (pass_routes[i].cmd == evhttp_request_get_command(req) &&
+		if (pass_routes[i].cmd == http_method(req) &&
 		    strcmp(pass_routes[i].suffix, at) == 0)
 			return &pass_routes[i];
 	return NULL;

@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,17 +86,19 @@ static void
 cont_admit(struct cont_req *cr, struct session *s, const char *kind)
 {
 	json_object *body = xjson_object_new_object(), *pr, *o;
-	const char *pid, *err = NULL;
+	const char *pid;
 	struct qerr *e;
 	int64_t last = (int64_t)bus_last_id(s->bus);
+	int error;
 
 	/* As upstream: no content, the agent runs the cut-off turn again. */
 	pr = xjson_object_new_array();
 	json_object_object_add(body, "prompt", pr);
-	pid = prompts_admit(s, body, cr->client_id[0] ? cr->client_id : NULL, 1, &err);
+	pid = prompts_admit(s, body, cr->client_id[0] ? cr->client_id : NULL, 1);
+	error = errno;
 	json_object_put(body);
 	if (pid == NULL) {
-		if ((e = qerr_new(strcmp(err, "prompt_queue_full") == 0 ?
+		if ((e = qerr_new(error == ENOBUFS ?
 		    "prompt_queue_full" : "internal", NULL)) != NULL)
 			qerr_set_str(e, "sessionId", s->id);
 		http_send_qerr(cr->req, e);

@@ -396,8 +396,9 @@ void
 route_session_prompt(struct http_ctx *ctx)
 {
 	struct session *s;
-	const char *pid, *err = NULL;
+	const char *pid;
 	struct qerr *e;
+	int error;
 	json_object *o;
 
 	if ((s = lookup(ctx)) == NULL || check_client(ctx, s) == -1 ||
@@ -407,16 +408,17 @@ route_session_prompt(struct http_ctx *ctx)
 	json_object_object_add(o, "lastEventId",
 	    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));
 	json_object_object_add(o, "eventEpoch", xjson_object_new_string(bus_epoch(s->bus)));
-	if ((pid = prompts_admit(s, ctx->body, ctx->client_id, 0, &err)) == NULL) {
+	if ((pid = prompts_admit(s, ctx->body, ctx->client_id, 0)) == NULL) {
+		error = errno;
 		json_object_put(o);
-		if (strcmp(err, "prompt_queue_full") == 0) {
+		if (error == ENOBUFS) {
 			if ((e = qerr_new("prompt_queue_full", NULL)) != NULL) {
 				qerr_set_str(e, "sessionId", s->id);
 				qerr_set_int(e, "limit", conf.max_pending_prompts);
 				qerr_set_int(e, "pendingCount",
 				    (int64_t)prompts_pending(s));
 			}
-		} else if (strcmp(err, "bad_prompt") == 0)
+		} else if (error == EINVAL)
 			e = qerr_new("bad_request",
 			    "prompt must be a non-empty array of content blocks");
 		else

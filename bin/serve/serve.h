@@ -304,6 +304,15 @@ void		 http_free(struct evhttp *);
 void	http_reply_json(struct evhttp_request *, int status, json_object *body);
 void	http_reply_empty(struct evhttp_request *, int status);
 void	http_set_retry_after(struct evhttp_request *, int seconds);
+const char *http_query(const struct http_ctx *, const char *name);
+const char *http_header(struct evhttp_request *, const char *name);
+const char *http_path(struct evhttp_request *);
+enum evhttp_cmd_type http_method(struct evhttp_request *);
+char	*http_uridecode(const char *);
+void	http_write_size(struct evhttp_request *, size_t bytes);
+void	http_set_header(struct evhttp_request *, const char *name,
+	    const char *value);
+void	http_reply_raw(struct evhttp_request *, int status, struct evbuffer *);
 struct qerr;
 /* Send e (takes ownership; NULL: a bare 500) with its status and Retry-After. */
 void	http_send_qerr(struct evhttp_request *, struct qerr *e);
@@ -742,13 +751,15 @@ void	sessions_free(void);
 int	prompts_init(struct session *);
 void	prompts_clear(struct session *);
 /*
- * Admit a prompt: returns its id (borrowed), or NULL with *err set.  cont:
+ * Admit a prompt: returns its id (borrowed), or NULL with errno EINVAL (not
+ * a non-empty array of content blocks), ENOBUFS (the queue is full) or
+ * ENOMEM.  cont:
  * the continuation of a cut-off turn (_meta SERVE_CONTINUE_META, which a
  * client's own prompt never carries).
  */
 #define SERVE_CONTINUE_META	"qwen.daemon.continueLastTurn"
 const char *prompts_admit(struct session *, json_object *body,
-	    const char *client_id, int cont, const char **err);
+	    const char *client_id, int cont);
 size_t	prompts_pending(const struct session *);
 /* The running prompt's id (and its client, if client_id), or NULL. */
 const char *prompts_active(const struct session *, const char **client_id);
