@@ -90,6 +90,8 @@ rss_kib() {
 }
 
 @test "a large body or message, parsed or not, gives its memory back once answered" {
+	# The sanitizers' allocator holds freed memory in quarantine.
+	[ -z "${QWEN_SANITIZED:-}" ] || skip "RSS is the sanitizer's under ASan"
 	serve_start
 	local before
 	objects 3400000 >"$BATS_TEST_TMPDIR/big"

@@ -151,3 +151,14 @@ agent_pid() {
 	! sse_has ev '.data.update.content.text == "xxxxxxxxxxxxxxxx"' || false
 	grep -qE "session $SID: the agent resumed the (compact|real) transcript in" "$BATS_TEST_TMPDIR/err"
 }
+
+@test "a refused background resume is logged by its code, never the agent's words" {
+	warm_serve "fail=session/resume:-32603,fail-detail=secret-words"
+	make_transcript
+	req POST "/session/$SID/load" '{}'
+	expect 200
+	wait_for 10 grep -q "refused the background resume (code -32603)" "$BATS_TEST_TMPDIR/err"
+	# fake-child's message is "Injected failure"; the log has no message.
+	run ! grep -q "Injected failure" "$BATS_TEST_TMPDIR/err"
+	run ! grep -q "secret-words" "$BATS_TEST_TMPDIR/err"
+}

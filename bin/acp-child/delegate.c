@@ -245,6 +245,26 @@ delegate_capabilities(json_object *result)
 }
 
 /*
+ * An agent's JSON-RPC error for the log: its code and errorKind, never
+ * its message, which may quote the prompt or the transcript.
+ */
+static void
+error_brief(json_object *error, char *buf, size_t size)
+{
+	json_object *code, *data, *kind;
+	const char *k = NULL;
+
+	code = json_object_object_get(error, "code");
+	data = json_object_object_get(error, "data");
+	kind = data != NULL ? json_object_object_get(data, "errorKind") : NULL;
+	if (kind != NULL && json_object_is_type(kind, json_type_string) &&
+	    strlen(json_object_get_string(kind)) < 64)
+		k = json_object_get_string(kind);
+	snprintf(buf, size, "code %d%s%s", code != NULL ?
+	    json_object_get_int(code) : 0, k != NULL ? ", " : "", k != NULL ? k : "");
+}
+
+/*
  * The agent refused to resume s from its compact transcript: say why
  * (the code and kind, never the text), and resume the real one instead.
  * 1 when the resume was sent again.
@@ -253,19 +273,14 @@ static int
 compact_refused(struct child *c, struct session *s, struct call *k,
     struct rpc_msg *m)
 {
-	json_object *code, *data, *kind;
 	struct call *again;
+	char why[96];
 
 	if (!s->compact || access(s->path, F_OK) == -1)
 		return 0;
-	code = json_object_object_get(m->error, "code");
-	data = json_object_object_get(m->error, "data");
-	kind = data != NULL ? json_object_object_get(data, "errorKind") : NULL;
-	log_warnx("session %s: the agent refused its compact transcript (code %d%s%s); "
-	    "resuming the real one", s->id, code != NULL ? json_object_get_int(code) : 0,
-	    kind != NULL ? ", " : "", kind != NULL && json_object_is_type(kind,
-	    json_type_string) && strlen(json_object_get_string(kind)) < 64 ?
-	    json_object_get_string(kind) : "");
+	error_brief(m->error, why, sizeof(why));
+	log_warnx("session %s: the agent refused its compact transcript (%s); "
+	    "resuming the real one", s->id, why);
 	s->compact_refused = 1;
 	if ((again = delegate_call_new(CALL_RESUME, s->id, k->peer_id, k->params)) == NULL)
 		return 0;
@@ -487,6 +502,7 @@ delegate_answer(struct child *c, struct rpc_msg *m)
 	struct session *s;
 	struct call *k;
 	json_object *msg;
+	char why[96];
 
 	if (!json_object_is_type(m->id, json_type_int) ||
 	    (k = take_call(json_object_get_int64(m->id), CALL_PERMISSION)) == NULL)
@@ -515,10 +531,11 @@ delegate_answer(struct child *c, struct rpc_msg *m)
 		s->warming = 0;
 		if (k->peer_id == NULL) {
 			s->delegated = m->kind == RPC_RESULT;
-			if (!s->delegated)
+			if (!s->delegated) {
+				error_brief(m->error, why, sizeof(why));
 				log_warnx("session %s: the agent refused the background "
-				    "resume: %s", s->id, json_get_str(m->error, "message") ?
-				    json_get_str(m->error, "message") : "?");
+				    "resume (%s)", s->id, why);
+			}
 			delegate_release_session(c, s);
 		} else if (m->kind == RPC_RESULT) {
 			s->delegated = 1;

@@ -179,7 +179,7 @@ const T = [
 	['DaemonClient.listWorkspaceSessionsPage view=organized', 'works', 'GET /workspace/:id/sessions?view=organized&group= (pinned first; all, pinned, ungrouped or a group)',
 	    (c) => client.listWorkspaceSessionsPage(workspaceCwd, { view: 'organized', group: 'pinned' }),
 	    (r) => r.sessions.length === 1 && r.sessions[0].sessionId === spare && r.sessions[0].isPinned === true],
-	['DaemonClient.getSessionTurnIndexPage', 'works', 'GET /session/:id/turn-index (the agent\'s kept index)',
+	['DaemonClient.getSessionTurnIndexPage', 'works', 'GET /session/:id/turn-index (the agent\'s index cache)',
 	    (c) => client.getSessionTurnIndexPage(sessionId, { limit: 50 }),
 	    (r) => r.sessionId === sessionId && typeof r.snapshot === 'string' &&
 	    r.totalTurns >= 1 && Array.isArray(r.turns) && r.turns.length === r.totalTurns],
