@@ -36,17 +36,14 @@ permission_error(struct http_ctx *ctx, int status, const char *msg,
 	http_reply_json(ctx->req, status, o);
 }
 
-/* POST /session/:id/permission/:requestId {outcome}: the first answer wins. */
-void
-route_session_permission(struct http_ctx *ctx)
+/*
+ * The answer to a permission answer, for both routes: sid is the
+ * session the request was looked up in (NULL: any live one).
+ */
+static void
+permission_reply(struct http_ctx *ctx, const char *sid, json_object *outcome)
 {
-	struct session *s;
-	json_object *outcome = NULL;
-
-	if ((s = routes_session(ctx)) == NULL)
-		return;
-	(void)json_object_object_get_ex(ctx->body, "outcome", &outcome);
-	switch (permission_answer(s->id, ctx->path_tail, outcome, ctx->client_id)) {
+	switch (permission_answer(sid, ctx->path_tail, outcome, ctx->client_id)) {
 	case PERMISSION_ACCEPTED:
 		http_reply_json(ctx->req, 200, json_object_new_object());
 		break;
@@ -59,10 +56,24 @@ route_session_permission(struct http_ctx *ctx)
 		    "invalid_option_id", NULL, outcome);
 		break;
 	case PERMISSION_NOT_FOUND:
-		permission_error(ctx, 404, "No pending permission request for session",
-		    NULL, s->id, NULL);
+		permission_error(ctx, 404, sid != NULL ?
+		    "No pending permission request for session" :
+		    "No pending permission request", NULL, sid, NULL);
 		break;
 	}
+}
+
+/* POST /session/:id/permission/:requestId {outcome}: the first answer wins. */
+void
+route_session_permission(struct http_ctx *ctx)
+{
+	struct session *s;
+	json_object *outcome = NULL;
+
+	if ((s = routes_session(ctx)) == NULL)
+		return;
+	(void)json_object_object_get_ex(ctx->body, "outcome", &outcome);
+	permission_reply(ctx, s->id, outcome);
 }
 
 /*
@@ -84,23 +95,7 @@ route_permission(struct http_ctx *ctx)
 		return;
 	}
 	(void)json_object_object_get_ex(ctx->body, "outcome", &outcome);
-	switch (permission_answer(NULL, ctx->path_tail, outcome, ctx->client_id)) {
-	case PERMISSION_ACCEPTED:
-		http_reply_json(ctx->req, 200, json_object_new_object());
-		break;
-	case PERMISSION_BAD_OUTCOME:
-		permission_error(ctx, 400, "`outcome` must be `{ outcome: \"cancelled\" }` "
-		    "or `{ outcome: \"selected\", optionId: string }`", NULL, NULL, NULL);
-		break;
-	case PERMISSION_BAD_OPTION:
-		permission_error(ctx, 400, "optionId is not one the request offered",
-		    "invalid_option_id", NULL, outcome);
-		break;
-	case PERMISSION_NOT_FOUND:
-		permission_error(ctx, 404, "No pending permission request", NULL,
-		    NULL, NULL);
-		break;
-	}
+	permission_reply(ctx, NULL, outcome);
 }
 
 /* One REST switch waiting for its agent. */

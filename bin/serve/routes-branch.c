@@ -59,18 +59,6 @@ struct branch_req {
 
 static TAILQ_HEAD(, branch_req) branches = TAILQ_HEAD_INITIALIZER(branches);
 
-/* The child went away (or cannot take requests) before the answer. */
-static void
-unavailable(struct evhttp_request *req)
-{
-	struct qerr *e = qerr_new("acp_channel_unavailable",
-	    "The agent process is not available");
-
-	if (e != NULL)
-		qerr_set_reason(e, "channel_closed");
-	http_send_qerr(req, e);
-}
-
 /* The source's name for forkedFrom.displayName: its id, shortened. */
 static json_object *
 short_name(const char *id)
@@ -209,7 +197,7 @@ on_branch(void *arg, enum channel_outcome o, json_object *payload)
 	else if (o == CHANNEL_ERROR)
 		http_error_rpc(br->req, payload, br->id);
 	else
-		unavailable(br->req);
+		routes_unavailable(br->req);
 	if (br->sending)
 		br->finished = 1;	/* freed by the route, after the send */
 	else
@@ -340,7 +328,7 @@ route_session_branch(struct http_ctx *ctx)
 	br->sending = 0;
 	if (br->rpc == NULL || br->finished) {
 		if (br->rpc == NULL)
-			unavailable(ctx->req);
+			routes_unavailable(ctx->req);
 		branch_free(br);
 		return;
 	}

@@ -40,18 +40,6 @@ bad_query(struct evhttp_request *req, const char *code, const char *msg)
 	http_send_qerr(req, qerr_new(code, "%s", msg));
 }
 
-/* The child went away (or cannot take requests) before the page. */
-static void
-unavailable(struct evhttp_request *req)
-{
-	struct qerr *e = qerr_new("acp_channel_unavailable",
-	    "The agent process is not available");
-
-	if (e != NULL)
-		qerr_set_reason(e, "channel_closed");
-	http_send_qerr(req, e);
-}
-
 /* limit: digits only, 1..500.  0, or -1 after the 400. */
 static int
 page_limit(struct http_ctx *ctx, json_object *params)
@@ -154,7 +142,7 @@ on_page(void *arg, enum channel_outcome o, json_object *payload)
 		}
 		http_send_qerr(pr->req, e);
 	} else
-		unavailable(pr->req);
+		routes_unavailable(pr->req);
 	channel_control_end(pr->ch);
 	free(pr);
 }
@@ -195,7 +183,7 @@ route_session_transcript(struct http_ctx *ctx)
 	    (uint64_t)conf.restore_timeout_ms, on_page, pr) == NULL) {
 		channel_control_end(ch);
 		free(pr);
-		unavailable(ctx->req);
+		routes_unavailable(ctx->req);
 	}
 }
 
@@ -221,7 +209,7 @@ on_turns(void *arg, enum channel_outcome o, json_object *payload)
 	} else if (o == CHANNEL_ERROR)
 		http_error_rpc(pr->req, payload, pr->id);
 	else
-		unavailable(pr->req);
+		routes_unavailable(pr->req);
 	channel_control_end(pr->ch);
 	free(pr);
 }
@@ -284,6 +272,6 @@ route_session_turn_index(struct http_ctx *ctx)
 	    (uint64_t)conf.restore_timeout_ms, on_turns, pr) == NULL) {
 		channel_control_end(ch);
 		free(pr);
-		unavailable(ctx->req);
+		routes_unavailable(ctx->req);
 	}
 }

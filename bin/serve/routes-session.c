@@ -85,6 +85,19 @@ routes_session(struct http_ctx *ctx)
 	return s;
 }
 
+/* 503 acp_channel_unavailable (channel_closed): the child went away, or
+   cannot take requests, before it answered. */
+void
+routes_unavailable(struct evhttp_request *req)
+{
+	struct qerr *e = qerr_new("acp_channel_unavailable",
+	    "The agent process is not available");
+
+	if (e != NULL)
+		qerr_set_reason(e, "channel_closed");
+	http_send_qerr(req, e);
+}
+
 /*
  * body.cwd picks the workspace (ctx->workspace): absent, the primary;
  * else an absolute path naming one of ours, or 400 workspace_mismatch.

@@ -352,6 +352,8 @@ void	route_session_status(struct http_ctx *);
 void	route_session_events(struct http_ctx *);
 /* The request's Last-Event-ID (decimal up to 2^53-1), else -1. */
 int64_t	routes_last_event_id(struct evhttp_request *);
+/* 503 acp_channel_unavailable, reason channel_closed. */
+void	routes_unavailable(struct evhttp_request *);
 /*
  * body.cwd picks ctx->workspace (absent: the primary): 0, or -1 after 400
  * workspace_mismatch for a directory that is not one of ours.
