@@ -22,11 +22,13 @@ teardown() {
 	agent_delegate_start --cache-dir "$CACHE"
 	wait_for 120 grep -q 'initialize done' "$BATS_TEST_TMPDIR/err"
 	local pid
-	pid=$(sed -n 's/.*info: agent \([0-9]*\) started.*/\1/p' "$BATS_TEST_TMPDIR/err" | tail -1)
+	pid=$(agent_pids | tail -1)
 	[ -n "$pid" ]
 	tr '\0' '\n' <"/proc/$pid/environ" | grep -qx "NODE_COMPILE_CACHE=$CACHE/node-compile-cache"
 	serve_stop
 	[ "$SERVE_STATUS" = 0 ]
+	# Node writes its cache as the agent exits, after its child.
+	wait_for 60 process_gone "$pid"
 	[ "$(stat -c %a "$CACHE/node-compile-cache")" = 700 ]
 	# What V8 compiled is kept there (one directory per Node version and flags).
 	[ -n "$(find "$CACHE/node-compile-cache" -type f -size +0 | head -1)" ]

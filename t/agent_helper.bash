@@ -91,8 +91,26 @@ agent_delegate_start() {
 }
 
 agent_teardown() {
-	serve_teardown
+	local rc=0 pid
+	serve_teardown || rc=$?
 	fake_model_stop
+	# An agent ends after its child, and Node writes its compile cache
+	# (under this test's directory) as it exits: wait, so that nothing
+	# writes there once the test is over.
+	for pid in $(agent_pids); do
+		wait_for 60 process_gone "$pid" || rc=1
+	done
+	return $rc
+}
+
+# agent_pids: the --agent-acp agents the children started (from the log).
+agent_pids() {
+	sed -n 's/.*info: agent \([0-9]*\) started.*/\1/p' "$BATS_TEST_TMPDIR/err" 2>/dev/null
+}
+
+# process_gone PID: PID has exited (gone, or a zombie not yet reaped).
+process_gone() {
+	[ ! -e "/proc/$1/stat" ] || [ "$(awk '{ print $3 }' "/proc/$1/stat")" = Z ]
 }
 
 # new_session [SCOPE]: POST /session (scope "single", the workspace's
