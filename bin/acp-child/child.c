@@ -33,13 +33,13 @@
 #define LAG_INTERVAL_MS	50
 #define LAG_WINDOW	1024
 
-/* Whether anything still holds the loop: a load, a prompt, pending output. */
+/* Whether anything still holds the loop: a load, a prompt, an agent. */
 static int
 child_busy(struct child *c)
 {
 	struct session *s;
 
-	if (loadwork_inflight(c->work) > 0)
+	if (loadwork_inflight(c->work) > 0 || c->ops->running(c))
 		return 1;
 	RB_FOREACH(s, session_tree, &c->sessions)
 		if (s->busy)

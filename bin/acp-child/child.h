@@ -61,6 +61,9 @@ struct child_ops {
 	void	(*stop_sessions)(struct child *);
 	/* Output is over (1) or back under (0) its water marks. */
 	void	(*pause_producers)(struct child *, int paused);
+	/* A process of theirs still runs (the --agent-acp agent): shutdown
+	   waits for it, and child_check_done() is called once it is gone. */
+	int	(*running)(struct child *);
 };
 
 struct child {

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 
 #include <errno.h>
 #include <signal.h>
@@ -105,6 +106,25 @@ delegate_wrap(struct child *c, int fd, int reading)
 	return b;
 }
 
+/* Who started the agent: it dies with us (pre-exec, see below). */
+static pid_t	delegate_parent;
+
+/*
+ * In the agent's fork: its own process group, and SIGKILL when this
+ * child dies, so that a SIGKILLed child leaves no agent behind (a Node
+ * agent that outlives it writes files after its owner is gone).  The
+ * parent may have died before the prctl: then nobody would tell it.
+ * Async-signal-safe.
+ */
+static void
+delegate_pre_exec(void *arg)
+{
+	agent_pre_exec(arg);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 ||
+	    getppid() != delegate_parent)
+		_exit(127);
+}
+
 /* The command: the argv, our secret, the data directory as QWEN_HOME. */
 static struct spawn_cmd *
 delegate_command(struct child *c)
@@ -133,7 +153,8 @@ delegate_command(struct child *c)
 	else
 		spawn_cmd_unsetenv(cmd, "QWEN_RUNTIME_DIR");
 	nodecache_env(c, cmd);
-	spawn_cmd_pre_exec(cmd, agent_pre_exec, NULL);
+	delegate_parent = getpid();
+	spawn_cmd_pre_exec(cmd, delegate_pre_exec, NULL);
 	return cmd;
 }
 
@@ -232,10 +253,16 @@ delegate_on_exit(evutil_socket_t fd, short what, void *arg)
 	log_warnx("agent %ld exited (status %d)", (long)dlg.pid, status);
 	event_free(dlg.ev_exit);
 	dlg.ev_exit = NULL;
+	if (dlg.kill_ev != NULL) {
+		event_free(dlg.kill_ev);
+		dlg.kill_ev = NULL;
+	}
 	close(dlg.pidfd);
 	dlg.pidfd = -1;
-	bufferevent_free(dlg.in);
-	bufferevent_free(dlg.out);
+	if (dlg.in != NULL)	/* closed already at shutdown */
+		bufferevent_free(dlg.in);
+	if (dlg.out != NULL)
+		bufferevent_free(dlg.out);
 	dlg.in = dlg.out = NULL;
 	rpc_reader_free(dlg.rd);
 	dlg.rd = NULL;
@@ -248,6 +275,8 @@ delegate_on_exit(evutil_socket_t fd, short what, void *arg)
 #define DELEGATE_BACKOFF_MIN_MS	1000
 #define DELEGATE_BACKOFF_MAX_MS	30000
 #define DELEGATE_LIVED_MS		60000
+/* SIGTERM to SIGKILL at shutdown: within the daemon's grace for us. */
+#define DELEGATE_KILL_GRACE_MS		1500
 
 int
 delegate_backing_off(void)
@@ -297,21 +326,73 @@ delegate_schedule_restart(struct child *c)
 	evtimer_add(dlg.restart_ev, &tv);
 }
 
+/* Signal the agent's process group (the pid alone if the group is gone). */
+static void
+delegate_signal(int sig)
+{
+	if (kill(-dlg.pid, sig) == -1)
+		kill(dlg.pid, sig);
+}
+
+/* The grace after SIGTERM is over and the agent is still there. */
+static void
+delegate_on_kill(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd; (void)what; (void)arg;
+	if (dlg.pid <= 0)
+		return;
+	log_warnx("agent %ld still runs %d ms after SIGTERM: killing it",
+	    (long)dlg.pid, DELEGATE_KILL_GRACE_MS);
+	delegate_signal(SIGKILL);
+}
+
+/*
+ * An agent we cannot watch (no pidfd) is killed and reaped here and now;
+ * SIGKILL cannot be ignored, so the wait is short.
+ */
+static void
+delegate_kill_unwatched(void)
+{
+	int st;
+
+	delegate_signal(SIGKILL);
+	if (spawn_wait(dlg.pid, &st) == -1)
+		log_warn("agent %ld: waitpid", (long)dlg.pid);
+	dlg.pid = 0;
+	dlg.state = D_DOWN;
+}
+
 int
 delegate_shutdown(struct child *c)
 {
-	(void)c;
+	struct timeval tv = { DELEGATE_KILL_GRACE_MS / 1000,
+	    (DELEGATE_KILL_GRACE_MS % 1000) * 1000 };
+
 	if (dlg.restart_ev != NULL) {
 		event_free(dlg.restart_ev);
 		dlg.restart_ev = NULL;
 	}
-	if (dlg.pid <= 0)
-		return 0;
+	if (dlg.pid <= 0 || dlg.kill_ev != NULL)
+		return dlg.pid > 0;
 	if (dlg.in != NULL) {
 		bufferevent_free(dlg.in);	/* EOF on its stdin */
 		dlg.in = NULL;
 	}
-	if (kill(-dlg.pid, SIGTERM) == -1)
-		kill(dlg.pid, SIGTERM);
+	if (dlg.ev_exit == NULL) {
+		delegate_kill_unwatched();
+		return 0;
+	}
+	delegate_signal(SIGTERM);
+	/* delegate_on_exit() reaps it and lets the loop end. */
+	if ((dlg.kill_ev = evtimer_new(c->base, delegate_on_kill, NULL)) == NULL ||
+	    evtimer_add(dlg.kill_ev, &tv) == -1)
+		delegate_signal(SIGKILL);
 	return 1;
+}
+
+int
+delegate_running(struct child *c)
+{
+	(void)c;
+	return dlg.pid > 0;
 }

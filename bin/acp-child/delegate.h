@@ -24,8 +24,11 @@ void	delegate_prompt(struct child *, struct rpc_msg *, struct session *);
 void	delegate_cancel(struct child *, struct session *, int queued);
 /* An answer from our parent to a request we forwarded (permission). */
 void	delegate_parent_answer(struct child *, struct rpc_msg *);
-/* Shutdown: end the agent; 1 while it still runs. */
+/* Shutdown: close the agent's stdin, SIGTERM its process group, SIGKILL
+   it after a grace; 1 while it still runs (its exit ends the wait). */
 int	delegate_shutdown(struct child *);
+/* Whether the agent's process is still there (not yet reaped). */
+int	delegate_running(struct child *);
 /* --agent-prestart: start the agent now, with the child. */
 void	delegate_prestart(struct child *);
 /* s's load or resume was answered: resume it at the agent in the background. */

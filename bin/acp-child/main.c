@@ -254,6 +254,7 @@ static const struct child_ops ops = {
 	.session_idle = rpc_session_idle,
 	.stop_sessions = rpc_shutdown_sessions,
 	.pause_producers = prompt_pause_all,
+	.running = delegate_running,
 };
 
 /*
