@@ -46,7 +46,7 @@ struct delegate {
 	TAILQ_HEAD(, call)	 waiting;	/* prompts until the agent is ready */
 	char			 secret[48];
 	struct event		*restart_ev;	/* the backoff after an exit */
-	struct event		*kill_ev;	/* SIGKILL, the grace after SIGTERM */
+	struct event		*kill_ev;	/* SIGKILL after SIGTERM's grace */
 	uint64_t		 started_ms;	/* monotonic, of the last start */
 	long			 backoff_ms;
 	int			 load_only;	/* it offers session/load, not resume */

@@ -384,8 +384,8 @@ delegate_shutdown(struct child *c)
 	}
 	delegate_signal(SIGTERM);
 	/* delegate_on_exit() reaps it and lets the loop end. */
-	if ((dlg.kill_ev = evtimer_new(c->base, delegate_on_kill, NULL)) == NULL ||
-	    evtimer_add(dlg.kill_ev, &tv) == -1)
+	dlg.kill_ev = evtimer_new(c->base, delegate_on_kill, NULL);
+	if (dlg.kill_ev == NULL || evtimer_add(dlg.kill_ev, &tv) == -1)
 		delegate_signal(SIGKILL);
 	return 1;
 }
