@@ -13,10 +13,13 @@
 # said where it is done: a crontab line runs its command, a unit its
 # ExecStart from the built tree, a message is sent to the child, a
 # Prometheus job goes through promtool check config, system paths
-# (/var/log, /var/lib, /var/tmp, /run, /tmp, /etc) are the sandbox's, a
-# daemon started in the foreground runs in the background, the browser
-# runs headless.  A command that follows a stream (follow, --follow)
-# runs in the background and is stopped when its example is done.
+# (/var/log, /var/lib, /var/tmp, /run, /tmp, /etc, /usr/share/doc) are
+# the sandbox's, a daemon started in the foreground runs in the
+# background, the browser runs headless, tools this machine lacks are
+# stand-ins first on PATH (t/helper/standin: websocat, and systemctl and
+# adduser, without systemd as pid 1).  A command that follows a stream
+# (follow, --follow) runs in the background and is stopped when its
+# example is done.
 
 load serve_helper
 bats_require_minimum_version 1.5.0
@@ -28,8 +31,6 @@ RAN=$BATS_RUN_TMPDIR/examples-ran
 # The examples no test here can run as written, and why (bash -n only).
 declare -gA EXCEPT=(
 	["qwen-serve.8 13"]="npm install from the registry and a model service (llm.example)"
-	["qwen-serve.8 15"]="systemd as pid 1 and a system user (adduser, systemctl enable)"
-	["qwen-serve.8 16"]="a user's systemd manager (systemctl --user enable)"
 )
 
 # ran PAGE N...: those examples ran (and their checks passed).
@@ -54,6 +55,11 @@ setup() {
 }
 
 teardown() {
+	local f
+	# What the systemctl stand-in started and a failed example left.
+	for f in "$BATS_TEST_TMPDIR"/run/standin-systemd/*/*.pid; do
+		[ ! -f "$f" ] || kill "$(cat "$f")" 2>/dev/null || true
+	done
 	serve_teardown
 }
 
@@ -137,7 +143,7 @@ run_examples() {
 # until its entry is done.
 rewrite() {
 	sed -e ':a' -e '/\\$/N; s/\\\n//; ta' | sed -E \
-	    -e "s#(^| |=|\(|>)/(var/log|var/lib|var/tmp|tmp|run|etc)/#\1$BATS_TEST_TMPDIR/\2/#g" \
+	    -e "s#(^| |=|\(|>)/(var/log|var/lib|var/tmp|tmp|run|etc|usr/share/doc)/#\1$BATS_TEST_TMPDIR/\2/#g" \
 	    -e 's/^(qwen-serve .*--socket ([^ ]+) .*&)$/\1\nserved \2/' \
 	    -e '/--socket|--check-config|--web-dir/! s/^((QWEN_SERVER_TOKEN=[^ ]+ )?qwen-serve [^&]*[^& ])( &)?$/\1 \&\nserved "$XDG_RUNTIME_DIR\/qwen-serve\/qwen-serve.sock"/' \
 	    -e 's/^(curl -N [^&]*)$/\1 \&/' \
@@ -295,11 +301,10 @@ subscribed() {
 	WS=$(pwd -P)
 	DATA=$HOME/.qwen
 	make_transcript "$ID"
-	# 3, 4 and 5 (TCP 4170, a non-loopback address) run in the test
-	# below; 6 is a Prometheus job (promtool checks it, here); 7 and 8
-	# the test above; 10, 11 and 13 need websocat, a browser with a
-	# display, npm and a model service; 15 and 16 systemd as pid 1
-	# (systemctl enable): bash -n above only.
+	# 3, 4, 5 and 11 (TCP 4170, a non-loopback address, the browser)
+	# run in the test below; 6 is a Prometheus job (promtool checks it,
+	# here); 7 and 8 the test above; 10 (websocat), 13 (npm, the real
+	# agent) and 15, 16 (systemd) in tests of their own further below.
 	# 18: the activated daemon answers its first connection.
 	after_18() {
 		health() { [ "$(curl -s --unix-socket "$XDG_RUNTIME_DIR/q.sock" http://localhost/health | jq -r .status)" = ok ]; }
@@ -419,6 +424,60 @@ subscribed() {
 	# The answer to initialize, one line, and nothing else.
 	run -0 jq -e -s 'length == 1 and .[0].id == 1 and .[0].result.protocolVersion == 1' \
 	    "$BATS_TEST_TMPDIR/ex-10.out"
+}
+
+@test "qwen-serve(8): the systemd examples run as written, systemctl and adduser stand-ins, in a network namespace" {
+	local doc=$BATS_TEST_TMPDIR/usr/share/doc/qwen-serve/examples/systemd
+	netns_require "15 16"
+	export HOME=$BATS_TEST_TMPDIR/home XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/run
+	unset QWEN_SERVE_SOCKET QWEN_SERVE_URL QWEN_SERVER_TOKEN XDG_CONFIG_HOME XDG_STATE_HOME
+	# The directories a Debian system has.
+	mkdir -p "$HOME" "$BATS_TEST_TMPDIR/etc/systemd/system" "$BATS_TEST_TMPDIR/etc/default"
+	mkdir -p "$doc/user/qwen-serve.service.d"
+	mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+	cd "$HOME"
+	# The units where make install puts them, in the sandbox's docdir.
+	cp "$QWEN_TOP_BUILDDIR"/contrib/systemd/qwen-serve.service \
+	    "$QWEN_TOP_BUILDDIR"/contrib/systemd/qwen-serve.socket "$doc/"
+	cp "$QWEN_TOP_BUILDDIR"/contrib/systemd/user/qwen-serve.service \
+	    "$QWEN_TOP_BUILDDIR"/contrib/systemd/user/qwen-serve.socket "$doc/user/"
+	cp "$QWEN_TOP_BUILDDIR"/contrib/systemd/user/qwen-serve.service.d/agent.conf \
+	    "$doc/user/qwen-serve.service.d/"
+	# systemctl and adduser are t/helper/standin's, first on PATH: the
+	# units' ExecStart runs on their sockets, with the sandbox's paths
+	# (STANDIN_ROOT), as the test's user; each call is logged.
+	export PATH=$QWEN_TOP_SRCDIR/t/helper/standin:$PATH
+	export STANDIN_ROOT=$BATS_TEST_TMPDIR STANDIN_LOG=$BATS_TEST_TMPDIR/standin.log
+	# 15: the socket the unit names answers, TCP wants the token; the
+	# reload reopened the logs; then the service stops.
+	after_15() {
+		local s=$STANDIN_ROOT/run/qwen-serve/qwen-serve.sock tok
+		[ "$(curl -s --unix-socket "$s" http://localhost/health | jq -r .status)" = ok ]
+		tok=$(cat "$STANDIN_ROOT/etc/qwen-serve/token")
+		[ "$(curl -s -H "Authorization: Bearer $tok" http://127.0.0.1:4170/health | jq -r .status)" = ok ]
+		[ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:4170/capabilities)" = 401 ]
+		reopened() { grep -q 'SIGHUP: reopening' "$STANDIN_ROOT/run/standin-systemd/system/qwen-serve.service.log"; }
+		wait_for 10 reopened
+		systemctl stop qwen-serve
+	}
+	# 16: the default socket answers, qwen-restore finds it by itself.
+	after_16() {
+		local s=$XDG_RUNTIME_DIR/qwen-serve/qwen-serve.sock
+		[ "$(curl -s --unix-socket "$s" http://localhost/health | jq -r .status)" = ok ]
+		qwen-restore list >&2
+		systemctl --user stop qwen-serve
+	}
+	export -f after_15 after_16 wait_for
+	EX_WRAP="unshare -n" EX_PRE="ip link set lo up"
+	jq -c 'select(.page == "qwen-serve.8" and (.n == 15 or .n == 16))' "$EX" >"$EX.units"
+	EX=$EX.units run_examples qwen-serve.8
+	grep -qx "adduser --system --group --home $BATS_TEST_TMPDIR/var/lib/qwen-serve qwen-serve" \
+	    "$BATS_TEST_TMPDIR/standin.log"
+	[ -L "$BATS_TEST_TMPDIR/etc/systemd/system/sockets.target.wants/qwen-serve.socket" ]
+	[ -L "$HOME/.config/systemd/user/sockets.target.wants/qwen-serve.socket" ]
+	grep -q '^     Status: "0 sessions, ' "$BATS_TEST_TMPDIR/ex-15.out"
+	# The system unit's state directories, made as systemd makes them.
+	[ -d "$BATS_TEST_TMPDIR/var/lib/qwen-serve/workspace" ]
 }
 
 @test "every example of every page ran, but the few that cannot run here (each said why)" {
