@@ -29,9 +29,7 @@ SID_EX=3f2a9c1d-7e1b-4c2a-9d3e-0a1b2c3d4e5f
 RAN=$BATS_RUN_TMPDIR/examples-ran
 
 # The examples no test here can run as written, and why (bash -n only).
-declare -gA EXCEPT=(
-	["qwen-serve.8 13"]="npm install from the registry and a model service (llm.example)"
-)
+declare -gA EXCEPT=()
 
 # ran PAGE N...: those examples ran (and their checks passed).
 ran() {
@@ -478,6 +476,95 @@ subscribed() {
 	grep -q '^     Status: "0 sessions, ' "$BATS_TEST_TMPDIR/ex-15.out"
 	# The system unit's state directories, made as systemd makes them.
 	[ -d "$BATS_TEST_TMPDIR/var/lib/qwen-serve/workspace" ]
+}
+
+@test "qwen-serve(8): the real agent example runs as written: npm installs it, the model is a fake one on loopback" {
+	local node cache
+	netns_require 13
+	command -v npm >/dev/null || skip_examples qwen-serve.8 13 "npm not installed"
+	node=$(node22) || skip_examples qwen-serve.8 13 "no Node 22 for the agent (QWEN_AGENT_DIR)"
+	cache=$(npm config get cache)
+	export HOME=$BATS_TEST_TMPDIR/home XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/run
+	unset QWEN_SERVE_SOCKET QWEN_SERVE_URL QWEN_SERVER_TOKEN QWEN_HOME
+	mkdir -p "$HOME/src/app"
+	mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+	cd "$HOME/src/app"
+	# Two parts: npm installs from the registry, through the npm cache
+	# of the user running the tests (what the agent's own install left
+	# there, so no download when it is there), outside any namespace;
+	# then the rest in a network namespace (TCP 4170), where the model
+	# service is t/helper/fake-openai.mjs on loopback: llm.example is
+	# its address.  node is Node 22, as the page says it must be.
+	jq -c 'select(.page == "qwen-serve.8" and .n == 13) | .text |= (split("\n") | .[0]) |
+	    .page = "agent" | .n = 131' "$EX" >"$EX.agent"
+	if ! npm_config_cache=$cache npm_config_prefer_offline=true npm_config_audit=false \
+	    npm_config_fund=false npm_config_update_notifier=false \
+	    EX=$EX.agent run_examples agent; then
+		grep -Eq 'ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT' "$BATS_TEST_TMPDIR/ex-131.err" &&
+		    skip_examples qwen-serve.8 13 "npm cannot reach the registry"
+		false
+	fi
+	[ -f "$HOME/.local/qwen/node_modules/@qwen-code/qwen-code/cli-entry.js" ]
+	jq -c 'select(.page == "qwen-serve.8" and .n == 13) | .text |= (split("\n") | .[1:] | join("\n") |
+	    sub("https://llm.example/v1"; "http://127.0.0.1:$MODEL_PORT/v1") |
+	    sub("\ncurl -N "; "\nopened\ncurl -N ") |
+	    sub("grep permission_request\n"; "grep permission_request\nasked\n")) |
+	    .page = "agent" | .n = 132' "$EX" >"$EX.agent"
+	grep -q 'MODEL_PORT' "$EX.agent"
+	grep -q 'nasked' "$EX.agent"
+	export MODEL_LOG=$BATS_TEST_TMPDIR/model AGENT_NODE=$node QWEN_TOP_SRCDIR
+	export ASOCK=$XDG_RUNTIME_DIR/qwen-serve/qwen-serve.sock
+	mkdir -p "$MODEL_LOG"
+	# It asks for one shell command, then answers once it has run.
+	printf '%s\n' '[{"when":"please write the marker","tool_calls":[{"name":"run_shell_command",
+	    "arguments":{"command":"echo ran > marker.txt","description":"write the marker file"}}]},
+	    {"when":"\"role\":\"tool\"","text":"FAKE-MODEL: the command has run."}]' >"$MODEL_LOG/script.json"
+	before_132() {
+		"$AGENT_NODE" "$QWEN_TOP_SRCDIR/t/helper/fake-openai.mjs" \
+		    "$MODEL_LOG/script.json" "$MODEL_LOG" >"$MODEL_LOG/out" 2>&1 &
+		wait_for 20 test -s "$MODEL_LOG/port"
+		MODEL_PORT=$(cat "$MODEL_LOG/port")
+	}
+	# $ID: a new session of the agent; $REQUEST_ID: the permission its
+	# prompt asks, once the follower is there to see it.
+	opened() {
+		ID=$(curl -sf --unix-socket "$ASOCK" -H 'Content-Type: application/json' \
+		    -d "{\"cwd\":\"$PWD\",\"sessionScope\":\"thread\"}" http://localhost/session |
+		    jq -r .sessionId)
+		[ -n "$ID" ]
+	}
+	asked() {
+		status() { curl -s --unix-socket "$ASOCK" "http://localhost/session/$ID/status"; }
+		followed() { [ "$(status | jq '.subscriberCount // 0')" -ge 1 ]; }
+		wait_for 30 followed
+		curl -sf --unix-socket "$ASOCK" -H 'Content-Type: application/json' \
+		    -d '{"prompt":[{"type":"text","text":"please write the marker"}]}' \
+		    "http://localhost/session/$ID/prompt" >&2
+		pending() {
+			REQUEST_ID=$(status | jq -r '[.pendingInteractions[]? | .. | .requestId? // empty] | first // empty')
+			[ -n "$REQUEST_ID" ]
+		}
+		wait_for 180 pending
+	}
+	# The tool ran and the fake model's answer ended the turn.
+	after_132() {
+		answered() {
+			grep -qF 'FAKE-MODEL: the command has run.' "$HOME"/.qwen/projects/*/chats/"$ID".jsonl
+		}
+		wait_for 180 answered
+		[ "$(cat marker.txt)" = ran ]
+	}
+	export -f before_132 opened asked after_132 wait_for
+	# node is Node 22; the agent's own settings are its defaults.
+	PATH=$(dirname "$node"):$PATH EX_WRAP="unshare -n" EX_PRE="ip link set lo up" \
+	    EX=$EX.agent run_examples agent
+	ran qwen-serve.8 13
+	# The prompt and the tool's result reached the fake model.
+	grep -lq 'please write the marker' "$MODEL_LOG"/req-*.json
+	grep -lq '"role":"tool"' "$MODEL_LOG"/req-*.json
+	# The agent ends after the daemon: wait (it writes under HOME).
+	gone() { ! pgrep -f "$HOME/.local/qwen/" >/dev/null; }
+	wait_for 60 gone
 }
 
 @test "every example of every page ran, but the few that cannot run here (each said why)" {
