@@ -546,8 +546,11 @@ subscribed() {
 		}
 		wait_for 180 pending
 	}
-	# The tool ran and the fake model's answer ended the turn.
+	# The answer settled the request; the tool ran and the fake model's
+	# answer ended the turn.
 	after_132() {
+		settled() { [ "$(status | jq '.pendingInteractions | length')" = 0 ]; }
+		wait_for 30 settled
 		answered() {
 			grep -qF 'FAKE-MODEL: the command has run.' "$HOME"/.qwen/projects/*/chats/"$ID".jsonl
 		}
@@ -559,6 +562,8 @@ subscribed() {
 	PATH=$(dirname "$node"):$PATH EX_WRAP="unshare -n" EX_PRE="ip link set lo up" \
 	    EX=$EX.agent run_examples agent
 	ran qwen-serve.8 13
+	# The follower's grep showed the request.
+	grep -q '"type":"permission_request"' "$BATS_TEST_TMPDIR/ex-132.out"
 	# The prompt and the tool's result reached the fake model.
 	grep -lq 'please write the marker' "$MODEL_LOG"/req-*.json
 	grep -lq '"role":"tool"' "$MODEL_LOG"/req-*.json
