@@ -27,6 +27,7 @@
 #include <event2/http.h>
 #include <event2/listener.h>
 
+#include "cause.h"
 #include "log.h"
 #include "privdir.h"
 #include "serve.h"
@@ -74,19 +75,19 @@ listen_is_loopback_host(const char *host)
  * the private default.  The token file lives there too.
  */
 int
-listen_check_dir(const char *dir)
+listen_check_dir(const char *dir, char **cause)
 {
-	char *cause;
+	char *why = NULL;
 	int fd, flags;
 
 	flags = conf.socket_default ? PRIVDIR_CREATE | PRIVDIR_PRIVATE :
 	    PRIVDIR_ROOT_OK;
-	if ((fd = privdir_open("socket directory", dir, flags, &cause)) == -1) {
+	if ((fd = privdir_open("socket directory", dir, flags, &why)) == -1) {
 		/* Someone else may have made the default first: name a way out. */
-		log_warnx("%s%s", cause != NULL ? cause : strerror(errno),
+		cause_set(cause, "%s%s", why != NULL ? why : strerror(errno),
 		    conf.socket_default ? " (choose another with --socket, or "
 		    "set XDG_RUNTIME_DIR to a directory of your own)" : "");
-		free(cause);
+		free(why);
 	}
 	return fd;
 }
@@ -246,7 +247,7 @@ static int
 listen_unix(struct evhttp *http, const char *path)
 {
 	struct sockaddr_un sun;
-	char *dir;
+	char *dir, *cause = NULL;
 	mode_t old;
 	int fd, dfd;
 
@@ -258,10 +259,14 @@ listen_unix(struct evhttp *http, const char *path)
 	}
 	if ((dir = privdir_of(path)) == NULL)
 		return -1;
-	dfd = listen_check_dir(dir);
+	dfd = listen_check_dir(dir, &cause);
 	free(dir);
-	if (dfd == -1)
+	if (dfd == -1) {
+		/* No socket, no daemon: an error, not a warning. */
+		log_errx("%s", cause != NULL ? cause : "out of memory");
+		free(cause);
 		return -1;
+	}
 	close(dfd);
 	if (claim_socket_path(path) == -1)
 		return -1;
