@@ -315,7 +315,10 @@ subscribed() {
 	fi
 	run_examples qwen-serve.8 3 4 5 6 7 8 10 11 13 15 16 ${skip18:-}
 	[ -s "$BATS_TEST_TMPDIR/var/log/qwen-serve.jsonl" ]
-	cat "$BATS_TEST_TMPDIR/ex-14.out" "$BATS_TEST_TMPDIR/ex-14.err" | grep -q 'configuration OK'
+	# 14 printed what the page shows it prints.
+	shown=$(jq -r 'select(.page == "qwen-serve.8" and .n == 14) | .shown' "$EX")
+	[ "$shown" = "qwen-serve: configuration OK" ]
+	cat "$BATS_TEST_TMPDIR/ex-14.out" "$BATS_TEST_TMPDIR/ex-14.err" | grep -qxF "$shown"
 	# 19 made the token the other examples read, in the sandbox's /etc.
 	grep -Eqx '[0-9a-f]{32}' "$BATS_TEST_TMPDIR/etc/qwen-serve/token"
 	[ "$(stat -c %a "$BATS_TEST_TMPDIR/etc/qwen-serve/token")" = 600 ]
