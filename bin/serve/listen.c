@@ -290,25 +290,35 @@ listen_unix(struct evhttp *http, const char *path)
 	return listen_unix_fd(http, fd, path);
 }
 
-/* Our own TCP listener on host:port (so that accept errors are ours). */
+/*
+ * Our own TCP listener on host:port (so that accept errors are ours), or
+ * NULL with *cause (the port taken, the address not ours, ...).
+ */
 static struct evconnlistener *
-tcp_bind(const char *host)
+tcp_bind(const char *host, char **cause)
 {
 	struct evutil_addrinfo hints, *ai = NULL;
 	struct evconnlistener *lev;
 	char port[16];
+	int r, saved;
 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = EVUTIL_AI_PASSIVE | EVUTIL_AI_ADDRCONFIG;
 	snprintf(port, sizeof(port), "%d", conf.port);
-	if (evutil_getaddrinfo(host, port, &hints, &ai) != 0 || ai == NULL)
+	if ((r = evutil_getaddrinfo(host, port, &hints, &ai)) != 0 || ai == NULL) {
+		cause_set(cause, "%s", r != 0 ? evutil_gai_strerror(r) :
+		    "no address");
 		return NULL;
+	}
 	lev = evconnlistener_new_bind(serve_base, NULL, NULL,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE,
 	    SERVE_LISTEN_BACKLOG, ai->ai_addr, (int)ai->ai_addrlen);
+	saved = errno;	/* bind's or listen's */
 	evutil_freeaddrinfo(ai);
+	if (lev == NULL)
+		cause_set(cause, "%s", strerror(saved));
 	return lev;
 }
 
@@ -319,6 +329,7 @@ listen_tcp(struct evhttp *http)
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	const char *host = conf.hostname;
+	char *cause = NULL;
 	int fd;
 
 	if (strcasecmp(host, "localhost") == 0)
@@ -328,10 +339,14 @@ listen_tcp(struct evhttp *http)
 		    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1,
 		    conf.act_tcp_fd);
 	else
-		tcp_listener = tcp_bind(host);
+		tcp_listener = tcp_bind(host, &cause);
 	if (tcp_listener == NULL ||
 	    (tcp_handle = evhttp_bind_listener(http, tcp_listener)) == NULL) {
-		log_errx("cannot listen on %s port %d", conf.hostname, conf.port);
+		/* Say why: a port another program holds is the usual case. */
+		log_errx("cannot listen on %s port %d%s%s", conf.hostname,
+		    conf.port, cause != NULL ? ": " : "",
+		    cause != NULL ? cause : "");
+		free(cause);
 		return -1;
 	}
 	evconnlistener_set_error_cb(tcp_listener, accept_error);
