@@ -449,14 +449,18 @@ subscribed() {
 	# (STANDIN_ROOT), as the test's user; each call is logged.
 	export PATH=$QWEN_TOP_SRCDIR/t/helper/standin:$PATH
 	export STANDIN_ROOT=$BATS_TEST_TMPDIR STANDIN_LOG=$BATS_TEST_TMPDIR/standin.log
-	# 15: the socket the unit names answers, TCP wants the token; the
-	# reload reopened the logs; then the service stops.
+	# 15: the socket the unit names answers, TCP wants the token, the
+	# flags are applied; the reload reopened the logs; then the service
+	# stops.
 	after_15() {
 		local s=$STANDIN_ROOT/run/qwen-serve/qwen-serve.sock tok
 		[ "$(curl -s --unix-socket "$s" http://localhost/health | jq -r .status)" = ok ]
 		tok=$(cat "$STANDIN_ROOT/etc/qwen-serve/token")
 		[ "$(curl -s -H "Authorization: Bearer $tok" http://127.0.0.1:4170/health | jq -r .status)" = ok ]
 		[ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:4170/capabilities)" = 401 ]
+		# The flags of /etc/default/qwen-serve were the daemon's.
+		curl -s -H "Authorization: Bearer $tok" --unix-socket "$s" http://localhost/daemon/status |
+		    jq -e '.limits.maxSessions == 64' >/dev/null
 		reopened() { grep -q 'SIGHUP: reopening' "$STANDIN_ROOT/run/standin-systemd/system/qwen-serve.service.log"; }
 		wait_for 10 reopened
 		systemctl stop qwen-serve
