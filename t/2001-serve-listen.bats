@@ -52,6 +52,17 @@ teardown() {
 	expect 200 '.status == "ok"'
 }
 
+@test "a TCP port another daemon holds: an error that says why, exit 1" {
+	serve_start
+	[ -n "$PORT" ]
+	run qwen-serve --socket "$BATS_TEST_TMPDIR/other.sock" --port "$PORT" \
+	    --child "$FAKE_CHILD_BIN" --data-dir "$DATA" 3>&-
+	[ "$status" -eq 1 ]
+	[[ "$output" == *" error: cannot listen on 127.0.0.1 port $PORT: Address already in use"* ]]
+	req GET /health
+	expect 200 '.status == "ok"'
+}
+
 @test "a live socket is detected with connect() even without the lock" {
 	python3 -c '
 import socket, sys, time

@@ -27,6 +27,7 @@
 #include <event2/http.h>
 #include <event2/listener.h>
 
+#include "cause.h"
 #include "log.h"
 #include "privdir.h"
 #include "serve.h"
@@ -74,19 +75,19 @@ listen_is_loopback_host(const char *host)
  * the private default.  The token file lives there too.
  */
 int
-listen_check_dir(const char *dir)
+listen_check_dir(const char *dir, char **cause)
 {
-	char *cause;
+	char *why = NULL;
 	int fd, flags;
 
 	flags = conf.socket_default ? PRIVDIR_CREATE | PRIVDIR_PRIVATE :
 	    PRIVDIR_ROOT_OK;
-	if ((fd = privdir_open("socket directory", dir, flags, &cause)) == -1) {
+	if ((fd = privdir_open("socket directory", dir, flags, &why)) == -1) {
 		/* Someone else may have made the default first: name a way out. */
-		log_warnx("%s%s", cause != NULL ? cause : strerror(errno),
+		cause_set(cause, "%s%s", why != NULL ? why : strerror(errno),
 		    conf.socket_default ? " (choose another with --socket, or "
 		    "set XDG_RUNTIME_DIR to a directory of your own)" : "");
-		free(cause);
+		free(why);
 	}
 	return fd;
 }
@@ -246,7 +247,7 @@ static int
 listen_unix(struct evhttp *http, const char *path)
 {
 	struct sockaddr_un sun;
-	char *dir;
+	char *dir, *cause = NULL;
 	mode_t old;
 	int fd, dfd;
 
@@ -258,10 +259,14 @@ listen_unix(struct evhttp *http, const char *path)
 	}
 	if ((dir = privdir_of(path)) == NULL)
 		return -1;
-	dfd = listen_check_dir(dir);
+	dfd = listen_check_dir(dir, &cause);
 	free(dir);
-	if (dfd == -1)
+	if (dfd == -1) {
+		/* No socket, no daemon: an error, not a warning. */
+		log_errx("%s", cause != NULL ? cause : "out of memory");
+		free(cause);
 		return -1;
+	}
 	close(dfd);
 	if (claim_socket_path(path) == -1)
 		return -1;
@@ -285,25 +290,35 @@ listen_unix(struct evhttp *http, const char *path)
 	return listen_unix_fd(http, fd, path);
 }
 
-/* Our own TCP listener on host:port (so that accept errors are ours). */
+/*
+ * Our own TCP listener on host:port (so that accept errors are ours), or
+ * NULL with *cause (the port taken, the address not ours, ...).
+ */
 static struct evconnlistener *
-tcp_bind(const char *host)
+tcp_bind(const char *host, char **cause)
 {
 	struct evutil_addrinfo hints, *ai = NULL;
 	struct evconnlistener *lev;
 	char port[16];
+	int r, saved;
 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = EVUTIL_AI_PASSIVE | EVUTIL_AI_ADDRCONFIG;
 	snprintf(port, sizeof(port), "%d", conf.port);
-	if (evutil_getaddrinfo(host, port, &hints, &ai) != 0 || ai == NULL)
+	if ((r = evutil_getaddrinfo(host, port, &hints, &ai)) != 0 || ai == NULL) {
+		cause_set(cause, "%s", r != 0 ? evutil_gai_strerror(r) :
+		    "no address");
 		return NULL;
+	}
 	lev = evconnlistener_new_bind(serve_base, NULL, NULL,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE,
 	    SERVE_LISTEN_BACKLOG, ai->ai_addr, (int)ai->ai_addrlen);
+	saved = errno;	/* bind's or listen's */
 	evutil_freeaddrinfo(ai);
+	if (lev == NULL)
+		cause_set(cause, "%s", strerror(saved));
 	return lev;
 }
 
@@ -314,6 +329,7 @@ listen_tcp(struct evhttp *http)
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	const char *host = conf.hostname;
+	char *cause = NULL;
 	int fd;
 
 	if (strcasecmp(host, "localhost") == 0)
@@ -323,10 +339,14 @@ listen_tcp(struct evhttp *http)
 		    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1,
 		    conf.act_tcp_fd);
 	else
-		tcp_listener = tcp_bind(host);
+		tcp_listener = tcp_bind(host, &cause);
 	if (tcp_listener == NULL ||
 	    (tcp_handle = evhttp_bind_listener(http, tcp_listener)) == NULL) {
-		log_errx("cannot listen on %s port %d", conf.hostname, conf.port);
+		/* Say why: a port another program holds is the usual case. */
+		log_errx("cannot listen on %s port %d%s%s", conf.hostname,
+		    conf.port, cause != NULL ? ": " : "",
+		    cause != NULL ? cause : "");
+		free(cause);
 		return -1;
 	}
 	evconnlistener_set_error_cb(tcp_listener, accept_error);

@@ -171,9 +171,10 @@ int	listen_probe_addr(struct sockaddr_storage *ss, socklen_t *len);
 int	listen_is_loopback_host(const char *host);
 /*
  * Open the socket directory dir and check it (creating the private
- * default): its descriptor, or -1 after logging why it is refused.
+ * default): its descriptor, or -1 with *cause saying why it is refused
+ * (the caller logs it: fatal for the socket, a warning for the token).
  */
-int	listen_check_dir(const char *dir);
+int	listen_check_dir(const char *dir, char **cause);
 void	listen_stop(void);
 void	listen_fd_freed(void);	/* a connection closed: resume accepting */
 void	listen_accepted(void);	/* a connection was accepted */

@@ -206,13 +206,15 @@ token_put(int fd, const char *token)
 static void
 token_write(const char *token)
 {
-	char *dir, tmp[32];
+	char *dir, *cause = NULL, tmp[32];
 	int dfd, fd;
 
 	if (conf.socket_path == NULL || (dir = privdir_of(conf.socket_path)) == NULL)
 		return;
-	if ((dfd = listen_check_dir(dir)) == -1) {
-		log_warnx("not writing the token file in %s", dir);
+	if ((dfd = listen_check_dir(dir, &cause)) == -1) {
+		log_warnx("%s: not writing the token file in %s",
+		    cause != NULL ? cause : "out of memory", dir);
+		free(cause);
 		free(dir);
 		return;
 	}

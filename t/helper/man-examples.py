@@ -6,7 +6,8 @@
 # quote, \- a dash).  kind is "shell" for commands: in a block with
 # prompts ("$ " or "# "), the prompted lines and their continuations
 # (a line ending in a backslash, a pipe, or inside an open quote) with
-# the prompts taken off, the rest being the output shown; in a block
+# the prompts taken off, the rest being the output shown (or, after an
+# interactive command, what is typed to it: "shown"); in a block
 # without prompts, every line.  Blocks that are not commands are "unit"
 # (a systemd unit), "yaml" (a Prometheus job), "json" (a message line)
 # or "output".
@@ -23,12 +24,14 @@ def continued(line):
         return True
     return (line.count("'") % 2 == 1) or (line.count('"') - line.count('\\"')) % 2 == 1
 
-def commands(lines):
+def commands(lines, shown):
     prompted = any(re.match(r'^[$#] ', l) for l in lines)
     if not prompted:
         return lines
     out, cont = [], False
     for l in lines:
+        if not cont and not re.match(r'^[$#] ', l):
+            shown.append(l)
         if cont:
             out.append(l)
             cont = continued(''.join(out[-1:])) and not (out[-1].endswith("'") and out[-1].count("'") == 1 and len(out) > 1 and False)
@@ -62,9 +65,13 @@ for page in sys.argv[1:]:
             if line == '.Ed':
                 n += 1
                 k = kind(block)
-                cmd = commands(block) if k == 'shell' else block
-                print(json.dumps({'page': page.split('/')[-1], 'n': n, 'kind': k,
-                                  'text': '\n'.join(cmd)}))
+                shown = []
+                cmd = commands(block, shown) if k == 'shell' else block
+                entry = {'page': page.split('/')[-1], 'n': n, 'kind': k,
+                         'text': '\n'.join(cmd)}
+                if shown:
+                    entry['shown'] = '\n'.join(shown)
+                print(json.dumps(entry))
                 block = None
             else:
                 block.append(unescape(line))
