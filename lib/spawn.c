@@ -379,7 +379,14 @@ spawn_start(struct spawn_cmd *cmd, int in_fd, int out_fd, int err_fd)
 	fflush(NULL);
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	if ((pid = fork()) == 0)
+	/*
+	 * vfork: the child borrows our memory until its execve, so a daemon
+	 * with a big heap copies no page tables and takes no copy-on-write
+	 * fault afterwards on every page it writes (a fork cost the daemon
+	 * more than the child's start).  The child only reads what was made
+	 * above and ends in execve or _exit; our thread waits meanwhile.
+	 */
+	if ((pid = vfork()) == 0)
 		spawn_child(cmd, &x, in_fd, out_fd, err_fd);
 	saved = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -12,7 +12,10 @@
  * to SIG_DFL and an empty mask, chdir, the pre-exec hook, execve.  All
  * signals are blocked in the parent across the fork, so nothing reaches
  * an inherited handler (libevent's writes to a socket the child shares
- * until exec) before it has been reset.
+ * until exec) before it has been reset.  The fork is a vfork(): the child
+ * borrows the parent's memory until execve (it writes none of it; the
+ * calling thread waits), so a parent with a big heap neither copies its
+ * page tables nor takes a copy-on-write fault on each page it writes next.
  *
  * libpipeline's pipeline_start() would end the process with error(FATAL)
  * when fork() fails, and its pipecmd_exec() sets the environment in the

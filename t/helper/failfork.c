@@ -6,7 +6,9 @@
  * a number N fails only the N-th fork this process makes while the file
  * exists (the others succeed), so a test can aim at the fork that comes
  * after a first successful one: with a placeholder-then-libpipeline
- * design that is libpipeline's own, which ends the process.
+ * design that is libpipeline's own, which ends the process.  vfork()
+ * fails the same way and otherwise forks (a wrapper cannot return into
+ * a vforked child's borrowed stack; a fork is a valid vfork).
  */
 #define _GNU_SOURCE
 #include "config.h"
@@ -50,4 +52,10 @@ fork(void)
 	if (real_fork == NULL)
 		real_fork = (pid_t (*)(void))dlsym(RTLD_NEXT, "fork");
 	return real_fork();
+}
+
+pid_t
+vfork(void)
+{
+	return fork();
 }

@@ -56,9 +56,140 @@ str_stop_nl(const char *q, const char *e)
 	return *q == '\n' ? NULL : escape_end(q, e);
 }
 
-/* skip_str with AVX2.  (A branchless 64-byte version that finds escaped
-   bytes with carries was slower: most strings are short.) */
+/* The quotes, backslashes, newlines and valid simple-escape bytes
+   ("\\/bfnrt) among the 64 at p, one bit each.  The escape bytes are
+   looked up by nibble: the low nibble's table holds the high nibbles it
+   may have, the high nibble's its own bit (none above 0x7f). */
+struct str_masks {
+	uint64_t	q, b, n, ok;
+};
+
+__attribute__((target("avx2"))) static inline uint64_t
+mask64(__m256i lo, __m256i hi)
+{
+	return (uint32_t)_mm256_movemask_epi8(lo) |
+	    (uint64_t)(uint32_t)_mm256_movemask_epi8(hi) << 32;
+}
+
+__attribute__((target("avx2"))) static inline __m256i
+escape_ok32(__m256i v)
+{
+	/* low nibble -> the high nibbles (bits) of " \\ / b f n r t */
+	const __m256i lowtab = _mm256_setr_epi8(
+	    0, 0, 0x04 | 0x40 | 0x80, 0, 0x80, 0, 0x40, 0,
+	    0, 0, 0, 0, 0x20, 0, 0x40, 0x04,
+	    0, 0, 0x04 | 0x40 | 0x80, 0, 0x80, 0, 0x40, 0,
+	    0, 0, 0, 0, 0x20, 0, 0x40, 0x04);
+	const __m256i hightab = _mm256_setr_epi8(
+	    0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, (char)0x80,
+	    0, 0, 0, 0, 0, 0, 0, 0,
+	    0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, (char)0x80,
+	    0, 0, 0, 0, 0, 0, 0, 0);
+	const __m256i nib = _mm256_set1_epi8(0x0f);
+	__m256i l, h;
+
+	l = _mm256_shuffle_epi8(lowtab, _mm256_and_si256(v, nib));
+	h = _mm256_shuffle_epi8(hightab,
+	    _mm256_and_si256(_mm256_srli_epi16(v, 4), nib));
+	return _mm256_xor_si256(_mm256_cmpeq_epi8(_mm256_and_si256(l, h),
+	    _mm256_setzero_si256()), _mm256_set1_epi8(-1));
+}
+
+__attribute__((target("avx2"))) static inline void
+str_masks(const char *p, struct str_masks *m)
+{
+	const __m256i q = _mm256_set1_epi8('"'), b = _mm256_set1_epi8('\\');
+	const __m256i n = _mm256_set1_epi8('\n');
+	__m256i lo, hi;
+
+	lo = _mm256_loadu_si256((const __m256i *)(const void *)p);
+	hi = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+	m->q = mask64(_mm256_cmpeq_epi8(lo, q), _mm256_cmpeq_epi8(hi, q));
+	m->b = mask64(_mm256_cmpeq_epi8(lo, b), _mm256_cmpeq_epi8(hi, b));
+	m->n = mask64(_mm256_cmpeq_epi8(lo, n), _mm256_cmpeq_epi8(hi, n));
+	m->ok = mask64(escape_ok32(lo), escape_ok32(hi));
+}
+
+/* The bytes escaped by a backslash among 64 whose backslashes are b: a
+   run of backslashes escapes the byte after it when its length is odd,
+   found by adding the runs that start on odd bits to b (the carry marks a
+   run's end).  *carry: the block's first byte is escaped, in and out. */
+static inline uint64_t
+escaped_bits(uint64_t b, uint64_t *carry)
+{
+	const uint64_t even = 0x5555555555555555ull;
+	uint64_t follows, odd_starts, seq;
+
+	b &= ~*carry;
+	follows = b << 1 | *carry;
+	odd_starts = b & ~even & ~follows;
+	*carry = __builtin_add_overflow(odd_starts, b, &seq);
+	return (even ^ (seq << 1)) & follows;
+}
+
+static const char *skip_str_avx2(const char *, const char *);
+
+/*
+ * The rest of a long string, 64 bytes a step without a branch per escape
+ * (text is dense with them): the escaped bytes come from the backslash
+ * runs, and the step stops only at the closing quote, a newline, or an
+ * escape that is not simple (\u, checked here, or an invalid one).  Fewer
+ * than 64 bytes left: the byte-wise scanner goes on (from the backslash
+ * when the next byte is escaped).
+ */
+__attribute__((target("avx2"))) static const char *
+skip_str_long(const char *p, const char *e)
+{
+	struct str_masks m;
+	uint64_t carry = 0, esc, end, bad, stop;
+	unsigned i;
+
+	while (e - p >= 64) {
+		str_masks(p, &m);
+		esc = escaped_bits(m.b, &carry);
+		end = m.q & ~esc;
+		bad = esc & ~m.ok;
+		if ((stop = end | bad | (m.n & ~esc)) == 0) {
+			p += 64;
+			continue;
+		}
+		i = (unsigned)__builtin_ctzll(stop);
+		if ((end >> i) & 1)
+			return p + i + 1;
+		if (!((bad >> i) & 1) || p[i] != 'u' ||
+		    (p = escape_end(p + i - 1, e)) == NULL)
+			return NULL;		/* a newline, a bad escape */
+		carry = 0;
+	}
+	return skip_str_avx2(carry ? p - 1 : p, e);
+}
+
+/* skip_str with AVX2: a string whose first stop in its first 64 bytes is
+   the closing quote ends there (most strings are short: keys, and the
+   uuids, session id and timestamp of every record are 24 to 36 bytes),
+   any other goes to skip_str_long. */
 __attribute__((target("avx2"))) static inline const char *
+skip_str_first(const char *p, const char *e)
+{
+	unsigned m, i;
+
+	if (e - p < 64)
+		return skip_str_avx2(p, e);
+	m = scan_mask_avx2(p, SCAN_NL);
+	if (m != 0) {
+		i = (unsigned)__builtin_ctz(m);
+		if (p[i] == '"')
+			return p + i + 1;
+	} else if ((m = scan_mask_avx2(p + 32, SCAN_NL)) != 0) {
+		i = (unsigned)__builtin_ctz(m);
+		if (p[32 + i] == '"')
+			return p + 32 + i + 1;
+	}
+	return skip_str_long(p, e);
+}
+
+/* The byte-wise scanner with AVX2. */
+__attribute__((target("avx2"))) static const char *
 skip_str_avx2(const char *p, const char *e)
 {
 	int other = 0;
@@ -93,7 +224,7 @@ skip_str(const char *p, const char *e)
 
 #ifdef HAVE_AVX2_PATH
 	if (__builtin_cpu_supports("avx2"))
-		return skip_str_avx2(p, e);
+		return skip_str_first(p, e);
 #endif
 	for (;;) {
 		if ((q = memchr(p, '"', e - p)) == NULL)
