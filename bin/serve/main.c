@@ -580,7 +580,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	}
 	if (conf.drain_grace_ms > 0 && !serve_shutting_down()) {
 		log_info("signal %d: draining", (int)sig);
-		drain_begin();
+		drain_begin(serve_request_shutdown);
 		return;
 	}
 	log_info("signal %d: shutting down", (int)sig);
@@ -607,6 +607,29 @@ serve_request_shutdown(void)
 	event_add(stop_timer, &tv);
 }
 
+/*
+ * The calls up that the lower modules make through hooks, set before
+ * anything runs: http.c names no route and no in-process caller.
+ */
+static void
+wire(void)
+{
+	http_set_routes(routes_request);
+	http_capture_add(acp_call_capture);	/* an ACP call's reply */
+	http_capture_add(branch_live_capture);	/* a branch's resume */
+}
+
+/* The HTTP server, its connections under conn.c's guard. */
+static struct evhttp *
+http_make(void)
+{
+	struct evhttp *h;
+
+	if ((h = http_new(serve_base)) != NULL)
+		conn_install(h);
+	return h;
+}
+
 #ifdef QWEN_FUZZ_HTTP
 struct evhttp	*serve_fuzz_http(int, char **);
 int		 serve_main(int, char **);
@@ -616,13 +639,14 @@ int		 serve_main(int, char **);
 struct evhttp *
 serve_fuzz_http(int argc, char **argv)
 {
+	wire();
 	parse_args(argc, argv);
 	resolve_conf();
 	/* Without the guard's caps every request is refused 503. */
 	conn_init();
 	if ((serve_base = event_base_new()) == NULL)
 		return NULL;
-	return http = http_new(serve_base);
+	return http = http_make();
 }
 #define main serve_main
 #endif
@@ -634,6 +658,7 @@ main(int argc, char **argv)
 	const int signums[4] = { SIGTERM, SIGINT, SIGHUP, 0 };
 
 	log_init("qwen-serve", LOG_LEVEL_INFO);
+	wire();
 	/*
 	 * Restore answers are megabytes; keep their memory in the heap for the
 	 * next one instead of handing it back and faulting it in again (page
@@ -662,7 +687,7 @@ main(int argc, char **argv)
 	conn_init();
 	otlp_setup();
 	if ((serve_base = event_base_new()) == NULL ||
-	    (http = http_new(serve_base)) == NULL)
+	    (http = http_make()) == NULL)
 		errx(1, "cannot create the event loop");
 	if (listen_start(http) == -1)
 		exit(1);

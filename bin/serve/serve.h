@@ -192,6 +192,8 @@ enum gate_kind { GATE_API, GATE_HEALTH, GATE_PUBLIC };
 int	gate_request(struct evhttp_request *req, enum gate_kind kind);
 /* Answer an allowed CORS preflight without the bearer; 1 when answered. */
 int	gate_preflight(struct evhttp_request *req);
+
+/* ---- gate-cors.c: the CORS headers of a reply (a leaf) ------------------ */
 /* Extra response headers for an allowed cross-origin request. */
 void	gate_cors_headers(struct evhttp_request *req);
 
@@ -300,6 +302,21 @@ struct http_ctx {
 
 struct evhttp	*http_new(struct event_base *);
 void		 http_free(struct evhttp *);
+/* The request callback, set once at startup (routes_request()). */
+void	http_set_routes(void (*)(struct evhttp_request *));
+struct qerr;
+/*
+ * An in-process caller's capture of a reply to its own request: 1 when it
+ * took it (body, e borrowed; e is http_send_qerr()'s, else NULL).
+ */
+typedef int (*http_capture_fn)(struct evhttp_request *, int status,
+    json_object *body, struct qerr *e);
+void	http_capture_add(http_capture_fn);	/* at startup, asked in order */
+/*
+ * The body as a JSON object (*out, caller frees); non-objects count as
+ * {}.  -1: malformed, -2: over the value budget, refused unparsed.
+ */
+int	http_body_parse(struct evhttp_request *, json_object **out);
 /* Replies.  body: takes ownership; NULL sends an empty body. */
 void	http_reply_json(struct evhttp_request *, int status, json_object *body);
 void	http_reply_empty(struct evhttp_request *, int status);
@@ -313,7 +330,6 @@ void	http_write_size(struct evhttp_request *, size_t bytes);
 void	http_set_header(struct evhttp_request *, const char *name,
 	    const char *value);
 void	http_reply_raw(struct evhttp_request *, int status, struct evbuffer *);
-struct qerr;
 /* Send e (takes ownership; NULL: a bare 500) with its status and Retry-After. */
 void	http_send_qerr(struct evhttp_request *, struct qerr *e);
 /* The catalog's error for code with its default message; sessionId extra. */
@@ -338,6 +354,9 @@ void	conn_taken(struct evhttp_request *);	/* WebSocket takeover */
 /* The memory of a request or message of len bytes back to the system on
    the next loop turn, once its buffer is freed (from 256 KiB up). */
 void	conn_release_later(size_t len);
+
+/* ---- routes.c: the route table, a request's way to its route ---------- */
+void	routes_request(struct evhttp_request *);
 
 /* ---- routes-session.c -------------------------------------------------- */
 void	route_session_create(struct http_ctx *);
@@ -928,7 +947,8 @@ void	audit_free(void);
 
 /* ---- drain.c: SIGTERM's drain before the shutdown (--drain-grace-ms) -- */
 int	drain_active(void);	/* /health fails, no new sessions or turns */
-void	drain_begin(void);	/* SIGTERM; a second one ends the drain */
+/* SIGTERM; a second one ends the drain; then shutdown() runs. */
+void	drain_begin(void (*shutdown)(void));
 void	drain_free(void);
 
 /* ---- ratelimit.c: --rate-limit, per client and route class ---------- */
