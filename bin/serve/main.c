@@ -609,7 +609,8 @@ serve_request_shutdown(void)
 
 /*
  * The calls up that the lower modules make through hooks, set before
- * anything runs: http.c names no route and no in-process caller.
+ * anything runs: http.c names no route and no in-process caller, the
+ * bus no SSE stream.
  */
 static void
 wire(void)
@@ -617,6 +618,7 @@ wire(void)
 	http_set_routes(routes_request);
 	http_capture_add(acp_call_capture);	/* an ACP call's reply */
 	http_capture_add(branch_live_capture);	/* a branch's resume */
+	bus_set_subscribers(&sse_subscribers);
 }
 
 /* The HTTP server, its connections under conn.c's guard. */

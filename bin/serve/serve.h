@@ -567,6 +567,17 @@ struct bus_listener;
 typedef void	(*bus_listen_fn)(void *arg, json_object *env, int terminal);
 struct bus_listener *bus_listen(struct bus *, bus_listen_fn fn, void *arg);
 void	bus_unlisten(struct bus_listener *);	/* NULL-safe */
+/*
+ * The SSE subscribers' side of every bus (sse.c's), handed over once at
+ * startup: the bus writes its frames through it and names no stream.
+ */
+struct bus_subscribers {
+	/* Write frame f to every subscriber of b; a terminal one ends them. */
+	void	(*fan_out)(struct bus *b, const char *f, size_t len,
+		    int terminal);
+	void	(*end_all)(struct bus *b);	/* end every subscriber of b */
+};
+void	bus_set_subscribers(const struct bus_subscribers *);
 
 /* ---- sse.c ------------------------------------------------------------- */
 /*
@@ -579,6 +590,8 @@ void	sse_subscribe(struct bus *, struct evhttp_request *req, int64_t last_event_
 	    const char *epoch, int max_queued, json_object *snapshot);
 /* Connection of sub closed (from http.c). */
 void	sse_sub_closed(struct sse_sub *);
+/* What main.c hands the bus (bus_set_subscribers()). */
+extern const struct bus_subscribers sse_subscribers;
 
 /* ---- tick.c: many timers of one interval as one event ------------------ */
 /* One queue entry (embedded in its owner); zeroed before its first arm. */
