@@ -82,6 +82,9 @@ struct spawn_cmd *child_cmd_new(const char *workspace, const char *secret);
 void	channel_end(struct channel *, int hard);
 void	channel_check_idle(struct channel *);
 
+/* What the channel tells the modules above it (channel_set_events()). */
+extern const struct channel_events *channel_hooks;
+
 /* channel-close.c */
 /* Hold r (1) when it restores an id whose close is pending. */
 int	channel_close_hold(struct channel *, struct channel_req *);

@@ -193,7 +193,7 @@ static void
 answer_child_request(struct channel *ch, struct rpc_msg *m)
 {
 	if (strcmp(m->method, "session/request_permission") == 0)
-		permission_ask(ch, m->id, m->params);
+		channel_hooks->permission(ch, m->id, m->params);
 	else
 		write_msg(ch, rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
 		    "Method not found", NULL));
@@ -207,7 +207,7 @@ handle_msg(struct channel *ch, struct rpc_msg *m)
 	switch (m->kind) {
 	case RPC_NOTIFICATION:
 		if (strcmp(m->method, "session/update") == 0 && m->params != NULL)
-			sessions_route_update(ch, m->params);
+			channel_hooks->update(ch, m->params);
 		else
 			log_debug("child %ld: notification %s ignored", (long)ch->pid, m->method);
 		break;

@@ -31,6 +31,7 @@
 #include "otlp.h"
 #include "outflush.h"
 #include "paths.h"
+#include "restore-fsm.h"
 #include "rpc-frame.h"
 #include "serve.h"
 #include "acp.h"
@@ -607,10 +608,21 @@ serve_request_shutdown(void)
 	event_add(stop_timer, &tv);
 }
 
+/* What a child's channel tells the modules above it. */
+static const struct channel_events child_events = {
+	.child_started = metrics_child_started,
+	.child_exited = metrics_child_exited,
+	.sessions_died = sessions_channel_died,
+	.inflight_died = inflight_channel_exited,
+	.inflight_view = inflight_chan_view,
+	.update = sessions_route_update,
+	.permission = permission_ask,
+};
+
 /*
  * The calls up that the lower modules make through hooks, set before
  * anything runs: http.c names no route and no in-process caller, the
- * bus no SSE stream.
+ * bus no SSE stream, the channel no session.
  */
 static void
 wire(void)
@@ -619,6 +631,7 @@ wire(void)
 	http_capture_add(acp_call_capture);	/* an ACP call's reply */
 	http_capture_add(branch_live_capture);	/* a branch's resume */
 	bus_set_subscribers(&sse_subscribers);
+	channel_set_events(&child_events);
 }
 
 /* The HTTP server, its connections under conn.c's guard. */

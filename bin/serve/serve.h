@@ -628,6 +628,27 @@ struct channel_req;
 
 /* The channel for the workspace, started on demand. */
 struct channel	*channel_get(const char *workspace);
+/*
+ * What a channel tells the modules above it (sessions, in-flight work,
+ * permissions, metrics), handed over once at startup by main.c: the
+ * channel calls none of them by name.
+ */
+struct rfsm_chan_view;
+struct channel_events {
+	void	(*child_started)(int restart);
+	void	(*child_exited)(int killed);	/* reaped */
+	/* The child died: its sessions end (session_died), then its restores. */
+	void	(*sessions_died)(struct channel *, int exit_code,
+		    int signal_code, int killed);
+	void	(*inflight_died)(struct channel *);
+	/* Its in-flight restores, for the idle policy (restore-fsm.h). */
+	void	(*inflight_view)(struct channel *, struct rfsm_chan_view *);
+	/* A session/update notification; a permission request. */
+	void	(*update)(struct channel *, json_object *params);
+	void	(*permission)(struct channel *, json_object *rpc_id,
+		    json_object *params);
+};
+void	channel_set_events(const struct channel_events *);
 
 /* ---- channel-rpc.c ---------------------------------------------------- */
 /*
