@@ -53,8 +53,8 @@ http_capture_add(http_capture_fn fn)
 }
 
 /* Whether an in-process caller took the reply (then it is not sent). */
-static int
-captured(struct evhttp_request *req, int status, json_object *body,
+int
+http_captured(struct evhttp_request *req, int status, json_object *body,
     struct qerr *e)
 {
 	for (size_t i = 0; i < n_captures; i++)
@@ -71,7 +71,7 @@ http_reply_json(struct evhttp_request *req, int status, json_object *body)
 	struct evbuffer *buf;
 	const char *s;
 
-	if (captured(req, status, body, NULL)) {
+	if (http_captured(req, status, body, NULL)) {
 		json_object_put(body);
 		return;
 	}
@@ -96,7 +96,7 @@ http_reply_json(struct evhttp_request *req, int status, json_object *body)
 void
 http_reply_empty(struct evhttp_request *req, int status)
 {
-	if (captured(req, status, NULL, NULL))
+	if (http_captured(req, status, NULL, NULL))
 		return;
 	gate_cors_headers(req);
 	evhttp_send_reply(req, status, NULL, NULL);
@@ -181,7 +181,7 @@ http_send_qerr(struct evhttp_request *req, struct qerr *e)
 	json_object *body;
 	int ra;
 
-	if (captured(req, e != NULL ? qerr_status(e) : 500, NULL, e)) {
+	if (http_captured(req, e != NULL ? qerr_status(e) : 500, NULL, e)) {
 		qerr_free(e);
 		return;
 	}

@@ -619,10 +619,23 @@ static const struct channel_events child_events = {
 	.permission = permission_ask,
 };
 
+/* What GET /metrics reads of the other modules when it is scraped. */
+static const struct metrics_gauges gauges = {
+	.sessions = sessions_count,
+	.prompts_running = sessions_active_prompts,
+	.prompts_waiting = sessions_totals,
+	.sse_subscribers = sessions_subscribers,
+	.restores = inflight_stats,
+	.ws_conns = ws_conn_count,
+	.acp_conns = acp_conn_count,
+	.children = channel_running,
+};
+
 /*
  * The calls up that the lower modules make through hooks, set before
  * anything runs: http.c names no route and no in-process caller, the
- * bus no SSE stream, the channel no session.
+ * bus no SSE stream, the channel no session, metrics.c no gauge's
+ * module.
  */
 static void
 wire(void)
@@ -632,6 +645,7 @@ wire(void)
 	http_capture_add(branch_live_capture);	/* a branch's resume */
 	bus_set_subscribers(&sse_subscribers);
 	channel_set_events(&child_events);
+	metrics_set_gauges(&gauges);
 }
 
 /* The HTTP server, its connections under conn.c's guard. */

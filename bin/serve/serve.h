@@ -312,6 +312,9 @@ struct qerr;
 typedef int (*http_capture_fn)(struct evhttp_request *, int status,
     json_object *body, struct qerr *e);
 void	http_capture_add(http_capture_fn);	/* at startup, asked in order */
+/* Whether one of them took the reply (then it is not to be sent). */
+int	http_captured(struct evhttp_request *, int status, json_object *body,
+	    struct qerr *e);
 /*
  * The body as a JSON object (*out, caller frees); non-objects count as
  * {}.  -1: malformed, -2: over the value budget, refused unparsed.
@@ -1008,6 +1011,22 @@ void	reqid_current(char *rid, char *tid, const struct span *);
 
 /* ---- metrics.c: GET /metrics (Prometheus text format) ------------------ */
 void	route_metrics(struct http_ctx *);
+/*
+ * The gauges /metrics reads from the other modules when it is scraped,
+ * handed over once at startup by main.c: metrics.c calls none by name.
+ */
+struct metrics_gauges {
+	size_t	(*sessions)(void);		/* live sessions */
+	size_t	(*prompts_running)(void);
+	void	(*prompts_waiting)(size_t *queued, size_t *perms);
+	size_t	(*sse_subscribers)(void);
+	void	(*restores)(size_t *active, size_t *unsettled,
+		    size_t *overdue, size_t *quarantined);
+	size_t	(*ws_conns)(void);
+	size_t	(*acp_conns)(void);
+	size_t	(*children)(void);		/* children running */
+};
+void	metrics_set_gauges(const struct metrics_gauges *);
 /* A restore's public answer: action (enum inflight_action), outcome
    (enum rfsm_result), ms since its start. */
 void	metrics_restore(int action, int outcome, uint64_t ms);
