@@ -707,7 +707,7 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (conf.log_file != NULL && log_open_file(conf.log_file) == -1)
 		err(1, "--log-file %s", conf.log_file);
-	reqid_init();
+	reqid_init(sessions_log_lookup);
 	if (conf.audit_log != NULL && audit_open(conf.audit_log) == -1)
 		err(1, "--audit-log %s", conf.audit_log);
 	if (conf.trace_file != NULL &&

@@ -772,6 +772,9 @@ struct session {
 };
 
 struct session	*sessions_find(const char *id);
+/* The ids last known for session id (len bytes), for the log's lines. */
+void		 sessions_log_lookup(const char *id, size_t len,
+		    const char **rid, const char **tid);
 struct session	*sessions_first(void);
 struct session	*sessions_next(struct session *);
 size_t		 sessions_count(void);
@@ -998,7 +1001,9 @@ void	ratelimit_free(void);
 
 /* ---- reqid.c: request and trace ids of the JSON log's lines ---------- */
 struct span;
-void	reqid_init(void);	/* sessions' ids for their later lines */
+/* The log's lookup of sessions' ids for their later lines (main.c's). */
+void	reqid_init(void (*lookup)(const char *id, size_t len,
+	    const char **rid, const char **tid));
 /* A request begins (X-Request-Id answered; the log context) or ends. */
 void	reqid_begin(struct evhttp_request *);
 void	reqid_end(void);
