@@ -65,7 +65,8 @@ struct channel {
 	unsigned		 serial;	/* of the current child */
 };
 
-void	channel_req_finish(struct channel_req *, enum channel_outcome, json_object *payload);
+void	channel_req_finish(struct channel_req *, enum channel_outcome,
+	    json_object *payload);
 void	channel_req_send(struct channel *, struct channel_req *);
 void	channel_arm_deadline(struct channel *);
 void	channel_on_deadline(evutil_socket_t, short, void *);

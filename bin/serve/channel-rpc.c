@@ -85,7 +85,8 @@ struct channel_req *
 channel_request(struct channel *ch, const char *method, json_object *params,
     uint64_t timeout_ms, channel_cb cb, void *arg)
 {
-	return channel_request_sent(ch, method, params, timeout_ms, cb, NULL, arg);
+	return channel_request_sent(ch, method, params, timeout_ms, cb, NULL,
+	    arg);
 }
 
 struct channel_req *

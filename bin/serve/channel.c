@@ -171,14 +171,17 @@ channel_start(struct channel *ch)
 	evutil_make_socket_nonblocking(out[0]);
 	ch->out_fd = out[0];
 	ch->out_eof = 0;
-	ch->out_ev = event_new(serve_base, out[0], EV_READ, channel_on_out_ready, ch);
-	ch->err = wrap_fd(err[0], channel_on_err_read, channel_on_err_event, ch);
+	ch->out_ev = event_new(serve_base, out[0], EV_READ,
+	    channel_on_out_ready, ch);
+	ch->err = wrap_fd(err[0], channel_on_err_read, channel_on_err_event,
+	    ch);
 	ch->rd = rpc_reader_new(0);
 	if (ch->rd != NULL)
 		replay_raw_setup(ch->rd);
 	ch->pending = rpc_pending_new();
 	ch->deadline_ev = evtimer_new(serve_base, channel_on_deadline, ch);
-	ch->pid_ev = event_new(serve_base, ch->pidfd, EV_READ, on_exit_ready, ch);
+	ch->pid_ev = event_new(serve_base, ch->pidfd, EV_READ, on_exit_ready,
+	    ch);
 	if (ch->pidfd == -1 || ch->in == NULL || ch->out_ev == NULL ||
 	    ch->rd == NULL || ch->pending == NULL || ch->pid_ev == NULL) {
 		log_warnx("cannot watch child %ld", (long)ch->pid);

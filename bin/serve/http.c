@@ -327,7 +327,8 @@ http_body_parse(struct evhttp_request *req, json_object **out)
 	if (!json_text_strict(p, len) ||
 	    (tok = json_tokener_new_ex(RPC_MAX_DEPTH)) == NULL)
 		return -1;
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	json_tokener_set_flags(tok,
+	    JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
 	o = json_tokener_parse_ex(tok, p, (int)len);
 	end = json_tokener_get_parse_end(tok);
 	if (o == NULL && json_tokener_get_error(tok) == json_tokener_continue)

@@ -152,7 +152,8 @@ slice_fill(struct reply_slice *rs, struct evbuffer *out)
 		if (el == NULL)
 			evbuffer_add(out, "null", 4);
 		else if (replay_raw_add(el, out) == -1) {
-			s = json_object_to_json_string_ext(el, REPLY_JSON_FLAGS);
+			s = json_object_to_json_string_ext(el,
+			    REPLY_JSON_FLAGS);
 			evbuffer_add(out, s, strlen(s));
 		}
 	}

@@ -42,7 +42,7 @@ enum route_flags { R_ID = 1, R_BODY = 2, R_HEALTH = 4, R_ACP = 8, R_TAIL = 16,
 struct route {
 	enum evhttp_cmd_type	 method;
 	const char		*prefix;	/* path before the id */
-	const char		*suffix;	/* path after the id ("" for none) */
+	const char		*suffix;	/* after the id ("" for none) */
 	int			 flags;
 	void			(*fn)(struct http_ctx *);
 };
@@ -52,8 +52,10 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/capabilities", NULL, 0, route_capabilities },
 	{ EVHTTP_REQ_GET, "/daemon/status", NULL, 0, route_daemon_status },
 	{ EVHTTP_REQ_GET, "/metrics", NULL, 0, route_metrics },
-	{ EVHTTP_REQ_POST, "/session", NULL, R_BODY | R_NEW, route_session_create },
-	{ EVHTTP_REQ_GET, "/workspace/sessions", NULL, 0, route_workspace_sessions },
+	{ EVHTTP_REQ_POST, "/session", NULL, R_BODY | R_NEW,
+	    route_session_create },
+	{ EVHTTP_REQ_GET, "/workspace/sessions", NULL, 0,
+	    route_workspace_sessions },
 	{ EVHTTP_REQ_GET, "/workspace/", "/sessions", R_ID | R_WS,
 	    route_workspace_sessions_page },
 	{ EVHTTP_REQ_GET, "/workspace/", "/sessions/search", R_ID | R_WS,
@@ -68,20 +70,23 @@ static const struct route routes[] = {
 	    route_workspace_session_info },
 	{ EVHTTP_REQ_GET, "/workspaces/", "/sessions/live-state", R_ID | R_WS,
 	    route_workspace_live_state },
-	{ EVHTTP_REQ_POST, "/sessions/delete", NULL, R_BODY, route_sessions_delete },
-	{ EVHTTP_REQ_POST, "/workspaces/", "/sessions/delete", R_ID | R_WS | R_BODY,
+	{ EVHTTP_REQ_POST, "/sessions/delete", NULL, R_BODY,
 	    route_sessions_delete },
-	{ EVHTTP_REQ_POST, "/workspaces/", "/sessions/archive", R_ID | R_WS | R_BODY,
+	{ EVHTTP_REQ_POST, "/workspaces/", "/sessions/delete",
+	    R_ID | R_WS | R_BODY, route_sessions_delete },
+	{ EVHTTP_REQ_POST, "/workspaces/", "/sessions/archive",
+	    R_ID | R_WS | R_BODY, route_sessions_archive },
+	{ EVHTTP_REQ_POST, "/workspaces/", "/sessions/unarchive",
+	    R_ID | R_WS | R_BODY, route_sessions_unarchive },
+	{ EVHTTP_REQ_POST, "/sessions/archive", NULL, R_BODY,
 	    route_sessions_archive },
-	{ EVHTTP_REQ_POST, "/workspaces/", "/sessions/unarchive", R_ID | R_WS | R_BODY,
-	    route_sessions_unarchive },
-	{ EVHTTP_REQ_POST, "/sessions/archive", NULL, R_BODY, route_sessions_archive },
 	{ EVHTTP_REQ_POST, "/sessions/unarchive", NULL, R_BODY,
 	    route_sessions_unarchive },
 	{ EVHTTP_REQ_GET, "/session/", "/export", R_ID, route_session_export },
 	{ EVHTTP_REQ_GET, "/session/", "/archive/export", R_ID | R_BOUND,
 	    route_session_archive_export },
-	{ EVHTTP_REQ_GET, "/session/", "/turn-index", R_ID, route_session_turn_index },
+	{ EVHTTP_REQ_GET, "/session/", "/turn-index", R_ID,
+	    route_session_turn_index },
 	{ EVHTTP_REQ_PATCH, "/session/", "/metadata", R_ID | R_BODY,
 	    route_session_metadata },
 	{ EVHTTP_REQ_PATCH, "/session/", "/organization", R_ID | R_BODY,
@@ -90,63 +95,82 @@ static const struct route routes[] = {
 	    route_session_groups },
 	{ EVHTTP_REQ_GET, "/workspaces/", "/session-groups", R_ID | R_WS,
 	    route_session_groups },
-	{ EVHTTP_REQ_POST, "/workspace/", "/session-groups", R_ID | R_WS | R_BODY,
-	    route_session_group_create },
-	{ EVHTTP_REQ_POST, "/workspaces/", "/session-groups", R_ID | R_WS | R_BODY,
-	    route_session_group_create },
+	{ EVHTTP_REQ_POST, "/workspace/", "/session-groups",
+	    R_ID | R_WS | R_BODY, route_session_group_create },
+	{ EVHTTP_REQ_POST, "/workspaces/", "/session-groups",
+	    R_ID | R_WS | R_BODY, route_session_group_create },
 	{ EVHTTP_REQ_PATCH, "/workspace/", "/session-groups/",
 	    R_ID | R_WS | R_BODY | R_TAIL, route_session_group_update },
 	{ EVHTTP_REQ_PATCH, "/workspaces/", "/session-groups/",
 	    R_ID | R_WS | R_BODY | R_TAIL, route_session_group_update },
-	{ EVHTTP_REQ_DELETE, "/workspace/", "/session-groups/", R_ID | R_WS | R_TAIL,
-	    route_session_group_delete },
-	{ EVHTTP_REQ_DELETE, "/workspaces/", "/session-groups/", R_ID | R_WS | R_TAIL,
-	    route_session_group_delete },
-	{ EVHTTP_REQ_POST, "/session/", "/load", R_ID | R_BODY | R_NEW, route_session_load },
-	{ EVHTTP_REQ_POST, "/session/", "/resume", R_ID | R_BODY | R_NEW, route_session_resume },
-	{ EVHTTP_REQ_POST, "/session/", "/prompt", R_ID | R_BODY | R_LIVE | R_NEW, route_session_prompt },
-	{ EVHTTP_REQ_POST, "/session/", "/cancel", R_ID | R_BODY | R_LIVE, route_session_cancel },
-	{ EVHTTP_REQ_POST, "/session/", "/heartbeat", R_ID | R_BODY | R_LIVE, route_session_heartbeat },
-	{ EVHTTP_REQ_POST, "/session/", "/detach", R_ID | R_BODY | R_LIVE, route_session_detach },
+	{ EVHTTP_REQ_DELETE, "/workspace/", "/session-groups/",
+	    R_ID | R_WS | R_TAIL, route_session_group_delete },
+	{ EVHTTP_REQ_DELETE, "/workspaces/", "/session-groups/",
+	    R_ID | R_WS | R_TAIL, route_session_group_delete },
+	{ EVHTTP_REQ_POST, "/session/", "/load", R_ID | R_BODY | R_NEW,
+	    route_session_load },
+	{ EVHTTP_REQ_POST, "/session/", "/resume", R_ID | R_BODY | R_NEW,
+	    route_session_resume },
+	{ EVHTTP_REQ_POST, "/session/", "/prompt",
+	    R_ID | R_BODY | R_LIVE | R_NEW, route_session_prompt },
+	{ EVHTTP_REQ_POST, "/session/", "/cancel", R_ID | R_BODY | R_LIVE,
+	    route_session_cancel },
+	{ EVHTTP_REQ_POST, "/session/", "/heartbeat", R_ID | R_BODY | R_LIVE,
+	    route_session_heartbeat },
+	{ EVHTTP_REQ_POST, "/session/", "/detach", R_ID | R_BODY | R_LIVE,
+	    route_session_detach },
 	{ EVHTTP_REQ_GET, "/session/", "/status", R_ID, route_session_status },
 	{ EVHTTP_REQ_GET, "/session/", "/events", R_ID, route_session_events },
-	{ EVHTTP_REQ_GET, "/session/", "/transcript", R_ID, route_session_transcript },
-	{ EVHTTP_REQ_POST, "/session/", "/branch", R_ID | R_BODY | R_NEW, route_session_branch },
+	{ EVHTTP_REQ_GET, "/session/", "/transcript", R_ID,
+	    route_session_transcript },
+	{ EVHTTP_REQ_POST, "/session/", "/branch", R_ID | R_BODY | R_NEW,
+	    route_session_branch },
 	{ EVHTTP_REQ_DELETE, "/session/", "", R_ID, route_session_delete },
-	{ EVHTTP_REQ_POST, "/session/", "/permission/", R_ID | R_BODY | R_TAIL | R_LIVE,
-	    route_session_permission },
-	{ EVHTTP_REQ_POST, "/permission/", "", R_ID | R_RAW | R_BODY, route_permission },
-	{ EVHTTP_REQ_POST, "/session/", "/model", R_ID | R_BODY | R_LIVE, route_session_model },
-	{ EVHTTP_REQ_GET, "/session/", "/pending-prompts", R_ID, route_session_pending },
-	{ EVHTTP_REQ_POST, "/session/", "/continue", R_ID | R_BODY | R_LIVE | R_NEW,
-	    route_session_continue },
-	{ EVHTTP_REQ_POST, "/session/", "/fork", R_ID | R_BODY | R_LIVE | R_NEW, route_session_fork },
+	{ EVHTTP_REQ_POST, "/session/", "/permission/",
+	    R_ID | R_BODY | R_TAIL | R_LIVE, route_session_permission },
+	{ EVHTTP_REQ_POST, "/permission/", "", R_ID | R_RAW | R_BODY,
+	    route_permission },
+	{ EVHTTP_REQ_POST, "/session/", "/model", R_ID | R_BODY | R_LIVE,
+	    route_session_model },
+	{ EVHTTP_REQ_GET, "/session/", "/pending-prompts", R_ID,
+	    route_session_pending },
+	{ EVHTTP_REQ_POST, "/session/", "/continue",
+	    R_ID | R_BODY | R_LIVE | R_NEW, route_session_continue },
+	{ EVHTTP_REQ_POST, "/session/", "/fork", R_ID | R_BODY | R_LIVE | R_NEW,
+	    route_session_fork },
 	{ EVHTTP_REQ_DELETE, "/session/", "/pending-prompts/", R_ID | R_TAIL,
 	    route_session_pending_remove },
-	{ EVHTTP_REQ_POST, "/session/", "/approval-mode", R_ID | R_BODY | R_LIVE,
-	    route_session_approval_mode },
+	{ EVHTTP_REQ_POST, "/session/", "/approval-mode",
+	    R_ID | R_BODY | R_LIVE, route_session_approval_mode },
 	/* The agent's own session calls (routes-pass.c). */
 	{ EVHTTP_REQ_GET, "/session/", "/context", R_ID, route_session_pass },
-	{ EVHTTP_REQ_GET, "/session/", "/context-usage", R_ID, route_session_pass },
+	{ EVHTTP_REQ_GET, "/session/", "/context-usage", R_ID,
+	    route_session_pass },
 	{ EVHTTP_REQ_GET, "/session/", "/stats", R_ID, route_session_pass },
-	{ EVHTTP_REQ_GET, "/session/", "/supported-commands", R_ID, route_session_pass },
+	{ EVHTTP_REQ_GET, "/session/", "/supported-commands", R_ID,
+	    route_session_pass },
 	{ EVHTTP_REQ_GET, "/session/", "/tasks", R_ID, route_session_pass },
 	{ EVHTTP_REQ_GET, "/session/", "/agents", R_ID, route_session_pass },
 	{ EVHTTP_REQ_GET, "/session/", "/lsp", R_ID, route_session_pass },
 	{ EVHTTP_REQ_GET, "/session/", "/resources", R_ID, route_session_pass },
 	{ EVHTTP_REQ_GET, "/session/", "/hooks", R_ID, route_session_pass },
-	{ EVHTTP_REQ_GET, "/session/", "/rewind/snapshots", R_ID, route_session_pass },
+	{ EVHTTP_REQ_GET, "/session/", "/rewind/snapshots", R_ID,
+	    route_session_pass },
 	{ EVHTTP_REQ_GET, "/session/", "/goal", R_ID, route_session_pass },
-	{ EVHTTP_REQ_POST, "/session/", "/goal", R_ID | R_BODY | R_LIVE, route_session_pass },
+	{ EVHTTP_REQ_POST, "/session/", "/goal", R_ID | R_BODY | R_LIVE,
+	    route_session_pass },
 	{ EVHTTP_REQ_POST, "/session/", "/goal/clear", R_ID | R_BODY | R_LIVE,
 	    route_session_pass },
-	{ EVHTTP_REQ_POST, "/session/", "/rewind", R_ID | R_BODY | R_LIVE, route_session_pass },
-	{ EVHTTP_REQ_POST, "/session/", "/recap", R_ID | R_BODY | R_LIVE, route_session_pass },
-	{ EVHTTP_REQ_POST, "/session/", "/btw", R_ID | R_BODY | R_LIVE, route_session_pass },
+	{ EVHTTP_REQ_POST, "/session/", "/rewind", R_ID | R_BODY | R_LIVE,
+	    route_session_pass },
+	{ EVHTTP_REQ_POST, "/session/", "/recap", R_ID | R_BODY | R_LIVE,
+	    route_session_pass },
+	{ EVHTTP_REQ_POST, "/session/", "/btw", R_ID | R_BODY | R_LIVE,
+	    route_session_pass },
 	{ EVHTTP_REQ_POST, "/session/", "/language", R_ID | R_BODY | R_LIVE,
 	    route_session_pass },
-	{ EVHTTP_REQ_POST, "/session/", "/config-option", R_ID | R_BODY | R_LIVE,
-	    route_session_pass },
+	{ EVHTTP_REQ_POST, "/session/", "/config-option",
+	    R_ID | R_BODY | R_LIVE, route_session_pass },
 	{ EVHTTP_REQ_POST, "/acp", NULL, R_ACP, route_acp_post },
 	{ EVHTTP_REQ_GET, "/acp", NULL, R_ACP, route_acp_get },
 	{ EVHTTP_REQ_DELETE, "/acp", NULL, R_ACP, route_acp_delete },
@@ -204,14 +228,16 @@ workspace_selector_body(const char *seg, size_t seglen)
 	raw = xstrndup(seg, seglen);
 	dec = evhttp_uridecode(raw, 0, NULL);
 	free(raw);
-	json_object_object_add(o, "cwd", xjson_object_new_string(dec != NULL ? dec : ""));
+	json_object_object_add(o, "cwd",
+	    xjson_object_new_string(dec != NULL ? dec : ""));
 	free(dec);
 	return o;
 }
 
 /* Match path against r; *idp gets the id segment (start, length). */
 static int
-route_match(const struct route *r, const char *path, const char **seg, size_t *seglen)
+route_match(const struct route *r, const char *path, const char **seg,
+    size_t *seglen)
 {
 	size_t plen = strlen(r->prefix), slen, rest;
 	const char *slash;
@@ -229,14 +255,15 @@ route_match(const struct route *r, const char *path, const char **seg, size_t *s
 		return *seglen > 0 && rest > slen &&
 		    strncmp(*seg + *seglen, r->suffix, slen) == 0 &&
 		    strchr(*seg + *seglen + slen, '/') == NULL;
-	return *seglen > 0 && rest == slen && strcmp(*seg + *seglen, r->suffix) == 0;
+	return *seglen > 0 && rest == slen &&
+	    strcmp(*seg + *seglen, r->suffix) == 0;
 }
 
 static void
 client_id_header(struct evhttp_request *req, struct http_ctx *ctx)
 {
-	const char *v = evhttp_find_header(evhttp_request_get_input_headers(req),
-	    "X-Qwen-Client-Id");
+	const char *v = evhttp_find_header(
+	    evhttp_request_get_input_headers(req), "X-Qwen-Client-Id");
 
 	if (v == NULL || v[0] == '\0')
 		return;
@@ -287,12 +314,15 @@ ws_dispatch(struct evhttp_request *req, const struct route *r,
 		ctx->path_tail = seg + seglen + strlen(r->suffix);
 	if (r->method != EVHTTP_REQ_GET)
 		audit_route(req, r, NULL);
-	if ((r->flags & R_BODY) && (rc = http_body_parse(req, &ctx->body)) < 0) {
+	if ((r->flags & R_BODY) &&
+	    (rc = http_body_parse(req, &ctx->body)) < 0) {
 		json_object_put(sel);
-		http_error(req, rc == -2 ? "json_too_complex" : "invalid_json", NULL);
+		http_error(req, rc == -2 ? "json_too_complex" : "invalid_json",
+		    NULL);
 		return;
 	}
-	if (ctx->body == NULL || !json_object_is_type(ctx->body, json_type_object)) {
+	if (ctx->body == NULL ||
+	    !json_object_is_type(ctx->body, json_type_object)) {
 		json_object_put(ctx->body);
 		ctx->body = sel;
 	} else {
@@ -358,7 +388,8 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 		ctx.path_tail = seg;
 		audit_route(req, r, NULL);
 		if ((rc = http_body_parse(req, &ctx.body)) < 0) {
-			http_error(req, rc == -2 ? "json_too_complex" : "invalid_json", NULL);
+			http_error(req, rc == -2 ? "json_too_complex" :
+			    "invalid_json", NULL);
 			goto out;
 		}
 		if (ctx.body == NULL)
@@ -366,8 +397,10 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 		r->fn(&ctx);
 		goto out;
 	}
-	if ((r->flags & R_ID) && (id = decode_session_id(seg, seglen)) == NULL) {
-		struct qerr *e = qerr_new("invalid_session_id", "Invalid session id");
+	if ((r->flags & R_ID) &&
+	    (id = decode_session_id(seg, seglen)) == NULL) {
+		struct qerr *e = qerr_new("invalid_session_id",
+		    "Invalid session id");
 		char *raw = strndup(seg, seglen);
 
 		if (e != NULL && raw != NULL)
@@ -399,13 +432,15 @@ out:
 	json_object_put(ctx.body);
 	evhttp_clear_headers(&q);
 	free(id);
-	json_limit_release(evbuffer_get_length(evhttp_request_get_input_buffer(req)));
+	json_limit_release(evbuffer_get_length(
+	    evhttp_request_get_input_buffer(req)));
 }
 
 static const char *workspace_of_acp_path(const char *);
 static const char *ws_session_path(const char *);
 static void	on_request_routed(struct evhttp_request *,
-		    const struct evhttp_uri *, enum evhttp_cmd_type, const char *);
+		    const struct evhttp_uri *, enum evhttp_cmd_type,
+		    const char *);
 static void	route_request(struct evhttp_request *, const char *,
 		    enum evhttp_cmd_type, const struct evhttp_uri *);
 
@@ -430,8 +465,9 @@ on_request_routed(struct evhttp_request *req, const struct evhttp_uri *uri,
 {
 	const char *rest;
 
-	/* A chunked body is only measured whole (conn-input.c cuts it early). */
-	if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) > SERVE_MAX_BODY) {
+	/* A chunked body is measured only whole (conn-input.c cuts it). */
+	if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) >
+	    SERVE_MAX_BODY) {
 		http_error(req, "payload_too_large", NULL);
 		return;
 	}
@@ -472,7 +508,8 @@ ws_session_path(const char *path)
 	    "/export", "/archive/export", "/metadata", "/organization" };
 	const char *slash = strchr(path + 12, '/'), *id, *end;
 
-	if (slash == NULL || slash == path + 12 || strncmp(slash, "/session/", 9) != 0)
+	if (slash == NULL || slash == path + 12 ||
+	    strncmp(slash, "/session/", 9) != 0)
 		return NULL;
 	id = slash + 9;
 	if ((end = strchr(id, '/')) == NULL || end == id)
@@ -505,7 +542,8 @@ workspace_of_acp_path(const char *path)
 			return conf.workspaces[i];
 	}
 	/* An encoded cwd: "%2Fsrv%2Fa" (its slashes escaped). */
-	if ((raw = xstrndup(sel, n)) == NULL || (dec = evhttp_uridecode(raw, 0, NULL)) == NULL) {
+	if ((raw = xstrndup(sel, n)) == NULL ||
+	    (dec = evhttp_uridecode(raw, 0, NULL)) == NULL) {
 		free(raw);
 		return NULL;
 	}
@@ -526,7 +564,8 @@ workspace_of_acp_path(const char *path)
 static int
 route_rl_class(const struct route *r)
 {
-	if ((r->flags & (R_HEALTH | R_ACP)) || strcmp(r->prefix, "/metrics") == 0)
+	if ((r->flags & (R_HEALTH | R_ACP)) ||
+	    strcmp(r->prefix, "/metrics") == 0)
 		return -1;
 	if (r->suffix != NULL && (strcmp(r->suffix, "/heartbeat") == 0 ||
 	    strcmp(r->suffix, "/events") == 0))
@@ -570,9 +609,11 @@ route_request(struct evhttp_request *req, const char *path,
 				http_error(req, "workspace_draining", NULL);
 				return;
 			}
-			if (ratelimit_admit(req, route_rl_class(&routes[i])) == -1)
+			if (ratelimit_admit(req,
+			    route_rl_class(&routes[i])) == -1)
 				return;
-			dispatch(req, &routes[i], seg, seglen, evhttp_uri_get_query(uri));
+			dispatch(req, &routes[i], seg, seglen,
+			    evhttp_uri_get_query(uri));
 			return;
 		}
 	}

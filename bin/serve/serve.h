@@ -261,15 +261,17 @@ char	*child_cmd_describe(void);
 struct channel;
 struct session;
 /* The child asks (rpc_id, params borrowed): hold it for the clients. */
-void	permission_ask(struct channel *, json_object *rpc_id, json_object *params);
-enum permission_answer { PERMISSION_ACCEPTED, PERMISSION_NOT_FOUND, PERMISSION_BAD_OUTCOME, PERMISSION_BAD_OPTION };
+void	permission_ask(struct channel *, json_object *rpc_id,
+	    json_object *params);
+enum permission_answer { PERMISSION_ACCEPTED, PERMISSION_NOT_FOUND,
+	    PERMISSION_BAD_OUTCOME, PERMISSION_BAD_OPTION };
 /*
  * A client's answer {outcome:"selected",optionId}|{outcome:"cancelled"}
  * (borrowed) to request_id of session_id (NULL: any session).  voter: the
  * answering clientId or NULL.
  */
-enum permission_answer permission_answer(const char *session_id, const char *request_id,
-	    json_object *outcome, const char *voter);
+enum permission_answer permission_answer(const char *session_id,
+	    const char *request_id, json_object *outcome, const char *voter);
 /* The session a held request belongs to, or NULL. */
 const char *permission_session_of(const char *request_id);
 size_t	permission_pending(const struct session *);
@@ -336,7 +338,8 @@ void	http_reply_raw(struct evhttp_request *, int status, struct evbuffer *);
 /* Send e (takes ownership; NULL: a bare 500) with its status and Retry-After. */
 void	http_send_qerr(struct evhttp_request *, struct qerr *e);
 /* The catalog's error for code with its default message; sessionId extra. */
-void	http_error(struct evhttp_request *, const char *code, const char *session_id);
+void	http_error(struct evhttp_request *, const char *code,
+	    const char *session_id);
 /* Map a JSON-RPC error object from the child (borrowed) to a REST reply. */
 void	http_error_rpc(struct evhttp_request *, json_object *rpc_error,
 	    const char *session_id);
@@ -433,8 +436,9 @@ void	route_daemon_status(struct http_ctx *);
    (never blocking the loop); paged: with nextCursor when more follow;
    group (non-NULL: view=organized) filters and puts pinned ones first.
    Free the jobs and the prompt cache at exit. */
-void	listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
-	    size_t max, int paged, int archived, const char *group);
+void	listing_start(struct evhttp_request *req, const char *workspace,
+	    size_t skip, size_t max, int paged, int archived,
+	    const char *group);
 /* Answer req with the newest max sessions whose search text holds q. */
 void	listing_search(struct evhttp_request *req, const char *workspace,
 	    const char *q, size_t max);
@@ -452,7 +456,8 @@ int	search_match(const char *text, const char *q, char **snippet);
 struct lease;
 uint64_t	 catalog_revision(void);
 /* The daemon's writer lease on id: NULL and *code (*cause) when refused. */
-struct lease	*catalog_lease_take(const char *id, const char **code, char **cause);
+struct lease	*catalog_lease_take(const char *id, const char **code,
+	    char **cause);
 void		 catalog_lease_drop(struct lease *);	/* NULL-safe */
 /* 1 when id is neither live nor being restored, else 0 and *code. */
 int		 catalog_idle(const char *id, const char **code);
@@ -513,7 +518,8 @@ struct export_doc;
 struct export_doc *export_doc_new(const char *id);
 void	export_doc_free(struct export_doc *);	/* NULL-safe */
 /* buf[0..*len)'s whole lines (all when final) in; the rest kept at buf. */
-void	export_doc_lines(struct export_doc *, char *buf, size_t *len, int final);
+void	export_doc_lines(struct export_doc *, char *buf, size_t *len,
+	    int final);
 /* The finished document as fmt (html, md or json) into out. */
 void	export_doc_render(struct export_doc *, int fmt, struct evbuffer *out);
 
@@ -589,8 +595,9 @@ void	bus_set_subscribers(const struct bus_subscribers *);
  * or NULL.  snapshot (taken, NULL for none): session_snapshot's data, sent
  * after the replay.  Sends the reply itself (including pre-stream errors).
  */
-void	sse_subscribe(struct bus *, struct evhttp_request *req, int64_t last_event_id,
-	    const char *epoch, int max_queued, json_object *snapshot);
+void	sse_subscribe(struct bus *, struct evhttp_request *req,
+	    int64_t last_event_id, const char *epoch, int max_queued,
+	    json_object *snapshot);
 /* Connection of sub closed (from http.c). */
 void	sse_sub_closed(struct sse_sub *);
 /* What main.c hands the bus (bus_set_subscribers()). */
@@ -624,7 +631,8 @@ enum channel_outcome {
 	CHANNEL_CLOSED,		/* the channel died; payload NULL */
 	CHANNEL_INIT_TIMEOUT,	/* initialize timed out; payload NULL */
 };
-typedef void	(*channel_cb)(void *arg, enum channel_outcome, json_object *payload);
+typedef void	(*channel_cb)(void *arg, enum channel_outcome,
+	    json_object *payload);
 
 struct channel;
 struct channel_req;
@@ -661,15 +669,17 @@ void	channel_set_events(const struct channel_events *);
  * channel cannot take requests.
  */
 struct channel_req	*channel_request(struct channel *, const char *method,
-		    json_object *params, uint64_t timeout_ms, channel_cb cb, void *arg);
+		    json_object *params, uint64_t timeout_ms, channel_cb cb,
+		    void *arg);
 /*
  * As channel_request, and sent(arg) runs once when the request goes on the
  * wire: at once when the child is ready (before this returns), else after
  * its initialize.  Budgets of the child's own work start there.
  */
-struct channel_req	*channel_request_sent(struct channel *, const char *method,
-		    json_object *params, uint64_t timeout_ms, channel_cb cb,
-		    void (*sent)(void *arg), void *arg);
+struct channel_req	*channel_request_sent(struct channel *,
+			    const char *method, json_object *params,
+			    uint64_t timeout_ms, channel_cb cb,
+			    void (*sent)(void *arg), void *arg);
 /* The caller is gone: the answer will be dropped. */
 void	channel_forget(struct channel_req *);
 /*
@@ -679,7 +689,8 @@ void	channel_forget(struct channel_req *);
 void	channel_reply(struct channel *, unsigned serial, json_object *id,
 	    json_object *result);
 /* Send a notification (params: takes ownership). */
-void	channel_notify(struct channel *, const char *method, json_object *params);
+void	channel_notify(struct channel *, const char *method,
+	    json_object *params);
 /* ---- channel-close.c -------------------------------------------------- */
 /*
  * Close session id at the child; a load, resume or create of the id sent
@@ -785,7 +796,8 @@ void		 sessions_totals(size_t *queued, size_t *perms);
 /* Create a live session on ch (registered, counted).  NULL on ENOMEM. */
 struct session	*session_new(const char *id, struct channel *ch);
 /* Publish session_closed (reason) and remove; closes it on the child too. */
-void	session_close(struct session *, const char *reason, const char *closed_by);
+void	session_close(struct session *, const char *reason,
+	    const char *closed_by);
 /* The channel died: session_died to each session of ch, then remove. */
 void	sessions_channel_died(struct channel *, int exit_code, int signal_code,
 	    int killed);
@@ -847,7 +859,8 @@ struct inflight	*inflight_default_spawn(const char *workspace);
 /* Spawns and restores not yet given back to capacity, in workspace. */
 size_t		 inflight_count_ws(const char *workspace);
 /* Coalesce a caller onto op; it gets op's result with attached:true. */
-void	inflight_join(struct inflight *, struct evhttp_request *, const char *client_id);
+void	inflight_join(struct inflight *, struct evhttp_request *,
+	    const char *client_id);
 int	inflight_transcript_exists(const char *id);
 /*
  * A session/new (id NULL: the child picks it) under the initialize budget
@@ -856,8 +869,9 @@ int	inflight_transcript_exists(const char *id);
 void	inflight_spawn(const char *workspace, const char *id, int is_default,
 	    json_object *body, struct evhttp_request *, const char *client_id);
 /* Admit a load/resume (body borrowed) and dispatch it with inflight_start(). */
-void	inflight_restore(const char *workspace, enum inflight_action, const char *id,
-	    json_object *body, struct evhttp_request *, const char *client_id);
+void	inflight_restore(const char *workspace, enum inflight_action,
+	    const char *id, json_object *body, struct evhttp_request *,
+	    const char *client_id);
 /*
  * The one place a restore goes to the child: from there its restore-fsm
  * machine owns it (deadline, public result, settlement) and frees it.
@@ -869,8 +883,8 @@ size_t	inflight_count(void);
  * and shape, op active) or 409 restore_in_progress (reason
  * restore_in_progress or awaiting_abandoned_cleanup).  body borrowed.
  */
-void	inflight_same_id(struct inflight *, struct evhttp_request *, const char *client_id,
-	    enum inflight_action, json_object *body);
+void	inflight_same_id(struct inflight *, struct evhttp_request *,
+	    const char *client_id, enum inflight_action, json_object *body);
 /* A spawn of op's that a same-id create may join (active, not a restore). */
 int	inflight_is_active_spawn(const struct inflight *);
 /*
@@ -972,7 +986,8 @@ void	reply_slice_free_all(void);
 
 /* ---- inflight-fence.c -------------------------------------------------- */
 /* An update for an id with no live session: 1 when buffered or fenced. */
-int	inflight_route_early(struct channel *, const char *id, json_object *params);
+int	inflight_route_early(struct channel *, const char *id,
+	    json_object *params);
 /* Session ids fenced against late notifications, on every channel. */
 size_t	inflight_fences_count(void);
 
@@ -980,7 +995,8 @@ size_t	inflight_fences_count(void);
 int	audit_open(const char *path);	/* 0, or -1 with errno */
 int	audit_reopen(void);		/* SIGHUP */
 /* A state-changing request: recorded once its answer is sent. */
-void	audit_begin(struct evhttp_request *, const char *what, const char *session_id);
+void	audit_begin(struct evhttp_request *, const char *what,
+	    const char *session_id);
 void	audit_done(struct evhttp_request *);	/* the answer went out */
 void	audit_forget(struct evhttp_request *);	/* a new request at this address */
 void	audit_free(void);
