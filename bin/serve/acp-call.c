@@ -80,7 +80,8 @@ orphan_undo(struct acp_call *call, int status, json_object *body)
 		return;
 	log_info("acp: late answer for a closed connection: detaching session %s",
 	    json_object_get_string(sid));
-	acp_session_detach(json_object_get_string(sid), json_object_get_string(cid));
+	acp_session_detach(json_object_get_string(sid),
+	    json_object_get_string(cid));
 }
 
 /* A reply of one of our calls: hand it over (or undo it) and free the call. */
@@ -162,7 +163,8 @@ acp_call_fail(struct acp_call *call, const char *session_id, int status,
 		err = qerr_jsonrpc_error(e);
 	qerr_free(own);
 	if (call->rpc_id != NULL)
-		acp_send(call->conn, session_id, acp_error_wrap(call->rpc_id, err));
+		acp_send(call->conn, session_id,
+		    acp_error_wrap(call->rpc_id, err));
 	else
 		json_object_put(err);	/* a notification gets no answer */
 }

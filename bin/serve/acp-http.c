@@ -253,7 +253,8 @@ ah_fail(struct evhttp_request *req, struct qerr *e)
 static void
 ah_malformed(struct evhttp_request *req, json_object *id, const char *why)
 {
-	http_reply_json(req, 400, rpc_new_error(id, RPC_INVALID_REQUEST, why, NULL));
+	http_reply_json(req, 400,
+	    rpc_new_error(id, RPC_INVALID_REQUEST, why, NULL));
 }
 
 /* A non-empty request header, or NULL. */
@@ -335,7 +336,8 @@ post_initialize(struct evhttp_request *req, struct rpc_msg *m, struct ah_conn *a
 	a->inline_reply = NULL;
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Acp-Connection-Id",
 	    acp_conn_id(a->c));
-	http_reply_json(req, 200, reply != NULL ? json_tokener_parse(reply) : NULL);
+	http_reply_json(req, 200,
+	    reply != NULL ? json_tokener_parse(reply) : NULL);
 	free(reply);
 }
 

@@ -51,8 +51,8 @@ struct acp_conn {
 };
 
 /* What a call's reply is turned into (acp-methods.c). */
-typedef void	(*acp_call_done)(struct acp_call *, int status, json_object *body,
-		    struct qerr *e);
+typedef void	(*acp_call_done)(struct acp_call *, int status,
+		    json_object *body, struct qerr *e);
 
 struct acp_call {
 	TAILQ_ENTRY(acp_call)	 entry;
@@ -73,8 +73,8 @@ json_object *acp_error_wrap(json_object *id, json_object *err);
 void	acp_send(struct acp_conn *, const char *session_id, json_object *msg);
 void	acp_reply(struct acp_conn *, const char *session_id, json_object *id,
 	    json_object *result);
-void	acp_reply_error(struct acp_conn *, const char *session_id, json_object *id,
-	    struct qerr *e);
+void	acp_reply_error(struct acp_conn *, const char *session_id,
+	    json_object *id, struct qerr *e);
 void	acp_reply_rpc(struct acp_conn *, json_object *id, int code,
 	    const char *message);
 
@@ -87,10 +87,10 @@ int	acp_dispatch(struct acp_conn *, struct rpc_msg *);
  * (may be NULL), body (borrowed; NULL: {}).  done gets the reply, maybe
  * before this returns.  rpc_id borrowed.
  */
-void	acp_call_run(struct acp_conn *, json_object *rpc_id, const char *session_id,
-	    void (*route)(struct http_ctx *), const char *path_id,
-	    const char *client_id, json_object *body, acp_call_done done,
-	    int flags);
+void	acp_call_run(struct acp_conn *, json_object *rpc_id,
+	    const char *session_id, void (*route)(struct http_ctx *),
+	    const char *path_id, const char *client_id, json_object *body,
+	    acp_call_done done, int flags);
 /* Connection gone: its calls' replies will be dropped (and undone). */
 void	acp_calls_orphan(struct acp_conn *);
 /* Shutdown: free calls whose replies never came. */
@@ -120,7 +120,8 @@ struct acp_sess	*acp_sess_attach(struct acp_conn *, const char *id,
 /* Drop the entry (detach/close done by the caller); tells the sink. */
 void	acp_sess_drop(struct acp_conn *, struct acp_sess *);
 /* Wait for promptId's end; rpc_id borrowed. */
-void	acp_sess_prompt(struct acp_sess *, const char *prompt_id, json_object *rpc_id);
+void	acp_sess_prompt(struct acp_sess *, const char *prompt_id,
+	    json_object *rpc_id);
 /* Connection end: detach every session it holds. */
 void	acp_sessions_release(struct acp_conn *);
 /* Release client_id on session id; close it when nothing holds it. */

@@ -57,7 +57,8 @@ m_initialize(struct acp_conn *c, struct rpc_msg *m)
 		pv = json_object_get_int64(v);
 	pv = pv < 1 ? 1 : pv > 1 ? 1 : pv;
 	for (size_t i = 0; method_names[i] != NULL; i++)
-		json_object_array_add(methods, xjson_object_new_string(method_names[i]));
+		json_object_array_add(methods,
+		    xjson_object_new_string(method_names[i]));
 	json_object_object_add(q, "connectionId", xjson_object_new_string(c->id));
 	json_object_object_add(q, "transport", xjson_object_new_string(c->transport));
 	json_object_object_add(q, "workspaceCwd", xjson_object_new_string(c->workspace));
@@ -91,7 +92,8 @@ state_result(const char *id, json_object *rest)
 			if (strcmp(key, "_meta") == 0)
 				meta = json_object_get(val);
 			else
-				json_object_object_add(r, key, json_object_get(val));
+				json_object_object_add(r, key,
+				    json_object_get(val));
 		}
 	}
 	if (meta == NULL)
@@ -229,7 +231,8 @@ m_restore(struct acp_conn *c, struct rpc_msg *m, int load)
 	body = xjson_object_new_object();
 	for (size_t i = 0; keys[i] != NULL; i++)
 		if (json_object_object_get_ex(m->params, keys[i], &v))
-			json_object_object_add(body, keys[i], json_object_get(v));
+			json_object_object_add(body, keys[i],
+			    json_object_get(v));
 	if (!json_object_object_get_ex(body, "cwd", NULL))
 		json_object_object_add(body, "cwd", xjson_object_new_string(c->workspace));
 	acp_call_run(c, m->id, id, load ? route_session_load : route_session_resume,
@@ -312,7 +315,8 @@ empty_done(struct acp_call *call, int status, json_object *body, struct qerr *e)
 		acp_sess_drop(call->conn, a);
 	}
 	if (call->rpc_id != NULL)
-		acp_reply(call->conn, NULL, call->rpc_id, xjson_object_new_object());
+		acp_reply(call->conn, NULL, call->rpc_id,
+		    xjson_object_new_object());
 }
 
 /* session/cancel (a notification, or a request answered {}). */
@@ -322,8 +326,8 @@ m_cancel(struct acp_conn *c, struct rpc_msg *m)
 	char id[SERVE_SESSION_ID_MAX + 1];
 
 	if (session_param(c, m, id, sizeof(id)) == 0)
-		acp_call_run(c, m->id, id, route_session_cancel, id, held_client(c, id),
-		    NULL, empty_done, 0);
+		acp_call_run(c, m->id, id, route_session_cancel, id,
+		    held_client(c, id), NULL, empty_done, 0);
 }
 
 /* session/close: DELETE /session/:id. */
@@ -333,8 +337,8 @@ m_close(struct acp_conn *c, struct rpc_msg *m)
 	char id[SERVE_SESSION_ID_MAX + 1];
 
 	if (session_param(c, m, id, sizeof(id)) == 0)
-		acp_call_run(c, m->id, id, route_session_delete, id, held_client(c, id),
-		    NULL, empty_done, ACP_CALL_RELEASES);
+		acp_call_run(c, m->id, id, route_session_delete, id,
+		    held_client(c, id), NULL, empty_done, ACP_CALL_RELEASES);
 }
 
 /* _qwen/session/detach: release this connection's client. */
@@ -352,7 +356,8 @@ m_detach(struct acp_conn *c, struct rpc_msg *m)
 			acp_reply(c, NULL, m->id, xjson_object_new_object());
 		return;
 	}
-	acp_call_run(c, m->id, id, route_session_detach, id, cid, NULL, empty_done, ACP_CALL_RELEASES);
+	acp_call_run(c, m->id, id, route_session_detach, id, cid, NULL,
+	    empty_done, ACP_CALL_RELEASES);
 }
 
 /* The heartbeat's REST answer is the result. */
@@ -364,7 +369,8 @@ heartbeat_done(struct acp_call *call, int status, json_object *body, struct qerr
 		return;
 	}
 	if (call->rpc_id != NULL)
-		acp_reply(call->conn, held_client(call->conn, call->session_id) != NULL ?
+		acp_reply(call->conn,
+		    held_client(call->conn, call->session_id) != NULL ?
 		    call->session_id : NULL, call->rpc_id, json_object_get(body));
 }
 

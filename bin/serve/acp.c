@@ -213,7 +213,8 @@ acp_reply_error(struct acp_conn *c, const char *session_id, json_object *id,
 void
 acp_reply_rpc(struct acp_conn *c, json_object *id, int code, const char *message)
 {
-	acp_send(c, NULL, rpc_new_error(json_object_get(id), code, message, NULL));
+	acp_send(c, NULL,
+	    rpc_new_error(json_object_get(id), code, message, NULL));
 }
 
 /* ---- inbound ------------------------------------------------------------- */
@@ -255,5 +256,6 @@ acp_conn_handle_json(struct acp_conn *c, json_object *msg)
 	struct rpc_msg m;
 	struct rpc_bad bad;
 
-	return intake(c, rpc_classify(json_object_get(msg), &m, &bad), &m, &bad);
+	return intake(c, rpc_classify(json_object_get(msg), &m, &bad), &m,
+	    &bad);
 }

@@ -97,7 +97,8 @@ branch_live_capture(struct evhttp_request *req, int status, json_object *body,
 			http_set_retry_after(bl->req, ra);
 		http_reply_json(bl->req, qerr_status(e), err);
 	} else
-		http_reply_json(bl->req, status, body != NULL ? json_object_get(body) : NULL);
+		http_reply_json(bl->req, status,
+		    body != NULL ? json_object_get(body) : NULL);
 	json_object_put(bl->branch);
 	evhttp_request_free(req);
 	free(bl);

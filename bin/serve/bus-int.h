@@ -49,11 +49,6 @@ json_object	*bus_envelope(uint64_t id, const char *type, json_object *data,
 char		*bus_frame(json_object *env, uint64_t id, const char *type,
 		    size_t *lenp);
 
-/* ---- sse.c ------------------------------------------------------------- */
-/* Write frame f to every subscriber of b; a terminal frame ends them. */
-void	sse_fan_out(struct bus *b, const char *f, size_t len, int terminal);
-void	sse_end_all(struct bus *b);	/* end every subscriber of b */
-
 /* What a ring or a subscriber's queue starts with, before it grows. */
 #define BUS_FIRST_ROOM	8
 

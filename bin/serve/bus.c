@@ -15,6 +15,15 @@
 #include "serve.h"
 #include "xmalloc.h"
 
+/* sse.c's subscribers, set by main.c before any bus exists. */
+static const struct bus_subscribers *subscribers;
+
+void
+bus_set_subscribers(const struct bus_subscribers *subs)
+{
+	subscribers = subs;
+}
+
 /* An in-process listener (an ACP connection holding the session). */
 struct bus_listener {
 	TAILQ_ENTRY(bus_listener) entry;
@@ -84,7 +93,7 @@ bus_free(struct bus *b)
 
 	if (b == NULL)
 		return;
-	sse_end_all(b);
+	subscribers->end_all(b);
 	while ((l = TAILQ_FIRST(&b->listeners)) != NULL) {
 		TAILQ_REMOVE(&b->listeners, l, entry);
 		l->fn(l->arg, NULL, 1);	/* the bus is gone */
@@ -204,7 +213,7 @@ fan_out(struct bus *b, uint64_t id, const char *f, size_t len, int terminal)
 	ring_push(b, id, f, len);
 	if (b->nsubs > 0)
 		b->delivered = id;
-	sse_fan_out(b, f, len, terminal);
+	subscribers->fan_out(b, f, len, terminal);
 }
 
 void

@@ -65,7 +65,8 @@ struct channel {
 	unsigned		 serial;	/* of the current child */
 };
 
-void	channel_req_finish(struct channel_req *, enum channel_outcome, json_object *payload);
+void	channel_req_finish(struct channel_req *, enum channel_outcome,
+	    json_object *payload);
 void	channel_req_send(struct channel *, struct channel_req *);
 void	channel_arm_deadline(struct channel *);
 void	channel_on_deadline(evutil_socket_t, short, void *);
@@ -81,6 +82,9 @@ void	channel_start(struct channel *);
 struct spawn_cmd *child_cmd_new(const char *workspace, const char *secret);
 void	channel_end(struct channel *, int hard);
 void	channel_check_idle(struct channel *);
+
+/* What the channel tells the modules above it (channel_set_events()). */
+extern const struct channel_events *channel_hooks;
 
 /* channel-close.c */
 /* Hold r (1) when it restores an id whose close is pending. */

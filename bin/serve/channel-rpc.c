@@ -85,7 +85,8 @@ struct channel_req *
 channel_request(struct channel *ch, const char *method, json_object *params,
     uint64_t timeout_ms, channel_cb cb, void *arg)
 {
-	return channel_request_sent(ch, method, params, timeout_ms, cb, NULL, arg);
+	return channel_request_sent(ch, method, params, timeout_ms, cb, NULL,
+	    arg);
 }
 
 struct channel_req *
@@ -193,7 +194,7 @@ static void
 answer_child_request(struct channel *ch, struct rpc_msg *m)
 {
 	if (strcmp(m->method, "session/request_permission") == 0)
-		permission_ask(ch, m->id, m->params);
+		channel_hooks->permission(ch, m->id, m->params);
 	else
 		write_msg(ch, rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
 		    "Method not found", NULL));
@@ -207,7 +208,7 @@ handle_msg(struct channel *ch, struct rpc_msg *m)
 	switch (m->kind) {
 	case RPC_NOTIFICATION:
 		if (strcmp(m->method, "session/update") == 0 && m->params != NULL)
-			sessions_route_update(ch, m->params);
+			channel_hooks->update(ch, m->params);
 		else
 			log_debug("child %ld: notification %s ignored", (long)ch->pid, m->method);
 		break;

@@ -38,6 +38,7 @@
 
 static TAILQ_HEAD(, channel) channels = TAILQ_HEAD_INITIALIZER(channels);
 static unsigned channel_next_serial;
+const struct channel_events *channel_hooks;	/* main.c's, at startup */
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
@@ -162,7 +163,7 @@ channel_start(struct channel *ch)
 	ch->started_ms = clock_mono_ms();
 	ch->killed = 0;
 	ch->kill_stage = 0;
-	metrics_child_started(ch->serial != 0);
+	channel_hooks->child_started(ch->serial != 0);
 	ch->serial = ++channel_next_serial;
 	ch->in = wrap_fd(in[1], NULL, channel_on_in_event, ch);
 	/* Big answers (bulk replays) come in big reads, not 4 KiB ones. */
@@ -170,14 +171,17 @@ channel_start(struct channel *ch)
 	evutil_make_socket_nonblocking(out[0]);
 	ch->out_fd = out[0];
 	ch->out_eof = 0;
-	ch->out_ev = event_new(serve_base, out[0], EV_READ, channel_on_out_ready, ch);
-	ch->err = wrap_fd(err[0], channel_on_err_read, channel_on_err_event, ch);
+	ch->out_ev = event_new(serve_base, out[0], EV_READ,
+	    channel_on_out_ready, ch);
+	ch->err = wrap_fd(err[0], channel_on_err_read, channel_on_err_event,
+	    ch);
 	ch->rd = rpc_reader_new(0);
 	if (ch->rd != NULL)
 		replay_raw_setup(ch->rd);
 	ch->pending = rpc_pending_new();
 	ch->deadline_ev = evtimer_new(serve_base, channel_on_deadline, ch);
-	ch->pid_ev = event_new(serve_base, ch->pidfd, EV_READ, on_exit_ready, ch);
+	ch->pid_ev = event_new(serve_base, ch->pidfd, EV_READ, on_exit_ready,
+	    ch);
 	if (ch->pidfd == -1 || ch->in == NULL || ch->out_ev == NULL ||
 	    ch->rd == NULL || ch->pending == NULL || ch->pid_ev == NULL) {
 		log_warnx("cannot watch child %ld", (long)ch->pid);
@@ -272,14 +276,14 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 	else if (WIFSIGNALED(st))
 		sig = WTERMSIG(st);
 	ch->pid = 0;	/* reaped: never signal that number again */
-	metrics_child_exited(killed);
+	channel_hooks->child_exited(killed);
 	log_info("child %ld exited (%s %d)", (long)pid,
 	    sig ? "signal" : "status", sig ? sig : code);
 	ch->state = CH_DYING;
 	fail_waiting(ch, CHANNEL_CLOSED);
 	rpc_pending_drain(ch->pending, drain_one, NULL);
-	sessions_channel_died(ch, code, sig, killed);
-	inflight_channel_exited(ch);
+	channel_hooks->sessions_died(ch, code, sig, killed);
+	channel_hooks->inflight_died(ch);
 	event_free(ch->pid_ev);
 	ch->pid_ev = NULL;
 	close(ch->pidfd);
@@ -353,7 +357,7 @@ channel_check_idle(struct channel *ch)
 
 	if (ch->state != CH_READY)
 		return;
-	inflight_chan_view(ch, &v);
+	channel_hooks->inflight_view(ch, &v);
 	switch (rfsm_chan_reap(&v)) {
 	case RFSM_REAP_KEEP:
 		return;
@@ -436,6 +440,12 @@ channel_prestart(void)
 		if ((ch = channel_get(conf.workspaces[i])) != NULL &&
 		    ch->state == CH_IDLE)
 			channel_start(ch);
+}
+
+void
+channel_set_events(const struct channel_events *ev)
+{
+	channel_hooks = ev;
 }
 
 struct channel *

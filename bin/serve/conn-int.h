@@ -64,6 +64,7 @@ struct conn	*conn_of(struct evhttp_request *);
 /* conn.c: arm the deadline of the phase just entered. */
 void		 conn_deadline(struct conn *, int seconds);
 /* conn-input.c: every change to a connection's input buffer. */
-void		 conn_input(struct evbuffer *, const struct evbuffer_cb_info *, void *);
+void		 conn_input(struct evbuffer *,
+		    const struct evbuffer_cb_info *, void *);
 
 #endif

@@ -209,8 +209,10 @@ conn_refuse(struct conn *g, const char *code)
 	/* A fresh socket's send buffer takes this whole; best effort. */
 	if (n > 0 && (size_t)n < sizeof(head) - 2) {
 		strlcat(head, "\r\n", sizeof(head));
-		(void)!send(bufferevent_getfd(g->bev), head, strlen(head), MSG_NOSIGNAL);
-		(void)!send(bufferevent_getfd(g->bev), s, strlen(s), MSG_NOSIGNAL);
+		(void)!send(bufferevent_getfd(g->bev), head, strlen(head),
+		    MSG_NOSIGNAL);
+		(void)!send(bufferevent_getfd(g->bev), s, strlen(s),
+		    MSG_NOSIGNAL);
 	}
 	json_object_put(body);
 	qerr_free(e);

@@ -22,6 +22,8 @@
 static int draining;
 static struct event *poll_ev, *grace_ev;
 static uint64_t drain_started_ms;
+/* main.c's shutdown, handed over by drain_begin() (drain.c is below it). */
+static void (*drain_shutdown)(void);
 
 int
 drain_active(void)
@@ -45,7 +47,7 @@ drain_end(const char *why)
 	log_info("drain: %s after %llu ms: shutting down", why,
 	    (unsigned long long)(clock_mono_ms() - drain_started_ms));
 	drain_free();
-	serve_request_shutdown();
+	drain_shutdown();
 }
 
 static void
@@ -64,14 +66,18 @@ on_grace(evutil_socket_t fd, short what, void *arg)
 	drain_end("grace over");
 }
 
-/* The first SIGTERM with a grace: begin; the second ends the drain. */
+/*
+ * The first SIGTERM with a grace: begin; the second ends the drain.
+ * shutdown runs when it ends.
+ */
 void
-drain_begin(void)
+drain_begin(void (*shutdown)(void))
 {
 	struct timeval poll = { 0, DRAIN_POLL_MS * 1000 };
 	struct timeval grace = { conf.drain_grace_ms / 1000,
 	    (conf.drain_grace_ms % 1000) * 1000 };
 
+	drain_shutdown = shutdown;
 	if (draining) {
 		drain_end("second signal");
 		return;

@@ -5,7 +5,8 @@
  * Origin, the
  * browser's Sec-Fetch-Site (cross-site requests without an Origin), and
  * the bearer token, which a loopback TCP peer running as the daemon's own
- * user may go without (peer.c); and the CORS answers.
+ * user may go without (peer.c); and the CORS preflight (gate-cors.c
+ * writes the headers).
  */
 #include "config.h"
 
@@ -241,23 +242,4 @@ gate_preflight(struct evhttp_request *req)
 	    "Access-Control-Max-Age", "600");
 	evhttp_send_reply(req, 204, NULL, NULL);
 	return 1;
-}
-
-void
-gate_cors_headers(struct evhttp_request *req)
-{
-	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-	const char *origin = evhttp_find_header(
-	    evhttp_request_get_input_headers(req), "Origin");
-
-	if (origin == NULL)
-		return;
-	evhttp_add_header(out, "Access-Control-Allow-Origin", origin);
-	evhttp_add_header(out, "Vary", "Origin");
-	evhttp_add_header(out, "Access-Control-Allow-Headers",
-	    "Authorization, Content-Type, X-Qwen-Client-Id, Last-Event-ID, X-Qwen-Event-Epoch");
-	evhttp_add_header(out, "Access-Control-Allow-Methods",
-	    "GET, POST, PATCH, DELETE, OPTIONS");
-	evhttp_add_header(out, "Access-Control-Expose-Headers",
-	    "Retry-After, X-Qwen-Event-Epoch, X-Qwen-SSE-Stream-Id");
 }

@@ -75,7 +75,8 @@ inflight_route_early(struct channel *ch, const char *id, json_object *params)
 		if (op->early == NULL)
 			op->early = xjson_object_new_array();
 		if (json_object_array_length(op->early) < EARLY_MAX)
-			json_object_array_add(op->early, json_object_get(params));
+			json_object_array_add(op->early,
+			    json_object_get(params));
 		return 1;
 	}
 	if (fence_find(ch, id) != NULL) {

@@ -67,12 +67,14 @@ void	inflight_early_fence(struct inflight *);
 
 /* inflight-reply.c */
 /* The public result: register the session and answer, or fail everyone. */
-void	inflight_reply(struct inflight *, enum channel_outcome, json_object *payload);
+void	inflight_reply(struct inflight *, enum channel_outcome,
+	    json_object *payload);
 
 /* inflight-ops.c */
 extern const struct rfsm_ops inflight_fsm_ops;
 /* The ACP answer of a spawn or restore (channel_cb). */
-void	inflight_on_answer(void *op, enum channel_outcome, json_object *payload);
+void	inflight_on_answer(void *op, enum channel_outcome,
+	    json_object *payload);
 /* The machine's one timer fired (libevent callback). */
 void	inflight_on_timer(evutil_socket_t, short, void *op);
 

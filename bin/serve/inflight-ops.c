@@ -115,7 +115,8 @@ fsm_public(void *ctx, enum rfsm_result r)
 	struct inflight *op = ctx;
 	struct inflight_waiter *w;
 
-	metrics_restore((int)op->action, (int)r, clock_mono_ms() - op->started_ms);
+	metrics_restore((int)op->action, (int)r,
+	    clock_mono_ms() - op->started_ms);
 	if (r == RFSM_RESULT_TIMEOUT) {
 		log_warnx("session %s: %s timed out after %lld ms", inflight_label(op),
 		    inflight_action_name(op->action), (long long)op->fsm.budget_ms);
@@ -270,7 +271,8 @@ fsm_finish(void *ctx, enum rfsm_state st)
 	span_set_int(op->span, "qwen-code.daemon.duration_ms",
 	    (int64_t)(clock_mono_ms() - op->started_ms));
 	if (st != RFSM_SUCCEEDED)
-		span_set_status(op->span, SPAN_STATUS_ERROR, rfsm_state_name(st));
+		span_set_status(op->span, SPAN_STATUS_ERROR,
+		    rfsm_state_name(st));
 	span_end(op->span, serve_trace);
 	op->span = NULL;
 	inflight_free(op);

@@ -35,7 +35,8 @@ state_of(json_object *result)
 		meta = xjson_object_new_object();
 		json_object_object_foreach(v, key, val)
 			if (strcmp(key, "qwen.session.loadReplay") != 0)
-				json_object_object_add(meta, key, json_object_get(val));
+				json_object_object_add(meta, key,
+				    json_object_get(val));
 		json_object_object_add(st, "_meta", meta);
 	}
 	return st;
@@ -169,7 +170,8 @@ inflight_session_json(struct session *s, enum inflight_action action, int attach
 		json_object_object_add(o, "liveJournal", xjson_object_new_array());
 		if (s->replay_flags != NULL) {
 			json_object_object_foreach(s->replay_flags, key, val)
-				json_object_object_add(o, key, json_object_get(val));
+				json_object_object_add(o, key,
+				    json_object_get(val));
 		}
 	}
 	return o;
@@ -185,7 +187,8 @@ reply_error_all(struct inflight *op, enum channel_outcome o, json_object *payloa
 	TAILQ_FOREACH(w, &op->waiters, entry) {
 		switch (o) {
 		case CHANNEL_ERROR:
-			http_error_rpc(w->req, payload, op->id[0] ? op->id : NULL);
+			http_error_rpc(w->req, payload,
+			    op->id[0] ? op->id : NULL);
 			continue;
 		case CHANNEL_TIMEOUT:
 		case CHANNEL_INIT_TIMEOUT:

@@ -86,7 +86,8 @@ inflight_count_ws(const char *workspace)
 	size_t n = 0;
 
 	TAILQ_FOREACH(op, &ops, entry)
-		n += !op->released && strcmp(channel_workspace(op->ch), workspace) == 0;
+		n += !op->released && strcmp(channel_workspace(op->ch),
+		    workspace) == 0;
 	return n;
 }
 
@@ -233,8 +234,8 @@ inflight_dispatch(struct inflight *op, const char *method, json_object *params,
     int64_t budget_ms)
 {
 	op->timer = evtimer_new(serve_base, inflight_on_timer, op);
-	rfsm_init_queued(&op->fsm, &inflight_fsm_ops, op, fsm_action(op->action),
-	    op->id, budget_ms);
+	rfsm_init_queued(&op->fsm, &inflight_fsm_ops, op,
+	    fsm_action(op->action), op->id, budget_ms);
 	op->req = channel_request_sent(op->ch, method, params, 0,
 	    inflight_on_answer, inflight_sent, op);
 	if (op->req == NULL) {
@@ -247,7 +248,8 @@ void
 inflight_spawn(const char *workspace, const char *id, int is_default,
     json_object *body, struct evhttp_request *req, const char *client_id)
 {
-	struct inflight *op = inflight_new(workspace, OP_SPAWN, id, req, client_id);
+	struct inflight *op = inflight_new(workspace, OP_SPAWN, id, req,
+	    client_id);
 	json_object *p, *meta;
 
 	if (op == NULL)
@@ -339,19 +341,22 @@ inflight_same_id(struct inflight *op, struct evhttp_request *req, const char *cl
 	}
 	log_info("session %s: %s refused: %s %s", op->id, inflight_action_name(action),
 	    inflight_action_name(op->action), rfsm_state_name(op->fsm.state));
-	http_send_qerr(req, rfsm_err_in_progress(&op->fsm, fsm_action(action), j));
+	http_send_qerr(req,
+	    rfsm_err_in_progress(&op->fsm, fsm_action(action), j));
 }
 
 void
 inflight_restore(const char *workspace, enum inflight_action action, const char *id,
     json_object *body, struct evhttp_request *req, const char *client_id)
 {
-	struct inflight *op = inflight_new(workspace, action, id, req, client_id);
+	struct inflight *op = inflight_new(workspace, action, id, req,
+	    client_id);
 
 	if (op == NULL)
 		return;
 	op->body = json_object_get(body);
-	inflight_shape(action, body, op->shape, sizeof(op->shape), &op->summary);
+	inflight_shape(action, body, op->shape, sizeof(op->shape),
+	    &op->summary);
 	inflight_start(op);
 }
 

@@ -121,7 +121,8 @@ claim_socket_path(const char *path)
 
 	if (asprintf(&lock_path, "%s.lock", path) == -1)
 		return -1;
-	lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+	    0600);
 	if (lock_fd == -1) {
 		log_errx("%s: %s", lock_path, strerror(errno));
 		return -1;

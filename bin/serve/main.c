@@ -31,6 +31,7 @@
 #include "otlp.h"
 #include "outflush.h"
 #include "paths.h"
+#include "restore-fsm.h"
 #include "rpc-frame.h"
 #include "serve.h"
 #include "acp.h"
@@ -580,7 +581,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	}
 	if (conf.drain_grace_ms > 0 && !serve_shutting_down()) {
 		log_info("signal %d: draining", (int)sig);
-		drain_begin();
+		drain_begin(serve_request_shutdown);
 		return;
 	}
 	log_info("signal %d: shutting down", (int)sig);
@@ -607,6 +608,57 @@ serve_request_shutdown(void)
 	event_add(stop_timer, &tv);
 }
 
+/* What a child's channel tells the modules above it. */
+static const struct channel_events child_events = {
+	.child_started = metrics_child_started,
+	.child_exited = metrics_child_exited,
+	.sessions_died = sessions_channel_died,
+	.inflight_died = inflight_channel_exited,
+	.inflight_view = inflight_chan_view,
+	.update = sessions_route_update,
+	.permission = permission_ask,
+};
+
+/* What GET /metrics reads of the other modules when it is scraped. */
+static const struct metrics_gauges gauges = {
+	.sessions = sessions_count,
+	.prompts_running = sessions_active_prompts,
+	.prompts_waiting = sessions_totals,
+	.sse_subscribers = sessions_subscribers,
+	.restores = inflight_stats,
+	.ws_conns = ws_conn_count,
+	.acp_conns = acp_conn_count,
+	.children = channel_running,
+};
+
+/*
+ * The calls up that the lower modules make through hooks, set before
+ * anything runs: http.c names no route and no in-process caller, the
+ * bus no SSE stream, the channel no session, metrics.c no gauge's
+ * module.
+ */
+static void
+wire(void)
+{
+	http_set_routes(routes_request);
+	http_capture_add(acp_call_capture);	/* an ACP call's reply */
+	http_capture_add(branch_live_capture);	/* a branch's resume */
+	bus_set_subscribers(&sse_subscribers);
+	channel_set_events(&child_events);
+	metrics_set_gauges(&gauges);
+}
+
+/* The HTTP server, its connections under conn.c's guard. */
+static struct evhttp *
+http_make(void)
+{
+	struct evhttp *h;
+
+	if ((h = http_new(serve_base)) != NULL)
+		conn_install(h);
+	return h;
+}
+
 #ifdef QWEN_FUZZ_HTTP
 struct evhttp	*serve_fuzz_http(int, char **);
 int		 serve_main(int, char **);
@@ -616,13 +668,14 @@ int		 serve_main(int, char **);
 struct evhttp *
 serve_fuzz_http(int argc, char **argv)
 {
+	wire();
 	parse_args(argc, argv);
 	resolve_conf();
 	/* Without the guard's caps every request is refused 503. */
 	conn_init();
 	if ((serve_base = event_base_new()) == NULL)
 		return NULL;
-	return http = http_new(serve_base);
+	return http = http_make();
 }
 #define main serve_main
 #endif
@@ -634,6 +687,7 @@ main(int argc, char **argv)
 	const int signums[4] = { SIGTERM, SIGINT, SIGHUP, 0 };
 
 	log_init("qwen-serve", LOG_LEVEL_INFO);
+	wire();
 	/*
 	 * Restore answers are megabytes; keep their memory in the heap for the
 	 * next one instead of handing it back and faulting it in again (page
@@ -653,7 +707,7 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (conf.log_file != NULL && log_open_file(conf.log_file) == -1)
 		err(1, "--log-file %s", conf.log_file);
-	reqid_init();
+	reqid_init(sessions_log_lookup);
 	if (conf.audit_log != NULL && audit_open(conf.audit_log) == -1)
 		err(1, "--audit-log %s", conf.audit_log);
 	if (conf.trace_file != NULL &&
@@ -662,7 +716,7 @@ main(int argc, char **argv)
 	conn_init();
 	otlp_setup();
 	if ((serve_base = event_base_new()) == NULL ||
-	    (http = http_new(serve_base)) == NULL)
+	    (http = http_make()) == NULL)
 		errx(1, "cannot create the event loop");
 	if (listen_start(http) == -1)
 		exit(1);

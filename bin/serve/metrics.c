@@ -19,8 +19,6 @@
 #include "clock.h"
 #include "otlp.h"
 #include "serve.h"
-#include "acp.h"
-#include "ws.h"
 
 /* Seconds; a restore or a prompt from a few ms to many minutes. */
 static const double metrics_bounds[] = { 0.005, 0.01, 0.025, 0.05, 0.1,
@@ -55,6 +53,14 @@ static uint64_t	conns_open[2];
 static uint64_t	refusals[2][NELEM(refusal_reasons)];
 static uint64_t	child_starts, child_restarts, child_exits[2];
 static uint64_t	permission_requests;
+/* The other modules' gauges, main.c's (metrics_set_gauges()). */
+static const struct metrics_gauges *gauges;
+
+void
+metrics_set_gauges(const struct metrics_gauges *g)
+{
+	gauges = g;
+}
 
 static size_t
 metrics_index(const char *const *names, size_t n, const char *name)
@@ -184,10 +190,10 @@ hist_write(struct evbuffer *b, const char *name, const char *labels,
 static void
 metrics_sessions(struct evbuffer *b)
 {
-	size_t n = sessions_count(), run = sessions_active_prompts();
+	size_t n = gauges->sessions(), run = gauges->prompts_running();
 	size_t queued, perms;
 
-	sessions_totals(&queued, &perms);
+	gauges->prompts_waiting(&queued, &perms);
 	family(b, "qwen_serve_sessions", "gauge", "Live sessions by state.");
 	evbuffer_add_printf(b, "qwen_serve_sessions{state=\"idle\"} %zu\n", n - run);
 	evbuffer_add_printf(b, "qwen_serve_sessions{state=\"prompting\"} %zu\n", run);
@@ -202,7 +208,7 @@ metrics_sessions(struct evbuffer *b)
 	    "Permission requests the agent made.");
 	sample(b, "qwen_serve_permission_requests_total", permission_requests);
 	family(b, "qwen_serve_sse_subscribers", "gauge", "Open SSE event streams.");
-	sample(b, "qwen_serve_sse_subscribers", sessions_subscribers());
+	sample(b, "qwen_serve_sse_subscribers", gauges->sse_subscribers());
 	family(b, "qwen_serve_sse_evictions_total", "counter",
 	    "SSE subscribers ended for falling behind.");
 	sample(b, "qwen_serve_sse_evictions_total", sse_evicted);
@@ -232,7 +238,7 @@ metrics_restores(struct evbuffer *b)
 		snprintf(l, sizeof(l), "action=\"%s\",", restore_actions[a]);
 		hist_write(b, "qwen_serve_restore_duration_seconds", l, &restore_hist[a]);
 	}
-	inflight_stats(&st[0], &st[1], &st[2], &st[3]);
+	gauges->restores(&st[0], &st[1], &st[2], &st[3]);
 	family(b, "qwen_serve_restores_in_flight", "gauge",
 	    "Restores not yet settled, by state.");
 	for (size_t i = 0; i < 4; i++)
@@ -265,9 +271,9 @@ metrics_conns(struct evbuffer *b)
 		evbuffer_add_printf(b, "qwen_serve_connections_total{listener=\"%s\"} %llu\n",
 		    listeners[i], (unsigned long long)conns[i]);
 	family(b, "qwen_serve_websocket_connections", "gauge", "Open WebSocket /acp connections.");
-	sample(b, "qwen_serve_websocket_connections", ws_conn_count());
+	sample(b, "qwen_serve_websocket_connections", gauges->ws_conns());
 	family(b, "qwen_serve_acp_connections", "gauge", "Open ACP connections (HTTP and WebSocket).");
-	sample(b, "qwen_serve_acp_connections", acp_conn_count());
+	sample(b, "qwen_serve_acp_connections", gauges->acp_conns());
 	family(b, "qwen_serve_refusals_total", "counter",
 	    "Connections and requests refused before any route, by listener and reason.");
 	for (size_t i = 0; i < 2; i++)
@@ -281,7 +287,7 @@ static void
 metrics_children(struct evbuffer *b)
 {
 	family(b, "qwen_serve_children_running", "gauge", "qwen-acp-child processes running.");
-	sample(b, "qwen_serve_children_running", channel_running());
+	sample(b, "qwen_serve_children_running", gauges->children());
 	family(b, "qwen_serve_child_starts_total", "counter", "qwen-acp-child processes started.");
 	sample(b, "qwen_serve_child_starts_total", child_starts);
 	family(b, "qwen_serve_child_restarts_total", "counter",

@@ -223,7 +223,8 @@ mode_result(struct session *s, struct switch_op *op, json_object *payload)
 		return NULL;
 	if (pem != NULL && (strcmp(pem, "plan") == 0 || !approval_mode_known(pem)))
 		return NULL;
-	return mode_answer(s, approval_mode_known(prev) ? prev : s->approval_mode, cur,
+	return mode_answer(s,
+	    approval_mode_known(prev) ? prev : s->approval_mode, cur,
 	    strcmp(cur, "plan") == 0 ? pem : NULL);
 }
 
@@ -257,7 +258,8 @@ on_mode(void *arg, enum channel_outcome o, json_object *payload)
 	if (answer != NULL) {
 		strlcpy(s->approval_mode, json_get_str(answer, "mode"),
 		    sizeof(s->approval_mode));
-		mode_announce(s, answer, op->client_id[0] ? op->client_id : NULL);
+		mode_announce(s, answer,
+		    op->client_id[0] ? op->client_id : NULL);
 	}
 	log_info("session %s: approval mode switch %s", op->session_id,
 	    answer != NULL ? "done" : "failed");
@@ -388,13 +390,15 @@ on_setup_mode(void *arg, enum channel_outcome o, json_object *payload)
 		return;
 	}
 	for (i = 0; i < st->n; i++)
-		modes_http_error(st->callers[i].req, o, payload, st->session_id);
+		modes_http_error(st->callers[i].req, o, payload,
+		    st->session_id);
 	if (s != NULL && st->action == OP_SPAWN && !st->attached)
 		session_close(s, "approval_mode_initialization_failed", NULL);
 	else if (s != NULL) {
 		for (i = 0; i < st->n; i++) {
 			if (st->callers[i].client_id[0] != '\0')
-				(void)clients_release(&s->clients, st->callers[i].client_id);
+				(void)clients_release(&s->clients,
+				    st->callers[i].client_id);
 			if (s->attach_count > 0)
 				s->attach_count--;
 		}

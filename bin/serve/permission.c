@@ -197,7 +197,8 @@ interaction_new(const struct perm *p, json_object *params)
 					continue;
 				v = json_object_new_object();
 				json_object_object_foreach(q, qk, qv)
-					json_object_object_add(v, qk, json_object_get(qv));
+					json_object_object_add(v, qk,
+					    json_object_get(qv));
 				snprintf(key, sizeof(key), "%zu", i);
 				json_object_object_add(v, "answerKey",
 				    json_object_new_string(key));
@@ -236,7 +237,8 @@ permission_interactions(const struct session *s)
 
 	TAILQ_FOREACH(p, &perms, entry)
 		if (p->s == s && p->interaction != NULL)
-			json_object_array_add(out, json_object_get(p->interaction));
+			json_object_array_add(out,
+			    json_object_get(p->interaction));
 	return out;
 }
 

@@ -231,7 +231,8 @@ pending_event(struct session *s, struct prompt *p, const char *type,
 	if (strcmp(type, "pending_prompt_added") == 0)
 		json_object_object_add(d, "queuedAt",
 		    xjson_object_new_int64((int64_t)p->queued_at_ms));
-	bus_publish(s->bus, type, d, p->id, p->client_id[0] ? p->client_id : NULL, 0);
+	bus_publish(s->bus, type, d, p->id,
+	    p->client_id[0] ? p->client_id : NULL, 0);
 }
 
 /* p is over: a prompt that waited says so with pending_prompt_completed. */
@@ -523,7 +524,8 @@ prompts_admit(struct session *s, json_object *body, const char *client_id,
 			v = xjson_object_new_object();
 			json_object_object_add(params, "_meta", v);
 		}
-		json_object_object_add(v, SERVE_CONTINUE_META, xjson_object_new_boolean(1));
+		json_object_object_add(v, SERVE_CONTINUE_META,
+		    xjson_object_new_boolean(1));
 	}
 	json_object_object_add(params, "sessionId", xjson_object_new_string(s->id));
 	uuid_new(p->id);

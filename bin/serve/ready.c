@@ -130,7 +130,8 @@ ready_attempt(evutil_socket_t fd, short what, void *arg)
 		ready_finish(0, "no listener to probe");
 		return;
 	}
-	probe_bev = bufferevent_socket_new(serve_base, -1, BEV_OPT_CLOSE_ON_FREE);
+	probe_bev = bufferevent_socket_new(serve_base, -1,
+	    BEV_OPT_CLOSE_ON_FREE);
 	if (probe_bev == NULL) {
 		ready_finish(0, "out of memory");
 		return;

@@ -33,7 +33,6 @@
 
 #include <json-c/printbuf.h>
 
-#include "acp.h"
 #include "log.h"
 #include "serve.h"
 #include "xmalloc.h"
@@ -153,7 +152,8 @@ slice_fill(struct reply_slice *rs, struct evbuffer *out)
 		if (el == NULL)
 			evbuffer_add(out, "null", 4);
 		else if (replay_raw_add(el, out) == -1) {
-			s = json_object_to_json_string_ext(el, REPLY_JSON_FLAGS);
+			s = json_object_to_json_string_ext(el,
+			    REPLY_JSON_FLAGS);
 			evbuffer_add(out, s, strlen(s));
 		}
 	}
@@ -236,7 +236,11 @@ reply_slice_json(struct evhttp_request *req, int status, json_object *body,
 	char clen[32];
 	size_t alen;
 
-	if (acp_call_capture(req, status, body, NULL)) {	/* an ACP call's */
+	/*
+	 * An in-process caller's (an ACP call's; a branch's resume has no
+	 * connection and would reach http_reply_json() below all the same).
+	 */
+	if (http_captured(req, status, body, NULL)) {
 		json_object_put(body);
 		return;
 	}

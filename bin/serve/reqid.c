@@ -39,28 +39,12 @@ rid_valid(const char *s)
 	return n > 0;
 }
 
-/* The log's session lookup: what a session last knew. */
-static void
-lookup(const char *id, size_t len, const char **rid, const char **tid)
-{
-	char buf[SERVE_SESSION_ID_MAX + 1];
-	struct session *s;
-
-	if (len >= sizeof(buf))
-		return;
-	memcpy(buf, id, len);
-	buf[len] = '\0';
-	if ((s = sessions_find(buf)) != NULL && s->log_rid[0] != '\0') {
-		*rid = s->log_rid;
-		*tid = s->log_tid;
-		return;
-	}
-	inflight_log_ids(buf, rid, tid);	/* not registered yet */
-}
-
-/* The log asks here for a session's ids. */
+/*
+ * The log asks lookup for a session's ids (sessions_log_lookup(), handed
+ * over by main.c: the ids live on the sessions, above this file).
+ */
 void
-reqid_init(void)
+reqid_init(log_session_lookup lookup)
 {
 	log_set_session_lookup(lookup);
 }

@@ -68,7 +68,8 @@ enum rfsm_event {
 enum rfsm_action { RFSM_SPAWN, RFSM_LOAD, RFSM_RESUME };
 
 /* What the callers of the restore get. */
-enum rfsm_result { RFSM_RESULT_SUCCESS, RFSM_RESULT_FAILURE, RFSM_RESULT_TIMEOUT };
+enum rfsm_result { RFSM_RESULT_SUCCESS, RFSM_RESULT_FAILURE,
+	    RFSM_RESULT_TIMEOUT };
 
 /*
  * The world, as seen by the machine.  ctx is rfsm_init()'s.  Every
@@ -236,7 +237,8 @@ enum rfsm_admit {
 };
 
 /* Admission of fresh work: the channel's state is checked before capacity. */
-enum rfsm_admit	rfsm_admit_fresh(const struct rfsm_chan_view *, int capacity_left);
+enum rfsm_admit	rfsm_admit_fresh(const struct rfsm_chan_view *,
+	    int capacity_left);
 
 /* ---- errors (lib/errors.h catalog); caller frees with qerr_free() ------- */
 

@@ -141,7 +141,8 @@ bad_body(struct http_ctx *ctx, const char *msg, const char *code, int allowed)
 	if (allowed) {
 		a = xjson_object_new_array();
 		for (i = 0; approval_modes[i] != NULL; i++)
-			json_object_array_add(a, xjson_object_new_string(approval_modes[i]));
+			json_object_array_add(a,
+			    xjson_object_new_string(approval_modes[i]));
 		json_object_object_add(o, "allowed", a);
 	}
 	http_reply_json(ctx->req, 400, o);

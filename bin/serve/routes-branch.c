@@ -172,8 +172,8 @@ branch_reply(struct branch_req *br, json_object *payload)
 	json_object_object_add(body, "forkedFrom", ff);
 	log_info("session %s branched into %s", br->id, br->new_id);
 	if (br->live)
-		branch_live_start(br->req, channel_workspace(br->ch), br->new_id,
-		    br->client_id, body);
+		branch_live_start(br->req, channel_workspace(br->ch),
+		    br->new_id, br->client_id, body);
 	else
 		http_reply_json(br->req, 201, body);
 }

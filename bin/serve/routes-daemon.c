@@ -226,7 +226,8 @@ status_issues(const char **level)
 static void
 add_ms_or_null(json_object *o, const char *key, int64_t ms)
 {
-	json_object_object_add(o, key, ms > 0 ? xjson_object_new_int64(ms) : NULL);
+	json_object_object_add(o, key,
+	    ms > 0 ? xjson_object_new_int64(ms) : NULL);
 }
 
 static json_object *

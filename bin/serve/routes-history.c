@@ -204,7 +204,8 @@ on_turns(void *arg, enum channel_outcome o, json_object *payload)
 		json_object_object_add(body, "sessionId", xjson_object_new_string(pr->id));
 		for (size_t i = 0; keys[i] != NULL; i++)
 			if (json_object_object_get_ex(payload, keys[i], &v))
-				json_object_object_add(body, keys[i], json_object_get(v));
+				json_object_object_add(body, keys[i],
+				    json_object_get(v));
 		http_reply_json(pr->req, 200, body);
 	} else if (o == CHANNEL_ERROR)
 		http_error_rpc(pr->req, payload, pr->id);

@@ -267,7 +267,8 @@ route_workspace_session_info(struct http_ctx *ctx)
 		return;
 	catalog_counts(ctx->workspace, &active, &archived);
 	for (s = sessions_first(); s != NULL; s = sessions_next(s))
-		live += strcmp(channel_workspace(s->channel), ctx->workspace) == 0;
+		live += strcmp(channel_workspace(s->channel),
+		    ctx->workspace) == 0;
 	o = xjson_object_new_object();
 	json_object_object_add(o, "active", xjson_object_new_int64((int64_t)active));
 	json_object_object_add(o, "archived", xjson_object_new_int64((int64_t)archived));

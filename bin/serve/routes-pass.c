@@ -125,7 +125,8 @@ pass_params(const struct pass_route *r, struct http_ctx *ctx, const char *id)
 			json_object_object_add(p, r->query[i],
 			    xjson_object_new_boolean(v[0] == 't'));
 		else
-			json_object_object_add(p, r->query[i], xjson_object_new_string(v));
+			json_object_object_add(p, r->query[i],
+			    xjson_object_new_string(v));
 	}
 	json_object_object_add(p, "sessionId", xjson_object_new_string(id));
 	return p;

@@ -94,7 +94,8 @@ cont_admit(struct cont_req *cr, struct session *s, const char *kind)
 	/* As upstream: no content, the agent runs the cut-off turn again. */
 	pr = xjson_object_new_array();
 	json_object_object_add(body, "prompt", pr);
-	pid = prompts_admit(s, body, cr->client_id[0] ? cr->client_id : NULL, 1);
+	pid = prompts_admit(s, body, cr->client_id[0] ? cr->client_id : NULL,
+	    1);
 	error = errno;
 	json_object_put(body);
 	if (pid == NULL) {

@@ -182,7 +182,8 @@ check_approval_mode(struct http_ctx *ctx)
 	if ((e = qerr_new("invalid_approval_mode", NULL)) != NULL) {
 		allowed = xjson_object_new_array();
 		for (i = 0; approval_modes[i] != NULL; i++)
-			json_object_array_add(allowed, xjson_object_new_string(approval_modes[i]));
+			json_object_array_add(allowed,
+			    xjson_object_new_string(approval_modes[i]));
 		qerr_set_json(e, "allowed", allowed);
 	}
 	http_send_qerr(ctx->req, e);
@@ -302,7 +303,8 @@ route_session_create(struct http_ctx *ctx)
 			 * A restore of the id, active or awaiting its
 			 * cleanup, or a spawn awaiting its cleanup.
 			 */
-			inflight_same_id(op, ctx->req, ctx->client_id, OP_SPAWN, ctx->body);
+			inflight_same_id(op, ctx->req, ctx->client_id, OP_SPAWN,
+			    ctx->body);
 			return;
 		}
 		if (sessions_find(id) != NULL)
@@ -365,13 +367,14 @@ restore_route(struct http_ctx *ctx, enum inflight_action action)
 		return;
 	}
 	if ((op = inflight_find(ctx->path_id)) != NULL) {
-		inflight_same_id(op, ctx->req, ctx->client_id, action, ctx->body);
+		inflight_same_id(op, ctx->req, ctx->client_id, action,
+		    ctx->body);
 		return;
 	}
 	if (routes_check_archived(ctx) == -1 || admit_fresh(ctx) == -1)
 		return;
-	inflight_restore(ctx->workspace, action, ctx->path_id, ctx->body, ctx->req,
-	    ctx->client_id);
+	inflight_restore(ctx->workspace, action, ctx->path_id, ctx->body,
+	    ctx->req, ctx->client_id);
 }
 
 void

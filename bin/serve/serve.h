@@ -193,6 +193,8 @@ enum gate_kind { GATE_API, GATE_HEALTH, GATE_PUBLIC };
 int	gate_request(struct evhttp_request *req, enum gate_kind kind);
 /* Answer an allowed CORS preflight without the bearer; 1 when answered. */
 int	gate_preflight(struct evhttp_request *req);
+
+/* ---- gate-cors.c: the CORS headers of a reply (a leaf) ------------------ */
 /* Extra response headers for an allowed cross-origin request. */
 void	gate_cors_headers(struct evhttp_request *req);
 
@@ -260,15 +262,17 @@ char	*child_cmd_describe(void);
 struct channel;
 struct session;
 /* The child asks (rpc_id, params borrowed): hold it for the clients. */
-void	permission_ask(struct channel *, json_object *rpc_id, json_object *params);
-enum permission_answer { PERMISSION_ACCEPTED, PERMISSION_NOT_FOUND, PERMISSION_BAD_OUTCOME, PERMISSION_BAD_OPTION };
+void	permission_ask(struct channel *, json_object *rpc_id,
+	    json_object *params);
+enum permission_answer { PERMISSION_ACCEPTED, PERMISSION_NOT_FOUND,
+	    PERMISSION_BAD_OUTCOME, PERMISSION_BAD_OPTION };
 /*
  * A client's answer {outcome:"selected",optionId}|{outcome:"cancelled"}
  * (borrowed) to request_id of session_id (NULL: any session).  voter: the
  * answering clientId or NULL.
  */
-enum permission_answer permission_answer(const char *session_id, const char *request_id,
-	    json_object *outcome, const char *voter);
+enum permission_answer permission_answer(const char *session_id,
+	    const char *request_id, json_object *outcome, const char *voter);
 /* The session a held request belongs to, or NULL. */
 const char *permission_session_of(const char *request_id);
 size_t	permission_pending(const struct session *);
@@ -301,6 +305,24 @@ struct http_ctx {
 
 struct evhttp	*http_new(struct event_base *);
 void		 http_free(struct evhttp *);
+/* The request callback, set once at startup (routes_request()). */
+void	http_set_routes(void (*)(struct evhttp_request *));
+struct qerr;
+/*
+ * An in-process caller's capture of a reply to its own request: 1 when it
+ * took it (body, e borrowed; e is http_send_qerr()'s, else NULL).
+ */
+typedef int (*http_capture_fn)(struct evhttp_request *, int status,
+    json_object *body, struct qerr *e);
+void	http_capture_add(http_capture_fn);	/* at startup, asked in order */
+/* Whether one of them took the reply (then it is not to be sent). */
+int	http_captured(struct evhttp_request *, int status, json_object *body,
+	    struct qerr *e);
+/*
+ * The body as a JSON object (*out, caller frees); non-objects count as
+ * {}.  -1: malformed, -2: over the value budget, refused unparsed.
+ */
+int	http_body_parse(struct evhttp_request *, json_object **out);
 /* Replies.  body: takes ownership; NULL sends an empty body. */
 void	http_reply_json(struct evhttp_request *, int status, json_object *body);
 void	http_reply_empty(struct evhttp_request *, int status);
@@ -314,11 +336,11 @@ void	http_write_size(struct evhttp_request *, size_t bytes);
 void	http_set_header(struct evhttp_request *, const char *name,
 	    const char *value);
 void	http_reply_raw(struct evhttp_request *, int status, struct evbuffer *);
-struct qerr;
 /* Send e (takes ownership; NULL: a bare 500) with its status and Retry-After. */
 void	http_send_qerr(struct evhttp_request *, struct qerr *e);
 /* The catalog's error for code with its default message; sessionId extra. */
-void	http_error(struct evhttp_request *, const char *code, const char *session_id);
+void	http_error(struct evhttp_request *, const char *code,
+	    const char *session_id);
 /* Map a JSON-RPC error object from the child (borrowed) to a REST reply. */
 void	http_error_rpc(struct evhttp_request *, json_object *rpc_error,
 	    const char *session_id);
@@ -339,6 +361,9 @@ void	conn_taken(struct evhttp_request *);	/* WebSocket takeover */
 /* The memory of a request or message of len bytes back to the system on
    the next loop turn, once its buffer is freed (from 256 KiB up). */
 void	conn_release_later(size_t len);
+
+/* ---- routes.c: the route table, a request's way to its route ---------- */
+void	routes_request(struct evhttp_request *);
 
 /* ---- routes-session.c -------------------------------------------------- */
 void	route_session_create(struct http_ctx *);
@@ -412,8 +437,9 @@ void	route_daemon_status(struct http_ctx *);
    (never blocking the loop); paged: with nextCursor when more follow;
    group (non-NULL: view=organized) filters and puts pinned ones first.
    Free the jobs and the prompt cache at exit. */
-void	listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
-	    size_t max, int paged, int archived, const char *group);
+void	listing_start(struct evhttp_request *req, const char *workspace,
+	    size_t skip, size_t max, int paged, int archived,
+	    const char *group);
 /* Answer req with the newest max sessions whose search text holds q. */
 void	listing_search(struct evhttp_request *req, const char *workspace,
 	    const char *q, size_t max);
@@ -431,7 +457,8 @@ int	search_match(const char *text, const char *q, char **snippet);
 struct lease;
 uint64_t	 catalog_revision(void);
 /* The daemon's writer lease on id: NULL and *code (*cause) when refused. */
-struct lease	*catalog_lease_take(const char *id, const char **code, char **cause);
+struct lease	*catalog_lease_take(const char *id, const char **code,
+	    char **cause);
 void		 catalog_lease_drop(struct lease *);	/* NULL-safe */
 /* 1 when id is neither live nor being restored, else 0 and *code. */
 int		 catalog_idle(const char *id, const char **code);
@@ -492,7 +519,8 @@ struct export_doc;
 struct export_doc *export_doc_new(const char *id);
 void	export_doc_free(struct export_doc *);	/* NULL-safe */
 /* buf[0..*len)'s whole lines (all when final) in; the rest kept at buf. */
-void	export_doc_lines(struct export_doc *, char *buf, size_t *len, int final);
+void	export_doc_lines(struct export_doc *, char *buf, size_t *len,
+	    int final);
 /* The finished document as fmt (html, md or json) into out. */
 void	export_doc_render(struct export_doc *, int fmt, struct evbuffer *out);
 
@@ -549,6 +577,17 @@ struct bus_listener;
 typedef void	(*bus_listen_fn)(void *arg, json_object *env, int terminal);
 struct bus_listener *bus_listen(struct bus *, bus_listen_fn fn, void *arg);
 void	bus_unlisten(struct bus_listener *);	/* NULL-safe */
+/*
+ * The SSE subscribers' side of every bus (sse.c's), handed over once at
+ * startup: the bus writes its frames through it and names no stream.
+ */
+struct bus_subscribers {
+	/* Write frame f to every subscriber of b; a terminal one ends them. */
+	void	(*fan_out)(struct bus *b, const char *f, size_t len,
+		    int terminal);
+	void	(*end_all)(struct bus *b);	/* end every subscriber of b */
+};
+void	bus_set_subscribers(const struct bus_subscribers *);
 
 /* ---- sse.c ------------------------------------------------------------- */
 /*
@@ -557,10 +596,13 @@ void	bus_unlisten(struct bus_listener *);	/* NULL-safe */
  * or NULL.  snapshot (taken, NULL for none): session_snapshot's data, sent
  * after the replay.  Sends the reply itself (including pre-stream errors).
  */
-void	sse_subscribe(struct bus *, struct evhttp_request *req, int64_t last_event_id,
-	    const char *epoch, int max_queued, json_object *snapshot);
+void	sse_subscribe(struct bus *, struct evhttp_request *req,
+	    int64_t last_event_id, const char *epoch, int max_queued,
+	    json_object *snapshot);
 /* Connection of sub closed (from http.c). */
 void	sse_sub_closed(struct sse_sub *);
+/* What main.c hands the bus (bus_set_subscribers()). */
+extern const struct bus_subscribers sse_subscribers;
 
 /* ---- tick.c: many timers of one interval as one event ------------------ */
 /* One queue entry (embedded in its owner); zeroed before its first arm. */
@@ -590,13 +632,35 @@ enum channel_outcome {
 	CHANNEL_CLOSED,		/* the channel died; payload NULL */
 	CHANNEL_INIT_TIMEOUT,	/* initialize timed out; payload NULL */
 };
-typedef void	(*channel_cb)(void *arg, enum channel_outcome, json_object *payload);
+typedef void	(*channel_cb)(void *arg, enum channel_outcome,
+	    json_object *payload);
 
 struct channel;
 struct channel_req;
 
 /* The channel for the workspace, started on demand. */
 struct channel	*channel_get(const char *workspace);
+/*
+ * What a channel tells the modules above it (sessions, in-flight work,
+ * permissions, metrics), handed over once at startup by main.c: the
+ * channel calls none of them by name.
+ */
+struct rfsm_chan_view;
+struct channel_events {
+	void	(*child_started)(int restart);
+	void	(*child_exited)(int killed);	/* reaped */
+	/* The child died: its sessions end (session_died), then its restores. */
+	void	(*sessions_died)(struct channel *, int exit_code,
+		    int signal_code, int killed);
+	void	(*inflight_died)(struct channel *);
+	/* Its in-flight restores, for the idle policy (restore-fsm.h). */
+	void	(*inflight_view)(struct channel *, struct rfsm_chan_view *);
+	/* A session/update notification; a permission request. */
+	void	(*update)(struct channel *, json_object *params);
+	void	(*permission)(struct channel *, json_object *rpc_id,
+		    json_object *params);
+};
+void	channel_set_events(const struct channel_events *);
 
 /* ---- channel-rpc.c ---------------------------------------------------- */
 /*
@@ -606,15 +670,17 @@ struct channel	*channel_get(const char *workspace);
  * channel cannot take requests.
  */
 struct channel_req	*channel_request(struct channel *, const char *method,
-		    json_object *params, uint64_t timeout_ms, channel_cb cb, void *arg);
+		    json_object *params, uint64_t timeout_ms, channel_cb cb,
+		    void *arg);
 /*
  * As channel_request, and sent(arg) runs once when the request goes on the
  * wire: at once when the child is ready (before this returns), else after
  * its initialize.  Budgets of the child's own work start there.
  */
-struct channel_req	*channel_request_sent(struct channel *, const char *method,
-		    json_object *params, uint64_t timeout_ms, channel_cb cb,
-		    void (*sent)(void *arg), void *arg);
+struct channel_req	*channel_request_sent(struct channel *,
+			    const char *method, json_object *params,
+			    uint64_t timeout_ms, channel_cb cb,
+			    void (*sent)(void *arg), void *arg);
 /* The caller is gone: the answer will be dropped. */
 void	channel_forget(struct channel_req *);
 /*
@@ -624,7 +690,8 @@ void	channel_forget(struct channel_req *);
 void	channel_reply(struct channel *, unsigned serial, json_object *id,
 	    json_object *result);
 /* Send a notification (params: takes ownership). */
-void	channel_notify(struct channel *, const char *method, json_object *params);
+void	channel_notify(struct channel *, const char *method,
+	    json_object *params);
 /* ---- channel-close.c -------------------------------------------------- */
 /*
  * Close session id at the child; a load, resume or create of the id sent
@@ -717,6 +784,9 @@ struct session {
 };
 
 struct session	*sessions_find(const char *id);
+/* The ids last known for session id (len bytes), for the log's lines. */
+void		 sessions_log_lookup(const char *id, size_t len,
+		    const char **rid, const char **tid);
 struct session	*sessions_first(void);
 struct session	*sessions_next(struct session *);
 size_t		 sessions_count(void);
@@ -727,7 +797,8 @@ void		 sessions_totals(size_t *queued, size_t *perms);
 /* Create a live session on ch (registered, counted).  NULL on ENOMEM. */
 struct session	*session_new(const char *id, struct channel *ch);
 /* Publish session_closed (reason) and remove; closes it on the child too. */
-void	session_close(struct session *, const char *reason, const char *closed_by);
+void	session_close(struct session *, const char *reason,
+	    const char *closed_by);
 /* The channel died: session_died to each session of ch, then remove. */
 void	sessions_channel_died(struct channel *, int exit_code, int signal_code,
 	    int killed);
@@ -789,7 +860,8 @@ struct inflight	*inflight_default_spawn(const char *workspace);
 /* Spawns and restores not yet given back to capacity, in workspace. */
 size_t		 inflight_count_ws(const char *workspace);
 /* Coalesce a caller onto op; it gets op's result with attached:true. */
-void	inflight_join(struct inflight *, struct evhttp_request *, const char *client_id);
+void	inflight_join(struct inflight *, struct evhttp_request *,
+	    const char *client_id);
 int	inflight_transcript_exists(const char *id);
 /*
  * A session/new (id NULL: the child picks it) under the initialize budget
@@ -798,8 +870,9 @@ int	inflight_transcript_exists(const char *id);
 void	inflight_spawn(const char *workspace, const char *id, int is_default,
 	    json_object *body, struct evhttp_request *, const char *client_id);
 /* Admit a load/resume (body borrowed) and dispatch it with inflight_start(). */
-void	inflight_restore(const char *workspace, enum inflight_action, const char *id,
-	    json_object *body, struct evhttp_request *, const char *client_id);
+void	inflight_restore(const char *workspace, enum inflight_action,
+	    const char *id, json_object *body, struct evhttp_request *,
+	    const char *client_id);
 /*
  * The one place a restore goes to the child: from there its restore-fsm
  * machine owns it (deadline, public result, settlement) and frees it.
@@ -811,8 +884,8 @@ size_t	inflight_count(void);
  * and shape, op active) or 409 restore_in_progress (reason
  * restore_in_progress or awaiting_abandoned_cleanup).  body borrowed.
  */
-void	inflight_same_id(struct inflight *, struct evhttp_request *, const char *client_id,
-	    enum inflight_action, json_object *body);
+void	inflight_same_id(struct inflight *, struct evhttp_request *,
+	    const char *client_id, enum inflight_action, json_object *body);
 /* A spawn of op's that a same-id create may join (active, not a restore). */
 int	inflight_is_active_spawn(const struct inflight *);
 /*
@@ -914,7 +987,8 @@ void	reply_slice_free_all(void);
 
 /* ---- inflight-fence.c -------------------------------------------------- */
 /* An update for an id with no live session: 1 when buffered or fenced. */
-int	inflight_route_early(struct channel *, const char *id, json_object *params);
+int	inflight_route_early(struct channel *, const char *id,
+	    json_object *params);
 /* Session ids fenced against late notifications, on every channel. */
 size_t	inflight_fences_count(void);
 
@@ -922,14 +996,16 @@ size_t	inflight_fences_count(void);
 int	audit_open(const char *path);	/* 0, or -1 with errno */
 int	audit_reopen(void);		/* SIGHUP */
 /* A state-changing request: recorded once its answer is sent. */
-void	audit_begin(struct evhttp_request *, const char *what, const char *session_id);
+void	audit_begin(struct evhttp_request *, const char *what,
+	    const char *session_id);
 void	audit_done(struct evhttp_request *);	/* the answer went out */
 void	audit_forget(struct evhttp_request *);	/* a new request at this address */
 void	audit_free(void);
 
 /* ---- drain.c: SIGTERM's drain before the shutdown (--drain-grace-ms) -- */
 int	drain_active(void);	/* /health fails, no new sessions or turns */
-void	drain_begin(void);	/* SIGTERM; a second one ends the drain */
+/* SIGTERM; a second one ends the drain; then shutdown() runs. */
+void	drain_begin(void (*shutdown)(void));
 void	drain_free(void);
 
 /* ---- ratelimit.c: --rate-limit, per client and route class ---------- */
@@ -942,7 +1018,9 @@ void	ratelimit_free(void);
 
 /* ---- reqid.c: request and trace ids of the JSON log's lines ---------- */
 struct span;
-void	reqid_init(void);	/* sessions' ids for their later lines */
+/* The log's lookup of sessions' ids for their later lines (main.c's). */
+void	reqid_init(void (*lookup)(const char *id, size_t len,
+	    const char **rid, const char **tid));
 /* A request begins (X-Request-Id answered; the log context) or ends. */
 void	reqid_begin(struct evhttp_request *);
 void	reqid_end(void);
@@ -955,6 +1033,22 @@ void	reqid_current(char *rid, char *tid, const struct span *);
 
 /* ---- metrics.c: GET /metrics (Prometheus text format) ------------------ */
 void	route_metrics(struct http_ctx *);
+/*
+ * The gauges /metrics reads from the other modules when it is scraped,
+ * handed over once at startup by main.c: metrics.c calls none by name.
+ */
+struct metrics_gauges {
+	size_t	(*sessions)(void);		/* live sessions */
+	size_t	(*prompts_running)(void);
+	void	(*prompts_waiting)(size_t *queued, size_t *perms);
+	size_t	(*sse_subscribers)(void);
+	void	(*restores)(size_t *active, size_t *unsettled,
+		    size_t *overdue, size_t *quarantined);
+	size_t	(*ws_conns)(void);
+	size_t	(*acp_conns)(void);
+	size_t	(*children)(void);		/* children running */
+};
+void	metrics_set_gauges(const struct metrics_gauges *);
 /* A restore's public answer: action (enum inflight_action), outcome
    (enum rfsm_result), ms since its start. */
 void	metrics_restore(int action, int outcome, uint64_t ms);

@@ -64,6 +64,28 @@ sessions_find(const char *id)
 	return RB_FIND(session_tree, &sessions_by_id, &key);
 }
 
+/*
+ * The log's session lookup (reqid_init()): the request and trace ids a
+ * session last knew, or its restore's before it is registered.
+ */
+void
+sessions_log_lookup(const char *id, size_t len, const char **rid, const char **tid)
+{
+	char buf[SERVE_SESSION_ID_MAX + 1];
+	struct session *s;
+
+	if (len >= sizeof(buf))
+		return;
+	memcpy(buf, id, len);
+	buf[len] = '\0';
+	if ((s = sessions_find(buf)) != NULL && s->log_rid[0] != '\0') {
+		*rid = s->log_rid;
+		*tid = s->log_tid;
+		return;
+	}
+	inflight_log_ids(buf, rid, tid);	/* not registered yet */
+}
+
 /* The live sessions in order, for the routes that walk them. */
 struct session *
 sessions_first(void)

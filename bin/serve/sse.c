@@ -474,7 +474,7 @@ sse_subscribe(struct bus *b, struct evhttp_request *req, int64_t last_event_id,
 }
 
 /* Write a live frame to every subscriber of b (the ring has kept it). */
-void
+static void
 sse_fan_out(struct bus *b, const char *f, size_t len, int terminal)
 {
 	struct sse_sub *s, *next;
@@ -488,7 +488,7 @@ sse_fan_out(struct bus *b, const char *f, size_t len, int terminal)
 	}
 }
 
-void
+static void
 sse_end_all(struct bus *b)
 {
 	struct sse_sub *s;
@@ -496,3 +496,8 @@ sse_end_all(struct bus *b)
 	while ((s = TAILQ_FIRST(&b->subs)) != NULL)
 		sub_end(s);
 }
+
+const struct bus_subscribers sse_subscribers = {
+	.fan_out = sse_fan_out,
+	.end_all = sse_end_all,
+};

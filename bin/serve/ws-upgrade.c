@@ -103,8 +103,8 @@ subprotocols(struct evkeyvalq *h, char *bearer, size_t bsize, char *chosen,
 				continue;
 			}
 			if (n > plen && strncmp(p, WS_BEARER_PREFIX, plen) == 0) {
-				m = base64_decode(BASE64_URL, p + plen, n - plen,
-				    bearer, bsize - 1);
+				m = base64_decode(BASE64_URL, p + plen,
+				    n - plen, bearer, bsize - 1);
 				bearer[m > 0 ? m : 0] = '\0';
 				if (m > 0 && memchr(bearer, '\0', (size_t)m) != NULL)
 					bearer[0] = '\0';

@@ -50,7 +50,8 @@ void	ws_upgrade(struct evhttp_request *req);
  * or NULL after answering req with the error (the ACP connection cap:
  * 503 acp_connection_limit_exceeded + Retry-After).
  */
-struct ws_conn	*ws_conn_start(struct evhttp_request *req, const char *handshake);
+struct ws_conn	*ws_conn_start(struct evhttp_request *req,
+	    const char *handshake);
 /* Open WebSocket connections. */
 size_t	ws_conn_count(void);
 /* The outbound queue cap in bytes. */
