@@ -41,6 +41,7 @@
 #include "xmalloc.h"
 #include "txpage.h"
 #include "txpage-int.h"
+#include "txsums.h"
 
 #define TXPAGE_KEEP		4	/* indexes kept */
 #define TXPAGE_DEFAULT_LIMIT	100
@@ -150,6 +151,34 @@ txpage_error(int *code, const char **kind, char *msg, size_t size, int c,
 	return -1;
 }
 
+/* Forget e's token sums: its chain changes. */
+static void
+txpage_usage_clear(struct txpage_entry *e)
+{
+	project_usage_clear(&e->usage);
+	e->sums_kept = 0;
+	e->sums_looked = 0;
+}
+
+/* Worker: the sums kept in --cache-dir for e's chain, once per chain,
+   so that a fresh child's page does not read every record before it. */
+static void
+txpage_sums_load(struct txpage_entry *e)
+{
+	double (*sum)[3];
+	size_t n;
+
+	if (e->sums_looked || e->usage.n > 0 || e->cache_dir == NULL)
+		return;
+	e->sums_looked = 1;
+	if ((n = txsums_load(e->tx, e->cache_dir, &e->chain,
+	    PROJECT_USAGE_EVERY, &sum)) == 0)
+		return;
+	e->usage.sum = sum;
+	e->usage.n = e->usage.cap = n;
+	e->sums_kept = n;
+}
+
 /* e's index: the kept one when valid, else a full pass. */
 static struct transcript *
 txpage_entry_open(struct txpage_entry *e, char **cause)
@@ -195,7 +224,7 @@ txpage_entry_index(struct txpage_entry *e, int *code, const char **kind, char *m
 	if (e->chain.rec != NULL && e->chained == transcript_size(e->tx))
 		return 0;
 	chain_clear(&e->chain);
-	project_usage_clear(&e->usage);
+	txpage_usage_clear(e);
 	if (chain_build(e->tx, &e->chain, &cause) == -1) {
 		free(cause);
 		return txpage_error(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "transcript_unreadable",
@@ -222,7 +251,7 @@ txpage_entry_reset(struct txpage_entry *e)
 	transcript_free(e->tx);
 	e->tx = NULL;
 	chain_clear(&e->chain);
-	project_usage_clear(&e->usage);
+	txpage_usage_clear(e);
 	free(e->pos);
 	e->pos = NULL;
 	e->npos = 0;
@@ -289,6 +318,7 @@ txpage_page(struct txpage_job *j)
 	if (txpage_index(j) == -1 || txpage_range(j, &start, &end) == -1)
 		return;
 	read0 = transcript_bytes_read(j->e->tx);
+	txpage_sums_load(j->e);
 	part = j->e->chain;
 	part.len = end;
 	if (start < end && project_window_usage(j->e->tx, &part, start,
