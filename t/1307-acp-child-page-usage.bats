@@ -6,7 +6,8 @@
 # each page read, in the debug log: numbers only), and answer the same.
 # The sums are kept beside the index cache (tx-<hash>.sum), so a fresh
 # child's page reads what a later page of the first child read, and the
-# digests that check them; a damaged or stale file is never used.
+# digests that check them; a damaged or stale file is never used.  A fresh
+# child reads the blocks of the kept index its page uses, not all of it.
 load acp_helper
 load index_helper
 
@@ -97,6 +98,12 @@ fresh_reads() {
 	    "$BATS_TEST_TMPDIR/err$1"
 }
 
+# index_reads N: the bytes of the index cache fresh child N read by its page.
+index_reads() {
+	sed -n 's/.*transcript page of .* bytes read, \([0-9]*\) of the index cache.*/\1/p' \
+	    "$BATS_TEST_TMPDIR/err$1"
+}
+
 # later_reads: a child's second page of the last 200 records, its sums in
 # memory (kept in another cache directory): its bytes read are page_reads 2.
 later_reads() {
@@ -132,6 +139,18 @@ sums_file() {
 	# digests that check the sums: nothing before.
 	[ "$(fresh_reads 2)" -le $((later + 8192)) ]
 	[ "$(fresh_reads 1)" -gt $((later * 2)) ]
+}
+
+@test "a fresh child's page reads the blocks of the index it uses, not the index" {
+	fresh 1
+	size=$(stat -c %s "$(one_index)")
+	fresh 2
+	grep -q 'transcript pages from the warm index' "$BATS_TEST_TMPDIR/err2"
+	cmp "$BATS_TEST_TMPDIR/p1" "$BATS_TEST_TMPDIR/p2"
+	read=$(index_reads 2)
+	echo "the page read $read bytes of an index of $size" >&2
+	[ "$read" -gt 0 ]
+	[ $((read * 2)) -lt "$size" ]
 }
 
 @test "damaged kept sums are not used, and are made again" {

@@ -346,9 +346,12 @@ txpage_page(struct txpage_job *j)
 	}
 	snprintf(buf, sizeof(buf), ",\"records\":%zu}", end - start);
 	jbuf_puts(&j->out, buf);
-	/* Numbers only: what the page cost beyond the index. */
-	log_debug("session %s: transcript page of %zu records, %llu bytes read",
-	    j->e->sid, end - start, (unsigned long long)(transcript_bytes_read(j->e->tx) - read0));
+	/* Numbers only: what the page cost beyond the index, and what was
+	   read of the kept index so far. */
+	log_debug("session %s: transcript page of %zu records, %llu bytes read, "
+	    "%llu of the index cache", j->e->sid, end - start,
+	    (unsigned long long)(transcript_bytes_read(j->e->tx) - read0),
+	    (unsigned long long)transcript_index_read(j->e->tx));
 	if (j->out.oom)
 		txpage_fail(j, RPC_INTERNAL_ERROR, "internal", "out of memory");
 	project_clear(&p);
