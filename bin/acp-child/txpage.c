@@ -3,16 +3,17 @@
  * txpage.c: _qwen/session/transcript, pages of a session's active history
  * (the daemon's GET /session/:id/transcript), live or not.
  *
- * A page is answered from an index cache of the transcript, its active
- * chain and a record -> chain position map: the first request for a file
- * opens the persistent index a load kept in --cache-dir (transcript.h;
- * checked as it is used: a damaged part in use means a full pass and the
- * page again) or indexes the file on a worker, and keeps that index in
+ * A page is answered from an index cache of the transcript and its active
+ * chain (a record id is looked up on it, newest first): the first request
+ * for a file opens the persistent index a load kept in --cache-dir
+ * (transcript.h; checked as it is used: a damaged part in use means a
+ * full pass and the page again) or indexes the file on a worker, and
+ * keeps that index, with the token sums its pages made (txsums.h), in
  * --cache-dir once nobody waits (cache-write.c), so that the next child's
- * first page reads only the page; later ones read only what
- * was appended since (and rebuild the chain only then), so a page costs
- * what its records cost, not what the file does.  The few most recent
- * indexes are kept in memory.
+ * first page reads only the page; later ones read only what was appended
+ * since (and rebuild the chain only then), so a page costs what its
+ * records cost, not what the file does.  The few most recent indexes are
+ * kept in memory.
  * One job per index at a time; requests for a busy one wait in order.
  *
  * params: {sessionId, cwd?, limit, direction?: "backward", cursor?,
@@ -82,7 +83,6 @@ txpage_entry_free(struct txpage_entry *e)
 	transcript_free(e->tx);
 	chain_clear(&e->chain);
 	project_usage_clear(&e->usage);
-	free(e->pos);
 	free(e->path);
 	free(e);
 }
@@ -204,7 +204,6 @@ txpage_entry_index(struct txpage_entry *e, int *code, const char **kind, char *m
     size_t msgsize)
 {
 	char *cause = NULL;
-	size_t i, n;
 
 	if (e->tx != NULL && transcript_refresh(e->tx, &cause) == -1) {
 		free(cause);
@@ -230,18 +229,24 @@ txpage_entry_index(struct txpage_entry *e, int *code, const char **kind, char *m
 		return txpage_error(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "transcript_unreadable",
 		    "cannot reconstruct the transcript's history");
 	}
-	n = transcript_count(e->tx);
-	free(e->pos);
-	if ((e->pos = calloc(n + 1, sizeof(*e->pos))) == NULL)
-		return txpage_error(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "internal", "out of memory");
-	e->npos = n;
-	for (i = 0; i < e->chain.len; i++)
-		e->pos[e->chain.rec[i]] = (uint32_t)i + 1;
 	e->chained = transcript_size(e->tx);
 	if (transcript_index_damaged(e->tx)) {
 		txpage_entry_reset(e);	/* once: a full pass is not checked */
 		return txpage_entry_index(e, code, kind, msg, msgsize);
 	}
+	return 0;
+}
+
+size_t
+txpage_entry_pos(const struct txpage_entry *e, int64_t rec)
+{
+	size_t i;
+
+	if (rec < 0)
+		return 0;
+	for (i = e->chain.len; i > 0; i--)
+		if (e->chain.rec[i - 1] == (uint64_t)rec)
+			return i;
 	return 0;
 }
 
@@ -252,9 +257,6 @@ txpage_entry_reset(struct txpage_entry *e)
 	e->tx = NULL;
 	chain_clear(&e->chain);
 	txpage_usage_clear(e);
-	free(e->pos);
-	e->pos = NULL;
-	e->npos = 0;
 	e->chained = UINT64_MAX;
 	e->rescan = 1;
 }
@@ -264,15 +266,13 @@ static int
 txpage_range(struct txpage_job *j, size_t *start, size_t *end)
 {
 	struct txpage_entry *e = j->e;
-	size_t n = e->chain.len;
-	int64_t rec;
+	size_t n = e->chain.len, pos;
 
 	if (j->before != NULL) {
-		rec = transcript_find(e->tx, j->before);
-		if (rec < 0 || (size_t)rec >= e->npos || e->pos[rec] == 0)
+		if ((pos = txpage_entry_pos(e, transcript_find(e->tx, j->before))) == 0)
 			return txpage_fail(j, RPC_INVALID_PARAMS, "invalid_transcript_cursor",
 			    "beforeRecordId is not a record of the session's active history");
-		*end = e->pos[rec] - 1;
+		*end = pos - 1;
 	} else if (j->at > (int64_t)n)
 		return txpage_fail(j, RPC_INVALID_PARAMS, "invalid_transcript_cursor",
 		    "the cursor is past the end of the session's history");
