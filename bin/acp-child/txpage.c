@@ -57,7 +57,8 @@ struct txpage_job {
 	int			 backward;
 	int64_t			 at;		/* cursor position, -1: none */
 	char			*before;	/* beforeRecordId */
-	struct jbuf		 out;		/* the result object */
+	char			*idstr;		/* id as JSON (made on the loop) */
+	struct jbuf		 out;		/* the whole answer line */
 	int			 err_code;
 	const char		*err_kind;
 	char			 err_msg[160];
@@ -329,7 +330,11 @@ txpage_page(struct txpage_job *j)
 		    "cannot read the page's records");
 		return;
 	}
-	jbuf_puts(&j->out, "{\"events\":[");
+	/* The answer line built once, in place: a page can weigh megabytes. */
+	(void)jbuf_grow(&j->out, p.enc.len + 64 * p.n + 256 + strlen(j->idstr));
+	jbuf_puts(&j->out, "{\"jsonrpc\":\"2.0\",\"id\":");
+	jbuf_puts(&j->out, j->idstr);
+	jbuf_puts(&j->out, ",\"result\":{\"events\":[");
 	for (i = 0; i < p.n; i++) {
 		jbuf_puts(&j->out, i > 0 ? ",{\"v\":1,\"type\":\"session_update\",\"data\":" :
 		    "{\"v\":1,\"type\":\"session_update\",\"data\":");
@@ -344,7 +349,7 @@ txpage_page(struct txpage_job *j)
 		    j->backward || j->before != NULL ? start : end);
 		jbuf_puts(&j->out, buf);
 	}
-	snprintf(buf, sizeof(buf), ",\"records\":%zu}", end - start);
+	snprintf(buf, sizeof(buf), ",\"records\":%zu}}\n", end - start);
 	jbuf_puts(&j->out, buf);
 	/* Numbers only: what the page cost beyond the index, and what was
 	   read of the kept index so far. */
@@ -357,6 +362,16 @@ txpage_page(struct txpage_job *j)
 	project_clear(&p);
 }
 
+static void
+txpage_job_free(struct txpage_job *j)
+{
+	json_object_put(j->id);
+	free(j->idstr);
+	jbuf_free(&j->out);
+	free(j->before);
+	free(j);
+}
+
 /* Loop thread: answer, then start the next request waiting for the index. */
 static void
 txpage_done(struct lw_job *lw)
@@ -365,9 +380,6 @@ txpage_done(struct lw_job *lw)
 	struct txpage_entry *e = j->e;
 	struct child *c = j->c;
 	json_object *data;
-	const char *id;
-	char *line = NULL;
-	int n;
 
 	if (j->err_code != 0) {
 		data = child_error_data(j->err_kind);
@@ -380,18 +392,10 @@ txpage_done(struct lw_job *lw)
 		}
 		json_object_put(data);
 	} else {
-		id = json_object_to_json_string_ext(j->id, PROJECT_JSON_FLAGS);
-		n = asprintf(&line, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n",
-		    id, j->out.p);
-		if (n > 0)
-			child_send_raw(c, line, (size_t)n);
-		else
-			child_send_error(c, j->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+		child_send_raw(c, j->out.p, j->out.len);	/* takes it */
+		memset(&j->out, 0, sizeof(j->out));
 	}
-	json_object_put(j->id);
-	jbuf_free(&j->out);
-	free(j->before);
-	free(j);
+	txpage_job_free(j);
 	txpage_entry_release(c, e);
 }
 
@@ -449,6 +453,7 @@ txpage_start(struct child *c, struct txpage_entry *e, struct rpc_msg *m)
 	j->c = c;
 	j->e = e;
 	j->id = json_object_get(m->id);
+	j->idstr = xstrdup(json_object_to_json_string_ext(j->id, PROJECT_JSON_FLAGS));
 	j->at = -1;
 	if (json_object_object_get_ex(m->params, "limit", &v) &&
 	    json_object_is_type(v, json_type_int))
@@ -464,9 +469,7 @@ txpage_start(struct child *c, struct txpage_entry *e, struct rpc_msg *m)
 		json_object_object_add(v, "code",
 		    xjson_object_new_string("invalid_transcript_cursor"));
 		child_send_error(c, m->id, RPC_INVALID_PARAMS, "Invalid transcript cursor", v);
-		json_object_put(j->id);
-		free(j->before);
-		free(j);
+		txpage_job_free(j);
 		return;
 	}
 	j->lw.run = txpage_run;
