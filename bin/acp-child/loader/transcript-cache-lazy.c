@@ -20,6 +20,7 @@
 
 #include <sys/mman.h>
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -46,6 +47,24 @@ damaged(const struct transcript *t)
 
 #define BLOCK_DONE(z, i)	((z)->ok[(i) / 8] & (1u << ((i) % 8)))
 
+/* Fault in the pages of a long run at once, not one fault per 4 KiB as
+   the read fills them (a chain of a big session is a megabyte).
+   Advisory, errors ignored. */
+static void
+populate(const char *p, size_t n)
+{
+#ifdef MADV_POPULATE_WRITE
+	uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
+	uintptr_t e = ((uintptr_t)p + n) & ~(uintptr_t)4095;
+
+	if (n > 65536 && e > a)
+		(void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+#else
+	(void)p;
+	(void)n;
+#endif
+}
+
 /*
  * Read blocks [i, j) from the index file into their place: 0, or -1
  * when the file no longer holds them (it shrank since it was opened).
@@ -60,6 +79,7 @@ blocks_read(struct tx_lazy *z, uint64_t i, uint64_t j)
 	if (n > z->end)
 		n = z->end;
 	z->nread += n - at;
+	populate(z->base + at, (size_t)(n - at));
 	return transcript_cache_pread(z->fd, (char *)z->base + at,
 	    (size_t)(n - at), z->foff + at);
 }
