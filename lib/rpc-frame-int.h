@@ -36,7 +36,7 @@ struct rpc_splice {
 	size_t			 pos;		/* next byte to scan */
 	size_t			 retry;		/* scan a cut element again at this length */
 	int			 depth;		/* containers allowed in an element */
-	size_t			 which;		/* the spec whose marker was found */
+	size_t			 which;		/* spec found */
 };
 
 /* Scan what came of an incomplete line, line[0, len). */

@@ -53,7 +53,7 @@ struct rpc_reader {
 	size_t			 max_values;	/* rpc_reader_limit; 0: none */
 	size_t			 line_no;	/* lines completed so far */
 	int			 discarding;	/* inside an oversize line */
-	struct rpc_splice_spec	 splice[RPC_SPLICE_MAX];	/* rpc_reader_splice */
+	struct rpc_splice_spec	 splice[RPC_SPLICE_MAX]; /* kept arrays */
 	size_t			 nsplice;
 	struct rpc_splice	 sp;		/* the current line's scan */
 };
@@ -456,8 +456,9 @@ rpc_reader_next(struct rpc_reader *r, struct rpc_msg *msg, struct rpc_bad *bad)
 			r->scan = r->end;
 			if (r->end - r->start <= r->max_frame) {
 				if (r->nsplice > 0 && r->end > r->start)
-					rpc_splice_advance(&r->sp, r->splice, r->nsplice,
-					    r->buf + r->start, r->end - r->start);
+					rpc_splice_advance(&r->sp, r->splice,
+					    r->nsplice, r->buf + r->start,
+					    r->end - r->start);
 				return RPC_READ_MORE;
 			}
 			/* Report now, drop the rest up to the newline. */

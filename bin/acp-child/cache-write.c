@@ -40,8 +40,8 @@ struct keep_job {
 	struct txpage_entry	*e;		/* a page's */
 	struct transcript	*tx;
 	const char		*dir;
-	int			 index;		/* the index to keep */
-	size_t			 sums;		/* the page's token sums to keep */
+	int			 index;		/* the index too */
+	size_t			 sums;		/* sums to keep */
 	char			*cause;
 	int			 rc;
 };
@@ -143,7 +143,7 @@ cache_write_entry_start(struct child *c, struct txpage_entry *e)
 	if (!index && e->usage.n <= e->sums_kept)
 		return 0;
 	if (index)
-		e->kept_at = transcript_size(e->tx);	/* one try per size */
+		e->kept_at = transcript_size(e->tx);	/* once a size */
 	k = keep_job_new(c, e->tx);
 	k->e = e;
 	k->index = index;

@@ -172,7 +172,8 @@ txbranch_run(struct lw_job *lw)
 	}
 	end = e->chain.len;
 	if (j->at != NULL) {
-		if ((end = txpage_entry_pos(e, transcript_find(e->tx, j->at))) == 0) {
+		end = txpage_entry_pos(e, transcript_find(e->tx, j->at));
+		if (end == 0) {
 			txbranch_fail(j, RPC_INVALID_PARAMS, "branch_point_invalid",
 			    "atRecordId is not a record of the session's active history");
 			return;

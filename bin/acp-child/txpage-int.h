@@ -33,8 +33,8 @@ struct txpage_entry {
 	struct tx_chain		 chain;
 	uint64_t		 chained;	/* transcript size the chain is of */
 	struct project_usage	 usage;		/* token sums along the chain */
-	size_t			 sums_kept;	/* of them, in --cache-dir */
-	int			 sums_looked;	/* kept sums looked for */
+	size_t			 sums_kept;	/* of them, kept */
+	int			 sums_looked;	/* kept ones read */
 	uint64_t		 kept_at;	/* transcript size last kept, or 0 */
 	const char		*cache_dir;	/* the index caches (--cache-dir), or NULL */
 	int			 rescan;	/* the index cache was damaged: a full pass */

@@ -57,8 +57,8 @@ struct txpage_job {
 	int			 backward;
 	int64_t			 at;		/* cursor position, -1: none */
 	char			*before;	/* beforeRecordId */
-	char			*idstr;		/* id as JSON (made on the loop) */
-	struct jbuf		 out;		/* the whole answer line */
+	char			*idstr;		/* id as JSON */
+	struct jbuf		 out;		/* the answer line */
 	int			 err_code;
 	const char		*err_kind;
 	char			 err_msg[160];
@@ -270,7 +270,8 @@ txpage_range(struct txpage_job *j, size_t *start, size_t *end)
 	size_t n = e->chain.len, pos;
 
 	if (j->before != NULL) {
-		if ((pos = txpage_entry_pos(e, transcript_find(e->tx, j->before))) == 0)
+		pos = txpage_entry_pos(e, transcript_find(e->tx, j->before));
+		if (pos == 0)
 			return txpage_fail(j, RPC_INVALID_PARAMS, "invalid_transcript_cursor",
 			    "beforeRecordId is not a record of the session's active history");
 		*end = pos - 1;
@@ -353,8 +354,8 @@ txpage_page(struct txpage_job *j)
 	jbuf_puts(&j->out, buf);
 	/* Numbers only: what the page cost beyond the index, and what was
 	   read of the kept index so far. */
-	log_debug("session %s: transcript page of %zu records, %llu bytes read, "
-	    "%llu of the index cache", j->e->sid, end - start,
+	log_debug("session %s: transcript page of %zu records, "
+	    "%llu bytes read, %llu of the index cache", j->e->sid, end - start,
 	    (unsigned long long)(transcript_bytes_read(j->e->tx) - read0),
 	    (unsigned long long)transcript_index_read(j->e->tx));
 	if (j->out.oom)
@@ -453,7 +454,8 @@ txpage_start(struct child *c, struct txpage_entry *e, struct rpc_msg *m)
 	j->c = c;
 	j->e = e;
 	j->id = json_object_get(m->id);
-	j->idstr = xstrdup(json_object_to_json_string_ext(j->id, PROJECT_JSON_FLAGS));
+	j->idstr = xstrdup(json_object_to_json_string_ext(j->id,
+	    PROJECT_JSON_FLAGS));
 	j->at = -1;
 	if (json_object_object_get_ex(m->params, "limit", &v) &&
 	    json_object_is_type(v, json_type_int))

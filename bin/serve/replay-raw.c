@@ -45,7 +45,7 @@ struct raw_env {
 	int		 nhead, ntail;
 };
 
-/* Where a transcript page's answer holds its events (bin/acp-child/txpage.c). */
+/* Where a page's answer holds its events (bin/acp-child/txpage.c). */
 static const char page_marker[] = "\"result\":{\"events\":[";
 static const char *const page_path[] = { "result", "events", NULL };
 

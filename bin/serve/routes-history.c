@@ -126,7 +126,7 @@ on_page(void *arg, enum channel_outcome o, json_object *payload)
 		body = xjson_object_new_object();
 		json_object_object_add(body, "v", xjson_object_new_int(1));
 		json_object_object_add(body, "sessionId", xjson_object_new_string(pr->id));
-		/* Kept as the child's bytes (replay-raw.c): written as they came. */
+		/* The child's bytes (replay-raw.c): written as they came. */
 		if (!json_object_object_get_ex(payload, "events", &v))
 			v = xjson_object_new_array();
 		else if ((raw = rpc_raw_of(v)) != NULL) {

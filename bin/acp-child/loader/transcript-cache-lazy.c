@@ -270,9 +270,9 @@ transcript_cache_chain(const struct transcript *t)
 }
 
 int
-transcript_cache_lazy(struct transcript *t, int fd, uint64_t foff, const char *base,
-    const uint64_t *bsum, uint64_t end, uint64_t nblock, uint64_t seed,
-    uint64_t nread)
+transcript_cache_lazy(struct transcript *t, int fd, uint64_t foff,
+    const char *base, const uint64_t *bsum, uint64_t end, uint64_t nblock,
+    uint64_t seed, uint64_t nread)
 {
 	struct tx_lazy *z;
 

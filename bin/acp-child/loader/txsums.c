@@ -32,7 +32,7 @@
 
 #define TXSUMS_MAGIC	"qwtxsum\n"
 #define TXSUMS_VERSION	1u
-#define TXSUMS_MAX	(1u << 24)	/* sums in a file: 4G records at 256 */
+#define TXSUMS_MAX	(1u << 24)	/* sums a file holds at most */
 
 struct txsums_head {
 	char		magic[8];
@@ -40,12 +40,12 @@ struct txsums_head {
 	uint32_t	every;
 	uint64_t	dev, ino;
 	uint64_t	indexed;	/* transcript bytes the sums are of */
-	uint64_t	head, tail;	/* their digests, as the index cache's */
-	uint64_t	duplicates;	/* fragments merged into records then */
+	uint64_t	head, tail;	/* their digests (the index's) */
+	uint64_t	duplicates;	/* fragments merged then */
 	uint64_t	covered;	/* chain records the sums cover */
 	uint64_t	chainsum;	/* checksum of those record numbers */
 	uint64_t	n;		/* sums */
-	uint64_t	sum;		/* checksum of the above and the sums */
+	uint64_t	sum;		/* of the above and the sums */
 };
 
 /* The checksum of a header (before its sum) and its sums. */
@@ -177,7 +177,8 @@ txsums_save(struct transcript *t, const char *dir, const struct tx_chain *c,
 	if (n == 0 || n > TXSUMS_MAX ||
 	    txsums_describe(t, c, every, n, t->indexed, &h) == -1) {
 		transcript_cause(cause, "sums of %s: %s", t->path,
-		    n == 0 || n > TXSUMS_MAX ? "none to keep" : strerror(errno));
+		    n == 0 || n > TXSUMS_MAX ? "none to keep" :
+		    strerror(errno));
 		return -1;
 	}
 	h.sum = txsums_checksum(&h, sum);
@@ -197,7 +198,8 @@ txsums_save(struct transcript *t, const char *dir, const struct tx_chain *c,
 		rc = cachedir_commit(dfd, tmp, name);
 out:
 	if (rc == -1)
-		transcript_cause(cause, "index cache %s: %s", dir, strerror(errno));
+		transcript_cause(cause, "index cache %s: %s", dir,
+		    strerror(errno));
 	close(dfd);
 	return rc;
 }
