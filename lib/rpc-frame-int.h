@@ -36,11 +36,13 @@ struct rpc_splice {
 	size_t			 pos;		/* next byte to scan */
 	size_t			 retry;		/* scan a cut element again at this length */
 	int			 depth;		/* containers allowed in an element */
+	size_t			 which;		/* spec found */
 };
 
 /* Scan what came of an incomplete line, line[0, len). */
-void	rpc_splice_advance(struct rpc_splice *, const char *marker,
-	    const char *line, size_t len);
+void	rpc_splice_advance(struct rpc_splice *,
+	    const struct rpc_splice_spec *, size_t nspec, const char *line,
+	    size_t len);
 
 /* Forget the line's scan (and its bytes). */
 void	rpc_splice_reset(struct rpc_splice *);
@@ -55,7 +57,7 @@ size_t	rpc_splice_checked(const struct rpc_splice *);
  * empty at path): parse the whole line instead.  Reset sp afterwards.
  */
 int	rpc_splice_parse(struct rpc_splice *, struct json_tokener *,
-	    const char *marker, const char *const *path, const char *line,
+	    const struct rpc_splice_spec *, size_t nspec, const char *line,
 	    size_t len, struct rpc_msg *msg, struct rpc_bad *bad,
 	    enum rpc_read_status *st, struct rpc_raw **lent);
 

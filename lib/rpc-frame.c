@@ -53,8 +53,8 @@ struct rpc_reader {
 	size_t			 max_values;	/* rpc_reader_limit; 0: none */
 	size_t			 line_no;	/* lines completed so far */
 	int			 discarding;	/* inside an oversize line */
-	const char		*splice;	/* rpc_reader_splice: marker */
-	const char *const	*splice_path;
+	struct rpc_splice_spec	 splice[RPC_SPLICE_MAX]; /* kept arrays */
+	size_t			 nsplice;
 	struct rpc_splice	 sp;		/* the current line's scan */
 };
 
@@ -414,8 +414,8 @@ reader_line(struct rpc_reader *r, const char *line, size_t len,
 			len--;
 		if (is_blank(line, len))
 			return RPC_READ_MORE;
-		if (r->splice == NULL || rpc_splice_parse(&r->sp, r->tok,
-		    r->splice, r->splice_path, line, len, msg, bad, &st,
+		if (r->nsplice == 0 || rpc_splice_parse(&r->sp, r->tok,
+		    r->splice, r->nsplice, line, len, msg, bad, &st,
 		    &lent) == -1)
 			st = parse_with(r->tok, line, len, r->max_values, msg,
 			    bad);
@@ -455,9 +455,10 @@ rpc_reader_next(struct rpc_reader *r, struct rpc_msg *msg, struct rpc_bad *bad)
 		if (nl == NULL) {
 			r->scan = r->end;
 			if (r->end - r->start <= r->max_frame) {
-				if (r->splice != NULL && r->end > r->start)
+				if (r->nsplice > 0 && r->end > r->start)
 					rpc_splice_advance(&r->sp, r->splice,
-					    r->buf + r->start, r->end - r->start);
+					    r->nsplice, r->buf + r->start,
+					    r->end - r->start);
 				return RPC_READ_MORE;
 			}
 			/* Report now, drop the rest up to the newline. */
@@ -515,8 +516,18 @@ void
 rpc_reader_splice(struct rpc_reader *r, const char *marker,
     const char *const *path)
 {
-	r->splice = marker;
-	r->splice_path = path;
+	r->nsplice = 0;
+	rpc_reader_splice_also(r, marker, path);
+}
+
+void
+rpc_reader_splice_also(struct rpc_reader *r, const char *marker,
+    const char *const *path)
+{
+	if (marker != NULL && r->nsplice < RPC_SPLICE_MAX) {
+		r->splice[r->nsplice].marker = marker;
+		r->splice[r->nsplice++].path = path;
+	}
 	rpc_splice_reset(&r->sp);
 }
 

@@ -135,6 +135,16 @@ enum rpc_read_status rpc_reader_finish(struct rpc_reader *, struct rpc_msg *msg,
  */
 void	rpc_reader_splice(struct rpc_reader *, const char *marker,
 	    const char *const *path);
+/* One array kept as bytes: its marker and path, as rpc_reader_splice's. */
+struct rpc_splice_spec {
+	const char		*marker;
+	const char *const	*path;
+};
+#define RPC_SPLICE_MAX	2
+/* Keep a second array as bytes, in the lines that hold its marker (the
+   one that comes first in a line is taken); after rpc_reader_splice. */
+void	rpc_reader_splice_also(struct rpc_reader *, const char *marker,
+	    const char *const *path);
 
 /* The bytes of a spliced array: its elements at bytes[el[i].off], each
    el[i].len long, inside mem (the reader's buffer they were read into).

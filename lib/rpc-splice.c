@@ -327,26 +327,38 @@ splice_element(struct rpc_splice *sp, const char *body, const char *s,
 	return 0;
 }
 
-/* Find the marker in line[0, len) (from where the last look ended); 0 when
-   found and the array's scan is set up, 1 to look again with more, -1. */
+/* Find a marker in line[0, len) (from where the last look ended; the one
+   that comes first); 0 when found and the array's scan is set up, 1 to
+   look again with more, -1. */
 static int
-splice_find(struct rpc_splice *sp, const char *marker, const char *line,
-    size_t len)
+splice_find(struct rpc_splice *sp, const struct rpc_splice_spec *spec,
+    size_t nspec, const char *line, size_t len)
 {
-	size_t mlen = strlen(marker);
-	const char *m;
+	const char *m = NULL, *f;
+	size_t i, mlen, longest = 0;
 	int depth;
 
-	if (marker[mlen - 1] != '[' || sp->mscan > len)
+	if (sp->mscan > len)
 		return -1;
-	if (len - sp->mscan < mlen)
-		return 1;
-	if ((m = memmem(line + sp->mscan, len - sp->mscan, marker, mlen)) == NULL) {
-		if (len >= mlen && len - mlen + 1 > sp->mscan)
-			sp->mscan = len - mlen + 1;
+	for (i = 0; i < nspec; i++) {
+		mlen = strlen(spec[i].marker);
+		if (mlen == 0 || spec[i].marker[mlen - 1] != '[')
+			return -1;
+		longest = mlen > longest ? mlen : longest;
+		if (len - sp->mscan < mlen || (f = memmem(line + sp->mscan,
+		    len - sp->mscan, spec[i].marker, mlen)) == NULL ||
+		    (m != NULL && f >= m))
+			continue;
+		m = f;
+		sp->which = i;
+		sp->arr = (size_t)(m - line) + mlen - 1;
+	}
+	if (m == NULL) {
+		/* No marker starts before the last longest - 1 bytes. */
+		if (len >= longest && len - longest + 1 > sp->mscan)
+			sp->mscan = len - longest + 1;
 		return 1;
 	}
-	sp->arr = (size_t)(m - line) + mlen - 1;
 	if ((depth = prefix_depth(line, line + sp->arr)) < 0 ||
 	    depth >= RPC_MAX_DEPTH - 2 ||
 	    (sp->raw = calloc(1, sizeof *sp->raw)) == NULL)
@@ -416,14 +428,14 @@ whole:
 
 /* Advance over line[0, len): 1 when the array is whole, 0 for more, -1. */
 static int
-splice_step(struct rpc_splice *sp, const char *marker, const char *line,
-    size_t len, int final)
+splice_step(struct rpc_splice *sp, const struct rpc_splice_spec *spec,
+    size_t nspec, const char *line, size_t len, int final)
 {
 	int r;
 
 	switch (sp->state) {
 	case SPLICE_FIND:
-		if ((r = splice_find(sp, marker, line, len)) != 0) {
+		if ((r = splice_find(sp, spec, nspec, line, len)) != 0) {
 			if (r == -1)
 				sp->state = SPLICE_OFF;
 			return r == 1 && !final ? 0 : -1;
@@ -443,10 +455,10 @@ splice_step(struct rpc_splice *sp, const char *marker, const char *line,
 }
 
 void
-rpc_splice_advance(struct rpc_splice *sp, const char *marker, const char *line,
-    size_t len)
+rpc_splice_advance(struct rpc_splice *sp, const struct rpc_splice_spec *spec,
+    size_t nspec, const char *line, size_t len)
 {
-	(void)splice_step(sp, marker, line, len, 0);
+	(void)splice_step(sp, spec, nspec, line, len, 0);
 }
 
 void
@@ -519,21 +531,21 @@ parse_parts(struct json_tokener *tok, const char *line, const char *arr,
  */
 int
 rpc_splice_parse(struct rpc_splice *sp, struct json_tokener *tok,
-    const char *marker, const char *const *path, const char *line, size_t len,
-    struct rpc_msg *msg, struct rpc_bad *bad, enum rpc_read_status *st,
-    struct rpc_raw **lent)
+    const struct rpc_splice_spec *spec, size_t nspec, const char *line,
+    size_t len, struct rpc_msg *msg, struct rpc_bad *bad,
+    enum rpc_read_status *st, struct rpc_raw **lent)
 {
 	const char *arr, *end;
 	json_object *root, *a;
 
-	if (len > INT32_MAX || splice_step(sp, marker, line, len, 1) != 1)
+	if (len > INT32_MAX || splice_step(sp, spec, nspec, line, len, 1) != 1)
 		return -1;
 	arr = line + sp->arr;
 	end = line + sp->pos;
 	if ((root = parse_parts(tok, line, arr, end, len)) == NULL ||
 	    rpc_frame_suspect(line, (size_t)(arr - line), root) ||
 	    rpc_frame_suspect(end, len - (size_t)(end - line), root) ||
-	    (a = at_path(root, path)) == NULL) {
+	    (a = at_path(root, spec[sp->which].path)) == NULL) {
 		json_object_put(root);
 		return -1;
 	}

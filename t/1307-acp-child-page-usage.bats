@@ -4,6 +4,10 @@
 # plans count the tokens of every record before the page, reads those
 # records once per child: the next pages take the kept sums (by the bytes
 # each page read, in the debug log: numbers only), and answer the same.
+# The sums are kept beside the index cache (tx-<hash>.sum), so a fresh
+# child's page reads what a later page of the first child read, and the
+# digests that check them; a damaged or stale file is never used.  A fresh
+# child reads the blocks of the kept index its page uses, not all of it.
 load acp_helper
 load index_helper
 
@@ -72,4 +76,107 @@ EOF
 	[ "$(plans "$BATS_TEST_TMPDIR/long" | jq -c ".[-$n:]")" = \
 	    "$(plans "$BATS_TEST_TMPDIR/short")" ]
 	plans "$BATS_TEST_TMPDIR/short" | jq -e 'all(.[]; .data._meta.stats.promptTokens > 0)' >/dev/null
+}
+
+# fresh N: a fresh child with the index cache in $CACHE answers the last
+# 200 records: the result in $BATS_TEST_TMPDIR/pN, its debug log in
+# $BATS_TEST_TMPDIR/errN.
+fresh() {
+	: >"$ERR"
+	run drive --cache-dir "$CACHE" --log-level debug <<EOF
+$INIT
+$(page 1 200 "")
+EOF
+	[ "$status" -eq 0 ]
+	resp 1 | jq -c .result >"$BATS_TEST_TMPDIR/p$1"
+	cp "$ERR" "$BATS_TEST_TMPDIR/err$1"
+}
+
+# fresh_reads N: the bytes fresh child N read for its page.
+fresh_reads() {
+	sed -n 's/.*transcript page of [0-9]* records, \([0-9]*\) bytes read.*/\1/p' \
+	    "$BATS_TEST_TMPDIR/err$1"
+}
+
+# index_reads N: the bytes of the index cache fresh child N read by its page.
+index_reads() {
+	sed -n 's/.*transcript page of .* bytes read, \([0-9]*\) of the index cache.*/\1/p' \
+	    "$BATS_TEST_TMPDIR/err$1"
+}
+
+# later_reads: a child's second page of the last 200 records, its sums in
+# memory (kept in another cache directory): its bytes read are page_reads 2.
+later_reads() {
+	: >"$ERR"
+	run drive --cache-dir "$BATS_TEST_TMPDIR/other" --log-level debug <<EOF
+$INIT
+$(page 1 200 "")
+$(page 2 200 "")
+EOF
+	[ "$status" -eq 0 ]
+	page_reads 2
+}
+
+# sums_file: the kept sums of the session, beside its index.
+sums_file() {
+	local idx
+	idx=$(one_index)
+	echo "${idx%.idx}.sum"
+}
+
+@test "a fresh child's page takes the sums the last child kept" {
+	fresh 1
+	[ -s "$(sums_file)" ]
+	fresh 2
+	grep -q 'transcript pages from the warm index' "$BATS_TEST_TMPDIR/err2"
+	cmp "$BATS_TEST_TMPDIR/p1" "$BATS_TEST_TMPDIR/p2"
+	later_reads
+	later=$(page_reads 2)
+	echo "fresh pages read $(fresh_reads 1) then $(fresh_reads 2) bytes," \
+	    "a later page $later" >&2
+	[ "$later" -gt 0 ]
+	# The page's records and those since the last sum, and the two 4 KiB
+	# digests that check the sums: nothing before.
+	[ "$(fresh_reads 2)" -le $((later + 8192)) ]
+	[ "$(fresh_reads 1)" -gt $((later * 2)) ]
+}
+
+@test "a fresh child's page reads the blocks of the index it uses, not the index" {
+	fresh 1
+	size=$(stat -c %s "$(one_index)")
+	fresh 2
+	grep -q 'transcript pages from the warm index' "$BATS_TEST_TMPDIR/err2"
+	cmp "$BATS_TEST_TMPDIR/p1" "$BATS_TEST_TMPDIR/p2"
+	read=$(index_reads 2)
+	echo "the page read $read bytes of an index of $size" >&2
+	[ "$read" -gt 0 ]
+	[ $((read * 2)) -lt "$size" ]
+}
+
+@test "damaged kept sums are not used, and are made again" {
+	fresh 1
+	f=$(sums_file)
+	# A byte of the last sum's prompt tokens: the one the page starts from.
+	flip_byte "$f" $(($(stat -c %s "$f") - 24 + 6))
+	fresh 2
+	cmp "$BATS_TEST_TMPDIR/p1" "$BATS_TEST_TMPDIR/p2"
+	[ "$(fresh_reads 2)" -eq "$(fresh_reads 1)" ]
+	fresh 3
+	cmp "$BATS_TEST_TMPDIR/p1" "$BATS_TEST_TMPDIR/p3"
+	later_reads
+	[ "$(fresh_reads 3)" -le $(($(page_reads 2) + 8192)) ]
+}
+
+@test "kept sums of a transcript rewritten since are not used" {
+	fresh 1
+	[ -s "$(sums_file)" ]
+	# Other token counts, the file longer, rewritten in place (same inode).
+	sed 's/"promptTokenCount":\([0-9]\)/"promptTokenCount":1\1/g' "$F" \
+	    >"$BATS_TEST_TMPDIR/new"
+	cat "$BATS_TEST_TMPDIR/new" >"$F"
+	fresh 2
+	rm -rf "$CACHE"
+	fresh 3
+	cmp "$BATS_TEST_TMPDIR/p2" "$BATS_TEST_TMPDIR/p3"
+	run ! cmp -s "$BATS_TEST_TMPDIR/p1" "$BATS_TEST_TMPDIR/p2"
 }

@@ -5,7 +5,8 @@
 # byte for byte what parsing and encoding every update again gives
 # (QWEN_SERVE_REPLAY_REENCODE=1, the json-c path), with escapes, unicode
 # and odd numbers in the transcript, whole or cut to the byte budget, and
-# through the ACP-over-HTTP bridge, which parses them, too.
+# through the ACP-over-HTTP bridge, which parses them, too; and a
+# transcript page's events, forwarded as the child's bytes as well.
 load serve_acp_helper
 
 setup() {
@@ -82,4 +83,28 @@ make_odd_transcript() {
 	acp_wait_answer s 1 30
 	got=$(acp_msgs s | jq -c '[.[] | select(.method == "session/update") | .params]')
 	[ "$got" = "$want" ]
+}
+
+@test "a transcript page from the child's bytes is byte for byte the json-c path's" {
+	local how
+	for how in jsonc bytes; do
+		if [ "$how" = jsonc ]; then
+			QWEN_SERVE_REPLAY_REENCODE=1 SERVE_CHILD=$REAL serve_start --log-level debug
+		else
+			SERVE_CHILD=$REAL serve_start --log-level debug
+		fi
+		[ -n "${F:-}" ] || make_odd_transcript
+		req GET "/session/$SID/transcript?limit=200&direction=backward"
+		expect 200
+		printf '%s' "$body" >"$BATS_TEST_TMPDIR/$how"
+		serve_stop
+		grep "transcript page of [0-9]* events forwarded as the child's bytes" \
+		    "$BATS_TEST_TMPDIR/err" >"$BATS_TEST_TMPDIR/$how.log" || true
+	done
+	[ "$(jq '.events | length' "$BATS_TEST_TMPDIR/bytes")" -gt 50 ]
+	grep -q 'mem\\u00f6ry\|memöry' "$BATS_TEST_TMPDIR/bytes"
+	cmp "$BATS_TEST_TMPDIR/jsonc" "$BATS_TEST_TMPDIR/bytes"
+	# Each path was the one taken.
+	[ ! -s "$BATS_TEST_TMPDIR/jsonc.log" ]
+	[ -s "$BATS_TEST_TMPDIR/bytes.log" ]
 }

@@ -2,8 +2,9 @@
 /*
  * cache-write.c: write a session's transcript index to the cache directory
  * after its restore answered, and the index a transcript page or branch
- * built after it answered (transcript.h: transcript_save), so that a fresh
- * child reads only what its request needs.
+ * built after it answered (transcript.h: transcript_save), with the token
+ * sums a page made along its chain (txsums.h), so that a fresh child reads
+ * only what its request needs.
  *
  * The worker owns the index while it writes, as during a restore: the
  * session (or the page's entry) is busy, so a load, prompt or page for it
@@ -26,6 +27,7 @@
 #include "session.h"
 #include "transcript.h"
 #include "txpage-int.h"
+#include "txsums.h"
 #include "xmalloc.h"
 
 /* Like restore.c's LOAD_JOB_SMALL_BYTES: the fast lane's share. */
@@ -38,6 +40,8 @@ struct keep_job {
 	struct txpage_entry	*e;		/* a page's */
 	struct transcript	*tx;
 	const char		*dir;
+	int			 index;		/* the index too */
+	size_t			 sums;		/* sums to keep */
 	char			*cause;
 	int			 rc;
 };
@@ -47,8 +51,15 @@ keep_save(void *arg)
 {
 	struct keep_job *k = arg;
 
-	k->rc = transcript_save(k->tx, k->dir, TX_CACHE_MAX_BYTES,
-	    TX_CACHE_MAX_FILES, &k->cause);
+	k->rc = 0;
+	if (k->index)
+		k->rc = transcript_save(k->tx, k->dir, TX_CACHE_MAX_BYTES,
+		    TX_CACHE_MAX_FILES, &k->cause);
+	/* Beside the index, which they are of: not without it. */
+	if (k->rc == 0 && k->sums > 0)
+		k->rc = txsums_save(k->tx, k->dir, &k->e->chain,
+		    PROJECT_USAGE_EVERY, (const double (*)[3])k->e->usage.sum,
+		    k->sums, &k->cause);
 	return NULL;
 }
 
@@ -114,6 +125,7 @@ keep_job_new(struct child *c, struct transcript *tx)
 	k->c = c;
 	k->tx = tx;
 	k->dir = c->opts.cache_dir;
+	k->index = 1;
 	return k;
 }
 
@@ -121,14 +133,22 @@ int
 cache_write_entry_start(struct child *c, struct txpage_entry *e)
 {
 	struct keep_job *k;
+	int index;
 
-	if (e->tx == NULL || e->busy || c->opts.cache_dir == NULL ||
-	    !transcript_index_dirty(e->tx) ||
-	    e->kept_at == transcript_size(e->tx))
+	if (e->tx == NULL || e->busy || c->opts.cache_dir == NULL)
 		return 0;
-	e->kept_at = transcript_size(e->tx);	/* one try per size */
+	index = transcript_index_dirty(e->tx) &&
+	    e->kept_at != transcript_size(e->tx);
+	/* Sums a page made (the first page of a fresh child makes them all). */
+	if (!index && e->usage.n <= e->sums_kept)
+		return 0;
+	if (index)
+		e->kept_at = transcript_size(e->tx);	/* once a size */
 	k = keep_job_new(c, e->tx);
 	k->e = e;
+	k->index = index;
+	if (e->usage.n > e->sums_kept)
+		k->sums = e->sums_kept = e->usage.n;	/* one try each */
 	e->busy = 1;
 	loadwork_submit(c->work, &k->lw);
 	return 1;

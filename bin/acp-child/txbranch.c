@@ -157,7 +157,6 @@ txbranch_run(struct lw_job *lw)
 	struct txpage_entry *e = j->e;
 	char *tmp = NULL, *slash;
 	size_t end;
-	int64_t rec;
 	int fd = -1;
 
 	if (txpage_entry_index(e, &j->err_code, &j->err_kind, j->err_msg,
@@ -173,13 +172,12 @@ txbranch_run(struct lw_job *lw)
 	}
 	end = e->chain.len;
 	if (j->at != NULL) {
-		rec = transcript_find(e->tx, j->at);
-		if (rec < 0 || (size_t)rec >= e->npos || e->pos[rec] == 0) {
+		end = txpage_entry_pos(e, transcript_find(e->tx, j->at));
+		if (end == 0) {
 			txbranch_fail(j, RPC_INVALID_PARAMS, "branch_point_invalid",
 			    "atRecordId is not a record of the session's active history");
 			return;
 		}
-		end = e->pos[rec];
 	}
 	if ((slash = strrchr(j->dest, '/')) == NULL ||
 	    asprintf(&tmp, "%.*s/.%s.%08x.tmp", (int)(slash - j->dest), j->dest,

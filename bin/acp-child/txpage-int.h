@@ -31,10 +31,10 @@ struct txpage_entry {
 	char			 sid[37];
 	struct transcript	*tx;
 	struct tx_chain		 chain;
-	uint32_t		*pos;		/* record -> chain index + 1 */
-	size_t			 npos;
 	uint64_t		 chained;	/* transcript size the chain is of */
 	struct project_usage	 usage;		/* token sums along the chain */
+	size_t			 sums_kept;	/* of them, kept */
+	int			 sums_looked;	/* kept ones read */
 	uint64_t		 kept_at;	/* transcript size last kept, or 0 */
 	const char		*cache_dir;	/* the index caches (--cache-dir), or NULL */
 	int			 rescan;	/* the index cache was damaged: a full pass */
@@ -50,6 +50,11 @@ int	txpage_entry_index(struct txpage_entry *, int *code, const char **kind,
    it (and what was derived from it); the next txpage_entry_index indexes the
    whole file. */
 void	txpage_entry_reset(struct txpage_entry *);
+/* Where record rec is on e's chain: its position + 1, or 0 when it is
+   not on it (rec -1: none).  A scan from the newest end: one lookup a
+   request, cheaper than a map of every record the first page would
+   build. */
+size_t	txpage_entry_pos(const struct txpage_entry *, int64_t rec);
 /* Set a job's error (*code, *kind, msg); returns -1. */
 int	txpage_error(int *code, const char **kind, char *msg, size_t msgsize,
 	    int c, const char *k, const char *m);

@@ -3,16 +3,17 @@
  * txpage.c: _qwen/session/transcript, pages of a session's active history
  * (the daemon's GET /session/:id/transcript), live or not.
  *
- * A page is answered from an index cache of the transcript, its active
- * chain and a record -> chain position map: the first request for a file
- * opens the persistent index a load kept in --cache-dir (transcript.h;
- * checked as it is used: a damaged part in use means a full pass and the
- * page again) or indexes the file on a worker, and keeps that index in
+ * A page is answered from an index cache of the transcript and its active
+ * chain (a record id is looked up on it, newest first): the first request
+ * for a file opens the persistent index a load kept in --cache-dir
+ * (transcript.h; checked as it is used: a damaged part in use means a
+ * full pass and the page again) or indexes the file on a worker, and
+ * keeps that index, with the token sums its pages made (txsums.h), in
  * --cache-dir once nobody waits (cache-write.c), so that the next child's
- * first page reads only the page; later ones read only what
- * was appended since (and rebuild the chain only then), so a page costs
- * what its records cost, not what the file does.  The few most recent
- * indexes are kept in memory.
+ * first page reads only the page; later ones read only what was appended
+ * since (and rebuild the chain only then), so a page costs what its
+ * records cost, not what the file does.  The few most recent indexes are
+ * kept in memory.
  * One job per index at a time; requests for a busy one wait in order.
  *
  * params: {sessionId, cwd?, limit, direction?: "backward", cursor?,
@@ -41,6 +42,7 @@
 #include "xmalloc.h"
 #include "txpage.h"
 #include "txpage-int.h"
+#include "txsums.h"
 
 #define TXPAGE_KEEP		4	/* indexes kept */
 #define TXPAGE_DEFAULT_LIMIT	100
@@ -55,7 +57,8 @@ struct txpage_job {
 	int			 backward;
 	int64_t			 at;		/* cursor position, -1: none */
 	char			*before;	/* beforeRecordId */
-	struct jbuf		 out;		/* the result object */
+	char			*idstr;		/* id as JSON */
+	struct jbuf		 out;		/* the answer line */
 	int			 err_code;
 	const char		*err_kind;
 	char			 err_msg[160];
@@ -81,7 +84,6 @@ txpage_entry_free(struct txpage_entry *e)
 	transcript_free(e->tx);
 	chain_clear(&e->chain);
 	project_usage_clear(&e->usage);
-	free(e->pos);
 	free(e->path);
 	free(e);
 }
@@ -150,6 +152,34 @@ txpage_error(int *code, const char **kind, char *msg, size_t size, int c,
 	return -1;
 }
 
+/* Forget e's token sums: its chain changes. */
+static void
+txpage_usage_clear(struct txpage_entry *e)
+{
+	project_usage_clear(&e->usage);
+	e->sums_kept = 0;
+	e->sums_looked = 0;
+}
+
+/* Worker: the sums kept in --cache-dir for e's chain, once per chain,
+   so that a fresh child's page does not read every record before it. */
+static void
+txpage_sums_load(struct txpage_entry *e)
+{
+	double (*sum)[3];
+	size_t n;
+
+	if (e->sums_looked || e->usage.n > 0 || e->cache_dir == NULL)
+		return;
+	e->sums_looked = 1;
+	if ((n = txsums_load(e->tx, e->cache_dir, &e->chain,
+	    PROJECT_USAGE_EVERY, &sum)) == 0)
+		return;
+	e->usage.sum = sum;
+	e->usage.n = e->usage.cap = n;
+	e->sums_kept = n;
+}
+
 /* e's index: the kept one when valid, else a full pass. */
 static struct transcript *
 txpage_entry_open(struct txpage_entry *e, char **cause)
@@ -175,7 +205,6 @@ txpage_entry_index(struct txpage_entry *e, int *code, const char **kind, char *m
     size_t msgsize)
 {
 	char *cause = NULL;
-	size_t i, n;
 
 	if (e->tx != NULL && transcript_refresh(e->tx, &cause) == -1) {
 		free(cause);
@@ -195,24 +224,30 @@ txpage_entry_index(struct txpage_entry *e, int *code, const char **kind, char *m
 	if (e->chain.rec != NULL && e->chained == transcript_size(e->tx))
 		return 0;
 	chain_clear(&e->chain);
-	project_usage_clear(&e->usage);
+	txpage_usage_clear(e);
 	if (chain_build(e->tx, &e->chain, &cause) == -1) {
 		free(cause);
 		return txpage_error(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "transcript_unreadable",
 		    "cannot reconstruct the transcript's history");
 	}
-	n = transcript_count(e->tx);
-	free(e->pos);
-	if ((e->pos = calloc(n + 1, sizeof(*e->pos))) == NULL)
-		return txpage_error(code, kind, msg, msgsize, RPC_INTERNAL_ERROR, "internal", "out of memory");
-	e->npos = n;
-	for (i = 0; i < e->chain.len; i++)
-		e->pos[e->chain.rec[i]] = (uint32_t)i + 1;
 	e->chained = transcript_size(e->tx);
 	if (transcript_index_damaged(e->tx)) {
 		txpage_entry_reset(e);	/* once: a full pass is not checked */
 		return txpage_entry_index(e, code, kind, msg, msgsize);
 	}
+	return 0;
+}
+
+size_t
+txpage_entry_pos(const struct txpage_entry *e, int64_t rec)
+{
+	size_t i;
+
+	if (rec < 0)
+		return 0;
+	for (i = e->chain.len; i > 0; i--)
+		if (e->chain.rec[i - 1] == (uint64_t)rec)
+			return i;
 	return 0;
 }
 
@@ -222,10 +257,7 @@ txpage_entry_reset(struct txpage_entry *e)
 	transcript_free(e->tx);
 	e->tx = NULL;
 	chain_clear(&e->chain);
-	project_usage_clear(&e->usage);
-	free(e->pos);
-	e->pos = NULL;
-	e->npos = 0;
+	txpage_usage_clear(e);
 	e->chained = UINT64_MAX;
 	e->rescan = 1;
 }
@@ -235,15 +267,14 @@ static int
 txpage_range(struct txpage_job *j, size_t *start, size_t *end)
 {
 	struct txpage_entry *e = j->e;
-	size_t n = e->chain.len;
-	int64_t rec;
+	size_t n = e->chain.len, pos;
 
 	if (j->before != NULL) {
-		rec = transcript_find(e->tx, j->before);
-		if (rec < 0 || (size_t)rec >= e->npos || e->pos[rec] == 0)
+		pos = txpage_entry_pos(e, transcript_find(e->tx, j->before));
+		if (pos == 0)
 			return txpage_fail(j, RPC_INVALID_PARAMS, "invalid_transcript_cursor",
 			    "beforeRecordId is not a record of the session's active history");
-		*end = e->pos[rec] - 1;
+		*end = pos - 1;
 	} else if (j->at > (int64_t)n)
 		return txpage_fail(j, RPC_INVALID_PARAMS, "invalid_transcript_cursor",
 		    "the cursor is past the end of the session's history");
@@ -289,6 +320,7 @@ txpage_page(struct txpage_job *j)
 	if (txpage_index(j) == -1 || txpage_range(j, &start, &end) == -1)
 		return;
 	read0 = transcript_bytes_read(j->e->tx);
+	txpage_sums_load(j->e);
 	part = j->e->chain;
 	part.len = end;
 	if (start < end && project_window_usage(j->e->tx, &part, start,
@@ -299,7 +331,11 @@ txpage_page(struct txpage_job *j)
 		    "cannot read the page's records");
 		return;
 	}
-	jbuf_puts(&j->out, "{\"events\":[");
+	/* The answer line built once, in place: a page can weigh megabytes. */
+	(void)jbuf_grow(&j->out, p.enc.len + 64 * p.n + 256 + strlen(j->idstr));
+	jbuf_puts(&j->out, "{\"jsonrpc\":\"2.0\",\"id\":");
+	jbuf_puts(&j->out, j->idstr);
+	jbuf_puts(&j->out, ",\"result\":{\"events\":[");
 	for (i = 0; i < p.n; i++) {
 		jbuf_puts(&j->out, i > 0 ? ",{\"v\":1,\"type\":\"session_update\",\"data\":" :
 		    "{\"v\":1,\"type\":\"session_update\",\"data\":");
@@ -314,14 +350,27 @@ txpage_page(struct txpage_job *j)
 		    j->backward || j->before != NULL ? start : end);
 		jbuf_puts(&j->out, buf);
 	}
-	snprintf(buf, sizeof(buf), ",\"records\":%zu}", end - start);
+	snprintf(buf, sizeof(buf), ",\"records\":%zu}}\n", end - start);
 	jbuf_puts(&j->out, buf);
-	/* Numbers only: what the page cost beyond the index. */
-	log_debug("session %s: transcript page of %zu records, %llu bytes read",
-	    j->e->sid, end - start, (unsigned long long)(transcript_bytes_read(j->e->tx) - read0));
+	/* Numbers only: what the page cost beyond the index, and what was
+	   read of the kept index so far. */
+	log_debug("session %s: transcript page of %zu records, "
+	    "%llu bytes read, %llu of the index cache", j->e->sid, end - start,
+	    (unsigned long long)(transcript_bytes_read(j->e->tx) - read0),
+	    (unsigned long long)transcript_index_read(j->e->tx));
 	if (j->out.oom)
 		txpage_fail(j, RPC_INTERNAL_ERROR, "internal", "out of memory");
 	project_clear(&p);
+}
+
+static void
+txpage_job_free(struct txpage_job *j)
+{
+	json_object_put(j->id);
+	free(j->idstr);
+	jbuf_free(&j->out);
+	free(j->before);
+	free(j);
 }
 
 /* Loop thread: answer, then start the next request waiting for the index. */
@@ -332,9 +381,6 @@ txpage_done(struct lw_job *lw)
 	struct txpage_entry *e = j->e;
 	struct child *c = j->c;
 	json_object *data;
-	const char *id;
-	char *line = NULL;
-	int n;
 
 	if (j->err_code != 0) {
 		data = child_error_data(j->err_kind);
@@ -347,18 +393,10 @@ txpage_done(struct lw_job *lw)
 		}
 		json_object_put(data);
 	} else {
-		id = json_object_to_json_string_ext(j->id, PROJECT_JSON_FLAGS);
-		n = asprintf(&line, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n",
-		    id, j->out.p);
-		if (n > 0)
-			child_send_raw(c, line, (size_t)n);
-		else
-			child_send_error(c, j->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+		child_send_raw(c, j->out.p, j->out.len);	/* takes it */
+		memset(&j->out, 0, sizeof(j->out));
 	}
-	json_object_put(j->id);
-	jbuf_free(&j->out);
-	free(j->before);
-	free(j);
+	txpage_job_free(j);
 	txpage_entry_release(c, e);
 }
 
@@ -416,6 +454,8 @@ txpage_start(struct child *c, struct txpage_entry *e, struct rpc_msg *m)
 	j->c = c;
 	j->e = e;
 	j->id = json_object_get(m->id);
+	j->idstr = xstrdup(json_object_to_json_string_ext(j->id,
+	    PROJECT_JSON_FLAGS));
 	j->at = -1;
 	if (json_object_object_get_ex(m->params, "limit", &v) &&
 	    json_object_is_type(v, json_type_int))
@@ -431,9 +471,7 @@ txpage_start(struct child *c, struct txpage_entry *e, struct rpc_msg *m)
 		json_object_object_add(v, "code",
 		    xjson_object_new_string("invalid_transcript_cursor"));
 		child_send_error(c, m->id, RPC_INVALID_PARAMS, "Invalid transcript cursor", v);
-		json_object_put(j->id);
-		free(j->before);
-		free(j);
+		txpage_job_free(j);
 		return;
 	}
 	j->lw.run = txpage_run;

@@ -7,7 +7,9 @@
  * each bus envelope here is written around an update's bytes when the
  * answer is sent, instead of parsing every update into json-c objects and
  * encoding it again.  The envelope is the one bus_seed() makes, key for
- * key.  QWEN_SERVE_REPLAY_REENCODE=1 turns this off (tests compare both).
+ * key.  A transcript page's events are kept as bytes the same way and
+ * written as they came (replay_raw_array).  QWEN_SERVE_REPLAY_REENCODE=1
+ * turns both off (tests compare both).
  */
 #include "config.h"
 
@@ -43,13 +45,49 @@ struct raw_env {
 	int		 nhead, ntail;
 };
 
+/* Where a page's answer holds its events (bin/acp-child/txpage.c). */
+static const char page_marker[] = "\"result\":{\"events\":[";
+static const char *const page_path[] = { "result", "events", NULL };
+
 void
 replay_raw_setup(struct rpc_reader *rd)
 {
 	const char *v = getenv("QWEN_SERVE_REPLAY_REENCODE");
 
-	if (v == NULL || strcmp(v, "1") != 0)
-		rpc_reader_splice(rd, marker, path);
+	if (v != NULL && strcmp(v, "1") == 0)
+		return;
+	rpc_reader_splice(rd, marker, path);
+	rpc_reader_splice_also(rd, page_marker, page_path);
+}
+
+static int
+array_to_string(json_object *o, struct printbuf *pb, int level, int flags)
+{
+	struct rpc_raw *raw = json_object_get_userdata(o);
+
+	(void)level;
+	(void)flags;
+	printbuf_memappend(pb, "[", 1);
+	printbuf_memappend(pb, raw->bytes, (int)raw->len);
+	printbuf_memappend(pb, "]", 1);
+	return 0;
+}
+
+static void
+array_delete(json_object *o, void *arg)
+{
+	(void)o;
+	rpc_raw_unref(arg);
+}
+
+json_object *
+replay_raw_array(struct rpc_raw *raw)
+{
+	json_object *o = xjson_object_new_array();
+
+	json_object_set_serializer(o, array_to_string, rpc_raw_ref(raw),
+	    array_delete);
+	return o;
 }
 
 static int

@@ -21,6 +21,7 @@
 #include "json.h"
 #include "log.h"
 #include "restore-fsm.h"
+#include "rpc-frame.h"
 #include "serve.h"
 #include "xmalloc.h"
 
@@ -118,15 +119,23 @@ on_page(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct page_req *pr = arg;
 	json_object *body, *v;
+	struct rpc_raw *raw;
 	struct qerr *e;
 
 	if (o == CHANNEL_RESULT && json_object_is_type(payload, json_type_object)) {
 		body = xjson_object_new_object();
 		json_object_object_add(body, "v", xjson_object_new_int(1));
 		json_object_object_add(body, "sessionId", xjson_object_new_string(pr->id));
-		json_object_object_add(body, "events",
-		    json_object_object_get_ex(payload, "events", &v) ?
-		    json_object_get(v) : xjson_object_new_array());
+		/* The child's bytes (replay-raw.c): written as they came. */
+		if (!json_object_object_get_ex(payload, "events", &v))
+			v = xjson_object_new_array();
+		else if ((raw = rpc_raw_of(v)) != NULL) {
+			log_debug("session %s: transcript page of %zu events "
+			    "forwarded as the child's bytes", pr->id, raw->n);
+			v = replay_raw_array(raw);
+		} else
+			v = json_object_get(v);
+		json_object_object_add(body, "events", v);
 		json_object_object_add(body, "hasMore", xjson_object_new_boolean(
 		    json_object_object_get_ex(payload, "hasMore", &v) &&
 		    json_object_get_boolean(v)));

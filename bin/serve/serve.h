@@ -954,6 +954,10 @@ struct rpc_reader;
 /* Have rd keep a bulk replay's updates as bytes (unless the environment
    says QWEN_SERVE_REPLAY_REENCODE=1). */
 void		 replay_raw_setup(struct rpc_reader *rd);
+/* A transcript page's events (an array the reader kept as bytes, raw):
+   an array that writes those bytes as they are.  Caller puts; it holds a
+   reference to raw. */
+json_object	*replay_raw_array(struct rpc_raw *raw);
 /* A session id encoded as a JSON string, for replay_raw_envelope()
    (caller frees). */
 char		*replay_raw_sid(const char *session_id);

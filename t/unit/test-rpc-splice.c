@@ -357,9 +357,52 @@ check_incremental(void)
 	free(arr);
 }
 
+/* A second marker (rpc_reader_splice_also): a page's events, after the
+   load's updates, kept in the lines that hold it, and the first marker
+   still kept in the lines that hold that one. */
+static void
+check_also(void)
+{
+	static const char page[] = "\"result\":{\"events\":[";
+	static const char *const ppath[] = { "result", "events", NULL };
+	static const char *const lines[] = {
+		"{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"events\":"
+		    "[{\"v\":1},{\"v\":2}],\"hasMore\":false}}\n",
+		NULL
+	};
+	struct rpc_reader *r = rpc_reader_new(0);
+	struct rpc_msg m;
+	struct rpc_bad bad;
+	struct rpc_raw *raw;
+	json_object *a;
+	char *load = answer("{\"a\":1}", "");
+
+	rpc_reader_splice(r, marker, path);
+	rpc_reader_splice_also(r, page, ppath);
+	rpc_reader_feed(r, lines[0], strlen(lines[0]));
+	rpc_reader_feed(r, load, strlen(load));
+	is_int(rpc_reader_next(r, &m, &bad), RPC_READ_MSG, "also: a page");
+	a = json_object_object_get(json_object_object_get(m.root, "result"), "events");
+	raw = rpc_raw_of(a);
+	ok(raw != NULL && raw->n == 2, "also: the page's events kept as bytes");
+	if (raw != NULL)
+		is_int(raw->len, strlen("{\"v\":1},{\"v\":2}"), "also: their bytes");
+	rpc_msg_clear(&m);
+	is_int(rpc_reader_next(r, &m, &bad), RPC_READ_MSG, "also: a load");
+	a = json_object_object_get(json_object_object_get(json_object_object_get(
+	    json_object_object_get(m.root, "result"), "_meta"),
+	    "qwen.session.loadReplay"), "updates");
+	raw = rpc_raw_of(a);
+	ok(raw != NULL && raw->n == 1, "also: the load's updates still kept");
+	rpc_msg_clear(&m);
+	rpc_reader_free(r);
+	free(load);
+}
+
 int
 main(void)
 {
+	check_also();
 	check_incremental();
 	check_offsets();
 	check("canonical updates", "{\"a\":1,\"b\":[true,false,null]},"

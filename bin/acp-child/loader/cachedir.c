@@ -137,6 +137,20 @@ cachedir_is_stage(const char *name)
 	return 1;
 }
 
+/* The token sums kept beside the index name (tx-<hash>.sum) go with it. */
+static void
+cachedir_prune_sums(int dfd, const char *name)
+{
+	char sums[CACHEDIR_NAME_MAX];
+	size_t n;
+
+	if (!cachedir_is_index(name) ||
+	    (n = strlcpy(sums, name, sizeof sums)) >= sizeof sums)
+		return;
+	memcpy(sums + n - 4, ".sum", 4);
+	(void)unlinkat(dfd, sums, 0);
+}
+
 struct cachedir_ent {
 	char		 name[CACHEDIR_NAME_MAX];
 	uint64_t	 size;
@@ -216,6 +230,7 @@ cachedir_prune(int dfd, const char *keep, uint64_t max_bytes, size_t max_files)
 		if (unlinkat(dirfd(d), e[i].name, 0) == 0) {
 			total -= e[i].size;
 			left--;
+			cachedir_prune_sums(dirfd(d), e[i].name);
 		}
 	}
 	free(e);

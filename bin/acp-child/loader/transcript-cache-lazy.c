@@ -3,9 +3,10 @@
  * transcript-cache-lazy.c: an index cache checked as it is used.
  *
  * A restore of a big transcript touches a few records, the chain and a
- * few hash slots, so checking all of a mapped index at open would cost
- * more than the restore (its size grows with the file).  Instead each
- * 16 KiB block is checked against its sum the first time a record,
+ * few hash slots, so reading and checking all of an index at open would
+ * cost more than the restore (its size grows with the file).  Instead each
+ * 16 KiB block is read from the index file (a run of them with one pread)
+ * and checked against its sum the first time a record,
  * fragment, pool string, hash slot or chain entry in it is read, and each
  * record or fragment is bounds-checked as it is handed out.  A block or
  * entry that fails marks the index damaged and the accessor hands out an
@@ -19,8 +20,10 @@
 
 #include <sys/mman.h>
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "transcript.h"
 #include "transcript-int.h"
@@ -42,6 +45,45 @@ damaged(const struct transcript *t)
 	return 0;
 }
 
+#define BLOCK_DONE(z, i)	((z)->ok[(i) / 8] & (1u << ((i) % 8)))
+
+/* Fault in the pages of a long run at once, not one fault per 4 KiB as
+   the read fills them (a chain of a big session is a megabyte).
+   Advisory, errors ignored. */
+static void
+populate(const char *p, size_t n)
+{
+#ifdef MADV_POPULATE_WRITE
+	uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
+	uintptr_t e = ((uintptr_t)p + n) & ~(uintptr_t)4095;
+
+	if (n > 65536 && e > a)
+		(void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+#else
+	(void)p;
+	(void)n;
+#endif
+}
+
+/*
+ * Read blocks [i, j) from the index file into their place: 0, or -1
+ * when the file no longer holds them (it shrank since it was opened).
+ * The memory is ours (anonymous): a file that changes under us can only
+ * fail the checksums, never fault.
+ */
+static int
+blocks_read(struct tx_lazy *z, uint64_t i, uint64_t j)
+{
+	uint64_t at = i * TX_CACHE_BLOCK, n = j * TX_CACHE_BLOCK;
+
+	if (n > z->end)
+		n = z->end;
+	z->nread += n - at;
+	populate(z->base + at, (size_t)(n - at));
+	return transcript_cache_pread(z->fd, (char *)z->base + at,
+	    (size_t)(n - at), z->foff + at);
+}
+
 /* Check block i (once): 1 when it matches its sum. */
 static int
 block_ok(const struct transcript *t, uint64_t i)
@@ -49,7 +91,7 @@ block_ok(const struct transcript *t, uint64_t i)
 	struct tx_lazy *z = t->lazy;
 	uint64_t at = i * TX_CACHE_BLOCK, n = z->end - at;
 
-	if (z->ok[i / 8] & (1u << (i % 8)))
+	if (BLOCK_DONE(z, i))
 		return 1;
 	if (n > TX_CACHE_BLOCK)
 		n = TX_CACHE_BLOCK;
@@ -65,7 +107,7 @@ int
 transcript_cache_need(const struct transcript *t, const void *p, size_t n)
 {
 	struct tx_lazy *z = t->lazy;
-	uint64_t at, i, last;
+	uint64_t at, i, j, last;
 
 	if (z == NULL)
 		return 1;
@@ -77,9 +119,19 @@ transcript_cache_need(const struct transcript *t, const void *p, size_t n)
 	if (n == 0)
 		return 1;
 	last = (at + n - 1) / TX_CACHE_BLOCK;
-	for (i = at / TX_CACHE_BLOCK; i <= last; i++)
-		if (!block_ok(t, i))
-			return 0;
+	for (i = at / TX_CACHE_BLOCK; i <= last; i++) {
+		if (BLOCK_DONE(z, i))
+			continue;
+		/* The run of blocks not read yet: one pread. */
+		for (j = i + 1; j <= last && !BLOCK_DONE(z, j); j++)
+			;
+		if (blocks_read(z, i, j) == -1)
+			return damaged(t);
+		for (; i < j; i++)
+			if (!block_ok(t, i))
+				return 0;
+		i--;
+	}
 	return 1;
 }
 
@@ -161,6 +213,12 @@ transcript_index_check_all(const struct transcript *t)
 	return transcript_cache_need_all(t) ? 0 : -1;
 }
 
+uint64_t
+transcript_index_read(const struct transcript *t)
+{
+	return t->iread + (t->lazy != NULL ? t->lazy->nread : 0);
+}
+
 /* Check what is not checked yet (before the index is copied or written). */
 int
 transcript_cache_need_all(const struct transcript *t)
@@ -211,10 +269,10 @@ transcript_cache_chain(const struct transcript *t)
 	return k->rec;
 }
 
-/* Start checking t's mapped index as it is used (blocks from base). */
 int
-transcript_cache_lazy(struct transcript *t, const char *base, const uint64_t *bsum,
-    uint64_t end, uint64_t nblock, uint64_t seed)
+transcript_cache_lazy(struct transcript *t, int fd, uint64_t foff,
+    const char *base, const uint64_t *bsum, uint64_t end, uint64_t nblock,
+    uint64_t seed, uint64_t nread)
 {
 	struct tx_lazy *z;
 
@@ -223,6 +281,9 @@ transcript_cache_lazy(struct transcript *t, const char *base, const uint64_t *bs
 		free(z);
 		return -1;
 	}
+	z->fd = fd;
+	z->foff = foff;
+	z->nread = nread;
 	z->base = base;
 	z->bsum = bsum;
 	z->end = end;
@@ -237,6 +298,8 @@ transcript_cache_lazy_free(struct transcript *t)
 	if (t->lazy == NULL)
 		return;
 	t->ichecked += t->lazy->checked;
+	t->iread += t->lazy->nread;
+	close(t->lazy->fd);
 	free(t->lazy->ok);
 	free(t->lazy);
 	t->lazy = NULL;

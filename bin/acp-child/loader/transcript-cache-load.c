@@ -11,8 +11,8 @@
  * bounds-checked before the index is used.  The first check that fails
  * names the reason and the caller indexes the whole file.  The index is
  * read into private memory (never a mapping of the file, which another
- * process could shrink under us) and used there until something is
- * added to it.
+ * process could shrink under us), a run of blocks at a time as they are
+ * first used, and used there until something is added to it.
  */
 #include "config.h"
 
@@ -143,41 +143,21 @@ adopt(struct transcript *t, struct tx_cache_load *l)
 }
 
 /*
- * Read the n bytes of fd into p: 0, or -1 when the file ends early (it
- * shrank while we read) or cannot be read.
- */
-static int
-load_read(int fd, char *p, size_t n)
-{
-	size_t off = 0;
-	ssize_t r;
-
-	while (off < n) {
-		if ((r = pread(fd, p + off, n - off, (off_t)off)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (r == 0)
-			return -1;
-		off += (size_t)r;
-	}
-	return 0;
-}
-
-/*
- * Copy fd's index into anonymous memory and check its header: 0, or -1
- * (not an index of ours).  Not a mapping of the file: a file mapping
- * dies of SIGBUS, with every session of the child, when another process
- * truncates the file under it, and sees whatever is written into it in
- * place.  A copy cannot shrink or change; a file that shrank or grew
- * while it was read is refused (the caller makes a full pass), one
- * rewritten in place fails the checksums as any damage does.
+ * Make room for fd's index in anonymous memory, read its header and block
+ * sums there and check the header: 0, or -1 (not an index of ours).  The
+ * blocks are read as they are first used (transcript-cache-lazy.c), so a
+ * page of a big session reads the few it needs, not the whole index.  Not
+ * a mapping of the file: a file mapping dies of SIGBUS, with every
+ * session of the child, when another process truncates the file under
+ * it, and sees whatever is written into it in place.  Our copy cannot
+ * shrink; a block the file no longer holds, or one rewritten in place,
+ * fails as any damage does.
  */
 static int
 load_map(int fd, struct tx_cache_load *l)
 {
-	struct stat ist, ist2;
+	struct stat ist;
+	uint64_t tab;
 	void *p;
 
 	if (fstat(fd, &ist) == -1 || !S_ISREG(ist.st_mode) ||
@@ -188,11 +168,14 @@ load_map(int fd, struct tx_cache_load *l)
 	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
 		return -1;
 	l->map = p;
-	if (load_read(fd, p, l->len) == -1 || fstat(fd, &ist2) == -1 ||
-	    ist2.st_size != ist.st_size || mprotect(p, l->len, PROT_READ) == -1)
+	if (transcript_cache_pread(fd, p, sizeof l->h, 0) == -1)
 		return -1;
 	memcpy(&l->h, l->map, sizeof l->h);
 	if (!head_ok(l))
+		return -1;
+	tab = l->off[TX_CACHE_NSEC];
+	if (transcript_cache_pread(fd, (char *)p + tab, (size_t)(l->len - tab),
+	    tab) == -1)
 		return -1;
 	l->rec = (const struct tx_rec *)(l->map + l->off[3]);
 	l->frag = (const struct tx_frag *)(l->map + l->off[4]);
@@ -240,12 +223,16 @@ load_index(struct transcript *t, const char *dir, const struct stat *sb)
 	if (transcript_cache_digest(t, l.h.indexed, &head, &tail) == -1 ||
 	    head != l.h.head || tail != l.h.tail)
 		goto out;
-	/* From here on each block is checked as it is first used. */
+	/* The mtime of an index is its last use: pruning keeps what is used. */
+	(void)futimens(fd, NULL);
+	/* From here on each block is read and checked as it is first used. */
 	why = "unreadable";
-	if (transcript_cache_lazy(t, l.map + l.off[0], (const uint64_t *)(l.map +
-	    l.off[TX_CACHE_NSEC]), l.off[TX_CACHE_NSEC] - l.off[0], l.h.nblock,
-	    l.h.seed) == -1)
+	if (transcript_cache_lazy(t, fd, l.off[0], l.map + l.off[0],
+	    (const uint64_t *)(l.map + l.off[TX_CACHE_NSEC]),
+	    l.off[TX_CACHE_NSEC] - l.off[0], l.h.nblock, l.h.seed,
+	    sizeof l.h + (l.len - l.off[TX_CACHE_NSEC])) == -1)
 		goto out;
+	fd = -1;			/* t's now */
 	why = "checksum";
 	if (!transcript_cache_need(t, l.map + l.off[0], l.off[3] - l.off[0]))
 		goto out;		/* path, session id, subtypes */
@@ -257,15 +244,14 @@ load_index(struct transcript *t, const char *dir, const struct stat *sb)
 		goto out;
 	if (adopt(t, &l) == -1)
 		goto out;		/* t half built: the caller starts over */
-	/* The mtime of an index is its last use: pruning keeps what is used. */
-	(void)futimens(fd, NULL);
 	why = NULL;
 out:
 	if (why != NULL)
 		transcript_cache_lazy_free(t);
 	if (l.map != NULL)
 		munmap((void *)l.map, l.len);
-	close(fd);
+	if (fd != -1)
+		close(fd);
 	return why;
 }
 

@@ -78,7 +78,10 @@ struct tx_lazy {
 	const uint64_t *bsum;		/* their sums */
 	uint64_t end;			/* bytes in blocks */
 	uint64_t seed;
-	uint8_t *ok;			/* a bit per block checked */
+	uint8_t *ok;			/* a bit a block read, checked */
+	int fd;				/* the index file (runs read) */
+	uint64_t foff;			/* the file offset of base */
+	uint64_t nread;			/* index file bytes read */
 	uint64_t checked;		/* bytes checked */
 	const char *damaged;		/* why an entry in use failed, or NULL */
 };
@@ -133,6 +136,7 @@ struct transcript {
 	struct tx_kept_chain *kc;	/* the kept chain, or NULL */
 	struct tx_lazy *lazy;		/* while mapped: what is checked */
 	uint64_t ichecked;		/* index cache bytes checked before own */
+	uint64_t iread;			/* index bytes read before own */
 };
 
 struct stat;
@@ -230,8 +234,12 @@ const struct tx_slot *transcript_cache_slot(const struct transcript *, size_t);
 void transcript_cache_full(const struct transcript *);
 /* The kept chain's entries once checked, or NULL (damaged). */
 const uint32_t *transcript_cache_chain(const struct transcript *);
-int transcript_cache_lazy(struct transcript *, const char *base, const uint64_t *bsum,
-    uint64_t end, uint64_t nblock, uint64_t seed);
+/* Check t's index as it is used, reading its blocks (base, file offset
+   foff: mapped writable, anonymous) from fd as they are first used
+   (nread bytes of it read so far); t takes fd unless it fails. */
+int transcript_cache_lazy(struct transcript *, int fd, uint64_t foff,
+    const char *base, const uint64_t *bsum, uint64_t end, uint64_t nblock,
+    uint64_t seed, uint64_t nread);
 void transcript_cache_lazy_free(struct transcript *);
 
 /* Whether [p, p+n) of a mapped index is sound (always, when not mapped). */

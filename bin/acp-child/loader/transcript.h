@@ -133,6 +133,8 @@ int transcript_index_damaged(const struct transcript *);
 int transcript_index_check_all(const struct transcript *);
 /* Bytes of the index cache checked so far (its blocks are checked as used). */
 uint64_t transcript_index_checked(const struct transcript *);
+/* Bytes of the index cache file read so far (its blocks are read as used). */
+uint64_t transcript_index_read(const struct transcript *);
 /* Index the whole file, as when an index cache is found damaged (state
    rescan, reason why). */
 struct transcript *transcript_open_rescan(const char *path, const char *session_id,
