@@ -114,8 +114,6 @@ static const struct qerr_def qerr_table[] = {
 	  "maxResults must be an integer from 1 to 50" },
 	{ "invalid_export_format", 400, NULL, 0, N, 0, PARAMS, X_USE, 0,
 	  "Invalid export format" },
-	{ "export_too_large", 413, NULL, 0, N, 0, FULL, X_FAIL, 0,
-	  "Session {sessionId} is over 32 MiB: export it as jsonl" },
 	{ "session_archiving", 409, NULL, 1, F, 5, FULL, X_TMP, 0,
 	  "Session {sessionId} is being archived" },
 	{ "session_busy", 409, "session_busy", 1, F, 5, FULL, X_TMP, 0,

@@ -137,11 +137,12 @@ const T = [
 	['WorkspaceDaemonClient.getSessionLiveState', 'works', 'GET /workspaces/:ws/sessions/live-state',
 	    (c) => client.workspaceByCwd(workspaceCwd).getSessionLiveState(),
 	    (r) => r.sessions.some((x) => x.sessionId === sessionId)],
-	['DaemonClient.exportSession', 'works', 'GET /session/:id/export?format=jsonl (the transcript as on disk)',
+	['DaemonClient.exportSession', 'works', 'GET /session/:id/export?format=jsonl (a session_metadata line, then the active chain\'s messages)',
 	    (c) => client.exportSession(spare, { format: 'jsonl' }),
-	    (r) => r.format === 'jsonl' && r.filename === `${spare}.jsonl` &&
-	    r.mimeType.startsWith('application/x-ndjson') &&
-	    r.content.trim().split('\n').every((l) => JSON.parse(l).sessionId === spare)],
+	    (r) => r.format === 'jsonl' && /^qwen-code-export-.*\.jsonl$/.test(r.filename) &&
+	    r.mimeType === 'application/jsonl; charset=utf-8' &&
+	    JSON.parse(r.content.split('\n')[0]).type === 'session_metadata' &&
+	    r.content.split('\n').every((l) => JSON.parse(l).sessionId === spare)],
 	['DaemonClient.exportSession format=html', 'works', 'GET /session/:id/export (html, the SDK\'s default: a static page with the json document)',
 	    (c) => client.exportSession(spare),
 	    (r) => r.format === 'html' && /^qwen-code-export-.*\.html$/.test(r.filename) &&
