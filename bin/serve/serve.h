@@ -414,10 +414,16 @@ void	route_daemon_status(struct http_ctx *);
 /* ---- listing.c: the persisted sessions, a slice per loop turn --------- */
 /* Answer req with the newest persisted sessions from skip on, at most max
    (never blocking the loop); paged: with nextCursor when more follow;
-   group (non-NULL: view=organized) filters and puts pinned ones first.
+   group (non-NULL: view=organized) filters and puts pinned ones first;
+   filter (may be NULL) keeps the sessions of a parent or a source.
    Free the jobs and the prompt cache at exit. */
+/* upstream's list filters: a parent session, a source (NULL: any). */
+struct listing_filter {
+	const char	*parent, *source_type, *source_id;
+};
 void	listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
-	    size_t max, int paged, int archived, const char *group);
+	    size_t max, int paged, int archived, const char *group,
+	    const struct listing_filter *filter);
 /* Answer req with the newest max sessions whose search text holds q. */
 void	listing_search(struct evhttp_request *req, const char *workspace,
 	    const char *q, size_t max);
