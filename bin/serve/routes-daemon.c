@@ -140,7 +140,8 @@ routes_capabilities_json(void)
 	    "session_context", "session_context_usage", "session_stats",
 	    "session_supported_commands", "session_tasks", "session_agents",
 	    "session_lsp", "session_resources", "session_hooks", "session_rewind",
-	    "session_recap", "session_btw", "session_language", NULL };
+	    "session_recap", "session_btw", "session_language",
+	    "session_agent_trace", NULL };
 	static const char *const versions[] = { "v1", NULL };
 	static const char *const languages[] = { "en", NULL };
 	json_object *o = xjson_object_new_object(), *pv = xjson_object_new_object();

@@ -397,6 +397,8 @@ void	route_session_fork(struct http_ctx *);
 
 /* ---- routes-pass.c: the agent's own session calls, passed to it ------- */
 void	route_session_pass(struct http_ctx *);
+void	route_session_pass_workflow(struct http_ctx *);
+void	route_session_pass_task(struct http_ctx *);
 
 /* ---- routes-queue.c: a session's prompt queue ------------------------- */
 void	route_session_pending(struct http_ctx *);
