@@ -142,6 +142,33 @@ marked() {
 	tail -1 "$BATS_TEST_TMPDIR/body" | jq -e '.uuid == "z" and .message.parts[0].text == "tail"'
 }
 
+@test "export: a client that does not read holds the export, not the daemon; one that leaves ends it" {
+	serve_start --log-level debug
+	local f sid rss0 rss1
+	f=$(qwen-gen-transcript --mib 64 --seed 5 --branches 2 --data-dir "$DATA" --workspace "$WS")
+	sid=$(basename "$f" .jsonl)
+	rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$SERVE_PID/status")
+	# A raw connection that asks and never reads.
+	exec 5<>"/dev/tcp/127.0.0.1/$PORT"
+	printf 'GET /session/%s/export?format=jsonl HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n\r\n' \
+	    "$sid" "$PORT" >&5
+	wait_for 60 grep -q 'export: waiting for a slow client' "$BATS_TEST_TMPDIR/err"
+	req GET /health
+	expect 200
+	# What waits for the client is bounded: the index and a slice or
+	# two, not the 45 MiB of the export (under the sanitizers freed
+	# memory is kept in quarantine: not measured there).
+	if [ -z "${QWEN_SANITIZED:-}" ]; then
+		rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/$SERVE_PID/status")
+		echo "daemon RSS grew by $((rss1 - rss0)) kB" >&2
+		[ $((rss1 - rss0)) -lt 24576 ]
+	fi
+	exec 5>&-
+	wait_for 30 grep -q 'export: the client left at record' "$BATS_TEST_TMPDIR/err"
+	req GET "/session/$sid/export?format=jsonl" '' -o /dev/null
+	[ "$code" = 200 ]
+}
+
 @test "export: bad format 400, unknown session 404, archived 409" {
 	serve_start
 	marked

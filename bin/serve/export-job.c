@@ -40,6 +40,7 @@ struct export_job {
 	struct transcript	*tx;
 	struct tx_chain		 chain;
 	size_t			 next;		/* in chain.rec */
+	int			 waited;	/* paused for its client once */
 	struct export_doc	*doc;
 };
 
@@ -174,6 +175,9 @@ job_step(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	if (backlog > EXPORT_BACKLOG) {
+		if (!j->waited++)
+			log_debug("export: waiting for a slow client at record "
+			    "%zu of %zu", j->next, j->chain.len);
 		event_add(j->ev, &wait);
 		return;
 	}
