@@ -169,6 +169,40 @@ marked() {
 	[ "$code" = 200 ]
 }
 
+@test "export: the index pass runs beside the loop: other requests are served while it is held" {
+	mkfifo "$BATS_TEST_TMPDIR/gate"
+	exec {gfd}<>"$BATS_TEST_TMPDIR/gate"
+	QWEN_SERVE_TEST_EXPORT_GATE=$BATS_TEST_TMPDIR/gate serve_start
+	marked
+	curl -s --unix-socket "$SOCK" "http://localhost/session/$SID/export?format=jsonl" \
+	    -o "$BATS_TEST_TMPDIR/held" 3>&- &
+	local cpid=$!
+	# The export waits at the gate; the daemon answers meanwhile.
+	req GET /health
+	expect 200
+	req GET "/session/$SID/export?format=pdf"
+	expect 400 '.code == "invalid_export_format"'
+	[ ! -s "$BATS_TEST_TMPDIR/held" ]
+	printf x >&$gfd
+	wait "$cpid"
+	head -1 "$BATS_TEST_TMPDIR/held" | jq -e ".type == \"session_metadata\" and .sessionId == \"$SID\""
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/held")" -eq 6 ]
+	# A daemon stopped while an export is held exits all the same.
+	threads() {
+		awk '/^Threads:/ { print $2 }' "/proc/$SERVE_PID/status"
+	}
+	local t0
+	t0=$(threads)
+	curl -s --unix-socket "$SOCK" "http://localhost/session/$SID/export" -o /dev/null 3>&- &
+	held() {
+		[ "$(threads)" -gt "$t0" ]
+	}
+	wait_for 10 held
+	serve_stop
+	[ "$SERVE_STATUS" = 0 ]
+	exec {gfd}>&-
+}
+
 @test "export: bad format 400, unknown session 404, archived 409" {
 	serve_start
 	marked

@@ -13,8 +13,14 @@
 
 #include <sys/queue.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -40,17 +46,39 @@ struct export_job {
 	struct transcript	*tx;
 	struct tx_chain		 chain;
 	size_t			 next;		/* in chain.rec */
+	size_t			 skipped;	/* records that could not be read */
 	int			 waited;	/* paused for its client once */
 	struct export_doc	*doc;
+	/* The index, made on the job's thread; the loop waits on pipe[0]. */
+	char			*path, *id;
+	int			 fmt, rc;
+	char			*cause;
+	json_object		*meta;
+	pthread_t		 thread;
+	int			 indexing;
+	int			 pipe[2];
+	struct event		*indexed;
 };
 
 static TAILQ_HEAD(, export_job) jobs = TAILQ_HEAD_INITIALIZER(jobs);
+static atomic_int stopping;	/* at exit: held threads go on */
 
 /* The job gone, whatever state it is in (the request is ended by the caller). */
 static void
 job_free(struct export_job *j)
 {
 	TAILQ_REMOVE(&jobs, j, entry);
+	if (j->indexing)
+		pthread_join(j->thread, NULL);
+	if (j->indexed != NULL)
+		event_free(j->indexed);
+	for (int i = 0; i < 2; i++)
+		if (j->pipe[i] != -1)
+			close(j->pipe[i]);
+	free(j->path);
+	free(j->id);
+	free(j->cause);
+	json_object_put(j->meta);
 	if (j->ev != NULL)
 		event_free(j->ev);
 	chain_clear(&j->chain);
@@ -59,7 +87,7 @@ job_free(struct export_job *j)
 	free(j);
 }
 
-/* Record i of the chain, parsed (caller puts), or NULL (logged, no content). */
+/* Record i of the chain, parsed (caller puts), or NULL (counted). */
 static json_object *
 job_record(struct export_job *j, size_t i)
 {
@@ -67,7 +95,7 @@ job_record(struct export_job *j, size_t i)
 	json_object *rec;
 
 	if ((rec = transcript_load_record(j->tx, j->chain.rec[i], &cause)) == NULL) {
-		log_debug("export: record %zu of the chain skipped", i);
+		j->skipped++;
 		free(cause);
 	}
 	return rec;
@@ -190,6 +218,9 @@ job_step(evutil_socket_t fd, short what, void *arg)
 		event_add(j->ev, &zero);
 		return;
 	}
+	if (j->skipped > 0)
+		log_debug("export: %zu records of the chain could not be read",
+		    j->skipped);
 	http_stream_end(j->req);
 	job_free(j);
 }
@@ -228,44 +259,113 @@ export_headers(struct evhttp_request *req, int fmt)
 }
 
 /*
- * Export the transcript at path of session id as fmt onto req: 0 once the reply started (the job ends it), or
- * -1 and *cause (caller frees) before anything was sent.
+ * Test hook: with QWEN_SERVE_TEST_EXPORT_GATE=FIFO the thread reads one
+ * byte from FIFO before it indexes, so a test holds an export's index
+ * pass as long as it wants.  The wait polls, so an exit does not hang.
  */
-int
-export_job_start(struct evhttp_request *req, const char *path, const char *id,
-    int fmt, char **cause)
+static void
+job_gate(void)
 {
-	struct export_job *j = xcalloc(1, sizeof(*j));
+	const char *path = getenv("QWEN_SERVE_TEST_EXPORT_GATE");
+	struct pollfd pfd;
+	char b;
+
+	if (path == NULL || *path == '\0' ||
+	    (pfd.fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1)
+		return;
+	pfd.events = POLLIN;
+	while (!atomic_load(&stopping))
+		if (poll(&pfd, 1, 100) > 0 && (read(pfd.fd, &b, 1) == 1 ||
+		    (pfd.revents & POLLHUP)))
+			break;
+	close(pfd.fd);
+}
+
+/*
+ * The job's thread: the index, the chain and the metadata; then its end
+ * of the pipe closed, which wakes the loop (job_indexed).
+ */
+static void *
+job_thread(void *arg)
+{
+	struct export_job *j = arg;
+
+	job_gate();
+	if ((j->rc = job_index(j, j->path, j->id, &j->cause)) == 0)
+		j->meta = job_meta(j, j->id);
+	close(j->pipe[1]);
+	j->pipe[1] = -1;
+	return NULL;
+}
+
+/* The index is made: the reply starts, a slice per loop turn from now. */
+static void
+job_indexed(evutil_socket_t fd, short what, void *arg)
+{
+	struct export_job *j = arg;
 	struct timeval zero = { 0, 0 };
 	struct evbuffer *out;
 
-	TAILQ_INSERT_TAIL(&jobs, j, entry);
-	j->req = req;
-	if (job_index(j, path, id, cause) == -1) {
+	(void)fd;
+	(void)what;
+	pthread_join(j->thread, NULL);
+	j->indexing = 0;
+	if (j->rc == -1) {
+		log_warnx("export of %s: %s", j->id, j->cause);
+		http_error(j->req, "internal", j->id);
 		job_free(j);
-		return -1;
+		return;
 	}
-	j->doc = export_doc_new(id, fmt, job_meta(j, id));
+	j->doc = export_doc_new(j->id, j->fmt, j->meta);
+	j->meta = NULL;
 	if ((out = evbuffer_new()) == NULL)
 		fatalx("out of memory (evbuffer)");
 	export_doc_head(j->doc, out);
-	export_headers(req, fmt);
-	http_stream_start(req, 200);
-	http_stream_chunk(req, out);
+	export_headers(j->req, j->fmt);
+	http_stream_start(j->req, 200);
+	http_stream_chunk(j->req, out);
 	evbuffer_free(out);
 	j->ev = evtimer_new(serve_base, job_step, j);
 	event_add(j->ev, &zero);
-	return 0;
 }
 
-/* At exit: the exports still being written, dropped. */
+/*
+ * Export the transcript at path of session id as fmt onto req: the
+ * reply comes once the index is made (500 internal when the transcript
+ * cannot be indexed), and the job ends it.
+ */
+void
+export_job_start(struct evhttp_request *req, const char *path, const char *id,
+    int fmt)
+{
+	struct export_job *j = xcalloc(1, sizeof(*j));
+
+	TAILQ_INSERT_TAIL(&jobs, j, entry);
+	j->req = req;
+	j->path = xstrdup(path);
+	j->id = xstrdup(id);
+	j->fmt = fmt;
+	j->pipe[0] = j->pipe[1] = -1;
+	if (pipe2(j->pipe, O_CLOEXEC | O_NONBLOCK) == -1)
+		fatal("pipe2");
+	j->indexed = event_new(serve_base, j->pipe[0], EV_READ, job_indexed, j);
+	if (j->indexed == NULL)
+		fatalx("out of memory (event)");
+	event_add(j->indexed, NULL);
+	if ((errno = pthread_create(&j->thread, NULL, job_thread, j)) != 0)
+		fatal("pthread_create");
+	j->indexing = 1;
+}
+
+/* At exit: the exports still being indexed or written, dropped. */
 void
 export_job_free_all(void)
 {
 	struct export_job *j;
 
+	atomic_store(&stopping, 1);
 	while ((j = TAILQ_FIRST(&jobs)) != NULL) {
-		if (http_stream_backlog(j->req) == -1)
+		if (j->doc != NULL && http_stream_backlog(j->req) == -1)
 			http_stream_end(j->req);
 		job_free(j);
 	}

@@ -23,7 +23,6 @@
 #include "clock.h"
 #include "errors.h"
 #include "json.h"
-#include "log.h"
 #include "paths.h"
 #include "serve.h"
 #include "uuid.h"
@@ -410,7 +409,7 @@ export_run(struct http_ctx *ctx, int archived)
 	const char *fmtname = http_query(ctx, "format");
 	const char *ws = ctx->bound != NULL ? ctx->bound :
 	    catalog_workspace_of(ctx->path_id);
-	char *path, *cause = NULL;
+	char *path;
 	int fmt, where;
 
 	if ((fmt = export_format(fmtname)) == -1) {
@@ -426,11 +425,7 @@ export_run(struct http_ctx *ctx, int archived)
 		http_error(ctx->req, "session_archived", ctx->path_id);
 		return;
 	}
-	if (export_job_start(ctx->req, path, ctx->path_id, fmt, &cause) == -1) {
-		log_warnx("export of %s: %s", ctx->path_id, cause);
-		http_error(ctx->req, "internal", ctx->path_id);
-	}
-	free(cause);
+	export_job_start(ctx->req, path, ctx->path_id, fmt);
 	free(path);
 }
 

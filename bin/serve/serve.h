@@ -510,9 +510,9 @@ void	export_doc_record(struct export_doc *, json_object *rec,
 int	export_doc_tail(struct export_doc *, struct evbuffer *out);
 
 /* ---- export-job.c: an export streamed from the active chain ----------- */
-/* path's session id as fmt onto req: 0, or -1 and *cause (nothing sent). */
-int	export_job_start(struct evhttp_request *, const char *path,
-	    const char *id, int fmt, char **cause);
+/* path's session id as fmt onto req, indexed on a thread, then streamed. */
+void	export_job_start(struct evhttp_request *, const char *path,
+	    const char *id, int fmt);
 void	export_job_free_all(void);
 
 /* ---- web.c: the browser console's static files ------------------------- */
