@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: ISC
 # qwen-serve: GET /workspace/:ws/sessions, upstream's paged session list
-# (size, cursor, archiveState), through curl and the real SDK; the
+# (size, cursor, archiveState, and the parentSessionId, sourceType and
+# sourceId filters), through curl and the real SDK; the
 # capability tags this daemon advertises, each answered by its route.
 
 load serve_helper
@@ -50,7 +51,7 @@ enc() {
 	expect 200 '.sessions == []'
 }
 
-@test "GET /workspace/:ws/sessions: bad workspace, size, cursor and unserved filters refused" {
+@test "GET /workspace/:ws/sessions: bad workspace, size, cursor and filters refused" {
 	serve_start
 	three
 	req GET "/workspace/$(enc /etc)/sessions"
@@ -71,10 +72,71 @@ enc() {
 	expect 400 '.code == "invalid_session_view"'
 	req GET "/workspace/primary/sessions?view=organized&group=nope"
 	expect 404 '.code == "group_not_found"'
-	req GET "/workspace/primary/sessions?parentSessionId=$SID"
-	expect 400 '.code == "bad_request"'
+	req GET "/workspace/primary/sessions?parentSessionId="
+	expect 400 '.code == "invalid_parent_session_id"'
+	req GET "/workspace/primary/sessions?view=organized&parentSessionId=$SID"
+	expect 400 '.code == "invalid_parent_session_filter"'
+	for q in 'sourceType=Bad' 'sourceType=' 'sourceId=x' 'sourceType=9x' \
+	    "sourceType=side_task&sourceId=" "sourceType=cli&sourceId=a%01b" \
+	    "sourceType=cli&sourceId=$(head -c 257 /dev/zero | tr '\0' x)" \
+	    "sourceType=$(head -c 65 /dev/zero | tr '\0' x)"; do
+		req GET "/workspace/primary/sessions?$q"
+		expect 400 '.code == "invalid_session_source"'
+	done
+	req GET "/workspace/primary/sessions?sourceType=cli&sourceId=$(head -c 256 /dev/zero | tr '\0' x)"
+	expect 200 '.sessions == []'
 	req POST "/workspace/primary/sessions" '{}'
 	expect 405
+}
+
+# A session_source or parent_session record appended to id's transcript.
+tag() {
+	local id=$1 sub=$2 payload=$3 dir
+	dir=$(dirname "$(ls "$DATA"/projects/*/chats/$SID.jsonl)")
+	printf '{"uuid":"%s-%s","parentUuid":"a1","sessionId":"%s","timestamp":"2026-08-01T15:02:00.000Z","type":"system","subtype":"%s","systemPayload":%s}\n' \
+	    "$sub" "$id" "$id" "$sub" "$payload" >>"$dir/$id.jsonl"
+}
+
+@test "GET /workspace/:ws/sessions: parentSessionId, sourceType and sourceId keep their sessions, paged" {
+	serve_start
+	three
+	local s2=22222222-2222-4222-8222-222222222222 s3=33333333-3333-4333-8333-333333333333
+	local dir
+	dir=$(dirname "$(ls "$DATA"/projects/*/chats/$SID.jsonl)")
+	tag "$s2" parent_session "{\"parentSessionId\":\"$SID\"}"
+	tag "$s2" session_source '{"sourceType":"side_task","sourceId":"t-1"}'
+	tag "$s3" parent_session "{\"parentSessionId\":\"$SID\"}"
+	tag "$s3" session_source '{"sourceType":"side_task","sourceId":"t-2"}'
+	tag "$SID" session_source '{"sourceType":"qwen-live"}'
+	touch -d '2026-01-01 00:00:01' "$dir/$s3.jsonl"
+	touch -d '2026-01-01 00:00:02' "$dir/$s2.jsonl"
+	req GET "/workspace/primary/sessions?parentSessionId=$SID"
+	expect 200 "[.sessions[].sessionId] == [\"$s2\", \"$s3\"]"
+	expect 200 ".sessions[0].parentSessionId == \"$SID\" and .sessions[0].sourceType == \"side_task\""
+	expect 200 '.sessions[0].sourceId == "t-1"'
+	expect 200 'has("nextCursor") | not'
+	# Paged: the cursor counts the matches.
+	req GET "/workspace/primary/sessions?parentSessionId=$SID&size=1"
+	expect 200 "[.sessions[].sessionId] == [\"$s2\"] and .nextCursor == \"1\""
+	req GET "/workspace/primary/sessions?parentSessionId=$SID&size=1&cursor=1"
+	expect 200 "[.sessions[].sessionId] == [\"$s3\"] and (has(\"nextCursor\") | not)"
+	req GET "/workspace/primary/sessions?parentSessionId=$s2"
+	expect 200 '.sessions == []'
+	req GET "/workspace/primary/sessions?sourceType=side_task&sourceId=t-2"
+	expect 200 "[.sessions[].sessionId] == [\"$s3\"]"
+	req GET "/workspace/primary/sessions?sourceType=side_task"
+	expect 200 '.sessions | length == 2'
+	# default: no source, or qwen-live's, as upstream's.
+	req GET "/workspace/primary/sessions?sourceType=default"
+	expect 200 "[.sessions[].sessionId] == [\"$SID\"] and .sessions[0].sourceType == \"qwen-live\""
+	req GET "/workspace/primary/sessions?sourceType=qwen-live"
+	expect 200 "[.sessions[].sessionId] == [\"$SID\"]"
+	# The last record wins.
+	tag "$s3" session_source '{"sourceType":"cli"}'
+	req GET "/workspace/primary/sessions?sourceType=side_task"
+	expect 200 "[.sessions[].sessionId] == [\"$s2\"]"
+	req GET "/workspace/primary/sessions"
+	expect 200 '.sessions | length == 3'
 }
 
 @test "capabilities: first-responder policy; each advertised management tag answers its route" {

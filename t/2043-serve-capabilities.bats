@@ -76,6 +76,7 @@ session_rewind                POST /session/$SID/rewind
 session_recap                 POST /session/$SID/recap
 session_btw                   POST /session/$SID/btw
 session_language              POST /session/$SID/language
+session_agent_trace           GET /session/$SID/agent-trace
 '
 
 # Upstream's tags whose routes this daemon does not serve (yet): absent
@@ -83,7 +84,6 @@ session_language              POST /session/$SID/language
 UNSERVED='
 session_catalog_batch              POST /sessions/catalog
 session_turn_status                GET /session/$SID/turns/current
-session_agent_trace                GET /session/$SID/agent-trace
 session_side_task                  POST /session/$SID/side-task
 session_generation                 POST /session/$SID/generate
 session_shell_command              POST /session/$SID/shell

@@ -245,14 +245,15 @@ three() {
 	expect 400 '.code == "invalid_search_max_results"'
 }
 
-@test "export: the transcript's bytes as JSONL with a file name; an unknown format refused" {
+@test "export: JSONL as upstream's (a session_metadata line, then the messages) with its file name; an unknown format refused" {
 	serve_start
 	three
 	req GET "/session/$SID/export?format=jsonl"
 	expect 200
-	cmp "$BATS_TEST_TMPDIR/body" "$CHATS/$SID.jsonl"
-	[ "$(header Content-Type)" = application/x-ndjson ]
-	[ "$(header Content-Disposition)" = "attachment; filename=\"$SID.jsonl\"" ]
+	head -1 "$BATS_TEST_TMPDIR/body" | jq -e ".type == \"session_metadata\" and .sessionId == \"$SID\""
+	tail -n +2 "$BATS_TEST_TMPDIR/body" | jq -s -e 'length >= 2 and .[0].message.parts[0].text == "Why is loading slow?"'
+	[ "$(header Content-Type)" = "application/jsonl; charset=utf-8" ]
+	[[ "$(header Content-Disposition)" =~ ^attachment\;\ filename=\"qwen-code-export-[0-9T-]+Z\.jsonl\"$ ]]
 	req GET "/session/$SID/export?format=xml"
 	expect 400 '.code == "invalid_export_format"'
 	req GET "/session/44444444-4444-4444-8444-444444444444/export?format=jsonl"

@@ -59,6 +59,70 @@ teardown() {
 	jq -e --arg s "$SID" '.params == {sessionId: $s, to: 3}' <<<"$body"
 }
 
+@test "agent trace, saved workflows, task cancel and workflow actions: upstream's methods and parameters" {
+	FAKE_CHILD=echo-ext serve_loaded
+	req GET "/session/$SID/agent-trace"
+	expect 200
+	[ "$(jq -r .method <<<"$body")" = qwen/status/session/agent_trace ]
+	jq -e --arg s "$SID" '.params == {sessionId: $s}' <<<"$body"
+	req GET "/session/$SID/agent-trace?rootAgentId=agent-7&x=1"
+	expect 200
+	jq -e --arg s "$SID" '.params == {rootAgentId: "agent-7", sessionId: $s}' <<<"$body"
+	req GET "/session/$SID/saved-workflows/nightly%20build"
+	expect 200
+	[ "$(jq -r .method <<<"$body")" = qwen/status/session/saved_workflow ]
+	jq -e --arg s "$SID" '.params == {sessionId: $s, name: "nightly build"}' <<<"$body"
+	req POST "/session/$SID/tasks/t-9/cancel" '{"kind":"shell","other":1}'
+	expect 200
+	[ "$(jq -r .method <<<"$body")" = qwen/control/session/task/cancel ]
+	jq -e --arg s "$SID" '.params == {sessionId: $s, taskId: "t-9", taskKind: "shell"}' <<<"$body"
+	req POST "/session/$SID/tasks/t-9/workflow-action" '{"action":"run-saved","args":{"a":1},"sourceRef":"r","other":2}'
+	expect 200
+	[ "$(jq -r .method <<<"$body")" = qwen/control/session/task/workflow-action ]
+	jq -e --arg s "$SID" '.params == {sessionId: $s, taskId: "t-9", action: "run-saved", args: {a: 1}, sourceRef: "r"}' <<<"$body"
+	req POST "/session/$SID/tasks/t-9/workflow-action" '{"action":"pause"}'
+	expect 200
+	jq -e --arg s "$SID" '.params == {sessionId: $s, taskId: "t-9", action: "pause"}' <<<"$body"
+}
+
+@test "agent trace, task and workflow routes: upstream's 400s, nothing asked" {
+	FAKE_CHILD="echo-ext log=$BATS_TEST_TMPDIR/log" serve_loaded
+	req GET "/session/$SID/agent-trace?rootAgentId="
+	expect 400 '.code == "invalid_root_agent_id"'
+	req GET "/session/$SID/agent-trace?rootAgentId=$(head -c 501 /dev/zero | tr '\0' a)"
+	expect 400 '.code == "invalid_root_agent_id"'
+	req POST "/session/$SID/tasks/t-9/cancel" '{"kind":"other"}'
+	expect 400 '.error | test("`kind` must be")'
+	req POST "/session/$SID/tasks/t-9/cancel" '{}'
+	expect 400 '.error | test("`kind` must be")'
+	req POST "/session/$SID/tasks/t-9/workflow-action" '{"action":"explode"}'
+	expect 400 '.error | test("`action` must be")'
+	# No task id, or another path: not these routes.
+	req POST "/session/$SID/tasks//cancel" '{"kind":"shell"}'
+	expect 404
+	req POST "/session/$SID/tasks/t-9/stop" '{"kind":"shell"}'
+	expect 404
+	req GET "/session/$SID/saved-workflows/"
+	expect 404
+	req GET "/session/$SID2/agent-trace"
+	expect 404 '.code == "session_not_found"'
+	run ! grep -E 'agent_trace|task/cancel|workflow-action|saved_workflow' "$BATS_TEST_TMPDIR/log"
+}
+
+@test "our own child lacks agent trace, saved workflows and tasks: 500 with its method, never a hang" {
+	REAL=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
+	[ -x "$REAL" ] || skip "qwen-acp-child not built"
+	SERVE_CHILD=$REAL serve_loaded
+	req GET "/session/$SID/agent-trace"
+	expect 500 '.error == "Method not found: qwen/status/session/agent_trace" and .code == -32601'
+	req GET "/session/$SID/saved-workflows/w"
+	expect 500 '.error == "Method not found: qwen/status/session/saved_workflow"'
+	req POST "/session/$SID/tasks/t/cancel" '{"kind":"agent"}'
+	expect 500 '.error == "Method not found: qwen/control/session/task/cancel"'
+	req POST "/session/$SID/tasks/t/workflow-action" '{"action":"retry"}'
+	expect 500 '.error == "Method not found: qwen/control/session/task/workflow-action"'
+}
+
 @test "an agent without the method: upstream's 500 with its message and code" {
 	serve_loaded
 	req GET "/session/$SID/stats"

@@ -166,6 +166,42 @@ http_reply_raw(struct evhttp_request *req, int status, struct evbuffer *buf)
 	evhttp_send_reply(req, status, NULL, buf);
 }
 
+/* Start a reply whose body follows in chunks (its headers the caller's). */
+void
+http_stream_start(struct evhttp_request *req, int status)
+{
+	evhttp_send_reply_start(req, status, NULL);
+}
+
+/* One chunk of a started reply (buf drained). */
+void
+http_stream_chunk(struct evhttp_request *req, struct evbuffer *buf)
+{
+	evhttp_send_reply_chunk(req, buf);
+}
+
+/* The end of a started reply (also when its client is gone). */
+void
+http_stream_end(struct evhttp_request *req)
+{
+	evhttp_send_reply_end(req);
+}
+
+/*
+ * Bytes of a started reply still waiting for its client, or -1 when the
+ * client is gone (the request is then the caller's to end).
+ */
+ssize_t
+http_stream_backlog(struct evhttp_request *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+
+	if (evcon == NULL)
+		return -1;
+	return (ssize_t)evbuffer_get_length(bufferevent_get_output(
+	    evhttp_connection_get_bufferevent(evcon)));
+}
+
 void
 http_set_retry_after(struct evhttp_request *req, int seconds)
 {

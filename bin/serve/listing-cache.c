@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * listing-cache.c: what the listing, the search and the titles read of
- * each transcript (its first prompt, its last custom title, its searchable
- * text), cached by (dev, inode) and valid while the file keeps its size
+ * each transcript (its first prompt, its last custom title, its source
+ * and parent session, its searchable text), cached by (dev, inode) and valid while the file keeps its size
  * and mtime, so a listing or a search of an unchanged directory reads no
  * transcript at all.  Files are opened without following a symlink nor
  * waiting for a FIFO's writer, and only if still the regular file the
@@ -22,6 +22,7 @@
 
 #include <json-c/json.h>
 
+#include "json.h"
 #include "serve.h"
 #include "listing-int.h"
 #include "xmalloc.h"
@@ -39,6 +40,7 @@ struct prompt_cache {
 	char			*text;		/* NULL: the file has none */
 	char			*search;	/* its searchable text (search.c) */
 	char			*title;		/* its last custom title, or NULL */
+	struct list_source	 src;		/* its source and parent */
 };
 RB_HEAD(prompt_tree, prompt_cache);
 int	listing_cache_cmp(const struct prompt_cache *, const struct prompt_cache *);
@@ -56,6 +58,20 @@ listing_cache_cmp(const struct prompt_cache *a, const struct prompt_cache *b)
 }
 RB_GENERATE(prompt_tree, prompt_cache, entry, listing_cache_cmp)
 
+/* What p holds of its file, dropped. */
+static void
+cache_drop(struct prompt_cache *p)
+{
+	free(p->text);
+	free(p->search);
+	free(p->title);
+	free(p->src.type);
+	free(p->src.id);
+	free(p->src.parent);
+	p->text = p->search = p->title = NULL;
+	memset(&p->src, 0, sizeof(p->src));
+}
+
 /* Forget every cached prompt (when the cache is full, and at exit). */
 void
 listing_cache_clear(void)
@@ -64,9 +80,7 @@ listing_cache_clear(void)
 
 	while ((p = RB_MIN(prompt_tree, &prompts)) != NULL) {
 		RB_REMOVE(prompt_tree, &prompts, p);
-		free(p->text);
-		free(p->search);
-		free(p->title);
+		cache_drop(p);
 		free(p);
 	}
 	nprompts = 0;
@@ -108,6 +122,50 @@ prompt_in(char *buf)
 	return text;
 }
 
+/* *dst = rec's payload member key (a string), replacing what it was. */
+static void
+source_set(char **dst, json_object *rec, const char *key)
+{
+	const char *v = json_get_str(json_get_obj(rec, "systemPayload"), key);
+
+	free(*dst);
+	*dst = v != NULL ? xstrdup(v) : NULL;
+}
+
+/*
+ * The session_source and parent_session records of buf (NUL-terminated
+ * lines) into src, the last of each winning.  Only lines naming them are
+ * parsed.
+ */
+static void
+source_in(const char *buf, struct list_source *src)
+{
+	const char *line = buf, *nl, *sub;
+	json_object *rec;
+	char *copy;
+	size_t len;
+
+	for (; *line != '\0'; line = nl + 1) {
+		nl = strchr(line, '\n');
+		len = nl != NULL ? (size_t)(nl - line) : strlen(line);
+		if (memmem(line, len, "\"session_source\"", 16) != NULL ||
+		    memmem(line, len, "\"parent_session\"", 16) != NULL) {
+			copy = xstrndup(line, len);
+			rec = json_tokener_parse(copy);
+			if ((sub = json_get_str(rec, "subtype")) != NULL &&
+			    strcmp(sub, "session_source") == 0) {
+				source_set(&src->type, rec, "sourceType");
+				source_set(&src->id, rec, "sourceId");
+			} else if (sub != NULL && strcmp(sub, "parent_session") == 0)
+				source_set(&src->parent, rec, "parentSessionId");
+			json_object_put(rec);
+			free(copy);
+		}
+		if (nl == NULL)
+			break;
+	}
+}
+
 /*
  * Read the head of e's transcript: opened without following a symlink nor
  * waiting for a FIFO's writer, and only if it is still the regular file
@@ -131,8 +189,9 @@ ent_open(int dfd, const struct list_ent *e)
 }
 
 /*
- * The first prompt of e's transcript head and its last custom title (of
- * the head, or of the last 64 KiB of a longer file) into p.
+ * The first prompt of e's transcript head, its source and parent and its
+ * last custom title (of the head, or of the last 64 KiB of a longer file,
+ * which also win for the source) into p.
  */
 static void
 prompt_read(int dfd, const struct list_ent *e, struct prompt_cache *p)
@@ -144,16 +203,18 @@ prompt_read(int dfd, const struct list_ent *e, struct prompt_cache *p)
 	if ((fd = ent_open(dfd, e)) == -1)
 		return;
 	buf = xmalloc(LIST_HEAD_BYTES);
-	if (e->size >= LIST_HEAD_BYTES &&
-	    (n = pread(fd, buf, LIST_HEAD_BYTES - 1, e->size - (LIST_HEAD_BYTES - 1))) > 0) {
-		buf[n] = '\0';
-		p->title = metadata_title_in(buf);
-	}
 	if ((n = pread(fd, buf, LIST_HEAD_BYTES - 1, 0)) > 0) {
 		buf[n] = '\0';
 		if (e->size < LIST_HEAD_BYTES)
 			p->title = metadata_title_in(buf);
-		p->text = prompt_in(buf);
+		source_in(buf, &p->src);
+		p->text = prompt_in(buf);	/* cuts buf's lines */
+	}
+	if (e->size >= LIST_HEAD_BYTES &&
+	    (n = pread(fd, buf, LIST_HEAD_BYTES - 1, e->size - (LIST_HEAD_BYTES - 1))) > 0) {
+		buf[n] = '\0';
+		p->title = metadata_title_in(buf);
+		source_in(buf, &p->src);
 	}
 	free(buf);
 	close(fd);
@@ -179,10 +240,7 @@ cache_of(int dfd, const struct list_ent *e)
 		RB_INSERT(prompt_tree, &prompts, p);
 		nprompts++;
 	}
-	free(p->text);
-	free(p->search);
-	free(p->title);
-	p->text = p->search = p->title = NULL;
+	cache_drop(p);
 	prompt_read(dfd, e, p);
 	p->size = e->size;
 	p->mtime_ns = e->mtime_ns;
@@ -201,6 +259,13 @@ const char *
 listing_cache_title(int dfd, const struct list_ent *e)
 {
 	return cache_of(dfd, e)->title;
+}
+
+/* e's source and parent session, likewise. */
+const struct list_source *
+listing_cache_source(int dfd, const struct list_ent *e)
+{
+	return &cache_of(dfd, e)->src;
 }
 
 /* e's searchable text, from the cache or the file (borrowed). */

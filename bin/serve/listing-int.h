@@ -21,6 +21,12 @@ struct list_ent {
 const char	*listing_cache_prompt(int dfd, const struct list_ent *e);
 const char	*listing_cache_title(int dfd, const struct list_ent *e);
 const char	*listing_cache_search(int dfd, const struct list_ent *e);
+/* e's last session_source (sourceType, sourceId) and parent_session
+   (parentSessionId) records: each NULL when it has none (borrowed). */
+struct list_source {
+	char		*type, *id, *parent;
+};
+const struct list_source *listing_cache_source(int dfd, const struct list_ent *e);
 /* Forget every cached file (when the cache is full, and at exit). */
 void		 listing_cache_clear(void);
 

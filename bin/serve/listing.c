@@ -14,6 +14,10 @@
  * chats/archive/; organized sessions carry routes-groups.c's fields, and
  * upstream's view=organized puts the pinned ones first and filters by
  * ?group (all, pinned, ungrouped or a group's id) before the page is cut.
+ * upstream's ?parentSessionId, ?sourceType and ?sourceId keep the sessions
+ * whose transcript names that parent or source (its parent_session and
+ * session_source records): like a search, every entry is looked at, and
+ * the cursor counts the matches.
  */
 #include "config.h"
 
@@ -59,6 +63,10 @@ struct listing {
 	int			 archived;	/* chats/archive/ */
 	char			*group;		/* view=organized: its group filter */
 	char			*query;		/* a search: matches only */
+	char			*parent, *stype, *sid;	/* upstream's filters */
+	int			 filtered;	/* any of them */
+	size_t			 skipped;	/* matches before the page */
+	size_t			 cursor;	/* the next page's, when more */
 	json_object		*org;		/* routes-groups.c's document */
 	size_t			 found;
 	struct evbuffer		*out;		/* the sessions array, encoded */
@@ -96,6 +104,9 @@ listing_free(struct listing *l)
 	if (l->out != NULL)
 		evbuffer_free(l->out);
 	free(l->query);
+	free(l->parent);
+	free(l->stype);
+	free(l->sid);
 	free(l->group);
 	json_object_put(l->org);
 	free(l->e);
@@ -214,13 +225,14 @@ scan_slice(struct listing *l)
 				organize(l);
 			else
 				qsort(l->e, l->n, sizeof *l->e, by_mtime_desc);
-			if (l->query != NULL)
+			if (l->query != NULL || l->filtered)
 				return 1;	/* every entry is looked at */
 			/* The page (?limit, or cursor and size) before any read. */
 			l->next = l->skip < l->n ? l->skip : l->n;
 			l->more = l->n - l->next > l->max;
 			if (l->more)
 				l->n = l->next + l->max;
+			l->cursor = l->n;
 			return 1;
 		}
 		scan_one(l, de->d_name);
@@ -242,6 +254,41 @@ entry_org(struct listing *l, const struct list_ent *e, json_object *o)
 	for (size_t i = 0; keys[i] != NULL; i++)
 		if (json_object_object_get_ex(org, keys[i], &v))
 			json_object_object_add(o, keys[i], json_object_get(v));
+}
+
+/* e's sourceType, sourceId and parentSessionId, when it has them, into o. */
+static void
+entry_source(struct listing *l, const struct list_ent *e, json_object *o)
+{
+	const struct list_source *src = listing_cache_source(dirfd(l->dir), e);
+
+	if (src->type != NULL)
+		json_object_object_add(o, "sourceType", xjson_object_new_string(src->type));
+	if (src->id != NULL)
+		json_object_object_add(o, "sourceId", xjson_object_new_string(src->id));
+	if (src->parent != NULL)
+		json_object_object_add(o, "parentSessionId",
+		    xjson_object_new_string(src->parent));
+}
+
+/*
+ * Whether e passes upstream's filters: its parent exactly, its source
+ * type (default: none or qwen-live, as upstream's) and its source id.
+ */
+static int
+entry_matches(struct listing *l, const struct list_ent *e)
+{
+	const struct list_source *src = listing_cache_source(dirfd(l->dir), e);
+	const char *t = src->type;
+
+	if (l->parent != NULL && (src->parent == NULL ||
+	    strcmp(src->parent, l->parent) != 0))
+		return 0;
+	if (l->stype != NULL && !(t != NULL && strcmp(t, l->stype) == 0) &&
+	    !(strcmp(l->stype, "default") == 0 && (t == NULL ||
+	    strcmp(t, "qwen-live") == 0)))
+		return 0;
+	return l->sid == NULL || (src->id != NULL && strcmp(src->id, l->sid) == 0);
 }
 
 /* Entry e as upstream's session summary (and our own fields). */
@@ -271,6 +318,7 @@ entry_json(struct listing *l, const struct list_ent *e)
 	if (title != NULL)
 		json_object_object_add(o, "titleSource", xjson_object_new_string("manual"));
 	entry_org(l, e, o);
+	entry_source(l, e, o);
 	json_object_object_add(o, "isArchived", xjson_object_new_boolean(l->archived));
 	return o;
 }
@@ -307,6 +355,26 @@ search_entry(struct listing *l, const struct list_ent *e)
 		l->next = l->n;		/* enough: the rest is older */
 }
 
+/* A filtered page: e counted, skipped or encoded when it matches. */
+static void
+filter_entry(struct listing *l, const struct list_ent *e)
+{
+	if (!entry_matches(l, e))
+		return;
+	if (l->skipped < l->skip) {
+		l->skipped++;
+		return;
+	}
+	if (l->found == l->max) {
+		l->more = 1;		/* one more than the page: a next one */
+		l->cursor = l->skip + l->max;
+		l->next = l->n;
+		return;
+	}
+	l->found++;
+	encode_json(l, entry_json(l, e));
+}
+
 /* One slice of the kept entries; 1 when the list is complete. */
 static int
 read_slice(struct listing *l)
@@ -318,6 +386,8 @@ read_slice(struct listing *l)
 		e = &l->e[l->next++];
 		if (l->query != NULL)
 			search_entry(l, e);
+		else if (l->filtered)
+			filter_entry(l, e);
 		else
 			encode_json(l, entry_json(l, e));
 	}
@@ -343,7 +413,7 @@ listing_reply(struct listing *l)
 	evbuffer_add(buf, "]", 1);
 	/* The cursor is the offset of the next page in the newest-first order. */
 	if (l->paged && l->more)
-		evbuffer_add_printf(buf, ",\"nextCursor\":\"%zu\"", l->n);
+		evbuffer_add_printf(buf, ",\"nextCursor\":\"%zu\"", l->cursor);
 	evbuffer_add(buf, "}", 1);
 	gate_cors_headers(l->req);
 	http_set_header(l->req, "Content-Type", "application/json");
@@ -427,9 +497,22 @@ listing_go(struct listing *l)
 		listing_run(l);
 }
 
+/* Copy upstream's filters (any may be NULL) into l. */
+static void
+listing_filter_set(struct listing *l, const struct listing_filter *f)
+{
+	if (f == NULL)
+		return;
+	l->parent = f->parent != NULL ? xstrdup(f->parent) : NULL;
+	l->stype = f->source_type != NULL ? xstrdup(f->source_type) : NULL;
+	l->sid = f->source_id != NULL ? xstrdup(f->source_id) : NULL;
+	l->filtered = l->parent != NULL || l->stype != NULL || l->sid != NULL;
+}
+
 void
 listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
-    size_t max, int paged, int archived, const char *group)
+    size_t max, int paged, int archived, const char *group,
+    const struct listing_filter *filter)
 {
 	struct listing *l;
 
@@ -438,6 +521,7 @@ listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
 	l->paged = paged;
 	l->archived = archived;
 	l->group = group != NULL ? xstrdup(group) : NULL;
+	listing_filter_set(l, filter);
 	listing_go(l);
 }
 

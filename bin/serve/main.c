@@ -746,12 +746,12 @@ main(int argc, char **argv)
 		event_free(stop_timer);
 	ws_free_all();		/* before evhttp_free() frees their connections */
 	reply_slice_free_all();	/* likewise */
+	export_job_free_all();	/* likewise */
 	ready_probe_free();
 	sdnotify_free();
 	http_free(http);
 	audit_free();
 	listing_free_all();
-	export_job_free_all();
 	acp_free();
 	sessions_free();
 	ratelimit_free();

@@ -25,6 +25,8 @@
 #include "acp.h"
 #include "ws.h"
 
+#define SOURCE_ID_MAX	256	/* upstream's MAX_SESSION_SOURCE_ID_LENGTH */
+
 /* ---- health and capabilities -------------------------------------------- */
 
 /* o[key] = n, a count. */
@@ -138,7 +140,8 @@ routes_capabilities_json(void)
 	    "session_context", "session_context_usage", "session_stats",
 	    "session_supported_commands", "session_tasks", "session_agents",
 	    "session_lsp", "session_resources", "session_hooks", "session_rewind",
-	    "session_recap", "session_btw", "session_language", NULL };
+	    "session_recap", "session_btw", "session_language",
+	    "session_agent_trace", NULL };
 	static const char *const versions[] = { "v1", NULL };
 	static const char *const languages[] = { "en", NULL };
 	json_object *o = xjson_object_new_object(), *pv = xjson_object_new_object();
@@ -369,7 +372,7 @@ route_workspace_sessions(struct http_ctx *ctx)
 		    "limit must be an integer from 1 to 10000"));
 		return;
 	}
-	listing_start(ctx->req, ctx->workspace, 0, (size_t)max, 0, 0, NULL);
+	listing_start(ctx->req, ctx->workspace, 0, (size_t)max, 0, 0, NULL, NULL);
 }
 
 /*
@@ -410,19 +413,64 @@ page_view(struct http_ctx *ctx, const char **group)
 	return 0;
 }
 
+/* 400 invalid_session_source with upstream's message. */
+static int
+bad_source(struct http_ctx *ctx, const char *msg)
+{
+	http_send_qerr(ctx->req, qerr_new("invalid_session_source", "%s", msg));
+	return -1;
+}
+
+/*
+ * parentSessionId (not with view=organized), sourceType and sourceId
+ * checked as upstream's parseSessionSource: into *f, or -1 after the 400.
+ */
+static int
+page_filter(struct http_ctx *ctx, const char *group, struct listing_filter *f)
+{
+	const char *t = http_query(ctx, "sourceType");
+	const char *id = http_query(ctx, "sourceId");
+	size_t n;
+
+	f->parent = http_query(ctx, "parentSessionId");
+	f->source_type = t;
+	f->source_id = id;
+	if (f->parent != NULL && f->parent[0] == '\0') {
+		http_error(ctx->req, "invalid_parent_session_id", NULL);
+		return -1;
+	}
+	if (f->parent != NULL && group != NULL) {
+		http_error(ctx->req, "invalid_parent_session_filter", NULL);
+		return -1;
+	}
+	if (t == NULL && id == NULL)
+		return 0;
+	if (t == NULL || t[0] < 'a' || t[0] > 'z' || (n = strlen(t)) > 64 ||
+	    strspn(t, "abcdefghijklmnopqrstuvwxyz0123456789_-") != n)
+		return bad_source(ctx, "`sourceType` must match "
+		    "[a-z][a-z0-9_-]{0,63} when provided");
+	if (id == NULL)
+		return 0;
+	for (const char *c = id; *c != '\0'; c++)
+		if ((unsigned char)*c <= 31 || *c == 127)
+			id = "";
+	if (id[0] == '\0' || strlen(id) > SOURCE_ID_MAX)
+		return bad_source(ctx, "`sourceId` must be a non-empty string of at "
+		    "most 256 characters without control characters");
+	return 0;
+}
+
 /*
  * GET /workspace/:ws/sessions?size=&cursor=: upstream's paged session
  * list, newest first; the cursor is the offset of the next page;
  * archiveState=archived lists chats/archive/; view=organized (and group)
- * as upstream's organized list.  The filters upstream keeps for sessions
- * it spawned (parentSessionId, sourceType, sourceId) are refused rather
- * than ignored: none of our sessions has a parent or a source.
+ * as upstream's organized list; parentSessionId, sourceType and sourceId
+ * keep the sessions of that parent or source (listing.c).
  */
 void
 route_workspace_sessions_page(struct http_ctx *ctx)
 {
-	static const char *const unknown[] = { "parentSessionId", "sourceType",
-	    "sourceId", NULL };
+	struct listing_filter f;
 	const char *size = http_query(ctx, "size");
 	const char *cur = http_query(ctx, "cursor");
 	const char *arch = http_query(ctx, "archiveState");
@@ -440,13 +488,7 @@ route_workspace_sessions_page(struct http_ctx *ctx)
 		http_send_qerr(ctx->req, qerr_new("bad_request", "Invalid cursor"));
 		return;
 	}
-	for (size_t i = 0; unknown[i] != NULL; i++)
-		if (http_query(ctx, unknown[i]) != NULL) {
-			http_send_qerr(ctx->req, qerr_new("bad_request",
-			    "This session filter is not served"));
-			return;
-		}
-	if (page_view(ctx, &group) == -1)
+	if (page_view(ctx, &group) == -1 || page_filter(ctx, group, &f) == -1)
 		return;
 	if (arch != NULL && strcmp(arch, "active") != 0 &&
 	    strcmp(arch, "archived") != 0) {
@@ -455,5 +497,5 @@ route_workspace_sessions_page(struct http_ctx *ctx)
 	}
 	/* archived: chats/archive/, where POST /sessions/archive moves them. */
 	listing_start(ctx->req, ctx->workspace, (size_t)skip, (size_t)max, 1,
-	    arch != NULL && strcmp(arch, "archived") == 0, group);
+	    arch != NULL && strcmp(arch, "archived") == 0, group, &f);
 }

@@ -358,26 +358,28 @@ route_workspace_sessions_search(struct http_ctx *ctx)
 /* ---- export ------------------------------------------------------------ */
 
 /*
- * The transcript of id (archived: the archive's copy) as an open
- * descriptor (regular, not followed).
+ * The transcript of id (archived: the archive's copy): its path, when it
+ * is a regular file (a link is not followed), else NULL.
  */
-static int
-export_open(const char *ws, const char *id, int archived, struct stat *st)
+static char *
+export_path(const char *ws, const char *id, int archived)
 {
 	char *dir = names_transcript_dir_ws(ws), *path;
+	struct stat st;
 	int fd;
 
 	if (dir == NULL)
-		return -1;
+		return NULL;
 	xasprintf(&path, "%s/%s%s.jsonl", dir, archived ? "archive/" : "", id);
 	free(dir);
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	free(path);
-	if (fd != -1 && (fstat(fd, st) == -1 || !S_ISREG(st->st_mode))) {
-		close(fd);
-		fd = -1;
+	if (fd == -1 || fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		free(path);
+		path = NULL;
 	}
-	return fd;
+	if (fd != -1)
+		close(fd);
+	return path;
 }
 
 /* 400 invalid_export_format with upstream's format and allowedFormats. */
@@ -398,87 +400,9 @@ export_bad_format(struct http_ctx *ctx, const char *fmt)
 	http_send_qerr(ctx->req, e);
 }
 
-/* The transcript's bytes into buf, sent from the file (no copy): 0/-1. */
-static int
-export_raw(struct evbuffer *buf, int fd, const struct stat *st)
-{
-	if (st->st_size > 0 && evbuffer_add_file(buf, fd, 0, st->st_size) == -1) {
-		close(fd);	/* not taken when the segment could not be made */
-		return -1;
-	}
-	if (st->st_size == 0)
-		close(fd);
-	return 0;
-}
-
-/* The reply: the document with its type and upstream's headers. */
-static void
-export_send(struct evhttp_request *req, const char *id, int fmt,
-    struct evbuffer *buf)
-{
-	char now[CLOCK_ISO_LEN], *disp;
-
-	if (fmt == EXPORT_JSONL)
-		xasprintf(&disp, "attachment; filename=\"%s.jsonl\"", id);
-	else {
-		clock_iso_now(now);
-		for (char *c = now; *c != '\0'; c++)
-			if (*c == ':' || *c == '.')
-				*c = '-';
-		xasprintf(&disp, "attachment; filename=\"qwen-code-export-%s.%s\"",
-		    now, export_format_name(fmt));
-	}
-	gate_cors_headers(req);
-	http_set_header(req, "Content-Type", export_mime(fmt));
-	http_set_header(req, "Content-Disposition", disp);
-	http_set_header(req, "Cache-Control", "no-store");
-	http_set_header(req, "X-Content-Type-Options", "nosniff");
-	free(disp);
-	http_reply_raw(req, 200, buf);
-}
-
-/* A rendered export on its way (export-job.c). */
-struct export_req {
-	struct evhttp_request	*req;
-	char			 id[SERVE_SESSION_ID_MAX + 1];
-	int			 fmt;
-};
-
-/* The rendered document, sent; or the failure. */
-static void
-on_exported(void *arg, struct evbuffer *out, int err)
-{
-	struct export_req *x = arg;
-
-	if (err != ECANCELED) {
-		if (out != NULL)
-			export_send(x->req, x->id, x->fmt, out);
-		else
-			http_error(x->req, "internal", x->id);
-	}
-	free(x);
-}
-
-/* html, md or json: rendered a slice per loop turn, or 413 when too big. */
-static void
-export_rendered(struct http_ctx *ctx, int fd, const struct stat *st, int fmt)
-{
-	struct export_req *x = xcalloc(1, sizeof(*x));
-
-	x->req = ctx->req;
-	strlcpy(x->id, ctx->path_id, sizeof(x->id));
-	x->fmt = fmt;
-	if (export_job_start(fd, st, ctx->path_id, fmt, on_exported, x) == -1) {
-		free(x);
-		http_error(ctx->req, "export_too_large", ctx->path_id);
-	}
-}
-
 /*
  * The export of id from the active transcripts, or from the archived
- * ones (archived): jsonl is the file as on disk, sent from it; html, md
- * and json are rendered (export-doc.c) a slice per loop turn
- * (export-job.c), bounded.
+ * ones (archived), streamed from its active chain (export-job.c).
  */
 static void
 export_run(struct http_ctx *ctx, int archived)
@@ -486,9 +410,8 @@ export_run(struct http_ctx *ctx, int archived)
 	const char *fmtname = http_query(ctx, "format");
 	const char *ws = ctx->bound != NULL ? ctx->bound :
 	    catalog_workspace_of(ctx->path_id);
-	struct evbuffer *buf;
-	struct stat st;
-	int fmt, fd, where;
+	char *path;
+	int fmt, where;
 
 	if ((fmt = export_format(fmtname)) == -1) {
 		export_bad_format(ctx, fmtname);
@@ -499,21 +422,12 @@ export_run(struct http_ctx *ctx, int archived)
 		http_error(ctx->req, "session_not_found", ctx->path_id);
 		return;
 	}
-	if ((fd = export_open(ws, ctx->path_id, archived, &st)) == -1) {
+	if ((path = export_path(ws, ctx->path_id, archived)) == NULL) {
 		http_error(ctx->req, "session_archived", ctx->path_id);
 		return;
 	}
-	if (fmt != EXPORT_JSONL) {
-		export_rendered(ctx, fd, &st, fmt);
-		return;
-	}
-	if ((buf = evbuffer_new()) == NULL)
-		fatalx("out of memory (evbuffer)");
-	if (export_raw(buf, fd, &st) == -1)
-		http_error(ctx->req, "internal", ctx->path_id);
-	else
-		export_send(ctx->req, ctx->path_id, fmt, buf);
-	evbuffer_free(buf);
+	export_job_start(ctx->req, path, ctx->path_id, fmt);
+	free(path);
 }
 
 /* GET /session/:id/export?format=html|md|json|jsonl (html by default). */

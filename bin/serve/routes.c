@@ -26,7 +26,9 @@
 #include "xmalloc.h"
 
 /*
- * R_TAIL: one more path segment after the suffix (ctx.path_tail).
+ * R_TAIL: one more path segment after the suffix (ctx.path_tail); a
+ * suffix with a "*" takes it there ("/tasks/ * /cancel" without the
+ * spaces: /tasks/:taskId/cancel).
  * R_LIVE: the route answers only a live session and a client registered
  * on it (when named): its body is parsed only then, else the route runs
  * with {} and refuses by itself (10 MiB to a missing session's cancel
@@ -171,6 +173,13 @@ static const struct route routes[] = {
 	    route_session_pass },
 	{ EVHTTP_REQ_POST, "/session/", "/config-option",
 	    R_ID | R_BODY | R_LIVE, route_session_pass },
+	{ EVHTTP_REQ_GET, "/session/", "/agent-trace", R_ID, route_session_pass },
+	{ EVHTTP_REQ_GET, "/session/", "/saved-workflows/", R_ID | R_TAIL,
+	    route_session_pass_workflow },
+	{ EVHTTP_REQ_POST, "/session/", "/tasks/*/cancel", R_ID | R_BODY | R_TAIL |
+	    R_LIVE, route_session_pass_task },
+	{ EVHTTP_REQ_POST, "/session/", "/tasks/*/workflow-action", R_ID | R_BODY |
+	    R_TAIL | R_LIVE, route_session_pass_task },
 	{ EVHTTP_REQ_POST, "/acp", NULL, R_ACP, route_acp_post },
 	{ EVHTTP_REQ_GET, "/acp", NULL, R_ACP, route_acp_get },
 	{ EVHTTP_REQ_DELETE, "/acp", NULL, R_ACP, route_acp_delete },
@@ -234,6 +243,17 @@ workspace_selector_body(const char *seg, size_t seglen)
 	return o;
 }
 
+/* A route's last segment: one, then end when the route has one. */
+static int
+tail_match(const char *tail, const char *end)
+{
+	const char *slash = strchr(tail, '/');
+
+	if (end == NULL)
+		return slash == NULL;
+	return slash != NULL && slash > tail && strcmp(slash, end) == 0;
+}
+
 /* Match path against r; *idp gets the id segment (start, length). */
 static int
 route_match(const struct route *r, const char *path, const char **seg,
@@ -251,10 +271,13 @@ route_match(const struct route *r, const char *path, const char **seg,
 	*seglen = slash != NULL ? (size_t)(slash - *seg) : strlen(*seg);
 	rest = strlen(*seg + *seglen);
 	slen = strlen(r->suffix);
-	if (r->flags & R_TAIL)
+	if (r->flags & R_TAIL) {
+		slen = strcspn(r->suffix, "*");
 		return *seglen > 0 && rest > slen &&
 		    strncmp(*seg + *seglen, r->suffix, slen) == 0 &&
-		    strchr(*seg + *seglen + slen, '/') == NULL;
+		    tail_match(*seg + *seglen + slen, r->suffix[slen] == '*' ?
+		    r->suffix + slen + 1 : NULL);
+	}
 	return *seglen > 0 && rest == slen &&
 	    strcmp(*seg + *seglen, r->suffix) == 0;
 }
@@ -295,7 +318,8 @@ audit_route(struct evhttp_request *req, const struct route *r, const char *id)
 	    r->method == EVHTTP_REQ_POST ? "POST" :
 	    r->method == EVHTTP_REQ_PATCH ? "PATCH" : "DELETE", r->prefix,
 	    (r->flags & R_ID) ? ":id" : "", r->suffix != NULL ? r->suffix : "",
-	    (r->flags & R_TAIL) ? ":requestId" : "");
+	    (r->flags & R_TAIL) && strchr(r->suffix, '*') == NULL ?
+	    ":requestId" : "");
 	audit_begin(req, what, id);
 }
 
@@ -311,7 +335,7 @@ ws_dispatch(struct evhttp_request *req, const struct route *r,
 	int rc;
 
 	if (r->flags & R_TAIL)
-		ctx->path_tail = seg + seglen + strlen(r->suffix);
+		ctx->path_tail = seg + seglen + strcspn(r->suffix, "*");
 	if (r->method != EVHTTP_REQ_GET)
 		audit_route(req, r, NULL);
 	if ((r->flags & R_BODY) &&
@@ -416,7 +440,7 @@ dispatch(struct evhttp_request *req, const struct route *r, const char *seg,
 	    r->method == EVHTTP_REQ_PATCH)
 		audit_route(req, r, id);
 	if (r->flags & R_TAIL)
-		ctx.path_tail = seg + seglen + strlen(r->suffix);
+		ctx.path_tail = seg + seglen + strcspn(r->suffix, "*");
 	if ((r->flags & R_BODY) && body_wanted(r, &ctx) &&
 	    (rc = http_body_parse(req, &ctx.body)) < 0) {
 		http_error(req, rc == -2 ? "json_too_complex" : "invalid_json",

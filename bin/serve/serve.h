@@ -336,6 +336,11 @@ void	http_write_size(struct evhttp_request *, size_t bytes);
 void	http_set_header(struct evhttp_request *, const char *name,
 	    const char *value);
 void	http_reply_raw(struct evhttp_request *, int status, struct evbuffer *);
+/* A reply streamed in chunks: start, chunks, end; backlog -1: client gone. */
+void	http_stream_start(struct evhttp_request *, int status);
+void	http_stream_chunk(struct evhttp_request *, struct evbuffer *);
+void	http_stream_end(struct evhttp_request *);
+ssize_t	http_stream_backlog(struct evhttp_request *);
 /* Send e (takes ownership; NULL: a bare 500) with its status and Retry-After. */
 void	http_send_qerr(struct evhttp_request *, struct qerr *e);
 /* The catalog's error for code with its default message; sessionId extra. */
@@ -418,6 +423,8 @@ void	route_session_fork(struct http_ctx *);
 
 /* ---- routes-pass.c: the agent's own session calls, passed to it ------- */
 void	route_session_pass(struct http_ctx *);
+void	route_session_pass_workflow(struct http_ctx *);
+void	route_session_pass_task(struct http_ctx *);
 
 /* ---- routes-queue.c: a session's prompt queue ------------------------- */
 void	route_session_pending(struct http_ctx *);
@@ -435,11 +442,16 @@ void	route_daemon_status(struct http_ctx *);
 /* ---- listing.c: the persisted sessions, a slice per loop turn --------- */
 /* Answer req with the newest persisted sessions from skip on, at most max
    (never blocking the loop); paged: with nextCursor when more follow;
-   group (non-NULL: view=organized) filters and puts pinned ones first.
+   group (non-NULL: view=organized) filters and puts pinned ones first;
+   filter (may be NULL) keeps the sessions of a parent or a source.
    Free the jobs and the prompt cache at exit. */
+/* upstream's list filters: a parent session, a source (NULL: any). */
+struct listing_filter {
+	const char	*parent, *source_type, *source_id;
+};
 void	listing_start(struct evhttp_request *req, const char *workspace,
 	    size_t skip, size_t max, int paged, int archived,
-	    const char *group);
+	    const char *group, const struct listing_filter *filter);
 /* Answer req with the newest max sessions whose search text holds q. */
 void	listing_search(struct evhttp_request *req, const char *workspace,
 	    const char *q, size_t max);
@@ -507,30 +519,27 @@ void	route_session_metadata(struct http_ctx *);
 /* 409 session_archived or session_conflict for a restore: -1 when sent. */
 int	routes_check_archived(struct http_ctx *);
 
-/* ---- export-doc.c: a transcript as upstream's export documents -------- */
-#define EXPORT_FILE_MAX	(32 * 1024 * 1024)	/* transcripts rendered */
+/* ---- export-doc.c: upstream's export documents, a record at a time ---- */
 enum export_fmt { EXPORT_HTML, EXPORT_MD, EXPORT_JSON, EXPORT_JSONL };
 int	export_format(const char *name);	/* NULL: html; -1 unknown */
 const char *export_format_name(int fmt);
 const char *export_mime(int fmt);
 struct evbuffer;
 struct export_doc;
-/* A document for session id, fed whole lines; freed by export_doc_free. */
-struct export_doc *export_doc_new(const char *id);
+/* A document of session id as fmt; meta (taken): upstream's metadata. */
+struct export_doc *export_doc_new(const char *id, int fmt, json_object *meta);
 void	export_doc_free(struct export_doc *);	/* NULL-safe */
-/* buf[0..*len)'s whole lines (all when final) in; the rest kept at buf. */
-void	export_doc_lines(struct export_doc *, char *buf, size_t *len,
-	    int final);
-/* The finished document as fmt (html, md or json) into out. */
-void	export_doc_render(struct export_doc *, int fmt, struct evbuffer *out);
+/* What precedes a pass's messages; one record's (borrowed) messages. */
+void	export_doc_head(struct export_doc *, struct evbuffer *out);
+void	export_doc_record(struct export_doc *, json_object *rec,
+	    struct evbuffer *out);
+/* What follows them: 1 when another pass over the records follows. */
+int	export_doc_tail(struct export_doc *, struct evbuffer *out);
 
-/* ---- export-job.c: a rendered export, a slice per loop turn ----------- */
-struct stat;
-/* out: the rendered bytes (borrowed), or NULL and err (ECANCELED at exit). */
-typedef void (*export_done_cb)(void *arg, struct evbuffer *out, int err);
-/* fd (taken) as fmt, answered through done later; -1 (EFBIG) too big. */
-int	export_job_start(int fd, const struct stat *st, const char *id, int fmt,
-	    export_done_cb done, void *arg);
+/* ---- export-job.c: an export streamed from the active chain ----------- */
+/* path's session id as fmt onto req, indexed on a thread, then streamed. */
+void	export_job_start(struct evhttp_request *, const char *path,
+	    const char *id, int fmt);
 void	export_job_free_all(void);
 
 /* ---- web.c: the browser console's static files ------------------------- */

@@ -248,8 +248,9 @@ async function manage() {
 	check(info.active === 3 && info.archived === 0 && info.total === 3 &&
 	    info.cost === 'disk_scan', 'getWorkspaceSessionInfo');
 	const ex = await client.exportSession(sessionId, { format: 'jsonl' });
-	check(ex.format === 'jsonl' && ex.filename === `${sessionId}.jsonl` &&
-	    ex.content.split('\n').filter(Boolean).every((l) => JSON.parse(l)),
+	check(ex.format === 'jsonl' && /^qwen-code-export-.*\.jsonl$/.test(ex.filename) &&
+	    JSON.parse(ex.content.split('\n')[0]).type === 'session_metadata' &&
+	    ex.content.split('\n').every((l) => JSON.parse(l).sessionId === sessionId),
 	    'exportSession jsonl');
 	const meta = await client.updateSessionMetadata(sessionId, { displayName: 'From the SDK' });
 	check(meta.displayName === 'From the SDK', 'updateSessionMetadata');
