@@ -96,6 +96,8 @@ static const struct qerr_def qerr_table[] = {
 	  "Session {sessionId} is both active and archived" },
 	{ "group_not_found", 404, NULL, 0, N, 0, PARAMS, X_NF, 0,
 	  "No such session group" },
+	{ "prompt_not_found", 404, NULL, 0, N, 0, PARAMS, X_NF, 0,
+	  "No turn with promptId \"{promptId}\" in session {sessionId}" },
 	{ "invalid_session_view", 400, NULL, 0, N, 0, PARAMS, X_USE, 0,
 	  "`view` must be \"organized\"" },
 	{ "invalid_session_group_filter", 400, NULL, 0, N, 0, PARAMS, X_USE, 0,

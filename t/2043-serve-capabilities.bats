@@ -59,6 +59,7 @@ session_metadata              PATCH /session/$SID/metadata
 session_organization          PATCH /session/$SID/organization
 session_export                GET /session/$SID/export?format=jsonl
 session_turn_navigation       GET /session/$SID/turn-index
+session_turn_status           GET /session/$SID/turns/current
 workspace_persisted_transcript    GET /workspaces/$WSID/session/$SID/transcript
 workspace_session_export          GET /workspaces/$WSID/session/$SID/export?format=jsonl
 workspace_archived_session_export GET /workspaces/$WSID/session/$SID/archive/export
@@ -83,7 +84,6 @@ session_agent_trace           GET /session/$SID/agent-trace
 # while the route is not there, required once it is.
 UNSERVED='
 session_catalog_batch              POST /sessions/catalog
-session_turn_status                GET /session/$SID/turns/current
 session_side_task                  POST /session/$SID/side-task
 session_generation                 POST /session/$SID/generate
 session_shell_command              POST /session/$SID/shell

@@ -41,6 +41,7 @@ struct prompt {
 	uint64_t		 started_ms;	/* dispatched (monotonic) */
 	json_object		*content;	/* the prompt's blocks (for listing) */
 	uint64_t		 queued_at_ms;	/* wall clock */
+	uint64_t		 started_wall_ms;	/* dispatched (wall clock) */
 	int			 announced;	/* waited: pending_prompt_* told */
 };
 
@@ -163,6 +164,24 @@ prompts_active(const struct session *s, const char **client_id)
 	return s->active != NULL ? s->active->id : NULL;
 }
 
+/* p's turn status in state (caller owns). */
+static json_object *
+prompt_turn(struct prompt *p, const char *state)
+{
+	struct turn_facts f = { state, p->id, p->content, p->queued_at_ms,
+	    p->started_wall_ms, p->client_id };
+
+	return turns_new(p->s, &f);
+}
+
+/* p is over, in state: its status kept for GET .../turns/:promptId. */
+static void
+prompt_settle(struct prompt *p, const char *state, const char *stop,
+    const char *message, const char *code)
+{
+	turns_settle(p->s, prompt_turn(p, state), stop, message, code);
+}
+
 /* The last turn's error, kept for status until the next prompt starts. */
 static void
 turn_error_keep(struct session *s, const char *message, const char *code,
@@ -194,6 +213,7 @@ turn_error_ex(struct session *s, struct prompt *p, const char *message,
 		json_object_object_add(d, "errorKind", xjson_object_new_string(kind));
 	json_object_object_add(d, "promptId", xjson_object_new_string(p->id));
 	turn_error_keep(s, message, code, kind);
+	prompt_settle(p, "error", NULL, message, code);
 	bus_publish(s->bus, "turn_error", d, p->id,
 	    p->client_id[0] ? p->client_id : NULL, 0);
 }
@@ -404,6 +424,9 @@ on_prompt_done(void *arg, enum channel_outcome o, json_object *payload)
 		bus_publish(s->bus, "turn_complete", d, p->id,
 		    p->client_id[0] ? p->client_id : NULL, 0);
 		prompt_span_result(p, "complete", NULL);
+		/* As upstream: a turn that stopped as cancelled was cancelled. */
+		prompt_settle(p, strcmp(stop, "cancelled") == 0 ? "cancelled" :
+		    "completed", stop, NULL, NULL);
 		span_set_str(p->span, "qwen-code.daemon.prompt.stop_reason", stop);
 	} else if (o == CHANNEL_ERROR) {
 		turn_error_rpc(s, p, payload);
@@ -450,6 +473,7 @@ prompts_pump(struct session *s)
 		TAILQ_REMOVE(&s->queue, p, entry);
 		s->queued--;
 		s->active = p;
+		p->started_wall_ms = clock_wall_ms();
 		json_object_put(s->turn_error);
 		s->turn_error = NULL;
 		if (p->announced)
@@ -657,6 +681,7 @@ prompts_remove(struct session *s, const char *prompt_id)
 	TAILQ_REMOVE(&s->queue, p, entry);
 	s->queued--;
 	pending_settled(s, p, "removed");
+	prompt_settle(p, "cancelled", NULL, NULL, NULL);
 	prompt_free(p);
 	return 1;
 }
@@ -675,4 +700,18 @@ prompts_status(struct session *s, json_object *o)
 	    xjson_object_new_boolean(s->turn_error != NULL));
 	if (s->turn_error != NULL)
 		json_object_object_add(o, "turnError", json_object_get(s->turn_error));
+}
+
+json_object *
+prompts_turn(struct session *s, const char *prompt_id)
+{
+	struct prompt *p;
+
+	if (s->active != NULL &&
+	    (prompt_id == NULL || strcmp(s->active->id, prompt_id) == 0))
+		return prompt_turn(s->active, "running");
+	TAILQ_FOREACH(p, &s->queue, entry)
+		if (prompt_id == NULL || strcmp(p->id, prompt_id) == 0)
+			return prompt_turn(p, "queued");
+	return NULL;
 }

@@ -134,6 +134,7 @@ routes_capabilities_json(void)
 	    "daemon_status", "session_list", "session_info", "session_archive",
 	    "session_export", "workspace_session_live_state", "session_metadata",
 	    "session_organization", "session_turn_navigation",
+	    "session_turn_status",
 	    "workspace_persisted_transcript", "workspace_session_export",
 	    "workspace_archived_session_export", "workspace_session_metadata",
 	    /* routes-pass.c: served by passing them to the session's agent */

@@ -4,6 +4,9 @@
  * GET /session/:id/pending-prompts (the running prompt, then the queued
  * ones) and DELETE /session/:id/pending-prompts/:promptId (a queued one
  * taken out before it runs; the running one is cancelled, not removed).
+ * GET /session/:id/turns/current and /turns/:promptId say where a turn
+ * is: the running prompt, else the queue's head, else the newest settled
+ * (turns.c), else idle; by id, 404 prompt_not_found when none has it.
  * POST /session/:id/continue resumes a turn that was cut off: the agent
  * says from the history whether there is one
  * (qwen/control/session/continue, upstream's name), and if so the
@@ -48,6 +51,46 @@ route_session_pending_remove(struct http_ctx *ctx)
 	json_object_object_add(o, "removed",
 	    xjson_object_new_boolean(prompts_remove(s, ctx->path_tail)));
 	http_reply_json(ctx->req, 200, o);
+}
+
+/* The turn named by the path's last segment, or NULL (caller owns). */
+static json_object *
+turn_lookup(struct session *s, const char *prompt_id)
+{
+	json_object *st;
+
+	if ((st = prompts_turn(s, prompt_id)) != NULL)
+		return st;
+	if ((st = turns_find(s, prompt_id)) != NULL)
+		return json_object_get(st);
+	if (prompt_id != NULL)
+		return NULL;
+	st = xjson_object_new_object();
+	json_object_object_add(st, "sessionId", xjson_object_new_string(s->id));
+	json_object_object_add(st, "state", xjson_object_new_string("idle"));
+	return st;
+}
+
+void
+route_session_turn(struct http_ctx *ctx)
+{
+	struct session *s;
+	json_object *st;
+	struct qerr *e;
+	const char *tail = ctx->path_tail;
+
+	if ((s = routes_session(ctx)) == NULL)
+		return;
+	if ((st = turn_lookup(s, strcmp(tail, "current") == 0 ? NULL :
+	    tail)) != NULL) {
+		http_reply_json(ctx->req, 200, st);
+		return;
+	}
+	if ((e = qerr_new("prompt_not_found", NULL)) != NULL) {
+		qerr_set_str(e, "sessionId", s->id);
+		qerr_set_str(e, "promptId", tail);
+	}
+	http_send_qerr(ctx->req, e);
 }
 
 /* ---- POST /session/:id/continue ---------------------------------------- */

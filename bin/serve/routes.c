@@ -142,6 +142,8 @@ static const struct route routes[] = {
 	    route_session_fork },
 	{ EVHTTP_REQ_DELETE, "/session/", "/pending-prompts/", R_ID | R_TAIL,
 	    route_session_pending_remove },
+	{ EVHTTP_REQ_GET, "/session/", "/turns/", R_ID | R_TAIL,
+	    route_session_turn },
 	{ EVHTTP_REQ_POST, "/session/", "/approval-mode",
 	    R_ID | R_BODY | R_LIVE, route_session_approval_mode },
 	/* The agent's own session calls (routes-pass.c). */

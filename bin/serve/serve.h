@@ -429,6 +429,7 @@ void	route_session_pass_task(struct http_ctx *);
 /* ---- routes-queue.c: a session's prompt queue ------------------------- */
 void	route_session_pending(struct http_ctx *);
 void	route_session_pending_remove(struct http_ctx *);
+void	route_session_turn(struct http_ctx *);
 void	route_session_continue(struct http_ctx *);
 
 /* ---- routes-daemon.c --------------------------------------------------- */
@@ -788,6 +789,8 @@ struct session {
 	char			 approval_mode[16];	/* as the agent last said */
 	json_object		*turn_error;	/* the last turn's {message, code,
 						   errorKind}, until the next starts */
+	json_object		*turns;		/* settled turns' statuses, oldest
+						   first (SERVE_TURNS_KEPT) */
 	char			 log_rid[REQID_MAX + 1];	/* reqid.c */
 	char			 log_tid[REQID_TRACE_LEN + 1];
 };
@@ -855,6 +858,37 @@ json_object *prompts_list(struct session *);
 int	prompts_remove(struct session *, const char *prompt_id);
 /* Status: activeWorkState, hasTurnError and turnError into o. */
 void	prompts_status(struct session *, json_object *o);
+/*
+ * The status of prompt_id while it runs or waits (NULL: the running one,
+ * else the queue's head), or NULL: not pending (caller owns).
+ */
+json_object *prompts_turn(struct session *, const char *prompt_id);
+
+/* ---- turns.c: turn statuses (GET /session/:id/turns/...) ------------- */
+/* Settled turns a live session keeps (upstream's terminal overlay). */
+#define SERVE_TURNS_KEPT	64
+/* Caps, in UTF-16 code units as upstream counts them. */
+#define SERVE_TURN_TEXT_MAX	32768
+#define SERVE_TURN_ERROR_MAX	4096
+#define SERVE_TURN_CODE_MAX	256
+struct turn_facts {
+	const char	*state;		/* queued, running, completed, ... */
+	const char	*prompt_id;
+	json_object	*content;	/* the prompt's blocks (borrowed) */
+	uint64_t	 queued_at_ms;	/* wall clock; 0: omitted */
+	uint64_t	 started_at_ms;	/* wall clock; 0: omitted */
+	const char	*client_id;	/* NULL or "": omitted */
+};
+/* A turn's status object from f (caller owns). */
+json_object *turns_new(struct session *, const struct turn_facts *f);
+/*
+ * Keep st (owned) as its prompt's settled status, with endedAt, stop
+ * (NULL-safe) and an error of message and code when message is not NULL.
+ */
+void	turns_settle(struct session *, json_object *st, const char *stop,
+	    const char *message, const char *code);
+/* The kept status of prompt_id, the newest for NULL; NULL (borrowed). */
+json_object *turns_find(struct session *, const char *prompt_id);
 
 /* ---- inflight.c: in-flight spawns and restores (the lifecycle seam) --- */
 enum inflight_action { OP_SPAWN, OP_LOAD, OP_RESUME };
