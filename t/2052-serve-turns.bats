@@ -122,3 +122,43 @@ turn_is() {
 	req GET /session/$SID/turns/current '' -H 'X-Qwen-Client-Id: nobody'
 	expect 400 '.code == "invalid_client_id"'
 }
+
+@test "turns: the agent's persisted turn_result: alone by id and current; with a kept status it adds resultText" {
+	local rec=$BATS_TEST_TMPDIR/turn.json
+	FAKE_CHILD="turn-status=$rec,log=$BATS_TEST_TMPDIR/child.log" serve_loaded
+	# A turn of an earlier daemon: only the agent's transcript has it.
+	cat >"$rec" <<'JSON'
+{"promptId":"p-old","state":"completed","stopReason":"end_turn","startedAt":1,"endedAt":2,"promptText":"before","resultText":"an answer"}
+JSON
+	req GET /session/$SID/turns/p-old
+	expect 200 ".sessionId == \"$SID\" and .state == \"completed\" and .promptText == \"before\" and .resultText == \"an answer\" and .endedAt == 2"
+	req GET /session/$SID/turns/p-other
+	expect 404 '.code == "prompt_not_found"'
+	req GET /session/$SID/turns/current
+	expect 200 '.promptId == "p-old"'
+	grep -q ' qwen/control/session/turn_status ' "$BATS_TEST_TMPDIR/child.log"
+	# A turn of this daemon: its outcome stands, the record adds its text.
+	prompt_post "$SID"
+	wait_for 5 turn_is "$PROMPT_ID" completed
+	jq -cn --arg p "$PROMPT_ID" '{promptId:$p,state:"error",endedAt:3,resultText:"the reply",resultTruncated:true,resultCode:"RESULT_TEXT_TRUNCATED"}' >"$rec"
+	req GET /session/$SID/turns/$PROMPT_ID
+	expect 200 '.state == "completed" and .stopReason == "end_turn" and .endedAt > 3 and (has("error") | not)'
+	expect 200 '.resultText == "the reply" and .resultTruncated == true and .resultCode == "RESULT_TEXT_TRUNCATED"'
+	# current: the kept turn ended after the record of another prompt.
+	jq -cn '{promptId:"p-old",state:"completed",endedAt:2}' >"$rec"
+	req GET /session/$SID/turns/current
+	expect 200 ".promptId == \"$PROMPT_ID\""
+	# ... and a record that ended later wins; a cancelled stop is cancelled.
+	jq -cn '{promptId:"p-new",state:"completed",stopReason:"cancelled",endedAt:9999999999999}' >"$rec"
+	req GET /session/$SID/turns/current
+	expect 200 '.promptId == "p-new" and .state == "cancelled"'
+}
+
+@test "turns: an agent without turn_status (-32601) leaves the daemon's own answer" {
+	FAKE_CHILD="log=$BATS_TEST_TMPDIR/child.log" serve_loaded
+	prompt_post "$SID"
+	wait_for 5 turn_is "$PROMPT_ID" completed
+	grep -q ' qwen/control/session/turn_status ' "$BATS_TEST_TMPDIR/child.log"
+	req GET /session/$SID/turns/current
+	expect 200 ".promptId == \"$PROMPT_ID\" and .state == \"completed\" and (has(\"resultText\") | not)"
+}

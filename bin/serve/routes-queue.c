@@ -6,7 +6,9 @@
  * taken out before it runs; the running one is cancelled, not removed).
  * GET /session/:id/turns/current and /turns/:promptId say where a turn
  * is: the running prompt, else the queue's head, else the newest settled
- * (turns.c), else idle; by id, 404 prompt_not_found when none has it.
+ * (turns.c, merged with the agent's persisted turn_result, asked for with
+ * upstream's qwen/control/session/turn_status), else idle; by id, 404
+ * prompt_not_found when none has it.
  * POST /session/:id/continue resumes a turn that was cut off: the agent
  * says from the history whether there is one
  * (qwen/control/session/continue, upstream's name), and if so the
@@ -53,44 +55,99 @@ route_session_pending_remove(struct http_ctx *ctx)
 	http_reply_json(ctx->req, 200, o);
 }
 
-/* The turn named by the path's last segment, or NULL (caller owns). */
-static json_object *
-turn_lookup(struct session *s, const char *prompt_id)
+struct turn_req {
+	struct evhttp_request	*req;
+	char			 sid[SERVE_SESSION_ID_MAX + 1];
+	char			*prompt_id;	/* NULL: current */
+};
+
+/*
+ * Answer tr from the live queue (which wins: a pending prompt has no
+ * record yet), else the kept statuses merged with the agent's persisted
+ * record rec (borrowed, NULL-safe), else idle or 404 prompt_not_found.
+ */
+static void
+turn_answer(struct turn_req *tr, struct session *s, json_object *rec)
 {
 	json_object *st;
+	struct qerr *e;
 
-	if ((st = prompts_turn(s, prompt_id)) != NULL)
-		return st;
-	if ((st = turns_find(s, prompt_id)) != NULL)
-		return json_object_get(st);
-	if (prompt_id != NULL)
-		return NULL;
-	st = xjson_object_new_object();
-	json_object_object_add(st, "sessionId", xjson_object_new_string(s->id));
-	json_object_object_add(st, "state", xjson_object_new_string("idle"));
-	return st;
+	if ((st = prompts_turn(s, tr->prompt_id)) == NULL)
+		st = turns_merge(s, tr->prompt_id, rec);
+	if (st == NULL && tr->prompt_id == NULL) {
+		st = xjson_object_new_object();
+		json_object_object_add(st, "sessionId",
+		    xjson_object_new_string(s->id));
+		json_object_object_add(st, "state",
+		    xjson_object_new_string("idle"));
+	}
+	if (st != NULL) {
+		http_reply_json(tr->req, 200, st);
+		return;
+	}
+	if ((e = qerr_new("prompt_not_found", NULL)) != NULL) {
+		qerr_set_str(e, "sessionId", s->id);
+		qerr_set_str(e, "promptId", tr->prompt_id);
+	}
+	http_send_qerr(tr->req, e);
+}
+
+static void
+turn_req_free(struct turn_req *tr)
+{
+	free(tr->prompt_id);
+	free(tr);
+}
+
+/*
+ * The agent's qwen/control/session/turn_status answered: its turnResult
+ * is the persisted record.  An agent without the method (qwen-acp-child)
+ * or one that failed leaves the daemon's own statuses alone.
+ */
+static void
+on_turn_status(void *arg, enum channel_outcome o, json_object *payload)
+{
+	struct turn_req *tr = arg;
+	struct session *s = sessions_find(tr->sid);
+
+	if (s == NULL)
+		http_error(tr->req, "session_not_found", tr->sid);
+	else
+		turn_answer(tr, s, o == CHANNEL_RESULT ?
+		    json_get_obj(payload, "turnResult") : NULL);
+	turn_req_free(tr);
 }
 
 void
 route_session_turn(struct http_ctx *ctx)
 {
 	struct session *s;
-	json_object *st;
-	struct qerr *e;
-	const char *tail = ctx->path_tail;
+	struct turn_req *tr;
+	json_object *st, *p;
 
 	if ((s = routes_session(ctx)) == NULL)
 		return;
-	if ((st = turn_lookup(s, strcmp(tail, "current") == 0 ? NULL :
-	    tail)) != NULL) {
+	tr = xcalloc(1, sizeof(*tr));
+	tr->req = ctx->req;
+	strlcpy(tr->sid, s->id, sizeof(tr->sid));
+	if (strcmp(ctx->path_tail, "current") != 0)
+		tr->prompt_id = xstrdup(ctx->path_tail);
+	if ((st = prompts_turn(s, tr->prompt_id)) != NULL) {
 		http_reply_json(ctx->req, 200, st);
+		turn_req_free(tr);
 		return;
 	}
-	if ((e = qerr_new("prompt_not_found", NULL)) != NULL) {
-		qerr_set_str(e, "sessionId", s->id);
-		qerr_set_str(e, "promptId", tail);
+	/* Settled: the agent may have it in its transcript (upstream's read). */
+	p = xjson_object_new_object();
+	json_object_object_add(p, "sessionId", xjson_object_new_string(s->id));
+	if (tr->prompt_id != NULL)
+		json_object_object_add(p, "promptId",
+		    xjson_object_new_string(tr->prompt_id));
+	if (channel_request(s->channel, "qwen/control/session/turn_status", p,
+	    (uint64_t)conf.init_timeout_ms, on_turn_status, tr) == NULL) {
+		turn_answer(tr, s, NULL);
+		turn_req_free(tr);
 	}
-	http_send_qerr(ctx->req, e);
 }
 
 /* ---- POST /session/:id/continue ---------------------------------------- */

@@ -889,6 +889,14 @@ void	turns_settle(struct session *, json_object *st, const char *stop,
 	    const char *message, const char *code);
 /* The kept status of prompt_id, the newest for NULL; NULL (borrowed). */
 json_object *turns_find(struct session *, const char *prompt_id);
+/*
+ * The settled status of prompt_id (NULL: the newest) from the kept ones
+ * and the agent's persisted turn_result rec (borrowed, NULL-safe): for
+ * the same prompt the kept outcome stands and rec adds its resultText;
+ * else the one that ended last.  NULL when neither has it (caller owns).
+ */
+json_object *turns_merge(struct session *, const char *prompt_id,
+	    json_object *rec);
 
 /* ---- inflight.c: in-flight spawns and restores (the lifecycle seam) --- */
 enum inflight_action { OP_SPAWN, OP_LOAD, OP_RESUME };

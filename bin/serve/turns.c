@@ -157,3 +157,81 @@ turns_find(struct session *s, const char *prompt_id)
 	}
 	return NULL;
 }
+
+/* ---- the agent's persisted turn_result, merged as upstream does ------- */
+
+/* A member of a status the persisted record may give. */
+static const char *const rec_keys[] = { "promptText", "promptTextTruncated",
+	"queuedAt", "startedAt", "endedAt", "stopReason", "error",
+	"resultText", "resultTruncated", "resultCode", "originatorClientId",
+	NULL };
+/* What the record adds to the daemon's own status of the same prompt. */
+static const char *const enrich_keys[] = { "resultText", "resultTruncated",
+	"resultCode", "promptText", "promptTextTruncated", NULL };
+
+/* dst.k = src.k for each k of keys src has and dst does not. */
+static void
+copy_missing(json_object *dst, json_object *src, const char *const *keys)
+{
+	json_object *v;
+
+	for (; *keys != NULL; keys++)
+		if (!json_object_object_get_ex(dst, *keys, NULL) &&
+		    json_object_object_get_ex(src, *keys, &v) && v != NULL)
+			json_object_object_add(dst, *keys, json_object_get(v));
+}
+
+/* The status of a turn the agent's transcript alone knows (caller owns). */
+static json_object *
+turn_from_record(struct session *s, json_object *rec)
+{
+	json_object *o = xjson_object_new_object();
+	const char *state = json_get_str(rec, "state");
+	const char *stop = json_get_str(rec, "stopReason");
+
+	if (state == NULL || (strcmp(state, "cancelled") != 0 &&
+	    strcmp(state, "error") != 0))
+		state = "completed";
+	if (stop != NULL && strcmp(stop, "cancelled") == 0)
+		state = "cancelled";
+	json_object_object_add(o, "sessionId", xjson_object_new_string(s->id));
+	json_object_object_add(o, "state", xjson_object_new_string(state));
+	json_object_object_add(o, "promptId",
+	    xjson_object_new_string(json_get_str(rec, "promptId")));
+	copy_missing(o, rec, rec_keys);
+	return o;
+}
+
+/* endedAt of a status or record, 0 when it has none. */
+static int64_t
+ended_at(json_object *o)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, "endedAt", &v) ?
+	    json_object_get_int64(v) : 0;
+}
+
+json_object *
+turns_merge(struct session *s, const char *prompt_id, json_object *rec)
+{
+	json_object *kept = turns_find(s, prompt_id), *st = NULL;
+	const char *rid = rec != NULL ? json_get_str(rec, "promptId") : NULL;
+
+	/* Only an answer about the prompt asked for counts. */
+	if (rid == NULL || (prompt_id != NULL && strcmp(rid, prompt_id) != 0))
+		rec = NULL;
+	if (rec == NULL)
+		return kept != NULL ? json_object_get(kept) : NULL;
+	if (kept != NULL && strcmp(json_get_str(kept, "promptId"), rid) == 0) {
+		/* The daemon's outcome stands; the record adds its content. */
+		if (json_object_deep_copy(kept, &st, NULL) != 0)
+			return json_object_get(kept);
+		copy_missing(st, rec, enrich_keys);
+		return st;
+	}
+	/* Two different prompts (current): the one that ended last. */
+	if (kept != NULL && ended_at(kept) >= ended_at(rec))
+		return json_object_get(kept);
+	return turn_from_record(s, rec);
+}

@@ -61,6 +61,9 @@
  * _meta["qwen-code/sessionId"]), e.g. hang=session/load@<id>.
  *   wrong-id           session/new answers a different id than asked
  *   chunks=N           prompt streams N agent_message_chunk (default 2)
+ *   turn-status=FILE   qwen/control/session/turn_status answers
+ *                      {turnResult: FILE's JSON object, null while FILE
+ *                      is absent} (else the method is not known here)
  *   updates=FILE       prompt first sends each line of FILE (one JSON
  *                      SessionUpdate object a line) as a session/update
  *   chunk-delay=MS     between chunks (default 0)
@@ -115,7 +118,7 @@ static struct {
 	long		 late_update;
 	char		*known[MAX_KNOB], *held[MAX_KNOB];
 	size_t		 nknown, nheld;
-	char		*data_dir, *workspace, *updates;
+	char		*data_dir, *workspace, *updates, *turn_status;
 	FILE		*log;
 } cf = { .crash_after = -1, .close_after = -1, .chunks = 2, .replay = 3,
     .replay_bytes = 16 };
@@ -222,6 +225,8 @@ parse_knobs(const char *env)
 			cf.chunks = atol(v);
 		else if (strcmp(tok, "updates") == 0)
 			cf.updates = strdup(v);
+		else if (strcmp(tok, "turn-status") == 0)
+			cf.turn_status = strdup(v);
 		else if (strcmp(tok, "chunk-delay") == 0)
 			cf.chunk_delay = atol(v);
 		else if (strcmp(tok, "replay") == 0)
@@ -866,6 +871,21 @@ m_fork(struct rpc_msg *m, long delay)
 	return rpc_new_result(json_object_get(m->id), r);
 }
 
+/* The persisted turn_result the test put in the turn-status= file. */
+static json_object *
+m_turn_status(struct rpc_msg *m, long delay)
+{
+	json_object *rec;
+
+	(void)delay;
+	if (cf.turn_status == NULL)
+		return rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
+		    "Method not found", NULL);
+	rec = access(cf.turn_status, F_OK) == 0 ?
+	    json_object_from_file(cf.turn_status) : NULL;
+	return rpc_new_result(json_object_get(m->id), obj("turnResult", rec));
+}
+
 static const struct method {
 	const char	*name;
 	json_object	*(*fn)(struct rpc_msg *, long delay);
@@ -884,6 +904,7 @@ static const struct method {
 	{ "session/set_model", m_set_model },
 	{ "qwen/control/session/approval_mode", m_mode },
 	{ "session/set_mode", m_mode },
+	{ "qwen/control/session/turn_status", m_turn_status },
 };
 
 /* ---- loop --------------------------------------------------------------- */
