@@ -132,6 +132,8 @@ turn_is() {
 JSON
 	req GET /session/$SID/turns/p-old
 	expect 200 ".sessionId == \"$SID\" and .state == \"completed\" and .promptText == \"before\" and .resultText == \"an answer\" and .endedAt == 2"
+	req GET /session/$SID/turns/p%2Dold
+	expect 200 '.promptId == "p-old"'
 	req GET /session/$SID/turns/p-other
 	expect 404 '.code == "prompt_not_found"'
 	req GET /session/$SID/turns/current

@@ -130,7 +130,9 @@ route_session_turn(struct http_ctx *ctx)
 	tr = xcalloc(1, sizeof(*tr));
 	tr->req = ctx->req;
 	strlcpy(tr->sid, s->id, sizeof(tr->sid));
-	if (strcmp(ctx->path_tail, "current") != 0)
+	/* The id as a path segment: percent-decoded (undecodable: kept). */
+	if (strcmp(ctx->path_tail, "current") != 0 &&
+	    (tr->prompt_id = http_uridecode(ctx->path_tail)) == NULL)
 		tr->prompt_id = xstrdup(ctx->path_tail);
 	if ((st = prompts_turn(s, tr->prompt_id)) != NULL) {
 		http_reply_json(ctx->req, 200, st);
