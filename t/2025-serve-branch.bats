@@ -4,7 +4,8 @@
 # new transcript (forkedFrom on every record, re-parented linearly,
 # written whole and atomically), loadable at once and with
 # hideInheritedHistory; 201, and without atRecordId live and attached;
-# its errors; the real SDK's branchSession.
+# its errors; the real SDK's branchSession.  POST /session/:id/side-task,
+# the same branch asked of the agent as qwen/control/session/side_task.
 
 load serve_helper
 bats_require_minimum_version 1.5.0
@@ -162,4 +163,29 @@ history_ids() {
 	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_loaded
 	req POST /session/$SID/fork '{"directive":"x"}'
 	expect 500 '.code == -32601 and (.error | test("fork_agent"))'
+}
+
+@test "side-task: a live session's branch through qwen/control/session/side_task, 201 live and attached" {
+	FAKE_CHILD="log=$BATS_TEST_TMPDIR/child.log" serve_loaded
+	req POST /session/$SID/side-task '{"name":"aside"}'
+	expect 201 ".sessionId != \"$SID\" and .displayName == \"aside\" and .forkedFrom.sessionId == \"$SID\" and (.clientId | type) == \"string\""
+	NEW=$(jq -r .sessionId <<<"$body")
+	grep -q " qwen/control/session/side_task $SID " "$BATS_TEST_TMPDIR/child.log"
+	run ! grep -q ' qwen/control/session/branch ' "$BATS_TEST_TMPDIR/child.log"
+	req GET /session/$NEW/status
+	expect 200 ".sessionId == \"$NEW\" and .clientCount == 1"
+	req POST /session/$SID/side-task '{}'
+	expect 201 ".displayName == \"Side task of ${SID:0:8}\""
+	req POST /session/$SID/side-task '{"name":5}'
+	expect 400 '.code == "bad_request"'
+	# Only of a live session.
+	make_transcript "$SID2"
+	req POST /session/$SID2/side-task '{}'
+	expect 404 '.code == "session_not_found"'
+}
+
+@test "side-task: qwen-acp-child has no side_task: 500 and its -32601" {
+	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_loaded
+	req POST /session/$SID/side-task '{}'
+	expect 500 '.code == -32601 and (.error | test("side_task"))'
 }

@@ -45,6 +45,7 @@ session_list                  GET /workspace/$WSID/sessions
 session_set_model             POST /session/$SID/model
 session_approval_mode_control POST /session/$SID/approval-mode
 session_branch                POST /session/$SID/branch
+session_side_task             POST /session/$SID/side-task
 session_permission_vote       POST /session/$SID/permission/none
 permission_vote               POST /permission/none
 permission_mediation          POST /session/$SID/permission/none
@@ -84,7 +85,6 @@ session_agent_trace           GET /session/$SID/agent-trace
 # while the route is not there, required once it is.
 UNSERVED='
 session_catalog_batch              POST /sessions/catalog
-session_side_task                  POST /session/$SID/side-task
 session_generation                 POST /session/$SID/generate
 session_shell_command              POST /session/$SID/shell
 session_attachments                POST /session/$SID/attachments

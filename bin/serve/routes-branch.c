@@ -3,7 +3,10 @@
  * routes-branch.c: POST /session/:id/branch forks a session into a new
  * one whose transcript the child writes whole (qwen/control/session/branch):
  * 201, and without atRecordId the new session is resumed and attached
- * (branch-live.c).
+ * (branch-live.c).  POST /session/:id/side-task {name?} is upstream's
+ * branch of a live session for a side question: the same copy, asked of
+ * the agent as qwen/control/session/side_task, always resumed and
+ * attached (our qwen-acp-child has no such method: 500 and its -32601).
  *
  * A branch costs a copy of the transcript (every record is rewritten, and
  * the real agent reads only its own file, so no new file can point at the
@@ -54,6 +57,7 @@ struct branch_req {
 	char			 new_id[UUID_LEN + 1];
 	char			*name;
 	int			 live;	/* without atRecordId: resumed */
+	int			 side;	/* a side task: "Side task of ..." */
 	char			 client_id[SERVE_CLIENT_ID_MAX + 1];	/* "" none */
 };
 
@@ -162,7 +166,8 @@ branch_reply(struct branch_req *br, json_object *payload)
 	body = xjson_object_new_object();
 	json_object_object_add(body, "sessionId", xjson_object_new_string(br->new_id));
 	if (br->name == NULL)
-		snprintf(buf, sizeof(buf), "Branch of %.8s", br->id);
+		snprintf(buf, sizeof(buf), "%s of %.8s",
+		    br->side ? "Side task" : "Branch", br->id);
 	json_object_object_add(body, "displayName",
 	    xjson_object_new_string(br->name != NULL ? br->name :
 	    title != NULL ? title : buf));
@@ -289,18 +294,21 @@ branch_new(struct channel *ch, struct http_ctx *ctx, const char *name,
 	return br;
 }
 
-void
-route_session_branch(struct http_ctx *ctx)
+/*
+ * Ask the child for the branch (method) of ctx's session: 201 when it
+ * answers, its error, or 504 at the restore budget.
+ */
+static void
+branch_start(struct http_ctx *ctx, struct session *s, const char *name,
+    const char *at, int side)
 {
-	struct session *s = sessions_find(ctx->path_id);
-	const char *name, *at;
+	const char *method = side ? "qwen/control/session/side_task" :
+	    "qwen/control/session/branch";
 	json_object *params;
 	struct channel *ch;
 	struct branch_req *br;
 	struct timeval tv;
 
-	if (routes_check_cwd(ctx) == -1 || branch_body(ctx, &name, &at) == -1)
-		return;
 	/* A running or queued prompt is still writing the history. */
 	if (s != NULL && prompts_pending(s) > 0) {
 		http_error(ctx->req, "branch_while_prompt_active", s->id);
@@ -315,16 +323,18 @@ route_session_branch(struct http_ctx *ctx)
 		http_error(ctx->req, "internal", NULL);
 		return;
 	}
+	br->side = side;
 	params = xjson_object_new_object();
 	json_object_object_add(params, "sessionId", xjson_object_new_string(ctx->path_id));
 	json_object_object_add(params, "cwd", xjson_object_new_string(channel_workspace(ch)));
 	json_object_object_add(params, "newSessionId", xjson_object_new_string(br->new_id));
 	if (at != NULL)
 		json_object_object_add(params, "atRecordId", xjson_object_new_string(at));
+	if (side && name != NULL)
+		json_object_object_add(params, "name", xjson_object_new_string(name));
 	/* Counted before it goes: a request that fails at once is answered now. */
 	br->sending = 1;
-	br->rpc = channel_request(ch, "qwen/control/session/branch", params, 0,
-	    on_branch, br);
+	br->rpc = channel_request(ch, method, params, 0, on_branch, br);
 	br->sending = 0;
 	if (br->rpc == NULL || br->finished) {
 		if (br->rpc == NULL)
@@ -335,4 +345,28 @@ route_session_branch(struct http_ctx *ctx)
 	tv.tv_sec = conf.restore_timeout_ms / 1000;
 	tv.tv_usec = (conf.restore_timeout_ms % 1000) * 1000;
 	evtimer_add(br->timer, &tv);
+}
+
+void
+route_session_branch(struct http_ctx *ctx)
+{
+	const char *name, *at;
+
+	if (routes_check_cwd(ctx) == -1 || branch_body(ctx, &name, &at) == -1)
+		return;
+	branch_start(ctx, sessions_find(ctx->path_id), name, at, 0);
+}
+
+/* POST /session/:id/side-task {name?}: of a live session only. */
+void
+route_session_side_task(struct http_ctx *ctx)
+{
+	struct session *s;
+	const char *name, *at;
+
+	if ((s = routes_session(ctx)) == NULL ||
+	    branch_body(ctx, &name, &at) == -1)
+		return;
+	/* Upstream's body has no atRecordId: a side task forks the whole. */
+	branch_start(ctx, s, name, NULL, 1);
 }

@@ -127,6 +127,8 @@ static const struct route routes[] = {
 	    route_session_transcript },
 	{ EVHTTP_REQ_POST, "/session/", "/branch", R_ID | R_BODY | R_NEW,
 	    route_session_branch },
+	{ EVHTTP_REQ_POST, "/session/", "/side-task",
+	    R_ID | R_BODY | R_LIVE | R_NEW, route_session_side_task },
 	{ EVHTTP_REQ_DELETE, "/session/", "", R_ID, route_session_delete },
 	{ EVHTTP_REQ_POST, "/session/", "/permission/",
 	    R_ID | R_BODY | R_TAIL | R_LIVE, route_session_permission },

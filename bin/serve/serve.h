@@ -405,6 +405,7 @@ void	route_session_turn_index(struct http_ctx *);
 
 /* ---- routes-branch.c ---------------------------------------------------- */
 void	route_session_branch(struct http_ctx *);
+void	route_session_side_task(struct http_ctx *);
 
 /* ---- branch-live.c: a branch resumed and attached ---------------------- */
 /*

@@ -5,7 +5,8 @@
  * stdin/stdout): initialize, session/new, session/load (bulk or streamed
  * replay), session/resume, session/prompt (N streamed chunks, then
  * end_turn), session/cancel, qwen/control/session/close, transcript pages
- * (empty) and branches (of a persisted session), forks of a live one
+ * (empty) and branches (of a persisted session; side tasks are the same
+ * copy), forks of a live one
  * (qwen/control/session/fork_agent), session/set_model
  * (the advertised fake-a and fake-b only), qwen/control/session/approval_mode
  * and session/set_mode (upstream's modes; current_mode_update first), with
@@ -896,6 +897,7 @@ static const struct method {
 	{ "session/resume", m_resume },
 	{ "qwen/status/session/transcript", m_transcript },
 	{ "qwen/control/session/branch", m_branch },
+	{ "qwen/control/session/side_task", m_branch },
 	{ "qwen/control/session/fork_agent", m_fork },
 	{ "unstable_resumeSession", m_resume },
 	{ "session/prompt", m_prompt },

@@ -56,6 +56,7 @@ const NOSTORE = 'no attachment, artifact or source store in qwen-serve';
 const NOWT = 'no worktree sessions in qwen-serve';
 const STANDALONE = 'upstream standalone sessions: outside qwen-serve';
 const FORK = 'POST /session/:id/fork, passed to the agent as qwen/control/session/fork_agent; qwen-acp-child has none (500 -32601)';
+const SIDE = 'POST /session/:id/side-task, a branch asked of the agent as qwen/control/session/side_task; qwen-acp-child has none (500 -32601)';
 
 // [method, status, why, call(ctx), check(result), refused(outcome)] in the
 // order they run; refused, for a "not served" row, is its own refusal.
@@ -253,7 +254,7 @@ const T = [
 	    (r) => r.accepted === false && r.interruption === 'none'],
 	['DaemonClient.forkSession', 'agent-only', FORK,
 	    (c) => client.forkSession(sessionId, { directive: 'd' }, ctx.cid)],
-	['DaemonClient.createSideTaskSession', 'not served', NOTPASSED,
+	['DaemonClient.createSideTaskSession', 'agent-only', SIDE,
 	    (c) => client.createSideTaskSession(sessionId, {}, ctx.cid)],
 	['DaemonClient.sessionContext', 'agent-only', PASSED,
 	    (c) => client.sessionContext(sessionId, ctx.cid)],
