@@ -143,6 +143,11 @@ try {
 	    ?.getAttribute('data-samples')) >= 2, null, { timeout: T });
 	const series = await page.$$eval('#live-chart polyline', (ps) => ps.map((p) => p.getAttribute('class')));
 	check(series.length === 4, `the live chart draws ${series.join(', ')}`);
+	// Each legend entry is one line: its colour mark beside its name.
+	const rows = await page.$$eval('#live-chart .legend li', (lis) => lis.map((li) =>
+	    li.getBoundingClientRect().height / parseFloat(getComputedStyle(li).fontSize)));
+	check(rows.length === 4 && rows.every((h) => h < 1.6),
+	    `every legend entry is one line (heights in em: ${rows.map((h) => h.toFixed(2)).join(', ')})`);
 
 	await audit(page, 'light');
 	await page.screenshot({ path: path.join(artifacts, 'web-console-pictures.png'), fullPage: true });
