@@ -56,12 +56,13 @@ str_stop_nl(const char *q, const char *e)
 	return *q == '\n' ? NULL : escape_end(q, e);
 }
 
-/* The quotes, backslashes, newlines and valid simple-escape bytes
-   ("\\/bfnrt) among the 64 at p, one bit each.  The escape bytes are
-   looked up by nibble: the low nibble's table holds the high nibbles it
-   may have, the high nibble's its own bit (none above 0x7f). */
+/* The quotes, backslashes, newlines and bytes that may not follow a
+   backslash in a simple escape (all but "\\/bfnrt) among the 64 at p, one
+   bit each.  The escape bytes are looked up by nibble: the low nibble's
+   table holds the high nibbles it may have, the high nibble's its own bit
+   (none above 0x7f). */
 struct str_masks {
-	uint64_t	q, b, n, ok;
+	uint64_t	q, b, n, notok;
 };
 
 __attribute__((target("avx2"))) static inline uint64_t
@@ -71,8 +72,11 @@ mask64(__m256i lo, __m256i hi)
 	    (uint64_t)(uint32_t)_mm256_movemask_epi8(hi) << 32;
 }
 
+/* The bytes of v that are no simple escape's second byte.  The low
+   nibble's lookup needs no mask: a byte above 0x7f looks up 0 (pshufb),
+   which is "no". */
 __attribute__((target("avx2"))) static inline __m256i
-escape_ok32(__m256i v)
+escape_notok32(__m256i v)
 {
 	/* low nibble -> the high nibbles (bits) of " \\ / b f n r t */
 	const __m256i lowtab = _mm256_setr_epi8(
@@ -88,11 +92,10 @@ escape_ok32(__m256i v)
 	const __m256i nib = _mm256_set1_epi8(0x0f);
 	__m256i l, h;
 
-	l = _mm256_shuffle_epi8(lowtab, _mm256_and_si256(v, nib));
+	l = _mm256_shuffle_epi8(lowtab, v);
 	h = _mm256_shuffle_epi8(hightab,
 	    _mm256_and_si256(_mm256_srli_epi16(v, 4), nib));
-	return _mm256_xor_si256(_mm256_cmpeq_epi8(_mm256_and_si256(l, h),
-	    _mm256_setzero_si256()), _mm256_set1_epi8(-1));
+	return _mm256_cmpeq_epi8(_mm256_and_si256(l, h), _mm256_setzero_si256());
 }
 
 __attribute__((target("avx2"))) static inline void
@@ -107,7 +110,7 @@ str_masks(const char *p, struct str_masks *m)
 	m->q = mask64(_mm256_cmpeq_epi8(lo, q), _mm256_cmpeq_epi8(hi, q));
 	m->b = mask64(_mm256_cmpeq_epi8(lo, b), _mm256_cmpeq_epi8(hi, b));
 	m->n = mask64(_mm256_cmpeq_epi8(lo, n), _mm256_cmpeq_epi8(hi, n));
-	m->ok = mask64(escape_ok32(lo), escape_ok32(hi));
+	m->notok = mask64(escape_notok32(lo), escape_notok32(hi));
 }
 
 /* The bytes escaped by a backslash among 64 whose backslashes are b: a
@@ -148,7 +151,7 @@ skip_str_long(const char *p, const char *e)
 		str_masks(p, &m);
 		esc = escaped_bits(m.b, &carry);
 		end = m.q & ~esc;
-		bad = esc & ~m.ok;
+		bad = esc & m.notok;
 		if ((stop = end | bad | (m.n & ~esc)) == 0) {
 			p += 64;
 			continue;
