@@ -3,7 +3,8 @@
  * test-txscan.c: the key scanner's string skipping (txscan.c, included for
  * its static functions) against a byte-at-a-time reference, on strings
  * made of the bytes that matter: quotes, runs of backslashes, newlines,
- * \u escapes with good and bad digits, across the 64-byte steps.
+ * \u escapes with good and bad digits, across the 64-byte steps; and
+ * that an escaped key or kept field goes to json-c.
  */
 #include "config.h"
 
@@ -45,6 +46,39 @@ fill(char *b, size_t n, unsigned *seed)
 	}
 }
 
+/* An escaped key or kept field is json-c's to read (the scanner would use
+   its raw bytes), however far the line goes on after it. */
+static void
+escapes_fall_back(void)
+{
+	static const char *const lines[] = {
+		"{\"uuid\":\"a\\u0062\",\"type\":\"user\",\"pad\":\"%s\"}",
+		"{\"uu\\u0069d\":\"ab\",\"type\":\"user\",\"pad\":\"%s\"}",
+		"{\"message\":{\"ro\\u006ce\":\"user\"},\"pad\":\"%s\"}",
+		"{\"type\":\"us\\\"er\",\"pad\":\"%s\"}",
+	};
+	char pad[200], line[400];
+	struct txscan s;
+	size_t i, n;
+
+	memset(pad, 'x', sizeof pad - 1);
+	pad[sizeof pad - 1] = '\0';
+	for (i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+		for (n = 0; n < sizeof pad; n += 199) {
+			snprintf(line, sizeof line, lines[i], pad + sizeof pad - 1 - n);
+			memset(&s, 0, sizeof s);
+			ok(txscan_object(line, line + strlen(line), &s) ==
+			    TXSCAN_FALLBACK, "escaped, %zu bytes after: %.40s",
+			    n, line);
+		}
+	}
+	snprintf(line, sizeof line, "{\"uuid\":\"ab\",\"type\":\"user\","
+	    "\"pad\":\"%s\"}", pad);
+	memset(&s, 0, sizeof s);
+	ok(txscan_object(line, line + strlen(line), &s) == TXSCAN_OK &&
+	    s.f[TXF_UUID].len == 2, "the same line unescaped is read");
+}
+
 int
 main(void)
 {
@@ -54,6 +88,7 @@ main(void)
 	size_t n, off;
 	int i;
 
+	escapes_fall_back();
 	for (i = 0; i < 200000; i++) {
 		n = 1 + (size_t)rand_r(&seed) % (sizeof buf - 1);
 		fill(buf, n, &seed);

@@ -167,17 +167,15 @@ skip_str_long(const char *p, const char *e)
 	return skip_str_avx2(carry ? p - 1 : p, e);
 }
 
-/* skip_str with AVX2: a string whose first stop in its first 64 bytes is
-   the closing quote ends there (most strings are short: keys, and the
-   uuids, session id and timestamp of every record are 24 to 36 bytes),
-   any other goes to skip_str_long. */
+/* A string whose first stop in its first 64 bytes is the closing quote
+   ends there (most strings are short: keys, and the uuids, session id and
+   timestamp of every record are 24 to 36 bytes): the byte after it, or
+   NULL for any other string.  Such a string has no backslash. */
 __attribute__((target("avx2"))) static inline const char *
-skip_str_first(const char *p, const char *e)
+str_short_end(const char *p)
 {
 	unsigned m, i;
 
-	if (e - p < 64)
-		return skip_str_avx2(p, e);
 	m = scan_mask_avx2(p, SCAN_NL);
 	if (m != 0) {
 		i = (unsigned)__builtin_ctz(m);
@@ -188,6 +186,19 @@ skip_str_first(const char *p, const char *e)
 		if (p[32 + i] == '"')
 			return p + 32 + i + 1;
 	}
+	return NULL;
+}
+
+/* skip_str with AVX2: str_short_end, else skip_str_long. */
+__attribute__((target("avx2"))) static inline const char *
+skip_str_first(const char *p, const char *e)
+{
+	const char *q;
+
+	if (e - p < 64)
+		return skip_str_avx2(p, e);
+	if ((q = str_short_end(p)) != NULL)
+		return q;
 	return skip_str_long(p, e);
 }
 
@@ -241,6 +252,26 @@ skip_str(const char *p, const char *e)
 		if (b == NULL)
 			return q + 1;
 	}
+}
+
+/* skip_str for a key or a field the index keeps, used as it is only
+   without escapes: *esc set when the string has a backslash.  A short
+   string's scan already tells (str_short_end); others look again. */
+static inline const char *
+skip_str_esc(const char *p, const char *e, int *esc)
+{
+	const char *q;
+
+#ifdef HAVE_AVX2_PATH
+	if (e - p >= 64 && __builtin_cpu_supports("avx2") &&
+	    (q = str_short_end(p)) != NULL) {
+		*esc = 0;
+		return q;
+	}
+#endif
+	if ((q = skip_str(p, e)) != NULL)
+		*esc = memchr(p, '\\', q - 1 - p) != NULL;
+	return q;
 }
 
 /* Digits [0-9]+ at p; NULL when none. */
@@ -428,14 +459,14 @@ static int
 member_key(const char **pp, const char *e)
 {
 	const char *p = *pp, *k, *ke;
-	int id;
+	int id, esc;
 
 	if (p >= e || *p != '"')
 		return -1;
 	k = p + 1;
-	if ((ke = skip_str(k, e)) == NULL)
+	if ((ke = skip_str_esc(k, e, &esc)) == NULL)
 		return -1;
-	if (memchr(k, '\\', ke - 1 - k) != NULL)
+	if (esc)
 		return -2;
 	id = key_id(k, ke - 1 - k);
 	p = ws(ke, e);
@@ -453,14 +484,15 @@ static int
 field_value(const char **pp, const char *e, struct txscan_field *f, int *deep)
 {
 	const char *p = *pp, *q;
+	int esc;
 
 	if (*p == '"') {
-		if ((q = skip_str(p + 1, e)) == NULL)
+		if ((q = skip_str_esc(p + 1, e, &esc)) == NULL)
 			return TXSCAN_BAD;
 		f->kind = TXK_STR;
 		f->p = p + 1;
 		f->len = q - 1 - (p + 1);
-		if (memchr(f->p, '\\', f->len) != NULL)
+		if (esc)
 			return TXSCAN_FALLBACK;
 	} else {
 		if ((q = skip_value(p, e, deep)) == NULL)
