@@ -4,7 +4,8 @@
  * its static functions) against a byte-at-a-time reference, on strings
  * made of the bytes that matter: quotes, runs of backslashes, newlines,
  * \u escapes with good and bad digits, across the 64-byte steps; and
- * that an escaped key or kept field goes to json-c.
+ * that an escaped key or kept field goes to json-c, and nested values
+ * are skipped as JSON has them.
  */
 #include "config.h"
 
@@ -79,6 +80,41 @@ escapes_fall_back(void)
 	    s.f[TXF_UUID].len == 2, "the same line unescaped is read");
 }
 
+/* Nested values are skipped structurally: whitespace only where JSON
+   has it (space, tab, CR; a newline ends the line), brackets matched by
+   the container they close. */
+static void
+structure(void)
+{
+	static const struct {
+		const char *line;
+		enum txscan_result want;
+	} c[] = {
+		{ "{ \"a\" : [ 1 , { \"b\" : [ ] } , \"s\" ] , \"c\" : 2 }",
+		    TXSCAN_OK },
+		{ "{\t\"a\"\r:\t[\r{\t}\r]\t}", TXSCAN_OK },
+		{ "{\"a\":[[1,[2]],{\"b\":{\"c\":[]}}]}", TXSCAN_OK },
+		{ "{\"a\":[1,2}}", TXSCAN_BAD },
+		{ "{\"a\":{\"b\":1]}", TXSCAN_BAD },
+		{ "{\"a\":[{\"b\":1},]}", TXSCAN_BAD },
+		{ "{\"a\":[1 2]}", TXSCAN_BAD },
+		{ "{\"a\":{\"b\" 1}}", TXSCAN_BAD },
+		{ "{\"a\":[\x1f" "1]}", TXSCAN_BAD },
+		{ "{\"a\":\x0b[1]}", TXSCAN_BAD },
+		{ "{\"a\":[1,\x0c" "2]}", TXSCAN_BAD },
+		{ "{\"a\":[1,\n2]}", TXSCAN_BAD },
+	};
+	struct txscan s;
+	size_t i;
+
+	for (i = 0; i < sizeof c / sizeof c[0]; i++) {
+		memset(&s, 0, sizeof s);
+		ok(txscan_object(c[i].line, c[i].line + strlen(c[i].line), &s) ==
+		    c[i].want, "structure %zu: %s", i, c[i].want == TXSCAN_OK ?
+		    "read" : "bad");
+	}
+}
+
 int
 main(void)
 {
@@ -89,6 +125,7 @@ main(void)
 	int i;
 
 	escapes_fall_back();
+	structure();
 	for (i = 0; i < 200000; i++) {
 		n = 1 + (size_t)rand_r(&seed) % (sizeof buf - 1);
 		fill(buf, n, &seed);

@@ -18,11 +18,14 @@ txscan_isspace(unsigned char c)
 	return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
 }
 
-/* Skip JSON whitespace; '\n' is never skipped: it ends the line. */
+/* Skip JSON whitespace; '\n' is never skipped: it ends the line.  It is
+   called before every token, and compact JSON has none: one compare
+   tells a byte above the space from it. */
 static inline const char *
 ws(const char *p, const char *e)
 {
-	while (p < e && (*p == ' ' || *p == '\t' || *p == '\r'))
+	while (p < e && (unsigned char)*p <= ' ' &&
+	    (*p == ' ' || *p == '\t' || *p == '\r'))
 		p++;
 	return p;
 }
