@@ -352,7 +352,6 @@ skip_nested(const char *p, const char *e, int *deep)
 		if (p >= e)
 			return NULL;
 		c = *p;
-		arr = depth > 0 && ((arrays >> (depth - 1)) & 1);
 		switch (state) {
 		case S_KEY_OR_END:
 			if (c == '}')
@@ -370,6 +369,9 @@ skip_nested(const char *p, const char *e, int *deep)
 			state = S_VALUE;
 			continue;
 		case S_NEXT:
+			/* Only here does the container's kind matter (depth
+			   is at least 1 after a value inside one). */
+			arr = (arrays >> (depth - 1)) & 1;
 			if (c == ',') {
 				p++;
 				state = arr ? S_VALUE : S_KEY;
