@@ -61,6 +61,56 @@ uuids(void)
 	ok(!uuid_valid(""), "invalid: empty");
 }
 
+/* A byte at a time: 0 and the 16 bytes, or -1. */
+static int
+ref_uuid_parse(const char *s, uint8_t out[16])
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *h;
+	int i, d = 0;
+
+	for (i = 0; i < UUID_LEN; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (s[i] != '-')
+				return -1;
+			continue;
+		}
+		if (s[i] == '\0' || (h = strchr(hex, s[i])) == NULL)
+			return -1;
+		if (d % 2 == 0)
+			out[d / 2] = (uint8_t)((h - hex) << 4);
+		else
+			out[d / 2] |= (uint8_t)(h - hex);
+		d++;
+	}
+	return 0;
+}
+
+/* Every byte value at every digit of a uuid, against the byte-at-a-time
+   reference (the parse reads eight digits a word). */
+static void
+uuid_every_byte(void)
+{
+	char text[UUID_LEN + 1];
+	uint8_t b[16], want[16];
+	int pos, c, r, wrong = 0, tried = 0;
+
+	for (pos = 0; pos < UUID_LEN; pos++) {
+		for (c = 0; c < 256; c++) {
+			strlcpy(text, "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+			    sizeof text);
+			text[pos] = (char)c;
+			tried++;
+			r = ref_uuid_parse(text, want);
+			if (uuid_parse(text, UUID_LEN, b) != r ||
+			    (r == 0 && memcmp(b, want, 16) != 0))
+				wrong++;
+		}
+	}
+	ok(wrong == 0, "parse: every byte at each of the 36 places (%d tried, "
+	    "%d wrong)", tried, wrong);
+}
+
 static void
 getters(void)
 {
@@ -226,6 +276,7 @@ int
 main(void)
 {
 	uuids();
+	uuid_every_byte();
 	getters();
 	limits();
 	iso();

@@ -3,7 +3,9 @@
  * test-txscan.c: the key scanner's string skipping (txscan.c, included for
  * its static functions) against a byte-at-a-time reference, on strings
  * made of the bytes that matter: quotes, runs of backslashes, newlines,
- * \u escapes with good and bad digits, across the 64-byte steps.
+ * \u escapes with good and bad digits, across the 64-byte steps; and
+ * that an escaped key or kept field goes to json-c, and nested values
+ * are skipped as JSON has them.
  */
 #include "config.h"
 
@@ -45,6 +47,74 @@ fill(char *b, size_t n, unsigned *seed)
 	}
 }
 
+/* An escaped key or kept field is json-c's to read (the scanner would use
+   its raw bytes), however far the line goes on after it. */
+static void
+escapes_fall_back(void)
+{
+	static const char *const lines[] = {
+		"{\"uuid\":\"a\\u0062\",\"type\":\"user\",\"pad\":\"%s\"}",
+		"{\"uu\\u0069d\":\"ab\",\"type\":\"user\",\"pad\":\"%s\"}",
+		"{\"message\":{\"ro\\u006ce\":\"user\"},\"pad\":\"%s\"}",
+		"{\"type\":\"us\\\"er\",\"pad\":\"%s\"}",
+	};
+	char pad[200], line[400];
+	struct txscan s;
+	size_t i, n;
+
+	memset(pad, 'x', sizeof pad - 1);
+	pad[sizeof pad - 1] = '\0';
+	for (i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+		for (n = 0; n < sizeof pad; n += 199) {
+			snprintf(line, sizeof line, lines[i], pad + sizeof pad - 1 - n);
+			memset(&s, 0, sizeof s);
+			ok(txscan_object(line, line + strlen(line), &s) ==
+			    TXSCAN_FALLBACK, "escaped, %zu bytes after: %.40s",
+			    n, line);
+		}
+	}
+	snprintf(line, sizeof line, "{\"uuid\":\"ab\",\"type\":\"user\","
+	    "\"pad\":\"%s\"}", pad);
+	memset(&s, 0, sizeof s);
+	ok(txscan_object(line, line + strlen(line), &s) == TXSCAN_OK &&
+	    s.f[TXF_UUID].len == 2, "the same line unescaped is read");
+}
+
+/* Nested values are skipped structurally: whitespace only where JSON
+   has it (space, tab, CR; a newline ends the line), brackets matched by
+   the container they close. */
+static void
+structure(void)
+{
+	static const struct {
+		const char *line;
+		enum txscan_result want;
+	} c[] = {
+		{ "{ \"a\" : [ 1 , { \"b\" : [ ] } , \"s\" ] , \"c\" : 2 }",
+		    TXSCAN_OK },
+		{ "{\t\"a\"\r:\t[\r{\t}\r]\t}", TXSCAN_OK },
+		{ "{\"a\":[[1,[2]],{\"b\":{\"c\":[]}}]}", TXSCAN_OK },
+		{ "{\"a\":[1,2}}", TXSCAN_BAD },
+		{ "{\"a\":{\"b\":1]}", TXSCAN_BAD },
+		{ "{\"a\":[{\"b\":1},]}", TXSCAN_BAD },
+		{ "{\"a\":[1 2]}", TXSCAN_BAD },
+		{ "{\"a\":{\"b\" 1}}", TXSCAN_BAD },
+		{ "{\"a\":[\x1f" "1]}", TXSCAN_BAD },
+		{ "{\"a\":\x0b[1]}", TXSCAN_BAD },
+		{ "{\"a\":[1,\x0c" "2]}", TXSCAN_BAD },
+		{ "{\"a\":[1,\n2]}", TXSCAN_BAD },
+	};
+	struct txscan s;
+	size_t i;
+
+	for (i = 0; i < sizeof c / sizeof c[0]; i++) {
+		memset(&s, 0, sizeof s);
+		ok(txscan_object(c[i].line, c[i].line + strlen(c[i].line), &s) ==
+		    c[i].want, "structure %zu: %s", i, c[i].want == TXSCAN_OK ?
+		    "read" : "bad");
+	}
+}
+
 int
 main(void)
 {
@@ -54,6 +124,8 @@ main(void)
 	size_t n, off;
 	int i;
 
+	escapes_fall_back();
+	structure();
 	for (i = 0; i < 200000; i++) {
 		n = 1 + (size_t)rand_r(&seed) % (sizeof buf - 1);
 		fill(buf, n, &seed);

@@ -18,11 +18,14 @@ txscan_isspace(unsigned char c)
 	return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
 }
 
-/* Skip JSON whitespace; '\n' is never skipped: it ends the line. */
+/* Skip JSON whitespace; '\n' is never skipped: it ends the line.  It is
+   called before every token, and compact JSON has none: one compare
+   tells a byte above the space from it. */
 static inline const char *
 ws(const char *p, const char *e)
 {
-	while (p < e && (*p == ' ' || *p == '\t' || *p == '\r'))
+	while (p < e && (unsigned char)*p <= ' ' &&
+	    (*p == ' ' || *p == '\t' || *p == '\r'))
 		p++;
 	return p;
 }
@@ -56,12 +59,13 @@ str_stop_nl(const char *q, const char *e)
 	return *q == '\n' ? NULL : escape_end(q, e);
 }
 
-/* The quotes, backslashes, newlines and valid simple-escape bytes
-   ("\\/bfnrt) among the 64 at p, one bit each.  The escape bytes are
-   looked up by nibble: the low nibble's table holds the high nibbles it
-   may have, the high nibble's its own bit (none above 0x7f). */
+/* The quotes, backslashes, newlines and bytes that may not follow a
+   backslash in a simple escape (all but "\\/bfnrt) among the 64 at p, one
+   bit each.  The escape bytes are looked up by nibble: the low nibble's
+   table holds the high nibbles it may have, the high nibble's its own bit
+   (none above 0x7f). */
 struct str_masks {
-	uint64_t	q, b, n, ok;
+	uint64_t	q, b, n, notok;
 };
 
 __attribute__((target("avx2"))) static inline uint64_t
@@ -71,8 +75,11 @@ mask64(__m256i lo, __m256i hi)
 	    (uint64_t)(uint32_t)_mm256_movemask_epi8(hi) << 32;
 }
 
+/* The bytes of v that are no simple escape's second byte.  The low
+   nibble's lookup needs no mask: a byte above 0x7f looks up 0 (pshufb),
+   which is "no". */
 __attribute__((target("avx2"))) static inline __m256i
-escape_ok32(__m256i v)
+escape_notok32(__m256i v)
 {
 	/* low nibble -> the high nibbles (bits) of " \\ / b f n r t */
 	const __m256i lowtab = _mm256_setr_epi8(
@@ -88,11 +95,10 @@ escape_ok32(__m256i v)
 	const __m256i nib = _mm256_set1_epi8(0x0f);
 	__m256i l, h;
 
-	l = _mm256_shuffle_epi8(lowtab, _mm256_and_si256(v, nib));
+	l = _mm256_shuffle_epi8(lowtab, v);
 	h = _mm256_shuffle_epi8(hightab,
 	    _mm256_and_si256(_mm256_srli_epi16(v, 4), nib));
-	return _mm256_xor_si256(_mm256_cmpeq_epi8(_mm256_and_si256(l, h),
-	    _mm256_setzero_si256()), _mm256_set1_epi8(-1));
+	return _mm256_cmpeq_epi8(_mm256_and_si256(l, h), _mm256_setzero_si256());
 }
 
 __attribute__((target("avx2"))) static inline void
@@ -107,7 +113,7 @@ str_masks(const char *p, struct str_masks *m)
 	m->q = mask64(_mm256_cmpeq_epi8(lo, q), _mm256_cmpeq_epi8(hi, q));
 	m->b = mask64(_mm256_cmpeq_epi8(lo, b), _mm256_cmpeq_epi8(hi, b));
 	m->n = mask64(_mm256_cmpeq_epi8(lo, n), _mm256_cmpeq_epi8(hi, n));
-	m->ok = mask64(escape_ok32(lo), escape_ok32(hi));
+	m->notok = mask64(escape_notok32(lo), escape_notok32(hi));
 }
 
 /* The bytes escaped by a backslash among 64 whose backslashes are b: a
@@ -148,7 +154,7 @@ skip_str_long(const char *p, const char *e)
 		str_masks(p, &m);
 		esc = escaped_bits(m.b, &carry);
 		end = m.q & ~esc;
-		bad = esc & ~m.ok;
+		bad = esc & m.notok;
 		if ((stop = end | bad | (m.n & ~esc)) == 0) {
 			p += 64;
 			continue;
@@ -164,17 +170,15 @@ skip_str_long(const char *p, const char *e)
 	return skip_str_avx2(carry ? p - 1 : p, e);
 }
 
-/* skip_str with AVX2: a string whose first stop in its first 64 bytes is
-   the closing quote ends there (most strings are short: keys, and the
-   uuids, session id and timestamp of every record are 24 to 36 bytes),
-   any other goes to skip_str_long. */
+/* A string whose first stop in its first 64 bytes is the closing quote
+   ends there (most strings are short: keys, and the uuids, session id and
+   timestamp of every record are 24 to 36 bytes): the byte after it, or
+   NULL for any other string.  Such a string has no backslash. */
 __attribute__((target("avx2"))) static inline const char *
-skip_str_first(const char *p, const char *e)
+str_short_end(const char *p)
 {
 	unsigned m, i;
 
-	if (e - p < 64)
-		return skip_str_avx2(p, e);
 	m = scan_mask_avx2(p, SCAN_NL);
 	if (m != 0) {
 		i = (unsigned)__builtin_ctz(m);
@@ -185,6 +189,19 @@ skip_str_first(const char *p, const char *e)
 		if (p[32 + i] == '"')
 			return p + 32 + i + 1;
 	}
+	return NULL;
+}
+
+/* skip_str with AVX2: str_short_end, else skip_str_long. */
+__attribute__((target("avx2"))) static inline const char *
+skip_str_first(const char *p, const char *e)
+{
+	const char *q;
+
+	if (e - p < 64)
+		return skip_str_avx2(p, e);
+	if ((q = str_short_end(p)) != NULL)
+		return q;
 	return skip_str_long(p, e);
 }
 
@@ -238,6 +255,26 @@ skip_str(const char *p, const char *e)
 		if (b == NULL)
 			return q + 1;
 	}
+}
+
+/* skip_str for a key or a field the index keeps, used as it is only
+   without escapes: *esc set when the string has a backslash.  A short
+   string's scan already tells (str_short_end); others look again. */
+static inline const char *
+skip_str_esc(const char *p, const char *e, int *esc)
+{
+	const char *q;
+
+#ifdef HAVE_AVX2_PATH
+	if (e - p >= 64 && __builtin_cpu_supports("avx2") &&
+	    (q = str_short_end(p)) != NULL) {
+		*esc = 0;
+		return q;
+	}
+#endif
+	if ((q = skip_str(p, e)) != NULL)
+		*esc = memchr(p, '\\', q - 1 - p) != NULL;
+	return q;
 }
 
 /* Digits [0-9]+ at p; NULL when none. */
@@ -315,7 +352,6 @@ skip_nested(const char *p, const char *e, int *deep)
 		if (p >= e)
 			return NULL;
 		c = *p;
-		arr = depth > 0 && ((arrays >> (depth - 1)) & 1);
 		switch (state) {
 		case S_KEY_OR_END:
 			if (c == '}')
@@ -333,6 +369,9 @@ skip_nested(const char *p, const char *e, int *deep)
 			state = S_VALUE;
 			continue;
 		case S_NEXT:
+			/* Only here does the container's kind matter (depth
+			   is at least 1 after a value inside one). */
+			arr = (arrays >> (depth - 1)) & 1;
 			if (c == ',') {
 				p++;
 				state = arr ? S_VALUE : S_KEY;
@@ -425,14 +464,14 @@ static int
 member_key(const char **pp, const char *e)
 {
 	const char *p = *pp, *k, *ke;
-	int id;
+	int id, esc;
 
 	if (p >= e || *p != '"')
 		return -1;
 	k = p + 1;
-	if ((ke = skip_str(k, e)) == NULL)
+	if ((ke = skip_str_esc(k, e, &esc)) == NULL)
 		return -1;
-	if (memchr(k, '\\', ke - 1 - k) != NULL)
+	if (esc)
 		return -2;
 	id = key_id(k, ke - 1 - k);
 	p = ws(ke, e);
@@ -450,14 +489,15 @@ static int
 field_value(const char **pp, const char *e, struct txscan_field *f, int *deep)
 {
 	const char *p = *pp, *q;
+	int esc;
 
 	if (*p == '"') {
-		if ((q = skip_str(p + 1, e)) == NULL)
+		if ((q = skip_str_esc(p + 1, e, &esc)) == NULL)
 			return TXSCAN_BAD;
 		f->kind = TXK_STR;
 		f->p = p + 1;
 		f->len = q - 1 - (p + 1);
-		if (memchr(f->p, '\\', f->len) != NULL)
+		if (esc)
 			return TXSCAN_FALLBACK;
 	} else {
 		if ((q = skip_value(p, e, deep)) == NULL)
