@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: ISC */
-/* listing-int.h: the listing's entries and its per-file cache. */
+/* listing-int.h: the listing job, its entries and its per-file cache. */
 #ifndef QWEN_SERVE_LISTING_INT_H
 #define QWEN_SERVE_LISTING_INT_H
 
+#include <sys/queue.h>
 #include <sys/types.h>
 
+#include <dirent.h>
 #include <stdint.h>
+
+#define LIST_JSON_FLAGS		(JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 /* One transcript of a directory, as the scan saw it. */
 struct list_ent {
@@ -14,6 +18,36 @@ struct list_ent {
 	dev_t		 dev;
 	ino_t		 ino;
 };
+
+/* A listing job (listing.c runs it, listing-page.c makes its page). */
+struct listing {
+	TAILQ_ENTRY(listing)	 entry;
+	struct evhttp_request	*req;
+	struct event		*ev;
+	DIR			*dir;
+	struct list_ent		*e;
+	size_t			 n, cap, max, next, skip;
+	int			 running, scanning;
+	int			 paged;		/* GET /workspace/:ws/sessions */
+	int			 more;		/* entries past the page */
+	int			 archived;	/* chats/archive/ */
+	char			*group;		/* view=organized: its group filter */
+	char			*query;		/* a search: matches only */
+	char			*parent, *stype, *sid;	/* upstream's filters */
+	int			 filtered;	/* any of them */
+	size_t			 skipped;	/* matches before the page */
+	size_t			 cursor;	/* the next page's, when more */
+	json_object		*org;		/* routes-groups.c's document */
+	size_t			 found;
+	struct evbuffer		*out;		/* the sessions array, encoded */
+	const char		*workspace;	/* whose sessions (conf's) */
+};
+
+/* ---- listing-page.c ---------------------------------------------------- */
+/* The directory is read: sort l's entries and cut its page. */
+void		 listing_page_cut(struct listing *l);
+/* Read and encode a slice of the kept entries; 1 when all are. */
+int		 listing_page_read(struct listing *l);
 
 /* ---- listing-cache.c --------------------------------------------------- */
 /* e's first prompt, last custom title (may be NULL) and searchable text,

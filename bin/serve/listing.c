@@ -5,8 +5,8 @@
  *
  * A listing is a small job run a slice per loop turn: first the directory
  * is read and every name fstatat()ed (no open: a FIFO or a symlink is
- * skipped unseen), then the entries are sorted newest first and cut to
- * ?limit, and only the kept ones are opened (O_NOFOLLOW | O_NONBLOCK,
+ * skipped unseen), then listing-page.c sorts the entries newest first, cuts
+ * them to ?limit, and opens only the kept ones (O_NOFOLLOW | O_NONBLOCK,
  * regular by fstat of the descriptor) for their first prompt and title
  * (listing-cache.c keeps them by the file's identity, size and mtime).
  * A search is the same job over every entry, keeping those whose
@@ -46,32 +46,7 @@
 #include "xmalloc.h"
 
 #define LIST_SCAN_SLICE		256	/* directory entries per loop turn */
-#define LIST_READ_SLICE		16	/* transcripts read per loop turn */
 #define LIST_MAX_RUNNING	4	/* jobs at once; later ones wait their turn */
-#define LIST_JSON_FLAGS		(JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
-
-struct listing {
-	TAILQ_ENTRY(listing)	 entry;
-	struct evhttp_request	*req;
-	struct event		*ev;
-	DIR			*dir;
-	struct list_ent		*e;
-	size_t			 n, cap, max, next, skip;
-	int			 running, scanning;
-	int			 paged;		/* GET /workspace/:ws/sessions */
-	int			 more;		/* entries past the page */
-	int			 archived;	/* chats/archive/ */
-	char			*group;		/* view=organized: its group filter */
-	char			*query;		/* a search: matches only */
-	char			*parent, *stype, *sid;	/* upstream's filters */
-	int			 filtered;	/* any of them */
-	size_t			 skipped;	/* matches before the page */
-	size_t			 cursor;	/* the next page's, when more */
-	json_object		*org;		/* routes-groups.c's document */
-	size_t			 found;
-	struct evbuffer		*out;		/* the sessions array, encoded */
-	const char		*workspace;	/* whose sessions (conf's) */
-};
 
 static TAILQ_HEAD(, listing) listings = TAILQ_HEAD_INITIALIZER(listings);
 static int nrunning;
@@ -142,76 +117,6 @@ scan_one(struct listing *l, const char *name)
 	e->ino = st.st_ino;
 }
 
-static int
-by_mtime_desc(const void *a, const void *b)
-{
-	const struct list_ent *x = a, *y = b;
-
-	return x->mtime_ns < y->mtime_ns ? 1 : x->mtime_ns > y->mtime_ns ? -1 :
-	    strcmp(x->id, y->id);
-}
-
-/* id's organization record in the listing's document, or NULL. */
-static json_object *
-entry_org_of(const struct listing *l, const char *id)
-{
-	return json_get(json_get_obj(l->org, "sessions"), id, json_type_object);
-}
-
-/* Whether id is pinned (upstream's isPinned === true). */
-static int
-entry_pinned(const struct listing *l, const char *id)
-{
-	json_object *v = json_get(entry_org_of(l, id), "isPinned",
-	    json_type_boolean);
-
-	return v != NULL && json_object_get_boolean(v);
-}
-
-/* Whether id passes the organized view's group filter, as upstream's. */
-static int
-entry_in_group(const struct listing *l, const char *id)
-{
-	json_object *org = entry_org_of(l, id);
-	const char *gid = json_get_str(org, "groupId");
-	int colored = json_get_str(org, "color") != NULL;
-
-	if (strcmp(l->group, "all") == 0)
-		return 1;
-	if (strcmp(l->group, "pinned") == 0)
-		return entry_pinned(l, id);
-	if (strcmp(l->group, "ungrouped") == 0)
-		return gid == NULL && !colored;
-	return !colored && gid != NULL && strcmp(gid, l->group) == 0;
-}
-
-/* The organized order: pinned first, then newest first, then by id. */
-static const struct listing *sort_listing;
-
-static int
-by_organized(const void *a, const void *b)
-{
-	const struct list_ent *x = a, *y = b;
-	int px = entry_pinned(sort_listing, x->id), py = entry_pinned(sort_listing, y->id);
-
-	return px != py ? py - px : by_mtime_desc(a, b);
-}
-
-/* view=organized: keep the group's entries, in the organized order. */
-static void
-organize(struct listing *l)
-{
-	size_t i, k = 0;
-
-	for (i = 0; i < l->n; i++)
-		if (entry_in_group(l, l->e[i].id))
-			l->e[k++] = l->e[i];
-	l->n = k;
-	sort_listing = l;
-	qsort(l->e, l->n, sizeof *l->e, by_organized);
-	sort_listing = NULL;
-}
-
 /* One slice of the directory; 1 when it is all read. */
 static int
 scan_slice(struct listing *l)
@@ -221,177 +126,12 @@ scan_slice(struct listing *l)
 
 	for (i = 0; i < LIST_SCAN_SLICE; i++) {
 		if ((de = readdir(l->dir)) == NULL) {
-			if (l->group != NULL)
-				organize(l);
-			else
-				qsort(l->e, l->n, sizeof *l->e, by_mtime_desc);
-			if (l->query != NULL || l->filtered)
-				return 1;	/* every entry is looked at */
-			/* The page (?limit, or cursor and size) before any read. */
-			l->next = l->skip < l->n ? l->skip : l->n;
-			l->more = l->n - l->next > l->max;
-			if (l->more)
-				l->n = l->next + l->max;
-			l->cursor = l->n;
+			listing_page_cut(l);
 			return 1;
 		}
 		scan_one(l, de->d_name);
 	}
 	return 0;
-}
-
-/* e's organization (pinned, group, color), when it has one, into o. */
-static void
-entry_org(struct listing *l, const struct list_ent *e, json_object *o)
-{
-	json_object *org = entry_org_of(l, e->id);
-	static const char *const keys[] = { "isPinned", "pinnedAt", "groupId",
-	    "color", NULL };
-	json_object *v;
-
-	if (org == NULL)
-		return;
-	for (size_t i = 0; keys[i] != NULL; i++)
-		if (json_object_object_get_ex(org, keys[i], &v))
-			json_object_object_add(o, keys[i], json_object_get(v));
-}
-
-/* e's sourceType, sourceId and parentSessionId, when it has them, into o. */
-static void
-entry_source(struct listing *l, const struct list_ent *e, json_object *o)
-{
-	const struct list_source *src = listing_cache_source(dirfd(l->dir), e);
-
-	if (src->type != NULL)
-		json_object_object_add(o, "sourceType", xjson_object_new_string(src->type));
-	if (src->id != NULL)
-		json_object_object_add(o, "sourceId", xjson_object_new_string(src->id));
-	if (src->parent != NULL)
-		json_object_object_add(o, "parentSessionId",
-		    xjson_object_new_string(src->parent));
-}
-
-/*
- * Whether e passes upstream's filters: its parent exactly, its source
- * type (default: none or qwen-live, as upstream's) and its source id.
- */
-static int
-entry_matches(struct listing *l, const struct list_ent *e)
-{
-	const struct list_source *src = listing_cache_source(dirfd(l->dir), e);
-	const char *t = src->type;
-
-	if (l->parent != NULL && (src->parent == NULL ||
-	    strcmp(src->parent, l->parent) != 0))
-		return 0;
-	if (l->stype != NULL && !(t != NULL && strcmp(t, l->stype) == 0) &&
-	    !(strcmp(l->stype, "default") == 0 && (t == NULL ||
-	    strcmp(t, "qwen-live") == 0)))
-		return 0;
-	return l->sid == NULL || (src->id != NULL && strcmp(src->id, l->sid) == 0);
-}
-
-/* Entry e as upstream's session summary (and our own fields). */
-static json_object *
-entry_json(struct listing *l, const struct list_ent *e)
-{
-	json_object *o = xjson_object_new_object();
-	const char *text = listing_cache_prompt(dirfd(l->dir), e);
-	const char *title = listing_cache_title(dirfd(l->dir), e);
-	char iso[CLOCK_ISO_LEN];
-
-	json_object_object_add(o, "sessionId", xjson_object_new_string(e->id));
-	json_object_object_add(o, "size", xjson_object_new_int64(e->size));
-	json_object_object_add(o, "mtime", xjson_object_new_int64(e->mtime_ms));
-	json_object_object_add(o, "firstPrompt",
-	    text != NULL ? xjson_object_new_string(text) : NULL);
-	json_object_object_add(o, "live",
-	    xjson_object_new_boolean(sessions_find(e->id) != NULL));
-	/* The fields of upstream's session summary. */
-	clock_iso_time((uint64_t)e->mtime_ms, iso);
-	json_object_object_add(o, "workspaceCwd", xjson_object_new_string(l->workspace));
-	json_object_object_add(o, "updatedAt", xjson_object_new_string(iso));
-	/* A custom title (PATCH .../metadata) wins over the first prompt. */
-	if (title != NULL || text != NULL)
-		json_object_object_add(o, "displayName",
-		    xjson_object_new_string(title != NULL ? title : text));
-	if (title != NULL)
-		json_object_object_add(o, "titleSource", xjson_object_new_string("manual"));
-	entry_org(l, e, o);
-	entry_source(l, e, o);
-	json_object_object_add(o, "isArchived", xjson_object_new_boolean(l->archived));
-	return o;
-}
-
-/* Append o (taken) to the encoded array (a 10000-entry tree encoded at the
-   end would hold the loop for a while). */
-static void
-encode_json(struct listing *l, json_object *o)
-{
-	const char *s = json_object_to_json_string_ext(o, LIST_JSON_FLAGS);
-
-	if (evbuffer_get_length(l->out) > 0)
-		evbuffer_add(l->out, ",", 1);
-	evbuffer_add(l->out, s, strlen(s));
-	json_object_put(o);
-}
-
-/* A search: e encoded as {session, snippet} when it matches. */
-static void
-search_entry(struct listing *l, const struct list_ent *e)
-{
-	int dfd = dirfd(l->dir);
-	json_object *o;
-	char *snip;
-
-	if (!search_match(listing_cache_search(dfd, e), l->query, &snip))
-		return;
-	o = xjson_object_new_object();
-	json_object_object_add(o, "session", entry_json(l, e));
-	json_object_object_add(o, "snippet", xjson_object_new_string(snip));
-	free(snip);
-	encode_json(l, o);
-	if (++l->found == l->max)
-		l->next = l->n;		/* enough: the rest is older */
-}
-
-/* A filtered page: e counted, skipped or encoded when it matches. */
-static void
-filter_entry(struct listing *l, const struct list_ent *e)
-{
-	if (!entry_matches(l, e))
-		return;
-	if (l->skipped < l->skip) {
-		l->skipped++;
-		return;
-	}
-	if (l->found == l->max) {
-		l->more = 1;		/* one more than the page: a next one */
-		l->cursor = l->skip + l->max;
-		l->next = l->n;
-		return;
-	}
-	l->found++;
-	encode_json(l, entry_json(l, e));
-}
-
-/* One slice of the kept entries; 1 when the list is complete. */
-static int
-read_slice(struct listing *l)
-{
-	const struct list_ent *e;
-	int i;
-
-	for (i = 0; i < LIST_READ_SLICE && l->next < l->n; i++) {
-		e = &l->e[l->next++];
-		if (l->query != NULL)
-			search_entry(l, e);
-		else if (l->filtered)
-			filter_entry(l, e);
-		else
-			encode_json(l, entry_json(l, e));
-	}
-	return l->next == l->n;
 }
 
 /* Reply with what is listed and end the job. */
@@ -435,7 +175,7 @@ listing_step(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (l->scanning && scan_slice(l))
 		l->scanning = 0;
-	else if (!l->scanning && read_slice(l)) {
+	else if (!l->scanning && listing_page_read(l)) {
 		listing_reply(l);
 		return;
 	}
