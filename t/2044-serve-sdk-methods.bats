@@ -45,3 +45,21 @@ teardown() {
 		    { echo "$name ($st: $why) is not so in qwen-serve(8)" >&2; return 1; }
 	done <<<"$output"
 }
+
+# The SDK 0.1.14 has no listSessionsCatalog: qwen-code 0.24.4's own
+# client (bundled in the agent's package) is driven instead.
+@test "SDK: qwen-code 0.24.4's DaemonClient.listSessionsCatalog pages POST /sessions/catalog" {
+	command -v node >/dev/null || skip "node not installed"
+	local pkg=${QWEN_AGENT_DIR:-$QWEN_TOP_BUILDDIR/t/agent}/qwen/node_modules/@qwen-code/qwen-code
+	[ -d "$pkg/chunks" ] || skip "no @qwen-code/qwen-code (QWEN_AGENT_DIR)"
+	serve_start
+	make_transcript
+	make_transcript "$SID2"
+	run node "$QWEN_TOP_SRCDIR/t/helper/sdk-catalog.mjs" "$pkg" "http://127.0.0.1:$PORT" \
+	    "$WS" "$SID" 3>&-
+	echo "$output"
+	local out=$output
+	[ "$status" -eq 0 ]
+	run ! grep -q '^not ok' <<<"$out"
+	[ "$(grep -c '^ok' <<<"$out")" -eq 5 ]
+}

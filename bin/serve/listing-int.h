@@ -41,6 +41,8 @@ struct listing {
 	size_t			 found;
 	struct evbuffer		*out;		/* the sessions array, encoded */
 	const char		*workspace;	/* whose sessions (conf's) */
+	listing_member_fn	 done;		/* a catalog member's: no reply */
+	void			*done_arg;
 };
 
 /* ---- listing-page.c ---------------------------------------------------- */

@@ -70,6 +70,8 @@ static void
 listing_free(struct listing *l)
 {
 	TAILQ_REMOVE(&listings, l, entry);
+	if (l->done != NULL)
+		l->done(l->done_arg, NULL);
 	if (l->running)
 		nrunning--;
 	if (l->ev != NULL)
@@ -134,6 +136,26 @@ scan_slice(struct listing *l)
 	return 0;
 }
 
+/* A member's page (its sessions and cursor) handed to its catalog. */
+static void
+listing_hand(struct listing *l)
+{
+	struct evbuffer *buf = evbuffer_new();
+	listing_member_fn done = l->done;
+
+	if (buf == NULL)
+		fatalx("out of memory (evbuffer)");
+	evbuffer_add_printf(buf, "\"sessions\":[");
+	evbuffer_add_buffer(buf, l->out);
+	evbuffer_add(buf, "]", 1);
+	if (l->more)
+		evbuffer_add_printf(buf, ",\"nextCursor\":\"%zu\"", l->cursor);
+	l->done = NULL;
+	done(l->done_arg, buf);
+	listing_free(l);
+	listing_next();
+}
+
 /* Reply with what is listed and end the job. */
 static void
 listing_reply(struct listing *l)
@@ -176,7 +198,10 @@ listing_step(evutil_socket_t fd, short what, void *arg)
 	if (l->scanning && scan_slice(l))
 		l->scanning = 0;
 	else if (!l->scanning && listing_page_read(l)) {
-		listing_reply(l);
+		if (l->done != NULL)
+			listing_hand(l);
+		else
+			listing_reply(l);
 		return;
 	}
 	event_add(l->ev, &zero);
@@ -216,11 +241,8 @@ listing_new(struct evhttp_request *req, const char *workspace, size_t skip,
 	l = xcalloc(1, sizeof *l);
 	TAILQ_INSERT_TAIL(&listings, l, entry);
 	if ((l->out = evbuffer_new()) == NULL ||
-	    (l->ev = evtimer_new(serve_base, listing_step, l)) == NULL) {
-		listing_free(l);
-		http_send_qerr(req, qerr_new("internal", NULL));
-		return NULL;
-	}
+	    (l->ev = evtimer_new(serve_base, listing_step, l)) == NULL)
+		fatalx("out of memory (listing)");
 	l->req = req;
 	l->workspace = workspace;
 	l->max = max;
@@ -256,9 +278,25 @@ listing_start(struct evhttp_request *req, const char *workspace, size_t skip,
 {
 	struct listing *l;
 
-	if ((l = listing_new(req, workspace, skip, max)) == NULL)
-		return;
+	l = listing_new(req, workspace, skip, max);
 	l->paged = paged;
+	l->archived = archived;
+	l->group = group != NULL ? xstrdup(group) : NULL;
+	listing_filter_set(l, filter);
+	listing_go(l);
+}
+
+void
+listing_member(const char *workspace, size_t skip, size_t max, int archived,
+    const char *group, const struct listing_filter *filter,
+    listing_member_fn done, void *arg)
+{
+	struct listing *l;
+
+	l = listing_new(NULL, workspace, skip, max);
+	l->done = done;
+	l->done_arg = arg;
+	l->paged = 1;
 	l->archived = archived;
 	l->group = group != NULL ? xstrdup(group) : NULL;
 	listing_filter_set(l, filter);
@@ -275,8 +313,7 @@ listing_search(struct evhttp_request *req, const char *workspace,
 {
 	struct listing *l;
 
-	if ((l = listing_new(req, workspace, 0, max)) == NULL)
-		return;
+	l = listing_new(req, workspace, 0, max);
 	l->query = xstrdup(q);
 	listing_go(l);
 }

@@ -138,6 +138,7 @@ routes_capabilities_json(void)
 	    "session_turn_status",
 	    "workspace_persisted_transcript", "workspace_session_export",
 	    "workspace_archived_session_export", "workspace_session_metadata",
+	    "session_catalog_batch",
 	    /* routes-pass.c: served by passing them to the session's agent */
 	    "session_context", "session_context_usage", "session_stats",
 	    "session_supported_commands", "session_tasks", "session_agents",

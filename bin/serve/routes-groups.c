@@ -200,21 +200,30 @@ org_commit(struct http_ctx *ctx, const char *ws, json_object *doc, int status,
 	json_object_put(doc);
 }
 
-/* GET .../session-groups: {groups, colorOptions}. */
-void
-route_session_groups(struct http_ctx *ctx)
+/* doc's {groups, colorOptions}, upstream's listGroups() (caller frees). */
+json_object *
+routes_org_groups(json_object *doc)
 {
-	json_object *doc, *o, *c;
+	json_object *o = xjson_object_new_object(), *c;
 
-	if ((doc = org_open(ctx)) == NULL)
-		return;
-	o = xjson_object_new_object();
 	json_object_object_add(o, "groups",
 	    json_object_get(json_get(doc, "groups", json_type_array)));
 	c = xjson_object_new_array();
 	for (size_t i = 0; colors[i] != NULL; i++)
 		json_object_array_add(c, xjson_object_new_string(colors[i]));
 	json_object_object_add(o, "colorOptions", c);
+	return o;
+}
+
+/* GET .../session-groups: {groups, colorOptions}. */
+void
+route_session_groups(struct http_ctx *ctx)
+{
+	json_object *doc, *o;
+
+	if ((doc = org_open(ctx)) == NULL)
+		return;
+	o = routes_org_groups(doc);
 	json_object_put(doc);
 	http_reply_json(ctx->req, 200, o);
 }

@@ -84,6 +84,8 @@ static const struct route routes[] = {
 	    route_sessions_archive },
 	{ EVHTTP_REQ_POST, "/sessions/unarchive", NULL, R_BODY,
 	    route_sessions_unarchive },
+	{ EVHTTP_REQ_POST, "/sessions/catalog", NULL, R_BODY,
+	    route_sessions_catalog },
 	{ EVHTTP_REQ_GET, "/session/", "/export", R_ID, route_session_export },
 	{ EVHTTP_REQ_GET, "/session/", "/archive/export", R_ID | R_BOUND,
 	    route_session_archive_export },

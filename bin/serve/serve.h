@@ -454,6 +454,14 @@ struct listing_filter {
 void	listing_start(struct evhttp_request *req, const char *workspace,
 	    size_t skip, size_t max, int paged, int archived,
 	    const char *group, const struct listing_filter *filter);
+/* A catalog member's page: "sessions":[...] and its "nextCursor", as
+   the body of GET /workspace/:ws/sessions without its braces and
+   workspaceCwd (taken); NULL when the job is freed unfinished (exit). */
+typedef void (*listing_member_fn)(void *arg, struct evbuffer *page);
+/* listing_start()'s paged job whose page goes to done, not to a client. */
+void	listing_member(const char *workspace, size_t skip, size_t max,
+	    int archived, const char *group, const struct listing_filter *filter,
+	    listing_member_fn done, void *arg);
 /* Answer req with the newest max sessions whose search text holds q. */
 void	listing_search(struct evhttp_request *req, const char *workspace,
 	    const char *q, size_t max);
@@ -507,6 +515,12 @@ void	route_session_organization(struct http_ctx *);
 json_object *routes_org_load(const char *ws);
 /* Whether doc (borrowed, NULL-safe) holds the group named id. */
 int	routes_org_has_group(json_object *doc, const char *id);
+/* doc's {groups, colorOptions} as GET .../session-groups answers them
+   (caller frees). */
+json_object *routes_org_groups(json_object *doc);
+
+/* ---- routes-catalog.c: POST /sessions/catalog -------------------------- */
+void	route_sessions_catalog(struct http_ctx *);
 
 /* ---- routes-manage.c: session management routes ----------------------- */
 void	route_sessions_delete(struct http_ctx *);
