@@ -168,7 +168,11 @@ history_ids() {
 @test "side-task: a live session's branch through qwen/control/session/side_task, 201 live and attached" {
 	FAKE_CHILD="log=$BATS_TEST_TMPDIR/child.log" serve_loaded
 	req POST /session/$SID/side-task '{"name":"aside"}'
-	expect 201 ".sessionId != \"$SID\" and .displayName == \"aside\" and .forkedFrom.sessionId == \"$SID\" and (.clientId | type) == \"string\""
+	expect 201 ".sessionId != \"$SID\" and .displayName == \"aside\" and (.clientId | type) == \"string\""
+	# Upstream's answer: the branch's, its forkedFrom replaced by parentSessionId.
+	expect 201 ".parentSessionId == \"$SID\""
+	expect 201 'has("forkedFrom") | not'
+	expect 201 '.attached == false'
 	NEW=$(jq -r .sessionId <<<"$body")
 	grep -q " qwen/control/session/side_task $SID " "$BATS_TEST_TMPDIR/child.log"
 	run ! grep -q ' qwen/control/session/branch ' "$BATS_TEST_TMPDIR/child.log"
@@ -176,8 +180,16 @@ history_ids() {
 	expect 200 ".sessionId == \"$NEW\" and .clientCount == 1"
 	req POST /session/$SID/side-task '{}'
 	expect 201 ".displayName == \"Side task of ${SID:0:8}\""
+	# As upstream's: a name that is no string is no name; controls (C0,
+	# DEL, C1) go; the first 200 characters are kept.
 	req POST /session/$SID/side-task '{"name":5}'
-	expect 400 '.code == "bad_request"'
+	expect 201 ".displayName == \"Side task of ${SID:0:8}\""
+	req POST /session/$SID/side-task '{"name":"a\u0001b\u007fc\u0085d\u00e9"}'
+	expect 201 '.displayName == "abcd\u00e9"'
+	req POST /session/$SID/side-task "{\"name\":\"$(printf '\u00e9%.0s' {1..300})\"}"
+	expect 201 '(.displayName | length) == 200'
+	req POST /session/$SID/side-task '{"name":"\u0001"}'
+	expect 201 ".displayName == \"Side task of ${SID:0:8}\""
 	# Only of a live session.
 	make_transcript "$SID2"
 	req POST /session/$SID2/side-task '{}'

@@ -6,7 +6,8 @@
  * (branch-live.c).  POST /session/:id/side-task {name?} is upstream's
  * branch of a live session for a side question: the same copy, asked of
  * the agent as qwen/control/session/side_task, always resumed and
- * attached (our qwen-acp-child has no such method: 500 and its -32601).
+ * attached, answered with parentSessionId where a branch has forkedFrom
+ * (our qwen-acp-child has no such method: 500 and its -32601).
  *
  * A branch costs a copy of the transcript (every record is rewritten, and
  * the real agent reads only its own file, so no new file can point at the
@@ -43,6 +44,7 @@
 #define TRANSCRIPT_RECORD_ID_MAX	200
 #define BRANCH_MAX_SESSION		2	/* in flight per source session */
 #define BRANCH_MAX_WORKSPACE		8	/* in flight per workspace */
+#define SIDE_NAME_MAX			200	/* a side task name's characters */
 
 struct branch_req {
 	TAILQ_ENTRY(branch_req)	 entry;
@@ -154,7 +156,8 @@ branch_free(struct branch_req *br)
 	free(br);
 }
 
-/* {sessionId, displayName, forkedFrom: {sessionId, displayName}}. */
+/* {sessionId, displayName, forkedFrom: {sessionId, displayName}}; a side
+   task's {sessionId, displayName, parentSessionId}. */
 static void
 branch_reply(struct branch_req *br, json_object *payload)
 {
@@ -171,10 +174,16 @@ branch_reply(struct branch_req *br, json_object *payload)
 	json_object_object_add(body, "displayName",
 	    xjson_object_new_string(br->name != NULL ? br->name :
 	    title != NULL ? title : buf));
-	ff = xjson_object_new_object();
-	json_object_object_add(ff, "sessionId", xjson_object_new_string(br->id));
-	json_object_object_add(ff, "displayName", short_name(br->id));
-	json_object_object_add(body, "forkedFrom", ff);
+	/* Upstream's side task answers its parent instead of forkedFrom. */
+	if (br->side)
+		json_object_object_add(body, "parentSessionId",
+		    xjson_object_new_string(br->id));
+	else {
+		ff = xjson_object_new_object();
+		json_object_object_add(ff, "sessionId", xjson_object_new_string(br->id));
+		json_object_object_add(ff, "displayName", short_name(br->id));
+		json_object_object_add(body, "forkedFrom", ff);
+	}
 	log_info("session %s branched into %s", br->id, br->new_id);
 	if (br->live)
 		branch_live_start(br->req, channel_workspace(br->ch),
@@ -357,16 +366,51 @@ route_session_branch(struct http_ctx *ctx)
 	branch_start(ctx, sessions_find(ctx->path_id), name, at, 0);
 }
 
+/*
+ * A side task's name as upstream takes it: a string only (anything else
+ * is no name), without C0, DEL and C1 controls, its first 200 characters;
+ * NULL when nothing is left (caller frees).
+ */
+static char *
+side_name(struct http_ctx *ctx)
+{
+	const unsigned char *s;
+	char *out, *o;
+	size_t chars = 0;
+
+	if ((s = (const unsigned char *)json_get_str(ctx->body, "name")) == NULL)
+		return NULL;
+	o = out = xmalloc(strlen((const char *)s) + 1);
+	for (; *s != '\0'; s++) {
+		if (*s < 0x20 || *s == 0x7f)
+			continue;
+		if (*s == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f) {
+			s++;		/* U+0080..U+009F */
+			continue;
+		}
+		if ((*s & 0xc0) != 0x80 && chars++ == SIDE_NAME_MAX)
+			break;
+		*o++ = (char)*s;
+	}
+	*o = '\0';
+	if (out[0] == '\0') {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
 /* POST /session/:id/side-task {name?}: of a live session only. */
 void
 route_session_side_task(struct http_ctx *ctx)
 {
 	struct session *s;
-	const char *name, *at;
+	char *name;
 
-	if ((s = routes_session(ctx)) == NULL ||
-	    branch_body(ctx, &name, &at) == -1)
+	if ((s = routes_session(ctx)) == NULL)
 		return;
 	/* Upstream's body has no atRecordId: a side task forks the whole. */
+	name = side_name(ctx);
 	branch_start(ctx, s, name, NULL, 1);
+	free(name);
 }
