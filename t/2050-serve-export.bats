@@ -290,3 +290,70 @@ marked() {
 	req GET "/workspaces/primary/session/$SID/export/x"
 	expect 404 '.code == "not_found"'
 }
+
+# SID3's transcript with known statistics (upstream's collectSessionMetadata
+# computes them from the active chain): tokens 1200 + 800 + 3000 of the
+# assistant records and 100 + 50 + 25 + 25 of a task tool, 5200; the last
+# assistant's window 120000, 3000 of it used, 2.5%; files written
+# /w/a.txt (call c1's file_path, then again by write_file's call order),
+# /w/b.txt (call c2, its arguments a JSON text, by the functionResponse's
+# id), c.txt (no call: the display's fileName): 3; lines added 3 (a.txt's
+# non-empty new lines) + 2 (b.txt's diffStat) + 1 (c.txt), removed 1
+# (diffStat); the truncated result, the read (no content) and the
+# abandoned branch's 99999 tokens and d.txt count nothing.
+SID3=33333333-3333-4333-8333-333333333333
+stats_fixture() {
+	local dir r
+	dir=$DATA/projects/$(printf '%s' "$WS" | sed 's/[^A-Za-z0-9]/-/g')/chats
+	mkdir -p "$dir"
+	r() {	# r UUID PARENT TYPE REST
+		printf '{"uuid":"%s","parentUuid":%s,"sessionId":"%s","timestamp":"2026-08-01T15:01:%02d.000Z","type":"%s","cwd":"%s",%s}\n' \
+		    "$1" "$2" "$SID3" "$((n++))" "$3" "$WS" "$4"
+	}
+	local n=10
+	{
+	r u1 null user '"message":{"role":"user","parts":[{"text":"Edit the files"}]}'
+	r d1 '"u1"' assistant '"model":"m","usageMetadata":{"totalTokenCount":99999},"contextWindowSize":5,"message":{"role":"model","parts":[{"text":"abandoned"}]}'
+	r d2 '"d1"' tool_result '"toolCallResult":{"callId":"z","resultDisplay":{"fileName":"d.txt","newContent":"x\n"}},"message":{"role":"user","parts":[]}'
+	r a1 '"u1"' assistant '"model":"m","usageMetadata":{"totalTokenCount":1200},"contextWindowSize":100000,"message":{"role":"model","parts":[{"functionCall":{"id":"c1","name":"write_file","args":{"file_path":"/w/a.txt","content":"l1"}}},{"functionCall":{"id":"c2","name":"edit","args":"{\"file_path\":\"/w/b.txt\"}"}}]}'
+	r t1 '"a1"' tool_result '"toolCallResult":{"callId":"c1","resultDisplay":{"fileName":"a.txt","originalContent":null,"newContent":"l1\nl2\n\nl3\n"}},"message":{"role":"user","parts":[{"functionResponse":{"id":"c1","name":"write_file","response":{"output":"ok"}}}]}'
+	r t2 '"t1"' tool_result '"toolCallResult":{"resultDisplay":{"fileName":"b.txt","originalContent":"x\ny","newContent":"x\nz\nw","diffStat":{"model_added_lines":2,"model_removed_lines":1}}},"message":{"role":"user","parts":[{"functionResponse":{"id":"c2","name":"edit","response":{"output":"ok"}}}]}'
+	r a2 '"t2"' assistant '"model":"m","usageMetadata":{"totalTokenCount":800},"contextWindowSize":100000,"message":{"role":"model","parts":[{"functionCall":{"name":"write_file","args":{"file_path":"/w/a.txt"}}}]}'
+	r t3 '"a2"' tool_result '"toolCallResult":{"resultDisplay":{"fileName":"a.txt","newContent":"q\nr\n","truncatedForSession":true}},"message":{"role":"user","parts":[{"functionResponse":{"name":"write_file","response":{"output":"ok"}}}]}'
+	r t4 '"t3"' tool_result '"toolCallResult":{"resultDisplay":{"type":"task_execution","executionSummary":{"inputTokens":100,"outputTokens":50,"thoughtTokens":25,"cachedTokens":25}}},"message":{"role":"user","parts":[]}'
+	r t5 '"t4"' tool_result '"toolCallResult":{"resultDisplay":{"fileName":"c.txt","newContent":"only\n"}},"message":{"role":"user","parts":[]}'
+	r t6 '"t5"' tool_result '"toolCallResult":{"resultDisplay":{"fileName":"r.txt"}},"message":{"role":"user","parts":[]}'
+	r a3 '"t6"' assistant '"model":"m","usageMetadata":{"totalTokenCount":3000},"contextWindowSize":120000,"message":{"role":"model","parts":[{"text":"Done."}]}'
+	} >"$dir/$SID3.jsonl"
+}
+
+@test "export: upstream's token and file statistics, from the active chain, in every format" {
+	serve_start
+	stats_fixture
+	local files='["/w/a.txt","/w/b.txt","c.txt"]'
+	req GET "/session/$SID3/export?format=json"
+	expect 200 '.metadata.totalTokens == 5200'
+	expect 200 '.metadata.contextWindowSize == 120000 and .metadata.contextUsagePercent == 2.5'
+	expect 200 '.metadata.filesWritten == 3 and .metadata.linesAdded == 6 and .metadata.linesRemoved == 1'
+	expect 200 ".metadata.uniqueFiles == $files"
+	expect 200 '.metadata | keys_unsorted | .[6:] == ["promptCount", "contextUsagePercent", "contextWindowSize", "totalTokens", "filesWritten", "linesAdded", "linesRemoved", "uniqueFiles"]'
+	req GET "/session/$SID3/export?format=jsonl"
+	[ "$code" = 200 ]
+	head -1 "$BATS_TEST_TMPDIR/body" | jq -e ".totalTokens == 5200 and .filesWritten == 3 and .uniqueFiles == $files"
+	req GET "/session/$SID3/export?format=md"
+	[ "$code" = 200 ]
+	[[ "$body" == *$'- **Prompt Count**: 1\n\n- **Total Tokens**: 5200\n- **Context Window Size**: 120000\n- **Context Usage**: 2.5%\n\n- **Files Written**: 3\n- **Lines Added**: 6\n- **Lines Removed**: 1\n\n<details>\n<summary><strong>Unique Files Referenced (3)</strong></summary>\n\n- `/w/a.txt`\n- `/w/b.txt`\n- `c.txt`\n</details>\n\n---\n\n## User'* ]]
+	req GET "/session/$SID3/export"
+	[ "$code" = 200 ]
+	[[ "$body" == *"<li>Total Tokens: 5200</li>"* ]]
+	[[ "$body" == *"<li>Files Written: 3</li>"* ]]
+	sed -n 's/.*<script type="application\/json" id="transcript-document">\(.*\)<\/script>.*/\1/p' \
+	    <<<"$body" | jq -e '.metadata.totalTokens == 5200 and .metadata.linesAdded == 6'
+	# A session without tokens or files: zeros, no window, no files block.
+	make_transcript
+	req GET "/session/$SID/export?format=json"
+	expect 200 '.metadata.totalTokens == 0 and .metadata.filesWritten == 0 and .metadata.uniqueFiles == []'
+	expect 200 '.metadata | has("contextWindowSize") or has("contextUsagePercent") | not'
+	req GET "/session/$SID/export?format=md"
+	[[ "$body" == *$'- **Lines Removed**: 0\n\n---\n\n## User'* ]]
+}

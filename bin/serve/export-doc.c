@@ -158,6 +158,13 @@ html_text(struct evbuffer *out, const char *s)
 	escape(out, s, html_repl);
 }
 
+/* s as a header field of the document: html's escaping, or md's. */
+void
+export_doc_text(struct evbuffer *out, const char *s, int html)
+{
+	escape(out, s, html ? html_repl : md_repl);
+}
+
 /* o pretty, each line indented by indent spaces more (json's nesting). */
 static void
 json_indented(struct evbuffer *out, json_object *o, int indent)
@@ -515,8 +522,10 @@ md_head(struct export_doc *d, struct evbuffer *out)
 	evbuffer_add(out, "\n", 1);
 	md_field(out, "Model", meta, "model", 0);
 	md_field(out, "Channel", meta, "channel", 0);
-	evbuffer_add_printf(out, "- **Prompt Count**: %s\n\n\n---\n\n",
+	evbuffer_add_printf(out, "- **Prompt Count**: %s\n",
 	    json_object_get_string(json_get(meta, "promptCount", json_type_int)));
+	export_stats_md(meta, out);
+	evbuffer_add_printf(out, "\n---\n\n");
 }
 
 /* A string member of the metadata as a JSON text (for the json head). */
@@ -561,6 +570,7 @@ export_doc_head(struct export_doc *d, struct evbuffer *out)
 		    "<body>\n<h1>Chat Session Export</h1>\n<p>Session <code>");
 		html_text(out, d->id);
 		evbuffer_add_printf(out, "</code></p>\n");
+		export_stats_html(d->meta, out);
 	} else {
 		evbuffer_add_printf(out, "<script type=\"application/json\" "
 		    "id=\"transcript-document\">{\"sessionId\":");

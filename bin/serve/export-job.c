@@ -161,6 +161,30 @@ job_meta(struct export_job *j, const char *id)
 	return meta;
 }
 
+/*
+ * upstream's statistics (export-stats.c) into meta: the chain's assistant
+ * and tool result records read one at a time, on the job's thread (an
+ * exit stops it).
+ */
+static void
+job_stats(struct export_job *j, json_object *meta)
+{
+	struct export_stats *st = export_stats_new();
+	json_object *rec;
+	int type;
+
+	for (size_t i = 0; i < j->chain.len && !atomic_load(&stopping); i++) {
+		type = transcript_type(j->tx, j->chain.rec[i]);
+		if ((type != TX_ASSISTANT && type != TX_TOOL_RESULT) ||
+		    (rec = job_record(j, i)) == NULL)
+			continue;
+		export_stats_record(st, rec);
+		json_object_put(rec);
+	}
+	export_stats_meta(st, meta);
+	export_stats_free(st);
+}
+
 /* Records from j->next into out until a slice is full; 1 at the end. */
 static int
 job_fill(struct export_job *j, struct evbuffer *out)
@@ -291,8 +315,10 @@ job_thread(void *arg)
 	struct export_job *j = arg;
 
 	job_gate();
-	if ((j->rc = job_index(j, j->path, j->id, &j->cause)) == 0)
+	if ((j->rc = job_index(j, j->path, j->id, &j->cause)) == 0) {
 		j->meta = job_meta(j, j->id);
+		job_stats(j, j->meta);
+	}
 	close(j->pipe[1]);
 	j->pipe[1] = -1;
 	return NULL;

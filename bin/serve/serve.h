@@ -551,6 +551,20 @@ void	export_doc_record(struct export_doc *, json_object *rec,
 	    struct evbuffer *out);
 /* What follows them: 1 when another pass over the records follows. */
 int	export_doc_tail(struct export_doc *, struct evbuffer *out);
+/* s escaped as a header field of an html (html) or md document. */
+void	export_doc_text(struct evbuffer *out, const char *s, int html);
+
+/* ---- export-stats.c: the export's token and file statistics ----------- */
+struct export_stats;
+struct export_stats *export_stats_new(void);	/* caller frees */
+void	export_stats_free(struct export_stats *);	/* NULL-safe */
+/* One record of the active chain, in order (borrowed). */
+void	export_stats_record(struct export_stats *, json_object *rec);
+/* The statistics into meta (borrowed), in upstream's order. */
+void	export_stats_meta(struct export_stats *, json_object *meta);
+/* meta's statistics in an md header, an html page's. */
+void	export_stats_md(json_object *meta, struct evbuffer *out);
+void	export_stats_html(json_object *meta, struct evbuffer *out);
 
 /* ---- export-job.c: an export streamed from the active chain ----------- */
 /* path's session id as fmt onto req, indexed on a thread, then streamed. */
