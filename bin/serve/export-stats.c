@@ -233,7 +233,7 @@ stats_file(struct export_stats *st, json_object *d, const char *fp)
 		fp = name;
 	if (!json_object_object_get_ex(st->files, fp, NULL) &&
 	    st->nfiles < STATS_FILES_MAX) {
-		json_object_object_add(st->files, fp, json_object_new_boolean(1));
+		json_object_object_add(st->files, fp, xjson_object_new_boolean(1));
 		st->nfiles++;
 	}
 	if ((diff = json_get_obj(d, "diffStat")) != NULL) {

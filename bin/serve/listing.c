@@ -17,7 +17,9 @@
  * upstream's ?parentSessionId, ?sourceType and ?sourceId keep the sessions
  * whose transcript names that parent or source (its parent_session and
  * session_source records): like a search, every entry is looked at, and
- * the cursor counts the matches.
+ * the cursor counts the matches.  A catalog member (listing_member(),
+ * POST /sessions/catalog) is the same paged job whose page goes back to
+ * routes-catalog.c instead of a client.
  */
 #include "config.h"
 
