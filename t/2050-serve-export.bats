@@ -357,3 +357,34 @@ stats_fixture() {
 	req GET "/session/$SID/export?format=md"
 	[[ "$body" == *$'- **Lines Removed**: 0\n\n---\n\n## User'* ]]
 }
+
+# An independent oracle of the statistics: jq walks the active chain from
+# the last record back by parentUuid and adds up what upstream's exporter
+# adds (the generator's records carry usageMetadata, write_file and edit
+# results with their original and new content).
+stats_oracle() {
+	jq -s '
+	    (map(select(.uuid != null)) | map({(.uuid): .}) | add) as $m
+	    | [ last.uuid | recurse(if $m[.].parentUuid then $m[.].parentUuid else empty end) ] as $chain
+	    | [ $chain[] | $m[.] ] as $recs
+	    | def nl: if type == "string" then [split("\n")[] | select(length > 0)] | length else 0 end;
+	      [ $recs[] | select(.type == "tool_result") | .toolCallResult.resultDisplay | objects
+	        | select(has("fileName") and (has("originalContent") or has("newContent"))) ] as $w
+	    | { totalTokens: ([ $recs[] | select(.type == "assistant") | (.usageMetadata.totalTokenCount // 0) ] | add),
+	        writes: ($w | length),
+	        linesAdded: ([ $w[] | if .diffStat then (.diffStat.model_added_lines // 0) elif .truncatedForSession then 0 else (.newContent | nl) end ] | add),
+	        linesRemoved: ([ $w[] | if .diffStat then (.diffStat.model_removed_lines // 0) elif .truncatedForSession then 0 else (.originalContent | nl) end ] | add) }' "$1"
+}
+
+@test "export: the statistics of a generated transcript with rewinds are the oracle's" {
+	serve_start
+	local f o
+	f=$(qwen-gen-transcript --mib 2 --seed 13 --branches 3 --data-dir "$DATA" --workspace "$WS")
+	o=$(stats_oracle "$f")
+	echo "oracle: $o"
+	jq -e '.totalTokens > 0 and .writes > 0 and .linesAdded > 0' <<<"$o"
+	req GET "/session/$(basename "$f" .jsonl)/export?format=json"
+	[ "$code" = 200 ]
+	jq -e --argjson o "$o" '.metadata | .totalTokens == $o.totalTokens and .linesAdded == $o.linesAdded and .linesRemoved == $o.linesRemoved' <<<"$body"
+	jq -e --argjson o "$o" '.metadata | .filesWritten > 0 and .filesWritten <= $o.writes and (.uniqueFiles | length) == .filesWritten' <<<"$body"
+}
