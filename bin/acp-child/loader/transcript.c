@@ -319,8 +319,11 @@ fast_line(struct transcript *t, uint64_t off, const char *buf, size_t start,
     size_t len, int *rc)
 {
 	const char *p = buf + start, *e = buf + len, *end, *nl;
-	struct txscan s = { .uuid_hook = prefetch_uuid, .hook_arg = t };
+	struct txscan s;
 
+	/* The scan sets every other member: no initializer (a memset a line). */
+	s.uuid_hook = prefetch_uuid;
+	s.hook_arg = t;
 	while (p < e && *p != '\n' && txscan_isspace((unsigned char)*p))
 		p++;
 	t->project_fast_p = NULL;
