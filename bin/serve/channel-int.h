@@ -21,6 +21,8 @@
 /* Read at most this much of the child's output per loop turn: reading
    (and scanning) a whole pipe of a big answer held the loop for ms. */
 #define CHANNEL_READ_SLICE		(256 * 1024)
+/* A line buffered past this is a big answer: read it a slice at a time. */
+#define CHANNEL_READ_LONG		(64 * 1024)
 
 enum channel_state { CH_IDLE, CH_STARTING, CH_READY, CH_DYING };
 

@@ -270,16 +270,21 @@ handle_bad(struct channel *ch, struct rpc_bad *bad)
 }
 
 /* Read up to cap bytes of the child's output into the reader (straight
-   into its buffer: a load's few MiB answer is not copied on the way). */
+   into its buffer: a load's few MiB answer is not copied on the way).
+   While a long line is coming (a load's answer), the pipe's whole
+   megabyte is asked for in one read, not in 64 KiB pieces. */
 static void
 out_read(struct channel *ch, size_t cap)
 {
-	const size_t chunk = 65536;
-	size_t total = 0;
+	size_t total = 0, chunk;
 	ssize_t n;
 	void *buf;
 
 	while (!ch->out_eof && total < cap) {
+		chunk = rpc_reader_pending(ch->rd) >= CHANNEL_READ_LONG ?
+		    CHANNEL_READ_SLICE : 65536;
+		if (cap - total < chunk)
+			chunk = cap - total;
 		if ((buf = rpc_reader_space(ch->rd, chunk)) == NULL) {
 			log_warnx("child %ld: out of memory reading its output", (long)ch->pid);
 			ch->out_eof = 1;
