@@ -145,7 +145,9 @@ routes_capabilities_json(void)
 	    "session_recap", "session_btw", "session_language",
 	    "session_agent_trace",
 	    /* routes-attachments.c: a session's attachments on disk */
-	    "session_attachments", "session_attachment_list", NULL };
+	    "session_attachments", "session_attachment_list",
+	    /* routes-sources.c: checked here, kept by the session's agent */
+	    "session_sources", NULL };
 	static const char *const versions[] = { "v1", NULL };
 	static const char *const languages[] = { "en", NULL };
 	json_object *o = xjson_object_new_object(), *pv = xjson_object_new_object();

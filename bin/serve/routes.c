@@ -193,6 +193,12 @@ static const struct route routes[] = {
 	    route_session_attachment_read },
 	{ EVHTTP_REQ_DELETE, "/session/", "/attachments/", R_ID | R_TAIL,
 	    route_session_attachment_remove },
+	/* A session's sources, kept by its agent (routes-sources.c). */
+	{ EVHTTP_REQ_GET, "/session/", "/sources", R_ID, route_session_sources },
+	{ EVHTTP_REQ_POST, "/session/", "/sources", R_ID | R_BODY | R_LIVE,
+	    route_session_source_upsert },
+	{ EVHTTP_REQ_DELETE, "/session/", "/sources/", R_ID | R_TAIL,
+	    route_session_source_remove },
 	{ EVHTTP_REQ_POST, "/acp", NULL, R_ACP, route_acp_post },
 	{ EVHTTP_REQ_GET, "/acp", NULL, R_ACP, route_acp_get },
 	{ EVHTTP_REQ_DELETE, "/acp", NULL, R_ACP, route_acp_delete },
@@ -543,7 +549,7 @@ ws_session_path(const char *path)
 {
 	static const char *const tails[] = { "/transcript", "/turn-index",
 	    "/export", "/archive/export", "/metadata", "/organization" };
-	static const char *const stores[] = { "/attachments" };
+	static const char *const stores[] = { "/attachments", "/sources" };
 	const char *slash = strchr(path + 12, '/'), *id, *end;
 
 	if (slash == NULL || slash == path + 12 ||

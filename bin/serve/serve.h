@@ -437,6 +437,11 @@ void	route_session_attachments(struct http_ctx *);
 void	route_session_attachment_read(struct http_ctx *);
 void	route_session_attachment_remove(struct http_ctx *);
 
+/* ---- routes-sources.c: a session's sources, the agent's ------------------ */
+void	route_session_sources(struct http_ctx *);
+void	route_session_source_upsert(struct http_ctx *);
+void	route_session_source_remove(struct http_ctx *);
+
 /* ---- routes-queue.c: a session's prompt queue ------------------------- */
 void	route_session_pending(struct http_ctx *);
 void	route_session_pending_remove(struct http_ctx *);
@@ -495,6 +500,10 @@ int	attachments_has(const char *ws, const char *sid, const char *aid);
 int	attachments_remove(const char *ws, const char *sid, const char *aid);
 /* The session's data was deleted: remove its attachments. */
 void	attachments_delete(const char *ws, const char *sid);
+/* ---- sources.c: a session source checked as upstream checks it --------- */
+#define SOURCE_URL_MAX	2048
+/* {title, locator, description?} (caller frees), or NULL with *cause. */
+json_object *sources_check(json_object *in, char **cause);
 /* ---- attachments-name.c: an attachment's name and type ------------------- */
 #define ATTACHMENT_NAME_MAX	255	/* bytes */
 int	 attachments_image_type(const char *type);
