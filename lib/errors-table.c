@@ -193,6 +193,10 @@ static const struct qerr_def qerr_table[] = {
 	{ "source_persistence_unavailable", 503, "source_persistence_unavailable",
 	  0, N, 0, FULL, X_TMP, 0, "Session sources cannot be persisted" },
 
+	/* A session's artifacts. */
+	{ "session_artifact_forbidden", 403, NULL, 0, N, 0, FULL, X_FAIL, 0,
+	  "Artifact {artifactId} is owned by a different client" },
+
 	/* HTTP and ACP transport. */
 	{ "invalid_json", 400, NULL, 0, N, 0, QERR_RPC_PARSE_ERROR,
 	  QERR_RPC_PLAIN, X_FAIL, 0, "Invalid JSON in request body" },

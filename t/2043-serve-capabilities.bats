@@ -82,6 +82,8 @@ session_agent_trace           GET /session/$SID/agent-trace
 session_attachments           POST /session/$SID/attachments
 session_attachment_list       GET /session/$SID/attachments
 session_sources               GET /session/$SID/sources
+session_artifacts             GET /session/$SID/artifacts
+session_artifacts_persistence GET /session/$SID/artifacts
 '
 
 # Upstream's tags whose routes this daemon does not serve (yet): absent
@@ -90,7 +92,6 @@ UNSERVED='
 session_catalog_batch              POST /sessions/catalog
 session_generation                 POST /session/$SID/generate
 session_shell_command              POST /session/$SID/shell
-session_artifacts                  GET /session/$SID/artifacts
 session_mid_turn_message_mutation  POST /session/$SID/mid-turn-message
 session_mid_turn_message_query     GET /session/$SID/mid-turn-messages
 '

@@ -44,9 +44,9 @@
 static uint64_t	total_bytes;	/* over every workspace's attachments */
 static int	total_known;
 
-/* <base>/<sha256 of ws>/attachments.  Caller frees. */
+/* <base>/<sha256 of ws>/<leaf>.  Caller frees. */
 static char *
-root_path(const char *ws)
+root_path(const char *ws, const char *leaf)
 {
 	char hash[SHA256_DIGEST_STRING_LENGTH], *base, *out;
 	const char *env = getenv(ROOT_ENV);
@@ -60,16 +60,21 @@ root_path(const char *ws)
 		xasprintf(&base, "%s/tmp", data);
 		free(data);
 	}
-	xasprintf(&out, "%s/%s/attachments", base, hash);
+	xasprintf(&out, "%s/%s/%s", base, hash, leaf);
 	free(base);
 	return out;
 }
 
-/* The attachments directory of ws (made when create): a descriptor or -1. */
-static int
-root_open(const char *ws, int create, char **cause)
+/*
+ * A private directory of the session state kept for ws beside upstream's
+ * (leaf "attachments", "artifacts"), made when create: a descriptor, or
+ * -1 with errno and *cause.
+ */
+int
+attachments_state_open(const char *ws, const char *leaf, int create,
+    char **cause)
 {
-	char *root = root_path(ws), *parent;
+	char *root = root_path(ws, leaf), *parent;
 	int fd;
 
 	if (create) {
@@ -77,10 +82,18 @@ root_open(const char *ws, int create, char **cause)
 		(void)paths_mkdir_p(parent, 0700);
 		free(parent);
 	}
-	fd = privdir_open("attachments directory", root,
+	fd = privdir_open(strcmp(leaf, "attachments") == 0 ?
+	    "attachments directory" : "artifacts directory", root,
 	    PRIVDIR_PRIVATE | (create ? PRIVDIR_CREATE : 0), cause);
 	free(root);
 	return fd;
+}
+
+/* The attachments directory of ws. */
+static int
+root_open(const char *ws, int create, char **cause)
+{
+	return attachments_state_open(ws, "attachments", create, cause);
 }
 
 /* "session-<id>", the id as upstream's encodeURIComponent leaves it. */

@@ -147,7 +147,9 @@ routes_capabilities_json(void)
 	    /* routes-attachments.c: a session's attachments on disk */
 	    "session_attachments", "session_attachment_list",
 	    /* routes-sources.c: checked here, kept by the session's agent */
-	    "session_sources", NULL };
+	    "session_sources",
+	    /* routes-artifacts.c: a session's artifacts, persisted */
+	    "session_artifacts", "session_artifacts_persistence", NULL };
 	static const char *const versions[] = { "v1", NULL };
 	static const char *const languages[] = { "en", NULL };
 	json_object *o = xjson_object_new_object(), *pv = xjson_object_new_object();

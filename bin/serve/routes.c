@@ -193,6 +193,13 @@ static const struct route routes[] = {
 	    route_session_attachment_read },
 	{ EVHTTP_REQ_DELETE, "/session/", "/attachments/", R_ID | R_TAIL,
 	    route_session_attachment_remove },
+	/* A session's artifacts (routes-artifacts.c). */
+	{ EVHTTP_REQ_GET, "/session/", "/artifacts", R_ID,
+	    route_session_artifacts },
+	{ EVHTTP_REQ_POST, "/session/", "/artifacts", R_ID | R_BODY | R_LIVE,
+	    route_session_artifact_add },
+	{ EVHTTP_REQ_DELETE, "/session/", "/artifacts/", R_ID | R_TAIL,
+	    route_session_artifact_remove },
 	/* A session's sources, kept by its agent (routes-sources.c). */
 	{ EVHTTP_REQ_GET, "/session/", "/sources", R_ID, route_session_sources },
 	{ EVHTTP_REQ_POST, "/session/", "/sources", R_ID | R_BODY | R_LIVE,
@@ -549,7 +556,8 @@ ws_session_path(const char *path)
 {
 	static const char *const tails[] = { "/transcript", "/turn-index",
 	    "/export", "/archive/export", "/metadata", "/organization" };
-	static const char *const stores[] = { "/attachments", "/sources" };
+	static const char *const stores[] = { "/attachments", "/sources",
+	    "/artifacts" };
 	const char *slash = strchr(path + 12, '/'), *id, *end;
 
 	if (slash == NULL || slash == path + 12 ||

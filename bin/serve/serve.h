@@ -437,6 +437,11 @@ void	route_session_attachments(struct http_ctx *);
 void	route_session_attachment_read(struct http_ctx *);
 void	route_session_attachment_remove(struct http_ctx *);
 
+/* ---- routes-artifacts.c: a session's artifacts ---------------------------- */
+void	route_session_artifacts(struct http_ctx *);
+void	route_session_artifact_add(struct http_ctx *);
+void	route_session_artifact_remove(struct http_ctx *);
+
 /* ---- routes-sources.c: a session's sources, the agent's ------------------ */
 void	route_session_sources(struct http_ctx *);
 void	route_session_source_upsert(struct http_ctx *);
@@ -498,8 +503,27 @@ int	attachments_open(const char *ws, const char *sid, const char *aid,
 int	attachments_has(const char *ws, const char *sid, const char *aid);
 /* 1 removed, 0 none such, -1 failed. */
 int	attachments_remove(const char *ws, const char *sid, const char *aid);
+/* A private state directory for ws ("attachments", "artifacts"): fd or -1. */
+int	attachments_state_open(const char *ws, const char *leaf, int create,
+	    char **cause);
 /* The session's data was deleted: remove its attachments. */
 void	attachments_delete(const char *ws, const char *sid);
+/* ---- artifacts.c: a session's artifacts, persisted ---------------------- */
+#define ARTIFACT_MAX		200	/* a session's, upstream's */
+#define ARTIFACT_FILE_MAX	(4u * 1024 * 1024)
+json_object *artifacts_list(const char *ws, const char *sid, char **cause);
+json_object *artifacts_add(const char *ws, const char *sid, const char *client,
+	    json_object *in, const char *key, int *status, char **cause);
+json_object *artifacts_remove(const char *ws, const char *sid,
+	    const char *client, const char *aid, int *status, char **cause);
+void	artifacts_delete(const char *ws, const char *sid);
+/* ---- artifacts-check.c: a client's artifact checked as upstream's ------- */
+struct artifact_err {
+	const char	*field;		/* NULL: the artifact as a whole */
+	char		 msg[128];
+};
+json_object *artifacts_check(const char *ws, json_object *body, char **key,
+	    struct artifact_err *);
 /* ---- sources.c: a session source checked as upstream checks it --------- */
 #define SOURCE_URL_MAX	2048
 /* {title, locator, description?} (caller frees), or NULL with *cause. */

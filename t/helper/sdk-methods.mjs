@@ -52,7 +52,8 @@ const drain = async (it) => { const out = []; for await (const v of it) out.push
 
 const PASSED = 'the agent\'s own: passed to the session\'s agent under upstream\'s name; qwen-acp-child has none (500 -32601)';
 const NOTPASSED = 'the agent\'s own: not passed to the agent yet';
-const NOSTORE = 'no artifact store in qwen-serve';
+const NOSNAP = 'no saved webpage snapshots in qwen-serve (GET /session/:id/artifacts/:artifactId/content)';
+const ARTIFACT = { title: 'Site', url: 'https://example.com/' };
 const UPLOAD = 'POST /session/:id/attachments?name= (the raw body), 201 its reference';
 const SOURCES = 'the agent keeps them: passed to it as qwen/session/sources/*; qwen-acp-child has none (500 -32601)';
 const SOURCE = { title: 't', locator: { type: 'url', url: 'https://example.com/' } };
@@ -334,13 +335,17 @@ const T = [
 	    (r) => Array.isArray(r) && r.some((a) => a.attachmentId === 'a.txt' && a.size === 1)],
 	['DaemonClient.removeSessionAttachment', 'works', 'DELETE /session/:id/attachments/:attachmentId',
 	    (c) => client.removeSessionAttachment(sessionId, 'a.txt'), (r) => r === true],
-	['DaemonClient.listSessionArtifacts', 'not served', NOSTORE,
-	    (c) => client.listSessionArtifacts(sessionId)],
-	['DaemonClient.addSessionArtifact', 'not served', NOSTORE,
-	    (c) => client.addSessionArtifact(sessionId, { kind: 'file', title: 't', path: 'a' })],
-	['DaemonClient.removeSessionArtifact', 'not served', NOSTORE,
-	    (c) => client.removeSessionArtifact(sessionId, 'a1')],
-	['DaemonClient.readSessionArtifactContent', 'not served', NOSTORE,
+	['DaemonClient.addSessionArtifact', 'works', 'POST /session/:id/artifacts (checked as upstream; the client owns it)',
+	    (c) => client.addSessionArtifact(sessionId, ARTIFACT, ctx.cid),
+	    (r) => { ctx.art = r.changes?.[0]?.artifactId; return r.v === 1 && r.changes[0].action === 'created' &&
+	    r.changes[0].artifact.kind === 'link' && r.changes[0].artifact.storage === 'external_url'; }],
+	['DaemonClient.listSessionArtifacts', 'works', 'GET /session/:id/artifacts',
+	    (c) => client.listSessionArtifacts(sessionId, ctx.cid),
+	    (r) => r.v === 1 && r.artifacts.some((a) => a.id === ctx.art) && r.limits.maxArtifacts === 200],
+	['DaemonClient.removeSessionArtifact', 'works', 'DELETE /session/:id/artifacts/:artifactId',
+	    (c) => client.removeSessionArtifact(sessionId, ctx.art, ctx.cid),
+	    (r) => r.changes[0].action === 'removed' && r.changes[0].artifactId === ctx.art],
+	['DaemonClient.readSessionArtifactContent', 'not served', NOSNAP,
 	    (c) => client.readSessionArtifactContent(sessionId, 'a1')],
 	['DaemonClient.listSessionSources', 'agent-only', SOURCES,
 	    (c) => client.listSessionSources(sessionId, ctx.cid)],
@@ -483,10 +488,14 @@ const T = [
 	    (c) => ctx.s.listAttachments(), (r) => Array.isArray(r) && r.some((a) => a.attachmentId === 'b.txt')],
 	['DaemonSessionClient.removeAttachment', 'works', 'DELETE /session/:id/attachments/:attachmentId',
 	    (c) => ctx.s.removeAttachment('b.txt'), (r) => r === true],
-	['DaemonSessionClient.artifacts', 'not served', NOSTORE, (c) => ctx.s.artifacts()],
-	['DaemonSessionClient.addArtifact', 'not served', NOSTORE,
-	    (c) => ctx.s.addArtifact({ kind: 'file', title: 't', path: 'a' })],
-	['DaemonSessionClient.removeArtifact', 'not served', NOSTORE, (c) => ctx.s.removeArtifact('a1')],
+	['DaemonSessionClient.addArtifact', 'works', 'POST /session/:id/artifacts (checked as upstream; the client owns it)',
+	    (c) => ctx.s.addArtifact({ title: 'Spec', workspacePath: 'spec.md' }),
+	    (r) => { ctx.art2 = r.changes?.[0]?.artifactId; return r.changes[0].artifact.storage === 'workspace' &&
+	    r.changes[0].artifact.status === 'missing'; }],
+	['DaemonSessionClient.artifacts', 'works', 'GET /session/:id/artifacts',
+	    (c) => ctx.s.artifacts(), (r) => r.artifacts.some((a) => a.id === ctx.art2)],
+	['DaemonSessionClient.removeArtifact', 'works', 'DELETE /session/:id/artifacts/:artifactId',
+	    (c) => ctx.s.removeArtifact(ctx.art2), (r) => r.changes[0].action === 'removed'],
 	['DaemonSessionClient.listSources', 'agent-only', SOURCES, (c) => ctx.s.listSources()],
 	['DaemonSessionClient.upsertSource', 'agent-only', SOURCES, (c) => ctx.s.upsertSource(SOURCE)],
 	['DaemonSessionClient.removeSource', 'agent-only', SOURCES, (c) => ctx.s.removeSource('s1')],
