@@ -503,11 +503,6 @@ int	attachments_open(const char *ws, const char *sid, const char *aid,
 int	attachments_has(const char *ws, const char *sid, const char *aid);
 /* 1 removed, 0 none such, -1 failed. */
 int	attachments_remove(const char *ws, const char *sid, const char *aid);
-/* A private state directory for ws ("attachments", "artifacts"): fd or -1. */
-int	attachments_state_open(const char *ws, const char *leaf, int create,
-	    char **cause);
-/* The session's data was deleted: remove its attachments. */
-void	attachments_delete(const char *ws, const char *sid);
 /* ---- artifacts.c: a session's artifacts, persisted ---------------------- */
 #define ARTIFACT_MAX		200	/* a session's, upstream's */
 #define ARTIFACT_FILE_MAX	(4u * 1024 * 1024)
@@ -528,6 +523,20 @@ json_object *artifacts_check(const char *ws, json_object *body, char **key,
 #define SOURCE_URL_MAX	2048
 /* {title, locator, description?} (caller frees), or NULL with *cause. */
 json_object *sources_check(json_object *in, char **cause);
+/* ---- attachments-dir.c: the private state directories ------------------- */
+/* A private state directory for ws ("attachments", "artifacts"): fd or -1. */
+int	attachments_state_open(const char *ws, const char *leaf, int create,
+	    char **cause);
+/* A session's attachments directory: fd, or -1 (ENOENT: none yet). */
+int	attachments_dir_open(const char *ws, const char *sid, int create,
+	    char **cause);
+struct stat;
+int	attachments_entry_stat(int dfd, const char *name, struct stat *);
+void	attachments_dir_usage(int dfd, size_t *count, uint64_t *bytes);
+uint64_t attachments_total(void);
+void	attachments_total_adjust(int64_t delta);
+/* The session's data was deleted: remove its attachments. */
+void	attachments_delete(const char *ws, const char *sid);
 /* ---- attachments-name.c: an attachment's name and type ------------------- */
 #define ATTACHMENT_NAME_MAX	255	/* bytes */
 int	 attachments_image_type(const char *type);
