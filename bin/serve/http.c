@@ -170,33 +170,30 @@ http_reply_raw(struct evhttp_request *req, int status, struct evbuffer *buf)
 }
 
 /*
- * The request's raw body as up to max iovecs into the input buffer
- * (valid until the request ends): their count, the body's length in
- * *len; -1 when it is in more pieces than max.
+ * The request's raw body as iovecs into the input buffer, valid until the
+ * request ends (*iov, caller frees; its bytes in *len): their count.  The
+ * body is not copied.
  */
 int
-http_body_iov(struct evhttp_request *req, struct iovec *iov, int max,
-    size_t *len)
+http_body_iov(struct evhttp_request *req, struct iovec **iov, size_t *len)
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-	struct evbuffer_iovec v[16];
+	struct evbuffer_iovec *v;
 	int n;
 
-	*len = evbuffer_get_length(in);
-	if (*len == 0)
+	*iov = NULL;
+	if ((*len = evbuffer_get_length(in)) == 0)
 		return 0;
-	/* A length given: the extents needed for all of it, filled or not. */
-	if ((n = evbuffer_peek(in, (ev_ssize_t)*len, NULL, v, 16)) > 16 ||
-	    n > max) {
-		/* In too many pieces: made one (the body is bounded). */
-		if (evbuffer_pullup(in, -1) == NULL || (n = evbuffer_peek(in,
-		    (ev_ssize_t)*len, NULL, v, 16)) > max || n > 16)
-			return -1;
-	}
+	/* A length given: the extents needed for all of it. */
+	n = evbuffer_peek(in, (ev_ssize_t)*len, NULL, NULL, 0);
+	v = xreallocarray(NULL, (size_t)n, sizeof(*v));
+	n = evbuffer_peek(in, (ev_ssize_t)*len, NULL, v, n);
+	*iov = xreallocarray(NULL, (size_t)n, sizeof(**iov));
 	for (int i = 0; i < n; i++) {
-		iov[i].iov_base = v[i].iov_base;
-		iov[i].iov_len = v[i].iov_len;
+		(*iov)[i].iov_base = v[i].iov_base;
+		(*iov)[i].iov_len = v[i].iov_len;
 	}
+	free(v);
 	return n;
 }
 

@@ -23,8 +23,6 @@
 #include "serve.h"
 #include "xmalloc.h"
 
-#define BODY_IOV	16
-
 /* An answer {error} with the catalog code for status. */
 static void
 refuse(struct http_ctx *ctx, int status, const char *msg)
@@ -70,7 +68,7 @@ empty_image(const char *type, size_t len)
 void
 route_session_attachment_put(struct http_ctx *ctx)
 {
-	struct iovec iov[BODY_IOV];
+	struct iovec *iov = NULL;
 	struct session *s;
 	json_object *ref;
 	const char *name;
@@ -82,25 +80,29 @@ route_session_attachment_put(struct http_ctx *ctx)
 		return;
 	name = ctx->query != NULL ? http_query(ctx, "name") : NULL;
 	type = content_type(ctx);
-	if (name == NULL || type == NULL ||
-	    (n = http_body_iov(ctx->req, iov, BODY_IOV, &len)) == -1) {
+	n = http_body_iov(ctx->req, &iov, &len);
+	if (name == NULL || type == NULL) {
+		free(iov);
 		free(type);
 		refuse(ctx, 400, "request body, Content-Type, and name query "
 		    "parameter are required");
 		return;
 	}
 	if (len > ATTACHMENT_ITEM_MAX) {
+		free(iov);
 		free(type);
 		refuse(ctx, 413, "Request body too large (max 8 MiB)");
 		return;
 	}
 	if (empty_image(type, len)) {
+		free(iov);
 		free(type);
 		refuse(ctx, 400, "Image attachments cannot be empty");
 		return;
 	}
 	ref = attachments_put(channel_workspace(s->channel), s->id, name, type,
 	    iov, n, len, &status, &cause);
+	free(iov);
 	free(type);
 	if (ref == NULL)
 		refuse(ctx, status, cause != NULL ? cause : "Internal error");

@@ -337,8 +337,7 @@ void	http_set_header(struct evhttp_request *, const char *name,
 	    const char *value);
 void	http_reply_raw(struct evhttp_request *, int status, struct evbuffer *);
 struct iovec;
-int	http_body_iov(struct evhttp_request *, struct iovec *, int max,
-	    size_t *len);
+int	http_body_iov(struct evhttp_request *, struct iovec **, size_t *len);
 void	http_reply_file(struct evhttp_request *, int status, int fd, off_t size);
 /* A reply streamed in chunks: start, chunks, end; backlog -1: client gone. */
 void	http_stream_start(struct evhttp_request *, int status);
