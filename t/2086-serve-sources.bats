@@ -96,3 +96,20 @@ BAD
 	src '{"title":"t","locator":{"type":"url","url":"https://a/"}}'
 	expect 500 '.code == -32601'
 }
+
+@test "sources: the agent's sourceError is upstream's error of its code" {
+	local c st
+	for c in invalid_source:400 source_attachment_not_found:404 \
+	    source_limit_reached:409 source_persistence_unavailable:503 other_code:500; do
+		loaded "source-error=${c%%:*}"
+		st=${c#*:}
+		src '{"title":"t","locator":{"type":"url","url":"https://a/"}}'
+		expect "$st" '.error == "the agent'"'"'s source error"'
+		if [ "$st" != 500 ]; then
+			[ "$(jq -r .code <<<"$body")" = "${c%%:*}" ]
+		fi
+		req GET /session/$SID/sources
+		[ "$code" = "$st" ]
+		serve_stop
+	done
+}
