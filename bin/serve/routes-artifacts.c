@@ -154,9 +154,15 @@ route_session_artifact_remove(struct http_ctx *ctx)
 
 	if ((s = change_session(ctx)) == NULL)
 		return;
-	raw = xstrndup(ctx->path_tail, strcspn(ctx->path_tail, "/"));
-	aid = http_uridecode(raw);
-	free(raw);
+	/* ACP's _qwen/session/artifacts/remove names it in its params. */
+	if (ctx->path_tail == NULL)
+		aid = json_get_str(ctx->body, "artifactId") != NULL ?
+		    xstrdup(json_get_str(ctx->body, "artifactId")) : NULL;
+	else {
+		raw = xstrndup(ctx->path_tail, strcspn(ctx->path_tail, "/"));
+		aid = http_uridecode(raw);
+		free(raw);
+	}
 	if (aid == NULL || aid[0] == '\0') {
 		free(aid);
 		invalid(ctx, &e);
