@@ -91,6 +91,19 @@ adir() {
 	expect 400
 	up empty.png image/png "$BATS_TEST_TMPDIR/empty"
 	expect 400 '.error == "Image attachments cannot be empty"'
+	# 255 bytes is the most; a taken long name is cut before its " (1)".
+	local long
+	long=$(printf 'a%.0s' $(seq 251)).txt
+	up "$long" text/plain "$BATS_TEST_TMPDIR/x"
+	expect 201 ".attachmentId == \"$long\""
+	up "$long" text/plain "$BATS_TEST_TMPDIR/x"
+	expect 201 ".attachmentId == \"$(printf 'a%.0s' $(seq 247)) (1).txt\""
+	up "a$long" text/plain "$BATS_TEST_TMPDIR/x"
+	expect 400
+	req DELETE "/session/$SID/attachments/$long"
+	expect 200 '.removed == true'
+	req DELETE "/session/$SID/attachments/$(printf 'a%.0s' $(seq 247))%20(1).txt"
+	expect 200 '.removed == true'
 	# A path is cut to its last segment, never followed.
 	up '..%2F..%2Fescape.txt' text/plain "$BATS_TEST_TMPDIR/x"
 	expect 201 '.attachmentId == "escape.txt"'
