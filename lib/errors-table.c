@@ -181,6 +181,22 @@ static const struct qerr_def qerr_table[] = {
 	{ "daemon_runtime_failed", 503, NULL, 0, N, 0, FULL, X_FAIL, 0,
 	  "Daemon runtime failed to start" },
 
+	/* A session's sources (upstream's source errors). */
+	{ "invalid_source", 400, "invalid_source", 0, N, 0, PKIND, X_USE, 0,
+	  "Invalid source" },
+	{ "client_id_required", 403, "client_id_required", 0, N, 0, PKIND,
+	  X_USE, 0, "A session-bound client id is required" },
+	{ "source_attachment_not_found", 404, "source_attachment_not_found", 0,
+	  N, 0, PKIND, X_NF, 0, "Session attachment not found" },
+	{ "source_limit_reached", 409, "source_limit_reached", 0, N, 0, FULL,
+	  X_FAIL, 0, "Session source limit reached" },
+	{ "source_persistence_unavailable", 503, "source_persistence_unavailable",
+	  0, N, 0, FULL, X_TMP, 0, "Session sources cannot be persisted" },
+
+	/* A session's artifacts. */
+	{ "session_artifact_forbidden", 403, NULL, 0, N, 0, FULL, X_FAIL, 0,
+	  "Artifact {artifactId} is owned by a different client" },
+
 	/* HTTP and ACP transport. */
 	{ "invalid_json", 400, NULL, 0, N, 0, QERR_RPC_PARSE_ERROR,
 	  QERR_RPC_PLAIN, X_FAIL, 0, "Invalid JSON in request body" },

@@ -80,6 +80,11 @@ session_btw                   POST /session/$SID/btw
 session_language              POST /session/$SID/language
 session_agent_trace           GET /session/$SID/agent-trace
 session_catalog_batch         POST /sessions/catalog
+session_attachments           POST /session/$SID/attachments
+session_attachment_list       GET /session/$SID/attachments
+session_sources               GET /session/$SID/sources
+session_artifacts             GET /session/$SID/artifacts
+session_artifacts_persistence GET /session/$SID/artifacts
 '
 
 # Upstream's tags whose routes this daemon does not serve (yet): absent
@@ -87,10 +92,6 @@ session_catalog_batch         POST /sessions/catalog
 UNSERVED='
 session_generation                 POST /session/$SID/generate
 session_shell_command              POST /session/$SID/shell
-session_attachments                POST /session/$SID/attachments
-session_attachment_list            GET /session/$SID/attachments
-session_artifacts                  GET /session/$SID/artifacts
-session_sources                    GET /session/$SID/sources
 session_mid_turn_message_mutation  POST /session/$SID/mid-turn-message
 session_mid_turn_message_query     GET /session/$SID/mid-turn-messages
 '

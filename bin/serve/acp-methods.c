@@ -19,7 +19,9 @@
 
 static const char *const method_names[] = { "initialize", "session/new",
     "session/load", "session/resume", "session/prompt", "session/cancel",
-    "session/close", "_qwen/session/heartbeat", "_qwen/session/detach", NULL };
+    "session/close", "_qwen/session/heartbeat", "_qwen/session/detach",
+    "_qwen/session/attachments", "_qwen/session/artifacts",
+    "_qwen/session/artifacts/add", "_qwen/session/artifacts/remove", NULL };
 
 /* -32602 for params the REST route could not even be asked about. */
 static void
@@ -360,7 +362,7 @@ m_detach(struct acp_conn *c, struct rpc_msg *m)
 	    empty_done, ACP_CALL_RELEASES);
 }
 
-/* The heartbeat's REST answer is the result. */
+/* The REST answer is the result (the heartbeat's, the stores'). */
 static void
 heartbeat_done(struct acp_call *call, int status, json_object *body, struct qerr *e)
 {
@@ -385,6 +387,63 @@ m_heartbeat(struct acp_conn *c, struct rpc_msg *m)
 		    held_client(c, id), NULL, heartbeat_done, 0);
 }
 
+/*
+ * A store's REST answer is the result; its artifact refusal (400 {v,
+ * error: {code, message, field?}}) is -32602 with its message and
+ * {code, field?} as data.
+ */
+static void
+store_done(struct acp_call *call, int status, json_object *body,
+    struct qerr *e)
+{
+	json_object *err = json_get_obj(body, "error"), *data;
+	const char *msg = json_get_str(err, "message");
+
+	if (status != 400 || msg == NULL || call->rpc_id == NULL) {
+		heartbeat_done(call, status, body, e);
+		return;
+	}
+	data = xjson_object_new_object();
+	json_object_object_foreach(err, k, v)
+		if (strcmp(k, "message") != 0)
+			json_object_object_add(data, k, json_object_get(v));
+	acp_send(call->conn, NULL, rpc_new_error(json_object_get(call->rpc_id),
+	    RPC_INVALID_PARAMS, msg, data));
+}
+
+/*
+ * A session's stores, as upstream's ACP methods: _qwen/session/attachments
+ * (GET /session/:id/attachments), _qwen/session/artifacts (GET
+ * /session/:id/artifacts), _qwen/session/artifacts/add (POST, the params
+ * but sessionId its body) and _qwen/session/artifacts/remove {artifactId}
+ * (DELETE), as this connection's client; the REST answer is the result.
+ */
+static void
+m_store(struct acp_conn *c, struct rpc_msg *m)
+{
+	char id[SERVE_SESSION_ID_MAX + 1];
+	void (*route)(struct http_ctx *);
+	json_object *body = NULL;
+
+	if (session_param(c, m, id, sizeof(id)) == -1)
+		return;
+	if (strcmp(m->method, "_qwen/session/attachments") == 0)
+		route = route_session_attachments;
+	else if (strcmp(m->method, "_qwen/session/artifacts") == 0)
+		route = route_session_artifacts;
+	else {
+		route = strcmp(m->method, "_qwen/session/artifacts/add") == 0 ?
+		    route_session_artifact_add : route_session_artifact_remove;
+		body = xjson_object_new_object();
+		json_object_object_foreach(m->params, k, v)
+			if (strcmp(k, "sessionId") != 0)
+				json_object_object_add(body, k, json_object_get(v));
+	}
+	acp_call_run(c, m->id, id, route, id, held_client(c, id), body,
+	    store_done, 0);
+	json_object_put(body);
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 /* new: new work, refused during a drain as its REST route is. */
@@ -402,6 +461,10 @@ static const struct {
 	{ "session/close", m_close, 0 },
 	{ "_qwen/session/heartbeat", m_heartbeat, 0 },
 	{ "_qwen/session/detach", m_detach, 0 },
+	{ "_qwen/session/attachments", m_store, 0 },
+	{ "_qwen/session/artifacts", m_store, 0 },
+	{ "_qwen/session/artifacts/add", m_store, 0 },
+	{ "_qwen/session/artifacts/remove", m_store, 0 },
 };
 
 /* Run the method of a request or notification; answers are ignored. */

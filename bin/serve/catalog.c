@@ -253,6 +253,10 @@ catalog_delete(const char *id, const char **code, char **cause)
 		xasprintf(cause, "cannot delete session %s: %s", id,
 		    strerror(errno));
 	}
+	if (rc == 0) {
+		attachments_delete(ws, id);
+		artifacts_delete(ws, id);
+	}
 	if (dfd != -1)
 		close(dfd);
 	free(dir);

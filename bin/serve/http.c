@@ -7,12 +7,15 @@
  */
 #include "config.h"
 
+#include <sys/uio.h>
+
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -164,6 +167,57 @@ void
 http_reply_raw(struct evhttp_request *req, int status, struct evbuffer *buf)
 {
 	evhttp_send_reply(req, status, NULL, buf);
+}
+
+/*
+ * The request's raw body as iovecs into the input buffer, valid until the
+ * request ends (*iov, caller frees; its bytes in *len): their count.  The
+ * body is not copied.
+ */
+int
+http_body_iov(struct evhttp_request *req, struct iovec **iov, size_t *len)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	struct evbuffer_iovec *v;
+	int n;
+
+	*iov = NULL;
+	if ((*len = evbuffer_get_length(in)) == 0)
+		return 0;
+	/* A length given: the extents needed for all of it. */
+	n = evbuffer_peek(in, (ev_ssize_t)*len, NULL, NULL, 0);
+	v = xreallocarray(NULL, (size_t)n, sizeof(*v));
+	n = evbuffer_peek(in, (ev_ssize_t)*len, NULL, v, n);
+	*iov = xreallocarray(NULL, (size_t)n, sizeof(**iov));
+	for (int i = 0; i < n; i++) {
+		(*iov)[i].iov_base = v[i].iov_base;
+		(*iov)[i].iov_len = v[i].iov_len;
+	}
+	free(v);
+	return n;
+}
+
+/*
+ * Reply status with size bytes of the file fd (taken: closed when sent),
+ * sent from the file as the connection drains, never read whole.
+ */
+void
+http_reply_file(struct evhttp_request *req, int status, int fd, off_t size)
+{
+	struct evbuffer *buf;
+
+	if ((buf = evbuffer_new()) == NULL || (size > 0 &&
+	    evbuffer_add_file(buf, fd, 0, size) == -1)) {
+		if (buf == NULL)
+			close(fd);
+		evbuffer_free(buf);
+		http_error(req, "internal", NULL);
+		return;
+	}
+	if (size == 0)
+		close(fd);
+	evhttp_send_reply(req, status, NULL, buf);
+	evbuffer_free(buf);
 }
 
 /* Start a reply whose body follows in chunks (its headers the caller's). */

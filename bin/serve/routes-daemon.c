@@ -144,7 +144,13 @@ routes_capabilities_json(void)
 	    "session_supported_commands", "session_tasks", "session_agents",
 	    "session_lsp", "session_resources", "session_hooks", "session_rewind",
 	    "session_recap", "session_btw", "session_language",
-	    "session_agent_trace", NULL };
+	    "session_agent_trace",
+	    /* routes-attachments.c: a session's attachments on disk */
+	    "session_attachments", "session_attachment_list",
+	    /* routes-sources.c: checked here, kept by the session's agent */
+	    "session_sources",
+	    /* routes-artifacts.c: a session's artifacts, persisted */
+	    "session_artifacts", "session_artifacts_persistence", NULL };
 	static const char *const versions[] = { "v1", NULL };
 	static const char *const languages[] = { "en", NULL };
 	json_object *o = xjson_object_new_object(), *pv = xjson_object_new_object();

@@ -186,6 +186,28 @@ static const struct route routes[] = {
 	    R_LIVE, route_session_pass_task },
 	{ EVHTTP_REQ_POST, "/session/", "/tasks/*/workflow-action", R_ID | R_BODY |
 	    R_TAIL | R_LIVE, route_session_pass_task },
+	/* A session's attachments (routes-attachments.c). */
+	{ EVHTTP_REQ_POST, "/session/", "/attachments", R_ID,
+	    route_session_attachment_put },
+	{ EVHTTP_REQ_GET, "/session/", "/attachments", R_ID,
+	    route_session_attachments },
+	{ EVHTTP_REQ_GET, "/session/", "/attachments/", R_ID | R_TAIL,
+	    route_session_attachment_read },
+	{ EVHTTP_REQ_DELETE, "/session/", "/attachments/", R_ID | R_TAIL,
+	    route_session_attachment_remove },
+	/* A session's artifacts (routes-artifacts.c). */
+	{ EVHTTP_REQ_GET, "/session/", "/artifacts", R_ID,
+	    route_session_artifacts },
+	{ EVHTTP_REQ_POST, "/session/", "/artifacts", R_ID | R_BODY | R_LIVE,
+	    route_session_artifact_add },
+	{ EVHTTP_REQ_DELETE, "/session/", "/artifacts/", R_ID | R_TAIL,
+	    route_session_artifact_remove },
+	/* A session's sources, kept by its agent (routes-sources.c). */
+	{ EVHTTP_REQ_GET, "/session/", "/sources", R_ID, route_session_sources },
+	{ EVHTTP_REQ_POST, "/session/", "/sources", R_ID | R_BODY | R_LIVE,
+	    route_session_source_upsert },
+	{ EVHTTP_REQ_DELETE, "/session/", "/sources/", R_ID | R_TAIL,
+	    route_session_source_remove },
 	{ EVHTTP_REQ_POST, "/acp", NULL, R_ACP, route_acp_post },
 	{ EVHTTP_REQ_GET, "/acp", NULL, R_ACP, route_acp_get },
 	{ EVHTTP_REQ_DELETE, "/acp", NULL, R_ACP, route_acp_delete },
@@ -536,6 +558,8 @@ ws_session_path(const char *path)
 {
 	static const char *const tails[] = { "/transcript", "/turn-index",
 	    "/export", "/archive/export", "/metadata", "/organization" };
+	static const char *const stores[] = { "/attachments", "/sources",
+	    "/artifacts" };
 	const char *slash = strchr(path + 12, '/'), *id, *end;
 
 	if (slash == NULL || slash == path + 12 ||
@@ -546,6 +570,12 @@ ws_session_path(const char *path)
 		return NULL;
 	for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++)
 		if (strcmp(end, tails[i]) == 0)
+			return slash;
+	/* A session's stores, each item below them too. */
+	for (size_t i = 0; i < sizeof(stores) / sizeof(stores[0]); i++)
+		if (strncmp(end, stores[i], strlen(stores[i])) == 0 &&
+		    (end[strlen(stores[i])] == '\0' ||
+		    end[strlen(stores[i])] == '/'))
 			return slash;
 	return NULL;
 }

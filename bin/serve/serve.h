@@ -336,6 +336,9 @@ void	http_write_size(struct evhttp_request *, size_t bytes);
 void	http_set_header(struct evhttp_request *, const char *name,
 	    const char *value);
 void	http_reply_raw(struct evhttp_request *, int status, struct evbuffer *);
+struct iovec;
+int	http_body_iov(struct evhttp_request *, struct iovec **, size_t *len);
+void	http_reply_file(struct evhttp_request *, int status, int fd, off_t size);
 /* A reply streamed in chunks: start, chunks, end; backlog -1: client gone. */
 void	http_stream_start(struct evhttp_request *, int status);
 void	http_stream_chunk(struct evhttp_request *, struct evbuffer *);
@@ -427,6 +430,22 @@ void	route_session_pass(struct http_ctx *);
 void	route_session_pass_workflow(struct http_ctx *);
 void	route_session_pass_task(struct http_ctx *);
 
+/* ---- routes-attachments.c: a session's attachments ----------------------- */
+void	route_session_attachment_put(struct http_ctx *);
+void	route_session_attachments(struct http_ctx *);
+void	route_session_attachment_read(struct http_ctx *);
+void	route_session_attachment_remove(struct http_ctx *);
+
+/* ---- routes-artifacts.c: a session's artifacts ---------------------------- */
+void	route_session_artifacts(struct http_ctx *);
+void	route_session_artifact_add(struct http_ctx *);
+void	route_session_artifact_remove(struct http_ctx *);
+
+/* ---- routes-sources.c: a session's sources, the agent's ------------------ */
+void	route_session_sources(struct http_ctx *);
+void	route_session_source_upsert(struct http_ctx *);
+void	route_session_source_remove(struct http_ctx *);
+
 /* ---- routes-queue.c: a session's prompt queue ------------------------- */
 void	route_session_pending(struct http_ctx *);
 void	route_session_pending_remove(struct http_ctx *);
@@ -473,6 +492,65 @@ char	*search_text_read(int fd);
 /* 1 when text holds q (ASCII case folded), *snippet (caller frees). */
 int	search_match(const char *text, const char *q, char **snippet);
 
+/* ---- attachments.c: a session's attachments on disk --------------------- */
+#define ATTACHMENT_ITEM_MAX	(8u * 1024 * 1024)	/* upstream's, a file */
+#define ATTACHMENT_SESSION_MAX	256u			/* files a session */
+#define ATTACHMENT_SESSION_BYTES (64u * 1024 * 1024)
+#define ATTACHMENT_TOTAL_BYTES	(1024u * 1024 * 1024)	/* the daemon's */
+struct iovec;
+/* Store an upload: its reference (caller frees), or NULL, *status, *cause. */
+json_object *attachments_put(const char *ws, const char *sid,
+	    const char *name, const char *type, const struct iovec *, int iovcnt,
+	    size_t len, int *status, char **cause);
+/* The session's references, oldest first (caller frees); NULL, *cause. */
+json_object *attachments_list(const char *ws, const char *sid, char **cause);
+/* A descriptor to read attachment aid (size in *size), or -1 (ENOENT). */
+int	attachments_open(const char *ws, const char *sid, const char *aid,
+	    off_t *size);
+int	attachments_has(const char *ws, const char *sid, const char *aid);
+/* 1 removed, 0 none such, -1 failed. */
+int	attachments_remove(const char *ws, const char *sid, const char *aid);
+/* ---- artifacts.c: a session's artifacts, persisted ---------------------- */
+#define ARTIFACT_MAX		200	/* a session's, upstream's */
+#define ARTIFACT_FILE_MAX	(4u * 1024 * 1024)
+json_object *artifacts_list(const char *ws, const char *sid, char **cause);
+json_object *artifacts_add(const char *ws, const char *sid, const char *client,
+	    json_object *in, const char *key, int *status, char **cause);
+json_object *artifacts_remove(const char *ws, const char *sid,
+	    const char *client, const char *aid, int *status, char **cause);
+void	artifacts_delete(const char *ws, const char *sid);
+/* ---- artifacts-check.c: a client's artifact checked as upstream's ------- */
+struct artifact_err {
+	const char	*field;		/* NULL: the artifact as a whole */
+	char		 msg[128];
+};
+json_object *artifacts_check(const char *ws, json_object *body, char **key,
+	    struct artifact_err *);
+/* ---- sources.c: a session source checked as upstream checks it --------- */
+#define SOURCE_URL_MAX	2048
+/* {title, locator, description?} (caller frees), or NULL with *cause. */
+json_object *sources_check(json_object *in, char **cause);
+/* ---- attachments-dir.c: the private state directories ------------------- */
+/* A private state directory for ws ("attachments", "artifacts"): fd or -1. */
+int	attachments_state_open(const char *ws, const char *leaf, int create,
+	    char **cause);
+/* A session's attachments directory: fd, or -1 (ENOENT: none yet). */
+int	attachments_dir_open(const char *ws, const char *sid, int create,
+	    char **cause);
+struct stat;
+int	attachments_entry_stat(int dfd, const char *name, struct stat *);
+void	attachments_dir_usage(int dfd, size_t *count, uint64_t *bytes);
+uint64_t attachments_total(void);
+void	attachments_total_adjust(int64_t delta);
+/* The session's data was deleted: remove its attachments. */
+void	attachments_delete(const char *ws, const char *sid);
+/* ---- attachments-name.c: an attachment's name and type ------------------- */
+#define ATTACHMENT_NAME_MAX	255	/* bytes */
+int	 attachments_image_type(const char *type);
+const char *attachments_type(const char *name);	/* static */
+int	 attachments_name_ok(const char *name);
+char	*attachments_name(const char *given);		/* caller frees; NULL */
+char	*attachments_name_nth(const char *name, unsigned n);	/* caller frees */
 /* ---- catalog.c: session data archived, unarchived, deleted ------------ */
 #define CATALOG_ACTIVE		1
 #define CATALOG_ARCHIVED	2

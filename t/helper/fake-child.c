@@ -52,6 +52,8 @@
  *   echo-ext           a request for a method it does not know is answered
  *                      {method, params} (the agent-level calls passed
  *                      through, as an agent that knows them would)
+ *   source-error=CODE  ... and one for a qwen/session/sources/ method is
+ *                      {sourceError: {code: CODE, message}} instead
  *   ask                a prompt first sends session/request_permission
  *                      (allow_once, allow_always, reject_once) and holds
  *                      its chunks and answer until the daemon answers it;
@@ -115,7 +117,7 @@ static struct {
 	size_t		 npoke;
 	long		 crash_after, close_after, chunks, chunk_delay, replay, replay_bytes;
 	int		 wrong_id, linger, early_update, ask, echo_ext, load_only;
-	char		*fail_detail;
+	char		*fail_detail, *source_error;
 	long		 late_update;
 	char		*known[MAX_KNOB], *held[MAX_KNOB];
 	size_t		 nknown, nheld;
@@ -212,6 +214,8 @@ parse_knobs(const char *env)
 			cf.ask = 1;
 		else if (strcmp(tok, "echo-ext") == 0)
 			cf.echo_ext = 1;
+		else if (strcmp(tok, "source-error") == 0)
+			cf.source_error = strdup(v);
 		else if (strcmp(tok, "fail-detail") == 0)
 			cf.fail_detail = strdup(v);
 		else if (strcmp(tok, "late-update") == 0)
@@ -1001,6 +1005,16 @@ dispatch(struct rpc_msg *m)
 		json_object *r = obj("method", json_object_new_string(m->method));
 
 		json_object_object_add(r, "params", json_object_get(m->params));
+		if (cf.source_error != NULL &&
+		    strncmp(m->method, "qwen/session/sources/", 21) == 0) {
+			json_object *e = obj("code",
+			    json_object_new_string(cf.source_error));
+
+			json_object_object_add(e, "message",
+			    json_object_new_string("the agent's source error"));
+			json_object_put(r);
+			r = obj("sourceError", e);
+		}
 		reply = rpc_new_result(json_object_get(m->id), r);
 	} else if (i == sizeof(methods) / sizeof(methods[0]) && m->kind == RPC_REQUEST)
 		reply = rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
