@@ -106,6 +106,8 @@ static const struct qerr_def qerr_table[] = {
 	  "`archiveState` must be \"active\" or \"archived\"" },
 	{ "invalid_root_agent_id", 400, NULL, 0, N, 0, PARAMS, X_USE, 0,
 	  "`rootAgentId` must be a non-empty agent id" },
+	{ "invalid_subagent_ref", 400, NULL, 0, N, 0, PARAMS, X_USE, 0,
+	  "`subagentRef` must be a non-empty subagent reference" },
 	{ "invalid_parent_session_id", 400, NULL, 0, N, 0, PARAMS, X_USE, 0,
 	  "`parentSessionId` must be a non-empty string" },
 	{ "invalid_parent_session_filter", 400, NULL, 0, N, 0, PARAMS, X_USE, 0,

@@ -184,6 +184,11 @@ static const struct route routes[] = {
 	    R_LIVE, route_session_pass_task },
 	{ EVHTTP_REQ_POST, "/session/", "/tasks/*/workflow-action", R_ID | R_BODY |
 	    R_TAIL | R_LIVE, route_session_pass_task },
+	/* A session's subagents, among its agent's tasks (routes-subagent.c). */
+	{ EVHTTP_REQ_GET, "/session/", "/subagents/", R_ID | R_TAIL,
+	    route_session_subagent },
+	{ EVHTTP_REQ_POST, "/session/", "/subagents/*/cancel", R_ID | R_BODY |
+	    R_TAIL | R_LIVE, route_session_subagent },
 	{ EVHTTP_REQ_POST, "/acp", NULL, R_ACP, route_acp_post },
 	{ EVHTTP_REQ_GET, "/acp", NULL, R_ACP, route_acp_get },
 	{ EVHTTP_REQ_DELETE, "/acp", NULL, R_ACP, route_acp_delete },

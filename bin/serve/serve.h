@@ -427,6 +427,9 @@ void	route_session_pass(struct http_ctx *);
 void	route_session_pass_workflow(struct http_ctx *);
 void	route_session_pass_task(struct http_ctx *);
 
+/* ---- routes-subagent.c: a session's subagents, among its tasks ------- */
+void	route_session_subagent(struct http_ctx *);
+
 /* ---- routes-queue.c: a session's prompt queue ------------------------- */
 void	route_session_pending(struct http_ctx *);
 void	route_session_pending_remove(struct http_ctx *);

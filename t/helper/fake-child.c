@@ -65,6 +65,8 @@
  *   turn-status=FILE   qwen/control/session/turn_status answers
  *                      {turnResult: FILE's JSON object, null while FILE
  *                      is absent} (else the method is not known here)
+ *   answer=METHOD:FILE a request for METHOD is answered FILE's JSON as
+ *                      its result (read at the request; before the table)
  *   updates=FILE       prompt first sends each line of FILE (one JSON
  *                      SessionUpdate object a line) as a session/update
  *   chunk-delay=MS     between chunks (default 0)
@@ -120,6 +122,8 @@ static struct {
 	char		*known[MAX_KNOB], *held[MAX_KNOB];
 	size_t		 nknown, nheld;
 	char		*data_dir, *workspace, *updates, *turn_status;
+	char		*answer_m[MAX_KNOB], *answer_f[MAX_KNOB];
+	size_t		 nanswer;
 	FILE		*log;
 } cf = { .crash_after = -1, .close_after = -1, .chunks = 2, .replay = 3,
     .replay_bytes = 16 };
@@ -228,6 +232,10 @@ parse_knobs(const char *env)
 			cf.updates = strdup(v);
 		else if (strcmp(tok, "turn-status") == 0)
 			cf.turn_status = strdup(v);
+		else if (strcmp(tok, "answer") == 0 && colon && cf.nanswer < MAX_KNOB) {
+			cf.answer_m[cf.nanswer] = strndup(v, (size_t)(colon - v));
+			cf.answer_f[cf.nanswer++] = strdup(colon + 1);
+		}
 		else if (strcmp(tok, "chunk-delay") == 0)
 			cf.chunk_delay = atol(v);
 		else if (strcmp(tok, "replay") == 0)
@@ -991,6 +999,12 @@ dispatch(struct rpc_msg *m)
 		    "too many sessions in this process", data), delay, NULL, 0, NULL);
 		return;
 	}
+	for (i = 0; i < cf.nanswer && m->kind == RPC_REQUEST; i++)
+		if (strcmp(cf.answer_m[i], m->method) == 0) {
+			emit(rpc_new_result(json_object_get(m->id),
+			    json_object_from_file(cf.answer_f[i])), delay, NULL, 0, NULL);
+			return;
+		}
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
 		if (strcmp(methods[i].name, m->method) == 0) {
 			reply = methods[i].fn(m, delay);

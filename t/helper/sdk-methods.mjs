@@ -56,6 +56,7 @@ const NOSTORE = 'no attachment, artifact or source store in qwen-serve';
 const NOWT = 'no worktree sessions in qwen-serve';
 const STANDALONE = 'upstream standalone sessions: outside qwen-serve';
 const FORK = 'POST /session/:id/fork, passed to the agent as qwen/control/session/fork_agent; qwen-acp-child has none (500 -32601)';
+const SUBAGENT = 'GET /session/:id/subagents/:subagentRef (and its cancel), resolved among the agent\'s qwen/status/session/tasks; qwen-acp-child has none (500 -32601)';
 const SIDE = 'POST /session/:id/side-task, a branch asked of the agent as qwen/control/session/side_task; qwen-acp-child has none (500 -32601)';
 
 // [method, status, why, call(ctx), check(result), refused(outcome)] in the
@@ -312,9 +313,9 @@ const T = [
 	    (c) => client.removeMidTurnMessage(sessionId, 'm1')],
 	['DaemonClient.shellCommand', 'not served', NOTPASSED,
 	    (c) => client.shellCommand(sessionId, 'true')],
-	['DaemonClient.resolveSubagentSession', 'not served', NOTPASSED,
+	['DaemonClient.resolveSubagentSession', 'agent-only', SUBAGENT,
 	    (c) => client.resolveSubagentSession(sessionId, 'a1', ctx.cid)],
-	['DaemonClient.cancelSubagentSession', 'not served', NOTPASSED,
+	['DaemonClient.cancelSubagentSession', 'agent-only', SUBAGENT,
 	    (c) => client.cancelSubagentSession(sessionId, 'a1', ctx.cid)],
 	// Not a session server's.
 	['DaemonClient.respondToPermission', 'works', 'legacy POST /permission/:requestId (the session holding it; 404 taken as false)',
