@@ -79,6 +79,7 @@ session_recap                 POST /session/$SID/recap
 session_btw                   POST /session/$SID/btw
 session_language              POST /session/$SID/language
 session_agent_trace           GET /session/$SID/agent-trace
+session_shell_command         POST /session/$SID/shell
 '
 
 # Upstream's tags whose routes this daemon does not serve (yet): absent
@@ -86,7 +87,6 @@ session_agent_trace           GET /session/$SID/agent-trace
 UNSERVED='
 session_catalog_batch              POST /sessions/catalog
 session_generation                 POST /session/$SID/generate
-session_shell_command              POST /session/$SID/shell
 session_attachments                POST /session/$SID/attachments
 session_attachment_list            GET /session/$SID/attachments
 session_artifacts                  GET /session/$SID/artifacts
@@ -120,7 +120,8 @@ probe_of() {
 caps_serve() {
 	mkdir -p "$BATS_TEST_TMPDIR/wsb"
 	serve_start --workspace "$BATS_TEST_TMPDIR/ws" --workspace "$BATS_TEST_TMPDIR/wsb" \
-	    --prompt-deadline-ms 600000 --writer-idle-timeout-ms 600000
+	    --prompt-deadline-ms 600000 --writer-idle-timeout-ms 600000 \
+	    --enable-session-shell
 	make_transcript
 	make_transcript "$SID2"
 	req POST /session/$SID/load '{}'
@@ -177,7 +178,7 @@ caps_serve() {
 	expect 200
 	local t
 	for t in require_auth allow_origin prompt_absolute_deadline writer_idle_timeout \
-	    multi_workspace_sessions workspace_qualified_acp; do
+	    multi_workspace_sessions workspace_qualified_acp session_shell_command; do
 		run ! jq -e --arg t "$t" '.features | index($t) != null' <<<"$body"
 	done
 }

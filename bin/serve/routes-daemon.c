@@ -154,6 +154,8 @@ routes_capabilities_json(void)
 		json_object_array_add(f, xjson_object_new_string("require_auth"));
 	if (conf.rate_limit)
 		json_object_array_add(f, xjson_object_new_string("rate_limit"));
+	if (conf.session_shell)
+		json_object_array_add(f, xjson_object_new_string("session_shell_command"));
 	if (conf.n_allow_origin > 0)
 		json_object_array_add(f, xjson_object_new_string("allow_origin"));
 	if (conf.prompt_deadline_ms > 0)

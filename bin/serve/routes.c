@@ -189,6 +189,9 @@ static const struct route routes[] = {
 	    route_session_subagent },
 	{ EVHTTP_REQ_POST, "/session/", "/subagents/*/cancel", R_ID | R_BODY |
 	    R_TAIL | R_LIVE, route_session_subagent },
+	/* upstream's direct session shell (routes-shell.c). */
+	{ EVHTTP_REQ_POST, "/session/", "/shell", R_ID | R_BODY | R_LIVE,
+	    route_session_shell },
 	{ EVHTTP_REQ_POST, "/acp", NULL, R_ACP, route_acp_post },
 	{ EVHTTP_REQ_GET, "/acp", NULL, R_ACP, route_acp_get },
 	{ EVHTTP_REQ_DELETE, "/acp", NULL, R_ACP, route_acp_delete },

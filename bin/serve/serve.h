@@ -124,6 +124,7 @@ struct serve_conf {
 	int		 child_max_sessions;	/* -1: derived, 0: unlimited */
 	int		 max_pending_prompts;	/* 0: unlimited */
 	int		 no_web;		/* --no-web: no console at / */
+	int		 session_shell;		/* --enable-session-shell */
 	char		*web_dir;	/* --web-dir; NULL: env or pkgdatadir */
 	int		 tcp_loopback;		/* derived from hostname */
 	int		 bound_port;		/* after listen */
@@ -429,6 +430,10 @@ void	route_session_pass_task(struct http_ctx *);
 
 /* ---- routes-subagent.c: a session's subagents, among its tasks ------- */
 void	route_session_subagent(struct http_ctx *);
+
+/* ---- routes-shell.c: upstream's direct session shell ------------------ */
+void	route_session_shell(struct http_ctx *);
+void	route_shell_free_all(void);	/* at exit: every run killed */
 
 /* ---- routes-queue.c: a session's prompt queue ------------------------- */
 void	route_session_pending(struct http_ctx *);

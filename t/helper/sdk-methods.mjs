@@ -57,6 +57,7 @@ const NOWT = 'no worktree sessions in qwen-serve';
 const STANDALONE = 'upstream standalone sessions: outside qwen-serve';
 const FORK = 'POST /session/:id/fork, passed to the agent as qwen/control/session/fork_agent; qwen-acp-child has none (500 -32601)';
 const SUBAGENT = 'GET /session/:id/subagents/:subagentRef (and its cancel), resolved among the agent\'s qwen/status/session/tasks; qwen-acp-child has none (500 -32601)';
+const SHELL = 'POST /session/:id/shell with --enable-session-shell (the test\'s daemon has it; without, 403 session_shell_disabled)';
 const SIDE = 'POST /session/:id/side-task, a branch asked of the agent as qwen/control/session/side_task; qwen-acp-child has none (500 -32601)';
 
 // [method, status, why, call(ctx), check(result), refused(outcome)] in the
@@ -311,8 +312,9 @@ const T = [
 	    (c) => client.getMidTurnMessages(sessionId)],
 	['DaemonClient.removeMidTurnMessage', 'not served', NOTPASSED,
 	    (c) => client.removeMidTurnMessage(sessionId, 'm1')],
-	['DaemonClient.shellCommand', 'not served', NOTPASSED,
-	    (c) => client.shellCommand(sessionId, 'true')],
+	['DaemonClient.shellCommand', 'works', SHELL,
+	    (c) => client.shellCommand(sessionId, 'echo one; exit 3', { clientId: ctx.cid }),
+	    (r) => r.exitCode === 3 && r.output === 'one\n' && r.aborted === false],
 	['DaemonClient.resolveSubagentSession', 'agent-only', SUBAGENT,
 	    (c) => client.resolveSubagentSession(sessionId, 'a1', ctx.cid)],
 	['DaemonClient.cancelSubagentSession', 'agent-only', SUBAGENT,
@@ -468,7 +470,8 @@ const T = [
 	['DaemonSessionClient.getMidTurnMessages', 'not served', NOTPASSED, (c) => ctx.s.getMidTurnMessages()],
 	['DaemonSessionClient.removeMidTurnMessage', 'not served', NOTPASSED,
 	    (c) => ctx.s.removeMidTurnMessage('m1')],
-	['DaemonSessionClient.shellCommand', 'not served', NOTPASSED, (c) => ctx.s.shellCommand('true')],
+	['DaemonSessionClient.shellCommand', 'works', SHELL, (c) => ctx.s.shellCommand('pwd'),
+	    (r) => r.exitCode === 0 && r.output === `${workspaceCwd}\n`],
 	['DaemonSessionClient.uploadAttachment', 'not served', NOSTORE,
 	    (c) => ctx.s.uploadAttachment(blob(), 'a.txt', 'text/plain')],
 	['DaemonSessionClient.readAttachment', 'not served', NOSTORE, (c) => ctx.s.readAttachment('a1')],
