@@ -114,6 +114,11 @@ static const struct qerr_def qerr_table[] = {
 	  X_FAIL, 0, "Direct session shell requires a session-bound client id" },
 	{ "shell_limit_exceeded", 429, NULL, 1, F, 5, FULL, X_TMP, 0,
 	  "Too many session shell commands are running" },
+	{ "invalid_prompt", 400, NULL, 0, N, 0, PARAMS, X_USE, 0,
+	  "`prompt` must be a non-empty string no larger than 32768 UTF-8 "
+	  "bytes" },
+	{ "generation_limit_exceeded", 429, NULL, 1, F, 5, FULL, X_TMP, 0,
+	  "Too many session generations are running" },
 	{ "invalid_parent_session_id", 400, NULL, 0, N, 0, PARAMS, X_USE, 0,
 	  "`parentSessionId` must be a non-empty string" },
 	{ "invalid_parent_session_filter", 400, NULL, 0, N, 0, PARAMS, X_USE, 0,

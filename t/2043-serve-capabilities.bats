@@ -80,13 +80,13 @@ session_btw                   POST /session/$SID/btw
 session_language              POST /session/$SID/language
 session_agent_trace           GET /session/$SID/agent-trace
 session_shell_command         POST /session/$SID/shell
+session_generation            POST /session/$SID/generate
 '
 
 # Upstream's tags whose routes this daemon does not serve (yet): absent
 # while the route is not there, required once it is.
 UNSERVED='
 session_catalog_batch              POST /sessions/catalog
-session_generation                 POST /session/$SID/generate
 session_attachments                POST /session/$SID/attachments
 session_attachment_list            GET /session/$SID/attachments
 session_artifacts                  GET /session/$SID/artifacts

@@ -620,6 +620,7 @@ static const struct channel_events child_events = {
 	.inflight_view = inflight_chan_view,
 	.update = sessions_route_update,
 	.permission = permission_ask,
+	.notify = route_generate_notify,
 };
 
 /* What GET /metrics reads of the other modules when it is scraped. */
@@ -751,6 +752,7 @@ main(int argc, char **argv)
 	reply_slice_free_all();	/* likewise */
 	export_job_free_all();	/* likewise */
 	route_shell_free_all();	/* likewise */
+	route_generate_free_all();	/* likewise */
 	ready_probe_free();
 	sdnotify_free();
 	http_free(http);

@@ -143,7 +143,9 @@ routes_capabilities_json(void)
 	    "session_supported_commands", "session_tasks", "session_agents",
 	    "session_lsp", "session_resources", "session_hooks", "session_rewind",
 	    "session_recap", "session_btw", "session_language",
-	    "session_agent_trace", NULL };
+	    "session_agent_trace",
+	    /* routes-generate.c: the agent's generation, streamed */
+	    "session_generation", NULL };
 	static const char *const versions[] = { "v1", NULL };
 	static const char *const languages[] = { "en", NULL };
 	json_object *o = xjson_object_new_object(), *pv = xjson_object_new_object();

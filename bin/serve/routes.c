@@ -192,6 +192,9 @@ static const struct route routes[] = {
 	/* upstream's direct session shell (routes-shell.c). */
 	{ EVHTTP_REQ_POST, "/session/", "/shell", R_ID | R_BODY | R_LIVE,
 	    route_session_shell },
+	/* upstream's stateless generation, streamed (routes-generate.c). */
+	{ EVHTTP_REQ_POST, "/session/", "/generate", R_ID | R_BODY | R_LIVE,
+	    route_session_generate },
 	{ EVHTTP_REQ_POST, "/acp", NULL, R_ACP, route_acp_post },
 	{ EVHTTP_REQ_GET, "/acp", NULL, R_ACP, route_acp_get },
 	{ EVHTTP_REQ_DELETE, "/acp", NULL, R_ACP, route_acp_delete },

@@ -435,6 +435,13 @@ void	route_session_subagent(struct http_ctx *);
 void	route_session_shell(struct http_ctx *);
 void	route_shell_free_all(void);	/* at exit: every run killed */
 
+/* ---- routes-generate.c: upstream's stateless generation, streamed ---- */
+void	route_session_generate(struct http_ctx *);
+/* A qwen/notify/... notification of the child's (a generation's event). */
+void	route_generate_notify(struct channel *, const char *method,
+	    json_object *params);
+void	route_generate_free_all(void);	/* at exit: every stream dropped */
+
 /* ---- routes-queue.c: a session's prompt queue ------------------------- */
 void	route_session_pending(struct http_ctx *);
 void	route_session_pending_remove(struct http_ctx *);
@@ -677,6 +684,9 @@ struct channel_events {
 	/* A session/update notification; a permission request. */
 	void	(*update)(struct channel *, json_object *params);
 	void	(*permission)(struct channel *, json_object *rpc_id,
+		    json_object *params);
+	/* Another qwen/notify/... notification (a generation's event). */
+	void	(*notify)(struct channel *, const char *method,
 		    json_object *params);
 };
 void	channel_set_events(const struct channel_events *);

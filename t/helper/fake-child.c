@@ -65,6 +65,10 @@
  *   turn-status=FILE   qwen/control/session/turn_status answers
  *                      {turnResult: FILE's JSON object, null while FILE
  *                      is absent} (else the method is not known here)
+ *   generate           qwen/control/session/generation/start sends the
+ *                      prompt and "!" as delta events (a stray one for
+ *                      another request between), then answers model
+ *                      fake-fast (else the method is not known here)
  *   answer=METHOD:FILE a request for METHOD is answered FILE's JSON as
  *                      its result (read at the request; before the table)
  *   updates=FILE       prompt first sends each line of FILE (one JSON
@@ -124,6 +128,7 @@ static struct {
 	char		*data_dir, *workspace, *updates, *turn_status;
 	char		*answer_m[MAX_KNOB], *answer_f[MAX_KNOB];
 	size_t		 nanswer;
+	int		 generate;
 	FILE		*log;
 } cf = { .crash_after = -1, .close_after = -1, .chunks = 2, .replay = 3,
     .replay_bytes = 16 };
@@ -216,6 +221,8 @@ parse_knobs(const char *env)
 			cf.ask = 1;
 		else if (strcmp(tok, "echo-ext") == 0)
 			cf.echo_ext = 1;
+		else if (strcmp(tok, "generate") == 0)
+			cf.generate = 1;
 		else if (strcmp(tok, "fail-detail") == 0)
 			cf.fail_detail = strdup(v);
 		else if (strcmp(tok, "late-update") == 0)
@@ -880,6 +887,48 @@ m_fork(struct rpc_msg *m, long delay)
 	return rpc_new_result(json_object_get(m->id), r);
 }
 
+/* One generation event for params' request (a stray one when other). */
+static void
+gen_event(struct rpc_msg *m, const char *text, int other, long delay)
+{
+	json_object *p = json_object_new_object(), *ev = obj("type",
+	    json_object_new_string("delta"));
+
+	json_object_object_add(ev, "text", json_object_new_string(text));
+	json_object_object_add(p, "v", json_object_new_int(1));
+	json_object_object_add(p, "sessionId", json_object_new_string(
+	    json_get_str(m->params, "sessionId")));
+	json_object_object_add(p, "requestId", json_object_new_string(other ?
+	    "someone-else" : json_get_str(m->params, "requestId")));
+	json_object_object_add(p, "event", ev);
+	emit(rpc_new_notification("qwen/notify/session/generation/event", p),
+	    delay, NULL, 0, NULL);
+}
+
+/*
+ * With generate: the prompt back as a delta event, "!" as another (and one
+ * for another request between them), then the generation's completion.
+ */
+static json_object *
+m_generate(struct rpc_msg *m, long delay)
+{
+	json_object *r;
+
+	if (!cf.generate || json_get_str(m->params, "requestId") == NULL ||
+	    json_get_str(m->params, "sessionId") == NULL)
+		return rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
+		    "Method not found", NULL);
+	gen_event(m, json_get_str(m->params, "prompt") ?
+	    json_get_str(m->params, "prompt") : "", 0, delay);
+	gen_event(m, "stray", 1, delay);
+	gen_event(m, "!", 0, delay);
+	r = obj("model", json_object_new_string("fake-fast"));
+	json_object_object_add(r, "modelSource", json_object_new_string("fast"));
+	json_object_object_add(r, "inputTokens", json_object_new_int(3));
+	json_object_object_add(r, "outputTokens", json_object_new_int(2));
+	return rpc_new_result(json_object_get(m->id), r);
+}
+
 /* The persisted turn_result the test put in the turn-status= file. */
 static json_object *
 m_turn_status(struct rpc_msg *m, long delay)
@@ -915,6 +964,7 @@ static const struct method {
 	{ "qwen/control/session/approval_mode", m_mode },
 	{ "session/set_mode", m_mode },
 	{ "qwen/control/session/turn_status", m_turn_status },
+	{ "qwen/control/session/generation/start", m_generate },
 };
 
 /* ---- loop --------------------------------------------------------------- */

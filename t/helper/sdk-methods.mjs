@@ -7,7 +7,8 @@
 // and deleted on the way) and checks
 // each against the table below: "works" must resolve (and pass its
 // check), "agent-only" must reach the agent (qwen-acp-child, which has
-// none of them: 500 with its -32601), "not served" must be refused as a
+// none of them: 500 with its -32601, or the row's check of what
+// upstream's daemon makes of that), "not served" must be refused as a
 // route this daemon does not have (404 not_found, 405 or 501, or the
 // row's own refusal for a variant it does not serve); never a
 // hang, never HTML (a method the SDK turns a 404 into a value for is judged
@@ -58,6 +59,9 @@ const STANDALONE = 'upstream standalone sessions: outside qwen-serve';
 const FORK = 'POST /session/:id/fork, passed to the agent as qwen/control/session/fork_agent; qwen-acp-child has none (500 -32601)';
 const SUBAGENT = 'GET /session/:id/subagents/:subagentRef (and its cancel), resolved among the agent\'s qwen/status/session/tasks; qwen-acp-child has none (500 -32601)';
 const SHELL = 'POST /session/:id/shell with --enable-session-shell (the test\'s daemon has it; without, 403 session_shell_disabled)';
+const GEN = 'POST /session/:id/generate, streamed from the agent\'s qwen/control/session/generation/start; qwen-acp-child has none (the stream\'s error generation_failed, as upstream\'s)';
+// The stream of an agent without generation: upstream's in-stream error.
+const genFailed = (r) => r.length === 1 && r[0].type === 'error' && r[0].code === 'generation_failed';
 const SIDE = 'POST /session/:id/side-task, a branch asked of the agent as qwen/control/session/side_task; qwen-acp-child has none (500 -32601)';
 
 // [method, status, why, call(ctx), check(result), refused(outcome)] in the
@@ -302,8 +306,8 @@ const T = [
 	    (c) => client.rewindSession(sessionId, 'p1')],
 	['DaemonClient.recapSession', 'agent-only', PASSED,
 	    (c) => client.recapSession(sessionId)],
-	['DaemonClient.generateSessionContent', 'not served', NOTPASSED,
-	    (c) => drain(client.generateSessionContent(sessionId, 'x'))],
+	['DaemonClient.generateSessionContent', 'agent-only', GEN,
+	    (c) => drain(client.generateSessionContent(sessionId, 'x')), genFailed],
 	['DaemonClient.btwSession', 'agent-only', PASSED,
 	    (c) => client.btwSession(sessionId, 'q')],
 	['DaemonClient.enqueueMidTurnMessage', 'not served', NOTPASSED,
@@ -462,8 +466,8 @@ const T = [
 	['DaemonSessionClient.getRewindSnapshots', 'agent-only', PASSED, (c) => ctx.s.getRewindSnapshots()],
 	['DaemonSessionClient.rewind', 'agent-only', PASSED, (c) => ctx.s.rewind('p1')],
 	['DaemonSessionClient.recap', 'agent-only', PASSED, (c) => ctx.s.recap()],
-	['DaemonSessionClient.generateContent', 'not served', NOTPASSED,
-	    (c) => drain(ctx.s.generateContent('x'))],
+	['DaemonSessionClient.generateContent', 'agent-only', GEN,
+	    (c) => drain(ctx.s.generateContent('x')), genFailed],
 	['DaemonSessionClient.btw', 'agent-only', PASSED, (c) => ctx.s.btw('q')],
 	['DaemonSessionClient.enqueueMidTurnMessage', 'not served', NOTPASSED,
 	    (c) => ctx.s.enqueueMidTurnMessage('m')],
@@ -568,7 +572,8 @@ for (const [name, status, , call, check, refused] of T) {
 	if (status === 'works')
 		good = !o.hang && !o.error && (check === undefined || check(o.value));
 	else if (status === 'agent-only')
-		good = answeredByAgent(o);
+		good = check !== undefined ? !o.hang && !o.error && check(o.value) :
+		    answeredByAgent(o);
 	else if (refused !== undefined)
 		good = !o.hang && refused(o);
 	else
