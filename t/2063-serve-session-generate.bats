@@ -80,3 +80,22 @@ events() {
 	# Noticed at the next heartbeat (15 s).
 	wait_for 25 grep -q " qwen/control/session/generation/cancel $SID " "$BATS_TEST_TMPDIR/log"
 }
+
+@test "with --agent-acp the delegating child passes the agent's generation on" {
+	REAL=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
+	[ -x "$REAL" ] || skip "qwen-acp-child not built"
+	ALOG=$BATS_TEST_TMPDIR/agent.log
+	SERVE_CHILD=$REAL FAKE_CHILD="log=$ALOG,known=$SID,generate" \
+	    serve_start --agent-acp "$FAKE_CHILD_BIN"
+	make_transcript "$SID"
+	req POST /session/$SID/load '{}'
+	expect 200
+	# The agent has the session once its background resume is answered.
+	streamed() {
+		gen -d '{"prompt":"hi"}'
+		events | jq -e '[.[].event] == ["delta", "delta", "done"]'
+	}
+	wait_for 10 streamed
+	events | jq -e '.[0].data.text == "hi" and .[2].data.model == "fake-fast"'
+	grep -q " qwen/control/session/generation/start $SID " "$ALOG"
+}
