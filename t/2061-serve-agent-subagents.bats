@@ -98,3 +98,28 @@ b64url() {
 	req POST "/session/$SID/subagents/a1/cancel" '{}'
 	expect 500 '.code == -32601'
 }
+
+@test "a subagent the agent no longer lists is found among its sidecars on disk" {
+	echo '{"tasks":[]}' >"$BATS_TEST_TMPDIR/tasks.json"
+	FAKE_CHILD="echo-ext,answer=qwen/status/session/tasks:$BATS_TEST_TMPDIR/tasks.json" serve_loaded
+	local chats dir
+	chats=$(dirname "$(find "$DATA/projects" -name "$SID.jsonl" | head -1)")
+	[ -d "$chats" ]
+	dir=$(dirname "$chats")/subagents/$SID
+	mkdir -p "$dir"
+	echo '{"agentId":"agent-x-call-3","toolUseId":"tool-3","agentType":"explore",
+	    "status":"failed","createdAt":"2026-01-01T00:00:00.000Z",
+	    "lastUpdatedAt":"2026-01-01T00:00:02.500Z"}' >"$dir/agent-x.meta.json"
+	echo 'not json' >"$dir/broken.meta.json"
+	echo '{"agentId":"other"}' >"$dir/other.jsonl"
+	req GET "/session/$SID/subagents/tool-3"
+	expect 200
+	jq -e --arg v "subagent.$(b64url "$SID").$(b64url agent-x-call-3)" '. == {sessionId: $v,
+	    taskId: "agent-x-call-3", title: "explore", status: "failed", durationMs: 2500}' <<<"$body"
+	req GET "/session/$SID/subagents/call-3"
+	expect 200 '.taskId == "agent-x-call-3"'
+	req POST "/session/$SID/subagents/call-3/cancel" '{}'
+	expect 200 '.params.taskId == "agent-x-call-3"'
+	req GET "/session/$SID/subagents/other"
+	expect 404 '.code == "session_not_found"'
+}

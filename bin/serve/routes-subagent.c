@@ -16,24 +16,34 @@
  * that is empty or over 500 UTF-16 units is 400 invalid_subagent_ref, one
  * no task matches 404 session_not_found; an agent without the methods is
  * answered as the other pass-through routes answer it (500 and the
- * agent's code).
+ * agent's code).  A subagent the agent no longer lists is looked for, as
+ * upstream looks, among the sidecars of the parent's subagent transcripts
+ * (<project>/subagents/<parent>/<name>.meta.json {agentId, toolUseId?,
+ * description?, agentType?, status?, createdAt, lastUpdatedAt?}).
  */
 #include "config.h"
 
+#include <sys/stat.h>
+
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/http.h>
 
 #include "base64.h"
 #include "errors.h"
 #include "json.h"
+#include "paths.h"
 #include "serve.h"
 #include "xmalloc.h"
 
 #define SUBAGENT_REF_MAX	500	/* upstream's MAX_VIRTUAL_SESSION_ID_PART_LENGTH */
 #define SUBAGENT_ID_MAX		2000	/* upstream's MAX_VIRTUAL_SESSION_ID_LENGTH */
 #define SUBAGENT_TASKS_MAX	4096	/* tasks looked at in the agent's answer */
+#define SUBAGENT_METAS_MAX	1024	/* sidecars looked at on disk */
+#define SUBAGENT_META_BYTES	(64 * 1024)
 
 /* One resolve (and maybe cancel) out to the agent. */
 struct subagent_req {
@@ -210,6 +220,148 @@ subagent_find(json_object *payload, const char *ref)
 	return NULL;
 }
 
+/* An ISO 8601 UTC time in ms ("2026-01-02T03:04:05.678Z"), or -1. */
+static int64_t
+subagent_time(const char *s)
+{
+	struct tm tm;
+	const char *end;
+	int64_t ms = 0;
+
+	memset(&tm, 0, sizeof(tm));
+	if (s == NULL || (end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)) == NULL)
+		return -1;
+	if (*end == '.' && end[1] >= '0' && end[1] <= '9') {
+		ms = strtol(end + 1, (char **)&end, 10);
+		while (ms >= 1000)
+			ms /= 10;
+	}
+	return (int64_t)timegm(&tm) * 1000 + ms;
+}
+
+/* The sidecar at path as an agent task of the agent's shape, or NULL. */
+static json_object *
+subagent_meta_task(const char *path)
+{
+	json_object *m, *t, *st;
+	const char *id, *label;
+	struct stat sb;
+	int64_t a, b;
+	char *out;
+
+	if (stat(path, &sb) == -1 || !S_ISREG(sb.st_mode) ||
+	    sb.st_size > SUBAGENT_META_BYTES ||
+	    (m = json_object_from_file(path)) == NULL)
+		return NULL;
+	if ((id = json_get_str(m, "agentId")) == NULL) {
+		json_object_put(m);
+		return NULL;
+	}
+	t = xjson_object_new_object();
+	json_object_object_add(t, "kind", xjson_object_new_string("agent"));
+	json_object_object_add(t, "id", xjson_object_new_string(id));
+	if (json_get_str(m, "toolUseId") != NULL)
+		json_object_object_add(t, "toolUseId",
+		    xjson_object_new_string(json_get_str(m, "toolUseId")));
+	out = xstrndup(path, strlen(path) - strlen(".meta.json"));
+	json_object_object_add(t, "outputFile", json_object_new_string(out));
+	free(out);
+	label = json_get_str(m, "description");
+	if (label == NULL || label[0] == '\0')
+		label = json_get_str(m, "agentType");
+	if (label != NULL)
+		json_object_object_add(t, "label", xjson_object_new_string(label));
+	json_object_object_add(t, "status", xjson_object_new_string(
+	    json_get_str(m, "status") != NULL ? json_get_str(m, "status") : "completed"));
+	a = subagent_time(json_get_str(m, "createdAt"));
+	b = subagent_time(json_get_str(m, "lastUpdatedAt"));
+	if (a != -1 && b != -1) {
+		st = xjson_object_new_object();
+		json_object_object_add(st, "durationMs",
+		    json_object_new_int64(b > a ? b - a : 0));
+		json_object_object_add(t, "stats", st);
+	}
+	json_object_put(m);
+	return t;
+}
+
+static int
+subagent_name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names of dir's sidecars, sorted (at most SUBAGENT_METAS_MAX): *n. */
+static char **
+subagent_metas(const char *dir, size_t *n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char **v = NULL;
+	size_t len;
+
+	*n = 0;
+	if (d == NULL)
+		return NULL;
+	while ((e = readdir(d)) != NULL && *n < SUBAGENT_METAS_MAX) {
+		len = strlen(e->d_name);
+		if (len <= strlen(".meta.json") || strcmp(e->d_name + len -
+		    strlen(".meta.json"), ".meta.json") != 0)
+			continue;
+		v = xreallocarray(v, *n + 1, sizeof(*v));
+		v[(*n)++] = xstrdup(e->d_name);
+	}
+	closedir(d);
+	if (*n > 0)
+		qsort(v, *n, sizeof(*v), subagent_name_cmp);
+	return v;
+}
+
+/* <project>/subagents/<parent, sanitized as upstream>: caller frees. */
+static char *
+subagent_dir(struct subagent_req *sr)
+{
+	char *data = paths_data_dir(conf.data_dir), *chats, *slash, *dir, *p;
+
+	chats = paths_chats_dir(data, channel_workspace(sr->ch));
+	free(data);
+	if ((slash = strrchr(chats, '/')) != NULL)
+		*slash = '\0';
+	if (asprintf(&dir, "%s/subagents/%s", chats, sr->id) == -1)
+		dir = NULL;
+	free(chats);
+	for (p = dir != NULL ? strrchr(dir, '/') + 1 : NULL; p != NULL && *p; p++)
+		if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
+		    !(*p >= '0' && *p <= '9') && *p != '_' && *p != '-')
+			*p = '_';
+	return dir;
+}
+
+/* The parent's subagent on disk the reference names, or NULL (caller puts). */
+static json_object *
+subagent_disk(struct subagent_req *sr)
+{
+	char *dir = subagent_dir(sr), **names, *path;
+	json_object *t = NULL;
+	size_t i, n = 0;
+
+	names = dir != NULL ? subagent_metas(dir, &n) : NULL;
+	for (i = 0; i < n; i++) {
+		if (t == NULL && asprintf(&path, "%s/%s", dir, names[i]) != -1) {
+			if ((t = subagent_meta_task(path)) != NULL &&
+			    !subagent_match(t, sr->ref)) {
+				json_object_put(t);
+				t = NULL;
+			}
+			free(path);
+		}
+		free(names[i]);
+	}
+	free(names);
+	free(dir);
+	return t;
+}
+
 /* upstream's 404 for a reference no task of the session matches. */
 static void
 subagent_not_found(struct subagent_req *sr)
@@ -281,15 +433,19 @@ static void
 subagent_tasks_cb(void *arg, enum channel_outcome o, json_object *payload)
 {
 	struct subagent_req *sr = arg;
-	json_object *task;
+	json_object *task, *disk = NULL;
+	int sent = 0;
 
 	if (o != CHANNEL_RESULT)
 		subagent_fail(sr, o, payload);
-	else if ((task = subagent_find(payload, sr->ref)) == NULL)
+	else if ((task = subagent_find(payload, sr->ref)) == NULL &&
+	    (task = disk = subagent_disk(sr)) == NULL)
 		subagent_not_found(sr);
-	else if (subagent_answer(sr, task))
-		return;
-	subagent_free(sr);
+	else
+		sent = subagent_answer(sr, task);
+	json_object_put(disk);
+	if (!sent)
+		subagent_free(sr);
 }
 
 /* The reference in the path, checked: caller frees; NULL after the 400. */
