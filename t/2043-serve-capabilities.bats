@@ -81,6 +81,8 @@ session_language              POST /session/$SID/language
 session_agent_trace           GET /session/$SID/agent-trace
 session_shell_command         POST /session/$SID/shell
 session_generation            POST /session/$SID/generate
+session_mid_turn_message_mutation POST /session/$SID/mid-turn-message
+session_mid_turn_message_query    GET /session/$SID/mid-turn-messages
 '
 
 # Upstream's tags whose routes this daemon does not serve (yet): absent
@@ -91,8 +93,6 @@ session_attachments                POST /session/$SID/attachments
 session_attachment_list            GET /session/$SID/attachments
 session_artifacts                  GET /session/$SID/artifacts
 session_sources                    GET /session/$SID/sources
-session_mid_turn_message_mutation  POST /session/$SID/mid-turn-message
-session_mid_turn_message_query     GET /session/$SID/mid-turn-messages
 '
 
 # served METHOD PATH: the route answers as a route (its own JSON answer,

@@ -612,6 +612,15 @@ serve_request_shutdown(void)
 }
 
 /* What a child's channel tells the modules above it. */
+/* The child's requests we answer: its drain of a mid-turn queue. */
+static json_object *
+child_request(struct channel *ch, const char *method, json_object *params)
+{
+	if (strcmp(method, "craft/drainMidTurnQueue") == 0)
+		return midturn_drain(ch, params);
+	return NULL;
+}
+
 static const struct channel_events child_events = {
 	.child_started = metrics_child_started,
 	.child_exited = metrics_child_exited,
@@ -620,6 +629,7 @@ static const struct channel_events child_events = {
 	.inflight_view = inflight_chan_view,
 	.update = sessions_route_update,
 	.permission = permission_ask,
+	.request = child_request,
 	.notify = route_generate_notify,
 };
 
@@ -649,6 +659,7 @@ wire(void)
 	http_capture_add(branch_live_capture);	/* a branch's resume */
 	bus_set_subscribers(&sse_subscribers);
 	channel_set_events(&child_events);
+	prompts_set_idle(midturn_settle);
 	metrics_set_gauges(&gauges);
 }
 

@@ -145,7 +145,10 @@ routes_capabilities_json(void)
 	    "session_recap", "session_btw", "session_language",
 	    "session_agent_trace",
 	    /* routes-generate.c: the agent's generation, streamed */
-	    "session_generation", NULL };
+	    "session_generation",
+	    /* routes-midturn.c: the mid-turn queue, drained by the agent */
+	    "session_mid_turn_message_mutation", "session_mid_turn_message_query",
+	    NULL };
 	static const char *const versions[] = { "v1", NULL };
 	static const char *const languages[] = { "en", NULL };
 	json_object *o = xjson_object_new_object(), *pv = xjson_object_new_object();

@@ -69,6 +69,9 @@
  *                      prompt and "!" as delta events (a stray one for
  *                      another request between), then answers model
  *                      fake-fast (else the method is not known here)
+ *   drain=MS           a prompt asks the daemon craft/drainMidTurnQueue
+ *                      MS in, streams "drained <text|text...>" from its
+ *                      answer, and ends MS after that
  *   answer=METHOD:FILE a request for METHOD is answered FILE's JSON as
  *                      its result (read at the request; before the table)
  *   updates=FILE       prompt first sends each line of FILE (one JSON
@@ -129,6 +132,7 @@ static struct {
 	char		*answer_m[MAX_KNOB], *answer_f[MAX_KNOB];
 	size_t		 nanswer;
 	int		 generate;
+	long		 drain;
 	FILE		*log;
 } cf = { .crash_after = -1, .close_after = -1, .chunks = 2, .replay = 3,
     .replay_bytes = 16 };
@@ -223,6 +227,8 @@ parse_knobs(const char *env)
 			cf.echo_ext = 1;
 		else if (strcmp(tok, "generate") == 0)
 			cf.generate = 1;
+		else if (strcmp(tok, "drain") == 0)
+			cf.drain = atol(v);
 		else if (strcmp(tok, "fail-detail") == 0)
 			cf.fail_detail = strdup(v);
 		else if (strcmp(tok, "late-update") == 0)
@@ -638,6 +644,26 @@ ask_permission(const char *sid)
 }
 
 /* The daemon's answer to an ask: say the outcome, release the prompt. */
+/* The daemon's answer to a drain: its messages as a chunk. */
+static void
+drain_answered(struct rpc_msg *m)
+{
+	const char *id = json_object_get_string(m->id);
+	json_object *msgs = NULL;
+	char text[1024];
+	size_t i, n, at;
+
+	if (!json_object_object_get_ex(m->result, "messages", &msgs) ||
+	    !json_object_is_type(msgs, json_type_array))
+		return;
+	at = (size_t)snprintf(text, sizeof(text), "drained ");
+	for (i = 0, n = json_object_array_length(msgs); i < n && at < sizeof(text); i++)
+		at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s", i ? "|" : "",
+		    json_object_get_string(json_object_array_get_idx(msgs, i)));
+	emit(rpc_new_notification("session/update",
+	    update(id + 6, "agent_message_chunk", text)), 0, NULL, 0, NULL);
+}
+
 static void
 ask_answered(struct rpc_msg *m)
 {
@@ -646,6 +672,10 @@ ask_answered(struct rpc_msg *m)
 	uint64_t now = clock_mono_ms();
 	char text[96];
 
+	if (id != NULL && strncmp(id, "drain-", 6) == 0) {
+		drain_answered(m);
+		return;
+	}
 	if (id == NULL || strncmp(id, "ask-", 4) != 0)
 		return;
 	sid = id + 4;
@@ -750,6 +780,15 @@ m_prompt(struct rpc_msg *m, long delay)
 	if (cf.ask) {
 		ask_permission(sid);
 		delay = HOLD_MS;
+	}
+	if (cf.drain > 0) {
+		char rid[96];
+		json_object *q = obj("sessionId", json_object_new_string(sid));
+
+		snprintf(rid, sizeof(rid), "drain-%s", sid);
+		emit(rpc_new_request(json_object_new_string(rid),
+		    "craft/drainMidTurnQueue", q), delay + cf.drain, NULL, 0, NULL);
+		delay += 2 * cf.drain;
 	}
 	send_updates(sid, delay);
 	for (i = 0; i < cf.chunks; i++) {

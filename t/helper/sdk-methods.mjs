@@ -62,6 +62,7 @@ const SHELL = 'POST /session/:id/shell with --enable-session-shell (the test\'s 
 const GEN = 'POST /session/:id/generate, streamed from the agent\'s qwen/control/session/generation/start; qwen-acp-child has none (the stream\'s error generation_failed, as upstream\'s)';
 // The stream of an agent without generation: upstream's in-stream error.
 const genFailed = (r) => r.length === 1 && r[0].type === 'error' && r[0].code === 'generation_failed';
+const MIDTURN = 'the daemon\'s mid-turn queue (POST /session/:id/mid-turn-message, GET .../mid-turn-messages, DELETE .../:messageId), drained by the agent (craft/drainMidTurnQueue)';
 const SIDE = 'POST /session/:id/side-task, a branch asked of the agent as qwen/control/session/side_task; qwen-acp-child has none (500 -32601)';
 
 // [method, status, why, call(ctx), check(result), refused(outcome)] in the
@@ -310,12 +311,16 @@ const T = [
 	    (c) => drain(client.generateSessionContent(sessionId, 'x')), genFailed],
 	['DaemonClient.btwSession', 'agent-only', PASSED,
 	    (c) => client.btwSession(sessionId, 'q')],
-	['DaemonClient.enqueueMidTurnMessage', 'not served', NOTPASSED,
-	    (c) => client.enqueueMidTurnMessage(sessionId, 'm')],
-	['DaemonClient.getMidTurnMessages', 'not served', NOTPASSED,
-	    (c) => client.getMidTurnMessages(sessionId)],
-	['DaemonClient.removeMidTurnMessage', 'not served', NOTPASSED,
-	    (c) => client.removeMidTurnMessage(sessionId, 'm1')],
+	// No turn runs: upstream's idle refusal, an empty queue, nothing to remove.
+	['DaemonClient.enqueueMidTurnMessage', 'works', MIDTURN,
+	    (c) => client.enqueueMidTurnMessage(sessionId, 'm', { clientId: ctx.cid }),
+	    (r) => r.accepted === false && r.reason === 'session_idle'],
+	['DaemonClient.getMidTurnMessages', 'works', MIDTURN,
+	    (c) => client.getMidTurnMessages(sessionId, { clientId: ctx.cid }),
+	    (r) => Array.isArray(r.messages) && r.messages.length === 0 && Array.isArray(r.settledMessageIds)],
+	['DaemonClient.removeMidTurnMessage', 'works', MIDTURN,
+	    (c) => client.removeMidTurnMessage(sessionId, 'm1', { clientId: ctx.cid }),
+	    (r) => r.removed === false],
 	['DaemonClient.shellCommand', 'works', SHELL,
 	    (c) => client.shellCommand(sessionId, 'echo one; exit 3', { clientId: ctx.cid }),
 	    (r) => r.exitCode === 3 && r.output === 'one\n' && r.aborted === false],
@@ -469,11 +474,13 @@ const T = [
 	['DaemonSessionClient.generateContent', 'agent-only', GEN,
 	    (c) => drain(ctx.s.generateContent('x')), genFailed],
 	['DaemonSessionClient.btw', 'agent-only', PASSED, (c) => ctx.s.btw('q')],
-	['DaemonSessionClient.enqueueMidTurnMessage', 'not served', NOTPASSED,
-	    (c) => ctx.s.enqueueMidTurnMessage('m')],
-	['DaemonSessionClient.getMidTurnMessages', 'not served', NOTPASSED, (c) => ctx.s.getMidTurnMessages()],
-	['DaemonSessionClient.removeMidTurnMessage', 'not served', NOTPASSED,
-	    (c) => ctx.s.removeMidTurnMessage('m1')],
+	['DaemonSessionClient.enqueueMidTurnMessage', 'works', MIDTURN,
+	    (c) => ctx.s.enqueueMidTurnMessage('m', { messageId: 'm-1' }),
+	    (r) => r.accepted === false && r.reason === 'session_idle'],
+	['DaemonSessionClient.getMidTurnMessages', 'works', MIDTURN, (c) => ctx.s.getMidTurnMessages(),
+	    (r) => Array.isArray(r.messages) && Array.isArray(r.promotedMessageIds)],
+	['DaemonSessionClient.removeMidTurnMessage', 'works', MIDTURN,
+	    (c) => ctx.s.removeMidTurnMessage('m1'), (r) => r.removed === false],
 	['DaemonSessionClient.shellCommand', 'works', SHELL, (c) => ctx.s.shellCommand('pwd'),
 	    (r) => r.exitCode === 0 && r.output === `${workspaceCwd}\n`],
 	['DaemonSessionClient.uploadAttachment', 'not served', NOSTORE,
