@@ -85,15 +85,15 @@ session_attachment_list       GET /session/$SID/attachments
 session_sources               GET /session/$SID/sources
 session_artifacts             GET /session/$SID/artifacts
 session_artifacts_persistence GET /session/$SID/artifacts
+session_shell_command         POST /session/$SID/shell
+session_generation            POST /session/$SID/generate
+session_mid_turn_message_mutation POST /session/$SID/mid-turn-message
+session_mid_turn_message_query    GET /session/$SID/mid-turn-messages
 '
 
 # Upstream's tags whose routes this daemon does not serve (yet): absent
 # while the route is not there, required once it is.
 UNSERVED='
-session_generation                 POST /session/$SID/generate
-session_shell_command              POST /session/$SID/shell
-session_mid_turn_message_mutation  POST /session/$SID/mid-turn-message
-session_mid_turn_message_query     GET /session/$SID/mid-turn-messages
 '
 
 # served METHOD PATH: the route answers as a route (its own JSON answer,
@@ -121,7 +121,8 @@ probe_of() {
 caps_serve() {
 	mkdir -p "$BATS_TEST_TMPDIR/wsb"
 	serve_start --workspace "$BATS_TEST_TMPDIR/ws" --workspace "$BATS_TEST_TMPDIR/wsb" \
-	    --prompt-deadline-ms 600000 --writer-idle-timeout-ms 600000
+	    --prompt-deadline-ms 600000 --writer-idle-timeout-ms 600000 \
+	    --enable-session-shell
 	make_transcript
 	make_transcript "$SID2"
 	req POST /session/$SID/load '{}'
@@ -178,7 +179,7 @@ caps_serve() {
 	expect 200
 	local t
 	for t in require_auth allow_origin prompt_absolute_deadline writer_idle_timeout \
-	    multi_workspace_sessions workspace_qualified_acp; do
+	    multi_workspace_sessions workspace_qualified_acp session_shell_command; do
 		run ! jq -e --arg t "$t" '.features | index($t) != null' <<<"$body"
 	done
 }

@@ -19,7 +19,7 @@ teardown() {
 	command -v node >/dev/null || skip "node not installed"
 	local dir=${QWEN_SDK_DIR:-$QWEN_TOP_BUILDDIR/t/sdk}
 	npm_cached "$dir" @qwen-code/sdk 0.1.14 --foreground-scripts
-	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_start
+	SERVE_CHILD=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child serve_start --enable-session-shell
 	make_transcript
 	make_transcript "$SID2"	# archived, unarchived and deleted on the way
 	run node "$QWEN_TOP_SRCDIR/t/helper/sdk-methods.mjs" "$dir" "http://127.0.0.1:$PORT" \

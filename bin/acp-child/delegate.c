@@ -618,6 +618,11 @@ delegate_message(struct child *c, struct rpc_msg *m)
 		    !delegate_loading(json_get_str(m->params, "sessionId")))
 			child_send(c, rpc_new_notification("session/update",
 			    json_object_get(m->params)));
+		/* A generation's events go to the daemon's stream as they are. */
+		else if (strcmp(m->method, "qwen/notify/session/generation/event") == 0 &&
+		    m->params != NULL)
+			child_send(c, rpc_new_notification(m->method,
+			    json_object_get(m->params)));
 		break;
 	case RPC_REQUEST:
 		if (strcmp(m->method, "session/request_permission") == 0)

@@ -193,8 +193,13 @@ channel_reply(struct channel *ch, unsigned serial, json_object *id, json_object 
 static void
 answer_child_request(struct channel *ch, struct rpc_msg *m)
 {
+	json_object *r;
+
 	if (strcmp(m->method, "session/request_permission") == 0)
 		channel_hooks->permission(ch, m->id, m->params);
+	else if (channel_hooks->request != NULL &&
+	    (r = channel_hooks->request(ch, m->method, m->params)) != NULL)
+		write_msg(ch, rpc_new_result(json_object_get(m->id), r));
 	else
 		write_msg(ch, rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
 		    "Method not found", NULL));
@@ -209,6 +214,9 @@ handle_msg(struct channel *ch, struct rpc_msg *m)
 	case RPC_NOTIFICATION:
 		if (strcmp(m->method, "session/update") == 0 && m->params != NULL)
 			channel_hooks->update(ch, m->params);
+		else if (strncmp(m->method, "qwen/notify/", 12) == 0 &&
+		    m->params != NULL && channel_hooks->notify != NULL)
+			channel_hooks->notify(ch, m->method, m->params);
 		else
 			log_debug("child %ld: notification %s ignored", (long)ch->pid, m->method);
 		break;

@@ -49,7 +49,7 @@ enum {
 	OPT_TRACE_FILE, OPT_INIT_TO, OPT_RESTORE_TO, OPT_CHAN_IDLE,
 	OPT_SESS_IDLE, OPT_SESS_REAP, OPT_SSE_HB, OPT_RING, OPT_REPLAY_MAX,
 	OPT_MAX_SESS, OPT_MAX_TOTAL, OPT_CHILD_MAX, OPT_MAX_PENDING, OPT_HELP, OPT_VERSION,
-	OPT_NO_WEB, OPT_WEB_DIR,
+	OPT_NO_WEB, OPT_WEB_DIR, OPT_SESSION_SHELL,
 	OPT_PIDFILE, OPT_CHECK_CONFIG, OPT_OTLP, OPT_TOKEN_FILE, OPT_CHILD_CMD,
 	OPT_AUDIT_LOG, OPT_LOG_FORMAT, OPT_PERM_TO, OPT_AGENT_ACP, OPT_PROMPT_DEADLINE, OPT_WRITER_IDLE,
 	OPT_AGENT_PRESTART, OPT_AGENT_COMPACT, OPT_RATE_LIMIT, OPT_RL_PROMPT,
@@ -105,6 +105,7 @@ static const struct option longopts[] = {
 	{ "child-max-sessions", required_argument, NULL, OPT_CHILD_MAX },
 	{ "max-pending-prompts-per-session", required_argument, NULL, OPT_MAX_PENDING },
 	{ "no-web", no_argument, NULL, OPT_NO_WEB },
+	{ "enable-session-shell", no_argument, NULL, OPT_SESSION_SHELL },
 	{ "web-dir", required_argument, NULL, OPT_WEB_DIR },
 	{ "pidfile", required_argument, NULL, OPT_PIDFILE },
 	{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
@@ -186,6 +187,7 @@ usage(int status)
 	    "\t[--max-pending-prompts-per-session N]\n"
 	    "\t[--prompt-deadline-ms MS] [--writer-idle-timeout-ms MS]\n"
 	    "\t[--no-web | --web-dir DIR] [--pidfile FILE] [--check-config]\n"
+	    "\t[--enable-session-shell]\n"
 	    "\t[--help] [--version]\n");
 	exit_flushed(status);
 }
@@ -437,6 +439,7 @@ parse_args(int argc, char **argv)
 		case OPT_CHILD_MAX: conf.child_max_sessions = (int)num_opt("child-max-sessions", optarg, 0, 1000000); break;
 		case OPT_MAX_PENDING: conf.max_pending_prompts = (int)num_opt("max-pending-prompts-per-session", optarg, 0, 100000); break;
 		case OPT_NO_WEB: conf.no_web = 1; break;
+		case OPT_SESSION_SHELL: conf.session_shell = 1; break;
 		case OPT_WEB_DIR: free(conf.web_dir); conf.web_dir = xstrdup(optarg); break;
 		case OPT_PIDFILE: free(conf.pidfile); conf.pidfile = xstrdup(optarg); break;
 		case OPT_CHECK_CONFIG: conf.check_config = 1; break;
@@ -609,6 +612,15 @@ serve_request_shutdown(void)
 }
 
 /* What a child's channel tells the modules above it. */
+/* The child's requests we answer: its drain of a mid-turn queue. */
+static json_object *
+child_request(struct channel *ch, const char *method, json_object *params)
+{
+	if (strcmp(method, "craft/drainMidTurnQueue") == 0)
+		return midturn_drain(ch, params);
+	return NULL;
+}
+
 static const struct channel_events child_events = {
 	.child_started = metrics_child_started,
 	.child_exited = metrics_child_exited,
@@ -617,6 +629,8 @@ static const struct channel_events child_events = {
 	.inflight_view = inflight_chan_view,
 	.update = sessions_route_update,
 	.permission = permission_ask,
+	.request = child_request,
+	.notify = route_generate_notify,
 };
 
 /* What GET /metrics reads of the other modules when it is scraped. */
@@ -645,6 +659,7 @@ wire(void)
 	http_capture_add(branch_live_capture);	/* a branch's resume */
 	bus_set_subscribers(&sse_subscribers);
 	channel_set_events(&child_events);
+	prompts_set_idle(midturn_settle);
 	metrics_set_gauges(&gauges);
 }
 
@@ -747,6 +762,8 @@ main(int argc, char **argv)
 	ws_free_all();		/* before evhttp_free() frees their connections */
 	reply_slice_free_all();	/* likewise */
 	export_job_free_all();	/* likewise */
+	route_shell_free_all();	/* likewise */
+	route_generate_free_all();	/* likewise */
 	ready_probe_free();
 	sdnotify_free();
 	http_free(http);

@@ -30,7 +30,7 @@
 
 struct prompt {
 	TAILQ_ENTRY(prompt)	 entry;
-	char			 id[UUID_LEN + 1];
+	char			 id[SERVE_PROMPT_ID_MAX + 1];
 	char			 client_id[SERVE_CLIENT_ID_MAX + 1];
 	json_object		*params;
 	struct channel_req		*req;
@@ -46,6 +46,7 @@ struct prompt {
 };
 
 static void	prompts_pump(struct session *);
+static void	(*prompts_idle)(struct session *);
 static void	on_expired_grace(evutil_socket_t, short, void *);
 
 static void
@@ -438,6 +439,10 @@ on_prompt_done(void *arg, enum channel_outcome o, json_object *payload)
 	pending_settled(s, p, "completed");
 	prompt_free(p);
 	prompts_pump(s);
+	/* The last turn: what waited for it mid-turn runs now. */
+	if (o != CHANNEL_CLOSED && s->active == NULL && s->expired == NULL &&
+	    s->queued == 0 && prompts_idle != NULL)
+		prompts_idle(s);
 	/*
 	 * Its last client detached while the prompt ran (a REST detach, an
 	 * ACP connection that went away): once nothing holds it, it goes, as
@@ -513,9 +518,32 @@ prompt_valid(json_object *body)
 	return 1;
 }
 
+void
+prompts_set_idle(void (*fn)(struct session *))
+{
+	prompts_idle = fn;
+}
+
+static const char *prompts_admit_as(struct session *, json_object *,
+		    const char *, int, const char *);
+
 const char *
 prompts_admit(struct session *s, json_object *body, const char *client_id,
     int cont)
+{
+	return prompts_admit_as(s, body, client_id, cont, NULL);
+}
+
+const char *
+prompts_admit_id(struct session *s, json_object *body, const char *client_id,
+    const char *id)
+{
+	return prompts_admit_as(s, body, client_id, 0, id);
+}
+
+static const char *
+prompts_admit_as(struct session *s, json_object *body, const char *client_id,
+    int cont, const char *id)
 {
 		struct timeval now = { 0, SERVE_PROMPT_DISPATCH_MS * 1000 };
 	struct prompt *p;
@@ -552,7 +580,10 @@ prompts_admit(struct session *s, json_object *body, const char *client_id,
 		    xjson_object_new_boolean(1));
 	}
 	json_object_object_add(params, "sessionId", xjson_object_new_string(s->id));
-	uuid_new(p->id);
+	if (id != NULL && strlen(id) < sizeof(p->id))
+		strlcpy(p->id, id, sizeof(p->id));
+	else
+		uuid_new(p->id);
 	if (client_id != NULL)
 		strlcpy(p->client_id, client_id, sizeof(p->client_id));
 	p->params = params;

@@ -150,7 +150,12 @@ routes_capabilities_json(void)
 	    /* routes-sources.c: checked here, kept by the session's agent */
 	    "session_sources",
 	    /* routes-artifacts.c: a session's artifacts, persisted */
-	    "session_artifacts", "session_artifacts_persistence", NULL };
+	    "session_artifacts", "session_artifacts_persistence",
+	    /* routes-generate.c: the agent's generation, streamed */
+	    "session_generation",
+	    /* routes-midturn.c: the mid-turn queue, drained by the agent */
+	    "session_mid_turn_message_mutation", "session_mid_turn_message_query",
+	    NULL };
 	static const char *const versions[] = { "v1", NULL };
 	static const char *const languages[] = { "en", NULL };
 	json_object *o = xjson_object_new_object(), *pv = xjson_object_new_object();
@@ -161,6 +166,8 @@ routes_capabilities_json(void)
 		json_object_array_add(f, xjson_object_new_string("require_auth"));
 	if (conf.rate_limit)
 		json_object_array_add(f, xjson_object_new_string("rate_limit"));
+	if (conf.session_shell)
+		json_object_array_add(f, xjson_object_new_string("session_shell_command"));
 	if (conf.n_allow_origin > 0)
 		json_object_array_add(f, xjson_object_new_string("allow_origin"));
 	if (conf.prompt_deadline_ms > 0)

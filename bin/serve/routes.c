@@ -208,6 +208,24 @@ static const struct route routes[] = {
 	    route_session_source_upsert },
 	{ EVHTTP_REQ_DELETE, "/session/", "/sources/", R_ID | R_TAIL,
 	    route_session_source_remove },
+	/* A session's subagents, among its agent's tasks (routes-subagent.c). */
+	{ EVHTTP_REQ_GET, "/session/", "/subagents/", R_ID | R_TAIL,
+	    route_session_subagent },
+	{ EVHTTP_REQ_POST, "/session/", "/subagents/*/cancel", R_ID | R_BODY |
+	    R_TAIL | R_LIVE, route_session_subagent },
+	/* upstream's direct session shell (routes-shell.c). */
+	{ EVHTTP_REQ_POST, "/session/", "/shell", R_ID | R_BODY | R_LIVE,
+	    route_session_shell },
+	/* upstream's stateless generation, streamed (routes-generate.c). */
+	{ EVHTTP_REQ_POST, "/session/", "/generate", R_ID | R_BODY | R_LIVE,
+	    route_session_generate },
+	/* a session's mid-turn messages (routes-midturn.c). */
+	{ EVHTTP_REQ_POST, "/session/", "/mid-turn-message",
+	    R_ID | R_BODY | R_LIVE, route_session_midturn_post },
+	{ EVHTTP_REQ_GET, "/session/", "/mid-turn-messages", R_ID,
+	    route_session_midturn_get },
+	{ EVHTTP_REQ_DELETE, "/session/", "/mid-turn-messages/", R_ID | R_TAIL,
+	    route_session_midturn_delete },
 	{ EVHTTP_REQ_POST, "/acp", NULL, R_ACP, route_acp_post },
 	{ EVHTTP_REQ_GET, "/acp", NULL, R_ACP, route_acp_get },
 	{ EVHTTP_REQ_DELETE, "/acp", NULL, R_ACP, route_acp_delete },

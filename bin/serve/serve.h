@@ -124,6 +124,7 @@ struct serve_conf {
 	int		 child_max_sessions;	/* -1: derived, 0: unlimited */
 	int		 max_pending_prompts;	/* 0: unlimited */
 	int		 no_web;		/* --no-web: no console at / */
+	int		 session_shell;		/* --enable-session-shell */
 	char		*web_dir;	/* --web-dir; NULL: env or pkgdatadir */
 	int		 tcp_loopback;		/* derived from hostname */
 	int		 bound_port;		/* after listen */
@@ -445,6 +446,37 @@ void	route_session_artifact_remove(struct http_ctx *);
 void	route_session_sources(struct http_ctx *);
 void	route_session_source_upsert(struct http_ctx *);
 void	route_session_source_remove(struct http_ctx *);
+/* ---- routes-subagent.c: a session's subagents, among its tasks ------- */
+void	route_session_subagent(struct http_ctx *);
+
+/* ---- routes-shell.c: upstream's direct session shell ------------------ */
+void	route_session_shell(struct http_ctx *);
+void	route_shell_free_all(void);	/* at exit: every run killed */
+
+/* ---- routes-generate.c: upstream's stateless generation, streamed ---- */
+void	route_session_generate(struct http_ctx *);
+/* A qwen/notify/... notification of the child's (a generation's event). */
+void	route_generate_notify(struct channel *, const char *method,
+	    json_object *params);
+void	route_generate_free_all(void);	/* at exit: every stream dropped */
+
+/* ---- routes-midturn.c: a session's mid-turn messages ------------------ */
+void	route_session_midturn_post(struct http_ctx *);
+void	route_session_midturn_get(struct http_ctx *);
+void	route_session_midturn_delete(struct http_ctx *);
+
+/* ---- midturn.c: the mid-turn queue, drained and promoted -------------- */
+#define SERVE_MIDTURN_ID_MAX	128	/* a messageId, in UTF-16 units */
+size_t	 midturn_units(const char *);	/* JavaScript's length */
+/* s->midturn's list k ("queue", "settled", "promoted"; borrowed). */
+json_object *midturn_list(struct session *, const char *k);
+void	 midturn_remember(struct session *, const char *k, const char *id);
+int	 midturn_in(json_object *list, const char *id);
+json_object *midturn_find(struct session *, const char *id, size_t *at);
+/* The child's craft/drainMidTurnQueue: its answer (caller owns). */
+json_object *midturn_drain(struct channel *, json_object *params);
+/* The last turn ended (prompts.c's idle hook): the rest promoted. */
+void	 midturn_settle(struct session *);
 
 /* ---- routes-queue.c: a session's prompt queue ------------------------- */
 void	route_session_pending(struct http_ctx *);
@@ -776,6 +808,12 @@ struct channel_events {
 	void	(*update)(struct channel *, json_object *params);
 	void	(*permission)(struct channel *, json_object *rpc_id,
 		    json_object *params);
+	/* A request of the child's we answer: its result, or NULL (-32601). */
+	json_object *(*request)(struct channel *, const char *method,
+		    json_object *params);
+	/* Another qwen/notify/... notification (a generation's event). */
+	void	(*notify)(struct channel *, const char *method,
+		    json_object *params);
 };
 void	channel_set_events(const struct channel_events *);
 
@@ -898,6 +936,7 @@ struct session {
 						   errorKind}, until the next starts */
 	json_object		*turns;		/* settled turns' statuses, oldest
 						   first (SERVE_TURNS_KEPT) */
+	json_object		*midturn;	/* midturn.c's queue and rings */
 	char			 log_rid[REQID_MAX + 1];	/* reqid.c */
 	char			 log_tid[REQID_TRACE_LEN + 1];
 };
@@ -953,6 +992,12 @@ void	prompts_clear(struct session *);
 #define SERVE_CONTINUE_META	"qwen.daemon.continueLastTurn"
 const char *prompts_admit(struct session *, json_object *body,
 	    const char *client_id, int cont);
+/* As prompts_admit, the prompt's id id (at most SERVE_PROMPT_ID_MAX bytes). */
+#define SERVE_PROMPT_ID_MAX	(SERVE_MIDTURN_ID_MAX * 3)
+const char *prompts_admit_id(struct session *, json_object *body,
+	    const char *client_id, const char *id);
+/* Called when a turn has ended and none waits (main.c: midturn_settle). */
+void	prompts_set_idle(void (*)(struct session *));
 size_t	prompts_pending(const struct session *);
 /* The running prompt's id (and its client, if client_id), or NULL. */
 const char *prompts_active(const struct session *, const char **client_id);

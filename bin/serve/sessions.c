@@ -299,6 +299,7 @@ session_remove(struct session *s)
 	json_object_put(s->replay_flags);
 	json_object_put(s->turn_error);
 	json_object_put(s->turns);
+	json_object_put(s->midturn);
 	channel_session_removed(s->channel);
 	free(s);
 }

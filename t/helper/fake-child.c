@@ -67,6 +67,15 @@
  *   turn-status=FILE   qwen/control/session/turn_status answers
  *                      {turnResult: FILE's JSON object, null while FILE
  *                      is absent} (else the method is not known here)
+ *   generate           qwen/control/session/generation/start sends the
+ *                      prompt and "!" as delta events (a stray one for
+ *                      another request between), then answers model
+ *                      fake-fast (else the method is not known here)
+ *   drain=MS           a prompt asks the daemon craft/drainMidTurnQueue
+ *                      MS in, streams "drained <text|text...>" from its
+ *                      answer, and ends MS after that
+ *   answer=METHOD:FILE a request for METHOD is answered FILE's JSON as
+ *                      its result (read at the request; before the table)
  *   updates=FILE       prompt first sends each line of FILE (one JSON
  *                      SessionUpdate object a line) as a session/update
  *   chunk-delay=MS     between chunks (default 0)
@@ -122,6 +131,10 @@ static struct {
 	char		*known[MAX_KNOB], *held[MAX_KNOB];
 	size_t		 nknown, nheld;
 	char		*data_dir, *workspace, *updates, *turn_status;
+	char		*answer_m[MAX_KNOB], *answer_f[MAX_KNOB];
+	size_t		 nanswer;
+	int		 generate;
+	long		 drain;
 	FILE		*log;
 } cf = { .crash_after = -1, .close_after = -1, .chunks = 2, .replay = 3,
     .replay_bytes = 16 };
@@ -216,6 +229,10 @@ parse_knobs(const char *env)
 			cf.echo_ext = 1;
 		else if (strcmp(tok, "source-error") == 0)
 			cf.source_error = strdup(v);
+		else if (strcmp(tok, "generate") == 0)
+			cf.generate = 1;
+		else if (strcmp(tok, "drain") == 0)
+			cf.drain = atol(v);
 		else if (strcmp(tok, "fail-detail") == 0)
 			cf.fail_detail = strdup(v);
 		else if (strcmp(tok, "late-update") == 0)
@@ -232,6 +249,10 @@ parse_knobs(const char *env)
 			cf.updates = strdup(v);
 		else if (strcmp(tok, "turn-status") == 0)
 			cf.turn_status = strdup(v);
+		else if (strcmp(tok, "answer") == 0 && colon && cf.nanswer < MAX_KNOB) {
+			cf.answer_m[cf.nanswer] = strndup(v, (size_t)(colon - v));
+			cf.answer_f[cf.nanswer++] = strdup(colon + 1);
+		}
 		else if (strcmp(tok, "chunk-delay") == 0)
 			cf.chunk_delay = atol(v);
 		else if (strcmp(tok, "replay") == 0)
@@ -627,6 +648,26 @@ ask_permission(const char *sid)
 }
 
 /* The daemon's answer to an ask: say the outcome, release the prompt. */
+/* The daemon's answer to a drain: its messages as a chunk. */
+static void
+drain_answered(struct rpc_msg *m)
+{
+	const char *id = json_object_get_string(m->id);
+	json_object *msgs = NULL;
+	char text[1024];
+	size_t i, n, at;
+
+	if (!json_object_object_get_ex(m->result, "messages", &msgs) ||
+	    !json_object_is_type(msgs, json_type_array))
+		return;
+	at = (size_t)snprintf(text, sizeof(text), "drained ");
+	for (i = 0, n = json_object_array_length(msgs); i < n && at < sizeof(text); i++)
+		at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s", i ? "|" : "",
+		    json_object_get_string(json_object_array_get_idx(msgs, i)));
+	emit(rpc_new_notification("session/update",
+	    update(id + 6, "agent_message_chunk", text)), 0, NULL, 0, NULL);
+}
+
 static void
 ask_answered(struct rpc_msg *m)
 {
@@ -635,6 +676,10 @@ ask_answered(struct rpc_msg *m)
 	uint64_t now = clock_mono_ms();
 	char text[96];
 
+	if (id != NULL && strncmp(id, "drain-", 6) == 0) {
+		drain_answered(m);
+		return;
+	}
 	if (id == NULL || strncmp(id, "ask-", 4) != 0)
 		return;
 	sid = id + 4;
@@ -739,6 +784,15 @@ m_prompt(struct rpc_msg *m, long delay)
 	if (cf.ask) {
 		ask_permission(sid);
 		delay = HOLD_MS;
+	}
+	if (cf.drain > 0) {
+		char rid[96];
+		json_object *q = obj("sessionId", json_object_new_string(sid));
+
+		snprintf(rid, sizeof(rid), "drain-%s", sid);
+		emit(rpc_new_request(json_object_new_string(rid),
+		    "craft/drainMidTurnQueue", q), delay + cf.drain, NULL, 0, NULL);
+		delay += 2 * cf.drain;
 	}
 	send_updates(sid, delay);
 	for (i = 0; i < cf.chunks; i++) {
@@ -876,6 +930,48 @@ m_fork(struct rpc_msg *m, long delay)
 	return rpc_new_result(json_object_get(m->id), r);
 }
 
+/* One generation event for params' request (a stray one when other). */
+static void
+gen_event(struct rpc_msg *m, const char *text, int other, long delay)
+{
+	json_object *p = json_object_new_object(), *ev = obj("type",
+	    json_object_new_string("delta"));
+
+	json_object_object_add(ev, "text", json_object_new_string(text));
+	json_object_object_add(p, "v", json_object_new_int(1));
+	json_object_object_add(p, "sessionId", json_object_new_string(
+	    json_get_str(m->params, "sessionId")));
+	json_object_object_add(p, "requestId", json_object_new_string(other ?
+	    "someone-else" : json_get_str(m->params, "requestId")));
+	json_object_object_add(p, "event", ev);
+	emit(rpc_new_notification("qwen/notify/session/generation/event", p),
+	    delay, NULL, 0, NULL);
+}
+
+/*
+ * With generate: the prompt back as a delta event, "!" as another (and one
+ * for another request between them), then the generation's completion.
+ */
+static json_object *
+m_generate(struct rpc_msg *m, long delay)
+{
+	json_object *r;
+
+	if (!cf.generate || json_get_str(m->params, "requestId") == NULL ||
+	    json_get_str(m->params, "sessionId") == NULL)
+		return rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,
+		    "Method not found", NULL);
+	gen_event(m, json_get_str(m->params, "prompt") ?
+	    json_get_str(m->params, "prompt") : "", 0, delay);
+	gen_event(m, "stray", 1, delay);
+	gen_event(m, "!", 0, delay);
+	r = obj("model", json_object_new_string("fake-fast"));
+	json_object_object_add(r, "modelSource", json_object_new_string("fast"));
+	json_object_object_add(r, "inputTokens", json_object_new_int(3));
+	json_object_object_add(r, "outputTokens", json_object_new_int(2));
+	return rpc_new_result(json_object_get(m->id), r);
+}
+
 /* The persisted turn_result the test put in the turn-status= file. */
 static json_object *
 m_turn_status(struct rpc_msg *m, long delay)
@@ -911,6 +1007,7 @@ static const struct method {
 	{ "qwen/control/session/approval_mode", m_mode },
 	{ "session/set_mode", m_mode },
 	{ "qwen/control/session/turn_status", m_turn_status },
+	{ "qwen/control/session/generation/start", m_generate },
 };
 
 /* ---- loop --------------------------------------------------------------- */
@@ -995,6 +1092,12 @@ dispatch(struct rpc_msg *m)
 		    "too many sessions in this process", data), delay, NULL, 0, NULL);
 		return;
 	}
+	for (i = 0; i < cf.nanswer && m->kind == RPC_REQUEST; i++)
+		if (strcmp(cf.answer_m[i], m->method) == 0) {
+			emit(rpc_new_result(json_object_get(m->id),
+			    json_object_from_file(cf.answer_f[i])), delay, NULL, 0, NULL);
+			return;
+		}
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
 		if (strcmp(methods[i].name, m->method) == 0) {
 			reply = methods[i].fn(m, delay);

@@ -7,7 +7,8 @@
 // and deleted on the way) and checks
 // each against the table below: "works" must resolve (and pass its
 // check), "agent-only" must reach the agent (qwen-acp-child, which has
-// none of them: 500 with its -32601), "not served" must be refused as a
+// none of them: 500 with its -32601, or the row's check of what
+// upstream's daemon makes of that), "not served" must be refused as a
 // route this daemon does not have (404 not_found, 405 or 501, or the
 // row's own refusal for a variant it does not serve); never a
 // hang, never HTML (a method the SDK turns a 404 into a value for is judged
@@ -51,7 +52,6 @@ const isObj = (r) => r !== null && typeof r === 'object';
 const drain = async (it) => { const out = []; for await (const v of it) out.push(v); return out; };
 
 const PASSED = 'the agent\'s own: passed to the session\'s agent under upstream\'s name; qwen-acp-child has none (500 -32601)';
-const NOTPASSED = 'the agent\'s own: not passed to the agent yet';
 const NOSNAP = 'no saved webpage snapshots in qwen-serve (GET /session/:id/artifacts/:artifactId/content)';
 const ARTIFACT = { title: 'Site', url: 'https://example.com/' };
 const UPLOAD = 'POST /session/:id/attachments?name= (the raw body), 201 its reference';
@@ -60,6 +60,12 @@ const SOURCE = { title: 't', locator: { type: 'url', url: 'https://example.com/'
 const NOWT = 'no worktree sessions in qwen-serve';
 const STANDALONE = 'upstream standalone sessions: outside qwen-serve';
 const FORK = 'POST /session/:id/fork, passed to the agent as qwen/control/session/fork_agent; qwen-acp-child has none (500 -32601)';
+const SUBAGENT = 'GET /session/:id/subagents/:subagentRef (and its cancel), resolved among the agent\'s qwen/status/session/tasks; qwen-acp-child has none (500 -32601)';
+const SHELL = 'POST /session/:id/shell with --enable-session-shell (the test\'s daemon has it; without, 403 session_shell_disabled)';
+const GEN = 'POST /session/:id/generate, streamed from the agent\'s qwen/control/session/generation/start; qwen-acp-child has none (the stream\'s error generation_failed, as upstream\'s)';
+// The stream of an agent without generation: upstream's in-stream error.
+const genFailed = (r) => r.length === 1 && r[0].type === 'error' && r[0].code === 'generation_failed';
+const MIDTURN = 'the daemon\'s mid-turn queue (POST /session/:id/mid-turn-message, GET .../mid-turn-messages, DELETE .../:messageId), drained by the agent (craft/drainMidTurnQueue)';
 const SIDE = 'POST /session/:id/side-task, a branch asked of the agent as qwen/control/session/side_task; qwen-acp-child has none (500 -32601)';
 
 // [method, status, why, call(ctx), check(result), refused(outcome)] in the
@@ -304,21 +310,26 @@ const T = [
 	    (c) => client.rewindSession(sessionId, 'p1')],
 	['DaemonClient.recapSession', 'agent-only', PASSED,
 	    (c) => client.recapSession(sessionId)],
-	['DaemonClient.generateSessionContent', 'not served', NOTPASSED,
-	    (c) => drain(client.generateSessionContent(sessionId, 'x'))],
+	['DaemonClient.generateSessionContent', 'agent-only', GEN,
+	    (c) => drain(client.generateSessionContent(sessionId, 'x')), genFailed],
 	['DaemonClient.btwSession', 'agent-only', PASSED,
 	    (c) => client.btwSession(sessionId, 'q')],
-	['DaemonClient.enqueueMidTurnMessage', 'not served', NOTPASSED,
-	    (c) => client.enqueueMidTurnMessage(sessionId, 'm')],
-	['DaemonClient.getMidTurnMessages', 'not served', NOTPASSED,
-	    (c) => client.getMidTurnMessages(sessionId)],
-	['DaemonClient.removeMidTurnMessage', 'not served', NOTPASSED,
-	    (c) => client.removeMidTurnMessage(sessionId, 'm1')],
-	['DaemonClient.shellCommand', 'not served', NOTPASSED,
-	    (c) => client.shellCommand(sessionId, 'true')],
-	['DaemonClient.resolveSubagentSession', 'not served', NOTPASSED,
+	// No turn runs: upstream's idle refusal, an empty queue, nothing to remove.
+	['DaemonClient.enqueueMidTurnMessage', 'works', MIDTURN,
+	    (c) => client.enqueueMidTurnMessage(sessionId, 'm', { clientId: ctx.cid }),
+	    (r) => r.accepted === false && r.reason === 'session_idle'],
+	['DaemonClient.getMidTurnMessages', 'works', MIDTURN,
+	    (c) => client.getMidTurnMessages(sessionId, { clientId: ctx.cid }),
+	    (r) => Array.isArray(r.messages) && r.messages.length === 0 && Array.isArray(r.settledMessageIds)],
+	['DaemonClient.removeMidTurnMessage', 'works', MIDTURN,
+	    (c) => client.removeMidTurnMessage(sessionId, 'm1', { clientId: ctx.cid }),
+	    (r) => r.removed === false],
+	['DaemonClient.shellCommand', 'works', SHELL,
+	    (c) => client.shellCommand(sessionId, 'echo one; exit 3', { clientId: ctx.cid }),
+	    (r) => r.exitCode === 3 && r.output === 'one\n' && r.aborted === false],
+	['DaemonClient.resolveSubagentSession', 'agent-only', SUBAGENT,
 	    (c) => client.resolveSubagentSession(sessionId, 'a1', ctx.cid)],
-	['DaemonClient.cancelSubagentSession', 'not served', NOTPASSED,
+	['DaemonClient.cancelSubagentSession', 'agent-only', SUBAGENT,
 	    (c) => client.cancelSubagentSession(sessionId, 'a1', ctx.cid)],
 	// Not a session server's.
 	['DaemonClient.respondToPermission', 'works', 'legacy POST /permission/:requestId (the session holding it; 404 taken as false)',
@@ -470,15 +481,18 @@ const T = [
 	['DaemonSessionClient.getRewindSnapshots', 'agent-only', PASSED, (c) => ctx.s.getRewindSnapshots()],
 	['DaemonSessionClient.rewind', 'agent-only', PASSED, (c) => ctx.s.rewind('p1')],
 	['DaemonSessionClient.recap', 'agent-only', PASSED, (c) => ctx.s.recap()],
-	['DaemonSessionClient.generateContent', 'not served', NOTPASSED,
-	    (c) => drain(ctx.s.generateContent('x'))],
+	['DaemonSessionClient.generateContent', 'agent-only', GEN,
+	    (c) => drain(ctx.s.generateContent('x')), genFailed],
 	['DaemonSessionClient.btw', 'agent-only', PASSED, (c) => ctx.s.btw('q')],
-	['DaemonSessionClient.enqueueMidTurnMessage', 'not served', NOTPASSED,
-	    (c) => ctx.s.enqueueMidTurnMessage('m')],
-	['DaemonSessionClient.getMidTurnMessages', 'not served', NOTPASSED, (c) => ctx.s.getMidTurnMessages()],
-	['DaemonSessionClient.removeMidTurnMessage', 'not served', NOTPASSED,
-	    (c) => ctx.s.removeMidTurnMessage('m1')],
-	['DaemonSessionClient.shellCommand', 'not served', NOTPASSED, (c) => ctx.s.shellCommand('true')],
+	['DaemonSessionClient.enqueueMidTurnMessage', 'works', MIDTURN,
+	    (c) => ctx.s.enqueueMidTurnMessage('m', { messageId: 'm-1' }),
+	    (r) => r.accepted === false && r.reason === 'session_idle'],
+	['DaemonSessionClient.getMidTurnMessages', 'works', MIDTURN, (c) => ctx.s.getMidTurnMessages(),
+	    (r) => Array.isArray(r.messages) && Array.isArray(r.promotedMessageIds)],
+	['DaemonSessionClient.removeMidTurnMessage', 'works', MIDTURN,
+	    (c) => ctx.s.removeMidTurnMessage('m1'), (r) => r.removed === false],
+	['DaemonSessionClient.shellCommand', 'works', SHELL, (c) => ctx.s.shellCommand('pwd'),
+	    (r) => r.exitCode === 0 && r.output === `${workspaceCwd}\n`],
 	['DaemonSessionClient.uploadAttachment', 'works', UPLOAD,
 	    (c) => ctx.s.uploadAttachment(blob(), 'b.txt', 'text/plain'),
 	    (r) => r.attachmentId === 'b.txt' && r.size === 1],
@@ -582,7 +596,8 @@ for (const [name, status, , call, check, refused] of T) {
 	if (status === 'works')
 		good = !o.hang && !o.error && (check === undefined || check(o.value));
 	else if (status === 'agent-only')
-		good = answeredByAgent(o);
+		good = check !== undefined ? !o.hang && !o.error && check(o.value) :
+		    answeredByAgent(o);
 	else if (refused !== undefined)
 		good = !o.hang && refused(o);
 	else
