@@ -8,7 +8,8 @@
  * skipped unseen), then the entries are sorted newest first and cut to
  * ?limit, and only the kept ones are opened (O_NOFOLLOW | O_NONBLOCK,
  * regular by fstat of the descriptor) for their first prompt and title
- * (listing-cache.c keeps them by the file's identity, size and mtime).
+ * (listing-cache.c keeps them by the file's identity, size and mtime,
+ * and listing-keep.c on disk, read before the first job).
  * A search is the same job over every entry, keeping those whose
  * searchable text holds the query; ?archiveState=archived lists
  * chats/archive/; organized sessions carry routes-groups.c's fields, and
@@ -456,6 +457,7 @@ listing_run(struct listing *l)
 	}
 	l->running = 1;
 	nrunning++;
+	listing_keep_load();	/* the first time: what a restart kept */
 	l->org = routes_org_load(l->workspace);
 	if (dir == NULL || (l->dir = opendir(dir)) == NULL)
 		l->scanning = 0;	/* no chats directory yet: no sessions */
@@ -541,11 +543,13 @@ listing_search(struct evhttp_request *req, const char *workspace,
 	listing_go(l);
 }
 
-/* At exit, after the HTTP server is gone: jobs and cache. */
+/* At exit, after the HTTP server is gone: jobs, the kept file's last
+   write, and the cache. */
 void
 listing_free_all(void)
 {
 	while (!TAILQ_EMPTY(&listings))
 		listing_free(TAILQ_FIRST(&listings));
+	listing_keep_free();
 	listing_cache_clear();
 }

@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * listing-keep.c: the listing's per-file cache kept on disk, so that the
+ * first listing or search after a restart reads only the transcripts that
+ * changed.  One file, <cache>/listing/sessions.kept, in a directory of
+ * our own (0700) under the index cache's: written whole (a staging file,
+ * fsync, rename) a second after the cache changed, by a thread of its
+ * own, and read once, before the first listing.  It holds prompt text: it
+ * is made 0600, and read only when it is a regular file (never through a
+ * symlink) of ours that nobody else may read, within its bounds, and with
+ * its checksums right; else it is ignored with one classified log line
+ * and rebuilt from the transcripts.  This file reads it;
+ * listing-keep-write.c writes it.  Its entries are trusted no further
+ * than the cache trusts its own: while the file keeps its (dev, inode,
+ * size, mtime), or extended when it only grew.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cause.h"
+#include "log.h"
+#include "paths.h"
+#include "privdir.h"
+#include "serve.h"
+#include "listing-int.h"
+#include "xmalloc.h"
+
+static int		 keep_dfd = -1;
+static int		 keep_loaded;
+
+static inline uint64_t
+rotl(uint64_t x, int r)
+{
+	return (x << r) | (x >> (64 - r));
+}
+
+uint64_t
+listing_keep_sum(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	uint64_t w;
+
+	h = (h ^ 0x9e3779b97f4a7c15ULL) + n * 0xc2b2ae3d27d4eb4fULL;
+	for (; n >= 8; n -= 8, s += 8) {
+		memcpy(&w, s, 8);
+		h = rotl(h ^ (rotl(w * 0xc2b2ae3d27d4eb4fULL, 31) *
+		    0x9e3779b185ebca87ULL), 27) * 0x9e3779b185ebca87ULL +
+		    0x85ebca77c2b2ae63ULL;
+	}
+	for (; n > 0; n--, s++)
+		h = rotl(h ^ (*s * 0x27d4eb2f165667c5ULL), 11) * 0x9e3779b185ebca87ULL;
+	h ^= h >> 33;
+	h *= 0xc2b2ae3d27d4eb4fULL;
+	h ^= h >> 29;
+	h *= 0x165667b19e3779f9ULL;
+	return h ^ (h >> 32);
+}
+
+/* The kept file's directory, <cache>/listing: under the index cache
+   (ours, writable by nobody else), itself ours and 0700. */
+int
+listing_keep_dir(int create, char **cause)
+{
+	char *cache;
+	struct stat st;
+	int pfd, fd;
+
+	if (keep_dfd != -1)
+		return keep_dfd;
+	if ((cache = paths_cache_dir(conf.cache_dir)) == NULL) {
+		cause_set(cause, "no cache directory");
+		return -1;
+	}
+	if (create && paths_mkdir_p(cache, 0700) == -1) {
+		cause_errno(cause, errno, "%s", cache);
+		free(cache);
+		return -1;
+	}
+	pfd = privdir_open("index cache", cache, 0, cause);
+	free(cache);
+	if (pfd == -1)
+		return -1;
+	if (create && mkdirat(pfd, KEEP_DIR, 0700) == -1 && errno != EEXIST) {
+		cause_errno(cause, errno, "%s", KEEP_DIR);
+		close(pfd);
+		return -1;
+	}
+	fd = openat(pfd, KEEP_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(pfd);
+	if (fd == -1) {
+		cause_errno(cause, errno, "%s", KEEP_DIR);
+		return -1;
+	}
+	if (fstat(fd, &st) == -1 || st.st_uid != geteuid() ||
+	    (st.st_mode & 077) != 0) {
+		cause_set(cause, "%s: not ours or not private (0700)", KEEP_DIR);
+		close(fd);
+		return -1;
+	}
+	return keep_dfd = fd;
+}
+
+void
+listing_keep_dir_close(void)
+{
+	if (keep_dfd != -1)
+		close(keep_dfd);
+	keep_dfd = -1;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+/* A string of a record, copied (NULL for none) into *dst; 0, or -1 when
+   it is longer than max, holds a NUL or runs past the body. */
+static int
+keep_str(const char **pp, const char *end, uint32_t len, size_t max,
+    char **dst)
+{
+	*dst = NULL;
+	if (len == KEEP_NONE)
+		return 0;
+	if (len > max || (size_t)(end - *pp) < len || memchr(*pp, '\0', len) != NULL)
+		return -1;
+	*dst = xstrndup(*pp, len);
+	*pp += len;
+	return 0;
+}
+
+/* One record at *pp into a new entry (caller frees), or NULL and *why. */
+static struct prompt_cache *
+keep_rec_read(const char **pp, const char *end, const char **why)
+{
+	static const size_t max[KEEP_NSTR] = KEEP_STR_MAX;
+	struct prompt_cache *p;
+	struct keep_rec r;
+	char **str[KEEP_NSTR];
+	int i;
+
+	if ((size_t)(end - *pp) < sizeof r) {
+		*why = "truncated record";
+		return NULL;
+	}
+	memcpy(&r, *pp, sizeof r);
+	*pp += sizeof r;
+	p = xcalloc(1, sizeof *p);
+	str[0] = &p->text, str[1] = &p->search, str[2] = &p->title;
+	str[3] = &p->src.type, str[4] = &p->src.id, str[5] = &p->src.parent;
+	for (i = 0; i < KEEP_NSTR; i++)
+		if (keep_str(pp, end, r.len[i], max[i], str[i]) == -1) {
+			*why = "bad string";
+			listing_cache_entry_free(p);
+			return NULL;
+		}
+	if (r.size < 0 || r.done < 0 || r.done > r.size) {
+		*why = "bad offsets";
+		listing_cache_entry_free(p);
+		return NULL;
+	}
+	p->dev = (dev_t)r.dev;
+	p->ino = (ino_t)r.ino;
+	p->size = r.size;
+	p->mtime_ns = r.mtime_ns;
+	p->done = r.done;
+	p->head = r.head;
+	p->tail = r.tail;
+	p->search_full = p->search != NULL && (r.flags & KEEP_HAS_SEARCH_FULL);
+	p->unseen = r.unseen;
+	return p;
+}
+
+/* The header of buf[0..len) checked: NULL, or why it is refused. */
+static const char *
+keep_head_check(const char *buf, size_t len, struct keep_head *h)
+{
+	if (len < sizeof *h)
+		return "truncated header";
+	memcpy(h, buf, sizeof *h);
+	if (memcmp(h->magic, KEEP_MAGIC, sizeof h->magic) != 0)
+		return "not a kept listing";
+	if (h->endian != KEEP_ENDIAN || h->version != KEEP_VERSION)
+		return "another version";
+	if (listing_keep_sum(KEEP_VERSION, h, offsetof(struct keep_head,
+	    head_sum)) != h->head_sum)
+		return "header checksum";
+	if (h->body_len != len - sizeof *h)
+		return "truncated";
+	if (h->count > LIST_CACHE_MAX)
+		return "too many entries";
+	if (listing_keep_sum(h->count, buf + sizeof *h, (size_t)h->body_len) !=
+	    h->body_sum)
+		return "checksum";
+	return NULL;
+}
+
+/* buf[0..len) into the cache, all or nothing: NULL, or why it is refused. */
+static const char *
+keep_parse(const char *buf, size_t len, size_t *n)
+{
+	const char *p = buf + sizeof(struct keep_head), *end = buf + len, *why;
+	struct prompt_cache **ents;
+	struct keep_head h;
+	size_t i, k;
+
+	if ((why = keep_head_check(buf, len, &h)) != NULL)
+		return why;
+	ents = xreallocarray(NULL, h.count + 1, sizeof *ents);
+	for (i = 0; i < h.count; i++)
+		if ((ents[i] = keep_rec_read(&p, end, &why)) == NULL)
+			break;
+	if (why == NULL && p != end)
+		why = "trailing bytes";
+	for (k = 0, *n = 0; k < i; k++)
+		if (why != NULL)
+			listing_cache_entry_free(ents[k]);
+		else if (listing_cache_insert(ents[k]) == 0)
+			(*n)++;
+	free(ents);
+	return why;
+}
+
+/* The kept file opened and checked (ours, private, regular, bounded):
+   its descriptor and size, or -1 and *why. */
+static int
+keep_open(int dfd, size_t *len, const char **why)
+{
+	struct stat st;
+	int fd;
+
+	fd = openat(dfd, KEEP_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd == -1) {
+		*why = errno == ELOOP ? "a symbolic link" : errno == ENOENT ?
+		    NULL : "cannot be opened";
+		return -1;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode))
+		*why = "not a regular file";
+	else if (st.st_uid != geteuid() || (st.st_mode & 077) != 0)
+		*why = "not ours or not private (0600)";
+	else if (st.st_size > KEEP_MAX_BYTES)
+		*why = "too large";
+	else {
+		*len = (size_t)st.st_size;
+		return fd;
+	}
+	close(fd);
+	return -1;
+}
+
+/* Read len bytes of fd: the buffer (caller frees), or NULL. */
+static char *
+keep_slurp(int fd, size_t len)
+{
+	char *buf = xmalloc(len + 1);
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < len) {
+		if ((n = pread(fd, buf + got, len - got, (off_t)got)) == -1 &&
+		    errno == EINTR)
+			continue;
+		if (n <= 0) {
+			free(buf);
+			return NULL;
+		}
+		got += (size_t)n;
+	}
+	return buf;
+}
+
+void
+listing_keep_load(void)
+{
+	const char *why = NULL;
+	char *cause = NULL, *buf;
+	size_t len = 0, n = 0;
+	int dfd, fd;
+
+	if (keep_loaded)
+		return;
+	keep_loaded = 1;
+	if ((dfd = listing_keep_dir(0, &cause)) == -1 ||
+	    (fd = keep_open(dfd, &len, &why)) == -1) {
+		if (why != NULL)
+			log_warnx("listing: kept file %s ignored (%s); rebuilt "
+			    "from the transcripts", KEEP_NAME, why);
+		metrics_listing_kept(why != NULL ? "rejected" : "missing");
+		free(cause);
+		return;
+	}
+	if ((buf = keep_slurp(fd, len)) == NULL)
+		why = "cannot be read";
+	else
+		why = keep_parse(buf, len, &n);
+	close(fd);
+	free(buf);
+	if (why != NULL) {
+		log_warnx("listing: kept file %s ignored (%s); rebuilt from the "
+		    "transcripts", KEEP_NAME, why);
+		metrics_listing_kept("rejected");
+		return;
+	}
+	log_debug("listing: %zu entries from the kept file", n);
+	metrics_listing_kept("loaded");
+}
