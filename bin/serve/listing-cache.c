@@ -227,7 +227,7 @@ cache_pread(int fd, char *buf, size_t n, int64_t off)
 static int
 cache_tail(int fd, int64_t done, uint64_t *tail)
 {
-	char buf[LIST_DIGEST];
+	char buf[LIST_DIGEST] = "";
 	size_t n = done < LIST_DIGEST ? (size_t)done : LIST_DIGEST;
 
 	if (n > 0 && cache_pread(fd, buf, n, done - (int64_t)n) != (ssize_t)n)
@@ -239,7 +239,7 @@ cache_tail(int fd, int64_t done, uint64_t *tail)
 int
 listing_cache_digest(int fd, int64_t done, uint64_t *head, uint64_t *tail)
 {
-	char buf[LIST_DIGEST];
+	char buf[LIST_DIGEST] = "";
 	size_t n = done < LIST_DIGEST ? (size_t)done : LIST_DIGEST;
 
 	if (n > 0 && cache_pread(fd, buf, n, 0) != (ssize_t)n)
