@@ -102,8 +102,12 @@ struct keep_rec {
    type, source id, parent). */
 #define KEEP_STR_MAX	{ LIST_PROMPT_BYTES, SEARCH_TEXT_MAX - 2, LIST_TEXT_MAX, \
 	LIST_TEXT_MAX, LIST_TEXT_MAX, LIST_TEXT_MAX }
-/* The kept file read into the cache, once, before the first listing. */
+/* The kept file read, once, at the first listing, on a thread of its
+   own; ready: 1 once its entries are in the cache (a listing reads
+   nothing before), else 0; load_wait: at exit, the thread waited for. */
 void		 listing_keep_load(void);
+int		 listing_keep_ready(void);
+void		 listing_keep_load_wait(void);
 /* A 64-bit checksum of [p, p+n) chained from h. */
 uint64_t	 listing_keep_sum(uint64_t h, const void *p, size_t n);
 /* The kept file's directory (made with create), opened once and kept:

@@ -245,6 +245,10 @@ keep_tick(evutil_socket_t fd, short what, void *arg)
 		keep_write_end(keep_job);
 		keep_job = NULL;
 	}
+	if (keep_dirty && !listing_keep_ready()) {
+		event_add(keep_ev, &tv);	/* never over what is loading */
+		return;
+	}
 	if (keep_dirty)
 		keep_write_start(0);
 	if (keep_job != NULL)
@@ -267,6 +271,7 @@ listing_keep_changed(void)
 void
 listing_keep_free(void)
 {
+	listing_keep_load_wait();	/* it uses the directory */
 	if (keep_job != NULL) {
 		pthread_join(keep_thread, NULL);
 		keep_write_end(keep_job);

@@ -9,7 +9,8 @@
  * is made 0600, and read only when it is a regular file (never through a
  * symlink) of ours that nobody else may read, within its bounds, and with
  * its checksums right; else it is ignored with one classified log line
- * and rebuilt from the transcripts.  This file reads it;
+ * and rebuilt from the transcripts.  This file reads it, on a thread
+ * (the listings wait for it, other requests do not);
  * listing-keep-write.c writes it.  Its entries are trusted no further
  * than the cache trusts its own: while the file keeps its (dev, inode,
  * size, mtime), or extended when it only grew.
@@ -20,12 +21,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cause.h"
+#include "clock.h"
 #include "log.h"
 #include "paths.h"
 #include "privdir.h"
@@ -33,8 +37,25 @@
 #include "listing-int.h"
 #include "xmalloc.h"
 
+/* The load, on a thread of its own. */
+struct keep_load {
+	pthread_t		 tid;
+	int			 inline_run;	/* no thread: run here */
+	atomic_int		 done;
+	int			 found;		/* a file was there */
+	const char		*why;		/* refused: why */
+	struct prompt_cache	**ents;
+	size_t			 n, len;
+	uint64_t		 ns;
+};
+
+#define KEEP_LOAD_NONE		0
+#define KEEP_LOAD_RUNNING	1
+#define KEEP_LOAD_DONE		2
+
 static int		 keep_dfd = -1;
-static int		 keep_loaded;
+static int		 keep_load_state;
+static struct keep_load	 keep_loader;
 
 static inline uint64_t
 rotl(uint64_t x, int r)
@@ -200,29 +221,24 @@ keep_head_check(const char *buf, size_t len, struct keep_head *h)
 	return NULL;
 }
 
-/* buf[0..len) into the cache, all or nothing: NULL, or why it is refused. */
+/* buf[0..len) as entries (all or nothing) into ld: NULL, or why it is
+   refused. */
 static const char *
-keep_parse(const char *buf, size_t len, size_t *n)
+keep_parse(struct keep_load *ld, const char *buf, size_t len)
 {
 	const char *p = buf + sizeof(struct keep_head), *end = buf + len, *why;
-	struct prompt_cache **ents;
 	struct keep_head h;
-	size_t i, k;
+	size_t i;
 
 	if ((why = keep_head_check(buf, len, &h)) != NULL)
 		return why;
-	ents = xreallocarray(NULL, h.count + 1, sizeof *ents);
+	ld->ents = xreallocarray(NULL, h.count + 1, sizeof *ld->ents);
 	for (i = 0; i < h.count; i++)
-		if ((ents[i] = keep_rec_read(&p, end, &why)) == NULL)
+		if ((ld->ents[i] = keep_rec_read(&p, end, &why)) == NULL)
 			break;
 	if (why == NULL && p != end)
 		why = "trailing bytes";
-	for (k = 0, *n = 0; k < i; k++)
-		if (why != NULL)
-			listing_cache_entry_free(ents[k]);
-		else if (listing_cache_insert(ents[k]) == 0)
-			(*n)++;
-	free(ents);
+	ld->n = i;
 	return why;
 }
 
@@ -275,38 +291,93 @@ keep_slurp(int fd, size_t len)
 	return buf;
 }
 
+/* The load on its thread: the file opened, checked, read and parsed
+   (no log, no cache: the loop takes the entries in listing_keep_ready). */
+static void *
+keep_load_run(void *arg)
+{
+	struct keep_load *ld = arg;
+	uint64_t t0 = clock_mono_ns();
+	char *cause = NULL, *buf;
+	int dfd, fd;
+
+	if ((dfd = listing_keep_dir(0, &cause)) != -1 &&
+	    (fd = keep_open(dfd, &ld->len, &ld->why)) != -1) {
+		if ((buf = keep_slurp(fd, ld->len)) == NULL)
+			ld->why = "cannot be read";
+		else
+			ld->why = keep_parse(ld, buf, ld->len);
+		ld->found = 1;
+		close(fd);
+		free(buf);
+	}
+	free(cause);
+	ld->ns = clock_mono_ns() - t0;
+	atomic_store(&ld->done, 1);
+	return NULL;
+}
+
 void
 listing_keep_load(void)
 {
-	const char *why = NULL;
-	char *cause = NULL, *buf;
-	size_t len = 0, n = 0;
-	int dfd, fd;
+	if (keep_load_state != KEEP_LOAD_NONE)
+		return;
+	keep_load_state = KEEP_LOAD_RUNNING;
+	if (pthread_create(&keep_loader.tid, NULL, keep_load_run, &keep_loader) != 0) {
+		keep_load_run(&keep_loader);
+		keep_loader.inline_run = 1;
+	}
+}
 
-	if (keep_loaded)
-		return;
-	keep_loaded = 1;
-	if ((dfd = listing_keep_dir(0, &cause)) == -1 ||
-	    (fd = keep_open(dfd, &len, &why)) == -1) {
-		if (why != NULL)
-			log_warnx("listing: kept file %s ignored (%s); rebuilt "
-			    "from the transcripts", KEEP_NAME, why);
-		metrics_listing_kept(why != NULL ? "rejected" : "missing");
-		free(cause);
-		return;
-	}
-	if ((buf = keep_slurp(fd, len)) == NULL)
-		why = "cannot be read";
-	else
-		why = keep_parse(buf, len, &n);
-	close(fd);
-	free(buf);
-	if (why != NULL) {
+/* The loaded entries into the cache (or all freed when refused). */
+static void
+keep_load_take(struct keep_load *ld)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < ld->n; i++)
+		if (ld->why != NULL)
+			listing_cache_entry_free(ld->ents[i]);
+		else if (listing_cache_insert(ld->ents[i]) == 0)
+			n++;
+	free(ld->ents);
+	ld->ents = NULL;
+	ld->n = 0;
+	if (ld->why != NULL) {
 		log_warnx("listing: kept file %s ignored (%s); rebuilt from the "
-		    "transcripts", KEEP_NAME, why);
+		    "transcripts", KEEP_NAME, ld->why);
 		metrics_listing_kept("rejected");
-		return;
+	} else if (!ld->found)
+		metrics_listing_kept("missing");
+	else {
+		log_info("listing: %zu entries (%zu bytes) from the kept file "
+		    "in %.1f ms", n, ld->len, (double)ld->ns / 1e6);
+		metrics_listing_kept("loaded");
 	}
-	log_debug("listing: %zu entries from the kept file", n);
-	metrics_listing_kept("loaded");
+}
+
+int
+listing_keep_ready(void)
+{
+	if (keep_load_state == KEEP_LOAD_DONE)
+		return 1;
+	if (keep_load_state == KEEP_LOAD_NONE || !atomic_load(&keep_loader.done))
+		return 0;
+	if (!keep_loader.inline_run)
+		pthread_join(keep_loader.tid, NULL);
+	keep_load_state = KEEP_LOAD_DONE;
+	keep_load_take(&keep_loader);
+	return 1;
+}
+
+void
+listing_keep_load_wait(void)
+{
+	if (keep_load_state != KEEP_LOAD_RUNNING)
+		return;
+	if (!keep_loader.inline_run)
+		pthread_join(keep_loader.tid, NULL);
+	keep_loader.inline_run = 1;	/* joined */
+	atomic_store(&keep_loader.done, 1);
+	(void)listing_keep_ready();
 }

@@ -49,6 +49,7 @@
 #define LIST_SCAN_SLICE		256	/* directory entries per loop turn */
 #define LIST_READ_SLICE		16	/* transcripts read per loop turn */
 #define LIST_MAX_RUNNING	4	/* jobs at once; later ones wait their turn */
+#define LIST_KEEP_POLL_US	2000	/* while the kept file loads */
 #define LIST_JSON_FLAGS		(JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 struct listing {
@@ -436,7 +437,13 @@ listing_step(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (l->scanning && scan_slice(l))
 		l->scanning = 0;
-	else if (!l->scanning && read_slice(l)) {
+	else if (!l->scanning && !listing_keep_ready()) {
+		/* What a restart kept is on its way: nothing read before it. */
+		struct timeval wait = { 0, LIST_KEEP_POLL_US };
+
+		event_add(l->ev, &wait);
+		return;
+	} else if (!l->scanning && read_slice(l)) {
 		listing_reply(l);
 		return;
 	}
