@@ -45,6 +45,9 @@ sessions() {
 		f=$(chats)/$id.jsonl
 		record "$id" u1 user "first prompt of session $i" >"$f"
 		record "$id" a1 assistant "an answer about the loader and its index" >>"$f"
+		# One whose search text is full (16 KiB): it is kept too.
+		[ "$i" != 50 ] ||
+			record "$id" u3 user "$(head -c 20000 /dev/zero | tr '\0' w)" >>"$f"
 		if [ "$i" = 100 ]; then
 			record "$id" u2 user "and the xylophone" >>"$f"
 		else

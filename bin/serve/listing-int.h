@@ -100,7 +100,7 @@ struct keep_rec {
 
 /* The bound of each string of a record (text, search, title, source
    type, source id, parent). */
-#define KEEP_STR_MAX	{ LIST_PROMPT_BYTES, SEARCH_TEXT_MAX - 2, LIST_TEXT_MAX, \
+#define KEEP_STR_MAX	{ LIST_PROMPT_BYTES, SEARCH_TEXT_MAX - 1, LIST_TEXT_MAX, \
 	LIST_TEXT_MAX, LIST_TEXT_MAX, LIST_TEXT_MAX }
 /* The kept file read, once, at the first listing, on a thread of its
    own; ready: 1 once its entries are in the cache (a listing reads

@@ -168,8 +168,8 @@ search_text_extend(char *old, char *buf, size_t len, int *full)
 	struct search_text t = { xmalloc(SEARCH_TEXT_MAX), 0 };
 
 	t.len = strlcpy(t.buf, old, SEARCH_TEXT_MAX);
-	if (t.len + 2 > SEARCH_TEXT_MAX)
-		t.len = SEARCH_TEXT_MAX - 2;
+	if (t.len >= SEARCH_TEXT_MAX)
+		t.len = SEARCH_TEXT_MAX - 1;
 	t.buf[t.len] = '\0';
 	free(old);
 	chunk_lines(&t, buf, &len);
