@@ -68,6 +68,9 @@ big() {
 	done >>"$f"
 }
 
+# failed N: a write of the kept file failed at least N times.
+failed() { [ "$(metric 'qwen_serve_listing_kept_total{event="failed"}')" -ge "$1" ]; }
+
 # keep_and_restart: wait for the kept file, stop, start again.
 keep_and_restart() {
 	wait_for 10 written 1
@@ -217,4 +220,23 @@ keep_and_restart() {
 	req GET '/workspace/sessions?limit=100'
 	expect 200 '(.sessions | length) == 20'
 	grep -q 'ignored (not a kept listing)' "$BATS_TEST_TMPDIR/err"
+}
+
+@test "a kept file's directory others may read: not used, said once, listings as before" {
+	mkdir -p "$BATS_TEST_TMPDIR/cache/listing"
+	chmod 700 "$BATS_TEST_TMPDIR/cache"
+	chmod 755 "$BATS_TEST_TMPDIR/cache/listing"
+	start
+	sessions 5
+	req GET '/workspace/sessions?limit=100'
+	expect 200 '(.sessions | length) == 5'
+	grep -q 'listing: no kept file: listing: not ours or not private (0700)' "$BATS_TEST_TMPDIR/err"
+	[ "$(metric 'qwen_serve_listing_kept_total{event="rejected"}')" = 1 ]
+	wait_for 10 failed 1
+	touch "$(chats)/5e550000-0000-4000-8000-000000000001.jsonl"
+	req GET '/workspace/sessions?limit=100'
+	expect 200 '(.sessions | length) == 5'
+	wait_for 10 failed 2
+	[ "$(grep -c 'listing: no kept file' "$BATS_TEST_TMPDIR/err")" = 2 ]
+	[ ! -e "$(kept)" ]
 }

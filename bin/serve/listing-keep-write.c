@@ -41,6 +41,7 @@ struct keep_write {
 };
 
 static int		 keep_dirty;
+static int		 keep_warned;
 static struct event	*keep_ev;
 static pthread_t	 keep_thread;
 static struct keep_write *keep_job;	/* the write on keep_thread */
@@ -222,7 +223,9 @@ keep_write_start(int sync)
 
 	keep_dirty = 0;
 	if ((dfd = listing_keep_dir(1, &cause)) == -1) {
-		log_warnx("listing: no kept file: %s", cause != NULL ? cause : "?");
+		if (!keep_warned++)	/* once: it is tried after every change */
+			log_warnx("listing: no kept file: %s",
+			    cause != NULL ? cause : "?");
 		metrics_listing_kept("failed");
 		free(cause);
 		return;

@@ -44,6 +44,7 @@ struct keep_load {
 	atomic_int		 done;
 	int			 found;		/* a file was there */
 	const char		*why;		/* refused: why */
+	char			*cause;		/* its directory refused: why */
 	struct prompt_cache	**ents;
 	size_t			 n, len;
 	uint64_t		 ns;
@@ -301,8 +302,11 @@ keep_load_run(void *arg)
 	char *cause = NULL, *buf;
 	int dfd, fd;
 
-	if ((dfd = listing_keep_dir(0, &cause)) != -1 &&
-	    (fd = keep_open(dfd, &ld->len, &ld->why)) != -1) {
+	if ((dfd = listing_keep_dir(0, &cause)) == -1 && errno != ENOENT &&
+	    errno != ENOTDIR) {
+		ld->cause = cause;	/* there, but refused */
+		cause = NULL;
+	} else if (dfd != -1 && (fd = keep_open(dfd, &ld->len, &ld->why)) != -1) {
 		if ((buf = keep_slurp(fd, ld->len)) == NULL)
 			ld->why = "cannot be read";
 		else
@@ -343,7 +347,12 @@ keep_load_take(struct keep_load *ld)
 	free(ld->ents);
 	ld->ents = NULL;
 	ld->n = 0;
-	if (ld->why != NULL) {
+	if (ld->cause != NULL) {
+		log_warnx("listing: no kept file: %s", ld->cause);
+		metrics_listing_kept("rejected");
+		free(ld->cause);
+		ld->cause = NULL;
+	} else if (ld->why != NULL) {
 		log_warnx("listing: kept file %s ignored (%s); rebuilt from the "
 		    "transcripts", KEEP_NAME, ld->why);
 		metrics_listing_kept("rejected");
