@@ -240,3 +240,27 @@ keep_and_restart() {
 	[ "$(grep -c 'listing: no kept file' "$BATS_TEST_TMPDIR/err")" = 2 ]
 	[ ! -e "$(kept)" ]
 }
+
+@test "a removed transcript's entry leaves the kept file after eight writes without it" {
+	start
+	sessions 3
+	local gone=5e550000-0000-4000-8000-000000000002 n
+	req GET '/workspace/sessions?limit=10'
+	expect 200 '(.sessions | length) == 3'
+	wait_for 10 written 1
+	grep -aq 'first prompt of session 2' "$(kept)"
+	rm "$(chats)/$gone.jsonl"
+	# Each change (a touched transcript) makes a write.
+	for n in 2 3 4 5 6 7 8; do
+		touch -d "@$((1700000000 + n))" "$(chats)/5e550000-0000-4000-8000-000000000000.jsonl"
+		req GET '/workspace/sessions?limit=10'
+		expect 200 '(.sessions | length) == 2'
+		wait_for 10 written "$n"
+		grep -aq 'first prompt of session 2' "$(kept)"
+	done
+	touch -d @1700000009 "$(chats)/5e550000-0000-4000-8000-000000000000.jsonl"
+	req GET '/workspace/sessions?limit=10'
+	wait_for 10 written 9
+	run ! grep -aq 'first prompt of session 2' "$(kept)"
+	grep -aq 'first prompt of session 1' "$(kept)"
+}
