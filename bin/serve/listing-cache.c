@@ -53,15 +53,35 @@ RB_GENERATE(prompt_tree, prompt_cache, entry, listing_cache_cmp)
 static void
 cache_drop(struct prompt_cache *p)
 {
-	free(p->text);
-	free(p->search);
-	free(p->title);
-	free(p->src.type);
-	free(p->src.id);
-	free(p->src.parent);
+	if (p->block == NULL) {
+		free(p->text);
+		free(p->search);
+		free(p->title);
+		free(p->src.type);
+		free(p->src.id);
+		free(p->src.parent);
+	}
+	free(p->block);		/* a loaded entry's strings */
+	p->block = NULL;
 	p->text = p->search = p->title = NULL;
 	p->search_full = 0;
 	memset(&p->src, 0, sizeof(p->src));
+}
+
+/* A loaded entry's strings made its own, before they change. */
+static void
+cache_own(struct prompt_cache *p)
+{
+	char **str[] = { &p->text, &p->search, &p->title, &p->src.type,
+	    &p->src.id, &p->src.parent };
+
+	if (p->block == NULL)
+		return;
+	for (size_t i = 0; i < sizeof str / sizeof str[0]; i++)
+		if (*str[i] != NULL)
+			*str[i] = xstrdup(*str[i]);
+	free(p->block);
+	p->block = NULL;
 }
 
 void
@@ -335,6 +355,7 @@ prompt_grow(int dfd, const struct list_ent *e, struct prompt_cache *p)
 	if (p->done <= 0 || n <= 0 || n > LIST_GROW_MAX ||
 	    (fd = ent_open(dfd, e)) == -1)
 		return -1;
+	cache_own(p);
 	buf = xmalloc((size_t)n + 1);
 	if (listing_cache_digest(fd, p->done, &head, &tail) == -1 ||
 	    head != p->head || tail != p->tail ||
@@ -433,6 +454,7 @@ listing_cache_search(int dfd, const struct list_ent *e)
 	int fd;
 
 	if (p->search == NULL) {
+		cache_own(p);
 		fd = ent_open(dfd, e);
 		p->search = fd != -1 ? search_text_read(fd, p->size,
 		    &p->search_full) : xstrdup("");

@@ -43,6 +43,7 @@ struct prompt_cache {
 	int			 search_full;	/* it takes no more */
 	char			*title;		/* last custom title, or NULL */
 	struct list_source	 src;		/* source and parent */
+	char			*block;		/* loaded: its strings, in one */
 	int			 seen;		/* looked at since the last keep */
 	unsigned		 unseen;	/* keeps it was not looked at */
 };

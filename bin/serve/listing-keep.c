@@ -153,30 +153,36 @@ listing_keep_dir_close(void)
 
 /* ---- reading ------------------------------------------------------------ */
 
-/* A string of a record, copied (NULL for none) into *dst; 0, or -1 when
-   it is longer than max, holds a NUL or runs past the body. */
+/* A string of a record (NULL for none) copied to *out (then past its
+   NUL) into *dst; 0, or -1 when it is longer than max, holds a NUL or
+   runs past the body. */
 static int
 keep_str(const char **pp, const char *end, uint32_t len, size_t max,
-    char **dst)
+    char **out, char **dst)
 {
 	*dst = NULL;
 	if (len == KEEP_NONE)
 		return 0;
 	if (len > max || (size_t)(end - *pp) < len || memchr(*pp, '\0', len) != NULL)
 		return -1;
-	*dst = xstrndup(*pp, len);
+	memcpy(*out, *pp, len);
+	(*out)[len] = '\0';
+	*dst = *out;
+	*out += len + 1;
 	*pp += len;
 	return 0;
 }
 
-/* One record at *pp into a new entry (caller frees), or NULL and *why. */
+/* One record at *pp into a new entry (caller frees), its strings in one
+   block, or NULL and *why. */
 static struct prompt_cache *
 keep_rec_read(const char **pp, const char *end, const char **why)
 {
 	static const size_t max[KEEP_NSTR] = KEEP_STR_MAX;
 	struct prompt_cache *p;
 	struct keep_rec r;
-	char **str[KEEP_NSTR];
+	char **str[KEEP_NSTR], *out;
+	size_t total = 0;
 	int i;
 
 	if ((size_t)(end - *pp) < sizeof r) {
@@ -185,11 +191,15 @@ keep_rec_read(const char **pp, const char *end, const char **why)
 	}
 	memcpy(&r, *pp, sizeof r);
 	*pp += sizeof r;
+	for (i = 0; i < KEEP_NSTR; i++)
+		if (r.len[i] != KEEP_NONE)
+			total += (size_t)(r.len[i] > max[i] ? 0 : r.len[i]) + 1;
 	p = xcalloc(1, sizeof *p);
+	out = p->block = xmalloc(total + 1);
 	str[0] = &p->text, str[1] = &p->search, str[2] = &p->title;
 	str[3] = &p->src.type, str[4] = &p->src.id, str[5] = &p->src.parent;
 	for (i = 0; i < KEEP_NSTR; i++)
-		if (keep_str(pp, end, r.len[i], max[i], str[i]) == -1) {
+		if (keep_str(pp, end, r.len[i], max[i], &out, str[i]) == -1) {
 			*why = "bad string";
 			listing_cache_entry_free(p);
 			return NULL;
