@@ -2,16 +2,18 @@
 /*
  * listing-cache.c: what the listing, the search and the titles read of
  * each transcript (its first prompt, its last custom title, its source
- * and parent session, its searchable text), cached by (dev, inode) and valid while the file keeps its size
- * and mtime, so a listing or a search of an unchanged directory reads no
- * transcript at all.  Files are opened without following a symlink nor
- * waiting for a FIFO's writer, and only if still the regular file the
- * scan saw.
+ * and parent session, its searchable text), cached by (dev, inode) and
+ * valid while the file keeps its size and mtime, so a listing or a search
+ * of an unchanged directory reads no transcript at all.  A file that only
+ * grew (its first and last 4 KiB before the lines read unchanged, as the
+ * child's index checks its prefix) is read from there on only.  Files are
+ * opened without following a symlink nor waiting for a FIFO's writer, and
+ * only if still the regular file the scan saw.  listing-keep.c keeps the
+ * cache on disk across restarts.
  */
 #include "config.h"
 
 #include <sys/stat.h>
-#include <sys/tree.h>
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -28,20 +30,9 @@
 #include "xmalloc.h"
 
 #define LIST_HEAD_BYTES		65536	/* where a first prompt is looked for */
-#define LIST_PROMPT_BYTES	200
-#define LIST_CACHE_MAX		65536	/* cached files */
+#define LIST_DIGEST		4096	/* bytes digested at each end */
+#define LIST_GROW_MAX		(4 * 1024 * 1024)	/* appended bytes read */
 
-/* A cached first prompt: valid while the file keeps its size and mtime. */
-struct prompt_cache {
-	RB_ENTRY(prompt_cache)	 entry;
-	dev_t			 dev;
-	ino_t			 ino;
-	int64_t			 size, mtime_ns;
-	char			*text;		/* NULL: the file has none */
-	char			*search;	/* its searchable text (search.c) */
-	char			*title;		/* its last custom title, or NULL */
-	struct list_source	 src;		/* its source and parent */
-};
 RB_HEAD(prompt_tree, prompt_cache);
 int	listing_cache_cmp(const struct prompt_cache *, const struct prompt_cache *);
 RB_PROTOTYPE(prompt_tree, prompt_cache, entry, listing_cache_cmp)
@@ -62,14 +53,68 @@ RB_GENERATE(prompt_tree, prompt_cache, entry, listing_cache_cmp)
 static void
 cache_drop(struct prompt_cache *p)
 {
-	free(p->text);
-	free(p->search);
-	free(p->title);
-	free(p->src.type);
-	free(p->src.id);
-	free(p->src.parent);
+	if (p->block == NULL) {
+		free(p->text);
+		free(p->search);
+		free(p->title);
+		free(p->src.type);
+		free(p->src.id);
+		free(p->src.parent);
+	}
+	free(p->block);		/* a loaded entry's strings */
+	p->block = NULL;
 	p->text = p->search = p->title = NULL;
+	p->search_full = 0;
 	memset(&p->src, 0, sizeof(p->src));
+}
+
+/* A loaded entry's strings made its own, before they change. */
+static void
+cache_own(struct prompt_cache *p)
+{
+	char **str[] = { &p->text, &p->search, &p->title, &p->src.type,
+	    &p->src.id, &p->src.parent };
+
+	if (p->block == NULL)
+		return;
+	for (size_t i = 0; i < sizeof str / sizeof str[0]; i++)
+		if (*str[i] != NULL)
+			*str[i] = xstrdup(*str[i]);
+	free(p->block);
+	p->block = NULL;
+}
+
+void
+listing_cache_entry_free(struct prompt_cache *p)
+{
+	if (p == NULL)
+		return;
+	cache_drop(p);
+	free(p);
+}
+
+struct prompt_cache *
+listing_cache_first(void)
+{
+	return RB_MIN(prompt_tree, &prompts);
+}
+
+struct prompt_cache *
+listing_cache_next(struct prompt_cache *p)
+{
+	return RB_NEXT(prompt_tree, &prompts, p);
+}
+
+int
+listing_cache_insert(struct prompt_cache *p)
+{
+	if (nprompts >= LIST_CACHE_MAX ||
+	    RB_INSERT(prompt_tree, &prompts, p) != NULL) {
+		listing_cache_entry_free(p);
+		return -1;
+	}
+	nprompts++;
+	return 0;
 }
 
 /* Forget every cached prompt (when the cache is full, and at exit). */
@@ -80,8 +125,7 @@ listing_cache_clear(void)
 
 	while ((p = RB_MIN(prompt_tree, &prompts)) != NULL) {
 		RB_REMOVE(prompt_tree, &prompts, p);
-		cache_drop(p);
-		free(p);
+		listing_cache_entry_free(p);
 	}
 	nprompts = 0;
 }
@@ -188,39 +232,167 @@ ent_open(int dfd, const struct list_ent *e)
 	return fd;
 }
 
+/* pread(2) of up to n bytes at off, counted. */
+static ssize_t
+cache_pread(int fd, char *buf, size_t n, int64_t off)
+{
+	ssize_t r = pread(fd, buf, n, (off_t)off);
+
+	if (r > 0)
+		metrics_listing_read((uint64_t)r);
+	return r;
+}
+
+/* The digest of fd's last 4 KiB before done: 0, or -1. */
+static int
+cache_tail(int fd, int64_t done, uint64_t *tail)
+{
+	char buf[LIST_DIGEST] = "";
+	size_t n = done < LIST_DIGEST ? (size_t)done : LIST_DIGEST;
+
+	if (n > 0 && cache_pread(fd, buf, n, done - (int64_t)n) != (ssize_t)n)
+		return -1;
+	*tail = listing_keep_sum((uint64_t)done, buf, n);
+	return 0;
+}
+
+int
+listing_cache_digest(int fd, int64_t done, uint64_t *head, uint64_t *tail)
+{
+	char buf[LIST_DIGEST] = "";
+	size_t n = done < LIST_DIGEST ? (size_t)done : LIST_DIGEST;
+
+	if (n > 0 && cache_pread(fd, buf, n, 0) != (ssize_t)n)
+		return -1;
+	*head = listing_keep_sum(n, buf, n);	/* the same once done is past it */
+	return cache_tail(fd, done, tail);
+}
+
+/* The end of buf[0..n)'s last whole line (0: none) from its offset off. */
+static int64_t
+lines_end(const char *buf, size_t n, int64_t off)
+{
+	const char *nl = memrchr(buf, '\n', n);
+
+	return nl != NULL ? off + (nl - buf) + 1 : 0;
+}
+
 /*
  * The first prompt of e's transcript head, its source and parent and its
  * last custom title (of the head, or of the last 64 KiB of a longer file,
- * which also win for the source) into p.
+ * which also win for the source) into p; the whole lines read, and their
+ * digests.
  */
 static void
 prompt_read(int dfd, const struct list_ent *e, struct prompt_cache *p)
 {
+	int64_t size = e->size;
 	char *buf;
 	ssize_t n;
 	int fd;
 
+	p->done = 0;
 	if ((fd = ent_open(dfd, e)) == -1)
 		return;
 	buf = xmalloc(LIST_HEAD_BYTES);
-	if ((n = pread(fd, buf, LIST_HEAD_BYTES - 1, 0)) > 0) {
+	if ((n = cache_pread(fd, buf, size < LIST_HEAD_BYTES ? (size_t)size :
+	    LIST_HEAD_BYTES - 1, 0)) > 0) {
 		buf[n] = '\0';
-		if (e->size < LIST_HEAD_BYTES)
+		p->done = lines_end(buf, (size_t)n, 0);
+		if (size < LIST_HEAD_BYTES)
 			p->title = metadata_title_in(buf);
 		source_in(buf, &p->src);
 		p->text = prompt_in(buf);	/* cuts buf's lines */
 	}
-	if (e->size >= LIST_HEAD_BYTES &&
-	    (n = pread(fd, buf, LIST_HEAD_BYTES - 1, e->size - (LIST_HEAD_BYTES - 1))) > 0) {
+	if (size >= LIST_HEAD_BYTES && (n = cache_pread(fd, buf,
+	    LIST_HEAD_BYTES - 1, size - (LIST_HEAD_BYTES - 1))) > 0) {
 		buf[n] = '\0';
+		if (lines_end(buf, (size_t)n, size - n) > 0)
+			p->done = lines_end(buf, (size_t)n, size - n);
 		p->title = metadata_title_in(buf);
 		source_in(buf, &p->src);
 	}
 	free(buf);
+	if (listing_cache_digest(fd, p->done, &p->head, &p->tail) == -1)
+		p->done = 0;
 	close(fd);
 }
 
-/* e's cache entry, current (its texts reread when the file changed). */
+/* The digests once buf[0..end) (appended at p->done) is read: the head
+   stays once past it, the tail is buf's when it is long enough. */
+static int
+grow_digests(int fd, const struct prompt_cache *p, const char *buf,
+    int64_t end, uint64_t *head, uint64_t *tail)
+{
+	if (p->done >= LIST_DIGEST)
+		*head = p->head;
+	else if (listing_cache_digest(fd, p->done + end, head, tail) == -1)
+		return -1;
+	if (end >= LIST_DIGEST)
+		*tail = listing_keep_sum((uint64_t)(p->done + end),
+		    buf + end - LIST_DIGEST, LIST_DIGEST);
+	else if (p->done >= LIST_DIGEST &&
+	    cache_tail(fd, p->done + end, tail) == -1)
+		return -1;
+	return 0;
+}
+
+/*
+ * What was appended to p's file, from p->done to e's size, added to p:
+ * a later title or source wins, a first prompt is looked for while in the
+ * head, the search text (when made) grows.  0, or -1 when the file did
+ * not only grow (its digested bytes changed) or grew too much: read it
+ * all again.
+ */
+static int
+prompt_grow(int dfd, const struct list_ent *e, struct prompt_cache *p)
+{
+	int64_t n = e->size - p->done, end;
+	uint64_t head, tail;
+	char *buf, *t;
+	int fd, rc = -1;
+
+	if (p->done <= 0 || n <= 0 || n > LIST_GROW_MAX ||
+	    (fd = ent_open(dfd, e)) == -1)
+		return -1;
+	cache_own(p);
+	buf = xmalloc((size_t)n + 1);
+	if (listing_cache_digest(fd, p->done, &head, &tail) == -1 ||
+	    head != p->head || tail != p->tail ||
+	    cache_pread(fd, buf, (size_t)n, p->done) != (ssize_t)n)
+		goto out;
+	if ((end = lines_end(buf, (size_t)n, 0)) == 0) {
+		rc = 0;		/* no whole line yet */
+		goto out;
+	}
+	buf[end] = '\0';
+	if (grow_digests(fd, p, buf, end, &head, &tail) == -1)
+		goto out;
+	if ((t = metadata_title_in(buf)) != NULL) {
+		free(p->title);
+		p->title = t;
+	}
+	source_in(buf, &p->src);
+	if (p->text == NULL && p->done < LIST_HEAD_BYTES) {
+		t = xstrndup(buf, (size_t)(LIST_HEAD_BYTES - p->done));
+		p->text = prompt_in(t);
+		free(t);
+	}
+	if (p->search != NULL && !p->search_full)
+		p->search = search_text_extend(p->search, buf, (size_t)end,
+		    &p->search_full);	/* cuts buf's lines */
+	p->done += end;
+	p->head = head;
+	p->tail = tail;
+	rc = 0;
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+/* e's cache entry, current (read again, or its growth, when the file
+   changed). */
 static struct prompt_cache *
 cache_of(int dfd, const struct list_ent *e)
 {
@@ -229,8 +401,10 @@ cache_of(int dfd, const struct list_ent *e)
 	key.dev = e->dev;
 	key.ino = e->ino;
 	if ((p = RB_FIND(prompt_tree, &prompts, &key)) != NULL &&
-	    p->size == e->size && p->mtime_ns == e->mtime_ns)
+	    p->size == e->size && p->mtime_ns == e->mtime_ns) {
+		p->seen = 1;
 		return p;
+	}
 	if (p == NULL) {
 		if (nprompts >= LIST_CACHE_MAX)
 			listing_cache_clear();
@@ -239,11 +413,15 @@ cache_of(int dfd, const struct list_ent *e)
 		p->ino = e->ino;
 		RB_INSERT(prompt_tree, &prompts, p);
 		nprompts++;
-	}
+	} else if (e->size > p->size && prompt_grow(dfd, e, p) == 0)
+		goto kept;
 	cache_drop(p);
 	prompt_read(dfd, e, p);
+kept:
 	p->size = e->size;
 	p->mtime_ns = e->mtime_ns;
+	p->seen = 1;
+	listing_keep_changed();
 	return p;
 }
 
@@ -276,10 +454,13 @@ listing_cache_search(int dfd, const struct list_ent *e)
 	int fd;
 
 	if (p->search == NULL) {
+		cache_own(p);
 		fd = ent_open(dfd, e);
-		p->search = fd != -1 ? search_text_read(fd) : xstrdup("");
+		p->search = fd != -1 ? search_text_read(fd, p->size,
+		    &p->search_full) : xstrdup("");
 		if (fd != -1)
 			close(fd);
+		listing_keep_changed();
 	}
 	return p->search;
 }

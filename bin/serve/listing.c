@@ -8,7 +8,8 @@
  * skipped unseen), then listing-page.c sorts the entries newest first, cuts
  * them to ?limit, and opens only the kept ones (O_NOFOLLOW | O_NONBLOCK,
  * regular by fstat of the descriptor) for their first prompt and title
- * (listing-cache.c keeps them by the file's identity, size and mtime).
+ * (listing-cache.c keeps them by the file's identity, size and mtime,
+ * and listing-keep.c on disk, read before the first job).
  * A search is the same job over every entry, keeping those whose
  * searchable text holds the query; ?archiveState=archived lists
  * chats/archive/; organized sessions carry routes-groups.c's fields, and
@@ -49,6 +50,7 @@
 
 #define LIST_SCAN_SLICE		256	/* directory entries per loop turn */
 #define LIST_MAX_RUNNING	4	/* jobs at once; later ones wait their turn */
+#define LIST_KEEP_POLL_US	2000	/* while the kept file loads */
 
 static TAILQ_HEAD(, listing) listings = TAILQ_HEAD_INITIALIZER(listings);
 static int nrunning;
@@ -199,7 +201,13 @@ listing_step(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (l->scanning && scan_slice(l))
 		l->scanning = 0;
-	else if (!l->scanning && listing_page_read(l)) {
+	else if (!l->scanning && !listing_keep_ready()) {
+		/* What a restart kept is on its way: nothing read before it. */
+		struct timeval wait = { 0, LIST_KEEP_POLL_US };
+
+		event_add(l->ev, &wait);
+		return;
+	} else if (!l->scanning && listing_page_read(l)) {
 		if (l->done != NULL)
 			listing_hand(l);
 		else
@@ -223,6 +231,7 @@ listing_run(struct listing *l)
 	}
 	l->running = 1;
 	nrunning++;
+	listing_keep_load();	/* the first time: what a restart kept */
 	l->org = routes_org_load(l->workspace);
 	if (dir == NULL || (l->dir = opendir(dir)) == NULL)
 		l->scanning = 0;	/* no chats directory yet: no sessions */
@@ -320,11 +329,13 @@ listing_search(struct evhttp_request *req, const char *workspace,
 	listing_go(l);
 }
 
-/* At exit, after the HTTP server is gone: jobs and cache. */
+/* At exit, after the HTTP server is gone: jobs, the kept file's last
+   write, and the cache. */
 void
 listing_free_all(void)
 {
 	while (!TAILQ_EMPTY(&listings))
 		listing_free(TAILQ_FIRST(&listings));
+	listing_keep_free();
 	listing_cache_clear();
 }

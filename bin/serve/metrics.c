@@ -40,6 +40,8 @@ static const char *const refusal_reasons[] = { "connection_limit_exceeded",
     "payload_too_large", "unauthorized", "forbidden_host", "origin_forbidden",
     "rate_limited", "other" };
 static const char *const exit_reasons[] = { "stopped", "crashed" };
+static const char *const kept_events[] = { "loaded", "missing", "rejected",
+    "written", "failed" };
 
 #define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -53,6 +55,7 @@ static uint64_t	conns_open[2];
 static uint64_t	refusals[2][NELEM(refusal_reasons)];
 static uint64_t	child_starts, child_restarts, child_exits[2];
 static uint64_t	permission_requests;
+static uint64_t	listing_read, listing_kept[NELEM(kept_events)];
 /* The other modules' gauges, main.c's (metrics_set_gauges()). */
 static const struct metrics_gauges *gauges;
 
@@ -315,6 +318,32 @@ metrics_rss(void)
 	return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+void
+metrics_listing_read(uint64_t bytes)
+{
+	listing_read += bytes;
+}
+
+void
+metrics_listing_kept(const char *event)
+{
+	listing_kept[metrics_index(kept_events, NELEM(kept_events), event)]++;
+}
+
+/* What the listing and the search read, and their kept file. */
+static void
+metrics_listing(struct evbuffer *b)
+{
+	family(b, "qwen_serve_listing_bytes_read_total", "counter",
+	    "Transcript bytes read for session listings and searches.");
+	sample(b, "qwen_serve_listing_bytes_read_total", listing_read);
+	family(b, "qwen_serve_listing_kept_total", "counter",
+	    "The listing's kept file loaded, missing, rejected, written, failed.");
+	for (size_t i = 0; i < NELEM(kept_events); i++)
+		evbuffer_add_printf(b, "qwen_serve_listing_kept_total{event=\"%s\"} %llu\n",
+		    kept_events[i], (unsigned long long)listing_kept[i]);
+}
+
 static void
 metrics_process(struct evbuffer *b)
 {
@@ -350,6 +379,7 @@ route_metrics(struct http_ctx *ctx)
 	metrics_prompts(b);
 	metrics_conns(b);
 	metrics_children(b);
+	metrics_listing(b);
 	metrics_process(b);
 	gate_cors_headers(ctx->req);
 	http_set_header(ctx->req, "Content-Type",

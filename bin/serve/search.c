@@ -3,14 +3,16 @@
  * search.c: the searchable text of a transcript (its titles and, as
  * upstream searches, the text of its user and assistant messages) and
  * the match of a query in it with a snippet.
- * listing.c keeps each transcript's text in its per-file cache, so a
- * search of an unchanged directory reads no transcript at all.
+ * listing-cache.c keeps each transcript's text in its per-file cache
+ * (and listing-keep.c on disk), so a search of an unchanged directory
+ * reads no transcript at all, and of a grown one only what was appended.
  */
 #include "config.h"
 
 #include <sys/stat.h>
 
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -23,7 +25,6 @@
 #include "xmalloc.h"
 
 #define SEARCH_FILE_MAX		(16 * 1024 * 1024)	/* bytes read of one file */
-#define SEARCH_TEXT_MAX		(16 * 1024)	/* text kept of one session */
 #define SEARCH_CHUNK		(256 * 1024)
 #define SEARCH_SNIPPET_BEFORE	40
 #define SEARCH_SNIPPET_AFTER	100
@@ -39,10 +40,11 @@ text_add(struct search_text *t, const char *s)
 {
 	size_t n = strlen(s);
 
-	if (t->len + n + 1 >= SEARCH_TEXT_MAX)
-		n = SEARCH_TEXT_MAX - 1 - t->len;
-	if (n == 0)
+	/* Room for a byte, the newline and the NUL, or nothing is added. */
+	if (n == 0 || t->len + 2 >= SEARCH_TEXT_MAX)
 		return;
+	if (t->len + n + 2 > SEARCH_TEXT_MAX)
+		n = SEARCH_TEXT_MAX - 2 - t->len;
 	memcpy(t->buf + t->len, s, n);
 	t->len += n;
 	t->buf[t->len++] = '\n';
@@ -105,23 +107,39 @@ chunk_lines(struct search_text *t, char *buf, size_t *len)
 	memmove(buf, p, *len);
 }
 
+/* t's text, its buffer cut to its length; whether it takes no more. */
+static char *
+text_done(struct search_text *t, int *full)
+{
+	*full = t->len + 2 >= SEARCH_TEXT_MAX;
+	return xreallocarray(t->buf, t->len + 1, 1);
+}
+
 /*
- * The searchable text of fd's transcript (the first 16 MiB; lines longer
- * than a chunk are skipped: no prompt is that long in a useful way).
- * Caller frees; never NULL.
+ * The searchable text of fd's transcript up to to (the first 16 MiB;
+ * lines longer than a chunk are skipped: no prompt is that long in a
+ * useful way).  *full: it takes no more (the text or the bytes read are
+ * at their bound).  The bytes read are counted.  Caller frees; never NULL.
  */
 char *
-search_text_read(int fd)
+search_text_read(int fd, int64_t to, int *full)
 {
 	struct search_text t = { xmalloc(SEARCH_TEXT_MAX), 0 };
 	char *buf = xmalloc(SEARCH_CHUNK + 1);
-	size_t len = 0;
+	size_t len = 0, want;
 	off_t off = 0;
 	ssize_t n;
 
 	t.buf[0] = '\0';
-	while (off < SEARCH_FILE_MAX && t.len + 1 < SEARCH_TEXT_MAX &&
-	    (n = pread(fd, buf + len, SEARCH_CHUNK - len, off)) > 0) {
+	if (to > SEARCH_FILE_MAX)
+		to = SEARCH_FILE_MAX;
+	while (off < to && t.len + 2 < SEARCH_TEXT_MAX) {
+		want = SEARCH_CHUNK - len;
+		if ((int64_t)want > to - off)
+			want = (size_t)(to - off);
+		if ((n = pread(fd, buf + len, want, off)) <= 0)
+			break;
+		metrics_listing_read((uint64_t)n);
 		off += n;
 		len += (size_t)n;
 		buf[len] = '\0';
@@ -134,7 +152,28 @@ search_text_read(int fd)
 		line_text(&t, buf, len);
 	}
 	free(buf);
+	t.buf = text_done(&t, full);
+	if (off >= SEARCH_FILE_MAX)
+		*full = 1;
 	return t.buf;
+}
+
+/*
+ * old (taken) with the searchable text of the whole lines in buf[0..len)
+ * (appended to its transcript) added; buf's lines are cut.  Caller frees.
+ */
+char *
+search_text_extend(char *old, char *buf, size_t len, int *full)
+{
+	struct search_text t = { xmalloc(SEARCH_TEXT_MAX), 0 };
+
+	t.len = strlcpy(t.buf, old, SEARCH_TEXT_MAX);
+	if (t.len >= SEARCH_TEXT_MAX)
+		t.len = SEARCH_TEXT_MAX - 1;
+	t.buf[t.len] = '\0';
+	free(old);
+	chunk_lines(&t, buf, &len);
+	return text_done(&t, full);
 }
 
 /*

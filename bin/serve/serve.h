@@ -519,8 +519,12 @@ void	listing_search(struct evhttp_request *req, const char *workspace,
 void	listing_free_all(void);
 
 /* ---- search.c: a transcript's searchable text ------------------------- */
-/* Titles, user and assistant text of fd's transcript.  Caller frees. */
-char	*search_text_read(int fd);
+#define SEARCH_TEXT_MAX		(16 * 1024)	/* text kept of one session */
+/* Titles, user and assistant text of fd's transcript up to to; *full
+   when it takes no more.  Caller frees. */
+char	*search_text_read(int fd, int64_t to, int *full);
+/* old (taken) with the text of the whole lines of buf[0..len) added. */
+char	*search_text_extend(char *old, char *buf, size_t len, int *full);
 /* 1 when text holds q (ASCII case folded), *snippet (caller frees). */
 int	search_match(const char *text, const char *q, char **snippet);
 
@@ -1269,5 +1273,10 @@ void	metrics_refusal(int is_unix, const char *reason);
 void	metrics_child_started(int restart);
 void	metrics_child_exited(int killed);
 void	metrics_permission_asked(void);
+/* Transcript bytes the listing and the search read. */
+void	metrics_listing_read(uint64_t bytes);
+/* The listing's kept file: "loaded", "missing", "rejected", "written",
+   "failed". */
+void	metrics_listing_kept(const char *event);
 
 #endif
