@@ -583,6 +583,12 @@ const char *attachments_type(const char *name);	/* static */
 int	 attachments_name_ok(const char *name);
 char	*attachments_name(const char *given);		/* caller frees; NULL */
 char	*attachments_name_nth(const char *name, unsigned n);	/* caller frees */
+/* ---- attachments-ref.c: content blocks naming an attachment ------------ */
+int	 attachments_ref_is(json_object *block);
+int	 attachments_ref_check(const char *ws, const char *sid,
+	    json_object *content, struct qerr **);
+json_object *attachments_ref_resolve(const char *ws, const char *sid,
+	    json_object *content, struct qerr **);	/* new; NULL */
 /* ---- catalog.c: session data archived, unarchived, deleted ------------ */
 #define CATALOG_ACTIVE		1
 #define CATALOG_ARCHIVED	2

@@ -1,0 +1,97 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# qwen-serve: prompt content blocks naming a session's attachments
+# (attachments-ref.c), as upstream's daemon takes them: checked against
+# the store when the prompt is posted (400
+# invalid_session_attachment_reference, 410 session_attachment_gone) and
+# replaced, as the prompt goes to the agent, by the block upstream makes
+# of the file (an image with base64 data, an embedded resource with its
+# text or a base64 blob).
+
+load serve_helper
+bats_require_minimum_version 1.5.0
+
+teardown() {
+	serve_teardown
+}
+
+# up NAME TYPE FILE: POST the file as the attachment; its reference in $body.
+up() {
+	code=$(curl -s -o "$BATS_TEST_TMPDIR/body" -w '%{http_code}' --unix-socket "$SOCK" \
+	    -X POST -H "Content-Type: $2" --data-binary "@$3" \
+	    "http://localhost/session/$SID/attachments?name=$1")
+	body=$(cat "$BATS_TEST_TMPDIR/body")
+}
+
+# got N: wait until the agent has been sent N prompts; the Nth in $got.
+got() {
+	local i
+	for i in $(seq 1 100); do
+		[ "$(wc -l <"$BATS_TEST_TMPDIR/prompts" 2>/dev/null || echo 0)" -ge "$1" ] && break
+		sleep 0.1
+	done
+	got=$(sed -n "${1}p" "$BATS_TEST_TMPDIR/prompts")
+	[ -n "$got" ]
+}
+
+start() {
+	FAKE_CHILD="prompts=$BATS_TEST_TMPDIR/prompts" serve_loaded
+	printf 'hello\n' >"$BATS_TEST_TMPDIR/a.txt"
+	printf '\x89PNG\r\n\x1a\n0000' >"$BATS_TEST_TMPDIR/p.png"
+	printf 'a\0b\377' >"$BATS_TEST_TMPDIR/b.bin"
+	up 'my%20notes.txt' text/plain "$BATS_TEST_TMPDIR/a.txt"
+	expect 201
+	TXT=$body
+	up shot.png image/png "$BATS_TEST_TMPDIR/p.png"
+	expect 201
+	PNG=$body
+	up raw.bin application/octet-stream "$BATS_TEST_TMPDIR/b.bin"
+	expect 201
+	BIN=$body
+}
+
+@test "prompt attachments: references reach the agent as the files' content" {
+	start
+	req POST /session/$SID/prompt "{\"prompt\":[{\"type\":\"text\",\"text\":\"look\"},$TXT,$PNG,$BIN]}"
+	expect 202
+	got 1
+	[ "$(jq -c '.[0]' <<<"$got")" = '{"type":"text","text":"look"}' ]
+	[ "$(jq -c '.[1]' <<<"$got")" = '{"type":"resource","resource":{"uri":"attachment:///my%20notes.txt","mimeType":"text/plain","text":"hello\n"}}' ]
+	[ "$(jq -r '.[2].type' <<<"$got")" = image ]
+	[ "$(jq -r '.[2].mimeType' <<<"$got")" = image/png ]
+	[ "$(jq -r '.[2].data' <<<"$got")" = "$(base64 -w0 "$BATS_TEST_TMPDIR/p.png")" ]
+	run -0 jq -e '.[2] | has("attachmentId") | not' <<<"$got"
+	[ "$(jq -r '.[3].resource.uri' <<<"$got")" = attachment:///raw.bin ]
+	[ "$(jq -r '.[3].resource.blob' <<<"$got")" = "$(base64 -w0 "$BATS_TEST_TMPDIR/b.bin")" ]
+	run -0 jq -e '.[3].resource | has("text") | not' <<<"$got"
+}
+
+@test "prompt attachments: a removed or changed one is 410, a malformed or repeated one 400" {
+	start
+	req DELETE "/session/$SID/attachments/my%20notes.txt"
+	expect 200 '.removed == true'
+	req POST /session/$SID/prompt "{\"prompt\":[$TXT]}"
+	expect 410 '.code == "session_attachment_gone" and .error == "Unknown or unavailable session attachment: my notes.txt"'
+	# A size, type or kind other than the stored file's is gone too.
+	req POST /session/$SID/prompt "{\"prompt\":[$(jq -c '.size = 13' <<<"$PNG")]}"
+	expect 410 '.code == "session_attachment_gone"'
+	req POST /session/$SID/prompt "{\"prompt\":[$(jq -c '.mimeType = "image/jpeg"' <<<"$PNG")]}"
+	expect 410 '.code == "session_attachment_gone"'
+	req POST /session/$SID/prompt "{\"prompt\":[$(jq -c '.type = "resource"' <<<"$PNG")]}"
+	expect 410 '.code == "session_attachment_gone"'
+	# No id to leave the session's directory by.
+	req POST /session/$SID/prompt '{"prompt":[{"type":"resource","attachmentId":"../x","mimeType":"text/plain","size":1}]}'
+	expect 410 '.code == "session_attachment_gone"'
+	req POST /session/$SID/prompt "{\"prompt\":[$(jq -c '.type = "text"' <<<"$PNG")]}"
+	expect 400 '.code == "invalid_session_attachment_reference" and .error == "Invalid session attachment reference"'
+	req POST /session/$SID/prompt "{\"prompt\":[$(jq -c 'del(.size)' <<<"$PNG")]}"
+	expect 400 '.code == "invalid_session_attachment_reference"'
+	req POST /session/$SID/prompt "{\"prompt\":[$PNG,$PNG]}"
+	expect 400 '.code == "invalid_session_attachment_reference" and .error == "Session attachment referenced more than once: shot.png"'
+	# None of them reached the agent; a good one still does.
+	run ! test -s "$BATS_TEST_TMPDIR/prompts"
+	req POST /session/$SID/prompt "{\"prompt\":[$PNG]}"
+	expect 202
+	got 1
+	[ "$(jq -r '.[0].type' <<<"$got")" = image ]
+}
