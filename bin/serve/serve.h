@@ -441,6 +441,7 @@ void	route_session_attachment_remove(struct http_ctx *);
 void	route_session_artifacts(struct http_ctx *);
 void	route_session_artifact_add(struct http_ctx *);
 void	route_session_artifact_remove(struct http_ctx *);
+void	route_session_artifact_content(struct http_ctx *);
 
 /* ---- routes-sources.c: a session's sources, the agent's ------------------ */
 void	route_session_sources(struct http_ctx *);
