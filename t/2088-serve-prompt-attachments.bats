@@ -95,3 +95,56 @@ start() {
 	got 1
 	[ "$(jq -r '.[0].type' <<<"$got")" = image ]
 }
+
+mid() {
+	req POST "/session/$SID/mid-turn-message" "$1" -H "X-Qwen-Client-Id: $CID"
+}
+
+# start_mid KNOBS: start with the fake child's KNOBS too; $CID the client.
+start_mid() {
+	FAKE_CHILD="prompts=$BATS_TEST_TMPDIR/prompts,$1" serve_loaded
+	CID=$(jq -r .clientId <<<"$body")
+	printf 'hello\n' >"$BATS_TEST_TMPDIR/a.txt"
+	printf '\x89PNG\r\n\x1a\n0000' >"$BATS_TEST_TMPDIR/p.png"
+	up a.txt text/plain "$BATS_TEST_TMPDIR/a.txt"
+	expect 201
+	TXT=$body
+	up shot.png image/png "$BATS_TEST_TMPDIR/p.png"
+	expect 201
+	PNG=$body
+}
+
+@test "prompt attachments: a mid-turn message's, checked when posted, expanded when drained" {
+	start_mid drain=1500
+	sse_open ev "/session/$SID/events"
+	prompt_post "$SID"
+	mid "{\"message\":\"see\",\"messageId\":\"m-1\",\"content\":[$(jq -c '.extra = 1' <<<"$PNG"),$TXT]}"
+	expect 200 '. == {accepted: true, messageId: "m-1"}'
+	mid "{\"message\":\"x\",\"content\":[$PNG,$PNG]}"
+	expect 400 '.code == "invalid_session_attachment_reference"'
+	mid "{\"message\":\"x\",\"content\":[$(jq -c '.size = 99' <<<"$TXT")]}"
+	expect 410 '.code == "session_attachment_gone"'
+	sse_wait ev '.type == "turn_complete"' 20
+	got 2
+	run -0 jq -e '.drained | length == 1' <<<"$got"
+	[ "$(jq -c '.drained[0].content[0]' <<<"$got")" = '{"type":"text","text":"see"}' ]
+	[ "$(jq -r '.drained[0].content[1].data' <<<"$got")" = "$(base64 -w0 "$BATS_TEST_TMPDIR/p.png")" ]
+	[ "$(jq -r '.drained[0].content[2].resource.text' <<<"$got")" = hello ]
+	# The references it kept, as upstream keeps them (only their four members).
+	[ "$(jq -c '.drained[0].attachmentReferences' <<<"$got")" = "[$PNG,$TXT]" ]
+}
+
+@test "prompt attachments: a promoted mid-turn message whose attachment went degrades as upstream's" {
+	start_mid delay=session/prompt:1500
+	sse_open ev "/session/$SID/events"
+	prompt_post "$SID"
+	mid "{\"message\":\"look\",\"messageId\":\"late-1\",\"content\":[$PNG,$TXT]}"
+	expect 200 '.accepted == true'
+	req DELETE /session/$SID/attachments/shot.png
+	expect 200 '.removed == true'
+	sse_wait ev '.type == "turn_complete" and .promptId == "late-1"' 20
+	got 2
+	[ "$(jq -c '.[0]' <<<"$got")" = '{"type":"text","text":"look\n[Attachment is no longer available]"}' ]
+	[ "$(jq -r '.[1].resource.text' <<<"$got")" = hello ]
+	[ "$(jq 'length' <<<"$got")" = 2 ]
+}

@@ -29,6 +29,8 @@
 #include "utf8.h"
 #include "xmalloc.h"
 
+#define ATTACHMENT_GONE_TEXT	"[Attachment is no longer available]"
+
 /* Whether b names an attachment at all (upstream: "attachmentId" in b). */
 int
 attachments_ref_is(json_object *b)
@@ -264,13 +266,14 @@ ref_block(const char *ws, const char *sid, json_object *b)
 }
 
 /*
- * content (an array) with each reference replaced by the block upstream
- * makes of its file: a new array, or NULL with *e (410
- * session_attachment_gone: removed since it was checked).
+ * content with each reference replaced by its block, into out; the
+ * references kept into refs when not NULL.  With degrade a reference
+ * that cannot be read is dropped (counted in *dropped); without, NULL
+ * (out freed) with *e.  out, or NULL.
  */
-json_object *
-attachments_ref_resolve(const char *ws, const char *sid, json_object *content,
-    struct qerr **e)
+static json_object *
+ref_expand(const char *ws, const char *sid, json_object *content, int degrade,
+    json_object *refs, size_t *dropped, struct qerr **e)
 {
 	json_object *out = xjson_object_new_array(), *b, *r;
 	size_t i, n = json_object_array_length(content);
@@ -281,14 +284,83 @@ attachments_ref_resolve(const char *ws, const char *sid, json_object *content,
 			json_object_array_add(out, json_object_get(b));
 			continue;
 		}
-		if ((r = ref_block(ws, sid, b)) == NULL) {
+		if ((r = ref_block(ws, sid, b)) != NULL) {
+			json_object_array_add(out, r);
+			if (refs != NULL)
+				json_object_array_add(refs, json_object_get(b));
+		} else if (degrade)
+			(*dropped)++;
+		else {
 			json_object_put(out);
 			*e = qerr_new("session_attachment_gone", "Unknown or "
 			    "unavailable session attachment: %s",
 			    json_get_str(b, "attachmentId"));
 			return NULL;
 		}
-		json_object_array_add(out, r);
 	}
+	return out;
+}
+
+/*
+ * content (an array) with each reference replaced by the block upstream
+ * makes of its file: a new array, or NULL with *e (410
+ * session_attachment_gone: removed since it was checked).
+ */
+json_object *
+attachments_ref_resolve(const char *ws, const char *sid, json_object *content,
+    struct qerr **e)
+{
+	return ref_expand(ws, sid, content, 0, NULL, NULL, e);
+}
+
+/* Upstream's marker: on the last text block, else a text block of its own. */
+static void
+ref_mark(json_object *out)
+{
+	json_object *b, *t;
+	const char *text;
+	char *joined;
+	size_t i = json_object_array_length(out), ml = strlen(ATTACHMENT_GONE_TEXT);
+
+	while (i-- > 0) {
+		b = json_object_array_get_idx(out, i);
+		if ((text = json_get_str(b, "type")) == NULL ||
+		    strcmp(text, "text") != 0 ||
+		    (text = json_get_str(b, "text")) == NULL)
+			continue;
+		if (strlen(text) >= ml &&
+		    strcmp(text + strlen(text) - ml, ATTACHMENT_GONE_TEXT) == 0)
+			return;
+		xasprintf(&joined, "%s\n%s", text, ATTACHMENT_GONE_TEXT);
+		json_object_object_add(b, "text", xjson_object_new_string(joined));
+		free(joined);
+		return;
+	}
+	t = xjson_object_new_object();
+	json_object_object_add(t, "type", xjson_object_new_string("text"));
+	json_object_object_add(t, "text", xjson_object_new_string(ATTACHMENT_GONE_TEXT));
+	json_object_array_add(out, t);
+}
+
+/*
+ * As attachments_ref_resolve, for a mid-turn message (drained or
+ * promoted) as upstream degrades one: a reference that cannot be read is
+ * dropped and the marker "[Attachment is no longer available]" added;
+ * the references kept are added to refs when not NULL.  A new array.
+ */
+json_object *
+attachments_ref_degrade(const char *ws, const char *sid, json_object *content,
+    json_object *refs)
+{
+	json_object *out, *c;
+	size_t dropped = 0;
+
+	/* The marker goes on a block of our own, never on the caller's. */
+	if (json_object_deep_copy(content, &c, NULL) != 0)
+		c = json_object_get(content);
+	out = ref_expand(ws, sid, c, 1, refs, &dropped, NULL);
+	json_object_put(c);
+	if (dropped > 0)
+		ref_mark(out);
 	return out;
 }

@@ -103,6 +103,25 @@ midturn_blocks(json_object *m)
 	return a;
 }
 
+/*
+ * A drained item's content: the message's blocks, its attachments'
+ * content in place of their references (one gone dropped, with upstream's
+ * marker), and attachmentReferences, the references it kept.
+ */
+static void
+midturn_item_content(struct session *s, json_object *it, json_object *m)
+{
+	json_object *blocks = midturn_blocks(m), *refs = xjson_object_new_array();
+
+	json_object_object_add(it, "content", attachments_ref_degrade(
+	    channel_workspace(s->channel), s->id, blocks, refs));
+	json_object_put(blocks);
+	if (json_object_array_length(refs) > 0)
+		json_object_object_add(it, "attachmentReferences", refs);
+	else
+		json_object_put(refs);
+}
+
 static json_object *
 midturn_empty(void)
 {
@@ -173,7 +192,7 @@ midturn_drain(struct channel *ch, json_object *params)
 		    xjson_object_new_string(json_get_str(m, "messageId")));
 		json_object_object_add(it, "displayText",
 		    xjson_object_new_string(json_get_str(m, "text")));
-		json_object_object_add(it, "content", midturn_blocks(m));
+		midturn_item_content(s, it, m);
 		json_object_array_add(items, it);
 	}
 	json_object_object_add(r, "hasQueuedPrompt",

@@ -44,6 +44,7 @@ struct prompt {
 	uint64_t		 queued_at_ms;	/* wall clock */
 	uint64_t		 started_wall_ms;	/* dispatched (wall clock) */
 	int			 announced;	/* waited: pending_prompt_* told */
+	int			 promoted;	/* a mid-turn message's */
 };
 
 static void	prompts_pump(struct session *);
@@ -482,6 +483,12 @@ prompt_expand(struct session *s, struct prompt *p)
 	if (!json_object_object_get_ex(p->params, "prompt", &c) ||
 	    !json_object_is_type(c, json_type_array))
 		return 0;
+	/* A promoted mid-turn message degrades, as upstream's does. */
+	if (p->promoted) {
+		json_object_object_add(p->params, "prompt", attachments_ref_degrade(
+		    channel_workspace(s->channel), s->id, c, NULL));
+		return 0;
+	}
 	r = attachments_ref_resolve(channel_workspace(s->channel), s->id, c, &e);
 	if (r != NULL) {
 		json_object_object_add(p->params, "prompt", r);
@@ -613,6 +620,7 @@ prompts_admit_as(struct session *s, json_object *body, const char *client_id,
 		    xjson_object_new_boolean(1));
 	}
 	json_object_object_add(params, "sessionId", xjson_object_new_string(s->id));
+	p->promoted = id != NULL;
 	if (id != NULL && strlen(id) < sizeof(p->id))
 		strlcpy(p->id, id, sizeof(p->id));
 	else

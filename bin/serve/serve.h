@@ -590,6 +590,8 @@ int	 attachments_ref_check(const char *ws, const char *sid,
 	    json_object *content, struct qerr **);
 json_object *attachments_ref_resolve(const char *ws, const char *sid,
 	    json_object *content, struct qerr **);	/* new; NULL */
+json_object *attachments_ref_degrade(const char *ws, const char *sid,
+	    json_object *content, json_object *refs);	/* new */
 /* ---- catalog.c: session data archived, unarchived, deleted ------------ */
 #define CATALOG_ACTIVE		1
 #define CATALOG_ARCHIVED	2

@@ -38,7 +38,8 @@
  *   close-stdout-on=METHOD close stdout when METHOD arrives (and go on)
  *   close-held=ID      qwen/control/session/close of ID answers closed:false
  *   prompts=PATH       append each session/prompt's prompt (the content
- *                      blocks as the agent got them) to PATH, one JSON line
+ *                      blocks as the agent got them) to PATH, one JSON line,
+ *                      and each drain's answer {"drained": items}
  *   log=PATH           append "<pid> <method> <sessionId|-> <traceparent|->"
  *                      per message read (_meta["qwen.telemetry.traceparent"])
  *   ignore-term        ignore SIGTERM (only SIGKILL ends it)
@@ -665,6 +666,12 @@ drain_answered(struct rpc_msg *m)
 	if (!json_object_object_get_ex(m->result, "messages", &msgs) ||
 	    !json_object_is_type(msgs, json_type_array))
 		return;
+	if (cf.prompts != NULL) {
+		fprintf(cf.prompts, "{\"drained\":%s}\n",
+		    json_object_to_json_string_ext(json_object_object_get(m->result,
+		    "items"), JSON_C_TO_STRING_PLAIN));
+		fflush(cf.prompts);
+	}
 	at = (size_t)snprintf(text, sizeof(text), "drained ");
 	for (i = 0, n = json_object_array_length(msgs); i < n && at < sizeof(text); i++)
 		at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s", i ? "|" : "",
