@@ -160,41 +160,6 @@ text_data(const char *d, size_t n, const char *m)
 	    utf8_valid(d, n);
 }
 
-/* The file whole (at most ATTACHMENT_ITEM_MAX): caller frees; NULL. */
-static char *
-ref_read(const char *ws, const char *sid, const char *id, size_t *len)
-{
-	off_t size;
-	ssize_t r;
-	size_t got = 0;
-	char *d;
-	int fd;
-
-	if ((fd = attachments_open(ws, sid, id, &size)) == -1)
-		return NULL;
-	if (size < 0 || (uint64_t)size > ATTACHMENT_ITEM_MAX) {
-		close(fd);
-		return NULL;
-	}
-	d = xmalloc((size_t)size + 1);
-	while (got < (size_t)size) {
-		if ((r = read(fd, d + got, (size_t)size - got)) == -1 &&
-		    errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	close(fd);
-	if (got != (size_t)size) {
-		free(d);
-		return NULL;
-	}
-	d[got] = '\0';
-	*len = got;
-	return d;
-}
-
 /* d[0..n) in base64, a new JSON string. */
 static json_object *
 ref_base64(const char *d, size_t n)
@@ -238,7 +203,7 @@ ref_block(const char *ws, const char *sid, json_object *b)
 	size_t n;
 	char *d, *uri;
 
-	if ((d = ref_read(ws, sid, id, &n)) == NULL)
+	if ((d = attachments_read(ws, sid, id, &n)) == NULL)
 		return NULL;
 	mime = attachments_type(id);
 	o = xjson_object_new_object();

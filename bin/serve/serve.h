@@ -541,6 +541,10 @@ json_object *attachments_list(const char *ws, const char *sid, char **cause);
 int	attachments_open(const char *ws, const char *sid, const char *aid,
 	    off_t *size);
 int	attachments_has(const char *ws, const char *sid, const char *aid);
+char	*attachments_read(const char *ws, const char *sid, const char *aid,
+	    size_t *len);				/* caller frees; NULL */
+int	attachments_copy(const char *ws, const char *from, const char *to,
+	    char **cause);
 /* 1 removed, 0 none such, -1 failed. */
 int	attachments_remove(const char *ws, const char *sid, const char *aid);
 /* ---- artifacts.c: a session's artifacts, persisted ---------------------- */
