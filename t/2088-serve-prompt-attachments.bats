@@ -134,6 +134,24 @@ start_mid() {
 	[ "$(jq -c '.drained[0].attachmentReferences' <<<"$got")" = "[$PNG,$TXT]" ]
 }
 
+@test "prompt attachments: one attachment in two messages of a drain is the first's only, as upstream's" {
+	start_mid drain=1500
+	sse_open ev "/session/$SID/events"
+	prompt_post "$SID"
+	mid "{\"message\":\"one\",\"content\":[$PNG]}"
+	expect 200 '.accepted == true'
+	mid "{\"message\":\"two\",\"content\":[$PNG,$TXT]}"
+	expect 200 '.accepted == true'
+	sse_wait ev '.type == "turn_complete"' 20
+	got 2
+	run -0 jq -e '.drained | length == 2' <<<"$got"
+	[ "$(jq -r '.drained[0].content[1].type' <<<"$got")" = image ]
+	[ "$(jq -c '.drained[1].content[0]' <<<"$got")" = '{"type":"text","text":"two\n[Attachment is no longer available]"}' ]
+	[ "$(jq -r '.drained[1].content[1].resource.text' <<<"$got")" = hello ]
+	[ "$(jq '.drained[1].content | length' <<<"$got")" = 2 ]
+	[ "$(jq -c '.drained[1].attachmentReferences' <<<"$got")" = "[$TXT]" ]
+}
+
 @test "prompt attachments: a promoted mid-turn message whose attachment went degrades as upstream's" {
 	start_mid delay=session/prompt:1500
 	sse_open ev "/session/$SID/events"
