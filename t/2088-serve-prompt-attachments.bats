@@ -166,3 +166,24 @@ start_mid() {
 	[ "$(jq -r '.[1].resource.text' <<<"$got")" = hello ]
 	[ "$(jq 'length' <<<"$got")" = 2 ]
 }
+
+@test "prompt attachments: ACP session/prompt goes the same way" {
+	command -v ws-client >/dev/null || skip "no ws-client"
+	start
+	local init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}'
+	ws-client -t 20 -u "$SOCK" >"$BATS_TEST_TMPDIR/a.ws" 2>"$BATS_TEST_TMPDIR/a.err" 3>&- <<EOS
+text $init
+wait 1
+text {"jsonrpc":"2.0","id":2,"method":"session/resume","params":{"sessionId":"$SID","cwd":"$WS","mcpServers":[]}}
+wait 2
+text {"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"$SID","prompt":[$PNG]}}
+wait 3
+text {"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"$SID","prompt":[$PNG,$PNG]}}
+wait 4
+EOS
+	cut -c1-300 "$BATS_TEST_TMPDIR/a.ws"
+	jq -e -s 'any(.[]; .id == 3 and .result.stopReason == "end_turn")' "$BATS_TEST_TMPDIR/a.ws"
+	jq -e -s 'any(.[]; .id == 4 and .error.code == -32602 and .error.message == "Session attachment referenced more than once: shot.png")' "$BATS_TEST_TMPDIR/a.ws"
+	got 1
+	[ "$(jq -r '.[0].data' <<<"$got")" = "$(base64 -w0 "$BATS_TEST_TMPDIR/p.png")" ]
+}
