@@ -187,3 +187,20 @@ EOS
 	got 1
 	[ "$(jq -r '.[0].data' <<<"$got")" = "$(base64 -w0 "$BATS_TEST_TMPDIR/p.png")" ]
 }
+
+@test "prompt attachments: one removed while its prompt waits ends that turn with session_attachment_gone" {
+	FAKE_CHILD="prompts=$BATS_TEST_TMPDIR/prompts,delay=session/prompt:1500" serve_loaded
+	printf '\x89PNG\r\n\x1a\n0000' >"$BATS_TEST_TMPDIR/p.png"
+	up shot.png image/png "$BATS_TEST_TMPDIR/p.png"
+	expect 201
+	PNG=$body
+	sse_open ev "/session/$SID/events"
+	prompt_post "$SID"
+	prompt_post "$SID" "{\"prompt\":[$PNG]}"
+	local second=$PROMPT_ID
+	req DELETE /session/$SID/attachments/shot.png
+	expect 200 '.removed == true'
+	sse_wait ev ".type == \"turn_error\" and .data.promptId == \"$second\" and .data.code == \"session_attachment_gone\" and .data.message == \"Unknown or unavailable session attachment: shot.png\"" 20
+	# Only the first reached the agent.
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/prompts")" = 1 ]
+}

@@ -497,7 +497,7 @@ prompt_expand(struct session *s, struct prompt *p)
 	s->active = NULL;
 	turn_error(s, p, e != NULL ? qerr_message(e) :
 	    "Unknown or unavailable session attachment",
-	    "session_attachment_gone", "session_attachment_gone");
+	    "session_attachment_gone", NULL);
 	qerr_free(e);
 	prompt_span_result(p, "error", "session_attachment_gone");
 	pending_settled(s, p, "completed");
