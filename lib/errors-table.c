@@ -206,6 +206,12 @@ static const struct qerr_def qerr_table[] = {
 	{ "source_persistence_unavailable", 503, "source_persistence_unavailable",
 	  0, N, 0, FULL, X_TMP, 0, "Session sources cannot be persisted" },
 
+	/* A content block naming a session's attachment. */
+	{ "invalid_session_attachment_reference", 400, NULL, 0, N, 0, PARAMS,
+	  X_USE, 0, "Invalid session attachment reference" },
+	{ "session_attachment_gone", 410, NULL, 0, N, 0, FULL, X_NF, 0,
+	  "Unknown or unavailable session attachment" },
+
 	/* A session's artifacts. */
 	{ "session_artifact_forbidden", 403, NULL, 0, N, 0, FULL, X_FAIL, 0,
 	  "Artifact {artifactId} is owned by a different client" },

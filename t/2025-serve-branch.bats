@@ -201,3 +201,37 @@ history_ids() {
 	req POST /session/$SID/side-task '{}'
 	expect 500 '.code == -32601 and (.error | test("side_task"))'
 }
+
+@test "a branch gets a copy of the source's attachments, as upstream's" {
+	gen
+	req POST /session/$SID/load '{}'
+	expect 200
+	printf 'hello\n' >"$BATS_TEST_TMPDIR/a.txt"
+	printf '\x89PNG\r\n\x1a\n0000' >"$BATS_TEST_TMPDIR/p.png"
+	local f
+	for f in a.txt p.png; do
+		code=$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$SOCK" -X POST \
+		    -H "Content-Type: $([ $f = p.png ] && echo image/png || echo text/plain)" \
+		    --data-binary "@$BATS_TEST_TMPDIR/$f" "http://localhost/session/$SID/attachments?name=$f")
+		[ "$code" = 201 ]
+	done
+	req GET /session/$SID/attachments
+	expect 200
+	local src
+	src=$(jq -c '[.attachments[] | {attachmentId, size, type}] | sort_by(.attachmentId)' <<<"$body")
+	req POST /session/$SID/branch '{}'
+	expect 201
+	NEW=$(jq -r .sessionId <<<"$body")
+	req GET /session/$NEW/attachments
+	expect 200
+	[ "$(jq -c '[.attachments[] | {attachmentId, size, type}] | sort_by(.attachmentId)' <<<"$body")" = "$src" ]
+	req GET /session/$NEW/attachments/p.png
+	expect 200
+	cmp "$BATS_TEST_TMPDIR/body" "$BATS_TEST_TMPDIR/p.png"
+	# A copy: removed from the branch, the source keeps it.
+	req DELETE /session/$NEW/attachments/a.txt
+	expect 200 '.removed == true'
+	req GET /session/$SID/attachments/a.txt
+	expect 200
+	[ "$body" = hello ]
+}

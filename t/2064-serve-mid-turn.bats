@@ -108,8 +108,10 @@ mid() {
 	expect 400 '.code == "invalid_event_detail_mode"'
 	mid '{"message":"x","content":[]}'
 	expect 400 '.error | test("`content` must be a non-empty array")'
+	mid '{"message":"x","content":[{"type":"image","attachmentId":"a1","mimeType":"image/png"}]}'
+	expect 400 '.error == "each `content` entry must be an inline content block or carry `attachmentId`, `size`, and `mimeType`"'
 	mid '{"message":"x","content":[{"type":"image","attachmentId":"a1","size":3,"mimeType":"image/png"}]}'
-	expect 400 '.error | test("inline")'
+	expect 410 '.code == "session_attachment_gone"'
 	mid '{"content":[{"type":"image","data":"iVBO","mimeType":"image/png"}]}'
 	expect 200 '.accepted == true'
 	local i

@@ -167,3 +167,22 @@ BAD
 	expect 200
 	[ ! -e "$(afile)" ]
 }
+
+@test "artifacts: content is upstream's 404 artifact_snapshot_unavailable, no client's artifact a saved webpage" {
+	loaded
+	mkdir -p "$WS/out"
+	printf '<p>hi</p>' >"$WS/out/page.html"
+	art '{"title":"Page","workspacePath":"out/page.html"}'
+	expect 200
+	local id
+	id=$(jq -r '.changes[0].artifactId' <<<"$body")
+	req GET "/session/$SID/artifacts/$id/content" "" -H "X-Qwen-Client-Id: $CID"
+	expect 404 '. == {"error": "artifact_snapshot_unavailable", "message": "Saved webpage version is missing or has changed."}'
+	req GET "/session/$SID/artifacts/nosuch/content"
+	expect 404 '.error == "artifact_snapshot_unavailable"'
+	req GET "/workspaces/$(jq -rn --arg w "$WS" '$w|@uri')/session/$SID/artifacts/$id/content"
+	expect 404 '.error == "artifact_snapshot_unavailable"'
+	# Not for a session not live here.
+	req GET /session/33333333-3333-4333-8333-333333333333/artifacts/$id/content
+	expect 404 '.code == "session_not_found"'
+}

@@ -326,3 +326,80 @@ attachments_remove(const char *ws, const char *sid, const char *aid)
 	return rc;
 }
 
+
+/*
+ * The session's attachment aid whole (at most ATTACHMENT_ITEM_MAX),
+ * NUL-terminated, its length in *len: caller frees; NULL.
+ */
+char *
+attachments_read(const char *ws, const char *sid, const char *id, size_t *len)
+{
+	off_t size;
+	ssize_t r;
+	size_t got = 0;
+	char *d;
+	int fd;
+
+	if ((fd = attachments_open(ws, sid, id, &size)) == -1)
+		return NULL;
+	if (size < 0 || (uint64_t)size > ATTACHMENT_ITEM_MAX) {
+		close(fd);
+		return NULL;
+	}
+	d = xmalloc((size_t)size + 1);
+	while (got < (size_t)size) {
+		if ((r = read(fd, d + got, (size_t)size - got)) == -1 &&
+		    errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	if (got != (size_t)size) {
+		free(d);
+		return NULL;
+	}
+	d[got] = '\0';
+	*len = got;
+	return d;
+}
+
+/*
+ * Copy the session from's attachments to the new session to, as
+ * upstream's branch copies them: the number copied, or -1 with *cause
+ * (the ones before it copied).  Within the same bounds as an upload.
+ */
+int
+attachments_copy(const char *ws, const char *from, const char *to,
+    char **cause)
+{
+	json_object *list, *ref, *out;
+	struct iovec iov;
+	const char *id;
+	size_t i, n, len;
+	int status, copied = 0;
+	char *d;
+
+	if ((list = attachments_list(ws, from, cause)) == NULL)
+		return -1;
+	for (i = 0, n = json_object_array_length(list); i < n; i++) {
+		ref = json_object_array_get_idx(list, i);
+		id = json_get_str(ref, "attachmentId");
+		if ((d = attachments_read(ws, from, id, &len)) == NULL)
+			continue;	/* removed since it was listed */
+		iov.iov_base = d;
+		iov.iov_len = len;
+		out = attachments_put(ws, to, id, json_get_str(ref, "mimeType"),
+		    &iov, 1, len, &status, cause);
+		free(d);
+		if (out == NULL) {
+			json_object_put(list);
+			return -1;
+		}
+		json_object_put(out);
+		copied++;
+	}
+	json_object_put(list);
+	return copied;
+}

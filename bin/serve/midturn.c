@@ -103,6 +103,58 @@ midturn_blocks(json_object *m)
 	return a;
 }
 
+/* A reference no file can match: degraded (dropped, marked) when drained. */
+static json_object *
+midturn_gone_ref(void)
+{
+	json_object *o = xjson_object_new_object();
+
+	json_object_object_add(o, "type", xjson_object_new_string("resource"));
+	json_object_object_add(o, "attachmentId", xjson_object_new_string("."));
+	json_object_object_add(o, "mimeType",
+	    xjson_object_new_string("application/octet-stream"));
+	json_object_object_add(o, "size", xjson_object_new_int64(0));
+	return o;
+}
+
+/*
+ * A drained item's content: the message's blocks, its attachments'
+ * content in place of their references (one gone dropped, with upstream's
+ * marker), and attachmentReferences, the references it kept.
+ */
+static void
+midturn_item_content(struct session *s, json_object *it, json_object *m,
+    json_object *seen)
+{
+	json_object *blocks = midturn_blocks(m), *refs = xjson_object_new_array();
+	json_object *planned = xjson_object_new_array(), *b;
+	const char *id;
+	size_t i, n;
+
+	/* An attachment already in this drain is dropped, as upstream's. */
+	for (i = 0, n = json_object_array_length(blocks); i < n; i++) {
+		b = json_object_array_get_idx(blocks, i);
+		if (attachments_ref_is(b) &&
+		    (id = json_get_str(b, "attachmentId")) != NULL) {
+			if (midturn_in(seen, id)) {
+				json_object_array_add(planned, midturn_gone_ref());
+				continue;
+			}
+			json_object_array_add(seen, xjson_object_new_string(id));
+		}
+		json_object_array_add(planned, json_object_get(b));
+	}
+	json_object_put(blocks);
+	blocks = planned;
+	json_object_object_add(it, "content", attachments_ref_degrade(
+	    channel_workspace(s->channel), s->id, blocks, refs));
+	json_object_put(blocks);
+	if (json_object_array_length(refs) > 0)
+		json_object_object_add(it, "attachmentReferences", refs);
+	else
+		json_object_put(refs);
+}
+
 static json_object *
 midturn_empty(void)
 {
@@ -149,7 +201,7 @@ midturn_drain(struct channel *ch, json_object *params)
 {
 	const char *sid = json_get_str(params, "sessionId");
 	const char *want = json_get_str(params, "promptId"), *active;
-	json_object *q, *r, *msgs, *items, *m, *it;
+	json_object *q, *r, *msgs, *items, *m, *it, *seen;
 	struct session *s;
 	size_t i, n;
 
@@ -162,6 +214,7 @@ midturn_drain(struct channel *ch, json_object *params)
 	q = json_object_get(midturn_list(s, "queue"));
 	json_object_object_add(s->midturn, "queue", xjson_object_new_array());
 	r = xjson_object_new_object();
+	seen = xjson_object_new_array();
 	json_object_object_add(r, "messages", msgs = xjson_object_new_array());
 	json_object_object_add(r, "items", items = xjson_object_new_array());
 	for (i = 0, n = json_object_array_length(q); i < n; i++) {
@@ -173,9 +226,10 @@ midturn_drain(struct channel *ch, json_object *params)
 		    xjson_object_new_string(json_get_str(m, "messageId")));
 		json_object_object_add(it, "displayText",
 		    xjson_object_new_string(json_get_str(m, "text")));
-		json_object_object_add(it, "content", midturn_blocks(m));
+		midturn_item_content(s, it, m, seen);
 		json_object_array_add(items, it);
 	}
+	json_object_put(seen);
 	json_object_object_add(r, "hasQueuedPrompt",
 	    json_object_new_boolean(s->queued > 0));
 	if (n > 0)

@@ -22,6 +22,7 @@
 #include <event2/event.h>
 
 #include "clock.h"
+#include "errors.h"
 #include "json.h"
 #include "log.h"
 #include "serve.h"
@@ -43,6 +44,7 @@ struct prompt {
 	uint64_t		 queued_at_ms;	/* wall clock */
 	uint64_t		 started_wall_ms;	/* dispatched (wall clock) */
 	int			 announced;	/* waited: pending_prompt_* told */
+	int			 promoted;	/* a mid-turn message's */
 };
 
 static void	prompts_pump(struct session *);
@@ -467,6 +469,42 @@ prompt_arm_deadline(struct prompt *p)
 	evtimer_add(p->deadline_ev, &tv);
 }
 
+/*
+ * Replace p's blocks naming attachments by their files' content, as it
+ * goes to the agent (upstream resolves them at dispatch): 0, or -1 after
+ * settling p as a turn error (one removed while p waited).
+ */
+static int
+prompt_expand(struct session *s, struct prompt *p)
+{
+	json_object *c, *r;
+	struct qerr *e = NULL;
+
+	if (!json_object_object_get_ex(p->params, "prompt", &c) ||
+	    !json_object_is_type(c, json_type_array))
+		return 0;
+	/* A promoted mid-turn message degrades, as upstream's does. */
+	if (p->promoted) {
+		json_object_object_add(p->params, "prompt", attachments_ref_degrade(
+		    channel_workspace(s->channel), s->id, c, NULL));
+		return 0;
+	}
+	r = attachments_ref_resolve(channel_workspace(s->channel), s->id, c, &e);
+	if (r != NULL) {
+		json_object_object_add(p->params, "prompt", r);
+		return 0;
+	}
+	s->active = NULL;
+	turn_error(s, p, e != NULL ? qerr_message(e) :
+	    "Unknown or unavailable session attachment",
+	    "session_attachment_gone", NULL);
+	qerr_free(e);
+	prompt_span_result(p, "error", "session_attachment_gone");
+	pending_settled(s, p, "completed");
+	prompt_free(p);
+	return -1;
+}
+
 /* Start the next queued prompt when none runs (nor an expired one). */
 static void
 prompts_pump(struct session *s)
@@ -485,6 +523,8 @@ prompts_pump(struct session *s)
 			pending_event(s, p, "pending_prompt_started", NULL);
 		prompt_span_start(s, p);
 		log_info("session %s: prompt %s started", s->id, p->id);
+		if (prompt_expand(s, p) == -1)
+			continue;
 		p->req = channel_request(s->channel, "session/prompt", p->params, 0,
 		    on_prompt_done, p);
 		p->params = NULL;
@@ -580,6 +620,7 @@ prompts_admit_as(struct session *s, json_object *body, const char *client_id,
 		    xjson_object_new_boolean(1));
 	}
 	json_object_object_add(params, "sessionId", xjson_object_new_string(s->id));
+	p->promoted = id != NULL;
 	if (id != NULL && strlen(id) < sizeof(p->id))
 		strlcpy(p->id, id, sizeof(p->id));
 	else

@@ -10,6 +10,10 @@
  * id registered on the session (403 client_id_required) and may not touch
  * another client's artifact (403 session_artifact_forbidden); each change
  * is an artifact_changed event {sessionId, change} on the session's bus.
+ * GET /session/:id/artifacts/:artifactId/content is upstream's saved
+ * webpage: a snapshot only upstream's agent's artifact tool writes and
+ * registers (source tool); every artifact here is a client's, so it is
+ * upstream's 404 artifact_snapshot_unavailable for each.
  */
 #include "config.h"
 
@@ -178,4 +182,23 @@ route_session_artifact_remove(struct http_ctx *ctx)
 	}
 	free(aid);
 	free(cause);
+}
+
+/*
+ * GET /session/:id/artifacts/:artifactId/content: upstream's 404, its
+ * body {error: artifact_snapshot_unavailable, message} as it sends it.
+ */
+void
+route_session_artifact_content(struct http_ctx *ctx)
+{
+	json_object *o;
+
+	if (routes_session(ctx) == NULL)
+		return;
+	o = xjson_object_new_object();
+	json_object_object_add(o, "error",
+	    xjson_object_new_string("artifact_snapshot_unavailable"));
+	json_object_object_add(o, "message", xjson_object_new_string(
+	    "Saved webpage version is missing or has changed."));
+	http_reply_json(ctx->req, 404, o);
 }

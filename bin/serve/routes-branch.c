@@ -7,7 +7,8 @@
  * branch of a live session for a side question: the same copy, asked of
  * the agent as qwen/control/session/side_task, always resumed and
  * attached, answered with parentSessionId where a branch has forkedFrom
- * (our qwen-acp-child has no such method: 500 and its -32601).
+ * (our qwen-acp-child has no such method: 500 and its -32601).  Either
+ * gets a copy of the source's attachments, as upstream's.
  *
  * A branch costs a copy of the transcript (every record is rewritten, and
  * the real agent reads only its own file, so no new file can point at the
@@ -156,6 +157,23 @@ branch_free(struct branch_req *br)
 	free(br);
 }
 
+/*
+ * The source's attachments copied to the branch, as upstream's branch
+ * (and side task) copies them; a failure is logged, the branch stands.
+ */
+static void
+branch_attachments(struct branch_req *br)
+{
+	char *cause = NULL;
+
+	if (attachments_copy(channel_workspace(br->ch), br->id, br->new_id,
+	    &cause) == -1) {
+		log_warnx("session %s: attachments not copied to branch %s: %s",
+		    br->id, br->new_id, cause != NULL ? cause : "?");
+		free(cause);
+	}
+}
+
 /* {sessionId, displayName, forkedFrom: {sessionId, displayName}}; a side
    task's {sessionId, displayName, parentSessionId}. */
 static void
@@ -185,6 +203,7 @@ branch_reply(struct branch_req *br, json_object *payload)
 		json_object_object_add(body, "forkedFrom", ff);
 	}
 	log_info("session %s branched into %s", br->id, br->new_id);
+	branch_attachments(br);
 	if (br->live)
 		branch_live_start(br->req, channel_workspace(br->ch),
 		    br->new_id, br->client_id, body);

@@ -40,16 +40,39 @@ midturn_bad(struct http_ctx *ctx, const char *msg)
 	http_send_qerr(ctx->req, qerr_new("bad_request", "%s", msg));
 }
 
-/* An inline image or resource block, as upstream's parser takes it. */
+/* Whether b carries a reference upstream's parser takes (its kind's size). */
+static int
+midturn_ref(json_object *b, int image)
+{
+	const char *id = json_get_str(b, "attachmentId");
+	json_object *v;
+	int64_t n;
+
+	if (id == NULL || id[0] == '\0' ||
+	    !json_object_object_get_ex(b, "size", &v) ||
+	    !json_object_is_type(v, json_type_int))
+		return 0;
+	n = json_object_get_int64(v);
+	return n >= 0 && n <= ((int64_t)1 << 53) - 1 && (!image || n > 0);
+}
+
+/*
+ * An inline image or resource block, or one naming an attachment
+ * {type, attachmentId, mimeType, size}, as upstream's parser takes it.
+ */
 static int
 midturn_block_ok(json_object *b)
 {
 	const char *type = json_get_str(b, "type"), *mime, *data;
 	json_object *r;
-	int text, blob;
+	int text, blob, image, inline_, ref;
 
-	if (type != NULL && strcmp(type, "resource") == 0 &&
-	    json_get_str(b, "attachmentId") == NULL) {
+	if (type == NULL || (strcmp(type, "image") != 0 &&
+	    strcmp(type, "resource") != 0))
+		return 0;
+	image = type[0] == 'i';
+	ref = midturn_ref(b, image);
+	if (!image && !ref) {
 		if ((r = json_get_obj(b, "resource")) == NULL ||
 		    json_get_str(r, "uri") == NULL || json_get_str(r, "uri")[0] == '\0')
 			return 0;
@@ -59,16 +82,36 @@ midturn_block_ok(json_object *b)
 	}
 	mime = json_get_str(b, "mimeType");
 	data = json_get_str(b, "data");
-	return type != NULL && strcmp(type, "image") == 0 && data != NULL &&
-	    data[0] != '\0' && mime != NULL && strncmp(mime, "image/", 6) == 0 &&
-	    strncasecmp(mime, "image/svg+xml", 13) != 0;
+	inline_ = data != NULL && data[0] != '\0';
+	if ((image ? inline_ == ref : inline_ || !ref) || mime == NULL ||
+	    (image && strncmp(mime, "image/", 6) != 0))
+		return 0;
+	return !image || strncasecmp(mime, "image/svg+xml", 13) != 0;
 }
 
-/* content, when given: 0 (taken into *out, or none), -1 after the 400. */
-static int
-midturn_content(struct http_ctx *ctx, json_object **out)
+/* A reference block as upstream keeps it: only its four members. */
+static json_object *
+midturn_ref_block(json_object *b)
 {
-	json_object *c;
+	static const char *const keep[] = { "type", "attachmentId", "mimeType",
+	    "size" };
+	json_object *o = xjson_object_new_object(), *v;
+
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		if (json_object_object_get_ex(b, keep[i], &v))
+			json_object_object_add(o, keep[i], json_object_get(v));
+	return o;
+}
+
+/*
+ * content, when given: 0 (taken into *out, or none), -1 after the 400
+ * (or 410 session_attachment_gone).
+ */
+static int
+midturn_content(struct http_ctx *ctx, struct session *s, json_object **out)
+{
+	json_object *c, *b;
+	struct qerr *e = NULL;
 	size_t i, n;
 
 	*out = NULL;
@@ -87,11 +130,25 @@ midturn_content(struct http_ctx *ctx, json_object **out)
 		if (!json_object_is_type(json_object_array_get_idx(c, i),
 		    json_type_object) || !midturn_block_ok(json_object_array_get_idx(c, i))) {
 			midturn_bad(ctx, "each `content` entry must be an inline "
-			    "image or resource block (this daemon stores no "
-			    "attachments)");
+			    "content block or carry `attachmentId`, `size`, and "
+			    "`mimeType`");
 			return -1;
 		}
-	*out = json_object_get(c);
+	*out = xjson_object_new_array();
+	for (i = 0; i < n; i++) {
+		b = json_object_array_get_idx(c, i);
+		json_object_array_add(*out, json_get_str(b, "attachmentId") != NULL &&
+		    midturn_ref(b, strcmp(json_get_str(b, "type"), "image") == 0) ?
+		    midturn_ref_block(b) : json_object_get(b));
+	}
+	/* Checked against the session's store as a prompt's are. */
+	if (attachments_ref_check(channel_workspace(s->channel), s->id, *out,
+	    &e) == -1) {
+		json_object_put(*out);
+		*out = NULL;
+		http_send_qerr(ctx->req, e);
+		return -1;
+	}
 	return 0;
 }
 
@@ -238,7 +295,7 @@ route_session_midturn_post(struct http_ctx *ctx)
 
 	if ((s = routes_session(ctx)) == NULL ||
 	    midturn_checks(ctx, &want, &mode) == -1 ||
-	    midturn_content(ctx, &content) == -1)
+	    midturn_content(ctx, s, &content) == -1)
 		return;
 	if ((text = midturn_text(ctx, content != NULL)) == NULL) {
 		json_object_put(content);

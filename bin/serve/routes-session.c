@@ -420,6 +420,13 @@ route_session_prompt(struct http_ctx *ctx)
 	if ((s = lookup(ctx)) == NULL || check_client(ctx, s) == -1 ||
 	    check_prompt_options(ctx) == -1)
 		return;
+	if (json_object_object_get_ex(ctx->body, "prompt", &o) &&
+	    json_object_is_type(o, json_type_array) &&
+	    attachments_ref_check(channel_workspace(s->channel), s->id, o,
+	    &e) == -1) {
+		http_send_qerr(ctx->req, e);
+		return;
+	}
 	o = xjson_object_new_object();
 	json_object_object_add(o, "lastEventId",
 	    xjson_object_new_int64((int64_t)bus_last_id(s->bus)));

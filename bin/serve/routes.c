@@ -202,6 +202,8 @@ static const struct route routes[] = {
 	    route_session_artifact_add },
 	{ EVHTTP_REQ_DELETE, "/session/", "/artifacts/", R_ID | R_TAIL,
 	    route_session_artifact_remove },
+	{ EVHTTP_REQ_GET, "/session/", "/artifacts/*/content", R_ID | R_TAIL,
+	    route_session_artifact_content },
 	/* A session's sources, kept by its agent (routes-sources.c). */
 	{ EVHTTP_REQ_GET, "/session/", "/sources", R_ID, route_session_sources },
 	{ EVHTTP_REQ_POST, "/session/", "/sources", R_ID | R_BODY | R_LIVE,

@@ -441,6 +441,7 @@ void	route_session_attachment_remove(struct http_ctx *);
 void	route_session_artifacts(struct http_ctx *);
 void	route_session_artifact_add(struct http_ctx *);
 void	route_session_artifact_remove(struct http_ctx *);
+void	route_session_artifact_content(struct http_ctx *);
 
 /* ---- routes-sources.c: a session's sources, the agent's ------------------ */
 void	route_session_sources(struct http_ctx *);
@@ -544,6 +545,10 @@ json_object *attachments_list(const char *ws, const char *sid, char **cause);
 int	attachments_open(const char *ws, const char *sid, const char *aid,
 	    off_t *size);
 int	attachments_has(const char *ws, const char *sid, const char *aid);
+char	*attachments_read(const char *ws, const char *sid, const char *aid,
+	    size_t *len);				/* caller frees; NULL */
+int	attachments_copy(const char *ws, const char *from, const char *to,
+	    char **cause);
 /* 1 removed, 0 none such, -1 failed. */
 int	attachments_remove(const char *ws, const char *sid, const char *aid);
 /* ---- artifacts.c: a session's artifacts, persisted ---------------------- */
@@ -587,6 +592,14 @@ const char *attachments_type(const char *name);	/* static */
 int	 attachments_name_ok(const char *name);
 char	*attachments_name(const char *given);		/* caller frees; NULL */
 char	*attachments_name_nth(const char *name, unsigned n);	/* caller frees */
+/* ---- attachments-ref.c: content blocks naming an attachment ------------ */
+int	 attachments_ref_is(json_object *block);
+int	 attachments_ref_check(const char *ws, const char *sid,
+	    json_object *content, struct qerr **);
+json_object *attachments_ref_resolve(const char *ws, const char *sid,
+	    json_object *content, struct qerr **);	/* new; NULL */
+json_object *attachments_ref_degrade(const char *ws, const char *sid,
+	    json_object *content, json_object *refs);	/* new */
 /* ---- catalog.c: session data archived, unarchived, deleted ------------ */
 #define CATALOG_ACTIVE		1
 #define CATALOG_ARCHIVED	2

@@ -37,6 +37,9 @@
  *   close-stdout-after=N   close stdout after reading N lines
  *   close-stdout-on=METHOD close stdout when METHOD arrives (and go on)
  *   close-held=ID      qwen/control/session/close of ID answers closed:false
+ *   prompts=PATH       append each session/prompt's prompt (the content
+ *                      blocks as the agent got them) to PATH, one JSON line,
+ *                      and each drain's answer {"drained": items}
  *   log=PATH           append "<pid> <method> <sessionId|-> <traceparent|->"
  *                      per message read (_meta["qwen.telemetry.traceparent"])
  *   ignore-term        ignore SIGTERM (only SIGKILL ends it)
@@ -135,7 +138,7 @@ static struct {
 	size_t		 nanswer;
 	int		 generate;
 	long		 drain;
-	FILE		*log;
+	FILE		*log, *prompts;
 } cf = { .crash_after = -1, .close_after = -1, .chunks = 2, .replay = 3,
     .replay_bytes = 16 };
 
@@ -215,6 +218,9 @@ parse_knobs(const char *env)
 		else if (strcmp(tok, "log") == 0 && cf.log == NULL) {
 			if ((cf.log = fopen(v, "a")) != NULL)
 				setvbuf(cf.log, NULL, _IOLBF, 0);
+		} else if (strcmp(tok, "prompts") == 0 && cf.prompts == NULL) {
+			if ((cf.prompts = fopen(v, "a")) != NULL)
+				setvbuf(cf.prompts, NULL, _IOFBF, 1 << 16);
 		} else if (strcmp(tok, "crash-after") == 0)
 			cf.crash_after = atol(v);
 		else if (strcmp(tok, "close-stdout-after") == 0)
@@ -660,6 +666,12 @@ drain_answered(struct rpc_msg *m)
 	if (!json_object_object_get_ex(m->result, "messages", &msgs) ||
 	    !json_object_is_type(msgs, json_type_array))
 		return;
+	if (cf.prompts != NULL) {
+		fprintf(cf.prompts, "{\"drained\":%s}\n",
+		    json_object_to_json_string_ext(json_object_object_get(m->result,
+		    "items"), JSON_C_TO_STRING_PLAIN));
+		fflush(cf.prompts);
+	}
 	at = (size_t)snprintf(text, sizeof(text), "drained ");
 	for (i = 0, n = json_object_array_length(msgs); i < n && at < sizeof(text); i++)
 		at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s", i ? "|" : "",
@@ -777,6 +789,12 @@ m_prompt(struct rpc_msg *m, long delay)
 
 	if (sid == NULL || sess_find(sid) < 0)
 		return not_found(m->id, sid);
+	if (cf.prompts != NULL) {
+		fprintf(cf.prompts, "%s\n", json_object_to_json_string_ext(
+		    json_object_object_get(m->params, "prompt"),
+		    JSON_C_TO_STRING_PLAIN));
+		fflush(cf.prompts);
+	}
 	if (cf.append) {
 		char buf[256];
 		append_turn(sid, prompt_text(m->params, buf, sizeof(buf)));

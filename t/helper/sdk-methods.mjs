@@ -52,7 +52,7 @@ const isObj = (r) => r !== null && typeof r === 'object';
 const drain = async (it) => { const out = []; for await (const v of it) out.push(v); return out; };
 
 const PASSED = 'the agent\'s own: passed to the session\'s agent under upstream\'s name; qwen-acp-child has none (500 -32601)';
-const NOSNAP = 'no saved webpage snapshots in qwen-serve (GET /session/:id/artifacts/:artifactId/content)';
+const NOSNAP = 'GET /session/:id/artifacts/:artifactId/content: upstream\'s 404 artifact_snapshot_unavailable; saved webpage snapshots are upstream\'s agent\'s, never a client\'s artifact';
 const ARTIFACT = { title: 'Site', url: 'https://example.com/' };
 const UPLOAD = 'POST /session/:id/attachments?name= (the raw body), 201 its reference';
 const SOURCES = 'the agent keeps them: passed to it as qwen/session/sources/*; qwen-acp-child has none (500 -32601)';
@@ -357,7 +357,8 @@ const T = [
 	    (c) => client.removeSessionArtifact(sessionId, ctx.art, ctx.cid),
 	    (r) => r.changes[0].action === 'removed' && r.changes[0].artifactId === ctx.art],
 	['DaemonClient.readSessionArtifactContent', 'not served', NOSNAP,
-	    (c) => client.readSessionArtifactContent(sessionId, 'a1')],
+	    (c) => client.readSessionArtifactContent(sessionId, 'a1'), undefined,
+	    (o) => o.error?.status === 404 && o.error.body?.error === 'artifact_snapshot_unavailable'],
 	['DaemonClient.listSessionSources', 'agent-only', SOURCES,
 	    (c) => client.listSessionSources(sessionId, ctx.cid)],
 	['DaemonClient.upsertSessionSource', 'agent-only', SOURCES,
