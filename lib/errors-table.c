@@ -110,8 +110,6 @@ static const struct qerr_def qerr_table[] = {
 	  "`subagentRef` must be a non-empty subagent reference" },
 	{ "session_shell_disabled", 403, "session_shell_disabled", 0, N, 0,
 	  FULL, X_FAIL, 0, "Direct session shell is disabled for this daemon" },
-	{ "client_id_required", 403, "client_id_required", 0, N, 0, FULL,
-	  X_FAIL, 0, "Direct session shell requires a session-bound client id" },
 	{ "shell_limit_exceeded", 429, NULL, 1, F, 5, FULL, X_TMP, 0,
 	  "Too many session shell commands are running" },
 	{ "invalid_prompt", 400, NULL, 0, N, 0, PARAMS, X_USE, 0,

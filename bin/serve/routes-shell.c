@@ -380,7 +380,8 @@ shell_allowed(struct http_ctx *ctx)
 		return -1;
 	}
 	if (ctx->client_id == NULL) {
-		http_error(ctx->req, "client_id_required", NULL);
+		http_send_qerr(ctx->req, qerr_new("client_id_required",
+		    "Direct session shell requires a session-bound client id"));
 		return -1;
 	}
 	if (shell_running >= SHELL_RUNNING_MAX) {
