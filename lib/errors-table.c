@@ -202,7 +202,7 @@ static const struct qerr_def qerr_table[] = {
 	{ "source_limit_reached", 409, "source_limit_reached", 0, N, 0, FULL,
 	  X_FAIL, 0, "Session source limit reached" },
 	{ "source_persistence_unavailable", 503, "source_persistence_unavailable",
-	  0, N, 0, FULL, X_TMP, 0, "Session sources cannot be persisted" },
+	  0, N, 0, FULL, X_FAIL, 0, "Session sources cannot be persisted" },
 
 	/* A content block naming a session's attachment. */
 	{ "invalid_session_attachment_reference", 400, NULL, 0, N, 0, PARAMS,
