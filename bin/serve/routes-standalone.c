@@ -18,6 +18,7 @@
 #include <event2/keyvalq_struct.h>
 #include <json-c/json.h>
 
+#include "approval.h"
 #include "errors.h"
 #include "json.h"
 #include "serve.h"
@@ -129,6 +130,12 @@ route_standalone_create(struct http_ctx *ctx)
 	    m[0] == '\0' || strlen(m) > 256)) {
 		route_standalone_bad(ctx, "`modelServiceId` must be a non-empty string "
 		    "of at most 256 characters.");
+		return;
+	}
+	if (json_object_object_get_ex(ctx->body, "approvalMode", NULL) &&
+	    !approval_mode_known(json_get_str(ctx->body, "approvalMode"))) {
+		route_standalone_bad(ctx, "`approvalMode` must be a known "
+		    "approval mode.");
 		return;
 	}
 	for (i = 0; i < UUID_LEN; i++)
