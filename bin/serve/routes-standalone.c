@@ -115,6 +115,7 @@ route_standalone_create(struct http_ctx *ctx)
 	    "approvalMode", NULL };
 	char id[UUID_LEN + 1], **ids;
 	const char *sid, *dir, *code, *m;
+	struct qerr *e;
 	size_t i, n;
 	int state;
 
@@ -151,7 +152,11 @@ route_standalone_create(struct http_ctx *ctx)
 		free(ids[i]);
 	free(ids);
 	if (n >= STANDALONE_MAX) {
-		http_error(ctx->req, "session_limit_exceeded", NULL);
+		if ((e = qerr_new("session_limit_exceeded", NULL)) != NULL) {
+			qerr_set_int(e, "limit", STANDALONE_MAX);
+			qerr_set_str(e, "scope", "standalone");
+		}
+		http_send_qerr(ctx->req, e);
 		return;
 	}
 	if ((dir = standalone_dir(id, 0)) == NULL ||

@@ -666,8 +666,6 @@ size_t		 standalone_scan(char ***out, size_t max);
 
 /* ---- routes-standalone.c: /standalone/... ------------------------------ */
 void	route_standalone_create(struct http_ctx *);
-void	route_standalone_list(struct http_ctx *);
-void	route_standalone_get(struct http_ctx *);
 void	route_standalone_load(struct http_ctx *);
 void	route_standalone_resume(struct http_ctx *);
 void	route_standalone_repair(struct http_ctx *);
@@ -680,6 +678,10 @@ void	route_standalone_delete(struct http_ctx *);
 /* 400 invalid_request with msg; the query's keys all allowed (0, -1). */
 void	route_standalone_bad(struct http_ctx *, const char *msg);
 int	route_standalone_query_only(struct http_ctx *, const char *const *);
+
+/* ---- routes-standalone-list.c: GET /standalone/sessions[/:id] ---------- */
+void	route_standalone_list(struct http_ctx *);
+void	route_standalone_get(struct http_ctx *);
 
 /* ---- routes-catalog.c: POST /sessions/catalog -------------------------- */
 void	route_sessions_catalog(struct http_ctx *);
