@@ -648,6 +648,8 @@ json_object *routes_org_groups(json_object *doc);
 
 /* ---- standalone.c: standalone sessions' private working directories ---- */
 #define STANDALONE_MAX	1024	/* standalone sessions the daemon keeps */
+/* Their directories named in one run (kept: listings hold them). */
+#define STANDALONE_NAMES_MAX	(4 * STANDALONE_MAX)
 /* id's working directory (kept for the process), NULL when id is none
    (known: only an existing one). */
 const char	*standalone_dir(const char *id, int known);

@@ -95,7 +95,7 @@ standalone_ent_of(const char *id)
 
 	if ((e = standalone_find(id)) != NULL)
 		return e;
-	if (n_ents >= STANDALONE_MAX || (dir = standalone_path(id)) == NULL)
+	if (n_ents >= STANDALONE_NAMES_MAX || (dir = standalone_path(id)) == NULL)
 		return NULL;
 	ents = xreallocarray(ents, n_ents + 1, sizeof(*ents));
 	e = &ents[n_ents++];
