@@ -165,6 +165,11 @@ EOT
 	req POST "/standalone/sessions/$SA/repair-directory" '{}'
 	expect 200 ".sessionId == \"$SA\" and .workingDirectory.state == \"ready\""
 	rmdir "$DATA/standalone/$SA"
+	# Still a standalone session: listed and found by its transcript.
+	req GET /standalone/sessions
+	expect 200 ".sessions[0].sessionId == \"$SA\""
+	req GET "/standalone/sessions/$SA"
+	expect 200 ".sessionId == \"$SA\""
 	req POST "/standalone/sessions/$SA/repair-directory" '{"x":1}'
 	expect 400 '.code == "invalid_request"'
 	req POST "/standalone/sessions/$SA/repair-directory" '{}'

@@ -276,7 +276,87 @@ standalone_remove(const char *id)
 	return nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
-/* The ids with a directory under the root, at most max (caller frees). */
+/* Whether ids[0..n) holds id. */
+static int
+scan_has(char **ids, size_t n, const char *id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(ids[i], id) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * The projects directory and the name prefix of a standalone session's
+ * transcript directory (caller frees both), from one made for a sample
+ * id: <base>/projects/<root sanitized>-<id>/chats.
+ */
+static int
+scan_prefix(char **pdir, char **prefix)
+{
+	static const char sample[] = "00000000-0000-4000-8000-000000000000";
+	char *root = standalone_root(), *base, *wd, *chats, *slash;
+	size_t n;
+
+	*pdir = *prefix = NULL;
+	if (root == NULL || (base = paths_data_dir(conf.data_dir)) == NULL) {
+		free(root);
+		return -1;
+	}
+	xasprintf(&wd, "%s/%s", root, sample);
+	chats = paths_chats_dir(base, wd);
+	free(root);
+	free(base);
+	free(wd);
+	n = chats != NULL ? strlen(chats) : 0;
+	if (n < sizeof(sample) + 6 || strcmp(chats + n - 6, "/chats") != 0 ||
+	    strncmp(chats + n - 6 - UUID_LEN, sample, UUID_LEN) != 0) {
+		free(chats);
+		return -1;
+	}
+	chats[n - 6 - UUID_LEN] = '\0';
+	if ((slash = strrchr(chats, '/')) == NULL) {
+		free(chats);
+		return -1;
+	}
+	*prefix = xstrdup(slash + 1);
+	*slash = '\0';
+	*pdir = chats;
+	return 0;
+}
+
+/* Ids whose directory has gone but whose transcript is still there. */
+static void
+scan_projects(char ***ids, size_t *n, size_t max)
+{
+	char *pdir, *prefix;
+	struct dirent *d;
+	size_t plen;
+	DIR *dir;
+
+	if (scan_prefix(&pdir, &prefix) == -1)
+		return;
+	plen = strlen(prefix);
+	if ((dir = opendir(pdir)) != NULL) {
+		while (*n < max && (d = readdir(dir)) != NULL) {
+			if (strncmp(d->d_name, prefix, plen) != 0 ||
+			    !standalone_id_ok(d->d_name + plen) ||
+			    scan_has(*ids, *n, d->d_name + plen) ||
+			    !standalone_known(d->d_name + plen))
+				continue;
+			*ids = xreallocarray(*ids, *n + 1, sizeof(**ids));
+			(*ids)[(*n)++] = xstrdup(d->d_name + plen);
+		}
+		closedir(dir);
+	}
+	free(pdir);
+	free(prefix);
+}
+
+/*
+ * The standalone ids, at most max (caller frees): those with a directory,
+ * then those whose directory is gone but whose transcript is not.
+ */
 size_t
 standalone_scan(char ***out, size_t max)
 {
@@ -286,18 +366,17 @@ standalone_scan(char ***out, size_t max)
 	DIR *dir;
 
 	*out = NULL;
-	if (root == NULL || (dir = opendir(root)) == NULL) {
-		free(root);
-		return 0;
+	if (root != NULL && (dir = opendir(root)) != NULL) {
+		while (n < max && (d = readdir(dir)) != NULL) {
+			if (!standalone_id_ok(d->d_name))
+				continue;
+			ids = xreallocarray(ids, n + 1, sizeof(*ids));
+			ids[n++] = xstrdup(d->d_name);
+		}
+		closedir(dir);
 	}
 	free(root);
-	while (n < max && (d = readdir(dir)) != NULL) {
-		if (!standalone_id_ok(d->d_name))
-			continue;
-		ids = xreallocarray(ids, n + 1, sizeof(*ids));
-		ids[n++] = xstrdup(d->d_name);
-	}
-	closedir(dir);
+	scan_projects(&ids, &n, max);
 	*out = ids;
 	return n;
 }
