@@ -89,11 +89,13 @@ session_shell_command         POST /session/$SID/shell
 session_generation            POST /session/$SID/generate
 session_mid_turn_message_mutation POST /session/$SID/mid-turn-message
 session_mid_turn_message_query    GET /session/$SID/mid-turn-messages
+standalone_sessions_v1        GET /standalone/sessions
 '
 
 # Upstream's tags whose routes this daemon does not serve (yet): absent
 # while the route is not there, required once it is.
 UNSERVED='
+standalone_session_options_v1 GET /standalone/session-options
 '
 
 # served METHOD PATH: the route answers as a route (its own JSON answer,

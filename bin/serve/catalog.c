@@ -146,14 +146,15 @@ catalog_where(const char *workspace, const char *id)
 	return where;
 }
 
-/* The registered workspace holding id's transcript (active or archived). */
+/* The workspace holding id's transcript (active or archived): a
+   registered one, else a standalone session's directory. */
 const char *
 catalog_workspace_of(const char *id)
 {
 	for (size_t i = 0; i < conf.n_workspaces; i++)
 		if (catalog_where(conf.workspaces[i], id) != 0)
 			return conf.workspaces[i];
-	return NULL;
+	return standalone_workspace_of(id);
 }
 
 /* Take id's writer lease for the daemon: NULL and *code when refused. */

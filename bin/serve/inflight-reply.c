@@ -174,6 +174,7 @@ inflight_session_json(struct session *s, enum inflight_action action, int attach
 				    json_object_get(val));
 		}
 	}
+	standalone_decorate(o, channel_workspace(s->channel));
 	return o;
 }
 

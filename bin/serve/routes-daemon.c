@@ -155,6 +155,8 @@ routes_capabilities_json(void)
 	    "session_generation",
 	    /* routes-midturn.c: the mid-turn queue, drained by the agent */
 	    "session_mid_turn_message_mutation", "session_mid_turn_message_query",
+	    /* routes-standalone.c: sessions in their own private directory */
+	    "standalone_sessions_v1",
 	    NULL };
 	static const char *const versions[] = { "v1", NULL };
 	static const char *const languages[] = { "en", NULL };

@@ -646,6 +646,45 @@ int	routes_org_has_group(json_object *doc, const char *id);
    (caller frees). */
 json_object *routes_org_groups(json_object *doc);
 
+/* ---- standalone.c: standalone sessions' private working directories ---- */
+#define STANDALONE_MAX	1024	/* standalone sessions the daemon keeps */
+/* Their directories named in one run (kept: listings hold them). */
+#define STANDALONE_NAMES_MAX	(4 * STANDALONE_MAX)
+/* id's working directory (kept for the process), NULL when id is none
+   (known: only an existing one). */
+const char	*standalone_dir(const char *id, int known);
+int		 standalone_known(const char *id);
+const char	*standalone_workspace_of(const char *id);
+/* Make or remake id's directory: 0 and *state (1 remade), or -1, *code. */
+int		 standalone_prepare(const char *id, int create, int *state,
+		    const char **code);
+void		 standalone_mark_recreated(const char *id);
+json_object	*standalone_state_json(int recreated);	/* new */
+void		 standalone_kind_add(json_object *);	/* borrowed */
+void		 standalone_decorate(json_object *, const char *workspace);
+int		 standalone_remove(const char *id);
+/* Ids with a directory, at most max; *out and its strings caller frees. */
+size_t		 standalone_scan(char ***out, size_t max);
+
+/* ---- routes-standalone.c: /standalone/... ------------------------------ */
+void	route_standalone_create(struct http_ctx *);
+void	route_standalone_load(struct http_ctx *);
+void	route_standalone_resume(struct http_ctx *);
+void	route_standalone_repair(struct http_ctx *);
+void	route_standalone_metadata(struct http_ctx *);
+void	route_standalone_export(struct http_ctx *);
+void	route_standalone_archive(struct http_ctx *);
+void	route_standalone_unarchive(struct http_ctx *);
+void	route_standalone_delete(struct http_ctx *);
+#define STANDALONE_PAGE_MAX	100	/* size= and sessionIds[] */
+/* 400 invalid_request with msg; the query's keys all allowed (0, -1). */
+void	route_standalone_bad(struct http_ctx *, const char *msg);
+int	route_standalone_query_only(struct http_ctx *, const char *const *);
+
+/* ---- routes-standalone-list.c: GET /standalone/sessions[/:id] ---------- */
+void	route_standalone_list(struct http_ctx *);
+void	route_standalone_get(struct http_ctx *);
+
 /* ---- routes-catalog.c: POST /sessions/catalog -------------------------- */
 void	route_sessions_catalog(struct http_ctx *);
 

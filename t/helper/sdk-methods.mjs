@@ -58,7 +58,7 @@ const UPLOAD = 'POST /session/:id/attachments?name= (the raw body), 201 its refe
 const SOURCES = 'the agent keeps them: passed to it as qwen/session/sources/*; qwen-acp-child has none (500 -32601)';
 const SOURCE = { title: 't', locator: { type: 'url', url: 'https://example.com/' } };
 const NOWT = 'no worktree sessions in qwen-serve';
-const STANDALONE = 'upstream standalone sessions: outside qwen-serve';
+const SA_OPTIONS = 'GET /standalone/session-options: qwen-serve keeps no model providers\' status (standalone_session_options_v1 absent)';
 const FORK = 'POST /session/:id/fork, passed to the agent as qwen/control/session/fork_agent; qwen-acp-child has none (500 -32601)';
 const SUBAGENT = 'GET /session/:id/subagents/:subagentRef (and its cancel), resolved among the agent\'s qwen/status/session/tasks; qwen-acp-child has none (500 -32601)';
 const SHELL = 'POST /session/:id/shell with --enable-session-shell (the test\'s daemon has it; without, 403 session_shell_disabled)';
@@ -367,32 +367,53 @@ const T = [
 	    (c) => client.removeSessionSource(sessionId, 's1', ctx.cid)],
 	['DaemonClient.resetWorktreeSession', 'not served', NOWT,
 	    (c) => client.resetWorktreeSession(sessionId)],
-	['DaemonClient.getStandaloneSessionOptions', 'not served', STANDALONE,
+	// Standalone sessions: each in its own private directory.  The first
+	// is prompted (so that it has a transcript), then closed for the
+	// batch routes; the session-client rows use a second one.
+	['DaemonClient.getStandaloneSessionOptions', 'not served', SA_OPTIONS,
 	    (c) => client.getStandaloneSessionOptions()],
-	['DaemonClient.createStandaloneSession', 'not served', STANDALONE,
-	    (c) => client.createStandaloneSession()],
-	['DaemonClient.listStandaloneSessions', 'not served', STANDALONE,
-	    (c) => client.listStandaloneSessions()],
-	['DaemonClient.listStandaloneSessionsPage', 'not served', STANDALONE,
-	    (c) => client.listStandaloneSessionsPage()],
-	['DaemonClient.getStandaloneSession', 'not served', STANDALONE,
-	    (c) => client.getStandaloneSession(sessionId)],
-	['DaemonClient.loadStandaloneSession', 'not served', STANDALONE,
-	    (c) => client.loadStandaloneSession(sessionId)],
-	['DaemonClient.resumeStandaloneSession', 'not served', STANDALONE,
-	    (c) => client.resumeStandaloneSession(sessionId)],
-	['DaemonClient.repairStandaloneSessionDirectory', 'not served', STANDALONE,
-	    (c) => client.repairStandaloneSessionDirectory(sessionId)],
-	['DaemonClient.renameStandaloneSession', 'not served', STANDALONE,
-	    (c) => client.renameStandaloneSession(sessionId, 'n')],
-	['DaemonClient.exportStandaloneSession', 'not served', STANDALONE,
-	    (c) => client.exportStandaloneSession(sessionId)],
-	['DaemonClient.archiveStandaloneSessions', 'not served', STANDALONE,
-	    (c) => client.archiveStandaloneSessions([sessionId])],
-	['DaemonClient.unarchiveStandaloneSessions', 'not served', STANDALONE,
-	    (c) => client.unarchiveStandaloneSessions([sessionId])],
-	['DaemonClient.deleteStandaloneSessions', 'not served', STANDALONE,
-	    (c) => client.deleteStandaloneSessions([sessionId])],
+	['DaemonClient.createStandaloneSession', 'works', 'POST /standalone/sessions (a new private directory <data-dir>/standalone/<id>)',
+	    async (c) => { const r = await client.createStandaloneSession();
+		ctx.sa = r.sessionId;
+		await client.prompt(r.sessionId, text('alone'), undefined, r.clientId);
+		return r; },
+	    (r) => r.sourceType === 'standalone' && r.context.kind === 'standalone' &&
+	    r.workingDirectory.state === 'ready' && r.workspaceCwd === r.projectlessOutputDirectory &&
+	    r.projectlessOutputDirectory.endsWith(`/standalone/${r.sessionId}`)],
+	['DaemonClient.listStandaloneSessions', 'works', 'GET /standalone/sessions',
+	    (c) => client.listStandaloneSessions(),
+	    (r) => r.length === 1 && r[0].sessionId === ctx.sa && r[0].sourceType === 'standalone'],
+	['DaemonClient.listStandaloneSessionsPage', 'works', 'GET /standalone/sessions?size= (a page, newest first)',
+	    (c) => client.listStandaloneSessionsPage({ pageSize: 1 }),
+	    (r) => r.sessions.length === 1 && r.nextCursor === undefined],
+	['DaemonClient.getStandaloneSession', 'works', 'GET /standalone/sessions/:id (the listing\'s summary)',
+	    (c) => client.getStandaloneSession(ctx.sa),
+	    (r) => r.sessionId === ctx.sa && r.context.kind === 'standalone' && r.firstPrompt === 'alone'],
+	['DaemonClient.loadStandaloneSession', 'works', 'POST /standalone/sessions/:id/load (attaches when live)',
+	    (c) => client.loadStandaloneSession(ctx.sa),
+	    (r) => r.sessionId === ctx.sa && r.attached === true && r.workingDirectory.state === 'ready'],
+	['DaemonClient.resumeStandaloneSession', 'works', 'POST /standalone/sessions/:id/resume',
+	    (c) => client.resumeStandaloneSession(ctx.sa),
+	    (r) => r.sessionId === ctx.sa && r.sourceType === 'standalone'],
+	['DaemonClient.repairStandaloneSessionDirectory', 'works', 'POST /standalone/sessions/:id/repair-directory (remade when missing)',
+	    (c) => client.repairStandaloneSessionDirectory(ctx.sa),
+	    (r) => r.sessionId === ctx.sa && r.workingDirectory.state === 'ready'],
+	['DaemonClient.renameStandaloneSession', 'works', 'PATCH /standalone/sessions/:id/metadata {displayName}',
+	    (c) => client.renameStandaloneSession(ctx.sa, 'alone title'),
+	    (r) => r.sessionId === ctx.sa && r.displayName === 'alone title'],
+	['DaemonClient.exportStandaloneSession', 'works', 'GET /standalone/sessions/:id/export (the session export)',
+	    (c) => client.exportStandaloneSession(ctx.sa, { format: 'md' }),
+	    (r) => r.format === 'md' && r.content.includes('alone')],
+	['DaemonClient.archiveStandaloneSessions', 'works', 'POST /standalone/sessions/archive (through the catalog)',
+	    async (c) => { await client.closeSession(ctx.sa);
+		return client.archiveStandaloneSessions([ctx.sa, NOSUCH]); },
+	    (r) => r.archived[0] === ctx.sa && r.notFound[0] === NOSUCH && r.errors.length === 0],
+	['DaemonClient.unarchiveStandaloneSessions', 'works', 'POST /standalone/sessions/unarchive',
+	    (c) => client.unarchiveStandaloneSessions([ctx.sa]),
+	    (r) => r.unarchived[0] === ctx.sa],
+	['DaemonClient.deleteStandaloneSessions', 'works', 'POST /standalone/sessions/delete (live ones refused; the directory removed)',
+	    (c) => client.deleteStandaloneSessions([ctx.sa]),
+	    (r) => r.removed[0] === ctx.sa && r.fileCleanupPending.length === 0],
 
 	// DaemonSessionClient: the session core.
 	['DaemonSessionClient.createOrAttach', 'works', 'POST /session',
@@ -516,12 +537,16 @@ const T = [
 	['DaemonSessionClient.removeSource', 'agent-only', SOURCES, (c) => ctx.s.removeSource('s1')],
 	['DaemonSessionClient.resetWorktree', 'not served', NOWT,
 	    (c) => DaemonSessionClient.resetWorktree(client, sessionId)],
-	['DaemonSessionClient.createStandalone', 'not served', STANDALONE,
-	    (c) => DaemonSessionClient.createStandalone(client)],
-	['DaemonSessionClient.loadStandalone', 'not served', STANDALONE,
-	    (c) => DaemonSessionClient.loadStandalone(client, sessionId)],
-	['DaemonSessionClient.resumeStandalone', 'not served', STANDALONE,
-	    (c) => DaemonSessionClient.resumeStandalone(client, sessionId)],
+	['DaemonSessionClient.createStandalone', 'works', 'POST /standalone/sessions',
+	    async (c) => { const r = await DaemonSessionClient.createStandalone(client);
+		ctx.sb = r.sessionId; return r; },
+	    (r) => typeof r.sessionId === 'string'],
+	['DaemonSessionClient.loadStandalone', 'works', 'POST /standalone/sessions/:id/load',
+	    (c) => DaemonSessionClient.loadStandalone(client, ctx.sb),
+	    (r) => r.sessionId === ctx.sb],
+	['DaemonSessionClient.resumeStandalone', 'works', 'POST /standalone/sessions/:id/resume',
+	    (c) => DaemonSessionClient.resumeStandalone(client, ctx.sb),
+	    (r) => r.sessionId === ctx.sb],
 
 	// Last: the ones that let go of sessions.
 	['DaemonSessionClient.detach', 'works', 'POST /session/:id/detach',
