@@ -198,6 +198,10 @@ has() {
 	turn "make a plan"
 	turn "fetch the page"
 	turn "delegate it"
+	# The subagent runs in the background and the agent's notification turn
+	# follows its end; a next prompt sent before that takes the notice into
+	# its own turn instead (seen on a loaded machine), so wait for it.
+	wait_for 180 cond "grep '\"subtype\":\"notification\"' \"\$DATA\"/projects/*/chats/\"\$SID\".jsonl | grep -q '\"backgroundTurn\"'"
 	turn "use the skill"
 	req POST "/session/$SID/prompt" '{"prompt":[{"type":"text","text":"a held question"}]}'
 	expect 202
