@@ -83,6 +83,7 @@ sa_got(void *arg, struct evbuffer *page)
 	evbuffer_prepend(page, "{", 1);
 	text = xstrndup((const char *)evbuffer_pullup(page, -1),
 	    evbuffer_get_length(page));
+	evbuffer_free(page);	/* ours, as a catalog's member page is */
 	doc = json_tokener_parse(text);
 	free(text);
 	if ((arr = json_get(doc, "sessions", json_type_array)) != NULL &&

@@ -508,7 +508,8 @@ void	listing_start(struct evhttp_request *req, const char *workspace,
 	    const char *group, const struct listing_filter *filter);
 /* A catalog member's page: "sessions":[...] and its "nextCursor", as
    the body of GET /workspace/:ws/sessions without its braces and
-   workspaceCwd (taken); NULL when the job is freed unfinished (exit). */
+   workspaceCwd (taken: done frees it); NULL when the job is freed
+   unfinished (exit). */
 typedef void (*listing_member_fn)(void *arg, struct evbuffer *page);
 /* listing_start()'s paged job whose page goes to done, not to a client. */
 void	listing_member(const char *workspace, size_t skip, size_t max,
