@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * rpc-frame-int.h: shared between rpc-frame.c (the reader and parser) and
- * rpc-splice.c (an array kept as bytes).  Not for other modules.
+ * rpc-frame-int.h: shared between rpc-frame.c (the reader and parser),
+ * rpc-splice.c (an array kept as bytes) and rpc-splice-canon.c (its
+ * scanner).  Not for other modules.
  */
 #ifndef QWEN_RPC_FRAME_INT_H
 #define QWEN_RPC_FRAME_INT_H
@@ -38,6 +39,11 @@ struct rpc_splice {
 	int			 depth;		/* containers allowed in an element */
 	size_t			 which;		/* spec found */
 };
+
+/* One value at p as json-c writes it, ending before e, with at most depth
+   containers open in it: 0 with *end after it, -1 (also when e cuts it). */
+int	rpc_splice_canon(const char *p, const char *e, int depth,
+	    const char **end);
 
 /* Scan what came of an incomplete line, line[0, len). */
 void	rpc_splice_advance(struct rpc_splice *,

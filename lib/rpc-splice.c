@@ -6,9 +6,9 @@
  * A child's bulk replay answer is a few MiB of updates the daemon only
  * forwards.  Parsing them into json-c objects and encoding each again cost
  * more than the child spent making them, so the array that follows the
- * marker is checked by a strict scanner and kept as bytes, and json-c
- * parses the rest of the line with an empty array in its place.  The
- * scanner accepts only what json-c itself writes (no whitespace, json-c's
+ * marker is checked by a strict scanner (rpc-splice-canon.c) and kept as
+ * bytes, and json-c parses the rest of the line with an empty array in
+ * its place.  The scanner accepts only what json-c itself writes (no whitespace, json-c's
  * escapes, valid UTF-8, integers it keeps as written), so forwarding the
  * bytes gives what parsing and encoding them would.  Anything else, or a
  * marker that is not where the path says, falls back to the full parse:
@@ -25,266 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
-
 #include "rpc-frame.h"
 #include "rpc-frame-int.h"
-
-/* Bytes inside a string: 0 plain, 1 '"', 2 '\\', 3 control, 4 non-ASCII. */
-static const unsigned char strclass[256] = {
-	[0 ... 0x1f] = 3, ['"'] = 1, ['\\'] = 2, [0x80 ... 0xff] = 4
-};
-
-struct canon {
-	const unsigned char	*p, *e;
-	int			 depth;		/* containers still allowed */
-};
-
-static int	canon_value(struct canon *);
-
-/* Length of the valid UTF-8 sequence at p (not overlong, no surrogate,
-   at most U+10FFFF), 0 when invalid. */
-static size_t
-utf8_len(const unsigned char *p, const unsigned char *e)
-{
-	unsigned c = p[0];
-	size_t n, i;
-	unsigned v;
-
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, v = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, v = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, v = c & 0x07;
-	else
-		return 0;
-	if ((size_t)(e - p) < n)
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		v = v << 6 | (p[i] & 0x3f);
-	}
-	if ((n == 3 && (v < 0x800 || (v >= 0xd800 && v <= 0xdfff))) ||
-	    (n == 4 && (v < 0x10000 || v > 0x10ffff)))
-		return 0;
-	return n;
-}
-
-/* An escape as json-c writes it: \" \\ \b \f \n \r \t, or \u00xx
-   (lowercase) for the other control characters.  Its length, 0 if not. */
-static size_t
-canon_escape(const unsigned char *p, const unsigned char *e)
-{
-	static const char hex[] = "0123456789abcdef";
-	const char *h;
-	unsigned v;
-
-	if (e - p < 2)
-		return 0;
-	switch (p[1]) {
-	case '"': case '\\': case 'b': case 'f': case 'n': case 'r': case 't':
-		return 2;
-	}
-	if (p[1] != 'u' || e - p < 6 || p[2] != '0' || p[3] != '0' ||
-	    (p[4] != '0' && p[4] != '1') || p[5] == '\0' ||
-	    (h = strchr(hex, p[5])) == NULL)
-		return 0;
-	v = (unsigned)(p[4] - '0') << 4 | (unsigned)(h - hex);
-	return v == '\b' || v == '\t' || v == '\n' || v == '\f' || v == '\r' ? 0 : 6;
-}
-
-/* The length of the escape or UTF-8 sequence at a stop byte p other than
-   '"', 0 when it is not one json-c writes. */
-static size_t
-stop_len(const unsigned char *p, const unsigned char *e)
-{
-	switch (strclass[*p]) {
-	case 2:
-		return canon_escape(p, e);
-	case 4:
-		return utf8_len(p, e);
-	default:
-		return 0;
-	}
-}
-
-#ifdef __SSE2__
-/* The stop bytes (not plain string text) among the 32 at p, one bit
-   each: strings are most of the bytes. */
-static uint32_t
-stop_mask(const unsigned char *p)
-{
-	const __m128i quote = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
-	const __m128i space = _mm_set1_epi8(0x20);
-	__m128i v;
-	uint32_t m[2];
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
-		/* Signed: below 0x20 is a control byte or a non-ASCII one. */
-		m[i] = (uint32_t)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(
-		    _mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bs)),
-		    _mm_cmplt_epi8(v, space)));
-	}
-	return m[0] | m[1] << 16;
-}
-#endif
-
-/*
- * A string, every stop byte of a 32-byte block handled from that block's
- * one mask: text has an escape every few dozen bytes, and scanning again
- * after each one cost more than the scan.  Each stop is judged by the
- * same functions as in the tail, so the shortcut is no looser.
- */
-static int
-canon_string(struct canon *c)
-{
-	const unsigned char *p = c->p + 1, *e = c->e;
-	size_t n;
-#ifdef __SSE2__
-	uint32_t m;
-	size_t i, adv;
-
-	for (; e - p >= 32; p += adv > 32 ? adv : 32) {
-		m = stop_mask(p);
-		for (adv = 32; m != 0; m &= UINT32_MAX << adv) {
-			i = (size_t)__builtin_ctz(m);
-			if (p[i] == '"') {
-				c->p = p + i + 1;
-				return 0;
-			}
-			if ((n = stop_len(p + i, e)) == 0)
-				return -1;
-			/* The sequence may cover stop bytes: skip past it. */
-			if ((adv = i + n) >= 32)
-				break;
-		}
-	}
-#endif
-	/* The last bytes of what has come, one at a time. */
-	for (;;) {
-		while (p < e && strclass[*p] == 0)
-			p++;
-		if (p >= e)
-			return -1;
-		if (*p == '"') {
-			c->p = p + 1;
-			return 0;
-		}
-		if ((n = stop_len(p, e)) == 0)
-			return -1;
-		p += n;
-	}
-}
-
-/* A number json-c keeps as written: any double; an integer without "-0"
-   and short enough not to be clamped. */
-static int
-canon_number(struct canon *c)
-{
-	const unsigned char *p = c->p, *e = c->e, *d;
-	int real = 0;
-
-	if (p < e && *p == '-')
-		p++;
-	d = p;
-	if (p < e && *p == '0')
-		p++;
-	else if (p < e && *p >= '1' && *p <= '9')
-		while (p < e && *p >= '0' && *p <= '9')
-			p++;
-	else
-		return -1;
-	if (p < e && *p == '.') {
-		real = 1;
-		if (++p >= e || *p < '0' || *p > '9')
-			return -1;
-		while (p < e && *p >= '0' && *p <= '9')
-			p++;
-	}
-	if (p < e && (*p == 'e' || *p == 'E')) {
-		real = 1;
-		if (++p < e && (*p == '+' || *p == '-'))
-			p++;
-		if (p >= e || *p < '0' || *p > '9')
-			return -1;
-		while (p < e && *p >= '0' && *p <= '9')
-			p++;
-	}
-	if (!real && (p - d > 18 || (d != c->p && *d == '0')))
-		return -1;
-	c->p = p;
-	return 0;
-}
-
-/* A literal word. */
-static int
-canon_word(struct canon *c, const char *w)
-{
-	size_t n = strlen(w);
-
-	if ((size_t)(c->e - c->p) < n || memcmp(c->p, w, n) != 0)
-		return -1;
-	c->p += n;
-	return 0;
-}
-
-/* An object or array body after its opening bracket. */
-static int
-canon_container(struct canon *c, int obj)
-{
-	unsigned char close = obj ? '}' : ']';
-
-	if (--c->depth < 0)
-		return -1;
-	if (++c->p < c->e && *c->p == close) {
-		c->p++;
-		c->depth++;
-		return 0;
-	}
-	for (;;) {
-		if (obj && (c->p >= c->e || *c->p != '"' || canon_string(c) == -1 ||
-		    c->p >= c->e || *c->p++ != ':'))
-			return -1;
-		if (canon_value(c) == -1 || c->p >= c->e)
-			return -1;
-		if (*c->p == close)
-			break;
-		if (*c->p++ != ',')
-			return -1;
-	}
-	c->p++;
-	c->depth++;
-	return 0;
-}
-
-static int
-canon_value(struct canon *c)
-{
-	if (c->p >= c->e)
-		return -1;
-	switch (*c->p) {
-	case '"':
-		return canon_string(c);
-	case '{':
-		return canon_container(c, 1);
-	case '[':
-		return canon_container(c, 0);
-	case 't':
-		return canon_word(c, "true");
-	case 'f':
-		return canon_word(c, "false");
-	case 'n':
-		return canon_word(c, "null");
-	default:
-		return canon_number(c);
-	}
-}
 
 /* Containers open at the end of [p, e), -1 when e is inside a string. */
 static int
@@ -380,7 +122,7 @@ static int
 splice_scan(struct rpc_splice *sp, const char *line, size_t len, int final)
 {
 	const char *body = line + sp->arr + 1, *p = line + sp->pos, *e = line + len;
-	struct canon c;
+	const char *end;
 
 	for (;;) {
 		if (p >= e)
@@ -400,18 +142,16 @@ splice_scan(struct rpc_splice *sp, const char *line, size_t len, int final)
 		}
 		if (!final && len < sp->retry)
 			break;
-		c.p = (const unsigned char *)p;
-		c.e = (const unsigned char *)e;
-		c.depth = sp->depth;
-		if (canon_value(&c) == -1 || (!final && c.p >= c.e)) {
+		if (rpc_splice_canon(p, e, sp->depth, &end) == -1 ||
+		    (!final && end >= e)) {
 			if (final)
 				return -1;
 			sp->retry = len + (size_t)(e - p);
 			break;
 		}
-		if (splice_element(sp, body, p, (const char *)c.p) == -1)
+		if (splice_element(sp, body, p, end) == -1)
 			return -1;
-		p = (const char *)c.p;
+		p = end;
 		sp->state = SPLICE_SEP;
 	}
 	if (final)

@@ -1,0 +1,496 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * rpc-splice-canon.c: the strict scanner of a spliced array's elements
+ * (rpc-splice.c): one JSON value exactly as json-c itself writes it (no
+ * whitespace, json-c's escapes, valid UTF-8, integers it keeps as
+ * written), or a refusal.
+ *
+ * Strings are most of a replay's bytes and dense with escapes.  With AVX2
+ * a string goes 64 bytes a step: the bytes a backslash escapes come from
+ * the backslash runs, so an escape costs no branch of its own, and a
+ * block stops only for what needs a closer look (a \u escape, any byte
+ * that may not be there, non-ASCII text), which is judged by the same
+ * functions as on the byte-wise path.  Other CPUs take 32 bytes a step
+ * (SSE2) and the byte-wise path.  All of them accept the same strings and
+ * end them at the same byte (t/unit/test-rpc-splice-canon.c checks).
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CANON_AVX2 1
+#endif
+
+#include "rpc-frame-int.h"
+
+/* Bytes inside a string: 0 plain, 1 '"', 2 '\\', 3 control, 4 non-ASCII. */
+static const unsigned char strclass[256] = {
+	[0 ... 0x1f] = 3, ['"'] = 1, ['\\'] = 2, [0x80 ... 0xff] = 4
+};
+
+/* The bits of a 64-byte block of string text, one a byte. */
+struct canon_block {
+	const unsigned char	*at;	/* its first byte; NULL: none */
+	uint64_t		 end;	/* closing quotes (not escaped) */
+	uint64_t		 bad;	/* control bytes, escapes to look at */
+	uint64_t		 hi;	/* non-ASCII bytes */
+	uint64_t		 esc;	/* bytes escaped by a backslash */
+	uint64_t		 carry;	/* the next block's first byte is */
+};
+
+struct canon {
+	const unsigned char	*p, *e;
+	int			 depth;		/* containers still allowed */
+	int			 avx2;
+	struct canon_block	 blk;		/* AVX2: the last one seen */
+};
+
+static int	canon_value(struct canon *);
+
+/* Length of the valid UTF-8 sequence at p (not overlong, no surrogate,
+   at most U+10FFFF), 0 when invalid. */
+static size_t
+utf8_len(const unsigned char *p, const unsigned char *e)
+{
+	unsigned c = p[0];
+	size_t n, i;
+	unsigned v;
+
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, v = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, v = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, v = c & 0x07;
+	else
+		return 0;
+	if ((size_t)(e - p) < n)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		v = v << 6 | (p[i] & 0x3f);
+	}
+	if ((n == 3 && (v < 0x800 || (v >= 0xd800 && v <= 0xdfff))) ||
+	    (n == 4 && (v < 0x10000 || v > 0x10ffff)))
+		return 0;
+	return n;
+}
+
+/* An escape as json-c writes it: \" \\ \b \f \n \r \t, or \u00xx
+   (lowercase) for the other control characters.  Its length, 0 if not. */
+static size_t
+canon_escape(const unsigned char *p, const unsigned char *e)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *h;
+	unsigned v;
+
+	if (e - p < 2)
+		return 0;
+	switch (p[1]) {
+	case '"': case '\\': case 'b': case 'f': case 'n': case 'r': case 't':
+		return 2;
+	}
+	if (p[1] != 'u' || e - p < 6 || p[2] != '0' || p[3] != '0' ||
+	    (p[4] != '0' && p[4] != '1') || p[5] == '\0' ||
+	    (h = strchr(hex, p[5])) == NULL)
+		return 0;
+	v = (unsigned)(p[4] - '0') << 4 | (unsigned)(h - hex);
+	return v == '\b' || v == '\t' || v == '\n' || v == '\f' || v == '\r' ? 0 : 6;
+}
+
+/* The length of the escape or UTF-8 sequence at a stop byte p other than
+   '"', 0 when it is not one json-c writes. */
+static size_t
+stop_len(const unsigned char *p, const unsigned char *e)
+{
+	switch (strclass[*p]) {
+	case 2:
+		return canon_escape(p, e);
+	case 4:
+		return utf8_len(p, e);
+	default:
+		return 0;
+	}
+}
+
+/* The rest of a string from p, a byte at a time. */
+static int
+canon_str_bytes(struct canon *c, const unsigned char *p)
+{
+	const unsigned char *e = c->e;
+	size_t n;
+
+	for (;;) {
+		while (p < e && strclass[*p] == 0)
+			p++;
+		if (p >= e)
+			return -1;
+		if (*p == '"') {
+			c->p = p + 1;
+			return 0;
+		}
+		if ((n = stop_len(p, e)) == 0)
+			return -1;
+		p += n;
+	}
+}
+
+#ifdef __SSE2__
+/* The stop bytes (not plain string text) among the 32 at p, one bit
+   each. */
+static uint32_t
+stop_mask(const unsigned char *p)
+{
+	const __m128i quote = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
+	const __m128i space = _mm_set1_epi8(0x20);
+	__m128i v;
+	uint32_t m[2];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
+		/* Signed: below 0x20 is a control byte or a non-ASCII one. */
+		m[i] = (uint32_t)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(
+		    _mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bs)),
+		    _mm_cmplt_epi8(v, space)));
+	}
+	return m[0] | m[1] << 16;
+}
+#endif
+
+/*
+ * The rest of a string from p, every stop byte of a 32-byte block handled
+ * from that block's one mask (scanning again after each escape cost more
+ * than the scan), each judged as on the byte-wise path.
+ */
+static int
+canon_str_sse2(struct canon *c, const unsigned char *p)
+{
+#ifdef __SSE2__
+	const unsigned char *e = c->e;
+	uint32_t m;
+	size_t i, n, adv;
+
+	for (; e - p >= 32; p += adv > 32 ? adv : 32) {
+		m = stop_mask(p);
+		for (adv = 32; m != 0; m &= UINT32_MAX << adv) {
+			i = (size_t)__builtin_ctz(m);
+			if (p[i] == '"') {
+				c->p = p + i + 1;
+				return 0;
+			}
+			if ((n = stop_len(p + i, e)) == 0)
+				return -1;
+			/* The sequence may cover stop bytes: skip past it. */
+			if ((adv = i + n) >= 32)
+				break;
+		}
+	}
+#endif
+	return canon_str_bytes(c, p);
+}
+
+#ifdef CANON_AVX2
+__attribute__((target("avx2"))) static inline uint64_t
+canon_bits(__m256i lo, __m256i hi)
+{
+	return (uint32_t)_mm256_movemask_epi8(lo) |
+	    (uint64_t)(uint32_t)_mm256_movemask_epi8(hi) << 32;
+}
+
+/*
+ * The bytes of v that do not end a two-byte escape json-c writes (all but
+ * " \\ b f n r t: never '/', json-c is told not to escape it), looked up
+ * by nibble: the low nibble's table holds the high nibbles it may have as
+ * bits, the high nibble's table its own bit.  A byte above 0x7f looks up
+ * 0 in the low table (pshufb), which is "not one".
+ */
+__attribute__((target("avx2"))) static inline __m256i
+canon_notok32(__m256i v)
+{
+	/* low nibble 2: '"' 'b' 'r'; 4: 't'; 6: 'f'; 0xc: '\\'; 0xe: 'n' */
+	const __m256i lowtab = _mm256_setr_epi8(
+	    0, 0, 0x04 | 0x40 | (char)0x80, 0, (char)0x80, 0, 0x40, 0,
+	    0, 0, 0, 0, 0x20, 0, 0x40, 0,
+	    0, 0, 0x04 | 0x40 | (char)0x80, 0, (char)0x80, 0, 0x40, 0,
+	    0, 0, 0, 0, 0x20, 0, 0x40, 0);
+	const __m256i hightab = _mm256_setr_epi8(
+	    0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, (char)0x80,
+	    0, 0, 0, 0, 0, 0, 0, 0,
+	    0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, (char)0x80,
+	    0, 0, 0, 0, 0, 0, 0, 0);
+	const __m256i nib = _mm256_set1_epi8(0x0f);
+	__m256i l, h;
+
+	l = _mm256_shuffle_epi8(lowtab, v);
+	h = _mm256_shuffle_epi8(hightab,
+	    _mm256_and_si256(_mm256_srli_epi16(v, 4), nib));
+	return _mm256_cmpeq_epi8(_mm256_and_si256(l, h), _mm256_setzero_si256());
+}
+
+/*
+ * The bytes escaped by a backslash among 64 whose backslashes are b: a
+ * run of backslashes escapes the byte after it when its length is odd,
+ * found by adding the runs that start on odd bits to b (the carry marks
+ * a run's end).  *carry: the block's first byte is escaped, in and out.
+ */
+static inline uint64_t
+canon_escaped(uint64_t b, uint64_t *carry)
+{
+	const uint64_t even = 0x5555555555555555ull;
+	uint64_t follows, odd_starts, seq;
+
+	b &= ~*carry;
+	follows = b << 1 | *carry;
+	odd_starts = b & ~even & ~follows;
+	*carry = __builtin_add_overflow(odd_starts, b, &seq);
+	return (even ^ (seq << 1)) & follows;
+}
+
+/* The block of 64 bytes at at, carry saying whether its first byte is
+   escaped: its stops, k (struct canon_block). */
+__attribute__((target("avx2"))) static inline void
+canon_block(const unsigned char *at, uint64_t carry, struct canon_block *k)
+{
+	const __m256i q = _mm256_set1_epi8('"'), b = _mm256_set1_epi8('\\');
+	const __m256i us = _mm256_set1_epi8(0x1f);
+	__m256i lo, hi;
+	uint64_t ctl;
+
+	lo = _mm256_loadu_si256((const __m256i *)(const void *)at);
+	hi = _mm256_loadu_si256((const __m256i *)(const void *)(at + 32));
+	k->at = at;
+	k->carry = carry;
+	k->esc = canon_escaped(canon_bits(_mm256_cmpeq_epi8(lo, b),
+	    _mm256_cmpeq_epi8(hi, b)), &k->carry);
+	k->end = canon_bits(_mm256_cmpeq_epi8(lo, q),
+	    _mm256_cmpeq_epi8(hi, q)) & ~k->esc;
+	ctl = canon_bits(_mm256_cmpeq_epi8(_mm256_min_epu8(lo, us), lo),
+	    _mm256_cmpeq_epi8(_mm256_min_epu8(hi, us), hi));
+	k->bad = ctl | (k->esc & canon_bits(canon_notok32(lo),
+	    canon_notok32(hi)));
+	k->hi = canon_bits(lo, hi);
+}
+
+/*
+ * The stops of a block from its string's first byte to its closing quote
+ * (bad and hi), in order: a \u escape or UTF-8 sequence judged as on the
+ * byte-wise path, anything else refused.  64 when the block is good to
+ * its end (or quote), the offset to go on from when a sequence ended
+ * elsewhere, 0 to refuse.
+ */
+__attribute__((target("avx2"))) static size_t
+canon_block_stops(const struct canon_block *k, const unsigned char *e,
+    uint64_t bad, uint64_t hi)
+{
+	uint64_t stops = bad | hi;
+	size_t i, n;
+
+	while (stops != 0) {
+		i = (size_t)__builtin_ctzll(stops);
+		if ((bad >> i) & 1) {
+			/* Escaped (its backslash may be the last block's). */
+			if (!((k->esc >> i) & 1) ||
+			    canon_escape(k->at + i - 1, e) == 0)
+				return 0;
+			return i + 5;
+		}
+		if ((n = utf8_len(k->at + i, e)) == 0)
+			return 0;
+		if (i + n >= 64)
+			return i + n;
+		stops &= UINT64_MAX << (i + n);
+	}
+	return 64;
+}
+
+/*
+ * The rest of a string from p, 64 bytes a step.  The block where the last
+ * string ended is kept: the next string (a key after a value, the value
+ * after its key) mostly starts in it, and its bits hold for that string
+ * too (between two strings there is no backslash that passes).  A
+ * sequence that ends past the block has the next block start after it;
+ * fewer than 64 bytes left, the SSE2 or byte-wise path goes on (from the
+ * backslash when the next byte is escaped).
+ */
+__attribute__((target("avx2"))) static int
+canon_str_avx2(struct canon *c, const unsigned char *p)
+{
+	struct canon_block *k = &c->blk;
+	const unsigned char *e = c->e;
+	uint64_t from, end, upto, bad, hi, carry;
+	size_t adv;
+
+	if (k->at == NULL || p < k->at || p >= k->at + 64) {
+		if (e - p < 64)
+			return canon_str_sse2(c, p);
+		canon_block(p, 0, k);
+	}
+	for (;;) {
+		from = UINT64_MAX << (p - k->at);
+		end = k->end & from;
+		/* The bits up to the closing quote, or all. */
+		upto = (end != 0 ? end ^ (end - 1) : UINT64_MAX) & from;
+		bad = k->bad & upto;
+		hi = k->hi & upto;
+		adv = 64;
+		if ((bad | hi) != 0 && (adv = canon_block_stops(k, e, bad, hi)) == 0)
+			return -1;
+		if (adv == 64 && end != 0) {
+			c->p = k->at + __builtin_ctzll(end) + 1;
+			return 0;
+		}
+		/* After a sequence there is no backslash to carry. */
+		carry = adv == 64 ? k->carry : 0;
+		p = k->at + adv;
+		if (e - p < 64) {
+			k->at = NULL;
+			return canon_str_sse2(c, carry ? p - 1 : p);
+		}
+		canon_block(p, carry, k);
+	}
+}
+#endif
+
+/* A string at c->p. */
+static int
+canon_string(struct canon *c)
+{
+#ifdef CANON_AVX2
+	if (c->avx2)
+		return canon_str_avx2(c, c->p + 1);
+#endif
+	return canon_str_sse2(c, c->p + 1);
+}
+
+/* A number json-c keeps as written: any double; an integer without "-0"
+   and short enough not to be clamped. */
+static int
+canon_number(struct canon *c)
+{
+	const unsigned char *p = c->p, *e = c->e, *d;
+	int real = 0;
+
+	if (p < e && *p == '-')
+		p++;
+	d = p;
+	if (p < e && *p == '0')
+		p++;
+	else if (p < e && *p >= '1' && *p <= '9')
+		while (p < e && *p >= '0' && *p <= '9')
+			p++;
+	else
+		return -1;
+	if (p < e && *p == '.') {
+		real = 1;
+		if (++p >= e || *p < '0' || *p > '9')
+			return -1;
+		while (p < e && *p >= '0' && *p <= '9')
+			p++;
+	}
+	if (p < e && (*p == 'e' || *p == 'E')) {
+		real = 1;
+		if (++p < e && (*p == '+' || *p == '-'))
+			p++;
+		if (p >= e || *p < '0' || *p > '9')
+			return -1;
+		while (p < e && *p >= '0' && *p <= '9')
+			p++;
+	}
+	if (!real && (p - d > 18 || (d != c->p && *d == '0')))
+		return -1;
+	c->p = p;
+	return 0;
+}
+
+/* A literal word. */
+static int
+canon_word(struct canon *c, const char *w)
+{
+	size_t n = strlen(w);
+
+	if ((size_t)(c->e - c->p) < n || memcmp(c->p, w, n) != 0)
+		return -1;
+	c->p += n;
+	return 0;
+}
+
+/* An object or array body after its opening bracket. */
+static int
+canon_container(struct canon *c, int obj)
+{
+	unsigned char close = obj ? '}' : ']';
+
+	if (--c->depth < 0)
+		return -1;
+	if (++c->p < c->e && *c->p == close) {
+		c->p++;
+		c->depth++;
+		return 0;
+	}
+	for (;;) {
+		if (obj && (c->p >= c->e || *c->p != '"' || canon_string(c) == -1 ||
+		    c->p >= c->e || *c->p++ != ':'))
+			return -1;
+		if (canon_value(c) == -1 || c->p >= c->e)
+			return -1;
+		if (*c->p == close)
+			break;
+		if (*c->p++ != ',')
+			return -1;
+	}
+	c->p++;
+	c->depth++;
+	return 0;
+}
+
+static int
+canon_value(struct canon *c)
+{
+	if (c->p >= c->e)
+		return -1;
+	switch (*c->p) {
+	case '"':
+		return canon_string(c);
+	case '{':
+		return canon_container(c, 1);
+	case '[':
+		return canon_container(c, 0);
+	case 't':
+		return canon_word(c, "true");
+	case 'f':
+		return canon_word(c, "false");
+	case 'n':
+		return canon_word(c, "null");
+	default:
+		return canon_number(c);
+	}
+}
+
+int
+rpc_splice_canon(const char *p, const char *e, int depth, const char **end)
+{
+	struct canon c;
+
+	c.p = (const unsigned char *)p;
+	c.e = (const unsigned char *)e;
+	c.depth = depth;
+#ifdef CANON_AVX2
+	c.avx2 = __builtin_cpu_supports("avx2");
+#else
+	c.avx2 = 0;
+#endif
+	c.blk.at = NULL;
+	if (canon_value(&c) == -1)
+		return -1;
+	*end = (const char *)c.p;
+	return 0;
+}
