@@ -261,7 +261,7 @@ __attribute__((target("avx2"))) static inline void
 canon_block(const unsigned char *at, uint64_t carry, struct canon_block *k)
 {
 	const __m256i q = _mm256_set1_epi8('"'), b = _mm256_set1_epi8('\\');
-	const __m256i us = _mm256_set1_epi8(0x1f);
+	const __m256i sp = _mm256_set1_epi8(0x20);
 	__m256i lo, hi;
 	uint64_t ctl;
 
@@ -273,11 +273,12 @@ canon_block(const unsigned char *at, uint64_t carry, struct canon_block *k)
 	    _mm256_cmpeq_epi8(hi, b)), &k->carry);
 	k->end = canon_bits(_mm256_cmpeq_epi8(lo, q),
 	    _mm256_cmpeq_epi8(hi, q)) & ~k->esc;
-	ctl = canon_bits(_mm256_cmpeq_epi8(_mm256_min_epu8(lo, us), lo),
-	    _mm256_cmpeq_epi8(_mm256_min_epu8(hi, us), hi));
+	k->hi = canon_bits(lo, hi);
+	/* Signed: below 0x20 is a control byte or a non-ASCII one. */
+	ctl = canon_bits(_mm256_cmpgt_epi8(sp, lo), _mm256_cmpgt_epi8(sp, hi)) &
+	    ~k->hi;
 	k->bad = ctl | (k->esc & canon_bits(canon_notok32(lo),
 	    canon_notok32(hi)));
-	k->hi = canon_bits(lo, hi);
 }
 
 /*

@@ -131,11 +131,12 @@ same(const char *what, const char *arr, int want_kept)
 }
 
 /*
- * A string's stops are judged a 32-byte block at a time: put each kind of
- * sequence at every offset of two blocks and across their ends (a
- * sequence split by a block boundary, two stops in one block, an escaped
- * quote or backslash that is itself a stop byte, the closing quote right
- * after a sequence), accepted or refused as json-c's own encoding says.
+ * A string's stops are judged a 32- or 64-byte block at a time: put each
+ * kind of sequence at every offset of two 64-byte blocks and across their
+ * ends (a sequence split by a block boundary, two stops in one block, an
+ * escaped quote or backslash that is itself a stop byte, the closing quote
+ * right after a sequence), accepted or refused as json-c's own encoding
+ * says.
  */
 static void
 check_offsets(void)
@@ -165,6 +166,12 @@ check_offsets(void)
 		{ "\\u000a", "\\u000a", 0 },
 		{ "\\u00e9", "\\u00e9", 0 },
 		{ "unknown escape", "\\x", 0 },
+		{ "\\a", "\\a", 0 },
+		{ "\\u0041", "\\u0041", 0 },
+		{ "uppercase \\u001F", "\\u001F", 0 },
+		{ "even backslash run", "\\\\\\\\", 1 },
+		{ "odd backslash run, quote", "\\\\\\\"", 1 },
+		{ "overlong UTF-8", "\xc0\xaf", 0 },
 	};
 	char what[128], *arr;
 	size_t i;
@@ -172,13 +179,17 @@ check_offsets(void)
 
 	for (i = 0; i < sizeof seqs / sizeof *seqs; i++) {
 		good = 1;
-		for (o = 0; o < 70; o++) {
+		for (o = 0; o < 140; o++) {
 			for (tail = 0; tail < 2; tail++) {
 				/* The sequence last in its string, or text after it. */
 				if (asprintf(&arr, "\"%.*s%s%s\",\"%.*s\"", o,
 				    "0123456789abcdef0123456789abcdef0123456789abcdef"
-				    "0123456789abcdef0123456789", seqs[i].seq,
-				    tail ? "" : "0123456789abcdef0123456789abcdef0123",
+				    "0123456789abcdef0123456789abcdef0123456789abcdef"
+				    "0123456789abcdef0123456789abcdef0123456789abcdef"
+				    "0123456789abcdef0123456789abcdef0123456789abcdef",
+				    seqs[i].seq,
+				    tail ? "" : "0123456789abcdef0123456789abcdef0123"
+				    "0123456789abcdef0123456789abcdef",
 				    o, "0123456789abcdef0123456789abcdef0123456789abcdef"
 				    "0123456789abcdef0123456789") == -1)
 					abort();
