@@ -44,14 +44,17 @@ struct canon_block {
 	uint64_t		 carry;	/* the next block's first byte is */
 };
 
+/* A scan: each canon_ function takes where its part starts and gives
+   where it ends, NULL when it is not json-c's own. */
 struct canon {
-	const unsigned char	*p, *e;
+	const unsigned char	*e;		/* what has come ends here */
 	int			 depth;		/* containers still allowed */
 	int			 avx2;
 	struct canon_block	 blk;		/* AVX2: the last one seen */
 };
 
-static int	canon_value(struct canon *);
+static const unsigned char *canon_value(struct canon *,
+		    const unsigned char *);
 
 /* Length of the valid UTF-8 sequence at p (not overlong, no surrogate,
    at most U+10FFFF), 0 when invalid. */
@@ -122,7 +125,7 @@ stop_len(const unsigned char *p, const unsigned char *e)
 }
 
 /* The rest of a string from p, a byte at a time. */
-static int
+static const unsigned char *
 canon_str_bytes(struct canon *c, const unsigned char *p)
 {
 	const unsigned char *e = c->e;
@@ -132,13 +135,11 @@ canon_str_bytes(struct canon *c, const unsigned char *p)
 		while (p < e && strclass[*p] == 0)
 			p++;
 		if (p >= e)
-			return -1;
-		if (*p == '"') {
-			c->p = p + 1;
-			return 0;
-		}
+			return NULL;
+		if (*p == '"')
+			return p + 1;
 		if ((n = stop_len(p, e)) == 0)
-			return -1;
+			return NULL;
 		p += n;
 	}
 }
@@ -171,7 +172,7 @@ stop_mask(const unsigned char *p)
  * from that block's one mask (scanning again after each escape cost more
  * than the scan), each judged as on the byte-wise path.
  */
-static int
+static const unsigned char *
 canon_str_sse2(struct canon *c, const unsigned char *p)
 {
 #ifdef __SSE2__
@@ -183,12 +184,10 @@ canon_str_sse2(struct canon *c, const unsigned char *p)
 		m = stop_mask(p);
 		for (adv = 32; m != 0; m &= UINT32_MAX << adv) {
 			i = (size_t)__builtin_ctz(m);
-			if (p[i] == '"') {
-				c->p = p + i + 1;
-				return 0;
-			}
+			if (p[i] == '"')
+				return p + i + 1;
 			if ((n = stop_len(p + i, e)) == 0)
-				return -1;
+				return NULL;
 			/* The sequence may cover stop bytes: skip past it. */
 			if ((adv = i + n) >= 32)
 				break;
@@ -289,8 +288,8 @@ canon_block(const unsigned char *at, uint64_t carry, struct canon_block *k)
  * elsewhere, 0 to refuse.
  */
 __attribute__((target("avx2"))) static size_t
-canon_block_stops(const struct canon_block *k, const unsigned char *e,
-    uint64_t bad, uint64_t hi)
+canon_block_stops(const unsigned char *at, uint64_t esc,
+    const unsigned char *e, uint64_t bad, uint64_t hi)
 {
 	uint64_t stops = bad | hi;
 	size_t i, n;
@@ -299,12 +298,11 @@ canon_block_stops(const struct canon_block *k, const unsigned char *e,
 		i = (size_t)__builtin_ctzll(stops);
 		if ((bad >> i) & 1) {
 			/* Escaped (its backslash may be the last block's). */
-			if (!((k->esc >> i) & 1) ||
-			    canon_escape(k->at + i - 1, e) == 0)
+			if (!((esc >> i) & 1) || canon_escape(at + i - 1, e) == 0)
 				return 0;
 			return i + 5;
 		}
-		if ((n = utf8_len(k->at + i, e)) == 0)
+		if ((n = utf8_len(at + i, e)) == 0)
 			return 0;
 		if (i + n >= 64)
 			return i + n;
@@ -322,62 +320,85 @@ canon_block_stops(const struct canon_block *k, const unsigned char *e,
  * fewer than 64 bytes left, the SSE2 or byte-wise path goes on (from the
  * backslash when the next byte is escaped).
  */
-__attribute__((target("avx2"))) static int
+__attribute__((target("avx2"))) static const unsigned char *
 canon_str_avx2(struct canon *c, const unsigned char *p)
 {
-	struct canon_block *k = &c->blk;
+	struct canon_block k;			/* in registers */
 	const unsigned char *e = c->e;
 	uint64_t from, end, upto, bad, hi, carry;
 	size_t adv;
 
-	if (k->at == NULL || p < k->at || p >= k->at + 64) {
-		if (e - p < 64)
-			return canon_str_sse2(c, p);
-		canon_block(p, 0, k);
-	}
+	if (c->blk.at != NULL && p >= c->blk.at && p < c->blk.at + 64)
+		k = c->blk;
+	else if (e - p < 64)
+		return canon_str_sse2(c, p);
+	else
+		canon_block(p, 0, &k);
 	for (;;) {
-		from = UINT64_MAX << (p - k->at);
-		end = k->end & from;
+		from = UINT64_MAX << (p - k.at);
+		end = k.end & from;
 		/* The bits up to the closing quote, or all. */
 		upto = (end != 0 ? end ^ (end - 1) : UINT64_MAX) & from;
-		bad = k->bad & upto;
-		hi = k->hi & upto;
+		bad = k.bad & upto;
+		hi = k.hi & upto;
 		adv = 64;
-		if ((bad | hi) != 0 && (adv = canon_block_stops(k, e, bad, hi)) == 0)
-			return -1;
+		if ((bad | hi) != 0 &&
+		    (adv = canon_block_stops(k.at, k.esc, e, bad, hi)) == 0)
+			return NULL;
 		if (adv == 64 && end != 0) {
-			c->p = k->at + __builtin_ctzll(end) + 1;
-			return 0;
+			c->blk = k;
+			return k.at + __builtin_ctzll(end) + 1;
 		}
 		/* After a sequence there is no backslash to carry. */
-		carry = adv == 64 ? k->carry : 0;
-		p = k->at + adv;
-		if (e - p < 64) {
-			k->at = NULL;
-			return canon_str_sse2(c, carry ? p - 1 : p);
+		carry = adv == 64 ? k.carry : 0;
+		p = k.at + adv;
+		/* The middle of a long string: blocks with nothing to stop. */
+		for (;;) {
+			if (e - p < 64) {
+				c->blk.at = NULL;
+				return canon_str_sse2(c, carry ? p - 1 : p);
+			}
+			canon_block(p, carry, &k);
+			if ((k.end | k.bad | k.hi) != 0)
+				break;
+			carry = k.carry;
+			p += 64;
 		}
-		canon_block(p, carry, k);
 	}
 }
 #endif
 
-/* A string at c->p. */
-static int
-canon_string(struct canon *c)
+/* A string at q (its opening quote).  With AVX2, one that ends in the
+   block kept, with nothing in it to look at (most keys and short
+   values), ends here. */
+static inline const unsigned char *
+canon_string(struct canon *c, const unsigned char *q)
 {
+	const unsigned char *p = q + 1;
 #ifdef CANON_AVX2
-	if (c->avx2)
-		return canon_str_avx2(c, c->p + 1);
+	const struct canon_block *k = &c->blk;
+	uint64_t from, end;
+
+	if (c->avx2) {
+		if (k->at != NULL && p >= k->at && p < k->at + 64) {
+			from = UINT64_MAX << (p - k->at);
+			end = k->end & from;
+			if (end != 0 && ((k->bad | k->hi) & from &
+			    (end ^ (end - 1))) == 0)
+				return k->at + __builtin_ctzll(end) + 1;
+		}
+		return canon_str_avx2(c, p);
+	}
 #endif
-	return canon_str_sse2(c, c->p + 1);
+	return canon_str_sse2(c, p);
 }
 
 /* A number json-c keeps as written: any double; an integer without "-0"
    and short enough not to be clamped. */
-static int
-canon_number(struct canon *c)
+static const unsigned char *
+canon_number(struct canon *c, const unsigned char *s)
 {
-	const unsigned char *p = c->p, *e = c->e, *d;
+	const unsigned char *p = s, *e = c->e, *d;
 	int real = 0;
 
 	if (p < e && *p == '-')
@@ -389,11 +410,11 @@ canon_number(struct canon *c)
 		while (p < e && *p >= '0' && *p <= '9')
 			p++;
 	else
-		return -1;
+		return NULL;
 	if (p < e && *p == '.') {
 		real = 1;
 		if (++p >= e || *p < '0' || *p > '9')
-			return -1;
+			return NULL;
 		while (p < e && *p >= '0' && *p <= '9')
 			p++;
 	}
@@ -402,77 +423,76 @@ canon_number(struct canon *c)
 		if (++p < e && (*p == '+' || *p == '-'))
 			p++;
 		if (p >= e || *p < '0' || *p > '9')
-			return -1;
+			return NULL;
 		while (p < e && *p >= '0' && *p <= '9')
 			p++;
 	}
-	if (!real && (p - d > 18 || (d != c->p && *d == '0')))
-		return -1;
-	c->p = p;
-	return 0;
+	if (!real && (p - d > 18 || (d != s && *d == '0')))
+		return NULL;
+	return p;
 }
 
 /* A literal word. */
-static int
-canon_word(struct canon *c, const char *w)
+static const unsigned char *
+canon_word(struct canon *c, const unsigned char *p, const char *w)
 {
 	size_t n = strlen(w);
 
-	if ((size_t)(c->e - c->p) < n || memcmp(c->p, w, n) != 0)
-		return -1;
-	c->p += n;
-	return 0;
+	if ((size_t)(c->e - p) < n || memcmp(p, w, n) != 0)
+		return NULL;
+	return p + n;
 }
 
-/* An object or array body after its opening bracket. */
-static int
-canon_container(struct canon *c, int obj)
+/* An object or array at p (its opening bracket). */
+static const unsigned char *
+canon_container(struct canon *c, const unsigned char *p, int obj)
 {
+	const unsigned char *e = c->e;
 	unsigned char close = obj ? '}' : ']';
 
 	if (--c->depth < 0)
-		return -1;
-	if (++c->p < c->e && *c->p == close) {
-		c->p++;
+		return NULL;
+	if (++p < e && *p == close) {
 		c->depth++;
-		return 0;
+		return p + 1;
 	}
 	for (;;) {
-		if (obj && (c->p >= c->e || *c->p != '"' || canon_string(c) == -1 ||
-		    c->p >= c->e || *c->p++ != ':'))
-			return -1;
-		if (canon_value(c) == -1 || c->p >= c->e)
-			return -1;
-		if (*c->p == close)
+		if (obj && (p >= e || *p != '"' ||
+		    (p = canon_string(c, p)) == NULL || p >= e || *p++ != ':'))
+			return NULL;
+		/* Most values are strings. */
+		if (p >= e || (p = *p == '"' ? canon_string(c, p) :
+		    canon_value(c, p)) == NULL || p >= e)
+			return NULL;
+		if (*p == close)
 			break;
-		if (*c->p++ != ',')
-			return -1;
+		if (*p++ != ',')
+			return NULL;
 	}
-	c->p++;
 	c->depth++;
-	return 0;
+	return p + 1;
 }
 
-static int
-canon_value(struct canon *c)
+static const unsigned char *
+canon_value(struct canon *c, const unsigned char *p)
 {
-	if (c->p >= c->e)
-		return -1;
-	switch (*c->p) {
+	if (p >= c->e)
+		return NULL;
+	switch (*p) {
 	case '"':
-		return canon_string(c);
+		return canon_string(c, p);
 	case '{':
-		return canon_container(c, 1);
+		return canon_container(c, p, 1);
 	case '[':
-		return canon_container(c, 0);
+		return canon_container(c, p, 0);
 	case 't':
-		return canon_word(c, "true");
+		return canon_word(c, p, "true");
 	case 'f':
-		return canon_word(c, "false");
+		return canon_word(c, p, "false");
 	case 'n':
-		return canon_word(c, "null");
+		return canon_word(c, p, "null");
 	default:
-		return canon_number(c);
+		return canon_number(c, p);
 	}
 }
 
@@ -480,8 +500,8 @@ int
 rpc_splice_canon(const char *p, const char *e, int depth, const char **end)
 {
 	struct canon c;
+	const unsigned char *q;
 
-	c.p = (const unsigned char *)p;
 	c.e = (const unsigned char *)e;
 	c.depth = depth;
 #ifdef CANON_AVX2
@@ -490,8 +510,8 @@ rpc_splice_canon(const char *p, const char *e, int depth, const char **end)
 	c.avx2 = 0;
 #endif
 	c.blk.at = NULL;
-	if (canon_value(&c) == -1)
+	if ((q = canon_value(&c, (const unsigned char *)p)) == NULL)
 		return -1;
-	*end = (const char *)c.p;
+	*end = (const char *)q;
 	return 0;
 }

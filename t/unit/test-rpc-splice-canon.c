@@ -26,29 +26,29 @@ static long
 str_by(int path, const char *s, size_t n)
 {
 	unsigned char *b = malloc(n ? n : 1);
+	const unsigned char *q;
 	struct canon c;
 	long r;
 
 	memcpy(b, s, n);
 	memset(&c, 0, sizeof c);
-	c.p = b;
 	c.e = b + n;
 	switch (path) {
 	case PATH_BYTES:
-		r = canon_str_bytes(&c, b + 1);
+		q = canon_str_bytes(&c, b + 1);
 		break;
 	case PATH_SSE2:
-		r = canon_str_sse2(&c, b + 1);
+		q = canon_str_sse2(&c, b + 1);
 		break;
 	default:
 #ifdef CANON_AVX2
-		r = canon_str_avx2(&c, b + 1);
+		q = canon_str_avx2(&c, b + 1);
 #else
-		r = canon_str_sse2(&c, b + 1);
+		q = canon_str_sse2(&c, b + 1);
 #endif
 		break;
 	}
-	r = r == -1 ? -1 : (long)(c.p - b);
+	r = q == NULL ? -1 : (long)(q - b);
 	free(b);
 	return r;
 }
@@ -58,16 +58,17 @@ static long
 value_by(int avx2, const char *s, size_t n)
 {
 	unsigned char *b = malloc(n ? n : 1);
+	const unsigned char *q;
 	struct canon c;
 	long r;
 
 	memcpy(b, s, n);
 	memset(&c, 0, sizeof c);
-	c.p = b;
 	c.e = b + n;
 	c.depth = 16;
 	c.avx2 = avx2;
-	r = canon_value(&c) == -1 ? -1 : (long)(c.p - b);
+	q = canon_value(&c, b);
+	r = q == NULL ? -1 : (long)(q - b);
 	free(b);
 	return r;
 }
