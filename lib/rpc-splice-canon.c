@@ -281,25 +281,99 @@ canon_block(const unsigned char *at, uint64_t carry, struct canon_block *k)
 }
 
 /*
- * Whether the 64 bytes at p are string text with nothing to stop at: no
- * quote, control byte or non-ASCII byte, and each escape a two-byte one
- * json-c writes.  The quick test first (most blocks of a long string pass
- * it), the escapes when it holds; *carry moves on only when it is true.
+ * The bytes of v that break UTF-8, given the three bytes before each
+ * (prev1, prev2, prev3: v as loaded 1, 2, 3 bytes earlier): each pair of
+ * a byte and the one before it is looked up by nibble (the error kinds
+ * the pair may be, one bit each, as in Keiser and Lemire, "Validating
+ * UTF-8 in less than one instruction per byte"), and a continuation byte
+ * is right after another only as a 3- or 4-byte sequence's third or
+ * fourth byte.  Not 0 somewhere when v is not valid UTF-8 there.
+ */
+#define U_SHORT		0x01	/* a lead byte not followed by a continuation */
+#define U_LONG		0x02	/* a continuation byte after ASCII */
+#define U_OVER3		0x04	/* 0xe0 0x80-0x9f */
+#define U_LARGE		0x08	/* 0xf4 0x90-0xbf, 0xf5-0xff */
+#define U_SURR		0x10	/* 0xed 0xa0-0xbf */
+#define U_OVER2		0x20	/* 0xc0-0xc1 */
+#define U_LARGE1000	0x40	/* 0xf5-0xff 0x80-0x8f */
+#define U_OVER4		0x40	/* 0xf0 0x80-0x8f */
+#define U_TWOCONT	0x80	/* two continuation bytes */
+#define U_CARRY		(U_SHORT | U_LONG | U_TWOCONT)
+#define U_L16(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p) \
+	_mm256_setr_epi8(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, \
+	    a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p)
+
+__attribute__((target("avx2"))) static inline __m256i
+canon_utf8_err(__m256i v, __m256i prev1, __m256i prev2, __m256i prev3)
+{
+	const __m256i b1high = U_L16(
+	    U_LONG, U_LONG, U_LONG, U_LONG, U_LONG, U_LONG, U_LONG, U_LONG,
+	    U_TWOCONT, U_TWOCONT, U_TWOCONT, U_TWOCONT,
+	    U_SHORT | U_OVER2, U_SHORT, U_SHORT | U_OVER3 | U_SURR,
+	    U_SHORT | U_LARGE | U_LARGE1000 | U_OVER4);
+	const __m256i b1low = U_L16(
+	    U_CARRY | U_OVER3 | U_OVER2 | U_OVER4, U_CARRY | U_OVER2,
+	    U_CARRY, U_CARRY, U_CARRY | U_LARGE,
+	    U_CARRY | U_LARGE | U_LARGE1000, U_CARRY | U_LARGE | U_LARGE1000,
+	    U_CARRY | U_LARGE | U_LARGE1000, U_CARRY | U_LARGE | U_LARGE1000,
+	    U_CARRY | U_LARGE | U_LARGE1000, U_CARRY | U_LARGE | U_LARGE1000,
+	    U_CARRY | U_LARGE | U_LARGE1000, U_CARRY | U_LARGE | U_LARGE1000,
+	    U_CARRY | U_LARGE | U_LARGE1000 | U_SURR,
+	    U_CARRY | U_LARGE | U_LARGE1000, U_CARRY | U_LARGE | U_LARGE1000);
+	const __m256i b2high = U_L16(
+	    U_SHORT, U_SHORT, U_SHORT, U_SHORT, U_SHORT, U_SHORT, U_SHORT,
+	    U_SHORT,
+	    U_LONG | U_OVER2 | U_TWOCONT | U_OVER3 | U_LARGE1000 | U_OVER4,
+	    U_LONG | U_OVER2 | U_TWOCONT | U_OVER3 | U_LARGE,
+	    U_LONG | U_OVER2 | U_TWOCONT | U_SURR | U_LARGE,
+	    U_LONG | U_OVER2 | U_TWOCONT | U_SURR | U_LARGE,
+	    U_SHORT, U_SHORT, U_SHORT, U_SHORT);
+	const __m256i nib = _mm256_set1_epi8(0x0f);
+	__m256i sc, must;
+
+	sc = _mm256_and_si256(_mm256_and_si256(
+	    _mm256_shuffle_epi8(b1high,
+	    _mm256_and_si256(_mm256_srli_epi16(prev1, 4), nib)),
+	    _mm256_shuffle_epi8(b1low, _mm256_and_si256(prev1, nib))),
+	    _mm256_shuffle_epi8(b2high,
+	    _mm256_and_si256(_mm256_srli_epi16(v, 4), nib)));
+	/* 0x80 where a third (after 0xe0-0xff) or fourth (after 0xf0-0xff)
+	   byte is due. */
+	must = _mm256_and_si256(_mm256_or_si256(
+	    _mm256_subs_epu8(prev2, _mm256_set1_epi8(0xe0 - 0x80)),
+	    _mm256_subs_epu8(prev3, _mm256_set1_epi8((char)(0xf0 - 0x80)))),
+	    _mm256_set1_epi8((char)0x80));
+	return _mm256_xor_si256(sc, must);
+}
+
+__attribute__((target("avx2"))) static inline __m256i
+canon_load(const unsigned char *p)
+{
+	return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
+
+/*
+ * Whether the 64 bytes at p, in the middle of a string, are text with
+ * nothing to stop at: no quote or control byte, each escape a two-byte
+ * one json-c writes, any non-ASCII text valid UTF-8 and whole in the
+ * block (the bytes before p are text too, and end no sequence early).
+ * The quick test first (most blocks of a long string pass it); *carry
+ * moves on only when it is true.
  */
 __attribute__((target("avx2"))) static inline int
 canon_plain(const unsigned char *p, uint64_t *carry)
 {
 	const __m256i q = _mm256_set1_epi8('"'), b = _mm256_set1_epi8('\\');
-	const __m256i sp = _mm256_set1_epi8(0x20);
+	const __m256i us = _mm256_set1_epi8(0x1f);
 	__m256i lo, hi, any;
 	uint64_t cy = *carry, esc;
 
-	lo = _mm256_loadu_si256((const __m256i *)(const void *)p);
-	hi = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
-	/* Signed: below 0x20 is a control byte or a non-ASCII one. */
+	lo = canon_load(p);
+	hi = canon_load(p + 32);
 	any = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(lo, q),
-	    _mm256_cmpgt_epi8(sp, lo)), _mm256_or_si256(
-	    _mm256_cmpeq_epi8(hi, q), _mm256_cmpgt_epi8(sp, hi)));
+	    _mm256_cmpeq_epi8(_mm256_min_epu8(lo, us), lo)),
+	    _mm256_or_si256(_mm256_cmpeq_epi8(hi, q),
+	    _mm256_cmpeq_epi8(_mm256_min_epu8(hi, us), hi)));
 	if (!_mm256_testz_si256(any, any))
 		return 0;
 	esc = canon_escaped(canon_bits(_mm256_cmpeq_epi8(lo, b),
@@ -307,6 +381,15 @@ canon_plain(const unsigned char *p, uint64_t *carry)
 	if (esc != 0 && (esc & canon_bits(canon_notok32(lo),
 	    canon_notok32(hi))) != 0)
 		return 0;
+	if (_mm256_movemask_epi8(_mm256_or_si256(lo, hi)) != 0) {
+		if (p[61] >= 0xf0 || p[62] >= 0xe0 || p[63] >= 0xc0)
+			return 0;
+		any = _mm256_or_si256(canon_utf8_err(lo, canon_load(p - 1),
+		    canon_load(p - 2), canon_load(p - 3)), canon_utf8_err(hi,
+		    canon_load(p + 31), canon_load(p + 30), canon_load(p + 29)));
+		if (!_mm256_testz_si256(any, any))
+			return 0;
+	}
 	*carry = cy;
 	return 1;
 }

@@ -118,6 +118,10 @@ check_offsets(void)
 		{ "2-byte UTF-8", "\xc3\xa9", 1 }, { "3-byte UTF-8", "\xe2\x82\xac", 1 },
 		{ "4-byte UTF-8", "\xf0\x9f\x98\x80", 1 },
 		{ "U+10FFFF", "\xf4\x8f\xbf\xbf", 1 },
+		{ "U+0080", "\xc2\x80", 1 }, { "U+0800", "\xe0\xa0\x80", 1 },
+		{ "U+D7FF", "\xed\x9f\xbf", 1 }, { "U+E000", "\xee\x80\x80", 1 },
+		{ "U+10000", "\xf0\x90\x80\x80", 1 },
+		{ "two 2-byte", "\xc3\xa9\xc3\xa9", 1 },
 		{ "UTF-8 and escapes", "\xe2\x82\xac\\n\xc3\xa9\\\\\\u0001", 1 },
 		{ "DEL", "\x7f", 1 },
 		{ "escaped slash", "\\/", 0 }, { "\\a", "\\a", 0 },
@@ -139,6 +143,11 @@ check_offsets(void)
 		{ "cut 3-byte UTF-8", "\xe2\x82", 0 },
 		{ "cut 4-byte UTF-8 then quote", "\xf0\x9f\x98\"", 0 },
 		{ "0xff", "\xff", 0 },
+		{ "0xf5 lead", "\xf5\x80\x80\x80", 0 },
+		{ "5-byte lead", "\xf8\x88\x80\x80\x80", 0 },
+		{ "cut 2-byte UTF-8", "\xc3", 0 },
+		{ "continuation too many", "\xc3\xa9\xa9", 0 },
+		{ "4-byte lead, 3 bytes", "\xf0\x9f\x98", 0 },
 	};
 	static const char fill[] =
 	    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -195,6 +204,8 @@ put_piece(char *b, unsigned *seed)
 		"\\n", "\\\"", "\\\\", "\\t", "\\r", "\\b", "\\f", "\\u0000",
 		"\\u001b", "\\u0010", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
 		"\xdf\xbf", "\xef\xbf\xbf", "\\\\\\\\", "\\\\\\\"", " ", "/", "\x7f",
+		"\xc2\x80", "\xe0\xa0\x80", "\xed\x9f\xbf", "\xee\x80\x80",
+		"\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf",
 	};
 	static const char *const bad[] = {
 		"\\/", "\\a", "\\u0041", "\\u001F", "\\u000a", "\\u000d", "\\", "\x01",
@@ -213,7 +224,13 @@ put_piece(char *b, unsigned *seed)
 	}
 	if (r < 98)
 		s = good[(unsigned)rand_r(seed) % (sizeof good / sizeof *good)];
-	else
+	else if (r == 98) {
+		/* 1 to 4 random non-ASCII bytes: some are UTF-8, most not. */
+		n = 1 + (unsigned)rand_r(seed) % 4;
+		for (r = 0; r < n; r++)
+			b[r] = (char)(0x80 | (unsigned)rand_r(seed) % 0x80);
+		return n;
+	} else
 		s = bad[(unsigned)rand_r(seed) % (sizeof bad / sizeof *bad)];
 	n = strlen(s);
 	memcpy(b, s, n);
