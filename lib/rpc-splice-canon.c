@@ -507,6 +507,29 @@ canon_string(struct canon *c, const unsigned char *q)
 	return canon_str_sse2(c, p);
 }
 
+/* The end of the run of digits at p, eight bytes at a time where the
+   byte order allows: a byte less '0' is a digit when it is below 10,
+   which adding 6 keeps below 16 (a carry only leaves a non-digit, so
+   the first one is found right). */
+static inline const unsigned char *
+canon_digits(const unsigned char *p, const unsigned char *e)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t v, nd;
+
+	for (; e - p >= 8; p += 8) {
+		memcpy(&v, p, 8);
+		v ^= 0x3030303030303030ull;
+		nd = (v | (v + 0x0606060606060606ull)) & 0xf0f0f0f0f0f0f0f0ull;
+		if (nd != 0)
+			return p + __builtin_ctzll(nd) / 8;
+	}
+#endif
+	while (p < e && *p >= '0' && *p <= '9')
+		p++;
+	return p;
+}
+
 /* A number json-c keeps as written: any double; an integer without "-0"
    and short enough not to be clamped. */
 static const unsigned char *
@@ -521,16 +544,14 @@ canon_number(struct canon *c, const unsigned char *s)
 	if (p < e && *p == '0')
 		p++;
 	else if (p < e && *p >= '1' && *p <= '9')
-		while (p < e && *p >= '0' && *p <= '9')
-			p++;
+		p = canon_digits(p + 1, e);
 	else
 		return NULL;
 	if (p < e && *p == '.') {
 		real = 1;
 		if (++p >= e || *p < '0' || *p > '9')
 			return NULL;
-		while (p < e && *p >= '0' && *p <= '9')
-			p++;
+		p = canon_digits(p + 1, e);
 	}
 	if (p < e && (*p == 'e' || *p == 'E')) {
 		real = 1;
@@ -538,8 +559,7 @@ canon_number(struct canon *c, const unsigned char *s)
 			p++;
 		if (p >= e || *p < '0' || *p > '9')
 			return NULL;
-		while (p < e && *p >= '0' && *p <= '9')
-			p++;
+		p = canon_digits(p + 1, e);
 	}
 	if (!real && (p - d > 18 || (d != s && *d == '0')))
 		return NULL;

@@ -196,6 +196,54 @@ check_offsets(void)
 	}
 }
 
+/*
+ * Numbers, their digits taken eight at a time: an integer of 1 to 24
+ * digits, then each byte that may end it or go on with it, with the
+ * value's end anywhere after it.  An integer is kept to 18 digits (json-c
+ * would clamp a longer one), a fraction or exponent makes it a double.
+ */
+static void
+check_numbers(void)
+{
+	static const char digits[] = "918273645546372819102938475";
+	static const char ends[] = ",]} x:/\"\x80\x01" "aE";
+	char buf[64], what[96];
+	unsigned char *b;
+	const char *end;
+	size_t n, j, len;
+	long got, want;
+	int good = 1, r, cut;
+
+	for (n = 1; n <= 24; n++)
+	for (j = 0; j < sizeof ends; j++)
+	for (cut = 0; cut < 12; cut++) {
+		/* ends[j] is '\0' at the last: the number ends the input. */
+		len = (size_t)snprintf(buf, sizeof buf, "%.*s%c5.5e+5",
+		    (int)n, digits, ends[j] != '\0' ? ends[j] : ',');
+		if (ends[j] == '\0')
+			len = n;
+		else if (n + (size_t)cut < len)
+			len = n + (size_t)cut;
+		if (ends[j] == 'E' && len > n)
+			want = len == n + 1 ? -1 : (long)n + 2;
+		else
+			want = n <= 18 ? (long)n : -1;
+		b = malloc(len);
+		memcpy(b, buf, len);
+		r = rpc_splice_canon((const char *)b, (const char *)b + len, 4,
+		    &end);
+		got = r == -1 ? -1 : (long)(end - (const char *)b);
+		free(b);
+		if (got != want) {
+			snprintf(what, sizeof what, "%zu digits, then %#x, %zu bytes",
+			    n, (unsigned char)ends[j], len);
+			diag("%s: %ld, not %ld", what, got, want);
+			good = 0;
+		}
+	}
+	ok(good, "integers of 1 to 24 digits end where they should");
+}
+
 /* A random piece of string text: mostly good, now and then not. */
 static size_t
 put_piece(char *b, unsigned *seed)
@@ -312,6 +360,7 @@ main(void)
 	if (!have_avx2)
 		diag("no AVX2 here: the SSE2 and byte-wise paths only");
 	check_offsets();
+	check_numbers();
 	check_random();
 	return done_testing();
 }
