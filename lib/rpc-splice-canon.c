@@ -354,32 +354,33 @@ canon_load(const unsigned char *p)
 
 /*
  * Whether the 64 bytes at p, in the middle of a string, are text with
- * nothing to stop at: no quote or control byte, each escape a two-byte
- * one json-c writes, any non-ASCII text valid UTF-8 and whole in the
- * block (the bytes before p are text too, and end no sequence early).
- * The quick test first (most blocks of a long string pass it); *carry
- * moves on only when it is true.
+ * nothing to stop at: no quote or control byte, no byte after a
+ * backslash that no escape json-c writes ends with, any non-ASCII text
+ * valid UTF-8 and whole in the block (the bytes before p are the
+ * string's, and end no sequence early).  No bits, no carry: a byte after
+ * an escaped backslash that no escape ends with ("\\\\x", rare) fails the
+ * test, and the exact path judges it.
  */
-__attribute__((target("avx2"))) static inline int
-canon_plain(const unsigned char *p, uint64_t *carry)
+__attribute__((target("avx2"), always_inline)) static inline int
+canon_plain(const unsigned char *p)
 {
-	const __m256i q = _mm256_set1_epi8('"'), b = _mm256_set1_epi8('\\');
-	const __m256i us = _mm256_set1_epi8(0x1f);
-	__m256i lo, hi, any;
-	uint64_t cy = *carry, esc;
+	const __m256i two = _mm256_set1_epi8(2), sp = _mm256_set1_epi8(0x20);
+	const __m256i b = _mm256_set1_epi8('\\');
+	__m256i lo, hi, x, y, any;
 
 	lo = canon_load(p);
 	hi = canon_load(p + 32);
-	any = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(lo, q),
-	    _mm256_cmpeq_epi8(_mm256_min_epu8(lo, us), lo)),
-	    _mm256_or_si256(_mm256_cmpeq_epi8(hi, q),
-	    _mm256_cmpeq_epi8(_mm256_min_epu8(hi, us), hi)));
+	/* A quote or a control byte: v ^ 2 is at most 0x20 only for them. */
+	x = _mm256_xor_si256(lo, two);
+	y = _mm256_xor_si256(hi, two);
+	any = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_min_epu8(x, sp), x),
+	    _mm256_cmpeq_epi8(_mm256_min_epu8(y, sp), y));
+	any = _mm256_or_si256(any, _mm256_or_si256(
+	    _mm256_and_si256(_mm256_cmpeq_epi8(canon_load(p - 1), b),
+	    canon_notok32(lo)),
+	    _mm256_and_si256(_mm256_cmpeq_epi8(canon_load(p + 31), b),
+	    canon_notok32(hi))));
 	if (!_mm256_testz_si256(any, any))
-		return 0;
-	esc = canon_escaped(canon_bits(_mm256_cmpeq_epi8(lo, b),
-	    _mm256_cmpeq_epi8(hi, b)), &cy);
-	if (esc != 0 && (esc & canon_bits(canon_notok32(lo),
-	    canon_notok32(hi))) != 0)
 		return 0;
 	if (_mm256_movemask_epi8(_mm256_or_si256(lo, hi)) != 0) {
 		if (p[61] >= 0xf0 || p[62] >= 0xe0 || p[63] >= 0xc0)
@@ -390,8 +391,30 @@ canon_plain(const unsigned char *p, uint64_t *carry)
 		if (!_mm256_testz_si256(any, any))
 			return 0;
 	}
-	*carry = cy;
 	return 1;
+}
+
+/* The first block from p (in the middle of a string) that is not plain
+   text, or the first that is not whole before e.  Its own function: the
+   constants of the loop are made once, and only for long strings. */
+__attribute__((target("avx2"), noinline)) static const unsigned char *
+canon_str_middle(const unsigned char *p, const unsigned char *e)
+{
+	while (e - p >= 64 && canon_plain(p))
+		p += 64;
+	return p;
+}
+
+/* Whether the byte at p, in a string, is escaped: the run of backslashes
+   before it is odd (it cannot go back past the opening quote). */
+static inline uint64_t
+canon_escaped_at(const unsigned char *p)
+{
+	size_t n = 0;
+
+	while (p[-1 - (ptrdiff_t)n] == '\\')
+		n++;
+	return n & 1;
 }
 
 /*
@@ -467,17 +490,15 @@ canon_str_avx2(struct canon *c, const unsigned char *p)
 		carry = adv == 64 ? k.carry : 0;
 		p = k.at + adv;
 		/* The middle of a long string: blocks with nothing to stop. */
-		for (;;) {
-			if (e - p < 64) {
-				c->blk.at = NULL;
-				return canon_str_sse2(c, carry ? p - 1 : p);
-			}
-			if (!canon_plain(p, &carry)) {
-				canon_block(p, carry, &k);
-				break;
-			}
-			p += 64;
+		if (e - p >= 64) {
+			p = canon_str_middle(p, e);
+			carry = canon_escaped_at(p);
 		}
+		if (e - p < 64) {
+			c->blk.at = NULL;
+			return canon_str_sse2(c, carry ? p - 1 : p);
+		}
+		canon_block(p, carry, &k);
 	}
 }
 #endif
