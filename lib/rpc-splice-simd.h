@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * rpc-splice-simd.h: the AVX2 tests of string text for the spliced
+ * array's scanner (rpc-splice-canon.c), 32 or 64 bytes at a time: the
+ * bytes escaped by backslash runs, the bytes no two-byte escape json-c
+ * writes ends with, UTF-8 checked as vectors, and a block of a string's
+ * middle with nothing to stop at.  Callers check the CPU first.
+ */
+#ifndef QWEN_RPC_SPLICE_SIMD_H
+#define QWEN_RPC_SPLICE_SIMD_H
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <stdint.h>
+#include <immintrin.h>
+
+__attribute__((target("avx2"))) static inline uint64_t
+canon_bits(__m256i lo, __m256i hi)
+{
+	return (uint32_t)_mm256_movemask_epi8(lo) |
+	    (uint64_t)(uint32_t)_mm256_movemask_epi8(hi) << 32;
+}
+
+/*
+ * The bytes of v that do not end a two-byte escape json-c writes (all but
+ * " \\ b f n r t: never '/', json-c is told not to escape it), looked up
+ * by nibble: the low nibble's table holds the high nibbles it may have as
+ * bits, the high nibble's table its own bit.  A byte above 0x7f looks up
+ * 0 in the low table (pshufb), which is "not one".
+ */
+__attribute__((target("avx2"))) static inline __m256i
+canon_notok32(__m256i v)
+{
+	/* low nibble 2: '"' 'b' 'r'; 4: 't'; 6: 'f'; 0xc: '\\'; 0xe: 'n' */
+	const __m256i lowtab = _mm256_setr_epi8(
+	    0, 0, 0x04 | 0x40 | (char)0x80, 0, (char)0x80, 0, 0x40, 0,
+	    0, 0, 0, 0, 0x20, 0, 0x40, 0,
+	    0, 0, 0x04 | 0x40 | (char)0x80, 0, (char)0x80, 0, 0x40, 0,
+	    0, 0, 0, 0, 0x20, 0, 0x40, 0);
+	const __m256i hightab = _mm256_setr_epi8(
+	    0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, (char)0x80,
+	    0, 0, 0, 0, 0, 0, 0, 0,
+	    0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, (char)0x80,
+	    0, 0, 0, 0, 0, 0, 0, 0);
+	const __m256i nib = _mm256_set1_epi8(0x0f);
+	__m256i l, h;
+
+	l = _mm256_shuffle_epi8(lowtab, v);
+	h = _mm256_shuffle_epi8(hightab,
+	    _mm256_and_si256(_mm256_srli_epi16(v, 4), nib));
+	return _mm256_cmpeq_epi8(_mm256_and_si256(l, h), _mm256_setzero_si256());
+}
+
+/*
+ * The bytes escaped by a backslash among 64 whose backslashes are b: a
+ * run of backslashes escapes the byte after it when its length is odd,
+ * found by adding the runs that start on odd bits to b (the carry marks
+ * a run's end).  *carry: the block's first byte is escaped, in and out.
+ */
+static inline uint64_t
+canon_escaped(uint64_t b, uint64_t *carry)
+{
+	const uint64_t even = 0x5555555555555555ull;
+	uint64_t follows, odd_starts, seq;
+
+	b &= ~*carry;
+	follows = b << 1 | *carry;
+	odd_starts = b & ~even & ~follows;
+	*carry = __builtin_add_overflow(odd_starts, b, &seq);
+	return (even ^ (seq << 1)) & follows;
+}
+
+/*
+ * The bytes of v that break UTF-8, given the three bytes before each
+ * (prev1, prev2, prev3: v as loaded 1, 2, 3 bytes earlier): each pair of
+ * a byte and the one before it is looked up by nibble (the error kinds
+ * the pair may be, one bit each, as in Keiser and Lemire, "Validating
+ * UTF-8 in less than one instruction per byte"), and a continuation byte
+ * is right after another only as a 3- or 4-byte sequence's third or
+ * fourth byte.  Not 0 somewhere when v is not valid UTF-8 there.
+ */
+#define U_SHORT		0x01	/* a lead byte not followed by a continuation */
+#define U_LONG		0x02	/* a continuation byte after ASCII */
+#define U_OVER3		0x04	/* 0xe0 0x80-0x9f */
+#define U_LARGE		0x08	/* 0xf4 0x90-0xbf, 0xf5-0xff */
+#define U_SURR		0x10	/* 0xed 0xa0-0xbf */
+#define U_OVER2		0x20	/* 0xc0-0xc1 */
+#define U_LARGE1000	0x40	/* 0xf5-0xff 0x80-0x8f */
+#define U_OVER4		0x40	/* 0xf0 0x80-0x8f */
+#define U_TWOCONT	0x80	/* two continuation bytes */
+#define U_CARRY		(U_SHORT | U_LONG | U_TWOCONT)
+#define U_L16(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p) \
+	_mm256_setr_epi8(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, \
+	    a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p)
+
+__attribute__((target("avx2"))) static inline __m256i
+canon_utf8_err(__m256i v, __m256i prev1, __m256i prev2, __m256i prev3)
+{
+	const __m256i b1high = U_L16(
+	    U_LONG, U_LONG, U_LONG, U_LONG, U_LONG, U_LONG, U_LONG, U_LONG,
+	    U_TWOCONT, U_TWOCONT, U_TWOCONT, U_TWOCONT,
+	    U_SHORT | U_OVER2, U_SHORT, U_SHORT | U_OVER3 | U_SURR,
+	    U_SHORT | U_LARGE | U_LARGE1000 | U_OVER4);
+	const __m256i b1low = U_L16(
+	    U_CARRY | U_OVER3 | U_OVER2 | U_OVER4, U_CARRY | U_OVER2,
+	    U_CARRY, U_CARRY, U_CARRY | U_LARGE,
+	    U_CARRY | U_LARGE | U_LARGE1000, U_CARRY | U_LARGE | U_LARGE1000,
+	    U_CARRY | U_LARGE | U_LARGE1000, U_CARRY | U_LARGE | U_LARGE1000,
+	    U_CARRY | U_LARGE | U_LARGE1000, U_CARRY | U_LARGE | U_LARGE1000,
+	    U_CARRY | U_LARGE | U_LARGE1000, U_CARRY | U_LARGE | U_LARGE1000,
+	    U_CARRY | U_LARGE | U_LARGE1000 | U_SURR,
+	    U_CARRY | U_LARGE | U_LARGE1000, U_CARRY | U_LARGE | U_LARGE1000);
+	const __m256i b2high = U_L16(
+	    U_SHORT, U_SHORT, U_SHORT, U_SHORT, U_SHORT, U_SHORT, U_SHORT,
+	    U_SHORT,
+	    U_LONG | U_OVER2 | U_TWOCONT | U_OVER3 | U_LARGE1000 | U_OVER4,
+	    U_LONG | U_OVER2 | U_TWOCONT | U_OVER3 | U_LARGE,
+	    U_LONG | U_OVER2 | U_TWOCONT | U_SURR | U_LARGE,
+	    U_LONG | U_OVER2 | U_TWOCONT | U_SURR | U_LARGE,
+	    U_SHORT, U_SHORT, U_SHORT, U_SHORT);
+	const __m256i nib = _mm256_set1_epi8(0x0f);
+	__m256i sc, must;
+
+	sc = _mm256_and_si256(_mm256_and_si256(
+	    _mm256_shuffle_epi8(b1high,
+	    _mm256_and_si256(_mm256_srli_epi16(prev1, 4), nib)),
+	    _mm256_shuffle_epi8(b1low, _mm256_and_si256(prev1, nib))),
+	    _mm256_shuffle_epi8(b2high,
+	    _mm256_and_si256(_mm256_srli_epi16(v, 4), nib)));
+	/* 0x80 where a third (after 0xe0-0xff) or fourth (after 0xf0-0xff)
+	   byte is due. */
+	must = _mm256_and_si256(_mm256_or_si256(
+	    _mm256_subs_epu8(prev2, _mm256_set1_epi8(0xe0 - 0x80)),
+	    _mm256_subs_epu8(prev3, _mm256_set1_epi8((char)(0xf0 - 0x80)))),
+	    _mm256_set1_epi8((char)0x80));
+	return _mm256_xor_si256(sc, must);
+}
+
+__attribute__((target("avx2"))) static inline __m256i
+canon_load(const unsigned char *p)
+{
+	return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
+
+/*
+ * Whether the 64 bytes at p, in the middle of a string, are text with
+ * nothing to stop at: no quote or control byte, no byte after a
+ * backslash that no escape json-c writes ends with, any non-ASCII text
+ * valid UTF-8 and whole in the block (the bytes before p are the
+ * string's, and end no sequence early).  No bits, no carry: a byte after
+ * an escaped backslash that no escape ends with ("\\\\x", rare) fails the
+ * test, and the exact path judges it.
+ */
+__attribute__((target("avx2"), always_inline)) static inline int
+canon_plain(const unsigned char *p)
+{
+	const __m256i two = _mm256_set1_epi8(2), sp = _mm256_set1_epi8(0x20);
+	const __m256i b = _mm256_set1_epi8('\\');
+	__m256i lo, hi, x, y, any;
+
+	lo = canon_load(p);
+	hi = canon_load(p + 32);
+	/* A quote or a control byte: v ^ 2 is at most 0x20 only for them. */
+	x = _mm256_xor_si256(lo, two);
+	y = _mm256_xor_si256(hi, two);
+	any = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_min_epu8(x, sp), x),
+	    _mm256_cmpeq_epi8(_mm256_min_epu8(y, sp), y));
+	any = _mm256_or_si256(any, _mm256_or_si256(
+	    _mm256_and_si256(_mm256_cmpeq_epi8(canon_load(p - 1), b),
+	    canon_notok32(lo)),
+	    _mm256_and_si256(_mm256_cmpeq_epi8(canon_load(p + 31), b),
+	    canon_notok32(hi))));
+	if (!_mm256_testz_si256(any, any))
+		return 0;
+	if (_mm256_movemask_epi8(_mm256_or_si256(lo, hi)) != 0) {
+		if (p[61] >= 0xf0 || p[62] >= 0xe0 || p[63] >= 0xc0)
+			return 0;
+		any = _mm256_or_si256(canon_utf8_err(lo, canon_load(p - 1),
+		    canon_load(p - 2), canon_load(p - 3)), canon_utf8_err(hi,
+		    canon_load(p + 31), canon_load(p + 30), canon_load(p + 29)));
+		if (!_mm256_testz_si256(any, any))
+			return 0;
+	}
+	return 1;
+}
+
+#endif
+#endif
