@@ -134,6 +134,17 @@ canon_utf8_err(__m256i v, __m256i prev1, __m256i prev2, __m256i prev3)
 	    _mm256_set1_epi8((char)0x80));
 	return _mm256_xor_si256(sc, must);
 }
+#undef U_SHORT
+#undef U_LONG
+#undef U_OVER3
+#undef U_LARGE
+#undef U_SURR
+#undef U_OVER2
+#undef U_LARGE1000
+#undef U_OVER4
+#undef U_TWOCONT
+#undef U_CARRY
+#undef U_L16
 
 __attribute__((target("avx2"))) static inline __m256i
 canon_load(const unsigned char *p)

@@ -8,11 +8,12 @@
  * more than the child spent making them, so the array that follows the
  * marker is checked by a strict scanner (rpc-splice-canon.c) and kept as
  * bytes, and json-c parses the rest of the line with an empty array in
- * its place.  The scanner accepts only what json-c itself writes (no whitespace, json-c's
- * escapes, valid UTF-8, integers it keeps as written), so forwarding the
- * bytes gives what parsing and encoding them would.  Anything else, or a
- * marker that is not where the path says, falls back to the full parse:
- * this is a shortcut, never a second judge of the input.
+ * its place.  The scanner accepts only what json-c itself writes (no
+ * whitespace, json-c's escapes, valid UTF-8, integers it keeps as
+ * written), so forwarding the bytes gives what parsing and encoding them
+ * would.  Anything else, or a marker that is not where the path says,
+ * falls back to the full parse: this is a shortcut, never a second judge
+ * of the input.
  *
  * The array is scanned as its bytes arrive (rpc_splice_advance, from the
  * reader while the line is incomplete), so reading a few MiB in pieces
