@@ -291,6 +291,10 @@ put_string(char *b, size_t cap, unsigned *seed)
 {
 	size_t n = 0, want = (unsigned)rand_r(seed) % 400;
 
+	/* Now and then a long one: many blocks of a string's middle. */
+	if ((unsigned)rand_r(seed) % 8 == 0)
+		want = (unsigned)rand_r(seed) % 3000;
+
 	b[n++] = '"';
 	while (n < want && n + 64 < cap)
 		n += put_piece(b + n, seed);
@@ -348,7 +352,7 @@ check_random(void)
 	}
 	ok(goodv, "random arrays of strings: AVX2 agrees (%d of %d taken)",
 	    took, i);
-	ok(took > i / 10, "random arrays: some are taken (%d)", took);
+	ok(took > i / 20, "random arrays: some are taken (%d)", took);
 }
 
 int
