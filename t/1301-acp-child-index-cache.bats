@@ -185,3 +185,19 @@ setup() {
 	[ "$(state "$output")" = "cold null" ]
 	fresh_agrees "$f" "$output"
 }
+
+@test "the kept index is written without a sync: a crash costs a full pass" {
+	command -v strace >/dev/null || skip "strace not installed"
+	f=$(gen 1)
+	strace -f -o "$BATS_TEST_TMPDIR/st" -e trace=fsync,fdatasync,sync_file_range,syncfs \
+	    qwen-inspect --cache-dir "$CACHE" --replay --page-size 20 "$f" >/dev/null
+	idx=$(one_index)
+	[ -s "$idx" ]
+	run grep -E 'fsync|fdatasync|sync_file_range|syncfs' "$BATS_TEST_TMPDIR/st"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	# A kept file cut short, as a crash may leave it, is found and the
+	# transcript indexed again.
+	truncate -s 100 "$idx"
+	cached_is "rescan format" "$f"
+}

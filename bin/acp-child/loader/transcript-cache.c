@@ -298,7 +298,8 @@ out:
 	return rc;
 }
 
-/* Write the index to a staging file, fsync, rename onto name. */
+/* Write the index to a staging file, rename onto name (not synced:
+   cachedir_commit()). */
 static int
 transcript_cache_write(int dfd, const char *name, struct tx_cache_head *h,
     const struct tx_cache_sec *sec)
@@ -308,7 +309,7 @@ transcript_cache_write(int dfd, const char *name, struct tx_cache_head *h,
 
 	if ((fd = cachedir_stage(dfd, tmp, sizeof(tmp))) == -1)
 		return -1;
-	if (transcript_cache_body(fd, h, sec) == -1 || fsync(fd) == -1) {
+	if (transcript_cache_body(fd, h, sec) == -1) {
 		close(fd);
 		cachedir_discard(dfd, tmp);
 		return -1;

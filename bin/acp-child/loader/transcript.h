@@ -112,7 +112,7 @@ enum tx_index_state {
    transcript_open). */
 struct transcript *transcript_open_cached(const char *path, const char *session_id,
     const char *cache_dir, char **cause);
-/* Keep the index in cache_dir (write, fsync, rename), then prune the
+/* Keep the index in cache_dir (write, rename; not synced), then prune the
    directory's indexes, oldest first, to max_bytes and max_files.  0 or -1 + cause. */
 int transcript_save(struct transcript *, const char *cache_dir, uint64_t max_bytes,
     size_t max_files, char **cause);
