@@ -32,6 +32,7 @@
 
 #include "rpc-frame-int.h"
 #include "rpc-splice-simd.h"
+#include "scan-special.h"
 
 /* Bytes inside a string: 0 plain, 1 '"', 2 '\\', 3 control, 4 non-ASCII. */
 static const unsigned char strclass[256] = {
@@ -216,7 +217,7 @@ canon_block(const unsigned char *at, uint64_t carry, struct canon_block *k)
 	hi = _mm256_loadu_si256((const __m256i *)(const void *)(at + 32));
 	k->at = at;
 	k->carry = carry;
-	k->esc = canon_escaped(canon_bits(_mm256_cmpeq_epi8(lo, b),
+	k->esc = scan_escaped(canon_bits(_mm256_cmpeq_epi8(lo, b),
 	    _mm256_cmpeq_epi8(hi, b)), &k->carry);
 	k->end = canon_bits(_mm256_cmpeq_epi8(lo, q),
 	    _mm256_cmpeq_epi8(hi, q)) & ~k->esc;

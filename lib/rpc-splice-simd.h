@@ -51,25 +51,6 @@ canon_notok32(__m256i v)
 }
 
 /*
- * The bytes escaped by a backslash among 64 whose backslashes are b: a
- * run of backslashes escapes the byte after it when its length is odd,
- * found by adding the runs that start on odd bits to b (the carry marks
- * a run's end).  *carry: the block's first byte is escaped, in and out.
- */
-static inline uint64_t
-canon_escaped(uint64_t b, uint64_t *carry)
-{
-	const uint64_t even = 0x5555555555555555ull;
-	uint64_t follows, odd_starts, seq;
-
-	b &= ~*carry;
-	follows = b << 1 | *carry;
-	odd_starts = b & ~even & ~follows;
-	*carry = __builtin_add_overflow(odd_starts, b, &seq);
-	return (even ^ (seq << 1)) & follows;
-}
-
-/*
  * The bytes of v that break UTF-8, given the three bytes before each
  * (prev1, prev2, prev3: v as loaded 1, 2, 3 bytes earlier): each pair of
  * a byte and the one before it is looked up by nibble (the error kinds

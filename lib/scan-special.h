@@ -12,6 +12,8 @@
 #ifndef QWEN_SCAN_SPECIAL_H
 #define QWEN_SCAN_SPECIAL_H
 
+#include <stdint.h>
+
 enum scan_stop { SCAN_NL, SCAN_CTL };
 
 /* Whether c stops a scan of kind k. */
@@ -32,6 +34,24 @@ scan_escape_simple(char c)
 		return 1;
 	}
 	return 0;
+}
+
+/* The bytes escaped by a backslash among 64 whose backslashes are b: a
+   run of backslashes escapes the byte after it when its length is odd,
+   found by adding the runs that start on odd bits to b (the carry marks a
+   run's end).  *carry: the block's first byte is escaped, in and out.
+   (txscan.c's strings and the daemon's replay check, rpc-splice-canon.c.) */
+static inline uint64_t
+scan_escaped(uint64_t b, uint64_t *carry)
+{
+	const uint64_t even = 0x5555555555555555ull;
+	uint64_t follows, odd_starts, seq;
+
+	b &= ~*carry;
+	follows = b << 1 | *carry;
+	odd_starts = b & ~even & ~follows;
+	*carry = __builtin_add_overflow(odd_starts, b, &seq);
+	return (even ^ (seq << 1)) & follows;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -82,6 +82,9 @@ make_odd_transcript() {
 	acp_open s "$SID"
 	acp_wait_answer s 1 30
 	got=$(acp_msgs s | jq -c '[.[] | select(.method == "session/update") | .params]')
+	# What differs, should it ever: the counts, the first lines apart.
+	echo "want $(jq length <<<"$want") updates, got $(jq length <<<"$got")"
+	diff <(jq -c '.[]' <<<"$want") <(jq -c '.[]' <<<"$got") | head -4 | cut -c1-300 || true
 	[ "$got" = "$want" ]
 }
 

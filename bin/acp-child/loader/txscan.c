@@ -116,23 +116,6 @@ str_masks(const char *p, struct str_masks *m)
 	m->notok = mask64(escape_notok32(lo), escape_notok32(hi));
 }
 
-/* The bytes escaped by a backslash among 64 whose backslashes are b: a
-   run of backslashes escapes the byte after it when its length is odd,
-   found by adding the runs that start on odd bits to b (the carry marks a
-   run's end).  *carry: the block's first byte is escaped, in and out. */
-static inline uint64_t
-escaped_bits(uint64_t b, uint64_t *carry)
-{
-	const uint64_t even = 0x5555555555555555ull;
-	uint64_t follows, odd_starts, seq;
-
-	b &= ~*carry;
-	follows = b << 1 | *carry;
-	odd_starts = b & ~even & ~follows;
-	*carry = __builtin_add_overflow(odd_starts, b, &seq);
-	return (even ^ (seq << 1)) & follows;
-}
-
 static const char *skip_str_avx2(const char *, const char *);
 
 /*
@@ -152,7 +135,7 @@ skip_str_long(const char *p, const char *e)
 
 	while (e - p >= 64) {
 		str_masks(p, &m);
-		esc = escaped_bits(m.b, &carry);
+		esc = scan_escaped(m.b, &carry);
 		end = m.q & ~esc;
 		bad = esc & m.notok;
 		if ((stop = end | bad | (m.n & ~esc)) == 0) {
