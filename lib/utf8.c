@@ -7,6 +7,10 @@
 #include <string.h>
 
 #include "utf8.h"
+#include "utf8-simd.h"
+
+/* Strings shorter than this are checked a byte (or eight) at a time. */
+#define UTF8_VECTOR_MIN	64
 
 int
 utf8_seq(const unsigned char *s, size_t n)
@@ -81,10 +85,10 @@ utf8_clean(struct utf8_carry *c, const char *buf, size_t len, int final,
 	return (char *)out;
 }
 
-int
-utf8_valid(const char *s, size_t n)
+/* utf8_valid a byte at a time, ASCII eight bytes at a time. */
+static int
+utf8_valid_bytes(const unsigned char *p, const unsigned char *e)
 {
-	const unsigned char *p = (const unsigned char *)s, *e = p + n;
 	uint64_t w;
 	int k;
 
@@ -107,6 +111,69 @@ utf8_valid(const char *s, size_t n)
 		p += k;
 	}
 	return 1;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) static inline __m256i
+utf8_load(const unsigned char *p)
+{
+	return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
+
+/*
+ * utf8_valid 32 bytes a step (n >= UTF8_VECTOR_MIN): each byte is judged
+ * with the three before it (utf8_err32), so the first three bytes go the
+ * byte way; an ASCII block only has to follow a finished sequence; the
+ * last, short block is the 32 bytes that end the string, judged again in
+ * part; and the string may not end inside a sequence.
+ */
+__attribute__((target("avx2"))) static int
+utf8_valid_avx2(const unsigned char *s, size_t n)
+{
+	const unsigned char *p = s, *e = s + n;
+	__m256i err = _mm256_setzero_si256(), v;
+	int k;
+
+	while (p < s + 3) {
+		if ((k = utf8_seq(p, (size_t)(e - p))) <= 0)
+			return 0;
+		p += k;
+	}
+	for (;; p += 32) {
+		/* Text is mostly ASCII: 64 bytes a step through it. */
+		while (e - p >= 64 && _mm256_movemask_epi8(_mm256_or_si256(
+		    utf8_load(p), utf8_load(p + 32))) == 0) {
+			if (p[-1] >= 0xc0 || p[-2] >= 0xe0 || p[-3] >= 0xf0)
+				return 0;
+			p += 64;
+		}
+		if (e - p < 32)
+			p = e - 32;
+		v = utf8_load(p);
+		if (_mm256_movemask_epi8(v) == 0) {
+			if (p[-1] >= 0xc0 || p[-2] >= 0xe0 || p[-3] >= 0xf0)
+				return 0;
+		} else
+			err = _mm256_or_si256(err, utf8_err32(v, utf8_load(p - 1),
+			    utf8_load(p - 2), utf8_load(p - 3)));
+		if (p + 32 == e)
+			break;
+	}
+	err = _mm256_or_si256(err, utf8_incomplete32(utf8_load(e - 32)));
+	return _mm256_testz_si256(err, err);
+}
+#endif
+
+int
+utf8_valid(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (n >= UTF8_VECTOR_MIN && __builtin_cpu_supports("avx2"))
+		return utf8_valid_avx2(p, n);
+#endif
+	return utf8_valid_bytes(p, p + n);
 }
 
 size_t

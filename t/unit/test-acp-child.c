@@ -93,6 +93,80 @@ test_utf8(void)
 	is_int(utf8_boundary("abc", 3, 10), 3, "boundary clamps to the length");
 }
 
+/* utf8_valid by its definition: every sequence from the start whole. */
+static int
+utf8_valid_ref(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+	int k;
+
+	while (i < n) {
+		if ((k = utf8_seq(s + i, n - i)) <= 0)
+			return 0;
+		i += (size_t)k;
+	}
+	return 1;
+}
+
+/* Bytes that make or break UTF-8: each is put at every offset of an ASCII
+   text, on both sides of the 32-byte steps of the vector check. */
+static const char *const utf8_pieces[] = {
+	"\xc3\xa9", "\xe4\xbd\xa0", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf",
+	"\xc0\x80", "\xc1\xbf", "\xe0\x80\x80", "\xe0\x9f\xbf",
+	"\xf0\x80\x80\x80", "\xf0\x8f\xbf\xbf", "\xed\xa0\x80", "\xed\xbf\xbf",
+	"\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xff", "\xfe", "\x80",
+	"\xbf", "\xe4\xbd", "\xf0\x9f\x98", "\xc3", "\xe4" "a", "\xc3\xa9\xa9",
+	"\xe4\xbd\xa0\xa0", "\xed\x9f\xbf", "\xee\x80\x80",
+};
+
+static void
+test_utf8_valid(void)
+{
+	unsigned char buf[320];
+	size_t i, len, at, n, bad = 0, runs = 0, pl;
+	uint32_t x = 12345;
+
+	for (i = 0; i < sizeof(utf8_pieces) / sizeof(utf8_pieces[0]); i++) {
+		pl = strlen(utf8_pieces[i]);
+		for (len = 60; len < 140; len += 7)
+			for (at = 0; at + pl <= len; at++) {
+				memset(buf, 'a', len);
+				memcpy(buf + at, utf8_pieces[i], pl);
+				runs++;
+				bad += utf8_valid((char *)buf, len) !=
+				    utf8_valid_ref(buf, len);
+			}
+	}
+	ok(bad == 0, "utf8_valid agrees with utf8_seq for each piece at each "
+	    "offset (%zu of %zu differ)", bad, runs);
+	/* Random texts: mostly ASCII and whole characters, a stray byte now
+	   and then, every length to past three vector steps and a half. */
+	for (bad = 0, i = 0; i < 40000; i++) {
+		len = i % 300;
+		for (n = 0; n < len;) {
+			x = x * 1103515245 + 12345;
+			if ((x >> 16) % 50 == 0)
+				buf[n++] = (unsigned char)(x >> 8);
+			else if ((x >> 16) % 7 == 0 && n + 4 <= len) {
+				pl = strlen(utf8_pieces[(x >> 20) % 4]);
+				memcpy(buf + n, utf8_pieces[(x >> 20) % 4], pl);
+				n += pl;
+			} else
+				buf[n++] = (unsigned char)('a' + (x >> 24) % 26);
+		}
+		bad += utf8_valid((char *)buf, len) != utf8_valid_ref(buf, len);
+	}
+	ok(bad == 0, "utf8_valid agrees with utf8_seq on random texts (%zu differ)",
+	    bad);
+	memset(buf, 'a', 200);
+	ok(utf8_valid((char *)buf, 200), "ASCII is valid");
+	memcpy(buf + 197, "\xe4\xbd\xa0", 3);
+	ok(utf8_valid((char *)buf, 200), "a character that ends the text");
+	ok(!utf8_valid((char *)buf, 199), "a character the text cuts");
+	buf[100] = 0x80;
+	ok(!utf8_valid((char *)buf, 200), "a stray continuation byte mid-text");
+}
+
 static void
 test_lagmon(void)
 {
@@ -205,6 +279,7 @@ main(void)
 {
 	test_paths();
 	test_utf8();
+	test_utf8_valid();
 	test_lagmon();
 	test_jsonw();
 	test_profiler();
