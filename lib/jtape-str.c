@@ -113,53 +113,6 @@ jt_get_str(struct jtape *t, int obj, const char *key, int *oom)
 	return jt_cstr(t, jt_get_typed(t, obj, key, JT_STR), oom);
 }
 
-/* Past an escape at r that jsonw_string() writes back as it is (a quote,
-   a backslash or a control byte it writes that way), else NULL. */
-static inline const char *
-canon_stop(const char *r, const char *e)
-{
-	if (*r != '\\' || r + 1 >= e || r[1] == '/' || !scan_escape_simple(r[1]))
-		return NULL;
-	return r + 2;
-}
-
-/* str_canonical of the raw bytes [r, e), one stop byte at a time. */
-static int
-canon_rest(const char *r, const char *e)
-{
-	for (;;) {
-		if ((r = scan_special(r, e, SCAN_CTL)) >= e)
-			return 1;
-		if ((r = canon_stop(r, e)) == NULL)
-			return 0;
-	}
-}
-
-#ifdef HAVE_AVX2_PATH
-__attribute__((target("avx2"))) static int
-canon_avx2(const char *r, const char *e)
-{
-	int other = 0;
-
-	if (scan_string_avx2(&r, e, SCAN_CTL, canon_stop, &other) != -1)
-		return 0;	/* an escape it writes otherwise (no quote is raw) */
-	return canon_rest(r, e);
-}
-#endif
-
-/* Whether a string's raw bytes are already what jsonw_string() writes for
-   its value: tool output is mostly escaped newlines and quotes, which
-   then go out in one copy instead of a run and an escape at a time. */
-static int
-str_canonical(const struct jt_node *s)
-{
-#ifdef HAVE_AVX2_PATH
-	if (__builtin_cpu_supports("avx2"))
-		return canon_avx2(s->p, s->p + s->len);
-#endif
-	return canon_rest(s->p, s->p + s->len);
-}
-
 /* A string node re-escaped the way jsonw_string() escapes its value. */
 static void
 write_str(struct jbuf *b, const struct jt_node *s)
@@ -168,7 +121,9 @@ write_str(struct jbuf *b, const struct jt_node *s)
 	char u[3];
 	size_t n;
 
-	if (s->plain || str_canonical(s)) {
+	/* Tool output is mostly escaped newlines and quotes: such a string
+	   goes out in one copy, not a run and an escape at a time. */
+	if (s->plain || s->canon) {
 		jbuf_put(b, "\"", 1);
 		jbuf_put(b, s->p, s->len);
 		jbuf_put(b, "\"", 1);

@@ -46,6 +46,7 @@ node_new(struct jt_parser *ps, enum jt_type type, const char *p)
 	t->n[t->len].len = 0;
 	t->n[t->len].type = (uint8_t)type;
 	t->n[t->len].plain = 1;
+	t->n[t->len].canon = 1;
 	return (int)t->len++;
 }
 
@@ -57,28 +58,41 @@ ws(struct jt_parser *ps)
 		ps->p++;
 }
 
+/* What a string's scan learns: plain, its raw bytes are its value (no
+   escape, no control byte); canon, they are what jsonw_string() writes
+   for it (no raw control byte, no escaped slash, no \u). */
+struct jt_str {
+	int	plain, canon;
+};
+
 /* Past the stop byte at q, which is not a quote (a control byte or an
    escape); NULL where json-c decides. */
 static inline const char *
-str_stop(const char *q, const char *e)
+str_stop(const char *q, const char *e, struct jt_str *st)
 {
 	long v;
 
-	if (*q != '\\')
+	st->plain = 0;
+	if (*q != '\\') {
+		st->canon = 0;		/* jsonw_string() escapes it */
 		return *q == '\0' ? NULL : q + 1;	/* json-c may stop at a NUL */
+	}
 	if (q + 1 >= e)
 		return NULL;
-	if (scan_escape_simple(q[1]))
+	if (scan_escape_simple(q[1])) {
+		if (q[1] == '/')
+			st->canon = 0;	/* written as a bare slash */
 		return q + 2;
+	}
+	st->canon = 0;
 	if (q[1] != 'u' || (v = uescape(q, e)) <= 0 || (v >= 0xd800 && v <= 0xdfff))
 		return NULL;	/* \u0000 and surrogates: json-c's business */
 	return q + 6;
 }
 
-/* The closing quote of the string whose content starts at q, or NULL;
-   *plain is cleared at an escape or a control byte. */
+/* The closing quote of the string whose content starts at q, or NULL. */
 static const char *
-str_end(const char *q, const char *e, int *plain)
+str_end(const char *q, const char *e, struct jt_str *st)
 {
 	for (;;) {
 		q = scan_special(q, e, SCAN_CTL);
@@ -86,27 +100,116 @@ str_end(const char *q, const char *e, int *plain)
 			return NULL;
 		if (*q == '"')
 			return q;
-		*plain = 0;
-		if ((q = str_stop(q, e)) == NULL)
+		if ((q = str_stop(q, e, st)) == NULL)
 			return NULL;
 	}
 }
 
 #ifdef HAVE_AVX2_PATH
-/* str_end with AVX2 (escaped quotes and newlines are dense in tool output). */
-__attribute__((target("avx2"))) static const char *
-str_end_avx2(const char *q, const char *e, int *plain)
-{
-	int other = 0, r;
+/* The bytes of a 64-byte block a string's scan looks at, a bit each. */
+struct jt_block64 {
+	uint64_t	q, b, ctl, nul, slash, notok;
+};
 
-	r = scan_string_avx2(&q, e, SCAN_CTL, str_stop, &other);
-	if (other)
-		*plain = 0;
-	if (r == 1)
-		return q;
-	if (r == 0)
-		return NULL;
-	return str_end(q, e, plain);
+__attribute__((target("avx2"))) static inline void
+jt_block64(const char *p, struct jt_block64 *m)
+{
+	const __m256i q = _mm256_set1_epi8('"'), b = _mm256_set1_epi8('\\');
+	const __m256i c = _mm256_set1_epi8(0x1f), sl = _mm256_set1_epi8('/');
+	const __m256i z = _mm256_setzero_si256();
+	__m256i lo, hi;
+
+	lo = _mm256_loadu_si256((const __m256i *)(const void *)p);
+	hi = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+	m->q = scan_bits64(_mm256_cmpeq_epi8(lo, q), _mm256_cmpeq_epi8(hi, q));
+	m->b = scan_bits64(_mm256_cmpeq_epi8(lo, b), _mm256_cmpeq_epi8(hi, b));
+	m->ctl = scan_bits64(_mm256_cmpeq_epi8(_mm256_min_epu8(lo, c), lo),
+	    _mm256_cmpeq_epi8(_mm256_min_epu8(hi, c), hi));
+	m->nul = scan_bits64(_mm256_cmpeq_epi8(lo, z), _mm256_cmpeq_epi8(hi, z));
+	m->slash = scan_bits64(_mm256_cmpeq_epi8(lo, sl), _mm256_cmpeq_epi8(hi, sl));
+	m->notok = scan_bits64(scan_notok32(lo), scan_notok32(hi));
+}
+
+/* str_end with AVX2, 32 bytes a step, every stop of a block handled from
+   its one load (scan_string_avx2's walk, with the scan's state). */
+__attribute__((target("avx2"))) static const char *
+str_end32(const char *p, const char *e, struct jt_str *st)
+{
+	const char *s;
+	unsigned m, i, adv;
+
+	for (; e - p >= 32; p += adv > 32 ? adv : 32) {
+		m = scan_mask_avx2(p, SCAN_CTL);
+		for (adv = 32; m != 0; m &= ~0u << adv) {
+			i = (unsigned)__builtin_ctz(m);
+			if (p[i] == '"')
+				return p + i;
+			if ((s = str_stop(p + i, e, st)) == NULL)
+				return NULL;
+			/* The escaped byte may be a stop byte: skip past it. */
+			if ((adv = (unsigned)(s - p)) >= 32)
+				break;
+		}
+	}
+	return str_end(p, e, st);
+}
+
+/*
+ * The rest of a long string, 64 bytes a step with no branch per escape
+ * (tool output is dense with them): the escaped bytes come from the
+ * backslash runs, and a step stops only at the closing quote, a raw NUL
+ * or an escape that is not simple (\u, checked by str_stop(), or an
+ * invalid one).  What the block holds before its stop clears plain and
+ * canon as str_stop() would.  Under 64 bytes left: str_end32() goes on
+ * (from the backslash when the next byte is escaped).  The index's
+ * scanner has the same walk (txscan.c's skip_str_long) with its own stops.
+ */
+__attribute__((target("avx2"))) static const char *
+str_end_long(const char *q, const char *e, struct jt_str *st)
+{
+	struct jt_block64 m;
+	uint64_t carry = 0, esc, end, bad, stop, before;
+	unsigned i;
+
+	while (e - q >= 64) {
+		jt_block64(q, &m);
+		esc = scan_escaped(m.b, &carry);
+		end = m.q & ~esc;
+		bad = esc & m.notok;
+		stop = end | bad | (m.nul & ~esc);
+		before = stop == 0 ? ~0ull : (1ull << __builtin_ctzll(stop)) - 1;
+		if ((m.b | m.ctl) & before)
+			st->plain = 0;
+		if (((m.ctl & ~esc) | (esc & m.slash)) & before)
+			st->canon = 0;
+		if (stop == 0) {
+			q += 64;
+			continue;
+		}
+		i = (unsigned)__builtin_ctzll(stop);
+		if ((end >> i) & 1)
+			return q + i;
+		if (!((bad >> i) & 1) ||
+		    (q = str_stop(q + i - 1, e, st)) == NULL)
+			return NULL;		/* a raw NUL, a bad escape */
+		carry = 0;
+	}
+	return str_end32(carry ? q - 1 : q, e, st);
+}
+
+/* str_end with AVX2: a string whose first stop is its closing quote ends
+   there (keys, ids, times: most strings), others go the long way. */
+__attribute__((target("avx2"))) static const char *
+str_end_avx2(const char *q, const char *e, struct jt_str *st)
+{
+	unsigned m;
+
+	if (e - q < 64)
+		return str_end32(q, e, st);
+	if ((m = scan_mask_avx2(q, SCAN_CTL)) != 0 &&
+	    q[__builtin_ctz(m)] == '"')
+		return q + __builtin_ctz(m);
+	return str_end_long(q, e, st);
 }
 #endif
 
@@ -115,20 +218,22 @@ static int
 parse_str(struct jt_parser *ps)
 {
 	const char *s = ps->p, *q;
-	int i, plain = 1;
+	struct jt_str st = { 1, 1 };
+	int i;
 
 #ifdef HAVE_AVX2_PATH
 	if (__builtin_cpu_supports("avx2"))
-		q = str_end_avx2(s, ps->e, &plain);
+		q = str_end_avx2(s, ps->e, &st);
 	else
 #endif
-		q = str_end(s, ps->e, &plain);
+		q = str_end(s, ps->e, &st);
 	if (q == NULL)
 		return -1;
 	if ((size_t)(q - s) > UINT32_MAX || (i = node_new(ps, JT_STR, s)) == -1)
 		return -1;
 	ps->t->n[i].len = (uint32_t)(q - s);
-	ps->t->n[i].plain = (uint8_t)plain;
+	ps->t->n[i].plain = (uint8_t)st.plain;
+	ps->t->n[i].canon = (uint8_t)st.canon;
 	ps->t->n[i].next = (uint32_t)ps->t->len;
 	ps->p = q + 1;
 	return i;

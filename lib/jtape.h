@@ -25,6 +25,9 @@ struct jt_node {
 	uint32_t	 next;	/* index of the node after this subtree */
 	uint8_t		 type;	/* enum jt_type */
 	uint8_t		 plain;	/* string: the raw bytes are the value, canonical */
+	uint8_t		 canon;	/* string: the raw bytes are what jsonw_string()
+				   writes for the value (no raw control byte,
+				   escaped slash or \u) */
 };
 
 struct jt_block;

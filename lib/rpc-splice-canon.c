@@ -217,15 +217,15 @@ canon_block(const unsigned char *at, uint64_t carry, struct canon_block *k)
 	hi = _mm256_loadu_si256((const __m256i *)(const void *)(at + 32));
 	k->at = at;
 	k->carry = carry;
-	k->esc = scan_escaped(canon_bits(_mm256_cmpeq_epi8(lo, b),
+	k->esc = scan_escaped(scan_bits64(_mm256_cmpeq_epi8(lo, b),
 	    _mm256_cmpeq_epi8(hi, b)), &k->carry);
-	k->end = canon_bits(_mm256_cmpeq_epi8(lo, q),
+	k->end = scan_bits64(_mm256_cmpeq_epi8(lo, q),
 	    _mm256_cmpeq_epi8(hi, q)) & ~k->esc;
-	k->hi = canon_bits(lo, hi);
+	k->hi = scan_bits64(lo, hi);
 	/* Signed: below 0x20 is a control byte or a non-ASCII one. */
-	ctl = canon_bits(_mm256_cmpgt_epi8(sp, lo), _mm256_cmpgt_epi8(sp, hi)) &
+	ctl = scan_bits64(_mm256_cmpgt_epi8(sp, lo), _mm256_cmpgt_epi8(sp, hi)) &
 	    ~k->hi;
-	k->bad = ctl | (k->esc & canon_bits(canon_notok32(lo),
+	k->bad = ctl | (k->esc & scan_bits64(canon_notok32(lo),
 	    canon_notok32(hi)));
 }
 

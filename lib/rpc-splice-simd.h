@@ -14,45 +14,18 @@
 #include <stdint.h>
 #include <immintrin.h>
 
+#include "scan-special.h"
 #include "utf8-simd.h"
 
-__attribute__((target("avx2"))) static inline uint64_t
-canon_bits(__m256i lo, __m256i hi)
-{
-	return (uint32_t)_mm256_movemask_epi8(lo) |
-	    (uint64_t)(uint32_t)_mm256_movemask_epi8(hi) << 32;
-}
-
-/*
- * The bytes of v that do not end a two-byte escape json-c writes (all but
- * " \\ b f n r t: never '/', json-c is told not to escape it), looked up
- * by nibble: the low nibble's table holds the high nibbles it may have as
- * bits, the high nibble's table its own bit.  A byte above 0x7f looks up
- * 0 in the low table (pshufb), which is "not one".
- */
+/* The bytes of v that do not end a two-byte escape json-c writes: those
+   of any JSON escape (scan_notok32), and '/' (json-c is told not to
+   escape it). */
 __attribute__((target("avx2"))) static inline __m256i
 canon_notok32(__m256i v)
 {
-	/* low nibble 2: '"' 'b' 'r'; 4: 't'; 6: 'f'; 0xc: '\\'; 0xe: 'n' */
-	const __m256i lowtab = _mm256_setr_epi8(
-	    0, 0, 0x04 | 0x40 | (char)0x80, 0, (char)0x80, 0, 0x40, 0,
-	    0, 0, 0, 0, 0x20, 0, 0x40, 0,
-	    0, 0, 0x04 | 0x40 | (char)0x80, 0, (char)0x80, 0, 0x40, 0,
-	    0, 0, 0, 0, 0x20, 0, 0x40, 0);
-	const __m256i hightab = _mm256_setr_epi8(
-	    0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, (char)0x80,
-	    0, 0, 0, 0, 0, 0, 0, 0,
-	    0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, (char)0x80,
-	    0, 0, 0, 0, 0, 0, 0, 0);
-	const __m256i nib = _mm256_set1_epi8(0x0f);
-	__m256i l, h;
-
-	l = _mm256_shuffle_epi8(lowtab, v);
-	h = _mm256_shuffle_epi8(hightab,
-	    _mm256_and_si256(_mm256_srli_epi16(v, 4), nib));
-	return _mm256_cmpeq_epi8(_mm256_and_si256(l, h), _mm256_setzero_si256());
+	return _mm256_or_si256(scan_notok32(v),
+	    _mm256_cmpeq_epi8(v, _mm256_set1_epi8('/')));
 }
-
 
 __attribute__((target("avx2"))) static inline __m256i
 canon_load(const unsigned char *p)

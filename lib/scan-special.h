@@ -57,6 +57,41 @@ scan_escaped(uint64_t b, uint64_t *carry)
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+/* The top bits of 64 bytes' worth of compare results, a bit a byte. */
+__attribute__((target("avx2"))) static inline uint64_t
+scan_bits64(__m256i lo, __m256i hi)
+{
+	return (uint32_t)_mm256_movemask_epi8(lo) |
+	    (uint64_t)(uint32_t)_mm256_movemask_epi8(hi) << 32;
+}
+
+/* The bytes of v that are no simple escape's second byte (all but
+   " \\ / b f n r t: txscan.c's strings and the tape's).  The low
+   nibble's lookup needs no mask: a byte above 0x7f looks up 0 (pshufb),
+   which is "no". */
+__attribute__((target("avx2"))) static inline __m256i
+scan_notok32(__m256i v)
+{
+	/* low nibble -> the high nibbles (bits) of " \\ / b f n r t */
+	const __m256i lowtab = _mm256_setr_epi8(
+	    0, 0, 0x04 | 0x40 | 0x80, 0, 0x80, 0, 0x40, 0,
+	    0, 0, 0, 0, 0x20, 0, 0x40, 0x04,
+	    0, 0, 0x04 | 0x40 | 0x80, 0, 0x80, 0, 0x40, 0,
+	    0, 0, 0, 0, 0x20, 0, 0x40, 0x04);
+	const __m256i hightab = _mm256_setr_epi8(
+	    0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, (char)0x80,
+	    0, 0, 0, 0, 0, 0, 0, 0,
+	    0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, (char)0x80,
+	    0, 0, 0, 0, 0, 0, 0, 0);
+	const __m256i nib = _mm256_set1_epi8(0x0f);
+	__m256i l, h;
+
+	l = _mm256_shuffle_epi8(lowtab, v);
+	h = _mm256_shuffle_epi8(hightab,
+	    _mm256_and_si256(_mm256_srli_epi16(v, 4), nib));
+	return _mm256_cmpeq_epi8(_mm256_and_si256(l, h), _mm256_setzero_si256());
+}
+
 /* The stop bytes among the 32 at p, one bit each; callers check the CPU
    first.  A caller that handles several stops of one block walks the
    bits instead of scanning again after each one. */

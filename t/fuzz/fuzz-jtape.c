@@ -19,7 +19,7 @@
 
 #include "jsonw.h"
 #include "jtape.h"
-#include "transcript.h"
+#include "transcript-int.h"
 #include "utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);

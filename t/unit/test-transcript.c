@@ -984,6 +984,27 @@ test_parse_ts(void)
 	    "timestamps: Feb 31 is Mar 2 as timegm says");
 }
 
+/* Whether jt_parse takes rec and writes what json-c's parse of it writes
+   through jsonw_value(); a and b are scratch. */
+static int
+jt_as_jsonc(struct jtape *t, const char *rec, size_t n, struct jbuf *a,
+    struct jbuf *b)
+{
+	json_object *o = json_tokener_parse(rec);
+	int same;
+
+	a->len = b->len = 0;
+	if (o == NULL || jt_parse(t, rec, n) != JT_OK) {
+		json_object_put(o);
+		return 0;
+	}
+	jt_write(a, t, 0);
+	jsonw_value(b, o);
+	json_object_put(o);
+	same = a->len == b->len && memcmp(a->p, b->p, a->len) == 0;
+	return same;
+}
+
 /* The fast reader: what it refuses, and what it writes equals json-c's
    parse written by jsonw_value(). */
 static void
@@ -1008,28 +1029,16 @@ test_jtape(void)
 	    "{\"\xc0\xaf\":1}", NULL };
 	struct jtape t;
 	struct jbuf a = { NULL, 0, 0, 0 }, b = { NULL, 0, 0, 0 };
-	json_object *o;
 	char deep[200];
 	int i, same = 1, bailed = 1;
 
 	memset(&t, 0, sizeof t);
-	for (i = 0; good[i] != NULL; i++) {
-		a.len = b.len = 0;
-		o = json_tokener_parse(good[i]);
-		if (jt_parse(&t, good[i], strlen(good[i])) != JT_OK || o == NULL) {
-			diag("refused: %s", good[i]);
-			same = 0;
-			json_object_put(o);
-			continue;
-		}
-		jt_write(&a, &t, 0);
-		jsonw_value(&b, o);
-		json_object_put(o);
-		if (a.len != b.len || memcmp(a.p, b.p, a.len) != 0) {
-			diag("%s: %.*s vs %.*s", good[i], (int)a.len, a.p, (int)b.len, b.p);
+	for (i = 0; good[i] != NULL; i++)
+		if (!jt_as_jsonc(&t, good[i], strlen(good[i]), &a, &b)) {
+			diag("%s: %.*s vs %.*s", good[i], (int)a.len, a.p,
+			    (int)b.len, b.p);
 			same = 0;
 		}
-	}
 	ok(same, "jtape: writes what json-c + jsonw write");
 	for (i = 0; bail[i] != NULL; i++)
 		if (jt_parse(&t, bail[i], strlen(bail[i])) != JT_BAIL) {
@@ -1046,6 +1055,62 @@ test_jtape(void)
 	is_int(jt_get_typed(&t, 0, "b", JT_ARR), 4, "jtape: member lookup");
 	ok(jt_get(&t, 0, "nope") == -1 && jt_get_typed(&t, 0, "a", JT_STR) == -1,
 	    "jtape: absent or mistyped members");
+	jt_free(&t);
+	jbuf_free(&a);
+	jbuf_free(&b);
+}
+
+/* One piece at every offset of a long string, and a second one after it,
+   so that escapes and backslash runs straddle the reader's 32- and
+   64-byte steps: what it writes (one copy when the bytes are canonical)
+   must be json-c's, and what json-c decides it must leave to json-c. */
+static void
+test_jtape_long(void)
+{
+	static const char *const piece[] = {
+	    "\\n", "\\\"", "\\\\", "\\\\\\\\", "\\\\\\\"", "\\/", "\\u00e9",
+	    "\\u0041", "\\u001f", "\x01", "\t", "\x7f", "\xc3\xa9", "\\t\\r",
+	    "\\b\\f", "plain", NULL };
+	static const char *const bad[] = { "\\x", "\\u0000", "\\ud83d",
+	    "\\u12", "\\\x01", NULL };
+	struct jtape t;
+	struct jbuf a = { NULL, 0, 0, 0 }, b = { NULL, 0, 0, 0 };
+	char rec[400];
+	size_t at, len, runs = 0, differ = 0, taken = 0, nul = 0;
+	int i, j, k, n;
+
+	memset(&t, 0, sizeof t);
+	for (i = 0; piece[i] != NULL; i++)
+		for (j = 0; piece[j] != NULL; j += 3)
+			for (len = 70; len < 200; len += 61)
+				for (at = 0; at < len; at++) {
+					n = snprintf(rec, sizeof rec, "{\"s\":\"%.*s%s%.*s%s tail\"}",
+					    (int)at, "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz",
+					    piece[i], (int)(len - at), "0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789",
+					    piece[j]);
+					runs++;
+					if (!jt_as_jsonc(&t, rec, (size_t)n, &a, &b) &&
+					    differ++ == 0)
+						diag("%s: %.*s", rec, (int)a.len, a.p);
+				}
+	ok(differ == 0, "jtape: long strings, escapes at every offset, as "
+	    "json-c writes them (%zu of %zu differ)", differ, runs);
+	for (i = 0; bad[i] != NULL; i++)
+		for (at = 0; at < 150; at++) {
+			n = snprintf(rec, sizeof rec, "{\"s\":\"%.*s%s and on past sixty-four bytes of text\"}",
+			    (int)at, "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz",
+			    bad[i]);
+			taken += jt_parse(&t, rec, (size_t)n) != JT_BAIL;
+		}
+	for (at = 0; at < 150; at++) {
+		n = snprintf(rec, sizeof rec, "{\"s\":\"%.*sX and on past sixty-four bytes of text\"}",
+		    (int)at, "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz");
+		k = n - (int)strlen("X and on past sixty-four bytes of text\"}");
+		rec[k] = '\0';		/* a raw NUL: json-c may stop there */
+		nul += jt_parse(&t, rec, (size_t)n) != JT_BAIL;
+	}
+	ok(taken == 0 && nul == 0, "jtape: a bad escape or a raw NUL anywhere in a "
+	    "long string is json-c's (%zu, %zu taken)", taken, nul);
 	jt_free(&t);
 	jbuf_free(&a);
 	jbuf_free(&b);
@@ -1098,6 +1163,7 @@ main(void)
 	test_replay();
 	test_parse_ts();
 	test_jtape();
+	test_jtape_long();
 	test_bad_utf8();
 	test_hostile();
 	test_damaged();

@@ -68,39 +68,6 @@ struct str_masks {
 	uint64_t	q, b, n, notok;
 };
 
-__attribute__((target("avx2"))) static inline uint64_t
-mask64(__m256i lo, __m256i hi)
-{
-	return (uint32_t)_mm256_movemask_epi8(lo) |
-	    (uint64_t)(uint32_t)_mm256_movemask_epi8(hi) << 32;
-}
-
-/* The bytes of v that are no simple escape's second byte.  The low
-   nibble's lookup needs no mask: a byte above 0x7f looks up 0 (pshufb),
-   which is "no". */
-__attribute__((target("avx2"))) static inline __m256i
-escape_notok32(__m256i v)
-{
-	/* low nibble -> the high nibbles (bits) of " \\ / b f n r t */
-	const __m256i lowtab = _mm256_setr_epi8(
-	    0, 0, 0x04 | 0x40 | 0x80, 0, 0x80, 0, 0x40, 0,
-	    0, 0, 0, 0, 0x20, 0, 0x40, 0x04,
-	    0, 0, 0x04 | 0x40 | 0x80, 0, 0x80, 0, 0x40, 0,
-	    0, 0, 0, 0, 0x20, 0, 0x40, 0x04);
-	const __m256i hightab = _mm256_setr_epi8(
-	    0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, (char)0x80,
-	    0, 0, 0, 0, 0, 0, 0, 0,
-	    0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, (char)0x80,
-	    0, 0, 0, 0, 0, 0, 0, 0);
-	const __m256i nib = _mm256_set1_epi8(0x0f);
-	__m256i l, h;
-
-	l = _mm256_shuffle_epi8(lowtab, v);
-	h = _mm256_shuffle_epi8(hightab,
-	    _mm256_and_si256(_mm256_srli_epi16(v, 4), nib));
-	return _mm256_cmpeq_epi8(_mm256_and_si256(l, h), _mm256_setzero_si256());
-}
-
 __attribute__((target("avx2"))) static inline void
 str_masks(const char *p, struct str_masks *m)
 {
@@ -110,10 +77,10 @@ str_masks(const char *p, struct str_masks *m)
 
 	lo = _mm256_loadu_si256((const __m256i *)(const void *)p);
 	hi = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
-	m->q = mask64(_mm256_cmpeq_epi8(lo, q), _mm256_cmpeq_epi8(hi, q));
-	m->b = mask64(_mm256_cmpeq_epi8(lo, b), _mm256_cmpeq_epi8(hi, b));
-	m->n = mask64(_mm256_cmpeq_epi8(lo, n), _mm256_cmpeq_epi8(hi, n));
-	m->notok = mask64(escape_notok32(lo), escape_notok32(hi));
+	m->q = scan_bits64(_mm256_cmpeq_epi8(lo, q), _mm256_cmpeq_epi8(hi, q));
+	m->b = scan_bits64(_mm256_cmpeq_epi8(lo, b), _mm256_cmpeq_epi8(hi, b));
+	m->n = scan_bits64(_mm256_cmpeq_epi8(lo, n), _mm256_cmpeq_epi8(hi, n));
+	m->notok = scan_bits64(scan_notok32(lo), scan_notok32(hi));
 }
 
 static const char *skip_str_avx2(const char *, const char *);
