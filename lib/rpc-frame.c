@@ -122,9 +122,13 @@ reader_reserve(struct rpc_reader *r, size_t len)
 	}
 	need = used + len;
 	if (need > r->size / 2) {
+		/* A long line (a load's few MiB) grows four times a step: each
+		   step copies what is in, and a spliced line's buffer is lent
+		   away with it, so every big answer grows one from the start.
+		   The lent buffer is cut to its bytes. */
 		size = r->size != 0 ? r->size : READER_MIN;
 		while (size < need)
-			size *= 2;
+			size *= size >= READER_KEEP / 4 ? 4 : 2;
 		if ((nbuf = realloc(r->buf, size)) == NULL)
 			return -1;
 		r->buf = nbuf;
