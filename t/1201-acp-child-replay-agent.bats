@@ -201,7 +201,14 @@ has() {
 	# The subagent runs in the background and the agent's notification turn
 	# follows its end; a next prompt sent before that takes the notice into
 	# its own turn instead (seen on a loaded machine), so wait for it.
-	wait_for 180 cond "grep '\"subtype\":\"notification\"' \"\$DATA\"/projects/*/chats/\"\$SID\".jsonl | grep -q '\"backgroundTurn\"'"
+	wait_for 180 cond "grep '\"subtype\":\"notification\"' \"\$DATA\"/projects/*/chats/\"\$SID\".jsonl | grep -q '\"backgroundTurn\"'" || {
+		# What the agent wrote and asked instead, for the next reader.
+		jq -c '[.type, .subtype // "", (.message.role // "")]' \
+		    "$DATA"/projects/*/chats/"$SID".jsonl | tail -20 >&2
+		ls "$MODEL_LOG" >&2
+		tail -20 "$BATS_TEST_TMPDIR/err" >&2
+		false
+	}
 	turn "use the skill"
 	req POST "/session/$SID/prompt" '{"prompt":[{"type":"text","text":"a held question"}]}'
 	expect 202

@@ -1081,7 +1081,7 @@ test_jtape_long(void)
 
 	memset(&t, 0, sizeof t);
 	for (i = 0; piece[i] != NULL; i++)
-		for (j = 0; piece[j] != NULL; j += 3)
+		for (j = 0; j < (int)(sizeof(piece) / sizeof(piece[0])) - 1; j += 3)
 			for (len = 70; len < 200; len += 61)
 				for (at = 0; at < len; at++) {
 					n = snprintf(rec, sizeof rec, "{\"s\":\"%.*s%s%.*s%s tail\"}",
