@@ -178,7 +178,8 @@ has() {
 	mkdir -p "$WS/.qwen/skills/greet"
 	printf -- '---\nname: greet\ndescription: Greets the user.\n---\nSay hello.\n' \
 	    >"$WS/.qwen/skills/greet/SKILL.md"
-	fake_model_start "$(jq -nc --arg url "$url" --arg hold "$BATS_TEST_TMPDIR/release" '[
+	fake_model_start "$(jq -nc --arg url "$url" --arg hold "$BATS_TEST_TMPDIR/release" \
+	    --arg subagent "$BATS_TEST_TMPDIR/release-subagent" '[
 	  {when: "make a plan", tool_calls: [{name: "todo_write", arguments: {todos: [
 	    {id: "t1", content: "read the notes", status: "in_progress"},
 	    {id: "t2", content: "write the summary", status: "pending", blockedBy: ["t1"]}]}}]},
@@ -186,7 +187,7 @@ has() {
 	    arguments: {url: $url, prompt: "Which models are listed?"}}]},
 	  {when: "delegate it", tool_calls: [{name: "agent", arguments: {description: "count the notes",
 	    prompt: "Count the lines of notes.txt", subagent_type: "general-purpose"}}]},
-	  {when: "Count the lines of notes.txt", text: "Two lines."},
+	  {when: "Count the lines of notes.txt", hold: $subagent, text: "Two lines."},
 	  {when: "use the skill", tool_calls: [{name: "skill", arguments: {skill: "greet"}}]},
 	  {when: "a held question", hold: $hold, text: "never shown"},
 	  {when: "\"role\":\"tool\"", text: "Done.", once: false},
@@ -198,9 +199,12 @@ has() {
 	turn "make a plan"
 	turn "fetch the page"
 	turn "delegate it"
-	# The subagent runs in the background and the agent's notification turn
-	# follows its end; a next prompt sent before that takes the notice into
-	# its own turn instead (seen on a loaded machine), so wait for it.
+	# The subagent runs in the background, its answer held until the turn
+	# that started it has ended: a subagent done sooner has its notice
+	# taken into that turn (seen on a loaded machine), and one done later
+	# gets the notification turn this scenario replays.  A next prompt
+	# sent before that turn takes the notice into its own, so wait for it.
+	touch "$BATS_TEST_TMPDIR/release-subagent"
 	wait_for 180 cond "grep '\"subtype\":\"notification\"' \"\$DATA\"/projects/*/chats/\"\$SID\".jsonl | grep -q '\"backgroundTurn\"'" || {
 		# What the agent wrote and asked instead, for the next reader.
 		jq -c '[.type, .subtype // "", (.message.role // "")]' \
