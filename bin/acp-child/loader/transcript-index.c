@@ -177,19 +177,38 @@ ht_place(uint32_t *ht, size_t mask, uint64_t h, uint32_t rec)
 	ht[i] = rec + 1;
 }
 
-/* A zeroed slot table; big ones on transparent huge pages, since every probe
-   is a random access and TLB misses dominate otherwise. */
+/* Past BIG_FROM bytes, tables and buffers go on transparent huge pages:
+   a fault costs microseconds in a VM, and a huge page is one fault where
+   4 KiB pages are 512; every probe of the uuid hash is a random access,
+   so TLB misses count too.  Smaller ones would pay for a whole page. */
+#define HUGE_PAGE	(2u << 20)
+#define BIG_FROM	(256u << 10)
+
+/* bytes on huge pages (a whole number of them, aligned), or NULL. */
+static void *
+huge_alloc(size_t *bytes)
+{
+	size_t n = (*bytes + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
+	void *p;
+
+	if (n < *bytes || posix_memalign(&p, HUGE_PAGE, n) != 0)
+		return NULL;
+	(void)madvise(p, n, MADV_HUGEPAGE);
+	*bytes = n;
+	return p;
+}
+
+/* A zeroed slot table. */
 struct tx_slot *
 transcript_ht_alloc(size_t n)
 {
-	size_t bytes = n * sizeof(struct tx_slot), huge = 2u << 20;
+	size_t bytes = n * sizeof(struct tx_slot), size = bytes;
 	void *p;
 
-	if (bytes < huge)
+	if (bytes < BIG_FROM)
 		return calloc(n, sizeof(struct tx_slot));
-	if (posix_memalign(&p, huge, bytes) != 0)
+	if ((p = huge_alloc(&size)) == NULL)
 		return NULL;
-	(void)madvise(p, bytes, MADV_HUGEPAGE);
 	memset(p, 0, bytes);
 	return p;
 }
@@ -249,20 +268,20 @@ transcript_ht_set(struct transcript *t, size_t slot, uint32_t rec, const struct 
 	t->htused++;
 }
 
-/* realloc for the record array: past 2 MiB, a copy onto transparent huge
-   pages (one fault per 2 MiB instead of 512). */
-static void *
-big_realloc(void *old, size_t used, size_t bytes)
+/* realloc for the record array and the read buffer, *bytes at least:
+   past BIG_FROM, a copy of the used bytes onto huge pages, *bytes then
+   rounded up to what they hold. */
+void *
+transcript_big_realloc(void *old, size_t used, size_t *bytes)
 {
-	size_t huge = 2u << 20;
 	void *p;
 
-	if (bytes < huge || bytes > SIZE_MAX / 2)
-		return realloc(old, bytes);
-	if (posix_memalign(&p, huge, bytes) != 0)
+	if (*bytes < BIG_FROM || *bytes > SIZE_MAX / 2)
+		return realloc(old, *bytes);
+	if ((p = huge_alloc(bytes)) == NULL)
 		return NULL;
-	(void)madvise(p, bytes, MADV_HUGEPAGE);
-	memcpy(p, old, used);
+	if (used > 0)
+		memcpy(p, old, used);
 	free(old);
 	return p;
 }
@@ -276,11 +295,11 @@ transcript_rec_new(struct transcript *t)
 	if (t->nrec == UINT32_MAX - 1)
 		return NULL;
 	if (t->nrec == t->caprec) {
-		n = t->caprec ? t->caprec * 2 : 1024;
-		if ((r = big_realloc(t->rec, t->nrec * sizeof *r, n * sizeof *r)) == NULL)
+		n = (t->caprec ? t->caprec * 2 : 1024) * sizeof *r;
+		if ((r = transcript_big_realloc(t->rec, t->nrec * sizeof *r, &n)) == NULL)
 			return NULL;
 		t->rec = r;
-		t->caprec = n;
+		t->caprec = n / sizeof *r;
 	}
 	r = &t->rec[t->nrec++];
 	memset(r, 0, sizeof *r);

@@ -147,6 +147,7 @@ struct transcript *transcript_file_open(const char *path, const char *sid, struc
 int transcript_index_full(struct transcript *, uint64_t size, char **cause);
 int transcript_index_init(struct transcript *, uint64_t size_hint);
 struct tx_slot *transcript_ht_alloc(size_t n);
+void *transcript_big_realloc(void *old, size_t used, size_t *bytes);
 void transcript_index_free(struct transcript *);
 void transcript_key_text(const struct transcript *, struct tx_key *, const char *, size_t);
 int transcript_key_store(struct transcript *, const struct tx_key *, uint8_t dst[16], uint8_t *kflags, uint8_t strflag);

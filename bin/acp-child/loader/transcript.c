@@ -335,12 +335,31 @@ fast_line(struct transcript *t, uint64_t off, const char *buf, size_t start,
 	return (size_t)(nl - buf) + 1;
 }
 
+/* The read buffer of a pass from off: CHUNK bytes, or twice that on huge
+   pages when there is that much to read (a fresh child faults every page
+   of it in; a small file's pass would pay for a whole huge page). */
+static char *
+read_buf(const struct transcript *t, uint64_t off, size_t *cap)
+{
+	struct stat st;
+	uint64_t end = t->limit;
+
+	if (end == 0 && fstat(t->fd, &st) == 0 && st.st_size > 0)
+		end = (uint64_t)st.st_size;
+	if (end > off && end - off >= 2 * CHUNK) {
+		*cap = 2 * CHUNK;
+		return transcript_big_realloc(NULL, 0, cap);
+	}
+	*cap = CHUNK;
+	return malloc(CHUNK);
+}
+
 /* Index whole lines from t->indexed to the end of the file (or t->limit). */
 int
 transcript_index_pass(struct transcript *t, char **cause)
 {
 	char *buf, *nb, *nl;
-	size_t cap = CHUNK, len = 0, scan = 0, start, want, next;
+	size_t cap, len = 0, scan = 0, start, want, next;
 	uint64_t off = t->indexed;
 	ssize_t n;
 	int skipping = 0, rc = 0;
@@ -348,15 +367,16 @@ transcript_index_pass(struct transcript *t, char **cause)
 	/* An index cache in place is read-only: own it before adding to it. */
 	if (t->map != NULL && transcript_cache_own(t, cause) == -1)
 		return -1;
-	if ((buf = malloc(cap)) == NULL)
+	if ((buf = read_buf(t, off, &cap)) == NULL)
 		goto nomem;
 	(void)posix_fadvise(t->fd, (off_t)off, 0, POSIX_FADV_SEQUENTIAL);
 	for (;;) {
 		if (cap - len < CHUNK / 2) {
-			if ((nb = realloc(buf, cap * 2)) == NULL)
+			want = cap * 2;
+			if ((nb = transcript_big_realloc(buf, len, &want)) == NULL)
 				goto nomem;
 			buf = nb;
-			cap *= 2;
+			cap = want;
 		}
 		want = cap - len > CHUNK ? CHUNK : cap - len;
 		if (t->limit != 0 && want > t->limit - (off + len))
