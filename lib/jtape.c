@@ -130,26 +130,23 @@ jt_block64(const char *p, struct jt_block64 *m)
 	m->notok = scan_bits64(scan_notok32(lo), scan_notok32(hi));
 }
 
+/* str_stop as scan_string_avx2's stop, the scan's state its argument. */
+static inline const char *
+str_stop_arg(const char *q, const char *e, void *st)
+{
+	return str_stop(q, e, st);
+}
+
 /* str_end with AVX2, 32 bytes a step, every stop of a block handled from
-   its one load (scan_string_avx2's walk, with the scan's state). */
+   its one load. */
 __attribute__((target("avx2"))) static const char *
 str_end32(const char *p, const char *e, struct jt_str *st)
 {
-	const char *s;
-	unsigned m, i, adv;
-
-	for (; e - p >= 32; p += adv > 32 ? adv : 32) {
-		m = scan_mask_avx2(p, SCAN_CTL);
-		for (adv = 32; m != 0; m &= ~0u << adv) {
-			i = (unsigned)__builtin_ctz(m);
-			if (p[i] == '"')
-				return p + i;
-			if ((s = str_stop(p + i, e, st)) == NULL)
-				return NULL;
-			/* The escaped byte may be a stop byte: skip past it. */
-			if ((adv = (unsigned)(s - p)) >= 32)
-				break;
-		}
+	switch (scan_string_avx2(&p, e, SCAN_CTL, str_stop_arg, st)) {
+	case 1:
+		return p;
+	case 0:
+		return NULL;
 	}
 	return str_end(p, e, st);
 }

@@ -128,14 +128,15 @@ scan_special_avx2(const char *p, const char *e, enum scan_stop k)
  * stop byte of a 32-byte block handled from that block's one load (text
  * is dense with escapes: scanning again after each stop cost more than the
  * scan).  A stop other than a quote goes to stop(), which returns the byte
- * after it (an escape, a control byte) or NULL to give up; *other is set
- * when there was one.  Returns 1 with *pp at the closing quote, 0 when
- * stop() gave up, -1 when fewer than 32 bytes are left (*pp: where the
- * caller's own loop goes on).  Callers check the CPU first.
+ * after it (an escape, a control byte) or NULL to give up, with arg, the
+ * caller's state (the tape's plain and canonical flags).  Returns 1 with
+ * *pp at the closing quote, 0 when stop() gave up, -1 when fewer than 32
+ * bytes are left (*pp: where the caller's own loop goes on).  Callers
+ * check the CPU first.
  */
 __attribute__((target("avx2"), always_inline)) static inline int
 scan_string_avx2(const char **pp, const char *e, enum scan_stop k,
-    const char *(*stop)(const char *, const char *), int *other)
+    const char *(*stop)(const char *, const char *, void *), void *arg)
 {
 	const char *p = *pp, *s;
 	unsigned m, i, adv;
@@ -148,8 +149,7 @@ scan_string_avx2(const char **pp, const char *e, enum scan_stop k,
 				*pp = p + i;
 				return 1;
 			}
-			*other = 1;
-			if ((s = stop(p + i, e)) == NULL)
+			if ((s = stop(p + i, e, arg)) == NULL)
 				return 0;
 			/* The escaped byte may be a stop byte: skip past it. */
 			if ((adv = (unsigned)(s - p)) >= 32)

@@ -54,8 +54,9 @@ escape_end(const char *b, const char *e)
 /* A stop byte of a string that is no quote: a newline ends the line, a
    backslash starts an escape. */
 static inline const char *
-str_stop_nl(const char *q, const char *e)
+str_stop_nl(const char *q, const char *e, void *unused)
 {
+	(void)unused;
 	return *q == '\n' ? NULL : escape_end(q, e);
 }
 
@@ -159,9 +160,7 @@ skip_str_first(const char *p, const char *e)
 __attribute__((target("avx2"))) static const char *
 skip_str_avx2(const char *p, const char *e)
 {
-	int other = 0;
-
-	switch (scan_string_avx2(&p, e, SCAN_NL, str_stop_nl, &other)) {
+	switch (scan_string_avx2(&p, e, SCAN_NL, str_stop_nl, NULL)) {
 	case 1:
 		return p + 1;
 	case 0:
