@@ -70,6 +70,26 @@ shell_ready() {
 	    or .data.update.sessionUpdate? == "shell_output") | .type] | . == ["user_shell_command", "session_update", "user_shell_result"]'
 }
 
+@test "on: a client that goes away before the answer aborts its command, as upstream's" {
+	shell_ready --enable-session-shell
+	sse_open ev "/session/$SID/events"
+	curl -s --unix-socket "$SOCK" -X POST -H 'Content-Type: application/json' \
+	    -H "X-Qwen-Client-Id: $CID" \
+	    -d "{\"command\":\"echo \$\$ >$BATS_TEST_TMPDIR/pid; while :; do sleep 0.05; done\"}" \
+	    "http://localhost/session/$SID/shell" >/dev/null 3>&- &
+	local client=$!
+	wait_for 5 test -s "$BATS_TEST_TMPDIR/pid"
+	kill "$client"
+	wait "$client" || true
+	sse_wait ev '.type == "user_shell_result"'
+	sse_data ev | jq -e -s 'map(select(.type == "user_shell_result"))[0].data
+	    | .aborted == true and .exitCode == null and .signal == 9'
+	wait_for 5 bash -c "! kill -0 $(cat "$BATS_TEST_TMPDIR/pid") 2>/dev/null"
+	# The connection's next client is served as before.
+	req POST "/session/$SID/shell" '{"command":"echo again"}' -H "X-Qwen-Client-Id: $CID"
+	expect 200 '.output == "again\n" and .aborted == false'
+}
+
 @test "on: upstream's refusals, nothing run" {
 	shell_ready --enable-session-shell
 	req POST "/session/$SID/shell" "{\"command\":\"touch $BATS_TEST_TMPDIR/ran\"}"

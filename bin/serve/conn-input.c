@@ -242,6 +242,7 @@ conn_reply_done(struct evhttp_request *req, void *arg)
 	if ((g = conn_of(req)) != NULL && g == arg && g->phase != C_TAKEN) {
 		g->phase = C_IDLE;
 		g->headlen = 0;
+		conn_unwatch(g);	/* answered: a watch ends with it */
 	}
 }
 

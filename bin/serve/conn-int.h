@@ -43,6 +43,9 @@ struct conn {
 	struct evhttp_connection *evcon;	/* NULL until attached */
 	struct event		*ev;	/* attach, deadlines, refusals */
 	struct sse_sub		*sub;
+	struct event		*gone_ev;	/* conn_watch_gone: EV_CLOSED */
+	void			(*gone)(void *);
+	void			*gone_arg;
 	enum conn_phase		 phase;
 	enum conn_refusal	 refusal;
 	int			 live;	/* attached, counted against the cap */
@@ -61,6 +64,8 @@ struct conn {
 
 /* conn.c: the connection of req, or NULL. */
 struct conn	*conn_of(struct evhttp_request *);
+/* conn.c: the watch conn_watch_gone set, if any, ended. */
+void		 conn_unwatch(struct conn *);
 /* conn.c: arm the deadline of the phase just entered. */
 void		 conn_deadline(struct conn *, int seconds);
 /* conn-input.c: every change to a connection's input buffer. */

@@ -146,10 +146,62 @@ conn_free(struct conn *g)
 		RB_REMOVE(conn_tree, &conns_by_evcon, g);
 		metrics_conn_closed(g->is_unix);
 	}
+	conn_unwatch(g);
 	event_free(g->ev);
 	free(g->head);
 	free(g);
 	listen_fd_freed();
+}
+
+void
+conn_unwatch(struct conn *g)
+{
+	if (g->gone_ev != NULL)
+		event_free(g->gone_ev);
+	g->gone_ev = NULL;
+	g->gone = NULL;
+	g->gone_arg = NULL;
+}
+
+/* The peer closed its end while a watch was set: its owner told once. */
+static void
+conn_gone(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *g = arg;
+	void (*gone)(void *) = g->gone;
+	void *gone_arg = g->gone_arg;
+
+	(void)fd; (void)what;
+	conn_unwatch(g);
+	if (gone != NULL)
+		gone(gone_arg);
+}
+
+/*
+ * A run that lives as long as its request (a session shell command) is
+ * told when its client closes first, as upstream's request close aborts
+ * it.  evhttp reads nothing while a request waits for its answer, so it
+ * would only learn of the close when it writes: the socket's close is
+ * watched on its own (EPOLLRDHUP), the bytes left for evhttp.
+ */
+void
+conn_watch_gone(struct evhttp_request *req, void (*gone)(void *), void *arg)
+{
+	struct conn *g = conn_of(req);
+
+	if (g == NULL)
+		return;
+	conn_unwatch(g);
+	if (gone == NULL)
+		return;
+	g->gone_ev = event_new(bufferevent_get_base(g->bev),
+	    bufferevent_getfd(g->bev), EV_CLOSED, conn_gone, g);
+	if (g->gone_ev == NULL || event_add(g->gone_ev, NULL) == -1) {
+		conn_unwatch(g);
+		return;
+	}
+	g->gone = gone;
+	g->gone_arg = arg;
 }
 
 /* evhttp frees the connection: the stream ends, the slot is free. */
@@ -158,12 +210,16 @@ conn_closed(struct evhttp_connection *evcon, void *arg)
 {
 	struct conn *g = arg;
 	struct sse_sub *sub = g->sub;
+	void (*gone)(void *) = g->gone;
+	void *gone_arg = g->gone_arg;
 
 	(void)evcon;
 	evbuffer_remove_cb(bufferevent_get_input(g->bev), conn_input, g);
 	conn_free(g);
 	if (sub != NULL)
 		sse_sub_closed(sub);
+	if (gone != NULL)
+		gone(gone_arg);	/* freed unanswered (a refusal, shutdown) */
 }
 
 /* Arm the deadline of the phase just entered. */

@@ -9,7 +9,8 @@
  * with /bin/sh -c in the session's workspace, as upstream's daemon runs it
  * itself and not its agent: stdin /dev/null, stdout and stderr one pipe,
  * its own process group, killed after 120 s (upstream's
- * SHELL_COMMAND_TIMEOUT_MS; then aborted).  The session's event stream
+ * SHELL_COMMAND_TIMEOUT_MS) or when its client goes before the answer
+ * (upstream's response "close"): either is aborted.  The session's event stream
  * gets user_shell_command {sessionId, command, cwd}, a session_update
  * shell_output per piece of output (_meta.source "user-shell") and
  * user_shell_result {sessionId, exitCode, signal, aborted}; the agent is
@@ -197,6 +198,7 @@ shell_answer(struct shell_run *r)
 	json_object_object_add(b, "output",
 	    xjson_object_new_string(r->out != NULL ? r->out : ""));
 	json_object_object_add(b, "aborted", json_object_new_boolean(r->aborted));
+	conn_watch_gone(r->req, NULL, NULL);
 	http_reply_json(r->req, 200, b);
 	shell_free(r);
 }
@@ -280,6 +282,20 @@ shell_on_timeout(evutil_socket_t fd, short what, void *arg)
 	r->aborted = 1;
 	if (r->pid > 0)
 		kill(-r->pid, SIGKILL);
+}
+
+/* The client went away before the answer: the group killed, the run
+   aborted, as upstream's request close aborts it (the stream still gets
+   the result, the agent the history). */
+static void
+shell_on_gone(void *arg)
+{
+	struct shell_run *r = arg;
+
+	if (r->pid > 0) {
+		r->aborted = 1;
+		kill(-r->pid, SIGKILL);
+	}
 }
 
 /* In the forked child, before exec: a process group of its own. */
@@ -438,7 +454,9 @@ route_session_shell(struct http_ctx *ctx)
 		http_send_qerr(ctx->req, qerr_new("internal", "%s",
 		    "The command could not be started"));
 		shell_free(r);
+		return;
 	}
+	conn_watch_gone(ctx->req, shell_on_gone, r);
 }
 
 /* At exit: every run's group killed, its request dropped. */

@@ -367,6 +367,8 @@ void	conn_request(struct evhttp_request *);	/* a whole request arrived */
 void	conn_set_sub(struct evhttp_request *, struct sse_sub *);
 void	conn_streaming(struct evhttp_request *);	/* input discarded */
 void	conn_taken(struct evhttp_request *);	/* WebSocket takeover */
+/* gone(arg) when req's client goes away before its answer; NULL clears. */
+void	conn_watch_gone(struct evhttp_request *, void (*gone)(void *), void *);
 /* The memory of a request or message of len bytes back to the system on
    the next loop turn, once its buffer is freed (from 256 KiB up). */
 void	conn_release_later(size_t len);
