@@ -25,6 +25,7 @@
 #include <json-c/json.h>
 
 #include "json.h"
+#include "sum64.h"
 #include "serve.h"
 #include "listing-int.h"
 #include "xmalloc.h"
@@ -252,7 +253,7 @@ cache_tail(int fd, int64_t done, uint64_t *tail)
 
 	if (n > 0 && cache_pread(fd, buf, n, done - (int64_t)n) != (ssize_t)n)
 		return -1;
-	*tail = listing_keep_sum((uint64_t)done, buf, n);
+	*tail = sum64((uint64_t)done, buf, n);
 	return 0;
 }
 
@@ -264,7 +265,7 @@ listing_cache_digest(int fd, int64_t done, uint64_t *head, uint64_t *tail)
 
 	if (n > 0 && cache_pread(fd, buf, n, 0) != (ssize_t)n)
 		return -1;
-	*head = listing_keep_sum(n, buf, n);	/* the same once done is past it */
+	*head = sum64(n, buf, n);	/* the same once done is past it */
 	return cache_tail(fd, done, tail);
 }
 
@@ -329,7 +330,7 @@ grow_digests(int fd, const struct prompt_cache *p, const char *buf,
 	else if (listing_cache_digest(fd, p->done + end, head, tail) == -1)
 		return -1;
 	if (end >= LIST_DIGEST)
-		*tail = listing_keep_sum((uint64_t)(p->done + end),
+		*tail = sum64((uint64_t)(p->done + end),
 		    buf + end - LIST_DIGEST, LIST_DIGEST);
 	else if (p->done >= LIST_DIGEST &&
 	    cache_tail(fd, p->done + end, tail) == -1)

@@ -114,7 +114,7 @@ int		 listing_cache_digest(int fd, int64_t done, uint64_t *head,
 #define KEEP_STAGE	".kept-"
 #define KEEP_MAGIC	"QWLSTKP1"
 #define KEEP_ENDIAN	0x01020304u
-#define KEEP_VERSION	1u
+#define KEEP_VERSION	2u
 #define KEEP_MAX_BYTES	(256u * 1024 * 1024)	/* the whole file */
 #define KEEP_NSTR	6
 #define KEEP_NONE	UINT32_MAX	/* a NULL string */
@@ -145,8 +145,6 @@ struct keep_rec {
 void		 listing_keep_load(void);
 int		 listing_keep_ready(void);
 void		 listing_keep_load_wait(void);
-/* A 64-bit checksum of [p, p+n) chained from h. */
-uint64_t	 listing_keep_sum(uint64_t h, const void *p, size_t n);
 /* The kept file's directory (made with create), opened once and kept:
    its descriptor, or -1 and *cause (caller frees). */
 int		 listing_keep_dir(int create, char **cause);

@@ -24,6 +24,7 @@
 #include "cause.h"
 #include "log.h"
 #include "privdir.h"
+#include "sum64.h"
 #include "serve.h"
 #include "listing-int.h"
 #include "xmalloc.h"
@@ -159,8 +160,8 @@ keep_seal(char *buf, size_t len)
 	struct keep_head h;
 
 	memcpy(&h, buf, sizeof h);
-	h.body_sum = listing_keep_sum(h.count, buf + sizeof h, len - sizeof h);
-	h.head_sum = listing_keep_sum(KEEP_VERSION, &h,
+	h.body_sum = sum64(h.count, buf + sizeof h, len - sizeof h);
+	h.head_sum = sum64(KEEP_VERSION, &h,
 	    offsetof(struct keep_head, head_sum));
 	memcpy(buf, &h, sizeof h);
 }

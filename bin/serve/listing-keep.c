@@ -33,6 +33,7 @@
 #include "log.h"
 #include "paths.h"
 #include "privdir.h"
+#include "sum64.h"
 #include "serve.h"
 #include "listing-int.h"
 #include "xmalloc.h"
@@ -58,46 +59,6 @@ static int		 keep_dfd = -1;
 static int		 keep_load_state;
 static struct keep_load	 keep_loader;
 
-static inline uint64_t
-rotl(uint64_t x, int r)
-{
-	return (x << r) | (x >> (64 - r));
-}
-
-#define P1	0x9e3779b185ebca87ULL
-#define P2	0xc2b2ae3d27d4eb4fULL
-#define P3	0x165667b19e3779f9ULL
-#define P4	0x85ebca77c2b2ae63ULL
-#define P5	0x27d4eb2f165667c5ULL
-
-/* xxh64's rounds, four lanes at a time: a few GB/s, so the 13 MiB of a
-   10 000-session file cost milliseconds. */
-uint64_t
-listing_keep_sum(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-	uint64_t v[4] = { h + P1 + P2, h + P2, h, h - P1 }, w;
-	size_t len = n;
-	int i;
-
-	for (; n >= 32; n -= 32, s += 32)
-		for (i = 0; i < 4; i++) {
-			memcpy(&w, s + 8 * i, 8);
-			v[i] = rotl(v[i] + w * P2, 31) * P1;
-		}
-	h = rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) + rotl(v[3], 18) + len;
-	for (; n >= 8; n -= 8, s += 8) {
-		memcpy(&w, s, 8);
-		h = rotl(h ^ (rotl(w * P2, 31) * P1), 27) * P1 + P4;
-	}
-	for (; n > 0; n--, s++)
-		h = rotl(h ^ (*s * P5), 11) * P1;
-	h ^= h >> 33;
-	h *= P2;
-	h ^= h >> 29;
-	h *= P3;
-	return h ^ (h >> 32);
-}
 
 /* The kept file's directory, <cache>/listing: under the index cache
    (ours, writable by nobody else), itself ours and 0700. */
@@ -232,14 +193,14 @@ keep_head_check(const char *buf, size_t len, struct keep_head *h)
 		return "not a kept listing";
 	if (h->endian != KEEP_ENDIAN || h->version != KEEP_VERSION)
 		return "another version";
-	if (listing_keep_sum(KEEP_VERSION, h, offsetof(struct keep_head,
+	if (sum64(KEEP_VERSION, h, offsetof(struct keep_head,
 	    head_sum)) != h->head_sum)
 		return "header checksum";
 	if (h->body_len != len - sizeof *h)
 		return "truncated";
 	if (h->count > LIST_CACHE_MAX)
 		return "too many entries";
-	if (listing_keep_sum(h->count, buf + sizeof *h, (size_t)h->body_len) !=
+	if (sum64(h->count, buf + sizeof *h, (size_t)h->body_len) !=
 	    h->body_sum)
 		return "checksum";
 	return NULL;

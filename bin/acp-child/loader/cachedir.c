@@ -25,6 +25,7 @@
 #include "cachedir.h"
 #include "paths.h"
 #include "privdir.h"
+#include "sum64.h"
 #include "transcript.h"
 #include "transcript-int.h"
 
@@ -59,7 +60,7 @@ void
 cachedir_index_name(const char *path, char *name, size_t size)
 {
 	snprintf(name, size, "tx-%016llx.idx",
-	    (unsigned long long)transcript_cache_sum64(0, path, strlen(path)));
+	    (unsigned long long)sum64(0, path, strlen(path)));
 }
 
 int

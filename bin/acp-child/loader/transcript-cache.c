@@ -34,48 +34,12 @@
 
 #include "cachedir.h"
 #include "chain.h"
+#include "sum64.h"
 #include "transcript.h"
 #include "transcript-int.h"
 
-static inline uint64_t
-rotl(uint64_t x, int r)
-{
-	return (x << r) | (x >> (64 - r));
-}
-
-#define P1	0x9e3779b185ebca87ULL
-#define P2	0xc2b2ae3d27d4eb4fULL
-#define P3	0x165667b19e3779f9ULL
-#define P4	0x85ebca77c2b2ae63ULL
-#define P5	0x27d4eb2f165667c5ULL
-
-/* A 64-bit checksum of [p, p+n) chained from h (xxh64's rounds: a few GB/s,
-   so a 40 MiB index costs milliseconds). */
-uint64_t
-transcript_cache_sum64(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-	uint64_t v[4] = { h + P1 + P2, h + P2, h, h - P1 }, w;
-	int i;
-
-	for (; n >= 32; n -= 32, s += 32)
-		for (i = 0; i < 4; i++) {
-			memcpy(&w, s + 8 * i, 8);
-			v[i] = rotl(v[i] + w * P2, 31) * P1;
-		}
-	h = rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) + rotl(v[3], 18) + n;
-	for (; n >= 8; n -= 8, s += 8) {
-		memcpy(&w, s, 8);
-		h = rotl(h ^ (rotl(w * P2, 31) * P1), 27) * P1 + P4;
-	}
-	for (; n > 0; n--, s++)
-		h = rotl(h ^ (*s * P5), 11) * P1;
-	h ^= h >> 33;
-	h *= P2;
-	h ^= h >> 29;
-	h *= P3;
-	return h ^ (h >> 32);
-}
+/* xxh64's third prime: spreads a block's position over its seed. */
+#define BLOCK_MIX	0x165667b19e3779f9ULL
 
 /* pread(2) until n bytes are in. */
 int
@@ -105,10 +69,10 @@ transcript_cache_digest(struct transcript *t, uint64_t indexed, uint64_t *head,
 
 	if (transcript_cache_pread(t->fd, buf, n, 0) == -1)
 		return -1;
-	*head = transcript_cache_sum64(indexed, buf, n);
+	*head = sum64(indexed, buf, n);
 	if (transcript_cache_pread(t->fd, buf, n, indexed - n) == -1)
 		return -1;
-	*tail = transcript_cache_sum64(indexed, buf, n);
+	*tail = sum64(indexed, buf, n);
 	t->bytes_read += 2 * n;
 	return 0;
 }
@@ -120,9 +84,9 @@ transcript_cache_sum(const struct tx_cache_head *h, const uint64_t *bsum)
 	size_t skip = offsetof(struct tx_cache_head, sum) + sizeof h->sum;
 	uint64_t s;
 
-	s = transcript_cache_sum64(TX_CACHE_VERSION, (const char *)h + skip,
+	s = sum64(TX_CACHE_VERSION, (const char *)h + skip,
 	    sizeof *h - skip);
-	return transcript_cache_sum64(s, bsum, (size_t)h->nblock * sizeof *bsum);
+	return sum64(s, bsum, (size_t)h->nblock * sizeof *bsum);
 }
 
 /* Block i's checksum: the seed and the position are in it, so a block
@@ -130,7 +94,7 @@ transcript_cache_sum(const struct tx_cache_head *h, const uint64_t *bsum)
 uint64_t
 transcript_cache_block_sum(uint64_t seed, uint64_t i, const void *p, size_t n)
 {
-	return transcript_cache_sum64(seed ^ (i * P3), p, n);
+	return sum64(seed ^ (i * BLOCK_MIX), p, n);
 }
 
 void

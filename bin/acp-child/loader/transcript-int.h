@@ -207,8 +207,6 @@ uint64_t transcript_cache_plan(const struct tx_cache_head *, uint64_t off[TX_CAC
 void transcript_cache_lens(const struct tx_cache_head *, uint64_t len[TX_CACHE_NSEC]);
 /* The checksum of block i of an index with this seed. */
 uint64_t transcript_cache_block_sum(uint64_t seed, uint64_t i, const void *, size_t);
-/* A 64-bit checksum of [p, p+n) chained from h. */
-uint64_t transcript_cache_sum64(uint64_t h, const void *p, size_t n);
 /* Read exactly n bytes at off of fd: 0 or -1. */
 int transcript_cache_pread(int fd, void *buf, size_t n, uint64_t off);
 /* Digests of the first and last of the indexed bytes of t's file. */

@@ -26,6 +26,7 @@
 
 #include "cachedir.h"
 #include "chain.h"
+#include "sum64.h"
 #include "transcript.h"
 #include "transcript-int.h"
 #include "txsums.h"
@@ -54,9 +55,9 @@ txsums_checksum(const struct txsums_head *h, const double (*sum)[3])
 {
 	uint64_t s;
 
-	s = transcript_cache_sum64(TXSUMS_VERSION, h,
+	s = sum64(TXSUMS_VERSION, h,
 	    offsetof(struct txsums_head, sum));
-	return transcript_cache_sum64(s, sum, (size_t)h->n * sizeof *sum);
+	return sum64(s, sum, (size_t)h->n * sizeof *sum);
 }
 
 /* The header that sums of c (n of them, every `every`) of t have now;
@@ -77,7 +78,7 @@ txsums_describe(struct transcript *t, const struct tx_chain *c,
 	h->covered = n > 0 ? (uint64_t)(n - 1) * every : 0;
 	if (h->covered > c->len)
 		return -1;
-	h->chainsum = transcript_cache_sum64(every, c->rec,
+	h->chainsum = sum64(every, c->rec,
 	    (size_t)h->covered * sizeof *c->rec);
 	if (indexed == 0)
 		return 0;
