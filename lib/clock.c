@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "clock.h"
@@ -67,4 +68,28 @@ void
 clock_iso_now(char out[CLOCK_ISO_LEN])
 {
 	clock_iso_time(clock_wall_ms(), out);
+}
+
+int64_t
+clock_iso_parse(const char *s)
+{
+	struct tm tm;
+	const char *end;
+	int64_t ms = 0, scale = 100;
+	time_t t;
+
+	memset(&tm, 0, sizeof(tm));
+	if (s == NULL || (end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)) == NULL)
+		return -1;
+	if (*end == '.') {
+		if (end[1] < '0' || end[1] > '9')
+			return -1;
+		for (end++; *end >= '0' && *end <= '9'; end++, scale /= 10)
+			ms += (*end - '0') * scale;
+	}
+	if (*end == 'Z')
+		end++;
+	if (*end != '\0' || (t = timegm(&tm)) == (time_t)-1)
+		return -1;
+	return (int64_t)t * 1000 + ms;
 }

@@ -29,5 +29,9 @@ uint64_t	clock_remaining_ms(uint64_t deadline_ms);
 /* ISO 8601 UTC with milliseconds ("2026-08-01T15:01:13.619Z") into out[32]. */
 void	clock_iso_time(uint64_t wall_ms, char out[CLOCK_ISO_LEN]);
 void	clock_iso_now(char out[CLOCK_ISO_LEN]);
+/* The epoch milliseconds of an ISO 8601 UTC time as clock_iso_time writes
+   it, its fraction any length or none, its Z optional (what upstream's
+   Date.parse reads from its own files); -1 for another shape. */
+int64_t	clock_iso_parse(const char *);
 
 #endif

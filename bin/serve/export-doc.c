@@ -15,11 +15,11 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <event2/buffer.h>
 #include <json-c/json.h>
 
+#include "clock.h"
 #include "json.h"
 #include "serve.h"
 #include "xmalloc.h"
@@ -402,24 +402,6 @@ tool_content(json_object *rec, json_object *display)
 	return arr;
 }
 
-/* An ISO 8601 UTC time as epoch milliseconds (upstream's Date.parse), or -1. */
-static int64_t
-iso_ms(const char *s)
-{
-	struct tm tm;
-	const char *rest;
-	long ms = 0;
-
-	memset(&tm, 0, sizeof(tm));
-	if (s == NULL || (rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)) == NULL)
-		return -1;
-	if (rest[0] == '.' && strlen(rest) >= 5 && rest[4] == 'Z')
-		ms = strtol(rest + 1, NULL, 10);
-	else if (strcmp(rest, "Z") != 0)
-		return -1;
-	return (int64_t)timegm(&tm) * 1000 + ms;
-}
-
 /* The toolCall of a tool_result record, as upstream's export builds it. */
 static json_object *
 tool_call(json_object *rec, const char *name)
@@ -448,7 +430,7 @@ tool_call(json_object *rec, const char *name)
 	    (args = json_get(res, "args", json_type_string)) != NULL)
 		json_object_object_add(tc, "rawInput", json_object_get(args));
 	json_object_object_add(tc, "content", tool_content(rec, display));
-	if ((ms = iso_ms(json_get_str(rec, "timestamp"))) != -1)
+	if ((ms = clock_iso_parse(json_get_str(rec, "timestamp"))) != -1)
 		json_object_object_add(tc, "timestamp", xjson_object_new_int64(ms));
 	return tc;
 }

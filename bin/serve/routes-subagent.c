@@ -28,11 +28,11 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <event2/http.h>
 
 #include "base64.h"
+#include "clock.h"
 #include "errors.h"
 #include "json.h"
 #include "paths.h"
@@ -220,25 +220,6 @@ subagent_find(json_object *payload, const char *ref)
 	return NULL;
 }
 
-/* An ISO 8601 UTC time in ms ("2026-01-02T03:04:05.678Z"), or -1. */
-static int64_t
-subagent_time(const char *s)
-{
-	struct tm tm;
-	const char *end;
-	int64_t ms = 0;
-
-	memset(&tm, 0, sizeof(tm));
-	if (s == NULL || (end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)) == NULL)
-		return -1;
-	if (*end == '.' && end[1] >= '0' && end[1] <= '9') {
-		ms = strtol(end + 1, (char **)&end, 10);
-		while (ms >= 1000)
-			ms /= 10;
-	}
-	return (int64_t)timegm(&tm) * 1000 + ms;
-}
-
 /* The sidecar at path as an agent task of the agent's shape, or NULL. */
 static json_object *
 subagent_meta_task(const char *path)
@@ -273,8 +254,8 @@ subagent_meta_task(const char *path)
 		json_object_object_add(t, "label", xjson_object_new_string(label));
 	json_object_object_add(t, "status", xjson_object_new_string(
 	    json_get_str(m, "status") != NULL ? json_get_str(m, "status") : "completed"));
-	a = subagent_time(json_get_str(m, "createdAt"));
-	b = subagent_time(json_get_str(m, "lastUpdatedAt"));
+	a = clock_iso_parse(json_get_str(m, "createdAt"));
+	b = clock_iso_parse(json_get_str(m, "lastUpdatedAt"));
 	if (a != -1 && b != -1) {
 		st = xjson_object_new_object();
 		json_object_object_add(st, "durationMs",

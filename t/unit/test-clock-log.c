@@ -69,6 +69,26 @@ test_clock(void)
 	    "remaining reaches 0 exactly when 30 ms have passed");
 }
 
+/* ISO 8601 times as upstream writes them, read back to epoch ms. */
+static void
+test_iso_parse(void)
+{
+	char out[CLOCK_ISO_LEN];
+
+	clock_iso_time(1785596473619ULL, out);
+	is_int(clock_iso_parse(out), 1785596473619LL, "clock_iso_time read back");
+	is_int(clock_iso_parse("1970-01-01T00:00:01Z"), 1000, "no fraction");
+	is_int(clock_iso_parse("1970-01-01T00:00:01.6Z"), 1600, "a short fraction");
+	is_int(clock_iso_parse("1970-01-01T00:00:01.678912Z"), 1678,
+	    "a long fraction: its milliseconds");
+	is_int(clock_iso_parse("1970-01-01T00:00:01.5"), 1500, "no Z: UTC");
+	is_int(clock_iso_parse("1970-01-01T00:00:01.Z"), -1, "a dot without digits");
+	is_int(clock_iso_parse("1970-01-01T00:00:01Zjunk"), -1, "bytes after");
+	is_int(clock_iso_parse("1970-01-01"), -1, "a date alone");
+	is_int(clock_iso_parse("yesterday"), -1, "not a time");
+	is_int(clock_iso_parse(NULL), -1, "none");
+}
+
 /* Read and empty the capture file (stderr is O_APPEND on it). */
 static const char *
 take(const char *path)
@@ -283,6 +303,7 @@ main(void)
 		return 1;
 	}
 	test_clock();
+	test_iso_parse();
 	test_levels();
 	snprintf(capture, sizeof(capture), "%s/stderr", tmpdir);
 	fd = open(capture, O_WRONLY | O_APPEND | O_CREAT, 0600);
