@@ -70,6 +70,25 @@ EOT
 	expect 409 '.code == "standalone_session_conflict"'
 }
 
+@test "standalone: a create that failed leaves its id free: made again, not a conflict" {
+	FAKE_CHILD="fail-first=session/new:-32603" serve_start
+	req POST /standalone/sessions "{\"sessionId\":\"$SA\"}"
+	echo "$body"
+	[ "$code" -ge 500 ]
+	[ -d "$DATA/standalone/$SA" ]
+	# Each standalone session has a child of its own, which fails its
+	# first session/new: the next daemon's children do not.
+	serve_stop
+	serve_start
+	req POST /standalone/sessions "{\"sessionId\":\"$SA\"}"
+	echo "$body"
+	expect 200 ".sessionId == \"$SA\" and .sourceType == \"standalone\""
+	[ -d "$DATA/standalone/$SA" ]
+	# A live one is still a conflict.
+	req POST /standalone/sessions "{\"sessionId\":\"$SA\"}"
+	expect 409 '.code == "standalone_session_conflict"'
+}
+
 @test "standalone: list, get and export reuse the listing and export" {
 	serve_start
 	sa_dirs "$SA"

@@ -142,6 +142,8 @@ route_standalone_create(struct http_ctx *ctx)
 	for (i = 0; i < UUID_LEN; i++)
 		id[i] = (char)tolower((unsigned char)sid[i]);
 	id[UUID_LEN] = '\0';
+	if (sessions_find(id) == NULL && inflight_find(id) == NULL)
+		standalone_vacate(id);
 	if (sessions_find(id) != NULL || inflight_find(id) != NULL ||
 	    catalog_workspace_of(id) != NULL || standalone_known(id)) {
 		not_found(ctx, "standalone_session_conflict", id);

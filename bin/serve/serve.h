@@ -666,6 +666,7 @@ json_object	*standalone_state_json(int recreated);	/* new */
 void		 standalone_kind_add(json_object *);	/* borrowed */
 void		 standalone_decorate(json_object *, const char *workspace);
 int		 standalone_remove(const char *id);
+void		 standalone_vacate(const char *id);
 /* Ids with a directory, at most max; *out and its strings caller frees. */
 size_t		 standalone_scan(char ***out, size_t max);
 

@@ -262,6 +262,18 @@ rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 	    errno != ENOENT ? -1 : 0;
 }
 
+/* A create that failed (its agent refused, its child died) left id's
+   directory empty and no transcript: the directory is taken back, so the
+   id can be created again.  rmdir removes only an empty one. */
+void
+standalone_vacate(const char *id)
+{
+	const char *dir = standalone_dir(id, 1);
+
+	if (dir != NULL && catalog_where(dir, id) == 0)
+		(void)rmdir(dir);
+}
+
 /* Remove id's directory and all in it (never following links): 0, -1. */
 int
 standalone_remove(const char *id)
