@@ -213,6 +213,11 @@ has() {
 		tail -20 "$BATS_TEST_TMPDIR/err" >&2
 		false
 	}
+	# The agent asked the daemon to start that turn (_qwencode/start_turn)
+	# and said when it ended: the stream shows it as upstream's does.
+	sse_wait ev '.type == "background_notification_turn_complete"' 180
+	sse_has ev '.data.update._meta.source == "background_notification_turn_started" and .data.update._meta.backgroundTurn.kind == "agent"'
+	sse_has ev '.type == "turn_complete" and .data.backgroundTurn.kind == "agent" and .promptId == .data.backgroundTurn.turnId'
 	turn "use the skill"
 	req POST "/session/$SID/prompt" '{"prompt":[{"type":"text","text":"a held question"}]}'
 	expect 202

@@ -161,17 +161,10 @@ teardown() {
 	run ! grep -E 'qwen/(status|control)/session/(context|recap)' "$BATS_TEST_TMPDIR/log"
 }
 
-# The delegating child (qwen-acp-child --agent-acp) with fake-child as its
-# agent, which answers every agent-level call it is passed.
-delegating_serve() {
-	REAL=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
-	[ -x "$REAL" ] || skip "qwen-acp-child not built"
-	ALOG=$BATS_TEST_TMPDIR/agent.log
-	SERVE_CHILD=$REAL FAKE_CHILD="log=$ALOG,known=$SID,echo-ext${1:+,$1}" \
-	    serve_start --agent-acp "$FAKE_CHILD_BIN"
-	make_transcript "$SID"
-	req POST /session/$SID/load '{}'
-	expect 200
+# The delegating child with fake-child as its agent, which answers every
+# agent-level call it is passed.
+echo_serve() {
+	delegating_serve "echo-ext${1:+,$1}"
 }
 
 resumed_at_agent() {
@@ -179,7 +172,7 @@ resumed_at_agent() {
 }
 
 @test "with --agent-acp the child passes the call to its agent and its answer back" {
-	delegating_serve
+	echo_serve
 	wait_for 10 resumed_at_agent
 	# The background resume is answered a moment after it was read.
 	passed() {
@@ -197,7 +190,7 @@ resumed_at_agent() {
 }
 
 @test "with --agent-acp, before the agent has the session: 503 runtime_still_starting" {
-	delegating_serve "hold=session/resume"
+	echo_serve "hold=session/resume"
 	wait_for 10 resumed_at_agent
 	req GET "/session/$SID/stats"
 	expect 503

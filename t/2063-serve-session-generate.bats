@@ -82,14 +82,7 @@ events() {
 }
 
 @test "with --agent-acp the delegating child passes the agent's generation on" {
-	REAL=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
-	[ -x "$REAL" ] || skip "qwen-acp-child not built"
-	ALOG=$BATS_TEST_TMPDIR/agent.log
-	SERVE_CHILD=$REAL FAKE_CHILD="log=$ALOG,known=$SID,generate" \
-	    serve_start --agent-acp "$FAKE_CHILD_BIN"
-	make_transcript "$SID"
-	req POST /session/$SID/load '{}'
-	expect 200
+	delegating_serve generate
 	# The agent has the session once its background resume is answered.
 	streamed() {
 		gen -d '{"prompt":"hi"}'

@@ -194,6 +194,20 @@ child_pid() {
 	sed -n 's/.*started .* (pid \([0-9]*\)).*/\1/p' "$BATS_TEST_TMPDIR/err" | tail -1
 }
 
+# delegating_serve [FAKE_CHILD knobs]: the delegating child (qwen-acp-child
+# --agent-acp) with fake-child as its agent (its log in $ALOG), $SID
+# loaded.
+delegating_serve() {
+	REAL=$QWEN_TOP_BUILDDIR/bin/qwen-acp-child
+	[ -x "$REAL" ] || skip "qwen-acp-child not built"
+	ALOG=$BATS_TEST_TMPDIR/agent.log
+	SERVE_CHILD=$REAL FAKE_CHILD="log=$ALOG,known=$SID${1:+,$1}" \
+	    serve_start --agent-acp "$FAKE_CHILD_BIN"
+	make_transcript "$SID"
+	req POST /session/$SID/load '{}'
+	expect 200
+}
+
 # real_child_serve [SERVE-ARGS...]: the daemon with the real qwen-acp-child
 # ($REAL, the build tree's by default) and transcripts for $SID and $SID2.
 real_child_serve() {

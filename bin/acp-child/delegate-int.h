@@ -20,7 +20,8 @@ struct bufferevent;
 struct child;
 struct event;
 
-enum call_kind { CALL_INIT, CALL_RESUME, CALL_PROMPT, CALL_PERMISSION, CALL_PASS };
+/* CALL_UP: the agent's request passed up to our parent, which answers it. */
+enum call_kind { CALL_INIT, CALL_RESUME, CALL_PROMPT, CALL_UP, CALL_PASS };
 
 /* A request in flight: ours to the agent, or the agent's to our parent. */
 struct call {

@@ -505,7 +505,7 @@ delegate_answer(struct child *c, struct rpc_msg *m)
 	char why[96];
 
 	if (!json_object_is_type(m->id, json_type_int) ||
-	    (k = take_call(json_object_get_int64(m->id), CALL_PERMISSION)) == NULL)
+	    (k = take_call(json_object_get_int64(m->id), CALL_UP)) == NULL)
 		return;
 	s = k->sid[0] ? session_find(&c->sessions, k->sid) : NULL;
 	switch (k->kind) {
@@ -559,19 +559,21 @@ delegate_answer(struct child *c, struct rpc_msg *m)
 	case CALL_PASS:
 		delegate_pass_answer(c, k, m);
 		break;
-	case CALL_PERMISSION:
+	case CALL_UP:
 		break;
 	}
 	delegate_call_free(k);
 }
 
-/* The agent asks for a permission: ask our parent, remember the way back. */
+/* The agent asks what our parent answers (a permission, the admission of
+   a turn of its own, a drain of the mid-turn queue): pass it up,
+   remember the way back. */
 static void
 delegate_ask_parent(struct child *c, struct rpc_msg *m)
 {
 	struct call *k;
 
-	if ((k = delegate_call_new(CALL_PERMISSION, NULL, m->id, NULL)) == NULL) {
+	if ((k = delegate_call_new(CALL_UP, NULL, m->id, NULL)) == NULL) {
 		delegate_write(rpc_new_error(json_object_get(m->id), RPC_INTERNAL_ERROR,
 		    "out of memory", NULL));
 		return;
@@ -580,8 +582,8 @@ delegate_ask_parent(struct child *c, struct rpc_msg *m)
 	/* A string id: never one of the numbers our parent uses. */
 	char id[40];
 	snprintf(id, sizeof(id), "agent-%lld", (long long)k->id);
-	child_send(c, rpc_new_request(json_object_new_string(id),
-	    "session/request_permission", json_object_get(m->params)));
+	child_send(c, rpc_new_request(json_object_new_string(id), m->method,
+	    json_object_get(m->params)));
 }
 
 void
@@ -595,7 +597,7 @@ delegate_parent_answer(struct child *c, struct rpc_msg *m)
 	    strncmp(id = json_object_get_string(m->id), "agent-", 6) != 0)
 		return;
 	TAILQ_FOREACH(t, &dlg.calls, entry)
-		if (t->kind == CALL_PERMISSION && t->id == strtoll(id + 6, NULL, 10)) {
+		if (t->kind == CALL_UP && t->id == strtoll(id + 6, NULL, 10)) {
 			k = t;
 			break;
 		}
@@ -618,14 +620,19 @@ delegate_message(struct child *c, struct rpc_msg *m)
 		    !delegate_loading(json_get_str(m->params, "sessionId")))
 			child_send(c, rpc_new_notification("session/update",
 			    json_object_get(m->params)));
-		/* A generation's events go to the daemon's stream as they are. */
-		else if (strcmp(m->method, "qwen/notify/session/generation/event") == 0 &&
+		/* A generation's events go to the daemon's stream as they are,
+		   and what the agent says of the turns it starts itself. */
+		else if ((strcmp(m->method, "qwen/notify/session/generation/event") == 0 ||
+		    strcmp(m->method, "_qwencode/start_turn") == 0 ||
+		    strcmp(m->method, "_qwencode/end_turn") == 0) &&
 		    m->params != NULL)
 			child_send(c, rpc_new_notification(m->method,
 			    json_object_get(m->params)));
 		break;
 	case RPC_REQUEST:
-		if (strcmp(m->method, "session/request_permission") == 0)
+		if (strcmp(m->method, "session/request_permission") == 0 ||
+		    strcmp(m->method, "_qwencode/start_turn") == 0 ||
+		    strcmp(m->method, "craft/drainMidTurnQueue") == 0)
 			delegate_ask_parent(c, m);
 		else
 			delegate_write(rpc_new_error(json_object_get(m->id), RPC_METHOD_NOT_FOUND,

@@ -214,7 +214,8 @@ handle_msg(struct channel *ch, struct rpc_msg *m)
 	case RPC_NOTIFICATION:
 		if (strcmp(m->method, "session/update") == 0 && m->params != NULL)
 			channel_hooks->update(ch, m->params);
-		else if (strncmp(m->method, "qwen/notify/", 12) == 0 &&
+		else if ((strncmp(m->method, "qwen/notify/", 12) == 0 ||
+		    strncmp(m->method, "_qwencode/", 10) == 0) &&
 		    m->params != NULL && channel_hooks->notify != NULL)
 			channel_hooks->notify(ch, m->method, m->params);
 		else

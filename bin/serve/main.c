@@ -612,13 +612,26 @@ serve_request_shutdown(void)
 }
 
 /* What a child's channel tells the modules above it. */
-/* The child's requests we answer: its drain of a mid-turn queue. */
+/* The child's requests we answer: its drain of a mid-turn queue, the
+   admission of a turn of its own. */
 static json_object *
 child_request(struct channel *ch, const char *method, json_object *params)
 {
 	if (strcmp(method, "craft/drainMidTurnQueue") == 0)
 		return midturn_drain(ch, params);
+	if (strcmp(method, "_qwencode/start_turn") == 0)
+		return autoturn_start(ch, params);
 	return NULL;
+}
+
+/* The child's notifications past session/update. */
+static void
+child_notify(struct channel *ch, const char *method, json_object *params)
+{
+	if (strncmp(method, "_qwencode/", 10) == 0)
+		autoturn_notify(ch, method, params);
+	else
+		route_generate_notify(ch, method, params);
 }
 
 static const struct channel_events child_events = {
@@ -630,7 +643,7 @@ static const struct channel_events child_events = {
 	.update = sessions_route_update,
 	.permission = permission_ask,
 	.request = child_request,
-	.notify = route_generate_notify,
+	.notify = child_notify,
 };
 
 /* What GET /metrics reads of the other modules when it is scraped. */

@@ -208,7 +208,9 @@ midturn_drain(struct channel *ch, json_object *params)
 	if (sid == NULL || (s = sessions_find(sid)) == NULL || s->channel != ch ||
 	    s->midturn == NULL)
 		return midturn_empty();
-	active = prompts_active(s, NULL);
+	/* The running turn: a prompt, or the agent's own (upstream's too). */
+	if ((active = prompts_active(s, NULL)) == NULL)
+		active = autoturn_prompt_id(s);
 	if (want != NULL && (active == NULL || strcmp(want, active) != 0))
 		return midturn_empty();
 	q = json_object_get(midturn_list(s, "queue"));

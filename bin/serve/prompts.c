@@ -676,6 +676,7 @@ void
 prompts_update(struct session *s, json_object *params)
 {
 	struct prompt *p = s->active;
+	const char *turn = p == NULL ? autoturn_prompt_id(s) : NULL;
 
 	if (s->expired != NULL) {
 		log_debug("session %s: late output of an expired prompt dropped", s->id);
@@ -683,7 +684,7 @@ prompts_update(struct session *s, json_object *params)
 	}
 	s->last_active_mono_ms = clock_mono_ms();
 	bus_publish(s->bus, "session_update", json_object_get(params),
-	    p != NULL ? p->id : NULL, p != NULL && p->client_id[0] ? p->client_id : NULL, 0);
+	    p != NULL ? p->id : turn, p != NULL && p->client_id[0] ? p->client_id : NULL, 0);
 }
 
 /* The text of a prompt's text blocks, joined (caller frees). */

@@ -463,6 +463,16 @@ void	route_generate_notify(struct channel *, const char *method,
 	    json_object *params);
 void	route_generate_free_all(void);	/* at exit: every stream dropped */
 
+/* ---- autoturn.c: the turns the agent starts itself -------------------- */
+/* _qwencode/start_turn, the agent's request: {accepted}. */
+json_object	*autoturn_start(struct channel *, json_object *params);
+/* _qwencode/start_turn (a goal's) and _qwencode/end_turn notifications. */
+void		 autoturn_notify(struct channel *, const char *method,
+		    json_object *params);
+/* The running background turn's id (its updates' promptId), or NULL. */
+const char	*autoturn_prompt_id(const struct session *);
+void		 autoturn_clear(struct session *);	/* the session goes */
+
 /* ---- routes-midturn.c: a session's mid-turn messages ------------------ */
 void	route_session_midturn_post(struct http_ctx *);
 void	route_session_midturn_get(struct http_ctx *);
@@ -997,6 +1007,8 @@ struct session {
 	json_object		*turns;		/* settled turns' statuses, oldest
 						   first (SERVE_TURNS_KEPT) */
 	json_object		*midturn;	/* midturn.c's queue and rings */
+	json_object		*bg_turn;	/* autoturn.c: the agent's own turn */
+	int			 goal_turn;
 	char			 log_rid[REQID_MAX + 1];	/* reqid.c */
 	char			 log_tid[REQID_TRACE_LEN + 1];
 };

@@ -300,6 +300,7 @@ session_remove(struct session *s)
 	json_object_put(s->turn_error);
 	json_object_put(s->turns);
 	json_object_put(s->midturn);
+	autoturn_clear(s);
 	channel_session_removed(s->channel);
 	free(s);
 }

@@ -21,6 +21,14 @@
  *   model=ID           advertise and take model ID too (after fake-a, fake-b)
  *   poke=ID            on each SIGUSR1 send one session/update for ID
  *                      (text "poke"), whether or not ID is a session here
+ *   bg-turn=ID         on each SIGUSR1 ask the daemon to start a turn of
+ *                      its own for session ID (_qwencode/start_turn,
+ *                      turnId bg-N, as the agent answers a background task
+ *                      of its): accepted, a chunk "bg work N" and its
+ *                      _qwencode/end_turn (reason end_turn); refused, a
+ *                      chunk "bg deferred N" (the ask goes before what the
+ *                      same signal releases of a hold)
+ *   bg-kind=KIND       ... the turn's kind (default agent)
  *   fail=METHOD:CODE   answer METHOD with JSON-RPC error CODE (after its
  *                      delay=, if any: a late failure)
  *   fail-first=METHOD:CODE  ... the first METHOD only
@@ -127,6 +135,8 @@ static struct {
 	size_t		 ndelay, nfail, nhang, ncrash, nclose_on, nhold, ngarble;
 	char		*poke[MAX_KNOB];
 	size_t		 npoke;
+	char		*bg_turn, *bg_kind;
+	long		 bg_turns;
 	long		 crash_after, close_after, chunks, chunk_delay, replay, replay_bytes;
 	int		 wrong_id, linger, early_update, ask, echo_ext, load_only;
 	char		*fail_detail, *source_error;
@@ -207,6 +217,10 @@ parse_knobs(const char *env)
 			fake_models[2] = strdup(v);
 		else if (strcmp(tok, "poke") == 0 && cf.npoke < MAX_KNOB)
 			cf.poke[cf.npoke++] = strdup(v);
+		else if (strcmp(tok, "bg-turn") == 0)
+			cf.bg_turn = strdup(v);
+		else if (strcmp(tok, "bg-kind") == 0)
+			cf.bg_kind = strdup(v);
 		else if (strcmp(tok, "hang") == 0 && cf.nhang < MAX_KNOB)
 			knob_set(&cf.hang[cf.nhang++], v, strlen(v), 1);
 		else if (strcmp(tok, "crash-on") == 0 && cf.ncrash < MAX_KNOB)
@@ -653,6 +667,51 @@ ask_permission(const char *sid)
 	    0, NULL, 0, NULL);
 }
 
+/* A background task finished: ask to start the turn that answers it. */
+static void
+bg_turn_ask(void)
+{
+	json_object *p = obj("sessionId", json_object_new_string(cf.bg_turn));
+	char id[32];
+
+	snprintf(id, sizeof(id), "bg-%ld", ++cf.bg_turns);
+	json_object_object_add(p, "source",
+	    json_object_new_string("background_notification"));
+	json_object_object_add(p, "turnId", json_object_new_string(id));
+	json_object_object_add(p, "taskId", json_object_new_string("task-1"));
+	json_object_object_add(p, "kind", json_object_new_string(cf.bg_kind != NULL ?
+	    cf.bg_kind : "agent"));
+	json_object_object_add(p, "startedAt", json_object_new_int64(1700000000000));
+	json_object_object_add(p, "label", json_object_new_string("Task done"));
+	emit(rpc_new_request(json_object_new_string(id), "_qwencode/start_turn", p),
+	    0, NULL, 0, NULL);
+}
+
+/* The daemon's answer to a start_turn: the turn, or word that it waits. */
+static void
+bg_turn_answered(struct rpc_msg *m)
+{
+	const char *id = json_object_get_string(m->id);
+	json_object *a = json_object_object_get(m->result, "accepted"), *p;
+	char text[64];
+
+	if (a == NULL || !json_object_get_boolean(a)) {
+		snprintf(text, sizeof(text), "bg deferred %s", id + 3);
+		emit(rpc_new_notification("session/update",
+		    update(cf.bg_turn, "agent_message_chunk", text)), 0, NULL, 0, NULL);
+		return;
+	}
+	snprintf(text, sizeof(text), "bg work %s", id + 3);
+	emit(rpc_new_notification("session/update",
+	    update(cf.bg_turn, "agent_message_chunk", text)), 0, NULL, 0, NULL);
+	p = obj("sessionId", json_object_new_string(cf.bg_turn));
+	json_object_object_add(p, "reason", json_object_new_string("end_turn"));
+	json_object_object_add(p, "turnId", json_object_new_string(id));
+	json_object_object_add(p, "source",
+	    json_object_new_string("background_notification"));
+	emit(rpc_new_notification("_qwencode/end_turn", p), 0, NULL, 0, NULL);
+}
+
 /* The daemon's answer to an ask: say the outcome, release the prompt. */
 /* The daemon's answer to a drain: its messages as a chunk. */
 static void
@@ -690,6 +749,11 @@ ask_answered(struct rpc_msg *m)
 
 	if (id != NULL && strncmp(id, "drain-", 6) == 0) {
 		drain_answered(m);
+		return;
+	}
+	if (id != NULL && strncmp(id, "bg-", 3) == 0 && cf.bg_turn != NULL &&
+	    m->kind == RPC_RESULT) {
+		bg_turn_answered(m);
 		return;
 	}
 	if (id == NULL || strncmp(id, "ask-", 4) != 0)
@@ -1052,7 +1116,7 @@ dispatch(struct rpc_msg *m)
 	size_t i;
 
 	if (m->method == NULL) {
-		ask_answered(m);	/* our only requests are asks */
+		ask_answered(m);	/* our requests: asks, drains, turns */
 		return;
 	}
 	sid = msg_session(m);
@@ -1198,9 +1262,12 @@ release_held(void)
 	size_t i;
 
 	usr1 = 0;
+	/* The ask of a bg-turn goes first: a held prompt is still running. */
+	if (cf.bg_turn != NULL)
+		bg_turn_ask();
 	for (i = 0; i < nouts; i++)
 		if (outs[i].due >= now + (uint64_t)HOLD_MS / 2)
-			outs[i].due = now;
+			outs[i].due = now + (cf.bg_turn != NULL);
 	for (i = 0; i < cf.npoke; i++)
 		emit(rpc_new_notification("session/update",
 		    update(cf.poke[i], "agent_message_chunk", "poke")), 0, NULL, 0, NULL);
@@ -1250,7 +1317,7 @@ main(int argc, char **argv)
 		if (eof && to < 0)
 			to = 1000;
 		/* A SIGUSR1 between the check and poll waits at most 50 ms. */
-		if ((cf.nhold > 0 || cf.npoke > 0) && (to < 0 || to > 50))
+		if ((cf.nhold > 0 || cf.npoke > 0 || cf.bg_turn != NULL) && (to < 0 || to > 50))
 			to = 50;
 		if (poll(&pfd, eof ? 0 : 1, to) > 0 && (pfd.revents & (POLLIN | POLLHUP))) {
 			ssize_t n = read(0, buf, sizeof(buf));
