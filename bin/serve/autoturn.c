@@ -76,7 +76,7 @@ turn_parse(json_object *p)
 	const char *turn_id, *task_id, *kind, *s;
 	json_object *t, *v;
 	double at;
-	int i, known = 0;
+	int i, has, known = 0;
 
 	if (str_member(p, "turnId", AUTOTURN_ID_MAX, 1, &turn_id) == -1 ||
 	    str_member(p, "taskId", AUTOTURN_ID_MAX, 1, &task_id) == -1 ||
@@ -90,17 +90,19 @@ turn_parse(json_object *p)
 	at = json_object_get_double(v);
 	if (!known || !isfinite(at) || at < 0)
 		return NULL;
-	for (i = 0; extra[i] != NULL; i++)
-		if (str_member(p, extra[i], AUTOTURN_TEXT_MAX, 0, &s) == -1)
-			return NULL;
 	t = xjson_object_new_object();
 	json_object_object_add(t, "turnId", xjson_object_new_string(turn_id));
 	json_object_object_add(t, "taskId", xjson_object_new_string(task_id));
 	json_object_object_add(t, "kind", xjson_object_new_string(kind));
 	json_object_object_add(t, "startedAt", json_object_get(v));
-	for (i = 0; extra[i] != NULL; i++)
-		if (str_member(p, extra[i], AUTOTURN_TEXT_MAX, 0, &s) == 1)
+	for (i = 0; extra[i] != NULL; i++) {
+		if ((has = str_member(p, extra[i], AUTOTURN_TEXT_MAX, 0, &s)) == -1) {
+			json_object_put(t);
+			return NULL;
+		}
+		if (has)
 			json_object_object_add(t, extra[i], xjson_object_new_string(s));
+	}
 	return t;
 }
 
