@@ -22,6 +22,17 @@ shell_ready() {
 	[ -n "$CID" ]
 }
 
+# spin_start: a command that runs until killed, asked by a client in the
+# background ($CLIENT); its shell's pid in $BATS_TEST_TMPDIR/pid.
+spin_start() {
+	curl -s --unix-socket "$SOCK" -X POST -H 'Content-Type: application/json' \
+	    -H "X-Qwen-Client-Id: $CID" \
+	    -d "{\"command\":\"echo \$\$ >$BATS_TEST_TMPDIR/pid; while :; do sleep 0.05; done\"}" \
+	    "http://localhost/session/$SID/shell" >/dev/null 3>&- &
+	CLIENT=$!
+	wait_for 5 test -s "$BATS_TEST_TMPDIR/pid"
+}
+
 @test "off by default: 403 session_shell_disabled, nothing run" {
 	shell_ready
 	req POST "/session/$SID/shell" "{\"command\":\"touch $BATS_TEST_TMPDIR/ran\"}" \
@@ -73,12 +84,8 @@ shell_ready() {
 @test "on: a client that goes away before the answer aborts its command, as upstream's" {
 	shell_ready --enable-session-shell
 	sse_open ev "/session/$SID/events"
-	curl -s --unix-socket "$SOCK" -X POST -H 'Content-Type: application/json' \
-	    -H "X-Qwen-Client-Id: $CID" \
-	    -d "{\"command\":\"echo \$\$ >$BATS_TEST_TMPDIR/pid; while :; do sleep 0.05; done\"}" \
-	    "http://localhost/session/$SID/shell" >/dev/null 3>&- &
-	local client=$!
-	wait_for 5 test -s "$BATS_TEST_TMPDIR/pid"
+	spin_start
+	local client=$CLIENT
 	kill "$client"
 	wait "$client" || true
 	sse_wait ev '.type == "user_shell_result"'
@@ -88,6 +95,19 @@ shell_ready() {
 	# The connection's next client is served as before.
 	req POST "/session/$SID/shell" '{"command":"echo again"}' -H "X-Qwen-Client-Id: $CID"
 	expect 200 '.output == "again\n" and .aborted == false'
+}
+
+@test "on: a daemon stopped while a command runs kills it and exits cleanly" {
+	shell_ready --enable-session-shell
+	spin_start
+	local client=$CLIENT
+	# The run is freed before its connection: its client's watch must
+	# go with it (under the sanitizers a use after free shows here).
+	serve_stop
+	[ "$SERVE_STATUS" = 0 ]
+	run ! grep -E 'Sanitizer|runtime error:' "$BATS_TEST_TMPDIR/err"
+	wait_for 5 bash -c "! kill -0 $(cat "$BATS_TEST_TMPDIR/pid") 2>/dev/null"
+	wait "$client" || true
 }
 
 @test "on: upstream's refusals, nothing run" {

@@ -198,7 +198,7 @@ shell_answer(struct shell_run *r)
 	json_object_object_add(b, "output",
 	    xjson_object_new_string(r->out != NULL ? r->out : ""));
 	json_object_object_add(b, "aborted", json_object_new_boolean(r->aborted));
-	conn_watch_gone(r->req, NULL, NULL);
+	conn_watch_gone(r->req, NULL, NULL);	/* the reply may free req */
 	http_reply_json(r->req, 200, b);
 	shell_free(r);
 }
@@ -459,10 +459,15 @@ route_session_shell(struct http_ctx *ctx)
 	conn_watch_gone(ctx->req, shell_on_gone, r);
 }
 
-/* At exit: every run's group killed, its request dropped. */
+/* At exit: every run's group killed, its request dropped (its client's
+   watch first: the connections are freed after the runs). */
 void
 route_shell_free_all(void)
 {
-	while (!LIST_EMPTY(&shell_runs))
-		shell_free(LIST_FIRST(&shell_runs));
+	struct shell_run *r;
+
+	while ((r = LIST_FIRST(&shell_runs)) != NULL) {
+		conn_watch_gone(r->req, NULL, NULL);
+		shell_free(r);
+	}
 }
