@@ -648,12 +648,14 @@ same_index(struct transcript *a, struct transcript *b)
 	return same;
 }
 
-/* The two-thread first pass gives the same index as one sequential pass. */
+/* The first pass on several threads, in chunks (an eighth of this file
+   each), gives the same index as one sequential pass. */
 static void
 test_split(void)
 {
 	struct transcript *one, *two;
-	char path[512], uuid[64], parent[64], *l, *cause = NULL;
+	char path[512], cache[512], idx[1024], name[64], uuid[64], parent[64];
+	char *l, *cause = NULL;
 	const char *sub;
 	int i;
 
@@ -668,6 +670,8 @@ test_split(void)
 			snprintf(uuid, sizeof uuid, "00000000-0000-4000-8000-%012d", i);
 		if (i == 350)
 			snprintf(uuid, sizeof uuid, "00000000-0000-4000-8000-%012d", 10);
+		if (i == 250)		/* a duplicate between two middle chunks */
+			snprintf(uuid, sizeof uuid, "00000000-0000-4000-8000-%012d", 151);
 		snprintf(parent, sizeof parent, "%s", i ? "id-0" : "");
 		sub = i > 300 && i % 7 == 0 ? "late_subtype" : NULL;
 		l = line("split", uuid, i ? parent : NULL, i % 2 ? "assistant" : "user", 50 + i % 40);
@@ -692,13 +696,36 @@ test_split(void)
 	two = transcript_open(path, NULL, &cause);
 	unsetenv("QWEN_TX_SPLIT_MIN");
 	if (ok(one != NULL && two != NULL, "split: both indexes open")) {
-		ok(transcript_stats(one)->duplicates == 1, "split: a cross-half duplicate exists");
+		ok(transcript_stats(one)->duplicates == 2, "split: cross-chunk duplicates exist");
 		ok(transcript_stats(one)->recovered_records >= 2, "split: glued records exist");
-		ok(same_index(one, two), "split: two-thread index equals the sequential one");
+		ok(same_index(one, two), "split: the chunked index equals the sequential one");
 	}
 	transcript_free(one);
 	transcript_free(two);
 	free(cause);
+	cause = NULL;
+	/* The chunked index is kept and read back whole. */
+	snprintf(cache, sizeof cache, "%s/split-cache", tmpdir);
+	mkdir(cache, 0700);
+	setenv("QWEN_TX_SPLIT_MIN", "1", 1);
+	two = transcript_open_cached(path, NULL, cache, &cause);
+	unsetenv("QWEN_TX_SPLIT_MIN");
+	ok(two != NULL && transcript_save(two, cache, 1u << 30, 16, &cause) == 0,
+	    "split: the chunked index is kept (%s)", cause ? cause : "ok");
+	transcript_free(two);
+	free(cause);
+	cause = NULL;
+	two = transcript_open_cached(path, NULL, cache, &cause);
+	ok(two != NULL && transcript_index_state(two) == TX_INDEX_WARM &&
+	    transcript_index_check_all(two) == 0,
+	    "split: the kept chunked index is read back whole (%s)",
+	    two != NULL ? transcript_index_reason(two) : cause);
+	transcript_free(two);
+	free(cause);
+	cachedir_index_name(path, name, sizeof name);
+	snprintf(idx, sizeof idx, "%s/%s", cache, name);
+	unlink(idx);
+	rmdir(cache);
 	unlink(path);
 }
 

@@ -160,9 +160,15 @@ struct tx_rec *transcript_rec_new(struct transcript *);
 int transcript_intern_sub(struct transcript *, const char *, size_t, uint32_t *id);
 json_object *transcript_json_parse(struct transcript *, const char *, size_t, int *valid);
 int transcript_index_pass(struct transcript *, char **cause);
+/* A pass's read buffer, kept by the caller across passes. */
+struct tx_rbuf {
+	char	*p;
+	size_t	 cap;
+};
+int transcript_index_pass_buf(struct transcript *, struct tx_rbuf *, char **cause);
 int transcript_add_fragment(struct transcript *, uint32_t rec, uint64_t off, uint32_t len);
 void transcript_key_stored(const struct transcript *, const uint8_t v[16], int str, struct tx_key *);
-/* The first pass of a big file: two threads, one per half, then a merge (transcript-split.c). */
+/* The first pass of a big file: chunks on all cores, then a merge (transcript-split.c). */
 int transcript_index_split(struct transcript *, uint64_t size, char **cause);
 
 /* transcript-cache.c: the persistent index (transcript-cache-load.c reads it). */

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * transcript-split.c: the first index pass of a big transcript on two threads.
+ * transcript-split.c: the first index pass of a big transcript on all cores.
  *
- * The file is cut at the first newline after its middle; this thread
- * indexes the first half while a second one indexes the rest into a
- * scratch index, which is then merged in file order: subtypes re-interned,
- * string uuids moved into this pool, a uuid already seen in the first half
- * becomes a fragment of that record, the leaf comes from the second half
- * when it has conversation records.  The result is the same index as one
- * sequential pass.
+ * The file is cut into chunks, each ending at a newline: an eighth of the
+ * file each, so that a core slowed down (a virtual CPU the host runs
+ * something else on) takes fewer of them instead of making the other wait
+ * for a fixed half.  The calling thread indexes the first chunk into the
+ * index itself, then every thread takes the next chunk left into a scratch
+ * index of its own.  The scratch indexes are merged in file order:
+ * subtypes re-interned, string uuids moved into this pool, a uuid already
+ * seen in an earlier chunk becomes a fragment of that record, the leaf
+ * comes from the last chunk with conversation records.  The result is the
+ * same index as one sequential pass.
  */
 #include "config.h"
 
@@ -24,6 +27,14 @@
    pass for the cost of a thread (tens of microseconds) and the merge. */
 #define SPLIT_MIN	(4u << 20)
 
+/* A chunk is an eighth of the file, at least half the threshold and at most
+   CHUNK_MAX; CHUNKS_MAX bounds the scratch indexes (the last chunk takes
+   the rest); the pass uses up to THREADS_MAX cores. */
+#define CHUNK_PARTS	8
+#define CHUNK_MAX	(16u << 20)
+#define CHUNKS_MAX	64
+#define THREADS_MAX	4
+
 /* The split threshold; QWEN_TX_SPLIT_MIN (bytes) overrides it for tests. */
 static uint64_t
 split_min(void)
@@ -37,19 +48,82 @@ split_min(void)
 	return e == NULL ? (uint64_t)v : SPLIT_MIN;
 }
 
-struct half {
+/* One chunk [start, end) of the pass (end 0: to the end of the file);
+   t is the caller's index for the first chunk, a scratch one for others. */
+struct chunk {
 	struct transcript *t;
+	uint64_t start, end;
 	char *cause;
 	int rc;
 };
 
-static void *
-half_main(void *arg)
-{
-	struct half *h = arg;
+struct pass {
+	struct transcript *t;
+	uint64_t size;
+	struct chunk c[CHUNKS_MAX];
+	unsigned n;
+	unsigned next;			/* the next chunk to take (atomic) */
+};
 
-	h->rc = transcript_index_pass(h->t, &h->cause);
+/* Index chunk c >= 1 into a scratch index of its own.  Its uuid hash is
+   dropped at once: the merge probes the caller's table only. */
+static void
+chunk_run(struct pass *p, struct chunk *c, struct tx_rbuf *rb)
+{
+	struct transcript *b;
+
+	c->rc = -1;
+	if ((b = calloc(1, sizeof *b)) == NULL)
+		return;
+	c->t = b;
+	if (transcript_index_init(b, (c->end ? c->end : p->size) - c->start) == -1)
+		return;
+	b->path = p->t->path;
+	b->sid = p->t->sid;
+	b->sidlen = p->t->sidlen;
+	b->fd = p->t->fd;
+	b->leaf = -1;
+	b->indexed = c->start;
+	b->limit = c->end;
+	c->rc = transcript_index_pass_buf(b, rb, &c->cause);
+	free(b->ht);
+	b->ht = NULL;
+}
+
+/* Take chunks until none is left, all read through one buffer (a fresh
+   one is a fresh huge page a chunk: its first touch is dear). */
+static void
+chunks_take(struct pass *p, struct tx_rbuf *rb)
+{
+	unsigned k;
+
+	while ((k = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->n)
+		chunk_run(p, &p->c[k], rb);
+}
+
+static void *
+chunk_worker(void *arg)
+{
+	struct tx_rbuf rb = { NULL, 0 };
+
+	chunks_take(arg, &rb);
+	free(rb.p);
 	return NULL;
+}
+
+static void
+chunk_free(struct chunk *c)
+{
+	struct transcript *b = c->t;
+
+	free(c->cause);
+	if (b == NULL)
+		return;
+	if (b->tok != NULL)
+		json_tokener_free(b->tok);
+	b->path = b->sid = NULL;	/* the caller's */
+	transcript_index_free(b);
+	free(b);
 }
 
 /* Offset just after the first '\n' at or after from; 0 when none. */
@@ -204,56 +278,80 @@ merge(struct transcript *a, const struct transcript *b)
 	return 0;
 }
 
+/* Cut [t->indexed, size) into chunks at newlines; the number of chunks. */
+static unsigned
+chunk_plan(struct pass *p, uint64_t size)
+{
+	uint64_t chunk = size / CHUNK_PARTS, at, nl;
+	unsigned n = 0;
+
+	if (chunk < split_min() / 2)
+		chunk = split_min() / 2;
+	if (chunk > CHUNK_MAX)
+		chunk = CHUNK_MAX;
+	if (chunk == 0)
+		chunk = 1;
+	p->c[0].start = p->t->indexed;
+	for (at = p->t->indexed; n + 1 < CHUNKS_MAX; at = nl) {
+		if (size - at <= chunk ||
+		    (nl = split_point(p->t->fd, at + chunk, size)) == 0 || nl >= size)
+			break;
+		p->c[n++].end = nl;
+		p->c[n].start = nl;
+	}
+	p->c[n++].end = 0;
+	return n;
+}
+
+/* How many threads the pass runs on. */
+static unsigned
+pass_threads(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > THREADS_MAX ? THREADS_MAX : (unsigned)n;
+}
+
 int
 transcript_index_split(struct transcript *t, uint64_t size, char **cause)
 {
-	struct transcript *b;
-	struct half h;
-	pthread_t tid;
-	uint64_t mid;
+	struct tx_rbuf rb = { NULL, 0 };
+	struct pass *p;
+	pthread_t tid[THREADS_MAX];
+	unsigned k, nt = 0, threads = pass_threads();
 	int rc;
 
-	if (size < split_min() || sysconf(_SC_NPROCESSORS_ONLN) < 2 ||
-	    (mid = split_point(t->fd, size / 2, size)) == 0 || mid >= size)
+	if (size < split_min() || threads < 2 || (p = calloc(1, sizeof *p)) == NULL)
 		return transcript_index_pass(t, cause);
-	if ((b = calloc(1, sizeof *b)) == NULL || transcript_index_init(b, size - mid) == -1) {
-		if (b != NULL)
-			transcript_index_free(b);
-		free(b);
-		return transcript_index_pass(t, cause);
-	}
-	b->path = t->path;
-	b->sid = t->sid;
-	b->sidlen = t->sidlen;
-	b->fd = t->fd;
-	b->leaf = -1;
-	b->indexed = mid;
-	h.t = b;
-	h.cause = NULL;
-	h.rc = -1;
-	if (pthread_create(&tid, NULL, half_main, &h) != 0) {
-		transcript_index_free(b);
-		free(b);
+	p->t = t;
+	p->size = size;
+	if ((p->n = chunk_plan(p, size)) < 2) {
+		free(p);
 		return transcript_index_pass(t, cause);
 	}
-	t->limit = mid;
-	rc = transcript_index_pass(t, cause);
+	p->next = 1;
+	while (nt + 1 < threads && nt + 1 < p->n &&
+	    pthread_create(&tid[nt], NULL, chunk_worker, p) == 0)
+		nt++;
+	t->limit = p->c[0].end;
+	rc = transcript_index_pass_buf(t, &rb, cause);
 	t->limit = 0;
-	pthread_join(tid, NULL);
-	free(b->ht);			/* the merge probes t's table only */
-	b->ht = NULL;
-	if (rc == 0 && h.rc == -1) {
-		transcript_cause(cause, "%s", h.cause ? h.cause : "index: second half failed");
-		rc = -1;
+	chunks_take(p, &rb);		/* with no helper, this thread does all */
+	free(rb.p);
+	for (k = 0; k < nt; k++)
+		pthread_join(tid[k], NULL);
+	for (k = 1; k < p->n; k++) {
+		if (rc == 0 && p->c[k].rc == -1) {
+			transcript_cause(cause, "%s", p->c[k].cause ? p->c[k].cause :
+			    "index: out of memory");
+			rc = -1;
+		}
+		if (rc == 0 && merge(t, p->c[k].t) == -1) {
+			transcript_cause(cause, "index %s: out of memory", t->path);
+			rc = -1;
+		}
+		chunk_free(&p->c[k]);
 	}
-	if (rc == 0 && merge(t, b) == -1) {
-		transcript_cause(cause, "index %s: out of memory", t->path);
-		rc = -1;
-	}
-	free(h.cause);
-	if (b->tok != NULL)
-		json_tokener_free(b->tok);
-	transcript_index_free(b);
-	free(b);
+	free(p);
 	return rc;
 }

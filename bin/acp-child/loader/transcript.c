@@ -354,9 +354,22 @@ read_buf(const struct transcript *t, uint64_t off, size_t *cap)
 	return malloc(CHUNK);
 }
 
-/* Index whole lines from t->indexed to the end of the file (or t->limit). */
 int
 transcript_index_pass(struct transcript *t, char **cause)
+{
+	struct tx_rbuf rb = { NULL, 0 };
+	int rc;
+
+	rc = transcript_index_pass_buf(t, &rb, cause);
+	free(rb.p);
+	return rc;
+}
+
+/* Index whole lines from t->indexed to the end of the file (or t->limit),
+   read into rb (allocated on first use, grown for a long line, left to
+   the caller: the chunks of a pass share a thread's buffer). */
+int
+transcript_index_pass_buf(struct transcript *t, struct tx_rbuf *rb, char **cause)
 {
 	char *buf, *nb, *nl;
 	size_t cap, len = 0, scan = 0, start, want, next;
@@ -367,16 +380,18 @@ transcript_index_pass(struct transcript *t, char **cause)
 	/* An index cache in place is read-only: own it before adding to it. */
 	if (t->map != NULL && transcript_cache_own(t, cause) == -1)
 		return -1;
-	if ((buf = read_buf(t, off, &cap)) == NULL)
+	if (rb->p == NULL && (rb->p = read_buf(t, off, &rb->cap)) == NULL)
 		goto nomem;
+	buf = rb->p;
+	cap = rb->cap;
 	(void)posix_fadvise(t->fd, (off_t)off, 0, POSIX_FADV_SEQUENTIAL);
 	for (;;) {
 		if (cap - len < CHUNK / 2) {
 			want = cap * 2;
 			if ((nb = transcript_big_realloc(buf, len, &want)) == NULL)
 				goto nomem;
-			buf = nb;
-			cap = want;
+			rb->p = buf = nb;
+			rb->cap = cap = want;
 		}
 		want = cap - len > CHUNK ? CHUNK : cap - len;
 		if (t->limit != 0 && want > t->limit - (off + len))
@@ -386,7 +401,6 @@ transcript_index_pass(struct transcript *t, char **cause)
 			continue;
 		if (n == -1) {
 			transcript_cause(cause, "read %s: %s", t->path, strerror(errno));
-			free(buf);
 			return -1;
 		}
 		if (n == 0)
@@ -429,12 +443,10 @@ transcript_index_pass(struct transcript *t, char **cause)
 				t->indexed = off;
 		}
 	}
-	free(buf);
 	t->pending = off + len - t->indexed;
 	t->st.bytes = t->indexed;
 	return 0;
 nomem:
-	free(buf);
 	transcript_cause(cause, "index %s: out of memory", t->path);
 	return -1;
 }
