@@ -134,3 +134,19 @@ $(req 1 session/new '{}')
 EOF
 	[ "$(stat -c %a "$LOCKS")" = 700 ]
 }
+
+# A restore takes its lease while it reads the transcript: a read that
+# fails gives the lease back, so the next restore is not its conflict.
+@test "a restore whose transcript read fails gives back the lease it took meanwhile" {
+	make_transcript "$SID1" 1
+	QWEN_ACP_FAULT_READ=1 run drive <<EOF
+$INIT
+$(req 1 session/resume "{\"sessionId\":\"$SID1\"}")
+$(req 2 session/resume "{\"sessionId\":\"$SID1\"}")
+$(req 3 qwen/control/session/close "{\"sessionId\":\"$SID1\"}")
+EOF
+	[ "$status" -eq 0 ]
+	[ "$(resp 1 | jq -r .error.data.errorKind)" = transcript_unreadable ]
+	[ "$(resp 2 | jq '.result._meta["qwen.session.restore"].records')" = 2 ]
+	[ -z "$(ls "$LOCKS")" ]
+}

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -341,4 +342,62 @@ lease_release(struct lease *l)
 	free(l->path);
 	free(l->owner_id);
 	free(l);
+}
+
+struct lease_pending {
+	pthread_t		 tid;
+	char			*data_dir, *session_id, *owner_id;
+	enum lease_result	 r;
+	struct lease		*lease;
+	char			*cause;
+};
+
+static void *
+pending_main(void *arg)
+{
+	struct lease_pending *p = arg;
+
+	p->r = lease_acquire(p->data_dir, p->session_id, p->owner_id, &p->lease,
+	    &p->cause);
+	return NULL;
+}
+
+static void
+pending_free(struct lease_pending *p)
+{
+	free(p->data_dir);
+	free(p->session_id);
+	free(p->owner_id);
+	free(p);
+}
+
+struct lease_pending *
+lease_acquire_start(const char *data_dir, const char *session_id,
+    const char *owner_id)
+{
+	struct lease_pending *p;
+
+	if ((p = calloc(1, sizeof *p)) == NULL)
+		return NULL;
+	if ((p->data_dir = strdup(data_dir)) == NULL ||
+	    (p->session_id = strdup(session_id)) == NULL ||
+	    (p->owner_id = strdup(owner_id)) == NULL ||
+	    pthread_create(&p->tid, NULL, pending_main, p) != 0) {
+		pending_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+enum lease_result
+lease_acquire_finish(struct lease_pending *p, struct lease **out, char **cause)
+{
+	enum lease_result r;
+
+	pthread_join(p->tid, NULL);
+	r = p->r;
+	*out = p->lease;
+	*cause = p->cause;
+	pending_free(p);
+	return r;
 }

@@ -34,5 +34,18 @@ enum lease_result lease_acquire(const char *data_dir, const char *session_id,
 /* Remove the lock file if it is still ours, and free.  NULL-safe. */
 void	lease_release(struct lease *);
 
+/*
+ * lease_acquire on a thread of its own, so that a restore takes the lease
+ * while it reads the transcript (the lock's file system round trips cost
+ * as much as a warm restore's reading).  NULL when no thread could start:
+ * the caller acquires itself.  lease_acquire_finish() waits for the result
+ * (lease_acquire's) and frees the pending acquire.
+ */
+struct lease_pending;
+struct lease_pending *lease_acquire_start(const char *data_dir,
+	    const char *session_id, const char *owner_id);
+enum lease_result lease_acquire_finish(struct lease_pending *, struct lease **out,
+	    char **cause);
+
 
 #endif

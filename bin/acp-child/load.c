@@ -120,6 +120,18 @@ load_job_open(struct load_job *j)
 
 static void load_job_counts(struct load_job *);
 
+/* Test hook: with QWEN_ACP_FAULT_READ=N the Nth transcript read of the
+   process fails, as one of a file that vanished would. */
+static int
+fault_read(void)
+{
+	static long reads;
+	const char *env = getenv("QWEN_ACP_FAULT_READ");
+
+	return env != NULL && __atomic_add_fetch(&reads, 1, __ATOMIC_RELAXED) ==
+	    strtol(env, NULL, 10);
+}
+
 /* transcript_read: index the file, or only what was appended since. */
 static int
 load_job_read(struct load_job *j)
@@ -127,6 +139,9 @@ load_job_read(struct load_job *j)
 	char *cause = NULL;
 
 	profiler_begin(&j->prof, PROFILER_TRANSCRIPT_READ);
+	if (fault_read())
+		return load_job_fail(j, RPC_INTERNAL_ERROR, "transcript_unreadable",
+		    "cannot read transcript of session %s", j->sid);
 	j->prof.index = "kept";		/* the session's own, refreshed */
 	j->read0 = j->tx != NULL ? transcript_bytes_read(j->tx) : 0;
 	if (j->tx != NULL && transcript_refresh(j->tx, &cause) == -1) {
@@ -195,16 +210,20 @@ load_job_writer(struct load_job *j)
 	enum lease_result r;
 
 	profiler_begin(&j->prof, PROFILER_AUTH);
-	if (!j->have_lease && j->lease == NULL) {
+	if (j->lease_early != NULL) {
+		r = lease_acquire_finish(j->lease_early, &j->lease, &cause);
+		j->lease_early = NULL;
+	} else if (!j->have_lease && j->lease == NULL)
 		r = lease_acquire(j->data_dir, j->sid, j->owner_id, &j->lease, &cause);
-		if (r != LEASE_OK) {
-			load_job_fail(j, r == LEASE_CONFLICT ? RPC_WRITER_CONFLICT : -32023,
-			    r == LEASE_CONFLICT ? "session_writer_conflict" :
-			    "session_writer_unavailable", "%s",
-			    cause != NULL ? cause : "writer lease unavailable");
-			free(cause);
-			return -1;
-		}
+	else
+		r = LEASE_OK;
+	if (r != LEASE_OK) {
+		load_job_fail(j, r == LEASE_CONFLICT ? RPC_WRITER_CONFLICT : -32023,
+		    r == LEASE_CONFLICT ? "session_writer_conflict" :
+		    "session_writer_unavailable", "%s",
+		    cause != NULL ? cause : "writer lease unavailable");
+		free(cause);
+		return -1;
 	}
 	profiler_begin(&j->prof, PROFILER_FILE_SYSTEM_SETUP);
 	if (!j->have_app && j->app == NULL) {
@@ -294,6 +313,20 @@ load_job_reindex(struct load_job *j)
 	return 0;
 }
 
+/* A lease taken early whose step never came (the read or the chain
+   failed): the job gives it back when it is freed. */
+static void
+load_job_lease_drop(struct load_job *j)
+{
+	char *cause = NULL;
+
+	if (j->lease_early == NULL)
+		return;
+	(void)lease_acquire_finish(j->lease_early, &j->lease, &cause);
+	j->lease_early = NULL;
+	free(cause);
+}
+
 /* The work from the index on: chain, writer, answer. */
 static void
 load_job_derive(struct load_job *j)
@@ -305,21 +338,34 @@ load_job_derive(struct load_job *j)
 	load_job_answer(j);
 }
 
+/* The steps in order; the lease is taken while the transcript is read. */
+static void
+load_job_steps(struct load_job *j)
+{
+	if (load_job_exists(j) == -1)
+		return;
+	if (j->exists && j->kind != LOAD_JOB_NEW) {
+		if (!j->have_lease && j->lease == NULL)
+			j->lease_early = lease_acquire_start(j->data_dir, j->sid,
+			    j->owner_id);
+		if (load_job_read(j) == -1)
+			return;
+	}
+	load_job_derive(j);
+	/* An index cache is checked as it is used: a damaged block in use
+	   means the answer (or error) came from it, so both are dropped. */
+	if (j->tx != NULL && transcript_index_damaged(j->tx) && load_job_reindex(j) == 0)
+		load_job_derive(j);
+}
+
 /* Worker thread: everything that touches files. */
 static void
 load_job_run(struct lw_job *lw)
 {
 	struct load_job *j = (struct load_job *)lw;
 
-	if (load_job_exists(j) == -1)
-		return;
-	if (j->exists && j->kind != LOAD_JOB_NEW && load_job_read(j) == -1)
-		return;
-	load_job_derive(j);
-	/* An index cache is checked as it is used: a damaged block in use
-	   means the answer (or error) came from it, so both are dropped. */
-	if (j->tx != NULL && transcript_index_damaged(j->tx) && load_job_reindex(j) == 0)
-		load_job_derive(j);
+	load_job_steps(j);
+	load_job_lease_drop(j);
 }
 
 static const char *

@@ -52,6 +52,7 @@ struct load_job {
 	/* Results. */
 	int			 exists;
 	struct lease		*lease;
+	struct lease_pending	*lease_early;	/* taken while the transcript is read */
 	struct appender		*app;
 	struct tx_chain		 chain;
 	int			 have_chain;
