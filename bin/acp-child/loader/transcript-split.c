@@ -27,12 +27,13 @@
    pass for the cost of a thread (tens of microseconds) and the merge. */
 #define SPLIT_MIN	(4u << 20)
 
-/* A chunk is an eighth of the file, at least half the threshold and at most
-   CHUNK_MAX; CHUNKS_MAX bounds the scratch indexes (the last chunk takes
-   the rest); the pass uses up to THREADS_MAX cores. */
+/* A chunk is an eighth of the file and at least half the threshold: more
+   chunks balance better but cost more (each is merged: its records probe
+   the whole file's uuid table again, and a scratch index holds its own
+   huge pages).  CHUNKS_MAX bounds them (the last chunk takes the rest);
+   the pass uses up to THREADS_MAX cores. */
 #define CHUNK_PARTS	8
-#define CHUNK_MAX	(16u << 20)
-#define CHUNKS_MAX	64
+#define CHUNKS_MAX	16
 #define THREADS_MAX	4
 
 /* The split threshold; QWEN_TX_SPLIT_MIN (bytes) overrides it for tests. */
@@ -287,8 +288,6 @@ chunk_plan(struct pass *p, uint64_t size)
 
 	if (chunk < split_min() / 2)
 		chunk = split_min() / 2;
-	if (chunk > CHUNK_MAX)
-		chunk = CHUNK_MAX;
 	if (chunk == 0)
 		chunk = 1;
 	p->c[0].start = p->t->indexed;
