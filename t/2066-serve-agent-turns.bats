@@ -102,3 +102,26 @@ bg_turn_checks() {
 	bg_ran ev 1
 	bg_turn_checks ev
 }
+
+@test "with --agent-acp an agent that exits in its own turn has the turn ended for it" {
+	delegating_serve "bg-turn=$SID,bg-open"
+	sse_open ev "/session/$SID/events"
+	resumed() { grep -q " session/resume $SID " "$ALOG"; }
+	wait_for 10 resumed
+	kill -USR1 "$(agent_pid "$ALOG")"
+	sse_wait ev '.promptId == "bg-1" and .data.update.content.text == "bg work 1"' 10
+	run ! sse_has ev '.type == "turn_complete" and .promptId == "bg-1"'
+	kill -KILL "$(agent_pid "$ALOG")"
+	# The child ends the turn the agent cannot: settled as a turn is.
+	sse_wait ev '.type == "background_notification_turn_complete" and .data.turnId == "bg-1"' 10
+	sse_events ev >"$BATS_TEST_TMPDIR/ev.json"
+	jq -e --arg s "$SID" '[.[] | select(.type == "turn_complete" and .promptId == "bg-1")] |
+	    length == 1 and .[0].data.stopReason == "agent_exited" and
+	    .[0].data.backgroundTurn.turnId == "bg-1"' "$BATS_TEST_TMPDIR/ev.json"
+	jq -e --arg s "$SID" '[.[] | select(.type == "background_notification_turn_complete")] |
+	    length == 1 and .[0].data == {sessionId: $s, reason: "agent_exited", turnId: "bg-1"}' \
+	    "$BATS_TEST_TMPDIR/ev.json"
+	# The session is free again: a prompt runs (and starts the agent again).
+	prompt_post "$SID"
+	sse_wait ev ".type == \"turn_complete\" and .promptId == \"$PROMPT_ID\"" 20
+}

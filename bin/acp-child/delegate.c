@@ -573,7 +573,10 @@ delegate_ask_parent(struct child *c, struct rpc_msg *m)
 {
 	struct call *k;
 
-	if ((k = delegate_call_new(CALL_UP, NULL, m->id, NULL)) == NULL) {
+	/* A start_turn's params stay with it: the answer says whether its
+	   turn runs (delegate-turns.c). */
+	if ((k = delegate_call_new(CALL_UP, NULL, m->id,
+	    strcmp(m->method, "_qwencode/start_turn") == 0 ? m->params : NULL)) == NULL) {
 		delegate_write(rpc_new_error(json_object_get(m->id), RPC_INTERNAL_ERROR,
 		    "out of memory", NULL));
 		return;
@@ -592,7 +595,6 @@ delegate_parent_answer(struct child *c, struct rpc_msg *m)
 	struct call *k = NULL, *t;
 	const char *id;
 
-	(void)c;
 	if (!json_object_is_type(m->id, json_type_string) ||
 	    strncmp(id = json_object_get_string(m->id), "agent-", 6) != 0)
 		return;
@@ -604,6 +606,8 @@ delegate_parent_answer(struct child *c, struct rpc_msg *m)
 	if (k == NULL)
 		return;
 	TAILQ_REMOVE(&dlg.calls, k, entry);
+	if (k->params != NULL && m->kind == RPC_RESULT)
+		delegate_turns_answered(c, k->params, m->result);
 	if (m->kind == RPC_RESULT)
 		delegate_write(rpc_new_result(json_object_get(k->peer_id), json_object_get(m->result)));
 	else
@@ -625,9 +629,11 @@ delegate_message(struct child *c, struct rpc_msg *m)
 		else if ((strcmp(m->method, "qwen/notify/session/generation/event") == 0 ||
 		    strcmp(m->method, "_qwencode/start_turn") == 0 ||
 		    strcmp(m->method, "_qwencode/end_turn") == 0) &&
-		    m->params != NULL)
+		    m->params != NULL) {
+			delegate_turns_note(c, m->method, m->params);
 			child_send(c, rpc_new_notification(m->method,
 			    json_object_get(m->params)));
+		}
 		break;
 	case RPC_REQUEST:
 		if (strcmp(m->method, "session/request_permission") == 0 ||
@@ -645,7 +651,8 @@ delegate_message(struct child *c, struct rpc_msg *m)
 	}
 }
 
-/* The agent is gone: its turns fail; the next prompt starts another. */
+/* The agent is gone: its turns fail, its own turns end (delegate-turns.c);
+   the next prompt starts another. */
 void
 delegate_gone(struct child *c)
 {
@@ -659,8 +666,11 @@ delegate_gone(struct child *c)
 		s->mirror = NULL;
 		s->compact = 0;
 	}
+	delegate_turns_end_all(c);
 	while ((k = TAILQ_FIRST(&dlg.calls)) != NULL) {
 		TAILQ_REMOVE(&dlg.calls, k, entry);
+		if (k->kind == CALL_UP && k->params != NULL)
+			delegate_turns_end_asked(c, k->params);
 		if (k->kind == CALL_PROMPT || (k->kind == CALL_RESUME && k->peer_id != NULL))
 			fail_turn(c, k->sid, k->peer_id, "the agent exited during the turn");
 		else if (k->kind == CALL_PASS)

@@ -52,6 +52,8 @@ session_free(struct session *s)
 	lease_release(s->lease);
 	appender_free(s->app);
 	free(s->agent_path);
+	free(s->auto_turn);
+	free(s->goal_turn);
 	transcript_free(s->tx);
 	free(s->tail);
 	free(s->cwd);

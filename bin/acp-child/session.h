@@ -48,6 +48,8 @@ struct session {
 	int			 compact_refused;	/* ... and refused it once */
 	char			*agent_path;	/* its transcript at the agent */
 	struct mirror		*mirror;	/* the copy of its records back */
+	char			*auto_turn;	/* the agent's own background turn running */
+	char			*goal_turn;	/* ... its goal turn's promptId ("": none given) */
 	char			 mode[16];	/* approval mode (modes.c) */
 	TAILQ_HEAD(, session_op) queue;
 	size_t			 nqueue;

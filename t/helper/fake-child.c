@@ -29,6 +29,8 @@
  *                      chunk "bg deferred N" (the ask goes before what the
  *                      same signal releases of a hold)
  *   bg-kind=KIND       ... the turn's kind (default agent)
+ *   bg-open            ... an accepted turn says its chunk and never ends
+ *                      (an agent that dies in it)
  *   fail=METHOD:CODE   answer METHOD with JSON-RPC error CODE (after its
  *                      delay=, if any: a late failure)
  *   fail-first=METHOD:CODE  ... the first METHOD only
@@ -137,6 +139,7 @@ static struct {
 	size_t		 npoke;
 	char		*bg_turn, *bg_kind;
 	long		 bg_turns;
+	int		 bg_open;
 	long		 crash_after, close_after, chunks, chunk_delay, replay, replay_bytes;
 	int		 wrong_id, linger, early_update, ask, echo_ext, load_only;
 	char		*fail_detail, *source_error;
@@ -205,6 +208,8 @@ parse_knobs(const char *env)
 			    atol(colon + 1));
 		else if (strcmp(tok, "append") == 0)
 			cf.append = 1;
+		else if (strcmp(tok, "bg-open") == 0)
+			cf.bg_open = 1;
 		else if (strcmp(tok, "append-torn") == 0)
 			cf.append = 2;
 		else if (strcmp(tok, "garble") == 0 && colon && cf.ngarble < MAX_KNOB)
@@ -704,6 +709,8 @@ bg_turn_answered(struct rpc_msg *m)
 	snprintf(text, sizeof(text), "bg work %s", id + 3);
 	emit(rpc_new_notification("session/update",
 	    update(cf.bg_turn, "agent_message_chunk", text)), 0, NULL, 0, NULL);
+	if (cf.bg_open)
+		return;
 	p = obj("sessionId", json_object_new_string(cf.bg_turn));
 	json_object_object_add(p, "reason", json_object_new_string("end_turn"));
 	json_object_object_add(p, "turnId", json_object_new_string(id));
