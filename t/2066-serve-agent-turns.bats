@@ -125,3 +125,19 @@ bg_turn_checks() {
 	prompt_post "$SID"
 	sse_wait ev ".type == \"turn_complete\" and .promptId == \"$PROMPT_ID\"" 20
 }
+
+@test "with --agent-acp an agent that exits in a goal turn has it ended too" {
+	delegating_serve "bg-turn=$SID,bg-goal,bg-open"
+	sse_open ev "/session/$SID/events"
+	resumed() { grep -q " session/resume $SID " "$ALOG"; }
+	wait_for 10 resumed
+	kill -USR1 "$(agent_pid "$ALOG")"
+	sse_wait ev '.data.update.content.text == "goal work 1"' 10
+	run ! sse_has ev '.type == "turn_complete" and .promptId == "goal-1"'
+	kill -KILL "$(agent_pid "$ALOG")"
+	sse_wait ev '.type == "turn_complete" and .promptId == "goal-1"' 10
+	sse_events ev >"$BATS_TEST_TMPDIR/ev.json"
+	jq -e --arg s "$SID" '[.[] | select(.type == "turn_complete" and .promptId == "goal-1")] |
+	    length == 1 and .[0].data == {sessionId: $s, promptId: "goal-1",
+	    stopReason: "agent_exited"}' "$BATS_TEST_TMPDIR/ev.json"
+}

@@ -31,6 +31,9 @@
  *   bg-kind=KIND       ... the turn's kind (default agent)
  *   bg-open            ... an accepted turn says its chunk and never ends
  *                      (an agent that dies in it)
+ *   bg-goal            ... a goal turn instead: no ask, the start_turn
+ *                      and end_turn notifications (source goal, promptId
+ *                      goal-N) around a chunk "goal work N"
  *   fail=METHOD:CODE   answer METHOD with JSON-RPC error CODE (after its
  *                      delay=, if any: a late failure)
  *   fail-first=METHOD:CODE  ... the first METHOD only
@@ -139,7 +142,7 @@ static struct {
 	size_t		 npoke;
 	char		*bg_turn, *bg_kind;
 	long		 bg_turns;
-	int		 bg_open;
+	int		 bg_open, bg_goal;
 	long		 crash_after, close_after, chunks, chunk_delay, replay, replay_bytes;
 	int		 wrong_id, linger, early_update, ask, echo_ext, load_only;
 	char		*fail_detail, *source_error;
@@ -210,6 +213,8 @@ parse_knobs(const char *env)
 			cf.append = 1;
 		else if (strcmp(tok, "bg-open") == 0)
 			cf.bg_open = 1;
+		else if (strcmp(tok, "bg-goal") == 0)
+			cf.bg_goal = 1;
 		else if (strcmp(tok, "append-torn") == 0)
 			cf.append = 2;
 		else if (strcmp(tok, "garble") == 0 && colon && cf.ngarble < MAX_KNOB)
@@ -672,13 +677,41 @@ ask_permission(const char *sid)
 	    0, NULL, 0, NULL);
 }
 
+/* A goal turn: said to start, worked, said to end (unless bg-open). */
+static void
+goal_turn_run(void)
+{
+	json_object *p = obj("sessionId", json_object_new_string(cf.bg_turn));
+	char id[32], text[64];
+
+	snprintf(id, sizeof(id), "goal-%ld", ++cf.bg_turns);
+	json_object_object_add(p, "source", json_object_new_string("goal"));
+	json_object_object_add(p, "promptId", json_object_new_string(id));
+	emit(rpc_new_notification("_qwencode/start_turn", json_object_get(p)),
+	    0, NULL, 0, NULL);
+	snprintf(text, sizeof(text), "goal work %ld", cf.bg_turns);
+	emit(rpc_new_notification("session/update",
+	    update(cf.bg_turn, "agent_message_chunk", text)), 0, NULL, 0, NULL);
+	if (cf.bg_open) {
+		json_object_put(p);
+		return;
+	}
+	json_object_object_add(p, "reason", json_object_new_string("end_turn"));
+	emit(rpc_new_notification("_qwencode/end_turn", p), 0, NULL, 0, NULL);
+}
+
 /* A background task finished: ask to start the turn that answers it. */
 static void
 bg_turn_ask(void)
 {
-	json_object *p = obj("sessionId", json_object_new_string(cf.bg_turn));
+	json_object *p;
 	char id[32];
 
+	if (cf.bg_goal) {
+		goal_turn_run();
+		return;
+	}
+	p = obj("sessionId", json_object_new_string(cf.bg_turn));
 	snprintf(id, sizeof(id), "bg-%ld", ++cf.bg_turns);
 	json_object_object_add(p, "source",
 	    json_object_new_string("background_notification"));
