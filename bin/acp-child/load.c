@@ -6,7 +6,9 @@
  * the file work (existence_check, transcript_read, chain_reconstruct,
  * config_setup, auth = writer lease, file_system_setup, history_replay,
  * response_build: the whole answer, replay notifications included, is
- * encoded on the worker) and the main thread registers the session
+ * encoded on the worker; the lease is asked for on a thread of its own as
+ * the read starts, and auth only waits for it) and the main thread
+ * registers the session
  * (session_register) and queues the bytes.  A session already loaded is
  * answered from its index cache, refreshed by the appended bytes only.
  */
@@ -202,6 +204,17 @@ load_job_chain(struct load_job *j)
 	return 0;
 }
 
+/* The lease asked for as the read started, waited for: into j->lease. */
+static enum lease_result
+load_job_lease_join(struct load_job *j, char **cause)
+{
+	enum lease_result r;
+
+	r = lease_acquire_finish(j->lease_early, &j->lease, cause);
+	j->lease_early = NULL;
+	return r;
+}
+
 /* auth (the writer lease) and file_system_setup (the append descriptor). */
 static int
 load_job_writer(struct load_job *j)
@@ -210,10 +223,9 @@ load_job_writer(struct load_job *j)
 	enum lease_result r;
 
 	profiler_begin(&j->prof, PROFILER_AUTH);
-	if (j->lease_early != NULL) {
-		r = lease_acquire_finish(j->lease_early, &j->lease, &cause);
-		j->lease_early = NULL;
-	} else if (!j->have_lease && j->lease == NULL)
+	if (j->lease_early != NULL)
+		r = load_job_lease_join(j, &cause);
+	else if (!j->have_lease && j->lease == NULL)
 		r = lease_acquire(j->data_dir, j->sid, j->owner_id, &j->lease, &cause);
 	else
 		r = LEASE_OK;
@@ -322,8 +334,7 @@ load_job_lease_drop(struct load_job *j)
 
 	if (j->lease_early == NULL)
 		return;
-	(void)lease_acquire_finish(j->lease_early, &j->lease, &cause);
-	j->lease_early = NULL;
+	(void)load_job_lease_join(j, &cause);
 	free(cause);
 }
 
