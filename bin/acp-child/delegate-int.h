@@ -91,10 +91,10 @@ void		 delegate_pass_gone(struct child *, struct call *);
 /* delegate-turns.c: the agent's own turns, followed so that its exit ends
    them at the daemon.  asked: a start_turn's params; result: the daemon's
    answer to it (both borrowed). */
+void		 delegate_turns_asked(struct child *, json_object *asked);
 void		 delegate_turns_answered(struct child *, json_object *asked,
 		    json_object *result);
 void		 delegate_turns_note(struct child *, const char *method, json_object *params);
-void		 delegate_turns_end_asked(struct child *, json_object *asked);
 void		 delegate_turns_end_all(struct child *);
 /* nodecache.c: NODE_COMPILE_CACHE on the agent's command: our private
    directory unless the user chose; a refused one is logged, not set. */

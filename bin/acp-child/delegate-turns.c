@@ -8,7 +8,7 @@
  * between never sends that end, and the session would refuse every later
  * turn and keep stamping updates with the dead one's id.  So when the
  * agent is gone we send the end ourselves, reason "agent_exited", for
- * every turn we saw accepted (or asked and not answered yet: the daemon
+ * every turn we saw accepted or asked and not answered yet (the daemon
  * ignores an end for a turn it does not run).
  */
 #include "config.h"
@@ -46,7 +46,23 @@ set_turn(char **slot, const char *v)
 	*slot = v != NULL ? strdup(v) : NULL;
 }
 
-/* The daemon answered the agent's start_turn (asked: its params). */
+/* The agent asks to start a turn (its start_turn's params): the turn is
+   held as running until the daemon refuses it, so that an agent gone
+   before the answer has it ended too.  One running already: the daemon
+   refuses this one. */
+void
+delegate_turns_asked(struct child *c, json_object *asked)
+{
+	struct session *s;
+	const char *id;
+
+	if ((s = turn_session(c, asked)) != NULL && s->auto_turn == NULL &&
+	    (id = id_member(asked, "turnId")) != NULL)
+		set_turn(&s->auto_turn, id);
+}
+
+/* The daemon answered the agent's start_turn (asked: its params; result
+   NULL for an error, a refusal too). */
 void
 delegate_turns_answered(struct child *c, json_object *asked, json_object *result)
 {
@@ -55,11 +71,13 @@ delegate_turns_answered(struct child *c, json_object *asked, json_object *result
 	const char *id;
 
 	if ((s = turn_session(c, asked)) == NULL ||
-	    (id = id_member(asked, "turnId")) == NULL ||
-	    !json_object_object_get_ex(result, "accepted", &a) ||
-	    !json_object_get_boolean(a))
+	    (id = id_member(asked, "turnId")) == NULL)
 		return;
-	set_turn(&s->auto_turn, id);
+	if (result != NULL && json_object_object_get_ex(result, "accepted", &a) &&
+	    json_object_get_boolean(a))
+		set_turn(&s->auto_turn, id);
+	else if (s->auto_turn != NULL && strcmp(s->auto_turn, id) == 0)
+		set_turn(&s->auto_turn, NULL);
 }
 
 /* A start_turn or end_turn notification of the agent, passed up. */
@@ -97,16 +115,6 @@ send_end(struct child *c, const char *sid, const char *source,
 	if (id != NULL && id[0] != '\0')
 		json_object_object_add(p, key, json_object_new_string(id));
 	child_send(c, rpc_new_notification("_qwencode/end_turn", p));
-}
-
-/* A start_turn still waiting for the daemon's answer when the agent went. */
-void
-delegate_turns_end_asked(struct child *c, json_object *asked)
-{
-	const char *sid = json_get_str(asked, "sessionId"), *id;
-
-	if (sid != NULL && (id = id_member(asked, "turnId")) != NULL)
-		send_end(c, sid, "background_notification", "turnId", id);
 }
 
 /* The agent is gone: end every turn of its that still runs. */

@@ -582,6 +582,8 @@ delegate_ask_parent(struct child *c, struct rpc_msg *m)
 		return;
 	}
 	TAILQ_INSERT_TAIL(&dlg.calls, k, entry);
+	if (k->params != NULL)
+		delegate_turns_asked(c, k->params);
 	/* A string id: never one of the numbers our parent uses. */
 	char id[40];
 	snprintf(id, sizeof(id), "agent-%lld", (long long)k->id);
@@ -606,8 +608,9 @@ delegate_parent_answer(struct child *c, struct rpc_msg *m)
 	if (k == NULL)
 		return;
 	TAILQ_REMOVE(&dlg.calls, k, entry);
-	if (k->params != NULL && m->kind == RPC_RESULT)
-		delegate_turns_answered(c, k->params, m->result);
+	if (k->params != NULL)
+		delegate_turns_answered(c, k->params,
+		    m->kind == RPC_RESULT ? m->result : NULL);
 	if (m->kind == RPC_RESULT)
 		delegate_write(rpc_new_result(json_object_get(k->peer_id), json_object_get(m->result)));
 	else
@@ -669,8 +672,6 @@ delegate_gone(struct child *c)
 	delegate_turns_end_all(c);
 	while ((k = TAILQ_FIRST(&dlg.calls)) != NULL) {
 		TAILQ_REMOVE(&dlg.calls, k, entry);
-		if (k->kind == CALL_UP && k->params != NULL)
-			delegate_turns_end_asked(c, k->params);
 		if (k->kind == CALL_PROMPT || (k->kind == CALL_RESUME && k->peer_id != NULL))
 			fail_turn(c, k->sid, k->peer_id, "the agent exited during the turn");
 		else if (k->kind == CALL_PASS)
