@@ -19,6 +19,7 @@
 #include "child.h"
 #include "delegate-int.h"
 #include "json.h"
+#include "xmalloc.h"
 
 #define TURN_ID_MAX	256	/* the daemon refuses longer ids (autoturn.c) */
 
@@ -39,11 +40,13 @@ turn_session(struct child *c, json_object *params)
 	return sid != NULL ? session_find(&c->sessions, sid) : NULL;
 }
 
+/* A turn's id into its slot (NULL: none); out of memory is fatal, as for
+   the child's other small state. */
 static void
 set_turn(char **slot, const char *v)
 {
 	free(*slot);
-	*slot = v != NULL ? strdup(v) : NULL;
+	*slot = v != NULL ? xstrdup(v) : NULL;
 }
 
 /* The agent asks to start a turn (its start_turn's params): the turn is
