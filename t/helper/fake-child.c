@@ -1298,13 +1298,16 @@ on_usr1(int sig)
 static void
 release_held(void)
 {
-	uint64_t now = clock_mono_ms();
+	uint64_t now;
 	size_t i;
 
 	usr1 = 0;
-	/* The ask of a bg-turn goes first: a held prompt is still running. */
+	/* The ask of a bg-turn goes first: a held prompt is still running.
+	   The clock is read after it, so what it releases is due later than
+	   the ask however long the ask took to build. */
 	if (cf.bg_turn != NULL)
 		bg_turn_ask();
+	now = clock_mono_ms();
 	for (i = 0; i < nouts; i++)
 		if (outs[i].due >= now + (uint64_t)HOLD_MS / 2)
 			outs[i].due = now + (cf.bg_turn != NULL);
