@@ -184,6 +184,31 @@ EOF
 	[ $((ended - t0)) -ge 1000 ]
 }
 
+@test "a request while an idle child ends starts a fresh child at once; the old one is reaped apart" {
+	# linger: the ended child stays until TERM, the grace after its end.
+	FAKE_CHILD=linger serve_start
+	make_transcript
+	req POST /session/$SID/load '{}'
+	local old=$(child_pid)
+	req DELETE /session/$SID
+	expect 204
+	wait_for 10 grep -q "child $old idle: ending it" "$BATS_TEST_TMPDIR/err"
+	req POST /session/$SID/load '{}'
+	expect 200
+	# Served by a new child while the old one still lingers.
+	[ "$(child_pid)" != "$old" ]
+	kill -0 "$old"
+	run ! grep -q "child $old exited" "$BATS_TEST_TMPDIR/err"
+	# Then TERM ends the old one, reaped and logged; the new one serves on.
+	wait_for 10 grep -q "child $old: sending SIGTERM" "$BATS_TEST_TMPDIR/err"
+	wait_for 10 grep -q "child $old exited (signal 15)" "$BATS_TEST_TMPDIR/err"
+	run ! kill -0 "$old"
+	req GET '/health?deep=1'
+	expect 200 '.channelAlive == true and .sessions == 1'
+	req GET /metrics
+	grep -qx 'qwen_serve_child_exits_total{reason="stopped"} 1' <<<"$body"
+}
+
 @test "a late notification for a closed session is dropped" {
 	FAKE_CHILD=chunks=3,chunk-delay=1000,hang=session/cancel serve_start --log-level debug
 	make_transcript

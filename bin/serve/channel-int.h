@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * channel-int.h: what channel.c (the child's lifecycle) and channel-rpc.c
- * (the JSON-RPC traffic with it) share, and how child-cmd.c hands
- * channel.c the command to start.  Private to those three files.
+ * channel-int.h: what channel.c (the child's lifecycle), channel-rpc.c
+ * (the JSON-RPC traffic with it) and channel-corpse.c (an idle child that
+ * ends apart from its channel) share, and how child-cmd.c hands
+ * channel.c the command to start.  Private to those four files.
  */
 #ifndef QWEN_SERVE_CHANNEL_INT_H
 #define QWEN_SERVE_CHANNEL_INT_H
@@ -59,6 +60,7 @@ struct channel {
 	struct event		*more_ev;
 	int			 kill_stage;
 	int			 killed;	/* we ended it */
+	int			 idle_end;	/* for idleness: channel-corpse.c may take it */
 	TAILQ_HEAD(, channel_req)	 waiting;
 	TAILQ_HEAD(, channel_req)	 respawn;	/* arrived while an idle child ended */
 	size_t			 nsessions;
@@ -76,6 +78,8 @@ void	channel_on_out_ready(evutil_socket_t, short, void *);
 /* Take everything the child left in the pipe (it has exited). */
 void	channel_out_drain(struct channel *);
 void	channel_on_in_event(struct bufferevent *, short, void *);
+/* Log the whole lines in in as child pid's; a line past the limit is dropped. */
+void	channel_err_lines(struct evbuffer *, pid_t);
 void	channel_on_err_read(struct bufferevent *, void *);
 void	channel_on_err_event(struct bufferevent *, short, void *);
 void	channel_on_more(evutil_socket_t, short, void *);
@@ -83,10 +87,22 @@ void	channel_start(struct channel *);
 /* The child's command, cwd and environment (spawn_start() frees it). */
 struct spawn_cmd *child_cmd_new(const char *workspace, const char *secret);
 void	channel_end(struct channel *, int hard);
+/* TERM, then KILL when ev fires again after the grace. */
+void	channel_kill_step(pid_t, int *stage, struct event *ev);
+/* Free what is left of the channel's child; the channel is idle after. */
+void	channel_release(struct channel *);
+/* A request while the child ends for idleness: a fresh one now. */
+void	channel_restart_ended(struct channel *);
 void	channel_check_idle(struct channel *);
 
 /* What the channel tells the modules above it (channel_set_events()). */
 extern const struct channel_events *channel_hooks;
+
+/* channel-corpse.c */
+/* Take the channel's idly ending child apart from it: 0, or -1. */
+int	channel_corpse_take(struct channel *);
+/* Ended children not yet reaped. */
+size_t	channel_corpses(void);
 
 /* channel-close.c */
 /* Hold r (1) when it restores an id whose close is pending. */

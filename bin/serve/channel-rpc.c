@@ -95,6 +95,7 @@ channel_request_sent(struct channel *ch, const char *method, json_object *params
 {
 	struct channel_req *r;
 
+	channel_restart_ended(ch);
 	if (ch->state == CH_IDLE)
 		channel_start(ch);
 	if ((ch->state == CH_DYING && !(ch->killed && !serve_shutting_down())) ||
@@ -421,19 +422,25 @@ channel_on_in_event(struct bufferevent *bev, short what, void *arg)
 
 /* Copy the child's stderr lines into our log. */
 void
-channel_on_err_read(struct bufferevent *bev, void *arg)
+channel_err_lines(struct evbuffer *in, pid_t pid)
 {
-	struct channel *ch = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
 	size_t n;
 	char *line;
 
 	while ((line = evbuffer_readln(in, &n, EVBUFFER_EOL_LF)) != NULL) {
-		log_info("child %ld: %.*s", (long)ch->pid, (int)n, line);
+		log_info("child %ld: %.*s", (long)pid, (int)n, line);
 		free(line);
 	}
 	if (evbuffer_get_length(in) > CHANNEL_STDERR_LINE)
 		evbuffer_drain(in, evbuffer_get_length(in));
+}
+
+void
+channel_on_err_read(struct bufferevent *bev, void *arg)
+{
+	struct channel *ch = arg;
+
+	channel_err_lines(bufferevent_get_input(bev), ch->pid);
 }
 
 void

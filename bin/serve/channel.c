@@ -162,6 +162,7 @@ channel_start(struct channel *ch)
 	ch->pidfd = (int)syscall(SYS_pidfd_open, ch->pid, 0);
 	ch->started_ms = clock_mono_ms();
 	ch->killed = 0;
+	ch->idle_end = 0;
 	ch->kill_stage = 0;
 	channel_hooks->child_started(ch->serial != 0);
 	ch->serial = ++channel_next_serial;
@@ -202,21 +203,29 @@ channel_start(struct channel *ch)
 	ch->state = r != NULL ? CH_STARTING : CH_DYING;
 }
 
+/* The next step of an ending child's escalation: TERM, then (ev fires
+   again after a grace) KILL. */
+void
+channel_kill_step(pid_t pid, int *stage, struct event *ev)
+{
+	struct timeval tv = { CHANNEL_KILL_GRACE_MS / 1000, 0 };
+
+	(*stage)++;
+	log_info("child %ld: sending %s", (long)pid,
+	    *stage == 1 ? "SIGTERM" : "SIGKILL");
+	kill(pid, *stage == 1 ? SIGTERM : SIGKILL);
+	if (*stage == 1)
+		event_add(ev, &tv);
+}
+
 static void
 on_kill_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct channel *ch = arg;
-	struct timeval tv = { CHANNEL_KILL_GRACE_MS / 1000, 0 };
 
 	(void)fd; (void)what;
-	if (ch->pid <= 0)
-		return;
-	ch->kill_stage++;
-	log_info("child %ld: sending %s", (long)ch->pid,
-	    ch->kill_stage == 1 ? "SIGTERM" : "SIGKILL");
-	kill(ch->pid, ch->kill_stage == 1 ? SIGTERM : SIGKILL);
-	if (ch->kill_stage == 1)
-		event_add(ch->kill_ev, &tv);
+	if (ch->pid > 0)
+		channel_kill_step(ch->pid, &ch->kill_stage, ch->kill_ev);
 }
 
 /*
@@ -235,6 +244,8 @@ channel_end(struct channel *ch, int hard)
 		log_info("ending child %ld%s", (long)ch->pid, hard ? " (failed)" : "");
 		ch->killed = !hard;
 	}
+	if (hard)
+		ch->idle_end = 0;
 	ch->state = CH_DYING;
 	if (ch->in != NULL) {
 		bufferevent_free(ch->in);
@@ -255,6 +266,40 @@ drain_one(int64_t id, void *arg, void *ctx)
 {
 	(void)id; (void)ctx;
 	channel_req_finish(arg, CHANNEL_CLOSED, NULL);
+}
+
+/* Free what is left of ch's child (NULL-safe: a corpse took some of it);
+   ch is idle after. */
+void
+channel_release(struct channel *ch)
+{
+	if (ch->pid_ev != NULL)
+		event_free(ch->pid_ev);
+	ch->pid_ev = NULL;
+	if (ch->pidfd != -1)
+		close(ch->pidfd);
+	ch->pidfd = -1;
+	if (ch->in != NULL)
+		bufferevent_free(ch->in);
+	if (ch->out_ev != NULL)
+		event_free(ch->out_ev);
+	ch->out_ev = NULL;
+	if (ch->out_fd != -1)
+		close(ch->out_fd);
+	ch->out_fd = -1;
+	if (ch->err != NULL)
+		bufferevent_free(ch->err);
+	ch->in = ch->err = NULL;
+	rpc_reader_free(ch->rd);
+	ch->rd = NULL;
+	rpc_pending_free(ch->pending);
+	ch->pending = NULL;
+	if (ch->deadline_ev != NULL)
+		event_free(ch->deadline_ev);
+	ch->deadline_ev = NULL;
+	if (ch->kill_ev != NULL)
+		event_del(ch->kill_ev);
+	ch->state = CH_IDLE;
 }
 
 /* The pidfd is readable: reap, fail everything, tell the sessions. */
@@ -284,31 +329,23 @@ on_exit_ready(evutil_socket_t fd, short what, void *arg)
 	rpc_pending_drain(ch->pending, drain_one, NULL);
 	channel_hooks->sessions_died(ch, code, sig, killed);
 	channel_hooks->inflight_died(ch);
-	event_free(ch->pid_ev);
-	ch->pid_ev = NULL;
-	close(ch->pidfd);
-	ch->pidfd = -1;
-	if (ch->in != NULL)
-		bufferevent_free(ch->in);
-	if (ch->out_ev != NULL)
-		event_free(ch->out_ev);
-	ch->out_ev = NULL;
-	close(ch->out_fd);
-	ch->out_fd = -1;
-	if (ch->err != NULL)
-		bufferevent_free(ch->err);
-	ch->in = ch->err = NULL;
-	rpc_reader_free(ch->rd);
-	ch->rd = NULL;
-	rpc_pending_free(ch->pending);
-	ch->pending = NULL;
-	event_free(ch->deadline_ev);
-	ch->deadline_ev = NULL;
-	if (ch->kill_ev != NULL)
-		event_del(ch->kill_ev);
-	ch->state = CH_IDLE;
+	channel_release(ch);
 	respawn(ch);
 	channel_rewarm(ch);
+}
+
+/* A request for ch while its child ends for idleness: the child goes on
+   ending on its own (channel-corpse.c) and a fresh one starts now. */
+void
+channel_restart_ended(struct channel *ch)
+{
+	if (ch->state != CH_DYING || !ch->idle_end || serve_shutting_down() ||
+	    channel_corpse_take(ch) == -1)
+		return;
+	if (TAILQ_EMPTY(&ch->respawn))
+		channel_start(ch);
+	else
+		respawn(ch);
 }
 
 /* Requests that came while an idle child was ending get a fresh one. */
@@ -340,6 +377,7 @@ on_idle(evutil_socket_t fd, short what, void *arg)
 	    rpc_pending_count(ch->pending) == 0) {
 		log_info("child %ld idle: ending it", (long)ch->pid);
 		channel_end(ch, 0);
+		ch->idle_end = 1;
 	}
 }
 
@@ -567,7 +605,7 @@ channel_running(void)
 
 	TAILQ_FOREACH(ch, &channels, entry)
 		n += ch->state != CH_IDLE;
-	return n;
+	return n + channel_corpses();
 }
 
 size_t
