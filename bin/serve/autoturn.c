@@ -19,6 +19,14 @@
  * client's turn settles as it does for a prompt.  A goal turn only says
  * it starts and ends (source "goal"; turn_complete when it names its
  * promptId).  Anything malformed is refused or dropped, as upstream's.
+ *
+ * afterPromptId is checked, not waited on.  Upstream's bridge holds the
+ * answer while the prompt it names (the agent's last completed one) is
+ * still settling, then admits the turn unless another prompt got in;
+ * here a prompt settles in the same loop turn that reads the child's
+ * answer to it, which the child sent before this request, so the prompt
+ * named is never still active: a prompt that is active is a later one,
+ * which upstream refuses too.
  */
 #include "config.h"
 
