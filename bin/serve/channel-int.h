@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * channel-int.h: what channel.c (the child's lifecycle), channel-rpc.c
- * (the JSON-RPC traffic with it) and channel-corpse.c (an idle child that
- * ends apart from its channel) share, and how child-cmd.c hands
- * channel.c the command to start.  Private to those four files.
+ * (the JSON-RPC traffic with it), channel-idle.c (the idle policy) and
+ * channel-corpse.c (an idle child that ends apart from its channel)
+ * share, and how child-cmd.c hands channel.c the command to start.
+ * Private to those five files.
  */
 #ifndef QWEN_SERVE_CHANNEL_INT_H
 #define QWEN_SERVE_CHANNEL_INT_H
@@ -93,10 +94,17 @@ void	channel_kill_step(pid_t, int *stage, struct event *ev);
 void	channel_release(struct channel *);
 /* A request while the child ends for idleness: a fresh one now. */
 void	channel_restart_ended(struct channel *);
-void	channel_check_idle(struct channel *);
 
 /* What the channel tells the modules above it (channel_set_events()). */
 extern const struct channel_events *channel_hooks;
+
+/* channel-idle.c */
+/* Apply the idle policy to a channel whose work may be over. */
+void	channel_check_idle(struct channel *);
+/* The idle timer: end the child if it still has nothing to do. */
+void	channel_on_idle(evutil_socket_t, short, void *);
+/* A kept-warm child that exited: start another after a backoff. */
+void	channel_rewarm(struct channel *);
 
 /* channel-corpse.c */
 /* Take the channel's idly ending child apart from it: 0, or -1. */

@@ -946,12 +946,14 @@ void	channel_reconsider(struct channel *);
 void	channel_kill(struct channel *);
 /* Shutdown: end every child; returns the number still running. */
 size_t	channel_shutdown(void);
+size_t	channel_running(void);
+void	channel_free_all(void);
+
+/* ---- channel-idle.c ---------------------------------------------------- */
 /* --agent-acp: every workspace's child (and its agent) started now. */
 void	channel_prestart(void);
 /* Whether a channel's child is kept warm while it has no session. */
 int	channel_kept_warm(void);
-size_t	channel_running(void);
-void	channel_free_all(void);
 
 /* ---- clients.c --------------------------------------------------------- */
 struct client {
