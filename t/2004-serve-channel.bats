@@ -185,8 +185,9 @@ EOF
 }
 
 @test "a request while an idle child ends starts a fresh child at once; the old one is reaped apart" {
-	# linger: the ended child stays until TERM, the grace after its end.
-	FAKE_CHILD=linger serve_start
+	# linger, ignore-term: the ended child stays until SIGKILL, two grace
+	# periods after its end.
+	FAKE_CHILD=linger,ignore-term serve_start
 	make_transcript
 	req POST /session/$SID/load '{}'
 	local old=$(child_pid)
@@ -199,9 +200,11 @@ EOF
 	[ "$(child_pid)" != "$old" ]
 	kill -0 "$old"
 	run ! grep -q "child $old exited" "$BATS_TEST_TMPDIR/err"
-	# Then TERM ends the old one, reaped and logged; the new one serves on.
+	# Then TERM and KILL end the old one, reaped and logged; the new one
+	# serves on.
 	wait_for 10 grep -q "child $old: sending SIGTERM" "$BATS_TEST_TMPDIR/err"
-	wait_for 10 grep -q "child $old exited (signal 15)" "$BATS_TEST_TMPDIR/err"
+	wait_for 10 grep -q "child $old: sending SIGKILL" "$BATS_TEST_TMPDIR/err"
+	wait_for 10 grep -q "child $old exited (signal 9)" "$BATS_TEST_TMPDIR/err"
 	run ! kill -0 "$old"
 	req GET '/health?deep=1'
 	expect 200 '.channelAlive == true and .sessions == 1'

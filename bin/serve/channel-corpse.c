@@ -14,7 +14,6 @@
 #include "config.h"
 
 #include <sys/queue.h>
-#include <sys/wait.h>
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -67,18 +66,12 @@ static void
 corpse_on_exit(evutil_socket_t fd, short what, void *arg)
 {
 	struct corpse *c = arg;
-	int st;
+	int code, sig;
 
 	(void)fd; (void)what;
 	if (c->err != NULL)
 		channel_err_lines(bufferevent_get_input(c->err), c->pid);
-	if (spawn_wait(c->pid, &st) == -1)
-		log_warn("child %ld: waitpid", (long)c->pid);
-	else
-		log_info("child %ld exited (%s %d)", (long)c->pid,
-		    WIFSIGNALED(st) ? "signal" : "status",
-		    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-	channel_hooks->child_exited(1);
+	channel_reap(c->pid, 1, &code, &sig);
 	corpse_free(c);
 }
 

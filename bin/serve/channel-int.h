@@ -90,6 +90,8 @@ struct spawn_cmd *child_cmd_new(const char *workspace, const char *secret);
 void	channel_end(struct channel *, int hard);
 /* TERM, then KILL when ev fires again after the grace. */
 void	channel_kill_step(pid_t, int *stage, struct event *ev);
+/* Reap an exited child: its code or signal, counted and logged. */
+void	channel_reap(pid_t, int killed, int *code, int *sig);
 /* Free what is left of the channel's child; the channel is idle after. */
 void	channel_release(struct channel *);
 /* A request while the child ends for idleness: a fresh one now. */

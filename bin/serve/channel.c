@@ -299,28 +299,38 @@ channel_release(struct channel *ch)
 	ch->state = CH_IDLE;
 }
 
+/* Reap pid (its pidfd is readable): its exit code or signal (-1 and 0
+   when unknown), counted and logged.  killed: we ended it. */
+void
+channel_reap(pid_t pid, int killed, int *code, int *sig)
+{
+	int st;
+
+	*code = -1;
+	*sig = 0;
+	if (spawn_wait(pid, &st) == -1)
+		log_warn("child %ld: waitpid", (long)pid);
+	else if (WIFEXITED(st))
+		*code = WEXITSTATUS(st);
+	else if (WIFSIGNALED(st))
+		*sig = WTERMSIG(st);
+	channel_hooks->child_exited(killed);
+	log_info("child %ld exited (%s %d)", (long)pid,
+	    *sig ? "signal" : "status", *sig ? *sig : *code);
+}
+
 /* The pidfd is readable: reap, fail everything, tell the sessions. */
 static void
 on_exit_ready(evutil_socket_t fd, short what, void *arg)
 {
 	struct channel *ch = arg;
-	int st, code = -1, sig = 0, killed = ch->killed;
-	pid_t pid;
+	int code, sig, killed = ch->killed;
 
 	(void)fd; (void)what;
 	/* Take what the child wrote before it exited. */
 	channel_out_drain(ch);
-	pid = ch->pid;
-	if (spawn_wait(pid, &st) == -1)
-		log_warn("child %ld: waitpid", (long)pid);
-	else if (WIFEXITED(st))
-		code = WEXITSTATUS(st);
-	else if (WIFSIGNALED(st))
-		sig = WTERMSIG(st);
+	channel_reap(ch->pid, killed, &code, &sig);
 	ch->pid = 0;	/* reaped: never signal that number again */
-	channel_hooks->child_exited(killed);
-	log_info("child %ld exited (%s %d)", (long)pid,
-	    sig ? "signal" : "status", sig ? sig : code);
 	ch->state = CH_DYING;
 	fail_waiting(ch, CHANNEL_CLOSED);
 	rpc_pending_drain(ch->pending, drain_one, NULL);
